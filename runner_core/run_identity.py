@@ -1,0 +1,126 @@
+"""Run identity (SPEC §10): run ids, their branch, and GOAL.md's frontmatter.
+
+Decides whether a run id is acceptable, which id a new run gets (`run-<HEAD sha 8>[-n]`),
+and how GOAL.md's frontmatter reads and is rewritten with other keys kept in place. Works
+on text only; the shell reads GOAL.md and asks git for the HEAD sha and the existing branches.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+import attrs
+
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9._-]+")
+RUN_ID_MAX_LENGTH = 100
+BRANCH_PREFIX = "runner/"
+_FENCE = "---"
+_KEY_LINE = re.compile(r"([A-Za-z0-9_.-]+)\s*:\s*(.*)")
+
+
+class RunIdentityError(ValueError):
+    """A run id or GOAL.md frontmatter the runner cannot use."""
+
+
+def run_id_problem(run_id: str) -> str | None:
+    """Why `run_id` is not a usable run id, or None when it is."""
+    if not run_id:
+        return "run id is empty"
+    if len(run_id) > RUN_ID_MAX_LENGTH:
+        return f"run id is {len(run_id)} characters long (at most {RUN_ID_MAX_LENGTH})"
+    if run_id in (".", ".."):
+        return f"run id must not be '{run_id}'"
+    if not RUN_ID_PATTERN.fullmatch(run_id):
+        return f"run id {run_id!r} may contain only letters, digits, '.', '_' and '-'"
+    if run_id.endswith(".lock") or ".." in run_id or run_id.startswith("-"):
+        return f"run id {run_id!r} is not a valid git branch name component"
+    return None
+
+
+def branch_for(run_id: str) -> str:
+    return BRANCH_PREFIX + run_id
+
+
+def generate_run_id(head_sha: str, taken: Collection[str]) -> str:
+    """`run-<first 8 of HEAD>`, or with `-2`, `-3`, ... when that id was already used."""
+    base = f"run-{head_sha[:8]}"
+    if base not in taken:
+        return base
+    n = 2
+    while f"{base}-{n}" in taken:
+        n += 1
+    return f"{base}-{n}"
+
+
+@attrs.frozen(slots=True)
+class Frontmatter:
+    """GOAL.md split into its frontmatter (key/value pairs, in order) and the body."""
+
+    entries: tuple[tuple[str, str], ...]
+    body: str
+    present: bool
+
+    def get(self, key: str) -> str | None:
+        return next((value for name, value in self.entries if name == key), None)
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def parse_frontmatter(text: str) -> Frontmatter:
+    """Parse GOAL.md; raises `RunIdentityError` for broken or duplicated frontmatter."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].rstrip("\r\n") != _FENCE:
+        return Frontmatter((), text, present=False)
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r\n") == _FENCE), None)
+    if end is None:
+        raise RunIdentityError("frontmatter opened with '---' on line 1 is never closed")
+    entries: list[tuple[str, str]] = []
+    for number, line in enumerate(lines[1:end], start=2):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        match = _KEY_LINE.fullmatch(stripped)
+        if match is None:
+            raise RunIdentityError(f"frontmatter line {number} is not 'key: value': {stripped!r}")
+        key = match.group(1)
+        if any(name == key for name, _ in entries):
+            raise RunIdentityError(f"frontmatter key '{key}' appears twice (line {number})")
+        entries.append((key, _unquote(match.group(2))))
+    body = "".join(lines[end + 1 :])
+    following = body.lstrip("\r\n").splitlines()
+    if len(following) > 1 and following[0] == _FENCE and _KEY_LINE.fullmatch(following[1].strip()):
+        raise RunIdentityError("GOAL.md has a second frontmatter block; keep only one")
+    return Frontmatter(tuple(entries), body, present=True)
+
+
+def _frontmatter_key(line: str) -> str | None:
+    match = _KEY_LINE.fullmatch(line.strip())
+    return None if match is None else match.group(1)
+
+
+def goal_run_id(text: str) -> str | None:
+    """The `id` in GOAL.md's frontmatter, validated; None when there is none."""
+    run_id = parse_frontmatter(text).get("id")
+    if run_id is None:
+        return None
+    problem = run_id_problem(run_id)
+    if problem is not None:
+        raise RunIdentityError(f"frontmatter id: {problem}")
+    return run_id
+
+
+def with_run_id(text: str, run_id: str) -> str:
+    """GOAL.md text with frontmatter `id: <run_id>`, every other key and the body kept."""
+    matter = parse_frontmatter(text)
+    if matter.present:
+        lines = text.splitlines(keepends=True)
+        end = next(i for i in range(1, len(lines)) if lines[i].rstrip("\r\n") == _FENCE)
+        kept = [line for line in lines[1:end] if _frontmatter_key(line) != "id"]
+        return "".join([f"{_FENCE}\nid: {run_id}\n", *kept, f"{_FENCE}\n", matter.body])
+    return f"{_FENCE}\nid: {run_id}\n{_FENCE}\n{text}"

@@ -1,0 +1,123 @@
+"""Layer 1 of validation: does a JSON document have the task tree's shape (SPEC §4.1)?
+
+Decides schema validity of trees and agent outputs, using the JSON Schemas shipped in the
+package (read once, with importlib.resources, like any other part of the program). The fast
+path is one compiled fastjsonschema call; only when it fails does a second pass walk the tree
+node by node, without recursion, to collect every violation with its JSON path.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Mapping
+from importlib import resources
+from typing import Any
+
+import fastjsonschema
+
+Validator = Callable[[Any], Any]
+
+TREE_SCHEMA_FILE = "task_tree/v1.schema.json"
+DECOMPOSER_OUTPUT_SCHEMA_FILE = "decomposer_output.schema.json"
+EXECUTOR_OUTPUT_SCHEMA_FILE = "executor_output.schema.json"
+
+
+@functools.cache
+def schema_text(name: str) -> str:
+    """The exact text of a shipped schema, e.g. to copy it into `.runner/state/`."""
+    return resources.files("runner_core.schemas").joinpath(name).read_text(encoding="utf-8")
+
+
+@functools.cache
+def load_schema(name: str) -> Mapping[str, Any]:
+    loaded: Mapping[str, Any] = json.loads(schema_text(name))
+    return loaded
+
+
+@functools.cache
+def _compiled(name: str) -> Validator:
+    compiled: Validator = fastjsonschema.compile(dict(load_schema(name)))
+    return compiled
+
+
+@functools.cache
+def _node_checks() -> tuple[tuple[str, ...], tuple[tuple[str, Validator], ...]]:
+    """The node definition split into one validator per field, children left shallow."""
+    node = load_schema(TREE_SCHEMA_FILE)["$defs"]["node"]
+    checks = []
+    for field, definition in node["properties"].items():
+        if field == "children":
+            # Each child is checked as a node of its own when the walk reaches it.
+            definition = {"type": "array"}
+        checks.append((field, fastjsonschema.compile(definition)))
+    return tuple(node["required"]), tuple(checks)
+
+
+def _located(message: str, path: str) -> str:
+    """fastjsonschema names the document `data`; say where in the tree instead."""
+    return path + message[4:] if message.startswith("data") else f"{path}: {message}"
+
+
+def _node_errors(obj: Any, path: str) -> list[str]:
+    if not isinstance(obj, dict):
+        return [f"{path} must be object"]
+    required, checks = _node_checks()
+    errors = [f"{path} must contain '{field}'" for field in required if field not in obj]
+    known = {field for field, _ in checks}
+    errors.extend(f"{path} must not contain '{key}'" for key in obj if key not in known)
+    for field, check in checks:
+        if field in obj:
+            try:
+                check(obj[field])
+            except fastjsonschema.JsonSchemaValueException as error:
+                errors.append(_located(error.message, f"{path}.{field}"))
+    return errors
+
+
+def _collect_tree_errors(obj: Any) -> list[str]:
+    errors: list[str] = []
+    stack: list[tuple[Any, str]] = [(obj, "$")]
+    while stack:
+        node, path = stack.pop()
+        errors.extend(_node_errors(node, path))
+        children = node.get("children") if isinstance(node, dict) else None
+        if isinstance(children, list):
+            stack.extend((child, f"{path}.children[{i}]") for i, child in enumerate(children))
+    return errors
+
+
+def validate_schema(obj: Any) -> tuple[str, ...]:
+    """Every schema violation of a task tree document, sorted; empty when it is valid."""
+    try:
+        _compiled(TREE_SCHEMA_FILE)(obj)
+        return ()
+    except (fastjsonschema.JsonSchemaValueException, RecursionError):
+        # Deep trees overflow the recursive fast path; the walk below needs no stack.
+        return tuple(sorted(_collect_tree_errors(obj)))
+
+
+def _validate_document(name: str, obj: Any) -> tuple[str, ...]:
+    try:
+        _compiled(name)(obj)
+    except fastjsonschema.JsonSchemaValueException as error:
+        return (_located(error.message, "$"),)
+    return ()
+
+
+def validate_decomposer_output(obj: Any) -> tuple[str, ...]:
+    """Schema errors of a decomposer's output, plus the non-empty title/goal rule."""
+    errors = _validate_document(DECOMPOSER_OUTPUT_SCHEMA_FILE, obj)
+    if errors:
+        return errors
+    blank = [
+        f"$.children[{i}].{field} must not be empty"
+        for i, child in enumerate(obj["children"])
+        for field in ("title", "goal")
+        if not child[field].strip()
+    ]
+    return tuple(sorted(blank))
+
+
+def validate_executor_output(obj: Any) -> tuple[str, ...]:
+    return _validate_document(EXECUTOR_OUTPUT_SCHEMA_FILE, obj)

@@ -1,0 +1,62 @@
+"""What runs next: the leftmost open leaf, and whether it is stuck (SPEC §3).
+
+Decides selection by a depth-first walk with siblings in `(order, id)` order. A leaf is
+stuck when it has not passed and has used all its attempts. Never changes the tree.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+from runner_core.model import Node, Trail, iter_preorder, trail_path
+
+
+class SelectionStatus(enum.Enum):
+    OPEN = "open"
+    COMPLETE = "complete"
+    STUCK = "stuck"
+
+
+@attrs.frozen(slots=True)
+class Selection:
+    status: SelectionStatus
+    node: Node | None = None
+    path: str | None = None
+
+
+def is_stuck(node: Node) -> bool:
+    return not node.passes and node.attempts >= node.max_attempts
+
+
+def leftmost_open_leaf(tree: Node) -> tuple[Node, str] | None:
+    """The first leaf with `passes == false` in canonical pre-order, with its path."""
+    stack: list[tuple[Node, Trail]] = [(tree, None)]
+    while stack:
+        node, trail = stack.pop()
+        if not node.children:
+            if not node.passes:
+                return node, trail_path(trail, node.id)
+            continue
+        below: Trail = (node.id, trail)
+        ordered = sorted(node.children, key=lambda child: (child.order, child.id), reverse=True)
+        stack.extend((child, below) for child in ordered)
+    return None
+
+
+def select_leaf(tree: Node) -> Selection:
+    found = leftmost_open_leaf(tree)
+    if found is None:
+        return Selection(SelectionStatus.COMPLETE)
+    node, path = found
+    status = SelectionStatus.STUCK if is_stuck(node) else SelectionStatus.OPEN
+    return Selection(status, node, path)
+
+
+def node_path(tree: Node, node_id: str) -> str | None:
+    """The path of the first node with this id, or None when the tree has none."""
+    for node, trail in iter_preorder(tree):
+        if node.id == node_id:
+            return trail_path(trail, node.id)
+    return None

@@ -1,0 +1,105 @@
+"""Runner-owned state: how `passes` and `attempts` change after an iteration (seed 000).
+
+Decides the next tree's `passes`/`attempts` from the previous tree alone plus the iteration's
+status and guard outcome; whatever the agent wrote into those fields is ignored. The table
+below is the spec's table; the functions after it only apply it.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from runner_core.model import AgentStatus, GuardOutcome, Node, index_by_id, rebuild_postorder
+from runner_core.model import sort_children as canonical_order
+
+
+@attrs.frozen(slots=True)
+class Transition:
+    sets_passes: bool
+    increments_attempts: bool
+
+
+DONE, RETRY, DECOMPOSED = AgentStatus.DONE, AgentStatus.RETRY, AgentStatus.DECOMPOSED
+PASS, FAIL, SKIPPED = GuardOutcome.PASS, GuardOutcome.FAIL, GuardOutcome.SKIPPED
+
+TRANSITIONS: dict[tuple[AgentStatus, GuardOutcome], Transition] = {
+    (DONE, PASS): Transition(sets_passes=True, increments_attempts=False),
+    (DONE, FAIL): Transition(sets_passes=False, increments_attempts=True),
+    (DONE, SKIPPED): Transition(sets_passes=False, increments_attempts=False),
+    (RETRY, SKIPPED): Transition(sets_passes=False, increments_attempts=True),
+    (DECOMPOSED, SKIPPED): Transition(sets_passes=False, increments_attempts=False),
+}
+
+
+class InvalidTransition(ValueError):
+    """A status/guard pair the spec has no row for (guards run only for `done`)."""
+
+
+class UnknownSelectedNode(ValueError):
+    """The selected node is not in the tree the update was asked to apply to."""
+
+
+@attrs.frozen(slots=True)
+class StateUpdateSummary:
+    status: AgentStatus
+    guard: GuardOutcome
+    passes_set: tuple[str, ...] = ()
+    attempts_incremented: tuple[str, ...] = ()
+    derived_passes_set: tuple[str, ...] = ()
+
+
+def apply_state_updates(
+    prev: Node, next_tree: Node, selected_id: str, status: AgentStatus, guard: GuardOutcome
+) -> tuple[Node, StateUpdateSummary]:
+    """Reset runner-owned fields from `prev`, apply the table, derive passes, sort."""
+    transition = TRANSITIONS.get((status, guard))
+    if transition is None:
+        raise InvalidTransition(f"no transition for status={status.value} guard={guard.value}")
+    owned = {
+        node_id: (node.passes, node.attempts) for node_id, (node, _) in index_by_id(prev).items()
+    }
+    passes_set: list[str] = []
+    attempts_incremented: list[str] = []
+    derived: list[str] = []
+    found_selected = False
+
+    def update(node: Node, children: tuple[Node, ...]) -> Node:
+        nonlocal found_selected
+        passes, attempts = owned.get(node.id, (False, 0))
+        if node.id == selected_id and not found_selected:
+            found_selected = True
+            if transition.sets_passes and not passes:
+                passes = True
+                passes_set.append(node.id)
+            if transition.increments_attempts and attempts < node.max_attempts:
+                attempts += 1
+                attempts_incremented.append(node.id)
+        if children:
+            all_pass = all(child.passes for child in children)
+            if all_pass and not passes:
+                derived.append(node.id)
+            passes = all_pass
+        return Node(
+            node.id,
+            node.order,
+            node.title,
+            node.goal,
+            node.acceptance,
+            node.next,
+            passes,
+            attempts,
+            node.max_attempts,
+            children,
+        )
+
+    updated = rebuild_postorder(next_tree, update)
+    if not found_selected:
+        raise UnknownSelectedNode(f"selected node '{selected_id}' is not in the tree")
+    summary = StateUpdateSummary(
+        status=status,
+        guard=guard,
+        passes_set=tuple(sorted(passes_set)),
+        attempts_incremented=tuple(sorted(attempts_incremented)),
+        derived_passes_set=tuple(sorted(derived)),
+    )
+    return canonical_order(updated), summary

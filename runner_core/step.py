@@ -1,0 +1,292 @@
+"""One iteration as pure decisions (SPEC §5): plan before the agent, conclude after it.
+
+`plan_step` decides whether a step may run and what it runs; `review_execution` and
+`review_decomposition` judge what the agent produced; `conclude_*` decide the next tree,
+the iteration's status/guard and what is carried to the next iteration. The shell runs the
+agent and guard between these calls and writes what they return; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from runner_core.child_additions import validate_child_additions_restricted
+from runner_core.decompose import child_specs_from_output, decompose_node, decomposition_problems
+from runner_core.immutability import check_passed_node_immutability
+from runner_core.model import AgentStatus, GuardOutcome, Node, NodeNext
+from runner_core.schema import validate_decomposer_output, validate_executor_output
+from runner_core.selection import Selection, SelectionStatus, select_leaf
+from runner_core.state_update import StateUpdateSummary, apply_state_updates
+from runner_core.status_invariants import validate_status_invariants
+from runner_core.tree_json import TreeValidationError, parse_tree
+
+
+class AgentRole(enum.Enum):
+    DECOMPOSER = "decomposer"
+    EXECUTOR = "executor"
+
+
+class PlanKind(enum.Enum):
+    RUN = "run"
+    COMPLETE = "complete"
+    STUCK = "stuck"
+    LIMIT = "limit"
+
+
+@attrs.frozen(slots=True)
+class RunState:
+    """`.runner/state/run_state.json`."""
+
+    run_id: str | None = None
+    next_iter: int = 1
+    last_status: AgentStatus | None = None
+    last_summary: str = ""
+    last_guard: GuardOutcome | None = None
+
+
+class RunStateError(ValueError):
+    """run_state.json data that is not a run state; names the field."""
+
+
+def run_state_from_json(obj: Any) -> RunState:
+    if not isinstance(obj, dict):
+        raise RunStateError("must be a JSON object")
+    known = {"run_id", "next_iter", "last_status", "last_summary", "last_guard"}
+    unknown = sorted(set(obj) - known)
+    if unknown:
+        raise RunStateError(f"unknown field '{unknown[0]}'")
+    run_id = obj.get("run_id")
+    next_iter = obj.get("next_iter", 1)
+    summary = obj.get("last_summary", "")
+    if run_id is not None and not isinstance(run_id, str):
+        raise RunStateError("run_id must be a string or null")
+    if not isinstance(next_iter, int) or isinstance(next_iter, bool) or next_iter < 1:
+        raise RunStateError("next_iter must be an integer >= 1")
+    if not isinstance(summary, str):
+        raise RunStateError("last_summary must be a string")
+    try:
+        status = AgentStatus(obj["last_status"]) if obj.get("last_status") else None
+        guard = GuardOutcome(obj["last_guard"]) if obj.get("last_guard") else None
+    except ValueError as error:
+        raise RunStateError(str(error)) from None
+    return RunState(run_id, next_iter, status, summary, guard)
+
+
+def run_state_to_json(state: RunState) -> dict[str, Any]:
+    return {
+        "run_id": state.run_id,
+        "next_iter": state.next_iter,
+        "last_status": state.last_status.value if state.last_status else None,
+        "last_summary": state.last_summary,
+        "last_guard": state.last_guard.value if state.last_guard else None,
+    }
+
+
+# ---------------------------------------------------------------- before the agent
+
+
+@attrs.frozen(slots=True)
+class StepPlan:
+    kind: PlanKind
+    selection: Selection
+    iteration: int
+    role: AgentRole | None = None
+
+    @property
+    def node(self) -> Node:
+        assert self.selection.node is not None
+        return self.selection.node
+
+
+def plan_step(tree: Node, state: RunState, max_iterations: int) -> StepPlan:
+    """Whether this step runs, and if so which node in which role."""
+    selection = select_leaf(tree)
+    if selection.status is SelectionStatus.COMPLETE:
+        return StepPlan(PlanKind.COMPLETE, selection, state.next_iter)
+    if selection.status is SelectionStatus.STUCK:
+        return StepPlan(PlanKind.STUCK, selection, state.next_iter)
+    if state.next_iter > max_iterations:
+        return StepPlan(PlanKind.LIMIT, selection, state.next_iter)
+    assert selection.node is not None
+    role = AgentRole.DECOMPOSER if selection.node.next is NodeNext.DECOMPOSE else AgentRole.EXECUTOR
+    return StepPlan(PlanKind.RUN, selection, state.next_iter, role)
+
+
+def needs_failure_log(state: RunState) -> bool:
+    """Whether the previous iteration's guard.log must reach the agent as failure.md."""
+    return state.last_status is AgentStatus.DONE and state.last_guard is GuardOutcome.FAIL
+
+
+def context_files(goal: str, state: RunState, failure_log: str | None) -> dict[str, str]:
+    """Files of `.runner/context/` for this iteration; absent names must not exist."""
+    files = {"goal.md": goal}
+    # A runner error leaves the summary empty: it is never shown to the agent.
+    if state.last_status is AgentStatus.RETRY and state.last_summary:
+        files["history.md"] = f"# Previous attempt (retry)\n\n{state.last_summary}\n"
+    if needs_failure_log(state) and failure_log is not None:
+        files["failure.md"] = f"# Guard failure of the previous attempt\n\n{failure_log}"
+    return files
+
+
+# ---------------------------------------------------------------- after the agent
+
+
+@attrs.frozen(slots=True)
+class AgentOutputError(ValueError):
+    """Agent output that is not JSON or not of its schema: a runner error, no attempt used."""
+
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@attrs.frozen(slots=True)
+class Review:
+    """What the agent's work amounts to before guards run.
+
+    `tree` is the candidate next tree (None after an agent error); `agent_error` the message
+    the next attempt will read.
+    """
+
+    status: AgentStatus
+    summary: str
+    tree: Node | None
+    agent_error: str | None = None
+
+    @property
+    def needs_guard(self) -> bool:
+        return self.agent_error is None and self.status is AgentStatus.DONE
+
+
+def parse_executor_output(obj: Any) -> tuple[AgentStatus, str]:
+    errors = validate_executor_output(obj)
+    if errors:
+        raise AgentOutputError(f"executor output does not match its schema: {'; '.join(errors)}")
+    return AgentStatus(obj["status"]), obj["summary"]
+
+
+def review_execution(prev: Node, selected_id: str, output: Any, tree_text: str | bytes) -> Review:
+    """Judge an executor's output and the tree.json it left behind.
+
+    Raises `AgentOutputError` for output of the wrong shape (a runner error); every problem
+    with the tree becomes an agent error of a `retry`.
+    """
+    status, summary = parse_executor_output(output)
+    try:
+        candidate = parse_tree(tree_text)
+    except TreeValidationError as error:
+        return Review(AgentStatus.RETRY, summary, None, f"tree.json after the agent: {error}")
+    layers = (
+        ("child additions failed", validate_child_additions_restricted(prev, candidate, None)),
+        ("immutability failed", check_passed_node_immutability(prev, candidate)),
+        (
+            "status invariants failed",
+            validate_status_invariants(prev, candidate, selected_id, status),
+        ),
+    )
+    problems = [f"{name}: {'; '.join(errors)}" for name, errors in layers if errors]
+    if problems:
+        return Review(AgentStatus.RETRY, summary, None, "; ".join(problems))
+    return Review(status, summary, candidate)
+
+
+def review_decomposition(
+    prev: Node, selected_id: str, output: Any, max_attempts_default: int
+) -> Review:
+    """Judge a decomposer's output; the runner adds the children itself."""
+    errors = validate_decomposer_output(output)
+    if errors:
+        raise AgentOutputError(f"decomposer output does not match its schema: {'; '.join(errors)}")
+    specs = child_specs_from_output(output)
+    problems = decomposition_problems(specs)
+    summary: str = output["summary"]
+    if problems:
+        return Review(AgentStatus.RETRY, summary, None, "; ".join(problems))
+    candidate = decompose_node(prev, selected_id, specs, max_attempts_default)
+    layers = (
+        validate_child_additions_restricted(prev, candidate, selected_id)
+        + check_passed_node_immutability(prev, candidate)
+        + validate_status_invariants(prev, candidate, selected_id, AgentStatus.DECOMPOSED)
+    )
+    if layers:
+        return Review(AgentStatus.RETRY, summary, None, "; ".join(layers))
+    return Review(AgentStatus.DECOMPOSED, summary, candidate)
+
+
+@attrs.frozen(slots=True)
+class IterationOutcome:
+    """Everything the shell writes at the end of an iteration."""
+
+    tree: Node
+    status: AgentStatus
+    guard: GuardOutcome
+    summary: str
+    update: StateUpdateSummary | None
+    agent_error: str | None = None
+    runner_error: str | None = None
+
+    @property
+    def error_kind(self) -> str | None:
+        if self.runner_error is not None:
+            return "runner"
+        if self.agent_error is not None:
+            return "agent"
+        return None
+
+
+def conclude(prev: Node, selected_id: str, review: Review, guard: GuardOutcome) -> IterationOutcome:
+    """The next tree after a reviewed agent run and its guard outcome."""
+    if review.agent_error is not None or review.tree is None:
+        message = review.agent_error or "agent error"
+        tree, update = apply_state_updates(
+            prev, prev, selected_id, AgentStatus.RETRY, GuardOutcome.SKIPPED
+        )
+        return IterationOutcome(
+            tree, AgentStatus.RETRY, GuardOutcome.SKIPPED, message, update, message
+        )
+    guard = guard if review.needs_guard else GuardOutcome.SKIPPED
+    tree, update = apply_state_updates(prev, review.tree, selected_id, review.status, guard)
+    return IterationOutcome(tree, review.status, guard, review.summary, update)
+
+
+def conclude_runner_error(prev: Node, message: str) -> IterationOutcome:
+    """A runner error keeps the previous tree and every attempt (seed 000)."""
+    return IterationOutcome(
+        prev, AgentStatus.RETRY, GuardOutcome.SKIPPED, "", None, runner_error=message
+    )
+
+
+def advance_run_state(state: RunState, outcome: IterationOutcome) -> RunState:
+    """run_state after an iteration: next_iter + 1 and what the next prompt is told."""
+    return attrs.evolve(
+        state,
+        next_iter=state.next_iter + 1,
+        last_status=outcome.status,
+        last_summary="" if outcome.runner_error is not None else outcome.summary,
+        last_guard=outcome.guard,
+    )
+
+
+def commit_subject(run_id: str, iteration: int, node_id: str, outcome: IterationOutcome) -> str:
+    return (
+        f"chore(loop): run {run_id} iter {iteration} node {node_id} "
+        f"status={outcome.status.value} guard={outcome.guard.value}"
+    )
+
+
+def commit_message(run_id: str, iteration: int, node_id: str, outcome: IterationOutcome) -> str:
+    """Subject exactly as SPEC §5, then trailers linking the commit to its iteration."""
+    trailers: Mapping[str, str] = {
+        "Runner-Run": run_id,
+        "Runner-Iter": str(iteration),
+        "Runner-Node": node_id,
+        "Runner-Status": outcome.status.value,
+        "Runner-Guard": outcome.guard.value,
+    }
+    lines = "\n".join(f"{key}: {value}" for key, value in trailers.items())
+    return f"{commit_subject(run_id, iteration, node_id, outcome)}\n\n{lines}\n"

@@ -1,0 +1,1 @@
+"""The imperative shell of runner: CLI, files, git, subprocesses, time."""

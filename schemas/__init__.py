@@ -1,0 +1,1 @@
+"""JSON Schemas of runner's files; the source of truth, shipped inside the wheel as data."""
