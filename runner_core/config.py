@@ -108,8 +108,15 @@ def render_config(config: Config) -> str:
     """TOML text for a config, with the defaults' comments; `parse_config` reads it back."""
 
     def toml_list(values: tuple[str, ...]) -> str:
-        # A JSON string without ensure_ascii is also a valid TOML basic string.
-        return "[" + ", ".join(json.dumps(value, ensure_ascii=False) for value in values) + "]"
+        # A JSON string without ensure_ascii is a valid TOML basic string, except that TOML
+        # also forbids a raw DEL.
+        return (
+            "["
+            + ", ".join(
+                json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f") for value in values
+            )
+            + "]"
+        )
 
     return (
         f"max_attempts_default = {config.max_attempts_default}  # attempts a new node gets\n"

@@ -102,7 +102,8 @@ def build_prompt_pack(sections: Mapping[str, str | None], budget_bytes: int) -> 
         over = _size(current) - budget_bytes
         if over <= 0:
             break
-        body = current[name]
+        # Measured as rendered: trailing whitespace is not printed, so it cannot be cut.
+        body = current[name].rstrip()
         keep = len(body.encode("utf-8")) - over - len(TRUNCATED_MARK.encode("utf-8"))
         current[name] = _cut(body, keep)
         truncated.append(name)

@@ -18,11 +18,12 @@ from runner_core.child_additions import validate_child_additions_restricted
 from runner_core.decompose import child_specs_from_output, decompose_node, decomposition_problems
 from runner_core.immutability import check_passed_node_immutability
 from runner_core.model import AgentStatus, GuardOutcome, Node, NodeNext
+from runner_core.run_identity import parse_frontmatter
 from runner_core.schema import validate_decomposer_output, validate_executor_output
 from runner_core.selection import Selection, SelectionStatus, select_leaf
 from runner_core.state_update import StateUpdateSummary, apply_state_updates
 from runner_core.status_invariants import validate_status_invariants
-from runner_core.tree_json import TreeValidationError, parse_tree
+from runner_core.tree_json import TreeValidationError, loads_json, parse_tree
 
 
 class AgentRole(enum.Enum):
@@ -70,9 +71,16 @@ def run_state_from_json(obj: Any) -> RunState:
         raise RunStateError("last_summary must be a string")
     try:
         status = AgentStatus(obj["last_status"]) if obj.get("last_status") else None
+    except ValueError:
+        raise RunStateError(
+            f"last_status must be done, retry, decomposed or null, got {obj['last_status']!r}"
+        ) from None
+    try:
         guard = GuardOutcome(obj["last_guard"]) if obj.get("last_guard") else None
-    except ValueError as error:
-        raise RunStateError(str(error)) from None
+    except ValueError:
+        raise RunStateError(
+            f"last_guard must be pass, fail, skipped or null, got {obj['last_guard']!r}"
+        ) from None
     return RunState(run_id, next_iter, status, summary, guard)
 
 
@@ -122,13 +130,17 @@ def needs_failure_log(state: RunState) -> bool:
 
 
 def context_files(goal: str, state: RunState, failure_log: str | None) -> dict[str, str]:
-    """Files of `.runner/context/` for this iteration; absent names must not exist."""
-    files = {"goal.md": goal}
+    """Files of `.runner/context/` for this iteration; absent names must not exist.
+
+    goal.md is GOAL.md without its frontmatter; history.md the last retry's summary;
+    failure.md the last guard.log when the previous iteration was done with a failed guard.
+    """
+    files = {"goal.md": parse_frontmatter(goal).body.lstrip("\n")}
     # A runner error leaves the summary empty: it is never shown to the agent.
     if state.last_status is AgentStatus.RETRY and state.last_summary:
-        files["history.md"] = f"# Previous attempt (retry)\n\n{state.last_summary}\n"
+        files["history.md"] = state.last_summary + "\n"
     if needs_failure_log(state) and failure_log is not None:
-        files["failure.md"] = f"# Guard failure of the previous attempt\n\n{failure_log}"
+        files["failure.md"] = failure_log
     return files
 
 
@@ -290,3 +302,31 @@ def commit_message(run_id: str, iteration: int, node_id: str, outcome: Iteration
     }
     lines = "\n".join(f"{key}: {value}" for key, value in trailers.items())
     return f"{commit_subject(run_id, iteration, node_id, outcome)}\n\n{lines}\n"
+
+
+def agent_process_problem(
+    role: AgentRole, exit_code: int | None, timed_out: bool, timeout_secs: float
+) -> str | None:
+    """Why a finished agent process is a runner error, or None when it ended normally."""
+    if timed_out:
+        return f"{role.value} agent timed out after {timeout_secs:g} s (iteration_timeout_secs)"
+    if exit_code is not None and exit_code < 0:
+        return f"{role.value} agent was killed by signal {-exit_code}"
+    if exit_code != 0:
+        return f"{role.value} agent exited with status {exit_code}"
+    return None
+
+
+def parse_agent_output(role: AgentRole, text: str | None, problem: str | None) -> Any:
+    """The agent's final JSON value; `AgentOutputError` when there is none to use."""
+    if text is None:
+        raise AgentOutputError(f"{role.value} agent output unusable: {problem or 'missing'}")
+    try:
+        return loads_json(text)
+    except ValueError as error:
+        raise AgentOutputError(f"{role.value} agent output is not JSON: {error}") from None
+
+
+def guard_outcome(exit_code: int | None, timed_out: bool) -> GuardOutcome:
+    """Guard contract (SPEC §7): exit 0 passes; anything else, a timeout included, fails."""
+    return GuardOutcome.PASS if exit_code == 0 and not timed_out else GuardOutcome.FAIL

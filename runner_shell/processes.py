@@ -313,7 +313,7 @@ def _read_once(selector: selectors.BaseSelector, key: selectors.SelectorKey) -> 
 
 
 def _read_what_is_buffered(selector: selectors.BaseSelector) -> None:
-    # With a zero grace the window closes before the loop has read what the child left behind.
+    # A short window can close before the loop read what the child wrote just before exiting.
     for key in list(selector.get_map().values()):
         for _ in range(_FINAL_DRAIN_MAX_READS):
             if not _read_once(selector, key):

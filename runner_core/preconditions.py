@@ -1,0 +1,75 @@
+"""Whether a repository may take a step, from facts the shell gathered (SPEC §5, §10).
+
+Decides the precondition failures of `runner step`/`loop`, each as one line that names the
+problem and its fix, and the checks of `runner validate`. Never asks git itself.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from runner_core.run_identity import branch_for
+
+REQUIRED_GITIGNORE_LINES = ("context/", "iterations/")
+PROTECTED_BRANCHES = ("main", "master")
+START_HINT = "(run 'runner start')"
+
+
+@attrs.frozen(slots=True)
+class RepoFacts:
+    """What the shell saw in the repository before a step."""
+
+    branch: str | None  # None on a detached HEAD
+    dirty_paths: tuple[str, ...]
+    gitignore_lines: tuple[str, ...] | None  # None when .runner/.gitignore is missing
+    run_id: str | None  # run_state.run_id
+    goal_id: str | None  # GOAL.md frontmatter id
+
+
+def gitignore_problem(lines: tuple[str, ...] | None) -> str | None:
+    if lines is None:
+        return f".runner/.gitignore is missing {START_HINT}"
+    stripped = {line.strip() for line in lines}
+    missing = [line for line in REQUIRED_GITIGNORE_LINES if line not in stripped]
+    if missing:
+        return f".runner/.gitignore lacks the line(s) {', '.join(missing)} {START_HINT}"
+    return None
+
+
+def run_identity_problem(facts: RepoFacts) -> str | None:
+    """Run-identity failures, each ending with the hint to run 'runner start'."""
+    if facts.branch is None:
+        return f"HEAD is detached; check out the run branch {START_HINT}"
+    if facts.branch in PROTECTED_BRANCHES:
+        return f"refusing to run on branch '{facts.branch}' {START_HINT}"
+    gitignore = gitignore_problem(facts.gitignore_lines)
+    if gitignore is not None:
+        return gitignore
+    if not facts.run_id:
+        return f"no run started: run_state.json has no run_id {START_HINT}"
+    if facts.run_id != facts.goal_id:
+        return (
+            f"run_state.json run_id '{facts.run_id}' does not match GOAL.md id "
+            f"'{facts.goal_id or ''}' {START_HINT}"
+        )
+    expected = branch_for(facts.run_id)
+    if facts.branch != expected:
+        return (
+            f"on branch '{facts.branch}' but run '{facts.run_id}' runs on '{expected}' {START_HINT}"
+        )
+    return None
+
+
+def dirty_tree_problem(dirty_paths: tuple[str, ...], shown: int = 10) -> str | None:
+    if not dirty_paths:
+        return None
+    paths = sorted(dirty_paths)
+    listed = ", ".join(paths[:shown]) + (
+        f" (+{len(paths) - shown} more)" if len(paths) > shown else ""
+    )
+    return f"working tree is not clean: {listed}; commit, stash or discard these changes first"
+
+
+def step_precondition_problem(facts: RepoFacts) -> str | None:
+    """The first reason a step must not start, or None (SPEC §5 order: clean tree first)."""
+    return dirty_tree_problem(facts.dirty_paths) or run_identity_problem(facts)

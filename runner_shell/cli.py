@@ -1,0 +1,240 @@
+"""The `runner` command (typer): parses arguments, calls the shell, prints seed 002's lines.
+
+Output lines and exit codes are a contract (SPEC §10): 0 ok / open leaf, 1 error (and the
+loop's iteration limit), 2 complete, 3 stuck. Any error a user can cause ends in one line on
+stderr, never a traceback; set RUNNER_DEBUG=1 to see one for a runner bug.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+
+from runner_core import Config, PlanKind, RunState, Selection, SelectionStatus, select_leaf
+from runner_core.prompt_pack import DEFAULT_PROMPT_BUDGET
+from runner_shell.errors import UserFacingError
+from runner_shell.git import GitError, Repo, repo_root
+from runner_shell.layout import RunnerPaths
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Drive coding agents through a goal over a strict JSON task tree, one step at a time.",
+    pretty_exceptions_enable=False,
+)
+
+F = TypeVar("F", bound=Callable[..., None])
+
+PromptBudget = Annotated[
+    int,
+    typer.Option("--prompt-budget", min=1000, help="Byte budget of the prompt pack."),
+]
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"runner: {message}", err=True)
+    return typer.Exit(code)
+
+
+def guarded(command: F) -> F:
+    """Turn every error a user can cause into one stderr line and its exit code."""
+
+    @functools.wraps(command)
+    def wrapper(*args: object, **kwargs: object) -> None:
+        try:
+            command(*args, **kwargs)
+        except UserFacingError as error:
+            raise _fail(str(error), error.exit_code) from None
+        except GitError as error:
+            raise _fail(str(error)) from None
+        except KeyboardInterrupt:
+            raise _fail("interrupted", 130) from None
+        except OSError as error:
+            if os.environ.get("RUNNER_DEBUG"):
+                raise
+            where = f" ({error.filename})" if error.filename else ""
+            raise _fail(f"{error.strerror or error}{where}") from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _paths() -> tuple[RunnerPaths, Repo]:
+    root = repo_root(Path.cwd())
+    return RunnerPaths(root), Repo(root)
+
+
+def _selection_fields(selection: Selection) -> str:
+    node = selection.node
+    assert node is not None
+    return f"id={node.id} path={selection.path} attempts={node.attempts}/{node.max_attempts}"
+
+
+@app.command()
+@guarded
+def init(
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing state files.")] = False,
+    guard: Annotated[
+        list[str] | None,
+        typer.Option("--guard", help="Guard argv, one --guard per word (default: just ci)."),
+    ] = None,
+    backend: Annotated[
+        str, typer.Option("--backend", help="Agent backend: codex, claude or command.")
+    ] = "codex",
+    agent: Annotated[
+        list[str] | None,
+        typer.Option("--agent", help="Agent argv for backend=command, one --agent per word."),
+    ] = None,
+) -> None:
+    """Scaffold .runner/ with a default config, a placeholder GOAL.md and a root node."""
+    from runner_core import ConfigError, parse_config
+    from runner_shell.setup import init_runner
+
+    paths, _ = _paths()
+    data: dict[str, object] = {"agent": {"backend": backend, "command": list(agent or [])}}
+    if guard:
+        data["guard"] = {"command": list(guard)}
+    try:
+        config = parse_config(data)
+    except ConfigError as error:
+        raise UserFacingError(f"init: {error}") from None
+    init_runner(paths, force, config)
+    typer.echo(
+        f"initialized {paths.relative(paths.runner_dir)}/ "
+        "(edit .runner/GOAL.md, then run 'runner start')"
+    )
+
+
+@app.command()
+@guarded
+def start() -> None:
+    """Create or check out the run branch runner/<run-id> and commit the run's identity."""
+    from runner_shell.setup import start_run
+
+    paths, repo = _paths()
+    started = start_run(paths, repo)
+    typer.echo(f"started run={started.run_id} branch={started.branch}")
+
+
+@app.command()
+@guarded
+def validate() -> None:
+    """Check layout, config, tree and run identity."""
+    from runner_shell.checks import check_layout, check_run_identity
+    from runner_shell.store import load_config, load_tree
+
+    paths, repo = _paths()
+    check_layout(paths)
+    typer.echo("validate: layout=ok")
+    load_config(paths)
+    typer.echo("validate: config=ok")
+    load_tree(paths)
+    typer.echo("validate: tree=ok")
+    run_id = check_run_identity(paths, repo)
+    if run_id is None:
+        typer.echo("validate: run=not-started")
+    else:
+        typer.echo(f"validate: run=ok id={run_id} branch=runner/{run_id}")
+
+
+@app.command()
+@guarded
+def select() -> None:
+    """Print the next leaf: exit 0 open, 2 complete, 3 stuck."""
+    from runner_shell.store import load_tree
+
+    paths, _ = _paths()
+    selection = select_leaf(load_tree(paths))
+    if selection.status is SelectionStatus.COMPLETE:
+        typer.echo("select: status=complete")
+        raise typer.Exit(2)
+    typer.echo(f"select: status={selection.status.value} {_selection_fields(selection)}")
+    raise typer.Exit(3 if selection.status is SelectionStatus.STUCK else 0)
+
+
+def _stuck_message(selection: Selection) -> str:
+    node = selection.node
+    assert node is not None
+    return (
+        f"stuck: leaf '{node.id}' ({selection.path}) used {node.attempts}/{node.max_attempts} "
+        "attempts; raise its max_attempts, decompose it, or replace it in .runner/state/tree.json"
+    )
+
+
+def _limit_message(state: RunState, config: Config) -> str:
+    return (
+        f"iteration limit reached: next_iter {state.next_iter} > max_iterations "
+        f"{config.max_iterations} (raise max_iterations in .runner/state/config.toml)"
+    )
+
+
+@app.command()
+@guarded
+def step(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
+    """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
+    from runner_shell.stepper import run_step
+    from runner_shell.store import load_config, load_run_state
+
+    paths, repo = _paths()
+    result = run_step(paths, repo, prompt_budget)
+    if result.kind is PlanKind.COMPLETE:
+        typer.echo("step: status=complete")
+    elif result.kind is PlanKind.STUCK:
+        raise _fail(_stuck_message(result.plan.selection), 3)
+    elif result.kind is PlanKind.LIMIT:
+        raise _fail(_limit_message(load_run_state(paths), load_config(paths)))
+    else:
+        outcome = result.outcome
+        assert outcome is not None
+        typer.echo(
+            f"step: run={result.run_id} iter={result.plan.iteration} node={result.plan.node.id} "
+            f"status={outcome.status.value} guard={outcome.guard.value}"
+        )
+        if outcome.runner_error is not None:
+            raise _fail(f"runner error: {outcome.runner_error}")
+    raise typer.Exit(result.exit_code)
+
+
+@app.command()
+@guarded
+def loop(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
+    """Step until the tree is complete (0), a leaf is stuck (3) or the iteration limit (1)."""
+    from runner_shell.stepper import run_loop
+
+    paths, repo = _paths()
+    raise typer.Exit(run_loop(paths, repo, prompt_budget, typer.echo))
+
+
+@app.command()
+@guarded
+def demo(
+    directory: Annotated[
+        Path | None,
+        typer.Option("--dir", help="Where to build the demo repo (default: a new temp dir)."),
+    ] = None,
+) -> None:
+    """Build a throw-away repo and run init/start/loop on it with the built-in demo agent."""
+    from runner_shell.demo import run_demo
+
+    raise typer.Exit(run_demo(directory))
+
+
+def main() -> None:
+    try:
+        app()
+    except SystemExit:
+        raise
+    except Exception as error:  # a runner bug: one line unless debugging
+        if os.environ.get("RUNNER_DEBUG"):
+            raise
+        print(
+            f"runner: internal error: {type(error).__name__}: {error} "
+            "(rerun with RUNNER_DEBUG=1 for a traceback)",
+            file=sys.stderr,
+        )
+        sys.exit(1)

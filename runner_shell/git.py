@@ -1,0 +1,147 @@
+"""git, through the `git` CLI (no shell): the run branch, cleanliness and one commit per step.
+
+Reports what git says and carries out commits; decides nothing about whether a step may run
+(that is runner_core.preconditions). Commits succeed without a configured identity by
+falling back to a runner identity, so an unconfigured machine never fails an iteration.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+FALLBACK_NAME = "runner"
+FALLBACK_EMAIL = "runner@localhost"
+
+
+class GitError(Exception):
+    """A git command failed; str() is one line naming the command and git's complaint."""
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else "no message"
+
+
+def _run(
+    args: Sequence[str], cwd: Path, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    try:
+        result = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed or not on PATH") from None
+    if check and result.returncode != 0:
+        raise GitError(
+            f"git {' '.join(args[:2])} failed: {_first_line(result.stderr or result.stdout)}"
+        )
+    return result
+
+
+def repo_root(start: Path) -> Path:
+    result = _run(["rev-parse", "--show-toplevel"], start, check=False)
+    if result.returncode != 0:
+        raise GitError(f"{start} is not inside a git repository (run 'git init' first)")
+    return Path(result.stdout.strip())
+
+
+class Repo:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return _run(args, self.root, check=check)
+
+    def has_commits(self) -> bool:
+        return self.git("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0
+
+    def head_sha(self) -> str:
+        if not self.has_commits():
+            raise GitError("the repository has no commits yet; make a first commit")
+        return self.git("rev-parse", "HEAD").stdout.strip()
+
+    def current_branch(self) -> str | None:
+        """The checked-out branch, or None on a detached HEAD."""
+        result = self.git("symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+        return result.stdout.strip() if result.returncode == 0 else None
+
+    def operation_in_progress(self) -> str | None:
+        """A merge, rebase, cherry-pick or revert that git is in the middle of."""
+        markers = {
+            "MERGE_HEAD": "a merge",
+            "rebase-merge": "a rebase",
+            "rebase-apply": "a rebase",
+            "CHERRY_PICK_HEAD": "a cherry-pick",
+            "REVERT_HEAD": "a revert",
+        }
+        for marker, name in markers.items():
+            path = self.git("rev-parse", "--git-path", marker).stdout.strip()
+            if (self.root / path).exists():
+                return name
+        return None
+
+    def dirty_paths(self, exclude_prefix: str | None = None) -> tuple[str, ...]:
+        """Changed, staged and untracked (not ignored) paths, sorted."""
+        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
+        entries = out.split("\0")
+        paths: list[str] = []
+        index = 0
+        while index < len(entries):
+            entry = entries[index]
+            index += 1
+            if len(entry) < 4:
+                continue
+            code, path = entry[:2], entry[3:]
+            if code[0] in "RC":
+                index += 1  # the rename's source path follows as its own entry
+            if exclude_prefix is None or not path.startswith(exclude_prefix):
+                paths.append(path)
+        return tuple(sorted(paths))
+
+    def branches(self, prefix: str) -> tuple[str, ...]:
+        out = self.git("for-each-ref", "--format=%(refname:short)", f"refs/heads/{prefix}").stdout
+        return tuple(sorted(line for line in out.splitlines() if line))
+
+    def branch_exists(self, name: str) -> bool:
+        ref = f"refs/heads/{name}"
+        return self.git("show-ref", "--verify", "--quiet", ref, check=False).returncode == 0
+
+    def checkout(self, name: str, create: bool) -> None:
+        self.git("checkout", "--quiet", *(["-b"] if create else []), name)
+
+    def _identity_env(self) -> dict[str, str] | None:
+        env = dict(os.environ)
+        missing = False
+        if not self.git("config", "user.name", check=False).stdout.strip():
+            env.setdefault("GIT_AUTHOR_NAME", FALLBACK_NAME)
+            env.setdefault("GIT_COMMITTER_NAME", FALLBACK_NAME)
+            missing = True
+        if not self.git("config", "user.email", check=False).stdout.strip():
+            env.setdefault("GIT_AUTHOR_EMAIL", FALLBACK_EMAIL)
+            env.setdefault("GIT_COMMITTER_EMAIL", FALLBACK_EMAIL)
+            missing = True
+        return env if missing else None
+
+    def commit_all(self, message: str) -> str:
+        """`git add -A` and commit everything; returns the new HEAD sha.
+
+        Hooks are skipped: an unattended loop must not stall on an interactive or failing
+        hook, and the guard is where checks belong.
+        """
+        self.git("add", "-A")
+        _run(
+            ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", message],
+            self.root,
+            env=self._identity_env(),
+        )
+        return self.head_sha()

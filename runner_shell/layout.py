@@ -1,0 +1,80 @@
+"""Where runner's files live in the target repository (SPEC §2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+
+
+@attrs.frozen(slots=True)
+class RunnerPaths:
+    root: Path
+
+    @property
+    def runner_dir(self) -> Path:
+        return self.root / ".runner"
+
+    @property
+    def goal(self) -> Path:
+        return self.runner_dir / "GOAL.md"
+
+    @property
+    def gitignore(self) -> Path:
+        return self.runner_dir / ".gitignore"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.runner_dir / "state"
+
+    @property
+    def tree(self) -> Path:
+        return self.state_dir / "tree.json"
+
+    @property
+    def schema(self) -> Path:
+        return self.state_dir / "schema.json"
+
+    @property
+    def config(self) -> Path:
+        return self.state_dir / "config.toml"
+
+    @property
+    def run_state(self) -> Path:
+        return self.state_dir / "run_state.json"
+
+    @property
+    def assumptions(self) -> Path:
+        return self.state_dir / "assumptions.md"
+
+    @property
+    def questions(self) -> Path:
+        return self.state_dir / "questions.md"
+
+    @property
+    def decomposer_schema(self) -> Path:
+        return self.state_dir / "decomposer_output.schema.json"
+
+    @property
+    def executor_schema(self) -> Path:
+        return self.state_dir / "executor_output.schema.json"
+
+    @property
+    def context_dir(self) -> Path:
+        return self.runner_dir / "context"
+
+    @property
+    def iterations_dir(self) -> Path:
+        return self.runner_dir / "iterations"
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.iterations_dir / run_id
+
+    def iter_dir(self, run_id: str, iteration: int) -> Path:
+        return self.run_dir(run_id) / str(iteration)
+
+    def relative(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.root))
+        except ValueError:
+            return str(path)
