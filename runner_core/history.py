@@ -131,6 +131,12 @@ def _present(meta: Mapping[str, Any], name: str) -> Any:
     return meta[name]
 
 
+def _present_in(obj: Mapping[str, Any], parent: str, key: str) -> Any:
+    if key not in obj:
+        raise DamagedRecord(f"{parent}.{key}", "missing")
+    return obj[key]
+
+
 def _count(value: Any, name: str, minimum: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise DamagedRecord(name, f"must be an integer >= {minimum}, got {value!r}")
@@ -172,12 +178,6 @@ def _tokens(value: Any) -> TokenUsage:
     return TokenUsage(*counts)
 
 
-def _present_in(obj: Mapping[str, Any], parent: str, key: str) -> Any:
-    if key not in obj:
-        raise DamagedRecord(f"{parent}.{key}", "missing")
-    return obj[key]
-
-
 def _cost(value: Any) -> float:
     if (
         not isinstance(value, int | float)
@@ -193,7 +193,7 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
     """The record a parsed `meta.json` describes.
 
     Every key of `META_FIELDS` must be present (the nullable ones as null); keys it does not
-    know are ignored so the shell may add more. Raises `DamagedRecord` naming the first bad key.
+    know are ignored so the shell may add more. Raises `DamagedRecord` naming a bad key.
     """
     if not isinstance(meta, dict):
         raise DamagedRecord("meta.json", f"must be a JSON object, got {type(meta).__name__}")
