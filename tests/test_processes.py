@@ -522,4 +522,3 @@ def test_terminate_process_group_on_a_gone_group_returns_false() -> None:
     proc = subprocess.Popen([PYTHON, "-c", "pass"], start_new_session=True)
     proc.wait()
     assert terminate_process_group(proc.pid, grace_secs=0.3) is False
-
