@@ -20,6 +20,7 @@ from runner_core import Config, PlanKind, RunState, Selection, SelectionStatus, 
 from runner_core.prompt_pack import DEFAULT_PROMPT_BUDGET
 from runner_shell.errors import UserFacingError
 from runner_shell.git import GitError, Repo, repo_root
+from runner_shell.guard_rails import exclusive_lock
 from runner_shell.layout import RunnerPaths
 
 app = typer.Typer(
@@ -117,7 +118,8 @@ def start() -> None:
     from runner_shell.setup import start_run
 
     paths, repo = _paths()
-    started = start_run(paths, repo)
+    with exclusive_lock(repo):
+        started = start_run(paths, repo)
     typer.echo(f"started run={started.run_id} branch={started.branch}")
 
 
@@ -125,7 +127,9 @@ def start() -> None:
 @guarded
 def validate() -> None:
     """Check layout, config, tree and run identity."""
+    from runner_core.recovery import interrupted_problem
     from runner_shell.checks import check_layout, check_run_identity
+    from runner_shell.guard_rails import read_journal
     from runner_shell.store import load_config, load_tree
 
     paths, repo = _paths()
@@ -135,6 +139,9 @@ def validate() -> None:
     typer.echo("validate: config=ok")
     load_tree(paths)
     typer.echo("validate: tree=ok")
+    journal = read_journal(repo)
+    if journal is not None:
+        raise UserFacingError(interrupted_problem(journal))
     run_id = check_run_identity(paths, repo)
     if run_id is None:
         typer.echo("validate: run=not-started")
@@ -181,7 +188,8 @@ def step(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
     from runner_shell.store import load_config, load_run_state
 
     paths, repo = _paths()
-    result = run_step(paths, repo, prompt_budget)
+    with exclusive_lock(repo):
+        result = run_step(paths, repo, prompt_budget)
     if result.kind is PlanKind.COMPLETE:
         typer.echo("step: status=complete")
     elif result.kind is PlanKind.STUCK:
@@ -207,7 +215,30 @@ def loop(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
     from runner_shell.stepper import run_loop
 
     paths, repo = _paths()
-    raise typer.Exit(run_loop(paths, repo, prompt_budget, typer.echo))
+    with exclusive_lock(repo):
+        code = run_loop(paths, repo, prompt_budget, typer.echo)
+    raise typer.Exit(code)
+
+
+@app.command()
+@guarded
+def recover() -> None:
+    """Finish an iteration a killed runner left behind: keep the agent's changes in a commit,
+    restore state from the last good iteration, log it as a runner error `interrupted`."""
+    from runner_shell.recover import recover as recover_iteration
+
+    paths, repo = _paths()
+    with exclusive_lock(repo):
+        result = recover_iteration(paths, repo)
+    if result.kind is None or result.journal is None:
+        typer.echo("recover: status=clean")
+        return
+    journal = result.journal
+    killed = ",".join(str(pgid) for pgid in result.killed_groups) or "none"
+    typer.echo(
+        f"recover: status={result.kind.value} run={journal.run_id} iter={journal.iteration} "
+        f"node={journal.node_id} killed_process_groups={killed}"
+    )
 
 
 @app.command()

@@ -70,6 +70,11 @@ class Repo:
             raise GitError("the repository has no commits yet; make a first commit")
         return self.git("rev-parse", "HEAD").stdout.strip()
 
+    def head_subject(self) -> str | None:
+        if not self.has_commits():
+            return None
+        return self.git("log", "-1", "--format=%s").stdout.strip()
+
     def current_branch(self) -> str | None:
         """The checked-out branch, or None on a detached HEAD."""
         result = self.git("symbolic-ref", "--quiet", "--short", "HEAD", check=False)

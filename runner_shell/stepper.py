@@ -8,14 +8,11 @@ SPEC §6's order and commits.
 
 from __future__ import annotations
 
-import datetime
-import json
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from string import Template
-from typing import Any
 
 import attrs
 
@@ -30,14 +27,10 @@ from runner_core import (
     Review,
     RunState,
     StepPlan,
-    advance_run_state,
     build_prompt_pack,
-    commit_message,
     conclude,
     conclude_runner_error,
     context_files,
-    dumps_tree,
-    iter_preorder,
     needs_failure_log,
     plan_step,
     review_decomposition,
@@ -45,12 +38,22 @@ from runner_core import (
     selected_section,
     tree_outline,
 )
+from runner_core.history import TokenUsage
 from runner_core.preconditions import RepoFacts, step_precondition_problem
+from runner_core.recovery import Journal, interrupted_problem
 from runner_core.step import agent_process_problem, guard_outcome, parse_agent_output
 from runner_shell.agents import AgentRequest, backend_for
 from runner_shell.errors import UserFacingError
-from runner_shell.files import atomic_write_text, read_text_head
-from runner_shell.git import GitError, Repo
+from runner_shell.files import atomic_write_bytes, atomic_write_text, read_text_head
+from runner_shell.git import Repo
+from runner_shell.guard_rails import current_command, read_journal, write_journal
+from runner_shell.iteration_log import (
+    PENDING_GUARD_LOG,
+    IterationFacts,
+    monotonic_ms,
+    record_iteration,
+    utc_now,
+)
 from runner_shell.layout import RunnerPaths
 from runner_shell.processes import SpawnError, run_process
 from runner_shell.store import (
@@ -63,8 +66,6 @@ from runner_shell.store import (
     read_goal,
     read_optional_text,
     read_tree_bytes,
-    write_run_state,
-    write_tree,
 )
 
 EXIT_OK, EXIT_ERROR, EXIT_COMPLETE, EXIT_STUCK = 0, 1, 2, 3
@@ -95,11 +96,6 @@ class StepResult:
         return EXIT_ERROR if self.outcome.runner_error is not None else EXIT_OK
 
 
-def utc_now() -> str:
-    moment = datetime.datetime.now(datetime.UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _template(name: str) -> Template:
     text = (Path(__file__).parent / "templates" / name).read_text(encoding="utf-8")
     return Template(text)
@@ -117,6 +113,9 @@ class Loaded:
 
 def load_for_step(paths: RunnerPaths, repo: Repo) -> Loaded:
     """Check SPEC §5's preconditions and load config, run state and tree."""
+    journal = read_journal(repo)
+    if journal is not None:
+        raise UserFacingError(interrupted_problem(journal))
     operation = repo.operation_in_progress()
     if operation is not None:
         raise UserFacingError(f"git is in the middle of {operation}; finish or abort it first")
@@ -160,26 +159,60 @@ class Iteration:
         self.role = plan.role or AgentRole.EXECUTOR
         self.iter_dir = paths.iter_dir(loaded.run_id, plan.iteration)
         self.started_at = utc_now()
+        self.journal: Journal
         self.started = time.monotonic()
         self.deadline = self.started + loaded.config.iteration_timeout_secs
-        self.tokens: dict[str, int] | None = None
+        self.tokens: TokenUsage | None = None
         self.cost_usd: float | None = None
-        self.guard_log_ready: Path | None = None
-        self.output_record: dict[str, Any] | None = None
 
     # ------------------------------------------------------------ the flow
 
     def run(self) -> IterationOutcome:
         config_bytes = self.paths.config.read_bytes()
         self._prepare_iter_dir()
+        self.journal = Journal(
+            run_id=self.loaded.run_id,
+            iteration=self.plan.iteration,
+            node_id=self.node.id,
+            role=self.role.value,
+            phase="running",
+            started_at=self.started_at,
+            runner_pid=os.getpid(),
+            command=current_command(),
+        )
+        # Durable before the agent starts: a kill from here on is found by 'runner recover'.
+        write_journal(self.repo, self.journal)
         try:
             review = self._run_agent()
             guard = self._run_guard() if review.needs_guard else GuardOutcome.SKIPPED
             outcome = conclude(self.loaded.tree, self.node.id, review, guard)
         except (SpawnError, AgentOutputError, RunnerFailure, OSError) as error:
             outcome = conclude_runner_error(self.loaded.tree, _one_line(error))
-        self._finish(outcome, config_bytes)
+        if self.paths.config.read_bytes() != config_bytes:
+            # config.toml belongs to the user and the runner, never to the agent.
+            atomic_write_bytes(self.paths.config, config_bytes)
+        facts = IterationFacts(
+            run_id=self.loaded.run_id,
+            iteration=self.plan.iteration,
+            node=self.node,
+            role=self.role,
+            prev_tree=self.loaded.tree,
+            prev_state=self.loaded.state,
+            started_at=self.started_at,
+            ended_at=utc_now(),
+            duration_ms=monotonic_ms(self.started),
+            backend=self.loaded.config.agent_backend,
+            tokens=self.tokens,
+            cost_usd=self.cost_usd,
+        )
+        record_iteration(self.paths, self.repo, facts, outcome, self.journal)
         return outcome
+
+    def _track_process_group(self, pgid: int) -> None:
+        self.journal = attrs.evolve(
+            self.journal, process_groups=(*self.journal.process_groups, pgid)
+        )
+        write_journal(self.repo, self.journal)
 
     def _remaining(self) -> float:
         return max(self.deadline - time.monotonic(), 0.0)
@@ -268,6 +301,7 @@ class Iteration:
             env=self._agent_env(output_path, schema_path, usage_path),
             timeout_secs=self._remaining(),
             limit_bytes=config.executor_output_limit_bytes,
+            on_start=self._track_process_group,
         )
         agent = backend_for(config.agent_backend, config.agent_command).run(request)
         self._keep_usage(agent.input_tokens, agent.output_tokens, agent.cached_input_tokens)
@@ -288,16 +322,15 @@ class Iteration:
     def _keep_usage(self, input_: int | None, output: int | None, cached: int | None) -> None:
         if input_ is None and output is None and cached is None:
             return
-        self.tokens = {"input": input_ or 0, "output": output or 0, "cached": cached or 0}
+        self.tokens = TokenUsage(input_ or 0, output or 0, cached or 0)
 
     def _run_guard(self) -> GuardOutcome:
         config = self.loaded.config
         # Written under a temporary name: SPEC §6 puts guard.log after meta and output.
-        log_path = self.iter_dir / ".guard.log.pending"
+        log_path = self.iter_dir / PENDING_GUARD_LOG
         remaining = self._remaining()
         if remaining <= 0:
             atomic_write_text(log_path, "=== stdout ===\n=== stderr ===\nguard timed out\n")
-            self.guard_log_ready = log_path
             return GuardOutcome.FAIL
         result = run_process(
             config.guard_command,
@@ -307,89 +340,12 @@ class Iteration:
             timeout_secs=remaining,
             log_path=log_path,
             limit_bytes=config.guard_output_limit_bytes,
+            on_start=self._track_process_group,
         )
         if result.timed_out:
             text = log_path.read_text(encoding="utf-8", errors="replace")
             atomic_write_text(log_path, text + f"guard timed out after {remaining:.1f} s\n")
-        self.guard_log_ready = log_path
         return guard_outcome(result.exit_code, result.timed_out)
-
-    # ------------------------------------------------------------ writing it down
-
-    def _finish(self, outcome: IterationOutcome, config_bytes: bytes) -> None:
-        paths = self.paths
-        if paths.config.read_bytes() != config_bytes:
-            # config.toml is the user's and the runner's, never the agent's.
-            paths.config.write_bytes(config_bytes)
-        write_tree(paths, outcome.tree)
-        ended_at = utc_now()
-        duration_ms = int((time.monotonic() - self.started) * 1000)
-        before = self.node
-        after = _find(outcome.tree, self.node.id)
-        meta = {
-            "run_id": self.loaded.run_id,
-            "iter": self.plan.iteration,
-            "node_id": self.node.id,
-            "role": self.role.value,
-            "status": outcome.status.value,
-            "guard": outcome.guard.value,
-            "execution": _execution_number(
-                paths, self.loaded.run_id, self.node.id, self.plan.iteration
-            ),
-            "started_at": self.started_at,
-            "ended_at": ended_at,
-            "duration_ms": duration_ms,
-            "error_kind": outcome.error_kind,
-            "error": outcome.runner_error or outcome.agent_error,
-            "tokens": self.tokens,
-            "cost_usd": self.cost_usd,
-            "attempts_before": before.attempts,
-            "attempts_after": after.attempts if after is not None else before.attempts,
-            "backend": self.loaded.config.agent_backend,
-        }
-        atomic_write_text(self.iter_dir / "meta.json", canonical_json(meta))
-        output = {"status": outcome.status.value, "summary": outcome.summary}
-        atomic_write_text(self.iter_dir / "output.json", canonical_json(output))
-        if self.guard_log_ready is not None:
-            os.replace(self.guard_log_ready, self.iter_dir / "guard.log")
-        if outcome.agent_error is not None:
-            atomic_write_text(
-                self.iter_dir / "agent_error.log", f"agent error: {outcome.agent_error}\n"
-            )
-        if outcome.runner_error is not None:
-            atomic_write_text(
-                self.iter_dir / "runner_error.log", f"runner error: {outcome.runner_error}\n"
-            )
-        atomic_write_text(self.iter_dir / "tree.before.json", dumps_tree(self.loaded.tree))
-        atomic_write_text(self.iter_dir / "tree.after.json", dumps_tree(outcome.tree))
-        write_run_state(paths, advance_run_state(self.loaded.state, outcome))
-        message = commit_message(self.loaded.run_id, self.plan.iteration, self.node.id, outcome)
-        try:
-            self.repo.commit_all(message)
-        except GitError as error:
-            raise UserFacingError(
-                f"iteration {self.plan.iteration} was logged but not committed: {error}"
-            ) from None
-
-
-def _find(tree: Node, node_id: str) -> Node | None:
-    return next((node for node, _ in iter_preorder(tree) if node.id == node_id), None)
-
-
-def _execution_number(paths: RunnerPaths, run_id: str, node_id: str, iteration: int) -> int:
-    """1 + how many earlier iterations of this run executed the node (from their meta.json)."""
-    count = 0
-    run_dir = paths.run_dir(run_id)
-    for entry in run_dir.iterdir() if run_dir.is_dir() else ():
-        if not entry.name.isdigit() or int(entry.name) >= iteration:
-            continue
-        try:
-            meta = json.loads((entry / "meta.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(meta, dict) and meta.get("node_id") == node_id:
-            count += 1
-    return count + 1
 
 
 def _one_line(error: BaseException) -> str:

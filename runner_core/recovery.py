@@ -1,0 +1,109 @@
+"""Interrupted iterations: what the journal of a killed runner means, and how it ends.
+
+Decides, from the journal an iteration left behind and the subject of HEAD, whether the
+iteration had already committed (only the journal is stale) or must be recorded as a runner
+error `interrupted` with the previous tree and every attempt kept. Reads nothing itself.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+
+JOURNAL_PHASES = ("running", "writing", "committing")
+
+
+class JournalError(ValueError):
+    """A journal file that cannot be understood."""
+
+
+@attrs.frozen(slots=True)
+class Journal:
+    """The iteration in progress, written durably before the agent starts."""
+
+    run_id: str
+    iteration: int
+    node_id: str
+    role: str
+    phase: str
+    started_at: str
+    runner_pid: int
+    command: str
+    process_groups: tuple[int, ...] = ()
+    commit_subject: str | None = None
+
+
+def journal_to_json(journal: Journal) -> dict[str, Any]:
+    return {
+        "run_id": journal.run_id,
+        "iter": journal.iteration,
+        "node_id": journal.node_id,
+        "role": journal.role,
+        "phase": journal.phase,
+        "started_at": journal.started_at,
+        "runner_pid": journal.runner_pid,
+        "command": journal.command,
+        "process_groups": list(journal.process_groups),
+        "commit_subject": journal.commit_subject,
+    }
+
+
+def journal_from_json(obj: Any) -> Journal:
+    if not isinstance(obj, dict):
+        raise JournalError("journal is not a JSON object")
+    try:
+        journal = Journal(
+            run_id=_typed(obj, "run_id", str),
+            iteration=_typed(obj, "iter", int),
+            node_id=_typed(obj, "node_id", str),
+            role=_typed(obj, "role", str),
+            phase=_typed(obj, "phase", str),
+            started_at=_typed(obj, "started_at", str),
+            runner_pid=_typed(obj, "runner_pid", int),
+            command=_typed(obj, "command", str),
+            process_groups=tuple(_typed(obj, "process_groups", list)),
+            commit_subject=obj.get("commit_subject"),
+        )
+    except KeyError as error:
+        raise JournalError(f"journal lacks field {error}") from None
+    if journal.phase not in JOURNAL_PHASES:
+        raise JournalError(f"journal phase {journal.phase!r} is not one of {JOURNAL_PHASES}")
+    if not all(isinstance(pgid, int) and pgid > 1 for pgid in journal.process_groups):
+        raise JournalError("journal process_groups must be process group ids")
+    return journal
+
+
+def _typed(obj: dict[str, Any], key: str, kind: type) -> Any:
+    value = obj[key]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise JournalError(f"journal field '{key}' must be {kind.__name__}")
+    return value
+
+
+class RecoveryKind(enum.Enum):
+    ALREADY_COMMITTED = "already-committed"
+    INTERRUPTED = "interrupted"
+
+
+def recovery_kind(journal: Journal, head_subject: str | None) -> RecoveryKind:
+    """The commit is the iteration's last act: if HEAD is it, nothing was lost."""
+    if journal.commit_subject is not None and head_subject == journal.commit_subject:
+        return RecoveryKind.ALREADY_COMMITTED
+    return RecoveryKind.INTERRUPTED
+
+
+def interrupted_message(journal: Journal) -> str:
+    return (
+        f"interrupted: the runner (pid {journal.runner_pid}, '{journal.command}') stopped during "
+        f"iteration {journal.iteration} ({journal.phase}) of node '{journal.node_id}'"
+    )
+
+
+def interrupted_problem(journal: Journal) -> str:
+    """The line step/loop/validate print while an interrupted iteration waits for recovery."""
+    return (
+        f"iteration {journal.iteration} of run {journal.run_id} (node '{journal.node_id}') was "
+        f"interrupted while {journal.phase}; run 'runner recover' to record it and continue"
+    )

@@ -1,0 +1,84 @@
+"""One runner at a time, and the journal of the iteration in progress.
+
+The lock is an `flock` on a file in the git directory: the kernel drops it when its holder
+dies, so a lock left by a killed runner is taken over safely and never needs cleaning. The
+journal lives in the git directory too, never in the work tree, so it is never committed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from runner_core.recovery import Journal, JournalError, journal_from_json, journal_to_json
+from runner_shell.errors import UserFacingError
+from runner_shell.files import atomic_write_text
+from runner_shell.git import Repo
+
+
+def _git_path(repo: Repo, name: str) -> Path:
+    return repo.root / repo.git("rev-parse", "--git-path", name).stdout.strip()
+
+
+def journal_path(repo: Repo) -> Path:
+    return _git_path(repo, "runner-journal.json")
+
+
+def lock_path(repo: Repo) -> Path:
+    return _git_path(repo, "runner.lock")
+
+
+def current_command() -> str:
+    words = [os.path.basename(sys.argv[0]) or "runner", *sys.argv[1:]]
+    if words[0] in ("__main__.py", "-m", "cli.py"):
+        words[0] = "runner"
+    return " ".join(words)
+
+
+@contextlib.contextmanager
+def exclusive_lock(repo: Repo) -> Iterator[None]:
+    """Hold the repository's runner lock, or fail at once naming who holds it."""
+    path = lock_path(repo)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode("utf-8", errors="replace").strip()
+            raise UserFacingError(
+                f"another runner holds the lock on this repository ({holder or 'unknown holder'}); "
+                "wait for it to finish or stop it"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}: {current_command()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def read_journal(repo: Repo) -> Journal | None:
+    path = journal_path(repo)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        return journal_from_json(json.loads(text))
+    except (ValueError, JournalError) as error:
+        raise UserFacingError(
+            f"{path} is damaged ({error}); run 'runner recover' to record the iteration it "
+            "describes as interrupted, or delete it if no iteration was running"
+        ) from None
+
+
+def write_journal(repo: Repo, journal: Journal) -> None:
+    atomic_write_text(journal_path(repo), json.dumps(journal_to_json(journal), indent=2) + "\n")
+
+
+def clear_journal(repo: Repo) -> None:
+    journal_path(repo).unlink(missing_ok=True)
