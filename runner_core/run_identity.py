@@ -33,7 +33,8 @@ def run_id_problem(run_id: str) -> str | None:
         return f"run id must not be '{run_id}'"
     if not RUN_ID_PATTERN.fullmatch(run_id):
         return f"run id {run_id!r} may contain only letters, digits, '.', '_' and '-'"
-    if run_id.endswith(".lock") or ".." in run_id or run_id.startswith("-"):
+    # git refuses a ref component that starts with '.' or ends with '.' or '.lock'.
+    if run_id.endswith((".lock", ".")) or ".." in run_id or run_id.startswith(("-", ".")):
         return f"run id {run_id!r} is not a valid git branch name component"
     return None
 

@@ -17,6 +17,7 @@ import attrs
 from runner_core.child_additions import validate_child_additions_restricted
 from runner_core.decompose import child_specs_from_output, decompose_node, decomposition_problems
 from runner_core.immutability import check_passed_node_immutability
+from runner_core.invariants import validate_invariants
 from runner_core.model import AgentStatus, GuardOutcome, Node, NodeNext
 from runner_core.run_identity import parse_frontmatter
 from runner_core.schema import validate_decomposer_output, validate_executor_output
@@ -202,6 +203,13 @@ def review_execution(prev: Node, selected_id: str, output: Any, tree_text: str |
         ),
     )
     problems = [f"{name}: {'; '.join(errors)}" for name, errors in layers if errors]
+    if not problems:
+        # The agent may edit an open node's max_attempts, but not below the attempts the
+        # runner already counted: the tree after the runner's reset must still be valid.
+        reset, _ = apply_state_updates(prev, candidate, selected_id, status, GuardOutcome.SKIPPED)
+        invalid = validate_invariants(reset)
+        if invalid:
+            problems = [f"tree invariants failed after the runner's reset: {'; '.join(invalid)}"]
     if problems:
         return Review(AgentStatus.RETRY, summary, None, "; ".join(problems))
     return Review(status, summary, candidate)
