@@ -29,7 +29,7 @@ from runner_core.history import (
     summary_to_json,
     tokens_to_json,
 )
-from runner_core.model import Node, NodeNext, iter_preorder, trail_path
+from runner_core.model import Node, NodeNext, iter_preorder
 from runner_core.recovery import Journal
 from runner_core.run_identity import branch_for
 from runner_core.selection import SelectionStatus, is_stuck, select_leaf
@@ -357,13 +357,16 @@ def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
     states = figures.states()
     placed: dict[str, tuple[str, Node]] = {}
     if figures.tree is not None:
-        for node, path, _ in canonical_preorder(figures.tree):
-            placed.setdefault(node.id, (path, node))
+        for tree_node, tree_path, _ in canonical_preorder(figures.tree):
+            placed.setdefault(tree_node.id, (tree_path, tree_node))
     order = [node_id for node_id in placed if node_id in stats]
     order += sorted(node_id for node_id in stats if node_id not in placed)
     rows = []
     for node_id in order:
-        path, node = placed.get(node_id, (None, None))
+        path: str | None = None
+        node: Node | None = None
+        if node_id in placed:
+            path, node = placed[node_id]
         rows.append(
             NodeReportRow(
                 stats=stats[node_id],
@@ -458,7 +461,7 @@ def _number(value: int | float) -> str:
 
 
 @attrs.frozen(slots=True)
-class _Family:
+class MetricFamily:
     name: str
     kind: str  # "counter" | "gauge"
     help: str
@@ -472,7 +475,7 @@ class _Family:
         return out
 
 
-def metric_families(figures: RunFigures) -> tuple[_Family, ...]:
+def metric_families(figures: RunFigures) -> tuple[MetricFamily, ...]:
     history = figures.history
     summary = summarize(history)
     run = ("run_id", figures.run_id)
@@ -494,25 +497,25 @@ def metric_families(figures: RunFigures) -> tuple[_Family, ...]:
         )
     cost = summary.total_cost_usd
     return (
-        _Family(
+        MetricFamily(
             "runner_executions_total",
             "counter",
             "Iterations recorded in the run's log, by agent status and guard outcome.",
             executions,
         ),
-        _Family(
+        MetricFamily(
             "runner_tokens_total",
             "counter",
             "Agent tokens reported by the run's iterations, by kind (input, output, cached).",
             tuple(((run, ("kind", kind)), tokens[kind]) for kind in ("input", "output", "cached")),
         ),
-        _Family(
+        MetricFamily(
             "runner_attempts_consumed_total",
             "counter",
             "Iterations that used up one of their node's attempts.",
             (((run,), summary.attempts_consumed),),
         ),
-        _Family(
+        MetricFamily(
             "runner_errors_total",
             "counter",
             "Iterations that ended in an agent error or a runner error, by kind.",
@@ -521,37 +524,37 @@ def metric_families(figures: RunFigures) -> tuple[_Family, ...]:
                 ((run, ("kind", "runner")), summary.runner_errors),
             ),
         ),
-        _Family(
+        MetricFamily(
             "runner_execution_duration_seconds_total",
             "counter",
             "Wall-clock seconds spent in the run's iterations (agent and guards).",
             (((run,), summary.total_duration),),
         ),
-        _Family(
+        MetricFamily(
             "runner_cost_usd_total",
             "counter",
             "Agent cost in US dollars, when the agent reported one (no sample otherwise).",
             (((run,), cost),) if cost is not None else (),
         ),
-        _Family(
+        MetricFamily(
             "runner_next_iteration",
             "gauge",
             "The number the run's next iteration will get.",
             (((run,), figures.next_iteration),),
         ),
-        _Family(
+        MetricFamily(
             "runner_max_iterations",
             "gauge",
             "The run-level cap on iterations (max_iterations in config.toml).",
             (((run,), figures.max_iterations),),
         ),
-        _Family(
+        MetricFamily(
             "runner_leaves",
             "gauge",
             "Leaves of the task tree by display state.",
             leaves,
         ),
-        _Family(
+        MetricFamily(
             "runner_success_ratio",
             "gauge",
             "Successful iterations over all iterations of the run (0 when none ran).",
@@ -584,39 +587,14 @@ def progress_line(
 ) -> str | None:
     """The line `runner loop` shows on a terminal before a step; None when nothing will run."""
     selection = select_leaf(tree)
-    if selection.status is not SelectionStatus.OPEN or selection.node is None:
+    if (
+        iteration > max_iterations
+        or selection.status is not SelectionStatus.OPEN
+        or selection.node is None
+    ):
         return None
     passed, total = leaf_counts(tree)
     return (
         f"[iter {iteration}/{max_iterations}] node {selection.node.id} · "
         f"{passed}/{total} leaves passed · {elapsed_text(elapsed_seconds)} elapsed"
     )
-
-
-__all__ = [
-    "LEAF_STATES",
-    "TOP_N",
-    "FileFacts",
-    "LeafRef",
-    "NodeReportRow",
-    "Report",
-    "RunFigures",
-    "StatusView",
-    "TreeRow",
-    "build_report",
-    "canonical_preorder",
-    "elapsed_text",
-    "escape_label_value",
-    "history_records",
-    "history_to_json",
-    "leaf_counts",
-    "metric_families",
-    "metrics_text",
-    "progress_line",
-    "report_to_json",
-    "running_node_id",
-    "show_to_json",
-    "status_to_json",
-    "status_view",
-    "trail_path",
-]

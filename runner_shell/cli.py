@@ -38,8 +38,25 @@ PromptBudget = Annotated[
 ]
 
 
+# An error is one line: a longer one (every node of a huge tree broken) is cut, not flooded.
+MESSAGE_MAX_CHARS = 10_000
+
+
+def one_line(message: str) -> str:
+    """`message` cut to MESSAGE_MAX_CHARS, with line breaks and control characters escaped."""
+    if len(message) > MESSAGE_MAX_CHARS:
+        cut = len(message) - MESSAGE_MAX_CHARS
+        message = f"{message[:MESSAGE_MAX_CHARS]} [... {cut} more characters]"
+    if message.isprintable():
+        return message
+    return "".join(
+        char if char.isprintable() else char.encode("unicode_escape").decode("ascii")
+        for char in message
+    )
+
+
 def _fail(message: str, code: int = 1) -> typer.Exit:
-    typer.echo(f"runner: {message}", err=True)
+    typer.echo(f"runner: {one_line(message)}", err=True)
     return typer.Exit(code)
 
 
@@ -96,7 +113,7 @@ def init(
     from runner_core import ConfigError, parse_config
     from runner_shell.setup import init_runner
 
-    paths, _ = _paths()
+    paths, repo = _paths()
     data: dict[str, object] = {"agent": {"backend": backend, "command": list(agent or [])}}
     if guard:
         data["guard"] = {"command": list(guard)}
@@ -104,7 +121,9 @@ def init(
         config = parse_config(data)
     except ConfigError as error:
         raise UserFacingError(f"init: {error}") from None
-    init_runner(paths, force, config)
+    # `init --force` rewrites the state files under a running loop's feet unless it waits its turn.
+    with exclusive_lock(repo):
+        init_runner(paths, force, config)
     typer.echo(
         f"initialized {paths.relative(paths.runner_dir)}/ "
         "(edit .runner/GOAL.md, then run 'runner start')"
@@ -129,7 +148,7 @@ def validate() -> None:
     """Check layout, config, tree and run identity."""
     from runner_core.recovery import interrupted_problem
     from runner_shell.checks import check_layout, check_run_identity
-    from runner_shell.guard_rails import read_journal
+    from runner_shell.guard_rails import read_journal, runner_alive
     from runner_shell.store import load_config, load_tree
 
     paths, repo = _paths()
@@ -140,7 +159,8 @@ def validate() -> None:
     load_tree(paths)
     typer.echo("validate: tree=ok")
     journal = read_journal(repo)
-    if journal is not None:
+    # validate never takes the lock: a journal whose runner is alive is an iteration in progress.
+    if journal is not None and not runner_alive(journal.runner_pid):
         raise UserFacingError(interrupted_problem(journal))
     run_id = check_run_identity(paths, repo)
     if run_id is None:
@@ -213,10 +233,13 @@ def step(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
 def loop(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
     """Step until the tree is complete (0), a leaf is stuck (3) or the iteration limit (1)."""
     from runner_shell.stepper import run_loop
+    from runner_shell.views import LiveProgress
 
     paths, repo = _paths()
-    with exclusive_lock(repo):
-        code = run_loop(paths, repo, prompt_budget, typer.echo)
+    # The live line is for a person watching; piped output stays exactly the `loop:` lines.
+    live = LiveProgress(enabled=sys.stdout.isatty())
+    with exclusive_lock(repo), live:
+        code = run_loop(paths, repo, prompt_budget, live.emit, live.progress)
     raise typer.Exit(code)
 
 
@@ -255,6 +278,68 @@ def demo(
     raise typer.Exit(run_demo(directory))
 
 
+# ---------------------------------------------------------------- read-only inspection
+# These never take the lock and never write: safe to run beside a loop.
+
+AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document (stable keys).")]
+RunId = Annotated[
+    str | None, typer.Option("--run", help="Inspect this run (default: run_state's run).")
+]
+
+
+@app.command()
+@guarded
+def status(as_json: AsJson = False) -> None:
+    """Show the run, the next iteration, the selected and stuck leaves, and the tree."""
+    from runner_shell.views import show_status
+
+    show_status(*_paths(), as_json)
+
+
+@app.command()
+@guarded
+def history(
+    node: Annotated[str | None, typer.Option("--node", help="Only this node's iterations.")] = None,
+    run: RunId = None,
+    as_json: AsJson = False,
+) -> None:
+    """List the run's iterations: node, role, status, guard, duration, tokens, error."""
+    from runner_shell.views import show_history
+
+    show_history(*_paths(), node, run, as_json)
+
+
+@app.command()
+@guarded
+def show(
+    iteration: Annotated[int, typer.Argument(min=1, help="The iteration number.")],
+    run: RunId = None,
+    as_json: AsJson = False,
+) -> None:
+    """Show one iteration: its meta.json, output and the first lines of its logs."""
+    from runner_shell.views import show_iteration
+
+    show_iteration(_paths()[0], iteration, run, as_json)
+
+
+@app.command()
+@guarded
+def report(run: RunId = None, as_json: AsJson = False) -> None:
+    """Summarise the run: totals, per-node table, slowest iterations, most-retried nodes."""
+    from runner_shell.views import show_report
+
+    show_report(*_paths(), run, as_json)
+
+
+@app.command()
+@guarded
+def metrics(run: RunId = None) -> None:
+    """Print the run's figures in Prometheus text format (for a textfile collector)."""
+    from runner_shell.views import show_metrics
+
+    show_metrics(*_paths(), run)
+
+
 def main() -> None:
     try:
         app()
@@ -264,7 +349,7 @@ def main() -> None:
         if os.environ.get("RUNNER_DEBUG"):
             raise
         print(
-            f"runner: internal error: {type(error).__name__}: {error} "
+            f"runner: {one_line(f'internal error: {type(error).__name__}: {error}')} "
             "(rerun with RUNNER_DEBUG=1 for a traceback)",
             file=sys.stderr,
         )

@@ -41,8 +41,10 @@ from runner_core import (
 from runner_core.history import TokenUsage
 from runner_core.preconditions import RepoFacts, step_precondition_problem
 from runner_core.recovery import Journal, interrupted_problem
+from runner_core.reports import progress_line
 from runner_core.step import agent_process_problem, guard_outcome, parse_agent_output
 from runner_shell.agents import AgentRequest, backend_for
+from runner_shell.checks import check_programs, check_tree_writable
 from runner_shell.errors import UserFacingError
 from runner_shell.files import atomic_write_bytes, atomic_write_text, read_text_head
 from runner_shell.git import Repo
@@ -140,6 +142,9 @@ def run_step(paths: RunnerPaths, repo: Repo, prompt_budget: int) -> StepResult:
     plan = plan_step(loaded.tree, loaded.state, loaded.config.max_iterations)
     if plan.kind is not PlanKind.RUN:
         return StepResult(plan.kind, loaded.run_id, plan)
+    # Problems a user can fix are refused here, before an iteration exists: nothing is written.
+    check_programs(loaded.config, paths.root)
+    check_tree_writable(paths, loaded.tree)
     outcome = Iteration(paths, repo, loaded, plan, prompt_budget).run()
     return StepResult(PlanKind.RUN, loaded.run_id, plan, outcome)
 
@@ -188,7 +193,11 @@ class Iteration:
             outcome = conclude(self.loaded.tree, self.node.id, review, guard)
         except (SpawnError, AgentOutputError, RunnerFailure, OSError) as error:
             outcome = conclude_runner_error(self.loaded.tree, _one_line(error))
-        if self.paths.config.read_bytes() != config_bytes:
+        try:
+            config_kept = self.paths.config.read_bytes() == config_bytes
+        except OSError:  # deleted or replaced by the agent
+            config_kept = False
+        if not config_kept:
             # config.toml belongs to the user and the runner, never to the agent.
             atomic_write_bytes(self.paths.config, config_bytes)
         facts = IterationFacts(
@@ -307,7 +316,11 @@ class Iteration:
         self._keep_usage(agent.input_tokens, agent.output_tokens, agent.cached_input_tokens)
         self.cost_usd = agent.cost_usd
         problem = agent_process_problem(
-            self.role, agent.process.exit_code, agent.process.timed_out, request.timeout_secs
+            # The configured budget, not what was left of it: that is the number a user can set.
+            self.role,
+            agent.process.exit_code,
+            agent.process.timed_out,
+            config.iteration_timeout_secs,
         )
         if problem is not None:
             raise RunnerFailure(problem)
@@ -317,7 +330,11 @@ class Iteration:
             return review_decomposition(
                 self.loaded.tree, self.node.id, output, config.max_attempts_default
             )
-        return review_execution(self.loaded.tree, self.node.id, output, read_tree_bytes(self.paths))
+        try:
+            tree_text, unreadable = read_tree_bytes(self.paths), None
+        except UserFacingError as error:  # the agent deleted it, or grew it past the limit
+            tree_text, unreadable = b"", str(error)
+        return review_execution(self.loaded.tree, self.node.id, output, tree_text, unreadable)
 
     def _keep_usage(self, input_: int | None, output: int | None, cached: int | None) -> None:
         if input_ is None and output is None and cached is None:
@@ -362,13 +379,33 @@ def loop_line(result: StepResult) -> str:
     )
 
 
+def _show_progress(paths: RunnerPaths, progress: Callable[[str], None], began: float) -> None:
+    try:
+        state, config, tree = load_run_state(paths), load_config(paths), load_tree(paths)
+    except UserFacingError:
+        return  # the step itself reports what is wrong
+    line = progress_line(state.next_iter, config.max_iterations, tree, time.monotonic() - began)
+    if line is not None:
+        progress(line)
+
+
 def run_loop(
-    paths: RunnerPaths, repo: Repo, prompt_budget: int, emit: Callable[[str], None]
+    paths: RunnerPaths,
+    repo: Repo,
+    prompt_budget: int,
+    emit: Callable[[str], None],
+    progress: Callable[[str], None] | None = None,
 ) -> int:
-    """Step until complete (0), stuck (3), the iteration limit (1) or a runner error (1)."""
+    """Step until complete (0), stuck (3), the iteration limit (1) or a runner error (1).
+
+    `progress`, when given, hears a one-line summary before each step (a terminal's live line).
+    """
     started_at = load_run_state(paths).next_iter
+    began = time.monotonic()
     steps = 0
     while True:
+        if progress is not None:
+            _show_progress(paths, progress, began)
         result = run_step(paths, repo, prompt_budget)
         run = result.run_id
         if result.kind is PlanKind.COMPLETE:

@@ -1,0 +1,119 @@
+"""Fixtures of the end-to-end CLI tests: an isolated environment and a project per test.
+
+`runner init` and `runner start` run once per session on template repositories (a process
+start of the CLI is the dominant cost of these tests); each test gets its own copy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from e2e_helpers import AGENT_SOURCE, GUARD_SOURCE, IDENTITY, Project, ProjectFactory
+
+
+def isolated_env(home: Path, harness: Path) -> dict[str, str]:
+    """The environment the runner runs in: no git identity, no user or system git config."""
+    env = {
+        key: value for key, value in os.environ.items() if not key.startswith(("GIT_", "RUNNER_"))
+    }
+    home.mkdir(parents=True, exist_ok=True)
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        GIT_CONFIG_NOSYSTEM="1",
+        RUNNER_TEST_HARNESS=str(harness),
+    )
+    return env
+
+
+def init_git_repo(root: Path, env: dict[str, str]) -> None:
+    """`git init` on main and a first commit made with the tests' own identity."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "README.md").write_text("# demo project\n", encoding="utf-8")
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+
+    git("init", "--quiet", "--initial-branch=main")
+    git("add", "-A")
+    git(*IDENTITY, "commit", "--quiet", "-m", "initial commit")
+
+
+@pytest.fixture(scope="session")
+def scripts_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fake agent and guard programs."""
+    scripts = tmp_path_factory.mktemp("e2e-scripts")
+    (scripts / "agent.py").write_text(AGENT_SOURCE, encoding="utf-8")
+    (scripts / "guard.py").write_text(GUARD_SOURCE, encoding="utf-8")
+    return scripts
+
+
+@pytest.fixture(scope="session")
+def templates(tmp_path_factory: pytest.TempPathFactory, scripts_dir: Path) -> dict[str, Path]:
+    """`initialized`: `.runner/` from the real `runner init`, untracked, on main, configured
+    for the fake agent and guard; `started`: the same after the real `runner start`."""
+    base = tmp_path_factory.mktemp("e2e-templates")
+    project = Project(
+        base / "initialized",
+        base / "harness",
+        scripts_dir,
+        isolated_env(base / "home", base / "harness"),
+    )
+    init_git_repo(project.root, project.env)
+    result = project.runner("init")
+    assert result.returncode == 0, result.stderr
+    project.set_config()
+    started = base / "started"
+    shutil.copytree(project.root, started, symlinks=True)
+    result = Project(started, project.harness, scripts_dir, project.env).runner("start")
+    assert result.returncode == 0, result.stderr
+    return {"initialized": project.root, "started": started}
+
+
+@pytest.fixture(scope="session")
+def make_project(templates: dict[str, Path], scripts_dir: Path) -> ProjectFactory:
+    """`make_project(base, kind)`: a project in `base/repo`, harness in `base/harness`.
+
+    kind `fresh`: a repository on main with a first commit and no `.runner/`; `initialized`:
+    `runner init` done (untracked), fake agent and guard configured, no run started;
+    `started`: a started run on its branch with a clean working tree.
+    """
+
+    def make(base: Path, kind: str) -> Project:
+        harness = base / "harness"
+        harness.mkdir()
+        root = base / "repo"
+        project = Project(root, harness, scripts_dir, isolated_env(base / "home", harness))
+        if kind == "fresh":
+            init_git_repo(root, project.env)
+        else:
+            shutil.copytree(templates[kind], root, symlinks=True)
+        return project
+
+    return make
+
+
+@pytest.fixture
+def fresh_project(tmp_path: Path, make_project: ProjectFactory) -> Project:
+    """A repository on main with a first commit and no `.runner/`."""
+    return make_project(tmp_path, "fresh")
+
+
+@pytest.fixture
+def unstarted_project(tmp_path: Path, make_project: ProjectFactory) -> Project:
+    """`runner init` done (untracked), fake agent and guard configured, no run started."""
+    return make_project(tmp_path, "initialized")
+
+
+@pytest.fixture
+def project(tmp_path: Path, make_project: ProjectFactory) -> Project:
+    """A started run on its branch with a clean working tree, fake agent and guard configured.
+
+    Tests change config.toml or tree.json with `set_config`/`write_tree` and commit the change
+    with `commit_setup()` (or both with `prepare`), as a user would before the first step.
+    """
+    return make_project(tmp_path, "started")
