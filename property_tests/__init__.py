@@ -1,0 +1,1 @@
+"""Hypothesis properties of runner_core: each test's docstring states the invariant it checks."""

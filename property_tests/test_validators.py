@@ -1,0 +1,176 @@
+"""Properties of the validation layers (SPEC §4, seed 001)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+from property_tests.strategies import (
+    EditedTree,
+    agent_edits,
+    invariant_breaking_trees,
+    mutated_tree_jsons,
+    open_and_passed_edits,
+    open_edits,
+    preorder,
+    tree_jsons,
+    trees,
+    trees_with_a_passed_node,
+)
+from runner_core import (
+    AgentStatus,
+    Node,
+    check_passed_node_immutability,
+    tree_from_json,
+    validate_child_additions_restricted,
+    validate_invariants,
+    validate_schema,
+    validate_status_invariants,
+)
+
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / "task_tree" / "v1.schema.json"
+REFERENCE = Draft202012Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
+NODE_OF_PATH = re.compile(r"^\$(?:\.children\[\d+\])*")
+
+
+def node_of(json_path: str) -> str:
+    """The JSON path of the tree node an error is about: `$.children[0].order` → `$.children[0]`."""
+    found = NODE_OF_PATH.match(json_path)
+    assert found is not None, json_path
+    return found.group()
+
+
+def path_of(message: str) -> str:
+    """The JSON path a validate_schema message starts with."""
+    return message.split(" ", 1)[0].rstrip(":")
+
+
+# ---------------------------------------------------------------- 7. passed-node immutability
+
+
+@st.composite
+def trees_with_open_edits(draw: st.DrawFn) -> tuple[Node, EditedTree]:
+    tree = draw(trees(max_nodes=15))
+    return tree, draw(open_edits(tree, rewrite_runner_owned=True))
+
+
+@given(trees_with_open_edits())
+def test_edits_confined_to_open_nodes_are_never_reported(case: tuple[Node, EditedTree]) -> None:
+    """Retitling, re-goaling, reordering, removing, moving, adding and rewriting passes/attempts
+    of open nodes leaves every passed node in place and unchanged: no immutability error."""
+    prev, edited = case
+    assert check_passed_node_immutability(prev, edited.tree) == ()
+
+
+@st.composite
+def trees_with_a_passed_edit(draw: st.DrawFn) -> tuple[Node, EditedTree]:
+    tree = draw(trees_with_a_passed_node(max_nodes=15))
+    return tree, draw(open_and_passed_edits(tree))
+
+
+@given(trees_with_a_passed_edit())
+def test_any_edit_to_a_passed_node_is_reported(case: tuple[Node, EditedTree]) -> None:
+    """An edit that changes, removes, moves or adds a child to a passed node is reported, and
+    an error names that node (alone or among others it disturbed)."""
+    prev, edited = case
+    errors = check_passed_node_immutability(prev, edited.tree)
+    assert errors
+    assert any(f"passed node '{edited.touched}' " in error for error in errors)
+
+
+# ---------------------------------------------------------------- 8. schema against jsonschema
+
+
+@given(mutated_tree_jsons())
+def test_validate_schema_agrees_with_jsonschema(document: Any) -> None:
+    """validate_schema reports errors iff the jsonschema library (Draft 2020-12, the schema
+    file) finds the document invalid, and the tree nodes it names are exactly the nodes where
+    jsonschema finds an error."""
+    errors = validate_schema(document)
+    reference = list(REFERENCE.iter_errors(document))
+    assert bool(errors) == bool(reference)
+    assert {node_of(path_of(error)) for error in errors} == {
+        node_of(error.json_path) for error in reference
+    }
+
+
+@given(tree_jsons(max_nodes=15))
+def test_valid_trees_pass_every_validator(document: dict[str, Any]) -> None:
+    """The strategy's trees are valid for jsonschema, validate_schema and validate_invariants."""
+    assert REFERENCE.is_valid(document)
+    assert validate_schema(document) == ()
+    assert validate_invariants(tree_from_json(document)) == ()
+
+
+# ---------------------------------------------------------------- 9. stable, sorted output
+
+
+def assert_sorted_and_repeatable(first: tuple[str, ...], second: tuple[str, ...]) -> None:
+    assert isinstance(first, tuple)
+    assert first == second
+    assert list(first) == sorted(first)
+
+
+@given(mutated_tree_jsons())
+def test_schema_errors_are_sorted_and_repeatable(document: Any) -> None:
+    """validate_schema returns the same sorted tuple every time it is asked."""
+    assert_sorted_and_repeatable(validate_schema(document), validate_schema(document))
+
+
+@given(invariant_breaking_trees())
+def test_invariant_errors_are_sorted_and_repeatable(tree: Node) -> None:
+    """validate_invariants returns the same sorted tuple every time it is asked."""
+    assert_sorted_and_repeatable(validate_invariants(tree), validate_invariants(tree))
+
+
+@st.composite
+def trees_with_agent_edits(draw: st.DrawFn) -> tuple[Node, EditedTree]:
+    tree = draw(trees(max_nodes=15))
+    return tree, draw(agent_edits(tree))
+
+
+IMMUTABILITY_ID = re.compile(r"^passed node '([^']*)' ")
+
+
+@given(trees_with_agent_edits())
+def test_immutability_errors_are_sorted_by_node_id_and_repeatable(
+    case: tuple[Node, EditedTree],
+) -> None:
+    """check_passed_node_immutability returns the same tuple every time, sorted by node id."""
+    prev, edited = case
+    first = check_passed_node_immutability(prev, edited.tree)
+    assert first == check_passed_node_immutability(prev, edited.tree)
+
+    def key(message: str) -> tuple[str, str]:
+        found = IMMUTABILITY_ID.match(message)
+        assert found is not None, message
+        return found.group(1), message
+
+    assert list(first) == sorted(first, key=key)
+
+
+@given(trees_with_agent_edits(), st.data())
+def test_status_and_child_addition_errors_are_sorted_and_repeatable(
+    case: tuple[Node, EditedTree], data: st.DataObject
+) -> None:
+    """validate_status_invariants and validate_child_additions_restricted return the same
+    sorted tuple every time they are asked."""
+    prev, edited = case
+    ids = sorted(node.id for node, _ in preorder(prev))
+    selected = data.draw(st.sampled_from(ids))
+    status = data.draw(st.sampled_from(AgentStatus))
+    assert_sorted_and_repeatable(
+        validate_status_invariants(prev, edited.tree, selected, status),
+        validate_status_invariants(prev, edited.tree, selected, status),
+    )
+    decomposing = data.draw(st.sampled_from([None, selected]))
+    assert_sorted_and_repeatable(
+        validate_child_additions_restricted(prev, edited.tree, decomposing),
+        validate_child_additions_restricted(prev, edited.tree, decomposing),
+    )
