@@ -61,6 +61,8 @@ def _argv(key: str, value: Any, *, allow_empty: bool) -> tuple[str, ...]:
         raise ConfigError(key, "must not be empty")
     if value and not value[0]:
         raise ConfigError(key, "the program (first element) must not be empty")
+    if any("\0" in part for part in value):
+        raise ConfigError(key, "must not contain NUL characters (no program can receive them)")
     return tuple(value)
 
 

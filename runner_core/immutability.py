@@ -6,34 +6,46 @@ in the same place with the same value. Open nodes are the agent's to edit, move 
 
 from __future__ import annotations
 
-from runner_core.model import Node, index_by_id, iter_preorder, parent_id, rebuild_postorder
+from runner_core.model import Node
 
 
 def check_passed_node_immutability(prev: Node, next_tree: Node) -> tuple[str, ...]:
     """Every change to a passed node, sorted by node id; empty when none was touched."""
-    after = index_by_id(next_tree)
-    unchanged = _unchanged_subtrees(prev, after)
+    after, new_parents = _index(next_tree)
+    # One pre-order walk of prev: each passed id's first node and its parent, and the
+    # topmost passed nodes, whose subtrees hold every node a verdict depends on.
+    passed: dict[str, Node] = {}
+    old_parents: dict[str, str | None] = {}
+    tops: list[Node] = []
+    stack: list[tuple[Node, str | None, bool]] = [(prev, None, False)]
+    while stack:
+        node, parent, under_passed = stack.pop()
+        if node.passes:
+            if not under_passed:
+                tops.append(node)
+            if node.id not in passed:
+                passed[node.id] = node
+                old_parents[node.id] = parent
+        if node.children:
+            below = under_passed or node.passes
+            stack.extend([(child, node.id, below) for child in reversed(node.children)])
+    unchanged = _unchanged_subtrees(tops, after)
     errors: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for node, trail in iter_preorder(prev):
-        if not node.passes or node.id in seen:
+    for node_id, node in passed.items():
+        if node_id not in after:
+            errors.append((node_id, f"passed node '{node_id}' missing in next tree"))
             continue
-        seen.add(node.id)
-        found = after.get(node.id)
-        if found is None:
-            errors.append((node.id, f"passed node '{node.id}' missing in next tree"))
-            continue
-        old_parent, new_parent = parent_id(trail), found[1]
+        old_parent, new_parent = old_parents[node_id], new_parents[node_id]
         if old_parent != new_parent:
             errors.append(
                 (
-                    node.id,
-                    f"passed node '{node.id}' moved from parent "
+                    node_id,
+                    f"passed node '{node_id}' moved from parent "
                     f"'{_name(old_parent)}' to '{_name(new_parent)}'",
                 )
             )
         if id(node) not in unchanged:
-            errors.append((node.id, f"passed node '{node.id}' changed in next tree"))
+            errors.append((node_id, f"passed node '{node_id}' changed in next tree"))
     return tuple(message for _, message in sorted(errors))
 
 
@@ -41,24 +53,43 @@ def _name(parent: str | None) -> str:
     return "(none)" if parent is None else parent
 
 
-def _unchanged_subtrees(prev: Node, after: dict[str, tuple[Node, str | None]]) -> set[int]:
-    """`id()` of every prev node equal by value to the next tree's node of the same id.
+def _index(root: Node) -> tuple[dict[str, Node], dict[str, str | None]]:
+    """`index_by_id` as two maps, node and parent id, so no entry allocates an object."""
+    nodes: dict[str, Node] = {}
+    parents: dict[str, str | None] = {}
+    stack: list[tuple[Node, str | None]] = [(root, None)]
+    while stack:
+        node, parent = stack.pop()
+        if node.id not in nodes:
+            nodes[node.id] = node
+            parents[node.id] = parent
+        if node.children:
+            stack.extend([(child, node.id) for child in reversed(node.children)])
+    return nodes, parents
 
-    Computed bottom-up so each node is compared once, instead of comparing whole subtrees
-    again for every passed ancestor.
+
+def _unchanged_subtrees(tops: list[Node], after: dict[str, Node]) -> set[int]:
+    """`id()` of every node under `tops` equal by value to the next tree's node of its id.
+
+    Bottom-up, so each node is compared once instead of whole subtrees again for every
+    passed ancestor.
     """
     unchanged: set[int] = set()
-
-    def judge(node: Node, children: tuple[Node, ...]) -> Node:
-        found = after.get(node.id)
-        if found is not None:
-            other = found[0]
-            if node.own_fields() == other.own_fields() and all(
+    for top in tops:
+        # A right-to-left pre-order, reversed: every child before its parent.
+        order: list[Node] = []
+        stack = [top]
+        while stack:
+            node = stack.pop()
+            order.append(node)
+            stack.extend(node.children)
+        for node in reversed(order):
+            other = after.get(node.id)
+            if other is None:
+                continue
+            if (node is other or node.has_own_fields_of(other)) and all(
                 id(mine) in unchanged and mine.id == theirs.id
                 for mine, theirs in zip(node.children, other.children, strict=True)
             ):
                 unchanged.add(id(node))
-        return node
-
-    rebuild_postorder(prev, judge)
     return unchanged

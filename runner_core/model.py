@@ -8,7 +8,9 @@ recursion limit.
 from __future__ import annotations
 
 import enum
+import operator
 from collections.abc import Callable, Iterator
+from itertools import pairwise
 from typing import Any
 
 import attrs
@@ -82,6 +84,21 @@ class Node:
             len(self.children),
         )
 
+    def has_own_fields_of(self, other: Node) -> bool:
+        """`self.own_fields() == other.own_fields()`, without building either tuple."""
+        return (
+            self.id == other.id
+            and self.order == other.order
+            and self.title == other.title
+            and self.goal == other.goal
+            and self.acceptance == other.acceptance
+            and self.next == other.next
+            and self.passes == other.passes
+            and self.attempts == other.attempts
+            and self.max_attempts == other.max_attempts
+            and len(self.children) == len(other.children)
+        )
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Node):
             return NotImplemented
@@ -90,7 +107,7 @@ class Node:
             left, right = pending.pop()
             if left is right:
                 continue
-            if left.own_fields() != right.own_fields():
+            if not left.has_own_fields_of(right):
                 return False
             pending.extend(zip(left.children, right.children, strict=True))
         return True
@@ -143,29 +160,30 @@ def parent_id(trail: Trail) -> str | None:
 def rebuild_postorder(root: Node, rebuild: Callable[[Node, tuple[Node, ...]], Node]) -> Node:
     """Return a new tree where every node is `rebuild(node, its already-rebuilt children)`.
 
-    Children are rebuilt before their parent, without recursion. Every structural
-    transformation of the core goes through here.
+    Children are rebuilt before their parent, left to right, without recursion. Every
+    structural transformation of the core goes through here.
     """
-    stack: list[tuple[Node, bool]] = [(root, False)]
-    done: list[Node] = []
+    # A right-to-left pre-order, reversed, is the left-to-right post-order.
+    order: list[Node] = []
+    stack = [root]
     while stack:
-        node, children_ready = stack.pop()
-        if children_ready:
-            count = len(node.children)
-            if count:
-                rebuilt = tuple(done[-count:])
-                del done[-count:]
-            else:
-                rebuilt = ()
-            done.append(rebuild(node, rebuilt))
+        node = stack.pop()
+        order.append(node)
+        stack.extend(node.children)
+    done: list[Node] = []
+    for node in reversed(order):
+        count = len(node.children)
+        if count:
+            rebuilt = tuple(done[-count:])
+            del done[-count:]
         else:
-            stack.append((node, True))
-            stack.extend((child, False) for child in reversed(node.children))
+            rebuilt = ()
+        done.append(rebuild(node, rebuilt))
     return done[0]
 
 
 def with_children(node: Node, children: tuple[Node, ...]) -> Node:
-    if _same_objects(children, node.children):
+    if same_objects(children, node.children):
         return node
     return Node(
         node.id,
@@ -183,18 +201,40 @@ def with_children(node: Node, children: tuple[Node, ...]) -> Node:
 
 def sort_children(root: Node) -> Node:
     """Canonical order: siblings sorted by `(order, id)` at every level."""
+    if _sorted_everywhere(root):
+        return root  # the common case: a tree read from canonical text
 
     def sorted_node(node: Node, children: tuple[Node, ...]) -> Node:
         ordered = tuple(sorted(children, key=_sort_key))
-        if _same_objects(ordered, node.children):
+        if same_objects(ordered, node.children):
             return node
         return with_children(node, ordered)
 
     return rebuild_postorder(root, sorted_node)
 
 
-def _same_objects(left: tuple[Node, ...], right: tuple[Node, ...]) -> bool:
-    return len(left) == len(right) and all(a is b for a, b in zip(left, right, strict=True))
+def _sorted_everywhere(root: Node) -> bool:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        children = node.children
+        if len(children) > 1 and in_canonical_order(children) is not children:
+            return False
+        stack.extend(children)
+    return True
+
+
+def in_canonical_order(siblings: tuple[Node, ...]) -> tuple[Node, ...]:
+    """`siblings` sorted by `(order, id)`: the very tuple when it already is."""
+    for left, right in pairwise(siblings):
+        if left.order > right.order or (left.order == right.order and left.id > right.id):
+            return tuple(sorted(siblings, key=_sort_key))
+    return siblings
+
+
+def same_objects(left: tuple[Node, ...], right: tuple[Node, ...]) -> bool:
+    """Whether two child tuples hold the very same nodes: the O(1)-per-child equality."""
+    return len(left) == len(right) and all(map(operator.is_, left, right))
 
 
 def _sort_key(node: Node) -> tuple[int, str]:
@@ -202,11 +242,29 @@ def _sort_key(node: Node) -> tuple[int, str]:
 
 
 def index_by_id(root: Node) -> dict[str, tuple[Node, str | None]]:
-    """Map every id to `(node, parent id)`; the first occurrence wins on duplicates."""
+    """Map every id to `(node, parent id)`; the first occurrence in pre-order wins."""
     index: dict[str, tuple[Node, str | None]] = {}
-    for node, trail in iter_preorder(root):
-        index.setdefault(node.id, (node, parent_id(trail)))
+    stack: list[tuple[Node, str | None]] = [(root, None)]
+    while stack:
+        entry = stack.pop()
+        node = entry[0]
+        if node.id not in index:
+            index[node.id] = entry
+        if node.children:
+            parent = node.id
+            stack.extend([(child, parent) for child in reversed(node.children)])
     return index
+
+
+def nodes_by_id(root: Node) -> dict[str, Node]:
+    """Map every id to its node; the first occurrence in pre-order wins."""
+    found: dict[str, Node] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        found.setdefault(node.id, node)
+        stack.extend(reversed(node.children))
+    return found
 
 
 def count_nodes(root: Node) -> int:

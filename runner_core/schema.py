@@ -2,8 +2,9 @@
 
 Decides schema validity of trees and agent outputs, using the JSON Schemas shipped in the
 package (read once, with importlib.resources, like any other part of the program). The fast
-path is one compiled fastjsonschema call; only when it fails does a second pass walk the tree
-node by node, without recursion, to collect every violation with its JSON path.
+path is one fastjsonschema validator, compiled ahead of time into runner_core/_validators.py;
+only when it fails does a second pass walk the tree node by node, without recursion, to collect
+every violation with its JSON path.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Mapping
-from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import fastjsonschema
+if TYPE_CHECKING:
+    from fastjsonschema import JsonSchemaValueException
 
 Validator = Callable[[Any], Any]
 
@@ -26,6 +27,8 @@ EXECUTOR_OUTPUT_SCHEMA_FILE = "executor_output.schema.json"
 @functools.cache
 def schema_text(name: str) -> str:
     """The exact text of a shipped schema, e.g. to copy it into `.runner/state/`."""
+    from importlib import resources  # imported here: most commands never read a schema
+
     return resources.files("runner_core.schemas").joinpath(name).read_text(encoding="utf-8")
 
 
@@ -37,13 +40,30 @@ def load_schema(name: str) -> Mapping[str, Any]:
 
 @functools.cache
 def _compiled(name: str) -> Validator:
+    # The shipped schemas come compiled ahead of time (scripts/gen_validators.py): compiling
+    # one costs a short command more than validating with it.
+    from runner_core._validators import VALIDATORS
+
+    precompiled: Mapping[str, Validator] = VALIDATORS
+    if name in precompiled:
+        return precompiled[name]
+    import fastjsonschema
+
     compiled: Validator = fastjsonschema.compile(dict(load_schema(name)))
     return compiled
+
+
+def _value_exception() -> type[JsonSchemaValueException]:
+    from fastjsonschema import JsonSchemaValueException
+
+    return JsonSchemaValueException
 
 
 @functools.cache
 def _node_checks() -> tuple[tuple[str, ...], tuple[tuple[str, Validator], ...]]:
     """The node definition split into one validator per field, children left shallow."""
+    import fastjsonschema
+
     node = load_schema(TREE_SCHEMA_FILE)["$defs"]["node"]
     checks = []
     for field, definition in node["properties"].items():
@@ -70,7 +90,7 @@ def _node_errors(obj: Any, path: str) -> list[str]:
         if field in obj:
             try:
                 check(obj[field])
-            except fastjsonschema.JsonSchemaValueException as error:
+            except _value_exception() as error:
                 errors.append(_located(error.message, f"{path}.{field}"))
     return errors
 
@@ -89,18 +109,20 @@ def _collect_tree_errors(obj: Any) -> list[str]:
 
 def validate_schema(obj: Any) -> tuple[str, ...]:
     """Every schema violation of a task tree document, sorted; empty when it is valid."""
+    validate = _compiled(TREE_SCHEMA_FILE)
     try:
-        _compiled(TREE_SCHEMA_FILE)(obj)
+        validate(obj)
         return ()
-    except (fastjsonschema.JsonSchemaValueException, RecursionError):
+    except (_value_exception(), RecursionError):
         # Deep trees overflow the recursive fast path; the walk below needs no stack.
         return tuple(sorted(_collect_tree_errors(obj)))
 
 
 def _validate_document(name: str, obj: Any) -> tuple[str, ...]:
+    validate = _compiled(name)
     try:
-        _compiled(name)(obj)
-    except fastjsonschema.JsonSchemaValueException as error:
+        validate(obj)
+    except _value_exception() as error:
         return (_located(error.message, "$"),)
     return ()
 

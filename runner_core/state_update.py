@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import attrs
 
-from runner_core.model import AgentStatus, GuardOutcome, Node, index_by_id, rebuild_postorder
-from runner_core.model import sort_children as canonical_order
+from runner_core.model import (
+    AgentStatus,
+    GuardOutcome,
+    Node,
+    in_canonical_order,
+    nodes_by_id,
+    rebuild_postorder,
+    same_objects,
+)
 
 
 @attrs.frozen(slots=True)
@@ -55,9 +62,7 @@ def apply_state_updates(
     transition = TRANSITIONS.get((status, guard))
     if transition is None:
         raise InvalidTransition(f"no transition for status={status.value} guard={guard.value}")
-    owned = {
-        node_id: (node.passes, node.attempts) for node_id, (node, _) in index_by_id(prev).items()
-    }
+    owned = nodes_by_id(prev)
     passes_set: list[str] = []
     attempts_incremented: list[str] = []
     derived: list[str] = []
@@ -65,7 +70,10 @@ def apply_state_updates(
 
     def update(node: Node, children: tuple[Node, ...]) -> Node:
         nonlocal found_selected
-        passes, attempts = owned.get(node.id, (False, 0))
+        if len(children) > 1:
+            children = in_canonical_order(children)  # step 4, sorting as the tree is rebuilt
+        before = owned.get(node.id)
+        passes, attempts = (False, 0) if before is None else (before.passes, before.attempts)
         if node.id == selected_id and not found_selected:
             found_selected = True
             if transition.sets_passes and not passes:
@@ -79,6 +87,13 @@ def apply_state_updates(
             if all_pass and not passes:
                 derived.append(node.id)
             passes = all_pass
+        if (
+            passes is node.passes
+            and attempts == node.attempts
+            and same_objects(children, node.children)
+        ):
+            # Unchanged: share it, so an iteration allocates only along the paths it changed.
+            return node
         return Node(
             node.id,
             node.order,
@@ -102,4 +117,4 @@ def apply_state_updates(
         attempts_incremented=tuple(sorted(attempts_incremented)),
         derived_passes_set=tuple(sorted(derived)),
     )
-    return canonical_order(updated), summary
+    return updated, summary

@@ -19,12 +19,18 @@ from runner_core.decompose import child_specs_from_output, decompose_node, decom
 from runner_core.immutability import check_passed_node_immutability
 from runner_core.invariants import validate_invariants
 from runner_core.model import AgentStatus, GuardOutcome, Node, NodeNext
-from runner_core.run_identity import parse_frontmatter
+from runner_core.run_identity import parse_frontmatter, run_id_problem
 from runner_core.schema import validate_decomposer_output, validate_executor_output
 from runner_core.selection import Selection, SelectionStatus, select_leaf
 from runner_core.state_update import StateUpdateSummary, apply_state_updates
 from runner_core.status_invariants import validate_status_invariants
-from runner_core.tree_json import TreeValidationError, loads_json, parse_tree
+from runner_core.tree_json import (
+    TREE_MAX_BYTES,
+    TreeValidationError,
+    canonical_fits,
+    loads_json_strictly,
+    parse_tree,
+)
 
 
 class AgentRole(enum.Enum):
@@ -66,6 +72,9 @@ def run_state_from_json(obj: Any) -> RunState:
     summary = obj.get("last_summary", "")
     if run_id is not None and not isinstance(run_id, str):
         raise RunStateError("run_id must be a string or null")
+    # run_id names a directory and a branch: '..' or 'a/b' must never reach a path.
+    if run_id is not None and (problem := run_id_problem(run_id)) is not None:
+        raise RunStateError(f"run_id: {problem}")
     if not isinstance(next_iter, int) or isinstance(next_iter, bool) or next_iter < 1:
         raise RunStateError("next_iter must be an integer >= 1")
     if not isinstance(summary, str):
@@ -183,17 +192,30 @@ def parse_executor_output(obj: Any) -> tuple[AgentStatus, str]:
     return AgentStatus(obj["status"]), obj["summary"]
 
 
-def review_execution(prev: Node, selected_id: str, output: Any, tree_text: str | bytes) -> Review:
+def review_execution(
+    prev: Node,
+    selected_id: str,
+    output: Any,
+    tree_text: str | bytes,
+    tree_unreadable: str | None = None,
+) -> Review:
     """Judge an executor's output and the tree.json it left behind.
 
     Raises `AgentOutputError` for output of the wrong shape (a runner error); every problem
-    with the tree becomes an agent error of a `retry`.
+    with the tree becomes an agent error of a `retry`, including `tree_unreadable`: why the
+    shell could not read tree.json at all (deleted, too large).
     """
     status, summary = parse_executor_output(output)
+    if tree_unreadable is not None:
+        return Review(
+            AgentStatus.RETRY, summary, None, f"tree.json after the agent: {tree_unreadable}"
+        )
     try:
         candidate = parse_tree(tree_text)
     except TreeValidationError as error:
         return Review(AgentStatus.RETRY, summary, None, f"tree.json after the agent: {error}")
+    if not canonical_fits(candidate):
+        return Review(AgentStatus.RETRY, summary, None, f"tree.json after the agent: {_TOO_LARGE}")
     layers = (
         ("child additions failed", validate_child_additions_restricted(prev, candidate, None)),
         ("immutability failed", check_passed_node_immutability(prev, candidate)),
@@ -228,14 +250,23 @@ def review_decomposition(
     if problems:
         return Review(AgentStatus.RETRY, summary, None, "; ".join(problems))
     candidate = decompose_node(prev, selected_id, specs, max_attempts_default)
+    if not canonical_fits(candidate):
+        return Review(AgentStatus.RETRY, summary, None, f"the decomposed tree: {_TOO_LARGE}")
     layers = (
-        validate_child_additions_restricted(prev, candidate, selected_id)
+        # The runner names the children `<parent>.<n>`; deep enough, that is too long an id.
+        validate_invariants(candidate)
+        + validate_child_additions_restricted(prev, candidate, selected_id)
         + check_passed_node_immutability(prev, candidate)
         + validate_status_invariants(prev, candidate, selected_id, AgentStatus.DECOMPOSED)
     )
     if layers:
         return Review(AgentStatus.RETRY, summary, None, "; ".join(layers))
     return Review(AgentStatus.DECOMPOSED, summary, candidate)
+
+
+_TOO_LARGE = (
+    f"its canonical form would exceed {TREE_MAX_BYTES} bytes, more than the runner can read back"
+)
 
 
 @attrs.frozen(slots=True)
@@ -330,7 +361,7 @@ def parse_agent_output(role: AgentRole, text: str | None, problem: str | None) -
     if text is None:
         raise AgentOutputError(f"{role.value} agent output unusable: {problem or 'missing'}")
     try:
-        return loads_json(text)
+        return loads_json_strictly(text)
     except ValueError as error:
         raise AgentOutputError(f"{role.value} agent output is not JSON: {error}") from None
 

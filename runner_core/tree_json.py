@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from json.encoder import encode_basestring
 from typing import Any
 
+import attrs
+
 from runner_core.invariants import validate_invariants
-from runner_core.model import NODE_FIELDS, Node, NodeNext, sort_children
+from runner_core.model import NODE_FIELDS, Node, NodeNext, in_canonical_order
 from runner_core.schema import validate_schema
+
+# The largest tree text the runner reads, and so the largest it writes: a tree whose canonical
+# form is bigger could never be read back. Depth is not limited, but canonical indentation grows
+# with it (a compact 10,000-deep chain of ~1.4 MB is ~3 GB canonically), so such a tree can be
+# validated and selected from, never rewritten.
+TREE_MAX_BYTES = 64 * 1024 * 1024
 
 _LAYER_PREFIX = {
     "json": "tree is not valid JSON",
@@ -47,6 +56,55 @@ def loads_json(text: str) -> Any:
         return json.loads(text)
     except RecursionError:
         return _loads_iteratively(text)
+
+
+# `\uD800`-`\uDFFF` escapes: the only way an unpaired surrogate gets into decoded UTF-8 text.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def loads_json_strictly(text: str) -> Any:
+    """`loads_json` for text the runner will write back: every string valid Unicode.
+
+    Raises `json.JSONDecodeError` for bad syntax and `ValueError` naming the JSON path of a
+    string holding an unpaired surrogate (UTF-8 cannot encode it) or a number too long to read.
+    """
+    try:
+        value = loads_json(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # int() refuses more digits than sys.get_int_max_str_digits()
+        raise ValueError("a number has too many digits to be read") from None
+    if _SURROGATE_ESCAPE.search(text):
+        path = _unpaired_surrogate_path(value)
+        if path is not None:
+            raise ValueError(f"{path} holds an unpaired surrogate escape; strings must be Unicode")
+    return value
+
+
+def _is_unicode(text: str) -> bool:
+    if text.isascii():  # O(1): CPython records it when it makes the string
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _unpaired_surrogate_path(value: Any) -> str | None:
+    stack: list[tuple[Any, str]] = [(value, "$")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str) and not _is_unicode(item):
+            return path
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not _is_unicode(key):
+                    return path
+                stack.append((child, f"{path}.{key}"))
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(item))
+    return None
 
 
 def _loads_iteratively(text: str) -> Any:
@@ -203,45 +261,112 @@ def tree_to_json(tree: Node) -> dict[str, Any]:
 
 def dumps_tree(tree: Node) -> str:
     """The canonical text of a tree: what `json.dumps(indent=2)` of its sorted form prints."""
-    out: list[str] = []
-    # Items are nodes to open or text to emit; nodes come with their depth and trailing comma.
-    stack: list[tuple[Node, int, str] | str] = [(sort_children(tree), 0, "")]
+    return "".join(_canonical_pieces(tree))
+
+
+def canonical_fits(tree: Node, limit: int = TREE_MAX_BYTES) -> bool:
+    """Whether the canonical text of `tree` is at most `limit` UTF-8 bytes.
+
+    Stops counting at the limit, so a tree whose canonical form would take gigabytes (a deep
+    chain: indentation grows with depth) is refused in the time it takes to reach the limit.
+    """
+    size = 0
+    for piece in _canonical_pieces(tree):
+        size += len(piece) if piece.isascii() else len(piece.encode("utf-8"))
+        if size > limit:
+            return False
+    return True
+
+
+@attrs.frozen(slots=True)
+class _Layout:
+    """The fixed text around a node's values at one depth of the canonical form."""
+
+    head: str
+    order: str
+    title: str
+    goal: str
+    acceptance: str
+    items_open: str
+    items_separator: str
+    items_close: str
+    next: str
+    passes: str
+    attempts: str
+    max_attempts: str
+    leaf_end: tuple[str, str]  # (followed by a sibling, last)
+    children_open: str
+    children_close: tuple[str, str]
+
+
+def _layout(depth: int) -> _Layout:
+    pad = "  " * (2 * depth)
+    field = pad + "  "
+    return _Layout(
+        head=f'{pad}{{\n{field}"id": ',
+        order=f',\n{field}"order": ',
+        title=f',\n{field}"title": ',
+        goal=f',\n{field}"goal": ',
+        acceptance=f',\n{field}"acceptance": ',
+        items_open=f"[\n{field}  ",
+        items_separator=f",\n{field}  ",
+        items_close=f"\n{field}]",
+        next=f',\n{field}"next": ',
+        passes=f',\n{field}"passes": ',
+        attempts=f',\n{field}"attempts": ',
+        max_attempts=f',\n{field}"max_attempts": ',
+        leaf_end=(f',\n{field}"children": []\n{pad}}},\n', f',\n{field}"children": []\n{pad}}}\n'),
+        children_open=f',\n{field}"children": [\n',
+        children_close=(f"{field}]\n{pad}}},\n", f"{field}]\n{pad}}}\n"),
+    )
+
+
+def _canonical_pieces(tree: Node) -> Iterator[str]:
+    # The text is built from each depth's fixed pieces, computed once per depth, with a
+    # node's values between them: one string per node and one per closing children array.
+    layouts: list[_Layout] = []
+    # Items are nodes to open, with their depth and whether they are last, or text to emit.
+    # Siblings are put in canonical order as they are reached, which is `sort_children`
+    # without a walk of its own.
+    stack: list[tuple[Node, int, bool] | str] = [(tree, 0, True)]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            out.append(item)
+            yield item
             continue
-        node, depth, comma = item
-        pad = "  " * depth
-        field = pad + "  "
+        node, depth, last = item
+        if depth == len(layouts):
+            layouts.append(_layout(depth))
+        layout = layouts[depth]
         if node.acceptance:
-            items = ",\n".join(field + "  " + encode_basestring(a) for a in node.acceptance)
-            acceptance = f"[\n{items}\n{field}]"
+            lines = layout.items_separator.join(map(encode_basestring, node.acceptance))
+            acceptance = f"{layout.items_open}{lines}{layout.items_close}"
         else:
             acceptance = "[]"
-        out.append(
-            f"{pad}{{\n"
-            f'{field}"id": {encode_basestring(node.id)},\n'
-            f'{field}"order": {node.order},\n'
-            f'{field}"title": {encode_basestring(node.title)},\n'
-            f'{field}"goal": {encode_basestring(node.goal)},\n'
-            f'{field}"acceptance": {acceptance},\n'
-            f'{field}"next": "{node.next.value}",\n'
-            f'{field}"passes": {"true" if node.passes else "false"},\n'
-            f'{field}"attempts": {node.attempts},\n'
-            f'{field}"max_attempts": {node.max_attempts},\n'
+        next_text = _EXECUTE_TEXT if node.next is NodeNext.EXECUTE else f'"{node.next.value}"'
+        children = node.children
+        if len(children) > 1:
+            children = in_canonical_order(children)
+        end = layout.children_open if children else layout.leaf_end[last]
+        yield (
+            f"{layout.head}{encode_basestring(node.id)}"
+            f"{layout.order}{node.order}"
+            f"{layout.title}{encode_basestring(node.title)}"
+            f"{layout.goal}{encode_basestring(node.goal)}"
+            f"{layout.acceptance}{acceptance}"
+            f"{layout.next}{next_text}"
+            f"{layout.passes}{'true' if node.passes else 'false'}"
+            f"{layout.attempts}{node.attempts}"
+            f"{layout.max_attempts}{node.max_attempts}{end}"
         )
-        if not node.children:
-            out.append(f'{field}"children": []\n{pad}}}{comma}\n')
-            continue
-        out.append(f'{field}"children": [\n')
-        stack.append(f"{field}]\n{pad}}}{comma}\n")
-        last = len(node.children) - 1
-        stack.extend(
-            (child, depth + 2, "" if i == last else ",")
-            for i, child in reversed(list(enumerate(node.children)))
-        )
-    return "".join(out)
+        if children:
+            stack.append(layout.children_close[last])
+            below = depth + 1
+            stack.append((children[-1], below, True))
+            stack.extend([(child, below, False) for child in children[-2::-1]])
+
+
+_EXECUTE_TEXT = f'"{NodeNext.EXECUTE.value}"'
 
 
 # ---------------------------------------------------------------- the loading pipeline
@@ -249,6 +374,11 @@ def dumps_tree(tree: Node) -> str:
 
 def decode_tree_text(text: str | bytes) -> Any:
     """JSON data of a tree file, or `TreeValidationError` naming why it is not JSON."""
+    return _json_of(_tree_text(text))
+
+
+def _tree_text(text: str | bytes) -> str:
+    """The text JSON is read from: UTF-8 decoded, Unicode, not blank."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -256,14 +386,22 @@ def decode_tree_text(text: str | bytes) -> Any:
             raise TreeValidationError(
                 "json", (f"not UTF-8 (byte {error.start}: {error.reason})",)
             ) from None
-    if not text.strip():
+    elif not _is_unicode(text):
+        raise TreeValidationError("json", ("the text holds unpaired surrogates",))
+    if not text or text.isspace():  # `not text.strip()`, without copying the text
         raise TreeValidationError("json", ("the file is empty",))
+    return text
+
+
+def _json_of(text: str) -> Any:
     try:
-        return loads_json(text)
+        return loads_json_strictly(text)
     except json.JSONDecodeError as error:
         raise TreeValidationError(
             "json", (f"{error.msg} at line {error.lineno} column {error.colno}",)
         ) from None
+    except ValueError as error:
+        raise TreeValidationError("json", (str(error),)) from None
 
 
 def tree_from_valid_json(obj: Any) -> Node:
@@ -279,5 +417,105 @@ def tree_from_valid_json(obj: Any) -> Node:
 
 
 def parse_tree(text: str | bytes) -> Node:
-    """Text of a tree file → a valid immutable tree (parse → schema → invariants)."""
-    return tree_from_valid_json(decode_tree_text(text))
+    """Text of a tree file → a valid immutable tree (parse → schema → invariants).
+
+    A tree the schema plainly accepts is built while its JSON is decoded, in one pass and
+    without keeping the decoded objects; anything else takes the layer-by-layer path, which
+    alone words the errors. Both give the same tree or the same error.
+    """
+    decoded = _tree_text(text)
+    tree = _tree_of_plain_nodes(decoded)
+    if tree is None:
+        return tree_from_valid_json(_json_of(decoded))
+    invariant_errors = validate_invariants(tree)
+    if invariant_errors:
+        raise TreeValidationError("invariants", invariant_errors)
+    return tree
+
+
+# ---------------------------------------------------------------- the one-pass fast path
+# Sound, not complete: `_node_of` accepts only what schemas/task_tree/v1.schema.json accepts
+# (tests/test_tree_fast_path.py pins the schema it was written for) and gives up on anything
+# unusual, such as a float `order` of 1.0, which the schema accepts and the full path handles.
+
+
+class _NotPlainNode(Exception):
+    """Raised from inside the JSON decoder to leave the fast path."""
+
+
+_NEXT_BY_VALUE = {member.value: member for member in NodeNext}
+
+
+def _node_of(obj: dict[str, Any]) -> Node:
+    """The node of a JSON object of exactly the schema's node shape, children already built."""
+    if len(obj) != len(NODE_FIELDS):
+        raise _NotPlainNode
+    try:
+        node_id = obj["id"]
+        order = obj["order"]
+        title = obj["title"]
+        goal = obj["goal"]
+        acceptance = obj["acceptance"]
+        next_value = obj["next"]
+        passes = obj["passes"]
+        attempts = obj["attempts"]
+        max_attempts = obj["max_attempts"]
+        children = obj["children"]
+    except KeyError:
+        raise _NotPlainNode from None
+    # `type() is` rather than isinstance: a bool is no integer here, as in the schema.
+    if not (
+        type(node_id) is str
+        and node_id
+        and type(order) is int
+        and type(title) is str
+        and type(goal) is str
+        and type(next_value) is str
+        and next_value in _NEXT_BY_VALUE
+        and type(passes) is bool
+        and type(attempts) is int
+        and attempts >= 0
+        and type(max_attempts) is int
+        and max_attempts >= 0
+        and type(acceptance) is list
+        and type(children) is list
+    ):
+        raise _NotPlainNode
+    for line in acceptance:
+        if type(line) is not str:
+            raise _NotPlainNode
+    for child in children:
+        # Every JSON object became a Node or ended the fast path, so a Node child is valid.
+        if type(child) is not Node:
+            raise _NotPlainNode
+    return Node(
+        node_id,
+        order,
+        title,
+        goal,
+        tuple(acceptance),
+        _NEXT_BY_VALUE[next_value],
+        passes,
+        attempts,
+        max_attempts,
+        tuple(children),
+    )
+
+
+def _unicode_node_of(obj: dict[str, Any]) -> Node:
+    """`_node_of`, also refusing strings that are not valid Unicode (`loads_json_strictly`)."""
+    node = _node_of(obj)
+    if not all(map(_is_unicode, (node.id, node.title, node.goal, *node.acceptance))):
+        raise _NotPlainNode
+    return node
+
+
+def _tree_of_plain_nodes(text: str) -> Node | None:
+    """The tree when every JSON object in `text` is a plain valid node, else None."""
+    # Only a `\uD800`-`\uDFFF` escape can put a lone surrogate into a string of valid text.
+    escaped_surrogates = "\\" in text and _SURROGATE_ESCAPE.search(text) is not None
+    try:
+        root = json.loads(text, object_hook=_unicode_node_of if escaped_surrogates else _node_of)
+    except (_NotPlainNode, ValueError, RecursionError):
+        return None
+    return root if type(root) is Node else None

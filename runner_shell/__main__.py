@@ -1,5 +1,5 @@
 """`python -m runner_shell`: the `runner` command."""
 
-from runner_shell.cli import main
+from runner_shell.entry import main
 
 main()

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from runner_core import branch_for
+import os
+import shutil
+from pathlib import Path
+
+from runner_core import Config, Node, branch_for
 from runner_core.preconditions import gitignore_problem
+from runner_core.tree_json import TREE_MAX_BYTES, canonical_fits
 from runner_shell.errors import UserFacingError
 from runner_shell.git import Repo
 from runner_shell.layout import RunnerPaths
@@ -50,3 +55,41 @@ def check_run_identity(paths: RunnerPaths, repo: Repo) -> str | None:
             f"'{branch_for(state.run_id)}' (run 'runner start')"
         )
     return state.run_id
+
+
+def program_problem(program: str, root: Path, search_path: str | None) -> str | None:
+    """Why `program` (argv[0], resolved as the spawn will: PATH, or relative to the repo root)
+    cannot be started, or None."""
+    if "/" not in program:
+        if shutil.which(program, path=search_path) is not None:
+            return None
+        return f"program '{program}' was not found on PATH"
+    candidate = root / program
+    if not candidate.exists():
+        return f"program '{program}' does not exist"
+    if candidate.is_dir() or not os.access(candidate, os.X_OK):
+        return f"program '{program}' is not executable"
+    return None
+
+
+def check_programs(config: Config, root: Path) -> None:
+    """Fail before an iteration starts when its agent or guard program cannot be started."""
+    # The codex and claude backends run the program of that name unless a command replaces it.
+    agent = (config.agent_command or (config.agent_backend,))[0]
+    search_path = os.environ.get("PATH", os.defpath)
+    for key, program in (("agent.command", agent), ("guard.command", config.guard_command[0])):
+        problem = program_problem(program, root, search_path)
+        if problem is not None:
+            raise UserFacingError(
+                f"{key}: {problem}; install it or fix {key} in .runner/state/config.toml"
+            )
+
+
+def check_tree_writable(paths: RunnerPaths, tree: Node) -> None:
+    """Refuse a step on a tree the runner could not write back in canonical form."""
+    if not canonical_fits(tree):
+        raise UserFacingError(
+            f"{paths.relative(paths.tree)}: its canonical form (2-space indent per level) would "
+            f"exceed {TREE_MAX_BYTES} bytes, which the runner cannot write and read back; "
+            "flatten or split the tree before stepping"
+        )

@@ -16,9 +16,10 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from runner_core import Config, PlanKind, RunState, Selection, SelectionStatus, select_leaf
 from runner_core.prompt_pack import DEFAULT_PROMPT_BUDGET
-from runner_shell.errors import UserFacingError
+from runner_shell import commands
+from runner_shell.commands import failure_of
+from runner_shell.errors import UserFacingError, internal_error_line, one_line
 from runner_shell.git import GitError, Repo, repo_root
 from runner_shell.guard_rails import exclusive_lock
 from runner_shell.layout import RunnerPaths
@@ -38,23 +39,6 @@ PromptBudget = Annotated[
 ]
 
 
-# An error is one line: a longer one (every node of a huge tree broken) is cut, not flooded.
-MESSAGE_MAX_CHARS = 10_000
-
-
-def one_line(message: str) -> str:
-    """`message` cut to MESSAGE_MAX_CHARS, with line breaks and control characters escaped."""
-    if len(message) > MESSAGE_MAX_CHARS:
-        cut = len(message) - MESSAGE_MAX_CHARS
-        message = f"{message[:MESSAGE_MAX_CHARS]} [... {cut} more characters]"
-    if message.isprintable():
-        return message
-    return "".join(
-        char if char.isprintable() else char.encode("unicode_escape").decode("ascii")
-        for char in message
-    )
-
-
 def _fail(message: str, code: int = 1) -> typer.Exit:
     typer.echo(f"runner: {one_line(message)}", err=True)
     return typer.Exit(code)
@@ -67,17 +51,11 @@ def guarded(command: F) -> F:
     def wrapper(*args: object, **kwargs: object) -> None:
         try:
             command(*args, **kwargs)
-        except UserFacingError as error:
-            raise _fail(str(error), error.exit_code) from None
-        except GitError as error:
-            raise _fail(str(error)) from None
-        except KeyboardInterrupt:
-            raise _fail("interrupted", 130) from None
-        except OSError as error:
-            if os.environ.get("RUNNER_DEBUG"):
+        except (UserFacingError, GitError, KeyboardInterrupt, OSError) as error:
+            failure = failure_of(error)
+            if failure is None:
                 raise
-            where = f" ({error.filename})" if error.filename else ""
-            raise _fail(f"{error.strerror or error}{where}") from None
+            raise _fail(*failure) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -85,12 +63,6 @@ def guarded(command: F) -> F:
 def _paths() -> tuple[RunnerPaths, Repo]:
     root = repo_root(Path.cwd())
     return RunnerPaths(root), Repo(root)
-
-
-def _selection_fields(selection: Selection) -> str:
-    node = selection.node
-    assert node is not None
-    return f"id={node.id} path={selection.path} attempts={node.attempts}/{node.max_attempts}"
 
 
 @app.command()
@@ -146,86 +118,22 @@ def start() -> None:
 @guarded
 def validate() -> None:
     """Check layout, config, tree and run identity."""
-    from runner_core.recovery import interrupted_problem
-    from runner_shell.checks import check_layout, check_run_identity
-    from runner_shell.guard_rails import read_journal, runner_alive
-    from runner_shell.store import load_config, load_tree
-
-    paths, repo = _paths()
-    check_layout(paths)
-    typer.echo("validate: layout=ok")
-    load_config(paths)
-    typer.echo("validate: config=ok")
-    load_tree(paths)
-    typer.echo("validate: tree=ok")
-    journal = read_journal(repo)
-    # validate never takes the lock: a journal whose runner is alive is an iteration in progress.
-    if journal is not None and not runner_alive(journal.runner_pid):
-        raise UserFacingError(interrupted_problem(journal))
-    run_id = check_run_identity(paths, repo)
-    if run_id is None:
-        typer.echo("validate: run=not-started")
-    else:
-        typer.echo(f"validate: run=ok id={run_id} branch=runner/{run_id}")
+    # The body lives in commands.py, shared with the launcher's fast path (entry.py).
+    raise typer.Exit(commands.validate(typer.echo))
 
 
 @app.command()
 @guarded
 def select() -> None:
     """Print the next leaf: exit 0 open, 2 complete, 3 stuck."""
-    from runner_shell.store import load_tree
-
-    paths, _ = _paths()
-    selection = select_leaf(load_tree(paths))
-    if selection.status is SelectionStatus.COMPLETE:
-        typer.echo("select: status=complete")
-        raise typer.Exit(2)
-    typer.echo(f"select: status={selection.status.value} {_selection_fields(selection)}")
-    raise typer.Exit(3 if selection.status is SelectionStatus.STUCK else 0)
-
-
-def _stuck_message(selection: Selection) -> str:
-    node = selection.node
-    assert node is not None
-    return (
-        f"stuck: leaf '{node.id}' ({selection.path}) used {node.attempts}/{node.max_attempts} "
-        "attempts; raise its max_attempts, decompose it, or replace it in .runner/state/tree.json"
-    )
-
-
-def _limit_message(state: RunState, config: Config) -> str:
-    return (
-        f"iteration limit reached: next_iter {state.next_iter} > max_iterations "
-        f"{config.max_iterations} (raise max_iterations in .runner/state/config.toml)"
-    )
+    raise typer.Exit(commands.select(typer.echo))
 
 
 @app.command()
 @guarded
 def step(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
     """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
-    from runner_shell.stepper import run_step
-    from runner_shell.store import load_config, load_run_state
-
-    paths, repo = _paths()
-    with exclusive_lock(repo):
-        result = run_step(paths, repo, prompt_budget)
-    if result.kind is PlanKind.COMPLETE:
-        typer.echo("step: status=complete")
-    elif result.kind is PlanKind.STUCK:
-        raise _fail(_stuck_message(result.plan.selection), 3)
-    elif result.kind is PlanKind.LIMIT:
-        raise _fail(_limit_message(load_run_state(paths), load_config(paths)))
-    else:
-        outcome = result.outcome
-        assert outcome is not None
-        typer.echo(
-            f"step: run={result.run_id} iter={result.plan.iteration} node={result.plan.node.id} "
-            f"status={outcome.status.value} guard={outcome.guard.value}"
-        )
-        if outcome.runner_error is not None:
-            raise _fail(f"runner error: {outcome.runner_error}")
-    raise typer.Exit(result.exit_code)
+    raise typer.Exit(commands.step(typer.echo, prompt_budget))
 
 
 @app.command()
@@ -348,9 +256,5 @@ def main() -> None:
     except Exception as error:  # a runner bug: one line unless debugging
         if os.environ.get("RUNNER_DEBUG"):
             raise
-        print(
-            f"runner: {one_line(f'internal error: {type(error).__name__}: {error}')} "
-            "(rerun with RUNNER_DEBUG=1 for a traceback)",
-            file=sys.stderr,
-        )
+        print(internal_error_line(error), file=sys.stderr)
         sys.exit(1)

@@ -70,6 +70,20 @@ class Repo:
             raise GitError("the repository has no commits yet; make a first commit")
         return self.git("rev-parse", "HEAD").stdout.strip()
 
+    def file_at_head(self, path: str) -> bytes | None:
+        """The exact bytes of `path` (relative to the root) in HEAD, or None if it is not there."""
+        try:
+            result = subprocess.run(
+                ["git", "cat-file", "blob", f"HEAD:{path}"],
+                cwd=self.root,
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise GitError("git is not installed or not on PATH") from None
+        return result.stdout if result.returncode == 0 else None
+
     def head_subject(self) -> str | None:
         if not self.has_commits():
             return None

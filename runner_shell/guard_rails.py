@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import json
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,16 +62,45 @@ def exclusive_lock(repo: Repo) -> Iterator[None]:
         os.close(fd)
 
 
+def runner_alive(pid: int) -> bool:
+    """Whether `pid` is a running process (not a zombie): the journal's runner still at work."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True  # no /proc: signal 0 is all we can ask
+    return stat.rsplit(")", 1)[-1].split()[:1] not in (["Z"], ["X"])
+
+
+def crash_point(name: str) -> None:
+    """Test-only: die by SIGKILL here when RUNNER_TEST_CRASH_AT names this point.
+
+    The crash-safety tests use it to kill the runner at an exact phase of an iteration
+    (tests/test_lock_and_recovery.py); with the variable unset it does nothing.
+    """
+    if os.environ.get("RUNNER_TEST_CRASH_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class DamagedJournal(UserFacingError):
+    """A journal file that is not a journal (hand-edited, or a broken disk)."""
+
+
 def read_journal(repo: Repo) -> Journal | None:
     path = journal_path(repo)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         return None
     try:
-        return journal_from_json(json.loads(text))
-    except (ValueError, JournalError) as error:
-        raise UserFacingError(
+        return journal_from_json(json.loads(data.decode("utf-8")))
+    except (ValueError, JournalError) as error:  # UnicodeDecodeError is a ValueError
+        raise DamagedJournal(
             f"{path} is damaged ({error}); run 'runner recover' to record the iteration it "
             "describes as interrupted, or delete it if no iteration was running"
         ) from None
@@ -78,7 +108,11 @@ def read_journal(repo: Repo) -> Journal | None:
 
 def write_journal(repo: Repo, journal: Journal) -> None:
     atomic_write_text(journal_path(repo), json.dumps(journal_to_json(journal), indent=2) + "\n")
+    # `running`, `writing`, `committing`; `running+1` once the agent runs, `running+2` the guard.
+    groups = len(journal.process_groups) if journal.phase == "running" else 0
+    crash_point(journal.phase + (f"+{groups}" if groups else ""))
 
 
 def clear_journal(repo: Repo) -> None:
+    crash_point("committed")
     journal_path(repo).unlink(missing_ok=True)

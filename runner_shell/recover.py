@@ -8,11 +8,24 @@ groups are terminated. What to do is runner_core.recovery's decision.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import json
+import os
+import tomllib
+from pathlib import Path
 
 import attrs
 
-from runner_core import conclude_runner_error, iter_preorder, parse_tree
+from runner_core import (
+    PlanKind,
+    conclude_runner_error,
+    iter_preorder,
+    parse_config,
+    parse_tree,
+    plan_step,
+    run_state_from_json,
+)
 from runner_core.recovery import (
     Journal,
     RecoveryKind,
@@ -23,7 +36,7 @@ from runner_core.step import AgentRole
 from runner_shell.errors import UserFacingError
 from runner_shell.files import atomic_write_bytes
 from runner_shell.git import GitError, Repo
-from runner_shell.guard_rails import clear_journal, read_journal
+from runner_shell.guard_rails import DamagedJournal, clear_journal, journal_path, read_journal
 from runner_shell.iteration_log import (
     PENDING_GUARD_LOG,
     IterationFacts,
@@ -32,7 +45,7 @@ from runner_shell.iteration_log import (
 )
 from runner_shell.layout import RunnerPaths
 from runner_shell.processes import terminate_process_group
-from runner_shell.store import load_config, load_run_state
+from runner_shell.store import load_config, load_run_state, load_tree
 
 
 @attrs.frozen(slots=True)
@@ -42,30 +55,109 @@ class Recovered:
     killed_groups: tuple[int, ...] = ()
 
 
-def _head_bytes(repo: Repo, path: str) -> bytes | None:
-    result = repo.git("show", f"HEAD:{path}", check=False)
-    if result.returncode != 0:
-        return None
-    return result.stdout.encode("utf-8")
-
-
 def _remove_stale_index_lock(repo: Repo) -> None:
-    # A runner killed inside `git commit` leaves index.lock; we hold the runner lock, so no
-    # runner git command is in flight.
-    lock = repo.root / repo.git("rev-parse", "--git-path", "index.lock").stdout.strip()
-    lock.unlink(missing_ok=True)
+    # A runner killed inside `git add` or `git commit` leaves index.lock, or the lock of the ref
+    # the commit was moving; we hold the runner lock, so no runner git command is in flight.
+    branch = repo.current_branch()
+    names = ["index.lock", "HEAD.lock", *([f"refs/heads/{branch}.lock"] if branch else [])]
+    for name in names:
+        lock = repo.root / repo.git("rev-parse", "--git-path", name).stdout.strip()
+        lock.unlink(missing_ok=True)
 
 
-def kill_orphans(journal: Journal) -> tuple[int, ...]:
-    return tuple(pgid for pgid in journal.process_groups if terminate_process_group(pgid, 1.0))
+def _remove_stale_temp_files(paths: RunnerPaths) -> None:
+    # A kill between an atomic write's temp file and its rename leaves `.<name>.<random>.tmp`
+    # beside the state file; untracked, it would be committed with the recovery.
+    for target in (paths.goal, paths.gitignore, *paths.state_dir.glob("*")):
+        for temp in target.parent.glob(f".{target.name}.*.tmp"):
+            temp.unlink(missing_ok=True)
+
+
+def kill_orphans(journal: Journal, iter_dir: Path) -> tuple[int, ...]:
+    """Terminate the journal's process groups and any other process of the iteration.
+
+    The agent's and guard's environment names the iteration directory (RUNNER_ITER_DIR): that
+    finds one started in the instant before the journal recorded it, and a daemon it detached
+    into a session of its own. Without /proc only the journal's groups are known.
+    """
+    groups = list(journal.process_groups)
+    for pid in _processes_with_env(b"RUNNER_ITER_DIR=" + os.fsencode(iter_dir)):
+        with contextlib.suppress(ProcessLookupError):
+            pgid = os.getpgid(pid)
+            if pgid not in groups and pgid > 1 and pgid != os.getpgrp():
+                groups.append(pgid)
+    return tuple(pgid for pgid in groups if terminate_process_group(pgid, 1.0))
+
+
+def _processes_with_env(entry: bytes) -> list[int]:
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            environ = (proc / "environ").read_bytes()
+        except OSError:  # gone, or not ours to read
+            continue
+        if entry in environ.split(b"\0") and int(proc.name) != os.getpid():
+            found.append(int(proc.name))
+    return sorted(found)
+
+
+def _journal_from_last_commit(paths: RunnerPaths, repo: Repo) -> Journal | None:
+    """What a damaged journal must have said, from the last commit: the iteration it runs next.
+
+    None when that iteration never started (no directory of its own): nothing to recover.
+    Its process groups are unknown, so none can be terminated.
+    """
+    committed = [repo.file_at_head(paths.relative(p)) for p in (paths.tree, paths.run_state)]
+    config_text = repo.file_at_head(paths.relative(paths.config))
+    if committed[0] is None or committed[1] is None or config_text is None:
+        return None
+    try:
+        tree = parse_tree(committed[0])
+        state = run_state_from_json(json.loads(committed[1]))
+        config = parse_config(tomllib.loads(config_text.decode("utf-8")))
+    except ValueError:  # every parse error here is one; the caller reports the damage instead
+        return None
+    plan = plan_step(tree, state, config.max_iterations)
+    if plan.kind is not PlanKind.RUN or state.run_id is None:
+        return None
+    if not paths.iter_dir(state.run_id, plan.iteration).is_dir():
+        return None
+    return Journal(
+        run_id=state.run_id,
+        iteration=plan.iteration,
+        node_id=plan.node.id,
+        role=(plan.role or AgentRole.EXECUTOR).value,
+        phase="running",
+        started_at=utc_now(),
+        runner_pid=0,
+        command="unknown: its journal was damaged",
+    )
 
 
 def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
-    journal = read_journal(repo)
+    try:
+        journal = read_journal(repo)
+    except DamagedJournal:
+        journal = _journal_from_last_commit(paths, repo)
+        if journal is None:
+            if repo.dirty_paths():
+                raise UserFacingError(
+                    f"{journal_path(repo)} is damaged and the last commit does not say which "
+                    "iteration was running; delete it, then commit or discard what "
+                    "'git status' shows"
+                ) from None
+            clear_journal(repo)
     if journal is None:
         return Recovered(None)
-    killed = kill_orphans(journal)
+    killed = kill_orphans(journal, paths.iter_dir(journal.run_id, journal.iteration))
+    operation = repo.operation_in_progress()
+    if operation is not None:
+        # Committing now would conclude the user's merge or rebase with the runner's files.
+        raise UserFacingError(
+            f"git is in the middle of {operation}; finish or abort it, then run 'runner recover'"
+        )
     _remove_stale_index_lock(repo)
+    _remove_stale_temp_files(paths)
     head_subject = (
         repo.git("log", "-1", "--format=%s").stdout.strip() if repo.has_commits() else None
     )
@@ -75,11 +167,11 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
         return Recovered(kind, journal, killed)
     for state_file in (paths.tree, paths.run_state, paths.config):
         relative = paths.relative(state_file)
-        committed = _head_bytes(repo, relative)
+        committed = repo.file_at_head(relative)
         if committed is None:
             raise UserFacingError(f"{relative} is not in the last commit; cannot restore it")
         atomic_write_bytes(state_file, committed)
-    tree = parse_tree(paths.tree.read_bytes())
+    tree = load_tree(paths)
     state = load_run_state(paths)
     config = load_config(paths)
     if state.run_id != journal.run_id or state.next_iter != journal.iteration:
@@ -93,9 +185,15 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
         raise UserFacingError(f"node '{journal.node_id}' of the journal is not in tree.json")
     iter_dir = paths.iter_dir(journal.run_id, journal.iteration)
     iter_dir.mkdir(parents=True, exist_ok=True)
-    pending = iter_dir / PENDING_GUARD_LOG
-    if pending.exists():
-        pending.rename(iter_dir / "guard.interrupted.log")
+    # What the killed iteration concluded never happened: its logs are kept under other names,
+    # so the directory reads the same wherever the kill landed.
+    for name, kept_as in (
+        (PENDING_GUARD_LOG, "guard.interrupted.log"),
+        ("guard.log", "guard.interrupted.log"),
+        ("agent_error.log", "agent_error.interrupted.log"),
+    ):
+        if (iter_dir / name).exists():
+            (iter_dir / name).replace(iter_dir / kept_as)
     outcome = conclude_runner_error(tree, interrupted_message(journal))
     facts = IterationFacts(
         run_id=journal.run_id,

@@ -41,7 +41,6 @@ from runner_core import (
 from runner_core.history import TokenUsage
 from runner_core.preconditions import RepoFacts, step_precondition_problem
 from runner_core.recovery import Journal, interrupted_problem
-from runner_core.reports import progress_line
 from runner_core.step import agent_process_problem, guard_outcome, parse_agent_output
 from runner_shell.agents import AgentRequest, backend_for
 from runner_shell.checks import check_programs, check_tree_writable
@@ -352,7 +351,8 @@ class Iteration:
         result = run_process(
             config.guard_command,
             cwd=self.paths.root,
-            env=dict(os.environ),
+            # Marks the guard and whatever it leaves running as this iteration's, for recovery.
+            env=dict(os.environ, RUNNER_ITER_DIR=str(self.iter_dir)),
             stdin_path=None,
             timeout_secs=remaining,
             log_path=log_path,
@@ -380,6 +380,9 @@ def loop_line(result: StepResult) -> str:
 
 
 def _show_progress(paths: RunnerPaths, progress: Callable[[str], None], began: float) -> None:
+    # Imported here: only `runner loop` shows progress, and `runner step` starts faster without.
+    from runner_core.reports import progress_line
+
     try:
         state, config, tree = load_run_state(paths), load_config(paths), load_tree(paths)
     except UserFacingError:

@@ -26,12 +26,14 @@ from runner_core import (
     run_state_from_json,
     run_state_to_json,
 )
+from runner_core.tree_json import TREE_MAX_BYTES as CORE_TREE_MAX_BYTES
 from runner_shell.errors import UserFacingError
 from runner_shell.files import FileTooLarge, atomic_write_text, read_bytes_capped
 from runner_shell.layout import RunnerPaths
 
-# Larger state files are refused instead of exhausting memory.
-TREE_MAX_BYTES = 512 * 1024 * 1024
+# Larger state files are refused instead of exhausting memory. The tree's limit is the core's:
+# the runner never writes a tree it could not read back.
+TREE_MAX_BYTES = CORE_TREE_MAX_BYTES
 SMALL_FILE_MAX_BYTES = 16 * 1024 * 1024
 INIT_HINT = "(run 'runner init')"
 
@@ -50,7 +52,7 @@ def _read(paths: RunnerPaths, path: Path, limit: int) -> bytes:
         raise UserFacingError(f"{name} is a directory, not a file") from None
     except FileTooLarge as error:
         raise UserFacingError(
-            f"{name} is {error.size} bytes; at most {error.limit} are read"
+            f"{name} is {error.size} bytes; at most {error.limit} are read (make it smaller)"
         ) from None
     except OSError as error:
         raise UserFacingError(f"{name} cannot be read: {error.strerror or error}") from None

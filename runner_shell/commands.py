@@ -1,0 +1,127 @@
+"""The bodies of `runner select`, `runner validate` and `runner step`, free of typer.
+
+Each prints its seed-002 lines through `echo` and returns its exit code; `failure_of` says
+what any error they raise is printed as. The typer commands in cli.py and the launcher's fast
+path (entry.py) both run these, so the two can never print different bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from runner_core.selection import Selection, SelectionStatus, select_leaf
+from runner_core.step import PlanKind, RunState
+from runner_shell.errors import UserFacingError, os_error_message
+from runner_shell.git import GitError, Repo, repo_root
+from runner_shell.layout import RunnerPaths
+
+Echo = Callable[[str], None]
+
+
+def failure_of(error: BaseException) -> tuple[str, int] | None:
+    """The message and exit code of an error a user can cause; None to let it propagate."""
+    if isinstance(error, UserFacingError):
+        return str(error), error.exit_code
+    if isinstance(error, GitError):
+        return str(error), 1
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted", 130
+    if isinstance(error, OSError):
+        message = os_error_message(error)
+        return None if message is None else (message, 1)
+    return None
+
+
+def paths_and_repo() -> tuple[RunnerPaths, Repo]:
+    root = repo_root(Path.cwd())
+    return RunnerPaths(root), Repo(root)
+
+
+def selection_fields(selection: Selection) -> str:
+    node = selection.node
+    assert node is not None
+    return f"id={node.id} path={selection.path} attempts={node.attempts}/{node.max_attempts}"
+
+
+def select(echo: Echo) -> int:
+    """Print the next leaf: exit 0 open, 2 complete, 3 stuck."""
+    from runner_shell.store import load_tree
+
+    paths, _ = paths_and_repo()
+    selection = select_leaf(load_tree(paths))
+    if selection.status is SelectionStatus.COMPLETE:
+        echo("select: status=complete")
+        return 2
+    echo(f"select: status={selection.status.value} {selection_fields(selection)}")
+    return 3 if selection.status is SelectionStatus.STUCK else 0
+
+
+def validate(echo: Echo) -> int:
+    """Check layout, config, tree and run identity."""
+    from runner_core.recovery import interrupted_problem
+    from runner_shell.checks import check_layout, check_programs, check_run_identity
+    from runner_shell.guard_rails import read_journal, runner_alive
+    from runner_shell.store import load_config, load_tree
+
+    paths, repo = paths_and_repo()
+    check_layout(paths)
+    echo("validate: layout=ok")
+    check_programs(load_config(paths), paths.root)
+    echo("validate: config=ok")
+    load_tree(paths)
+    echo("validate: tree=ok")
+    journal = read_journal(repo)
+    # validate never takes the lock: a journal whose runner is alive is an iteration in progress.
+    if journal is not None and not runner_alive(journal.runner_pid):
+        raise UserFacingError(interrupted_problem(journal))
+    run_id = check_run_identity(paths, repo)
+    if run_id is None:
+        echo("validate: run=not-started")
+    else:
+        echo(f"validate: run=ok id={run_id} branch=runner/{run_id}")
+    return 0
+
+
+def stuck_message(selection: Selection) -> str:
+    node = selection.node
+    assert node is not None
+    return (
+        f"stuck: leaf '{node.id}' ({selection.path}) used {node.attempts}/{node.max_attempts} "
+        "attempts; raise its max_attempts, decompose it, or replace it in .runner/state/tree.json"
+    )
+
+
+def limit_message(state: RunState, max_iterations: int) -> str:
+    return (
+        f"iteration limit reached: next_iter {state.next_iter} > max_iterations "
+        f"{max_iterations} (raise max_iterations in .runner/state/config.toml)"
+    )
+
+
+def step(echo: Echo, prompt_budget: int) -> int:
+    """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
+    from runner_shell.guard_rails import exclusive_lock
+    from runner_shell.stepper import run_step
+    from runner_shell.store import load_config, load_run_state
+
+    paths, repo = paths_and_repo()
+    with exclusive_lock(repo):
+        result = run_step(paths, repo, prompt_budget)
+    if result.kind is PlanKind.COMPLETE:
+        echo("step: status=complete")
+    elif result.kind is PlanKind.STUCK:
+        raise UserFacingError(stuck_message(result.plan.selection), 3)
+    elif result.kind is PlanKind.LIMIT:
+        state = load_run_state(paths)
+        raise UserFacingError(limit_message(state, load_config(paths).max_iterations))
+    else:
+        outcome = result.outcome
+        assert outcome is not None
+        echo(
+            f"step: run={result.run_id} iter={result.plan.iteration} node={result.plan.node.id} "
+            f"status={outcome.status.value} guard={outcome.guard.value}"
+        )
+        if outcome.runner_error is not None:
+            raise UserFacingError(f"runner error: {outcome.runner_error}")
+    return result.exit_code
