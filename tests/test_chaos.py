@@ -50,7 +50,8 @@ LAST_LOOP_TIMEOUT_SECS = 120.0
 
 # Decomposes root into FANOUT decomposable nodes and those into FANOUT leaves; an executor
 # leaves a file in the repository (work the recovery must keep) and claims done. The output
-# is renamed into place, so a kill never leaves half of it.
+# is renamed into place, so a kill never leaves half of it. The executor's sleep keeps a run
+# long enough for its KILLS_PER_RUN kills to land however fast the runner itself gets.
 AGENT = r"""
 cat > /dev/null
 if [ "$RUNNER_ROLE" = decomposer ]; then
@@ -62,7 +63,7 @@ if [ "$RUNNER_ROLE" = decomposer ]; then
   while [ $i -lt FANOUT ]; do children="$children,$child"; i=$((i + 1)); done
   printf '{"summary":"split","children":[%s]}' "$children" > "$RUNNER_OUTPUT_PATH.part"
 else
-  sleep 0.03
+  sleep 0.06
   mkdir -p work
   printf '%s\n' "$RUNNER_ITER" > "work/$RUNNER_NODE_ID.txt"
   printf '{"status":"done","summary":"did %s"}' "$RUNNER_NODE_ID" > "$RUNNER_OUTPUT_PATH.part"

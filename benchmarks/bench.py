@@ -1,0 +1,862 @@
+"""runner's benchmark: where users feel speed, each figure a ratio against a floor of the same run.
+
+    python benchmarks/bench.py                    # full run: 1k, 10k, 100k and 1M nodes
+    python benchmarks/bench.py --quick            # 1k and 10k only, fewer repeats
+    python benchmarks/bench.py --compare OLD.json NEW.json
+
+Every row is a median of several runs of runner's code beside the median of a floor measured in
+the same run on the same input, so figures from different machines and commits compare as
+ratios. Trees are generated from a fixed seed: depth 3-12, fan-out 2-20, the first half of the
+leaves passed (as in a run half done) and their parents derived. Results go to a table on stdout
+and to JSON (default `benchmarks/results/latest.json`). Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import json
+import os
+import platform
+import random
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+import runner_core
+from runner_core import (
+    AgentStatus,
+    GuardOutcome,
+    Node,
+    check_passed_node_immutability,
+    dumps_tree,
+    parse_tree,
+    select_leaf,
+    tree_json,
+    validate_schema,
+)
+from runner_core.schema import TREE_SCHEMA_FILE, load_schema
+from runner_core.state_update import apply_state_updates
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_OUT = HERE / "results" / "latest.json"
+FULL_SIZES = (1_000, 10_000, 100_000, 1_000_000)
+QUICK_SIZES = (1_000, 10_000)
+# Sizes at which whole processes and the jsonschema comparison run: each of these reads the
+# whole tree many times, and jsonschema alone needs about a minute per 1M-node document.
+PROCESS_SIZES = (1_000, 10_000, 100_000)
+SEED = 6
+MAX_DEPTH = 12
+MAX_FAN_OUT = 20
+# The 1M-node tree is half a gigabyte of JSON; a few runs give a stable median.
+LARGE_TREE_NODES = 1_000_000
+LARGE_TREE_REPEAT = 3
+SMALL_TREE_NODES = 10_000
+SMALL_TREE_REPEAT_FACTOR = 3
+# Processes run as after `pip install`, which byte-compiles: with bytecode caching on, even
+# where the environment turned it off.
+PROCESS_ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+# The largest tree.json the runner reads (older commits had no limit).
+READ_LIMIT_BYTES: int = getattr(tree_json, "TREE_MAX_BYTES", 2**63)
+GUARD_OUTPUT_BYTES = 1024 * 1024 * 1024
+RSS_LIMIT_BYTES = 64 * 1024 * 1024
+# A guard.log holds at most the cap of each stream plus section headers and truncation marks.
+LOG_OVERHEAD_BYTES = 4096
+GIT_IDENTITY = ("-c", "user.name=runner bench", "-c", "user.email=bench@example.invalid")
+NOOP_AGENT = (
+    "sh",
+    "-c",
+    """printf '{"status": "done", "summary": "no-op"}' > "$RUNNER_OUTPUT_PATH\"""",
+)
+GUARD_1GB_SOURCE = f"""\
+import sys
+line = b"g" * 1023 + b"\\n"
+chunk = line * 1024
+write = sys.stdout.buffer.write
+for _ in range({GUARD_OUTPUT_BYTES} // len(chunk)):
+    write(chunk)
+"""
+GIT_TRACE_WRAPPER = """\
+#!/bin/sh
+{ printf '%s\\0' "$@"; printf '\\036\\0'; } >> "$RUNNER_BENCH_GIT_TRACE"
+exec "$RUNNER_BENCH_REAL_GIT" "$@"
+"""
+
+
+# ---------------------------------------------------------------- trees
+
+
+_WORDS = [
+    "parser",
+    "config",
+    "cache",
+    "index",
+    "schema",
+    "retry",
+    "guard",
+    "report",
+    "export",
+    "import",
+    "session",
+    "token",
+    "migration",
+    "handler",
+    "endpoint",
+    "query",
+    "batch",
+    "stream",
+    "queue",
+    "worker",
+    "scheduler",
+    "metrics",
+    "log",
+    "adapter",
+    "client",
+    "server",
+    "storage",
+    "snapshot",
+    "diff",
+    "merge",
+    "layout",
+    "render",
+    "validate",
+    "encode",
+]
+
+
+def _sentence(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(words))
+
+
+def _new_node(rng: random.Random, node_id: str, order: int) -> dict[str, Any]:
+    return {
+        "id": node_id,
+        "order": order,
+        "title": f"Implement the {_sentence(rng, 3)}",
+        "goal": f"Make the {_sentence(rng, 6)} work end to end, tested by {_sentence(rng, 2)}.",
+        "acceptance": [f"The {_sentence(rng, 4)} passes" for _ in range(rng.randint(1, 3))],
+        "next": "execute",
+        "passes": False,
+        "attempts": 0,
+        "max_attempts": 3,
+        "children": [],
+    }
+
+
+def _preorder(root: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    stack = [root]
+    while stack:
+        item = stack.pop()
+        yield item
+        stack.extend(reversed(item["children"]))
+
+
+def generate_tree(size: int, seed: int = SEED) -> dict[str, Any]:
+    """A valid canonical tree of exactly `size` nodes as JSON data, the same for the same seed.
+
+    Grows by giving a random unexpanded node 2-20 children; a third of the picks go to the
+    newest node, which makes the deep, uneven branches real plans have (depth at most 12).
+    """
+    rng = random.Random(seed * 10_000_019 + size)
+    root = _new_node(rng, "root", 0)
+    frontier: list[tuple[dict[str, Any], int]] = [(root, 1)]
+    count = 1
+    while count < size:
+        index = len(frontier) - 1 if rng.random() < 1 / 3 else rng.randrange(len(frontier))
+        parent, depth = frontier[index]
+        frontier[index] = frontier[-1]
+        frontier.pop()
+        fan_out = min(rng.randint(2, MAX_FAN_OUT), size - count)
+        parent["next"] = "decompose"
+        for order in range(fan_out):
+            child = _new_node(rng, f"{parent['id']}.{order + 1}", order)
+            parent["children"].append(child)
+            if depth + 1 < MAX_DEPTH:
+                frontier.append((child, depth + 1))
+        count += fan_out
+    leaves = [item for item in _preorder(root) if not item["children"]]
+    for position, leaf in enumerate(leaves):
+        leaf["passes"] = position < len(leaves) // 2
+        leaf["attempts"] = rng.randint(0, 2)
+    for item in reversed(list(_preorder(root))):
+        if item["children"]:
+            item["passes"] = all(child["passes"] for child in item["children"])
+    return root
+
+
+def tree_text(tree: dict[str, Any]) -> str:
+    return json.dumps(tree, indent=2) + "\n"
+
+
+def tree_shape(tree: dict[str, Any]) -> dict[str, int]:
+    depth_of = {id(tree): 1}
+    nodes = passed = depth = fan_out = 0
+    for item in _preorder(tree):
+        nodes += 1
+        passed += item["passes"]
+        depth = max(depth, depth_of[id(item)])
+        fan_out = max(fan_out, len(item["children"]))
+        for child in item["children"]:
+            depth_of[id(child)] = depth_of[id(item)] + 1
+    return {"nodes": nodes, "passed": passed, "max_depth": depth, "max_fan_out": fan_out}
+
+
+def agent_edited_text(tree: dict[str, Any]) -> str:
+    """The tree as an executor might leave it: its leaf's title and acceptance refined and the
+    goal of the last open leaf reworded. Passed nodes are untouched."""
+    leaves = [item for item in _preorder(tree) if not item["children"]]
+    selected = next(leaf for leaf in leaves if not leaf["passes"])
+    last = leaves[-1]
+    saved = (selected["title"], selected["acceptance"], last["goal"])
+    selected["title"] += " (refined)"
+    selected["acceptance"] = [*selected["acceptance"], "Edge cases are covered"]
+    last["goal"] = "Reworded: " + last["goal"]
+    try:
+        return tree_text(tree)
+    finally:
+        selected["title"], selected["acceptance"], last["goal"] = saved
+
+
+# ---------------------------------------------------------------- measuring
+
+
+@attrs.frozen
+class Row:
+    metric: str
+    size: int | None
+    runner: float
+    floor: float
+    unit: str  # "s", "x" (a ratio of medians) or "bytes"
+    target: str  # e.g. "<= 2x", "" for figures reported without a target
+    met: bool | None
+    runner_runs: tuple[float, ...] = ()
+    floor_runs: tuple[float, ...] = ()
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.runner / self.floor if self.floor else float("inf")
+
+    @property
+    def figure(self) -> float:
+        """What the target is about: the ratio of two timings, else runner's own figure."""
+        return self.ratio if self.unit == "s" else self.runner
+
+
+Timing = tuple[float, tuple[float, ...]]  # the median and every run, in seconds
+
+
+def _timed(action: Callable[[], object], gc_paused: bool) -> float:
+    gc.collect()
+    if gc_paused:
+        gc.disable()
+    try:
+        started = time.perf_counter()
+        action()
+        return time.perf_counter() - started
+    finally:
+        gc.enable()
+
+
+def paired_times(
+    measured: Callable[[], object],
+    floor: Callable[[], object],
+    repeat: int,
+    gc_paused: bool = False,
+) -> tuple[Timing, Timing]:
+    """Medians of `repeat` runs of each, alternating, so a busy moment hits both alike."""
+    ours: list[float] = []
+    theirs: list[float] = []
+    for _ in range(repeat):
+        ours.append(_timed(measured, gc_paused))
+        theirs.append(_timed(floor, gc_paused))
+    return (statistics.median(ours), tuple(ours)), (statistics.median(theirs), tuple(theirs))
+
+
+def ratio_row(
+    metric: str,
+    size: int | None,
+    runner: Timing,
+    floor: Timing,
+    limit: float | None,
+    note: str = "",
+) -> Row:
+    ratio = runner[0] / floor[0]
+    return Row(
+        metric=metric,
+        size=size,
+        runner=runner[0],
+        floor=floor[0],
+        unit="s",
+        target="" if limit is None else f"<= {limit:g}x",
+        met=None if limit is None else ratio <= limit,
+        runner_runs=runner[1],
+        floor_runs=floor[1],
+        note=note,
+    )
+
+
+def core_pipeline(text: str, edited: Node) -> str:
+    """parse (schema + invariants) → select → immutability → state updates → canonical text."""
+    prev = parse_tree(text)
+    selection = select_leaf(prev)
+    assert selection.node is not None
+    problems = check_passed_node_immutability(prev, edited)
+    assert not problems, problems
+    tree, _ = apply_state_updates(
+        prev, edited, selection.node.id, AgentStatus.DONE, GuardOutcome.PASS
+    )
+    return dumps_tree(tree)
+
+
+def json_floor(text: str) -> str:
+    return json.dumps(json.loads(text), indent=2)
+
+
+# Sizes at which the core pipeline is also timed with the cyclic GC paused.
+GC_PAUSED_SIZES = (10_000, 100_000)
+
+
+def _core_at(
+    size: int, repeat: int, log: Callable[[str], None]
+) -> tuple[tuple[Timing, Timing], tuple[Timing, Timing] | None]:
+    """(pipeline, floor) under the default GC and, at GC_PAUSED_SIZES, with it paused."""
+    log(f"core: generating a {size}-node tree")
+    tree = generate_tree(size)
+    text = tree_text(tree)
+    edited = parse_tree(agent_edited_text(tree))
+    del tree
+    if size < LARGE_TREE_NODES:  # the 1M-node check alone would take half a minute
+        assert dumps_tree(parse_tree(text)) == text, "the generated tree is not canonical"
+    log(f"core: {size} nodes, {len(text) / 1e6:.1f} MB, {repeat} runs each")
+
+    def pipeline() -> str:
+        return core_pipeline(text, edited)
+
+    def floor() -> str:
+        return json_floor(text)
+
+    default = paired_times(pipeline, floor, repeat)
+    paused = (
+        paired_times(pipeline, floor, repeat, gc_paused=True) if size in GC_PAUSED_SIZES else None
+    )
+    return default, paused
+
+
+def _growth_row(metric: str, small: int, large: int, runner: float, floor: float) -> Row:
+    return Row(
+        metric=metric,
+        size=large,
+        runner=runner,
+        floor=floor,
+        unit="x",
+        target="<= 11x",
+        met=runner <= 11,
+        note=f"runner {large}/{small} beside json {large}/{small}",
+    )
+
+
+def _core_runs(size: int, repeat: int) -> int:
+    """Fewer runs of the 1M-node tree; more of small trees, whose runs are short and noisy."""
+    if size >= LARGE_TREE_NODES:
+        return min(repeat, LARGE_TREE_REPEAT)
+    return repeat * SMALL_TREE_REPEAT_FACTOR if size <= SMALL_TREE_NODES else repeat
+
+
+def bench_core(sizes: Sequence[int], repeat: int, log: Callable[[str], None]) -> list[Row]:
+    rows: list[Row] = []
+    timings: dict[int, tuple[Timing, Timing]] = {}
+    paused: dict[int, tuple[Timing, Timing]] = {}
+    for size in sizes:
+        runs = _core_runs(size, repeat)
+        timings[size], paused_at = _core_at(size, runs, log)
+        if paused_at is not None:
+            paused[size] = paused_at
+        rows.append(
+            ratio_row(
+                "core pipeline vs json.loads+dumps(indent=2)",
+                size,
+                *timings[size],
+                2.0 if size == 100_000 else None,
+            )
+        )
+    for small, large in ((10_000, 100_000), (100_000, 1_000_000)):
+        if small in timings and large in timings:
+            rows.append(
+                _growth_row(
+                    f"core pipeline growth {large // small}x nodes",
+                    small,
+                    large,
+                    timings[large][0][0] / timings[small][0][0],
+                    timings[large][1][0] / timings[small][1][0],
+                )
+            )
+        if small in paused and large in paused:
+            rows.append(
+                _growth_row(
+                    f"core pipeline growth {large // small}x nodes, cyclic GC paused",
+                    small,
+                    large,
+                    paused[large][0][0] / paused[small][0][0],
+                    paused[large][1][0] / paused[small][1][0],
+                )
+            )
+    return rows
+
+
+def bench_schema(sizes: Sequence[int], repeat: int, log: Callable[[str], None]) -> list[Row]:
+    try:
+        import jsonschema  # type: ignore[import-untyped]
+    except ImportError:
+        log("schema: jsonschema is not installed (pip install -e '.[test]'); skipped")
+        return []
+    rows: list[Row] = []
+    validator = jsonschema.Draft202012Validator(dict(load_schema(TREE_SCHEMA_FILE)))
+    validate_schema({})  # compile outside the timing, as every later call finds it compiled
+    for size in sizes:
+        document = json.loads(tree_text(generate_tree(size)))
+        assert validate_schema(document) == ()
+        log(f"schema: {size} nodes")
+        ours, theirs = paired_times(
+            lambda: validate_schema(document),  # noqa: B023
+            lambda: validator.validate(document),  # noqa: B023
+            repeat,
+        )
+        rows.append(
+            ratio_row(
+                "schema validation vs jsonschema",
+                size,
+                ours,
+                theirs,
+                0.1 if size == 100_000 else None,
+            )
+        )
+    return rows
+
+
+# ---------------------------------------------------------------- whole processes
+
+
+def runner_command() -> list[str]:
+    """The installed `runner` script beside this interpreter, else `python -m runner_shell`."""
+    script = Path(sys.executable).with_name("runner")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "runner_shell"]
+
+
+def run(
+    argv: Sequence[str], cwd: Path, env: dict[str, str] | None = None, check: bool = True
+) -> str:
+    result = subprocess.run(
+        list(argv),
+        cwd=cwd,
+        env=PROCESS_ENV if env is None else env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    if check and result.returncode != 0:
+        raise RuntimeError(f"{shlex.join(argv)} exited {result.returncode}: {result.stderr}")
+    return result.stdout
+
+
+def config_text(guard: Sequence[str], agent: Sequence[str]) -> str:
+    def toml_list(values: Sequence[str]) -> str:
+        return "[" + ", ".join(json.dumps(value) for value in values) + "]"
+
+    return (
+        f"[guard]\ncommand = {toml_list(guard)}\n\n"
+        f'[agent]\nbackend = "command"\ncommand = {toml_list(agent)}\n'
+    )
+
+
+def make_repo(
+    directory: Path, tree: str, guard: Sequence[str], agent: Sequence[str] = NOOP_AGENT
+) -> Path:
+    """A git repository with a started run whose tree.json and config.toml are the given ones."""
+    directory.mkdir(parents=True)
+    run(["git", "init", "--quiet", "--initial-branch=main"], directory)
+    (directory / "README.md").write_text("bench\n", encoding="utf-8")
+    run(["git", *GIT_IDENTITY, "add", "-A"], directory)
+    run(["git", *GIT_IDENTITY, "commit", "--quiet", "-m", "initial"], directory)
+    runner = runner_command()
+    run([*runner, "init"], directory)
+    state = directory / ".runner" / "state"
+    (state / "tree.json").write_text(tree, encoding="utf-8")
+    (state / "config.toml").write_text(config_text(guard, agent), encoding="utf-8")
+    run([*runner, "start"], directory)
+    assert not run(["git", "status", "--porcelain"], directory), "start left a dirty tree"
+    return directory
+
+
+def process(argv: Sequence[str], cwd: Path, expect: Sequence[int] = (0,)) -> Callable[[], None]:
+    """A callable running `argv` to completion, failing on an unexpected exit code."""
+
+    def once() -> None:
+        result = subprocess.run(
+            list(argv), cwd=cwd, env=PROCESS_ENV, capture_output=True, stdin=subprocess.DEVNULL
+        )
+        if result.returncode not in expect:
+            raise RuntimeError(f"{shlex.join(argv)} exited {result.returncode}: {result.stderr!r}")
+
+    return once
+
+
+def paired_processes(
+    measured: Callable[[], None], floor: Callable[[], None], repeat: int
+) -> tuple[Timing, Timing]:
+    measured()  # warm the page cache and the bytecode caches
+    floor()
+    return paired_times(measured, floor, repeat)
+
+
+def bench_cli(
+    sizes: Sequence[int], repeat: int, workdir: Path, log: Callable[[str], None]
+) -> list[Row]:
+    rows: list[Row] = []
+    runner = runner_command()
+    for size in sizes:
+        text = tree_text(generate_tree(size))
+        if len(text.encode("utf-8")) > READ_LIMIT_BYTES:
+            log(f"cli: a {size}-node tree is over the {READ_LIMIT_BYTES}-byte read limit; skipped")
+            continue
+        log(f"cli: repository with a {size}-node tree")
+        repo = make_repo(workdir / f"cli-{size}", text, ["true"])
+        tree_path = repo / ".runner" / "state" / "tree.json"
+        floor = process(
+            [sys.executable, "-c", f"import json; json.load(open({str(tree_path)!r}))"], repo
+        )
+        for command in ("select", "validate"):
+            measured, floor_time = paired_processes(
+                process([*runner, command], repo), floor, repeat
+            )
+            limit = 3.0 if command == "select" and size == 10_000 else None
+            rows.append(
+                ratio_row(
+                    f"`runner {command}` vs python json.load", size, measured, floor_time, limit
+                )
+            )
+        shutil.rmtree(repo)
+    return rows
+
+
+def step_tree(leaves: int) -> str:
+    root: dict[str, Any] = {
+        "id": "root",
+        "order": 0,
+        "title": "Benchmark goal",
+        "goal": "Pass every leaf.",
+        "acceptance": ["every leaf passes"],
+        "next": "decompose",
+        "passes": False,
+        "attempts": 0,
+        "max_attempts": 3,
+        "children": [],
+    }
+    for order in range(leaves):
+        root["children"].append(
+            {
+                **root,
+                "id": f"root.{order + 1}",
+                "order": order,
+                "title": f"Leaf {order + 1}",
+                "next": "execute",
+                "children": [],
+            }
+        )
+    return tree_text(root)
+
+
+def traced_git_calls(repo: Path, workdir: Path) -> list[list[str]]:
+    """Every git command one `runner step` runs, read from a `git` wrapper put first on PATH."""
+    bin_dir = workdir / "trace-bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "git"
+    wrapper.write_text(GIT_TRACE_WRAPPER, encoding="utf-8")
+    wrapper.chmod(0o755)
+    trace = workdir / "git-trace"
+    real_git = shutil.which("git")
+    assert real_git is not None
+    env = {
+        **PROCESS_ENV,
+        "PATH": f"{bin_dir}{os.pathsep}{PROCESS_ENV.get('PATH', '')}",
+        "RUNNER_BENCH_GIT_TRACE": str(trace),
+        "RUNNER_BENCH_REAL_GIT": real_git,
+    }
+    run([*runner_command(), "step"], repo, env=env)
+    calls: list[list[str]] = [[]]
+    for field in trace.read_bytes().decode("utf-8").split("\0")[:-1]:
+        if field == "\x1e":
+            calls.append([])
+        else:
+            calls[-1].append(field)
+    return calls[:-1]
+
+
+def floor_script(git_calls: Sequence[Sequence[str]], output_path: Path) -> str:
+    """A shell script spawning what a step spawns: its git commands, the agent and `true`."""
+    spawns = [shlex.join(["git", *call]) for call in git_calls]
+    first_write = next(
+        (i for i, call in enumerate(git_calls) if call[:1] in (["add"], ["commit"])),
+        len(spawns),
+    )
+    work = [
+        f"RUNNER_OUTPUT_PATH={shlex.quote(str(output_path))} {shlex.join(NOOP_AGENT)}",
+        "true",
+        "date +%s%N >> floor-counter.txt",
+    ]
+    identity = (
+        "export GIT_AUTHOR_NAME=runner GIT_COMMITTER_NAME=runner "
+        "GIT_AUTHOR_EMAIL=runner@localhost GIT_COMMITTER_EMAIL=runner@localhost"
+    )
+    lines = ["set -e", identity, *spawns[:first_write], *work, *spawns[first_write:]]
+    return "\n".join(lines) + "\n"
+
+
+def bench_step(repeat: int, workdir: Path, log: Callable[[str], None]) -> list[Row]:
+    log("step: repository with a no-op agent and guard `true`")
+    leaves = 2 * repeat + 8
+    repo = make_repo(workdir / "step", step_tree(leaves), ["true"])
+    git_calls = traced_git_calls(repo, workdir)
+    floor_repo = make_repo(workdir / "step-floor", step_tree(leaves), ["true"])
+    script = workdir / "floor.sh"
+    script.write_text(floor_script(git_calls, workdir / "floor-output.json"), encoding="utf-8")
+    measured, floor = paired_processes(
+        process([*runner_command(), "step"], repo), process(["sh", str(script)], floor_repo), repeat
+    )
+    return [
+        ratio_row(
+            "`runner step` (no-op agent, guard true) vs shell script",
+            None,
+            measured,
+            floor,
+            2.0,
+            note=f"the script spawns the same {len(git_calls)} git commands, the agent and `true`",
+        )
+    ]
+
+
+def peak_rss_of(argv: Sequence[str], cwd: Path) -> int:
+    """Peak RSS in bytes of a process and every descendant it waited for, each on its own."""
+    probe = (
+        "import resource, subprocess, sys\n"
+        "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL,"
+        " stderr=subprocess.DEVNULL).returncode\n"
+        "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    code, kib = run([sys.executable, "-c", probe, *argv], cwd).split()
+    if code != "0":
+        raise RuntimeError(f"{shlex.join(argv)} exited {code}")
+    return int(kib) * 1024
+
+
+def bench_rss(workdir: Path, log: Callable[[str], None]) -> list[Row]:
+    guard_script = workdir / "guard_1gb.py"
+    guard_script.write_text(GUARD_1GB_SOURCE, encoding="utf-8")
+    loud = make_repo(workdir / "rss", step_tree(4), [sys.executable, str(guard_script)])
+    quiet = make_repo(workdir / "rss-floor", step_tree(4), ["true"])
+    log("rss: one step whose guard prints 1 GiB, beside one whose guard prints nothing")
+    started = time.perf_counter()
+    peak = peak_rss_of([*runner_command(), "step"], loud)
+    elapsed = time.perf_counter() - started
+    floor = peak_rss_of([*runner_command(), "step"], quiet)
+    logs = sorted((loud / ".runner" / "iterations").glob("*/*/guard.log"))
+    assert len(logs) == 1, logs
+    log_bytes = logs[0].stat().st_size
+    cap = 100_000  # guard_output_limit_bytes' default, which make_repo's config keeps
+    log_text = logs[0].read_text(encoding="utf-8")
+    cut = re.search(r"\[truncated (\d+) bytes\]", log_text)
+    printed = int(cut.group(1)) + cap if cut else 0
+    assert printed == GUARD_OUTPUT_BYTES, f"the guard printed {printed} bytes, not 1 GiB"
+    return [
+        Row(
+            metric="peak RSS of `runner step`, guard prints 1 GiB",
+            size=None,
+            runner=peak,
+            floor=floor,
+            unit="bytes",
+            target="<= 64 MiB",
+            met=peak <= RSS_LIMIT_BYTES,
+            note=f"floor: the same step with guard `true`; 1 GiB step took {elapsed:.1f} s",
+        ),
+        Row(
+            metric="guard.log size after 1 GiB of guard output",
+            size=None,
+            runner=log_bytes,
+            floor=cap,
+            unit="bytes",
+            target=f"<= cap + {LOG_OVERHEAD_BYTES} B",
+            met=log_bytes <= cap + LOG_OVERHEAD_BYTES,
+            note="floor: guard_output_limit_bytes",
+        ),
+    ]
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def _figure(value: float, unit: str) -> str:
+    if unit == "s":
+        return f"{value * 1000:.1f} ms" if value < 10 else f"{value:.1f} s"
+    if unit == "bytes":
+        return f"{value / 2**20:.1f} MiB" if value >= 2**20 else f"{value / 1000:.1f} kB"
+    return f"{value:.2f}x"
+
+
+def _size(size: int | None) -> str:
+    if size is None:
+        return "-"
+    return f"{size // 1_000_000}M" if size >= 1_000_000 else f"{size // 1000}k"
+
+
+def table(rows: Sequence[Row]) -> str:
+    header = ("metric", "nodes", "runner", "floor", "ratio", "target", "met")
+    lines = [header]
+    for row in rows:
+        met = "-" if row.met is None else ("yes" if row.met else "NO")
+        lines.append(
+            (
+                row.metric,
+                _size(row.size),
+                _figure(row.runner, row.unit),
+                _figure(row.floor, row.unit),
+                f"{row.ratio:.2f}",
+                row.target or "-",
+                met,
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    out = []
+    for number, line in enumerate(lines):
+        out.append(
+            "| " + " | ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) + " |"
+        )
+        if number == 0:
+            out.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(out)
+
+
+def machine(label: str) -> dict[str, Any]:
+    """Where and what was measured: the runner_core imported, and its git commit if any."""
+    measured = Path(runner_core.__file__).resolve().parent
+
+    def git(*args: str) -> str:
+        result = subprocess.run(["git", *args], cwd=measured, capture_output=True, text=True)
+        return result.stdout.strip() if result.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD")
+    return {
+        "label": label or commit[:12] or str(measured),
+        "runner_core": str(measured),
+        "commit": commit,
+        "dirty": bool(commit and git("status", "--porcelain", "--untracked-files=no")),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def compare(old_path: Path, new_path: Path) -> str:
+    """The figure each target is about, from two result files, matched by metric and size."""
+    old = json.loads(old_path.read_text(encoding="utf-8"))
+    new = json.loads(new_path.read_text(encoding="utf-8"))
+    before = {(row["metric"], row["size"]): row for row in old["results"]}
+    lines = [
+        f"old: {old['machine']['label']}  new: {new['machine']['label']}",
+        f"{'metric':58} {'nodes':>5} {'old':>9} {'new':>9} {'new/old':>8}",
+    ]
+    for row in new["results"]:
+        previous = before.get((row["metric"], row["size"]))
+        old_figure = previous["figure"] if previous else float("nan")
+        new_figure = row["figure"]
+        if row["unit"] == "bytes":
+            shown = f"{old_figure / 2**20:8.1f}M {new_figure / 2**20:8.1f}M"
+        else:
+            shown = f"{old_figure:8.2f}x {new_figure:8.2f}x"
+        change = f"{new_figure / old_figure:8.2f}"
+        if previous is None:
+            shown, change = f"{'-':>9} {shown.split()[1]:>9}", f"{'-':>8}"
+        lines.append(f"{row['metric']:58} {_size(row['size']):>5} {shown} {change}")
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--sizes", help="comma-separated node counts (default 1000,...,1000000)")
+    parser.add_argument("--repeat", type=int, help="runs per median (default 5, quick 3)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write JSON")
+    parser.add_argument("--quick", action="store_true", help="1k and 10k nodes, 3 runs")
+    parser.add_argument(
+        "--only",
+        default="core,schema,cli,step,rss",
+        help="comma-separated groups to run (core,schema,cli,step,rss)",
+    )
+    parser.add_argument("--label", default="", help="name of this run (default: the commit)")
+    parser.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"))
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.compare:
+        print(compare(*args.compare))
+        return 0
+    if args.sizes:
+        sizes = tuple(int(size) for size in args.sizes.split(","))
+    else:
+        sizes = QUICK_SIZES if args.quick else FULL_SIZES
+    repeat = args.repeat or (3 if args.quick else 5)
+    groups = set(args.only.split(","))
+    process_sizes = [size for size in sizes if size <= max(PROCESS_SIZES)]
+
+    def log(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="runner-bench-") as temp:
+        workdir = Path(temp)
+        if "core" in groups:
+            rows += bench_core(sizes, repeat, log)
+        if "schema" in groups:
+            rows += bench_schema(process_sizes, repeat, log)
+        if "cli" in groups:
+            rows += bench_cli(process_sizes, repeat, workdir, log)
+        if "step" in groups:
+            rows += bench_step(repeat, workdir, log)
+        if "rss" in groups:
+            rows += bench_rss(workdir, log)
+    elapsed = time.perf_counter() - started
+    print(table(rows))
+    results = {
+        "machine": machine(args.label),
+        "args": {"sizes": list(sizes), "repeat": repeat, "groups": sorted(groups)},
+        "elapsed_s": round(elapsed, 1),
+        "results": [
+            {**attrs.asdict(row), "ratio": row.ratio, "figure": row.figure} for row in rows
+        ],
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    log(f"done in {elapsed:.0f} s; results in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
