@@ -168,6 +168,7 @@ class Iteration:
         self.deadline = self.started + loaded.config.iteration_timeout_secs
         self.tokens: TokenUsage | None = None
         self.cost_usd: float | None = None
+        self.context: dict[str, str] = {}
 
     # ------------------------------------------------------------ the flow
 
