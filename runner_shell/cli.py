@@ -154,8 +154,7 @@ def loop(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
 @app.command()
 @guarded
 def recover() -> None:
-    """Finish an iteration a killed runner left behind: keep the agent's changes in a commit,
-    restore state from the last good iteration, log it as a runner error `interrupted`."""
+    """Finish an interrupted iteration: keep the agent's changes, restore state, log it."""
     from runner_shell.recover import recover as recover_iteration
 
     paths, repo = _paths()
