@@ -24,7 +24,7 @@ from runner_core.schema import validate_schema
 # form is bigger could never be read back. Depth is not limited, but canonical indentation grows
 # with it (a compact 10,000-deep chain of ~1.4 MB is ~3 GB canonically), so such a tree can be
 # validated and selected from, never rewritten.
-TREE_MAX_BYTES = 64 * 1024 * 1024
+TREE_MAX_BYTES = 128 * 1024 * 1024
 
 _LAYER_PREFIX = {
     "json": "tree is not valid JSON",

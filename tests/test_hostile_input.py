@@ -8,7 +8,7 @@ byte-identical. Agent output the runner cannot use is a runner error (SPEC §5):
 logged and committed, so run_state advances, but tree.json, config.toml and GOAL.md stay as they
 were and no attempt is consumed.
 
-Decisions pinned here: tree.json is read up to 64 MiB (a 1,000,000-node tree is refused by size);
+Decisions pinned here: tree.json is read up to 128 MiB (a 1,000,000-node tree is refused by size);
 a compact 10,000-deep chain is valid for validate and select, but `step` refuses it, since its
 canonical form (2-space indentation per level) would be ~3 GB, more than the runner could read
 back; 10 MB strings are accepted in titles, goals and acceptance, not in ids (at most 1000
@@ -150,12 +150,12 @@ TREE_CASES: dict[str, tuple[Callable[[], bytes], dict[str, Expect]]] = {
         {
             "validate": OK,
             "select": OK,
-            "step": Expect(1, "would exceed 67108864 bytes, which the runner cannot write"),
+            "step": Expect(1, "would exceed 134217728 bytes, which the runner cannot write"),
         },
     ),
     "1,000,000 nodes": (
         lambda: flat_tree(1_000_000),
-        refused("bytes; at most 67108864 are read"),
+        refused("bytes; at most 134217728 are read"),
     ),
     "10 MB strings": (
         lambda: with_root(title=TEN_MB, goal=TEN_MB, acceptance=[TEN_MB]),
@@ -522,16 +522,16 @@ def test_unusable_agent_output_is_a_runner_error_that_changes_no_state(
             "tree.json after the agent: .runner/state/tree.json is missing",
         ),
         (
-            "grows it past 64 MiB",
-            "open('.runner/state/tree.json', 'r+b').truncate(65 << 20)",
-            "tree.json after the agent: .runner/state/tree.json is 68157440 bytes; at most",
+            "grows it past 128 MiB",
+            "open('.runner/state/tree.json', 'r+b').truncate(129 << 20)",
+            "tree.json after the agent: .runner/state/tree.json is 135266304 bytes; at most",
         ),
         (
             "nests it 10,000 deep",
             f"head = '{{\"id\": \"n%d\", ' + {FIELDS_THEN_CHILDREN!r} + ': ['\n"
             "text = ''.join(head % i for i in range(10_000)) + ']}' * 10_000\n"
             "open('.runner/state/tree.json', 'w').write(text)",
-            "tree.json after the agent: its canonical form would exceed 67108864 bytes",
+            "tree.json after the agent: its canonical form would exceed 134217728 bytes",
         ),
     ],
 )
