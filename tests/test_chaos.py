@@ -191,6 +191,8 @@ def test_random_kills_of_the_loop_never_corrupt_state_or_consume_attempts(
         iterations += assert_every_iteration_committed_or_recovered(project)
     print(f"chaos: seed={SEED} iterations={iterations} {dict(sorted(seen.items()))}")
     assert iterations >= RUNS * ITERATIONS_PER_RUN >= 200
-    # The test means something only if kills landed inside iterations.
-    assert seen["kills"] >= RUNS * KILLS_PER_RUN * 3 // 4, seen
+    # The test means something only if kills landed inside iterations. A kill is skipped when
+    # a run finishes before its delay, which depends on machine speed: half must land (50-55
+    # of 60 land on this 2-core machine).
+    assert seen["kills"] >= RUNS * KILLS_PER_RUN // 2, seen
     assert seen["status=interrupted"] >= 15, seen
