@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import attrs
 import pytest
+from history_records import record
 
 from runner_core.history import (
     META_FIELDS,
@@ -51,35 +51,6 @@ META_EXAMPLE: dict[str, Any] = {
     "attempts_after": 1,
     "backend": "command",
 }
-
-
-def record(
-    iteration: int,
-    node_id: str = "root.1",
-    status: AgentStatus = DONE,
-    guard: GuardOutcome = PASS,
-    **changes: Any,
-) -> ExecutionRecord:
-    base = ExecutionRecord(
-        run_id="run-1",
-        node_id=node_id,
-        execution=1,
-        iteration=iteration,
-        role=AgentRole.DECOMPOSER if status is DECOMPOSED else AgentRole.EXECUTOR,
-        started_at="2026-01-01T00:00:00Z",
-        ended_at="2026-01-01T00:00:01Z",
-        status=status,
-        guard=guard,
-        error_kind=None,
-        error=None,
-        tokens=None,
-        cost_usd=None,
-        duration_ms=1000,
-        attempts_before=0,
-        attempts_after=1 if (status, guard) in ((DONE, FAIL), (RETRY, SKIPPED)) else 0,
-        backend="command",
-    )
-    return attrs.evolve(base, **changes)
 
 
 def agent_error(iteration: int, node_id: str = "root.1") -> ExecutionRecord:

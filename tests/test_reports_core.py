@@ -14,6 +14,7 @@ import attrs
 import jsonschema
 import pytest
 from core_trees import tree
+from history_records import record as shared_record
 from prometheus_client.parser import text_string_to_metric_families
 
 from runner_core.history import (
@@ -43,7 +44,7 @@ from runner_core.reports import (
     status_to_json,
     status_view,
 )
-from runner_core.step import AgentRole, RunState
+from runner_core.step import RunState
 
 DONE, RETRY, DECOMPOSED = AgentStatus.DONE, AgentStatus.RETRY, AgentStatus.DECOMPOSED
 PASS, FAIL, SKIPPED = GuardOutcome.PASS, GuardOutcome.FAIL, GuardOutcome.SKIPPED
@@ -59,34 +60,8 @@ def assert_valid(document: dict[str, Any], name: str) -> None:
     jsonschema.validate(document, schema(name), cls=jsonschema.Draft202012Validator)
 
 
-def record(
-    iteration: int,
-    node_id: str,
-    status: AgentStatus = DONE,
-    guard: GuardOutcome = PASS,
-    **changes: Any,
-) -> ExecutionRecord:
-    consumes = (status, guard) in ((DONE, FAIL), (RETRY, SKIPPED))
-    base = ExecutionRecord(
-        run_id=RUN,
-        node_id=node_id,
-        execution=1,
-        iteration=iteration,
-        role=AgentRole.DECOMPOSER if status is DECOMPOSED else AgentRole.EXECUTOR,
-        started_at="2026-01-01T00:00:00Z",
-        ended_at="2026-01-01T00:00:01Z",
-        status=status,
-        guard=guard,
-        error_kind=None,
-        error=None,
-        tokens=None,
-        cost_usd=None,
-        duration_ms=1000,
-        attempts_before=0,
-        attempts_after=1 if consumes else 0,
-        backend="command",
-    )
-    return attrs.evolve(base, **changes)
+def record(iteration: int, node_id: str, *args: Any, **changes: Any) -> ExecutionRecord:
+    return shared_record(iteration, node_id, *args, **{"run_id": RUN, **changes})
 
 
 def journal(node_id: str, run_id: str = RUN, iteration: int = 6) -> Journal:
