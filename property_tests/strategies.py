@@ -27,6 +27,7 @@ from typing import Any, Protocol, TypeVar
 from hypothesis import strategies as st
 
 from runner_core import AgentStatus, GuardOutcome, Node, NodeNext, tree_from_json, tree_to_json
+from runner_core.model import NODE_FIELDS
 
 JsonNode = dict[str, Any]
 T = TypeVar("T")
@@ -592,18 +593,6 @@ ODD_VALUES: tuple[Any, ...] = (
     [1],
     {},
     {"id": "x"},
-)
-NODE_FIELDS = (
-    "id",
-    "order",
-    "title",
-    "goal",
-    "acceptance",
-    "next",
-    "passes",
-    "attempts",
-    "max_attempts",
-    "children",
 )
 
 

@@ -31,20 +31,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from runner_core.model import NODE_FIELDS
+
 PYTHON = sys.executable
 IDENTITY = ("-c", "user.name=Runner Tests", "-c", "user.email=tests@example.invalid")
-NODE_FIELDS = (
-    "id",
-    "order",
-    "title",
-    "goal",
-    "acceptance",
-    "next",
-    "passes",
-    "attempts",
-    "max_attempts",
-    "children",
-)
 START_HINT = "(run 'runner start')"
 
 AGENT_SOURCE = r'''
