@@ -1,0 +1,31 @@
+"""A brute-force selection oracle: SPEC §3 read literally, for people who reimplement it.
+
+Decides nothing the runner uses; it is short and obviously correct at the price of recursion
+and repeated sorting, so `select_leaf` (and any reimplementation) can be compared with it.
+"""
+
+from __future__ import annotations
+
+from runner_core import Node, Selection, SelectionStatus
+
+
+def reference_select_leaf(tree: Node) -> Selection:
+    """Recursive pre-order over children sorted by `(order, id)`; the first leaf with
+    `passes == false` is selected; it is stuck iff `attempts >= max_attempts`; no such leaf
+    means the tree is complete. Equal to `select_leaf(tree)`, the very same leaf object."""
+
+    def first_open_leaf(node: Node, path: list[str]) -> tuple[Node, list[str]] | None:
+        if not node.children:
+            return (node, path) if not node.passes else None
+        for child in sorted(node.children, key=lambda c: (c.order, c.id)):
+            found = first_open_leaf(child, [*path, child.id])
+            if found is not None:
+                return found
+        return None
+
+    found = first_open_leaf(tree, [tree.id])
+    if found is None:
+        return Selection(SelectionStatus.COMPLETE)
+    leaf, path = found
+    status = SelectionStatus.STUCK if leaf.attempts >= leaf.max_attempts else SelectionStatus.OPEN
+    return Selection(status, leaf, "/".join(path))
