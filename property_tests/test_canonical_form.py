@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from property_tests.strategies import any_order_trees, chains, preorder
 from runner_core import (
     Node,
+    NodeNext,
     dumps_tree,
     loads_json,
     parse_tree,
@@ -18,9 +19,24 @@ from runner_core import (
     validate_invariants,
     validate_schema,
 )
+from runner_core.testing import preorder, trees
+
+any_order_trees = trees(canonical=None)
 
 
-@given(any_order_trees())
+@st.composite
+def chains(draw: st.DrawFn, *, max_depth: int = 1200) -> Node:
+    """A single path of nodes, deep enough to overflow a recursive JSON parser or validator."""
+    depth = draw(st.integers(1, max_depth))
+    node = Node(f"n{depth}", 0, "leaf", "goal", (), NodeNext.EXECUTE, draw(st.booleans()), 0, 1)
+    for level in range(depth - 1, 0, -1):
+        node = Node(
+            f"n{level}", level % 3, "t", "g", ("a",), NodeNext.DECOMPOSE, node.passes, 0, 2, (node,)
+        )
+    return node
+
+
+@given(any_order_trees)
 def test_canonical_text_is_idempotent(tree: Node) -> None:
     """dumps(parse(dumps(t))) == dumps(t): the canonical text reads back to itself."""
     text = dumps_tree(tree)
@@ -28,7 +44,7 @@ def test_canonical_text_is_idempotent(tree: Node) -> None:
     assert dumps_tree(parse_tree(text.encode("utf-8"))) == text
 
 
-@given(any_order_trees())
+@given(any_order_trees)
 def test_canonical_text_survives_a_json_round_trip(tree: Node) -> None:
     """tree_from_json(json.loads(dumps_tree(t))) == sort_children(t), and sorting is idempotent."""
     canonical = sort_children(tree)
@@ -37,14 +53,14 @@ def test_canonical_text_survives_a_json_round_trip(tree: Node) -> None:
     assert dumps_tree(canonical) == dumps_tree(tree)
 
 
-@given(any_order_trees())
+@given(any_order_trees)
 def test_canonical_text_is_json_dumps_of_the_sorted_tree(tree: Node) -> None:
     """dumps_tree(t) is json.dumps(indent=2, UTF-8) of the sorted tree plus a newline."""
     expected = json.dumps(tree_to_json(sort_children(tree)), indent=2, ensure_ascii=False) + "\n"
     assert dumps_tree(tree) == expected
 
 
-@given(any_order_trees())
+@given(any_order_trees)
 def test_sorting_keeps_every_node_and_orders_siblings(tree: Node) -> None:
     """sort_children keeps the same nodes under the same parents, siblings by (order, id)."""
     canonical = sort_children(tree)
@@ -76,7 +92,7 @@ def test_deep_chains_round_trip(tree: Node) -> None:
     assert validate_invariants(parsed) == ()
 
 
-@given(any_order_trees())
+@given(any_order_trees)
 def test_reading_keeps_siblings_in_the_given_order(tree: Node) -> None:
     """tree_from_json keeps siblings exactly as given: tree_to_json and back is the identity."""
     assert tree_from_json(tree_to_json(tree)) == tree

@@ -5,7 +5,6 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from property_tests.strategies import index_json, preorder, texts, trees
 from runner_core import (
     ChildSpec,
     Node,
@@ -17,6 +16,7 @@ from runner_core import (
     tree_to_json,
     validate_invariants,
 )
+from runner_core.testing import index_json, preorder, texts, trees
 
 # ---------------------------------------------------------------- decomposition
 

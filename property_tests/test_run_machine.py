@@ -4,26 +4,13 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
-from property_tests.reference import reference_selection
-from property_tests.strategies import (
-    Chooser,
-    DrawChooser,
-    RandomChooser,
-    choose_bool,
-    choose_from,
-    open_edits_of,
-    passed_edit,
-    passed_ids,
-    preorder,
-    runner_owned_edit,
-    trees,
-)
 from runner_core import (
     AgentOutputError,
     AgentRole,
@@ -51,6 +38,36 @@ from runner_core import (
     validate_invariants,
     validate_schema,
 )
+from runner_core.testing import (
+    Chooser,
+    DrawChooser,
+    choose_bool,
+    choose_from,
+    open_edits_of,
+    passed_edit,
+    passed_ids,
+    preorder,
+    reference_select_leaf,
+    runner_owned_edit,
+    trees,
+)
+
+# What a seeded run's agent writes: plain letters, JSON escapes and multi-byte characters.
+RANDOM_TEXT_CHARS = 'ab z"\\\n\t\x00é€😀'
+
+
+@dataclass(frozen=True)
+class RandomChooser:
+    """Choices from a seeded Random, to drive a run to its end outside Hypothesis's control."""
+
+    rng: random.Random
+
+    def integer(self, low: int, high: int) -> int:
+        return self.rng.randint(low, high)
+
+    def text(self) -> str:
+        return "".join(self.rng.choice(RANDOM_TEXT_CHARS) for _ in range(self.rng.randint(0, 8)))
+
 
 MAX_CHILDREN = 3  # W: children one decomposition adds at most
 MAX_ATTEMPTS_CAP = 3  # max_attempts of any node: initial, default or written by the agent
@@ -256,12 +273,12 @@ class RunMachine(RuleBasedStateMachine):
             return dumps_tree(prev)
         root = tree_to_json(prev)
         if roll == 9 and (found := passed_edit(choose, root, passed_ids(prev))) is not None:
-            found[0].apply(root)
+            root = found[0].applied_to(root)
         elif roll == 10:
             for _ in range(choose.integer(1, 3)):
                 edit = runner_owned_edit(choose, root, valid=choose_bool(choose))
                 assert edit is not None
-                edit.apply(root)
+                root = edit.applied_to(root)
         elif roll == 11:
             text = dumps_tree(prev)
             return choose_from(choose, ("", "not json", "{}", text[: len(text) // 2], "[]"))
@@ -280,14 +297,14 @@ class RunMachine(RuleBasedStateMachine):
     # ------------------------------------------------------------ checks
 
     def check_end(self, kind: PlanKind, leaf: Node | None) -> None:
-        status, reference_leaf, _ = reference_selection(self.tree)
+        reference = reference_select_leaf(self.tree)
         if kind is PlanKind.COMPLETE:
-            assert status is SelectionStatus.COMPLETE
+            assert reference.status is SelectionStatus.COMPLETE
             assert self.tree.passes
         else:
             assert kind is PlanKind.STUCK
-            assert status is SelectionStatus.STUCK
-            assert leaf is reference_leaf
+            assert reference.status is SelectionStatus.STUCK
+            assert leaf is reference.node
         assert self.end in (None, kind)
         self.end = kind
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from property_tests.reference import reference_selection
-from property_tests.strategies import trees
 from runner_core import Node, SelectionStatus, is_stuck, node_path, select_leaf
+from runner_core.testing import reference_select_leaf, trees
 
 # Canonical or not, and with passes drawn freely as well as derived: selection reads only
 # leaves and sorts siblings itself, so it must agree with the reference on all of them.
@@ -19,11 +18,11 @@ selection_trees = st.tuples(st.booleans(), st.booleans()).flatmap(
 @given(selection_trees)
 def test_select_leaf_agrees_with_the_reference(tree: Node) -> None:
     """select_leaf returns the reference's status, the very same leaf and the same path."""
-    status, leaf, path = reference_selection(tree)
+    reference = reference_select_leaf(tree)
     selection = select_leaf(tree)
-    assert selection.status is status
-    assert selection.node is leaf
-    assert selection.path == path
+    assert selection.status is reference.status
+    assert selection.node is reference.node
+    assert selection.path == reference.path
 
 
 @given(selection_trees)

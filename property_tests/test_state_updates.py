@@ -6,15 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from property_tests.strategies import (
-    STATUS_GUARD_PAIRS,
-    EditedTree,
-    agent_edits,
-    any_order_trees,
-    preorder,
-    status_guard_pairs,
-    trees,
-)
 from runner_core import (
     AgentStatus,
     GuardOutcome,
@@ -25,6 +16,14 @@ from runner_core import (
     dumps_tree,
     tree_to_json,
     validate_invariants,
+)
+from runner_core.testing import (
+    STATUS_GUARD_PAIRS,
+    EditedTree,
+    agent_edits,
+    preorder,
+    status_guard_pairs,
+    trees,
 )
 
 # Seed 000's table, written out again so the test does not read the code's own copy:
@@ -47,8 +46,8 @@ def updates(
     The selected id is any node of the edited tree: the real case (prev's leftmost open
     leaf) is one of them, and the function's contract covers them all.
     """
-    prev = draw(any_order_trees(max_nodes=15))
-    edited = draw(agent_edits(prev, touch_passed=touch_passed))
+    prev = draw(trees(max_nodes=15, canonical=None))
+    edited = draw(agent_edits(prev, kind="any" if touch_passed else ("open", "runner_owned")))
     ids = sorted(node.id for node, _ in preorder(edited.tree))
     selected = draw(st.sampled_from(ids))
     status, guard = draw(status_guard_pairs)

@@ -11,18 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from property_tests.strategies import (
-    EditedTree,
-    agent_edits,
-    invariant_breaking_trees,
-    mutated_tree_jsons,
-    open_and_passed_edits,
-    open_edits,
-    preorder,
-    tree_jsons,
-    trees,
-    trees_with_a_passed_node,
-)
 from runner_core import (
     AgentStatus,
     Node,
@@ -32,6 +20,15 @@ from runner_core import (
     validate_invariants,
     validate_schema,
     validate_status_invariants,
+)
+from runner_core.testing import (
+    EditedTree,
+    agent_edits,
+    invariant_breaking_trees,
+    mutated_tree_jsons,
+    preorder,
+    tree_jsons,
+    trees,
 )
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / "task_tree" / "v1.schema.json"
@@ -57,7 +54,7 @@ def path_of(message: str) -> str:
 @st.composite
 def trees_with_open_edits(draw: st.DrawFn) -> tuple[Node, EditedTree]:
     tree = draw(trees(max_nodes=15))
-    return tree, draw(open_edits(tree, rewrite_runner_owned=True))
+    return tree, draw(agent_edits(tree, kind="open", max_edits=4))
 
 
 @given(trees_with_open_edits())
@@ -70,8 +67,8 @@ def test_edits_confined_to_open_nodes_are_never_reported(case: tuple[Node, Edite
 
 @st.composite
 def trees_with_a_passed_edit(draw: st.DrawFn) -> tuple[Node, EditedTree]:
-    tree = draw(trees_with_a_passed_node(max_nodes=15))
-    return tree, draw(open_and_passed_edits(tree))
+    tree = draw(trees(max_nodes=15, passed=True))
+    return tree, draw(agent_edits(tree, kind="passed", max_edits=4))
 
 
 @given(trees_with_a_passed_edit())
