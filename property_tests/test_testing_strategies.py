@@ -1,0 +1,258 @@
+"""The guarantees runner_core.testing states for its strategies, each checked as a property."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+from runner_core import (
+    TRANSITIONS,
+    AgentStatus,
+    GuardOutcome,
+    Node,
+    NodeNext,
+    PlanKind,
+    RunState,
+    SelectionStatus,
+    TreeValidationError,
+    apply_state_updates,
+    check_passed_node_immutability,
+    dumps_tree,
+    parse_tree,
+    plan_step,
+    record_from_meta,
+    record_to_meta,
+    review_decomposition,
+    select_leaf,
+    tree_from_json,
+    validate_decomposer_output,
+    validate_executor_output,
+)
+from runner_core.testing import (
+    EditedTree,
+    InvalidTree,
+    Run,
+    agent_edits,
+    assert_runner_owned_unchanged,
+    assert_transition_allowed,
+    assert_valid_tree,
+    canonical_texts,
+    decomposer_outputs,
+    executor_outputs,
+    invalid_trees,
+    passed_ids,
+    preorder,
+    reference_select_leaf,
+    runs,
+    status_guard_pairs,
+    tree_jsons,
+    trees,
+)
+
+# A fifth of the profile's examples (a tenth for whole runs): these properties check the
+# strategies, not the runner, and the suite's time should stay as it was.
+MODEST = settings(max_examples=max(settings().max_examples // 5, 20))
+RUNS = settings(max_examples=max(settings().max_examples // 10, 10))
+
+
+def depth(tree: Node) -> int:
+    levels = {tree.id: 0}
+    for node, parent in preorder(tree):
+        if parent is not None:
+            levels[node.id] = levels[parent.id] + 1
+    return max(levels.values())
+
+
+@MODEST
+@given(
+    st.integers(1, 30).flatmap(
+        lambda n: st.tuples(st.just(n), trees(max_nodes=n, max_depth=3, canonical=None))
+    )
+)
+def test_every_tree_reads_back_through_parse_tree(case: tuple[int, Node]) -> None:
+    """parse_tree(dumps_tree(t)) is t for every trees() value (siblings sorted), within
+    max_nodes and max_depth, and its parents pass iff all their children pass."""
+    max_nodes, tree = case
+    assert parse_tree(dumps_tree(tree)) == parse_tree(dumps_tree(parse_tree(dumps_tree(tree))))
+    assert dumps_tree(parse_tree(dumps_tree(tree))) == dumps_tree(tree)
+    assert len(preorder(tree)) <= max_nodes
+    assert depth(tree) <= 3
+    for node, _ in preorder(tree):
+        if node.children:
+            assert node.passes == all(child.passes for child in node.children)
+
+
+@MODEST
+@given(trees(passed=True), trees(passed=False), tree_jsons(), canonical_texts())
+def test_passed_controls_and_json_forms_hold(
+    some: Node, none: Node, document: dict[str, Any], text: str
+) -> None:
+    """passed=True holds a passed node, passed=False none; tree_jsons() values are valid
+    tree data and canonical_texts() values are the canonical text of the tree they parse to."""
+    assert passed_ids(some)
+    assert not passed_ids(none)
+    assert_valid_tree(document)
+    assert dumps_tree(parse_tree(text)) == text
+    assert assert_valid_tree(tree_from_json(document)) == tree_from_json(document)
+
+
+@settings(max_examples=10)
+@given(trees(max_nodes=200, max_depth=99, max_width=1))
+def test_deepest_trees_stay_within_the_depth_cap(tree: Node) -> None:
+    """A tree asked for 99 levels below the root has at most that many, and reads back."""
+    assert depth(tree) <= 99
+    assert_valid_tree(dumps_tree(tree))
+
+
+def test_bounds_outside_the_contract_are_refused() -> None:
+    """A depth beyond the runner's limit, an unknown edit kind or output status is an error."""
+    leaf = Node("a", 0, "t", "g", (), NodeNext.EXECUTE, False, 0, 1)
+    with pytest.raises(InvalidArgument, match="max_depth=100"):
+        trees(max_depth=100)
+    with pytest.raises(InvalidArgument, match="kind must be one of"):
+        agent_edits(leaf, kind="some")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="needs a tree with a passed node"):
+        agent_edits(leaf, kind="passed")
+    with pytest.raises(InvalidArgument, match="status must be"):
+        executor_outputs(status="decomposed")
+
+
+def edited(kind: Any, **options: Any) -> st.SearchStrategy[tuple[Node, EditedTree]]:
+    return trees(max_nodes=15, **options).flatmap(
+        lambda tree: st.tuples(st.just(tree), agent_edits(tree, kind=kind))
+    )
+
+
+@MODEST
+@given(edited("passed", passed=True))
+def test_passed_edits_are_reported_by_the_immutability_check(
+    case: tuple[Node, EditedTree],
+) -> None:
+    """Every agent_edits(kind="passed") value is reported, by an error naming `touched`."""
+    prev, edit = case
+    errors = check_passed_node_immutability(prev, edit.tree)
+    assert any(error.startswith(f"passed node '{edit.touched}' ") for error in errors)
+
+
+@MODEST
+@given(edited("open"))
+def test_open_edits_are_never_reported(case: tuple[Node, EditedTree]) -> None:
+    """No agent_edits(kind="open") value is reported by the immutability check."""
+    prev, edit = case
+    assert check_passed_node_immutability(prev, edit.tree) == ()
+
+
+@MODEST
+@given(edited("runner_owned"), status_guard_pairs, st.data())
+def test_runner_owned_edits_are_undone_by_the_state_update(
+    case: tuple[Node, EditedTree], pair: tuple[AgentStatus, GuardOutcome], data: st.DataObject
+) -> None:
+    """apply_state_updates gives the same tree whether or not the agent made
+    agent_edits(kind="runner_owned") edits; only passes/attempts were touched."""
+    prev, edit = case
+    selected = data.draw(st.sampled_from([node.id for node, _ in preorder(prev)]))
+    assert {e.field for e in edit.edits} <= {"passes", "attempts"}
+    with_edits = apply_state_updates(prev, edit.tree, selected, *pair)
+    assert with_edits == apply_state_updates(prev, prev, selected, *pair)
+
+
+@MODEST
+@given(edited("runner_owned"))
+def test_runner_owned_assertion_fails_exactly_when_a_field_moved(
+    case: tuple[Node, EditedTree],
+) -> None:
+    """assert_runner_owned_unchanged passes for a tree whose passes/attempts are prev's and
+    raises, naming a node, for one where an edit moved them."""
+    prev, edit = case
+    assert_runner_owned_unchanged(prev, prev)
+    if edit.tree == prev:
+        assert_runner_owned_unchanged(prev, edit.tree)
+        return
+    with pytest.raises(AssertionError, match=r"^runner-owned fields changed: node '"):
+        assert_runner_owned_unchanged(prev, edit.tree)
+
+
+@MODEST
+@given(invalid_trees())
+def test_invalid_trees_fail_with_their_stated_message(case: InvalidTree) -> None:
+    """parse_tree refuses every invalid_trees() value at its layer with exactly its message,
+    and assert_valid_tree raises AssertionError with the runner's line."""
+    with pytest.raises(TreeValidationError) as refused:
+        parse_tree(case.text)
+    assert (refused.value.layer, refused.value.errors) == (case.layer, (case.message,))
+    with pytest.raises(AssertionError) as failed:
+        assert_valid_tree(case.document)
+    assert str(failed.value) == str(refused.value)
+
+
+@MODEST
+@given(
+    trees().filter(lambda tree: select_leaf(tree).status is SelectionStatus.OPEN),
+    decomposer_outputs(),
+    decomposer_outputs(valid=False),
+)
+def test_decomposer_outputs_are_usable_and_invalid_ones_refused(
+    tree: Node, output: Any, broken: Any
+) -> None:
+    """A decomposer_outputs() value validates and review_decomposition accepts it for the
+    selected leaf; a valid=False value fails validate_decomposer_output."""
+    assert validate_decomposer_output(output) == ()
+    node = select_leaf(tree).node
+    assert node is not None
+    review = review_decomposition(tree, node.id, output, 2)
+    assert (review.status, review.agent_error) == (AgentStatus.DECOMPOSED, None)
+    assert validate_decomposer_output(broken) != ()
+
+
+@MODEST
+@given(executor_outputs(), executor_outputs(valid=False), executor_outputs(status="retry"))
+def test_executor_outputs_validate_and_invalid_ones_fail(
+    output: Any, broken: Any, retry: Any
+) -> None:
+    """executor_outputs() values validate, with the status asked for; valid=False ones fail."""
+    assert validate_executor_output(output) == ()
+    assert validate_executor_output(retry) == () and retry["status"] == "retry"
+    assert validate_executor_output(broken) != ()
+
+
+@RUNS
+@given(runs())
+def test_runs_are_valid_by_construction(run: Run) -> None:
+    """Every tree of a run is valid and canonical; records are iterations 1..n of the run,
+    round-trip through meta.json, number each node's executions 1, 2, ..., are rows of the
+    table, move attempts as the tree did, and each iteration that was not a runner error is
+    a transition assert_transition_allowed accepts. The run ends as plan_step says."""
+    executions: dict[str, int] = {}
+    prev = run.initial
+    for number, step in enumerate(run.steps, start=1):
+        assert dumps_tree(assert_valid_tree(step.tree)) == dumps_tree(step.tree)
+        record = step.record
+        assert (record.iteration, record.run_id) == (number, run.run_id)
+        assert record_from_meta(record_to_meta(record)) == record
+        executions[record.node_id] = executions.get(record.node_id, 0) + 1
+        assert record.execution == executions[record.node_id]
+        assert (record.status, record.guard) in TRANSITIONS
+        assert step.state.next_iter == number + 1
+        if step.outcome.runner_error is not None:
+            assert step.tree == prev and not record.consumed_attempt
+        else:
+            assert_transition_allowed(prev, step.tree, record.node_id, record.status, record.guard)
+        prev = step.tree
+    assert len(run.history) == len(run.steps)
+    assert run.trees == (run.initial, *(step.tree for step in run.steps))
+    if run.end is not PlanKind.LIMIT:
+        state = run.steps[-1].state if run.steps else RunState(run_id=run.run_id)
+        assert plan_step(prev, state, 10**6).kind is run.end
+
+
+@MODEST
+@given(trees(canonical=None, derived_passes=False))
+def test_reference_select_leaf_is_select_leaf(tree: Node) -> None:
+    """The oracle gives select_leaf's Selection, the very same leaf object."""
+    reference = reference_select_leaf(tree)
+    assert reference == select_leaf(tree)
+    assert reference.node is select_leaf(tree).node
