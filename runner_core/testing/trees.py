@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
@@ -169,18 +170,7 @@ def _with_a_passed_leaf(tree: Node, pick: int, derived_passes: bool) -> Node:
             passes = all(child.passes for child in children)
         else:
             passes = node.passes
-        return Node(
-            node.id,
-            node.order,
-            node.title,
-            node.goal,
-            node.acceptance,
-            node.next,
-            passes,
-            node.attempts,
-            node.max_attempts,
-            children,
-        )
+        return attrs.evolve(node, passes=passes, children=children)
 
     return rebuilt(tree)
 
