@@ -135,6 +135,8 @@ def _subtree_ids(node: JsonNode) -> set[str]:
 TEXT_FIELDS = ("title", "goal")
 OPEN_FIELDS = ("title", "goal", "acceptance", "order", "next", "max_attempts")
 PASSED_FIELDS = (*OPEN_FIELDS, "passes", "attempts")
+# The largest max_attempts an edit writes.
+_MAX_ATTEMPTS_CAP = 4
 
 
 def _new_value(choose: Chooser, node: JsonNode, field: str, *, max_floor: int) -> Any:
@@ -159,9 +161,6 @@ def _new_value(choose: Chooser, node: JsonNode, field: str, *, max_floor: int) -
         choices = [value for value in range(low, max(low, _MAX_ATTEMPTS_CAP) + 1) if value != old]
         return choose_from(choose, choices) if choices else old + 1
     raise AssertionError(f"no new values for field {field!r}")
-
-
-_MAX_ATTEMPTS_CAP = 4
 
 
 def _new_node_json(choose: Chooser, node_id: str) -> JsonNode:
