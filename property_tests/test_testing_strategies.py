@@ -28,6 +28,7 @@ from runner_core import (
     record_to_meta,
     review_decomposition,
     select_leaf,
+    sort_children,
     tree_from_json,
     validate_decomposer_output,
     validate_executor_output,
@@ -69,16 +70,19 @@ def depth(tree: Node) -> int:
 
 @MODEST
 @given(
-    st.integers(1, 30).flatmap(
-        lambda n: st.tuples(st.just(n), trees(max_nodes=n, max_depth=3, canonical=None))
+    st.tuples(st.integers(1, 30), st.booleans()).flatmap(
+        lambda case: st.tuples(
+            st.just(case), trees(max_nodes=case[0], max_depth=3, canonical=case[1])
+        )
     )
 )
-def test_every_tree_reads_back_through_parse_tree(case: tuple[int, Node]) -> None:
-    """parse_tree(dumps_tree(t)) is t for every trees() value (siblings sorted), within
-    max_nodes and max_depth, and its parents pass iff all their children pass."""
-    max_nodes, tree = case
-    assert parse_tree(dumps_tree(tree)) == parse_tree(dumps_tree(parse_tree(dumps_tree(tree))))
-    assert dumps_tree(parse_tree(dumps_tree(tree))) == dumps_tree(tree)
+def test_every_tree_reads_back_through_parse_tree(case: tuple[tuple[int, bool], Node]) -> None:
+    """parse_tree(dumps_tree(t)) is t, siblings sorted, for every trees() value (t itself when
+    canonical), within max_nodes and max_depth; its parents pass iff all their children pass."""
+    (max_nodes, canonical), tree = case
+    assert parse_tree(dumps_tree(tree)) == sort_children(tree)
+    if canonical:
+        assert parse_tree(dumps_tree(tree)) == tree
     assert len(preorder(tree)) <= max_nodes
     assert depth(tree) <= 3
     for node, _ in preorder(tree):
@@ -117,8 +121,16 @@ def test_bounds_outside_the_contract_are_refused() -> None:
         agent_edits(leaf, kind="some")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match="needs a tree with a passed node"):
         agent_edits(leaf, kind="passed")
+    with pytest.raises(InvalidArgument, match="max_edits=-1"):
+        agent_edits(leaf, kind="open", max_edits=-1)
     with pytest.raises(InvalidArgument, match="status must be"):
         executor_outputs(status="decomposed")
+    with pytest.raises(InvalidArgument, match="max_children=0"):
+        decomposer_outputs(max_children=0)
+    with pytest.raises(InvalidArgument, match="layer must be"):
+        invalid_trees(layer="json")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="max_iterations must be"):
+        runs(max_iterations=91)
 
 
 def edited(kind: Any, **options: Any) -> st.SearchStrategy[tuple[Node, EditedTree]]:

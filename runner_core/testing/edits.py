@@ -373,14 +373,17 @@ def agent_edits(
     - `"open"`: confined to nodes that had not passed (any field, runner-owned ones within
       range, removals, moves, additions under them): check_passed_node_immutability never
       reports them.
-    - `"passed"`: open edits, then one edit that changes a passed node's value or place
-      (`touched` names it; `tree` must hold a passed node): the immutability check reports it.
+    - `"passed"`: open edits, then one edit (always made) that changes a passed node's value
+      or place (`touched` names it; `tree` must hold a passed node): the immutability check
+      reports it.
     - `"runner_owned"`: rewrites of `passes`/`attempts` of any nodes, attempts possibly above
       max_attempts: apply_state_updates undoes every one of them.
     - `"any"`, or a tuple of kinds: edits of those families mixed.
     Open edits never lower `max_attempts` below the attempts a node has used.
     """
     kinds = _kinds_of(kind)
+    if max_edits < 0:
+        raise InvalidArgument(f"max_edits={max_edits} must be >= 0")
     if kinds == {"passed"} and not passed_ids(tree):
         raise InvalidArgument('agent_edits(kind="passed") needs a tree with a passed node')
     return _agent_edits(tree, kind, kinds, max_edits)
@@ -402,7 +405,10 @@ def _agent_edits(
         )
         return EditedTree(edits, tree_from_json(root), kind)
     opening, root = _make_edits(
-        choose, root, _makers(tree, frozenset({"open"}), False), choose.integer(0, max_edits - 1)
+        choose,
+        root,
+        _makers(tree, frozenset({"open"}), False),
+        choose.integer(0, max(0, max_edits - 1)),
     )
     found = passed_edit(choose, root, passed_ids(tree))
     assert found is not None, "an open edit never removes a passed node"
