@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from property_tests.strategies import any_order_trees, chains, preorder
 from runner_core import (
     Node,
+    count_nodes,
     dumps_tree,
     loads_json,
     parse_tree,
@@ -18,6 +19,7 @@ from runner_core import (
     validate_invariants,
     validate_schema,
 )
+from runner_core.model import MAX_DEPTH
 
 
 @given(any_order_trees())
@@ -60,12 +62,12 @@ def test_sorting_keeps_every_node_and_orders_siblings(tree: Node) -> None:
 
 
 @settings(max_examples=40)
-@given(chains())
-def test_deep_chains_round_trip(tree: Node) -> None:
-    """A chain too deep for recursive parsers and validators still round-trips and validates.
+@given(chains(max_depth=MAX_DEPTH))
+def test_chains_as_deep_as_the_limit_round_trip(tree: Node) -> None:
+    """A chain of up to MAX_DEPTH levels round-trips and validates.
 
-    Each example walks a tree of up to 1,200 levels several times, so this property runs
-    40 examples in every profile.
+    Before the depth limit (issue 9) this ran chains of up to 1,200 levels, too deep for a
+    recursive parser; every walk is recursive now, and deeper trees are refused (below).
     """
     text = dumps_tree(tree)
     parsed = parse_tree(text)
@@ -74,6 +76,16 @@ def test_deep_chains_round_trip(tree: Node) -> None:
     assert tree_from_json(loads_json(text)) == tree
     assert validate_schema(tree_to_json(parsed)) == ()
     assert validate_invariants(parsed) == ()
+
+
+@settings(max_examples=40)
+@given(chains(max_depth=3 * MAX_DEPTH).filter(lambda tree: count_nodes(tree) > MAX_DEPTH))
+def test_chains_deeper_than_the_limit_are_refused_at_their_first_node_too_deep(tree: Node) -> None:
+    """validate_invariants names exactly the node at depth MAX_DEPTH + 1, whatever lies below."""
+    path = "/".join(f"n{level}" for level in range(1, MAX_DEPTH + 2))
+    assert validate_invariants(tree) == (
+        f"{path}: depth {MAX_DEPTH + 1} exceeds the limit of {MAX_DEPTH}",
+    )
 
 
 @given(any_order_trees())

@@ -161,8 +161,8 @@ def test_several_errors_of_one_node_are_all_collected() -> None:
     )
 
 
-def test_a_deep_invalid_tree_is_walked_without_recursion_to_every_error() -> None:
-    depth = 3_000
+def test_a_tree_deeper_than_the_limit_is_walked_to_every_error() -> None:
+    depth = 150
     data = chain_json(depth, attempts=-1, title=None)
     bottom = "$" + ".children[0]" * (depth - 1)
 
@@ -172,8 +172,17 @@ def test_a_deep_invalid_tree_is_walked_without_recursion_to_every_error() -> Non
     )
 
 
-def test_a_deep_valid_tree_has_no_schema_errors() -> None:
-    assert validate_schema(chain_json(3_000)) == ()
+# Before the depth limit (issue 9) a 3,000-deep document was walked without recursion: the
+# invalid one to every error, the valid one to none. Both are now one error, not a traceback.
+TOO_DEEP = "$ nests deeper than the schema validator can follow (a tree is at most 100 levels deep)"
+
+
+def test_a_deep_invalid_document_is_one_error_naming_its_depth() -> None:
+    assert validate_schema(chain_json(3_000, attempts=-1, title=None)) == (TOO_DEEP,)
+
+
+def test_a_deep_valid_document_is_one_error_naming_its_depth() -> None:
+    assert validate_schema(chain_json(3_000)) == (TOO_DEEP,)
 
 
 # ---------------------------------------------------------------- layer 2: invariants
