@@ -6,6 +6,7 @@ from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException
 
 
 NoneType = type(None)
+from types import MappingProxyType
 
 
 def validate_https___runner_invalid_schemas_task_tree_v1_schema_json(data, custom_formats={}, name_prefix=None):
@@ -186,61 +187,15 @@ def validate_https___runner_invalid_schemas_decomposer_output_schema_json(data, 
 
 
 # The compiled validator of each schema, by its name under schemas/.
-VALIDATORS = {
+VALIDATORS = MappingProxyType({
     'task_tree/v1.schema.json': validate_https___runner_invalid_schemas_task_tree_v1_schema_json,
     'executor_output.schema.json': validate_https___runner_invalid_schemas_executor_output_schema_json,
     'decomposer_output.schema.json': validate_https___runner_invalid_schemas_decomposer_output_schema_json,
-}
+})
 
 # What each schema's text was when this module was generated.
-SCHEMA_SHA256 = {
+SCHEMA_SHA256 = MappingProxyType({
     'task_tree/v1.schema.json': '90986af9eab2a933a1bc379c9bf15676f2f7d697bf30ef511bb970bc3c1c3064',
     'executor_output.schema.json': '0cc65cd5aa94f8f44786dd72addd8572ba5ce7bc497fee0fd27d566726cf81f2',
     'decomposer_output.schema.json': '31753b07f8aa7de54b53a43a3a3dcccbe700fef30ee8d5e418b4ebb2a3932937',
-}
-
-
-def plain_node_reader(node_type, members, refuse):
-    """An `object_pairs_hook` building a task tree node from an object whose keys are in
-    the schema's order and whose values the node definition accepts, as
-    `node_type(*values)`, and raising `refuse` for any other object. `members` maps
-    each enum field to its members by value; children must already be `node_type`s."""
-
-    def read(pairs):
-        if len(pairs) != 10:
-            raise refuse
-        (k0, v0), (k1, v1), (k2, v2), (k3, v3), (k4, v4), (k5, v5), (k6, v6), (k7, v7), (k8, v8), (k9, v9), = pairs
-        if not (
-            (k0 == 'id')
-            and (k1 == 'order')
-            and (k2 == 'title')
-            and (k3 == 'goal')
-            and (k4 == 'acceptance')
-            and (k5 == 'next')
-            and (k6 == 'passes')
-            and (k7 == 'attempts')
-            and (k8 == 'max_attempts')
-            and (k9 == 'children')
-            and (type(v0) is str and len(v0) >= 1)
-            and (type(v1) is int)
-            and (type(v2) is str)
-            and (type(v3) is str)
-            and (type(v4) is list and all([type(item) is str for item in v4]))
-            and (type(v5) is str and v5 in ('execute', 'decompose'))
-            and (type(v6) is bool)
-            and (type(v7) is int and v7 >= 0)
-            and (type(v8) is int and v8 >= 0)
-            and (type(v9) is list and all([type(item) is node_type for item in v9]))
-        ):
-            raise refuse
-        return node_type(v0, v1, v2, v3, tuple(v4), members['next'][v5], v6, v7, v8, tuple(v9))
-
-    return read
-
-
-def canonical_node_text(node, prefixes, array, encode):
-    """A node's fields but its children as canonical JSON text: each after its prefix
-    (the key and the indentation of its depth), strings through `encode`, arrays of
-    strings through `array`."""
-    p0, p1, p2, p3, p4, p5, p6, p7, p8, = prefixes
-    return f"{p0}{encode(node.id)}{p1}{node.order}{p2}{encode(node.title)}{p3}{encode(node.goal)}{p4}{array(node.acceptance)}{p5}{encode(node.next.value)}{p6}{('true' if node.passes else 'false')}{p7}{node.attempts}{p8}{node.max_attempts}"
+})

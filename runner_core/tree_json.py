@@ -15,14 +15,12 @@ import json
 import operator
 import re
 import typing
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from json.encoder import encode_basestring
+from types import MappingProxyType
 from typing import Any
 
-from pyrsistent import pmap
-from pyrsistent.typing import PMap
-
-from runner_core import _validators
+from runner_core import _tree_node
 from runner_core.invariants import validate_invariants
 from runner_core.model import MAX_DEPTH, NODE_FIELDS, Node, NodeNext, in_canonical_order
 from runner_core.schema import validate_schema
@@ -32,7 +30,9 @@ from runner_core.schema import validate_schema
 # that fits compactly may still be refused for its canonical size (`canonical_fits`).
 TREE_MAX_BYTES = 128 * 1024 * 1024
 
-_LAYER_PREFIX: PMap[str, str] = pmap(
+# A read-only mapping rather than a pmap: importing pyrsistent would cost every command that
+# reads a tree ~3 ms of start-up (measured with -X importtime), for a table of three entries.
+_LAYER_PREFIX: Mapping[str, str] = MappingProxyType(
     {
         "json": "tree is not valid JSON",
         "schema": "tree schema validation failed",
@@ -141,7 +141,7 @@ def _unpaired_surrogate_path(item: Any, path: str) -> str | None:
 # Each field is read with its type's constructor (an `order` of 1.0 becomes 1, a `next` of
 # "execute" becomes NodeNext.EXECUTE) and written back as JSON's own kind of value.
 
-_FIELD_TYPES: dict[str, Any] = typing.get_type_hints(Node)
+_FIELD_TYPES: Mapping[str, Any] = MappingProxyType(typing.get_type_hints(Node))
 _OWN_FIELDS = tuple(name for name in NODE_FIELDS if name != "children")
 _own_values = operator.attrgetter(*_OWN_FIELDS)
 
@@ -208,7 +208,7 @@ def _json_array(items: Sequence[str], pad: str) -> str:
 # Generated from the schema's node definition by scripts/gen_validators.py (untyped code).
 _node_text: Callable[
     [Node, tuple[str, ...], Callable[[Sequence[str]], str], Callable[[str], str]], str
-] = _validators.canonical_node_text
+] = _tree_node.canonical_node_text
 
 # One layout per depth a valid tree can have, computed once.
 _LAYOUTS = tuple(_Layout(depth) for depth in range(MAX_DEPTH))
@@ -354,12 +354,13 @@ class _NotPlainNode(Exception):
     """Raised from inside the JSON decoder to leave the fast path."""
 
 
-# Plain dicts, private to this module: the decoder looks members up once per node.
-_ENUM_MEMBERS = {"next": {member.value: member for member in NodeNext}}
+_ENUM_MEMBERS = MappingProxyType(
+    {"next": MappingProxyType({member.value: member for member in NodeNext})}
+)
 
 
 _plain_node_reader: Callable[..., Callable[[list[tuple[str, Any]]], Node]] = (
-    _validators.plain_node_reader
+    _tree_node.plain_node_reader
 )
 _node_of = _plain_node_reader(Node, _ENUM_MEMBERS, _NotPlainNode)
 
