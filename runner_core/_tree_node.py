@@ -44,9 +44,9 @@ def plain_node_reader(node_type, members, refuse):
     return read
 
 
-def canonical_node_text(node, prefixes, array, encode):
-    """A node's fields but its children as canonical JSON text: each after its prefix
-    (the key and the indentation of its depth), strings through `encode`, arrays of
-    strings through `array`."""
+def canonical_node_text(node, prefixes, array, encode, end):
+    """A node's fields but its children as canonical JSON text, then `end`: each field
+    after its prefix (the key and the indentation of its depth), strings through
+    `encode`, non-empty arrays of strings through `array`."""
     p0, p1, p2, p3, p4, p5, p6, p7, p8, = prefixes
-    return f"{p0}{encode(node.id)}{p1}{node.order}{p2}{encode(node.title)}{p3}{encode(node.goal)}{p4}{array(node.acceptance)}{p5}{encode(node.next.value)}{p6}{('true' if node.passes else 'false')}{p7}{node.attempts}{p8}{node.max_attempts}"
+    return f"{p0}{encode(node.id)}{p1}{node.order}{p2}{encode(node.title)}{p3}{encode(node.goal)}{p4}{(array(node.acceptance) if node.acceptance else '[]')}{p5}{encode(node.next.value)}{p6}{('true' if node.passes else 'false')}{p7}{node.attempts}{p8}{node.max_attempts}{end}"

@@ -199,15 +199,13 @@ class _Layout:
 
 
 def _json_array(items: Sequence[str], pad: str) -> str:
-    if not items:
-        return "[]"
     inner = f",\n{pad}  ".join(map(encode_basestring, items))
     return f"[\n{pad}  {inner}\n{pad}]"
 
 
 # Generated from the schema's node definition by scripts/gen_validators.py (untyped code).
 _node_text: Callable[
-    [Node, tuple[str, ...], Callable[[Sequence[str]], str], Callable[[str], str]], str
+    [Node, tuple[str, ...], Callable[[Sequence[str]], str], Callable[[str], str], str], str
 ] = _tree_node.canonical_node_text
 
 # One layout per depth a valid tree can have, computed once.
@@ -218,21 +216,28 @@ def _write(node: Node, depth: int, last: bool, emit: Callable[[str], object]) ->
     """Emit the canonical text of `node` in pieces: one per node, one per closing array.
 
     Siblings are put in canonical order as they are reached: `sort_children` without a walk
-    of its own.
+    of its own. Leaves, most of any tree, are written in their parent's loop.
     """
     layout = _LAYOUTS[depth] if depth < MAX_DEPTH else _Layout(depth)
-    own = _node_text(node, layout.prefixes, layout.array, encode_basestring)
     children = node.children
+    if not children:
+        emit(
+            _node_text(
+                node, layout.prefixes, layout.array, encode_basestring, layout.leaf_end[last]
+            )
+        )
+        return
+    emit(_node_text(node, layout.prefixes, layout.array, encode_basestring, layout.children_open))
     if len(children) > 1:
         children = in_canonical_order(children)
-    elif not children:
-        emit(own + layout.leaf_end[last])
-        return
-    emit(own + layout.children_open)
     below = depth + 1
-    for child in children[:-1]:
-        _write(child, below, False, emit)
-    _write(children[-1], below, True, emit)
+    inner = _LAYOUTS[below] if below < MAX_DEPTH else _Layout(below)
+    for index, child in enumerate(children, 1 - len(children)):  # 0 at the last child
+        if child.children:
+            _write(child, below, not index, emit)
+        else:
+            end = inner.leaf_end[not index]
+            emit(_node_text(child, inner.prefixes, inner.array, encode_basestring, end))
     emit(layout.children_close[last])
 
 

@@ -134,7 +134,7 @@ def _canonical_value(field: str, definition: dict[str, Any]) -> str:
     if kind == "boolean":
         return f"('true' if {attribute} else 'false')"
     if kind == "array" and definition.get("items") == {"type": "string"}:
-        return f"array({attribute})"
+        return f"(array({attribute}) if {attribute} else '[]')"
     raise SystemExit(f"canonical_node_text: no canonical text for {field}; extend the generator")
 
 
@@ -146,12 +146,12 @@ def _canonical_node_text(properties: dict[str, dict[str, Any]]) -> str:
         for index, field in enumerate(own)
     )
     return (
-        "def canonical_node_text(node, prefixes, array, encode):\n"
-        '    """A node\'s fields but its children as canonical JSON text: each after its prefix\n'
-        "    (the key and the indentation of its depth), strings through `encode`, arrays of\n"
-        '    strings through `array`."""\n'
+        "def canonical_node_text(node, prefixes, array, encode, end):\n"
+        '    """A node\'s fields but its children as canonical JSON text, then `end`: each field\n'
+        "    after its prefix (the key and the indentation of its depth), strings through\n"
+        '    `encode`, non-empty arrays of strings through `array`."""\n'
         f"    {prefixes}, = prefixes\n"
-        f'    return f"{text}"\n'
+        f'    return f"{text}{{end}}"\n'
     )
 
 
