@@ -20,6 +20,7 @@ from runner_core import (
     validate_schema,
     validate_status_invariants,
 )
+from runner_core.invariants import id_problem
 
 REQUIRED_FIELDS = [
     "id",
@@ -512,3 +513,39 @@ def test_every_offending_node_is_named_in_its_own_error_sorted() -> None:
         "node 'other' gained child 'x' (no node may gain children in execute mode)",
         "node 'x' gained child 'x.1' (no node may gain children in execute mode)",
     )
+
+
+# ---------------------------------------------------------------- usable ids (SPEC §3)
+
+BAD_ID = "id must not contain whitespace, '=', '/' or control characters"
+
+
+@pytest.mark.parametrize(
+    ("node_id", "shown"),
+    [
+        ("a b", "a b"),
+        ("a\tb", "a\\tb"),
+        ("a\u00a0b", "a\\xa0b"),
+        ("a\u3000b", "a\\u3000b"),
+        ("key=value", "key=value"),
+        ("=", "="),
+        ("a/b", "a/b"),
+        ("a\nb", "a\\nb"),
+        ("a\x1bb", "a\\x1bb"),
+        ("a\u2028b", "a\\u2028b"),
+    ],
+)
+def test_an_id_with_whitespace_an_equals_sign_a_slash_or_a_control_character_is_refused(
+    node_id: str, shown: str
+) -> None:
+    root = tree("root", tree(node_id))
+
+    assert validate_invariants(root) == (f"root/{shown}: {BAD_ID}",)
+
+
+@pytest.mark.parametrize("node_id", ["a.1", "root-2", "é", "x_y", "+", "ü.ß"])
+def test_an_id_of_printable_characters_without_whitespace_equals_or_slash_is_usable(
+    node_id: str,
+) -> None:
+    assert id_problem(node_id) is None
+    assert validate_invariants(tree("root", tree(node_id))) == ()
