@@ -111,6 +111,7 @@ if TYPE_CHECKING:
         run_state_to_json,
     )
     from runner_core.tree_json import (
+        RefusedJson,
         TreeValidationError,
         decode_tree_text,
         dumps_tree,
@@ -205,7 +206,8 @@ _MODULE_OF: Mapping[str, str] = MappingProxyType(
         "review_execution": "runner_core.step",
         "run_state_from_json": "runner_core.step",
         "run_state_to_json": "runner_core.step",
-        "TreeValidationError": "runner_core.tree_json",
+        "RefusedJson": "runner_core.tree_json",
+    "TreeValidationError": "runner_core.tree_json",
         "decode_tree_text": "runner_core.tree_json",
         "dumps_tree": "runner_core.tree_json",
         "loads_json": "runner_core.tree_json",
@@ -240,6 +242,7 @@ __all__ = (
     "NodeStats",
     "PlanKind",
     "PromptPack",
+    "RefusedJson",
     "Review",
     "RunIdentityError",
     "RunState",

@@ -77,13 +77,10 @@ def decompose_node(
         Node(
             id=child_id,
             order=index,
-            title=spec.title,
-            goal=spec.goal,
-            acceptance=spec.acceptance,
-            next=spec.next,
             passes=False,
             attempts=0,
             max_attempts=max_attempts_default,
+            **attrs.asdict(spec, recurse=False),
         )
         for index, (child_id, spec) in enumerate(zip(ids, specs, strict=True))
     )

@@ -5,10 +5,11 @@ Decides nothing about validity: it says what a node is, that siblings sort by `(
 levels deep (`invariants.py` refuses deeper ones), so every walk here is plain recursion.
 
 Adding a node field touches schemas/task_tree/v1.schema.json (then run
-`python scripts/gen_validators.py`) and at most three other places: the `Node` class below;
-`tree_json._RENDERERS` only when the field's type is one no field had before; and
-`decompose.decompose_node` only when the field has no default. Reading, writing, the
-canonical form and the immutability check derive everything else from `attrs.fields(Node)`.
+`python scripts/gen_validators.py`, which regenerates the node reader and canonical writer in
+`_tree_node.py`) and at most three other places: the `Node` class below, in the schema's
+order; `decompose.decompose_node` only when the field has no default; and the generator only
+when the field uses a JSON Schema keyword or type no field used before. Everything else
+(NODE_FIELDS, `tree_from_json`, `tree_to_json`, equality) follows from `attrs.fields(Node)`.
 """
 
 from __future__ import annotations

@@ -27,6 +27,8 @@ from runner_core import (
     tree_to_json,
     validate_invariants,
 )
+from runner_core.model import NODE_FIELDS
+from runner_core.schema import TREE_SCHEMA_FILE, load_schema
 from runner_core.tree_json import RefusedJson
 
 SCHEMA_FIELD_ORDER = [
@@ -508,3 +510,13 @@ def test_a_100_deep_chain_dumps_canonically_and_reads_back() -> None:
     assert text.count('"id": ') == 100
     assert "\n" + "  " * 198 + '  "id": "n99",\n' in text
     assert parse_tree(text) == chain
+
+
+# ---------------------------------------------------------------- one description of a node
+
+
+def test_the_node_class_has_the_schemas_fields_in_the_schemas_order() -> None:
+    node_definition = load_schema(TREE_SCHEMA_FILE)["$defs"]["node"]
+
+    assert list(NODE_FIELDS) == node_definition["required"] == list(node_definition["properties"])
+    assert list(NODE_FIELDS) == SCHEMA_FIELD_ORDER
