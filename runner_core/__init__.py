@@ -207,7 +207,7 @@ _MODULE_OF: Mapping[str, str] = MappingProxyType(
         "run_state_from_json": "runner_core.step",
         "run_state_to_json": "runner_core.step",
         "RefusedJson": "runner_core.tree_json",
-    "TreeValidationError": "runner_core.tree_json",
+        "TreeValidationError": "runner_core.tree_json",
         "decode_tree_text": "runner_core.tree_json",
         "dumps_tree": "runner_core.tree_json",
         "loads_json": "runner_core.tree_json",

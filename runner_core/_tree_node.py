@@ -49,4 +49,4 @@ def canonical_node_text(node, prefixes, array, encode, end):
     after its prefix (the key and the indentation of its depth), strings through
     `encode`, non-empty arrays of strings through `array`."""
     p0, p1, p2, p3, p4, p5, p6, p7, p8, = prefixes
-    return f"{p0}{encode(node.id)}{p1}{node.order}{p2}{encode(node.title)}{p3}{encode(node.goal)}{p4}{(array(node.acceptance) if node.acceptance else '[]')}{p5}{encode(node.next.value)}{p6}{('true' if node.passes else 'false')}{p7}{node.attempts}{p8}{node.max_attempts}{end}"
+    return f"{p0}{encode(node.id)}{p1}{node.order}{p2}{encode(node.title)}{p3}{encode(node.goal)}{p4}{(array(node.acceptance) if node.acceptance else '[]')}{p5}{encode(node.next._value_)}{p6}{('true' if node.passes else 'false')}{p7}{node.attempts}{p8}{node.max_attempts}{end}"
