@@ -20,6 +20,8 @@ from json.encoder import encode_basestring
 from types import MappingProxyType
 from typing import Any
 
+import attrs
+
 from runner_core import _tree_node
 from runner_core.invariants import validate_invariants
 from runner_core.model import MAX_DEPTH, NODE_FIELDS, Node, NodeNext, in_canonical_order
@@ -178,24 +180,31 @@ def tree_to_json(tree: Node) -> dict[str, Any]:
 # ---------------------------------------------------------------- the canonical text
 
 
+@attrs.frozen(slots=True)
 class _Layout:
     """The fixed text around a node's values at one depth of the canonical form."""
 
-    __slots__ = ("array", "children_close", "children_open", "leaf_end", "prefixes")
+    prefixes: tuple[str, ...]  # before each field but the children: indentation and key
+    array: Callable[[Sequence[str]], str]
+    leaf_end: tuple[str, str]  # indexed by "is the last of its siblings"
+    children_open: str
+    children_close: tuple[str, str]
 
-    def __init__(self, depth: int) -> None:
-        pad = "  " * (2 * depth)
-        field_pad = pad + "  "
-        self.prefixes = tuple(
+
+def _layout(depth: int) -> _Layout:
+    pad = "  " * (2 * depth)
+    field_pad = pad + "  "
+    children = f',\n{field_pad}"children": '
+    return _Layout(
+        prefixes=tuple(
             f'{pad}{{\n{field_pad}"{name}": ' if index == 0 else f',\n{field_pad}"{name}": '
             for index, name in enumerate(_OWN_FIELDS)
-        )
-        self.array = functools.partial(_json_array, pad=field_pad)
-        children = f',\n{field_pad}"children": '
-        # Indexed by "is the last of its siblings".
-        self.leaf_end = (f"{children}[]\n{pad}}},\n", f"{children}[]\n{pad}}}\n")
-        self.children_open = f"{children}[\n"
-        self.children_close = (f"{field_pad}]\n{pad}}},\n", f"{field_pad}]\n{pad}}}\n")
+        ),
+        array=functools.partial(_json_array, pad=field_pad),
+        leaf_end=(f"{children}[]\n{pad}}},\n", f"{children}[]\n{pad}}}\n"),
+        children_open=f"{children}[\n",
+        children_close=(f"{field_pad}]\n{pad}}},\n", f"{field_pad}]\n{pad}}}\n"),
+    )
 
 
 def _json_array(items: Sequence[str], pad: str) -> str:
@@ -209,7 +218,7 @@ _node_text: Callable[
 ] = _tree_node.canonical_node_text
 
 # One layout per depth a valid tree can have, computed once.
-_LAYOUTS = tuple(_Layout(depth) for depth in range(MAX_DEPTH))
+_LAYOUTS = tuple(_layout(depth) for depth in range(MAX_DEPTH))
 
 
 def _write(node: Node, depth: int, last: bool, emit: Callable[[str], object]) -> None:
@@ -218,7 +227,7 @@ def _write(node: Node, depth: int, last: bool, emit: Callable[[str], object]) ->
     Siblings are put in canonical order as they are reached: `sort_children` without a walk
     of its own. Leaves, most of any tree, are written in their parent's loop.
     """
-    layout = _LAYOUTS[depth] if depth < MAX_DEPTH else _Layout(depth)
+    layout = _LAYOUTS[depth] if depth < MAX_DEPTH else _layout(depth)
     children = node.children
     if not children:
         emit(
@@ -231,7 +240,7 @@ def _write(node: Node, depth: int, last: bool, emit: Callable[[str], object]) ->
     if len(children) > 1:
         children = in_canonical_order(children)
     below = depth + 1
-    inner = _LAYOUTS[below] if below < MAX_DEPTH else _Layout(below)
+    inner = _LAYOUTS[below] if below < MAX_DEPTH else _layout(below)
     for index, child in enumerate(children, 1 - len(children)):  # 0 at the last child
         if child.children:
             _write(child, below, not index, emit)
