@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from runner_core import (
     Node,
     NodeNext,
+    count_nodes,
     dumps_tree,
     loads_json,
     parse_tree,
@@ -19,14 +20,15 @@ from runner_core import (
     validate_invariants,
     validate_schema,
 )
+from runner_core.model import MAX_DEPTH
 from runner_core.testing import preorder, trees
 
 any_order_trees = trees(canonical=None)
 
 
 @st.composite
-def chains(draw: st.DrawFn, *, max_depth: int = 1200) -> Node:
-    """A single path of nodes, deep enough to overflow a recursive JSON parser or validator."""
+def chains(draw: st.DrawFn, *, max_depth: int) -> Node:
+    """A single path of up to `max_depth` nodes: the deepest shape a tree can take."""
     depth = draw(st.integers(1, max_depth))
     node = Node(f"n{depth}", 0, "leaf", "goal", (), NodeNext.EXECUTE, draw(st.booleans()), 0, 1)
     for level in range(depth - 1, 0, -1):
@@ -76,12 +78,12 @@ def test_sorting_keeps_every_node_and_orders_siblings(tree: Node) -> None:
 
 
 @settings(max_examples=40)
-@given(chains())
-def test_deep_chains_round_trip(tree: Node) -> None:
-    """A chain too deep for recursive parsers and validators still round-trips and validates.
+@given(chains(max_depth=MAX_DEPTH))
+def test_chains_as_deep_as_the_limit_round_trip(tree: Node) -> None:
+    """A chain of up to MAX_DEPTH levels round-trips and validates.
 
-    Each example walks a tree of up to 1,200 levels several times, so this property runs
-    40 examples in every profile.
+    Before the depth limit (issue 9) this ran chains of up to 1,200 levels, too deep for a
+    recursive parser; every walk is recursive now, and deeper trees are refused (below).
     """
     text = dumps_tree(tree)
     parsed = parse_tree(text)
@@ -90,6 +92,16 @@ def test_deep_chains_round_trip(tree: Node) -> None:
     assert tree_from_json(loads_json(text)) == tree
     assert validate_schema(tree_to_json(parsed)) == ()
     assert validate_invariants(parsed) == ()
+
+
+@settings(max_examples=40)
+@given(chains(max_depth=3 * MAX_DEPTH).filter(lambda tree: count_nodes(tree) > MAX_DEPTH))
+def test_chains_deeper_than_the_limit_are_refused_at_their_first_node_too_deep(tree: Node) -> None:
+    """validate_invariants names exactly the node at depth MAX_DEPTH + 1, whatever lies below."""
+    path = "/".join(f"n{level}" for level in range(1, MAX_DEPTH + 2))
+    assert validate_invariants(tree) == (
+        f"{path}: depth {MAX_DEPTH + 1} exceeds the limit of {MAX_DEPTH}",
+    )
 
 
 @given(any_order_trees)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from runner_core import (
     validate_schema,
     validate_status_invariants,
 )
+from runner_core.invariants import id_problem
 from runner_core.testing import (
     EditedTree,
     agent_edits,
@@ -171,3 +173,14 @@ def test_status_and_child_addition_errors_are_sorted_and_repeatable(
         validate_child_additions_restricted(prev, edited.tree, decomposing),
         validate_child_additions_restricted(prev, edited.tree, decomposing),
     )
+
+
+@given(st.text(min_size=1, max_size=8))
+def test_an_id_is_usable_exactly_when_it_has_no_whitespace_equals_slash_or_control(
+    node_id: str,
+) -> None:
+    """id_problem(i) is None exactly when i holds no whitespace, '=', '/' or control character."""
+    usable = not any(
+        char.isspace() or char in "=/" or unicodedata.category(char) == "Cc" for char in node_id
+    )
+    assert (id_problem(node_id) is None) == usable

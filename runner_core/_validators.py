@@ -6,6 +6,7 @@ from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException
 
 
 NoneType = type(None)
+from types import MappingProxyType
 
 
 def validate_https___runner_invalid_schemas_task_tree_v1_schema_json(data, custom_formats={}, name_prefix=None):
@@ -186,15 +187,15 @@ def validate_https___runner_invalid_schemas_decomposer_output_schema_json(data, 
 
 
 # The compiled validator of each schema, by its name under schemas/.
-VALIDATORS = {
+VALIDATORS = MappingProxyType({
     'task_tree/v1.schema.json': validate_https___runner_invalid_schemas_task_tree_v1_schema_json,
     'executor_output.schema.json': validate_https___runner_invalid_schemas_executor_output_schema_json,
     'decomposer_output.schema.json': validate_https___runner_invalid_schemas_decomposer_output_schema_json,
-}
+})
 
 # What each schema's text was when this module was generated.
-SCHEMA_SHA256 = {
+SCHEMA_SHA256 = MappingProxyType({
     'task_tree/v1.schema.json': '90986af9eab2a933a1bc379c9bf15676f2f7d697bf30ef511bb970bc3c1c3064',
     'executor_output.schema.json': '0cc65cd5aa94f8f44786dd72addd8572ba5ce7bc497fee0fd27d566726cf81f2',
     'decomposer_output.schema.json': '31753b07f8aa7de54b53a43a3a3dcccbe700fef30ee8d5e418b4ebb2a3932937',
-}
+})

@@ -6,7 +6,7 @@ only while decomposing. Moving an existing open node is not an addition.
 
 from __future__ import annotations
 
-from runner_core.model import Node, index_by_id, iter_preorder, parent_id
+from runner_core.model import Node, iter_preorder, nodes_by_id
 
 
 def validate_child_additions_restricted(
@@ -17,12 +17,12 @@ def validate_child_additions_restricted(
     `selected_id` is the node being decomposed, or None in execute mode, where no node may
     gain children.
     """
-    known = index_by_id(prev)
+    known = nodes_by_id(prev)
     errors: set[str] = set()
-    for node, trail in iter_preorder(next_tree):
-        parent = parent_id(trail)
-        if node.id in known or parent is None or parent == selected_id:
+    for node, ancestors in iter_preorder(next_tree):
+        if node.id in known or not ancestors or ancestors[-1] == selected_id:
             continue
+        parent = ancestors[-1]
         if selected_id is None:
             errors.add(
                 f"node '{parent}' gained child '{node.id}' "

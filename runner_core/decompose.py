@@ -2,17 +2,18 @@
 
 Decides the new children's ids (`<parent>.<n>`, the lowest n free anywhere in the tree, in
 spec order), their `order` (the spec's index) and their runner-owned fields. Also decides
-which decomposer outputs are agent errors. Never reads the agent's files.
+which decomposer outputs are agent errors. Never reads the agent's files. Child specs come as
+`ChildSpec`s or as the decomposer output's plain child objects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from typing import Any
 
 import attrs
 
-from runner_core.model import Node, NodeNext, iter_preorder, rebuild_postorder, with_children
+from runner_core.model import Node, NodeNext, nodes_by_id, rebuild_postorder, with_children
 
 
 @attrs.frozen(slots=True)
@@ -23,17 +24,21 @@ class ChildSpec:
     next: NodeNext
 
 
+def child_spec(child: ChildSpec | Mapping[str, Any]) -> ChildSpec:
+    """A child spec, from a `ChildSpec` or a schema-valid child object of decomposer output."""
+    if isinstance(child, ChildSpec):
+        return child
+    return ChildSpec(
+        title=child["title"],
+        goal=child["goal"],
+        acceptance=tuple(child["acceptance"]),
+        next=NodeNext(child["next"]),
+    )
+
+
 def child_specs_from_output(output: Mapping[str, Any]) -> tuple[ChildSpec, ...]:
     """Child specs of a schema-valid decomposer output, in output order."""
-    return tuple(
-        ChildSpec(
-            title=child["title"],
-            goal=child["goal"],
-            acceptance=tuple(child["acceptance"]),
-            next=NodeNext(child["next"]),
-        )
-        for child in output["children"]
-    )
+    return tuple(map(child_spec, output["children"]))
 
 
 def decomposition_problems(specs: tuple[ChildSpec, ...]) -> tuple[str, ...]:
@@ -48,7 +53,7 @@ def decomposition_problems(specs: tuple[ChildSpec, ...]) -> tuple[str, ...]:
     )
 
 
-def _free_child_ids(parent_id: str, taken: set[str], count: int) -> list[str]:
+def _free_child_ids(parent_id: str, taken: Set[str], count: int) -> list[str]:
     ids: list[str] = []
     n = 1
     while len(ids) < count:
@@ -60,24 +65,22 @@ def _free_child_ids(parent_id: str, taken: set[str], count: int) -> list[str]:
 
 
 def decompose_node(
-    tree: Node, selected_id: str, child_specs: Iterable[ChildSpec], max_attempts_default: int
+    tree: Node,
+    selected_id: str,
+    child_specs: Iterable[ChildSpec | Mapping[str, Any]],
+    max_attempts_default: int,
 ) -> Node:
     """The tree with `child_specs` added as children of `selected_id`."""
-    specs = tuple(child_specs)
-    taken = {node.id for node, _ in iter_preorder(tree)}
-    ids = _free_child_ids(selected_id, taken, len(specs))
+    specs = tuple(map(child_spec, child_specs))
+    ids = _free_child_ids(selected_id, nodes_by_id(tree).keys(), len(specs))
     new_children = tuple(
         Node(
-            child_id,
-            index,
-            spec.title,
-            spec.goal,
-            spec.acceptance,
-            spec.next,
-            False,
-            0,
-            max_attempts_default,
-            (),
+            id=child_id,
+            order=index,
+            passes=False,
+            attempts=0,
+            max_attempts=max_attempts_default,
+            **attrs.asdict(spec, recurse=False),
         )
         for index, (child_id, spec) in enumerate(zip(ids, specs, strict=True))
     )

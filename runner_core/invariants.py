@@ -1,11 +1,13 @@
 """Layer 2 of validation: the tree's semantic invariants (SPEC §4.2).
 
 Decides whether ids are unique and usable, `max_attempts` is positive, `attempts` stays within
-it and siblings are in `(order, id)` order. Reads only the tree it is given; never repairs it.
+it, siblings are in `(order, id)` order and the tree is at most MAX_DEPTH levels deep. Reads
+only the tree it is given; never repairs it.
 
-An id is part of a node's path (`root/a/b`), of a commit subject and of one-line CLI output, so
-it may not contain `/` (the path would be ambiguous), control characters or line breaks, and is
-at most ID_MAX_LENGTH characters (it also travels in an environment variable and a commit).
+An id is part of a node's path (`root/a/b`), of a commit subject and of one-line `key=value`
+output, so it may not contain whitespace, `=`, `/` (the path would be ambiguous) or control
+characters, and is at most ID_MAX_LENGTH characters (it also travels in an environment
+variable and a commit).
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
-from runner_core.model import Node, Trail, iter_preorder, trail_path
+from runner_core.model import MAX_DEPTH, Ancestors, Node, path_of, sort_key
 
 ID_MAX_LENGTH = 1000
-# '/', the C0 and C1 control characters (Unicode category Cc), and the line and paragraph
-# separators (Zl, Zp), which str.splitlines() also breaks on.
-_FORBIDDEN_IN_ID = re.compile("[/\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# Whitespace (which includes the line and paragraph separators str.splitlines() breaks on),
+# '=', '/', and the C0 and C1 control characters (Unicode category Cc).
+_FORBIDDEN_IN_ID = re.compile(r"[\s=/\x00-\x1f\x7f-\x9f]")
 
 
 def id_problem(node_id: str) -> str | None:
@@ -26,7 +28,7 @@ def id_problem(node_id: str) -> str | None:
     if len(node_id) > ID_MAX_LENGTH:
         return f"id is {len(node_id)} characters long (at most {ID_MAX_LENGTH})"
     if _FORBIDDEN_IN_ID.search(node_id):
-        return "id must not contain '/' or control characters"
+        return "id must not contain whitespace, '=', '/' or control characters"
     return None
 
 
@@ -42,39 +44,63 @@ def _shown(node_id: str) -> str:
     )
 
 
-def _path(trail: Trail, node_id: str) -> str:
-    """`trail_path`, with any unusable id shown escaped and cut."""
-    path = trail_path(trail, node_id)
-    if not _FORBIDDEN_IN_ID.search(path) and len(path) <= ID_MAX_LENGTH:
+def _path(ancestors: Ancestors, node_id: str) -> str:
+    """`path_of`, with any unusable id shown escaped and cut."""
+    path = path_of(ancestors, node_id)
+    if not _FORBIDDEN_IN_ID.search(path.replace("/", "")) and len(path) <= ID_MAX_LENGTH:
         return path
-    ids = [node_id]
-    while trail is not None:
-        ids.append(trail[0])
-        trail = trail[1]
-    return "/".join(_shown(part) for part in reversed(ids))
+    return "/".join(_shown(part) for part in (*ancestors, node_id))
+
+
+def _node_errors(node: Node, ancestors: Ancestors) -> list[str]:
+    """The invariants one node breaks on its own; paths are built only for errors."""
+    errors: list[str] = []
+    problem = id_problem(node.id)
+    if problem is not None:
+        errors.append(f"{_path(ancestors, node.id)}: {problem}")
+    if node.max_attempts <= 0:
+        errors.append(f"{_path(ancestors, node.id)}: max_attempts must be > 0")
+    if node.attempts > node.max_attempts:
+        errors.append(
+            f"{_path(ancestors, node.id)}: attempts {node.attempts} "
+            f"exceeds max_attempts {node.max_attempts}"
+        )
+    if len(node.children) > 1 and any(
+        sort_key(left) > sort_key(right) for left, right in pairwise(node.children)
+    ):
+        errors.append(f"{_path(ancestors, node.id)}: children must be sorted by (order,id)")
+    return errors
 
 
 def validate_invariants(tree: Node) -> tuple[str, ...]:
-    """Every invariant violation of `tree`, sorted; empty when it holds them all."""
+    """Every invariant violation of `tree`, sorted; empty when it holds them all.
+
+    Below MAX_DEPTH nothing is looked at: the first node too deep on each path is the error.
+    """
     errors: list[str] = []
     seen: set[str] = set()
-    for node, trail in iter_preorder(tree):
-        # Paths are built only for errors: a valid deep chain stays linear.
-        if node.id in seen:
-            errors.append(f"duplicate id '{_shown(node.id)}' at {_path(trail, node.id)}")
-        seen.add(node.id)
-        problem = id_problem(node.id)
-        if problem is not None:
-            errors.append(f"{_path(trail, node.id)}: {problem}")
-        if node.max_attempts <= 0:
-            errors.append(f"{_path(trail, node.id)}: max_attempts must be > 0")
-        if node.attempts > node.max_attempts:
+
+    def visit(node: Node, ancestors: Ancestors) -> None:
+        depth = len(ancestors) + 1
+        if depth > MAX_DEPTH:
             errors.append(
-                f"{_path(trail, node.id)}: attempts {node.attempts} "
-                f"exceeds max_attempts {node.max_attempts}"
+                f"{_path(ancestors, node.id)}: depth {depth} exceeds the limit of {MAX_DEPTH}"
             )
-        if len(node.children) > 1:
-            keys = [child.sort_key for child in node.children]
-            if any(a > b for a, b in pairwise(keys)):
-                errors.append(f"{_path(trail, node.id)}: children must be sorted by (order,id)")
+            return
+        if node.id in seen:
+            errors.append(f"duplicate id '{_shown(node.id)}' at {_path(ancestors, node.id)}")
+        seen.add(node.id)
+        if (
+            node.max_attempts <= 0
+            or node.attempts > node.max_attempts
+            or len(node.children) > 1
+            or id_problem(node.id) is not None
+        ):
+            errors.extend(_node_errors(node, ancestors))
+        if node.children:
+            below = (*ancestors, node.id)
+            for child in node.children:
+                visit(child, below)
+
+    visit(tree, ())
     return tuple(sorted(errors))

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import attrs
+from pyrsistent import pmap
+from pyrsistent.typing import PMap
 
-from runner_core.model import Node, NodeNext
+from runner_core.model import Node, NodeNext, sort_key
 from runner_core.selection import is_stuck
 
 SECTION_ORDER: tuple[str, ...] = (
@@ -25,17 +27,19 @@ SECTION_ORDER: tuple[str, ...] = (
     "questions",
     "output",
 )
-SECTION_TITLES: dict[str, str] = {
-    "contract": "Runner contract",
-    "goal": "Project goal",
-    "history": "Previous attempt",
-    "failure": "Guard failure of the previous attempt",
-    "selected": "Selected node",
-    "tree": "Task tree summary",
-    "assumptions": "Assumptions so far",
-    "questions": "Open questions",
-    "output": "Output contract",
-}
+SECTION_TITLES: PMap[str, str] = pmap(
+    {
+        "contract": "Runner contract",
+        "goal": "Project goal",
+        "history": "Previous attempt",
+        "failure": "Guard failure of the previous attempt",
+        "selected": "Selected node",
+        "tree": "Task tree summary",
+        "assumptions": "Assumptions so far",
+        "questions": "Open questions",
+        "output": "Output contract",
+    }
+)
 REQUIRED_SECTIONS = frozenset({"contract", "goal", "selected", "output"})
 DROP_ORDER: tuple[str, ...] = ("tree", "assumptions", "questions", "history", "failure")
 # When dropping is not enough, the user-sized required sections are cut, goal first; the
@@ -143,7 +147,7 @@ def tree_outline(tree: Node, selected_id: str, max_lines: int = TREE_OUTLINE_MAX
                 f"{'  ' * depth}- [{mark}] {node.id}: {node.title}{kind} "
                 f"({node.attempts}/{node.max_attempts}){here}"
             )
-        ordered = sorted(node.children, key=lambda child: (child.order, child.id), reverse=True)
+        ordered = sorted(node.children, key=sort_key, reverse=True)
         stack.extend((child, depth + 1) for child in ordered)
     if total > len(lines):
         lines.append(f"... ({total - len(lines)} more nodes not shown)")

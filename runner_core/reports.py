@@ -29,7 +29,7 @@ from runner_core.history import (
     summary_to_json,
     tokens_to_json,
 )
-from runner_core.model import Node, NodeNext, iter_preorder
+from runner_core.model import Node, NodeNext, iter_preorder, sort_key
 from runner_core.recovery import Journal
 from runner_core.run_identity import branch_for
 from runner_core.selection import SelectionStatus, is_stuck, select_leaf
@@ -74,7 +74,7 @@ def canonical_preorder(tree: Node) -> list[tuple[Node, str, int]]:
     while stack:
         node, path, depth = stack.pop()
         walked.append((node, path, depth))
-        for child in sorted(node.children, key=lambda c: (c.order, c.id), reverse=True):
+        for child in sorted(node.children, key=sort_key, reverse=True):
             stack.append((child, f"{path}/{child.id}", depth + 1))
     return walked
 

@@ -3,8 +3,8 @@
 Decides schema validity of trees and agent outputs, using the JSON Schemas shipped in the
 package (read once, with importlib.resources, like any other part of the program). The fast
 path is one fastjsonschema validator, compiled ahead of time into runner_core/_validators.py;
-only when it fails does a second pass walk the tree node by node, without recursion, to collect
-every violation with its JSON path.
+only when it fails does a second pass walk the tree node by node to collect every violation
+with its JSON path. A document nested deeper than either can follow is one error.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
     from fastjsonschema import JsonSchemaValueException
 
 Validator = Callable[[Any], Any]
@@ -24,12 +26,29 @@ DECOMPOSER_OUTPUT_SCHEMA_FILE = "decomposer_output.schema.json"
 EXECUTOR_OUTPUT_SCHEMA_FILE = "executor_output.schema.json"
 
 
+TREE_TOO_DEEP = (
+    "$ nests deeper than the schema validator can follow (a tree is at most 100 levels deep)"
+)
+
+
+def _schema_files() -> Traversable:
+    """Where the shipped schemas are: the `runner_core.schemas` resources when installed.
+
+    In a source checkout on PYTHONPATH (no install) that package does not exist: setuptools
+    makes it from the top-level `schemas/` directory, which is then found beside runner_core.
+    """
+    from importlib import resources  # imported here: most commands never read a schema
+
+    try:
+        return resources.files("runner_core.schemas")
+    except ModuleNotFoundError:
+        return resources.files("runner_core").joinpath("..", "schemas")
+
+
 @functools.cache
 def schema_text(name: str) -> str:
     """The exact text of a shipped schema, e.g. to copy it into `.runner/state/`."""
-    from importlib import resources  # imported here: most commands never read a schema
-
-    return resources.files("runner_core.schemas").joinpath(name).read_text(encoding="utf-8")
+    return _schema_files().joinpath(name).read_text(encoding="utf-8")
 
 
 @functools.cache
@@ -95,27 +114,27 @@ def _node_errors(obj: Any, path: str) -> list[str]:
     return errors
 
 
-def _collect_tree_errors(obj: Any) -> list[str]:
-    errors: list[str] = []
-    stack: list[tuple[Any, str]] = [(obj, "$")]
-    while stack:
-        node, path = stack.pop()
-        errors.extend(_node_errors(node, path))
-        children = node.get("children") if isinstance(node, dict) else None
-        if isinstance(children, list):
-            stack.extend((child, f"{path}.children[{i}]") for i, child in enumerate(children))
-    return errors
+def _collect_tree_errors(node: Any, path: str, errors: list[str]) -> None:
+    errors.extend(_node_errors(node, path))
+    children = node.get("children") if isinstance(node, dict) else None
+    if isinstance(children, list):
+        for index, child in enumerate(children):
+            _collect_tree_errors(child, f"{path}.children[{index}]", errors)
 
 
 def validate_schema(obj: Any) -> tuple[str, ...]:
     """Every schema violation of a task tree document, sorted; empty when it is valid."""
     validate = _compiled(TREE_SCHEMA_FILE)
+    errors: list[str] = []
     try:
-        validate(obj)
-        return ()
-    except (_value_exception(), RecursionError):
-        # Deep trees overflow the recursive fast path; the walk below needs no stack.
-        return tuple(sorted(_collect_tree_errors(obj)))
+        try:
+            validate(obj)
+            return ()
+        except _value_exception():
+            _collect_tree_errors(obj, "$", errors)
+    except RecursionError:
+        return (TREE_TOO_DEEP,)
+    return tuple(sorted(errors))
 
 
 def _validate_document(name: str, obj: Any) -> tuple[str, ...]:

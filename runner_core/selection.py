@@ -10,10 +10,12 @@ import enum
 
 import attrs
 
-from runner_core.model import Node, Trail, iter_preorder, trail_path
+from runner_core.model import Ancestors, Node, iter_preorder, path_of, sort_key
 
 
-class SelectionStatus(enum.Enum):
+class SelectionStatus(enum.StrEnum):
+    """What selection found; a `str`, so it compares equal to "open", "complete", "stuck"."""
+
     OPEN = "open"
     COMPLETE = "complete"
     STUCK = "stuck"
@@ -32,17 +34,18 @@ def is_stuck(node: Node) -> bool:
 
 def leftmost_open_leaf(tree: Node) -> tuple[Node, str] | None:
     """The first leaf with `passes == false` in canonical pre-order, with its path."""
-    stack: list[tuple[Node, Trail]] = [(tree, None)]
-    while stack:
-        node, trail = stack.pop()
+
+    def search(node: Node, ancestors: Ancestors) -> tuple[Node, str] | None:
         if not node.children:
-            if not node.passes:
-                return node, trail_path(trail, node.id)
-            continue
-        below: Trail = (node.id, trail)
-        ordered = sorted(node.children, key=lambda child: (child.order, child.id), reverse=True)
-        stack.extend((child, below) for child in ordered)
-    return None
+            return None if node.passes else (node, path_of(ancestors, node.id))
+        below = (*ancestors, node.id)
+        for child in sorted(node.children, key=sort_key):
+            found = search(child, below)
+            if found is not None:
+                return found
+        return None
+
+    return search(tree, ())
 
 
 def select_leaf(tree: Node) -> Selection:
@@ -56,7 +59,7 @@ def select_leaf(tree: Node) -> Selection:
 
 def node_path(tree: Node, node_id: str) -> str | None:
     """The path of the first node with this id, or None when the tree has none."""
-    for node, trail in iter_preorder(tree):
+    for node, ancestors in iter_preorder(tree):
         if node.id == node_id:
-            return trail_path(trail, node.id)
+            return path_of(ancestors, node.id)
     return None

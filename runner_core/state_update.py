@@ -8,6 +8,8 @@ below is the spec's table; the functions after it only apply it.
 from __future__ import annotations
 
 import attrs
+from pyrsistent import pmap
+from pyrsistent.typing import PMap
 
 from runner_core.model import (
     AgentStatus,
@@ -29,13 +31,15 @@ class Transition:
 DONE, RETRY, DECOMPOSED = AgentStatus.DONE, AgentStatus.RETRY, AgentStatus.DECOMPOSED
 PASS, FAIL, SKIPPED = GuardOutcome.PASS, GuardOutcome.FAIL, GuardOutcome.SKIPPED
 
-TRANSITIONS: dict[tuple[AgentStatus, GuardOutcome], Transition] = {
-    (DONE, PASS): Transition(sets_passes=True, increments_attempts=False),
-    (DONE, FAIL): Transition(sets_passes=False, increments_attempts=True),
-    (DONE, SKIPPED): Transition(sets_passes=False, increments_attempts=False),
-    (RETRY, SKIPPED): Transition(sets_passes=False, increments_attempts=True),
-    (DECOMPOSED, SKIPPED): Transition(sets_passes=False, increments_attempts=False),
-}
+TRANSITIONS: PMap[tuple[AgentStatus, GuardOutcome], Transition] = pmap(
+    {
+        (DONE, PASS): Transition(sets_passes=True, increments_attempts=False),
+        (DONE, FAIL): Transition(sets_passes=False, increments_attempts=True),
+        (DONE, SKIPPED): Transition(sets_passes=False, increments_attempts=False),
+        (RETRY, SKIPPED): Transition(sets_passes=False, increments_attempts=True),
+        (DECOMPOSED, SKIPPED): Transition(sets_passes=False, increments_attempts=False),
+    }
+)
 
 
 class InvalidTransition(ValueError):
@@ -94,18 +98,7 @@ def apply_state_updates(
         ):
             # Unchanged: share it, so an iteration allocates only along the paths it changed.
             return node
-        return Node(
-            node.id,
-            node.order,
-            node.title,
-            node.goal,
-            node.acceptance,
-            node.next,
-            passes,
-            attempts,
-            node.max_attempts,
-            children,
-        )
+        return attrs.evolve(node, passes=passes, attempts=attempts, children=children)
 
     updated = rebuild_postorder(next_tree, update)
     if not found_selected:

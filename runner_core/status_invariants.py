@@ -6,26 +6,31 @@ Compares child counts only; what the children are is the other validators' busin
 
 from __future__ import annotations
 
-from runner_core.model import AgentStatus, Node, index_by_id
+from pyrsistent import pmap
+from pyrsistent.typing import PMap
+
+from runner_core.model import AgentStatus, Node, nodes_by_id
 
 # For each status: must the selected node gain children?
-GAINS_CHILDREN: dict[AgentStatus, bool] = {
-    AgentStatus.DECOMPOSED: True,
-    AgentStatus.DONE: False,
-    AgentStatus.RETRY: False,
-}
+GAINS_CHILDREN: PMap[AgentStatus, bool] = pmap(
+    {
+        AgentStatus.DECOMPOSED: True,
+        AgentStatus.DONE: False,
+        AgentStatus.RETRY: False,
+    }
+)
 
 
 def validate_status_invariants(
     prev: Node, next_tree: Node, selected_id: str, status: AgentStatus
 ) -> tuple[str, ...]:
     """The status violation for the selected node, if any, as a sorted tuple."""
-    before = index_by_id(prev).get(selected_id)
-    after = index_by_id(next_tree).get(selected_id)
+    before = nodes_by_id(prev).get(selected_id)
+    after = nodes_by_id(next_tree).get(selected_id)
     if after is None:
         return (f"status={status.value} but selected node '{selected_id}' missing in next tree",)
-    p = len(before[0].children) if before is not None else 0
-    n = len(after[0].children)
+    p = len(before.children) if before is not None else 0
+    n = len(after.children)
     gained = n > p
     if GAINS_CHILDREN[status] and not gained:
         return (

@@ -1,36 +1,46 @@
 """The task tree as JSON text: parsing, building and the canonical form (SPEC §3).
 
 Decides what text a tree reads from and the exact bytes it is written as: siblings sorted by
-`(order, id)`, 2-space indent, keys in the schema's field order, trailing newline. Never touches
-a file; every walk is iterative, so a 10,000-deep chain is as welcome as a flat tree.
+`(order, id)`, 2-space indent, keys in the schema's field order, trailing newline. Also decides
+which JSON the runner refuses to read at all (duplicate keys, nesting deeper than the reader
+can follow). Never touches a file. How a field is read and written follows from its type in
+`Node`; the node's shape is checked only by the schema (and code generated from it).
 """
 
 from __future__ import annotations
 
+import enum
+import functools
 import json
+import operator
 import re
-from collections.abc import Iterator
-from json.decoder import scanstring  # type: ignore[attr-defined]
+import typing
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from json.encoder import encode_basestring
+from types import MappingProxyType
 from typing import Any
 
 import attrs
 
+from runner_core import _tree_node
 from runner_core.invariants import validate_invariants
-from runner_core.model import NODE_FIELDS, Node, NodeNext, in_canonical_order
+from runner_core.model import MAX_DEPTH, NODE_FIELDS, Node, NodeNext, in_canonical_order
 from runner_core.schema import validate_schema
 
 # The largest tree text the runner reads, and so the largest it writes: a tree whose canonical
-# form is bigger could never be read back. Depth is not limited, but canonical indentation grows
-# with it (a compact 10,000-deep chain of ~1.4 MB is ~3 GB canonically), so such a tree can be
-# validated and selected from, never rewritten.
+# form is bigger could never be read back. Canonical indentation grows with depth, so a tree
+# that fits compactly may still be refused for its canonical size (`canonical_fits`).
 TREE_MAX_BYTES = 128 * 1024 * 1024
 
-_LAYER_PREFIX = {
-    "json": "tree is not valid JSON",
-    "schema": "tree schema validation failed",
-    "invariants": "tree invariants failed",
-}
+# A read-only mapping rather than a pmap: importing pyrsistent would cost every command that
+# reads a tree ~3 ms of start-up (measured with -X importtime), for a table of three entries.
+_LAYER_PREFIX: Mapping[str, str] = MappingProxyType(
+    {
+        "json": "tree is not valid JSON",
+        "schema": "tree schema validation failed",
+        "invariants": "tree invariants failed",
+    }
+)
 
 
 class TreeValidationError(ValueError):
@@ -44,18 +54,33 @@ class TreeValidationError(ValueError):
 
 # ---------------------------------------------------------------- reading text
 
+TOO_DEEP = "it nests deeper than the JSON reader can follow"
+_TREE_TOO_DEEP = f"{TOO_DEEP} (a tree is at most {MAX_DEPTH} levels deep)"
+_SHOWN_KEY_LENGTH = 100
 
-_WHITESPACE = re.compile(r"[ \t\n\r]*")
-_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?")
-_LITERALS = {"true": True, "false": False, "null": None}
+
+class RefusedJson(ValueError):
+    """Syntactically fine JSON the runner will not read: a duplicate key, or nested too deep."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                shown = json.dumps(key[:_SHOWN_KEY_LENGTH])
+                raise RefusedJson(f"duplicate key {shown} in an object")
+            seen.add(key)
+    return obj
 
 
 def loads_json(text: str) -> Any:
-    """`json.loads`, falling back to an iterative parser for documents nested too deep."""
+    """`json.loads`, refusing duplicate keys and deep nesting with a `RefusedJson` line."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
     except RecursionError:
-        return _loads_iteratively(text)
+        raise RefusedJson(TOO_DEEP) from None
 
 
 # `\uD800`-`\uDFFF` escapes: the only way an unpaired surrogate gets into decoded UTF-8 text.
@@ -65,17 +90,21 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 def loads_json_strictly(text: str) -> Any:
     """`loads_json` for text the runner will write back: every string valid Unicode.
 
-    Raises `json.JSONDecodeError` for bad syntax and `ValueError` naming the JSON path of a
-    string holding an unpaired surrogate (UTF-8 cannot encode it) or a number too long to read.
+    Raises `json.JSONDecodeError` for bad syntax, `RefusedJson` for JSON the runner will not
+    read, and `ValueError` naming the JSON path of a string holding an unpaired surrogate
+    (UTF-8 cannot encode it) or a number too long to read.
     """
     try:
         value = loads_json(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RefusedJson):
         raise
     except ValueError:  # int() refuses more digits than sys.get_int_max_str_digits()
         raise ValueError("a number has too many digits to be read") from None
     if _SURROGATE_ESCAPE.search(text):
-        path = _unpaired_surrogate_path(value)
+        try:
+            path = _unpaired_surrogate_path(value, "$")
+        except RecursionError:
+            raise RefusedJson(TOO_DEEP) from None
         if path is not None:
             raise ValueError(f"{path} holds an unpaired surrogate escape; strings must be Unicode")
     return value
@@ -91,282 +120,166 @@ def _is_unicode(text: str) -> bool:
     return True
 
 
-def _unpaired_surrogate_path(value: Any) -> str | None:
-    stack: list[tuple[Any, str]] = [(value, "$")]
-    while stack:
-        item, path = stack.pop()
-        if isinstance(item, str) and not _is_unicode(item):
+def _unpaired_surrogate_path(item: Any, path: str) -> str | None:
+    if isinstance(item, str):
+        return None if _is_unicode(item) else path
+    children: Iterator[tuple[str, Any]]
+    if isinstance(item, dict):
+        if not all(map(_is_unicode, item)):
             return path
-        if isinstance(item, dict):
-            for key, child in item.items():
-                if not _is_unicode(key):
-                    return path
-                stack.append((child, f"{path}.{key}"))
-        elif isinstance(item, list):
-            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(item))
+        children = ((f"{path}.{key}", child) for key, child in item.items())
+    elif isinstance(item, list):
+        children = ((f"{path}[{index}]", child) for index, child in enumerate(item))
+    else:
+        return None
+    for child_path, child in children:
+        found = _unpaired_surrogate_path(child, child_path)
+        if found is not None:
+            return found
     return None
 
 
-def _loads_iteratively(text: str) -> Any:
-    """A strict RFC 8259 parser with an explicit stack; same results as `json.loads`."""
-    # Each open container is [value, pending key or None].
-    stack: list[list[Any]] = []
-    pos = _WHITESPACE.match(text, 0).end()  # type: ignore[union-attr]
-    result: Any = None
-    have_result = False
-
-    def fail(message: str) -> json.JSONDecodeError:
-        return json.JSONDecodeError(message, text, pos)
-
-    while True:
-        if pos >= len(text):
-            raise fail("Expecting value")
-        char = text[pos]
-        value: Any
-        opened = False
-        if char == "{":
-            value, opened = {}, True
-            pos += 1
-        elif char == "[":
-            value, opened = [], True
-            pos += 1
-        elif char == '"':
-            value, pos = scanstring(text, pos + 1, True)
-        else:
-            number = _NUMBER.match(text, pos)
-            literal = next((word for word in _LITERALS if text.startswith(word, pos)), None)
-            if number:
-                token = number.group()
-                value = float(token) if number.group(1) or number.group(2) else int(token)
-                pos = number.end()
-            elif literal is not None:
-                value = _LITERALS[literal]
-                pos += len(literal)
-            else:
-                raise fail("Expecting value")
-        if opened:
-            stack.append([value, None])
-            pos = _WHITESPACE.match(text, pos).end()  # type: ignore[union-attr]
-            closing = "}" if isinstance(value, dict) else "]"
-            if text.startswith(closing, pos):
-                stack.pop()
-                pos += 1
-            elif isinstance(value, dict):
-                pos = _read_key(text, pos, stack[-1])
-                continue
-            else:
-                continue
-        # A complete value: attach it and close every container that ends here.
-        while True:
-            if not stack:
-                result, have_result = value, True
-                break
-            container = stack[-1]
-            if isinstance(container[0], dict):
-                container[0][container[1]] = value
-            else:
-                container[0].append(value)
-            pos = _WHITESPACE.match(text, pos).end()  # type: ignore[union-attr]
-            closing = "}" if isinstance(container[0], dict) else "]"
-            if text.startswith(",", pos):
-                pos = _WHITESPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
-                if isinstance(container[0], dict):
-                    pos = _read_key(text, pos, container)
-                break
-            if text.startswith(closing, pos):
-                pos += 1
-                value = stack.pop()[0]
-                continue
-            raise fail(f"Expecting ',' delimiter or '{closing}'")
-        if have_result:
-            pos = _WHITESPACE.match(text, pos).end()  # type: ignore[union-attr]
-            if pos != len(text):
-                raise fail("Extra data")
-            return result
-
-
-def _read_key(text: str, pos: int, container: list[Any]) -> int:
-    if not text.startswith('"', pos):
-        raise json.JSONDecodeError("Expecting property name enclosed in double quotes", text, pos)
-    key, pos = scanstring(text, pos + 1, True)
-    pos = _WHITESPACE.match(text, pos).end()  # type: ignore[union-attr]
-    if not text.startswith(":", pos):
-        raise json.JSONDecodeError("Expecting ':' delimiter", text, pos)
-    container[1] = key
-    return _WHITESPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
-
-
 # ---------------------------------------------------------------- objects <-> nodes
+# Each field is read with its type's constructor (an `order` of 1.0 becomes 1, a `next` of
+# "execute" becomes NodeNext.EXECUTE) and written back as JSON's own kind of value.
+
+_FIELD_TYPES: Mapping[str, Any] = MappingProxyType(typing.get_type_hints(Node))
+_OWN_FIELDS = tuple(name for name in NODE_FIELDS if name != "children")
+_own_values = operator.attrgetter(*_OWN_FIELDS)
+
+
+def _reader(kind: Any) -> Callable[[Any], Any]:
+    return tuple if typing.get_origin(kind) is tuple else typing.cast(Callable[[Any], Any], kind)
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+_READERS = tuple((name, _reader(_FIELD_TYPES[name])) for name in _OWN_FIELDS)
 
 
 def tree_from_json(obj: Any) -> Node:
     """Build a `Node` from a schema-valid JSON object, keeping siblings in the given order."""
-    stack: list[tuple[dict[str, Any], bool]] = [(obj, False)]
-    built: list[Node] = []
-    while stack:
-        item, children_ready = stack.pop()
-        children_json = item["children"]
-        if not children_ready:
-            stack.append((item, True))
-            stack.extend((child, False) for child in reversed(children_json))
-            continue
-        count = len(children_json)
-        children = tuple(built[len(built) - count :]) if count else ()
-        if count:
-            del built[len(built) - count :]
-        built.append(
-            Node(
-                item["id"],
-                int(item["order"]),
-                item["title"],
-                item["goal"],
-                tuple(item["acceptance"]),
-                NodeNext(item["next"]),
-                item["passes"],
-                int(item["attempts"]),
-                int(item["max_attempts"]),
-                children,
-            )
-        )
-    return built[0]
-
-
-def _own_json(node: Node) -> dict[str, Any]:
-    return {
-        "id": node.id,
-        "order": node.order,
-        "title": node.title,
-        "goal": node.goal,
-        "acceptance": list(node.acceptance),
-        "next": node.next.value,
-        "passes": node.passes,
-        "attempts": node.attempts,
-        "max_attempts": node.max_attempts,
-    }
+    return Node(
+        **{name: read(obj[name]) for name, read in _READERS},
+        children=tuple([tree_from_json(child) for child in obj["children"]]),
+    )
 
 
 def tree_to_json(tree: Node) -> dict[str, Any]:
     """The tree as plain JSON data, keys in the schema's field order, siblings as stored."""
-    result: dict[str, Any] = {}
-    stack: list[tuple[Node, dict[str, Any]]] = [(tree, result)]
-    while stack:
-        node, target = stack.pop()
-        target.update(_own_json(node))
-        children: list[dict[str, Any]] = [{} for _ in node.children]
-        target["children"] = children
-        stack.extend(zip(node.children, children, strict=True))
-    assert tuple(result) == NODE_FIELDS
-    return result
+    own = {
+        name: _json_value(value) for name, value in zip(_OWN_FIELDS, _own_values(tree), strict=True)
+    }
+    return {**own, "children": [tree_to_json(child) for child in tree.children]}
 
 
-def dumps_tree(tree: Node) -> str:
-    """The canonical text of a tree: what `json.dumps(indent=2)` of its sorted form prints."""
-    return "".join(_canonical_pieces(tree))
-
-
-def canonical_fits(tree: Node, limit: int = TREE_MAX_BYTES) -> bool:
-    """Whether the canonical text of `tree` is at most `limit` UTF-8 bytes.
-
-    Stops counting at the limit, so a tree whose canonical form would take gigabytes (a deep
-    chain: indentation grows with depth) is refused in the time it takes to reach the limit.
-    """
-    size = 0
-    for piece in _canonical_pieces(tree):
-        size += len(piece) if piece.isascii() else len(piece.encode("utf-8"))
-        if size > limit:
-            return False
-    return True
+# ---------------------------------------------------------------- the canonical text
 
 
 @attrs.frozen(slots=True)
 class _Layout:
     """The fixed text around a node's values at one depth of the canonical form."""
 
-    head: str
-    order: str
-    title: str
-    goal: str
-    acceptance: str
-    items_open: str
-    items_separator: str
-    items_close: str
-    next: str
-    passes: str
-    attempts: str
-    max_attempts: str
-    leaf_end: tuple[str, str]  # (followed by a sibling, last)
+    prefixes: tuple[str, ...]  # before each field but the children: indentation and key
+    array: Callable[[Sequence[str]], str]
+    leaf_end: tuple[str, str]  # indexed by "is the last of its siblings"
     children_open: str
     children_close: tuple[str, str]
 
 
 def _layout(depth: int) -> _Layout:
     pad = "  " * (2 * depth)
-    field = pad + "  "
+    field_pad = pad + "  "
+    children = f',\n{field_pad}"children": '
     return _Layout(
-        head=f'{pad}{{\n{field}"id": ',
-        order=f',\n{field}"order": ',
-        title=f',\n{field}"title": ',
-        goal=f',\n{field}"goal": ',
-        acceptance=f',\n{field}"acceptance": ',
-        items_open=f"[\n{field}  ",
-        items_separator=f",\n{field}  ",
-        items_close=f"\n{field}]",
-        next=f',\n{field}"next": ',
-        passes=f',\n{field}"passes": ',
-        attempts=f',\n{field}"attempts": ',
-        max_attempts=f',\n{field}"max_attempts": ',
-        leaf_end=(f',\n{field}"children": []\n{pad}}},\n', f',\n{field}"children": []\n{pad}}}\n'),
-        children_open=f',\n{field}"children": [\n',
-        children_close=(f"{field}]\n{pad}}},\n", f"{field}]\n{pad}}}\n"),
+        prefixes=tuple(
+            f'{pad}{{\n{field_pad}"{name}": ' if index == 0 else f',\n{field_pad}"{name}": '
+            for index, name in enumerate(_OWN_FIELDS)
+        ),
+        array=functools.partial(_json_array, pad=field_pad),
+        leaf_end=(f"{children}[]\n{pad}}},\n", f"{children}[]\n{pad}}}\n"),
+        children_open=f"{children}[\n",
+        children_close=(f"{field_pad}]\n{pad}}},\n", f"{field_pad}]\n{pad}}}\n"),
     )
 
 
-def _canonical_pieces(tree: Node) -> Iterator[str]:
-    # The text is built from each depth's fixed pieces, computed once per depth, with a
-    # node's values between them: one string per node and one per closing children array.
-    layouts: list[_Layout] = []
-    # Items are nodes to open, with their depth and whether they are last, or text to emit.
-    # Siblings are put in canonical order as they are reached, which is `sort_children`
-    # without a walk of its own.
-    stack: list[tuple[Node, int, bool] | str] = [(tree, 0, True)]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            yield item
-            continue
-        node, depth, last = item
-        if depth == len(layouts):
-            layouts.append(_layout(depth))
-        layout = layouts[depth]
-        if node.acceptance:
-            lines = layout.items_separator.join(map(encode_basestring, node.acceptance))
-            acceptance = f"{layout.items_open}{lines}{layout.items_close}"
-        else:
-            acceptance = "[]"
-        next_text = _EXECUTE_TEXT if node.next is NodeNext.EXECUTE else f'"{node.next.value}"'
-        children = node.children
-        if len(children) > 1:
-            children = in_canonical_order(children)
-        end = layout.children_open if children else layout.leaf_end[last]
-        yield (
-            f"{layout.head}{encode_basestring(node.id)}"
-            f"{layout.order}{node.order}"
-            f"{layout.title}{encode_basestring(node.title)}"
-            f"{layout.goal}{encode_basestring(node.goal)}"
-            f"{layout.acceptance}{acceptance}"
-            f"{layout.next}{next_text}"
-            f"{layout.passes}{'true' if node.passes else 'false'}"
-            f"{layout.attempts}{node.attempts}"
-            f"{layout.max_attempts}{node.max_attempts}{end}"
+def _json_array(items: Sequence[str], pad: str) -> str:
+    inner = f",\n{pad}  ".join(map(encode_basestring, items))
+    return f"[\n{pad}  {inner}\n{pad}]"
+
+
+# Generated from the schema's node definition by scripts/gen_validators.py (untyped code).
+_node_text: Callable[
+    [Node, tuple[str, ...], Callable[[Sequence[str]], str], Callable[[str], str], str], str
+] = _tree_node.canonical_node_text
+
+# One layout per depth a valid tree can have, computed once.
+_LAYOUTS = tuple(_layout(depth) for depth in range(MAX_DEPTH))
+
+
+def _write(node: Node, depth: int, last: bool, emit: Callable[[str], object]) -> None:
+    """Emit the canonical text of `node` in pieces: one per node, one per closing array.
+
+    Siblings are put in canonical order as they are reached: `sort_children` without a walk
+    of its own. Leaves, most of any tree, are written in their parent's loop.
+    """
+    layout = _LAYOUTS[depth] if depth < MAX_DEPTH else _layout(depth)
+    children = node.children
+    if not children:
+        emit(
+            _node_text(
+                node, layout.prefixes, layout.array, encode_basestring, layout.leaf_end[last]
+            )
         )
-        if children:
-            stack.append(layout.children_close[last])
-            below = depth + 1
-            stack.append((children[-1], below, True))
-            stack.extend([(child, below, False) for child in children[-2::-1]])
+        return
+    emit(_node_text(node, layout.prefixes, layout.array, encode_basestring, layout.children_open))
+    if len(children) > 1:
+        children = in_canonical_order(children)
+    below = depth + 1
+    inner = _LAYOUTS[below] if below < MAX_DEPTH else _layout(below)
+    for index, child in enumerate(children, 1 - len(children)):  # 0 at the last child
+        if child.children:
+            _write(child, below, not index, emit)
+        else:
+            end = inner.leaf_end[not index]
+            emit(_node_text(child, inner.prefixes, inner.array, encode_basestring, end))
+    emit(layout.children_close[last])
 
 
-_EXECUTE_TEXT = f'"{NodeNext.EXECUTE.value}"'
+def dumps_tree(tree: Node) -> str:
+    """The canonical text of a tree: what `json.dumps(indent=2)` of its sorted form prints."""
+    pieces: list[str] = []
+    _write(tree, 0, True, pieces.append)
+    return "".join(pieces)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def canonical_fits(tree: Node, limit: int = TREE_MAX_BYTES) -> bool:
+    """Whether the canonical text of `tree` is at most `limit` UTF-8 bytes.
+
+    Stops at the limit, so a tree whose canonical form would take gigabytes (indentation grows
+    with depth) is refused in the time it takes to reach the limit.
+    """
+    size = 0
+
+    def count(piece: str) -> None:
+        nonlocal size
+        size += len(piece) if piece.isascii() else len(piece.encode("utf-8"))
+        if size > limit:
+            raise _TooLarge
+
+    try:
+        _write(tree, 0, True, count)
+    except _TooLarge:
+        return False
+    return True
 
 
 # ---------------------------------------------------------------- the loading pipeline
@@ -393,6 +306,10 @@ def _tree_text(text: str | bytes) -> str:
     return text
 
 
+def _too_deep() -> TreeValidationError:
+    return TreeValidationError("json", (_TREE_TOO_DEEP,))
+
+
 def _json_of(text: str) -> Any:
     try:
         return loads_json_strictly(text)
@@ -400,16 +317,23 @@ def _json_of(text: str) -> Any:
         raise TreeValidationError(
             "json", (f"{error.msg} at line {error.lineno} column {error.colno}",)
         ) from None
+    except RefusedJson as error:
+        raise (
+            _too_deep() if str(error) == TOO_DEEP else TreeValidationError("json", (str(error),))
+        ) from None
     except ValueError as error:
         raise TreeValidationError("json", (str(error),)) from None
 
 
 def tree_from_valid_json(obj: Any) -> Node:
     """schema → build → invariants, raising `TreeValidationError` at the first failing layer."""
-    schema_errors = validate_schema(obj)
-    if schema_errors:
-        raise TreeValidationError("schema", schema_errors)
-    tree = tree_from_json(obj)
+    try:
+        schema_errors = validate_schema(obj)
+        if schema_errors:
+            raise TreeValidationError("schema", schema_errors)
+        tree = tree_from_json(obj)
+    except RecursionError:  # JSON built in code, deeper than any text the reader accepts
+        raise _too_deep() from None
     invariant_errors = validate_invariants(tree)
     if invariant_errors:
         raise TreeValidationError("invariants", invariant_errors)
@@ -419,9 +343,9 @@ def tree_from_valid_json(obj: Any) -> Node:
 def parse_tree(text: str | bytes) -> Node:
     """Text of a tree file → a valid immutable tree (parse → schema → invariants).
 
-    A tree the schema plainly accepts is built while its JSON is decoded, in one pass and
-    without keeping the decoded objects; anything else takes the layer-by-layer path, which
-    alone words the errors. Both give the same tree or the same error.
+    Canonical text is built while its JSON is decoded, in one pass and without keeping the
+    decoded objects; anything else takes the layer-by-layer path, which alone words the
+    errors. Both give the same tree or the same error.
     """
     decoded = _tree_text(text)
     tree = _tree_of_plain_nodes(decoded)
@@ -434,88 +358,35 @@ def parse_tree(text: str | bytes) -> Node:
 
 
 # ---------------------------------------------------------------- the one-pass fast path
-# Sound, not complete: `_node_of` accepts only what schemas/task_tree/v1.schema.json accepts
-# (tests/test_tree_fast_path.py pins the schema it was written for) and gives up on anything
-# unusual, such as a float `order` of 1.0, which the schema accepts and the full path handles.
+# Sound, not complete: `plain_node` (generated from the schema by scripts/gen_validators.py)
+# accepts only nodes the schema accepts, with keys in the canonical order, and gives up on
+# anything else (another key order, a float `order` of 1.0, a duplicate key), which the full
+# path reads or refuses.
 
 
 class _NotPlainNode(Exception):
     """Raised from inside the JSON decoder to leave the fast path."""
 
 
-_NEXT_BY_VALUE = {member.value: member for member in NodeNext}
+_ENUM_MEMBERS = MappingProxyType(
+    {"next": MappingProxyType({member.value: member for member in NodeNext})}
+)
 
 
-def _node_of(obj: dict[str, Any]) -> Node:
-    """The node of a JSON object of exactly the schema's node shape, children already built."""
-    if len(obj) != len(NODE_FIELDS):
-        raise _NotPlainNode
-    try:
-        node_id = obj["id"]
-        order = obj["order"]
-        title = obj["title"]
-        goal = obj["goal"]
-        acceptance = obj["acceptance"]
-        next_value = obj["next"]
-        passes = obj["passes"]
-        attempts = obj["attempts"]
-        max_attempts = obj["max_attempts"]
-        children = obj["children"]
-    except KeyError:
-        raise _NotPlainNode from None
-    # `type() is` rather than isinstance: a bool is no integer here, as in the schema.
-    if not (
-        type(node_id) is str
-        and node_id
-        and type(order) is int
-        and type(title) is str
-        and type(goal) is str
-        and type(next_value) is str
-        and next_value in _NEXT_BY_VALUE
-        and type(passes) is bool
-        and type(attempts) is int
-        and attempts >= 0
-        and type(max_attempts) is int
-        and max_attempts >= 0
-        and type(acceptance) is list
-        and type(children) is list
-    ):
-        raise _NotPlainNode
-    for line in acceptance:
-        if type(line) is not str:
-            raise _NotPlainNode
-    for child in children:
-        # Every JSON object became a Node or ended the fast path, so a Node child is valid.
-        if type(child) is not Node:
-            raise _NotPlainNode
-    return Node(
-        node_id,
-        order,
-        title,
-        goal,
-        tuple(acceptance),
-        _NEXT_BY_VALUE[next_value],
-        passes,
-        attempts,
-        max_attempts,
-        tuple(children),
-    )
-
-
-def _unicode_node_of(obj: dict[str, Any]) -> Node:
-    """`_node_of`, also refusing strings that are not valid Unicode (`loads_json_strictly`)."""
-    node = _node_of(obj)
-    if not all(map(_is_unicode, (node.id, node.title, node.goal, *node.acceptance))):
-        raise _NotPlainNode
-    return node
+_plain_node_reader: Callable[..., Callable[[list[tuple[str, Any]]], Node]] = (
+    _tree_node.plain_node_reader
+)
+_node_of = _plain_node_reader(Node, _ENUM_MEMBERS, _NotPlainNode)
 
 
 def _tree_of_plain_nodes(text: str) -> Node | None:
     """The tree when every JSON object in `text` is a plain valid node, else None."""
-    # Only a `\uD800`-`\uDFFF` escape can put a lone surrogate into a string of valid text.
-    escaped_surrogates = "\\" in text and _SURROGATE_ESCAPE.search(text) is not None
+    if "\\" in text and _SURROGATE_ESCAPE.search(text) is not None:
+        return None  # a string may hold a lone surrogate: the full path names it
     try:
-        root = json.loads(text, object_hook=_unicode_node_of if escaped_surrogates else _node_of)
-    except (_NotPlainNode, ValueError, RecursionError):
+        root = json.loads(text, object_pairs_hook=_node_of)
+    except (_NotPlainNode, ValueError):
         return None
+    except RecursionError:
+        raise _too_deep() from None
     return root if type(root) is Node else None

@@ -1,11 +1,18 @@
-"""Write runner_core/_validators.py: the shipped JSON Schemas, compiled by fastjsonschema.
+"""Write runner_core/_validators.py (the shipped JSON Schemas, compiled by fastjsonschema)
+and runner_core/_tree_node.py (how a task tree node is read and written).
 
-    python scripts/gen_validators.py          # rewrite the module
-    python scripts/gen_validators.py --check  # exit 1 if it is not what this would write
+    python scripts/gen_validators.py          # rewrite the modules
+    python scripts/gen_validators.py --check  # exit 1 if they are not what this would write
 
 Compiling a schema at run time costs a `runner step` a few milliseconds of every start-up;
 the compiled code is the same either way. tests/test_generated_validators.py fails when the
 module and schemas/ disagree.
+
+In _tree_node.py it writes, from the task tree's node definition,
+`plain_node_reader` (the one-pass fast path of `runner_core.tree_json.parse_tree`: a node's
+JSON object, as decoded key/value pairs in the schema's order, checked and built into a node)
+and `canonical_node_text` (a node's fields as canonical JSON). Both are derived from the
+schema here, so the schema stays the only description of a node's shape.
 """
 
 from __future__ import annotations
@@ -13,18 +20,139 @@ from __future__ import annotations
 import hashlib
 import sys
 from pathlib import Path
+from typing import Any
 
 import fastjsonschema
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "schemas"
 TARGET = ROOT / "runner_core" / "_validators.py"
+# Kept apart from the validators so reading a tree never imports fastjsonschema.
+TREE_NODE_TARGET = ROOT / "runner_core" / "_tree_node.py"
 # The schemas runner_core.schema validates with, by their names under schemas/.
 SCHEMA_FILES = (
     "task_tree/v1.schema.json",
     "executor_output.schema.json",
     "decomposer_output.schema.json",
 )
+
+
+NODE_DEFINITION = ("task_tree/v1.schema.json", "#/$defs/node")
+
+
+def _condition(name: str, definition: dict[str, Any]) -> str:
+    """A Python expression true exactly when the value `name` meets `definition`.
+
+    Only the keywords the node definition uses are understood, strictly (a float is no
+    integer, a bool no number); any other keyword stops the generator, so a schema change
+    cannot make the fast path accept less carefully than the schema.
+    """
+    known = {"type", "minLength", "minimum", "enum", "items", "$ref"}
+    unknown = set(definition) - known
+    if unknown:
+        raise SystemExit(f"plain_node_reader: no check for {sorted(unknown)}; extend the generator")
+    if definition.get("$ref") == NODE_DEFINITION[1]:
+        return f"type({name}) is node_type"
+    types = {"string": "str", "integer": "int", "boolean": "bool", "array": "list"}
+    parts: list[str] = []
+    if "type" in definition:
+        if definition["type"] not in types:
+            raise SystemExit(f"plain_node_reader: no check for type {definition['type']!r}")
+        parts.append(f"type({name}) is {types[definition['type']]}")
+    if "enum" in definition:
+        values = definition["enum"]
+        assert isinstance(values, list) and all(isinstance(value, str) for value in values)
+        parts.append(f"type({name}) is str and {name} in {tuple(values)!r}")
+    if "minLength" in definition:
+        parts.append(f"len({name}) >= {definition['minLength']}")
+    if "minimum" in definition:
+        parts.append(f"{name} >= {definition['minimum']}")
+    if "items" in definition:
+        items = definition["items"]
+        assert isinstance(items, dict)
+        parts.append(f"all([{_condition('item', items)} for item in {name}])")
+    return " and ".join(parts)
+
+
+def _node_properties(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    node = schema["$defs"]["node"]
+    properties: dict[str, dict[str, Any]] = node["properties"]
+    fields = list(properties)
+    if node.get("additionalProperties") is not False or node.get("required") != fields:
+        raise SystemExit("task tree node: it must require exactly its properties, in order")
+    if fields[-1] != "children":
+        raise SystemExit("task tree node: `children` must be its last property")
+    return properties
+
+
+def _plain_node_reader(properties: dict[str, dict[str, Any]]) -> str:
+    fields = list(properties)
+    names = [f"v{index}" for index in range(len(fields))]
+    checks = [f"k{index} == {field!r}" for index, field in enumerate(fields)]
+    checks += [
+        _condition(name, properties[field]) for name, field in zip(names, fields, strict=True)
+    ]
+    values = []
+    for name, field in zip(names, fields, strict=True):
+        definition = properties[field]
+        if "enum" in definition:
+            values.append(f"members[{field!r}][{name}]")
+        elif definition.get("type") == "array":
+            values.append(f"tuple({name})")
+        else:
+            values.append(name)
+    pairs = ", ".join(f"(k{index}, {name})" for index, name in enumerate(names))
+    condition = "\n            and ".join(f"({check})" for check in checks)
+    return (
+        "def plain_node_reader(node_type, members, refuse):\n"
+        '    """An `object_pairs_hook` building a task tree node from an object whose keys are in\n'
+        "    the schema's order and whose values the node definition accepts, as\n"
+        "    `node_type(*values)`, and raising `refuse` for any other object. `members` maps\n"
+        '    each enum field to its members by value; children must already be `node_type`s."""\n'
+        "\n"
+        "    def read(pairs):\n"
+        f"        if len(pairs) != {len(fields)}:\n"
+        "            raise refuse\n"
+        f"        {pairs}, = pairs\n"
+        f"        if not (\n            {condition}\n        ):\n"
+        "            raise refuse\n"
+        f"        return node_type({', '.join(values)})\n"
+        "\n"
+        "    return read\n"
+    )
+
+
+def _canonical_value(field: str, definition: dict[str, Any]) -> str:
+    attribute = f"node.{field}"
+    if "enum" in definition:
+        return f"encode({attribute}._value_)"  # `.value` is a slower descriptor
+    kind = definition.get("type")
+    if kind == "string":
+        return f"encode({attribute})"
+    if kind == "integer":
+        return attribute
+    if kind == "boolean":
+        return f"('true' if {attribute} else 'false')"
+    if kind == "array" and definition.get("items") == {"type": "string"}:
+        return f"(array({attribute}) if {attribute} else '[]')"
+    raise SystemExit(f"canonical_node_text: no canonical text for {field}; extend the generator")
+
+
+def _canonical_node_text(properties: dict[str, dict[str, Any]]) -> str:
+    own = [field for field in properties if field != "children"]
+    prefixes = ", ".join(f"p{index}" for index in range(len(own)))
+    text = "".join(
+        f"{{p{index}}}{{{_canonical_value(field, properties[field])}}}"
+        for index, field in enumerate(own)
+    )
+    return (
+        "def canonical_node_text(node, prefixes, array, encode, end):\n"
+        '    """A node\'s fields but its children as canonical JSON text, then `end`: each field\n'
+        "    after its prefix (the key and the indentation of its depth), strings through\n"
+        '    `encode`, non-empty arrays of strings through `array`."""\n'
+        f"    {prefixes}, = prefixes\n"
+        f'    return f"{text}{{end}}"\n'
+    )
 
 
 def generate() -> str:
@@ -51,28 +179,51 @@ def generate() -> str:
     return (
         "# Generated by scripts/gen_validators.py from schemas/; do not edit.\n"
         "# ruff: noqa\n"
-        f"{header.rstrip()}\n\n\n"
+        f"{header.rstrip()}\n"
+        "from types import MappingProxyType\n\n\n"
         + "\n\n".join(bodies)
         + "\n\n# The compiled validator of each schema, by its name under schemas/.\n"
-        + "VALIDATORS = {\n"
+        + "VALIDATORS = MappingProxyType({\n"
         + "".join(entries)
-        + "}\n\n# What each schema's text was when this module was generated.\n"
-        + "SCHEMA_SHA256 = {\n"
+        + "})\n\n# What each schema's text was when this module was generated.\n"
+        + "SCHEMA_SHA256 = MappingProxyType({\n"
         + "".join(hashes)
-        + "}\n"
+        + "})\n"
+    )
+
+
+def generate_tree_node() -> str:
+    """The text of runner_core/_tree_node.py for the task tree schema."""
+    import json
+
+    text = (SCHEMAS / NODE_DEFINITION[0]).read_text(encoding="utf-8")
+    node_properties = _node_properties(json.loads(text))
+    return (
+        "# Generated by scripts/gen_validators.py from schemas/; do not edit.\n"
+        "# ruff: noqa\n"
+        '"""How runner_core.tree_json reads and writes one task tree node: derived from the node\n'
+        'definition of schemas/task_tree/v1.schema.json, which stays its only description."""\n'
+        "\n"
+        f"SCHEMA_SHA256 = {hashlib.sha256(text.encode('utf-8')).hexdigest()!r}\n\n\n"
+        + _plain_node_reader(node_properties)
+        + "\n\n"
+        + _canonical_node_text(node_properties)
     )
 
 
 def main(argv: list[str]) -> int:
-    text = generate()
+    texts = {TARGET: generate(), TREE_NODE_TARGET: generate_tree_node()}
     if argv == ["--check"]:
-        current = TARGET.read_text(encoding="utf-8") if TARGET.exists() else ""
-        if current != text:
-            print(f"{TARGET.relative_to(ROOT)} is stale: run python scripts/gen_validators.py")
-            return 1
-        return 0
-    TARGET.write_text(text, encoding="utf-8")
-    print(f"wrote {TARGET.relative_to(ROOT)}")
+        stale = 0
+        for target, text in texts.items():
+            current = target.read_text(encoding="utf-8") if target.exists() else ""
+            if current != text:
+                print(f"{target.relative_to(ROOT)} is stale: run python scripts/gen_validators.py")
+                stale = 1
+        return stale
+    for target, text in texts.items():
+        target.write_text(text, encoding="utf-8")
+        print(f"wrote {target.relative_to(ROOT)}")
     return 0
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner_core import Node, NodeNext, iter_preorder
+import attrs
+
+from runner_core import Node, iter_preorder, tree_from_json
 
 DEFAULT_MAX_ATTEMPTS = 3
 
@@ -43,19 +45,7 @@ def node(id: str, *children: dict[str, Any], **fields: Any) -> dict[str, Any]:
 
 def tree(id: str, *children: Node, **fields: Any) -> Node:
     """A `Node` with the same defaults as `node`; children are kept in the order given."""
-    data = node(id, **fields)
-    return Node(
-        id=id,
-        order=data["order"],
-        title=data["title"],
-        goal=data["goal"],
-        acceptance=tuple(data["acceptance"]),
-        next=NodeNext(data["next"]),
-        passes=data["passes"],
-        attempts=data["attempts"],
-        max_attempts=data["max_attempts"],
-        children=children,
-    )
+    return attrs.evolve(tree_from_json(node(id, **fields)), children=children)
 
 
 def text_of(data: dict[str, Any]) -> str:

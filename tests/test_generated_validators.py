@@ -17,7 +17,7 @@ import fastjsonschema
 import pytest
 from core_trees import node
 
-from runner_core import _validators
+from runner_core import _tree_node, _validators
 from runner_core.schema import load_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,3 +92,29 @@ def test_each_compiled_validator_judges_like_one_compiled_at_run_time(name: str)
     ahead_of_time = _validators.VALIDATORS[name]
     for document in DOCUMENTS[name]:
         assert outcome(ahead_of_time, document) == outcome(at_run_time, document)
+
+
+def test_the_tree_node_module_is_exactly_what_the_generator_writes() -> None:
+    committed = (ROOT / "runner_core" / "_tree_node.py").read_text(encoding="utf-8")
+    assert generator().generate_tree_node() == committed, REGENERATE
+
+
+def test_the_tree_node_module_is_generated_from_the_current_tree_schema() -> None:
+    text = (ROOT / "schemas" / "task_tree" / "v1.schema.json").read_text(encoding="utf-8")
+    assert hashlib.sha256(text.encode()).hexdigest() == _tree_node.SCHEMA_SHA256, REGENERATE
+
+
+@pytest.mark.parametrize(
+    ("definition", "refusal"),
+    [
+        ({"type": "string", "pattern": "^a"}, "no check for ['pattern']"),
+        ({"type": "number"}, "no check for type 'number'"),
+    ],
+)
+def test_the_generator_refuses_a_node_field_it_cannot_check_strictly(
+    definition: dict[str, Any], refusal: str
+) -> None:
+    with pytest.raises(SystemExit) as raised:
+        generator()._condition("v0", definition)
+
+    assert refusal in str(raised.value)

@@ -9,10 +9,11 @@ logged and committed, so run_state advances, but tree.json, config.toml and GOAL
 were and no attempt is consumed.
 
 Decisions pinned here: tree.json is read up to 128 MiB (a 1,000,000-node tree is refused by size);
-a compact 10,000-deep chain is valid for validate and select, but `step` refuses it, since its
-canonical form (2-space indentation per level) would be ~3 GB, more than the runner could read
-back; 10 MB strings are accepted in titles, goals and acceptance, not in ids (at most 1000
-characters, no '/', control characters or line breaks).
+a tree is at most 100 levels deep (issue 9): a 101-level chain fails the invariants, and a
+compact 10,000-deep chain, which `validate` and `select` used to accept, is refused by every
+command as nested deeper than the JSON reader can follow; JSON with a duplicate key is refused;
+10 MB strings are accepted in titles, goals and acceptance, not in ids (at most 1000
+characters, no whitespace, '=', '/' or control characters).
 """
 
 from __future__ import annotations
@@ -115,7 +116,8 @@ def refused(says: str) -> dict[str, Expect]:
 
 
 INVARIANT = ".runner/state/tree.json: tree invariants failed: "
-BAD_ID = "id must not contain '/' or control characters"
+BAD_ID = "id must not contain whitespace, '=', '/' or control characters"
+TOO_DEEP = "it nests deeper than the JSON reader can follow (a tree is at most 100 levels deep)"
 TEN_MB = "x" * (10 * MB)
 
 TREE_CASES: dict[str, tuple[Callable[[], bytes], dict[str, Expect]]] = {
@@ -143,15 +145,21 @@ TREE_CASES: dict[str, tuple[Callable[[], bytes], dict[str, Expect]]] = {
     ),
     "100,000 nested arrays": (
         lambda: b"[" * 100_000 + b"]" * 100_000,
-        refused("tree schema validation failed: $ must be object"),
+        refused(f"tree.json: tree is not valid JSON: {TOO_DEEP}"),
     ),
     "10,000 levels deep": (
         lambda: deep_chain(10_000),
-        {
-            "validate": OK,
-            "select": OK,
-            "step": Expect(1, "would exceed 134217728 bytes, which the runner cannot write"),
-        },
+        refused(f"tree.json: tree is not valid JSON: {TOO_DEEP}"),
+    ),
+    "101 levels deep": (
+        lambda: deep_chain(101),
+        refused(f"{INVARIANT}{'/'.join(f'n{i}' for i in range(101))}: depth 101 exceeds"),
+    ),
+    "a duplicate key": (
+        lambda: with_root(title="T").replace(
+            b'"passes": false', b'"passes": false, "passes": true', 1
+        ),
+        refused('tree.json: tree is not valid JSON: duplicate key "passes" in an object'),
     ),
     "1,000,000 nodes": (
         lambda: flat_tree(1_000_000),
@@ -170,6 +178,8 @@ TREE_CASES: dict[str, tuple[Callable[[], bytes], dict[str, Expect]]] = {
         refused(f"{INVARIANT}duplicate id 'a' at root/a"),
     ),
     "an id with a slash": (lambda: with_child("b/c"), refused(f"root/a/b/c: {BAD_ID}")),
+    "an id with a space": (lambda: with_child("b c"), refused(f"root/a/b c: {BAD_ID}")),
+    "an id with an equals sign": (lambda: with_child("k=v"), refused(f"root/a/k=v: {BAD_ID}")),
     "an id with a newline": (lambda: with_child("b\nc"), refused(f"root/a/b\\nc: {BAD_ID}")),
     "an id with control characters": (
         lambda: with_child("b\x1b[2J\x07"),
@@ -453,8 +463,12 @@ AGENT_OUTPUT_CASES: dict[str, AgentCase] = {
         {"output_text": "[1, 2]"},
     ),
     "nested 100,000 deep": AgentCase(
-        "does not match its schema: $ must be object",
+        "is not JSON: it nests deeper than the JSON reader can follow",
         {"output_text": "[" * 100_000 + "]" * 100_000},
+    ),
+    "a duplicate key": AgentCase(
+        'is not JSON: duplicate key "status" in an object',
+        {"output_text": '{"status": "retry", "status": "done", "summary": "s"}'},
     ),
     "an unpaired surrogate": AgentCase(
         "is not JSON: $.summary holds an unpaired surrogate escape",
@@ -531,7 +545,7 @@ def test_unusable_agent_output_is_a_runner_error_that_changes_no_state(
             f"head = '{{\"id\": \"n%d\", ' + {FIELDS_THEN_CHILDREN!r} + ': ['\n"
             "text = ''.join(head % i for i in range(10_000)) + ']}' * 10_000\n"
             "open('.runner/state/tree.json', 'w').write(text)",
-            "tree.json after the agent: its canonical form would exceed 134217728 bytes",
+            f"tree.json after the agent: tree is not valid JSON: {TOO_DEEP}",
         ),
     ],
 )

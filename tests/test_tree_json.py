@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 import pytest
-from core_trees import chain_text, depth_of, ids, node, text_of, tree
+from core_trees import chain_json, chain_text, depth_of, ids, node, text_of, tree
 
 from runner_core import (
     AgentStatus,
@@ -28,6 +27,9 @@ from runner_core import (
     tree_to_json,
     validate_invariants,
 )
+from runner_core.model import NODE_FIELDS
+from runner_core.schema import TREE_SCHEMA_FILE, load_schema
+from runner_core.tree_json import RefusedJson
 
 SCHEMA_FIELD_ORDER = [
     "id",
@@ -339,10 +341,14 @@ def test_json_that_is_not_an_object_fails_the_schema(document: str) -> None:
     assert str(raised.value) == "tree schema validation failed: $ must be object"
 
 
-# ---------------------------------------------------------------- loads_json beyond recursion
+# ---------------------------------------------------------------- the JSON reader
+# The reader is json.loads with two refusals of its own: duplicate keys, and nesting deeper
+# than it can follow. Until the depth limit (issue 9) a hand-written iterative parser read any
+# depth; these tests pinned it reading documents 3,000 and 20,000 levels deep. Such documents
+# are now refused with one clear line instead, which is what the tests below pin.
 
-# Deeper than CPython's default recursion limit, so json.loads gives up and the fallback parses.
-FALLBACK_DEPTH = 3_000
+# Deeper than CPython's default recursion limit: json.loads cannot follow it.
+TOO_DEEP_FOR_THE_READER = 3_000
 
 RFC_8259_DOCUMENTS = [
     "0",
@@ -371,7 +377,6 @@ RFC_8259_DOCUMENTS = [
     '{"": ""}',
     '{"a": [1, {"b": null}], "c": "d"}',
     " \t\n\r[ 1 , 2 ]\r\n ",
-    '{"a": 1, "a": 2}',
     "[1, [2, [3, [4]]], 5]",
     '[true, false, null, -1.25e+10, "x"]',
     '{ "k" : { "j" : [ ] } }',
@@ -382,95 +387,77 @@ def wrap_in_lists(document: str, depth: int) -> str:
     return "[" * depth + document + "]" * depth
 
 
-def unwrap_lists(value: Any, depth: int) -> Any:
-    for _ in range(depth):
-        assert isinstance(value, list)
-        assert len(value) == 1
-        value = value[0]
-    return value
-
-
-def test_loads_json_on_shallow_documents_is_json_loads() -> None:
+def test_loads_json_on_documents_without_duplicate_keys_is_json_loads() -> None:
     for document in RFC_8259_DOCUMENTS:
         assert repr(loads_json(document)) == repr(json.loads(document)), document
 
 
-@pytest.mark.parametrize("document", RFC_8259_DOCUMENTS)
-def test_loads_json_fallback_reads_every_document_as_json_loads_does(document: str) -> None:
-    wrapped = wrap_in_lists(document, FALLBACK_DEPTH)
-    with pytest.raises(RecursionError):
-        json.loads(wrapped)
+@pytest.mark.parametrize(
+    ("document", "key"),
+    [
+        ('{"status": "retry", "status": "done"}', '"status"'),
+        ('{"a": {"b": 1, "c": 2, "b": 3}}', '"b"'),
+        ('[{"": 1, "": 1}]', '""'),
+    ],
+)
+def test_loads_json_refuses_a_duplicate_key_in_one_line(document: str, key: str) -> None:
+    with pytest.raises(RefusedJson) as raised:
+        loads_json(document)
 
-    parsed = unwrap_lists(loads_json(wrapped), FALLBACK_DEPTH)
-
-    assert repr(parsed) == repr(json.loads(document))
-
-
-def test_loads_json_fallback_reads_objects_nested_in_objects() -> None:
-    document = '{"k": ' * FALLBACK_DEPTH + '"bottom"' + "}" * FALLBACK_DEPTH
-
-    value = loads_json(document)
-
-    for _ in range(FALLBACK_DEPTH):
-        assert list(value) == ["k"]
-        value = value["k"]
-    assert value == "bottom"
+    assert str(raised.value) == f"duplicate key {key} in an object"
 
 
 @pytest.mark.parametrize(
     "document",
     [
-        "[1,]",
-        '{"a" 1}',
-        '{"a": 1,}',
-        "{1: 2}",
-        "[1 2]",
-        '{"a": 1 "b": 2}',
-        "tru",
-        "nul",
-        "[-]",
-        '"unterminated',
-        '"bad \\x escape"',
-        '"control \x01 char"',
+        wrap_in_lists("{}", TOO_DEEP_FOR_THE_READER),
+        wrap_in_lists("{}", 20_000),
+        '{"k": ' * TOO_DEEP_FOR_THE_READER + '"bottom"' + "}" * TOO_DEEP_FOR_THE_READER,
+        "[" * 50_000,
+        "[" * 20_000 + "]" * 19_999,
     ],
 )
-def test_loads_json_fallback_rejects_invalid_json_where_json_loads_does(document: str) -> None:
-    with pytest.raises(json.JSONDecodeError) as expected:
-        json.loads(document)
-
-    with pytest.raises(json.JSONDecodeError) as raised:
-        loads_json(wrap_in_lists(document, FALLBACK_DEPTH))
-
-    assert raised.value.pos == FALLBACK_DEPTH + expected.value.pos
-
-
-def test_loads_json_fallback_rejects_data_after_the_document() -> None:
-    with pytest.raises(json.JSONDecodeError) as raised:
-        loads_json(wrap_in_lists("", FALLBACK_DEPTH) + " x")
-
-    assert raised.value.msg == "Extra data"
-    assert raised.value.pos == 2 * FALLBACK_DEPTH + 1
-
-
-@pytest.mark.parametrize("document", ["[" * 50_000, "[" * 20_000 + "]" * 19_999])
-def test_loads_json_fallback_rejects_unclosed_deep_documents(document: str) -> None:
-    with pytest.raises(json.JSONDecodeError):
+def test_loads_json_refuses_nesting_deeper_than_it_can_follow_in_one_line(document: str) -> None:
+    with pytest.raises(RefusedJson) as raised:
         loads_json(document)
 
-
-def test_loads_json_reads_a_20000_level_nested_document() -> None:
-    depth = 20_000
-
-    value = loads_json(wrap_in_lists("{}", depth))
-
-    assert unwrap_lists(value, depth) == {}
+    assert str(raised.value) == "it nests deeper than the JSON reader can follow"
 
 
-# ---------------------------------------------------------------- deep trees
+def test_a_tree_nested_deeper_than_the_reader_can_follow_is_refused_as_json() -> None:
+    with pytest.raises(TreeValidationError) as raised:
+        parse_tree(chain_text(10_000))
+
+    assert raised.value.layer == "json"
+    assert str(raised.value) == (
+        "tree is not valid JSON: it nests deeper than the JSON reader can follow "
+        "(a tree is at most 100 levels deep)"
+    )
 
 
-def test_a_10000_deep_chain_parses_validates_selects_and_updates_without_recursion() -> None:
-    depth = 10_000
+@pytest.mark.parametrize("document", [wrap_in_lists("{}", 20_000), "[" * 50_000])
+def test_tree_text_nested_too_deep_is_refused_as_json_by_every_reading(document: str) -> None:
+    for read in (parse_tree, decode_tree_text):
+        with pytest.raises(TreeValidationError) as raised:
+            read(document)
+        assert raised.value.layer == "json"
+        assert "nests deeper than the JSON reader can follow" in str(raised.value)
+
+
+def test_a_tree_with_a_duplicate_key_is_refused_as_json() -> None:
+    text = text_of(node("root")).replace('"passes": false', '"passes": false, "passes": true')
+
+    with pytest.raises(TreeValidationError) as raised:
+        parse_tree(text)
+
+    assert str(raised.value) == 'tree is not valid JSON: duplicate key "passes" in an object'
+
+
+# ---------------------------------------------------------------- the depth limit (SPEC §3, §4.2)
+
+
+def test_a_chain_of_100_levels_parses_validates_selects_and_updates() -> None:
+    depth = 100
     started = time.monotonic()
 
     chain = parse_tree(chain_text(depth))
@@ -481,13 +468,11 @@ def test_a_10000_deep_chain_parses_validates_selects_and_updates_without_recursi
     selection = select_leaf(chain)
     assert selection.status is SelectionStatus.OPEN
     assert selection.node is not None
-    assert selection.node.id == "n9999"
+    assert selection.node.id == "n99"
     assert selection.path == "/".join(f"n{index}" for index in range(depth))
 
-    updated, summary = apply_state_updates(
-        chain, chain, "n9999", AgentStatus.DONE, GuardOutcome.PASS
-    )
-    assert summary.passes_set == ("n9999",)
+    updated, summary = apply_state_updates(chain, chain, "n99", AgentStatus.DONE, GuardOutcome.PASS)
+    assert summary.passes_set == ("n99",)
     assert len(summary.derived_passes_set) == depth - 1
     assert updated.passes
     assert select_leaf(updated).status is SelectionStatus.COMPLETE
@@ -497,12 +482,41 @@ def test_a_10000_deep_chain_parses_validates_selects_and_updates_without_recursi
     assert time.monotonic() - started < 5
 
 
-def test_a_1000_deep_chain_dumps_canonically_and_reads_back() -> None:
-    chain = parse_tree(chain_text(1_000, bottom_passes=True))
+def test_a_chain_of_101_levels_is_refused_at_its_deepest_node() -> None:
+    with pytest.raises(TreeValidationError) as raised:
+        parse_tree(chain_text(101))
+
+    path = "/".join(f"n{index}" for index in range(101))
+    assert str(raised.value) == (
+        f"tree invariants failed: {path}: depth 101 exceeds the limit of 100"
+    )
+
+
+def test_a_tree_too_deep_is_refused_once_at_the_first_node_too_deep() -> None:
+    root = node("root", node("a", chain_json(150)))
+    path = "/".join(["root", "a", *(f"n{index}" for index in range(99))])
+
+    errors = validate_invariants(tree_from_json(root))
+
+    assert errors == (f"{path}: depth 101 exceeds the limit of 100",)
+
+
+def test_a_100_deep_chain_dumps_canonically_and_reads_back() -> None:
+    chain = parse_tree(chain_text(100, bottom_passes=True))
 
     text = dumps_tree(chain)
 
     assert text.endswith("}\n")
-    assert text.count('"id": ') == 1_000
-    assert "\n" + "  " * 1_998 + '  "id": "n999",\n' in text
+    assert text.count('"id": ') == 100
+    assert "\n" + "  " * 198 + '  "id": "n99",\n' in text
     assert parse_tree(text) == chain
+
+
+# ---------------------------------------------------------------- one description of a node
+
+
+def test_the_node_class_has_the_schemas_fields_in_the_schemas_order() -> None:
+    node_definition = load_schema(TREE_SCHEMA_FILE)["$defs"]["node"]
+
+    assert list(NODE_FIELDS) == node_definition["required"] == list(node_definition["properties"])
+    assert list(NODE_FIELDS) == SCHEMA_FIELD_ORDER

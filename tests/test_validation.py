@@ -20,6 +20,7 @@ from runner_core import (
     validate_schema,
     validate_status_invariants,
 )
+from runner_core.invariants import id_problem
 
 REQUIRED_FIELDS = [
     "id",
@@ -161,8 +162,8 @@ def test_several_errors_of_one_node_are_all_collected() -> None:
     )
 
 
-def test_a_deep_invalid_tree_is_walked_without_recursion_to_every_error() -> None:
-    depth = 3_000
+def test_a_tree_deeper_than_the_limit_is_walked_to_every_error() -> None:
+    depth = 150
     data = chain_json(depth, attempts=-1, title=None)
     bottom = "$" + ".children[0]" * (depth - 1)
 
@@ -172,8 +173,17 @@ def test_a_deep_invalid_tree_is_walked_without_recursion_to_every_error() -> Non
     )
 
 
-def test_a_deep_valid_tree_has_no_schema_errors() -> None:
-    assert validate_schema(chain_json(3_000)) == ()
+# Before the depth limit (issue 9) a 3,000-deep document was walked without recursion: the
+# invalid one to every error, the valid one to none. Both are now one error, not a traceback.
+TOO_DEEP = "$ nests deeper than the schema validator can follow (a tree is at most 100 levels deep)"
+
+
+def test_a_deep_invalid_document_is_one_error_naming_its_depth() -> None:
+    assert validate_schema(chain_json(3_000, attempts=-1, title=None)) == (TOO_DEEP,)
+
+
+def test_a_deep_valid_document_is_one_error_naming_its_depth() -> None:
+    assert validate_schema(chain_json(3_000)) == (TOO_DEEP,)
 
 
 # ---------------------------------------------------------------- layer 2: invariants
@@ -503,3 +513,39 @@ def test_every_offending_node_is_named_in_its_own_error_sorted() -> None:
         "node 'other' gained child 'x' (no node may gain children in execute mode)",
         "node 'x' gained child 'x.1' (no node may gain children in execute mode)",
     )
+
+
+# ---------------------------------------------------------------- usable ids (SPEC §3)
+
+BAD_ID = "id must not contain whitespace, '=', '/' or control characters"
+
+
+@pytest.mark.parametrize(
+    ("node_id", "shown"),
+    [
+        ("a b", "a b"),
+        ("a\tb", "a\\tb"),
+        ("a\u00a0b", "a\\xa0b"),
+        ("a\u3000b", "a\\u3000b"),
+        ("key=value", "key=value"),
+        ("=", "="),
+        ("a/b", "a/b"),
+        ("a\nb", "a\\nb"),
+        ("a\x1bb", "a\\x1bb"),
+        ("a\u2028b", "a\\u2028b"),
+    ],
+)
+def test_an_id_with_whitespace_an_equals_sign_a_slash_or_a_control_character_is_refused(
+    node_id: str, shown: str
+) -> None:
+    root = tree("root", tree(node_id))
+
+    assert validate_invariants(root) == (f"root/{shown}: {BAD_ID}",)
+
+
+@pytest.mark.parametrize("node_id", ["a.1", "root-2", "é", "x_y", "+", "ü.ß"])
+def test_an_id_of_printable_characters_without_whitespace_equals_or_slash_is_usable(
+    node_id: str,
+) -> None:
+    assert id_problem(node_id) is None
+    assert validate_invariants(tree("root", tree(node_id))) == ()
