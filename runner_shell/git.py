@@ -138,6 +138,12 @@ class Repo:
     def checkout(self, name: str, create: bool) -> None:
         self.git("checkout", "--quiet", *(["-b"] if create else []), name)
 
+    def actor(self) -> str:
+        """Who is acting, as git's configured `Name <email>`; the runner's identity when unset."""
+        name = self.git("config", "user.name", check=False).stdout.strip() or FALLBACK_NAME
+        email = self.git("config", "user.email", check=False).stdout.strip() or FALLBACK_EMAIL
+        return f"{name} <{email}>"
+
     def _identity_env(self) -> dict[str, str] | None:
         env = dict(os.environ)
         missing = False
