@@ -1,0 +1,125 @@
+"""`runner node ...` and `runner tell`: an operator's change to a run, checked and committed.
+
+Under the lock, on the run branch with a clean tree: read the tree, ask runner_core.operations
+for the new one (which it validates with every layer), write it canonically and commit it with
+trailers naming the run, the operation, the node and the operator. Decides nothing itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from runner_core import Node
+from runner_core.guidance import with_guidance
+from runner_core.operations import (
+    NodeOperation,
+    OperationError,
+    OperatorAction,
+    checked,
+    operation_message,
+)
+from runner_core.preconditions import RepoFacts, step_precondition_problem
+from runner_core.recovery import interrupted_problem
+from runner_core.step import RunState
+from runner_core.tree_json import loads_json_strictly
+from runner_shell.errors import UserFacingError
+from runner_shell.files import atomic_write_text
+from runner_shell.git import Repo
+from runner_shell.guard_rails import exclusive_lock, read_journal
+from runner_shell.layout import RunnerPaths
+from runner_shell.store import (
+    SMALL_FILE_MAX_BYTES,
+    load_config,
+    load_goal_id,
+    load_run_state,
+    load_tree,
+    read_gitignore_lines,
+    read_optional_text,
+    write_tree,
+)
+
+Change = Callable[[Node], Node]
+
+
+@attrs.frozen(slots=True)
+class Applied:
+    run_id: str
+    before: Node
+    after: Node
+
+
+def _require_run(paths: RunnerPaths, repo: Repo) -> RunState:
+    """The same preconditions a step has: no interrupted iteration, clean tree, run branch."""
+    journal = read_journal(repo)
+    if journal is not None:
+        raise UserFacingError(interrupted_problem(journal))
+    state = load_run_state(paths)
+    facts = RepoFacts(
+        branch=repo.current_branch(),
+        dirty_paths=repo.dirty_paths(),
+        gitignore_lines=read_gitignore_lines(paths),
+        run_id=state.run_id,
+        goal_id=load_goal_id(paths),
+    )
+    problem = step_precondition_problem(facts)
+    if problem is not None:
+        raise UserFacingError(problem)
+    return state
+
+
+def apply_node_operation(
+    paths: RunnerPaths, repo: Repo, op: NodeOperation, node_id: str, change: Change
+) -> Applied:
+    """Change the tree under the lock, validate, write canonically and commit."""
+    with exclusive_lock(repo):
+        state = _require_run(paths, repo)
+        assert state.run_id is not None
+        before = load_tree(paths)
+        try:
+            after = checked(before, change(before), node_id, op)
+        except OperationError as error:
+            raise UserFacingError(str(error)) from None
+        write_tree(paths, after)
+        action = OperatorAction(state.run_id, op, node_id, repo.actor(), state.next_iter)
+        repo.commit_all(operation_message(action))
+    return Applied(state.run_id, before, after)
+
+
+def read_operator_json(path: Path, option: str = "--from") -> Any:
+    """The JSON document of an operator's file; one line naming the file when it is not."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise UserFacingError(f"{option} {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise UserFacingError(f"{option} {path}: not UTF-8 ({error.reason})") from None
+    try:
+        return loads_json_strictly(text)
+    except ValueError as error:
+        raise UserFacingError(f"{option} {path}: not JSON: {error}") from None
+
+
+def max_attempts_default(paths: RunnerPaths) -> int:
+    return load_config(paths).max_attempts_default
+
+
+def add_guidance(paths: RunnerPaths, repo: Repo, text: str) -> str:
+    """Append the operator's guidance to guidance.md and commit it; returns the run id."""
+    with exclusive_lock(repo):
+        state = _require_run(paths, repo)
+        assert state.run_id is not None
+        current = read_optional_text(paths.guidance, SMALL_FILE_MAX_BYTES)
+        try:
+            updated = with_guidance(current, text)
+        except ValueError as error:
+            raise UserFacingError(f"tell: {error}") from None
+        atomic_write_text(paths.guidance, updated)
+        repo.commit_all(
+            f"chore(runner): tell run {state.run_id}\n\n"
+            f"Runner-Run: {state.run_id}\nRunner-Actor: {repo.actor()}\n"
+        )
+    return state.run_id
