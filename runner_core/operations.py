@@ -153,9 +153,7 @@ def plan_from_json(document: Any) -> NewPlan:
         )
     # The node's own fields have exactly a decomposer child's shape and rules.
     own = {field: document.get(field) for field in PLAN_FIELDS[:4]}
-    (spec,) = child_specs_from_file(
-        {"summary": "", "children": [own]}, NodeOperation.REPLACE
-    )
+    (spec,) = child_specs_from_file({"summary": "", "children": [own]}, NodeOperation.REPLACE)
     children: tuple[ChildSpec, ...] = ()
     if "children" in document:
         children = child_specs_from_file(
@@ -297,3 +295,18 @@ def action_to_json(action: OperatorAction) -> dict[str, Any]:
         "by": action.actor,
         "before_iteration": action.before_iteration,
     }
+
+
+def operation_line(run_id: str, op: NodeOperation, node_id: str, before: Node, after: Node) -> str:
+    """The one `node:` line a command prints: what the node looks like now."""
+    head = f"node: op={op.value} id={node_id} run={run_id}"
+    node = index_by_id(after).get(node_id)
+    if node is None:
+        removed = sum(1 for _ in iter_preorder(index_by_id(before)[node_id][0]))
+        return f"{head} removed={removed}"
+    changed = node[0]
+    children = ",".join(child.id for child in changed.children) or "none"
+    return (
+        f"{head} next={changed.next.value} attempts={changed.attempts}/{changed.max_attempts} "
+        f"children={children}"
+    )

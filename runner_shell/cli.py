@@ -8,6 +8,7 @@ stderr, never a traceback; set RUNNER_DEBUG=1 to see one for a runner bug.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from runner_core.model import Node
 from runner_core.prompt_pack import DEFAULT_PROMPT_BUDGET
 from runner_shell import commands
 from runner_shell.commands import failure_of
@@ -104,13 +106,17 @@ def init(
 
 @app.command()
 @guarded
-def start() -> None:
+def start(
+    new: Annotated[
+        bool, typer.Option("--new", help="Start another run from GOAL.md beside existing ones.")
+    ] = False,
+) -> None:
     """Create or check out the run branch runner/<run-id> and commit the run's identity."""
     from runner_shell.setup import start_run
 
     paths, repo = _paths()
     with exclusive_lock(repo):
-        started = start_run(paths, repo)
+        started = start_run(paths, repo, new)
     typer.echo(f"started run={started.run_id} branch={started.branch}")
 
 
@@ -140,7 +146,7 @@ def step(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
 @guarded
 def loop(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
     """Step until the tree is complete (0), a leaf is stuck (3) or the iteration limit (1)."""
-    from runner_shell.stepper import run_loop
+    from runner_shell.stepper import EXIT_STUCK, run_loop
     from runner_shell.views import LiveProgress
 
     paths, repo = _paths()
@@ -148,6 +154,12 @@ def loop(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
     live = LiveProgress(enabled=sys.stdout.isatty())
     with exclusive_lock(repo), live:
         code = run_loop(paths, repo, prompt_budget, live.emit, live.progress)
+    if code == EXIT_STUCK:
+        # The same way out as `runner step` gives: the stuck leaf's node commands.
+        from runner_core.selection import select_leaf
+        from runner_shell.store import load_tree
+
+        raise _fail(commands.stuck_message(select_leaf(load_tree(paths))), code)
     raise typer.Exit(code)
 
 
@@ -183,6 +195,127 @@ def demo(
     from runner_shell.demo import run_demo
 
     raise typer.Exit(run_demo(directory))
+
+
+# ---------------------------------------------------------------- the operator
+
+node_app = typer.Typer(
+    no_args_is_help=True,
+    help="Change a node of the run by hand (a stuck leaf's ways out), as one commit.",
+)
+app.add_typer(node_app, name="node")
+NodeId = Annotated[str, typer.Argument(metavar="ID", help="The node's id.")]
+FromFile = Annotated[
+    Path | None,
+    typer.Option("--from", metavar="FILE", help="A JSON file (see 'runner node --help')."),
+]
+
+
+def _node_command(op: str, node_id: str, change: Callable[[Node, int], Node]) -> None:
+    from runner_core.operations import NodeOperation, operation_line
+    from runner_shell.operator import apply_node_operation
+
+    paths, repo = _paths()
+    operation = NodeOperation(op)
+    applied = apply_node_operation(paths, repo, operation, node_id, change)
+    typer.echo(operation_line(applied.run_id, operation, node_id, applied.before, applied.after))
+
+
+@node_app.command("retry")
+@guarded
+def node_retry(
+    node_id: NodeId,
+    attempts: Annotated[
+        int | None,
+        typer.Option(
+            "--attempts", metavar="N", help="How many more (default: max_attempts_default)."
+        ),
+    ] = None,
+) -> None:
+    """Give a node N more attempts: max_attempts = attempts used + N."""
+    from runner_core.operations import retry_node
+
+    def change(tree: Node, default: int) -> Node:
+        return retry_node(tree, node_id, default if attempts is None else attempts)
+
+    _node_command("retry", node_id, change)
+
+
+@node_app.command("decompose")
+@guarded
+def node_decompose(node_id: NodeId, from_file: FromFile = None) -> None:
+    """Split a node: children from FILE ({summary, children}) now, else by the decomposer."""
+    from runner_core.operations import (
+        NodeOperation,
+        child_specs_from_file,
+        decompose_later,
+        decompose_now,
+    )
+    from runner_shell.operator import read_operator_json, refused
+
+    if from_file is None:
+        _node_command("decompose", node_id, lambda tree, _: decompose_later(tree, node_id))
+        return
+    with refused():
+        specs = child_specs_from_file(read_operator_json(from_file), NodeOperation.DECOMPOSE)
+    _node_command(
+        "decompose", node_id, lambda tree, default: decompose_now(tree, node_id, specs, default)
+    )
+
+
+@node_app.command("replace")
+@guarded
+def node_replace(
+    node_id: NodeId,
+    from_file: Annotated[
+        Path,
+        typer.Option(
+            "--from", metavar="FILE", help="{title, goal, acceptance, next[, children]} as JSON."
+        ),
+    ],
+) -> None:
+    """Give an open node a new plan: its text from FILE, attempts 0, children only as given."""
+    from runner_core.operations import plan_from_json, replace_node
+    from runner_shell.operator import read_operator_json, refused
+
+    with refused():
+        plan = plan_from_json(read_operator_json(from_file))
+    _node_command(
+        "replace", node_id, lambda tree, default: replace_node(tree, node_id, plan, default)
+    )
+
+
+@node_app.command("skip")
+@guarded
+def node_skip(node_id: NodeId) -> None:
+    """Abandon an open node: remove it and its open subtree."""
+    from runner_core.operations import skip_node
+
+    _node_command("skip", node_id, lambda tree, _: skip_node(tree, node_id))
+
+
+@app.command()
+@guarded
+def tell(
+    text: Annotated[str | None, typer.Argument(metavar="[TEXT]", help="The guidance.")] = None,
+    from_file: Annotated[
+        Path | None, typer.Option("--file", metavar="F", help="Read the guidance from F.")
+    ] = None,
+) -> None:
+    """Tell every following agent something: appended to .runner/state/guidance.md, committed."""
+    from runner_shell.operator import add_guidance
+
+    if (text is None) == (from_file is None):
+        raise UserFacingError("tell: give the guidance as TEXT or with --file F (one of them)")
+    if from_file is not None:
+        try:
+            text = from_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise UserFacingError(f"tell: --file {from_file}: {error}") from None
+    assert text is not None
+    paths, repo = _paths()
+    run_id = add_guidance(paths, repo, text)
+    typer.echo(f"tell: run={run_id} file={paths.relative(paths.guidance)}")
 
 
 # ---------------------------------------------------------------- read-only inspection
@@ -236,6 +369,22 @@ def report(run: RunId = None, as_json: AsJson = False) -> None:
     from runner_shell.views import show_report
 
     show_report(*_paths(), run, as_json)
+
+
+@app.command()
+@guarded
+def runs(as_json: AsJson = False) -> None:
+    """List every run: id, branch, state, next iteration, leaves passed/total, last activity."""
+    from runner_core.runs import run_line, runs_to_json
+    from runner_shell.runs import gather_runs
+
+    rows = gather_runs(*_paths())
+    if as_json:
+        typer.echo(json.dumps(runs_to_json(rows), indent=2, ensure_ascii=False))
+    elif not rows:
+        typer.echo("runs: none (run 'runner start')")
+    else:
+        typer.echo("\n".join(run_line(row) for row in rows))
 
 
 @app.command()

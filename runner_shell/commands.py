@@ -88,7 +88,8 @@ def stuck_message(selection: Selection) -> str:
     assert node is not None
     return (
         f"stuck: leaf '{node.id}' ({selection.path}) used {node.attempts}/{node.max_attempts} "
-        "attempts; raise its max_attempts, decompose it, or replace it in .runner/state/tree.json"
+        f"attempts; run 'runner node retry|decompose|replace|skip {node.id}' "
+        "(see 'runner node --help')"
     )
 
 
@@ -102,10 +103,12 @@ def limit_message(state: RunState, max_iterations: int) -> str:
 def step(echo: Echo, prompt_budget: int) -> int:
     """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
     from runner_shell.guard_rails import exclusive_lock
+    from runner_shell.runs import check_run_branch
     from runner_shell.stepper import run_step
     from runner_shell.store import load_config, load_run_state
 
     paths, repo = paths_and_repo()
+    check_run_branch(repo)
     with exclusive_lock(repo):
         result = run_step(paths, repo, prompt_budget)
     if result.kind is PlanKind.COMPLETE:

@@ -7,7 +7,8 @@ trailers naming the run, the operation, the node and the operator. Decides nothi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from runner_shell.files import atomic_write_text
 from runner_shell.git import Repo
 from runner_shell.guard_rails import exclusive_lock, read_journal
 from runner_shell.layout import RunnerPaths
+from runner_shell.runs import check_run_branch
 from runner_shell.store import (
     SMALL_FILE_MAX_BYTES,
     load_config,
@@ -42,7 +44,8 @@ from runner_shell.store import (
     write_tree,
 )
 
-Change = Callable[[Node], Node]
+# The change gets the tree and the config's max_attempts_default, read once the run is checked.
+Change = Callable[[Node, int], Node]
 
 
 @attrs.frozen(slots=True)
@@ -52,11 +55,21 @@ class Applied:
     after: Node
 
 
+@contextlib.contextmanager
+def refused() -> Iterator[None]:
+    """An operation the core refuses is one line for the user."""
+    try:
+        yield
+    except OperationError as error:
+        raise UserFacingError(str(error)) from None
+
+
 def _require_run(paths: RunnerPaths, repo: Repo) -> RunState:
     """The same preconditions a step has: no interrupted iteration, clean tree, run branch."""
     journal = read_journal(repo)
     if journal is not None:
         raise UserFacingError(interrupted_problem(journal))
+    check_run_branch(repo)
     state = load_run_state(paths)
     facts = RepoFacts(
         branch=repo.current_branch(),
@@ -78,11 +91,10 @@ def apply_node_operation(
     with exclusive_lock(repo):
         state = _require_run(paths, repo)
         assert state.run_id is not None
+        default = load_config(paths).max_attempts_default
         before = load_tree(paths)
-        try:
-            after = checked(before, change(before), node_id, op)
-        except OperationError as error:
-            raise UserFacingError(str(error)) from None
+        with refused():
+            after = checked(before, change(before, default), node_id, op)
         write_tree(paths, after)
         action = OperatorAction(state.run_id, op, node_id, repo.actor(), state.next_iter)
         repo.commit_all(operation_message(action))
@@ -101,10 +113,6 @@ def read_operator_json(path: Path, option: str = "--from") -> Any:
         return loads_json_strictly(text)
     except ValueError as error:
         raise UserFacingError(f"{option} {path}: not JSON: {error}") from None
-
-
-def max_attempts_default(paths: RunnerPaths) -> int:
-    return load_config(paths).max_attempts_default
 
 
 def add_guidance(paths: RunnerPaths, repo: Repo, text: str) -> str:
