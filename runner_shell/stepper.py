@@ -266,6 +266,7 @@ class Iteration:
         sections = {
             "contract": _template(f"contract_{role}.md").safe_substitute(values),
             "goal": self.context["goal.md"],
+            "guidance": read_optional_text(self.paths.guidance, self.prompt_budget),
             "history": self.context.get("history.md"),
             "failure": self.context.get("failure.md"),
             "selected": selected_section(self.node, self.plan.selection.path or self.node.id),
