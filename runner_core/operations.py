@@ -9,7 +9,7 @@ the shell gives it the tree, the operator's JSON and git's identity.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -310,3 +310,9 @@ def operation_line(run_id: str, op: NodeOperation, node_id: str, before: Node, a
         f"{head} next={changed.next.value} attempts={changed.attempts}/{changed.max_attempts} "
         f"children={children}"
     )
+
+
+def run_actions(messages: Sequence[str], run_id: str) -> tuple[OperatorAction, ...]:
+    """The operator actions of `run_id` among commit messages, in the order given."""
+    actions = (action_from_message(message) for message in messages)
+    return tuple(action for action in actions if action is not None and action.run_id == run_id)

@@ -30,6 +30,7 @@ from runner_core.history import (
     tokens_to_json,
 )
 from runner_core.model import Node, NodeNext, iter_preorder
+from runner_core.operations import OperatorAction, action_to_json
 from runner_core.recovery import Journal
 from runner_core.run_identity import branch_for
 from runner_core.selection import SelectionStatus, is_stuck, select_leaf
@@ -109,10 +110,26 @@ class StatusView:
     running: Journal | None
     tree: tuple[TreeRow, ...]
     removed: tuple[tuple[str, int, NodeDisplayState], ...]
+    # The operator's side (issue 9): an iteration whose runner died, guidance given, the
+    # agent's open questions (only while a leaf is stuck) and the operator commits.
+    interrupted: Journal | None = None
+    guidance: str | None = None
+    questions: str | None = None
+    operator_actions: tuple[OperatorAction, ...] = ()
 
     @property
     def branch(self) -> str | None:
         return None if self.run_id is None else branch_for(self.run_id)
+
+
+@attrs.frozen(slots=True)
+class OperatorFacts:
+    """What status shows beside the tree: is the journal's runner alive, guidance, questions."""
+
+    journal_alive: bool = True
+    guidance: str | None = None
+    questions: str | None = None
+    actions: tuple[OperatorAction, ...] = ()
 
 
 def status_view(
@@ -121,12 +138,16 @@ def status_view(
     max_iterations: int,
     history: ExecutionHistory,
     journal: Journal | None = None,
+    operator: OperatorFacts = OperatorFacts(),
 ) -> StatusView:
     """Where the run stands; `history` is the current run's, `journal` any journal found.
 
-    A journal counts only when it names this run: its node is then `running`.
+    A journal counts only when it names this run: its node is then `running` while its runner
+    is alive; once that runner is dead the iteration is `interrupted` and nothing runs.
     """
-    running_id = running_node_id(journal, state.run_id)
+    named = journal if running_node_id(journal, state.run_id) is not None else None
+    live = named if operator.journal_alive else None
+    running_id = running_node_id(live, state.run_id)
     states = display_states(tree, history, running_id)
     rows: list[TreeRow] = []
     stuck: list[LeafRef] = []
@@ -170,9 +191,13 @@ def status_view(
         selected=selected,
         stuck=tuple(stuck),
         state=state,
-        running=journal if running_id is not None else None,
+        running=live,
         tree=tuple(rows),
         removed=removed,
+        interrupted=named if live is None else None,
+        guidance=operator.guidance,
+        questions=operator.questions if stuck else None,
+        operator_actions=operator.actions,
     )
 
 
@@ -237,6 +262,10 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
             {"id": node_id, "executions": executions, "state": display.value}
             for node_id, executions, display in view.removed
         ],
+        "interrupted": (_running_json(view.interrupted) if view.interrupted is not None else None),
+        "guidance": view.guidance,
+        "questions": view.questions,
+        "operator_actions": [action_to_json(action) for action in view.operator_actions],
     }
 
 
@@ -248,17 +277,40 @@ def history_records(history: ExecutionHistory, node_id: str | None) -> tuple[Exe
     return history.records if node_id is None else history.records_for(node_id)
 
 
+def history_actions(
+    actions: Sequence[OperatorAction], node_id: str | None
+) -> tuple[OperatorAction, ...]:
+    """The operator commits `runner history` lists: all, or one node's."""
+    return tuple(action for action in actions if node_id in (None, action.node_id))
+
+
+def interleaved(
+    records: Sequence[ExecutionRecord], actions: Sequence[OperatorAction]
+) -> tuple[ExecutionRecord | OperatorAction, ...]:
+    """Iterations and operator commits in the order they happened: an operator commit comes
+    before the iteration that was next when it was made."""
+    entries: list[ExecutionRecord | OperatorAction] = []
+    pending = list(actions)
+    for record in records:
+        while pending and pending[0].before_iteration <= record.iteration:
+            entries.append(pending.pop(0))
+        entries.append(record)
+    return (*entries, *pending)
+
+
 def history_to_json(
     run_id: str,
     records: Iterable[ExecutionRecord],
     node_id: str | None,
     warnings: Sequence[str],
+    actions: Sequence[OperatorAction] = (),
 ) -> dict[str, Any]:
     """`runner history --json`: each iteration as its meta.json, plus what was skipped."""
     return {
         "run_id": run_id,
         "node": node_id,
         "iterations": [record_to_meta(record) for record in records],
+        "operator_actions": [action_to_json(action) for action in actions],
         "warnings": list(warnings),
     }
 
@@ -326,6 +378,7 @@ class RunFigures:
     next_iteration: int
     max_iterations: int
     running_node_id: str | None = None
+    operator_actions: tuple[OperatorAction, ...] = ()
 
     def states(self) -> dict[str, NodeDisplayState]:
         if self.tree is None:
@@ -349,6 +402,7 @@ class Report:
     nodes: tuple[NodeReportRow, ...]
     slowest: tuple[ExecutionRecord, ...]
     most_retried: tuple[NodeStats, ...]
+    operator_actions: tuple[OperatorAction, ...] = ()
 
 
 def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
@@ -382,6 +436,7 @@ def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
         nodes=tuple(rows),
         slowest=slowest(figures.history, top),
         most_retried=most_retried(figures.history, top),
+        operator_actions=figures.operator_actions,
     )
 
 
@@ -429,6 +484,10 @@ def report_to_json(report: Report, warnings: Sequence[str] = ()) -> dict[str, An
             }
             for stats in report.most_retried
         ],
+        "operator_actions": {
+            "count": len(report.operator_actions),
+            "actions": [action_to_json(action) for action in report.operator_actions],
+        },
         "warnings": list(warnings),
     }
 

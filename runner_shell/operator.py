@@ -17,11 +17,13 @@ import attrs
 from runner_core import Node
 from runner_core.guidance import with_guidance
 from runner_core.operations import (
+    TRAILER_OP,
     NodeOperation,
     OperationError,
     OperatorAction,
     checked,
     operation_message,
+    run_actions,
 )
 from runner_core.preconditions import RepoFacts, step_precondition_problem
 from runner_core.recovery import interrupted_problem
@@ -131,3 +133,10 @@ def add_guidance(paths: RunnerPaths, repo: Repo, text: str) -> str:
             f"Runner-Run: {state.run_id}\nRunner-Actor: {repo.actor()}\n"
         )
     return state.run_id
+
+
+def operator_actions(repo: Repo, run_id: str | None) -> tuple[OperatorAction, ...]:
+    """The run's operator commits on HEAD's history, oldest first."""
+    if run_id is None:
+        return ()
+    return run_actions(repo.messages(f"^{TRAILER_OP}: "), run_id)

@@ -179,7 +179,10 @@ def test_skip_removes_the_node_and_completes_its_parent(project: Project) -> Non
             "node decompose: node 'root' already has children; only a leaf is decomposed "
             "(pass --from FILE to add children to it now)",
         ),
-        (("retry", "root.2", "--attempts", "0"), "node retry: --attempts must be at least 1, not 0"),
+        (
+            ("retry", "root.2", "--attempts", "0"),
+            "node retry: --attempts must be at least 1, not 0",
+        ),
     ],
 )
 def test_refused_operations_change_nothing(
