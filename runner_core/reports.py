@@ -33,7 +33,7 @@ from runner_core.model import Node, NodeNext, iter_preorder
 from runner_core.operations import OperatorAction, action_to_json
 from runner_core.recovery import Journal
 from runner_core.run_identity import branch_for
-from runner_core.selection import SelectionStatus, is_stuck, select_leaf
+from runner_core.selection import Selection, SelectionStatus, is_stuck, select_leaf
 from runner_core.state_update import TRANSITIONS
 from runner_core.step import RunState
 
@@ -657,3 +657,31 @@ def progress_line(
         f"[iter {iteration}/{max_iterations}] node {selection.node.id} · "
         f"{passed}/{total} leaves passed · {elapsed_text(elapsed_seconds)} elapsed"
     )
+
+
+# ---------------------------------------------------------------- runner select / validate
+
+
+def selection_to_json(selection: Selection) -> dict[str, Any]:
+    """`runner select --json`: the next leaf, as `select:` prints it."""
+    node = selection.node
+    return {
+        "status": selection.status.value,
+        "id": None if node is None else node.id,
+        "path": selection.path,
+        "attempts": None if node is None else node.attempts,
+        "max_attempts": None if node is None else node.max_attempts,
+    }
+
+
+VALIDATION_KEYS = ("layout", "config", "tree", "run", "id", "branch")
+
+
+def validation_to_json(lines: Sequence[str]) -> dict[str, Any]:
+    """`runner validate --json`: the `validate: key=value` lines of a passing check, joined."""
+    document: dict[str, Any] = dict.fromkeys(VALIDATION_KEYS)
+    for line in lines:
+        for pair in line.removeprefix("validate: ").split():
+            key, _, value = pair.partition("=")
+            document[key] = value
+    return document

@@ -129,8 +129,11 @@ def start_on_protected_problem(branch: str | None, run_ids: Sequence[str], new: 
     return f"refusing to start on branch '{branch}': {_ways_on(run_ids)}"
 
 
-def off_run_branch_problem(branch: str | None, run_ids: Sequence[str]) -> str | None:
-    """The hint for a run command on main/master while run branches exist, or None."""
-    if branch not in PROTECTED_BRANCHES or not run_ids:
+def off_run_branch_problem(branch: str | None, run_ids: Sequence[str], dirty: bool) -> str | None:
+    """The hint for a run command on main/master while run branches exist, or None.
+
+    A dirty working tree is reported first (SPEC §5's order), by the step's preconditions.
+    """
+    if dirty or branch not in PROTECTED_BRANCHES or not run_ids:
         return None
     return f"refusing to run on branch '{branch}': {_ways_on(run_ids)}"

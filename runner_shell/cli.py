@@ -19,6 +19,7 @@ import typer
 
 from runner_core.model import Node
 from runner_core.prompt_pack import DEFAULT_PROMPT_BUDGET
+from runner_core.selection import select_leaf
 from runner_shell import commands
 from runner_shell.commands import failure_of
 from runner_shell.errors import UserFacingError, internal_error_line, one_line
@@ -26,19 +27,73 @@ from runner_shell.git import GitError, Repo, repo_root
 from runner_shell.guard_rails import exclusive_lock
 from runner_shell.layout import RunnerPaths
 
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Drive coding agents through a goal over a strict JSON task tree, one step at a time.",
     pretty_exceptions_enable=False,
+    # Plain click help: no `<bool>` placeholders for flags, and `-h` works like `--help`.
+    rich_markup_mode=None,
+    context_settings=HELP_OPTIONS,
 )
 
 F = TypeVar("F", bound=Callable[..., None])
 
 PromptBudget = Annotated[
     int,
-    typer.Option("--prompt-budget", min=1000, help="Byte budget of the prompt pack."),
+    typer.Option(
+        "--prompt-budget", min=1000, metavar="BYTES", help="Byte budget of the prompt pack."
+    ),
 ]
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"runner {version('runner')}")
+        raise typer.Exit(0)
+
+
+def _change_directory(directory: Path | None) -> None:
+    if directory is None:
+        return
+    try:
+        os.chdir(directory)
+    except OSError as error:
+        typer.echo(f"runner: -C {directory}: {error.strerror or error}", err=True)
+        raise typer.Exit(1) from None
+
+
+@app.callback()
+def options(
+    directory: Annotated[
+        Path | None,
+        typer.Option(
+            "-C",
+            metavar="DIR",
+            is_eager=True,
+            help="Run as if runner was started in DIR (like git -C).",
+        ),
+    ] = None,
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            is_eager=True,
+            callback=_show_version,
+            help="Print runner's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Drive coding agents through a goal over a strict JSON task tree, one step at a time."""
+    _change_directory(directory)
+
+
+AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document (stable keys).")]
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -73,25 +128,38 @@ def init(
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing state files.")] = False,
     guard: Annotated[
         list[str] | None,
-        typer.Option("--guard", help="Guard argv, one --guard per word (default: just ci)."),
+        typer.Option(
+            "--guard",
+            metavar="COMMAND",
+            help="Guard command: one shell-quoted string, or one --guard per word "
+            "(default: just ci).",
+        ),
     ] = None,
     backend: Annotated[
-        str, typer.Option("--backend", help="Agent backend: codex, claude or command.")
+        str,
+        typer.Option("--backend", metavar="NAME", help="Agent backend: codex, claude or command."),
     ] = "codex",
     agent: Annotated[
         list[str] | None,
-        typer.Option("--agent", help="Agent argv for backend=command, one --agent per word."),
+        typer.Option(
+            "--agent",
+            metavar="COMMAND",
+            help="Agent command for backend=command: one shell-quoted string, or one --agent "
+            "per word.",
+        ),
     ] = None,
 ) -> None:
     """Scaffold .runner/ with a default config, a placeholder GOAL.md and a root node."""
     from runner_core import ConfigError, parse_config
+    from runner_core.config import command_words
     from runner_shell.setup import init_runner
 
     paths, repo = _paths()
-    data: dict[str, object] = {"agent": {"backend": backend, "command": list(agent or [])}}
-    if guard:
-        data["guard"] = {"command": list(guard)}
     try:
+        agent_words = command_words("--agent", tuple(agent or ()))
+        data: dict[str, object] = {"agent": {"backend": backend, "command": list(agent_words)}}
+        if guard:
+            data["guard"] = {"command": list(command_words("--guard", tuple(guard)))}
         config = parse_config(data)
     except ConfigError as error:
         raise UserFacingError(f"init: {error}") from None
@@ -122,17 +190,31 @@ def start(
 
 @app.command()
 @guarded
-def validate() -> None:
+def validate(as_json: AsJson = False) -> None:
     """Check layout, config, tree and run identity."""
     # The body lives in commands.py, shared with the launcher's fast path (entry.py).
-    raise typer.Exit(commands.validate(typer.echo))
+    if not as_json:
+        raise typer.Exit(commands.validate(typer.echo))
+    from runner_core.reports import validation_to_json
+
+    lines: list[str] = []
+    code = commands.validate(lines.append)
+    typer.echo(json.dumps(validation_to_json(lines), indent=2))
+    raise typer.Exit(code)
 
 
 @app.command()
 @guarded
-def select() -> None:
+def select(as_json: AsJson = False) -> None:
     """Print the next leaf: exit 0 open, 2 complete, 3 stuck."""
-    raise typer.Exit(commands.select(typer.echo))
+    if not as_json:
+        raise typer.Exit(commands.select(typer.echo))
+    from runner_core.reports import selection_to_json
+    from runner_shell.store import load_tree
+
+    selection = select_leaf(load_tree(_paths()[0]))
+    typer.echo(json.dumps(selection_to_json(selection), indent=2, ensure_ascii=False))
+    raise typer.Exit(commands.selection_exit_code(selection))
 
 
 @app.command()
@@ -144,7 +226,13 @@ def step(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
 
 @app.command()
 @guarded
-def loop(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
+def loop(
+    prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET,
+    max_steps: Annotated[
+        int | None,
+        typer.Option("--max-steps", min=1, metavar="N", help="Stop (exit 0) after N steps."),
+    ] = None,
+) -> None:
     """Step until the tree is complete (0), a leaf is stuck (3) or the iteration limit (1)."""
     from runner_shell.stepper import EXIT_STUCK, run_loop
     from runner_shell.views import LiveProgress
@@ -153,7 +241,7 @@ def loop(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
     # The live line is for a person watching; piped output stays exactly the `loop:` lines.
     live = LiveProgress(enabled=sys.stdout.isatty())
     with exclusive_lock(repo), live:
-        code = run_loop(paths, repo, prompt_budget, live.emit, live.progress)
+        code = run_loop(paths, repo, prompt_budget, live.emit, live.progress, max_steps)
     if code == EXIT_STUCK:
         # The same way out as `runner step` gives: the stuck leaf's node commands.
         from runner_core.selection import select_leaf
@@ -188,7 +276,9 @@ def recover() -> None:
 def demo(
     directory: Annotated[
         Path | None,
-        typer.Option("--dir", help="Where to build the demo repo (default: a new temp dir)."),
+        typer.Option(
+            "--dir", metavar="DIR", help="Where to build the demo repo (default: a new temp dir)."
+        ),
     ] = None,
 ) -> None:
     """Build a throw-away repo and run init/start/loop on it with the built-in demo agent."""
@@ -201,6 +291,8 @@ def demo(
 
 node_app = typer.Typer(
     no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings=HELP_OPTIONS,
     help="Change a node of the run by hand (a stuck leaf's ways out), as one commit.",
 )
 app.add_typer(node_app, name="node")
@@ -321,9 +413,9 @@ def tell(
 # ---------------------------------------------------------------- read-only inspection
 # These never take the lock and never write: safe to run beside a loop.
 
-AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document (stable keys).")]
 RunId = Annotated[
-    str | None, typer.Option("--run", help="Inspect this run (default: run_state's run).")
+    str | None,
+    typer.Option("--run", metavar="RUN_ID", help="Inspect this run (default: run_state's run)."),
 ]
 
 
@@ -339,7 +431,9 @@ def status(as_json: AsJson = False) -> None:
 @app.command()
 @guarded
 def history(
-    node: Annotated[str | None, typer.Option("--node", help="Only this node's iterations.")] = None,
+    node: Annotated[
+        str | None, typer.Option("--node", metavar="ID", help="Only this node's iterations.")
+    ] = None,
     run: RunId = None,
     as_json: AsJson = False,
 ) -> None:
@@ -352,7 +446,7 @@ def history(
 @app.command()
 @guarded
 def show(
-    iteration: Annotated[int, typer.Argument(min=1, help="The iteration number.")],
+    iteration: Annotated[int, typer.Argument(min=1, metavar="ITER", help="The iteration number.")],
     run: RunId = None,
     as_json: AsJson = False,
 ) -> None:
@@ -396,9 +490,26 @@ def metrics(run: RunId = None) -> None:
     show_metrics(*_paths(), run)
 
 
+def usage_error_text(error: typer.TyperException) -> str:
+    """One line naming the problem and where help is; bare `runner` gets its help instead."""
+    message = error.format_message()
+    if type(error).__name__ == "NoArgsIsHelpError":
+        return message
+    context = getattr(error, "ctx", None)
+    where = f" (see '{context.command_path} --help')" if context is not None else ""
+    return f"runner: {one_line(message)}{where}"
+
+
 def main() -> None:
     try:
-        app()
+        code = app(standalone_mode=False, prog_name="runner")
+    except typer.TyperException as error:
+        # A usage error exits 1, never click's 2: to scripts 2 means "complete".
+        print(usage_error_text(error), file=sys.stderr)
+        sys.exit(1)
+    except typer.Abort:
+        print("runner: interrupted", file=sys.stderr)
+        sys.exit(130)
     except SystemExit:
         raise
     except Exception as error:  # a runner bug: one line unless debugging
@@ -406,3 +517,4 @@ def main() -> None:
             raise
         print(internal_error_line(error), file=sys.stderr)
         sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -41,7 +41,9 @@ def check_run_branch(repo: Repo) -> None:
     """Refuse a run command on main/master while run branches exist, naming them."""
     if not repo.has_commits():
         return
-    problem = off_run_branch_problem(repo.current_branch(), branch_run_ids(repo))
+    problem = off_run_branch_problem(
+        repo.current_branch(), branch_run_ids(repo), bool(repo.dirty_paths())
+    )
     if problem is not None:
         raise UserFacingError(problem)
 
