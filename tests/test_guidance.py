@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from runner_core.guidance import GUIDANCE_HEADER, with_guidance
+from runner_core.guidance import with_guidance
 from runner_core.prompt_pack import DROP_ORDER, TRUNCATED_MARK, build_prompt_pack
 
 REQUIRED = {"contract": "C", "goal": "G", "selected": "S", "output": "O"}
 
 
-def test_the_first_note_starts_the_file_with_its_header() -> None:
-    assert with_guidance(None, "Use pytest.\n") == f"{GUIDANCE_HEADER}\nUse pytest.\n"
+def test_the_first_note_is_the_whole_file() -> None:
+    assert with_guidance(None, "  Use pytest.\n\n") == "Use pytest.\n"
 
 
 def test_later_notes_are_appended_as_paragraphs() -> None:
     first = with_guidance(None, "One.")
-    assert with_guidance(first, "Two.") == f"{GUIDANCE_HEADER}\nOne.\n\nTwo.\n"
+    assert with_guidance(first, "Two.") == "One.\n\nTwo.\n"
 
 
 def test_an_empty_note_is_refused() -> None:
