@@ -15,3 +15,8 @@ def with_guidance(current: str | None, note: str) -> str:
         raise ValueError("the guidance is empty; say what the agents should know")
     base = (current or "").strip("\n")
     return f"{base}\n\n{text}\n" if base.strip() else f"{text}\n"
+
+
+def guidance_commit_message(run_id: str, actor: str) -> str:
+    """The commit of a `runner tell`: subject, then who told which run."""
+    return f"chore(runner): tell run {run_id}\n\nRunner-Run: {run_id}\nRunner-Actor: {actor}\n"

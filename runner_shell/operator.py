@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from runner_core import Node
-from runner_core.guidance import with_guidance
+from runner_core.guidance import guidance_commit_message, with_guidance
 from runner_core.operations import (
     TRAILER_OP,
     NodeOperation,
@@ -25,23 +25,16 @@ from runner_core.operations import (
     operation_message,
     run_actions,
 )
-from runner_core.preconditions import RepoFacts, step_precondition_problem
-from runner_core.recovery import interrupted_problem
-from runner_core.step import RunState
 from runner_core.tree_json import loads_json_strictly
 from runner_shell.errors import UserFacingError
 from runner_shell.files import atomic_write_text
 from runner_shell.git import Repo
-from runner_shell.guard_rails import exclusive_lock, read_journal
+from runner_shell.guard_rails import exclusive_lock
 from runner_shell.layout import RunnerPaths
 from runner_shell.runs import check_run_branch
+from runner_shell.stepper import Loaded, load_for_step
 from runner_shell.store import (
     SMALL_FILE_MAX_BYTES,
-    load_config,
-    load_goal_id,
-    load_run_state,
-    load_tree,
-    read_gitignore_lines,
     read_optional_text,
     write_tree,
 )
@@ -66,24 +59,10 @@ def refused() -> Iterator[None]:
         raise UserFacingError(str(error)) from None
 
 
-def _require_run(paths: RunnerPaths, repo: Repo) -> RunState:
-    """The same preconditions a step has: no interrupted iteration, clean tree, run branch."""
-    journal = read_journal(repo)
-    if journal is not None:
-        raise UserFacingError(interrupted_problem(journal))
+def _require_run(paths: RunnerPaths, repo: Repo) -> Loaded:
+    """A step's own preconditions (no interrupted iteration, clean tree, run branch), loaded."""
     check_run_branch(repo)
-    state = load_run_state(paths)
-    facts = RepoFacts(
-        branch=repo.current_branch(),
-        dirty_paths=repo.dirty_paths(),
-        gitignore_lines=read_gitignore_lines(paths),
-        run_id=state.run_id,
-        goal_id=load_goal_id(paths),
-    )
-    problem = step_precondition_problem(facts)
-    if problem is not None:
-        raise UserFacingError(problem)
-    return state
+    return load_for_step(paths, repo)
 
 
 def apply_node_operation(
@@ -91,16 +70,14 @@ def apply_node_operation(
 ) -> Applied:
     """Change the tree under the lock, validate, write canonically and commit."""
     with exclusive_lock(repo):
-        state = _require_run(paths, repo)
-        assert state.run_id is not None
-        default = load_config(paths).max_attempts_default
-        before = load_tree(paths)
+        loaded = _require_run(paths, repo)
+        before = loaded.tree
         with refused():
-            after = checked(before, change(before, default), node_id, op)
+            after = checked(before, change(before, loaded.config.max_attempts_default), node_id, op)
         write_tree(paths, after)
-        action = OperatorAction(state.run_id, op, node_id, repo.actor(), state.next_iter)
+        action = OperatorAction(loaded.run_id, op, node_id, repo.actor(), loaded.state.next_iter)
         repo.commit_all(operation_message(action))
-    return Applied(state.run_id, before, after)
+    return Applied(loaded.run_id, before, after)
 
 
 def read_operator_json(path: Path, option: str = "--from") -> Any:
@@ -120,19 +97,15 @@ def read_operator_json(path: Path, option: str = "--from") -> Any:
 def add_guidance(paths: RunnerPaths, repo: Repo, text: str) -> str:
     """Append the operator's guidance to guidance.md and commit it; returns the run id."""
     with exclusive_lock(repo):
-        state = _require_run(paths, repo)
-        assert state.run_id is not None
+        run_id = _require_run(paths, repo).run_id
         current = read_optional_text(paths.guidance, SMALL_FILE_MAX_BYTES)
         try:
             updated = with_guidance(current, text)
         except ValueError as error:
             raise UserFacingError(f"tell: {error}") from None
         atomic_write_text(paths.guidance, updated)
-        repo.commit_all(
-            f"chore(runner): tell run {state.run_id}\n\n"
-            f"Runner-Run: {state.run_id}\nRunner-Actor: {repo.actor()}\n"
-        )
-    return state.run_id
+        repo.commit_all(guidance_commit_message(run_id, repo.actor()))
+    return run_id
 
 
 def operator_actions(repo: Repo, run_id: str | None) -> tuple[OperatorAction, ...]:
