@@ -98,11 +98,11 @@ class Repo:
         result = self.git("log", "-1", "--format=%cI", ref, "--", check=False)
         return result.stdout.strip() or None
 
-    def messages(self, grep: str) -> tuple[str, ...]:
-        """The full messages of HEAD's commits with a line matching `grep`, oldest first."""
+    def messages(self, grep: str, ref: str = "HEAD") -> tuple[str, ...]:
+        """The full messages of `ref`'s commits with a line matching `grep`, oldest first."""
         if not self.has_commits():
             return ()
-        out = self.git("log", "--reverse", "-z", f"--grep={grep}", "--format=%B").stdout
+        out = self.git("log", "--reverse", "-z", f"--grep={grep}", "--format=%B", ref).stdout
         return tuple(message for message in out.split("\0") if message.strip())
 
     def current_branch(self) -> str | None:

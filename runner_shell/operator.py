@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from runner_core import Node
+from runner_core import Node, branch_for
 from runner_core.guidance import guidance_commit_message, with_guidance
 from runner_core.operations import (
     TRAILER_OP,
@@ -109,7 +109,9 @@ def add_guidance(paths: RunnerPaths, repo: Repo, text: str) -> str:
 
 
 def operator_actions(repo: Repo, run_id: str | None) -> tuple[OperatorAction, ...]:
-    """The run's operator commits on HEAD's history, oldest first."""
+    """The run's operator commits, oldest first: from its branch, else from HEAD's history."""
     if run_id is None:
         return ()
-    return run_actions(repo.messages(f"^{TRAILER_OP}: "), run_id)
+    branch = branch_for(run_id)
+    ref = branch if repo.branch_exists(branch) else "HEAD"
+    return run_actions(repo.messages(f"^{TRAILER_OP}: ", ref), run_id)
