@@ -132,23 +132,10 @@ class OperatorFacts:
     actions: tuple[OperatorAction, ...] = ()
 
 
-def status_view(
-    tree: Node,
-    state: RunState,
-    max_iterations: int,
-    history: ExecutionHistory,
-    journal: Journal | None = None,
-    operator: OperatorFacts = OperatorFacts(),
-) -> StatusView:
-    """Where the run stands; `history` is the current run's, `journal` any journal found.
-
-    A journal counts only when it names this run: its node is then `running` while its runner
-    is alive; once that runner is dead the iteration is `interrupted` and nothing runs.
-    """
-    named = journal if running_node_id(journal, state.run_id) is not None else None
-    live = named if operator.journal_alive else None
-    running_id = running_node_id(live, state.run_id)
-    states = display_states(tree, history, running_id)
+def _tree_rows(
+    tree: Node, history: ExecutionHistory, states: Mapping[str, NodeDisplayState]
+) -> tuple[list[TreeRow], list[LeafRef]]:
+    """The status tree in canonical order, and its stuck leaves."""
     rows: list[TreeRow] = []
     stuck: list[LeafRef] = []
     for node, path, depth in canonical_preorder(tree):
@@ -169,6 +156,27 @@ def status_view(
         )
         if node.is_leaf and is_stuck(node):
             stuck.append(LeafRef(node.id, path, node.attempts, node.max_attempts))
+    return rows, stuck
+
+
+def status_view(
+    tree: Node,
+    state: RunState,
+    max_iterations: int,
+    history: ExecutionHistory,
+    journal: Journal | None = None,
+    operator: OperatorFacts = OperatorFacts(),
+) -> StatusView:
+    """Where the run stands; `history` is the current run's, `journal` any journal found.
+
+    A journal counts only when it names this run: its node is then `running` while its runner
+    is alive; once that runner is dead the iteration is `interrupted` and nothing runs.
+    """
+    named = journal if running_node_id(journal, state.run_id) is not None else None
+    live = named if operator.journal_alive else None
+    running_id = running_node_id(live, state.run_id)
+    states = display_states(tree, history, running_id)
+    rows, stuck = _tree_rows(tree, history, states)
     in_tree = {row.id for row in rows}
     removed = tuple(
         (node_id, history.execution_count(node_id), display)
