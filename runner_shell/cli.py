@@ -63,8 +63,7 @@ def _change_directory(directory: Path | None) -> None:
     try:
         os.chdir(directory)
     except OSError as error:
-        typer.echo(f"runner: -C {directory}: {error.strerror or error}", err=True)
-        raise typer.Exit(1) from None
+        raise _fail(f"-C {directory}: {error.strerror or error}") from None
 
 
 @app.callback()
@@ -74,7 +73,6 @@ def options(
         typer.Option(
             "-C",
             metavar="DIR",
-            is_eager=True,
             help="Run as if runner was started in DIR (like git -C).",
         ),
     ] = None,
