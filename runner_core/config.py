@@ -7,6 +7,7 @@ Never reads the file: the shell parses TOML and hands the mapping in.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -134,3 +135,16 @@ def render_config(config: Config) -> str:
         f'backend = "{config.agent_backend}"  # "codex" | "claude" | "command"\n'
         f'command = {toml_list(config.agent_command)}  # argv for backend = "command"\n'
     )
+
+
+def command_words(key: str, values: tuple[str, ...]) -> tuple[str, ...]:
+    """A command given on the command line: one shell-quoted string, or one word per value.
+
+    `--guard "python -m pytest -q"` and `--guard python --guard -m ...` mean the same argv.
+    """
+    if len(values) != 1:
+        return values
+    try:
+        return tuple(shlex.split(values[0]))
+    except ValueError as error:
+        raise ConfigError(key, f"cannot split {values[0]!r} into words: {error}") from None

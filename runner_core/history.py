@@ -500,7 +500,7 @@ class NodeDisplayState(enum.Enum):
     RUNNING = "running"
     COMPLETED = "completed"
     FAILED = "failed"
-    MAXITER = "maxiter"
+    STUCK = "stuck"
     SKIPPED = "skipped"
 
 
@@ -509,9 +509,9 @@ PENDING, RUNNING, COMPLETED = (
     NodeDisplayState.RUNNING,
     NodeDisplayState.COMPLETED,
 )
-FAILED, MAXITER, SKIPPED = (
+FAILED, STUCK, SKIPPED = (
     NodeDisplayState.FAILED,
-    NodeDisplayState.MAXITER,
+    NodeDisplayState.STUCK,
     NodeDisplayState.SKIPPED,
 )
 
@@ -524,7 +524,7 @@ def _leaf_state(
     if node.passes:
         return COMPLETED
     if is_stuck(node):
-        return MAXITER
+        return STUCK
     last = history.last_record(node.id)
     if last is None or last.successful:
         return PENDING
@@ -538,7 +538,7 @@ def _parent_state(
         return RUNNING
     if node.passes:
         return COMPLETED
-    for urgent in (MAXITER, FAILED):
+    for urgent in (STUCK, FAILED):
         if urgent in children:
             return urgent
     return PENDING
@@ -552,12 +552,12 @@ def display_states(
     A leaf, first rule that holds:
       running   — it is `running_node_id` (the iteration in progress, when there is one);
       completed — `passes` is true;
-      maxiter   — stuck: open with `attempts >= max_attempts`;
+      stuck     — open with `attempts >= max_attempts`;
       failed    — open with attempts left, and its last execution was not successful;
       pending   — open and never executed, or its last execution succeeded yet it is open
                   again (a decomposed node whose children an agent removed).
     A node with children: running when it is `running_node_id` or a child is running;
-    completed when `passes`; otherwise the most urgent of its children's states, maxiter
+    completed when `passes`; otherwise the most urgent of its children's states, stuck
     before failed; else pending. Its own executions (the decomposition) do not count.
     skipped   — executed in this history but no longer in the tree (an open node an agent
                 removed or replaced); `running_node_id` still wins if it names such a node,

@@ -19,6 +19,7 @@ from runner_core.selection import is_stuck
 SECTION_ORDER: tuple[str, ...] = (
     "contract",
     "goal",
+    "guidance",
     "history",
     "failure",
     "selected",
@@ -31,6 +32,7 @@ SECTION_TITLES: PMap[str, str] = pmap(
     {
         "contract": "Runner contract",
         "goal": "Project goal",
+        "guidance": "Operator guidance",
         "history": "Previous attempt",
         "failure": "Guard failure of the previous attempt",
         "selected": "Selected node",
@@ -43,8 +45,9 @@ SECTION_TITLES: PMap[str, str] = pmap(
 REQUIRED_SECTIONS = frozenset({"contract", "goal", "selected", "output"})
 DROP_ORDER: tuple[str, ...] = ("tree", "assumptions", "questions", "history", "failure")
 # When dropping is not enough, the user-sized required sections are cut, goal first; the
-# runner's own contract and output contract stay whole so the agent can still answer.
-TRUNCATE_ORDER: tuple[str, ...] = ("goal", "selected")
+# runner's own contract and output contract stay whole so the agent can still answer. The
+# operator's guidance (`runner tell`) is optional but never dropped: it is cut after the goal.
+TRUNCATE_ORDER: tuple[str, ...] = ("goal", "guidance", "selected")
 TRUNCATED_MARK = "\n[truncated]"
 DEFAULT_PROMPT_BUDGET = 40_000
 TREE_OUTLINE_MAX_LINES = 200
@@ -106,6 +109,8 @@ def build_prompt_pack(sections: Mapping[str, str | None], budget_bytes: int) -> 
         over = _size(current) - budget_bytes
         if over <= 0:
             break
+        if name not in current:
+            continue
         # Measured as rendered: trailing whitespace is not printed, so it cannot be cut.
         body = current[name].rstrip()
         keep = len(body.encode("utf-8")) - over - len(TRUNCATED_MARK.encode("utf-8"))

@@ -30,9 +30,10 @@ from runner_core.history import (
     tokens_to_json,
 )
 from runner_core.model import Node, NodeNext, iter_preorder, sort_key
+from runner_core.operations import OperatorAction, action_to_json
 from runner_core.recovery import Journal
 from runner_core.run_identity import branch_for
-from runner_core.selection import SelectionStatus, is_stuck, select_leaf
+from runner_core.selection import Selection, SelectionStatus, is_stuck, select_leaf
 from runner_core.state_update import TRANSITIONS
 from runner_core.step import RunState
 
@@ -109,25 +110,32 @@ class StatusView:
     running: Journal | None
     tree: tuple[TreeRow, ...]
     removed: tuple[tuple[str, int, NodeDisplayState], ...]
+    # The operator's side (issue 9): an iteration whose runner died, guidance given, the
+    # agent's open questions (only while a leaf is stuck) and the operator commits.
+    interrupted: Journal | None = None
+    guidance: str | None = None
+    questions: str | None = None
+    operator_actions: tuple[OperatorAction, ...] = ()
 
     @property
     def branch(self) -> str | None:
         return None if self.run_id is None else branch_for(self.run_id)
 
 
-def status_view(
-    tree: Node,
-    state: RunState,
-    max_iterations: int,
-    history: ExecutionHistory,
-    journal: Journal | None = None,
-) -> StatusView:
-    """Where the run stands; `history` is the current run's, `journal` any journal found.
+@attrs.frozen(slots=True)
+class OperatorFacts:
+    """What status shows beside the tree: is the journal's runner alive, guidance, questions."""
 
-    A journal counts only when it names this run: its node is then `running`.
-    """
-    running_id = running_node_id(journal, state.run_id)
-    states = display_states(tree, history, running_id)
+    journal_alive: bool = True
+    guidance: str | None = None
+    questions: str | None = None
+    actions: tuple[OperatorAction, ...] = ()
+
+
+def _tree_rows(
+    tree: Node, history: ExecutionHistory, states: Mapping[str, NodeDisplayState]
+) -> tuple[list[TreeRow], list[LeafRef]]:
+    """The status tree in canonical order, and its stuck leaves."""
     rows: list[TreeRow] = []
     stuck: list[LeafRef] = []
     for node, path, depth in canonical_preorder(tree):
@@ -148,6 +156,27 @@ def status_view(
         )
         if node.is_leaf and is_stuck(node):
             stuck.append(LeafRef(node.id, path, node.attempts, node.max_attempts))
+    return rows, stuck
+
+
+def status_view(
+    tree: Node,
+    state: RunState,
+    max_iterations: int,
+    history: ExecutionHistory,
+    journal: Journal | None = None,
+    operator: OperatorFacts = OperatorFacts(),
+) -> StatusView:
+    """Where the run stands; `history` is the current run's, `journal` any journal found.
+
+    A journal counts only when it names this run: its node is then `running` while its runner
+    is alive; once that runner is dead the iteration is `interrupted` and nothing runs.
+    """
+    named = journal if running_node_id(journal, state.run_id) is not None else None
+    live = named if operator.journal_alive else None
+    running_id = running_node_id(live, state.run_id)
+    states = display_states(tree, history, running_id)
+    rows, stuck = _tree_rows(tree, history, states)
     in_tree = {row.id for row in rows}
     removed = tuple(
         (node_id, history.execution_count(node_id), display)
@@ -170,9 +199,13 @@ def status_view(
         selected=selected,
         stuck=tuple(stuck),
         state=state,
-        running=journal if running_id is not None else None,
+        running=live,
         tree=tuple(rows),
         removed=removed,
+        interrupted=named if live is None else None,
+        guidance=operator.guidance,
+        questions=operator.questions if stuck else None,
+        operator_actions=operator.actions,
     )
 
 
@@ -237,6 +270,10 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
             {"id": node_id, "executions": executions, "state": display.value}
             for node_id, executions, display in view.removed
         ],
+        "interrupted": (_running_json(view.interrupted) if view.interrupted is not None else None),
+        "guidance": view.guidance,
+        "questions": view.questions,
+        "operator_actions": [action_to_json(action) for action in view.operator_actions],
     }
 
 
@@ -248,17 +285,40 @@ def history_records(history: ExecutionHistory, node_id: str | None) -> tuple[Exe
     return history.records if node_id is None else history.records_for(node_id)
 
 
+def history_actions(
+    actions: Sequence[OperatorAction], node_id: str | None
+) -> tuple[OperatorAction, ...]:
+    """The operator commits `runner history` lists: all, or one node's."""
+    return tuple(action for action in actions if node_id in (None, action.node_id))
+
+
+def interleaved(
+    records: Sequence[ExecutionRecord], actions: Sequence[OperatorAction]
+) -> tuple[ExecutionRecord | OperatorAction, ...]:
+    """Iterations and operator commits in the order they happened: an operator commit comes
+    before the iteration that was next when it was made."""
+    entries: list[ExecutionRecord | OperatorAction] = []
+    pending = list(actions)
+    for record in records:
+        while pending and pending[0].before_iteration <= record.iteration:
+            entries.append(pending.pop(0))
+        entries.append(record)
+    return (*entries, *pending)
+
+
 def history_to_json(
     run_id: str,
     records: Iterable[ExecutionRecord],
     node_id: str | None,
     warnings: Sequence[str],
+    actions: Sequence[OperatorAction] = (),
 ) -> dict[str, Any]:
     """`runner history --json`: each iteration as its meta.json, plus what was skipped."""
     return {
         "run_id": run_id,
         "node": node_id,
         "iterations": [record_to_meta(record) for record in records],
+        "operator_actions": [action_to_json(action) for action in actions],
         "warnings": list(warnings),
     }
 
@@ -326,6 +386,7 @@ class RunFigures:
     next_iteration: int
     max_iterations: int
     running_node_id: str | None = None
+    operator_actions: tuple[OperatorAction, ...] = ()
 
     def states(self) -> dict[str, NodeDisplayState]:
         if self.tree is None:
@@ -349,6 +410,7 @@ class Report:
     nodes: tuple[NodeReportRow, ...]
     slowest: tuple[ExecutionRecord, ...]
     most_retried: tuple[NodeStats, ...]
+    operator_actions: tuple[OperatorAction, ...] = ()
 
 
 def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
@@ -382,6 +444,7 @@ def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
         nodes=tuple(rows),
         slowest=slowest(figures.history, top),
         most_retried=most_retried(figures.history, top),
+        operator_actions=figures.operator_actions,
     )
 
 
@@ -429,6 +492,10 @@ def report_to_json(report: Report, warnings: Sequence[str] = ()) -> dict[str, An
             }
             for stats in report.most_retried
         ],
+        "operator_actions": {
+            "count": len(report.operator_actions),
+            "actions": [action_to_json(action) for action in report.operator_actions],
+        },
         "warnings": list(warnings),
     }
 
@@ -598,3 +665,31 @@ def progress_line(
         f"[iter {iteration}/{max_iterations}] node {selection.node.id} · "
         f"{passed}/{total} leaves passed · {elapsed_text(elapsed_seconds)} elapsed"
     )
+
+
+# ---------------------------------------------------------------- runner select / validate
+
+
+def selection_to_json(selection: Selection) -> dict[str, Any]:
+    """`runner select --json`: the next leaf, as `select:` prints it."""
+    node = selection.node
+    return {
+        "status": selection.status.value,
+        "id": None if node is None else node.id,
+        "path": selection.path,
+        "attempts": None if node is None else node.attempts,
+        "max_attempts": None if node is None else node.max_attempts,
+    }
+
+
+VALIDATION_KEYS = ("layout", "config", "tree", "run", "id", "branch")
+
+
+def validation_to_json(lines: Sequence[str]) -> dict[str, Any]:
+    """`runner validate --json`: the `validate: key=value` lines of a passing check, joined."""
+    document: dict[str, Any] = dict.fromkeys(VALIDATION_KEYS)
+    for line in lines:
+        for pair in line.removeprefix("validate: ").split():
+            key, _, value = pair.partition("=")
+            document[key] = value
+    return document

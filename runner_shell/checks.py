@@ -7,14 +7,18 @@ import shutil
 from pathlib import Path
 
 from runner_core import Config, Node, branch_for
+from runner_core.hints import INIT_HINT
 from runner_core.preconditions import gitignore_problem
 from runner_core.tree_json import TREE_MAX_BYTES, canonical_fits
 from runner_shell.errors import UserFacingError
 from runner_shell.git import Repo
 from runner_shell.layout import RunnerPaths
-from runner_shell.store import load_goal_id, load_run_state, read_gitignore_lines
-
-INIT_HINT = "(run 'runner init')"
+from runner_shell.store import (
+    MissingStateFile,
+    load_goal_id,
+    load_run_state,
+    read_gitignore_lines,
+)
 
 
 def check_layout(paths: RunnerPaths) -> None:
@@ -31,7 +35,7 @@ def check_layout(paths: RunnerPaths) -> None:
     )
     for path in required:
         if not path.is_file():
-            raise UserFacingError(f"{paths.relative(path)} is missing {INIT_HINT}")
+            raise MissingStateFile(paths.relative(path))
     problem = gitignore_problem(read_gitignore_lines(paths))
     if problem is not None:
         raise UserFacingError(problem)

@@ -8,6 +8,7 @@ stderr, never a traceback; set RUNNER_DEBUG=1 to see one for a runner bug.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -16,7 +17,9 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from runner_core.model import Node
 from runner_core.prompt_pack import DEFAULT_PROMPT_BUDGET
+from runner_core.selection import select_leaf
 from runner_shell import commands
 from runner_shell.commands import failure_of
 from runner_shell.errors import UserFacingError, internal_error_line, one_line
@@ -24,19 +27,71 @@ from runner_shell.git import GitError, Repo, repo_root
 from runner_shell.guard_rails import exclusive_lock
 from runner_shell.layout import RunnerPaths
 
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Drive coding agents through a goal over a strict JSON task tree, one step at a time.",
     pretty_exceptions_enable=False,
+    # Plain click help: no `<bool>` placeholders for flags, and `-h` works like `--help`.
+    rich_markup_mode=None,
+    context_settings=HELP_OPTIONS,
 )
 
 F = TypeVar("F", bound=Callable[..., None])
 
 PromptBudget = Annotated[
     int,
-    typer.Option("--prompt-budget", min=1000, help="Byte budget of the prompt pack."),
+    typer.Option(
+        "--prompt-budget", min=1000, metavar="BYTES", help="Byte budget of the prompt pack."
+    ),
 ]
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"runner {version('runner')}")
+        raise typer.Exit(0)
+
+
+def _change_directory(directory: Path | None) -> None:
+    if directory is None:
+        return
+    try:
+        os.chdir(directory)
+    except OSError as error:
+        raise _fail(f"-C {directory}: {error.strerror or error}") from None
+
+
+@app.callback()
+def options(
+    directory: Annotated[
+        Path | None,
+        typer.Option(
+            "-C",
+            metavar="DIR",
+            help="Run as if runner was started in DIR (like git -C).",
+        ),
+    ] = None,
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            is_eager=True,
+            callback=_show_version,
+            help="Print runner's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Drive coding agents through a goal over a strict JSON task tree, one step at a time."""
+    _change_directory(directory)
+
+
+AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document (stable keys).")]
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -71,25 +126,38 @@ def init(
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing state files.")] = False,
     guard: Annotated[
         list[str] | None,
-        typer.Option("--guard", help="Guard argv, one --guard per word (default: just ci)."),
+        typer.Option(
+            "--guard",
+            metavar="COMMAND",
+            help="Guard command: one shell-quoted string, or one --guard per word "
+            "(default: just ci).",
+        ),
     ] = None,
     backend: Annotated[
-        str, typer.Option("--backend", help="Agent backend: codex, claude or command.")
+        str,
+        typer.Option("--backend", metavar="NAME", help="Agent backend: codex, claude or command."),
     ] = "codex",
     agent: Annotated[
         list[str] | None,
-        typer.Option("--agent", help="Agent argv for backend=command, one --agent per word."),
+        typer.Option(
+            "--agent",
+            metavar="COMMAND",
+            help="Agent command for backend=command: one shell-quoted string, or one --agent "
+            "per word.",
+        ),
     ] = None,
 ) -> None:
     """Scaffold .runner/ with a default config, a placeholder GOAL.md and a root node."""
     from runner_core import ConfigError, parse_config
+    from runner_core.config import command_words
     from runner_shell.setup import init_runner
 
     paths, repo = _paths()
-    data: dict[str, object] = {"agent": {"backend": backend, "command": list(agent or [])}}
-    if guard:
-        data["guard"] = {"command": list(guard)}
     try:
+        agent_words = command_words("--agent", tuple(agent or ()))
+        data: dict[str, object] = {"agent": {"backend": backend, "command": list(agent_words)}}
+        if guard:
+            data["guard"] = {"command": list(command_words("--guard", tuple(guard)))}
         config = parse_config(data)
     except ConfigError as error:
         raise UserFacingError(f"init: {error}") from None
@@ -104,29 +172,47 @@ def init(
 
 @app.command()
 @guarded
-def start() -> None:
+def start(
+    new: Annotated[
+        bool, typer.Option("--new", help="Start another run from GOAL.md beside existing ones.")
+    ] = False,
+) -> None:
     """Create or check out the run branch runner/<run-id> and commit the run's identity."""
     from runner_shell.setup import start_run
 
     paths, repo = _paths()
     with exclusive_lock(repo):
-        started = start_run(paths, repo)
+        started = start_run(paths, repo, new)
     typer.echo(f"started run={started.run_id} branch={started.branch}")
 
 
 @app.command()
 @guarded
-def validate() -> None:
+def validate(as_json: AsJson = False) -> None:
     """Check layout, config, tree and run identity."""
     # The body lives in commands.py, shared with the launcher's fast path (entry.py).
-    raise typer.Exit(commands.validate(typer.echo))
+    if not as_json:
+        raise typer.Exit(commands.validate(typer.echo))
+    from runner_core.reports import validation_to_json
+
+    lines: list[str] = []
+    code = commands.validate(lines.append)
+    typer.echo(json.dumps(validation_to_json(lines), indent=2))
+    raise typer.Exit(code)
 
 
 @app.command()
 @guarded
-def select() -> None:
+def select(as_json: AsJson = False) -> None:
     """Print the next leaf: exit 0 open, 2 complete, 3 stuck."""
-    raise typer.Exit(commands.select(typer.echo))
+    if not as_json:
+        raise typer.Exit(commands.select(typer.echo))
+    from runner_core.reports import selection_to_json
+    from runner_shell.store import load_tree
+
+    selection = select_leaf(load_tree(_paths()[0]))
+    typer.echo(json.dumps(selection_to_json(selection), indent=2, ensure_ascii=False))
+    raise typer.Exit(commands.selection_exit_code(selection))
 
 
 @app.command()
@@ -138,16 +224,28 @@ def step(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
 
 @app.command()
 @guarded
-def loop(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
+def loop(
+    prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET,
+    max_steps: Annotated[
+        int | None,
+        typer.Option("--max-steps", min=1, metavar="N", help="Stop (exit 0) after N steps."),
+    ] = None,
+) -> None:
     """Step until the tree is complete (0), a leaf is stuck (3) or the iteration limit (1)."""
-    from runner_shell.stepper import run_loop
+    from runner_shell.stepper import EXIT_STUCK, run_loop
     from runner_shell.views import LiveProgress
 
     paths, repo = _paths()
     # The live line is for a person watching; piped output stays exactly the `loop:` lines.
     live = LiveProgress(enabled=sys.stdout.isatty())
     with exclusive_lock(repo), live:
-        code = run_loop(paths, repo, prompt_budget, live.emit, live.progress)
+        code = run_loop(paths, repo, prompt_budget, live.emit, live.progress, max_steps)
+    if code == EXIT_STUCK:
+        # The same way out as `runner step` gives: the stuck leaf's node commands.
+        from runner_core.selection import select_leaf
+        from runner_shell.store import load_tree
+
+        raise _fail(commands.stuck_message(select_leaf(load_tree(paths))), code)
     raise typer.Exit(code)
 
 
@@ -176,7 +274,9 @@ def recover() -> None:
 def demo(
     directory: Annotated[
         Path | None,
-        typer.Option("--dir", help="Where to build the demo repo (default: a new temp dir)."),
+        typer.Option(
+            "--dir", metavar="DIR", help="Where to build the demo repo (default: a new temp dir)."
+        ),
     ] = None,
 ) -> None:
     """Build a throw-away repo and run init/start/loop on it with the built-in demo agent."""
@@ -185,12 +285,135 @@ def demo(
     raise typer.Exit(run_demo(directory))
 
 
+# ---------------------------------------------------------------- the operator
+
+node_app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings=HELP_OPTIONS,
+    help="Change a node of the run by hand (a stuck leaf's ways out), as one commit.",
+)
+app.add_typer(node_app, name="node")
+NodeId = Annotated[str, typer.Argument(metavar="ID", help="The node's id.")]
+FromFile = Annotated[
+    Path | None,
+    typer.Option("--from", metavar="FILE", help="A JSON file (see 'runner node --help')."),
+]
+
+
+def _node_command(op: str, node_id: str, change: Callable[[Node, int], Node]) -> None:
+    from runner_core.operations import NodeOperation, operation_line
+    from runner_shell.operator import apply_node_operation
+
+    paths, repo = _paths()
+    operation = NodeOperation(op)
+    applied = apply_node_operation(paths, repo, operation, node_id, change)
+    typer.echo(operation_line(applied.run_id, operation, node_id, applied.before, applied.after))
+
+
+@node_app.command("retry")
+@guarded
+def node_retry(
+    node_id: NodeId,
+    attempts: Annotated[
+        int | None,
+        typer.Option(
+            "--attempts", metavar="N", help="How many more (default: max_attempts_default)."
+        ),
+    ] = None,
+) -> None:
+    """Give a node N more attempts: max_attempts = attempts used + N."""
+    from runner_core.operations import retry_node
+
+    def change(tree: Node, default: int) -> Node:
+        return retry_node(tree, node_id, default if attempts is None else attempts)
+
+    _node_command("retry", node_id, change)
+
+
+@node_app.command("decompose")
+@guarded
+def node_decompose(node_id: NodeId, from_file: FromFile = None) -> None:
+    """Split a node: children from FILE ({summary, children}) now, else by the decomposer."""
+    from runner_core.operations import (
+        NodeOperation,
+        child_specs_from_file,
+        decompose_later,
+        decompose_now,
+    )
+    from runner_shell.operator import read_operator_json, refused
+
+    if from_file is None:
+        _node_command("decompose", node_id, lambda tree, _: decompose_later(tree, node_id))
+        return
+    with refused():
+        specs = child_specs_from_file(read_operator_json(from_file), NodeOperation.DECOMPOSE)
+    _node_command(
+        "decompose", node_id, lambda tree, default: decompose_now(tree, node_id, specs, default)
+    )
+
+
+@node_app.command("replace")
+@guarded
+def node_replace(
+    node_id: NodeId,
+    from_file: Annotated[
+        Path,
+        typer.Option(
+            "--from", metavar="FILE", help="{title, goal, acceptance, next[, children]} as JSON."
+        ),
+    ],
+) -> None:
+    """Give an open node a new plan: its text from FILE, attempts 0, children only as given."""
+    from runner_core.operations import plan_from_json, replace_node
+    from runner_shell.operator import read_operator_json, refused
+
+    with refused():
+        plan = plan_from_json(read_operator_json(from_file))
+    _node_command(
+        "replace", node_id, lambda tree, default: replace_node(tree, node_id, plan, default)
+    )
+
+
+@node_app.command("skip")
+@guarded
+def node_skip(node_id: NodeId) -> None:
+    """Abandon an open node: remove it and its open subtree."""
+    from runner_core.operations import skip_node
+
+    _node_command("skip", node_id, lambda tree, _: skip_node(tree, node_id))
+
+
+@app.command()
+@guarded
+def tell(
+    text: Annotated[str | None, typer.Argument(metavar="[TEXT]", help="The guidance.")] = None,
+    from_file: Annotated[
+        Path | None, typer.Option("--file", metavar="F", help="Read the guidance from F.")
+    ] = None,
+) -> None:
+    """Tell every following agent something: appended to .runner/state/guidance.md, committed."""
+    from runner_shell.operator import add_guidance
+
+    if (text is None) == (from_file is None):
+        raise UserFacingError("tell: give the guidance as TEXT or with --file F (one of them)")
+    if from_file is not None:
+        try:
+            text = from_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise UserFacingError(f"tell: --file {from_file}: {error}") from None
+    assert text is not None
+    paths, repo = _paths()
+    run_id = add_guidance(paths, repo, text)
+    typer.echo(f"tell: run={run_id} file={paths.relative(paths.guidance)}")
+
+
 # ---------------------------------------------------------------- read-only inspection
 # These never take the lock and never write: safe to run beside a loop.
 
-AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document (stable keys).")]
 RunId = Annotated[
-    str | None, typer.Option("--run", help="Inspect this run (default: run_state's run).")
+    str | None,
+    typer.Option("--run", metavar="RUN_ID", help="Inspect this run (default: run_state's run)."),
 ]
 
 
@@ -206,7 +429,9 @@ def status(as_json: AsJson = False) -> None:
 @app.command()
 @guarded
 def history(
-    node: Annotated[str | None, typer.Option("--node", help="Only this node's iterations.")] = None,
+    node: Annotated[
+        str | None, typer.Option("--node", metavar="ID", help="Only this node's iterations.")
+    ] = None,
     run: RunId = None,
     as_json: AsJson = False,
 ) -> None:
@@ -219,7 +444,7 @@ def history(
 @app.command()
 @guarded
 def show(
-    iteration: Annotated[int, typer.Argument(min=1, help="The iteration number.")],
+    iteration: Annotated[int, typer.Argument(min=1, metavar="ITER", help="The iteration number.")],
     run: RunId = None,
     as_json: AsJson = False,
 ) -> None:
@@ -240,6 +465,22 @@ def report(run: RunId = None, as_json: AsJson = False) -> None:
 
 @app.command()
 @guarded
+def runs(as_json: AsJson = False) -> None:
+    """List every run: id, branch, state, next iteration, leaves passed/total, last activity."""
+    from runner_core.runs import run_line, runs_to_json
+    from runner_shell.runs import gather_runs
+
+    rows = gather_runs(*_paths())
+    if as_json:
+        typer.echo(json.dumps(runs_to_json(rows), indent=2, ensure_ascii=False))
+    elif not rows:
+        typer.echo("runs: none (run 'runner start')")
+    else:
+        typer.echo("\n".join(run_line(row) for row in rows))
+
+
+@app.command()
+@guarded
 def metrics(run: RunId = None) -> None:
     """Print the run's figures in Prometheus text format (for a textfile collector)."""
     from runner_shell.views import show_metrics
@@ -247,9 +488,26 @@ def metrics(run: RunId = None) -> None:
     show_metrics(*_paths(), run)
 
 
+def usage_error_text(error: typer.TyperException) -> str:
+    """One line naming the problem and where help is; bare `runner` gets its help instead."""
+    message = error.format_message()
+    if type(error).__name__ == "NoArgsIsHelpError":
+        return message
+    context = getattr(error, "ctx", None)
+    where = f" (see '{context.command_path} --help')" if context is not None else ""
+    return f"runner: {one_line(message)}{where}"
+
+
 def main() -> None:
     try:
-        app()
+        code = app(standalone_mode=False, prog_name="runner")
+    except typer.TyperException as error:
+        # A usage error exits 1, never click's 2: to scripts 2 means "complete".
+        print(usage_error_text(error), file=sys.stderr)
+        sys.exit(1)
+    except typer.Abort:
+        print("runner: interrupted", file=sys.stderr)
+        sys.exit(130)
     except SystemExit:
         raise
     except Exception as error:  # a runner bug: one line unless debugging
@@ -257,3 +515,4 @@ def main() -> None:
             raise
         print(internal_error_line(error), file=sys.stderr)
         sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -10,17 +10,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from runner_core.hints import missing_state_file_problem
 from runner_core.selection import Selection, SelectionStatus, select_leaf
 from runner_core.step import PlanKind, RunState
 from runner_shell.errors import UserFacingError, os_error_message
 from runner_shell.git import GitError, Repo, repo_root
 from runner_shell.layout import RunnerPaths
+from runner_shell.store import MissingStateFile
 
 Echo = Callable[[str], None]
 
 
 def failure_of(error: BaseException) -> tuple[str, int] | None:
     """The message and exit code of an error a user can cause; None to let it propagate."""
+    if isinstance(error, MissingStateFile):
+        return missing_file_message(error), 1
     if isinstance(error, UserFacingError):
         return str(error), error.exit_code
     if isinstance(error, GitError):
@@ -31,6 +35,15 @@ def failure_of(error: BaseException) -> tuple[str, int] | None:
         message = os_error_message(error)
         return None if message is None else (message, 1)
     return None
+
+
+def missing_file_message(error: MissingStateFile) -> str:
+    """A missing state file git still has is restored with git, not re-initialised."""
+    try:
+        in_head = Repo(repo_root(Path.cwd())).file_at_head(error.name) is not None
+    except GitError:
+        in_head = False
+    return missing_state_file_problem(error.name, in_head)
 
 
 def paths_and_repo() -> tuple[RunnerPaths, Repo]:
@@ -52,8 +65,15 @@ def select(echo: Echo) -> int:
     selection = select_leaf(load_tree(paths))
     if selection.status is SelectionStatus.COMPLETE:
         echo("select: status=complete")
+    else:
+        echo(f"select: status={selection.status.value} {selection_fields(selection)}")
+    return selection_exit_code(selection)
+
+
+def selection_exit_code(selection: Selection) -> int:
+    """0 open, 2 complete, 3 stuck (SPEC §10)."""
+    if selection.status is SelectionStatus.COMPLETE:
         return 2
-    echo(f"select: status={selection.status.value} {selection_fields(selection)}")
     return 3 if selection.status is SelectionStatus.STUCK else 0
 
 
@@ -88,7 +108,8 @@ def stuck_message(selection: Selection) -> str:
     assert node is not None
     return (
         f"stuck: leaf '{node.id}' ({selection.path}) used {node.attempts}/{node.max_attempts} "
-        "attempts; raise its max_attempts, decompose it, or replace it in .runner/state/tree.json"
+        f"attempts; run 'runner node retry|decompose|replace|skip {node.id}' "
+        "(see 'runner node --help')"
     )
 
 
@@ -102,10 +123,12 @@ def limit_message(state: RunState, max_iterations: int) -> str:
 def step(echo: Echo, prompt_budget: int) -> int:
     """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
     from runner_shell.guard_rails import exclusive_lock
+    from runner_shell.runs import check_run_branch
     from runner_shell.stepper import run_step
     from runner_shell.store import load_config, load_run_state
 
     paths, repo = paths_and_repo()
+    check_run_branch(repo)
     with exclusive_lock(repo):
         result = run_step(paths, repo, prompt_budget)
     if result.kind is PlanKind.COMPLETE:

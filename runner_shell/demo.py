@@ -61,6 +61,8 @@ Implement `add` and `multiply` in `calc.py` so that `python check.py` passes.
 def run_demo(directory: Path | None) -> int:
     root = Path(tempfile.mkdtemp(prefix="runner-demo-")) if directory is None else directory
     root.mkdir(parents=True, exist_ok=True)
+    # Said first: if anything below fails, the user knows which directory to look at or remove.
+    typer.echo(f"demo: repository {root}")
     repo = Repo(root)
     repo.git("init", "--quiet")
     repo.git("symbolic-ref", "HEAD", "refs/heads/main")
@@ -77,7 +79,6 @@ def run_demo(directory: Path | None) -> int:
     )
     init_runner(paths, force=False, config=config)
     atomic_write_text(paths.goal, GOAL)
-    typer.echo(f"demo: repository {root}")
     started = start_run(paths, repo)
     typer.echo(f"started run={started.run_id} branch={started.branch}")
     try:

@@ -72,9 +72,13 @@ class Repo:
 
     def file_at_head(self, path: str) -> bytes | None:
         """The exact bytes of `path` (relative to the root) in HEAD, or None if it is not there."""
+        return self.file_at("HEAD", path)
+
+    def file_at(self, ref: str, path: str) -> bytes | None:
+        """The exact bytes of `path` (relative to the root) at `ref`, or None if it is not there."""
         try:
             result = subprocess.run(
-                ["git", "cat-file", "blob", f"HEAD:{path}"],
+                ["git", "cat-file", "blob", f"{ref}:{path}"],
                 cwd=self.root,
                 capture_output=True,
                 stdin=subprocess.DEVNULL,
@@ -88,6 +92,18 @@ class Repo:
         if not self.has_commits():
             return None
         return self.git("log", "-1", "--format=%s").stdout.strip()
+
+    def commit_date(self, ref: str) -> str | None:
+        """The committer date of `ref` (ISO 8601), or None when there is no such commit."""
+        result = self.git("log", "-1", "--format=%cI", ref, "--", check=False)
+        return result.stdout.strip() or None
+
+    def messages(self, grep: str, ref: str = "HEAD") -> tuple[str, ...]:
+        """The full messages of `ref`'s commits with a line matching `grep`, oldest first."""
+        if not self.has_commits():
+            return ()
+        out = self.git("log", "--reverse", "-z", f"--grep={grep}", "--format=%B", ref).stdout
+        return tuple(message for message in out.split("\0") if message.strip())
 
     def current_branch(self) -> str | None:
         """The checked-out branch, or None on a detached HEAD."""
@@ -137,6 +153,12 @@ class Repo:
 
     def checkout(self, name: str, create: bool) -> None:
         self.git("checkout", "--quiet", *(["-b"] if create else []), name)
+
+    def actor(self) -> str:
+        """Who is acting, as git's configured `Name <email>`; the runner's identity when unset."""
+        name = self.git("config", "user.name", check=False).stdout.strip() or FALLBACK_NAME
+        email = self.git("config", "user.email", check=False).stdout.strip() or FALLBACK_EMAIL
+        return f"{name} <{email}>"
 
     def _identity_env(self) -> dict[str, str] | None:
         env = dict(os.environ)

@@ -52,6 +52,10 @@ class RunnerPaths:
         return self.state_dir / "questions.md"
 
     @property
+    def guidance(self) -> Path:
+        return self.state_dir / "guidance.md"
+
+    @property
     def decomposer_schema(self) -> Path:
         return self.state_dir / "decomposer_output.schema.json"
 

@@ -19,6 +19,7 @@ from runner_core import (
     with_run_id,
 )
 from runner_core.preconditions import REQUIRED_GITIGNORE_LINES, dirty_tree_problem
+from runner_core.runs import start_on_protected_problem
 from runner_core.schema import (
     DECOMPOSER_OUTPUT_SCHEMA_FILE,
     EXECUTOR_OUTPUT_SCHEMA_FILE,
@@ -29,6 +30,7 @@ from runner_shell.errors import UserFacingError
 from runner_shell.files import atomic_write_text
 from runner_shell.git import Repo
 from runner_shell.layout import RunnerPaths
+from runner_shell.runs import existing_run_ids
 from runner_shell.store import (
     load_config,
     load_goal_id,
@@ -104,8 +106,20 @@ class Started:
     branch: str
 
 
-def start_run(paths: RunnerPaths, repo: Repo) -> Started:
-    """The run-identity flow of SPEC §10: id, branch, GOAL.md frontmatter, run_state, commit."""
+def reset_for_new_run(paths: RunnerPaths, config: Config, run_id: str) -> None:
+    """A new run's state: a fresh root from GOAL.md, no questions; config, guidance and
+    assumptions are kept."""
+    write_tree(paths, root_node(config))
+    atomic_write_text(paths.questions, QUESTIONS_HEADER)
+    write_run_state(paths, RunState(run_id=run_id))
+
+
+def start_run(paths: RunnerPaths, repo: Repo, new: bool = False) -> Started:
+    """The run-identity flow of SPEC §10: id, branch, GOAL.md frontmatter, run_state, commit.
+
+    `new` starts another run beside the existing ones; without it, start on main/master
+    refuses while a run exists rather than guess which one is meant.
+    """
     head = repo.head_sha()
     operation = repo.operation_in_progress()
     if operation is not None:
@@ -113,13 +127,19 @@ def start_run(paths: RunnerPaths, repo: Repo) -> Started:
     problem = dirty_tree_problem(repo.dirty_paths(exclude_prefix=".runner/"))
     if problem is not None:
         raise UserFacingError(problem)
+    goal_id = load_goal_id(paths) if paths.goal.exists() else None
+    refusal = start_on_protected_problem(
+        repo.current_branch(), existing_run_ids(paths, repo, goal_id), new
+    )
+    if refusal is not None:
+        raise UserFacingError(refusal)
     if not paths.runner_dir.exists():
         init_runner(paths, force=False, config=Config())
     # A run must not start on a config or tree the first step would refuse.
-    load_config(paths)
+    config = load_config(paths)
     load_tree(paths)
     goal_text = read_goal(paths)
-    run_id = load_goal_id(paths, goal_text)
+    run_id = None if new else load_goal_id(paths, goal_text)
     if run_id is None:
         taken = {branch.removeprefix("runner/") for branch in repo.branches("runner/")}
         if paths.iterations_dir.is_dir():
@@ -128,6 +148,8 @@ def start_run(paths: RunnerPaths, repo: Repo) -> Started:
     branch = branch_for(run_id)
     if repo.current_branch() != branch:
         repo.checkout(branch, create=not repo.branch_exists(branch))
+    if new:
+        reset_for_new_run(paths, config, run_id)
     goal_text = read_goal(paths)
     if load_goal_id(paths, goal_text) != run_id:
         atomic_write_text(paths.goal, with_run_id(goal_text, run_id))

@@ -266,6 +266,7 @@ class Iteration:
         sections = {
             "contract": _template(f"contract_{role}.md").safe_substitute(values),
             "goal": self.context["goal.md"],
+            "guidance": read_optional_text(self.paths.guidance, self.prompt_budget),
             "history": self.context.get("history.md"),
             "failure": self.context.get("failure.md"),
             "selected": selected_section(self.node, self.plan.selection.path or self.node.id),
@@ -399,10 +400,12 @@ def run_loop(
     prompt_budget: int,
     emit: Callable[[str], None],
     progress: Callable[[str], None] | None = None,
+    max_steps: int | None = None,
 ) -> int:
     """Step until complete (0), stuck (3), the iteration limit (1) or a runner error (1).
 
     `progress`, when given, hears a one-line summary before each step (a terminal's live line).
+    With `max_steps`, the loop also stops (0) once it has taken that many steps.
     """
     started_at = load_run_state(paths).next_iter
     began = time.monotonic()
@@ -434,3 +437,6 @@ def run_loop(
         assert result.outcome is not None
         if result.outcome.runner_error is not None:
             raise UserFacingError(f"runner error: {result.outcome.runner_error}")
+        if max_steps is not None and steps >= max_steps:
+            emit(f"loop: status=max-steps run={run} steps={steps} started_at_iter={started_at}")
+            return EXIT_OK

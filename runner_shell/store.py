@@ -26,6 +26,7 @@ from runner_core import (
     run_state_from_json,
     run_state_to_json,
 )
+from runner_core.hints import missing_state_file_problem
 from runner_core.tree_json import TREE_MAX_BYTES as CORE_TREE_MAX_BYTES
 from runner_shell.errors import UserFacingError
 from runner_shell.files import FileTooLarge, atomic_write_text, read_bytes_capped
@@ -35,7 +36,14 @@ from runner_shell.layout import RunnerPaths
 # the runner never writes a tree it could not read back.
 TREE_MAX_BYTES = CORE_TREE_MAX_BYTES
 SMALL_FILE_MAX_BYTES = 16 * 1024 * 1024
-INIT_HINT = "(run 'runner init')"
+
+
+class MissingStateFile(UserFacingError):
+    """A runner file that is not there; `failure_of` words the hint once it has asked git."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(missing_state_file_problem(name, in_head=False))
+        self.name = name
 
 
 def canonical_json(value: Any) -> str:
@@ -47,7 +55,7 @@ def _read(paths: RunnerPaths, path: Path, limit: int) -> bytes:
     try:
         return read_bytes_capped(path, limit)
     except FileNotFoundError:
-        raise UserFacingError(f"{name} is missing {INIT_HINT}") from None
+        raise MissingStateFile(name) from None
     except IsADirectoryError:
         raise UserFacingError(f"{name} is a directory, not a file") from None
     except FileTooLarge as error:

@@ -20,15 +20,20 @@ import typer
 
 from runner_core import ExecutionHistory, ExecutionRecord, Node, RunState, parse_tree
 from runner_core.history import DamagedRecord, NodeStats, TokenUsage, record_from_meta
+from runner_core.model import nodes_by_id
+from runner_core.operations import OperatorAction, action_text
 from runner_core.recovery import Journal
 from runner_core.reports import (
     FileFacts,
+    OperatorFacts,
     Report,
     RunFigures,
     StatusView,
     build_report,
+    history_actions,
     history_records,
     history_to_json,
+    interleaved,
     metrics_text,
     report_to_json,
     running_node_id,
@@ -41,10 +46,17 @@ from runner_core.tree_json import TreeValidationError
 from runner_shell.errors import UserFacingError
 from runner_shell.files import FileTooLarge, read_bytes_capped
 from runner_shell.git import Repo
-from runner_shell.guard_rails import read_journal
+from runner_shell.guard_rails import read_journal, runner_alive
 from runner_shell.iteration_log import iteration_dirs, known_runs, load_history
 from runner_shell.layout import RunnerPaths
-from runner_shell.store import TREE_MAX_BYTES, load_config, load_run_state, load_tree
+from runner_shell.operator import operator_actions
+from runner_shell.store import (
+    TREE_MAX_BYTES,
+    load_config,
+    load_run_state,
+    load_tree,
+    read_optional_text,
+)
 
 # `runner show` reads at most this much of a log, and shows at most this many of its lines.
 LOG_HEAD_BYTES = 8 * 1024
@@ -53,6 +65,8 @@ LOG_LINE_CHARS = 400
 # meta.json and output.json are small; larger ones are reported, not loaded.
 SMALL_JSON_MAX_BYTES = 1024 * 1024
 ERROR_CHARS = 60
+# How much of guidance.md and questions.md `runner status` shows.
+GUIDANCE_SHOWN_BYTES = 4 * 1024
 ORDER_GROUPS = 20
 
 
@@ -141,6 +155,7 @@ def run_figures(
         next_iteration=next_iteration,
         max_iterations=max_iterations,
         running_node_id=running_node_id(journal, run_id),
+        operator_actions=operator_actions(repo, run_id),
     )
     return figures, problems
 
@@ -241,6 +256,19 @@ def render_status(view: StatusView) -> list[str]:
             f"status: running iter={running.iteration} node={running.node_id} "
             f"phase={running.phase} started_at={running.started_at}"
         )
+    cut = view.interrupted
+    if cut is not None:
+        out.append(
+            f"status: interrupted iter={cut.iteration} node={cut.node_id} phase={cut.phase} "
+            f"started_at={cut.started_at} (its runner is gone; run 'runner recover')"
+        )
+    out.extend(f"status: operator {action_text(action)}" for action in view.operator_actions)
+    if view.guidance is not None:
+        out.append("guidance:")
+        out.extend(f"  {line}" for line in view.guidance.rstrip().splitlines())
+    if view.questions is not None:
+        out.append("questions (a leaf is stuck; the agents asked):")
+        out.extend(f"  {line}" for line in view.questions.rstrip().splitlines())
     out.append("tree:")
     for row in view.tree:
         out.append(
@@ -265,7 +293,13 @@ def show_status(paths: RunnerPaths, repo: Repo, as_json: bool) -> None:
     )
     for line in problems:
         warn(line)
-    view = status_view(tree, state, max_iterations, history, journal)
+    operator = OperatorFacts(
+        journal_alive=journal is None or runner_alive(journal.runner_pid),
+        guidance=read_optional_text(paths.guidance, GUIDANCE_SHOWN_BYTES),
+        questions=read_optional_text(paths.questions, GUIDANCE_SHOWN_BYTES),
+        actions=operator_actions(repo, state.run_id),
+    )
+    view = status_view(tree, state, max_iterations, history, journal, operator)
     if as_json:
         _print_json(status_to_json(view))
     else:
@@ -275,11 +309,18 @@ def show_status(paths: RunnerPaths, repo: Repo, as_json: bool) -> None:
 # ---------------------------------------------------------------- runner history
 
 
-def render_history(run_id: str, records: Sequence[ExecutionRecord], node: str | None) -> list[str]:
+def render_history(
+    run_id: str,
+    records: Sequence[ExecutionRecord],
+    node: str | None,
+    actions: Sequence[OperatorAction] = (),
+) -> list[str]:
     which = f" node={node}" if node is not None else ""
     out = [f"history: run={run_id}{which} iterations={len(records)}"]
+    if actions:
+        out[0] += f" operator_actions={len(actions)}"
     if not records:
-        return out
+        return out + [f"  operator {action_text(action)}" for action in actions]
     headers = ("ITER", "NODE", "ROLE", "STATUS", "GUARD", "DURATION", "TOKENS in/out/cached")
     rows = [
         (
@@ -294,22 +335,39 @@ def render_history(run_id: str, records: Sequence[ExecutionRecord], node: str | 
         )
         for record in records
     ]
-    return out + table((*headers, "ERROR"), rows)
+    header, *lines = table((*headers, "ERROR"), rows)
+    by_record = {id(record): line for record, line in zip(records, lines, strict=True)}
+    out.append(header)
+    for entry in interleaved(records, actions):
+        if isinstance(entry, OperatorAction):
+            out.append(f"  operator {action_text(entry)}")
+        else:
+            out.append(by_record[id(entry)])
+    return out
 
 
 def show_history(
     paths: RunnerPaths, repo: Repo, node: str | None, run: str | None, as_json: bool
 ) -> None:
     """`runner history`: one row per iteration of the run, oldest first."""
-    run_id = choose_run(paths, load_run_state(paths), run)
+    state = load_run_state(paths)
+    run_id = choose_run(paths, state, run)
     history, problems = _history(paths, run_id, _journal(repo))
     for line in problems:
         warn(line)
     records = history_records(history, node)
+    actions = history_actions(operator_actions(repo, run_id), node)
+    if node is not None and not records and not actions:
+        known = run_id == state.run_id and node in nodes_by_id(load_tree(paths))
+        if not known:
+            raise UserFacingError(
+                f"history: no node '{node}' in run {run_id}'s tree or iterations "
+                "(see 'runner status' for the node ids)"
+            )
     if as_json:
-        _print_json(history_to_json(run_id, records, node, problems))
+        _print_json(history_to_json(run_id, records, node, problems, actions))
     else:
-        typer.echo("\n".join(render_history(run_id, records, node)))
+        typer.echo("\n".join(render_history(run_id, records, node, actions)))
 
 
 # ---------------------------------------------------------------- runner show
@@ -514,6 +572,7 @@ def render_report(report: Report) -> list[str]:
         ("guard_passes", str(summary.guard_passes)),
         ("guard_failures", str(summary.guard_failures)),
         ("total_cost_usd", "-" if cost is None else f"{cost:.4f}"),
+        ("operator_actions", str(len(report.operator_actions))),
     ]
     out = [f"report: run={report.run_id}", "summary:"]
     out += table(("KEY", "VALUE"), facts, indent="  ")[1:]
@@ -536,6 +595,11 @@ def render_report(report: Report) -> list[str]:
     ]
     slow_heads = ("ITER", "NODE", "DURATION", "STATUS", "GUARD")
     out += table(slow_heads, slow, indent="  ") if slow else ["  none"]
+    out.append("operator actions:")
+    out += [
+        f"  before iter {action.before_iteration}: {action_text(action)}"
+        for action in report.operator_actions
+    ] or ["  none"]
     out.append("most retried:")
     retried = _retried_rows(report.most_retried)
     retried_heads = ("NODE", "ATTEMPTS_CONSUMED", "EXECUTIONS")

@@ -157,7 +157,8 @@ def test_start_adds_a_suffix_when_the_run_id_is_taken(unstarted_project: Project
     sha8 = head_sha8(project)
     project.git("branch", f"runner/run-{sha8}")
 
-    result = project.runner("start")
+    # Beside an existing run, a plain `start` on main refuses (issue 9): `--new` is the way.
+    result = project.runner("start", "--new")
 
     assert result.returncode == 0, result.stderr
     assert lines(result.stdout) == [f"started run=run-{sha8}-2 branch=runner/run-{sha8}-2"]
@@ -389,7 +390,12 @@ def test_iteration_commit_succeeds_without_any_git_identity(project: Project) ->
 
 def on_main(project: Project) -> str:
     project.git("checkout", "--quiet", "-B", "main")
-    return f"refusing to run on branch 'main' {START_HINT}"
+    # The run branch exists: the refusal names it (issue 9) instead of 'runner start'.
+    run = project.run_id
+    return (
+        f"refusing to run on branch 'main': run(s) {run} exist: 'git checkout runner/{run}' "
+        "to continue it, or 'runner start --new' for a new run"
+    )
 
 
 def dirty(project: Project) -> str:

@@ -425,6 +425,8 @@ def test_demo_runs_a_whole_loop_to_completion(tmp_path: Path, fresh_project: Pro
     )
 
     assert result.returncode == 0, result.stderr
+    # Where the repository is comes first, before anything that could fail (issue 9).
+    assert lines(result.stdout)[0] == f"demo: repository {tmp_path / 'demo'}"
     steps = [line for line in lines(result.stdout) if line.startswith("loop: step ")]
     assert any(line.endswith("status=decomposed guard=skipped") for line in steps)
     assert any(line.endswith("status=done guard=fail") for line in steps)

@@ -486,15 +486,15 @@ def test_a_passed_leaf_is_completed() -> None:
     assert display_states(tree, history(record(1, "a")))["a"] is State.COMPLETED
 
 
-def test_an_open_leaf_out_of_attempts_is_maxiter() -> None:
+def test_an_open_leaf_out_of_attempts_is_stuck() -> None:
     tree = node("root", node("a", attempts=3, max_attempts=3))
     past = history(agent_error(1, "a"), agent_error(2, "a"), agent_error(3, "a"))
-    assert display_states(tree, past)["a"] is State.MAXITER
+    assert display_states(tree, past)["a"] is State.STUCK
 
 
-def test_a_stuck_leaf_is_maxiter_even_without_history() -> None:
+def test_a_stuck_leaf_is_stuck_even_without_history() -> None:
     tree = node("root", node("a", attempts=2, max_attempts=2))
-    assert display_states(tree, ExecutionHistory())["a"] is State.MAXITER
+    assert display_states(tree, ExecutionHistory())["a"] is State.STUCK
 
 
 def test_an_open_leaf_whose_last_execution_failed_with_attempts_left_is_failed() -> None:
@@ -535,15 +535,15 @@ def test_a_parent_of_the_running_node_is_running() -> None:
     assert (states["p"], states["root"]) == (State.RUNNING, State.RUNNING)
 
 
-def test_an_open_parent_takes_maxiter_before_failed_from_its_children() -> None:
+def test_an_open_parent_takes_stuck_before_failed_from_its_children() -> None:
     tree = node(
         "root",
         node("p", node("p.1", attempts=1), node("p.2", attempts=1, max_attempts=1, order=1)),
     )
     past = history(agent_error(1, "p.1"), agent_error(2, "p.2"))
     states = display_states(tree, past)
-    assert (states["p.1"], states["p.2"]) == (State.FAILED, State.MAXITER)
-    assert states["p"] is State.MAXITER
+    assert (states["p.1"], states["p.2"]) == (State.FAILED, State.STUCK)
+    assert states["p"] is State.STUCK
 
 
 def test_an_open_parent_with_a_failed_child_is_failed() -> None:

@@ -197,7 +197,7 @@ def test_status_lists_every_stuck_leaf_and_selects_the_leftmost() -> None:
         ("a", "root/a"),
         ("b", "root/b"),
     ]
-    assert {row["id"]: row["state"] for row in document["tree"]}["a"] == "maxiter"
+    assert {row["id"]: row["state"] for row in document["tree"]}["a"] == "stuck"
 
 
 def test_status_shows_the_node_of_this_runs_journal_running() -> None:
@@ -418,7 +418,7 @@ def test_metrics_text_is_pinned_byte_for_byte() -> None:
         'runner_leaves{run_id="run-x",state="running"} 0\n'
         'runner_leaves{run_id="run-x",state="completed"} 1\n'
         'runner_leaves{run_id="run-x",state="failed"} 1\n'
-        'runner_leaves{run_id="run-x",state="maxiter"} 0\n'
+        'runner_leaves{run_id="run-x",state="stuck"} 0\n'
         "# HELP runner_success_ratio Successful iterations over all iterations of the run "
         "(0 when none ran).\n"
         "# TYPE runner_success_ratio gauge\n"

@@ -505,7 +505,7 @@ def test_metrics_parse_as_prometheus_text_with_the_runs_figures(scenario: Scenar
         100,
     )
     leaves = {key[1][1][1]: value for key, value in found.items() if key[0] == "runner_leaves"}
-    assert leaves == {"pending": 1, "running": 0, "completed": 1, "failed": 1, "maxiter": 0}
+    assert leaves == {"pending": 1, "running": 0, "completed": 1, "failed": 1, "stuck": 0}
     assert found[("runner_success_ratio", (run,))] == pytest.approx(2 / 6)
     assert "runner_cost_usd_total{" not in result.stdout
     assert "# TYPE runner_cost_usd_total counter" in result.stdout
