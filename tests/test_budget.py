@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from core_trees import tree
+from history_records import record
 
 from runner_core.budget import BudgetUse, budget_uses, exhausted_budget, rolled_up_totals
 from runner_core.config import BudgetConfig
 from runner_core.history import ExecutionHistory, TokenUsage, summarize
 from runner_core.model import AgentStatus, GuardOutcome
-from tests.core_trees import tree
-from tests.history_records import record
 
 HISTORY = ExecutionHistory.of(
     [
