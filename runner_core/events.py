@@ -166,16 +166,19 @@ def event_from_json(body: Any) -> Event:
     return Event(event_type, body["run_id"], body["iter"], body["node_id"], body["at"], figures)
 
 
-def parse_event_lines(data: bytes) -> tuple[tuple[Event, ...], tuple[str, ...]]:
+def parse_event_lines(
+    data: bytes, first_line: int = 1
+) -> tuple[tuple[Event, ...], tuple[str, ...]]:
     """The events in `data` and a warning per damaged line (`line N: problem`).
 
     A last line without its newline is a write torn by a kill: it is ignored, not a warning.
+    `first_line` numbers the first line of `data` (a reader that goes on from an earlier read).
     """
     lines = data.split(b"\n")
     complete = lines[:-1]
     events: list[Event] = []
     warnings: list[str] = []
-    for number, raw in enumerate(complete, start=1):
+    for number, raw in enumerate(complete, start=first_line):
         try:
             events.append(event_from_json(json.loads(raw.decode("utf-8"))))
         except UnicodeDecodeError:
