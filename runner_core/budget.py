@@ -112,12 +112,7 @@ def rolled_up_totals(tree: Node, history: ExecutionHistory) -> dict[str, NodeTot
 
     Executions of nodes no longer in the tree count nowhere here; the run's summary has them.
     """
-    nodes: list[Node] = []
-    seen: set[str] = set()
-    for node, _ in iter_preorder(tree):
-        if node.id not in seen:
-            seen.add(node.id)
-            nodes.append(node)
+    nodes = [node for node, _ in iter_preorder(tree)]
     stats = {row.node_id: row for row in node_stats(history)}
     totals: dict[str, NodeTotals] = {}
     # Reversed pre-order reaches every child before its parent.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
 import attrs
 from pyrsistent import PSet, pset
@@ -138,14 +139,13 @@ def before_step(budget: BudgetConfig, summary: HistorySummary, state: LoopState)
     reached = exhausted_budget(budget, summary)
     if reached is None:
         return LoopDecision(LoopAction.CONTINUE, state)
-    return LoopDecision(
-        LoopAction.STOP,
-        state,
-        (EventType.BUDGET_EXHAUSTED,),
-        exit_code=EXIT_ERROR,
-        status="budget",
-        budget=reached,
-    )
+    return _stop(state, EventType.BUDGET_EXHAUSTED, EXIT_ERROR, "budget", budget=reached)
+
+
+def _stop(
+    state: LoopState, event: EventType, code: int, status: str, **figures: Any
+) -> LoopDecision:
+    return LoopDecision(LoopAction.STOP, state, (event,), exit_code=code, status=status, **figures)
 
 
 def after_step(
@@ -170,14 +170,8 @@ def _after_agent_ran(state: LoopState, result: StepResult) -> LoopDecision:
     if state.decomposing is None or result.node_id != state.decomposing:
         return LoopDecision(LoopAction.CONTINUE, fresh)
     if not result.successful:
-        return LoopDecision(
-            LoopAction.STOP,
-            attrs.evolve(fresh, decomposing=None),
-            (EventType.STUCK,),
-            exit_code=EXIT_STUCK,
-            status="stuck",
-            node_id=result.node_id,
-        )
+        failed = attrs.evolve(fresh, decomposing=None)
+        return _stop(failed, EventType.STUCK, EXIT_STUCK, "stuck", node_id=result.node_id)
     done = attrs.evolve(fresh, decomposing=None, decomposed=state.decomposed.add(state.decomposing))
     return LoopDecision(LoopAction.CONTINUE, done)
 
@@ -186,13 +180,7 @@ def _after_runner_error(state: LoopState, config: LoopConfig, now: datetime) -> 
     count = state.consecutive_runner_errors + 1
     counted = attrs.evolve(state, consecutive_runner_errors=count)
     if count >= stops_after_runner_errors(config):
-        return LoopDecision(
-            LoopAction.STOP,
-            counted,
-            (EventType.RUNNER_ERROR,),
-            exit_code=EXIT_ERROR,
-            status="runner_error",
-        )
+        return _stop(counted, EventType.RUNNER_ERROR, EXIT_ERROR, "runner_error")
     secs = runner_error_backoff(config, count)
     return LoopDecision(
         LoopAction.WAIT,
@@ -231,11 +219,4 @@ def _after_stuck(state: LoopState, result: StepResult, config: LoopConfig) -> Lo
             (EventType.STUCK,),
             node_id=node,
         )
-    return LoopDecision(
-        LoopAction.STOP,
-        state,
-        (EventType.STUCK,),
-        exit_code=EXIT_STUCK,
-        status="stuck",
-        node_id=node,
-    )
+    return _stop(state, EventType.STUCK, EXIT_STUCK, "stuck", node_id=node)

@@ -6,7 +6,6 @@ import json
 import math
 import os
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -302,15 +301,20 @@ def test_a_wait_is_capped_at_max_wait_secs() -> None:
 # ---------------------------------------------------------------- the fake CLIs, as processes
 
 
-def run_fake(program: str, scenario: str, resets_in: int = 120) -> tuple[int, str, str]:
-    env = dict(os.environ, TZ="UTC", FAKE_CLI_SCENARIO=scenario)
-    env["FAKE_CLI_RESETS_IN"] = str(resets_in)
+def run_fake(program: str, scenario: str, resets_in: int = 120, **env: str) -> tuple[int, str, str]:
+    """Run a fake CLI as a real process, the way the backend runs the real one."""
     done = subprocess.run(
-        [sys.executable, str(FAKE_CLIS / program), "exec", "--json", "-"],
+        [str(FAKE_CLIS / program), "exec", "--json", "-"],
         input="the prompt",
         capture_output=True,
         text=True,
-        env=env,
+        env=dict(
+            os.environ,
+            TZ="UTC",
+            FAKE_CLI_SCENARIO=scenario,
+            FAKE_CLI_RESETS_IN=str(resets_in),
+            **env,
+        ),
         timeout=30,
         check=False,
     )
@@ -321,57 +325,51 @@ def end_of_minute(moment: datetime) -> str:
     return iso_utc(moment.replace(second=0, microsecond=0) + timedelta(minutes=1))
 
 
+RECOGNISERS = {"codex": codex_limit, "claude": claude_limit}
+
+
 @pytest.mark.parametrize(
-    ("scenario", "kind", "reset_in"),
+    ("program", "scenario", "kind", "reset_in"),
     [
-        ("usage_limit", USAGE, 120),
-        ("usage_limit_pro", USAGE, 120),
-        ("usage_limit_plus", USAGE, 25 * 3600),
-        ("usage_limit_later", USAGE, None),
-        ("usage_not_included", None, None),
-        ("quota", USAGE, None),
-        ("retry_limit_429", RATE, None),
-        ("rate_limit_sse", RATE, None),
-        ("stream_usage_limit", USAGE, None),
-        ("ok", None, None),
+        ("codex", "usage_limit", USAGE, 120),
+        ("codex", "usage_limit_pro", USAGE, 120),
+        ("codex", "usage_limit_plus", USAGE, 25 * 3600),
+        ("codex", "usage_limit_later", USAGE, None),
+        ("codex", "usage_not_included", None, None),
+        ("codex", "quota", USAGE, None),
+        ("codex", "retry_limit_429", RATE, None),
+        ("codex", "rate_limit_sse", RATE, None),
+        ("codex", "stream_usage_limit", USAGE, None),
+        ("codex", "ok", None, None),
+        ("claude", "five_hour", USAGE, 600),
+        ("claude", "weekly", USAGE, 50 * 3600),
+        ("claude", "five_hour_no_reset", USAGE, None),
+        ("claude", "request_rejected_429", RATE, None),
+        ("claude", "overloaded_529", RATE, None),
+        ("claude", "credit_too_low", None, None),
+        ("claude", "ok", None, None),
     ],
 )
-def test_the_fake_codex_prints_what_the_recogniser_reads(
-    scenario: str, kind: LimitKind | None, reset_in: int | None
+def test_the_fake_clis_print_what_the_recogniser_reads(
+    program: str, scenario: str, kind: LimitKind | None, reset_in: int | None
 ) -> None:
     now = datetime.now(UTC)
-    code, stdout, stderr = run_fake("codex", scenario, reset_in or 120)
+    code, stdout, stderr = run_fake(program, scenario, reset_in or 120)
     assert (code, stderr) == (0 if scenario == "ok" else 1, "")
-    found = codex_limit(stdout, now, UTC)
+    found = RECOGNISERS[program](stdout, now, UTC)
     assert (found.kind if found else None) is kind
     if reset_in is not None:
         assert found is not None
         assert found.retry_at == end_of_minute(now + timedelta(seconds=reset_in))
 
 
-@pytest.mark.parametrize(
-    ("scenario", "kind", "reset_in"),
-    [
-        ("five_hour", USAGE, 600),
-        ("weekly", USAGE, 50 * 3600),
-        ("five_hour_no_reset", USAGE, None),
-        ("request_rejected_429", RATE, None),
-        ("overloaded_529", RATE, None),
-        ("credit_too_low", None, None),
-        ("ok", None, None),
-    ],
-)
-def test_the_fake_claude_prints_what_the_recogniser_reads(
-    scenario: str, kind: LimitKind | None, reset_in: int | None
-) -> None:
-    now = datetime.now(UTC)
-    code, stdout, stderr = run_fake("claude", scenario, reset_in or 600)
-    assert (code, stderr) == (0 if scenario == "ok" else 1, "")
-    found = claude_limit(stdout, now, UTC)
-    assert (found.kind if found else None) is kind
-    if reset_in is not None:
-        assert found is not None
-        assert found.retry_at == end_of_minute(now + timedelta(seconds=reset_in))
+def test_the_fake_codex_can_reconnect_before_it_gives_up() -> None:
+    _, stdout, _ = run_fake("codex", "retry_limit_429", FAKE_CLI_RECONNECTS="5")
+    messages = [json.loads(line).get("message") for line in stdout.splitlines()]
+    assert sum(1 for m in messages if m and m.startswith("Reconnecting... ")) == 5
+    assert codex_limit(stdout, NOW, UTC) == LimitSignal(
+        RATE, "exceeded retry limit, last status: 429 Too Many Requests"
+    )
 
 
 def test_a_wait_after_a_fake_usage_limit_is_at_most_a_minute_past_the_reset() -> None:
