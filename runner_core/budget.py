@@ -37,6 +37,13 @@ class BudgetUse:
         return self.spent >= self.limit
 
 
+def figure_text(value: float) -> str:
+    """A budget figure for a `key=value` line: `165`, `0.75`, `12.3457` (4 decimals at most)."""
+    if value.is_integer():
+        return str(int(value))
+    return f"{value:.4f}".rstrip("0").rstrip(".")
+
+
 def budget_uses(budget: BudgetConfig, summary: HistorySummary) -> tuple[BudgetUse, ...]:
     """Spent vs limit for every budget set, in the order cost_usd, tokens, wall_secs."""
     spent = {

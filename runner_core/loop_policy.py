@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 from pyrsistent import PSet, pset
 
-from runner_core.budget import BudgetUse, exhausted_budget
+from runner_core.budget import BudgetUse, exhausted_budget, figure_text
 from runner_core.config import BudgetConfig, LoopConfig
 from runner_core.events import EventType
 from runner_core.history import HistorySummary
@@ -220,3 +220,19 @@ def _after_stuck(state: LoopState, result: StepResult, config: LoopConfig) -> Lo
             node_id=node,
         )
     return _stop(state, EventType.STUCK, EXIT_STUCK, "stuck", node_id=node)
+
+
+# ---------------------------------------------------------------- the loop's lines
+
+
+def wait_line(run_id: str, wait: LimitWait, reason: str) -> str:
+    """`loop: wait run=<id> reason=<why> until=<ISO-8601> secs=<n>`, printed before a wait."""
+    return f"loop: wait run={run_id} reason={reason} until={wait.until} secs={wait.secs}"
+
+
+def budget_line(run_id: str, use: BudgetUse, steps: int, started_at_iter: int) -> str:
+    """The loop's last line when a budget stops it."""
+    return (
+        f"loop: status=budget run={run_id} budget={use.budget} spent={figure_text(use.spent)} "
+        f"limit={figure_text(use.limit)} steps={steps} started_at_iter={started_at_iter}"
+    )

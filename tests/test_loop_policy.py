@@ -19,7 +19,9 @@ from runner_core.loop_policy import (
     StepResult,
     after_step,
     before_step,
+    budget_line,
     runner_error_backoff,
+    wait_line,
 )
 from runner_core.usage_limits import LimitKind, LimitSignal, LimitWait
 
@@ -238,3 +240,27 @@ def test_a_reached_budget_stops_before_the_step_with_exit_1_and_fires_on_budget(
 
 def test_every_hook_has_exactly_one_event_type() -> None:
     assert sorted(HOOK_FOR_EVENT.values()) == sorted(HOOK_NAMES)
+
+
+def test_the_wait_line_names_the_run_the_reason_the_end_and_the_seconds() -> None:
+    wait = LimitWait(30, "2026-11-22T02:00:30Z", False)
+    assert wait_line("run-1", wait, "rate_limited") == (
+        "loop: wait run=run-1 reason=rate_limited until=2026-11-22T02:00:30Z secs=30"
+    )
+
+
+@pytest.mark.parametrize(
+    ("use", "figures"),
+    [
+        (BudgetUse("cost_usd", 5.25, 5.0), "budget=cost_usd spent=5.25 limit=5"),
+        (BudgetUse("tokens", 1200.0, 1000.0), "budget=tokens spent=1200 limit=1000"),
+        (
+            BudgetUse("wall_secs", 3600.123456, 3600.0),
+            "budget=wall_secs spent=3600.1235 limit=3600",
+        ),
+    ],
+)
+def test_the_budget_line_says_which_budget_spent_and_limit(use: BudgetUse, figures: str) -> None:
+    assert budget_line("run-1", use, 4, 2) == (
+        f"loop: status=budget run=run-1 {figures} steps=4 started_at_iter=2"
+    )

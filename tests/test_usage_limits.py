@@ -197,6 +197,8 @@ CLAUDE_ROWS = [
     (claude_result("Credit balance is too low", 400, "invalid_request_error"), None, None),
     (json.dumps({"type": "result", "is_error": False, "result": "{}"}), None, None),
     ("not json", None, None),
+    # An API key's endless 429s: killed before claude printed anything.
+    ("", None, None),
 ]
 
 
