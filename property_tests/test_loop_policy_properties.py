@@ -97,16 +97,16 @@ def test_consecutive_runner_errors_stop_exactly_at_the_configured_count(
 def test_a_leaf_whose_decomposition_concluded_is_never_decomposed_again(
     config: LoopConfig, steps: list[StepResult]
 ) -> None:
-    """Per node, DECOMPOSE decisions after a concluded decomposition of it: none; and with
-    on_stuck = "stop" the loop never decomposes."""
+    """Per node, DECOMPOSE decisions after a concluded decomposition of it (an agent run on the
+    node being decomposed): none; and with on_stuck = "stop" the loop never decomposes."""
     state, concluded = LoopState(), set()
     for step in steps:
         decision = after_step(state, step, config, NOW)
         if decision.action is LoopAction.DECOMPOSE:
             assert config.on_stuck == "decompose"
             assert decision.node_id not in concluded
-        if state.decomposing is not None and step.kind is StepKind.AGENT_RAN:
-            concluded.add(state.decomposing)
+        if step.kind is StepKind.AGENT_RAN and step.node_id == state.decomposing:
+            concluded.add(step.node_id)
         if decision.action is LoopAction.STOP:
             break
         state = decision.state
