@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from runner_core.events import (
     EVENT_FIELDS,
+    FIGURE_KINDS,
     Event,
     EventType,
     OutputPolicy,
@@ -29,10 +30,26 @@ json_values = st.recursive(
 )
 
 
+counts = st.integers(min_value=0, max_value=10**9)
+# A strategy per kind of figure, by FIGURE_KINDS' description of it.
+FIGURE_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "a string": st.text(max_size=8),
+    "an integer >= 0": counts,
+    "an integer or null": st.none() | st.integers(),
+    "an integer >= 0 or null": st.none() | counts,
+    "a string or null": st.none() | st.text(max_size=8),
+    "an array of strings": st.lists(st.text(max_size=8), max_size=3),
+    "an object": st.dictionaries(st.text(max_size=4), json_values, max_size=3),
+    "a number": st.integers() | st.floats(allow_nan=False, allow_infinity=False),
+}
+
+
 @st.composite
 def any_event(draw: st.DrawFn) -> Event:
     kind = draw(st.sampled_from(list(EventType)))
-    figures: dict[str, Any] = {name: draw(json_values) for name in EVENT_FIELDS[kind]}
+    figures: dict[str, Any] = {
+        name: draw(FIGURE_VALUES[FIGURE_KINDS[name][0]]) for name in EVENT_FIELDS[kind]
+    }
     return make_event(
         kind,
         draw(st.text(min_size=1, max_size=8)),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -45,7 +45,7 @@ EVENT_FIELDS: Mapping[EventType, tuple[str, ...]] = {
     EventType.AGENT_STARTED: ("role", "backend"),
     EventType.AGENT_OUTPUT: ("source", "lines", "dropped"),
     EventType.AGENT_FINISHED: ("exit_code", "duration_ms"),
-    EventType.GUARD_STARTED: ("command",),
+    EventType.GUARD_STARTED: ("argv",),
     EventType.GUARD_FINISHED: ("outcome", "exit_code", "duration_ms"),
     EventType.ITERATION_FINISHED: ("meta",),
     EventType.WAITING: ("reason", "until", "secs"),
@@ -73,6 +73,97 @@ def _lists_for_tuples(value: Any) -> Any:
     return value
 
 
+class DamagedEvent(ValueError):
+    """A line of `events.jsonl` that is not an event."""
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_count(value: Any) -> bool:
+    return _is_int(value) and value >= 0
+
+
+def _is_strings(value: Any) -> bool:
+    # A frozen event holds a pvector where its JSON has an array.
+    return (
+        isinstance(value, Sequence)
+        and not isinstance(value, str)
+        and all(isinstance(item, str) for item in value)
+    )
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+# What each figure must be, by name (a name means the same thing in every event type), so a
+# reader can trust an event's figures; the schema also pins the words some strings may be.
+FIGURE_KINDS: Mapping[str, tuple[str, Callable[[Any], bool]]] = {
+    **{
+        name: ("a string", _is_str)
+        for name in (
+            "role",
+            "backend",
+            "source",
+            "outcome",
+            "reason",
+            "until",
+            "error",
+            "action",
+            "budget",
+            "kind",
+            "message",
+            "command",
+            "detail",
+            "hook",
+        )
+    },
+    **{
+        name: ("an integer >= 0", _is_count)
+        for name in (
+            "attempts",
+            "max_attempts",
+            "dropped",
+            "duration_ms",
+            "secs",
+            "consecutive",
+            "max_consecutive",
+            "steps",
+        )
+    },
+    "exit_code": ("an integer or null", lambda value: value is None or _is_int(value)),
+    "retry_after_secs": (
+        "an integer >= 0 or null",
+        lambda value: value is None or _is_count(value),
+    ),
+    "retry_at": ("a string or null", lambda value: value is None or _is_str(value)),
+    "lines": ("an array of strings", _is_strings),
+    "argv": ("an array of strings", _is_strings),
+    "meta": ("an object", lambda value: isinstance(value, Mapping)),
+    "spent": (
+        "a number",
+        lambda value: isinstance(value, int | float) and not isinstance(value, bool),
+    ),
+    "limit": (
+        "a number",
+        lambda value: isinstance(value, int | float) and not isinstance(value, bool),
+    ),
+}
+
+
+def figure_problem(event_type: EventType, figures: Mapping[str, Any]) -> str | None:
+    """What is wrong with `figures` for an event of `event_type`, None when nothing is."""
+    if set(figures) != set(EVENT_FIELDS[event_type]):
+        return f"{event_type.value} needs exactly {', '.join(EVENT_FIELDS[event_type])}"
+    for name in EVENT_FIELDS[event_type]:
+        what, fits = FIGURE_KINDS[name]
+        if not fits(figures[name]):
+            return f"{event_type.value}: {name!r} must be {what}"
+    return None
+
+
 @attrs.frozen(slots=True)
 class Event:
     """One line of `events.jsonl`: the envelope and the figures of its type."""
@@ -85,10 +176,9 @@ class Event:
     figures: PMap[str, Any] = attrs.field(converter=_frozen)
 
     def __attrs_post_init__(self) -> None:
-        if set(EVENT_FIELDS[self.type]) != set(self.figures):
-            raise ValueError(
-                f"{self.type.value}: figures must be exactly {EVENT_FIELDS[self.type]}"
-            )
+        problem = figure_problem(self.type, self.figures)
+        if problem is not None:
+            raise DamagedEvent(problem)
 
 
 def make_event(
@@ -127,10 +217,6 @@ def event_line(event: Event) -> str:
     return text + "\n"
 
 
-class DamagedEvent(ValueError):
-    """A line of `events.jsonl` that is not an event."""
-
-
 def _envelope_problem(body: Mapping[str, Any]) -> str | None:
     for key in ENVELOPE_FIELDS:
         if key not in body:
@@ -157,12 +243,10 @@ def event_from_json(body: Any) -> Event:
         event_type = EventType(body["type"])
     except ValueError:
         raise DamagedEvent(f"unknown event type {body['type']!r}") from None
-    expected = set(EVENT_FIELDS[event_type])
     figures = {key: value for key, value in body.items() if key not in ENVELOPE_FIELDS}
-    if set(figures) != expected:
-        raise DamagedEvent(
-            f"{event_type.value} needs exactly {', '.join(EVENT_FIELDS[event_type])}"
-        )
+    problem = figure_problem(event_type, figures)
+    if problem is not None:
+        raise DamagedEvent(problem)
     return Event(event_type, body["run_id"], body["iter"], body["node_id"], body["at"], figures)
 
 
@@ -228,8 +312,8 @@ def agent_finished(origin: EventOrigin, exit_code: int | None, duration_ms: int)
     return _event(origin, EventType.AGENT_FINISHED, exit_code=exit_code, duration_ms=duration_ms)
 
 
-def guard_started(origin: EventOrigin, command: tuple[str, ...]) -> Event:
-    return _event(origin, EventType.GUARD_STARTED, command=command)
+def guard_started(origin: EventOrigin, argv: tuple[str, ...]) -> Event:
+    return _event(origin, EventType.GUARD_STARTED, argv=argv)
 
 
 def guard_finished(

@@ -12,6 +12,8 @@ import pytest
 from runner_core import events
 from runner_core.events import (
     EVENT_FIELDS,
+    FIGURE_KINDS,
+    DamagedEvent,
     Event,
     EventOrigin,
     EventType,
@@ -95,10 +97,52 @@ def test_an_event_line_is_sorted_compact_raw_utf8_json_with_one_newline() -> Non
 
 
 def test_an_event_needs_exactly_the_figures_of_its_type() -> None:
-    with pytest.raises(ValueError, match="complete: figures must be exactly"):
+    with pytest.raises(DamagedEvent, match=r"^complete needs exactly steps$"):
         make_event(EventType.COMPLETE, "run-1", 1, None, AT)
-    with pytest.raises(ValueError, match="complete: figures must be exactly"):
+    with pytest.raises(DamagedEvent, match=r"^complete needs exactly steps$"):
         make_event(EventType.COMPLETE, "run-1", 1, None, AT, steps=1, extra=2)
+
+
+@pytest.mark.parametrize(
+    ("event_type", "figures", "problem"),
+    [
+        (EventType.COMPLETE, {"steps": -1}, "complete: 'steps' must be an integer >= 0"),
+        (EventType.COMPLETE, {"steps": True}, "complete: 'steps' must be an integer >= 0"),
+        (
+            EventType.AGENT_OUTPUT,
+            {"source": "executor", "lines": "one line", "dropped": 0},
+            "agent_output: 'lines' must be an array of strings",
+        ),
+        (
+            EventType.AGENT_FINISHED,
+            {"exit_code": "1", "duration_ms": 5},
+            "agent_finished: 'exit_code' must be an integer or null",
+        ),
+        (
+            EventType.ITERATION_FINISHED,
+            {"meta": []},
+            "iteration_finished: 'meta' must be an object",
+        ),
+        (
+            EventType.BUDGET_EXHAUSTED,
+            {"budget": "tokens", "spent": "5", "limit": 1},
+            "budget_exhausted: 'spent' must be a number",
+        ),
+    ],
+)
+def test_a_figure_of_the_wrong_kind_is_refused_naming_it(
+    event_type: EventType, figures: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(DamagedEvent) as raised:
+        make_event(event_type, "run-1", 1, None, AT, **figures)
+    assert str(raised.value) == problem
+    body = {"type": event_type.value, "run_id": "r", "iter": 1, "node_id": None, "at": AT}
+    line = json.dumps({**body, **figures}).encode() + b"\n"
+    assert parse_event_lines(line) == ((), (f"line 1: {problem}",))
+
+
+def test_every_figure_name_has_a_kind() -> None:
+    assert {name for fields in EVENT_FIELDS.values() for name in fields} == set(FIGURE_KINDS)
 
 
 def test_a_number_that_json_cannot_say_is_refused() -> None:
