@@ -19,7 +19,7 @@ from pyrsistent import PSet, pset
 
 from runner_core.budget import BudgetUse, exhausted_budget, figure_text
 from runner_core.config import BudgetConfig, LoopConfig
-from runner_core.events import EventType
+from runner_core.events import Event, EventType
 from runner_core.history import HistorySummary
 from runner_core.usage_limits import LimitKind, LimitSignal, LimitWait, iso_utc, wait_until
 
@@ -220,6 +220,20 @@ def _after_stuck(state: LoopState, result: StepResult, config: LoopConfig) -> Lo
             node_id=node,
         )
     return _stop(state, EventType.STUCK, EXIT_STUCK, "stuck", node_id=node)
+
+
+def ends_the_loop(event: Event) -> bool:
+    """Whether `runner loop` ended with `event` (what `runner follow` waits for): complete, a
+    budget, a stuck leaf it stops at, or the runner error that ended a streak. The iteration
+    limit has no event of its own."""
+    if event.type in (EventType.COMPLETE, EventType.BUDGET_EXHAUSTED):
+        return True
+    if event.type is EventType.STUCK:
+        return bool(event.figures["action"] == "stop")
+    if event.type is EventType.RUNNER_ERROR:
+        allowed = max(1, event.figures["max_consecutive"])
+        return bool(event.figures["consecutive"] >= allowed)
+    return False
 
 
 # ---------------------------------------------------------------- the loop's lines

@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 import pytest
 from history_records import record
 
+from runner_core import events
 from runner_core.budget import BudgetUse
 from runner_core.config import HOOK_NAMES, BudgetConfig, LoopConfig
-from runner_core.events import EventType
+from runner_core.events import EventOrigin, EventType
 from runner_core.history import ExecutionHistory, summarize
 from runner_core.loop_policy import (
     HOOK_FOR_EVENT,
@@ -20,6 +21,7 @@ from runner_core.loop_policy import (
     after_step,
     before_step,
     budget_line,
+    ends_the_loop,
     runner_error_backoff,
     wait_line,
 )
@@ -264,3 +266,33 @@ def test_the_budget_line_says_which_budget_spent_and_limit(use: BudgetUse, figur
     assert budget_line("run-1", use, 4, 2) == (
         f"loop: status=budget run=run-1 {figures} steps=4 started_at_iter=2"
     )
+
+
+ORIGIN = EventOrigin("run-1", 3, "root.1", "2026-11-22T02:00:00Z")
+
+
+@pytest.mark.parametrize(
+    ("event", "ends"),
+    [
+        (events.complete(ORIGIN, 3), True),
+        (events.budget_exhausted(ORIGIN, "tokens", 10, 10), True),
+        (events.stuck(ORIGIN, "stop"), True),
+        (events.stuck(ORIGIN, "decompose"), False),
+        (events.runner_error(ORIGIN, "agent_timeout", 3, 3), True),
+        (events.runner_error(ORIGIN, "agent_timeout", 2, 3), False),
+        (events.runner_error(ORIGIN, "agent_timeout", 1, 0), True),
+        (events.waiting(ORIGIN, "runner_error", "2026-11-22T02:00:30Z", 30), False),
+        (events.iteration_started(ORIGIN, "executor", 0, 3), False),
+    ],
+    ids=lambda value: value if isinstance(value, bool) else value.type.value,
+)
+def test_a_follower_knows_which_events_end_the_loop(event: events.Event, ends: bool) -> None:
+    assert ends_the_loop(event) is ends
+
+
+def test_the_stop_decision_and_its_event_agree_on_ending_the_loop() -> None:
+    for consecutive in range(1, 5):
+        state = LoopState(consecutive_runner_errors=consecutive - 1)
+        decision = after_step(state, RUNNER_ERROR, CONFIG, NOW)
+        event = events.runner_error(ORIGIN, "x", consecutive, CONFIG.max_consecutive_runner_errors)
+        assert ends_the_loop(event) == (decision.action is LoopAction.STOP)
