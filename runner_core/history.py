@@ -17,10 +17,9 @@ from typing import Any, TypeVar
 import attrs
 from pyrsistent import PMap, pmap
 
-from runner_core.model import AgentStatus, GuardOutcome, Node, iter_preorder
+from runner_core.model import AgentRole, AgentStatus, GuardOutcome, Node, iter_preorder
 from runner_core.selection import is_stuck
 from runner_core.state_update import TRANSITIONS
-from runner_core.step import AgentRole
 
 # ---------------------------------------------------------------- one execution
 

@@ -33,6 +33,13 @@ class GuardOutcome(enum.Enum):
     SKIPPED = "skipped"
 
 
+class AgentRole(enum.Enum):
+    """Which agent an iteration runs: a node's `next` names it."""
+
+    DECOMPOSER = "decomposer"
+    EXECUTOR = "executor"
+
+
 # The schema's field order; canonical JSON writes keys in exactly this order.
 NODE_FIELDS: tuple[str, ...] = (
     "id",

@@ -29,12 +29,12 @@ from runner_core.history import (
     summary_to_json,
     tokens_to_json,
 )
+from runner_core.iteration import RunState
 from runner_core.model import Node, NodeNext, iter_preorder
 from runner_core.recovery import Journal
 from runner_core.run_identity import branch_for
 from runner_core.selection import SelectionStatus, is_stuck, select_leaf
 from runner_core.state_update import TRANSITIONS
-from runner_core.step import RunState
 
 TOP_N = 5
 

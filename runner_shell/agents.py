@@ -19,7 +19,7 @@ from typing import Any, BinaryIO, ClassVar, Protocol
 
 import attrs
 
-from runner_core.step import AgentRole
+from runner_core.model import AgentRole
 from runner_shell.processes import ProcessResult, run_process
 
 # Above this an output file is reported, not read: a runaway agent must not exhaust our memory.

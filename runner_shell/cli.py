@@ -21,8 +21,8 @@ from runner_shell import commands
 from runner_shell.commands import failure_of
 from runner_shell.errors import UserFacingError, internal_error_line, one_line
 from runner_shell.git import GitError, Repo, repo_root
-from runner_shell.guard_rails import exclusive_lock
 from runner_shell.layout import RunnerPaths
+from runner_shell.lock_and_journal import exclusive_lock
 
 app = typer.Typer(
     add_completion=False,
@@ -140,7 +140,7 @@ def step(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
 @guarded
 def loop(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
     """Step until the tree is complete (0), a leaf is stuck (3) or the iteration limit (1)."""
-    from runner_shell.stepper import run_loop
+    from runner_shell.iteration_runner import run_loop
     from runner_shell.views import LiveProgress
 
     paths, repo = _paths()

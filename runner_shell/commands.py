@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from runner_core.iteration import PlanKind, RunState
 from runner_core.selection import Selection, SelectionStatus, select_leaf
-from runner_core.step import PlanKind, RunState
 from runner_shell.errors import UserFacingError, os_error_message
 from runner_shell.git import GitError, Repo, repo_root
 from runner_shell.layout import RunnerPaths
@@ -61,7 +61,7 @@ def validate(echo: Echo) -> int:
     """Check layout, config, tree and run identity."""
     from runner_core.recovery import interrupted_problem
     from runner_shell.checks import check_layout, check_programs, check_run_identity
-    from runner_shell.guard_rails import read_journal, runner_alive
+    from runner_shell.lock_and_journal import read_journal, runner_alive
     from runner_shell.store import load_config, load_tree
 
     paths, repo = paths_and_repo()
@@ -101,8 +101,8 @@ def limit_message(state: RunState, max_iterations: int) -> str:
 
 def step(echo: Echo, prompt_budget: int) -> int:
     """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
-    from runner_shell.guard_rails import exclusive_lock
-    from runner_shell.stepper import run_step
+    from runner_shell.iteration_runner import run_step
+    from runner_shell.lock_and_journal import exclusive_lock
     from runner_shell.store import load_config, load_run_state
 
     paths, repo = paths_and_repo()

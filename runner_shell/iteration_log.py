@@ -34,13 +34,14 @@ from runner_core.history import (
     record_from_meta,
     record_to_meta,
 )
+from runner_core.iteration import commit_subject
+from runner_core.model import AgentRole
 from runner_core.recovery import Journal
-from runner_core.step import AgentRole, commit_subject
 from runner_shell.errors import UserFacingError
 from runner_shell.files import atomic_write_text
 from runner_shell.git import GitError, Repo
-from runner_shell.guard_rails import clear_journal, write_journal
 from runner_shell.layout import RunnerPaths
+from runner_shell.lock_and_journal import clear_journal, write_journal
 from runner_shell.store import canonical_json, write_run_state, write_tree
 
 PENDING_GUARD_LOG = ".guard.log.pending"

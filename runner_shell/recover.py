@@ -26,17 +26,16 @@ from runner_core import (
     plan_step,
     run_state_from_json,
 )
+from runner_core.model import AgentRole
 from runner_core.recovery import (
     Journal,
     RecoveryKind,
     interrupted_message,
     recovery_kind,
 )
-from runner_core.step import AgentRole
 from runner_shell.errors import UserFacingError
 from runner_shell.files import atomic_write_bytes
 from runner_shell.git import GitError, Repo
-from runner_shell.guard_rails import DamagedJournal, clear_journal, journal_path, read_journal
 from runner_shell.iteration_log import (
     PENDING_GUARD_LOG,
     IterationFacts,
@@ -44,6 +43,7 @@ from runner_shell.iteration_log import (
     utc_now,
 )
 from runner_shell.layout import RunnerPaths
+from runner_shell.lock_and_journal import DamagedJournal, clear_journal, journal_path, read_journal
 from runner_shell.processes import terminate_process_group
 from runner_shell.store import load_config, load_run_state, load_tree
 

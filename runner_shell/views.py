@@ -41,9 +41,9 @@ from runner_core.tree_json import TreeValidationError
 from runner_shell.errors import UserFacingError
 from runner_shell.files import FileTooLarge, read_bytes_capped
 from runner_shell.git import Repo
-from runner_shell.guard_rails import read_journal
 from runner_shell.iteration_log import iteration_dirs, known_runs, load_history
 from runner_shell.layout import RunnerPaths
+from runner_shell.lock_and_journal import read_journal
 from runner_shell.store import TREE_MAX_BYTES, load_config, load_run_state, load_tree
 
 # `runner show` reads at most this much of a log, and shows at most this many of its lines.

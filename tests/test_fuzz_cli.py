@@ -30,7 +30,7 @@ from runner_core import (
     parse_config,
     parse_tree,
 )
-from runner_core.step import AgentOutputError, parse_executor_output
+from runner_core.iteration import AgentOutputError, parse_executor_output
 from runner_core.tree_json import loads_json_strictly
 from runner_shell.checks import check_programs
 from runner_shell.errors import UserFacingError, one_line

@@ -25,6 +25,7 @@ from runner_core.history import (
     TokenUsage,
     record_to_meta,
 )
+from runner_core.iteration import RunState
 from runner_core.model import AgentStatus, GuardOutcome, Node
 from runner_core.recovery import Journal
 from runner_core.reports import (
@@ -44,7 +45,6 @@ from runner_core.reports import (
     status_to_json,
     status_view,
 )
-from runner_core.step import RunState
 
 DONE, RETRY, DECOMPOSED = AgentStatus.DONE, AgentStatus.RETRY, AgentStatus.DECOMPOSED
 PASS, FAIL, SKIPPED = GuardOutcome.PASS, GuardOutcome.FAIL, GuardOutcome.SKIPPED

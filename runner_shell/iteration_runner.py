@@ -39,15 +39,14 @@ from runner_core import (
     tree_outline,
 )
 from runner_core.history import TokenUsage
+from runner_core.iteration import agent_process_problem, guard_outcome, parse_agent_output
 from runner_core.preconditions import RepoFacts, step_precondition_problem
 from runner_core.recovery import Journal, interrupted_problem
-from runner_core.step import agent_process_problem, guard_outcome, parse_agent_output
 from runner_shell.agents import AgentRequest, backend_for
 from runner_shell.checks import check_programs, check_tree_writable
 from runner_shell.errors import UserFacingError
 from runner_shell.files import atomic_write_bytes, atomic_write_text, read_text_head
 from runner_shell.git import Repo
-from runner_shell.guard_rails import current_command, read_journal, write_journal
 from runner_shell.iteration_log import (
     PENDING_GUARD_LOG,
     IterationFacts,
@@ -56,6 +55,7 @@ from runner_shell.iteration_log import (
     utc_now,
 )
 from runner_shell.layout import RunnerPaths
+from runner_shell.lock_and_journal import current_command, read_journal, write_journal
 from runner_shell.processes import SpawnError, run_process
 from runner_shell.store import (
     canonical_json,

@@ -18,7 +18,7 @@ from runner_core.child_additions import validate_child_additions_restricted
 from runner_core.decompose import child_specs_from_output, decompose_node, decomposition_problems
 from runner_core.immutability import check_passed_node_immutability
 from runner_core.invariants import validate_invariants
-from runner_core.model import AgentStatus, GuardOutcome, Node, NodeNext
+from runner_core.model import AgentRole, AgentStatus, GuardOutcome, Node, NodeNext
 from runner_core.run_identity import parse_frontmatter, run_id_problem
 from runner_core.schema import validate_decomposer_output, validate_executor_output
 from runner_core.selection import Selection, SelectionStatus, select_leaf
@@ -31,11 +31,6 @@ from runner_core.tree_json import (
     loads_json_strictly,
     parse_tree,
 )
-
-
-class AgentRole(enum.Enum):
-    DECOMPOSER = "decomposer"
-    EXECUTOR = "executor"
 
 
 class PlanKind(enum.Enum):
