@@ -45,8 +45,6 @@ if TYPE_CHECKING:
         IterationOutcome,
         PlanKind,
         Review,
-        RunState,
-        RunStateError,
         StepPlan,
         advance_run_state,
         commit_message,
@@ -57,8 +55,6 @@ if TYPE_CHECKING:
         plan_step,
         review_decomposition,
         review_execution,
-        run_state_from_json,
-        run_state_to_json,
     )
     from runner_core.model import (
         AgentRole,
@@ -84,6 +80,12 @@ if TYPE_CHECKING:
         parse_frontmatter,
         run_id_problem,
         with_run_id,
+    )
+    from runner_core.run_state import (
+        RunState,
+        RunStateError,
+        run_state_from_json,
+        run_state_to_json,
     )
     from runner_core.schema import (
         validate_decomposer_output,
@@ -184,8 +186,8 @@ _MODULE_OF: dict[str, str] = {
     "IterationOutcome": "runner_core.iteration",
     "PlanKind": "runner_core.iteration",
     "Review": "runner_core.iteration",
-    "RunState": "runner_core.iteration",
-    "RunStateError": "runner_core.iteration",
+    "RunState": "runner_core.run_state",
+    "RunStateError": "runner_core.run_state",
     "StepPlan": "runner_core.iteration",
     "advance_run_state": "runner_core.iteration",
     "commit_message": "runner_core.iteration",
@@ -196,8 +198,8 @@ _MODULE_OF: dict[str, str] = {
     "plan_step": "runner_core.iteration",
     "review_decomposition": "runner_core.iteration",
     "review_execution": "runner_core.iteration",
-    "run_state_from_json": "runner_core.iteration",
-    "run_state_to_json": "runner_core.iteration",
+    "run_state_from_json": "runner_core.run_state",
+    "run_state_to_json": "runner_core.run_state",
     "TreeValidationError": "runner_core.tree_json",
     "decode_tree_text": "runner_core.tree_json",
     "dumps_tree": "runner_core.tree_json",

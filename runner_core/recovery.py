@@ -12,7 +12,17 @@ from typing import Any
 
 import attrs
 
-JOURNAL_PHASES = ("running", "writing", "committing")
+
+class JournalPhase(enum.Enum):
+    """Where an iteration stands: the agent or guard may be running, its log is being written,
+    or its commit is being made."""
+
+    RUNNING = "running"
+    WRITING = "writing"
+    COMMITTING = "committing"
+
+
+JOURNAL_PHASES = tuple(phase.value for phase in JournalPhase)
 
 
 class JournalError(ValueError):
@@ -27,7 +37,7 @@ class Journal:
     iteration: int
     node_id: str
     role: str
-    phase: str
+    phase: JournalPhase
     started_at: str
     runner_pid: int
     command: str
@@ -41,7 +51,7 @@ def journal_to_json(journal: Journal) -> dict[str, Any]:
         "iter": journal.iteration,
         "node_id": journal.node_id,
         "role": journal.role,
-        "phase": journal.phase,
+        "phase": journal.phase.value,
         "started_at": journal.started_at,
         "runner_pid": journal.runner_pid,
         "command": journal.command,
@@ -59,7 +69,7 @@ def journal_from_json(obj: Any) -> Journal:
             iteration=_typed(obj, "iter", int),
             node_id=_typed(obj, "node_id", str),
             role=_typed(obj, "role", str),
-            phase=_typed(obj, "phase", str),
+            phase=_phase(_typed(obj, "phase", str)),
             started_at=_typed(obj, "started_at", str),
             runner_pid=_typed(obj, "runner_pid", int),
             command=_typed(obj, "command", str),
@@ -68,11 +78,16 @@ def journal_from_json(obj: Any) -> Journal:
         )
     except KeyError as error:
         raise JournalError(f"journal lacks field {error}") from None
-    if journal.phase not in JOURNAL_PHASES:
-        raise JournalError(f"journal phase {journal.phase!r} is not one of {JOURNAL_PHASES}")
     if not all(isinstance(pgid, int) and pgid > 1 for pgid in journal.process_groups):
         raise JournalError("journal process_groups must be process group ids")
     return journal
+
+
+def _phase(value: str) -> JournalPhase:
+    try:
+        return JournalPhase(value)
+    except ValueError:
+        raise JournalError(f"journal phase {value!r} is not one of {JOURNAL_PHASES}") from None
 
 
 def _typed(obj: dict[str, Any], key: str, kind: type) -> Any:
@@ -97,7 +112,7 @@ def recovery_kind(journal: Journal, head_subject: str | None) -> RecoveryKind:
 def interrupted_message(journal: Journal) -> str:
     return (
         f"interrupted: the runner (pid {journal.runner_pid}, '{journal.command}') stopped during "
-        f"iteration {journal.iteration} ({journal.phase}) of node '{journal.node_id}'"
+        f"iteration {journal.iteration} ({journal.phase.value}) of node '{journal.node_id}'"
     )
 
 
@@ -105,5 +120,5 @@ def interrupted_problem(journal: Journal) -> str:
     """The line step/loop/validate print while an interrupted iteration waits for recovery."""
     return (
         f"iteration {journal.iteration} of run {journal.run_id} (node '{journal.node_id}') was "
-        f"interrupted while {journal.phase}; run 'runner recover' to record it and continue"
+        f"interrupted while {journal.phase.value}; run 'runner recover' to record it and continue"
     )

@@ -29,10 +29,10 @@ from runner_core.history import (
     summary_to_json,
     tokens_to_json,
 )
-from runner_core.iteration import RunState
 from runner_core.model import Node, NodeNext, iter_preorder
 from runner_core.recovery import Journal
 from runner_core.run_identity import branch_for
+from runner_core.run_state import RunState
 from runner_core.selection import SelectionStatus, is_stuck, select_leaf
 from runner_core.state_update import TRANSITIONS
 
@@ -190,7 +190,7 @@ def _running_json(journal: Journal) -> dict[str, Any]:
         "iteration": journal.iteration,
         "node_id": journal.node_id,
         "role": journal.role,
-        "phase": journal.phase,
+        "phase": journal.phase.value,
         "started_at": journal.started_at,
     }
 

@@ -19,7 +19,7 @@ import typer
 from runner_core.prompt_pack import DEFAULT_PROMPT_BUDGET
 from runner_shell import commands
 from runner_shell.commands import failure_of
-from runner_shell.errors import UserFacingError, internal_error_line, one_line
+from runner_shell.errors import UserFacingError, failure_line, internal_error_line
 from runner_shell.git import GitError, Repo, repo_root
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import exclusive_lock
@@ -40,7 +40,7 @@ PromptBudget = Annotated[
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
-    typer.echo(f"runner: {one_line(message)}", err=True)
+    typer.echo(failure_line(message), err=True)
     return typer.Exit(code)
 
 

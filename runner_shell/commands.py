@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from runner_core.iteration import PlanKind, RunState
+from runner_core.iteration import PlanKind
+from runner_core.run_state import RunState
 from runner_core.selection import Selection, SelectionStatus, select_leaf
 from runner_shell.errors import UserFacingError, os_error_message
 from runner_shell.git import GitError, Repo, repo_root

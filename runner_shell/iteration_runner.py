@@ -1,81 +1,91 @@
-"""`runner step`: one iteration carried out — gather, call the core, run processes, write, commit.
+"""`runner step` and `runner loop`: one iteration carried out by interpreting the core's machine.
 
-Every decision (may the step run, which node, what the agent's work amounts to, the next tree,
-the carried summary, the commit subject) is a runner_core call; this module only reads files,
-starts the agent and guard with a shared deadline, writes the iteration log atomically in
-SPEC §6's order and commits.
+runner_core.iteration_machine decides everything (may the step run, which node, the context,
+the deadline, what the agent's work amounts to, runner versus agent error, the files and the
+commit); `interpret` below carries out each effect it asks for and feeds the result back.
+Reading `perform`, one sees every side effect of an iteration.
 """
 
 from __future__ import annotations
 
+import filecmp
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from string import Template
 
 import attrs
 
-from runner_core import (
-    AgentOutputError,
-    AgentRole,
-    Config,
-    GuardOutcome,
+from runner_core.config import Config
+from runner_core.exit_codes import ExitCode
+from runner_core.history import TokenUsage
+from runner_core.iteration import (
     IterationOutcome,
-    Node,
     PlanKind,
-    Review,
-    RunState,
     StepPlan,
-    build_prompt_pack,
-    conclude,
-    conclude_runner_error,
-    context_files,
     needs_failure_log,
     plan_step,
-    review_decomposition,
-    review_execution,
-    selected_section,
-    tree_outline,
 )
-from runner_core.history import TokenUsage
-from runner_core.iteration import agent_process_problem, guard_outcome, parse_agent_output
+from runner_core.iteration_machine import (
+    Abort,
+    AgentFinished,
+    ClockReading,
+    Commit,
+    ConfigRead,
+    CountExecutions,
+    Done,
+    Effect,
+    ExecutionsCounted,
+    Finished,
+    GuardFinished,
+    IoFailed,
+    IterationFacts,
+    IterationMachine,
+    IterationPorts,
+    NotStarted,
+    PrepareIterationDir,
+    PromptParts,
+    ReadConfig,
+    ReadTree,
+    RestoreConfig,
+    Result,
+    RunAgent,
+    RunGuard,
+    TreeRead,
+    WriteContext,
+    WriteIterationFile,
+    WriteJournal,
+    start_iteration,
+)
+from runner_core.model import AgentRole, Node
 from runner_core.preconditions import RepoFacts, step_precondition_problem
 from runner_core.recovery import Journal, interrupted_problem
+from runner_core.run_state import RunState
 from runner_shell.agents import AgentRequest, backend_for
 from runner_shell.checks import check_programs, check_tree_writable
 from runner_shell.errors import UserFacingError
 from runner_shell.files import atomic_write_bytes, atomic_write_text, read_text_head
-from runner_shell.git import Repo
-from runner_shell.iteration_log import (
-    PENDING_GUARD_LOG,
-    IterationFacts,
-    monotonic_ms,
-    record_iteration,
-    utc_now,
-)
+from runner_shell.git import GitError, Repo
+from runner_shell.iteration_log import commit_iteration, count_executions, utc_now
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import current_command, read_journal, write_journal
 from runner_shell.processes import SpawnError, run_process
 from runner_shell.store import (
-    canonical_json,
     load_config,
     load_goal_id,
     load_run_state,
     load_tree,
+    load_tree_and_bytes,
+    read_bytes,
     read_gitignore_lines,
     read_goal,
     read_optional_text,
     read_tree_bytes,
 )
 
-EXIT_OK, EXIT_ERROR, EXIT_COMPLETE, EXIT_STUCK = 0, 1, 2, 3
 # How much of the previous guard.log is handed to the next attempt as failure.md.
 FAILURE_LOG_MAX_BYTES = 1024 * 1024
-
-
-class RunnerFailure(Exception):
-    """A runner error inside an iteration: logged and committed, then reported (exit 1)."""
 
 
 @attrs.frozen(slots=True)
@@ -88,18 +98,13 @@ class StepResult:
     @property
     def exit_code(self) -> int:
         if self.kind is PlanKind.COMPLETE:
-            return EXIT_COMPLETE
+            return ExitCode.COMPLETE
         if self.kind is PlanKind.STUCK:
-            return EXIT_STUCK
+            return ExitCode.STUCK
         if self.kind is PlanKind.LIMIT:
-            return EXIT_ERROR
+            return ExitCode.ERROR
         assert self.outcome is not None
-        return EXIT_ERROR if self.outcome.runner_error is not None else EXIT_OK
-
-
-def _template(name: str) -> Template:
-    text = (Path(__file__).parent / "templates" / name).read_text(encoding="utf-8")
-    return Template(text)
+        return ExitCode.ERROR if self.outcome.runner_error is not None else ExitCode.OK
 
 
 @attrs.frozen(slots=True)
@@ -109,6 +114,7 @@ class Loaded:
     config: Config
     state: RunState
     tree: Node
+    tree_bytes: bytes
     run_id: str
 
 
@@ -133,7 +139,8 @@ def load_for_step(paths: RunnerPaths, repo: Repo) -> Loaded:
     if problem is not None:
         raise UserFacingError(problem)
     assert state.run_id is not None
-    return Loaded(config, state, load_tree(paths), state.run_id)
+    tree, tree_bytes = load_tree_and_bytes(paths)
+    return Loaded(config, state, tree, tree_bytes, state.run_id)
 
 
 def run_step(paths: RunnerPaths, repo: Repo, prompt_budget: int) -> StepResult:
@@ -144,231 +151,282 @@ def run_step(paths: RunnerPaths, repo: Repo, prompt_budget: int) -> StepResult:
     # Problems a user can fix are refused here, before an iteration exists: nothing is written.
     check_programs(loaded.config, paths.root)
     check_tree_writable(paths, loaded.tree)
-    outcome = Iteration(paths, repo, loaded, plan, prompt_budget).run()
-    return StepResult(PlanKind.RUN, loaded.run_id, plan, outcome)
+    facts = gather(paths, loaded, plan, prompt_budget)
+    finished = interpret(start_iteration(facts), shell_ports(paths, repo, facts))
+    return StepResult(PlanKind.RUN, loaded.run_id, plan, finished.outcome)
 
 
-class Iteration:
-    """One running iteration: its files, its deadline and its processes."""
+# ---------------------------------------------------------------- facts
 
-    def __init__(
-        self, paths: RunnerPaths, repo: Repo, loaded: Loaded, plan: StepPlan, prompt_budget: int
-    ) -> None:
-        self.paths = paths
-        self.repo = repo
-        self.loaded = loaded
-        self.plan = plan
-        self.prompt_budget = prompt_budget
-        self.node = plan.node
-        self.role = plan.role or AgentRole.EXECUTOR
-        self.iter_dir = paths.iter_dir(loaded.run_id, plan.iteration)
-        self.started_at = utc_now()
-        self.journal: Journal
-        self.started = time.monotonic()
-        self.deadline = self.started + loaded.config.iteration_timeout_secs
-        self.tokens: TokenUsage | None = None
-        self.cost_usd: float | None = None
-        self.context: dict[str, str] = {}
 
-    # ------------------------------------------------------------ the flow
+def _template(name: str, values: Mapping[str, str]) -> str:
+    text = (Path(__file__).parent / "templates" / name).read_text(encoding="utf-8")
+    return Template(text).safe_substitute(values)
 
-    def run(self) -> IterationOutcome:
-        config_bytes = self.paths.config.read_bytes()
-        self._prepare_iter_dir()
-        self.journal = Journal(
-            run_id=self.loaded.run_id,
-            iteration=self.plan.iteration,
-            node_id=self.node.id,
-            role=self.role.value,
-            phase="running",
-            started_at=self.started_at,
-            runner_pid=os.getpid(),
-            command=current_command(),
-        )
-        # Durable before the agent starts: a kill from here on is found by 'runner recover'.
-        write_journal(self.repo, self.journal)
-        try:
-            review = self._run_agent()
-            guard = self._run_guard() if review.needs_guard else GuardOutcome.SKIPPED
-            outcome = conclude(self.loaded.tree, self.node.id, review, guard)
-        except (SpawnError, AgentOutputError, RunnerFailure, OSError) as error:
-            outcome = conclude_runner_error(self.loaded.tree, _one_line(error))
-        try:
-            config_kept = self.paths.config.read_bytes() == config_bytes
-        except OSError:  # deleted or replaced by the agent
-            config_kept = False
-        if not config_kept:
-            # config.toml belongs to the user and the runner, never to the agent.
-            atomic_write_bytes(self.paths.config, config_bytes)
-        facts = IterationFacts(
-            run_id=self.loaded.run_id,
-            iteration=self.plan.iteration,
-            node=self.node,
-            role=self.role,
-            prev_tree=self.loaded.tree,
-            prev_state=self.loaded.state,
-            started_at=self.started_at,
-            ended_at=utc_now(),
-            duration_ms=monotonic_ms(self.started),
-            backend=self.loaded.config.agent_backend,
-            tokens=self.tokens,
-            cost_usd=self.cost_usd,
-        )
-        record_iteration(self.paths, self.repo, facts, outcome, self.journal)
-        return outcome
 
-    def _track_process_group(self, pgid: int) -> None:
-        self.journal = attrs.evolve(
-            self.journal, process_groups=(*self.journal.process_groups, pgid)
-        )
-        write_journal(self.repo, self.journal)
+def gather(paths: RunnerPaths, loaded: Loaded, plan: StepPlan, budget: int) -> IterationFacts:
+    """Everything the machine needs to know before the iteration starts."""
+    state, run_id = loaded.state, loaded.run_id
+    failure_log = None
+    previous = paths.iter_dir(run_id, plan.iteration - 1)
+    if needs_failure_log(state) and (previous / "guard.log").exists():
+        failure_log = read_text_head(previous / "guard.log", FAILURE_LOG_MAX_BYTES)
+    run_dir = paths.run_dir(run_id)
+    entries = frozenset(os.listdir(run_dir)) if run_dir.is_dir() else frozenset()
+    snapshot = previous / "tree.after.json"
+    is_previous = snapshot.is_file() and filecmp.cmp(paths.tree, snapshot, shallow=False)
+    iter_dir = paths.iter_dir(run_id, plan.iteration)
+    role = plan.role or AgentRole.EXECUTOR
+    return IterationFacts(
+        run_id=run_id,
+        plan=plan,
+        config=loaded.config,
+        state=state,
+        tree=loaded.tree,
+        tree_bytes=loaded.tree_bytes,
+        goal=read_goal(paths),
+        failure_log=failure_log,
+        config_bytes=paths.config.read_bytes(),
+        entries=entries,
+        tree_is_previous_snapshot=is_previous,
+        prompt=_prompt_parts(paths, loaded.config, role, iter_dir, budget),
+        started=SystemClock().now(),
+        runner_pid=os.getpid(),
+        command=current_command(),
+    )
 
-    def _remaining(self) -> float:
-        return max(self.deadline - time.monotonic(), 0.0)
 
-    def _prepare_iter_dir(self) -> None:
-        if self.iter_dir.exists():
-            # A directory left by an interrupted iteration is kept for inspection, not reused.
-            n = 1
-            while (
-                aside := self.iter_dir.with_name(f"{self.iter_dir.name}.interrupted-{n}")
-            ).exists():
-                n += 1
-            self.iter_dir.rename(aside)
-        self.iter_dir.mkdir(parents=True)
-        state = self.loaded.state
-        failure_log = None
-        if needs_failure_log(state):
-            previous = (
-                self.paths.iter_dir(self.loaded.run_id, self.plan.iteration - 1) / "guard.log"
-            )
-            if previous.exists():
-                failure_log = read_text_head(previous, FAILURE_LOG_MAX_BYTES)
-        files = context_files(read_goal(self.paths), state, failure_log)
-        self.paths.context_dir.mkdir(parents=True, exist_ok=True)
-        for name in ("goal.md", "history.md", "failure.md"):
-            target = self.paths.context_dir / name
-            if name in files:
-                atomic_write_text(target, files[name])
-            else:
-                target.unlink(missing_ok=True)
-        self.context = files
+def schema_path(paths: RunnerPaths, role: AgentRole) -> Path:
+    return paths.decomposer_schema if role is AgentRole.DECOMPOSER else paths.executor_schema
 
-    def _prompt(self, schema_path: Path, output_path: Path) -> str:
-        config = self.loaded.config
-        values = {
-            "context_dir": self.paths.relative(self.paths.context_dir) + "/",
-            "guard_command": " ".join(config.guard_command),
-            "output_path": str(output_path),
-            "schema_path": str(schema_path),
-        }
-        role = self.role.value
-        sections = {
-            "contract": _template(f"contract_{role}.md").safe_substitute(values),
-            "goal": self.context["goal.md"],
-            "history": self.context.get("history.md"),
-            "failure": self.context.get("failure.md"),
-            "selected": selected_section(self.node, self.plan.selection.path or self.node.id),
-            "tree": tree_outline(self.loaded.tree, self.node.id),
-            "assumptions": read_optional_text(self.paths.assumptions, self.prompt_budget),
-            "questions": read_optional_text(self.paths.questions, self.prompt_budget),
-            "output": _template(f"output_{role}.md").safe_substitute(values),
-        }
-        return build_prompt_pack(sections, self.prompt_budget).text
 
-    def _agent_env(self, output_path: Path, schema_path: Path, usage_path: Path) -> dict[str, str]:
+def _prompt_parts(
+    paths: RunnerPaths, config: Config, role: AgentRole, iter_dir: Path, budget: int
+) -> PromptParts:
+    values = {
+        "context_dir": paths.relative(paths.context_dir) + "/",
+        "guard_command": " ".join(config.guard_command),
+        "output_path": str(iter_dir / "agent_output.json"),
+        "schema_path": str(schema_path(paths, role)),
+    }
+    return PromptParts(
+        contract=_template(f"contract_{role.value}.md", values),
+        output=_template(f"output_{role.value}.md", values),
+        assumptions=read_optional_text(paths.assumptions, budget),
+        questions=read_optional_text(paths.questions, budget),
+        budget=budget,
+    )
+
+
+# ---------------------------------------------------------------- the interpreter
+
+
+def interpret(machine: IterationMachine, ports: IterationPorts) -> Finished:
+    """Carry out the machine's effects, feeding each result back, until it has committed."""
+    while not isinstance(machine.effect, Finished):
+        if isinstance(machine.effect, Abort):
+            raise UserFacingError(machine.effect.message)
+        result = perform(machine.effect, machine.journal, ports)
+        machine = machine.feed(result, ports.clock.now())
+    return machine.effect
+
+
+def perform(effect: Effect, journal: Journal, ports: IterationPorts) -> Result:
+    """Every side effect of an iteration, each through one port."""
+    store = ports.store
+    try:
+        if isinstance(effect, RunAgent):
+            return ports.agents.run_agent(effect, journal)
+        if isinstance(effect, RunGuard):
+            return ports.guards.run_guard(effect, journal)
+        if isinstance(effect, ReadTree):
+            return store.read_tree()
+        if isinstance(effect, ReadConfig):
+            return store.read_config()
+        if isinstance(effect, CountExecutions):
+            return ExecutionsCounted(store.count_executions())
+        if isinstance(effect, PrepareIterationDir):
+            store.prepare(effect)
+        elif isinstance(effect, WriteContext):
+            store.write_context(effect)
+        elif isinstance(effect, WriteJournal):
+            store.write_journal(effect.journal)
+        elif isinstance(effect, WriteIterationFile):
+            store.write_iteration_file(effect)
+        elif isinstance(effect, RestoreConfig):
+            store.restore_config(effect.data)
+        elif isinstance(effect, Commit):
+            store.commit(effect)
+    except OSError as error:
+        return IoFailed(str(error) or type(error).__name__)
+    return Done()
+
+
+class SystemClock:
+    def now(self) -> ClockReading:
+        return ClockReading(time.monotonic(), utc_now())
+
+
+def shell_ports(paths: RunnerPaths, repo: Repo, facts: IterationFacts) -> IterationPorts:
+    iter_dir = paths.iter_dir(facts.run_id, facts.plan.iteration)
+    return IterationPorts(
+        clock=SystemClock(),
+        agents=ProcessAgentRunner(paths, repo, facts.config, iter_dir),
+        guards=ProcessGuardRunner(paths.root, repo, iter_dir),
+        store=DiskIterationStore(paths, repo, facts.run_id, iter_dir),
+    )
+
+
+@attrs.frozen(slots=True)
+class ProcessAgentRunner:
+    """Runs the configured backend; records its process group in the journal as it starts."""
+
+    paths: RunnerPaths
+    repo: Repo
+    config: Config
+    iter_dir: Path
+
+    def run_agent(self, effect: RunAgent, journal: Journal) -> AgentFinished | NotStarted:
+        started: list[int] = []
+        output_path = self.iter_dir / effect.output_name
+        usage_path = self.iter_dir / effect.usage_name
+        schema = schema_path(self.paths, effect.role)
         env = dict(os.environ)
         env.update(
-            RUNNER_ROLE=self.role.value,
+            effect.env,
             RUNNER_OUTPUT_PATH=str(output_path),
-            RUNNER_OUTPUT_SCHEMA=str(schema_path),
-            RUNNER_RUN_ID=self.loaded.run_id,
-            RUNNER_ITER=str(self.plan.iteration),
-            RUNNER_NODE_ID=self.node.id,
+            RUNNER_OUTPUT_SCHEMA=str(schema),
             RUNNER_ITER_DIR=str(self.iter_dir),
             RUNNER_USAGE_PATH=str(usage_path),
         )
-        return env
-
-    def _run_agent(self) -> Review:
-        decomposing = self.role is AgentRole.DECOMPOSER
-        schema_path = self.paths.decomposer_schema if decomposing else self.paths.executor_schema
-        output_path = self.iter_dir / "agent_output.json"
-        usage_path = self.iter_dir / "usage.json"
-        prompt_path = self.iter_dir / "prompt.md"
-        atomic_write_text(prompt_path, self._prompt(schema_path, output_path))
-        config = self.loaded.config
         request = AgentRequest(
-            role=self.role,
+            role=effect.role,
             repo_root=self.paths.root,
             iter_dir=self.iter_dir,
-            prompt_path=prompt_path,
+            prompt_path=self.iter_dir / effect.prompt_name,
             output_path=output_path,
-            schema_path=schema_path,
+            schema_path=schema,
             usage_path=usage_path,
-            log_path=self.iter_dir / ("planner_executor.log" if decomposing else "executor.log"),
-            env=self._agent_env(output_path, schema_path, usage_path),
-            timeout_secs=self._remaining(),
-            limit_bytes=config.executor_output_limit_bytes,
-            on_start=self._track_process_group,
+            log_path=self.iter_dir / effect.log_name,
+            env=env,
+            timeout_secs=effect.timeout_secs,
+            limit_bytes=effect.limit_bytes,
+            on_start=_tracker(self.repo, journal, started),
         )
-        agent = backend_for(config.agent_backend, config.agent_command).run(request)
-        self._keep_usage(agent.input_tokens, agent.output_tokens, agent.cached_input_tokens)
-        self.cost_usd = agent.cost_usd
-        problem = agent_process_problem(
-            # The configured budget, not what was left of it: that is the number a user can set.
-            self.role,
-            agent.process.exit_code,
-            agent.process.timed_out,
-            config.iteration_timeout_secs,
-        )
-        if problem is not None:
-            raise RunnerFailure(problem)
-        output = parse_agent_output(self.role, agent.output_text, agent.output_problem)
-        if decomposing:
-            atomic_write_text(self.iter_dir / "planner_output.json", canonical_json(output))
-            return review_decomposition(
-                self.loaded.tree, self.node.id, output, config.max_attempts_default
-            )
         try:
-            tree_text, unreadable = read_tree_bytes(self.paths), None
-        except UserFacingError as error:  # the agent deleted it, or grew it past the limit
-            tree_text, unreadable = b"", str(error)
-        return review_execution(self.loaded.tree, self.node.id, output, tree_text, unreadable)
-
-    def _keep_usage(self, input_: int | None, output: int | None, cached: int | None) -> None:
-        if input_ is None and output is None and cached is None:
-            return
-        self.tokens = TokenUsage(input_ or 0, output or 0, cached or 0)
-
-    def _run_guard(self) -> GuardOutcome:
-        config = self.loaded.config
-        # Written under a temporary name: SPEC §6 puts guard.log after meta and output.
-        log_path = self.iter_dir / PENDING_GUARD_LOG
-        remaining = self._remaining()
-        if remaining <= 0:
-            atomic_write_text(log_path, "=== stdout ===\n=== stderr ===\nguard timed out\n")
-            return GuardOutcome.FAIL
-        result = run_process(
-            config.guard_command,
-            cwd=self.paths.root,
-            # Marks the guard and whatever it leaves running as this iteration's, for recovery.
-            env=dict(os.environ, RUNNER_ITER_DIR=str(self.iter_dir)),
-            stdin_path=None,
-            timeout_secs=remaining,
-            log_path=log_path,
-            limit_bytes=config.guard_output_limit_bytes,
-            on_start=self._track_process_group,
+            agent = backend_for(self.config.agent_backend, self.config.agent_command).run(request)
+        except SpawnError as error:
+            return NotStarted(str(error))
+        return AgentFinished(
+            exit_code=agent.process.exit_code,
+            timed_out=agent.process.timed_out,
+            output_text=agent.output_text,
+            output_problem=agent.output_problem,
+            tokens=_tokens(agent.input_tokens, agent.output_tokens, agent.cached_input_tokens),
+            cost_usd=agent.cost_usd,
+            process_group=started[0] if started else None,
         )
-        if result.timed_out:
-            text = log_path.read_text(encoding="utf-8", errors="replace")
-            atomic_write_text(log_path, text + f"guard timed out after {remaining:.1f} s\n")
-        return guard_outcome(result.exit_code, result.timed_out)
 
 
-def _one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    return text or type(error).__name__
+def _tracker(repo: Repo, journal: Journal, started: list[int]) -> Callable[[int], None]:
+    """Write the journal with the new process group the moment it exists, for recovery."""
+
+    def track(pgid: int) -> None:
+        started.append(pgid)
+        write_journal(repo, attrs.evolve(journal, process_groups=(*journal.process_groups, pgid)))
+
+    return track
+
+
+def _tokens(input_: int | None, output: int | None, cached: int | None) -> TokenUsage | None:
+    if input_ is None and output is None and cached is None:
+        return None
+    return TokenUsage(input_ or 0, output or 0, cached or 0)
+
+
+@attrs.frozen(slots=True)
+class ProcessGuardRunner:
+    root: Path
+    repo: Repo
+    iter_dir: Path
+
+    def run_guard(self, effect: RunGuard, journal: Journal) -> GuardFinished | NotStarted:
+        started: list[int] = []
+        try:
+            result = run_process(
+                effect.argv,
+                cwd=self.root,
+                # Marks the guard and whatever it leaves running as this iteration's, for recovery.
+                env=dict(os.environ, RUNNER_ITER_DIR=str(self.iter_dir)),
+                stdin_path=None,
+                timeout_secs=effect.timeout_secs,
+                log_path=self.iter_dir / effect.log_name,
+                limit_bytes=effect.limit_bytes,
+                on_start=_tracker(self.repo, journal, started),
+            )
+        except SpawnError as error:
+            return NotStarted(str(error))
+        return GuardFinished(result.exit_code, result.timed_out, started[0] if started else None)
+
+
+@attrs.frozen(slots=True)
+class DiskIterationStore:
+    """The iteration's files under `.runner/`, the journal in the git directory, the commit."""
+
+    paths: RunnerPaths
+    repo: Repo
+    run_id: str
+    iter_dir: Path
+
+    def prepare(self, effect: PrepareIterationDir) -> None:
+        if effect.set_aside_as is not None:
+            self.iter_dir.rename(self.iter_dir.with_name(effect.set_aside_as))
+        self.iter_dir.mkdir(parents=True)
+
+    def write_context(self, effect: WriteContext) -> None:
+        self.paths.context_dir.mkdir(parents=True, exist_ok=True)
+        for name, text in effect.files:
+            atomic_write_text(self.paths.context_dir / name, text)
+        for name in effect.remove:
+            (self.paths.context_dir / name).unlink(missing_ok=True)
+
+    def write_journal(self, journal: Journal) -> None:
+        write_journal(self.repo, journal)
+
+    def write_iteration_file(self, effect: WriteIterationFile) -> None:
+        target = self.iter_dir / effect.name
+        if effect.append:
+            text = target.read_text(encoding="utf-8", errors="replace") + effect.text
+            atomic_write_text(target, text)
+        else:
+            atomic_write_text(target, effect.text)
+
+    def read_tree(self) -> TreeRead:
+        try:
+            return TreeRead(read_tree_bytes(self.paths))
+        except UserFacingError as error:  # the agent deleted it, or grew it past the limit
+            return TreeRead(b"", str(error))
+
+    def read_config(self) -> ConfigRead:
+        try:
+            return ConfigRead(read_bytes(self.paths.config))
+        except OSError:  # deleted or replaced by the agent
+            return ConfigRead(None)
+
+    def restore_config(self, data: bytes) -> None:
+        atomic_write_bytes(self.paths.config, data)
+
+    def count_executions(self) -> Mapping[str, int]:
+        return count_executions(self.paths, self.run_id)
+
+    def commit(self, effect: Commit) -> None:
+        try:
+            commit_iteration(self.paths, self.repo, self.run_id, self.iter_dir, effect)
+        except GitError as error:
+            raise UserFacingError(
+                f"iteration {effect.committing.iteration} was logged but not committed: {error} "
+                "(fix the problem, then run 'runner recover')"
+            ) from None
 
 
 def loop_line(result: StepResult) -> str:
@@ -414,21 +472,21 @@ def run_loop(
         run = result.run_id
         if result.kind is PlanKind.COMPLETE:
             emit(f"loop: status=complete run={run} steps={steps} started_at_iter={started_at}")
-            return EXIT_OK
+            return ExitCode.OK
         if result.kind is PlanKind.STUCK:
             node = result.plan.node
             emit(
                 f"loop: status=stuck run={run} id={node.id} path={result.plan.selection.path} "
                 f"attempts={node.attempts}/{node.max_attempts}"
             )
-            return EXIT_STUCK
+            return ExitCode.STUCK
         if result.kind is PlanKind.LIMIT:
             emit(
                 f"loop: status=limit run={run} next_iter={result.plan.iteration} "
                 f"max_iterations={load_config(paths).max_iterations} steps={steps} "
                 f"started_at_iter={started_at}"
             )
-            return EXIT_ERROR
+            return ExitCode.ERROR
         steps += 1
         emit(loop_line(result))
         assert result.outcome is not None

@@ -13,13 +13,14 @@ import os
 import selectors
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 import attrs
+
+from runner_shell.files import PendingFile, atomic_write_bytes
 
 _READ_CHUNK_BYTES = 64 * 1024
 # The longest we sleep without re-checking whether the direct child has exited.
@@ -87,7 +88,7 @@ def run_process(
     if limit_bytes < 0 or stdout_copy_limit_bytes < 0:
         raise ValueError("byte limits must not be negative")
 
-    stdout_copy = _PendingFile(stdout_copy_path) if stdout_copy_path is not None else None
+    stdout_copy = PendingFile(stdout_copy_path) if stdout_copy_path is not None else None
     try:
         proc = _spawn(argv_t, cwd=cwd, env=env, stdin_path=stdin_path)
         started = time.monotonic()
@@ -121,7 +122,7 @@ def run_process(
         stderr.dropped,
         timed_out_after=timeout_secs if timed_out else None,
     )
-    _write_atomically(log_path, log_text.encode("utf-8"))
+    atomic_write_bytes(log_path, log_text.encode("utf-8"))
     return ProcessResult(
         argv=argv_t,
         exit_code=None if timed_out else proc.returncode,
@@ -335,35 +336,3 @@ def _signal_group(pgid: int, signum: int) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
-
-
-class _PendingFile:
-    """A temporary file beside `path` that replaces `path` only when committed."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.fchmod(fd, 0o644)
-        self.path = path
-        self.temp_path = Path(temp_name)
-        self.file: BinaryIO = os.fdopen(fd, "wb")
-
-    def commit(self) -> None:
-        self.file.flush()
-        os.fsync(self.file.fileno())
-        self.file.close()
-        os.replace(self.temp_path, self.path)
-
-    def discard(self) -> None:
-        self.file.close()
-        self.temp_path.unlink(missing_ok=True)
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    pending = _PendingFile(path)
-    try:
-        pending.file.write(data)
-        pending.commit()
-    except BaseException:
-        pending.discard()
-        raise

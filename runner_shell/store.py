@@ -73,10 +73,21 @@ def read_tree_bytes(paths: RunnerPaths) -> bytes:
 
 
 def load_tree(paths: RunnerPaths) -> Node:
+    return load_tree_and_bytes(paths)[0]
+
+
+def load_tree_and_bytes(paths: RunnerPaths) -> tuple[Node, bytes]:
+    """The tree and the exact bytes it was parsed from."""
+    data = read_tree_bytes(paths)
     try:
-        return parse_tree(read_tree_bytes(paths))
+        return parse_tree(data), data
     except TreeValidationError as error:
         raise UserFacingError(f"{paths.relative(paths.tree)}: {error}") from None
+
+
+def read_bytes(path: Path, limit: int = SMALL_FILE_MAX_BYTES) -> bytes:
+    """A small runner-owned file's bytes; OSError (FileTooLarge included) when unreadable."""
+    return read_bytes_capped(path, limit)
 
 
 def write_tree(paths: RunnerPaths, tree: Node) -> None:
