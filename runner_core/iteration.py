@@ -9,7 +9,7 @@ agent and guard between these calls and writes what they return; nothing here do
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -177,7 +177,7 @@ def review_execution(
             validate_status_invariants(prev, candidate, selected_id, status),
         ),
     )
-    problems = [f"{name}: {'; '.join(errors)}" for name, errors in layers if errors]
+    problems = layer_problems(layers)
     if not problems:
         # The agent may edit an open node's max_attempts, but not below the attempts the
         # runner already counted: the tree after the runner's reset must still be valid.
@@ -205,16 +205,29 @@ def review_decomposition(
     candidate = decompose_node(prev, selected_id, specs, max_attempts_default)
     if not canonical_fits(candidate):
         return Review(AgentStatus.RETRY, summary, None, f"the decomposed tree: {_TOO_LARGE}")
-    layers = (
-        # The runner names the children `<parent>.<n>`; deep enough, that is too long an id.
-        validate_invariants(candidate)
-        + validate_child_additions_restricted(prev, candidate, selected_id)
-        + check_passed_node_immutability(prev, candidate)
-        + validate_status_invariants(prev, candidate, selected_id, AgentStatus.DECOMPOSED)
+    layered = layer_problems(
+        (
+            # The runner names the children `<parent>.<n>`; deep enough, that is too long an id.
+            ("tree invariants failed", validate_invariants(candidate)),
+            (
+                "child additions failed",
+                validate_child_additions_restricted(prev, candidate, selected_id),
+            ),
+            ("immutability failed", check_passed_node_immutability(prev, candidate)),
+            (
+                "status invariants failed",
+                validate_status_invariants(prev, candidate, selected_id, AgentStatus.DECOMPOSED),
+            ),
+        )
     )
-    if layers:
-        return Review(AgentStatus.RETRY, summary, None, "; ".join(layers))
+    if layered:
+        return Review(AgentStatus.RETRY, summary, None, "; ".join(layered))
     return Review(AgentStatus.DECOMPOSED, summary, candidate)
+
+
+def layer_problems(layers: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
+    """One problem per validator layer that failed: its name, then its errors."""
+    return [f"{name}: {'; '.join(errors)}" for name, errors in layers if errors]
 
 
 _TOO_LARGE = (

@@ -12,7 +12,9 @@ from runner_core.run_identity import branch_for
 
 REQUIRED_GITIGNORE_LINES = ("context/", "iterations/")
 PROTECTED_BRANCHES = ("main", "master")
+# The fix a message ends with, when the fix is a runner command.
 START_HINT = "(run 'runner start')"
+INIT_HINT = "(run 'runner init')"
 
 
 @attrs.frozen(slots=True)

@@ -16,11 +16,13 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from runner_core.config import AGENT_BACKENDS
+from runner_core.exit_codes import ExitCode
 from runner_core.prompt_pack import DEFAULT_PROMPT_BUDGET
 from runner_shell import commands
 from runner_shell.commands import failure_of
 from runner_shell.errors import UserFacingError, failure_line, internal_error_line
-from runner_shell.git import GitError, Repo, repo_root
+from runner_shell.git import GitError, Repo, open_repo
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import exclusive_lock
 
@@ -39,7 +41,7 @@ PromptBudget = Annotated[
 ]
 
 
-def _fail(message: str, code: int = 1) -> typer.Exit:
+def _fail(message: str, code: int = ExitCode.ERROR) -> typer.Exit:
     typer.echo(failure_line(message), err=True)
     return typer.Exit(code)
 
@@ -61,8 +63,8 @@ def guarded(command: F) -> F:
 
 
 def _paths() -> tuple[RunnerPaths, Repo]:
-    root = repo_root(Path.cwd())
-    return RunnerPaths(root), Repo(root)
+    repo = open_repo(Path.cwd())
+    return RunnerPaths(repo.root), repo
 
 
 @app.command()
@@ -74,7 +76,7 @@ def init(
         typer.Option("--guard", help="Guard argv, one --guard per word (default: just ci)."),
     ] = None,
     backend: Annotated[
-        str, typer.Option("--backend", help="Agent backend: codex, claude or command.")
+        str, typer.Option("--backend", help=f"Agent backend: one of {', '.join(AGENT_BACKENDS)}.")
     ] = "codex",
     agent: Annotated[
         list[str] | None,

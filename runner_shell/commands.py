@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from runner_core.exit_codes import ExitCode
 from runner_core.iteration import PlanKind
 from runner_core.run_state import RunState
 from runner_core.selection import Selection, SelectionStatus, select_leaf
 from runner_shell.errors import UserFacingError, os_error_message
-from runner_shell.git import GitError, Repo, repo_root
+from runner_shell.git import GitError, Repo, open_repo
 from runner_shell.layout import RunnerPaths
 
 Echo = Callable[[str], None]
@@ -25,18 +26,18 @@ def failure_of(error: BaseException) -> tuple[str, int] | None:
     if isinstance(error, UserFacingError):
         return str(error), error.exit_code
     if isinstance(error, GitError):
-        return str(error), 1
+        return str(error), ExitCode.ERROR
     if isinstance(error, KeyboardInterrupt):
-        return "interrupted", 130
+        return "interrupted", ExitCode.INTERRUPTED
     if isinstance(error, OSError):
         message = os_error_message(error)
-        return None if message is None else (message, 1)
+        return None if message is None else (message, ExitCode.ERROR)
     return None
 
 
 def paths_and_repo() -> tuple[RunnerPaths, Repo]:
-    root = repo_root(Path.cwd())
-    return RunnerPaths(root), Repo(root)
+    repo = open_repo(Path.cwd())
+    return RunnerPaths(repo.root), repo
 
 
 def selection_fields(selection: Selection) -> str:
@@ -53,9 +54,9 @@ def select(echo: Echo) -> int:
     selection = select_leaf(load_tree(paths))
     if selection.status is SelectionStatus.COMPLETE:
         echo("select: status=complete")
-        return 2
+        return ExitCode.COMPLETE
     echo(f"select: status={selection.status.value} {selection_fields(selection)}")
-    return 3 if selection.status is SelectionStatus.STUCK else 0
+    return ExitCode.STUCK if selection.status is SelectionStatus.STUCK else ExitCode.OK
 
 
 def validate(echo: Echo) -> int:
@@ -81,7 +82,7 @@ def validate(echo: Echo) -> int:
         echo("validate: run=not-started")
     else:
         echo(f"validate: run=ok id={run_id} branch=runner/{run_id}")
-    return 0
+    return ExitCode.OK
 
 
 def stuck_message(selection: Selection) -> str:
@@ -112,7 +113,7 @@ def step(echo: Echo, prompt_budget: int) -> int:
     if result.kind is PlanKind.COMPLETE:
         echo("step: status=complete")
     elif result.kind is PlanKind.STUCK:
-        raise UserFacingError(stuck_message(result.plan.selection), 3)
+        raise UserFacingError(stuck_message(result.plan.selection), ExitCode.STUCK)
     elif result.kind is PlanKind.LIMIT:
         state = load_run_state(paths)
         raise UserFacingError(limit_message(state, load_config(paths).max_iterations))

@@ -28,16 +28,12 @@ from runner_shell.files import atomic_write_text
 from runner_shell.git import Repo
 
 
-def _git_path(repo: Repo, name: str) -> Path:
-    return repo.root / repo.git("rev-parse", "--git-path", name).stdout.strip()
-
-
 def journal_path(repo: Repo) -> Path:
-    return _git_path(repo, "runner-journal.json")
+    return repo.git_path("runner-journal.json")
 
 
 def lock_path(repo: Repo) -> Path:
-    return _git_path(repo, "runner.lock")
+    return repo.git_path("runner.lock")
 
 
 def current_command() -> str:

@@ -115,14 +115,7 @@ def run_process(
             stdout_copy.discard()
         raise
 
-    log_text = _format_log(
-        bytes(stdout.kept),
-        stdout.dropped,
-        bytes(stderr.kept),
-        stderr.dropped,
-        timed_out_after=timeout_secs if timed_out else None,
-    )
-    atomic_write_bytes(log_path, log_text.encode("utf-8"))
+    _write_log(log_path, stdout, stderr, timeout_secs if timed_out else None)
     return ProcessResult(
         argv=argv_t,
         exit_code=None if timed_out else proc.returncode,
@@ -131,6 +124,19 @@ def run_process(
         stdout_bytes=stdout.total,
         stderr_bytes=stderr.total,
     )
+
+
+def _write_log(
+    log_path: Path, stdout: _StreamCapture, stderr: _StreamCapture, timed_out_after: float | None
+) -> None:
+    log_text = _format_log(
+        bytes(stdout.kept),
+        stdout.dropped,
+        bytes(stderr.kept),
+        stderr.dropped,
+        timed_out_after=timed_out_after,
+    )
+    atomic_write_bytes(log_path, log_text.encode("utf-8"))
 
 
 def terminate_process_group(pgid: int, grace_secs: float = 2.0) -> bool:

@@ -50,8 +50,7 @@ def _remove_stale_index_lock(repo: Repo) -> None:
     branch = repo.current_branch()
     names = ["index.lock", "HEAD.lock", *([f"refs/heads/{branch}.lock"] if branch else [])]
     for name in names:
-        lock = repo.root / repo.git("rev-parse", "--git-path", name).stdout.strip()
-        lock.unlink(missing_ok=True)
+        repo.git_path(name).unlink(missing_ok=True)
 
 
 def _remove_stale_temp_files(paths: RunnerPaths) -> None:
@@ -123,9 +122,9 @@ def _journal_from_last_commit(paths: RunnerPaths, repo: Repo) -> Journal | None:
     )
 
 
-def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
+def _journal_to_recover(paths: RunnerPaths, repo: Repo) -> Journal | None:
     try:
-        journal = read_journal(repo)
+        return read_journal(repo)
     except DamagedJournal:
         journal = _journal_from_last_commit(paths, repo)
         if journal is None:
@@ -136,6 +135,11 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
                     "'git status' shows"
                 ) from None
             clear_journal(repo)
+        return journal
+
+
+def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
+    journal = _journal_to_recover(paths, repo)
     if journal is None:
         return Recovered(None)
     killed = kill_orphans(journal, paths.iter_dir(journal.run_id, journal.iteration))
@@ -171,17 +175,7 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
         )
     if journal.node_id not in nodes_by_id(tree):
         raise UserFacingError(f"node '{journal.node_id}' of the journal is not in tree.json")
-    iter_dir = paths.iter_dir(journal.run_id, journal.iteration)
-    iter_dir.mkdir(parents=True, exist_ok=True)
-    # What the killed iteration concluded never happened: its logs are kept under other names,
-    # so the directory reads the same wherever the kill landed.
-    for name, kept_as in (
-        (PENDING_GUARD_LOG, "guard.interrupted.log"),
-        ("guard.log", "guard.interrupted.log"),
-        ("agent_error.log", "agent_error.interrupted.log"),
-    ):
-        if (iter_dir / name).exists():
-            (iter_dir / name).replace(iter_dir / kept_as)
+    iter_dir = _keep_interrupted_logs(paths.iter_dir(journal.run_id, journal.iteration))
     counts = state.known_executions()
     if counts is None:
         counts = pmap(count_executions(paths, journal.run_id))
@@ -196,6 +190,20 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
     except GitError as error:
         raise UserFacingError(f"recovery could not commit: {error}") from None
     return Recovered(kind, journal, killed)
+
+
+def _keep_interrupted_logs(iter_dir: Path) -> Path:
+    """What the killed iteration concluded never happened: its logs are kept under other
+    names, so the directory reads the same wherever the kill landed."""
+    iter_dir.mkdir(parents=True, exist_ok=True)
+    for name, kept_as in (
+        (PENDING_GUARD_LOG, "guard.interrupted.log"),
+        ("guard.log", "guard.interrupted.log"),
+        ("agent_error.log", "agent_error.interrupted.log"),
+    ):
+        if (iter_dir / name).exists():
+            (iter_dir / name).replace(iter_dir / kept_as)
+    return iter_dir
 
 
 def _elapsed_ms(started_at: str) -> int:

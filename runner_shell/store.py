@@ -26,6 +26,7 @@ from runner_core import (
     run_state_from_json,
     run_state_to_json,
 )
+from runner_core.preconditions import INIT_HINT
 from runner_core.tree_json import TREE_MAX_BYTES as CORE_TREE_MAX_BYTES
 from runner_shell.errors import UserFacingError
 from runner_shell.files import FileTooLarge, atomic_write_text, read_bytes_capped
@@ -35,7 +36,6 @@ from runner_shell.layout import RunnerPaths
 # the runner never writes a tree it could not read back.
 TREE_MAX_BYTES = CORE_TREE_MAX_BYTES
 SMALL_FILE_MAX_BYTES = 16 * 1024 * 1024
-INIT_HINT = "(run 'runner init')"
 
 
 def canonical_json(value: Any) -> str:
