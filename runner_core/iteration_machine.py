@@ -113,7 +113,6 @@ class IterationFacts:
     config: Config
     state: RunState
     tree: Node
-    tree_bytes: bytes
     goal: str
     failure_log: str | None
     config_bytes: bytes
@@ -219,9 +218,10 @@ class Place(enum.Enum):
 class FileWrite:
     """One file of the final write-set, written atomically.
 
-    `link_from` (a name under Place.RUN) asks for a hard link to that snapshot instead when it
-    still exists; `read_only` files are snapshots (mode 0444); `rename_from` moves a file of the
-    iteration directory into place if it exists.
+    `link_from` (a name under Place.RUN) asks for a hard link to that snapshot instead; when it
+    is gone, `data` is written, or the canonical text of `fallback_tree`. `read_only` files are
+    snapshots (mode 0444); `rename_from` moves a file of the iteration directory into place if
+    it exists.
     """
 
     place: Place
@@ -230,6 +230,7 @@ class FileWrite:
     read_only: bool = False
     link_from: str | None = None
     rename_from: str | None = None
+    fallback_tree: Node | None = None
 
 
 @attrs.frozen(slots=True)
@@ -707,7 +708,7 @@ def _commit(
             iteration=facts.plan.iteration,
             node_id=facts.node.id,
             prev_tree=facts.tree,
-            prev_bytes=facts.tree_bytes if facts.tree_is_previous_snapshot else None,
+            prev_is_snapshot=facts.tree_is_previous_snapshot,
             state=with_execution(advance_run_state(facts.state, outcome), facts.node.id, counts),
             outcome=outcome,
             record=record,
@@ -785,15 +786,15 @@ def attempts_after(tree: Node, node: Node) -> int:
 class IterationEnd:
     """What the final write-set is made of, for a step and for `runner recover` alike.
 
-    `prev_bytes` is tree.json as read when its bytes are the previous iteration's
-    tree.after.json: tree.before.json then links to that snapshot instead of a new copy.
+    `prev_is_snapshot`: tree.json's bytes were the previous iteration's tree.after.json, so
+    tree.before.json links to that snapshot instead of being serialised again.
     """
 
     run_id: str
     iteration: int
     node_id: str
     prev_tree: Node
-    prev_bytes: bytes | None
+    prev_is_snapshot: bool
     state: RunState
     outcome: IterationOutcome
     record: ExecutionRecord
@@ -839,10 +840,14 @@ def _snapshots(end: IterationEnd, after: bytes) -> tuple[FileWrite, ...]:
     cannot reach a snapshot through a link.
     """
     unchanged = end.outcome.tree is end.prev_tree
-    if end.prev_bytes is not None:
+    if end.prev_is_snapshot:
         source = f"{end.iteration - 1}/tree.after.json"
         before = FileWrite(
-            Place.ITERATION, "tree.before.json", end.prev_bytes, True, link_from=source
+            Place.ITERATION,
+            "tree.before.json",
+            read_only=True,
+            link_from=source,
+            fallback_tree=end.prev_tree,
         )
     else:
         before_bytes = after if unchanged else dumps_tree(end.prev_tree).encode("utf-8")
@@ -880,7 +885,7 @@ def interrupted_end(
         iteration=journal.iteration,
         node_id=node.id,
         prev_tree=tree,
-        prev_bytes=None,
+        prev_is_snapshot=False,
         state=with_execution(advance_run_state(state, outcome), node.id, counts),
         outcome=outcome,
         record=record,

@@ -20,6 +20,7 @@ from runner_core.history import (
     record_from_meta,
 )
 from runner_core.iteration_machine import Commit, FileWrite, Place
+from runner_core.tree_json import dumps_tree
 from runner_shell.files import READ_ONLY, atomic_link, atomic_write_bytes
 from runner_shell.git import Repo
 from runner_shell.layout import RunnerPaths
@@ -52,7 +53,10 @@ def _write(paths: RunnerPaths, run_dir: Path, iter_dir: Path, file: FileWrite) -
         return
     if file.link_from is not None and atomic_link(run_dir / file.link_from, target):
         return
-    atomic_write_bytes(target, file.data, READ_ONLY if file.read_only else None)
+    data = file.data
+    if file.fallback_tree is not None:  # the snapshot to link to is gone: write its text
+        data = dumps_tree(file.fallback_tree).encode("utf-8")
+    atomic_write_bytes(target, data, READ_ONLY if file.read_only else None)
 
 
 def utc_now() -> str:

@@ -76,7 +76,6 @@ from runner_shell.store import (
     load_goal_id,
     load_run_state,
     load_tree,
-    load_tree_and_bytes,
     read_bytes,
     read_gitignore_lines,
     read_goal,
@@ -114,7 +113,6 @@ class Loaded:
     config: Config
     state: RunState
     tree: Node
-    tree_bytes: bytes
     run_id: str
 
 
@@ -139,8 +137,7 @@ def load_for_step(paths: RunnerPaths, repo: Repo) -> Loaded:
     if problem is not None:
         raise UserFacingError(problem)
     assert state.run_id is not None
-    tree, tree_bytes = load_tree_and_bytes(paths)
-    return Loaded(config, state, tree, tree_bytes, state.run_id)
+    return Loaded(config, state, load_tree(paths), state.run_id)
 
 
 def run_step(paths: RunnerPaths, repo: Repo, prompt_budget: int) -> StepResult:
@@ -150,8 +147,9 @@ def run_step(paths: RunnerPaths, repo: Repo, prompt_budget: int) -> StepResult:
         return StepResult(plan.kind, loaded.run_id, plan)
     # Problems a user can fix are refused here, before an iteration exists: nothing is written.
     check_programs(loaded.config, paths.root)
-    check_tree_writable(paths, loaded.tree)
     facts = gather(paths, loaded, plan, prompt_budget)
+    if not facts.tree_is_previous_snapshot:  # else its bytes are canonical and were read back
+        check_tree_writable(paths, loaded.tree)
     finished = interpret(start_iteration(facts), shell_ports(paths, repo, facts))
     return StepResult(PlanKind.RUN, loaded.run_id, plan, finished.outcome)
 
@@ -183,7 +181,6 @@ def gather(paths: RunnerPaths, loaded: Loaded, plan: StepPlan, budget: int) -> I
         config=loaded.config,
         state=state,
         tree=loaded.tree,
-        tree_bytes=loaded.tree_bytes,
         goal=read_goal(paths),
         failure_log=failure_log,
         config_bytes=paths.config.read_bytes(),

@@ -73,14 +73,8 @@ def read_tree_bytes(paths: RunnerPaths) -> bytes:
 
 
 def load_tree(paths: RunnerPaths) -> Node:
-    return load_tree_and_bytes(paths)[0]
-
-
-def load_tree_and_bytes(paths: RunnerPaths) -> tuple[Node, bytes]:
-    """The tree and the exact bytes it was parsed from."""
-    data = read_tree_bytes(paths)
     try:
-        return parse_tree(data), data
+        return parse_tree(read_tree_bytes(paths))
     except TreeValidationError as error:
         raise UserFacingError(f"{paths.relative(paths.tree)}: {error}") from None
 
