@@ -56,6 +56,8 @@ QUICK_SIZES = (1_000, 10_000)
 # Sizes at which whole processes and the jsonschema comparison run: each of these reads the
 # whole tree many times, and jsonschema alone needs about a minute per 1M-node document.
 PROCESS_SIZES = (1_000, 10_000, 100_000)
+# The tree of the `big` group's whole-step row.
+BIG_STEP_SIZE = 100_000
 SEED = 6
 MAX_DEPTH = 12
 MAX_FAN_OUT = 20
@@ -648,6 +650,121 @@ def bench_step(repeat: int, workdir: Path, log: Callable[[str], None]) -> list[R
     ]
 
 
+COMMIT_FLOOR_SCRIPT = """set -e
+export GIT_AUTHOR_NAME=runner GIT_COMMITTER_NAME=runner
+export GIT_AUTHOR_EMAIL=runner@localhost GIT_COMMITTER_EMAIL=runner@localhost
+RUNNER_OUTPUT_PATH={output} {agent}
+true
+date +%s%N >> floor-counter.txt
+git add -A
+git commit --quiet -m step
+"""
+
+
+def bench_step_vs_commit(repeat: int, workdir: Path, log: Callable[[str], None]) -> list[Row]:
+    """Issue 9's floor: the same agent and guard, one file written, `git add -A && git commit`."""
+    log("step: against a script running the agent, `true`, and one commit")
+    leaves = 2 * repeat + 8
+    repo = make_repo(workdir / "step-commit", step_tree(leaves), ["true"])
+    floor_repo = make_repo(workdir / "step-commit-floor", step_tree(leaves), ["true"])
+    script = workdir / "commit-floor.sh"
+    output = shlex.quote(str(workdir / "commit-floor-output.json"))
+    script.write_text(
+        COMMIT_FLOOR_SCRIPT.format(output=output, agent=shlex.join(NOOP_AGENT)), encoding="utf-8"
+    )
+    measured, floor = paired_processes(
+        process([*runner_command(), "step"], repo), process(["sh", str(script)], floor_repo), repeat
+    )
+    return [
+        ratio_row(
+            "`runner step` (no-op agent, guard true) vs agent + guard + one commit",
+            None,
+            measured,
+            floor,
+            4.0,
+            note="the script writes one file and runs `git add -A && git commit`",
+        )
+    ]
+
+
+def _step_seconds(repo: Path) -> float:
+    started = time.perf_counter()
+    run([*runner_command(), "step"], repo)
+    return time.perf_counter() - started
+
+
+def bench_run_length(length: int, workdir: Path, log: Callable[[str], None]) -> list[Row]:
+    """Whether an iteration costs the same late in a run as early: iteration `length` vs 10."""
+    log(f"run: {length} steps of one run, each timed (a few minutes)")
+    repo = make_repo(workdir / "run", step_tree(length + 10), ["true"])
+    times = [_step_seconds(repo) for _ in range(length)]
+    window = 10
+    early = times[1 : 1 + window]  # the first step also warms the caches
+    late = times[-window:]
+    return [
+        ratio_row(
+            f"`runner step` at iterations {length - window + 1}-{length} vs 2-{1 + window}",
+            None,
+            (statistics.median(late), tuple(late)),
+            (statistics.median(early), tuple(early)),
+            1.1,
+            note="one run of no-op steps on a tree of one leaf per iteration",
+        )
+    ]
+
+
+BIG_FLOOR_SOURCE = """import json, subprocess, sys
+path = ".runner/state/tree.json"
+with open(path, encoding="utf-8") as handle:
+    tree = json.load(handle)
+tree["attempts"] = tree["attempts"] + 1
+with open(path, "w", encoding="utf-8") as handle:
+    handle.write(json.dumps(tree, indent=2) + "\\n")
+subprocess.run(["git", "add", "-A"], check=True)
+identity = ["-c", "user.name=runner", "-c", "user.email=runner@localhost"]
+subprocess.run(["git", *identity, "commit", "--quiet", "-m", "step"], check=True)
+"""
+
+
+def bench_big_step(size: int, repeat: int, workdir: Path, log: Callable[[str], None]) -> list[Row]:
+    """A step on a `size`-node tree vs load, change, dump, write, add, commit; and its RSS."""
+    log(f"big: `runner step` on a {size}-node tree")
+    text = tree_text(generate_tree(size))
+    repo = make_repo(workdir / "big", text, ["true"])
+    floor_repo = make_repo(workdir / "big-floor", text, ["true"])
+    floor_script = workdir / "big_floor.py"
+    floor_script.write_text(BIG_FLOOR_SOURCE, encoding="utf-8")
+    measured, floor = paired_processes(
+        process([*runner_command(), "step"], repo),
+        process([sys.executable, str(floor_script)], floor_repo),
+        repeat,
+    )
+    peak = peak_rss_of([*runner_command(), "step"], repo)
+    tree_path = repo / ".runner" / "state" / "tree.json"
+    load = f"import json; json.load(open({str(tree_path)!r}))"
+    json_peak = peak_rss_of([sys.executable, "-c", load], repo)
+    return [
+        ratio_row(
+            "`runner step` vs load, change, dump, write, add, commit",
+            size,
+            measured,
+            floor,
+            1.2,
+            note="the floor is a Python script doing exactly that with json",
+        ),
+        Row(
+            metric="peak RSS of `runner step` vs `json.load` of the tree",
+            size=size,
+            runner=peak,
+            floor=json_peak,
+            unit="bytes",
+            target="<= 2x json.load",
+            met=peak <= 2 * json_peak,
+            note=f"ratio {peak / json_peak:.2f}",
+        ),
+    ]
+
+
 def peak_rss_of(argv: Sequence[str], cwd: Path) -> int:
     """Peak RSS in bytes of a process and every descendant it waited for, each on its own."""
     probe = (
@@ -805,7 +922,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         default="core,schema,cli,step,rss",
-        help="comma-separated groups to run (core,schema,cli,step,rss)",
+        help="comma-separated groups to run (core,schema,cli,step,rss, and the heavy run,big)",
+    )
+    parser.add_argument(
+        "--run-length", type=int, default=1000, help="steps of the `run` group (default 1000)"
     )
     parser.add_argument("--label", default="", help="name of this run (default: the commit)")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"))
@@ -840,6 +960,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += bench_cli(process_sizes, repeat, workdir, log)
         if "step" in groups:
             rows += bench_step(repeat, workdir, log)
+            rows += bench_step_vs_commit(repeat, workdir, log)
+        if "run" in groups:
+            rows += bench_run_length(args.run_length, workdir, log)
+        if "big" in groups:
+            rows += bench_big_step(BIG_STEP_SIZE, min(repeat, 3), workdir, log)
         if "rss" in groups:
             rows += bench_rss(workdir, log)
     elapsed = time.perf_counter() - started

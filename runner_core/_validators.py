@@ -185,11 +185,139 @@ def validate_https___runner_invalid_schemas_decomposer_output_schema_json(data, 
     return data
 
 
+def validate_https___runner_invalid_schemas_run_state_schema_json(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (dict)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object", value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', '$id': 'https://runner.invalid/schemas/run_state.schema.json', 'title': 'runner run state (.runner/state/run_state.json)', 'description': 'must be a JSON object', 'type': 'object', 'additionalProperties': False, 'properties': {'run_id': {'description': 'run_id must be a string or null', 'type': ['string', 'null']}, 'next_iter': {'description': 'next_iter must be an integer >= 1', 'type': 'integer', 'minimum': 1}, 'last_status': {'description': 'last_status must be done, retry, decomposed or null', 'enum': ['done', 'retry', 'decomposed', None]}, 'last_summary': {'description': 'last_summary must be a string', 'type': 'string'}, 'last_guard': {'description': 'last_guard must be pass, fail, skipped or null', 'enum': ['pass', 'fail', 'skipped', None]}, 'executions': {'description': 'executions must map node ids to integers >= 1', 'type': 'object', 'additionalProperties': {'type': 'integer', 'minimum': 1}}}}, rule='type')
+    data_is_dict = isinstance(data, dict)
+    if data_is_dict:
+        data_keys = set(data.keys())
+        if "run_id" in data_keys:
+            data_keys.remove("run_id")
+            data__runid = data["run_id"]
+            if not isinstance(data__runid, (str, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".run_id must be string or null", value=data__runid, name="" + (name_prefix or "data") + ".run_id", definition={'description': 'run_id must be a string or null', 'type': ['string', 'null']}, rule='type')
+        if "next_iter" in data_keys:
+            data_keys.remove("next_iter")
+            data__nextiter = data["next_iter"]
+            if not isinstance(data__nextiter, (int)) and not (isinstance(data__nextiter, float) and data__nextiter.is_integer()) or isinstance(data__nextiter, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".next_iter must be integer", value=data__nextiter, name="" + (name_prefix or "data") + ".next_iter", definition={'description': 'next_iter must be an integer >= 1', 'type': 'integer', 'minimum': 1}, rule='type')
+            if isinstance(data__nextiter, (int, float, Decimal)) and not isinstance(data__nextiter, bool):
+                if data__nextiter < 1:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".next_iter must be bigger than or equal to 1", value=data__nextiter, name="" + (name_prefix or "data") + ".next_iter", definition={'description': 'next_iter must be an integer >= 1', 'type': 'integer', 'minimum': 1}, rule='minimum')
+        if "last_status" in data_keys:
+            data_keys.remove("last_status")
+            data__laststatus = data["last_status"]
+            if not (isinstance(data__laststatus, str) and data__laststatus == 'done' or isinstance(data__laststatus, str) and data__laststatus == 'retry' or isinstance(data__laststatus, str) and data__laststatus == 'decomposed' or data__laststatus is None):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".last_status must be one of ['done', 'retry', 'decomposed', None]", value=data__laststatus, name="" + (name_prefix or "data") + ".last_status", definition={'description': 'last_status must be done, retry, decomposed or null', 'enum': ['done', 'retry', 'decomposed', None]}, rule='enum')
+        if "last_summary" in data_keys:
+            data_keys.remove("last_summary")
+            data__lastsummary = data["last_summary"]
+            if not isinstance(data__lastsummary, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".last_summary must be string", value=data__lastsummary, name="" + (name_prefix or "data") + ".last_summary", definition={'description': 'last_summary must be a string', 'type': 'string'}, rule='type')
+        if "last_guard" in data_keys:
+            data_keys.remove("last_guard")
+            data__lastguard = data["last_guard"]
+            if not (isinstance(data__lastguard, str) and data__lastguard == 'pass' or isinstance(data__lastguard, str) and data__lastguard == 'fail' or isinstance(data__lastguard, str) and data__lastguard == 'skipped' or data__lastguard is None):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".last_guard must be one of ['pass', 'fail', 'skipped', None]", value=data__lastguard, name="" + (name_prefix or "data") + ".last_guard", definition={'description': 'last_guard must be pass, fail, skipped or null', 'enum': ['pass', 'fail', 'skipped', None]}, rule='enum')
+        if "executions" in data_keys:
+            data_keys.remove("executions")
+            data__executions = data["executions"]
+            if not isinstance(data__executions, (dict)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".executions must be object", value=data__executions, name="" + (name_prefix or "data") + ".executions", definition={'description': 'executions must map node ids to integers >= 1', 'type': 'object', 'additionalProperties': {'type': 'integer', 'minimum': 1}}, rule='type')
+            data__executions_is_dict = isinstance(data__executions, dict)
+            if data__executions_is_dict:
+                data__executions_keys = set(data__executions.keys())
+                for data__executions_key in data__executions_keys:
+                    if data__executions_key not in []:
+                        data__executions_value = data__executions.get(data__executions_key)
+                        if not isinstance(data__executions_value, (int)) and not (isinstance(data__executions_value, float) and data__executions_value.is_integer()) or isinstance(data__executions_value, bool):
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".executions.{data__executions_key}".format(**locals()) + " must be integer", value=data__executions_value, name="" + (name_prefix or "data") + ".executions.{data__executions_key}".format(**locals()) + "", definition={'type': 'integer', 'minimum': 1}, rule='type')
+                        if isinstance(data__executions_value, (int, float, Decimal)) and not isinstance(data__executions_value, bool):
+                            if data__executions_value < 1:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".executions.{data__executions_key}".format(**locals()) + " must be bigger than or equal to 1", value=data__executions_value, name="" + (name_prefix or "data") + ".executions.{data__executions_key}".format(**locals()) + "", definition={'type': 'integer', 'minimum': 1}, rule='minimum')
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties", value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', '$id': 'https://runner.invalid/schemas/run_state.schema.json', 'title': 'runner run state (.runner/state/run_state.json)', 'description': 'must be a JSON object', 'type': 'object', 'additionalProperties': False, 'properties': {'run_id': {'description': 'run_id must be a string or null', 'type': ['string', 'null']}, 'next_iter': {'description': 'next_iter must be an integer >= 1', 'type': 'integer', 'minimum': 1}, 'last_status': {'description': 'last_status must be done, retry, decomposed or null', 'enum': ['done', 'retry', 'decomposed', None]}, 'last_summary': {'description': 'last_summary must be a string', 'type': 'string'}, 'last_guard': {'description': 'last_guard must be pass, fail, skipped or null', 'enum': ['pass', 'fail', 'skipped', None]}, 'executions': {'description': 'executions must map node ids to integers >= 1', 'type': 'object', 'additionalProperties': {'type': 'integer', 'minimum': 1}}}}, rule='additionalProperties')
+    return data
+
+
+def validate_https___runner_invalid_schemas_journal_schema_json(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (dict)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object", value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', '$id': 'https://runner.invalid/schemas/journal.schema.json', 'title': 'runner journal of the iteration in progress (in the git directory)', 'description': 'journal is not a JSON object', 'type': 'object', 'required': ['run_id', 'iter', 'node_id', 'role', 'phase', 'started_at', 'runner_pid', 'command', 'process_groups'], 'properties': {'run_id': {'description': "journal field 'run_id' must be str", 'type': 'string'}, 'iter': {'description': "journal field 'iter' must be int", 'type': 'integer'}, 'node_id': {'description': "journal field 'node_id' must be str", 'type': 'string'}, 'role': {'description': "journal field 'role' must be str", 'type': 'string'}, 'phase': {'description': "journal phase must be one of ('running', 'writing', 'committing')", 'enum': ['running', 'writing', 'committing']}, 'started_at': {'description': "journal field 'started_at' must be str", 'type': 'string'}, 'runner_pid': {'description': "journal field 'runner_pid' must be int", 'type': 'integer'}, 'command': {'description': "journal field 'command' must be str", 'type': 'string'}, 'process_groups': {'description': 'journal process_groups must be process group ids', 'type': 'array', 'items': {'type': 'integer', 'minimum': 2}}, 'commit_subject': {'description': "journal field 'commit_subject' must be str or null", 'type': ['string', 'null']}}}, rule='type')
+    data_is_dict = isinstance(data, dict)
+    if data_is_dict:
+        data__missing_keys = set(['run_id', 'iter', 'node_id', 'role', 'phase', 'started_at', 'runner_pid', 'command', 'process_groups']) - data.keys()
+        if data__missing_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain " + (str(sorted(data__missing_keys)) + " properties"), value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', '$id': 'https://runner.invalid/schemas/journal.schema.json', 'title': 'runner journal of the iteration in progress (in the git directory)', 'description': 'journal is not a JSON object', 'type': 'object', 'required': ['run_id', 'iter', 'node_id', 'role', 'phase', 'started_at', 'runner_pid', 'command', 'process_groups'], 'properties': {'run_id': {'description': "journal field 'run_id' must be str", 'type': 'string'}, 'iter': {'description': "journal field 'iter' must be int", 'type': 'integer'}, 'node_id': {'description': "journal field 'node_id' must be str", 'type': 'string'}, 'role': {'description': "journal field 'role' must be str", 'type': 'string'}, 'phase': {'description': "journal phase must be one of ('running', 'writing', 'committing')", 'enum': ['running', 'writing', 'committing']}, 'started_at': {'description': "journal field 'started_at' must be str", 'type': 'string'}, 'runner_pid': {'description': "journal field 'runner_pid' must be int", 'type': 'integer'}, 'command': {'description': "journal field 'command' must be str", 'type': 'string'}, 'process_groups': {'description': 'journal process_groups must be process group ids', 'type': 'array', 'items': {'type': 'integer', 'minimum': 2}}, 'commit_subject': {'description': "journal field 'commit_subject' must be str or null", 'type': ['string', 'null']}}}, rule='required')
+        data_keys = set(data.keys())
+        if "run_id" in data_keys:
+            data_keys.remove("run_id")
+            data__runid = data["run_id"]
+            if not isinstance(data__runid, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".run_id must be string", value=data__runid, name="" + (name_prefix or "data") + ".run_id", definition={'description': "journal field 'run_id' must be str", 'type': 'string'}, rule='type')
+        if "iter" in data_keys:
+            data_keys.remove("iter")
+            data__iter = data["iter"]
+            if not isinstance(data__iter, (int)) and not (isinstance(data__iter, float) and data__iter.is_integer()) or isinstance(data__iter, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".iter must be integer", value=data__iter, name="" + (name_prefix or "data") + ".iter", definition={'description': "journal field 'iter' must be int", 'type': 'integer'}, rule='type')
+        if "node_id" in data_keys:
+            data_keys.remove("node_id")
+            data__nodeid = data["node_id"]
+            if not isinstance(data__nodeid, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".node_id must be string", value=data__nodeid, name="" + (name_prefix or "data") + ".node_id", definition={'description': "journal field 'node_id' must be str", 'type': 'string'}, rule='type')
+        if "role" in data_keys:
+            data_keys.remove("role")
+            data__role = data["role"]
+            if not isinstance(data__role, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".role must be string", value=data__role, name="" + (name_prefix or "data") + ".role", definition={'description': "journal field 'role' must be str", 'type': 'string'}, rule='type')
+        if "phase" in data_keys:
+            data_keys.remove("phase")
+            data__phase = data["phase"]
+            if not (isinstance(data__phase, str) and data__phase == 'running' or isinstance(data__phase, str) and data__phase == 'writing' or isinstance(data__phase, str) and data__phase == 'committing'):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".phase must be one of ['running', 'writing', 'committing']", value=data__phase, name="" + (name_prefix or "data") + ".phase", definition={'description': "journal phase must be one of ('running', 'writing', 'committing')", 'enum': ['running', 'writing', 'committing']}, rule='enum')
+        if "started_at" in data_keys:
+            data_keys.remove("started_at")
+            data__startedat = data["started_at"]
+            if not isinstance(data__startedat, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".started_at must be string", value=data__startedat, name="" + (name_prefix or "data") + ".started_at", definition={'description': "journal field 'started_at' must be str", 'type': 'string'}, rule='type')
+        if "runner_pid" in data_keys:
+            data_keys.remove("runner_pid")
+            data__runnerpid = data["runner_pid"]
+            if not isinstance(data__runnerpid, (int)) and not (isinstance(data__runnerpid, float) and data__runnerpid.is_integer()) or isinstance(data__runnerpid, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runner_pid must be integer", value=data__runnerpid, name="" + (name_prefix or "data") + ".runner_pid", definition={'description': "journal field 'runner_pid' must be int", 'type': 'integer'}, rule='type')
+        if "command" in data_keys:
+            data_keys.remove("command")
+            data__command = data["command"]
+            if not isinstance(data__command, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".command must be string", value=data__command, name="" + (name_prefix or "data") + ".command", definition={'description': "journal field 'command' must be str", 'type': 'string'}, rule='type')
+        if "process_groups" in data_keys:
+            data_keys.remove("process_groups")
+            data__processgroups = data["process_groups"]
+            if not isinstance(data__processgroups, (list, tuple)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".process_groups must be array", value=data__processgroups, name="" + (name_prefix or "data") + ".process_groups", definition={'description': 'journal process_groups must be process group ids', 'type': 'array', 'items': {'type': 'integer', 'minimum': 2}}, rule='type')
+            data__processgroups_is_list = isinstance(data__processgroups, (list, tuple))
+            if data__processgroups_is_list:
+                data__processgroups_len = len(data__processgroups)
+                for data__processgroups_x, data__processgroups_item in enumerate(data__processgroups):
+                    if not isinstance(data__processgroups_item, (int)) and not (isinstance(data__processgroups_item, float) and data__processgroups_item.is_integer()) or isinstance(data__processgroups_item, bool):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".process_groups[{data__processgroups_x}]".format(**locals()) + " must be integer", value=data__processgroups_item, name="" + (name_prefix or "data") + ".process_groups[{data__processgroups_x}]".format(**locals()) + "", definition={'type': 'integer', 'minimum': 2}, rule='type')
+                    if isinstance(data__processgroups_item, (int, float, Decimal)) and not isinstance(data__processgroups_item, bool):
+                        if data__processgroups_item < 2:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".process_groups[{data__processgroups_x}]".format(**locals()) + " must be bigger than or equal to 2", value=data__processgroups_item, name="" + (name_prefix or "data") + ".process_groups[{data__processgroups_x}]".format(**locals()) + "", definition={'type': 'integer', 'minimum': 2}, rule='minimum')
+        if "commit_subject" in data_keys:
+            data_keys.remove("commit_subject")
+            data__commitsubject = data["commit_subject"]
+            if not isinstance(data__commitsubject, (str, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".commit_subject must be string or null", value=data__commitsubject, name="" + (name_prefix or "data") + ".commit_subject", definition={'description': "journal field 'commit_subject' must be str or null", 'type': ['string', 'null']}, rule='type')
+    return data
+
+
 # The compiled validator of each schema, by its name under schemas/.
 VALIDATORS = {
     'task_tree/v1.schema.json': validate_https___runner_invalid_schemas_task_tree_v1_schema_json,
     'executor_output.schema.json': validate_https___runner_invalid_schemas_executor_output_schema_json,
     'decomposer_output.schema.json': validate_https___runner_invalid_schemas_decomposer_output_schema_json,
+    'run_state.schema.json': validate_https___runner_invalid_schemas_run_state_schema_json,
+    'journal.schema.json': validate_https___runner_invalid_schemas_journal_schema_json,
 }
 
 # What each schema's text was when this module was generated.
@@ -197,4 +325,6 @@ SCHEMA_SHA256 = {
     'task_tree/v1.schema.json': '90986af9eab2a933a1bc379c9bf15676f2f7d697bf30ef511bb970bc3c1c3064',
     'executor_output.schema.json': '0cc65cd5aa94f8f44786dd72addd8572ba5ce7bc497fee0fd27d566726cf81f2',
     'decomposer_output.schema.json': '31753b07f8aa7de54b53a43a3a3dcccbe700fef30ee8d5e418b4ebb2a3932937',
+    'run_state.schema.json': 'fca5bf139e27505b15f77e5bcf8a7568137e8c9cd722171f133564faa63ad57e',
+    'journal.schema.json': 'eaff3eb9fcc88c0c2e8960ae48d11cfce65fe405e75b9257352dbeab48671ccc',
 }

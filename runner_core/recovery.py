@@ -12,6 +12,8 @@ from typing import Any
 
 import attrs
 
+from runner_core.documents import JOURNAL_SCHEMA_FILE, document_problem
+
 
 class JournalPhase(enum.Enum):
     """Where an iteration stands: the agent or guard may be running, its log is being written,
@@ -20,9 +22,6 @@ class JournalPhase(enum.Enum):
     RUNNING = "running"
     WRITING = "writing"
     COMMITTING = "committing"
-
-
-JOURNAL_PHASES = tuple(phase.value for phase in JournalPhase)
 
 
 class JournalError(ValueError):
@@ -61,40 +60,22 @@ def journal_to_json(journal: Journal) -> dict[str, Any]:
 
 
 def journal_from_json(obj: Any) -> Journal:
-    if not isinstance(obj, dict):
-        raise JournalError("journal is not a JSON object")
-    try:
-        journal = Journal(
-            run_id=_typed(obj, "run_id", str),
-            iteration=_typed(obj, "iter", int),
-            node_id=_typed(obj, "node_id", str),
-            role=_typed(obj, "role", str),
-            phase=_phase(_typed(obj, "phase", str)),
-            started_at=_typed(obj, "started_at", str),
-            runner_pid=_typed(obj, "runner_pid", int),
-            command=_typed(obj, "command", str),
-            process_groups=tuple(_typed(obj, "process_groups", list)),
-            commit_subject=obj.get("commit_subject"),
-        )
-    except KeyError as error:
-        raise JournalError(f"journal lacks field {error}") from None
-    if not all(isinstance(pgid, int) and pgid > 1 for pgid in journal.process_groups):
-        raise JournalError("journal process_groups must be process group ids")
-    return journal
-
-
-def _phase(value: str) -> JournalPhase:
-    try:
-        return JournalPhase(value)
-    except ValueError:
-        raise JournalError(f"journal phase {value!r} is not one of {JOURNAL_PHASES}") from None
-
-
-def _typed(obj: dict[str, Any], key: str, kind: type) -> Any:
-    value = obj[key]
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise JournalError(f"journal field '{key}' must be {kind.__name__}")
-    return value
+    """A journal from parsed JSON; `JournalError` names the field (schemas/journal)."""
+    problem = document_problem(JOURNAL_SCHEMA_FILE, obj)
+    if problem is not None:
+        raise JournalError(problem)
+    return Journal(
+        run_id=obj["run_id"],
+        iteration=obj["iter"],
+        node_id=obj["node_id"],
+        role=obj["role"],
+        phase=JournalPhase(obj["phase"]),
+        started_at=obj["started_at"],
+        runner_pid=obj["runner_pid"],
+        command=obj["command"],
+        process_groups=tuple(obj["process_groups"]),
+        commit_subject=obj.get("commit_subject"),
+    )
 
 
 class RecoveryKind(enum.Enum):

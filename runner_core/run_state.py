@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 from pyrsistent import PMap, pmap
 
+from runner_core.documents import RUN_STATE_SCHEMA_FILE, document_problem
 from runner_core.model import AgentStatus, GuardOutcome
 from runner_core.run_identity import run_id_problem
 
@@ -43,50 +44,24 @@ class RunStateError(ValueError):
     """run_state.json data that is not a run state; names the field."""
 
 
-RUN_STATE_FIELDS = ("run_id", "next_iter", "last_status", "last_summary", "last_guard")
-
-
 def run_state_from_json(obj: Any) -> RunState:
-    if not isinstance(obj, dict):
-        raise RunStateError("must be a JSON object")
-    unknown = sorted(set(obj) - {*RUN_STATE_FIELDS, "executions"})
-    if unknown:
-        raise RunStateError(f"unknown field '{unknown[0]}'")
+    """A run state from parsed JSON; `RunStateError` names the field (schemas/run_state)."""
+    problem = document_problem(RUN_STATE_SCHEMA_FILE, obj)
+    if problem is not None:
+        raise RunStateError(problem)
     run_id = obj.get("run_id")
-    next_iter = obj.get("next_iter", 1)
-    summary = obj.get("last_summary", "")
-    if run_id is not None and not isinstance(run_id, str):
-        raise RunStateError("run_id must be a string or null")
     # run_id names a directory and a branch: '..' or 'a/b' must never reach a path.
-    if run_id is not None and (problem := run_id_problem(run_id)) is not None:
-        raise RunStateError(f"run_id: {problem}")
-    if not isinstance(next_iter, int) or isinstance(next_iter, bool) or next_iter < 1:
-        raise RunStateError("next_iter must be an integer >= 1")
-    if not isinstance(summary, str):
-        raise RunStateError("last_summary must be a string")
-    try:
-        status = AgentStatus(obj["last_status"]) if obj.get("last_status") else None
-    except ValueError:
-        raise RunStateError(
-            f"last_status must be done, retry, decomposed or null, got {obj['last_status']!r}"
-        ) from None
-    try:
-        guard = GuardOutcome(obj["last_guard"]) if obj.get("last_guard") else None
-    except ValueError:
-        raise RunStateError(
-            f"last_guard must be pass, fail, skipped or null, got {obj['last_guard']!r}"
-        ) from None
-    executions = _executions(obj["executions"]) if "executions" in obj else None
-    return RunState(run_id, next_iter, status, summary, guard, executions)
-
-
-def _executions(value: Any) -> PMap[str, int]:
-    if not isinstance(value, dict) or not all(
-        isinstance(count, int) and not isinstance(count, bool) and count >= 1
-        for count in value.values()
-    ):
-        raise RunStateError("executions must map node ids to integers >= 1")
-    return pmap(value)
+    if run_id is not None and (id_problem := run_id_problem(run_id)) is not None:
+        raise RunStateError(f"run_id: {id_problem}")
+    status, guard = obj.get("last_status"), obj.get("last_guard")
+    return RunState(
+        run_id=run_id,
+        next_iter=obj.get("next_iter", 1),
+        last_status=AgentStatus(status) if status else None,
+        last_summary=obj.get("last_summary", ""),
+        last_guard=GuardOutcome(guard) if guard else None,
+        executions=pmap(obj["executions"]) if "executions" in obj else None,
+    )
 
 
 def run_state_to_json(state: RunState) -> dict[str, Any]:

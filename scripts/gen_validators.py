@@ -24,6 +24,8 @@ SCHEMA_FILES = (
     "task_tree/v1.schema.json",
     "executor_output.schema.json",
     "decomposer_output.schema.json",
+    "run_state.schema.json",
+    "journal.schema.json",
 )
 
 
