@@ -474,18 +474,23 @@ def run(
     return result.stdout
 
 
-def config_text(guard: Sequence[str], agent: Sequence[str]) -> str:
+def config_text(guard: Sequence[str], agent: Sequence[str], max_iterations: int = 100) -> str:
     def toml_list(values: Sequence[str]) -> str:
         return "[" + ", ".join(json.dumps(value) for value in values) + "]"
 
     return (
+        f"max_iterations = {max_iterations}\n\n"
         f"[guard]\ncommand = {toml_list(guard)}\n\n"
         f'[agent]\nbackend = "command"\ncommand = {toml_list(agent)}\n'
     )
 
 
 def make_repo(
-    directory: Path, tree: str, guard: Sequence[str], agent: Sequence[str] = NOOP_AGENT
+    directory: Path,
+    tree: str,
+    guard: Sequence[str],
+    agent: Sequence[str] = NOOP_AGENT,
+    max_iterations: int = 100,
 ) -> Path:
     """A git repository with a started run whose tree.json and config.toml are the given ones."""
     directory.mkdir(parents=True)
@@ -497,7 +502,7 @@ def make_repo(
     run([*runner, "init"], directory)
     state = directory / ".runner" / "state"
     (state / "tree.json").write_text(tree, encoding="utf-8")
-    (state / "config.toml").write_text(config_text(guard, agent), encoding="utf-8")
+    (state / "config.toml").write_text(config_text(guard, agent, max_iterations), encoding="utf-8")
     run([*runner, "start"], directory)
     assert not run(["git", "status", "--porcelain"], directory), "start left a dirty tree"
     return directory
@@ -696,7 +701,7 @@ def _step_seconds(repo: Path) -> float:
 def bench_run_length(length: int, workdir: Path, log: Callable[[str], None]) -> list[Row]:
     """Whether an iteration costs the same late in a run as early: iteration `length` vs 10."""
     log(f"run: {length} steps of one run, each timed (a few minutes)")
-    repo = make_repo(workdir / "run", step_tree(length + 10), ["true"])
+    repo = make_repo(workdir / "run", step_tree(length + 10), ["true"], max_iterations=length + 10)
     times = [_step_seconds(repo) for _ in range(length)]
     window = 10
     early = times[1 : 1 + window]  # the first step also warms the caches

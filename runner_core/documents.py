@@ -1,8 +1,9 @@
-"""Whether a runner-owned JSON document (run_state.json, the journal) is of its shipped schema.
+"""Whether a runner-owned JSON document (run_state.json, meta.json, the journal) is of its schema.
 
-Decides the one line that names what is wrong: the `description` of the schema node nearest to
-the failing field (each schema says its own messages), an unknown or a missing field by name,
-a wrong enum value with what was found. Never reads the document itself.
+Decides which field a schema error is about and what is wrong with it: the `description` of the
+schema node nearest to the failing field (each shipped schema says its own messages, with
+`{value!r}` or `{type}` standing for what was found), or that the field is missing or unknown.
+Each document's reader puts the field and the problem into its own line. Reads no file.
 """
 
 from __future__ import annotations
@@ -10,12 +11,25 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
+
 RUN_STATE_SCHEMA_FILE = "run_state.schema.json"
 JOURNAL_SCHEMA_FILE = "journal.schema.json"
+META_SCHEMA_FILE = "meta.schema.json"
 
 
-def document_problem(name: str, obj: Any) -> str | None:
-    """None when `obj` is valid against the shipped schema `name`, else the line to print."""
+@attrs.frozen(slots=True)
+class DocumentProblem:
+    """`field` is dotted ("tokens.input"), "" for the document itself."""
+
+    field: str
+    problem: str
+    missing: bool = False
+    unknown: bool = False
+
+
+def document_problem(name: str, obj: Any) -> DocumentProblem | None:
+    """None when `obj` is valid against the shipped schema `name`, else what is wrong."""
     from fastjsonschema import JsonSchemaValueException
 
     from runner_core._validators import VALIDATORS
@@ -24,30 +38,31 @@ def document_problem(name: str, obj: Any) -> str | None:
     try:
         validators[name](obj)
     except JsonSchemaValueException as error:
-        return _problem(name, error.rule, list(error.path), error.value, error.definition)
+        return _problem(name, error.rule, [str(key) for key in error.path[1:]], error)
     return None
 
 
-def _problem(name: str, rule: str | None, path: list[Any], value: Any, definition: Any) -> str:
+def _problem(name: str, rule: str | None, keys: list[str], error: Any) -> DocumentProblem:
     from runner_core.schema import load_schema
 
-    schema = load_schema(name)
+    value, definition = error.value, error.definition
     if rule == "additionalProperties" and isinstance(value, Mapping):
-        known = set(definition.get("properties", {}))
-        return f"unknown field '{sorted(set(value) - known)[0]}'"
+        extra = sorted(set(value) - set(definition.get("properties", {})))[0]
+        return DocumentProblem(".".join([*keys, extra]), f"unknown field '{extra}'", unknown=True)
     if rule == "required" and isinstance(value, Mapping):
         missing = next(key for key in definition["required"] if key not in value)
-        return f"field '{missing}' is missing"
-    described = _description(schema, path[1:])
-    return f"{described}, got {value!r}" if rule == "enum" else described
+        return DocumentProblem(".".join([*keys, missing]), "missing", missing=True)
+    described, template = _description(load_schema(name), keys)
+    problem = template.format(value=value, type=type(value).__name__)
+    return DocumentProblem(".".join(described), problem)
 
 
-def _description(schema: Mapping[str, Any], keys: list[Any]) -> str:
-    """The description of the deepest schema node on `keys` that has one."""
+def _description(schema: Mapping[str, Any], keys: list[str]) -> tuple[list[str], str]:
+    """The deepest schema node on `keys` that has a description: its keys and description."""
     node: Any = schema
-    found = str(schema.get("description", "is not valid"))
-    for key in keys:
-        if isinstance(key, str) and key in node.get("properties", {}):
+    found: tuple[list[str], str] = ([], str(schema.get("description", "is not valid")))
+    for depth, key in enumerate(keys, 1):
+        if key in node.get("properties", {}):
             node = node["properties"][key]
         elif isinstance(node.get("additionalProperties"), Mapping):
             node = node["additionalProperties"]
@@ -55,5 +70,6 @@ def _description(schema: Mapping[str, Any], keys: list[Any]) -> str:
             node = node["items"]
         else:
             break
-        found = str(node.get("description", found))
+        if "description" in node:
+            found = (keys[:depth], str(node["description"]))
     return found

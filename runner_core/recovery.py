@@ -61,9 +61,11 @@ def journal_to_json(journal: Journal) -> dict[str, Any]:
 
 def journal_from_json(obj: Any) -> Journal:
     """A journal from parsed JSON; `JournalError` names the field (schemas/journal)."""
-    problem = document_problem(JOURNAL_SCHEMA_FILE, obj)
-    if problem is not None:
-        raise JournalError(problem)
+    found = document_problem(JOURNAL_SCHEMA_FILE, obj)
+    if found is not None:
+        if not found.field:
+            raise JournalError(f"journal {found.problem}")
+        raise JournalError(f"journal field '{found.field}' {found.problem}")
     return Journal(
         run_id=obj["run_id"],
         iteration=obj["iter"],

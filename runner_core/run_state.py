@@ -46,9 +46,10 @@ class RunStateError(ValueError):
 
 def run_state_from_json(obj: Any) -> RunState:
     """A run state from parsed JSON; `RunStateError` names the field (schemas/run_state)."""
-    problem = document_problem(RUN_STATE_SCHEMA_FILE, obj)
-    if problem is not None:
-        raise RunStateError(problem)
+    found = document_problem(RUN_STATE_SCHEMA_FILE, obj)
+    if found is not None:
+        whole = not found.field or found.unknown
+        raise RunStateError(found.problem if whole else f"{found.field} {found.problem}")
     run_id = obj.get("run_id")
     # run_id names a directory and a branch: '..' or 'a/b' must never reach a path.
     if run_id is not None and (id_problem := run_id_problem(run_id)) is not None:

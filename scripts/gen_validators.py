@@ -26,6 +26,7 @@ SCHEMA_FILES = (
     "decomposer_output.schema.json",
     "run_state.schema.json",
     "journal.schema.json",
+    "meta.schema.json",
 )
 
 

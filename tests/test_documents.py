@@ -47,9 +47,10 @@ def test_a_journal_reads_back() -> None:
         ({"iter": True}, "journal field 'iter' must be int"),
         (
             {"phase": "sleeping"},
-            "journal phase must be one of ('running', 'writing', 'committing'), got 'sleeping'",
+            "journal field 'phase' must be one of ('running', 'writing', 'committing'), "
+            "got 'sleeping'",
         ),
-        ({"process_groups": [1]}, "journal process_groups must be process group ids"),
+        ({"process_groups": [1]}, "journal field 'process_groups' must be process group ids"),
         ({"commit_subject": 7}, "journal field 'commit_subject' must be str or null"),
     ],
 )
@@ -63,7 +64,7 @@ def test_a_damaged_journal_names_its_field(change: dict[str, Any], message: str)
 def test_a_journal_without_a_field_names_it() -> None:
     data = {key: value for key, value in JOURNAL.items() if key != "node_id"}
 
-    with pytest.raises(JournalError, match=r"^field 'node_id' is missing$"):
+    with pytest.raises(JournalError, match=r"^journal field 'node_id' missing$"):
         journal_from_json(data)
 
 
