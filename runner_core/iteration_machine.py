@@ -767,11 +767,7 @@ def execution_record(
 
 
 def _error_kind(outcome: IterationOutcome) -> ErrorKind | None:
-    if outcome.runner_error is not None:
-        return ErrorKind.RUNNER
-    if outcome.agent_error is not None:
-        return ErrorKind.AGENT
-    return None
+    return None if outcome.error_kind is None else ErrorKind(outcome.error_kind)
 
 
 def attempts_after(tree: Node, node: Node) -> int:
