@@ -413,6 +413,7 @@ class IterationMachine:
     journal: Journal
     output: Any = None  # the executor's output, until tree.json has been read
     review: Review | None = None
+    failure: Failure | None = None
     runner_error: str | None = None
     guard: GuardOutcome = GuardOutcome.SKIPPED
     tokens: TokenUsage | None = None
@@ -510,7 +511,7 @@ def prompt_text(facts: IterationFacts) -> str:
 
 def _after_prompt(machine: IterationMachine, result: Result, now: ClockReading) -> IterationMachine:
     if isinstance(result, IoFailed):
-        return _runner_error(machine, result.message)
+        return _failed(machine, Failure.IO, result.message)
     facts = machine.facts
     decomposing = facts.role is AgentRole.DECOMPOSER
     env = (
@@ -541,7 +542,7 @@ def _with_process_group(machine: IterationMachine, pgid: int | None) -> Journal:
 
 def _after_agent(machine: IterationMachine, result: Result, now: ClockReading) -> IterationMachine:
     if isinstance(result, NotStarted | IoFailed):
-        return _runner_error(machine, result.message)
+        return _failed(machine, _not_started(result, Failure.AGENT_NOT_STARTED), result.message)
     assert isinstance(result, AgentFinished)
     facts = machine.facts
     machine = attrs.evolve(
@@ -558,7 +559,7 @@ def _after_agent(machine: IterationMachine, result: Result, now: ClockReading) -
         facts.config.iteration_timeout_secs,
     )
     if problem is not None:
-        return _runner_error(machine, problem)
+        return _failed(machine, Failure.AGENT_PROCESS, problem)
     try:
         output = parse_agent_output(facts.role, result.output_text, result.output_problem)
         if facts.role is AgentRole.EXECUTOR:
@@ -567,24 +568,24 @@ def _after_agent(machine: IterationMachine, result: Result, now: ClockReading) -
             facts.tree, facts.node.id, output, facts.config.max_attempts_default
         )
     except AgentOutputError as error:
-        return _runner_error(machine, str(error))
+        return _failed(machine, Failure.AGENT_OUTPUT, str(error))
     text = json.dumps(output, indent=2, ensure_ascii=False) + "\n"
-    return machine._to(
-        Stage.PLANNER_OUTPUT, WriteIterationFile("planner_output.json", text), review=review
-    )
+    failure = Failure.DECOMPOSITION_REJECTED if review.agent_error is not None else None
+    effect = WriteIterationFile("planner_output.json", text)
+    return machine._to(Stage.PLANNER_OUTPUT, effect, review=review, failure=failure)
 
 
 def _after_planner_output(
     machine: IterationMachine, result: Result, now: ClockReading
 ) -> IterationMachine:
     if isinstance(result, IoFailed):
-        return _runner_error(machine, result.message)
+        return _failed(machine, Failure.IO, result.message)
     return _check_config(machine)
 
 
 def _after_tree(machine: IterationMachine, result: Result, now: ClockReading) -> IterationMachine:
     if isinstance(result, IoFailed):
-        return _runner_error(machine, result.message)
+        return _failed(machine, Failure.IO, result.message)
     assert isinstance(result, TreeRead)
     facts = machine.facts
     try:
@@ -592,8 +593,9 @@ def _after_tree(machine: IterationMachine, result: Result, now: ClockReading) ->
             facts.tree, facts.node.id, machine.output, result.data, result.problem
         )
     except AgentOutputError as error:
-        return _runner_error(machine, str(error))
-    machine = attrs.evolve(machine, review=review, output=None)
+        return _failed(machine, Failure.AGENT_OUTPUT, str(error))
+    failure = Failure.TREE_REJECTED if review.agent_error is not None else None
+    machine = attrs.evolve(machine, review=review, output=None, failure=failure)
     if not review.needs_guard:
         return _check_config(machine)
     remaining = machine.remaining(now)
@@ -610,7 +612,7 @@ def _after_tree(machine: IterationMachine, result: Result, now: ClockReading) ->
 
 def _after_guard(machine: IterationMachine, result: Result, now: ClockReading) -> IterationMachine:
     if isinstance(result, NotStarted | IoFailed):
-        return _runner_error(machine, result.message)
+        return _failed(machine, _not_started(result, Failure.GUARD_NOT_STARTED), result.message)
     effect = machine.effect
     assert isinstance(result, GuardFinished) and isinstance(effect, RunGuard)
     machine = attrs.evolve(
@@ -628,15 +630,20 @@ def _after_guard_log(
     machine: IterationMachine, result: Result, now: ClockReading
 ) -> IterationMachine:
     if isinstance(result, IoFailed):
-        return _runner_error(machine, result.message)
+        return _failed(machine, Failure.IO, result.message)
     return _check_config(machine)
 
 
-def _runner_error(machine: IterationMachine, message: str) -> IterationMachine:
-    """A runner error: the previous tree and every attempt are kept; go straight to the end."""
-    return _check_config(
-        attrs.evolve(machine, runner_error=flatten(message) or "runner error", output=None)
-    )
+def _failed(machine: IterationMachine, failure: Failure, message: str) -> IterationMachine:
+    """A failure of the run itself (ERROR_KIND says which): the previous tree and every
+    attempt are kept; go straight to the end."""
+    assert ERROR_KIND[failure] is ErrorKind.RUNNER, failure
+    error = flatten(message) or failure.value
+    return _check_config(attrs.evolve(machine, runner_error=error, failure=failure, output=None))
+
+
+def _not_started(result: Result, failure: Failure) -> Failure:
+    return Failure.IO if isinstance(result, IoFailed) else failure
 
 
 def _check_config(machine: IterationMachine) -> IterationMachine:
@@ -675,7 +682,9 @@ def _after_counting(
 
 def outcome_of(machine: IterationMachine) -> IterationOutcome:
     facts = machine.facts
-    if machine.runner_error is not None or machine.review is None:
+    if machine.review is None or (
+        machine.failure is not None and ERROR_KIND[machine.failure] is ErrorKind.RUNNER
+    ):
         return conclude_runner_error(facts.tree, machine.runner_error or "runner error")
     return conclude(facts.tree, facts.node.id, machine.review, machine.guard)
 

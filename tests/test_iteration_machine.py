@@ -340,8 +340,9 @@ def test_runner_errors_keep_the_tree_and_every_attempt(
     results: dict[type, Result], message: str
 ) -> None:
     results = {ReadTree: TreeRead(edited_tree()), ReadConfig: ConfigRead(CONFIG_BYTES), **results}
-    effects, _ = drive(start_iteration(facts()), results)
+    effects, machine = drive(start_iteration(facts()), results)
 
+    assert machine.failure is not None and ERROR_KIND[machine.failure] is ErrorKind.RUNNER
     finished = outcome_of(effects)
     outcome = finished.outcome
     assert outcome.runner_error is not None and outcome.runner_error.startswith(message)
@@ -366,8 +367,9 @@ def test_an_io_failure_before_the_agent_aborts_without_recording_anything() -> N
 
 def test_a_tree_the_agent_deleted_is_an_agent_error_of_a_retry() -> None:
     results = {**EXECUTOR_RESULTS, ReadTree: TreeRead(b"", ".runner/state/tree.json is missing")}
-    effects, _ = drive(start_iteration(facts()), results)
+    effects, machine = drive(start_iteration(facts()), results)
 
+    assert machine.failure is Failure.TREE_REJECTED
     outcome = outcome_of(effects).outcome
     assert outcome.agent_error == "tree.json after the agent: .runner/state/tree.json is missing"
     assert (outcome.status.value, outcome.guard) == ("retry", GuardOutcome.SKIPPED)
