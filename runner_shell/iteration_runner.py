@@ -169,8 +169,7 @@ def gather(paths: RunnerPaths, loaded: Loaded, plan: StepPlan, budget: int) -> I
     previous = paths.iter_dir(run_id, plan.iteration - 1)
     if needs_failure_log(state) and (previous / "guard.log").exists():
         failure_log = read_text_head(previous / "guard.log", FAILURE_LOG_MAX_BYTES)
-    run_dir = paths.run_dir(run_id)
-    entries = frozenset(os.listdir(run_dir)) if run_dir.is_dir() else frozenset()
+    entries = _left_over(paths.iter_dir(run_id, plan.iteration))
     snapshot = previous / "tree.after.json"
     is_previous = snapshot.is_file() and filecmp.cmp(paths.tree, snapshot, shallow=False)
     iter_dir = paths.iter_dir(run_id, plan.iteration)
@@ -190,6 +189,19 @@ def gather(paths: RunnerPaths, loaded: Loaded, plan: StepPlan, budget: int) -> I
         started=SystemClock().now(),
         runner_pid=os.getpid(),
         command=current_command(),
+    )
+
+
+def _left_over(iter_dir: Path) -> frozenset[str]:
+    """The iteration's directory and its set-aside copies, when an interrupted run left one;
+    the run directory is listed only then, so a step's cost never grows with the run."""
+    if not iter_dir.exists():
+        return frozenset()
+    name = iter_dir.name
+    return frozenset(
+        entry
+        for entry in os.listdir(iter_dir.parent)
+        if entry == name or entry.startswith(f"{name}.interrupted-")
     )
 
 
