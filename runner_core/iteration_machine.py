@@ -226,7 +226,7 @@ class FileWrite:
 
     place: Place
     name: str
-    data: bytes = b""
+    data: bytes | str = b""  # text is written as UTF-8
     read_only: bool = False
     link_from: str | None = None
     rename_from: str | None = None
@@ -809,7 +809,7 @@ class IterationEnd:
 def final_write_set(end: IterationEnd) -> Commit:
     """SPEC §6's files in order (meta → output → guard.log → snapshots), then run_state."""
     outcome = end.outcome
-    after = dumps_tree(outcome.tree).encode("utf-8")
+    after = dumps_tree(outcome.tree)  # text: the shell encodes it in slices as it writes
     files = [
         FileWrite(Place.STATE, "tree.json", after),
         FileWrite(Place.ITERATION, "meta.json", _json_bytes(record_to_meta(end.record))),
@@ -838,7 +838,7 @@ def final_write_set(end: IterationEnd) -> Commit:
     )
 
 
-def _snapshots(end: IterationEnd, after: bytes) -> tuple[FileWrite, ...]:
+def _snapshots(end: IterationEnd, after: str) -> tuple[FileWrite, ...]:
     """tree.before.json and tree.after.json, read-only, sharing bytes that already exist.
 
     Only snapshots are ever linked, never tree.json: an agent editing tree.json in place
@@ -855,7 +855,7 @@ def _snapshots(end: IterationEnd, after: bytes) -> tuple[FileWrite, ...]:
             fallback_tree=end.prev_tree,
         )
     else:
-        before_bytes = after if unchanged else dumps_tree(end.prev_tree).encode("utf-8")
+        before_bytes = after if unchanged else dumps_tree(end.prev_tree)
         before = FileWrite(Place.ITERATION, "tree.before.json", before_bytes, True)
     if unchanged:
         link = f"{end.iteration}/tree.before.json"

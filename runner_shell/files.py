@@ -76,8 +76,20 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None
         raise
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+# Text is encoded this many characters at a time: a 100 MB tree never exists twice in memory.
+_TEXT_SLICE_CHARS = 1 << 20
+
+
+def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
+    """`atomic_write_bytes` of `text` as UTF-8, encoded slice by slice as it is written."""
+    pending = PendingFile(path, mode)
+    try:
+        for start in range(0, len(text), _TEXT_SLICE_CHARS):
+            pending.file.write(text[start : start + _TEXT_SLICE_CHARS].encode("utf-8"))
+        pending.commit()
+    except BaseException:
+        pending.discard()
+        raise
 
 
 def atomic_link(source: Path, target: Path) -> bool:

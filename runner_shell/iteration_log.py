@@ -21,7 +21,7 @@ from runner_core.history import (
 )
 from runner_core.iteration_machine import Commit, FileWrite, Place
 from runner_core.tree_json import dumps_tree
-from runner_shell.files import READ_ONLY, atomic_link, atomic_write_bytes
+from runner_shell.files import READ_ONLY, atomic_link, atomic_write_bytes, atomic_write_text
 from runner_shell.git import Repo
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import clear_journal, write_journal
@@ -55,8 +55,12 @@ def _write(paths: RunnerPaths, run_dir: Path, iter_dir: Path, file: FileWrite) -
         return
     data = file.data
     if file.fallback_tree is not None:  # the snapshot to link to is gone: write its text
-        data = dumps_tree(file.fallback_tree).encode("utf-8")
-    atomic_write_bytes(target, data, READ_ONLY if file.read_only else None)
+        data = dumps_tree(file.fallback_tree)
+    mode = READ_ONLY if file.read_only else None
+    if isinstance(data, str):
+        atomic_write_text(target, data, mode)
+    else:
+        atomic_write_bytes(target, data, mode)
 
 
 def utc_now() -> str:
