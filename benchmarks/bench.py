@@ -692,28 +692,34 @@ def bench_step_vs_commit(repeat: int, workdir: Path, log: Callable[[str], None])
     ]
 
 
-def _step_seconds(repo: Path) -> float:
-    started = time.perf_counter()
-    run([*runner_command(), "step"], repo)
-    return time.perf_counter() - started
+def bench_run_length(
+    length: int, repeat: int, workdir: Path, log: Callable[[str], None]
+) -> list[Row]:
+    """Whether an iteration costs the same late in a run as early: iteration `length` vs 10.
 
-
-def bench_run_length(length: int, workdir: Path, log: Callable[[str], None]) -> list[Row]:
-    """Whether an iteration costs the same late in a run as early: iteration `length` vs 10."""
-    log(f"run: {length} steps of one run, each timed (a few minutes)")
-    repo = make_repo(workdir / "run", step_tree(length + 10), ["true"], max_iterations=length + 10)
-    times = [_step_seconds(repo) for _ in range(length)]
-    window = 10
-    early = times[1 : 1 + window]  # the first step also warms the caches
-    late = times[-window:]
+    Two runs of the same tree: one is stepped to iteration `length`, the other to iteration
+    10 (untimed); then steps of the two alternate, so a busy moment on the machine hits both.
+    """
+    log(f"run: stepping one run to iteration {length} and another to 10 (a few minutes)")
+    leaves = length + 2 * repeat + 10
+    late = make_repo(workdir / "run-late", step_tree(leaves), ["true"], max_iterations=leaves)
+    early = make_repo(workdir / "run-early", step_tree(leaves), ["true"], max_iterations=leaves)
+    for repo, steps in ((late, length - 1), (early, 9)):
+        for _ in range(steps):
+            run([*runner_command(), "step"], repo)
+    measured, floor = paired_processes(
+        process([*runner_command(), "step"], late),
+        process([*runner_command(), "step"], early),
+        repeat,
+    )
     return [
         ratio_row(
-            f"`runner step` at iterations {length - window + 1}-{length} vs 2-{1 + window}",
+            f"`runner step` at iteration {length} vs at iteration 10",
             None,
-            (statistics.median(late), tuple(late)),
-            (statistics.median(early), tuple(early)),
+            measured,
+            floor,
             1.1,
-            note="one run of no-op steps on a tree of one leaf per iteration",
+            note="two runs of no-op steps, their steps alternating",
         )
     ]
 
@@ -967,7 +973,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += bench_step(repeat, workdir, log)
             rows += bench_step_vs_commit(repeat, workdir, log)
         if "run" in groups:
-            rows += bench_run_length(args.run_length, workdir, log)
+            rows += bench_run_length(args.run_length, repeat, workdir, log)
         if "big" in groups:
             rows += bench_big_step(BIG_STEP_SIZE, min(repeat, 3), workdir, log)
         if "rss" in groups:
