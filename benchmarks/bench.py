@@ -56,6 +56,8 @@ QUICK_SIZES = (1_000, 10_000)
 # Sizes at which whole processes and the jsonschema comparison run: each of these reads the
 # whole tree many times, and jsonschema alone needs about a minute per 1M-node document.
 PROCESS_SIZES = (1_000, 10_000, 100_000)
+# The tree of the `big` group's whole-step row.
+BIG_STEP_SIZE = 100_000
 SEED = 6
 MAX_DEPTH = 12
 MAX_FAN_OUT = 20
@@ -472,18 +474,23 @@ def run(
     return result.stdout
 
 
-def config_text(guard: Sequence[str], agent: Sequence[str]) -> str:
+def config_text(guard: Sequence[str], agent: Sequence[str], max_iterations: int = 100) -> str:
     def toml_list(values: Sequence[str]) -> str:
         return "[" + ", ".join(json.dumps(value) for value in values) + "]"
 
     return (
+        f"max_iterations = {max_iterations}\n\n"
         f"[guard]\ncommand = {toml_list(guard)}\n\n"
         f'[agent]\nbackend = "command"\ncommand = {toml_list(agent)}\n'
     )
 
 
 def make_repo(
-    directory: Path, tree: str, guard: Sequence[str], agent: Sequence[str] = NOOP_AGENT
+    directory: Path,
+    tree: str,
+    guard: Sequence[str],
+    agent: Sequence[str] = NOOP_AGENT,
+    max_iterations: int = 100,
 ) -> Path:
     """A git repository with a started run whose tree.json and config.toml are the given ones."""
     directory.mkdir(parents=True)
@@ -495,7 +502,7 @@ def make_repo(
     run([*runner, "init"], directory)
     state = directory / ".runner" / "state"
     (state / "tree.json").write_text(tree, encoding="utf-8")
-    (state / "config.toml").write_text(config_text(guard, agent), encoding="utf-8")
+    (state / "config.toml").write_text(config_text(guard, agent, max_iterations), encoding="utf-8")
     run([*runner, "start"], directory)
     assert not run(["git", "status", "--porcelain"], directory), "start left a dirty tree"
     return directory
@@ -645,6 +652,127 @@ def bench_step(repeat: int, workdir: Path, log: Callable[[str], None]) -> list[R
             2.0,
             note=f"the script spawns the same {len(git_calls)} git commands, the agent and `true`",
         )
+    ]
+
+
+COMMIT_FLOOR_SCRIPT = """set -e
+export GIT_AUTHOR_NAME=runner GIT_COMMITTER_NAME=runner
+export GIT_AUTHOR_EMAIL=runner@localhost GIT_COMMITTER_EMAIL=runner@localhost
+RUNNER_OUTPUT_PATH={output} {agent}
+true
+date +%s%N >> floor-counter.txt
+git add -A
+git commit --quiet -m step
+"""
+
+
+def bench_step_vs_commit(repeat: int, workdir: Path, log: Callable[[str], None]) -> list[Row]:
+    """Issue 9's floor: the same agent and guard, one file written, `git add -A && git commit`."""
+    log("step: against a script running the agent, `true`, and one commit")
+    leaves = 2 * repeat + 8
+    repo = make_repo(workdir / "step-commit", step_tree(leaves), ["true"])
+    floor_repo = make_repo(workdir / "step-commit-floor", step_tree(leaves), ["true"])
+    script = workdir / "commit-floor.sh"
+    output = shlex.quote(str(workdir / "commit-floor-output.json"))
+    script.write_text(
+        COMMIT_FLOOR_SCRIPT.format(output=output, agent=shlex.join(NOOP_AGENT)), encoding="utf-8"
+    )
+    measured, floor = paired_processes(
+        process([*runner_command(), "step"], repo), process(["sh", str(script)], floor_repo), repeat
+    )
+    return [
+        ratio_row(
+            "`runner step` (no-op agent, guard true) vs agent + guard + one commit",
+            None,
+            measured,
+            floor,
+            4.0,
+            note="the script writes one file and runs `git add -A && git commit`",
+        )
+    ]
+
+
+def bench_run_length(
+    length: int, repeat: int, workdir: Path, log: Callable[[str], None]
+) -> list[Row]:
+    """Whether an iteration costs the same late in a run as early: iteration `length` vs 10.
+
+    Two runs of the same tree: one is stepped to iteration `length`, the other to iteration
+    10 (untimed); then steps of the two alternate, so a busy moment on the machine hits both.
+    """
+    log(f"run: stepping one run to iteration {length} and another to 10 (a few minutes)")
+    leaves = length + 2 * repeat + 10
+    late = make_repo(workdir / "run-late", step_tree(leaves), ["true"], max_iterations=leaves)
+    early = make_repo(workdir / "run-early", step_tree(leaves), ["true"], max_iterations=leaves)
+    for repo, steps in ((late, length - 1), (early, 9)):
+        for _ in range(steps):
+            run([*runner_command(), "step"], repo)
+    measured, floor = paired_processes(
+        process([*runner_command(), "step"], late),
+        process([*runner_command(), "step"], early),
+        repeat,
+    )
+    return [
+        ratio_row(
+            f"`runner step` at iteration {length} vs at iteration 10",
+            None,
+            measured,
+            floor,
+            1.1,
+            note="two runs of no-op steps, their steps alternating",
+        )
+    ]
+
+
+BIG_FLOOR_SOURCE = """import json, subprocess, sys
+path = ".runner/state/tree.json"
+with open(path, encoding="utf-8") as handle:
+    tree = json.load(handle)
+tree["attempts"] = tree["attempts"] + 1
+with open(path, "w", encoding="utf-8") as handle:
+    handle.write(json.dumps(tree, indent=2) + "\\n")
+subprocess.run(["git", "add", "-A"], check=True)
+identity = ["-c", "user.name=runner", "-c", "user.email=runner@localhost"]
+subprocess.run(["git", *identity, "commit", "--quiet", "-m", "step"], check=True)
+"""
+
+
+def bench_big_step(size: int, repeat: int, workdir: Path, log: Callable[[str], None]) -> list[Row]:
+    """A step on a `size`-node tree vs load, change, dump, write, add, commit; and its RSS."""
+    log(f"big: `runner step` on a {size}-node tree")
+    text = tree_text(generate_tree(size))
+    repo = make_repo(workdir / "big", text, ["true"])
+    floor_repo = make_repo(workdir / "big-floor", text, ["true"])
+    floor_script = workdir / "big_floor.py"
+    floor_script.write_text(BIG_FLOOR_SOURCE, encoding="utf-8")
+    measured, floor = paired_processes(
+        process([*runner_command(), "step"], repo),
+        process([sys.executable, str(floor_script)], floor_repo),
+        repeat,
+    )
+    peak = peak_rss_of([*runner_command(), "step"], repo)
+    tree_path = repo / ".runner" / "state" / "tree.json"
+    load = f"import json; json.load(open({str(tree_path)!r}))"
+    json_peak = peak_rss_of([sys.executable, "-c", load], repo)
+    return [
+        ratio_row(
+            "`runner step` vs load, change, dump, write, add, commit",
+            size,
+            measured,
+            floor,
+            1.2,
+            note="the floor is a Python script doing exactly that with json",
+        ),
+        Row(
+            metric="peak RSS of `runner step` vs `json.load` of the tree",
+            size=size,
+            runner=peak,
+            floor=json_peak,
+            unit="bytes",
+            target="<= 2x json.load",
+            met=peak <= 2 * json_peak,
+            note=f"ratio {peak / json_peak:.2f}",
+        ),
     ]
 
 
@@ -805,7 +933,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         default="core,schema,cli,step,rss",
-        help="comma-separated groups to run (core,schema,cli,step,rss)",
+        help="comma-separated groups to run (core,schema,cli,step,rss, and the heavy run,big)",
+    )
+    parser.add_argument(
+        "--run-length", type=int, default=1000, help="steps of the `run` group (default 1000)"
     )
     parser.add_argument("--label", default="", help="name of this run (default: the commit)")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"))
@@ -840,6 +971,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += bench_cli(process_sizes, repeat, workdir, log)
         if "step" in groups:
             rows += bench_step(repeat, workdir, log)
+            rows += bench_step_vs_commit(repeat, workdir, log)
+        if "run" in groups:
+            rows += bench_run_length(args.run_length, repeat, workdir, log)
+        if "big" in groups:
+            rows += bench_big_step(BIG_STEP_SIZE, min(repeat, 3), workdir, log)
         if "rss" in groups:
             rows += bench_rss(workdir, log)
     elapsed = time.perf_counter() - started

@@ -19,9 +19,8 @@ from runner_core.history import (
     record_to_meta,
     summary_to_json,
 )
-from runner_core.model import AgentStatus, GuardOutcome
+from runner_core.model import AgentRole, AgentStatus, GuardOutcome
 from runner_core.state_update import TRANSITIONS
-from runner_core.step import AgentRole
 
 SETTINGS = settings(max_examples=300, deadline=None)
 MAX_ATTEMPTS = 3

@@ -391,7 +391,7 @@ class RunMachine(RuleBasedStateMachine):
         state = advance_run_state(self.state, outcome)
         assert state.next_iter == self.state.next_iter + 1
         assert (state.last_status, state.last_guard) == (outcome.status, outcome.guard)
-        context = context_files("goal", state, "guard log")
+        context = context_files(self.tree, "goal", state, "guard log")
         if outcome.runner_error is not None:
             assert state.last_summary == ""
             assert "history.md" not in context

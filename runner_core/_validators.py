@@ -186,11 +186,305 @@ def validate_https___runner_invalid_schemas_decomposer_output_schema_json(data, 
     return data
 
 
+def validate_https___runner_invalid_schemas_run_state_schema_json(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (dict)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object", value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', '$id': 'https://runner.invalid/schemas/run_state.schema.json', 'title': 'runner run state (.runner/state/run_state.json)', 'description': 'must be a JSON object', 'type': 'object', 'additionalProperties': False, 'properties': {'run_id': {'description': 'must be a string or null', 'type': ['string', 'null']}, 'next_iter': {'description': 'must be an integer >= 1', 'type': 'integer', 'minimum': 1}, 'last_status': {'description': 'must be done, retry, decomposed or null, got {value!r}', 'enum': ['done', 'retry', 'decomposed', None]}, 'last_summary': {'description': 'must be a string', 'type': 'string'}, 'last_guard': {'description': 'must be pass, fail, skipped or null, got {value!r}', 'enum': ['pass', 'fail', 'skipped', None]}, 'executions': {'description': 'must map node ids to integers >= 1', 'type': 'object', 'additionalProperties': {'type': 'integer', 'minimum': 1}}}}, rule='type')
+    data_is_dict = isinstance(data, dict)
+    if data_is_dict:
+        data_keys = set(data.keys())
+        if "run_id" in data_keys:
+            data_keys.remove("run_id")
+            data__runid = data["run_id"]
+            if not isinstance(data__runid, (str, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".run_id must be string or null", value=data__runid, name="" + (name_prefix or "data") + ".run_id", definition={'description': 'must be a string or null', 'type': ['string', 'null']}, rule='type')
+        if "next_iter" in data_keys:
+            data_keys.remove("next_iter")
+            data__nextiter = data["next_iter"]
+            if not isinstance(data__nextiter, (int)) and not (isinstance(data__nextiter, float) and data__nextiter.is_integer()) or isinstance(data__nextiter, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".next_iter must be integer", value=data__nextiter, name="" + (name_prefix or "data") + ".next_iter", definition={'description': 'must be an integer >= 1', 'type': 'integer', 'minimum': 1}, rule='type')
+            if isinstance(data__nextiter, (int, float, Decimal)) and not isinstance(data__nextiter, bool):
+                if data__nextiter < 1:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".next_iter must be bigger than or equal to 1", value=data__nextiter, name="" + (name_prefix or "data") + ".next_iter", definition={'description': 'must be an integer >= 1', 'type': 'integer', 'minimum': 1}, rule='minimum')
+        if "last_status" in data_keys:
+            data_keys.remove("last_status")
+            data__laststatus = data["last_status"]
+            if not (isinstance(data__laststatus, str) and data__laststatus == 'done' or isinstance(data__laststatus, str) and data__laststatus == 'retry' or isinstance(data__laststatus, str) and data__laststatus == 'decomposed' or data__laststatus is None):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".last_status must be one of ['done', 'retry', 'decomposed', None]", value=data__laststatus, name="" + (name_prefix or "data") + ".last_status", definition={'description': 'must be done, retry, decomposed or null, got {value!r}', 'enum': ['done', 'retry', 'decomposed', None]}, rule='enum')
+        if "last_summary" in data_keys:
+            data_keys.remove("last_summary")
+            data__lastsummary = data["last_summary"]
+            if not isinstance(data__lastsummary, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".last_summary must be string", value=data__lastsummary, name="" + (name_prefix or "data") + ".last_summary", definition={'description': 'must be a string', 'type': 'string'}, rule='type')
+        if "last_guard" in data_keys:
+            data_keys.remove("last_guard")
+            data__lastguard = data["last_guard"]
+            if not (isinstance(data__lastguard, str) and data__lastguard == 'pass' or isinstance(data__lastguard, str) and data__lastguard == 'fail' or isinstance(data__lastguard, str) and data__lastguard == 'skipped' or data__lastguard is None):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".last_guard must be one of ['pass', 'fail', 'skipped', None]", value=data__lastguard, name="" + (name_prefix or "data") + ".last_guard", definition={'description': 'must be pass, fail, skipped or null, got {value!r}', 'enum': ['pass', 'fail', 'skipped', None]}, rule='enum')
+        if "executions" in data_keys:
+            data_keys.remove("executions")
+            data__executions = data["executions"]
+            if not isinstance(data__executions, (dict)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".executions must be object", value=data__executions, name="" + (name_prefix or "data") + ".executions", definition={'description': 'must map node ids to integers >= 1', 'type': 'object', 'additionalProperties': {'type': 'integer', 'minimum': 1}}, rule='type')
+            data__executions_is_dict = isinstance(data__executions, dict)
+            if data__executions_is_dict:
+                data__executions_keys = set(data__executions.keys())
+                for data__executions_key in data__executions_keys:
+                    if data__executions_key not in []:
+                        data__executions_value = data__executions.get(data__executions_key)
+                        if not isinstance(data__executions_value, (int)) and not (isinstance(data__executions_value, float) and data__executions_value.is_integer()) or isinstance(data__executions_value, bool):
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".executions.{data__executions_key}".format(**locals()) + " must be integer", value=data__executions_value, name="" + (name_prefix or "data") + ".executions.{data__executions_key}".format(**locals()) + "", definition={'type': 'integer', 'minimum': 1}, rule='type')
+                        if isinstance(data__executions_value, (int, float, Decimal)) and not isinstance(data__executions_value, bool):
+                            if data__executions_value < 1:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".executions.{data__executions_key}".format(**locals()) + " must be bigger than or equal to 1", value=data__executions_value, name="" + (name_prefix or "data") + ".executions.{data__executions_key}".format(**locals()) + "", definition={'type': 'integer', 'minimum': 1}, rule='minimum')
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties", value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', '$id': 'https://runner.invalid/schemas/run_state.schema.json', 'title': 'runner run state (.runner/state/run_state.json)', 'description': 'must be a JSON object', 'type': 'object', 'additionalProperties': False, 'properties': {'run_id': {'description': 'must be a string or null', 'type': ['string', 'null']}, 'next_iter': {'description': 'must be an integer >= 1', 'type': 'integer', 'minimum': 1}, 'last_status': {'description': 'must be done, retry, decomposed or null, got {value!r}', 'enum': ['done', 'retry', 'decomposed', None]}, 'last_summary': {'description': 'must be a string', 'type': 'string'}, 'last_guard': {'description': 'must be pass, fail, skipped or null, got {value!r}', 'enum': ['pass', 'fail', 'skipped', None]}, 'executions': {'description': 'must map node ids to integers >= 1', 'type': 'object', 'additionalProperties': {'type': 'integer', 'minimum': 1}}}}, rule='additionalProperties')
+    return data
+
+
+def validate_https___runner_invalid_schemas_journal_schema_json(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (dict)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object", value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', '$id': 'https://runner.invalid/schemas/journal.schema.json', 'title': 'runner journal of the iteration in progress (in the git directory)', 'description': 'is not a JSON object', 'type': 'object', 'required': ['run_id', 'iter', 'node_id', 'role', 'phase', 'started_at', 'runner_pid', 'command', 'process_groups'], 'properties': {'run_id': {'description': 'must be str', 'type': 'string'}, 'iter': {'description': 'must be int', 'type': 'integer'}, 'node_id': {'description': 'must be str', 'type': 'string'}, 'role': {'description': 'must be str', 'type': 'string'}, 'phase': {'description': "must be one of ('running', 'writing', 'committing'), got {value!r}", 'enum': ['running', 'writing', 'committing']}, 'started_at': {'description': 'must be str', 'type': 'string'}, 'runner_pid': {'description': 'must be int', 'type': 'integer'}, 'command': {'description': 'must be str', 'type': 'string'}, 'process_groups': {'description': 'must be process group ids', 'type': 'array', 'items': {'type': 'integer', 'minimum': 2}}, 'commit_subject': {'description': 'must be str or null', 'type': ['string', 'null']}}}, rule='type')
+    data_is_dict = isinstance(data, dict)
+    if data_is_dict:
+        data__missing_keys = set(['run_id', 'iter', 'node_id', 'role', 'phase', 'started_at', 'runner_pid', 'command', 'process_groups']) - data.keys()
+        if data__missing_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain " + (str(sorted(data__missing_keys)) + " properties"), value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', '$id': 'https://runner.invalid/schemas/journal.schema.json', 'title': 'runner journal of the iteration in progress (in the git directory)', 'description': 'is not a JSON object', 'type': 'object', 'required': ['run_id', 'iter', 'node_id', 'role', 'phase', 'started_at', 'runner_pid', 'command', 'process_groups'], 'properties': {'run_id': {'description': 'must be str', 'type': 'string'}, 'iter': {'description': 'must be int', 'type': 'integer'}, 'node_id': {'description': 'must be str', 'type': 'string'}, 'role': {'description': 'must be str', 'type': 'string'}, 'phase': {'description': "must be one of ('running', 'writing', 'committing'), got {value!r}", 'enum': ['running', 'writing', 'committing']}, 'started_at': {'description': 'must be str', 'type': 'string'}, 'runner_pid': {'description': 'must be int', 'type': 'integer'}, 'command': {'description': 'must be str', 'type': 'string'}, 'process_groups': {'description': 'must be process group ids', 'type': 'array', 'items': {'type': 'integer', 'minimum': 2}}, 'commit_subject': {'description': 'must be str or null', 'type': ['string', 'null']}}}, rule='required')
+        data_keys = set(data.keys())
+        if "run_id" in data_keys:
+            data_keys.remove("run_id")
+            data__runid = data["run_id"]
+            if not isinstance(data__runid, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".run_id must be string", value=data__runid, name="" + (name_prefix or "data") + ".run_id", definition={'description': 'must be str', 'type': 'string'}, rule='type')
+        if "iter" in data_keys:
+            data_keys.remove("iter")
+            data__iter = data["iter"]
+            if not isinstance(data__iter, (int)) and not (isinstance(data__iter, float) and data__iter.is_integer()) or isinstance(data__iter, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".iter must be integer", value=data__iter, name="" + (name_prefix or "data") + ".iter", definition={'description': 'must be int', 'type': 'integer'}, rule='type')
+        if "node_id" in data_keys:
+            data_keys.remove("node_id")
+            data__nodeid = data["node_id"]
+            if not isinstance(data__nodeid, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".node_id must be string", value=data__nodeid, name="" + (name_prefix or "data") + ".node_id", definition={'description': 'must be str', 'type': 'string'}, rule='type')
+        if "role" in data_keys:
+            data_keys.remove("role")
+            data__role = data["role"]
+            if not isinstance(data__role, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".role must be string", value=data__role, name="" + (name_prefix or "data") + ".role", definition={'description': 'must be str', 'type': 'string'}, rule='type')
+        if "phase" in data_keys:
+            data_keys.remove("phase")
+            data__phase = data["phase"]
+            if not (isinstance(data__phase, str) and data__phase == 'running' or isinstance(data__phase, str) and data__phase == 'writing' or isinstance(data__phase, str) and data__phase == 'committing'):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".phase must be one of ['running', 'writing', 'committing']", value=data__phase, name="" + (name_prefix or "data") + ".phase", definition={'description': "must be one of ('running', 'writing', 'committing'), got {value!r}", 'enum': ['running', 'writing', 'committing']}, rule='enum')
+        if "started_at" in data_keys:
+            data_keys.remove("started_at")
+            data__startedat = data["started_at"]
+            if not isinstance(data__startedat, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".started_at must be string", value=data__startedat, name="" + (name_prefix or "data") + ".started_at", definition={'description': 'must be str', 'type': 'string'}, rule='type')
+        if "runner_pid" in data_keys:
+            data_keys.remove("runner_pid")
+            data__runnerpid = data["runner_pid"]
+            if not isinstance(data__runnerpid, (int)) and not (isinstance(data__runnerpid, float) and data__runnerpid.is_integer()) or isinstance(data__runnerpid, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runner_pid must be integer", value=data__runnerpid, name="" + (name_prefix or "data") + ".runner_pid", definition={'description': 'must be int', 'type': 'integer'}, rule='type')
+        if "command" in data_keys:
+            data_keys.remove("command")
+            data__command = data["command"]
+            if not isinstance(data__command, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".command must be string", value=data__command, name="" + (name_prefix or "data") + ".command", definition={'description': 'must be str', 'type': 'string'}, rule='type')
+        if "process_groups" in data_keys:
+            data_keys.remove("process_groups")
+            data__processgroups = data["process_groups"]
+            if not isinstance(data__processgroups, (list, tuple)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".process_groups must be array", value=data__processgroups, name="" + (name_prefix or "data") + ".process_groups", definition={'description': 'must be process group ids', 'type': 'array', 'items': {'type': 'integer', 'minimum': 2}}, rule='type')
+            data__processgroups_is_list = isinstance(data__processgroups, (list, tuple))
+            if data__processgroups_is_list:
+                data__processgroups_len = len(data__processgroups)
+                for data__processgroups_x, data__processgroups_item in enumerate(data__processgroups):
+                    if not isinstance(data__processgroups_item, (int)) and not (isinstance(data__processgroups_item, float) and data__processgroups_item.is_integer()) or isinstance(data__processgroups_item, bool):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".process_groups[{data__processgroups_x}]".format(**locals()) + " must be integer", value=data__processgroups_item, name="" + (name_prefix or "data") + ".process_groups[{data__processgroups_x}]".format(**locals()) + "", definition={'type': 'integer', 'minimum': 2}, rule='type')
+                    if isinstance(data__processgroups_item, (int, float, Decimal)) and not isinstance(data__processgroups_item, bool):
+                        if data__processgroups_item < 2:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".process_groups[{data__processgroups_x}]".format(**locals()) + " must be bigger than or equal to 2", value=data__processgroups_item, name="" + (name_prefix or "data") + ".process_groups[{data__processgroups_x}]".format(**locals()) + "", definition={'type': 'integer', 'minimum': 2}, rule='minimum')
+        if "commit_subject" in data_keys:
+            data_keys.remove("commit_subject")
+            data__commitsubject = data["commit_subject"]
+            if not isinstance(data__commitsubject, (str, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".commit_subject must be string or null", value=data__commitsubject, name="" + (name_prefix or "data") + ".commit_subject", definition={'description': 'must be str or null', 'type': ['string', 'null']}, rule='type')
+    return data
+
+
+def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (dict)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object", value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', '$id': 'https://runner.invalid/schemas/meta.schema.json', 'title': 'runner iteration record (.runner/iterations/<run>/<iter>/meta.json)', 'description': 'must be a JSON object, got {type}', 'type': 'object', 'required': ['run_id', 'iter', 'node_id', 'role', 'status', 'guard', 'execution', 'started_at', 'ended_at', 'duration_ms', 'error_kind', 'error', 'tokens', 'cost_usd', 'attempts_before', 'attempts_after', 'backend'], 'properties': {'run_id': {'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, 'iter': {'type': 'integer', 'minimum': 1, 'description': 'must be an integer >= 1, got {value!r}'}, 'node_id': {'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, 'role': {'enum': ['decomposer', 'executor'], 'description': 'must be one of decomposer, executor, got {value!r}'}, 'status': {'enum': ['done', 'retry', 'decomposed'], 'description': 'must be one of done, retry, decomposed, got {value!r}'}, 'guard': {'enum': ['pass', 'fail', 'skipped'], 'description': 'must be one of pass, fail, skipped, got {value!r}'}, 'execution': {'type': 'integer', 'minimum': 1, 'description': 'must be an integer >= 1, got {value!r}'}, 'started_at': {'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, 'ended_at': {'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, 'duration_ms': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, 'error_kind': {'enum': ['agent', 'runner', None], 'description': 'must be one of agent, runner, got {value!r}'}, 'error': {'type': ['string', 'null'], 'description': 'must be a string, got {value!r}'}, 'tokens': {'type': ['object', 'null'], 'description': 'must be an object or null, got {value!r}', 'required': ['input', 'output', 'cached'], 'properties': {'input': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, 'output': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, 'cached': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}}}, 'cost_usd': {'type': ['number', 'null'], 'minimum': 0, 'description': 'must be a number >= 0 or null, got {value!r}'}, 'attempts_before': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, 'attempts_after': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, 'backend': {'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}}}, rule='type')
+    data_is_dict = isinstance(data, dict)
+    if data_is_dict:
+        data__missing_keys = set(['run_id', 'iter', 'node_id', 'role', 'status', 'guard', 'execution', 'started_at', 'ended_at', 'duration_ms', 'error_kind', 'error', 'tokens', 'cost_usd', 'attempts_before', 'attempts_after', 'backend']) - data.keys()
+        if data__missing_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain " + (str(sorted(data__missing_keys)) + " properties"), value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', '$id': 'https://runner.invalid/schemas/meta.schema.json', 'title': 'runner iteration record (.runner/iterations/<run>/<iter>/meta.json)', 'description': 'must be a JSON object, got {type}', 'type': 'object', 'required': ['run_id', 'iter', 'node_id', 'role', 'status', 'guard', 'execution', 'started_at', 'ended_at', 'duration_ms', 'error_kind', 'error', 'tokens', 'cost_usd', 'attempts_before', 'attempts_after', 'backend'], 'properties': {'run_id': {'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, 'iter': {'type': 'integer', 'minimum': 1, 'description': 'must be an integer >= 1, got {value!r}'}, 'node_id': {'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, 'role': {'enum': ['decomposer', 'executor'], 'description': 'must be one of decomposer, executor, got {value!r}'}, 'status': {'enum': ['done', 'retry', 'decomposed'], 'description': 'must be one of done, retry, decomposed, got {value!r}'}, 'guard': {'enum': ['pass', 'fail', 'skipped'], 'description': 'must be one of pass, fail, skipped, got {value!r}'}, 'execution': {'type': 'integer', 'minimum': 1, 'description': 'must be an integer >= 1, got {value!r}'}, 'started_at': {'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, 'ended_at': {'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, 'duration_ms': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, 'error_kind': {'enum': ['agent', 'runner', None], 'description': 'must be one of agent, runner, got {value!r}'}, 'error': {'type': ['string', 'null'], 'description': 'must be a string, got {value!r}'}, 'tokens': {'type': ['object', 'null'], 'description': 'must be an object or null, got {value!r}', 'required': ['input', 'output', 'cached'], 'properties': {'input': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, 'output': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, 'cached': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}}}, 'cost_usd': {'type': ['number', 'null'], 'minimum': 0, 'description': 'must be a number >= 0 or null, got {value!r}'}, 'attempts_before': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, 'attempts_after': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, 'backend': {'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}}}, rule='required')
+        data_keys = set(data.keys())
+        if "run_id" in data_keys:
+            data_keys.remove("run_id")
+            data__runid = data["run_id"]
+            if not isinstance(data__runid, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".run_id must be string", value=data__runid, name="" + (name_prefix or "data") + ".run_id", definition={'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, rule='type')
+            if isinstance(data__runid, str):
+                data__runid_len = len(data__runid)
+                if data__runid_len < 1:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".run_id must be longer than or equal to 1 characters", value=data__runid, name="" + (name_prefix or "data") + ".run_id", definition={'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, rule='minLength')
+        if "iter" in data_keys:
+            data_keys.remove("iter")
+            data__iter = data["iter"]
+            if not isinstance(data__iter, (int)) and not (isinstance(data__iter, float) and data__iter.is_integer()) or isinstance(data__iter, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".iter must be integer", value=data__iter, name="" + (name_prefix or "data") + ".iter", definition={'type': 'integer', 'minimum': 1, 'description': 'must be an integer >= 1, got {value!r}'}, rule='type')
+            if isinstance(data__iter, (int, float, Decimal)) and not isinstance(data__iter, bool):
+                if data__iter < 1:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".iter must be bigger than or equal to 1", value=data__iter, name="" + (name_prefix or "data") + ".iter", definition={'type': 'integer', 'minimum': 1, 'description': 'must be an integer >= 1, got {value!r}'}, rule='minimum')
+        if "node_id" in data_keys:
+            data_keys.remove("node_id")
+            data__nodeid = data["node_id"]
+            if not isinstance(data__nodeid, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".node_id must be string", value=data__nodeid, name="" + (name_prefix or "data") + ".node_id", definition={'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, rule='type')
+            if isinstance(data__nodeid, str):
+                data__nodeid_len = len(data__nodeid)
+                if data__nodeid_len < 1:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".node_id must be longer than or equal to 1 characters", value=data__nodeid, name="" + (name_prefix or "data") + ".node_id", definition={'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, rule='minLength')
+        if "role" in data_keys:
+            data_keys.remove("role")
+            data__role = data["role"]
+            if not (isinstance(data__role, str) and data__role == 'decomposer' or isinstance(data__role, str) and data__role == 'executor'):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".role must be one of ['decomposer', 'executor']", value=data__role, name="" + (name_prefix or "data") + ".role", definition={'enum': ['decomposer', 'executor'], 'description': 'must be one of decomposer, executor, got {value!r}'}, rule='enum')
+        if "status" in data_keys:
+            data_keys.remove("status")
+            data__status = data["status"]
+            if not (isinstance(data__status, str) and data__status == 'done' or isinstance(data__status, str) and data__status == 'retry' or isinstance(data__status, str) and data__status == 'decomposed'):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".status must be one of ['done', 'retry', 'decomposed']", value=data__status, name="" + (name_prefix or "data") + ".status", definition={'enum': ['done', 'retry', 'decomposed'], 'description': 'must be one of done, retry, decomposed, got {value!r}'}, rule='enum')
+        if "guard" in data_keys:
+            data_keys.remove("guard")
+            data__guard = data["guard"]
+            if not (isinstance(data__guard, str) and data__guard == 'pass' or isinstance(data__guard, str) and data__guard == 'fail' or isinstance(data__guard, str) and data__guard == 'skipped'):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".guard must be one of ['pass', 'fail', 'skipped']", value=data__guard, name="" + (name_prefix or "data") + ".guard", definition={'enum': ['pass', 'fail', 'skipped'], 'description': 'must be one of pass, fail, skipped, got {value!r}'}, rule='enum')
+        if "execution" in data_keys:
+            data_keys.remove("execution")
+            data__execution = data["execution"]
+            if not isinstance(data__execution, (int)) and not (isinstance(data__execution, float) and data__execution.is_integer()) or isinstance(data__execution, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".execution must be integer", value=data__execution, name="" + (name_prefix or "data") + ".execution", definition={'type': 'integer', 'minimum': 1, 'description': 'must be an integer >= 1, got {value!r}'}, rule='type')
+            if isinstance(data__execution, (int, float, Decimal)) and not isinstance(data__execution, bool):
+                if data__execution < 1:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".execution must be bigger than or equal to 1", value=data__execution, name="" + (name_prefix or "data") + ".execution", definition={'type': 'integer', 'minimum': 1, 'description': 'must be an integer >= 1, got {value!r}'}, rule='minimum')
+        if "started_at" in data_keys:
+            data_keys.remove("started_at")
+            data__startedat = data["started_at"]
+            if not isinstance(data__startedat, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".started_at must be string", value=data__startedat, name="" + (name_prefix or "data") + ".started_at", definition={'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, rule='type')
+            if isinstance(data__startedat, str):
+                data__startedat_len = len(data__startedat)
+                if data__startedat_len < 1:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".started_at must be longer than or equal to 1 characters", value=data__startedat, name="" + (name_prefix or "data") + ".started_at", definition={'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, rule='minLength')
+        if "ended_at" in data_keys:
+            data_keys.remove("ended_at")
+            data__endedat = data["ended_at"]
+            if not isinstance(data__endedat, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".ended_at must be string", value=data__endedat, name="" + (name_prefix or "data") + ".ended_at", definition={'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, rule='type')
+            if isinstance(data__endedat, str):
+                data__endedat_len = len(data__endedat)
+                if data__endedat_len < 1:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".ended_at must be longer than or equal to 1 characters", value=data__endedat, name="" + (name_prefix or "data") + ".ended_at", definition={'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, rule='minLength')
+        if "duration_ms" in data_keys:
+            data_keys.remove("duration_ms")
+            data__durationms = data["duration_ms"]
+            if not isinstance(data__durationms, (int)) and not (isinstance(data__durationms, float) and data__durationms.is_integer()) or isinstance(data__durationms, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".duration_ms must be integer", value=data__durationms, name="" + (name_prefix or "data") + ".duration_ms", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
+            if isinstance(data__durationms, (int, float, Decimal)) and not isinstance(data__durationms, bool):
+                if data__durationms < 0:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".duration_ms must be bigger than or equal to 0", value=data__durationms, name="" + (name_prefix or "data") + ".duration_ms", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
+        if "error_kind" in data_keys:
+            data_keys.remove("error_kind")
+            data__errorkind = data["error_kind"]
+            if not (isinstance(data__errorkind, str) and data__errorkind == 'agent' or isinstance(data__errorkind, str) and data__errorkind == 'runner' or data__errorkind is None):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".error_kind must be one of ['agent', 'runner', None]", value=data__errorkind, name="" + (name_prefix or "data") + ".error_kind", definition={'enum': ['agent', 'runner', None], 'description': 'must be one of agent, runner, got {value!r}'}, rule='enum')
+        if "error" in data_keys:
+            data_keys.remove("error")
+            data__error = data["error"]
+            if not isinstance(data__error, (str, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".error must be string or null", value=data__error, name="" + (name_prefix or "data") + ".error", definition={'type': ['string', 'null'], 'description': 'must be a string, got {value!r}'}, rule='type')
+        if "tokens" in data_keys:
+            data_keys.remove("tokens")
+            data__tokens = data["tokens"]
+            if not isinstance(data__tokens, (dict, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".tokens must be object or null", value=data__tokens, name="" + (name_prefix or "data") + ".tokens", definition={'type': ['object', 'null'], 'description': 'must be an object or null, got {value!r}', 'required': ['input', 'output', 'cached'], 'properties': {'input': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, 'output': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, 'cached': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}}}, rule='type')
+            data__tokens_is_dict = isinstance(data__tokens, dict)
+            if data__tokens_is_dict:
+                data__tokens__missing_keys = set(['input', 'output', 'cached']) - data__tokens.keys()
+                if data__tokens__missing_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".tokens must contain " + (str(sorted(data__tokens__missing_keys)) + " properties"), value=data__tokens, name="" + (name_prefix or "data") + ".tokens", definition={'type': ['object', 'null'], 'description': 'must be an object or null, got {value!r}', 'required': ['input', 'output', 'cached'], 'properties': {'input': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, 'output': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, 'cached': {'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}}}, rule='required')
+                data__tokens_keys = set(data__tokens.keys())
+                if "input" in data__tokens_keys:
+                    data__tokens_keys.remove("input")
+                    data__tokens__input = data__tokens["input"]
+                    if not isinstance(data__tokens__input, (int)) and not (isinstance(data__tokens__input, float) and data__tokens__input.is_integer()) or isinstance(data__tokens__input, bool):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".tokens.input must be integer", value=data__tokens__input, name="" + (name_prefix or "data") + ".tokens.input", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
+                    if isinstance(data__tokens__input, (int, float, Decimal)) and not isinstance(data__tokens__input, bool):
+                        if data__tokens__input < 0:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".tokens.input must be bigger than or equal to 0", value=data__tokens__input, name="" + (name_prefix or "data") + ".tokens.input", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
+                if "output" in data__tokens_keys:
+                    data__tokens_keys.remove("output")
+                    data__tokens__output = data__tokens["output"]
+                    if not isinstance(data__tokens__output, (int)) and not (isinstance(data__tokens__output, float) and data__tokens__output.is_integer()) or isinstance(data__tokens__output, bool):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".tokens.output must be integer", value=data__tokens__output, name="" + (name_prefix or "data") + ".tokens.output", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
+                    if isinstance(data__tokens__output, (int, float, Decimal)) and not isinstance(data__tokens__output, bool):
+                        if data__tokens__output < 0:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".tokens.output must be bigger than or equal to 0", value=data__tokens__output, name="" + (name_prefix or "data") + ".tokens.output", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
+                if "cached" in data__tokens_keys:
+                    data__tokens_keys.remove("cached")
+                    data__tokens__cached = data__tokens["cached"]
+                    if not isinstance(data__tokens__cached, (int)) and not (isinstance(data__tokens__cached, float) and data__tokens__cached.is_integer()) or isinstance(data__tokens__cached, bool):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".tokens.cached must be integer", value=data__tokens__cached, name="" + (name_prefix or "data") + ".tokens.cached", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
+                    if isinstance(data__tokens__cached, (int, float, Decimal)) and not isinstance(data__tokens__cached, bool):
+                        if data__tokens__cached < 0:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".tokens.cached must be bigger than or equal to 0", value=data__tokens__cached, name="" + (name_prefix or "data") + ".tokens.cached", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
+        if "cost_usd" in data_keys:
+            data_keys.remove("cost_usd")
+            data__costusd = data["cost_usd"]
+            if not isinstance(data__costusd, (int, float, Decimal, NoneType)) or isinstance(data__costusd, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".cost_usd must be number or null", value=data__costusd, name="" + (name_prefix or "data") + ".cost_usd", definition={'type': ['number', 'null'], 'minimum': 0, 'description': 'must be a number >= 0 or null, got {value!r}'}, rule='type')
+            if isinstance(data__costusd, (int, float, Decimal)) and not isinstance(data__costusd, bool):
+                if data__costusd < 0:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".cost_usd must be bigger than or equal to 0", value=data__costusd, name="" + (name_prefix or "data") + ".cost_usd", definition={'type': ['number', 'null'], 'minimum': 0, 'description': 'must be a number >= 0 or null, got {value!r}'}, rule='minimum')
+        if "attempts_before" in data_keys:
+            data_keys.remove("attempts_before")
+            data__attemptsbefore = data["attempts_before"]
+            if not isinstance(data__attemptsbefore, (int)) and not (isinstance(data__attemptsbefore, float) and data__attemptsbefore.is_integer()) or isinstance(data__attemptsbefore, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".attempts_before must be integer", value=data__attemptsbefore, name="" + (name_prefix or "data") + ".attempts_before", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
+            if isinstance(data__attemptsbefore, (int, float, Decimal)) and not isinstance(data__attemptsbefore, bool):
+                if data__attemptsbefore < 0:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".attempts_before must be bigger than or equal to 0", value=data__attemptsbefore, name="" + (name_prefix or "data") + ".attempts_before", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
+        if "attempts_after" in data_keys:
+            data_keys.remove("attempts_after")
+            data__attemptsafter = data["attempts_after"]
+            if not isinstance(data__attemptsafter, (int)) and not (isinstance(data__attemptsafter, float) and data__attemptsafter.is_integer()) or isinstance(data__attemptsafter, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".attempts_after must be integer", value=data__attemptsafter, name="" + (name_prefix or "data") + ".attempts_after", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
+            if isinstance(data__attemptsafter, (int, float, Decimal)) and not isinstance(data__attemptsafter, bool):
+                if data__attemptsafter < 0:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".attempts_after must be bigger than or equal to 0", value=data__attemptsafter, name="" + (name_prefix or "data") + ".attempts_after", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
+        if "backend" in data_keys:
+            data_keys.remove("backend")
+            data__backend = data["backend"]
+            if not isinstance(data__backend, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".backend must be string", value=data__backend, name="" + (name_prefix or "data") + ".backend", definition={'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, rule='type')
+            if isinstance(data__backend, str):
+                data__backend_len = len(data__backend)
+                if data__backend_len < 1:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".backend must be longer than or equal to 1 characters", value=data__backend, name="" + (name_prefix or "data") + ".backend", definition={'type': 'string', 'minLength': 1, 'description': 'must be a non-empty string, got {value!r}'}, rule='minLength')
+    return data
+
+
 # The compiled validator of each schema, by its name under schemas/.
 VALIDATORS = MappingProxyType({
     'task_tree/v1.schema.json': validate_https___runner_invalid_schemas_task_tree_v1_schema_json,
     'executor_output.schema.json': validate_https___runner_invalid_schemas_executor_output_schema_json,
     'decomposer_output.schema.json': validate_https___runner_invalid_schemas_decomposer_output_schema_json,
+    'run_state.schema.json': validate_https___runner_invalid_schemas_run_state_schema_json,
+    'journal.schema.json': validate_https___runner_invalid_schemas_journal_schema_json,
+    'meta.schema.json': validate_https___runner_invalid_schemas_meta_schema_json,
 })
 
 # What each schema's text was when this module was generated.
@@ -198,4 +492,7 @@ SCHEMA_SHA256 = MappingProxyType({
     'task_tree/v1.schema.json': '90986af9eab2a933a1bc379c9bf15676f2f7d697bf30ef511bb970bc3c1c3064',
     'executor_output.schema.json': '0cc65cd5aa94f8f44786dd72addd8572ba5ce7bc497fee0fd27d566726cf81f2',
     'decomposer_output.schema.json': '31753b07f8aa7de54b53a43a3a3dcccbe700fef30ee8d5e418b4ebb2a3932937',
+    'run_state.schema.json': '66b6d6a691c735c51a487e6b68aeff65464c79bec188f6a251e1d055688265b5',
+    'journal.schema.json': '6195737c68265febf290f21b388bf65cf7701cf46665eb46267aa8f1a17bfebc',
+    'meta.schema.json': 'aab403425bd8db1d29556ceb3ad0137419e48078ded7390a447c1c1dcc68381b',
 })

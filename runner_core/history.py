@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, TypeVar
 
 import attrs
 from pyrsistent import PMap, pmap
 
-from runner_core.model import AgentStatus, GuardOutcome, Node, iter_preorder
+from runner_core.documents import META_SCHEMA_FILE, document_problem
+from runner_core.model import AgentRole, AgentStatus, GuardOutcome, Node, iter_preorder
 from runner_core.selection import is_stuck
 from runner_core.state_update import TRANSITIONS
-from runner_core.step import AgentRole
 
 # ---------------------------------------------------------------- one execution
 
@@ -125,68 +125,18 @@ _E = TypeVar("_E", bound=enum.Enum)
 _T = TypeVar("_T")
 
 
-def _present(meta: Mapping[str, Any], name: str) -> Any:
-    if name not in meta:
-        raise DamagedRecord(name, "missing")
-    return meta[name]
-
-
-def _present_in(obj: Mapping[str, Any], parent: str, key: str) -> Any:
-    if key not in obj:
-        raise DamagedRecord(f"{parent}.{key}", "missing")
-    return obj[key]
-
-
-def _count(value: Any, name: str, minimum: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise DamagedRecord(name, f"must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def _text(value: Any, name: str, *, allow_empty: bool = False) -> str:
-    if not isinstance(value, str) or (not value and not allow_empty):
-        kind = "a string" if allow_empty else "a non-empty string"
-        raise DamagedRecord(name, f"must be {kind}, got {value!r}")
-    return value
-
-
-def _timestamp(value: Any, name: str) -> str:
-    text = _text(value, name)
+def _timestamp(value: str, name: str) -> str:
     try:
-        datetime.fromisoformat(text)
+        datetime.fromisoformat(value)
     except ValueError:
-        raise DamagedRecord(name, f"must be an ISO-8601 timestamp, got {text!r}") from None
-    return text
+        raise DamagedRecord(name, f"must be an ISO-8601 timestamp, got {value!r}") from None
+    return value
 
 
-def _member(value: Any, name: str, kind: type[_E]) -> _E:
-    for member in kind:
-        if member.value == value:
-            return member
-    allowed = ", ".join(str(member.value) for member in kind)
-    raise DamagedRecord(name, f"must be one of {allowed}, got {value!r}")
-
-
-def _optional(value: Any, read: Callable[[Any], _T]) -> _T | None:
-    return None if value is None else read(value)
-
-
-def _tokens(value: Any) -> TokenUsage:
-    if not isinstance(value, dict):
-        raise DamagedRecord("tokens", f"must be an object or null, got {value!r}")
-    counts = [_count(_present_in(value, "tokens", key), f"tokens.{key}", 0) for key in TOKEN_FIELDS]
-    return TokenUsage(*counts)
-
-
-def _cost(value: Any) -> float:
-    if (
-        not isinstance(value, int | float)
-        or isinstance(value, bool)
-        or not math.isfinite(value)
-        or value < 0
-    ):
+def _cost(value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
         raise DamagedRecord("cost_usd", f"must be a number >= 0 or null, got {value!r}")
-    return float(value)
+    return None if value is None else float(value)
 
 
 def record_from_meta(meta: Any) -> ExecutionRecord:
@@ -195,49 +145,45 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
     Every key of `META_FIELDS` must be present (the nullable ones as null); keys it does not
     know are ignored so the shell may add more. Raises `DamagedRecord` naming a bad key.
     """
-    if not isinstance(meta, dict):
-        raise DamagedRecord("meta.json", f"must be a JSON object, got {type(meta).__name__}")
-    fields = {name: _present(meta, name) for name in META_FIELDS}
-    status = _member(fields["status"], "status", AgentStatus)
-    guard = _member(fields["guard"], "guard", GuardOutcome)
+    found = document_problem(META_SCHEMA_FILE, meta)
+    if found is not None:
+        raise DamagedRecord(found.field or "meta.json", found.problem)
+    status, guard = AgentStatus(meta["status"]), GuardOutcome(meta["guard"])
     if (status, guard) not in TRANSITIONS:
         raise DamagedRecord(
             "guard", f"guard={guard.value} is not possible with status={status.value}"
         )
-    error_kind = _optional(
-        fields["error_kind"], lambda value: _member(value, "error_kind", ErrorKind)
-    )
-    error = _optional(fields["error"], lambda value: _text(value, "error", allow_empty=True))
-    if (error_kind is None) != (error is None):
+    error_kind = None if meta["error_kind"] is None else ErrorKind(meta["error_kind"])
+    if (error_kind is None) != (meta["error"] is None):
         raise DamagedRecord(
             "error_kind" if error_kind is None else "error",
             "error_kind and error must both be set or both be null",
         )
-    attempts_before = _count(fields["attempts_before"], "attempts_before", 0)
-    attempts_after = _count(fields["attempts_after"], "attempts_after", 0)
+    attempts_before, attempts_after = meta["attempts_before"], meta["attempts_after"]
     if attempts_after not in (attempts_before, attempts_before + 1):
         raise DamagedRecord(
             "attempts_after",
             f"must be attempts_before ({attempts_before}) or one more, got {attempts_after}",
         )
+    tokens = meta["tokens"]
     return ExecutionRecord(
-        run_id=_text(fields["run_id"], "run_id"),
-        node_id=_text(fields["node_id"], "node_id"),
-        execution=_count(fields["execution"], "execution", 1),
-        iteration=_count(fields["iter"], "iter", 1),
-        role=_member(fields["role"], "role", AgentRole),
-        started_at=_timestamp(fields["started_at"], "started_at"),
-        ended_at=_timestamp(fields["ended_at"], "ended_at"),
+        run_id=meta["run_id"],
+        node_id=meta["node_id"],
+        execution=meta["execution"],
+        iteration=meta["iter"],
+        role=AgentRole(meta["role"]),
+        started_at=_timestamp(meta["started_at"], "started_at"),
+        ended_at=_timestamp(meta["ended_at"], "ended_at"),
         status=status,
         guard=guard,
         error_kind=error_kind,
-        error=error,
-        tokens=_optional(fields["tokens"], _tokens),
-        cost_usd=_optional(fields["cost_usd"], _cost),
-        duration_ms=_count(fields["duration_ms"], "duration_ms", 0),
+        error=meta["error"],
+        tokens=None if tokens is None else TokenUsage(*(tokens[key] for key in TOKEN_FIELDS)),
+        cost_usd=_cost(meta["cost_usd"]),
+        duration_ms=meta["duration_ms"],
         attempts_before=attempts_before,
         attempts_after=attempts_after,
-        backend=_text(fields["backend"], "backend"),
+        backend=meta["backend"],
     )
 
 

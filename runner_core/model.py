@@ -42,6 +42,13 @@ class GuardOutcome(enum.Enum):
     SKIPPED = "skipped"
 
 
+class AgentRole(enum.Enum):
+    """Which agent an iteration runs: a node's `next` names it."""
+
+    DECOMPOSER = "decomposer"
+    EXECUTOR = "executor"
+
+
 @attrs.frozen(slots=True)
 class Node:
     """One node of the task tree; its fields are the schema's, in the schema's order."""

@@ -12,7 +12,17 @@ from runner_core.run_identity import branch_for
 
 REQUIRED_GITIGNORE_LINES = ("context/", "iterations/")
 PROTECTED_BRANCHES = ("main", "master")
+# The fix a message ends with, when the fix is a runner command.
 START_HINT = "(run 'runner start')"
+INIT_HINT = "(run 'runner init')"
+
+
+def missing_state_file_problem(name: str, in_head: bool) -> str:
+    """A missing runner file: restore it from git when HEAD still has it (`init --force` would
+    wipe the tree and config), else scaffold with `runner init`."""
+    if in_head:
+        return f"{name} is missing but git still has it (run 'git checkout -- {name}')"
+    return f"{name} is missing {INIT_HINT}"
 
 
 @attrs.frozen(slots=True)

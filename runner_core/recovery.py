@@ -12,7 +12,16 @@ from typing import Any
 
 import attrs
 
-JOURNAL_PHASES = ("running", "writing", "committing")
+from runner_core.documents import JOURNAL_SCHEMA_FILE, document_problem
+
+
+class JournalPhase(enum.Enum):
+    """Where an iteration stands: the agent or guard may be running, its log is being written,
+    or its commit is being made."""
+
+    RUNNING = "running"
+    WRITING = "writing"
+    COMMITTING = "committing"
 
 
 class JournalError(ValueError):
@@ -27,7 +36,7 @@ class Journal:
     iteration: int
     node_id: str
     role: str
-    phase: str
+    phase: JournalPhase
     started_at: str
     runner_pid: int
     command: str
@@ -41,7 +50,7 @@ def journal_to_json(journal: Journal) -> dict[str, Any]:
         "iter": journal.iteration,
         "node_id": journal.node_id,
         "role": journal.role,
-        "phase": journal.phase,
+        "phase": journal.phase.value,
         "started_at": journal.started_at,
         "runner_pid": journal.runner_pid,
         "command": journal.command,
@@ -51,35 +60,24 @@ def journal_to_json(journal: Journal) -> dict[str, Any]:
 
 
 def journal_from_json(obj: Any) -> Journal:
-    if not isinstance(obj, dict):
-        raise JournalError("journal is not a JSON object")
-    try:
-        journal = Journal(
-            run_id=_typed(obj, "run_id", str),
-            iteration=_typed(obj, "iter", int),
-            node_id=_typed(obj, "node_id", str),
-            role=_typed(obj, "role", str),
-            phase=_typed(obj, "phase", str),
-            started_at=_typed(obj, "started_at", str),
-            runner_pid=_typed(obj, "runner_pid", int),
-            command=_typed(obj, "command", str),
-            process_groups=tuple(_typed(obj, "process_groups", list)),
-            commit_subject=obj.get("commit_subject"),
-        )
-    except KeyError as error:
-        raise JournalError(f"journal lacks field {error}") from None
-    if journal.phase not in JOURNAL_PHASES:
-        raise JournalError(f"journal phase {journal.phase!r} is not one of {JOURNAL_PHASES}")
-    if not all(isinstance(pgid, int) and pgid > 1 for pgid in journal.process_groups):
-        raise JournalError("journal process_groups must be process group ids")
-    return journal
-
-
-def _typed(obj: dict[str, Any], key: str, kind: type) -> Any:
-    value = obj[key]
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise JournalError(f"journal field '{key}' must be {kind.__name__}")
-    return value
+    """A journal from parsed JSON; `JournalError` names the field (schemas/journal)."""
+    found = document_problem(JOURNAL_SCHEMA_FILE, obj)
+    if found is not None:
+        if not found.field:
+            raise JournalError(f"journal {found.problem}")
+        raise JournalError(f"journal field '{found.field}' {found.problem}")
+    return Journal(
+        run_id=obj["run_id"],
+        iteration=obj["iter"],
+        node_id=obj["node_id"],
+        role=obj["role"],
+        phase=JournalPhase(obj["phase"]),
+        started_at=obj["started_at"],
+        runner_pid=obj["runner_pid"],
+        command=obj["command"],
+        process_groups=tuple(obj["process_groups"]),
+        commit_subject=obj.get("commit_subject"),
+    )
 
 
 class RecoveryKind(enum.Enum):
@@ -97,7 +95,7 @@ def recovery_kind(journal: Journal, head_subject: str | None) -> RecoveryKind:
 def interrupted_message(journal: Journal) -> str:
     return (
         f"interrupted: the runner (pid {journal.runner_pid}, '{journal.command}') stopped during "
-        f"iteration {journal.iteration} ({journal.phase}) of node '{journal.node_id}'"
+        f"iteration {journal.iteration} ({journal.phase.value}) of node '{journal.node_id}'"
     )
 
 
@@ -105,5 +103,5 @@ def interrupted_problem(journal: Journal) -> str:
     """The line step/loop/validate print while an interrupted iteration waits for recovery."""
     return (
         f"iteration {journal.iteration} of run {journal.run_id} (node '{journal.node_id}') was "
-        f"interrupted while {journal.phase}; run 'runner recover' to record it and continue"
+        f"interrupted while {journal.phase.value}; run 'runner recover' to record it and continue"
     )

@@ -33,9 +33,9 @@ from runner_core.model import Node, NodeNext, iter_preorder, sort_key
 from runner_core.operations import OperatorAction, action_to_json
 from runner_core.recovery import Journal
 from runner_core.run_identity import branch_for
+from runner_core.run_state import RunState
 from runner_core.selection import Selection, SelectionStatus, is_stuck, select_leaf
 from runner_core.state_update import TRANSITIONS
-from runner_core.step import RunState
 
 TOP_N = 5
 
@@ -223,7 +223,7 @@ def _running_json(journal: Journal) -> dict[str, Any]:
         "iteration": journal.iteration,
         "node_id": journal.node_id,
         "role": journal.role,
-        "phase": journal.phase,
+        "phase": journal.phase.value,
         "started_at": journal.started_at,
     }
 
@@ -527,12 +527,15 @@ def _number(value: int | float) -> str:
     return repr(value)
 
 
+Samples = tuple[tuple[tuple[tuple[str, str], ...], int | float], ...]
+
+
 @attrs.frozen(slots=True)
 class MetricFamily:
     name: str
     kind: str  # "counter" | "gauge"
     help: str
-    samples: tuple[tuple[tuple[tuple[str, str], ...], int | float], ...]
+    samples: Samples
 
     def lines(self) -> list[str]:
         out = [f"# HELP {self.name} {_escape_help(self.help)}", f"# TYPE {self.name} {self.kind}"]
@@ -542,7 +545,61 @@ class MetricFamily:
         return out
 
 
-def metric_families(figures: RunFigures) -> tuple[MetricFamily, ...]:
+_METRICS: tuple[tuple[str, str, str], ...] = (
+    (
+        "runner_executions_total",
+        "counter",
+        "Iterations recorded in the run's log, by agent status and guard outcome.",
+    ),
+    (
+        "runner_tokens_total",
+        "counter",
+        "Agent tokens reported by the run's iterations, by kind (input, output, cached).",
+    ),
+    (
+        "runner_attempts_consumed_total",
+        "counter",
+        "Iterations that used up one of their node's attempts.",
+    ),
+    (
+        "runner_errors_total",
+        "counter",
+        "Iterations that ended in an agent error or a runner error, by kind.",
+    ),
+    (
+        "runner_execution_duration_seconds_total",
+        "counter",
+        "Wall-clock seconds spent in the run's iterations (agent and guards).",
+    ),
+    (
+        "runner_cost_usd_total",
+        "counter",
+        "Agent cost in US dollars, when the agent reported one (no sample otherwise).",
+    ),
+    (
+        "runner_next_iteration",
+        "gauge",
+        "The number the run's next iteration will get.",
+    ),
+    (
+        "runner_max_iterations",
+        "gauge",
+        "The run-level cap on iterations (max_iterations in config.toml).",
+    ),
+    (
+        "runner_leaves",
+        "gauge",
+        "Leaves of the task tree by display state.",
+    ),
+    (
+        "runner_success_ratio",
+        "gauge",
+        "Successful iterations over all iterations of the run (0 when none ran).",
+    ),
+)
+
+
+def _metric_samples(figures: RunFigures) -> dict[str, Samples]:
     history = figures.history
     summary = summarize(history)
     run = ("run_id", figures.run_id)
@@ -555,7 +612,7 @@ def metric_families(figures: RunFigures) -> tuple[MetricFamily, ...]:
         for status, guard in outcomes
     )
     tokens = tokens_to_json(summary.total_tokens)
-    leaves: tuple[tuple[tuple[tuple[str, str], ...], int | float], ...] = ()
+    leaves: Samples = ()
     if figures.tree is not None:
         states = figures.states()
         leaf_states = [states[n.id] for n, _ in iter_preorder(figures.tree) if n.is_leaf]
@@ -563,70 +620,29 @@ def metric_families(figures: RunFigures) -> tuple[MetricFamily, ...]:
             ((run, ("state", state.value)), leaf_states.count(state)) for state in LEAF_STATES
         )
     cost = summary.total_cost_usd
-    return (
-        MetricFamily(
-            "runner_executions_total",
-            "counter",
-            "Iterations recorded in the run's log, by agent status and guard outcome.",
-            executions,
+    return {
+        "runner_executions_total": executions,
+        "runner_tokens_total": tuple(
+            ((run, ("kind", kind)), tokens[kind]) for kind in ("input", "output", "cached")
         ),
-        MetricFamily(
-            "runner_tokens_total",
-            "counter",
-            "Agent tokens reported by the run's iterations, by kind (input, output, cached).",
-            tuple(((run, ("kind", kind)), tokens[kind]) for kind in ("input", "output", "cached")),
+        "runner_attempts_consumed_total": (((run,), summary.attempts_consumed),),
+        "runner_errors_total": (
+            ((run, ("kind", "agent")), summary.agent_errors),
+            ((run, ("kind", "runner")), summary.runner_errors),
         ),
-        MetricFamily(
-            "runner_attempts_consumed_total",
-            "counter",
-            "Iterations that used up one of their node's attempts.",
-            (((run,), summary.attempts_consumed),),
-        ),
-        MetricFamily(
-            "runner_errors_total",
-            "counter",
-            "Iterations that ended in an agent error or a runner error, by kind.",
-            (
-                ((run, ("kind", "agent")), summary.agent_errors),
-                ((run, ("kind", "runner")), summary.runner_errors),
-            ),
-        ),
-        MetricFamily(
-            "runner_execution_duration_seconds_total",
-            "counter",
-            "Wall-clock seconds spent in the run's iterations (agent and guards).",
-            (((run,), summary.total_duration),),
-        ),
-        MetricFamily(
-            "runner_cost_usd_total",
-            "counter",
-            "Agent cost in US dollars, when the agent reported one (no sample otherwise).",
-            (((run,), cost),) if cost is not None else (),
-        ),
-        MetricFamily(
-            "runner_next_iteration",
-            "gauge",
-            "The number the run's next iteration will get.",
-            (((run,), figures.next_iteration),),
-        ),
-        MetricFamily(
-            "runner_max_iterations",
-            "gauge",
-            "The run-level cap on iterations (max_iterations in config.toml).",
-            (((run,), figures.max_iterations),),
-        ),
-        MetricFamily(
-            "runner_leaves",
-            "gauge",
-            "Leaves of the task tree by display state.",
-            leaves,
-        ),
-        MetricFamily(
-            "runner_success_ratio",
-            "gauge",
-            "Successful iterations over all iterations of the run (0 when none ran).",
-            (((run,), summary.success_rate),),
-        ),
+        "runner_execution_duration_seconds_total": (((run,), summary.total_duration),),
+        "runner_cost_usd_total": (((run,), cost),) if cost is not None else (),
+        "runner_next_iteration": (((run,), figures.next_iteration),),
+        "runner_max_iterations": (((run,), figures.max_iterations),),
+        "runner_leaves": leaves,
+        "runner_success_ratio": (((run,), summary.success_rate),),
+    }
+
+
+def metric_families(figures: RunFigures) -> tuple[MetricFamily, ...]:
+    samples = _metric_samples(figures)
+    return tuple(
+        MetricFamily(name, kind, help_text, samples[name]) for name, kind, help_text in _METRICS
     )
 
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import stat
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar, Protocol
 
 import attrs
 
-from runner_core.step import AgentRole
+from runner_core.model import AgentRole
+from runner_core.text import flatten
+from runner_shell.files import atomic_write_text
 from runner_shell.processes import ProcessResult, run_process
 
 # Above this an output file is reported, not read: a runaway agent must not exhaust our memory.
@@ -291,22 +291,7 @@ def _token_count(value: object) -> int | None:
 
 
 def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _EXCERPT_CHARS else flat[:_EXCERPT_CHARS] + "..."
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "wb") as file:
-            file.write(text.encode("utf-8"))
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
+    return flatten(text, _EXCERPT_CHARS + 3, "...")
 
 
 # ---------------------------------------------------------------- command
@@ -410,7 +395,7 @@ def _settle_claude_output(
     found = last_json_object(text) if isinstance(text, str) else None
     if found is None:
         return "claude's result text holds no JSON object and the agent wrote no output file"
-    _write_atomically(output_path, found + "\n")
+    atomic_write_text(output_path, found + "\n")
     return None
 
 

@@ -6,9 +6,13 @@ import os
 import shutil
 from pathlib import Path
 
-from runner_core import Config, Node, branch_for
-from runner_core.hints import INIT_HINT
-from runner_core.preconditions import gitignore_problem
+from runner_core import Config, Node
+from runner_core.preconditions import (
+    INIT_HINT,
+    RepoFacts,
+    gitignore_problem,
+    run_identity_problem,
+)
 from runner_core.tree_json import TREE_MAX_BYTES, canonical_fits
 from runner_shell.errors import UserFacingError
 from runner_shell.git import Repo
@@ -42,22 +46,25 @@ def check_layout(paths: RunnerPaths) -> None:
 
 
 def check_run_identity(paths: RunnerPaths, repo: Repo) -> str | None:
-    """The run id when a run is started and consistent; None when none is started."""
+    """The run id when a run is started and consistent; None when none is started.
+
+    The rule is the one `runner step` applies (run_identity_problem): the same state gives
+    the same line from both commands.
+    """
     state = load_run_state(paths)
     goal_id = load_goal_id(paths)
     if state.run_id is None:
         return None
-    if goal_id != state.run_id:
-        raise UserFacingError(
-            f"run_state.json run_id '{state.run_id}' does not match GOAL.md id '{goal_id or ''}' "
-            "(run 'runner start')"
-        )
-    branch = repo.current_branch()
-    if branch != branch_for(state.run_id):
-        raise UserFacingError(
-            f"on branch '{branch or '(detached HEAD)'}' but run '{state.run_id}' runs on "
-            f"'{branch_for(state.run_id)}' (run 'runner start')"
-        )
+    facts = RepoFacts(
+        branch=repo.current_branch(),
+        dirty_paths=(),
+        gitignore_lines=read_gitignore_lines(paths),
+        run_id=state.run_id,
+        goal_id=goal_id,
+    )
+    problem = run_identity_problem(facts)
+    if problem is not None:
+        raise UserFacingError(problem)
     return state.run_id
 
 

@@ -17,15 +17,17 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from runner_core.config import AGENT_BACKENDS
+from runner_core.exit_codes import ExitCode
 from runner_core.model import Node
 from runner_core.prompt_pack import DEFAULT_PROMPT_BUDGET
 from runner_core.selection import select_leaf
 from runner_shell import commands
 from runner_shell.commands import failure_of
-from runner_shell.errors import UserFacingError, internal_error_line, one_line
-from runner_shell.git import GitError, Repo, repo_root
-from runner_shell.guard_rails import exclusive_lock
+from runner_shell.errors import UserFacingError, failure_line, internal_error_line
+from runner_shell.git import GitError, Repo, open_repo
 from runner_shell.layout import RunnerPaths
+from runner_shell.lock_and_journal import exclusive_lock
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
@@ -94,8 +96,8 @@ def options(
 AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document (stable keys).")]
 
 
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    typer.echo(f"runner: {one_line(message)}", err=True)
+def _fail(message: str, code: int = ExitCode.ERROR) -> typer.Exit:
+    typer.echo(failure_line(message), err=True)
     return typer.Exit(code)
 
 
@@ -116,8 +118,8 @@ def guarded(command: F) -> F:
 
 
 def _paths() -> tuple[RunnerPaths, Repo]:
-    root = repo_root(Path.cwd())
-    return RunnerPaths(root), Repo(root)
+    repo = open_repo(Path.cwd())
+    return RunnerPaths(repo.root), repo
 
 
 @app.command()
@@ -135,7 +137,9 @@ def init(
     ] = None,
     backend: Annotated[
         str,
-        typer.Option("--backend", metavar="NAME", help="Agent backend: codex, claude or command."),
+        typer.Option(
+            "--backend", metavar="NAME", help=f"Agent backend: one of {', '.join(AGENT_BACKENDS)}."
+        ),
     ] = "codex",
     agent: Annotated[
         list[str] | None,
@@ -232,7 +236,7 @@ def loop(
     ] = None,
 ) -> None:
     """Step until the tree is complete (0), a leaf is stuck (3) or the iteration limit (1)."""
-    from runner_shell.stepper import EXIT_STUCK, run_loop
+    from runner_shell.iteration_runner import run_loop
     from runner_shell.views import LiveProgress
 
     paths, repo = _paths()
@@ -240,7 +244,7 @@ def loop(
     live = LiveProgress(enabled=sys.stdout.isatty())
     with exclusive_lock(repo), live:
         code = run_loop(paths, repo, prompt_budget, live.emit, live.progress, max_steps)
-    if code == EXIT_STUCK:
+    if code == ExitCode.STUCK:
         # The same way out as `runner step` gives: the stuck leaf's node commands.
         from runner_core.selection import select_leaf
         from runner_shell.store import load_tree
@@ -495,7 +499,7 @@ def usage_error_text(error: typer.TyperException) -> str:
         return message
     context = getattr(error, "ctx", None)
     where = f" (see '{context.command_path} --help')" if context is not None else ""
-    return f"runner: {one_line(message)}{where}"
+    return f"{failure_line(message)}{where}"
 
 
 def main() -> None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from runner_core.hints import missing_state_file_problem
+from runner_core.exit_codes import ExitCode
+from runner_core.iteration import PlanKind
+from runner_core.preconditions import missing_state_file_problem
+from runner_core.run_state import RunState
 from runner_core.selection import Selection, SelectionStatus, select_leaf
-from runner_core.step import PlanKind, RunState
 from runner_shell.errors import UserFacingError, os_error_message
-from runner_shell.git import GitError, Repo, repo_root
+from runner_shell.git import GitError, Repo, open_repo
 from runner_shell.layout import RunnerPaths
 from runner_shell.store import MissingStateFile
 
@@ -28,27 +30,27 @@ def failure_of(error: BaseException) -> tuple[str, int] | None:
     if isinstance(error, UserFacingError):
         return str(error), error.exit_code
     if isinstance(error, GitError):
-        return str(error), 1
+        return str(error), ExitCode.ERROR
     if isinstance(error, KeyboardInterrupt):
-        return "interrupted", 130
+        return "interrupted", ExitCode.INTERRUPTED
     if isinstance(error, OSError):
         message = os_error_message(error)
-        return None if message is None else (message, 1)
+        return None if message is None else (message, ExitCode.ERROR)
     return None
 
 
 def missing_file_message(error: MissingStateFile) -> str:
     """A missing state file git still has is restored with git, not re-initialised."""
     try:
-        in_head = Repo(repo_root(Path.cwd())).file_at_head(error.name) is not None
+        in_head = open_repo(Path.cwd()).file_at_head(error.name) is not None
     except GitError:
         in_head = False
     return missing_state_file_problem(error.name, in_head)
 
 
 def paths_and_repo() -> tuple[RunnerPaths, Repo]:
-    root = repo_root(Path.cwd())
-    return RunnerPaths(root), Repo(root)
+    repo = open_repo(Path.cwd())
+    return RunnerPaths(repo.root), repo
 
 
 def selection_fields(selection: Selection) -> str:
@@ -73,15 +75,15 @@ def select(echo: Echo) -> int:
 def selection_exit_code(selection: Selection) -> int:
     """0 open, 2 complete, 3 stuck (SPEC §10)."""
     if selection.status is SelectionStatus.COMPLETE:
-        return 2
-    return 3 if selection.status is SelectionStatus.STUCK else 0
+        return ExitCode.COMPLETE
+    return ExitCode.STUCK if selection.status is SelectionStatus.STUCK else ExitCode.OK
 
 
 def validate(echo: Echo) -> int:
     """Check layout, config, tree and run identity."""
     from runner_core.recovery import interrupted_problem
     from runner_shell.checks import check_layout, check_programs, check_run_identity
-    from runner_shell.guard_rails import read_journal, runner_alive
+    from runner_shell.lock_and_journal import read_journal, runner_alive
     from runner_shell.store import load_config, load_tree
 
     paths, repo = paths_and_repo()
@@ -100,7 +102,7 @@ def validate(echo: Echo) -> int:
         echo("validate: run=not-started")
     else:
         echo(f"validate: run=ok id={run_id} branch=runner/{run_id}")
-    return 0
+    return ExitCode.OK
 
 
 def stuck_message(selection: Selection) -> str:
@@ -122,9 +124,9 @@ def limit_message(state: RunState, max_iterations: int) -> str:
 
 def step(echo: Echo, prompt_budget: int) -> int:
     """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
-    from runner_shell.guard_rails import exclusive_lock
+    from runner_shell.iteration_runner import run_step
+    from runner_shell.lock_and_journal import exclusive_lock
     from runner_shell.runs import check_run_branch
-    from runner_shell.stepper import run_step
     from runner_shell.store import load_config, load_run_state
 
     paths, repo = paths_and_repo()
@@ -134,7 +136,7 @@ def step(echo: Echo, prompt_budget: int) -> int:
     if result.kind is PlanKind.COMPLETE:
         echo("step: status=complete")
     elif result.kind is PlanKind.STUCK:
-        raise UserFacingError(stuck_message(result.plan.selection), 3)
+        raise UserFacingError(stuck_message(result.plan.selection), ExitCode.STUCK)
     elif result.kind is PlanKind.LIMIT:
         state = load_run_state(paths)
         raise UserFacingError(limit_message(state, load_config(paths).max_iterations))

@@ -16,9 +16,9 @@ from runner_core.prompt_pack import DEFAULT_PROMPT_BUDGET
 from runner_shell.errors import UserFacingError
 from runner_shell.files import atomic_write_text
 from runner_shell.git import Repo
+from runner_shell.iteration_runner import run_loop
 from runner_shell.layout import RunnerPaths
 from runner_shell.setup import init_runner, start_run
-from runner_shell.stepper import run_loop
 
 CALC = '''"""A tiny calculator for the runner demo."""
 

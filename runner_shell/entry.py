@@ -49,7 +49,7 @@ def _write_line(stream: TextIO, line: str) -> None:
 def _run_fast(name: str) -> int:
     # Imported here so the common start-up stays the bare minimum the command needs.
     from runner_shell import commands
-    from runner_shell.errors import internal_error_line, one_line
+    from runner_shell.errors import failure_line, internal_error_line
 
     command: Callable[[commands.Echo], int]
     if name == "step":
@@ -66,7 +66,7 @@ def _run_fast(name: str) -> int:
             if failure is None:
                 raise
             message, code = failure
-            _write_line(sys.stderr, f"runner: {one_line(message)}")
+            _write_line(sys.stderr, failure_line(message))
             return code
     except Exception as error:  # a runner bug: one line unless debugging
         if os.environ.get("RUNNER_DEBUG"):

@@ -10,6 +10,7 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 
 def _current_umask() -> int:
@@ -20,27 +21,92 @@ def _current_umask() -> int:
 
 # mkstemp creates 0600 files; runner's files get the mode any other new file would get.
 _FILE_MODE = 0o666 & ~_current_umask()
+# Snapshots of the iteration log: never edited in place, possibly shared by hard links.
+READ_ONLY = 0o444
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def _mode_for(path: Path) -> int:
+    """A replaced file keeps its mode; a new one gets the umask's."""
     try:
-        os.fchmod(fd, _FILE_MODE)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        return _FILE_MODE
+
+
+class PendingFile:
+    """A temporary file beside `path` that replaces it only when committed: the one atomic write.
+
+    Commit is fsync, rename, fsync of the directory; the file keeps the mode `path` had, or
+    gets `mode`, or the umask's for a new file.
+    """
+
+    def __init__(self, path: Path, mode: int | None = None) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        file_mode = _mode_for(path) if mode is None else mode
+        fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        self.path = path
+        self.temp_path = Path(temp_name)
+        self.file: BinaryIO = os.fdopen(fd, "wb")
+        try:
+            os.fchmod(fd, file_mode)
+        except BaseException:
+            self.discard()
+            raise
+
+    def commit(self) -> None:
+        self.file.flush()
+        os.fsync(self.file.fileno())
+        self.file.close()
+        os.replace(self.temp_path, self.path)
+        _fsync_directory(self.path.parent)
+
+    def discard(self) -> None:
+        self.file.close()
+        self.temp_path.unlink(missing_ok=True)
+
+
+def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
+    """`path` holds either its old bytes or `data`, never a torn mix."""
+    pending = PendingFile(path, mode)
+    try:
+        pending.file.write(data)
+        pending.commit()
+    except BaseException:
+        pending.discard()
+        raise
+
+
+# Text is encoded this many characters at a time: a 100 MB tree never exists twice in memory.
+_TEXT_SLICE_CHARS = 1 << 20
+
+
+def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
+    """`atomic_write_bytes` of `text` as UTF-8, encoded slice by slice as it is written."""
+    pending = PendingFile(path, mode)
+    try:
+        for start in range(0, len(text), _TEXT_SLICE_CHARS):
+            pending.file.write(text[start : start + _TEXT_SLICE_CHARS].encode("utf-8"))
+        pending.commit()
+    except BaseException:
+        pending.discard()
+        raise
+
+
+def atomic_link(source: Path, target: Path) -> bool:
+    """Make `target` a hard link to `source`, atomically; False when `source` is gone."""
+    temp = target.with_name(f".{target.name}.{os.urandom(4).hex()}.tmp")
+    try:
+        os.link(source, temp)
+    except FileNotFoundError:
+        return False
+    try:
+        os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
-    _fsync_directory(path.parent)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    _fsync_directory(target.parent)
+    return True
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -48,16 +48,40 @@ def _run(
     return result
 
 
-def repo_root(start: Path) -> Path:
-    result = _run(["rev-parse", "--show-toplevel"], start, check=False)
+def open_repo(start: Path) -> Repo:
+    """The repository around `start`, its work tree and git directories found by one git call."""
+    result = _run(
+        ["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"], start, False
+    )
     if result.returncode != 0:
         raise GitError(f"{start} is not inside a git repository (run 'git init' first)")
-    return Path(result.stdout.strip())
+    root, git_dir, common_dir = result.stdout.splitlines()[:3]
+    # A relative common directory is relative to where git ran.
+    return Repo(Path(root), Path(git_dir), (start / common_dir).resolve())
+
+
+# Files git keeps in the common directory of a repository with linked worktrees.
+_COMMON_PREFIXES = ("refs/", "config", "packed-refs", "objects/", "hooks/")
 
 
 class Repo:
-    def __init__(self, root: Path) -> None:
+    def __init__(
+        self, root: Path, git_dir: Path | None = None, common_dir: Path | None = None
+    ) -> None:
         self.root = root
+        self._git_dir = git_dir
+        self._common_dir = common_dir
+
+    def _dirs(self) -> tuple[Path, Path]:
+        if self._git_dir is None or self._common_dir is None:
+            found = open_repo(self.root)
+            self._git_dir, self._common_dir = found._dirs()
+        return self._git_dir, self._common_dir
+
+    def git_path(self, name: str) -> Path:
+        """What `git rev-parse --git-path name` says, without a process per name."""
+        git_dir, common_dir = self._dirs()
+        return (common_dir if name.startswith(_COMMON_PREFIXES) else git_dir) / name
 
     def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return _run(args, self.root, check=check)
@@ -120,8 +144,7 @@ class Repo:
             "REVERT_HEAD": "a revert",
         }
         for marker, name in markers.items():
-            path = self.git("rev-parse", "--git-path", marker).stdout.strip()
-            if (self.root / path).exists():
+            if self.git_path(marker).exists():
                 return name
         return None
 
@@ -161,20 +184,26 @@ class Repo:
         return f"{name} <{email}>"
 
     def _identity_env(self) -> dict[str, str] | None:
+        out = self.git("config", "--get-regexp", r"^user\.(name|email)$", check=False).stdout
+        configured = {
+            key: value.strip()
+            for key, _, value in (line.partition(" ") for line in out.splitlines())
+            if value.strip()
+        }
         env = dict(os.environ)
         missing = False
-        if not self.git("config", "user.name", check=False).stdout.strip():
+        if "user.name" not in configured:
             env.setdefault("GIT_AUTHOR_NAME", FALLBACK_NAME)
             env.setdefault("GIT_COMMITTER_NAME", FALLBACK_NAME)
             missing = True
-        if not self.git("config", "user.email", check=False).stdout.strip():
+        if "user.email" not in configured:
             env.setdefault("GIT_AUTHOR_EMAIL", FALLBACK_EMAIL)
             env.setdefault("GIT_COMMITTER_EMAIL", FALLBACK_EMAIL)
             missing = True
         return env if missing else None
 
-    def commit_all(self, message: str) -> str:
-        """`git add -A` and commit everything; returns the new HEAD sha.
+    def commit_all(self, message: str) -> None:
+        """`git add -A` and commit everything.
 
         Hooks are skipped: an unattended loop must not stall on an interactive or failing
         hook, and the guard is where checks belong.
@@ -185,4 +214,3 @@ class Repo:
             self.root,
             env=self._identity_env(),
         )
-        return self.head_sha()

@@ -11,130 +11,56 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import time
 from pathlib import Path
 
-import attrs
-
-from runner_core import (
-    IterationOutcome,
-    Node,
-    RunState,
-    advance_run_state,
-    commit_message,
-    dumps_tree,
-    iter_preorder,
-)
 from runner_core.history import (
     DamagedRecord,
-    ErrorKind,
     ExecutionHistory,
     ExecutionRecord,
-    TokenUsage,
     record_from_meta,
-    record_to_meta,
 )
-from runner_core.recovery import Journal
-from runner_core.step import AgentRole, commit_subject
-from runner_shell.errors import UserFacingError
-from runner_shell.files import atomic_write_text
-from runner_shell.git import GitError, Repo
-from runner_shell.guard_rails import clear_journal, write_journal
+from runner_core.iteration_machine import Commit, FileWrite, Place
+from runner_core.tree_json import dumps_tree
+from runner_shell.files import READ_ONLY, atomic_link, atomic_write_bytes, atomic_write_text
+from runner_shell.git import Repo
 from runner_shell.layout import RunnerPaths
-from runner_shell.store import canonical_json, write_run_state, write_tree
-
-PENDING_GUARD_LOG = ".guard.log.pending"
+from runner_shell.lock_and_journal import clear_journal, write_journal
 
 
-@attrs.frozen(slots=True)
-class IterationFacts:
-    """What the shell measured during an iteration, beside the core's outcome."""
-
-    run_id: str
-    iteration: int
-    node: Node  # the selected node as it was before the iteration
-    role: AgentRole
-    prev_tree: Node
-    prev_state: RunState
-    started_at: str
-    ended_at: str
-    duration_ms: int
-    backend: str
-    tokens: TokenUsage | None = None
-    cost_usd: float | None = None
-
-
-def _attempts_after(tree: Node, node: Node) -> int:
-    found = next((n for n, _ in iter_preorder(tree) if n.id == node.id), None)
-    return node.attempts if found is None else found.attempts
-
-
-def execution_number(paths: RunnerPaths, run_id: str, node_id: str, iteration: int) -> int:
-    history, _ = load_history(paths, run_id)
-    earlier = [r for r in history.records_for(node_id) if r.iteration < iteration]
-    return len(earlier) + 1
-
-
-def build_record(
-    paths: RunnerPaths, facts: IterationFacts, outcome: IterationOutcome
-) -> ExecutionRecord:
-    kind = outcome.error_kind
-    return ExecutionRecord(
-        run_id=facts.run_id,
-        node_id=facts.node.id,
-        execution=execution_number(paths, facts.run_id, facts.node.id, facts.iteration),
-        iteration=facts.iteration,
-        role=facts.role,
-        started_at=facts.started_at,
-        ended_at=facts.ended_at,
-        status=outcome.status,
-        guard=outcome.guard,
-        error_kind=ErrorKind(kind) if kind is not None else None,
-        error=outcome.runner_error if outcome.runner_error is not None else outcome.agent_error,
-        tokens=facts.tokens,
-        cost_usd=facts.cost_usd,
-        duration_ms=facts.duration_ms,
-        attempts_before=facts.node.attempts,
-        attempts_after=_attempts_after(outcome.tree, facts.node),
-        backend=facts.backend,
-    )
-
-
-def record_iteration(
-    paths: RunnerPaths,
-    repo: Repo,
-    facts: IterationFacts,
-    outcome: IterationOutcome,
-    journal: Journal,
+def commit_iteration(
+    paths: RunnerPaths, repo: Repo, run_id: str, iter_dir: Path, commit: Commit
 ) -> None:
-    """Write the iteration's files and state, then commit; the journal tracks each phase."""
-    write_journal(repo, attrs.evolve(journal, phase="writing"))
-    iter_dir = paths.iter_dir(facts.run_id, facts.iteration)
-    write_tree(paths, outcome.tree)
-    meta = record_to_meta(build_record(paths, facts, outcome))
-    atomic_write_text(iter_dir / "meta.json", canonical_json(meta))
-    output = {"status": outcome.status.value, "summary": outcome.summary}
-    atomic_write_text(iter_dir / "output.json", canonical_json(output))
-    pending_guard = iter_dir / PENDING_GUARD_LOG
-    if pending_guard.exists():
-        os.replace(pending_guard, iter_dir / "guard.log")
-    if outcome.agent_error is not None:
-        atomic_write_text(iter_dir / "agent_error.log", f"agent error: {outcome.agent_error}\n")
-    if outcome.runner_error is not None:
-        atomic_write_text(iter_dir / "runner_error.log", f"runner error: {outcome.runner_error}\n")
-    atomic_write_text(iter_dir / "tree.before.json", dumps_tree(facts.prev_tree))
-    atomic_write_text(iter_dir / "tree.after.json", dumps_tree(outcome.tree))
-    write_run_state(paths, advance_run_state(facts.prev_state, outcome))
-    subject = commit_subject(facts.run_id, facts.iteration, facts.node.id, outcome)
-    write_journal(repo, attrs.evolve(journal, phase="committing", commit_subject=subject))
-    try:
-        repo.commit_all(commit_message(facts.run_id, facts.iteration, facts.node.id, outcome))
-    except GitError as error:
-        raise UserFacingError(
-            f"iteration {facts.iteration} was logged but not committed: {error} "
-            "(fix the problem, then run 'runner recover')"
-        ) from None
+    """Carry out the final write-set in its order, then commit; the journal tracks each phase.
+
+    Raises GitError when the commit fails: the iteration is logged, and 'runner recover'
+    finishes it.
+    """
+    write_journal(repo, commit.writing)
+    for file in commit.files:
+        _write(paths, paths.run_dir(run_id), iter_dir, file)
+    write_journal(repo, commit.committing)
+    repo.commit_all(commit.message)
     clear_journal(repo)
+
+
+def _write(paths: RunnerPaths, run_dir: Path, iter_dir: Path, file: FileWrite) -> None:
+    base = {Place.STATE: paths.state_dir, Place.ITERATION: iter_dir, Place.RUN: run_dir}
+    target = base[file.place] / file.name
+    if file.rename_from is not None:
+        source = iter_dir / file.rename_from
+        if source.exists():
+            os.replace(source, target)
+        return
+    if file.link_from is not None and atomic_link(run_dir / file.link_from, target):
+        return
+    data = file.data
+    if file.fallback_tree is not None:  # the snapshot to link to is gone: write its text
+        data = dumps_tree(file.fallback_tree)
+    mode = READ_ONLY if file.read_only else None
+    if isinstance(data, str):
+        atomic_write_text(target, data, mode)
+    else:
+        atomic_write_bytes(target, data, mode)
 
 
 def utc_now() -> str:
@@ -143,8 +69,13 @@ def utc_now() -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def monotonic_ms(since: float) -> int:
-    return int((time.monotonic() - since) * 1000)
+def count_executions(paths: RunnerPaths, run_id: str) -> dict[str, int]:
+    """Each node's recorded iterations, for a run state written before it kept the counts."""
+    history, _ = load_history(paths, run_id)
+    counts: dict[str, int] = {}
+    for record in history.records:
+        counts[record.node_id] = counts.get(record.node_id, 0) + 1
+    return counts
 
 
 # ---------------------------------------------------------------- reading it back

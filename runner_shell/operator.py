@@ -29,10 +29,10 @@ from runner_core.tree_json import loads_json_strictly
 from runner_shell.errors import UserFacingError
 from runner_shell.files import atomic_write_text
 from runner_shell.git import Repo
-from runner_shell.guard_rails import exclusive_lock
+from runner_shell.iteration_runner import Loaded, load_for_step
 from runner_shell.layout import RunnerPaths
+from runner_shell.lock_and_journal import exclusive_lock
 from runner_shell.runs import check_run_branch
-from runner_shell.stepper import Loaded, load_for_step
 from runner_shell.store import (
     SMALL_FILE_MAX_BYTES,
     read_optional_text,

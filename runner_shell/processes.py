@@ -13,13 +13,14 @@ import os
 import selectors
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 import attrs
+
+from runner_shell.files import PendingFile, atomic_write_bytes
 
 _READ_CHUNK_BYTES = 64 * 1024
 # The longest we sleep without re-checking whether the direct child has exited.
@@ -87,7 +88,7 @@ def run_process(
     if limit_bytes < 0 or stdout_copy_limit_bytes < 0:
         raise ValueError("byte limits must not be negative")
 
-    stdout_copy = _PendingFile(stdout_copy_path) if stdout_copy_path is not None else None
+    stdout_copy = PendingFile(stdout_copy_path) if stdout_copy_path is not None else None
     try:
         proc = _spawn(argv_t, cwd=cwd, env=env, stdin_path=stdin_path)
         started = time.monotonic()
@@ -114,14 +115,7 @@ def run_process(
             stdout_copy.discard()
         raise
 
-    log_text = _format_log(
-        bytes(stdout.kept),
-        stdout.dropped,
-        bytes(stderr.kept),
-        stderr.dropped,
-        timed_out_after=timeout_secs if timed_out else None,
-    )
-    _write_atomically(log_path, log_text.encode("utf-8"))
+    _write_log(log_path, stdout, stderr, timeout_secs if timed_out else None)
     return ProcessResult(
         argv=argv_t,
         exit_code=None if timed_out else proc.returncode,
@@ -130,6 +124,19 @@ def run_process(
         stdout_bytes=stdout.total,
         stderr_bytes=stderr.total,
     )
+
+
+def _write_log(
+    log_path: Path, stdout: _StreamCapture, stderr: _StreamCapture, timed_out_after: float | None
+) -> None:
+    log_text = _format_log(
+        bytes(stdout.kept),
+        stdout.dropped,
+        bytes(stderr.kept),
+        stderr.dropped,
+        timed_out_after=timed_out_after,
+    )
+    atomic_write_bytes(log_path, log_text.encode("utf-8"))
 
 
 def terminate_process_group(pgid: int, grace_secs: float = 2.0) -> bool:
@@ -335,35 +342,3 @@ def _signal_group(pgid: int, signum: int) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
-
-
-class _PendingFile:
-    """A temporary file beside `path` that replaces `path` only when committed."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.fchmod(fd, 0o644)
-        self.path = path
-        self.temp_path = Path(temp_name)
-        self.file: BinaryIO = os.fdopen(fd, "wb")
-
-    def commit(self) -> None:
-        self.file.flush()
-        os.fsync(self.file.fileno())
-        self.file.close()
-        os.replace(self.temp_path, self.path)
-
-    def discard(self) -> None:
-        self.file.close()
-        self.temp_path.unlink(missing_ok=True)
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    pending = _PendingFile(path)
-    try:
-        pending.file.write(data)
-        pending.commit()
-    except BaseException:
-        pending.discard()
-        raise

@@ -16,34 +16,23 @@ import tomllib
 from pathlib import Path
 
 import attrs
+from pyrsistent import pmap
 
-from runner_core import (
-    PlanKind,
-    conclude_runner_error,
-    iter_preorder,
-    parse_config,
-    parse_tree,
-    plan_step,
-    run_state_from_json,
+from runner_core import PlanKind, parse_config, parse_tree, plan_step, run_state_from_json
+from runner_core.iteration_machine import (
+    PENDING_GUARD_LOG,
+    Measured,
+    final_write_set,
+    interrupted_end,
 )
-from runner_core.recovery import (
-    Journal,
-    RecoveryKind,
-    interrupted_message,
-    recovery_kind,
-)
-from runner_core.step import AgentRole
+from runner_core.model import AgentRole, nodes_by_id
+from runner_core.recovery import Journal, JournalPhase, RecoveryKind, recovery_kind
 from runner_shell.errors import UserFacingError
 from runner_shell.files import atomic_write_bytes
 from runner_shell.git import GitError, Repo
-from runner_shell.guard_rails import DamagedJournal, clear_journal, journal_path, read_journal
-from runner_shell.iteration_log import (
-    PENDING_GUARD_LOG,
-    IterationFacts,
-    record_iteration,
-    utc_now,
-)
+from runner_shell.iteration_log import commit_iteration, count_executions, utc_now
 from runner_shell.layout import RunnerPaths
+from runner_shell.lock_and_journal import DamagedJournal, clear_journal, journal_path, read_journal
 from runner_shell.processes import terminate_process_group
 from runner_shell.store import load_config, load_run_state, load_tree
 
@@ -61,8 +50,7 @@ def _remove_stale_index_lock(repo: Repo) -> None:
     branch = repo.current_branch()
     names = ["index.lock", "HEAD.lock", *([f"refs/heads/{branch}.lock"] if branch else [])]
     for name in names:
-        lock = repo.root / repo.git("rev-parse", "--git-path", name).stdout.strip()
-        lock.unlink(missing_ok=True)
+        repo.git_path(name).unlink(missing_ok=True)
 
 
 def _remove_stale_temp_files(paths: RunnerPaths) -> None:
@@ -127,16 +115,16 @@ def _journal_from_last_commit(paths: RunnerPaths, repo: Repo) -> Journal | None:
         iteration=plan.iteration,
         node_id=plan.node.id,
         role=(plan.role or AgentRole.EXECUTOR).value,
-        phase="running",
+        phase=JournalPhase.RUNNING,
         started_at=utc_now(),
         runner_pid=0,
         command="unknown: its journal was damaged",
     )
 
 
-def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
+def _journal_to_recover(paths: RunnerPaths, repo: Repo) -> Journal | None:
     try:
-        journal = read_journal(repo)
+        return read_journal(repo)
     except DamagedJournal:
         journal = _journal_from_last_commit(paths, repo)
         if journal is None:
@@ -147,6 +135,11 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
                     "'git status' shows"
                 ) from None
             clear_journal(repo)
+        return journal
+
+
+def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
+    journal = _journal_to_recover(paths, repo)
     if journal is None:
         return Recovered(None)
     killed = kill_orphans(journal, paths.iter_dir(journal.run_id, journal.iteration))
@@ -180,13 +173,29 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
             f"last commit is at run {state.run_id} next_iter {state.next_iter}; "
             "inspect the journal and git log by hand"
         )
-    node = next((n for n, _ in iter_preorder(tree) if n.id == journal.node_id), None)
-    if node is None:
+    if journal.node_id not in nodes_by_id(tree):
         raise UserFacingError(f"node '{journal.node_id}' of the journal is not in tree.json")
-    iter_dir = paths.iter_dir(journal.run_id, journal.iteration)
+    iter_dir = _keep_interrupted_logs(paths.iter_dir(journal.run_id, journal.iteration))
+    counts = state.known_executions()
+    if counts is None:
+        counts = pmap(count_executions(paths, journal.run_id))
+    measured = Measured(
+        started_at=journal.started_at,
+        ended_at=utc_now(),
+        duration_ms=_elapsed_ms(journal.started_at),
+    )
+    end = interrupted_end(journal, tree, state, counts, measured, config.agent_backend)
+    try:
+        commit_iteration(paths, repo, journal.run_id, iter_dir, final_write_set(end))
+    except GitError as error:
+        raise UserFacingError(f"recovery could not commit: {error}") from None
+    return Recovered(kind, journal, killed)
+
+
+def _keep_interrupted_logs(iter_dir: Path) -> Path:
+    """What the killed iteration concluded never happened: its logs are kept under other
+    names, so the directory reads the same wherever the kill landed."""
     iter_dir.mkdir(parents=True, exist_ok=True)
-    # What the killed iteration concluded never happened: its logs are kept under other names,
-    # so the directory reads the same wherever the kill landed.
     for name, kept_as in (
         (PENDING_GUARD_LOG, "guard.interrupted.log"),
         ("guard.log", "guard.interrupted.log"),
@@ -194,24 +203,7 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
     ):
         if (iter_dir / name).exists():
             (iter_dir / name).replace(iter_dir / kept_as)
-    outcome = conclude_runner_error(tree, interrupted_message(journal))
-    facts = IterationFacts(
-        run_id=journal.run_id,
-        iteration=journal.iteration,
-        node=node,
-        role=AgentRole(journal.role),
-        prev_tree=tree,
-        prev_state=state,
-        started_at=journal.started_at,
-        ended_at=utc_now(),
-        duration_ms=_elapsed_ms(journal.started_at),
-        backend=config.agent_backend,
-    )
-    try:
-        record_iteration(paths, repo, facts, outcome, journal)
-    except GitError as error:
-        raise UserFacingError(f"recovery could not commit: {error}") from None
-    return Recovered(kind, journal, killed)
+    return iter_dir
 
 
 def _elapsed_ms(started_at: str) -> int:

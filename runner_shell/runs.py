@@ -17,9 +17,9 @@ from runner_core.tree_json import TREE_MAX_BYTES, TreeValidationError
 from runner_shell.errors import UserFacingError
 from runner_shell.files import read_bytes_capped
 from runner_shell.git import Repo
-from runner_shell.guard_rails import read_journal, runner_alive
 from runner_shell.iteration_log import iteration_dirs, known_runs
 from runner_shell.layout import RunnerPaths
+from runner_shell.lock_and_journal import read_journal, runner_alive
 
 BRANCH_PREFIX = "runner/"
 TREE_PATH = ".runner/state/tree.json"

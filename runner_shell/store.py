@@ -26,7 +26,7 @@ from runner_core import (
     run_state_from_json,
     run_state_to_json,
 )
-from runner_core.hints import missing_state_file_problem
+from runner_core.preconditions import missing_state_file_problem
 from runner_core.tree_json import TREE_MAX_BYTES as CORE_TREE_MAX_BYTES
 from runner_shell.errors import UserFacingError
 from runner_shell.files import FileTooLarge, atomic_write_text, read_bytes_capped
@@ -85,6 +85,11 @@ def load_tree(paths: RunnerPaths) -> Node:
         return parse_tree(read_tree_bytes(paths))
     except TreeValidationError as error:
         raise UserFacingError(f"{paths.relative(paths.tree)}: {error}") from None
+
+
+def read_bytes(path: Path, limit: int = SMALL_FILE_MAX_BYTES) -> bytes:
+    """A small runner-owned file's bytes; OSError (FileTooLarge included) when unreadable."""
+    return read_bytes_capped(path, limit)
 
 
 def write_tree(paths: RunnerPaths, tree: Node) -> None:

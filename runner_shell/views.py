@@ -42,13 +42,14 @@ from runner_core.reports import (
     status_view,
 )
 from runner_core.run_identity import run_id_problem
+from runner_core.text import flatten
 from runner_core.tree_json import TreeValidationError
 from runner_shell.errors import UserFacingError
 from runner_shell.files import FileTooLarge, read_bytes_capped
 from runner_shell.git import Repo
-from runner_shell.guard_rails import read_journal, runner_alive
 from runner_shell.iteration_log import iteration_dirs, known_runs, load_history
 from runner_shell.layout import RunnerPaths
+from runner_shell.lock_and_journal import read_journal, runner_alive
 from runner_shell.operator import operator_actions
 from runner_shell.store import (
     TREE_MAX_BYTES,
@@ -179,11 +180,6 @@ def tokens_text(tokens: TokenUsage | None) -> str:
     return "-" if tokens is None else f"{tokens.input}/{tokens.output}/{tokens.cached}"
 
 
-def one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]], indent: str = "") -> list[str]:
     """Left-aligned columns two spaces apart, no trailing blanks."""
     body = [list(headers), *(list(row) for row in rows)]
@@ -213,7 +209,7 @@ def _run_groups(order: Sequence[str]) -> str:
 def _error_text(record: ExecutionRecord) -> str:
     if record.error_kind is None:
         return "-"
-    return one_line(f"{record.error_kind.value}: {record.error or ''}", ERROR_CHARS)
+    return flatten(f"{record.error_kind.value}: {record.error or ''}", ERROR_CHARS)
 
 
 # ---------------------------------------------------------------- runner status
@@ -249,17 +245,17 @@ def render_status(view: StatusView) -> list[str]:
         guard = state.last_guard.value if state.last_guard is not None else "-"
         out.append(f"status: last status={state.last_status.value} guard={guard}")
     if state.last_summary:
-        out.append(f"status: last_summary={one_line(state.last_summary, 100)}")
+        out.append(f"status: last_summary={flatten(state.last_summary, 100)}")
     running = view.running
     if running is not None:
         out.append(
             f"status: running iter={running.iteration} node={running.node_id} "
-            f"phase={running.phase} started_at={running.started_at}"
+            f"phase={running.phase.value} started_at={running.started_at}"
         )
     cut = view.interrupted
     if cut is not None:
         out.append(
-            f"status: interrupted iter={cut.iteration} node={cut.node_id} phase={cut.phase} "
+            f"status: interrupted iter={cut.iteration} node={cut.node_id} phase={cut.phase.value} "
             f"started_at={cut.started_at} (its runner is gone; run 'runner recover')"
         )
     out.extend(f"status: operator {action_text(action)}" for action in view.operator_actions)
@@ -273,7 +269,7 @@ def render_status(view: StatusView) -> list[str]:
     for row in view.tree:
         out.append(
             f"  {'  ' * row.depth}{row.id}  {row.state.value}  "
-            f"attempts={row.attempts}/{row.max_attempts}  {one_line(row.title, 80)}"
+            f"attempts={row.attempts}/{row.max_attempts}  {flatten(row.title, 80)}"
         )
     for node_id, executions, display in view.removed:
         out.append(f"removed: {node_id}  {display.value}  executions={executions}")
@@ -494,7 +490,7 @@ def render_show(shown: IterationFiles) -> list[str]:
             f"cost_usd={'-' if meta.cost_usd is None else meta.cost_usd}",
         ]
         if meta.error_kind is not None:
-            out.append(f"error: {meta.error_kind.value}: {one_line(meta.error or '', 300)}")
+            out.append(f"error: {meta.error_kind.value}: {flatten(meta.error or '', 300)}")
     if shown.output is None:
         out.append(f"output: {shown.output_problem}")
     else:
@@ -502,7 +498,7 @@ def render_show(shown: IterationFiles) -> list[str]:
         summary = shown.output.get("summary")
         out.append(f"output: status={status}")
         if isinstance(summary, str):
-            out.append(f"summary: {one_line(summary, 300)}")
+            out.append(f"summary: {flatten(summary, 300)}")
     out.append("files:")
     out += table(("NAME", "BYTES"), ((f.name, str(f.size)) for f in shown.files), indent="  ")
     for facts in shown.files:

@@ -34,6 +34,9 @@ SCHEMA_FILES = (
     "task_tree/v1.schema.json",
     "executor_output.schema.json",
     "decomposer_output.schema.json",
+    "run_state.schema.json",
+    "journal.schema.json",
+    "meta.schema.json",
 )
 
 

@@ -7,9 +7,8 @@ from typing import Any
 import attrs
 
 from runner_core.history import ExecutionRecord
-from runner_core.model import AgentStatus, GuardOutcome
+from runner_core.model import AgentRole, AgentStatus, GuardOutcome
 from runner_core.state_update import TRANSITIONS
-from runner_core.step import AgentRole
 
 
 def record(

@@ -13,7 +13,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from runner_core.step import AgentRole
+from runner_core.model import AgentRole
 from runner_shell.agents import (
     OUTPUT_LIMIT_BYTES,
     AgentRequest,

@@ -226,6 +226,7 @@ def test_a_runner_error_clears_the_summary_in_run_state(
         "last_status": "retry",
         "last_summary": "",
         "last_guard": "skipped",
+        "executions": {"root": 1},
     }
 
 

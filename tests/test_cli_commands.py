@@ -465,3 +465,28 @@ def test_loop_refuses_to_run_on_a_dirty_tree_too(project: Project) -> None:
 
     assert assert_one_error_line(result) == expected
     assert find_node(project.tree(), "root")["attempts"] == 0
+
+
+@pytest.mark.parametrize(
+    ("move", "expected"),
+    [
+        (
+            ("checkout", "--quiet", "--detach"),
+            "HEAD is detached; check out the run branch (run 'runner start')",
+        ),
+        (
+            ("checkout", "--quiet", "-b", "master"),
+            "refusing to run on branch 'master' (run 'runner start')",
+        ),
+    ],
+)
+def test_validate_and_step_say_the_same_about_the_run_identity(
+    project: Project, move: tuple[str, ...], expected: str
+) -> None:
+    project.prepare()
+    project.git(*move)
+
+    validate = assert_one_error_line(project.runner("validate"))
+    step = assert_one_error_line(project.runner("step"))
+
+    assert validate == step == expected

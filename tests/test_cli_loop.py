@@ -158,7 +158,10 @@ def test_the_agent_gets_its_role_node_iteration_and_paths(
         assert Path(env["RUNNER_OUTPUT_PATH"]).parent == project.iter_dir(n)
         assert Path(env["RUNNER_OUTPUT_SCHEMA"]) == state / f"{role}_output.schema.json"
         assert "RUNNER_USAGE_PATH" in env
-    assert project.record(1)["context"]["goal.md"].startswith("# Goal")
+    # SPEC §5: the selected node's goal and acceptance, then the project goal.
+    goal_md = project.record(1)["context"]["goal.md"]
+    assert goal_md.startswith("# Selected node root: ")
+    assert "\n# Project goal\n\n# Goal" in goal_md
 
 
 def test_the_prompt_arrives_on_stdin_and_names_the_selected_node(
@@ -289,6 +292,7 @@ def test_attempts_count_the_guard_failure_and_the_retry(
         "last_status": "done",
         "last_summary": "Wrote b.",
         "last_guard": "pass",
+        "executions": {"root": 1, "root.1": 2, "root.2": 2},
     }
     assert project.guard_calls() == 3
 

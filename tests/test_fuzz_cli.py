@@ -30,10 +30,11 @@ from runner_core import (
     parse_config,
     parse_tree,
 )
-from runner_core.step import AgentOutputError, parse_executor_output
+from runner_core.iteration import AgentOutputError, parse_executor_output
+from runner_core.text import error_line
 from runner_core.tree_json import loads_json_strictly
 from runner_shell.checks import check_programs
-from runner_shell.errors import UserFacingError, one_line
+from runner_shell.errors import UserFacingError
 
 FUZZ = settings(
     max_examples=25,
@@ -65,7 +66,7 @@ def assert_cli_says(result: Any, problem: str | None) -> None:
         assert (result.returncode, result.stderr) == (0, ""), result.stderr
         return
     assert result.returncode == 1, (result.stdout, result.stderr)
-    assert result.stderr == f"runner: {one_line(problem)}\n"
+    assert result.stderr == f"runner: {error_line(problem)}\n"
 
 
 # ---------------------------------------------------------------- strategies

@@ -25,8 +25,7 @@ from runner_core.history import (
     slowest,
     summary_to_json,
 )
-from runner_core.model import AgentStatus, GuardOutcome, Node, NodeNext
-from runner_core.step import AgentRole
+from runner_core.model import AgentRole, AgentStatus, GuardOutcome, Node, NodeNext
 
 DONE, RETRY, DECOMPOSED = AgentStatus.DONE, AgentStatus.RETRY, AgentStatus.DECOMPOSED
 PASS, FAIL, SKIPPED = GuardOutcome.PASS, GuardOutcome.FAIL, GuardOutcome.SKIPPED

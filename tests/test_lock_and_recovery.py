@@ -8,7 +8,7 @@ the agent's file changes in a commit, restores the tree and run state of the las
 iteration and logs it as the runner error `interrupted`; then `runner loop` finishes the tree
 without a single attempt consumed.
 
-Kills at an exact phase use the test-only hook RUNNER_TEST_CRASH_AT (guard_rails.crash_point).
+Kills at an exact phase use the test-only hook RUNNER_TEST_CRASH_AT (lock_and_journal.crash_point).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from runner_core.history import (
     record_to_meta,
 )
 from runner_core.model import AgentStatus, GuardOutcome, Node
-from runner_core.recovery import Journal
+from runner_core.recovery import Journal, JournalPhase
 from runner_core.reports import (
     FileFacts,
     RunFigures,
@@ -44,7 +44,7 @@ from runner_core.reports import (
     status_to_json,
     status_view,
 )
-from runner_core.step import RunState
+from runner_core.run_state import RunState
 
 DONE, RETRY, DECOMPOSED = AgentStatus.DONE, AgentStatus.RETRY, AgentStatus.DECOMPOSED
 PASS, FAIL, SKIPPED = GuardOutcome.PASS, GuardOutcome.FAIL, GuardOutcome.SKIPPED
@@ -70,7 +70,7 @@ def journal(node_id: str, run_id: str = RUN, iteration: int = 6) -> Journal:
         iteration=iteration,
         node_id=node_id,
         role="executor",
-        phase="running",
+        phase=JournalPhase.RUNNING,
         started_at="2026-01-01T00:10:00.000Z",
         runner_pid=4242,
         command="runner loop",

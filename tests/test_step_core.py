@@ -137,6 +137,14 @@ def test_the_selected_nodes_next_field_chooses_the_agent_role(next_: str, role: 
 # ---------------------------------------------------------------- context files
 
 GOAL = "# Goal\n\nShip it.\n"
+SELECTED = tree("leaf", order=1, acceptance=["it ships"])
+# SPEC §5: goal.md is the selected node's goal and acceptance, then the project goal.
+GOAL_MD = (
+    f"# Selected node leaf: {SELECTED.title}\n\n{SELECTED.goal}\n\nAcceptance:\n"
+    + "".join(f"- {item}\n" for item in SELECTED.acceptance)
+    + "\n# Project goal\n\n"
+    + GOAL
+)
 GUARD_LOG = "=== stdout ===\n1 failed\n"
 
 
@@ -185,28 +193,28 @@ GUARD_LOG = "=== stdout ===\n1 failed\n"
 def test_goal_is_always_written_history_only_after_retry_failure_only_after_failed_guard(
     state: RunState, failure_log: str | None, files: set[str]
 ) -> None:
-    written = context_files(GOAL, state, failure_log)
+    written = context_files(SELECTED, GOAL, state, failure_log)
 
     assert set(written) == files
-    assert written["goal.md"] == GOAL
+    assert written["goal.md"] == GOAL_MD
 
 
 def test_history_holds_the_summary_of_the_retry() -> None:
     state = RunState(last_status=RETRY, last_summary="the tests need a fixture", last_guard=SKIPPED)
 
-    assert context_files(GOAL, state, None)["history.md"] == "the tests need a fixture\n"
+    assert context_files(SELECTED, GOAL, state, None)["history.md"] == "the tests need a fixture\n"
 
 
 def test_failure_holds_the_guard_log_of_the_previous_iteration() -> None:
     state = RunState(last_status=DONE, last_summary="done", last_guard=FAIL)
 
-    assert context_files(GOAL, state, GUARD_LOG)["failure.md"] == GUARD_LOG
+    assert context_files(SELECTED, GOAL, state, GUARD_LOG)["failure.md"] == GUARD_LOG
 
 
 def test_goal_is_goal_md_without_its_frontmatter() -> None:
     goal_md = "---\nid: run-1\nowner: me\n---\n\n" + GOAL
 
-    assert context_files(goal_md, RunState(), None)["goal.md"] == GOAL
+    assert context_files(SELECTED, goal_md, RunState(), None)["goal.md"] == GOAL_MD
 
 
 @pytest.mark.parametrize(
@@ -546,7 +554,7 @@ def test_a_runner_error_clears_the_summary_so_the_agent_never_sees_it() -> None:
     assert advanced == RunState(
         run_id="run-1", next_iter=4, last_status=RETRY, last_summary="", last_guard=SKIPPED
     )
-    assert "history.md" not in context_files(GOAL, advanced, None)
+    assert "history.md" not in context_files(SELECTED, GOAL, advanced, None)
 
 
 def test_run_state_json_round_trips() -> None:

@@ -9,7 +9,7 @@ agent and guard between these calls and writes what they return; nothing here do
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -18,8 +18,9 @@ from runner_core.child_additions import validate_child_additions_restricted
 from runner_core.decompose import child_specs_from_output, decompose_node, decomposition_problems
 from runner_core.immutability import check_passed_node_immutability
 from runner_core.invariants import validate_invariants
-from runner_core.model import AgentStatus, GuardOutcome, Node, NodeNext
-from runner_core.run_identity import parse_frontmatter, run_id_problem
+from runner_core.model import AgentRole, AgentStatus, GuardOutcome, Node, NodeNext
+from runner_core.run_identity import parse_frontmatter
+from runner_core.run_state import RunState
 from runner_core.schema import validate_decomposer_output, validate_executor_output
 from runner_core.selection import Selection, SelectionStatus, select_leaf
 from runner_core.state_update import StateUpdateSummary, apply_state_updates
@@ -33,75 +34,11 @@ from runner_core.tree_json import (
 )
 
 
-class AgentRole(enum.Enum):
-    DECOMPOSER = "decomposer"
-    EXECUTOR = "executor"
-
-
 class PlanKind(enum.Enum):
     RUN = "run"
     COMPLETE = "complete"
     STUCK = "stuck"
     LIMIT = "limit"
-
-
-@attrs.frozen(slots=True)
-class RunState:
-    """`.runner/state/run_state.json`."""
-
-    run_id: str | None = None
-    next_iter: int = 1
-    last_status: AgentStatus | None = None
-    last_summary: str = ""
-    last_guard: GuardOutcome | None = None
-
-
-class RunStateError(ValueError):
-    """run_state.json data that is not a run state; names the field."""
-
-
-def run_state_from_json(obj: Any) -> RunState:
-    if not isinstance(obj, dict):
-        raise RunStateError("must be a JSON object")
-    known = {"run_id", "next_iter", "last_status", "last_summary", "last_guard"}
-    unknown = sorted(set(obj) - known)
-    if unknown:
-        raise RunStateError(f"unknown field '{unknown[0]}'")
-    run_id = obj.get("run_id")
-    next_iter = obj.get("next_iter", 1)
-    summary = obj.get("last_summary", "")
-    if run_id is not None and not isinstance(run_id, str):
-        raise RunStateError("run_id must be a string or null")
-    # run_id names a directory and a branch: '..' or 'a/b' must never reach a path.
-    if run_id is not None and (problem := run_id_problem(run_id)) is not None:
-        raise RunStateError(f"run_id: {problem}")
-    if not isinstance(next_iter, int) or isinstance(next_iter, bool) or next_iter < 1:
-        raise RunStateError("next_iter must be an integer >= 1")
-    if not isinstance(summary, str):
-        raise RunStateError("last_summary must be a string")
-    try:
-        status = AgentStatus(obj["last_status"]) if obj.get("last_status") else None
-    except ValueError:
-        raise RunStateError(
-            f"last_status must be done, retry, decomposed or null, got {obj['last_status']!r}"
-        ) from None
-    try:
-        guard = GuardOutcome(obj["last_guard"]) if obj.get("last_guard") else None
-    except ValueError:
-        raise RunStateError(
-            f"last_guard must be pass, fail, skipped or null, got {obj['last_guard']!r}"
-        ) from None
-    return RunState(run_id, next_iter, status, summary, guard)
-
-
-def run_state_to_json(state: RunState) -> dict[str, Any]:
-    return {
-        "run_id": state.run_id,
-        "next_iter": state.next_iter,
-        "last_status": state.last_status.value if state.last_status else None,
-        "last_summary": state.last_summary,
-        "last_guard": state.last_guard.value if state.last_guard else None,
-    }
 
 
 # ---------------------------------------------------------------- before the agent
@@ -139,19 +76,35 @@ def needs_failure_log(state: RunState) -> bool:
     return state.last_status is AgentStatus.DONE and state.last_guard is GuardOutcome.FAIL
 
 
-def context_files(goal: str, state: RunState, failure_log: str | None) -> dict[str, str]:
+def context_files(
+    node: Node, goal: str, state: RunState, failure_log: str | None
+) -> dict[str, str]:
     """Files of `.runner/context/` for this iteration; absent names must not exist.
 
-    goal.md is GOAL.md without its frontmatter; history.md the last retry's summary;
-    failure.md the last guard.log when the previous iteration was done with a failed guard.
+    goal.md is the selected node's goal and acceptance, then GOAL.md without its frontmatter;
+    history.md the last retry's summary; failure.md the last guard.log when the previous
+    iteration was done with a failed guard.
     """
-    files = {"goal.md": parse_frontmatter(goal).body.lstrip("\n")}
+    files = {"goal.md": goal_context(node, goal)}
     # A runner error leaves the summary empty: it is never shown to the agent.
     if state.last_status is AgentStatus.RETRY and state.last_summary:
         files["history.md"] = state.last_summary + "\n"
     if needs_failure_log(state) and failure_log is not None:
         files["failure.md"] = failure_log
     return files
+
+
+CONTEXT_FILES = ("goal.md", "history.md", "failure.md")
+
+
+def goal_context(node: Node, goal: str) -> str:
+    """context/goal.md (SPEC §5): the selected node's goal and acceptance, then the project goal."""
+    acceptance = "\n".join(f"- {item}" for item in node.acceptance) or "- (none given)"
+    project = parse_frontmatter(goal).body.lstrip("\n")
+    return (
+        f"# Selected node {node.id}: {node.title}\n\n{node.goal}\n\n"
+        f"Acceptance:\n{acceptance}\n\n# Project goal\n\n{project}"
+    )
 
 
 # ---------------------------------------------------------------- after the agent
@@ -224,7 +177,7 @@ def review_execution(
             validate_status_invariants(prev, candidate, selected_id, status),
         ),
     )
-    problems = [f"{name}: {'; '.join(errors)}" for name, errors in layers if errors]
+    problems = layer_problems(layers)
     if not problems:
         # The agent may edit an open node's max_attempts, but not below the attempts the
         # runner already counted: the tree after the runner's reset must still be valid.
@@ -252,16 +205,29 @@ def review_decomposition(
     candidate = decompose_node(prev, selected_id, specs, max_attempts_default)
     if not canonical_fits(candidate):
         return Review(AgentStatus.RETRY, summary, None, f"the decomposed tree: {_TOO_LARGE}")
-    layers = (
-        # The runner names the children `<parent>.<n>`; deep enough, that is too long an id.
-        validate_invariants(candidate)
-        + validate_child_additions_restricted(prev, candidate, selected_id)
-        + check_passed_node_immutability(prev, candidate)
-        + validate_status_invariants(prev, candidate, selected_id, AgentStatus.DECOMPOSED)
+    layered = layer_problems(
+        (
+            # The runner names the children `<parent>.<n>`; deep enough, that is too long an id.
+            ("tree invariants failed", validate_invariants(candidate)),
+            (
+                "child additions failed",
+                validate_child_additions_restricted(prev, candidate, selected_id),
+            ),
+            ("immutability failed", check_passed_node_immutability(prev, candidate)),
+            (
+                "status invariants failed",
+                validate_status_invariants(prev, candidate, selected_id, AgentStatus.DECOMPOSED),
+            ),
+        )
     )
-    if layers:
-        return Review(AgentStatus.RETRY, summary, None, "; ".join(layers))
+    if layered:
+        return Review(AgentStatus.RETRY, summary, None, "; ".join(layered))
     return Review(AgentStatus.DECOMPOSED, summary, candidate)
+
+
+def layer_problems(layers: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
+    """One problem per validator layer that failed: its name, then its errors."""
+    return [f"{name}: {'; '.join(errors)}" for name, errors in layers if errors]
 
 
 _TOO_LARGE = (

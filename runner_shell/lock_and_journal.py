@@ -16,22 +16,24 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from runner_core.recovery import Journal, JournalError, journal_from_json, journal_to_json
+from runner_core.recovery import (
+    Journal,
+    JournalError,
+    JournalPhase,
+    journal_from_json,
+    journal_to_json,
+)
 from runner_shell.errors import UserFacingError
 from runner_shell.files import atomic_write_text
 from runner_shell.git import Repo
 
 
-def _git_path(repo: Repo, name: str) -> Path:
-    return repo.root / repo.git("rev-parse", "--git-path", name).stdout.strip()
-
-
 def journal_path(repo: Repo) -> Path:
-    return _git_path(repo, "runner-journal.json")
+    return repo.git_path("runner-journal.json")
 
 
 def lock_path(repo: Repo) -> Path:
-    return _git_path(repo, "runner.lock")
+    return repo.git_path("runner.lock")
 
 
 def current_command() -> str:
@@ -109,8 +111,8 @@ def read_journal(repo: Repo) -> Journal | None:
 def write_journal(repo: Repo, journal: Journal) -> None:
     atomic_write_text(journal_path(repo), json.dumps(journal_to_json(journal), indent=2) + "\n")
     # `running`, `writing`, `committing`; `running+1` once the agent runs, `running+2` the guard.
-    groups = len(journal.process_groups) if journal.phase == "running" else 0
-    crash_point(journal.phase + (f"+{groups}" if groups else ""))
+    groups = len(journal.process_groups) if journal.phase is JournalPhase.RUNNING else 0
+    crash_point(journal.phase.value + (f"+{groups}" if groups else ""))
 
 
 def clear_journal(repo: Repo) -> None:

@@ -1,0 +1,509 @@
+"""`runner step` and `runner loop`: one iteration carried out by interpreting the core's machine.
+
+runner_core.iteration_machine decides everything (may the step run, which node, the context,
+the deadline, what the agent's work amounts to, runner versus agent error, the files and the
+commit); `interpret` below carries out each effect it asks for and feeds the result back.
+Reading `perform`, one sees every side effect of an iteration.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from string import Template
+
+import attrs
+
+from runner_core.config import Config
+from runner_core.exit_codes import ExitCode
+from runner_core.history import TokenUsage
+from runner_core.iteration import (
+    IterationOutcome,
+    PlanKind,
+    StepPlan,
+    needs_failure_log,
+    plan_step,
+)
+from runner_core.iteration_machine import (
+    Abort,
+    AgentFinished,
+    ClockReading,
+    Commit,
+    ConfigRead,
+    CountExecutions,
+    Done,
+    Effect,
+    ExecutionsCounted,
+    Finished,
+    GuardFinished,
+    IoFailed,
+    IterationFacts,
+    IterationMachine,
+    IterationPorts,
+    NotStarted,
+    PrepareIterationDir,
+    PromptParts,
+    ReadConfig,
+    ReadTree,
+    RestoreConfig,
+    Result,
+    RunAgent,
+    RunGuard,
+    TreeRead,
+    WriteContext,
+    WriteIterationFile,
+    WriteJournal,
+    start_iteration,
+)
+from runner_core.model import AgentRole, Node
+from runner_core.preconditions import RepoFacts, step_precondition_problem
+from runner_core.recovery import Journal, interrupted_problem
+from runner_core.run_state import RunState
+from runner_shell.agents import AgentRequest, backend_for
+from runner_shell.checks import check_programs, check_tree_writable
+from runner_shell.errors import UserFacingError
+from runner_shell.files import atomic_write_bytes, atomic_write_text, read_text_head
+from runner_shell.git import GitError, Repo
+from runner_shell.iteration_log import commit_iteration, count_executions, utc_now
+from runner_shell.layout import RunnerPaths
+from runner_shell.lock_and_journal import current_command, read_journal, write_journal
+from runner_shell.processes import SpawnError, run_process
+from runner_shell.store import (
+    load_config,
+    load_goal_id,
+    load_run_state,
+    load_tree,
+    read_bytes,
+    read_gitignore_lines,
+    read_goal,
+    read_optional_text,
+    read_tree_bytes,
+)
+
+# How much of the previous guard.log is handed to the next attempt as failure.md.
+FAILURE_LOG_MAX_BYTES = 1024 * 1024
+
+
+@attrs.frozen(slots=True)
+class StepResult:
+    kind: PlanKind
+    run_id: str
+    plan: StepPlan
+    outcome: IterationOutcome | None = None
+
+    @property
+    def exit_code(self) -> int:
+        if self.kind is PlanKind.COMPLETE:
+            return ExitCode.COMPLETE
+        if self.kind is PlanKind.STUCK:
+            return ExitCode.STUCK
+        if self.kind is PlanKind.LIMIT:
+            return ExitCode.ERROR
+        assert self.outcome is not None
+        return ExitCode.ERROR if self.outcome.runner_error is not None else ExitCode.OK
+
+
+@attrs.frozen(slots=True)
+class Loaded:
+    """What a step reads before it decides anything."""
+
+    config: Config
+    state: RunState
+    tree: Node
+    run_id: str
+
+
+def load_for_step(paths: RunnerPaths, repo: Repo) -> Loaded:
+    """Check SPEC §5's preconditions and load config, run state and tree."""
+    journal = read_journal(repo)
+    if journal is not None:
+        raise UserFacingError(interrupted_problem(journal))
+    operation = repo.operation_in_progress()
+    if operation is not None:
+        raise UserFacingError(f"git is in the middle of {operation}; finish or abort it first")
+    config = load_config(paths)
+    state = load_run_state(paths)
+    facts = RepoFacts(
+        branch=repo.current_branch(),
+        dirty_paths=repo.dirty_paths(),
+        gitignore_lines=read_gitignore_lines(paths),
+        run_id=state.run_id,
+        goal_id=load_goal_id(paths),
+    )
+    problem = step_precondition_problem(facts)
+    if problem is not None:
+        raise UserFacingError(problem)
+    assert state.run_id is not None
+    return Loaded(config, state, load_tree(paths), state.run_id)
+
+
+def run_step(paths: RunnerPaths, repo: Repo, prompt_budget: int) -> StepResult:
+    loaded = load_for_step(paths, repo)
+    plan = plan_step(loaded.tree, loaded.state, loaded.config.max_iterations)
+    if plan.kind is not PlanKind.RUN:
+        return StepResult(plan.kind, loaded.run_id, plan)
+    # Problems a user can fix are refused here, before an iteration exists: nothing is written.
+    check_programs(loaded.config, paths.root)
+    facts = gather(paths, loaded, plan, prompt_budget)
+    if not facts.tree_is_previous_snapshot:  # else its bytes are canonical and were read back
+        check_tree_writable(paths, loaded.tree)
+    finished = interpret(start_iteration(facts), shell_ports(paths, repo, facts))
+    return StepResult(PlanKind.RUN, loaded.run_id, plan, finished.outcome)
+
+
+# ---------------------------------------------------------------- facts
+
+
+def _template(name: str, values: Mapping[str, str]) -> str:
+    text = (Path(__file__).parent / "templates" / name).read_text(encoding="utf-8")
+    return Template(text).safe_substitute(values)
+
+
+def gather(paths: RunnerPaths, loaded: Loaded, plan: StepPlan, budget: int) -> IterationFacts:
+    """Everything the machine needs to know before the iteration starts."""
+    state, run_id = loaded.state, loaded.run_id
+    failure_log = None
+    previous = paths.iter_dir(run_id, plan.iteration - 1)
+    if needs_failure_log(state) and (previous / "guard.log").exists():
+        failure_log = read_text_head(previous / "guard.log", FAILURE_LOG_MAX_BYTES)
+    entries = _left_over(paths.iter_dir(run_id, plan.iteration))
+    snapshot = previous / "tree.after.json"
+    is_previous = snapshot.is_file() and filecmp.cmp(paths.tree, snapshot, shallow=False)
+    iter_dir = paths.iter_dir(run_id, plan.iteration)
+    role = plan.role or AgentRole.EXECUTOR
+    return IterationFacts(
+        run_id=run_id,
+        plan=plan,
+        config=loaded.config,
+        state=state,
+        tree=loaded.tree,
+        goal=read_goal(paths),
+        failure_log=failure_log,
+        config_bytes=paths.config.read_bytes(),
+        entries=entries,
+        tree_is_previous_snapshot=is_previous,
+        prompt=_prompt_parts(paths, loaded.config, role, iter_dir, budget),
+        started=SystemClock().now(),
+        runner_pid=os.getpid(),
+        command=current_command(),
+    )
+
+
+def _left_over(iter_dir: Path) -> frozenset[str]:
+    """The iteration's directory and its set-aside copies, when an interrupted run left one;
+    the run directory is listed only then, so a step's cost never grows with the run."""
+    if not iter_dir.exists():
+        return frozenset()
+    name = iter_dir.name
+    return frozenset(
+        entry
+        for entry in os.listdir(iter_dir.parent)
+        if entry == name or entry.startswith(f"{name}.interrupted-")
+    )
+
+
+def schema_path(paths: RunnerPaths, role: AgentRole) -> Path:
+    return paths.decomposer_schema if role is AgentRole.DECOMPOSER else paths.executor_schema
+
+
+def _prompt_parts(
+    paths: RunnerPaths, config: Config, role: AgentRole, iter_dir: Path, budget: int
+) -> PromptParts:
+    values = {
+        "context_dir": paths.relative(paths.context_dir) + "/",
+        "guard_command": " ".join(config.guard_command),
+        "output_path": str(iter_dir / "agent_output.json"),
+        "schema_path": str(schema_path(paths, role)),
+    }
+    return PromptParts(
+        contract=_template(f"contract_{role.value}.md", values),
+        output=_template(f"output_{role.value}.md", values),
+        guidance=read_optional_text(paths.guidance, budget),
+        assumptions=read_optional_text(paths.assumptions, budget),
+        questions=read_optional_text(paths.questions, budget),
+        budget=budget,
+    )
+
+
+# ---------------------------------------------------------------- the interpreter
+
+
+def interpret(machine: IterationMachine, ports: IterationPorts) -> Finished:
+    """Carry out the machine's effects, feeding each result back, until it has committed."""
+    while not isinstance(machine.effect, Finished):
+        if isinstance(machine.effect, Abort):
+            raise UserFacingError(machine.effect.message)
+        result = perform(machine.effect, machine.journal, ports)
+        machine = machine.feed(result, ports.clock.now())
+    return machine.effect
+
+
+def perform(effect: Effect, journal: Journal, ports: IterationPorts) -> Result:
+    """Every side effect of an iteration, each through one port."""
+    store = ports.store
+    try:
+        if isinstance(effect, RunAgent):
+            return ports.agents.run_agent(effect, journal)
+        if isinstance(effect, RunGuard):
+            return ports.guards.run_guard(effect, journal)
+        if isinstance(effect, ReadTree):
+            return store.read_tree()
+        if isinstance(effect, ReadConfig):
+            return store.read_config()
+        if isinstance(effect, CountExecutions):
+            return ExecutionsCounted(store.count_executions())
+        if isinstance(effect, PrepareIterationDir):
+            store.prepare(effect)
+        elif isinstance(effect, WriteContext):
+            store.write_context(effect)
+        elif isinstance(effect, WriteJournal):
+            store.write_journal(effect.journal)
+        elif isinstance(effect, WriteIterationFile):
+            store.write_iteration_file(effect)
+        elif isinstance(effect, RestoreConfig):
+            store.restore_config(effect.data)
+        elif isinstance(effect, Commit):
+            store.commit(effect)
+    except OSError as error:
+        return IoFailed(str(error) or type(error).__name__)
+    return Done()
+
+
+class SystemClock:
+    def now(self) -> ClockReading:
+        return ClockReading(time.monotonic(), utc_now())
+
+
+def shell_ports(paths: RunnerPaths, repo: Repo, facts: IterationFacts) -> IterationPorts:
+    iter_dir = paths.iter_dir(facts.run_id, facts.plan.iteration)
+    return IterationPorts(
+        clock=SystemClock(),
+        agents=ProcessAgentRunner(paths, repo, facts.config, iter_dir),
+        guards=ProcessGuardRunner(paths.root, repo, iter_dir),
+        store=DiskIterationStore(paths, repo, facts.run_id, iter_dir),
+    )
+
+
+@attrs.frozen(slots=True)
+class ProcessAgentRunner:
+    """Runs the configured backend; records its process group in the journal as it starts."""
+
+    paths: RunnerPaths
+    repo: Repo
+    config: Config
+    iter_dir: Path
+
+    def run_agent(self, effect: RunAgent, journal: Journal) -> AgentFinished | NotStarted:
+        started: list[int] = []
+        output_path = self.iter_dir / effect.output_name
+        usage_path = self.iter_dir / effect.usage_name
+        schema = schema_path(self.paths, effect.role)
+        env = dict(os.environ)
+        env.update(
+            effect.env,
+            RUNNER_OUTPUT_PATH=str(output_path),
+            RUNNER_OUTPUT_SCHEMA=str(schema),
+            RUNNER_ITER_DIR=str(self.iter_dir),
+            RUNNER_USAGE_PATH=str(usage_path),
+        )
+        request = AgentRequest(
+            role=effect.role,
+            repo_root=self.paths.root,
+            iter_dir=self.iter_dir,
+            prompt_path=self.iter_dir / effect.prompt_name,
+            output_path=output_path,
+            schema_path=schema,
+            usage_path=usage_path,
+            log_path=self.iter_dir / effect.log_name,
+            env=env,
+            timeout_secs=effect.timeout_secs,
+            limit_bytes=effect.limit_bytes,
+            on_start=_tracker(self.repo, journal, started),
+        )
+        try:
+            agent = backend_for(self.config.agent_backend, self.config.agent_command).run(request)
+        except SpawnError as error:
+            return NotStarted(str(error))
+        return AgentFinished(
+            exit_code=agent.process.exit_code,
+            timed_out=agent.process.timed_out,
+            output_text=agent.output_text,
+            output_problem=agent.output_problem,
+            tokens=_tokens(agent.input_tokens, agent.output_tokens, agent.cached_input_tokens),
+            cost_usd=agent.cost_usd,
+            process_group=started[0] if started else None,
+        )
+
+
+def _tracker(repo: Repo, journal: Journal, started: list[int]) -> Callable[[int], None]:
+    """Write the journal with the new process group the moment it exists, for recovery."""
+
+    def track(pgid: int) -> None:
+        started.append(pgid)
+        write_journal(repo, attrs.evolve(journal, process_groups=(*journal.process_groups, pgid)))
+
+    return track
+
+
+def _tokens(input_: int | None, output: int | None, cached: int | None) -> TokenUsage | None:
+    if input_ is None and output is None and cached is None:
+        return None
+    return TokenUsage(input_ or 0, output or 0, cached or 0)
+
+
+@attrs.frozen(slots=True)
+class ProcessGuardRunner:
+    root: Path
+    repo: Repo
+    iter_dir: Path
+
+    def run_guard(self, effect: RunGuard, journal: Journal) -> GuardFinished | NotStarted:
+        started: list[int] = []
+        try:
+            result = run_process(
+                effect.argv,
+                cwd=self.root,
+                # Marks the guard and whatever it leaves running as this iteration's, for recovery.
+                env=dict(os.environ, RUNNER_ITER_DIR=str(self.iter_dir)),
+                stdin_path=None,
+                timeout_secs=effect.timeout_secs,
+                log_path=self.iter_dir / effect.log_name,
+                limit_bytes=effect.limit_bytes,
+                on_start=_tracker(self.repo, journal, started),
+            )
+        except SpawnError as error:
+            return NotStarted(str(error))
+        return GuardFinished(result.exit_code, result.timed_out, started[0] if started else None)
+
+
+@attrs.frozen(slots=True)
+class DiskIterationStore:
+    """The iteration's files under `.runner/`, the journal in the git directory, the commit."""
+
+    paths: RunnerPaths
+    repo: Repo
+    run_id: str
+    iter_dir: Path
+
+    def prepare(self, effect: PrepareIterationDir) -> None:
+        if effect.set_aside_as is not None:
+            self.iter_dir.rename(self.iter_dir.with_name(effect.set_aside_as))
+        self.iter_dir.mkdir(parents=True)
+
+    def write_context(self, effect: WriteContext) -> None:
+        self.paths.context_dir.mkdir(parents=True, exist_ok=True)
+        for name, text in effect.files:
+            atomic_write_text(self.paths.context_dir / name, text)
+        for name in effect.remove:
+            (self.paths.context_dir / name).unlink(missing_ok=True)
+
+    def write_journal(self, journal: Journal) -> None:
+        write_journal(self.repo, journal)
+
+    def write_iteration_file(self, effect: WriteIterationFile) -> None:
+        target = self.iter_dir / effect.name
+        if effect.append:
+            text = target.read_text(encoding="utf-8", errors="replace") + effect.text
+            atomic_write_text(target, text)
+        else:
+            atomic_write_text(target, effect.text)
+
+    def read_tree(self) -> TreeRead:
+        try:
+            return TreeRead(read_tree_bytes(self.paths))
+        except UserFacingError as error:  # the agent deleted it, or grew it past the limit
+            return TreeRead(b"", str(error))
+
+    def read_config(self) -> ConfigRead:
+        try:
+            return ConfigRead(read_bytes(self.paths.config))
+        except OSError:  # deleted or replaced by the agent
+            return ConfigRead(None)
+
+    def restore_config(self, data: bytes) -> None:
+        atomic_write_bytes(self.paths.config, data)
+
+    def count_executions(self) -> Mapping[str, int]:
+        return count_executions(self.paths, self.run_id)
+
+    def commit(self, effect: Commit) -> None:
+        try:
+            commit_iteration(self.paths, self.repo, self.run_id, self.iter_dir, effect)
+        except GitError as error:
+            raise UserFacingError(
+                f"iteration {effect.committing.iteration} was logged but not committed: {error} "
+                "(fix the problem, then run 'runner recover')"
+            ) from None
+
+
+def loop_line(result: StepResult) -> str:
+    outcome = result.outcome
+    assert outcome is not None
+    return (
+        f"loop: step run={result.run_id} iter={result.plan.iteration} node={result.plan.node.id} "
+        f"status={outcome.status.value} guard={outcome.guard.value}"
+    )
+
+
+def _show_progress(paths: RunnerPaths, progress: Callable[[str], None], began: float) -> None:
+    # Imported here: only `runner loop` shows progress, and `runner step` starts faster without.
+    from runner_core.reports import progress_line
+
+    try:
+        state, config, tree = load_run_state(paths), load_config(paths), load_tree(paths)
+    except UserFacingError:
+        return  # the step itself reports what is wrong
+    line = progress_line(state.next_iter, config.max_iterations, tree, time.monotonic() - began)
+    if line is not None:
+        progress(line)
+
+
+def run_loop(
+    paths: RunnerPaths,
+    repo: Repo,
+    prompt_budget: int,
+    emit: Callable[[str], None],
+    progress: Callable[[str], None] | None = None,
+    max_steps: int | None = None,
+) -> int:
+    """Step until complete (0), stuck (3), the iteration limit (1) or a runner error (1).
+
+    `progress`, when given, hears a one-line summary before each step (a terminal's live line).
+    With `max_steps`, the loop also stops (0) once it has taken that many steps.
+    """
+    started_at = load_run_state(paths).next_iter
+    began = time.monotonic()
+    steps = 0
+    while True:
+        if progress is not None:
+            _show_progress(paths, progress, began)
+        result = run_step(paths, repo, prompt_budget)
+        run = result.run_id
+        if result.kind is PlanKind.COMPLETE:
+            emit(f"loop: status=complete run={run} steps={steps} started_at_iter={started_at}")
+            return ExitCode.OK
+        if result.kind is PlanKind.STUCK:
+            node = result.plan.node
+            emit(
+                f"loop: status=stuck run={run} id={node.id} path={result.plan.selection.path} "
+                f"attempts={node.attempts}/{node.max_attempts}"
+            )
+            return ExitCode.STUCK
+        if result.kind is PlanKind.LIMIT:
+            emit(
+                f"loop: status=limit run={run} next_iter={result.plan.iteration} "
+                f"max_iterations={load_config(paths).max_iterations} steps={steps} "
+                f"started_at_iter={started_at}"
+            )
+            return ExitCode.ERROR
+        steps += 1
+        emit(loop_line(result))
+        assert result.outcome is not None
+        if result.outcome.runner_error is not None:
+            raise UserFacingError(f"runner error: {result.outcome.runner_error}")
+        if max_steps is not None and steps >= max_steps:
+            emit(f"loop: status=max-steps run={run} steps={steps} started_at_iter={started_at}")
+            return ExitCode.OK
