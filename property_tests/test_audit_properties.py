@@ -8,12 +8,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner_core import dumps_tree, parse_tree
-from runner_core.audit import CommitFacts, audit_run
+from runner_core.audit import TREE_PATH, CommitFacts, audit_run
 from runner_core.chain import chain_link, chain_seed
 from runner_core.model import Node, rebuild_postorder, with_children
 from runner_core.testing import Run, preorder, runs
 from runner_core.testing.commits import run_commits
-from runner_core.trailers import parse_trailers, record_from_trailers, record_trailers, render_trailers
+from runner_core.trailers import (
+    parse_trailers,
+    record_from_trailers,
+    record_trailers,
+    render_trailers,
+)
 
 SETTINGS = settings(max_examples=100, deadline=None)
 
@@ -92,3 +97,98 @@ def _relink(run_id: str, commits: tuple[CommitFacts, ...]) -> tuple[CommitFacts,
         body = render_trailers((*record_trailers(record), ("Runner-Chain", chain)))
         relinked.append(attrs.evolve(commit, message=f"{subject}\n\n{body}"))
     return tuple(relinked)
+
+
+def _hand_commit(commits: tuple[CommitFacts, ...], tree: Node) -> CommitFacts:
+    last = commits[-1]
+    return CommitFacts(
+        "hand", "fix tree\n", dumps_tree(tree).encode(), last.run_state_json, (TREE_PATH,)
+    )
+
+
+def _open_leaf_runs() -> st.SearchStrategy[Run]:
+    return runs(max_iterations=6).filter(
+        lambda run: any(n.is_leaf and not n.passes for n, _ in preorder(run.trees[-1]))
+    )
+
+
+@SETTINGS
+@given(_open_leaf_runs())
+def test_a_hand_flipped_passes_is_a_hand_edit_and_an_untraced_pass(run: Run) -> None:
+    start, commits = run_commits(run)
+    final = run.trees[-1]
+    leaf = next(n for n, _ in preorder(final) if n.is_leaf and not n.passes)
+    flipped = _mutated(final, leaf.id, "passes", True)
+    report = audit_run(run.run_id, start, (*commits, _hand_commit((start, *commits), flipped)))
+    whats = {(f.commit, f.node, f.what) for f in report.findings}
+    assert ("hand", leaf.id, "hand edit passes false -> true") in whats
+    assert any(
+        f.node == leaf.id and f.what.startswith("passed leaf without") for f in report.findings
+    )
+
+
+@SETTINGS
+@given(
+    runs(max_iterations=6).filter(lambda run: any(n.attempts for n, _ in preorder(run.trees[-1])))
+)
+def test_an_attempt_reset_is_a_hand_edit_naming_node_and_field(run: Run) -> None:
+    start, commits = run_commits(run)
+    final = run.trees[-1]
+    node = next(n for n, _ in preorder(final) if n.attempts)
+    reset = _mutated(final, node.id, "attempts", 0)
+    report = audit_run(run.run_id, start, (*commits, _hand_commit((start, *commits), reset)))
+    assert [f.line for f in report.findings] == [
+        f"audit: finding commit=hand iter=- node={node.id} hand edit attempts {node.attempts} -> 0"
+    ]
+
+
+@SETTINGS
+@given(runs(max_iterations=6).filter(lambda run: len(run.steps) >= 2), st.data())
+def test_a_dropped_iteration_breaks_numbering_and_chain(run: Run, data: st.DataObject) -> None:
+    start, commits = run_commits(run)
+    dropped = data.draw(st.integers(0, len(commits) - 2))
+    kept = commits[:dropped] + commits[dropped + 1 :]
+    report = audit_run(run.run_id, start, kept)
+    whats = {f.what for f in report.findings if f.commit == commits[dropped + 1].sha}
+    assert "Runner-Chain does not follow from the previous iteration" in whats
+    assert any("an iteration is missing or repeated" in what for what in whats)
+
+
+@SETTINGS
+@given(runs(max_iterations=6).filter(lambda run: len(run.steps) >= 1), st.data())
+def test_an_edited_trailer_breaks_the_chain_of_its_commit(run: Run, data: st.DataObject) -> None:
+    start, commits = run_commits(run)
+    index = data.draw(st.integers(0, len(commits) - 1))
+    edited = commits[index].message.replace("Runner-Duration-Ms: ", "Runner-Duration-Ms: 1")
+    tampered = list(commits)
+    tampered[index] = attrs.evolve(commits[index], message=edited)
+    report = audit_run(run.run_id, start, tuple(tampered))
+    assert [f.line for f in report.findings] == [
+        f"audit: finding commit={commits[index].sha[:8]} iter={index + 1} node=- "
+        "Runner-Chain does not follow from the previous iteration"
+    ]
+
+
+def _passed_in_both(run: Run) -> list[tuple[int, str]]:
+    return [
+        (index, node.id)
+        for index, step in enumerate(run.steps)
+        for node, _ in preorder(step.tree)
+        if node.passes and any(n.id == node.id and n.passes for n, _ in preorder(run.trees[index]))
+    ]
+
+
+@SETTINGS
+@given(runs(max_iterations=6).filter(lambda run: bool(_passed_in_both(run))), st.data())
+def test_an_iteration_that_edited_a_passed_node_is_found(run: Run, data: st.DataObject) -> None:
+    """Even with the chain re-linked over the edited bytes."""
+    start, commits = run_commits(run)
+    index, node_id = data.draw(st.sampled_from(_passed_in_both(run)))
+    edited = _mutated(run.steps[index].tree, node_id, "title", "edited by hand")
+    tampered = list(commits)
+    tampered[index] = attrs.evolve(commits[index], tree_json=dumps_tree(edited).encode())
+    report = audit_run(run.run_id, start, _relink(run.run_id, tuple(tampered)))
+    assert any(
+        f.commit == commits[index].sha and f.node == node_id and "changed in next tree" in f.what
+        for f in report.findings
+    ), report.lines()
