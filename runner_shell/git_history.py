@@ -46,7 +46,7 @@ def _logged_commits(root: Path, rev: str) -> list[tuple[str, str, tuple[str, ...
     return commits
 
 
-def run_commits(
+def read_run_commits(
     root: Path, run_id: str, rev: str = "HEAD"
 ) -> tuple[CommitFacts, tuple[CommitFacts, ...]]:
     """The start commit of `run_id` on `rev` and every commit after it, oldest first."""
