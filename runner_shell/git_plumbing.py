@@ -57,8 +57,11 @@ def git_bytes(
     return result.stdout
 
 
-def read_blobs(root: Path, names: Sequence[str]) -> tuple[bytes | None, ...]:
-    """The bytes of each `<rev>:<path>` (None when missing), through one `git cat-file --batch`."""
+def read_objects(
+    root: Path, names: Sequence[str], kinds: tuple[bytes, ...] = (b"blob",)
+) -> tuple[bytes | None, ...]:
+    """The bytes of each named object (`<rev>:<path>`, a sha) through one `git cat-file --batch`;
+    None when it is missing or not of one of `kinds`."""
     if not names:
         return ()
     if any("\n" in name for name in names):
@@ -70,7 +73,7 @@ def read_blobs(root: Path, names: Sequence[str]) -> tuple[bytes | None, ...]:
         end = out.index(b"\n", position)
         header = out[position:end].split(b" ")
         position = end + 1
-        if header[-1] == b"missing" or len(header) != 3 or header[1] != b"blob":
+        if header[-1] == b"missing" or len(header) != 3 or header[1] not in kinds:
             blobs.append(None)
             if len(header) == 3 and header[-1].isdigit():
                 position += int(header[2]) + 1

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from runner_shell.files import atomic_write_bytes
 from runner_shell.git import GitError
-from runner_shell.git_plumbing import ZERO_OID, git_bytes, read_blobs
+from runner_shell.git_plumbing import ZERO_OID, git_bytes, read_objects
 
 LOGS_REF_PREFIX = "refs/runner/logs/"
 
@@ -142,7 +142,7 @@ def restore(root: Path, run_id: str, run_dir: Path) -> tuple[int, ...]:
     if _tip(root, ref) is None:
         raise ArchiveError(f"no archived logs for run {run_id} ({ref} does not exist)")
     entries = _archived_entries(root, ref)
-    blobs = read_blobs(root, [sha for _, _, sha in entries])
+    blobs = read_objects(root, [sha for _, _, sha in entries])
     for directory in (run_dir.parent, run_dir):
         _refuse_symlink(directory)
     for (number, name, sha), data in zip(entries, blobs, strict=True):

@@ -113,3 +113,15 @@ def test_a_branch_without_the_start_commit_is_refused_by_name(tmp_path: Path) ->
     new_repo(tmp_path)
     with pytest.raises(NoStartCommit, match="no commit 'chore\\(loop\\): start run run-9' on HEAD"):
         read_run_commits(tmp_path, "run-9")
+
+
+def test_a_message_holding_separator_bytes_reads_back_exactly(tmp_path: Path) -> None:
+    new_repo(tmp_path)
+    git(tmp_path, "commit", "-q", "--allow-empty", "-m", "chore(loop): start run run-1")
+    hostile = "fix\x1e\x1fdeadbeef\n\nRunner-Iter: 1\n"
+    (tmp_path / ".runner" / "state").mkdir(parents=True)
+    (tmp_path / TREE_PATH).write_text("{}")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "--cleanup=verbatim", "-m", hostile)
+    _, commits = read_run_commits(tmp_path, "run-1")
+    assert [(commit.message, commit.touched) for commit in commits] == [(hostile, (TREE_PATH,))]
