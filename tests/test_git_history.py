@@ -3,7 +3,6 @@ runner committed, since the run's start commit only, and tampering done with git
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -14,23 +13,9 @@ from runner_core.audit import RUN_STATE_PATH, TREE_PATH, CommitFacts, audit_run
 from runner_core.testing import Run, runs
 from runner_core.testing.commits import run_commits
 from runner_shell.git_history import NoStartCommit, read_run_commits
+from tests.git_repos import git, new_repo
 
 SETTINGS = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, check=True, capture_output=True, text=True, timeout=60
-    ).stdout
-
-
-def new_repo(root: Path) -> None:
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "t")
-    git(root, "config", "user.email", "t@t")
-    (root / "README").write_text("project\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "before the run")
 
 
 def commit_facts(root: Path, facts: CommitFacts) -> str:

@@ -3,33 +3,20 @@ travels with a fetch of refs/runner/*; restore refuses what the runner never arc
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from runner_shell.log_archive import ArchiveError, archive_iteration, logs_ref, restore
+from tests.git_repos import git, new_repo
 
 RUN = "run-0001"
 
 
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, check=True, capture_output=True, text=True, timeout=60
-    ).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "t")
-    git(root, "config", "user.email", "t@t")
-    (root / ".gitignore").write_text(".runner/iterations/\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
-    return root
+    new_repo(tmp_path / "repo")
+    return tmp_path / "repo"
 
 
 def write_iteration(root: Path, iteration: int, extra: str = "") -> Path:
@@ -102,26 +89,11 @@ def test_restore_without_an_archive_names_the_ref(repo: Path) -> None:
 
 def forge_archive(repo: Path, path_in_tree: str) -> None:
     """A ref holding one file at `path_in_tree`, as a hostile push could."""
-    blob = git(repo, "hash-object", "-w", "--stdin").strip()
+    blob = git(repo, "hash-object", "-w", "--stdin", stdin="").strip()
     number, name = path_in_tree.split("/")
-    sub = subprocess.run(
-        ["git", "mktree"],
-        cwd=repo,
-        input=f"100644 blob {blob}\t{name}\n",
-        text=True,
-        capture_output=True,
-        check=True,
-    ).stdout.strip()
-    top = subprocess.run(
-        ["git", "mktree"],
-        cwd=repo,
-        input=f"040000 tree {sub}\t{number}\n",
-        text=True,
-        capture_output=True,
-        check=True,
-    ).stdout.strip()
-    commit = git(repo, "commit-tree", top, "-m", "forged").strip()
-    git(repo, "update-ref", logs_ref(RUN), commit)
+    sub = git(repo, "mktree", stdin=f"100644 blob {blob}\t{name}\n").strip()
+    top = git(repo, "mktree", stdin=f"040000 tree {sub}\t{number}\n").strip()
+    git(repo, "update-ref", logs_ref(RUN), git(repo, "commit-tree", top, "-m", "forged").strip())
 
 
 @pytest.mark.parametrize(
