@@ -192,3 +192,26 @@ def test_an_iteration_that_edited_a_passed_node_is_found(run: Run, data: st.Data
         f.commit == commits[index].sha and f.node == node_id and "changed in next tree" in f.what
         for f in report.findings
     ), report.lines()
+
+
+@SETTINGS
+@given(runs(max_iterations=6).filter(lambda run: len(run.steps) >= 1), st.data())
+def test_a_damaged_trailer_is_one_finding_naming_it(run: Run, data: st.DataObject) -> None:
+    """Besides it, only the pass that commit proved, if any, goes unproven."""
+    start, commits = run_commits(run)
+    index = data.draw(st.integers(0, len(commits) - 1))
+    damaged = commits[index].message.replace("Runner-Exec: ", "Runner-Exec: x")
+    tampered = list(commits)
+    tampered[index] = attrs.evolve(commits[index], message=damaged)
+    report = audit_run(run.run_id, start, tuple(tampered))
+    got = parse_trailers(damaged)["Runner-Exec"]
+    assert [(f.commit, f.what) for f in report.findings][:1] == [
+        (
+            commits[index].sha,
+            f"damaged trailer Runner-Exec: must be a non-negative integer, got {got!r}",
+        )
+    ]
+    assert all(
+        f.node == run.steps[index].record.node_id and f.what.startswith("passed leaf without")
+        for f in report.findings[1:]
+    ), (index, report.lines())

@@ -263,10 +263,18 @@ def _iteration(
     try:
         record = record_from_trailers(trailers)
     except DamagedTrailer as error:
+        # Carry on from what the commit claims, so one damaged commit is one finding.
         damaged_chain = trailers.get(CHAIN, "")
         chain = damaged_chain if is_chain_value(damaged_chain) else walk.chain
+        after = _tree(commit.tree_json)[0] or walk.tree
         return (
-            attrs.evolve(walk, chain=chain, iterations=walk.iterations + 1),
+            attrs.evolve(
+                walk,
+                tree=after,
+                chain=chain,
+                next_iter=walk.next_iter + 1,
+                iterations=walk.iterations + 1,
+            ),
             None,
             (("", str(error)),),
         )
