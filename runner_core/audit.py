@@ -257,6 +257,21 @@ class _Walk:
     iterations: int = 0
 
 
+def _numbering_problems(walk: _Walk, run_id: str, record: ExecutionRecord) -> tuple[Problem, ...]:
+    problems: list[Problem] = []
+    if record.run_id != run_id:
+        problems.append(("", f"Runner-Run {record.run_id} is not this run"))
+    if record.iteration != walk.next_iter:
+        problems.append(
+            (
+                "",
+                f"iteration {record.iteration} where {walk.next_iter} follows "
+                "(an iteration is missing or repeated)",
+            )
+        )
+    return tuple(problems)
+
+
 def _iteration(
     walk: _Walk, run_id: str, commit: CommitFacts, trailers: Mapping[str, str]
 ) -> tuple[_Walk, int | None, tuple[Problem, ...]]:
@@ -278,17 +293,7 @@ def _iteration(
             None,
             (("", str(error)),),
         )
-    problems: list[Problem] = []
-    if record.run_id != run_id:
-        problems.append(("", f"Runner-Run {record.run_id} is not this run"))
-    if record.iteration != walk.next_iter:
-        problems.append(
-            (
-                "",
-                f"iteration {record.iteration} where {walk.next_iter} follows "
-                "(an iteration is missing or repeated)",
-            )
-        )
+    problems = list(_numbering_problems(walk, run_id, record))
     link = chain_link(walk.chain, record, commit.tree_json or b"")
     claimed = trailers.get(CHAIN)
     if claimed is None:
@@ -331,27 +336,30 @@ def _fresh(change: NodeChange, after: Node) -> bool:
     return found is not None and not found[0].passes and found[0].attempts == 0
 
 
+# The target node's own fields each op may change (runner_core/operations.py on h/ops);
+# children come and go only under the target, and only open, with no attempt used.
+OP_OWN_FIELDS: dict[str, frozenset[str]] = {
+    "retry": frozenset({"max_attempts"}),
+    "decompose": frozenset({"next", "max_attempts"}),
+    "replace": frozenset({"title", "goal", "acceptance", "next", "attempts"}),
+    "skip": frozenset(),
+}
+
+
 def _op_allows(op: str, target: str, prev: Node, after: Node, change: NodeChange) -> bool:
-    """Whether `runner node <op> <target>` may make this change (operations on h/ops)."""
+    """Whether `runner node <op> <target>` may make this change."""
     fields = {field.field: field for field in change.fields}
-    own = change.node_id == target and change.kind is ChangeKind.CHANGED and not change.moved
-    if op == "retry":
-        rise = fields.get("max_attempts")
-        return own and set(fields) == {"max_attempts"} and rise is not None and rise.new > rise.old
-    if op == "decompose":
-        if change.kind is ChangeKind.ADDED:
-            return change.node_id in _subtree_ids(after, target) and _fresh(change, after)
-        return own and set(fields) <= {"next", "max_attempts"}
-    if op == "replace":
-        if change.kind is ChangeKind.REMOVED:
-            return change.node_id in _subtree_ids(prev, target)
-        under = change.node_id in _subtree_ids(after, target)
-        replaced = set(fields) <= {"title", "goal", "acceptance", "next", "attempts", "order"}
-        return under and _fresh(change, after) and (change.node_id != target or (own and replaced))
-    # skip: the node's subtree goes; its ancestors' passes may follow from the rest.
+    if change.node_id == target and change.kind is ChangeKind.CHANGED:
+        within = not change.moved and set(fields) <= OP_OWN_FIELDS[op]
+        if op == "retry":
+            return within and fields["max_attempts"].new > fields["max_attempts"].old
+        return within and (op != "replace" or _fresh(change, after))
     if change.kind is ChangeKind.REMOVED:
-        return change.node_id in _subtree_ids(prev, target)
-    return change.kind is ChangeKind.CHANGED and set(fields) == {"passes"} and not change.moved
+        return op in ("replace", "skip") and change.node_id in _subtree_ids(prev, target)
+    if op in ("decompose", "replace"):
+        return change.node_id in _subtree_ids(after, target) and _fresh(change, after)
+    # A skip may complete the ancestors of what it removed: their passes are derived.
+    return op == "skip" and change.kind is ChangeKind.CHANGED and set(fields) == {"passes"}
 
 
 def operator_problems(prev: Node, after: Node, action: OperatorTrailers) -> tuple[Problem, ...]:
