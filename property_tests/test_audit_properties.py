@@ -71,14 +71,18 @@ def test_any_single_runner_owned_field_mutation_is_found_on_its_node(
     tree = parse_tree(commits[index].tree_json or b"")
     node = next(node for node, _ in preorder(tree) if node.id == node_id)
     value: object = (not node.passes) if field == "passes" else _other_attempts(node)
-    tampered = list(commits)
-    tampered[index] = attrs.evolve(
-        commits[index], tree_json=dumps_tree(_mutated(tree, node_id, field, value)).encode()
-    )
-    relinked = _relink(run.run_id, tuple(tampered))
+    mutated = dumps_tree(_mutated(tree, node_id, field, value)).encode()
+    relinked = _relink(run.run_id, _replaced(commits, index, tree_json=mutated))
     report = audit_run(run.run_id, start, relinked)
     hits = [f for f in report.findings if f.commit == commits[index].sha and f.node == node_id]
     assert hits, report.lines()
+
+
+def _replaced(
+    commits: tuple[CommitFacts, ...], index: int, **changes: object
+) -> tuple[CommitFacts, ...]:
+    """The commits with commit `index` changed as `changes` say."""
+    return (*commits[:index], attrs.evolve(commits[index], **changes), *commits[index + 1 :])
 
 
 def _other_attempts(node: Node) -> int:
@@ -160,9 +164,7 @@ def test_an_edited_trailer_breaks_the_chain_of_its_commit(run: Run, data: st.Dat
     start, commits = run_commits(run)
     index = data.draw(st.integers(0, len(commits) - 1))
     edited = commits[index].message.replace("Runner-Duration-Ms: ", "Runner-Duration-Ms: 1")
-    tampered = list(commits)
-    tampered[index] = attrs.evolve(commits[index], message=edited)
-    report = audit_run(run.run_id, start, tuple(tampered))
+    report = audit_run(run.run_id, start, _replaced(commits, index, message=edited))
     assert [f.line for f in report.findings] == [
         f"audit: finding commit={commits[index].sha[:8]} iter={index + 1} node=- "
         "Runner-Chain does not follow from the previous iteration"
@@ -185,9 +187,8 @@ def test_an_iteration_that_edited_a_passed_node_is_found(run: Run, data: st.Data
     start, commits = run_commits(run)
     index, node_id = data.draw(st.sampled_from(_passed_in_both(run)))
     edited = _mutated(run.steps[index].tree, node_id, "title", "edited by hand")
-    tampered = list(commits)
-    tampered[index] = attrs.evolve(commits[index], tree_json=dumps_tree(edited).encode())
-    report = audit_run(run.run_id, start, _relink(run.run_id, tuple(tampered)))
+    tampered = _replaced(commits, index, tree_json=dumps_tree(edited).encode())
+    report = audit_run(run.run_id, start, _relink(run.run_id, tampered))
     assert any(
         f.commit == commits[index].sha and f.node == node_id and "changed in next tree" in f.what
         for f in report.findings
@@ -201,9 +202,7 @@ def test_a_damaged_trailer_is_one_finding_naming_it(run: Run, data: st.DataObjec
     start, commits = run_commits(run)
     index = data.draw(st.integers(0, len(commits) - 1))
     damaged = commits[index].message.replace("Runner-Exec: ", "Runner-Exec: x")
-    tampered = list(commits)
-    tampered[index] = attrs.evolve(commits[index], message=damaged)
-    report = audit_run(run.run_id, start, tuple(tampered))
+    report = audit_run(run.run_id, start, _replaced(commits, index, message=damaged))
     got = parse_trailers(damaged)["Runner-Exec"]
     assert [(f.commit, f.what) for f in report.findings][:1] == [
         (
