@@ -1,0 +1,154 @@
+"""Iteration logs archived in git, outside the work tree: `refs/runner/logs/<run-id>`.
+
+Each archived iteration is one commit whose tree holds every archived iteration as `<iter>/`
+(the previous commit's tree plus this one), so the ref's tip restores the whole run. Made with
+plumbing only (hash-object, mktree, commit-tree, update-ref against the old value): the index
+and work tree are never touched, identical bytes are one blob, archiving twice adds nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from runner_shell.files import atomic_write_bytes
+from runner_shell.git import GitError
+from runner_shell.git_plumbing import ZERO_OID, git_bytes, read_objects
+
+LOGS_REF_PREFIX = "refs/runner/logs/"
+
+# Every file of an iteration directory (SPEC §6 and the prompt pack); nothing else is archived
+# or restored.
+ARCHIVED_NAMES: frozenset[str] = frozenset(
+    {
+        "meta.json",
+        "output.json",
+        "planner_output.json",
+        "planner_executor.log",
+        "executor.log",
+        "guard.log",
+        "runner_error.log",
+        "agent_error.log",
+        "tree.before.json",
+        "tree.after.json",
+        "prompt.md",
+        "agent_output.json",
+        "usage.json",
+    }
+)
+
+
+class ArchiveError(Exception):
+    """The archive cannot be written or restored; str() is one line naming what and why."""
+
+
+def logs_ref(run_id: str) -> str:
+    return LOGS_REF_PREFIX + run_id
+
+
+def _tip(root: Path, ref: str) -> str | None:
+    out = git_bytes(root, ["rev-parse", "--verify", "--quiet", ref + "^{commit}"], ok_codes=(0, 1))
+    return out.decode().strip() or None
+
+
+def _archived_files(directory: Path) -> list[Path]:
+    """The iteration's regular files with archived names; symlinks and others are left out."""
+    files = []
+    for name in sorted(ARCHIVED_NAMES):
+        path = directory / name
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(mode):
+            files.append(path)
+    return files
+
+
+def _mktree(root: Path, entries: list[tuple[str, str, str, str]]) -> str:
+    """A tree from `(mode, type, sha, name)` entries."""
+    lines = "".join(f"{mode} {kind} {sha}\t{name}\n" for mode, kind, sha, name in entries)
+    return git_bytes(root, ["mktree"], lines.encode("utf-8")).decode().strip()
+
+
+def _root_entries(root: Path, tip: str | None) -> dict[str, tuple[str, str, str, str]]:
+    if tip is None:
+        return {}
+    out = git_bytes(root, ["ls-tree", "-z", tip]).decode("utf-8")
+    entries = {}
+    for line in filter(None, out.split("\0")):
+        head, name = line.split("\t", 1)
+        mode, kind, sha = head.split(" ")
+        entries[name] = (mode, kind, sha, name)
+    return entries
+
+
+def archive_iteration(root: Path, run_id: str, iteration: int, directory: Path) -> str | None:
+    """Archive `directory` as iteration `iteration` of `run_id`; the new tip, or None when the
+    archive already holds exactly these bytes."""
+    files = _archived_files(directory)
+    if not files:
+        raise ArchiveError(f"{directory}: no iteration files to archive")
+    paths = "".join(f"{path}\n" for path in files).encode("utf-8")
+    shas = git_bytes(root, ["hash-object", "-w", "--no-filters", "--stdin-paths"], paths)
+    blobs = [
+        ("100644", "blob", sha, path.name)
+        for sha, path in zip(shas.decode().split(), files, strict=True)
+    ]
+    subtree = _mktree(root, blobs)
+    ref = logs_ref(run_id)
+    tip = _tip(root, ref)
+    entries = _root_entries(root, tip)
+    name = str(iteration)
+    if name in entries and entries[name][2] == subtree:
+        return None
+    entries[name] = ("040000", "tree", subtree, name)
+    tree = _mktree(root, list(entries.values()))
+    parents = ["-p", tip] if tip is not None else []
+    message = f"runner logs: run {run_id} iter {iteration}\n".encode()
+    commit = git_bytes(root, ["commit-tree", tree, *parents], message, as_runner=True)
+    new = commit.decode().strip()
+    # Against the old value: a concurrent archive makes this fail instead of losing one.
+    git_bytes(root, ["update-ref", ref, new, tip or ZERO_OID])
+    return new
+
+
+def _archived_entries(root: Path, ref: str) -> list[tuple[int, str, str]]:
+    """`(iteration, name, blob sha)` of the ref's tip; refuses anything else it holds."""
+    out = git_bytes(root, ["ls-tree", "-r", "-z", ref]).decode("utf-8")
+    entries = []
+    for line in filter(None, out.split("\0")):
+        head, path = line.split("\t", 1)
+        mode, kind, sha = head.split(" ")
+        number, _, name = path.partition("/")
+        if not (number.isascii() and number.isdigit() and str(int(number)) == number):
+            raise ArchiveError(f"{ref}: '{path}' is not under an iteration number; refusing it")
+        if int(number) < 1 or name not in ARCHIVED_NAMES or (mode, kind) != ("100644", "blob"):
+            raise ArchiveError(f"{ref}: '{path}' is not a known iteration file; refusing it")
+        entries.append((int(number), name, sha))
+    return entries
+
+
+def _refuse_symlink(path: Path) -> None:
+    if path.is_symlink():
+        raise ArchiveError(f"{path} is a symbolic link the runner did not create; refusing it")
+
+
+def restore(root: Path, run_id: str, run_dir: Path) -> tuple[int, ...]:
+    """Re-create `run_dir` (`.runner/iterations/<run>/`) from the archive; the iterations
+    restored. Existing files of those names are replaced; nothing is followed through a link."""
+    ref = logs_ref(run_id)
+    if _tip(root, ref) is None:
+        raise ArchiveError(f"no archived logs for run {run_id} ({ref} does not exist)")
+    entries = _archived_entries(root, ref)
+    blobs = read_objects(root, [sha for _, _, sha in entries])
+    for directory in (run_dir.parent, run_dir):
+        _refuse_symlink(directory)
+    for (number, name, sha), data in zip(entries, blobs, strict=True):
+        if data is None:
+            raise GitError(f"git cat-file: blob {sha} of {ref} is missing")
+        target = run_dir / str(number)
+        _refuse_symlink(target)
+        atomic_write_bytes(target / name, data)
+    return tuple(sorted({number for number, _, _ in entries}))
