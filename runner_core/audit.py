@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -19,9 +20,9 @@ from runner_core.chain import chain_link, chain_seed, is_chain_value
 from runner_core.history import ErrorKind, ExecutionRecord
 from runner_core.immutability import check_passed_node_immutability
 from runner_core.invariants import validate_invariants
-from runner_core.model import AgentStatus, GuardOutcome, Node, index_by_id, iter_preorder
+from runner_core.model import AgentStatus, GuardOutcome, Node, iter_preorder, nodes_by_id
+from runner_core.run_state import RunStateError, run_state_from_json
 from runner_core.state_update import UnknownSelectedNode, apply_state_updates
-from runner_core.step import RunStateError, run_state_from_json
 from runner_core.trailers import (
     ACTOR,
     CHAIN,
@@ -140,14 +141,14 @@ def _named(messages: Sequence[str]) -> tuple[Problem, ...]:
 
 
 def _owned_problems(after: Node, expected: Node) -> tuple[Problem, ...]:
-    wanted = index_by_id(expected)
+    wanted = nodes_by_id(expected)
     problems: list[Problem] = []
     for node, _ in iter_preorder(after):
         model = wanted.get(node.id)
         if model is None:
             continue
         for field in RUNNER_OWNED:
-            actual, allowed = getattr(node, field), getattr(model[0], field)
+            actual, allowed = getattr(node, field), getattr(model, field)
             if actual != allowed:
                 problems.append(
                     (
@@ -165,18 +166,18 @@ def _show(value: Any) -> str:
 
 
 def _attempts_problems(prev: Node, after: Node, record: ExecutionRecord) -> tuple[Problem, ...]:
-    before = index_by_id(prev).get(record.node_id)
-    now = index_by_id(after).get(record.node_id)
+    before = nodes_by_id(prev).get(record.node_id)
+    now = nodes_by_id(after).get(record.node_id)
     if before is None or now is None:
         return ()
     claimed = (record.attempts_before, record.attempts_after)
-    if claimed == (before[0].attempts, now[0].attempts):
+    if claimed == (before.attempts, now.attempts):
         return ()
     return (
         (
             record.node_id,
             f"Runner-Attempts {claimed[0]}/{claimed[1]} where the trees give "
-            f"{before[0].attempts}/{now[0].attempts}",
+            f"{before.attempts}/{now.attempts}",
         ),
     )
 
@@ -324,26 +325,28 @@ def _iteration(
 
 
 def _subtree_ids(tree: Node, node_id: str) -> frozenset[str]:
-    found = index_by_id(tree).get(node_id)
+    found = nodes_by_id(tree).get(node_id)
     if found is None:
         return frozenset()
-    return frozenset(node.id for node, _ in iter_preorder(found[0]))
+    return frozenset(node.id for node, _ in iter_preorder(found))
 
 
 def _fresh(change: NodeChange, after: Node) -> bool:
     """A node the operator's plan created: open, no attempt used."""
-    found = index_by_id(after).get(change.node_id)
-    return found is not None and not found[0].passes and found[0].attempts == 0
+    found = nodes_by_id(after).get(change.node_id)
+    return found is not None and not found.passes and found.attempts == 0
 
 
 # The target node's own fields each op may change (runner_core/operations.py on h/ops);
 # children come and go only under the target, and only open, with no attempt used.
-OP_OWN_FIELDS: dict[str, frozenset[str]] = {
-    "retry": frozenset({"max_attempts"}),
-    "decompose": frozenset({"next", "max_attempts"}),
-    "replace": frozenset({"title", "goal", "acceptance", "next", "attempts"}),
-    "skip": frozenset(),
-}
+OP_OWN_FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        "retry": frozenset({"max_attempts"}),
+        "decompose": frozenset({"next", "max_attempts"}),
+        "replace": frozenset({"title", "goal", "acceptance", "next", "attempts"}),
+        "skip": frozenset(),
+    }
+)
 
 
 def _op_allows(op: str, target: str, prev: Node, after: Node, change: NodeChange) -> bool:
@@ -364,10 +367,10 @@ def _op_allows(op: str, target: str, prev: Node, after: Node, change: NodeChange
 
 def operator_problems(prev: Node, after: Node, action: OperatorTrailers) -> tuple[Problem, ...]:
     """Every change of an operator commit its op does not allow, and broken invariants."""
-    target = index_by_id(prev).get(action.node_id)
+    target = nodes_by_id(prev).get(action.node_id)
     if target is None:
         return ((action.node_id, f"operator {action.op} names a node not in the tree"),)
-    if target[0].passes:
+    if target.passes:
         return ((action.node_id, f"operator {action.op} on a passed node"),)
     problems: list[Problem] = [
         (
@@ -378,7 +381,7 @@ def operator_problems(prev: Node, after: Node, action: OperatorTrailers) -> tupl
         for change in tree_diff(prev, after).changes
         if not _op_allows(action.op, action.node_id, prev, after, change)
     ]
-    if action.op == "skip" and action.node_id in index_by_id(after):
+    if action.op == "skip" and action.node_id in nodes_by_id(after):
         problems.append((action.node_id, "operator skip left the node in the tree"))
     problems.extend(_named(check_passed_node_immutability(prev, after)))
     problems.extend(_named(validate_invariants(after)))

@@ -10,6 +10,7 @@ import json
 import math
 import shlex
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -99,7 +100,7 @@ _POSITIVE_INTS = (
     "executor_output_limit_bytes",
     "guard_output_limit_bytes",
 )
-_TABLES = {"guard": ("command",), "agent": ("backend", "command")}
+_TABLES = MappingProxyType({"guard": ("command",), "agent": ("backend", "command")})
 
 
 def _positive_int(key: str, value: Any) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -40,23 +41,25 @@ ENVELOPE_FIELDS: tuple[str, ...] = ("type", "run_id", "iter", "node_id", "at")
 
 # The figures each event type carries, beside the envelope. schemas/events.schema.json documents
 # the same table; tests/test_events.py keeps the two equal.
-EVENT_FIELDS: Mapping[EventType, tuple[str, ...]] = {
-    EventType.ITERATION_STARTED: ("role", "attempts", "max_attempts"),
-    EventType.AGENT_STARTED: ("role", "backend"),
-    EventType.AGENT_OUTPUT: ("source", "lines", "dropped"),
-    EventType.AGENT_FINISHED: ("exit_code", "duration_ms"),
-    EventType.GUARD_STARTED: ("argv",),
-    EventType.GUARD_FINISHED: ("outcome", "exit_code", "duration_ms"),
-    EventType.ITERATION_FINISHED: ("meta",),
-    EventType.WAITING: ("reason", "until", "secs"),
-    EventType.RUNNER_ERROR: ("error", "consecutive", "max_consecutive"),
-    EventType.STUCK: ("action",),
-    EventType.BUDGET_EXHAUSTED: ("budget", "spent", "limit"),
-    EventType.LIMIT_REACHED: ("kind", "message", "retry_at", "retry_after_secs"),
-    EventType.COMPLETE: ("steps",),
-    EventType.OPERATOR: ("command", "detail"),
-    EventType.HOOK_FAILED: ("hook", "argv", "outcome", "detail"),
-}
+EVENT_FIELDS: Mapping[EventType, tuple[str, ...]] = MappingProxyType(
+    {
+        EventType.ITERATION_STARTED: ("role", "attempts", "max_attempts"),
+        EventType.AGENT_STARTED: ("role", "backend"),
+        EventType.AGENT_OUTPUT: ("source", "lines", "dropped"),
+        EventType.AGENT_FINISHED: ("exit_code", "duration_ms"),
+        EventType.GUARD_STARTED: ("argv",),
+        EventType.GUARD_FINISHED: ("outcome", "exit_code", "duration_ms"),
+        EventType.ITERATION_FINISHED: ("meta",),
+        EventType.WAITING: ("reason", "until", "secs"),
+        EventType.RUNNER_ERROR: ("error", "consecutive", "max_consecutive"),
+        EventType.STUCK: ("action",),
+        EventType.BUDGET_EXHAUSTED: ("budget", "spent", "limit"),
+        EventType.LIMIT_REACHED: ("kind", "message", "retry_at", "retry_after_secs"),
+        EventType.COMPLETE: ("steps",),
+        EventType.OPERATOR: ("command", "detail"),
+        EventType.HOOK_FAILED: ("hook", "argv", "outcome", "detail"),
+    }
+)
 
 
 def _frozen(figures: Mapping[str, Any]) -> PMap[str, Any]:
@@ -100,57 +103,59 @@ def _is_str(value: Any) -> bool:
 
 # What each figure must be, by name (a name means the same thing in every event type), so a
 # reader can trust an event's figures; the schema also pins the words some strings may be.
-FIGURE_KINDS: Mapping[str, tuple[str, Callable[[Any], bool]]] = {
-    **{
-        name: ("a string", _is_str)
-        for name in (
-            "role",
-            "backend",
-            "source",
-            "outcome",
-            "reason",
-            "until",
-            "error",
-            "action",
-            "budget",
-            "kind",
-            "message",
-            "command",
-            "detail",
-            "hook",
-        )
-    },
-    **{
-        name: ("an integer >= 0", _is_count)
-        for name in (
-            "attempts",
-            "max_attempts",
-            "dropped",
-            "duration_ms",
-            "secs",
-            "consecutive",
-            "max_consecutive",
-            "steps",
-        )
-    },
-    "exit_code": ("an integer or null", lambda value: value is None or _is_int(value)),
-    "retry_after_secs": (
-        "an integer >= 0 or null",
-        lambda value: value is None or _is_count(value),
-    ),
-    "retry_at": ("a string or null", lambda value: value is None or _is_str(value)),
-    "lines": ("an array of strings", _is_strings),
-    "argv": ("an array of strings", _is_strings),
-    "meta": ("an object", lambda value: isinstance(value, Mapping)),
-    "spent": (
-        "a number",
-        lambda value: isinstance(value, int | float) and not isinstance(value, bool),
-    ),
-    "limit": (
-        "a number",
-        lambda value: isinstance(value, int | float) and not isinstance(value, bool),
-    ),
-}
+FIGURE_KINDS: Mapping[str, tuple[str, Callable[[Any], bool]]] = MappingProxyType(
+    {
+        **{
+            name: ("a string", _is_str)
+            for name in (
+                "role",
+                "backend",
+                "source",
+                "outcome",
+                "reason",
+                "until",
+                "error",
+                "action",
+                "budget",
+                "kind",
+                "message",
+                "command",
+                "detail",
+                "hook",
+            )
+        },
+        **{
+            name: ("an integer >= 0", _is_count)
+            for name in (
+                "attempts",
+                "max_attempts",
+                "dropped",
+                "duration_ms",
+                "secs",
+                "consecutive",
+                "max_consecutive",
+                "steps",
+            )
+        },
+        "exit_code": ("an integer or null", lambda value: value is None or _is_int(value)),
+        "retry_after_secs": (
+            "an integer >= 0 or null",
+            lambda value: value is None or _is_count(value),
+        ),
+        "retry_at": ("a string or null", lambda value: value is None or _is_str(value)),
+        "lines": ("an array of strings", _is_strings),
+        "argv": ("an array of strings", _is_strings),
+        "meta": ("an object", lambda value: isinstance(value, Mapping)),
+        "spent": (
+            "a number",
+            lambda value: isinstance(value, int | float) and not isinstance(value, bool),
+        ),
+        "limit": (
+            "a number",
+            lambda value: isinstance(value, int | float) and not isinstance(value, bool),
+        ),
+    }
+)
 
 
 def figure_problem(event_type: EventType, figures: Mapping[str, Any]) -> str | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Protocol
 
 import attrs
@@ -905,18 +906,20 @@ def _json_bytes(value: Any) -> bytes:
     return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-_STEPS = {
-    Stage.PREPARING: _after_prepare,
-    Stage.CONTEXT: _after_context,
-    Stage.JOURNAL: _after_journal,
-    Stage.PROMPT: _after_prompt,
-    Stage.AGENT: _after_agent,
-    Stage.PLANNER_OUTPUT: _after_planner_output,
-    Stage.TREE: _after_tree,
-    Stage.GUARD: _after_guard,
-    Stage.GUARD_LOG: _after_guard_log,
-    Stage.CONFIG: _after_config,
-    Stage.RESTORE: _after_restore,
-    Stage.COUNTING: _after_counting,
-    Stage.COMMITTING: _after_commit,
-}
+_STEPS = MappingProxyType(
+    {
+        Stage.PREPARING: _after_prepare,
+        Stage.CONTEXT: _after_context,
+        Stage.JOURNAL: _after_journal,
+        Stage.PROMPT: _after_prompt,
+        Stage.AGENT: _after_agent,
+        Stage.PLANNER_OUTPUT: _after_planner_output,
+        Stage.TREE: _after_tree,
+        Stage.GUARD: _after_guard,
+        Stage.GUARD_LOG: _after_guard_log,
+        Stage.CONFIG: _after_config,
+        Stage.RESTORE: _after_restore,
+        Stage.COUNTING: _after_counting,
+        Stage.COMMITTING: _after_commit,
+    }
+)

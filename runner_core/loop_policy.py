@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -93,28 +94,34 @@ class LoopDecision:
 
 
 # Each hook fires once per event of its type; iteration_finished comes from the iteration.
-HOOK_FOR_EVENT: Mapping[EventType, str] = {
-    EventType.ITERATION_FINISHED: "on_iteration",
-    EventType.STUCK: "on_stuck",
-    EventType.COMPLETE: "on_complete",
-    EventType.LIMIT_REACHED: "on_limit",
-    EventType.BUDGET_EXHAUSTED: "on_budget",
-    EventType.RUNNER_ERROR: "on_error",
-    EventType.WAITING: "on_wait",
-}
+HOOK_FOR_EVENT: Mapping[EventType, str] = MappingProxyType(
+    {
+        EventType.ITERATION_FINISHED: "on_iteration",
+        EventType.STUCK: "on_stuck",
+        EventType.COMPLETE: "on_complete",
+        EventType.LIMIT_REACHED: "on_limit",
+        EventType.BUDGET_EXHAUSTED: "on_budget",
+        EventType.RUNNER_ERROR: "on_error",
+        EventType.WAITING: "on_wait",
+    }
+)
 
 # How long a limit that names no time is waited out (then capped at max_wait_secs): a rate limit
 # outlasted the CLI's own retries; a usage limit resets in hours.
-LIMIT_DEFAULT_WAIT_SECS: Mapping[LimitKind, int] = {
-    LimitKind.RATE_LIMITED: 300,
-    LimitKind.USAGE_LIMITED: 1800,
-}
+LIMIT_DEFAULT_WAIT_SECS: Mapping[LimitKind, int] = MappingProxyType(
+    {
+        LimitKind.RATE_LIMITED: 300,
+        LimitKind.USAGE_LIMITED: 1800,
+    }
+)
 
 # The steps whose decision is one fixed stop: (status word, exit code, events).
-FIXED_STOPS: Mapping[StepKind, tuple[str, int, tuple[EventType, ...]]] = {
-    StepKind.COMPLETE: ("complete", EXIT_OK, (EventType.COMPLETE,)),
-    StepKind.ITERATION_LIMIT: ("limit", EXIT_ERROR, ()),
-}
+FIXED_STOPS: Mapping[StepKind, tuple[str, int, tuple[EventType, ...]]] = MappingProxyType(
+    {
+        StepKind.COMPLETE: ("complete", EXIT_OK, (EventType.COMPLETE,)),
+        StepKind.ITERATION_LIMIT: ("limit", EXIT_ERROR, ()),
+    }
+)
 
 
 def hooks_for(events: tuple[EventType, ...]) -> tuple[str, ...]:

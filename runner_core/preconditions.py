@@ -34,6 +34,9 @@ class RepoFacts:
     gitignore_lines: tuple[str, ...] | None  # None when .runner/.gitignore is missing
     run_id: str | None  # run_state.run_id
     goal_id: str | None  # GOAL.md frontmatter id
+    # Run ids of the repository's runner/* branches; gathered only on a protected branch,
+    # where they say which way leads on.
+    run_branches: tuple[str, ...] = ()
 
 
 def gitignore_problem(lines: tuple[str, ...] | None) -> str | None:
@@ -46,12 +49,40 @@ def gitignore_problem(lines: tuple[str, ...] | None) -> str | None:
     return None
 
 
-def run_identity_problem(facts: RepoFacts) -> str | None:
-    """Run-identity failures, each ending with the hint to run 'runner start'."""
+def ways_on(run_ids: tuple[str, ...]) -> str:
+    """How to go on from main/master when runs exist: continue one, or start a new one."""
+    first = run_ids[0]
+    return (
+        f"run(s) {', '.join(run_ids)} exist: 'git checkout {branch_for(first)}' to continue "
+        f"{'it' if len(run_ids) == 1 else 'one'}, or 'runner start --new' for a new run"
+    )
+
+
+def branch_problem(facts: RepoFacts) -> str | None:
+    """A branch no run runs on: a detached HEAD, or main/master (naming the runs to go on with)."""
     if facts.branch is None:
         return f"HEAD is detached; check out the run branch {START_HINT}"
     if facts.branch in PROTECTED_BRANCHES:
+        if facts.run_branches:
+            return f"refusing to run on branch '{facts.branch}': {ways_on(facts.run_branches)}"
         return f"refusing to run on branch '{facts.branch}' {START_HINT}"
+    return None
+
+
+def location_problem(facts: RepoFacts) -> str | None:
+    """What a run command checks before it reads a state file: a clean tree on a run branch.
+
+    Only `branch`, `dirty_paths` and `run_branches` are used: on main the state files may not
+    exist at all, and the way on is the run branch, not `runner init`.
+    """
+    return dirty_tree_problem(facts.dirty_paths) or branch_problem(facts)
+
+
+def run_identity_problem(facts: RepoFacts) -> str | None:
+    """Run-identity failures, each ending with the hint to run 'runner start'."""
+    where = branch_problem(facts)
+    if where is not None:
+        return where
     gitignore = gitignore_problem(facts.gitignore_lines)
     if gitignore is not None:
         return gitignore

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from runner_core.model import Node
-from runner_core.preconditions import PROTECTED_BRANCHES
+from runner_core.preconditions import PROTECTED_BRANCHES, ways_on
 from runner_core.run_identity import branch_for
 from runner_core.selection import SelectionStatus, select_leaf
 
@@ -118,27 +118,8 @@ def runs_to_json(rows: Sequence[RunRow]) -> dict[str, Any]:
     }
 
 
-def _ways_on(run_ids: Sequence[str]) -> str:
-    named = ", ".join(run_ids)
-    first = run_ids[0]
-    return (
-        f"run(s) {named} exist: 'git checkout {branch_for(first)}' to continue "
-        f"{'it' if len(run_ids) == 1 else 'one'}, or 'runner start --new' for a new run"
-    )
-
-
 def start_on_protected_problem(branch: str | None, run_ids: Sequence[str], new: bool) -> str | None:
     """Why `runner start` on main/master must not pick a run itself, or None."""
     if new or branch not in PROTECTED_BRANCHES or not run_ids:
         return None
-    return f"refusing to start on branch '{branch}': {_ways_on(run_ids)}"
-
-
-def off_run_branch_problem(branch: str | None, run_ids: Sequence[str], dirty: bool) -> str | None:
-    """The hint for a run command on main/master while run branches exist, or None.
-
-    A dirty working tree is reported first (SPEC §5's order), by the step's preconditions.
-    """
-    if dirty or branch not in PROTECTED_BRANCHES or not run_ids:
-        return None
-    return f"refusing to run on branch '{branch}': {_ways_on(run_ids)}"
+    return f"refusing to start on branch '{branch}': {ways_on(tuple(run_ids))}"

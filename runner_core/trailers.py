@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -64,25 +65,27 @@ OPTIONAL_TRAILERS: frozenset[str] = frozenset({TOKENS, COST_USD, ERROR, ERROR_ME
 KNOWN_TRAILERS: frozenset[str] = frozenset({*RECORD_TRAILERS, CHAIN, OP, ACTOR, NEXT_ITER})
 
 # Which trailer carries each meta.json key, so a record's own rules name the trailer.
-_TRAILER_OF_FIELD: dict[str, str] = {
-    "run_id": RUN,
-    "iter": ITER,
-    "node_id": NODE,
-    "status": STATUS,
-    "guard": GUARD,
-    "role": ROLE,
-    "execution": EXEC,
-    "started_at": STARTED_AT,
-    "ended_at": ENDED_AT,
-    "duration_ms": DURATION_MS,
-    "attempts_before": ATTEMPTS,
-    "attempts_after": ATTEMPTS,
-    "tokens": TOKENS,
-    "cost_usd": COST_USD,
-    "error_kind": ERROR,
-    "error": ERROR_MESSAGE,
-    "backend": BACKEND,
-}
+_TRAILER_OF_FIELD: Mapping[str, str] = MappingProxyType(
+    {
+        "run_id": RUN,
+        "iter": ITER,
+        "node_id": NODE,
+        "status": STATUS,
+        "guard": GUARD,
+        "role": ROLE,
+        "execution": EXEC,
+        "started_at": STARTED_AT,
+        "ended_at": ENDED_AT,
+        "duration_ms": DURATION_MS,
+        "attempts_before": ATTEMPTS,
+        "attempts_after": ATTEMPTS,
+        "tokens": TOKENS,
+        "cost_usd": COST_USD,
+        "error_kind": ERROR,
+        "error": ERROR_MESSAGE,
+        "backend": BACKEND,
+    }
+)
 
 
 class DamagedTrailer(ValueError):

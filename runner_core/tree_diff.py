@@ -78,15 +78,18 @@ def _field_changes(before: Node, after: Node) -> tuple[FieldChange, ...]:
 
 def tree_diff(before: Node, after: Node) -> TreeDiff:
     """The node-by-node change from `before` to `after`."""
-    old, new = index_by_id(before), index_by_id(after)
+    (old, old_parents), (new, new_parents) = index_by_id(before), index_by_id(after)
     changes: list[NodeChange] = []
     for node_id in sorted(old.keys() | new.keys()):
         if node_id not in new:
-            changes.append(NodeChange(node_id, ChangeKind.REMOVED, parent_before=old[node_id][1]))
+            changes.append(
+                NodeChange(node_id, ChangeKind.REMOVED, parent_before=old_parents[node_id])
+            )
         elif node_id not in old:
-            changes.append(NodeChange(node_id, ChangeKind.ADDED, parent_after=new[node_id][1]))
+            changes.append(NodeChange(node_id, ChangeKind.ADDED, parent_after=new_parents[node_id]))
         else:
-            (was, was_parent), (now, now_parent) = old[node_id], new[node_id]
+            was, was_parent = old[node_id], old_parents[node_id]
+            now, now_parent = new[node_id], new_parents[node_id]
             fields = _field_changes(was, now)
             if fields or was_parent != now_parent:
                 changes.append(

@@ -14,6 +14,7 @@ import json
 import math
 import re
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -52,7 +53,7 @@ _CODEX_RESET = re.compile(
 # OpenAI's `Please try again in 2s.` (also `20ms`, `1.5s`, `6m0s`, `1h2m3s`).
 _RETRY_IN = re.compile(r"try again in ((?:\d+(?:\.\d+)?(?:ms|h|m|s))+)")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_UNIT_SECS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_UNIT_SECS = MappingProxyType({"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0})
 
 # codex's final messages for a limit: (how the message starts, kind). Order matters: first wins.
 CODEX_LIMIT_MESSAGES: tuple[tuple[str, LimitKind], ...] = (

@@ -6,13 +6,17 @@ import os
 import shutil
 from pathlib import Path
 
+import attrs
+
 from runner_core import Config, Node
 from runner_core.preconditions import (
     INIT_HINT,
+    PROTECTED_BRANCHES,
     RepoFacts,
     gitignore_problem,
     run_identity_problem,
 )
+from runner_core.run_identity import BRANCH_PREFIX
 from runner_core.tree_json import TREE_MAX_BYTES, canonical_fits
 from runner_shell.errors import UserFacingError
 from runner_shell.git import Repo
@@ -45,6 +49,35 @@ def check_layout(paths: RunnerPaths) -> None:
         raise UserFacingError(problem)
 
 
+def branch_run_ids(repo: Repo) -> tuple[str, ...]:
+    """The run ids of the repository's runner/* branches."""
+    return tuple(name.removeprefix(BRANCH_PREFIX) for name in repo.branches(BRANCH_PREFIX))
+
+
+def location_facts(repo: Repo, dirty_paths: tuple[str, ...]) -> RepoFacts:
+    """Where the repository stands, before any state file is read (`location_problem`)."""
+    branch = repo.current_branch()
+    return RepoFacts(
+        branch=branch,
+        dirty_paths=dirty_paths,
+        gitignore_lines=None,
+        run_id=None,
+        goal_id=None,
+        # Only main/master needs them: the message names the runs to go on with.
+        run_branches=branch_run_ids(repo) if branch in PROTECTED_BRANCHES else (),
+    )
+
+
+def with_run_files(paths: RunnerPaths, facts: RepoFacts, run_id: str | None) -> RepoFacts:
+    """`facts` completed with what the run's files say (.gitignore, run id, GOAL.md's id)."""
+    return attrs.evolve(
+        facts,
+        gitignore_lines=read_gitignore_lines(paths),
+        run_id=run_id,
+        goal_id=load_goal_id(paths),
+    )
+
+
 def check_run_identity(paths: RunnerPaths, repo: Repo) -> str | None:
     """The run id when a run is started and consistent; None when none is started.
 
@@ -52,17 +85,9 @@ def check_run_identity(paths: RunnerPaths, repo: Repo) -> str | None:
     the same line from both commands.
     """
     state = load_run_state(paths)
-    goal_id = load_goal_id(paths)
     if state.run_id is None:
         return None
-    facts = RepoFacts(
-        branch=repo.current_branch(),
-        dirty_paths=(),
-        gitignore_lines=read_gitignore_lines(paths),
-        run_id=state.run_id,
-        goal_id=goal_id,
-    )
-    problem = run_identity_problem(facts)
+    problem = run_identity_problem(with_run_files(paths, location_facts(repo, ()), state.run_id))
     if problem is not None:
         raise UserFacingError(problem)
     return state.run_id

@@ -126,11 +126,9 @@ def step(echo: Echo, prompt_budget: int) -> int:
     """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
     from runner_shell.iteration_runner import run_step
     from runner_shell.lock_and_journal import exclusive_lock
-    from runner_shell.runs import check_run_branch
     from runner_shell.store import load_config, load_run_state
 
     paths, repo = paths_and_repo()
-    check_run_branch(repo)
     with exclusive_lock(repo):
         result = run_step(paths, repo, prompt_budget)
     if result.kind is PlanKind.COMPLETE:

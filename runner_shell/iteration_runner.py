@@ -59,11 +59,16 @@ from runner_core.iteration_machine import (
     start_iteration,
 )
 from runner_core.model import AgentRole, Node
-from runner_core.preconditions import RepoFacts, step_precondition_problem
+from runner_core.preconditions import location_problem, step_precondition_problem
 from runner_core.recovery import Journal, interrupted_problem
 from runner_core.run_state import RunState
 from runner_shell.agents import AgentRequest, backend_for
-from runner_shell.checks import check_programs, check_tree_writable
+from runner_shell.checks import (
+    check_programs,
+    check_tree_writable,
+    location_facts,
+    with_run_files,
+)
 from runner_shell.errors import UserFacingError
 from runner_shell.files import atomic_write_bytes, atomic_write_text, read_text_head
 from runner_shell.git import GitError, Repo
@@ -73,11 +78,9 @@ from runner_shell.lock_and_journal import current_command, read_journal, write_j
 from runner_shell.processes import SpawnError, run_process
 from runner_shell.store import (
     load_config,
-    load_goal_id,
     load_run_state,
     load_tree,
     read_bytes,
-    read_gitignore_lines,
     read_goal,
     read_optional_text,
     read_tree_bytes,
@@ -124,16 +127,13 @@ def load_for_step(paths: RunnerPaths, repo: Repo) -> Loaded:
     operation = repo.operation_in_progress()
     if operation is not None:
         raise UserFacingError(f"git is in the middle of {operation}; finish or abort it first")
+    facts = location_facts(repo, repo.dirty_paths())
+    problem = location_problem(facts)
+    if problem is not None:
+        raise UserFacingError(problem)
     config = load_config(paths)
     state = load_run_state(paths)
-    facts = RepoFacts(
-        branch=repo.current_branch(),
-        dirty_paths=repo.dirty_paths(),
-        gitignore_lines=read_gitignore_lines(paths),
-        run_id=state.run_id,
-        goal_id=load_goal_id(paths),
-    )
-    problem = step_precondition_problem(facts)
+    problem = step_precondition_problem(with_run_files(paths, facts, state.run_id))
     if problem is not None:
         raise UserFacingError(problem)
     assert state.run_id is not None

@@ -32,7 +32,6 @@ from runner_shell.git import Repo
 from runner_shell.iteration_runner import Loaded, load_for_step
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import exclusive_lock
-from runner_shell.runs import check_run_branch
 from runner_shell.store import (
     SMALL_FILE_MAX_BYTES,
     read_optional_text,
@@ -61,7 +60,6 @@ def refused() -> Iterator[None]:
 
 def _require_run(paths: RunnerPaths, repo: Repo) -> Loaded:
     """A step's own preconditions (no interrupted iteration, clean tree, run branch), loaded."""
-    check_run_branch(repo)
     return load_for_step(paths, repo)
 
 

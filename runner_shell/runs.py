@@ -12,9 +12,9 @@ import json
 
 from runner_core import Node, parse_tree, run_state_from_json
 from runner_core.run_identity import branch_for
-from runner_core.runs import RunFacts, RunRow, off_run_branch_problem, run_rows
+from runner_core.runs import RunFacts, RunRow, run_rows
 from runner_core.tree_json import TREE_MAX_BYTES, TreeValidationError
-from runner_shell.errors import UserFacingError
+from runner_shell.checks import branch_run_ids
 from runner_shell.files import read_bytes_capped
 from runner_shell.git import Repo
 from runner_shell.iteration_log import iteration_dirs, known_runs
@@ -26,26 +26,11 @@ TREE_PATH = ".runner/state/tree.json"
 RUN_STATE_PATH = ".runner/state/run_state.json"
 
 
-def branch_run_ids(repo: Repo) -> tuple[str, ...]:
-    return tuple(name.removeprefix(BRANCH_PREFIX) for name in repo.branches(BRANCH_PREFIX))
-
-
 def existing_run_ids(paths: RunnerPaths, repo: Repo, goal_id: str | None) -> tuple[str, ...]:
     """Every run the repository knows: run branches first, then logs and GOAL.md's id."""
     branches = branch_run_ids(repo)
     others = (set(known_runs(paths)) | ({goal_id} if goal_id else set())) - set(branches)
     return (*branches, *sorted(others))
-
-
-def check_run_branch(repo: Repo) -> None:
-    """Refuse a run command on main/master while run branches exist, naming them."""
-    if not repo.has_commits():
-        return
-    problem = off_run_branch_problem(
-        repo.current_branch(), branch_run_ids(repo), bool(repo.dirty_paths())
-    )
-    if problem is not None:
-        raise UserFacingError(problem)
 
 
 def _tree_at(repo: Repo, ref: str) -> Node | None:

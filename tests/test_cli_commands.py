@@ -476,7 +476,9 @@ def test_loop_refuses_to_run_on_a_dirty_tree_too(project: Project) -> None:
         ),
         (
             ("checkout", "--quiet", "-b", "master"),
-            "refusing to run on branch 'master' (run 'runner start')",
+            # With a run branch in the repository, both name it and the two ways on (issue 11).
+            "refusing to run on branch 'master': run(s) {run} exist: 'git checkout runner/{run}' "
+            "to continue it, or 'runner start --new' for a new run",
         ),
     ],
 )
@@ -489,4 +491,4 @@ def test_validate_and_step_say_the_same_about_the_run_identity(
     validate = assert_one_error_line(project.runner("validate"))
     step = assert_one_error_line(project.runner("step"))
 
-    assert validate == step == expected
+    assert validate == step == expected.format(run=project.run_id)

@@ -12,7 +12,7 @@ import json
 from runner_core import RunState, dumps_tree, run_state_to_json
 from runner_core.audit import RUN_STATE_PATH, TREE_PATH, CommitFacts
 from runner_core.chain import chain_link, chain_seed
-from runner_core.step import commit_subject
+from runner_core.iteration import commit_subject
 from runner_core.testing.runs import Run
 from runner_core.trailers import iteration_commit_message
 
