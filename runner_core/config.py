@@ -7,13 +7,65 @@ Never reads the file: the shell parses TOML and hands the mapping in.
 from __future__ import annotations
 
 import json
+import math
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 
 AGENT_BACKENDS = ("claude", "codex", "command")
+
+
+ON_STUCK_POLICIES = ("stop", "decompose")
+HOOK_NAMES = (
+    "on_iteration",
+    "on_stuck",
+    "on_complete",
+    "on_limit",
+    "on_budget",
+    "on_error",
+    "on_wait",
+)
+BUDGET_NAMES = ("cost_usd", "tokens", "wall_secs")
+
+
+@attrs.frozen(slots=True)
+class LoopConfig:
+    """`[loop]`: how `runner loop` carries on through runner errors, limits and stuck leaves."""
+
+    max_consecutive_runner_errors: int = 3
+    runner_error_backoff_secs: tuple[int, ...] = (30, 120, 600)
+    max_wait_secs: int = 21600
+    on_stuck: str = "stop"
+    hook_timeout_secs: int = 30
+
+
+@attrs.frozen(slots=True)
+class BudgetConfig:
+    """`[budget]`: limits on a run's spending; None is no limit."""
+
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+    max_wall_secs: int | None = None
+
+
+@attrs.frozen(slots=True)
+class HooksConfig:
+    """`[hooks]`: an argv per hook, run with the event's JSON on stdin; () is no hook."""
+
+    on_iteration: tuple[str, ...] = ()
+    on_stuck: tuple[str, ...] = ()
+    on_complete: tuple[str, ...] = ()
+    on_limit: tuple[str, ...] = ()
+    on_budget: tuple[str, ...] = ()
+    on_error: tuple[str, ...] = ()
+    on_wait: tuple[str, ...] = ()
+
+    def argv(self, hook: str) -> tuple[str, ...]:
+        """The argv of the hook named `hook` (one of HOOK_NAMES)."""
+        value: tuple[str, ...] = getattr(self, hook)
+        return value
 
 
 @attrs.frozen(slots=True)
@@ -26,6 +78,9 @@ class Config:
     guard_command: tuple[str, ...] = ("just", "ci")
     agent_backend: str = "codex"
     agent_command: tuple[str, ...] = ()
+    loop: LoopConfig = LoopConfig()
+    budget: BudgetConfig = BudgetConfig()
+    hooks: HooksConfig = HooksConfig()
 
 
 class ConfigError(ValueError):
@@ -70,7 +125,7 @@ def _argv(key: str, value: Any, *, allow_empty: bool) -> tuple[str, ...]:
 def parse_config(data: Mapping[str, Any]) -> Config:
     """A `Config` from parsed TOML; raises `ConfigError` naming the first bad key."""
     for key in sorted(data):
-        if key not in _POSITIVE_INTS and key not in _TABLES:
+        if key not in _POSITIVE_INTS and key not in _TABLES and key not in _LOOP_TABLES:
             raise ConfigError(key, "unknown key")
     for table, keys in sorted(_TABLES.items()):
         section = data.get(table, {})
@@ -103,6 +158,9 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         guard_command=guard_command,
         agent_backend=backend,
         agent_command=agent_command,
+        loop=parse_loop(_table(data, "loop")),
+        budget=parse_budget(_table(data, "budget")),
+        hooks=parse_hooks(_table(data, "hooks")),
         **numbers,
     )
 
@@ -134,6 +192,7 @@ def render_config(config: Config) -> str:
         "[agent]\n"
         f'backend = "{config.agent_backend}"  # "codex" | "claude" | "command"\n'
         f'command = {toml_list(config.agent_command)}  # argv for backend = "command"\n'
+        + render_loop_tables(config, toml_list)
     )
 
 
@@ -148,3 +207,150 @@ def command_words(key: str, values: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(shlex.split(values[0]))
     except ValueError as error:
         raise ConfigError(key, f"cannot split {values[0]!r} into words: {error}") from None
+
+
+# ---------------------------------------------------------------- [loop], [budget], [hooks]
+
+_LOOP_TABLES = ("loop", "budget", "hooks")
+_HOOK_EXAMPLE = '["notify-send", "runner"]'
+# Upper bounds: beyond them a value is a typo, not a plan (a week, a million dollars, ...).
+_WEEK_SECS = 7 * 24 * 3600
+_MAX_RUNNER_ERRORS = 1000
+_MAX_BACKOFF_STEPS = 100
+_MAX_COST_USD = 1_000_000.0
+_MAX_TOKENS = 10**12
+_MAX_WALL_SECS = 10 * 365 * 24 * 3600
+_MAX_HOOK_TIMEOUT_SECS = 3600
+
+
+def _table(data: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    section = data.get(name, {})
+    if not isinstance(section, dict):
+        raise ConfigError(name, "must be a table")
+    return section
+
+
+def _known_keys(table: str, section: Mapping[str, Any], keys: tuple[str, ...]) -> None:
+    for key in sorted(section):
+        if key not in keys:
+            raise ConfigError(f"{table}.{key}", "unknown key")
+
+
+def _bounded_int(key: str, value: Any, low: int, high: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(key, f"must be an integer, got {value!r}")
+    if not low <= value <= high:
+        raise ConfigError(key, f"must be between {low} and {high}, got {value}")
+    return value
+
+
+def _backoff(key: str, value: Any) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value:
+        raise ConfigError(key, f"must be a non-empty array of seconds, got {value!r}")
+    if len(value) > _MAX_BACKOFF_STEPS:
+        raise ConfigError(key, f"must have at most {_MAX_BACKOFF_STEPS} steps, got {len(value)}")
+    return tuple(
+        _bounded_int(f"{key}[{index}]", secs, 0, _WEEK_SECS) for index, secs in enumerate(value)
+    )
+
+
+def parse_loop(section: Mapping[str, Any]) -> LoopConfig:
+    """`[loop]` from parsed TOML, defaults for what it leaves out."""
+    defaults = LoopConfig()
+    _known_keys("loop", section, tuple(attrs.fields_dict(LoopConfig)))
+    on_stuck = section.get("on_stuck", defaults.on_stuck)
+    if on_stuck not in ON_STUCK_POLICIES:
+        raise ConfigError("loop.on_stuck", f'must be "stop" or "decompose", got {on_stuck!r}')
+    return LoopConfig(
+        max_consecutive_runner_errors=_bounded_int(
+            "loop.max_consecutive_runner_errors",
+            section.get("max_consecutive_runner_errors", defaults.max_consecutive_runner_errors),
+            0,
+            _MAX_RUNNER_ERRORS,
+        ),
+        runner_error_backoff_secs=_backoff(
+            "loop.runner_error_backoff_secs",
+            section.get("runner_error_backoff_secs", list(defaults.runner_error_backoff_secs)),
+        ),
+        max_wait_secs=_bounded_int(
+            "loop.max_wait_secs",
+            section.get("max_wait_secs", defaults.max_wait_secs),
+            1,
+            _WEEK_SECS,
+        ),
+        on_stuck=on_stuck,
+        hook_timeout_secs=_bounded_int(
+            "loop.hook_timeout_secs",
+            section.get("hook_timeout_secs", defaults.hook_timeout_secs),
+            1,
+            _MAX_HOOK_TIMEOUT_SECS,
+        ),
+    )
+
+
+def _cost(key: str, value: Any) -> float:
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise ConfigError(key, f"must be a number of US dollars, got {value!r}")
+    if not 0 < value <= _MAX_COST_USD:
+        raise ConfigError(key, f"must be > 0 and at most {_MAX_COST_USD:.0f}, got {value}")
+    return float(value)
+
+
+def parse_budget(section: Mapping[str, Any]) -> BudgetConfig:
+    """`[budget]` from parsed TOML; every limit is optional and > 0."""
+    _known_keys("budget", section, tuple(attrs.fields_dict(BudgetConfig)))
+    cost = section.get("max_cost_usd")
+    tokens = section.get("max_tokens")
+    wall = section.get("max_wall_secs")
+    return BudgetConfig(
+        max_cost_usd=None if cost is None else _cost("budget.max_cost_usd", cost),
+        max_tokens=None
+        if tokens is None
+        else _bounded_int("budget.max_tokens", tokens, 1, _MAX_TOKENS),
+        max_wall_secs=None
+        if wall is None
+        else _bounded_int("budget.max_wall_secs", wall, 1, _MAX_WALL_SECS),
+    )
+
+
+def parse_hooks(section: Mapping[str, Any]) -> HooksConfig:
+    """`[hooks]` from parsed TOML: each hook an argv of non-empty strings (no shell)."""
+    _known_keys("hooks", section, HOOK_NAMES)
+    argvs: dict[str, tuple[str, ...]] = {}
+    for name in HOOK_NAMES:
+        if name in section:
+            key = f"hooks.{name}"
+            argv = _argv(key, section[name], allow_empty=False)
+            if not all(argv):
+                raise ConfigError(key, "must not contain empty strings")
+            argvs[name] = argv
+    return HooksConfig(**argvs)
+
+
+def render_loop_tables(config: Config, toml_list: Callable[[tuple[str, ...]], str]) -> str:
+    """The `[loop]`, `[budget]` and `[hooks]` tables; an unset budget or hook is a comment."""
+    loop, budget, hooks = config.loop, config.budget, config.hooks
+    backoff = ", ".join(str(secs) for secs in loop.runner_error_backoff_secs)
+    lines = [
+        "",
+        "[loop]",
+        f"max_consecutive_runner_errors = {loop.max_consecutive_runner_errors}"
+        "  # 0 = stop at the first",
+        f"runner_error_backoff_secs = [{backoff}]  # the last repeats",
+        f"max_wait_secs = {loop.max_wait_secs}  # cap on one usage/rate-limit wait",
+        f'on_stuck = "{loop.on_stuck}"  # "stop" | "decompose"',
+        f"hook_timeout_secs = {loop.hook_timeout_secs}",
+        "",
+        "[budget]  # each optional; the loop stops before an agent once one is reached",
+    ]
+    for name, value, example in (
+        ("max_cost_usd", budget.max_cost_usd, "20.0"),
+        ("max_tokens", budget.max_tokens, "5000000"),
+        ("max_wall_secs", budget.max_wall_secs, "28800"),
+    ):
+        lines.append(f"# {name} = {example}" if value is None else f"{name} = {value!r}")
+    lines += ["", "[hooks]  # argv, no shell; the event's JSON on stdin"]
+    for name in HOOK_NAMES:
+        argv = hooks.argv(name)
+        lines.append(f"{name} = {toml_list(argv)}" if argv else f"# {name} = {_HOOK_EXAMPLE}")
+    return "\n".join(lines) + "\n"

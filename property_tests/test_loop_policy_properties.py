@@ -1,0 +1,125 @@
+"""Invariants of the loop policy over any sequence of step results and any [loop] config."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from runner_core.config import HOOK_NAMES, LoopConfig
+from runner_core.loop_policy import (
+    LoopAction,
+    LoopDecision,
+    LoopState,
+    StepKind,
+    StepResult,
+    after_step,
+)
+from runner_core.usage_limits import LimitKind, LimitSignal
+
+NOW = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
+NODES = ("a", "b")
+
+configs = st.builds(
+    LoopConfig,
+    max_consecutive_runner_errors=st.integers(0, 6),
+    runner_error_backoff_secs=st.lists(st.integers(0, 10**6), min_size=1, max_size=4).map(tuple),
+    max_wait_secs=st.integers(1, 604800),
+    on_stuck=st.sampled_from(["stop", "decompose"]),
+)
+limits = st.builds(
+    LimitSignal,
+    kind=st.sampled_from(list(LimitKind)),
+    message=st.just("m"),
+    retry_at=st.none() | st.sampled_from(["2026-11-22T01:00:00Z", "2026-12-25T00:00:00Z"]),
+    retry_after_secs=st.none() | st.integers(0, 10**8),
+)
+results = st.one_of(
+    st.builds(
+        StepResult,
+        kind=st.just(StepKind.AGENT_RAN),
+        node_id=st.sampled_from(NODES),
+        successful=st.booleans(),
+    ),
+    st.builds(StepResult, kind=st.just(StepKind.RUNNER_ERROR), node_id=st.sampled_from(NODES)),
+    st.builds(StepResult, kind=st.just(StepKind.LIMITED), node_id=st.just("a"), limit=limits),
+    st.builds(StepResult, kind=st.just(StepKind.STUCK), node_id=st.sampled_from(NODES)),
+)
+
+
+def decisions(config: LoopConfig, steps: list[StepResult]) -> list[LoopDecision]:
+    """The decisions for `steps`, up to and including the first STOP."""
+    state, made = LoopState(), []
+    for step in steps:
+        decision = after_step(state, step, config, NOW)
+        made.append(decision)
+        if decision.action is LoopAction.STOP:
+            break
+        state = decision.state
+    return made
+
+
+@given(configs, st.lists(results, max_size=20))
+def test_the_loop_never_sleeps_longer_than_max_wait_secs(
+    config: LoopConfig, steps: list[StepResult]
+) -> None:
+    """Every WAIT lasts 0..max_wait_secs; only WAIT decisions carry a wait."""
+    for decision in decisions(config, steps):
+        if decision.action is LoopAction.WAIT:
+            assert decision.wait is not None
+            assert 0 <= decision.wait.secs <= config.max_wait_secs
+        else:
+            assert decision.wait is None
+
+
+@given(configs, st.lists(st.sampled_from(["error", "limit"]), max_size=20), limits)
+def test_consecutive_runner_errors_stop_exactly_at_the_configured_count(
+    config: LoopConfig, kinds: list[str], limit: LimitSignal
+) -> None:
+    """With only runner errors and waits, the loop stops at the max(1, N)-th runner error, never
+    before, and waits never stop it."""
+    error = StepResult(StepKind.RUNNER_ERROR, "a")
+    limited = StepResult(StepKind.LIMITED, "a", limit=limit)
+    steps = [error if kind == "error" else limited for kind in kinds]
+    made = decisions(config, steps)
+    errors_seen = sum(1 for step in steps[: len(made)] if step.kind is StepKind.RUNNER_ERROR)
+    stop_at = max(1, config.max_consecutive_runner_errors)
+    stopped = bool(made) and made[-1].action is LoopAction.STOP
+    assert stopped == (kinds.count("error") >= stop_at)
+    if stopped:
+        assert errors_seen == stop_at
+        assert steps[len(made) - 1].kind is StepKind.RUNNER_ERROR
+        assert made[-1].exit_code == 1
+
+
+@given(configs, st.lists(results, max_size=25))
+def test_a_leaf_whose_decomposition_concluded_is_never_decomposed_again(
+    config: LoopConfig, steps: list[StepResult]
+) -> None:
+    """Per node, DECOMPOSE decisions after a concluded decomposition of it (an agent run on the
+    node being decomposed): none; and with on_stuck = "stop" the loop never decomposes."""
+    state, concluded = LoopState(), set()
+    for step in steps:
+        decision = after_step(state, step, config, NOW)
+        if decision.action is LoopAction.DECOMPOSE:
+            assert config.on_stuck == "decompose"
+            assert decision.node_id not in concluded
+        if step.kind is StepKind.AGENT_RAN and step.node_id == state.decomposing:
+            concluded.add(step.node_id)
+        if decision.action is LoopAction.STOP:
+            break
+        state = decision.state
+
+
+@given(configs, st.lists(results, max_size=20))
+def test_stops_have_a_documented_exit_code_and_hooks_are_known_names(
+    config: LoopConfig, steps: list[StepResult]
+) -> None:
+    """A STOP exits 0, 1 or 3 with a status word; every decision's hooks are [hooks] names, one
+    per event at most."""
+    for decision in decisions(config, steps):
+        assert set(decision.hooks) <= set(HOOK_NAMES)
+        assert len(decision.hooks) <= len(decision.events)
+        if decision.action is LoopAction.STOP:
+            assert decision.exit_code in (0, 1, 3) and decision.status

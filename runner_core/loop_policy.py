@@ -1,0 +1,252 @@
+"""The loop's policy (issue 10 §3-7): what `runner loop` does after each step and before the next.
+
+Decides, from a small `LoopState` and what the last step came to, whether the loop goes on,
+waits (runner-error backoff, usage and rate limits, capped at `max_wait_secs`), hands a stuck
+leaf to the decomposer once, or stops with which exit code; which loop events that emits and
+which hooks they fire; and whether a budget stops the loop before the next agent. Never sleeps,
+reads the clock or runs a hook: the shell passes `now` and carries out the decision.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+import attrs
+from pyrsistent import PSet, pset
+
+from runner_core.budget import BudgetUse, exhausted_budget, figure_text
+from runner_core.config import BudgetConfig, LoopConfig
+from runner_core.events import Event, EventType
+from runner_core.history import HistorySummary
+from runner_core.usage_limits import LimitKind, LimitSignal, LimitWait, iso_utc, wait_until
+
+EXIT_OK, EXIT_ERROR, EXIT_STUCK = 0, 1, 3
+
+
+class StepKind(enum.Enum):
+    """What one `runner step` came to, as the loop sees it."""
+
+    AGENT_RAN = "agent_ran"  # an iteration concluded without a runner error
+    RUNNER_ERROR = "runner_error"  # an iteration ended in a runner error (attempts unchanged)
+    LIMITED = "limited"  # the agent hit a usage or rate limit: a runner error that waits
+    STUCK = "stuck"  # selection found a stuck leaf; no iteration ran
+    COMPLETE = "complete"  # every node passes; no iteration ran
+    ITERATION_LIMIT = "iteration_limit"  # next_iter reached max_iterations; no iteration ran
+
+
+class LoopAction(enum.Enum):
+    CONTINUE = "continue"
+    WAIT = "wait"  # sleep `wait.secs`, then continue
+    DECOMPOSE = "decompose"  # run the decomposer on `node_id`, then continue
+    STOP = "stop"  # exit with `exit_code`
+
+
+@attrs.frozen(slots=True)
+class StepResult:
+    """One step's result: `node_id` for iterations and STUCK, `successful` for AGENT_RAN (guards
+    passed on done, or an accepted decomposition), `limit` for LIMITED."""
+
+    kind: StepKind
+    node_id: str | None = None
+    successful: bool = False
+    limit: LimitSignal | None = None
+
+
+def _node_set(node_ids: Iterable[str]) -> PSet[str]:
+    return pset(node_ids)
+
+
+@attrs.frozen(slots=True)
+class LoopState:
+    """What the loop remembers between steps of one `runner loop`.
+
+    `decomposing` is a stuck leaf handed to the decomposer whose decomposition has not concluded;
+    `decomposed` the stuck leaves whose decomposition did: they are never decomposed again.
+    """
+
+    consecutive_runner_errors: int = 0
+    decomposing: str | None = None
+    decomposed: PSet[str] = attrs.field(default=pset(), converter=_node_set)
+
+
+@attrs.frozen(slots=True)
+class LoopDecision:
+    """What the loop does next. `status` is the `loop: status=` word of a STOP; `events` are the
+    loop events to append (in order), `hooks` the hooks they fire."""
+
+    action: LoopAction
+    state: LoopState
+    events: tuple[EventType, ...] = ()
+    exit_code: int | None = None
+    status: str | None = None
+    wait: LimitWait | None = None
+    wait_reason: str | None = None
+    node_id: str | None = None
+    budget: BudgetUse | None = None
+
+    @property
+    def hooks(self) -> tuple[str, ...]:
+        return hooks_for(self.events)
+
+
+# Each hook fires once per event of its type; iteration_finished comes from the iteration.
+HOOK_FOR_EVENT: Mapping[EventType, str] = {
+    EventType.ITERATION_FINISHED: "on_iteration",
+    EventType.STUCK: "on_stuck",
+    EventType.COMPLETE: "on_complete",
+    EventType.LIMIT_REACHED: "on_limit",
+    EventType.BUDGET_EXHAUSTED: "on_budget",
+    EventType.RUNNER_ERROR: "on_error",
+    EventType.WAITING: "on_wait",
+}
+
+# How long a limit that names no time is waited out (then capped at max_wait_secs): a rate limit
+# outlasted the CLI's own retries; a usage limit resets in hours.
+LIMIT_DEFAULT_WAIT_SECS: Mapping[LimitKind, int] = {
+    LimitKind.RATE_LIMITED: 300,
+    LimitKind.USAGE_LIMITED: 1800,
+}
+
+# The steps whose decision is one fixed stop: (status word, exit code, events).
+FIXED_STOPS: Mapping[StepKind, tuple[str, int, tuple[EventType, ...]]] = {
+    StepKind.COMPLETE: ("complete", EXIT_OK, (EventType.COMPLETE,)),
+    StepKind.ITERATION_LIMIT: ("limit", EXIT_ERROR, ()),
+}
+
+
+def hooks_for(events: tuple[EventType, ...]) -> tuple[str, ...]:
+    """The hooks `events` fire, one per event that has a hook, in event order."""
+    return tuple(HOOK_FOR_EVENT[event] for event in events if event in HOOK_FOR_EVENT)
+
+
+def runner_error_backoff(config: LoopConfig, consecutive: int) -> int:
+    """The wait after the `consecutive`-th runner error in a row: the schedule's entry, the last
+    repeating, capped at max_wait_secs."""
+    schedule = config.runner_error_backoff_secs
+    return min(schedule[min(consecutive, len(schedule)) - 1], config.max_wait_secs)
+
+
+def stops_after_runner_errors(config: LoopConfig) -> int:
+    """How many runner errors in a row stop the loop; 0 configured stops at the first."""
+    return max(1, config.max_consecutive_runner_errors)
+
+
+def before_step(budget: BudgetConfig, summary: HistorySummary, state: LoopState) -> LoopDecision:
+    """Checked before every step: a reached budget stops the loop before another agent starts."""
+    reached = exhausted_budget(budget, summary)
+    if reached is None:
+        return LoopDecision(LoopAction.CONTINUE, state)
+    return _stop(state, EventType.BUDGET_EXHAUSTED, EXIT_ERROR, "budget", budget=reached)
+
+
+def _stop(
+    state: LoopState, event: EventType, code: int, status: str, **figures: Any
+) -> LoopDecision:
+    return LoopDecision(LoopAction.STOP, state, (event,), exit_code=code, status=status, **figures)
+
+
+def after_step(
+    state: LoopState, result: StepResult, config: LoopConfig, now: datetime
+) -> LoopDecision:
+    """What the loop does after `result`, at `now` (an aware datetime)."""
+    if result.kind in FIXED_STOPS:
+        status, code, stop_events = FIXED_STOPS[result.kind]
+        return LoopDecision(LoopAction.STOP, state, stop_events, exit_code=code, status=status)
+    if result.kind is StepKind.AGENT_RAN:
+        return _after_agent_ran(state, result)
+    if result.kind is StepKind.RUNNER_ERROR:
+        return _after_runner_error(state, config, now)
+    if result.kind is StepKind.LIMITED:
+        return _after_limit(state, result, config, now)
+    return _after_stuck(state, result, config)
+
+
+def _after_agent_ran(state: LoopState, result: StepResult) -> LoopDecision:
+    # Any concluded agent run ends a streak of runner errors.
+    fresh = attrs.evolve(state, consecutive_runner_errors=0)
+    if state.decomposing is None or result.node_id != state.decomposing:
+        return LoopDecision(LoopAction.CONTINUE, fresh)
+    if not result.successful:
+        failed = attrs.evolve(fresh, decomposing=None)
+        return _stop(failed, EventType.STUCK, EXIT_STUCK, "stuck", node_id=result.node_id)
+    done = attrs.evolve(fresh, decomposing=None, decomposed=state.decomposed.add(state.decomposing))
+    return LoopDecision(LoopAction.CONTINUE, done)
+
+
+def _after_runner_error(state: LoopState, config: LoopConfig, now: datetime) -> LoopDecision:
+    count = state.consecutive_runner_errors + 1
+    counted = attrs.evolve(state, consecutive_runner_errors=count)
+    if count >= stops_after_runner_errors(config):
+        return _stop(counted, EventType.RUNNER_ERROR, EXIT_ERROR, "runner_error")
+    secs = runner_error_backoff(config, count)
+    return LoopDecision(
+        LoopAction.WAIT,
+        counted,
+        (EventType.RUNNER_ERROR, EventType.WAITING),
+        wait=LimitWait(secs, iso_utc(now + timedelta(seconds=secs)), capped=False),
+        wait_reason="runner_error",
+    )
+
+
+def _after_limit(
+    state: LoopState, result: StepResult, config: LoopConfig, now: datetime
+) -> LoopDecision:
+    if result.limit is None:
+        raise ValueError("a LIMITED step result carries its LimitSignal")
+    default = LIMIT_DEFAULT_WAIT_SECS[result.limit.kind]
+    # A wait is not a runner error in a row: the streak neither grows nor resets.
+    return LoopDecision(
+        LoopAction.WAIT,
+        state,
+        (EventType.LIMIT_REACHED, EventType.WAITING),
+        wait=wait_until(result.limit, now, config.max_wait_secs, default),
+        wait_reason=result.limit.kind.value,
+    )
+
+
+def _after_stuck(state: LoopState, result: StepResult, config: LoopConfig) -> LoopDecision:
+    node = result.node_id
+    if node is None:
+        raise ValueError("a STUCK step result names its node")
+    retrying = node == state.decomposing
+    if config.on_stuck == "decompose" and (retrying or node not in state.decomposed):
+        return LoopDecision(
+            LoopAction.DECOMPOSE,
+            attrs.evolve(state, decomposing=node),
+            (EventType.STUCK,),
+            node_id=node,
+        )
+    return _stop(state, EventType.STUCK, EXIT_STUCK, "stuck", node_id=node)
+
+
+def ends_the_loop(event: Event) -> bool:
+    """Whether `runner loop` ended with `event` (what `runner follow` waits for): complete, a
+    budget, a stuck leaf it stops at, or the runner error that ended a streak. The iteration
+    limit has no event of its own."""
+    if event.type in (EventType.COMPLETE, EventType.BUDGET_EXHAUSTED):
+        return True
+    if event.type is EventType.STUCK:
+        return bool(event.figures["action"] == "stop")
+    if event.type is EventType.RUNNER_ERROR:
+        allowed = max(1, event.figures["max_consecutive"])
+        return bool(event.figures["consecutive"] >= allowed)
+    return False
+
+
+# ---------------------------------------------------------------- the loop's lines
+
+
+def wait_line(run_id: str, wait: LimitWait, reason: str) -> str:
+    """`loop: wait run=<id> reason=<why> until=<ISO-8601> secs=<n>`, printed before a wait."""
+    return f"loop: wait run={run_id} reason={reason} until={wait.until} secs={wait.secs}"
+
+
+def budget_line(run_id: str, use: BudgetUse, steps: int, started_at_iter: int) -> str:
+    """The loop's last line when a budget stops it."""
+    return (
+        f"loop: status=budget run={run_id} budget={use.budget} spent={figure_text(use.spent)} "
+        f"limit={figure_text(use.limit)} steps={steps} started_at_iter={started_at_iter}"
+    )

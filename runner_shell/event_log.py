@@ -1,0 +1,90 @@
+"""The run's `events.jsonl`: append events as whole lines, read them back, follow a growing file.
+
+Every line is one `os.write` to a descriptor opened with O_APPEND, so concurrent readers see
+whole lines or a torn last line (which the core's parser ignores), never two lines interleaved.
+What an event says is decided in `runner_core.events`; this module only moves bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from runner_core.events import Event, event_line, parse_event_lines
+
+
+def append_events(path: Path, events: Iterable[Event], *, fsync: bool = False) -> None:
+    """Append each event as one line; `fsync` (at iteration boundaries) makes them durable."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        for event in events:
+            _write_all(fd, event_line(event).encode("utf-8"))
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    # A regular file takes the whole line in one write; the loop only covers a short write
+    # (a full disk), which leaves a torn line that readers ignore.
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def read_events(path: Path) -> tuple[tuple[Event, ...], tuple[str, ...]]:
+    """The events of a file and its damaged-line warnings; a missing file holds no events."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return (), ()
+    return parse_event_lines(data)
+
+
+def _never() -> bool:
+    return False
+
+
+def follow(
+    path: Path,
+    *,
+    poll_secs: float = 0.2,
+    stop: Callable[[], bool] = _never,
+    on_warning: Callable[[str], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[Event]:
+    """Every event of `path`, from the first, then each new one as it is appended.
+
+    Waits for the file to appear; polls every `poll_secs`; a line is read once it is whole.
+    Ends when `stop()` answers true after the file had nothing new (checked once per poll).
+    """
+    offset, pending, next_line = 0, b"", 1
+    while True:
+        chunk = _read_from(path, offset)
+        offset += len(chunk)
+        pending += chunk
+        whole, newline, pending = pending.rpartition(b"\n")
+        if newline:
+            events, warnings = parse_event_lines(whole + b"\n", next_line)
+            next_line += whole.count(b"\n") + 1
+            for warning in warnings:
+                if on_warning is not None:
+                    on_warning(warning)
+            yield from events
+        if not chunk:
+            if stop():
+                return
+            sleep(poll_secs)
+
+
+def _read_from(path: Path, offset: int) -> bytes:
+    try:
+        with path.open("rb") as stream:
+            stream.seek(offset)
+            return stream.read()
+    except FileNotFoundError:
+        return b""
