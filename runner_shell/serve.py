@@ -359,7 +359,9 @@ def serve(root: Path, host: str, port: int, run: str | None) -> None:
         )
     _check_port(host, port)
     print(f"serve: http://{_url_host(host)}:{port}/ (read-only; Ctrl-C stops)", flush=True)
-    uvicorn.run(create_app(root, run, hosts), host=host, port=port, log_level="warning")
+    app = create_app(root, run, hosts)
+    # Open event streams never end by themselves: give them a second, then close them.
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=1)
 
 
 def _url_host(host: str) -> str:
