@@ -121,5 +121,12 @@ def rollups(tree: Node, history: ExecutionHistory) -> dict[str, dict[str, Any]]:
 def overview_to_json(
     status: Mapping[str, Any], tree: Node, history: ExecutionHistory
 ) -> dict[str, Any]:
-    """`GET /api/overview`: the run state word and the rolled-up figures of every node."""
-    return {"state": run_state_word(status), "rollups": rollups(tree, history)}
+    """`GET /api/overview`: the run state word, the iteration to show (the running one, else
+    the last one done) and the rolled-up figures of every node."""
+    running = status["running"]
+    iteration = running["iteration"] if running is not None else status["next_iteration"] - 1
+    return {
+        "state": run_state_word(status),
+        "iteration": iteration,
+        "rollups": rollups(tree, history),
+    }

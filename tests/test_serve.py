@@ -96,6 +96,7 @@ def test_the_overview_says_the_run_state_and_rolls_tokens_up(client: TestClient)
     overview = client.get("/api/overview").json()
 
     assert overview["state"] == "complete"
+    assert overview["iteration"] == 3
     assert set(overview["rollups"]) == {"root", "root.1", "root.2", "root.3"}
     assert overview["rollups"]["root"]["cost_usd"] == 0.0
 

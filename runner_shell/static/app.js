@@ -31,7 +31,7 @@ function showOverview(status, overview) {
   text("run-id", status.run_id || "(not started)");
   setBadge(document.getElementById("run-state"), overview.state);
   text("branch", status.branch || "-");
-  text("iteration", `${Math.min(status.next_iteration, status.max_iterations)} of ${status.max_iterations}`);
+  text("iteration", `${overview.iteration} of ${status.max_iterations}`);
   text("leaves", `${status.leaves.passed}/${status.leaves.total} passed`);
   const sel = status.selected;
   text("selected", sel.id ? `${sel.path} (${sel.attempts}/${sel.max_attempts})` : sel.status);
@@ -190,6 +190,7 @@ function soon() {
 function appendOutput(event) {
   const body = JSON.parse(event.data);
   const output = document.getElementById("output");
+  document.getElementById("live-output").hidden = false;
   const lines = output.textContent.split("\n").concat(body.lines || []);
   output.textContent = lines.slice(-OUTPUT_LINES).join("\n");
   output.scrollTop = output.scrollHeight;
