@@ -258,3 +258,22 @@ def httpx_json(url: str) -> Any:
     answer = httpx.get(url, timeout=10)
     assert answer.status_code == 200, answer.text
     return answer.json()
+
+
+def test_another_host_than_loopback_is_a_warning_on_stderr(finished: Project) -> None:
+    process = subprocess.Popen(
+        [PYTHON, "-m", "runner_shell", "serve", "--host", "0.0.0.0", "--port", str(free_port())],
+        cwd=finished.root,
+        env=finished.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        warning = process.stderr.readline()
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+    assert warning.startswith("runner: warning: serving on 0.0.0.0: anyone who can reach ")
