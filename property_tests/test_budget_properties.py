@@ -8,11 +8,10 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from property_tests.strategies import trees
 from runner_core.budget import exhausted_budget, rolled_up_totals
 from runner_core.config import BudgetConfig
 from runner_core.history import ExecutionHistory, ExecutionRecord, TokenUsage, summarize
-from runner_core.model import Node, iter_preorder
+from runner_core.model import Node, NodeNext, iter_preorder
 from tests.history_records import record
 
 token_usages = st.none() | st.builds(
@@ -22,8 +21,16 @@ costs = st.none() | st.floats(min_value=0.0, max_value=100.0)
 
 
 @st.composite
+def small_trees(draw: st.DrawFn, node_id: str = "root", depth: int = 0) -> Node:
+    """A tree of unique ids `root`, `root.1`, `root.1.2`, ...: the roll-up reads only its shape."""
+    width = draw(st.integers(0, 3 if depth < 3 else 0))
+    children = tuple(draw(small_trees(f"{node_id}.{n}", depth + 1)) for n in range(1, width + 1))
+    return Node(node_id, 0, "title", "goal", (), NodeNext.EXECUTE, False, 0, 3, children)
+
+
+@st.composite
 def tree_and_records(draw: st.DrawFn) -> tuple[Node, list[ExecutionRecord]]:
-    root = draw(trees(max_nodes=12))
+    root = draw(small_trees())
     node_ids = [node.id for node, _ in iter_preorder(root)] + ["not.in.tree"]
     count = draw(st.integers(0, 12))
     records = [
