@@ -46,17 +46,22 @@ def script_leaves(project: Project, count: int, sleep: float) -> None:
     project.guard_script([{"stdout": "ok\n"}])
 
 
-@contextlib.contextmanager
-def serving(project: Project, port: int) -> Iterator[str]:
-    """A real `runner serve` process on `port`; yields its base URL once it answers."""
-    process = subprocess.Popen(
-        [PYTHON, "-m", "runner_shell", "serve", "--port", str(port)],
+def serve_process(project: Project, *options: str) -> subprocess.Popen[str]:
+    """`runner serve OPTIONS` started in the project, its output piped."""
+    return subprocess.Popen(
+        [PYTHON, "-m", "runner_shell", "serve", *options],
         cwd=project.root,
         env=project.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+@contextlib.contextmanager
+def serving(project: Project, port: int) -> Iterator[str]:
+    """A real `runner serve` process on `port`; yields its base URL once it answers."""
+    process = serve_process(project, "--port", str(port))
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 20

@@ -16,7 +16,14 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 from e2e_helpers import PYTHON, Project, ProjectFactory
-from serve_helpers import SseReader, free_port, leaves_tree, script_leaves, serving
+from serve_helpers import (
+    SseReader,
+    free_port,
+    leaves_tree,
+    script_leaves,
+    serve_process,
+    serving,
+)
 from starlette.testclient import TestClient
 
 from runner_core.events import EventOrigin, operator
@@ -261,14 +268,7 @@ def httpx_json(url: str) -> Any:
 
 
 def test_another_host_than_loopback_is_a_warning_on_stderr(finished: Project) -> None:
-    process = subprocess.Popen(
-        [PYTHON, "-m", "runner_shell", "serve", "--host", "0.0.0.0", "--port", str(free_port())],
-        cwd=finished.root,
-        env=finished.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = serve_process(finished, "--host", "0.0.0.0", "--port", str(free_port()))
     try:
         assert process.stderr is not None
         warning = process.stderr.readline()
