@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from property_tests.strategies import trees
 from runner_core import Node, NodeNext, iter_preorder
 from runner_core.decompose import ChildSpec
 from runner_core.operations import (
@@ -25,6 +24,7 @@ from runner_core.operations import (
     skip_node,
 )
 from runner_core.selection import select_leaf
+from runner_core.testing import trees
 
 SPEC = ChildSpec("Part", "Do part.", ("part works",), NodeNext.EXECUTE)
 PLAN = NewPlan("New", "Do it anew.", ("new works",), NodeNext.EXECUTE, (SPEC,))
@@ -85,6 +85,6 @@ def test_decompose_now_adds_children_only_under_the_node(case: tuple[Node, str])
     except OperationError:
         return
     before_ids = {node.id for node, _ in iter_preorder(tree)}
-    new = [(node, trail) for node, trail in iter_preorder(after) if node.id not in before_ids]
+    new = [(node, up) for node, up in iter_preorder(after) if node.id not in before_ids]
     assert len(new) == 2
-    assert all(trail is not None and trail[0] == node_id for _, trail in new)
+    assert all(ancestors and ancestors[-1] == node_id for _, ancestors in new)

@@ -9,7 +9,8 @@ asks git or reads a file: the shell gathers each run's facts.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -52,11 +53,13 @@ class RunRow:
     last_activity: str | None
 
 
-_BY_SELECTION = {
-    SelectionStatus.OPEN: RunCondition.OPEN,
-    SelectionStatus.COMPLETE: RunCondition.COMPLETE,
-    SelectionStatus.STUCK: RunCondition.STUCK,
-}
+_BY_SELECTION: Mapping[SelectionStatus, RunCondition] = MappingProxyType(
+    {
+        SelectionStatus.OPEN: RunCondition.OPEN,
+        SelectionStatus.COMPLETE: RunCondition.COMPLETE,
+        SelectionStatus.STUCK: RunCondition.STUCK,
+    }
+)
 
 
 def run_condition(tree: Node | None, journal_alive: bool | None) -> RunCondition:
