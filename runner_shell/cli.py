@@ -492,6 +492,28 @@ def metrics(run: RunId = None) -> None:
     show_metrics(*_paths(), run)
 
 
+@app.command()
+@guarded
+def serve(
+    host: Annotated[
+        str, typer.Option("--host", metavar="HOST", help="Address to bind (loopback by default).")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", min=1, max=65535, metavar="PORT", help="Port to bind.")
+    ] = 8765,
+    run: RunId = None,
+) -> None:
+    """Serve a read-only web view of the run, live while a loop runs (never takes the lock)."""
+    from runner_shell.serve import serve as serve_run
+    from runner_shell.store import load_run_state
+    from runner_shell.views import choose_run
+
+    paths, _ = _paths()
+    if run is not None:
+        choose_run(paths, load_run_state(paths), run)
+    serve_run(paths.root, host, port, run)
+
+
 def usage_error_text(error: typer.TyperException) -> str:
     """One line naming the problem and where help is; bare `runner` gets its help instead."""
     message = error.format_message()

@@ -120,6 +120,13 @@ def _history(
     return history, problems
 
 
+def run_history(
+    paths: RunnerPaths, repo: Repo, run_id: str
+) -> tuple[ExecutionHistory, tuple[str, ...]]:
+    """A run's history and the warnings about it, beside a loop that may be mid-iteration."""
+    return _history(paths, run_id, _journal(repo))
+
+
 def _last_tree(paths: RunnerPaths, run_id: str) -> Node | None:
     """An earlier run's latest tree: the newest readable tree.after.json of its iterations."""
     for _, directory in reversed(iteration_dirs(paths, run_id)):
@@ -276,8 +283,8 @@ def render_status(view: StatusView) -> list[str]:
     return out
 
 
-def show_status(paths: RunnerPaths, repo: Repo, as_json: bool) -> None:
-    """`runner status`: where the current run stands; works before `runner start` too."""
+def status_document_view(paths: RunnerPaths, repo: Repo) -> StatusView:
+    """Where the current run stands (`runner status`, `GET /api/status`); warns on stderr."""
     state = load_run_state(paths)
     tree = load_tree(paths)
     max_iterations = load_config(paths).max_iterations
@@ -295,7 +302,12 @@ def show_status(paths: RunnerPaths, repo: Repo, as_json: bool) -> None:
         questions=read_optional_text(paths.questions, GUIDANCE_SHOWN_BYTES),
         actions=operator_actions(repo, state.run_id),
     )
-    view = status_view(tree, state, max_iterations, history, journal, operator)
+    return status_view(tree, state, max_iterations, history, journal, operator)
+
+
+def show_status(paths: RunnerPaths, repo: Repo, as_json: bool) -> None:
+    """`runner status`: where the current run stands; works before `runner start` too."""
+    view = status_document_view(paths, repo)
     if as_json:
         _print_json(status_to_json(view))
     else:
@@ -342,10 +354,24 @@ def render_history(
     return out
 
 
-def show_history(
-    paths: RunnerPaths, repo: Repo, node: str | None, run: str | None, as_json: bool
-) -> None:
-    """`runner history`: one row per iteration of the run, oldest first."""
+@attrs.frozen(slots=True)
+class HistoryDocument:
+    """What `runner history` and `GET /api/history` show."""
+
+    run_id: str
+    records: tuple[ExecutionRecord, ...]
+    node: str | None
+    problems: tuple[str, ...]
+    actions: tuple[OperatorAction, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return history_to_json(self.run_id, self.records, self.node, self.problems, self.actions)
+
+
+def history_document(
+    paths: RunnerPaths, repo: Repo, node: str | None, run: str | None
+) -> HistoryDocument:
+    """The run's iterations, oldest first, and its operator actions; warns on stderr."""
     state = load_run_state(paths)
     run_id = choose_run(paths, state, run)
     history, problems = _history(paths, run_id, _journal(repo))
@@ -360,10 +386,18 @@ def show_history(
                 f"history: no node '{node}' in run {run_id}'s tree or iterations "
                 "(see 'runner status' for the node ids)"
             )
+    return HistoryDocument(run_id, records, node, problems, tuple(actions))
+
+
+def show_history(
+    paths: RunnerPaths, repo: Repo, node: str | None, run: str | None, as_json: bool
+) -> None:
+    """`runner history`: one row per iteration of the run, oldest first."""
+    shown = history_document(paths, repo, node, run)
     if as_json:
-        _print_json(history_to_json(run_id, records, node, problems, actions))
+        _print_json(shown.to_json())
     else:
-        typer.echo("\n".join(render_history(run_id, records, node, actions)))
+        typer.echo("\n".join(render_history(shown.run_id, shown.records, node, shown.actions)))
 
 
 # ---------------------------------------------------------------- runner show
@@ -603,12 +637,19 @@ def render_report(report: Report) -> list[str]:
     return out
 
 
-def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) -> None:
-    """`runner report`: seed 004's summary, the per-node table, the slowest and most retried."""
+def report_document(
+    paths: RunnerPaths, repo: Repo, run: str | None
+) -> tuple[Report, tuple[str, ...]]:
+    """The report of `runner report` and `GET /api/report`, and its warnings (also on stderr)."""
     figures, problems = run_figures(paths, repo, run)
     for line in problems:
         warn(line)
-    report = build_report(figures)
+    return build_report(figures), problems
+
+
+def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) -> None:
+    """`runner report`: seed 004's summary, the per-node table, the slowest and most retried."""
+    report, problems = report_document(paths, repo, run)
     if as_json:
         _print_json(report_to_json(report, problems))
     else:
@@ -621,10 +662,15 @@ def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) 
 def show_metrics(paths: RunnerPaths, repo: Repo, run: str | None) -> None:
     """`runner metrics`: the report's figures in Prometheus text format, for a textfile
     collector (write to a temp file, then rename it into the collector's directory)."""
+    typer.echo(metrics_document(paths, repo, run), nl=False)
+
+
+def metrics_document(paths: RunnerPaths, repo: Repo, run: str | None) -> str:
+    """`runner metrics` and `GET /metrics`: the Prometheus text; warns on stderr."""
     figures, problems = run_figures(paths, repo, run)
     for line in problems:
         warn(line)
-    typer.echo(metrics_text(figures), nl=False)
+    return metrics_text(figures)
 
 
 # ---------------------------------------------------------------- runner loop on a terminal

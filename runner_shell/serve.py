@@ -1,0 +1,382 @@
+"""`runner serve`: a read-only web view of a run, live by server-sent events.
+
+Serves the page (runner_shell/static), the `--json` documents of the terminal views built by
+the same functions, and `/api/events`: every line of the run's `events.jsonl` plus a `state`
+event whenever run_state.json, tree.json or the journal change. Never takes the runner lock,
+never writes a file, answers only GET and HEAD, and only to requests naming the bound host.
+Imported only by `runner serve`, so other commands never load Starlette.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import sys
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import (
+    FileResponse,
+    JSONResponse,
+    PlainTextResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from runner_core.events import Event, event_line
+from runner_core.reports import report_to_json, status_to_json
+from runner_core.runs import runs_to_json
+from runner_core.web_view import allowed_hosts, is_loopback, node_detail, overview_to_json
+from runner_shell.errors import UserFacingError
+from runner_shell.event_log import follow
+from runner_shell.files import FileTooLarge, read_bytes_capped
+from runner_shell.git import Repo
+from runner_shell.guard_rails import journal_path
+from runner_shell.iteration_log import iteration_dirs
+from runner_shell.layout import RunnerPaths
+from runner_shell.runs import gather_runs
+from runner_shell.store import load_run_state, load_tree
+from runner_shell.views import (
+    choose_run,
+    history_document,
+    metrics_document,
+    read_iteration,
+    report_document,
+    run_history,
+    status_document_view,
+)
+
+STATIC = Path(__file__).parent / "static"
+PAGES = {"/": "index.html", "/app.js": "app.js", "/app.css": "app.css"}
+FILE_MAX_BYTES = 1024 * 1024
+POLL_SECS = 0.5
+HEARTBEAT_SECS = 15.0
+# A client this many messages behind is too slow: it is dropped rather than waited for.
+CLIENT_QUEUE = 1000
+HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": "default-src 'self'",
+    "Cache-Control": "no-store",
+}
+
+
+@attrs.define(eq=False)
+class Client:
+    """One `/api/events` subscriber: its bounded queue, and whether it fell too far behind."""
+
+    queue: asyncio.Queue[str] = attrs.field(factory=lambda: asyncio.Queue(CLIENT_QUEUE))
+    dropped: bool = False
+
+
+@attrs.define
+class Broker:
+    """Fans each message out to every client without ever waiting for one."""
+
+    clients: set[Client] = attrs.field(factory=set)
+    sent: int = 0
+
+    def publish(self, name: str, data: str) -> None:
+        self.sent += 1
+        message = f"id: {self.sent}\nevent: {name}\ndata: {data}\n\n"
+        for client in list(self.clients):
+            try:
+                client.queue.put_nowait(message)
+            except asyncio.QueueFull:
+                client.dropped = True
+                self.clients.discard(client)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        facts = path.stat()
+    except FileNotFoundError:
+        return None
+    return facts.st_mtime_ns, facts.st_size
+
+
+@attrs.define
+class Watcher:
+    """Polls the run's files by stat and tails its `events.jsonl` in a thread."""
+
+    paths: RunnerPaths
+    repo: Repo
+    run: str | None
+    broker: Broker
+    stop: threading.Event = attrs.field(factory=threading.Event)
+    following: str | None = None
+
+    def watched(self) -> dict[str, Path]:
+        return {
+            "run_state": self.paths.run_state,
+            "tree": self.paths.tree,
+            "journal": journal_path(self.repo),
+        }
+
+    async def run_forever(self) -> None:
+        files = self.watched()
+        stamps = {name: _stamp(path) for name, path in files.items()}
+        self._follow_run()
+        while not self.stop.is_set():
+            await asyncio.sleep(POLL_SECS)
+            now = {name: _stamp(path) for name, path in files.items()}
+            changed = [name for name in files if now[name] != stamps[name]]
+            stamps = now
+            if changed:
+                self.broker.publish("state", json.dumps({"changed": changed}))
+                if "run_state" in changed:
+                    self._follow_run()
+
+    def _follow_run(self) -> None:
+        """Start tailing the run's events.jsonl once the run is known (once per server)."""
+        if self.following is not None:
+            return
+        run_id = self.run
+        if run_id is None:
+            with contextlib.suppress(UserFacingError, OSError):
+                run_id = load_run_state(self.paths).run_id
+        if run_id is None:
+            return
+        self.following = run_id
+        loop = asyncio.get_running_loop()
+        events = follow(self.paths.run_dir(run_id) / "events.jsonl", stop=self.stop.is_set)
+        thread = threading.Thread(target=self._forward, args=(events, loop), daemon=True)
+        thread.start()
+
+    def _forward(self, events: Iterator[Event], loop: asyncio.AbstractEventLoop) -> None:
+        for event in events:
+            line = event_line(event).rstrip("\n")
+            with contextlib.suppress(RuntimeError):  # the server's loop has closed
+                loop.call_soon_threadsafe(self.broker.publish, event.type.value, line)
+
+
+async def client_messages(
+    broker: Broker, disconnected: Callable[[], Awaitable[bool]]
+) -> AsyncIterator[str]:
+    """One client's stream: a hello, then every message, heartbeat comments when idle."""
+    client = Client()
+    broker.clients.add(client)
+    try:
+        yield f"retry: 2000\nevent: hello\ndata: {json.dumps({'sent': broker.sent})}\n\n"
+        while not client.dropped:
+            try:
+                yield await asyncio.wait_for(client.queue.get(), HEARTBEAT_SECS)
+            except TimeoutError:
+                if await disconnected():
+                    return
+                yield ": heartbeat\n\n"
+    finally:
+        broker.clients.discard(client)
+
+
+class HostGuard:
+    """Answers 421 to a request whose Host header is not the bound host (DNS rebinding), 405
+    to anything but GET and HEAD, and adds the security headers to every answer."""
+
+    def __init__(self, app: ASGIApp, hosts: frozenset[str]) -> None:
+        self.app = app
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        host = headers.get(b"host", b"").decode("latin-1").lower()
+        if host not in self.hosts:
+            await _plain(421, f"unknown Host header {host!r}")(scope, receive, send)
+        elif scope["method"] not in ("GET", "HEAD"):
+            await _plain(405, "read-only: only GET and HEAD")(scope, receive, send)
+        else:
+            await self.app(scope, receive, _with_headers(send))
+
+
+def _plain(status: int, text: str) -> Response:
+    return PlainTextResponse(f"runner serve: {text}\n", status_code=status, headers=HEADERS)
+
+
+def _with_headers(send: Send) -> Send:
+    async def sending(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            extra = [(k.lower().encode(), v.encode()) for k, v in HEADERS.items()]
+            message = {**message, "headers": [*message.get("headers", []), *extra]}
+        await send(message)
+
+    return sending
+
+
+def _not_found(error: Exception) -> JSONResponse:
+    return JSONResponse({"error": str(error)}, status_code=404)
+
+
+@attrs.frozen
+class Api:
+    """The endpoints; each reads the files afresh, so every answer is current."""
+
+    paths: RunnerPaths
+    repo: Repo
+    run: str | None
+
+    def _run(self, request: Request) -> str:
+        return choose_run(self.paths, load_run_state(self.paths), request.query_params.get("run"))
+
+    def status(self, request: Request) -> Response:
+        return JSONResponse(status_to_json(status_document_view(self.paths, self.repo)))
+
+    def overview(self, request: Request) -> Response:
+        status = status_to_json(status_document_view(self.paths, self.repo))
+        history, _ = run_history(self.paths, self.repo, status["run_id"] or "")
+        tree = load_tree(self.paths)
+        return JSONResponse(overview_to_json(status, tree, history))
+
+    def history(self, request: Request) -> Response:
+        node = request.query_params.get("node")
+        shown = history_document(self.paths, self.repo, node, self._run(request))
+        return JSONResponse(shown.to_json())
+
+    def report(self, request: Request) -> Response:
+        report, problems = report_document(self.paths, self.repo, self._run(request))
+        return JSONResponse(report_to_json(report, problems))
+
+    def runs(self, request: Request) -> Response:
+        return JSONResponse(runs_to_json(gather_runs(self.paths, self.repo)))
+
+    def metrics(self, request: Request) -> Response:
+        text = metrics_document(self.paths, self.repo, self._run(request))
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+
+    def iteration(self, request: Request) -> Response:
+        run_id = self._run(request)
+        wanted = request.path_params["number"]
+        for number, _ in iteration_dirs(self.paths, run_id):
+            if str(number) == wanted:
+                return JSONResponse(read_iteration(self.paths, run_id, number).to_json())
+        return _not_found(UserFacingError(f"no iteration {wanted!r} in run {run_id}"))
+
+    def iteration_file(self, request: Request) -> Response:
+        """One file of an iteration directory, by a name its listing holds, at most 1 MiB."""
+        run_id = self._run(request)
+        wanted, name = request.path_params["number"], request.path_params["name"]
+        for number, directory in iteration_dirs(self.paths, run_id):
+            if str(number) != wanted:
+                continue
+            for entry in directory.iterdir():
+                if entry.name == name and entry.is_file():
+                    data = read_bytes_capped(entry, FILE_MAX_BYTES)
+                    return PlainTextResponse(data.decode("utf-8", errors="replace"))
+        return _not_found(UserFacingError(f"no file {name!r} in iteration {wanted!r}"))
+
+    def node(self, request: Request) -> Response:
+        node_id = request.path_params["node_id"]
+        state = load_run_state(self.paths)
+        history, _ = run_history(self.paths, self.repo, state.run_id or "")
+        detail = node_detail(load_tree(self.paths), history, node_id)
+        if detail is None:
+            return _not_found(UserFacingError(f"no node {node_id!r} in the tree"))
+        return JSONResponse(detail)
+
+
+def _guarded(endpoint: Callable[[Request], Response]) -> Callable[[Request], Response]:
+    def answer(request: Request) -> Response:
+        try:
+            return endpoint(request)
+        except UserFacingError as error:
+            return _not_found(error)
+        except FileTooLarge as error:
+            return JSONResponse(
+                {"error": f"{error.size} bytes; at most {error.limit} are served"}, 413
+            )
+
+    return answer
+
+
+def _page(name: str) -> Callable[[Request], Response]:
+    def answer(request: Request) -> Response:
+        return FileResponse(STATIC / name)
+
+    return answer
+
+
+def create_app(root: Path, run: str | None, hosts: frozenset[str]) -> ASGIApp:
+    """The ASGI app for the repository at `root`, answering only requests naming `hosts`."""
+    paths, repo = RunnerPaths(root), Repo(root)
+    api = Api(paths, repo, run)
+    broker = Broker()
+    watcher = Watcher(paths, repo, run, broker)
+
+    async def events(request: Request) -> Response:
+        return StreamingResponse(
+            client_messages(broker, request.is_disconnected),
+            media_type="text/event-stream",
+            headers={"X-Accel-Buffering": "no"},
+        )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        task = asyncio.create_task(watcher.run_forever())
+        try:
+            yield
+        finally:
+            watcher.stop.set()
+            task.cancel()
+
+    endpoints: dict[str, Callable[[Request], Response]] = {
+        "/api/status": api.status,
+        "/api/overview": api.overview,
+        "/api/history": api.history,
+        "/api/report": api.report,
+        "/api/runs": api.runs,
+        "/metrics": api.metrics,
+        "/api/iterations/{number}": api.iteration,
+        "/api/iterations/{number}/files/{name}": api.iteration_file,
+        "/api/nodes/{node_id}": api.node,
+    }
+    routes = [Route(path, _page(name), methods=["GET", "HEAD"]) for path, name in PAGES.items()]
+    routes += [Route(p, _guarded(e), methods=["GET", "HEAD"]) for p, e in endpoints.items()]
+    routes.append(Route("/api/events", events, methods=["GET"]))
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.broker = broker
+    return HostGuard(app, hosts)
+
+
+def serve(root: Path, host: str, port: int, run: str | None) -> None:
+    """Serve until interrupted; warns when the host is reachable from other machines."""
+    hosts = allowed_hosts(host, port, socket.gethostname())
+    if not is_loopback(host):
+        print(
+            f"runner: warning: serving on {host}: anyone who can reach this machine can read "
+            "the run (its tree, prompts, logs); use the default 127.0.0.1 unless you mean it",
+            file=sys.stderr,
+        )
+    _check_port(host, port)
+    print(f"serve: http://{_url_host(host)}:{port}/ (read-only; Ctrl-C stops)", flush=True)
+    app = create_app(root, run, hosts)
+    # Open event streams never end by themselves: give them a second, then close them.
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=1)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _check_port(host: str, port: int) -> None:
+    """Fail in one line, before uvicorn logs its own, when the address cannot be bound."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise UserFacingError(
+                f"serve: cannot listen on {host}:{port}: {error.strerror or error} "
+                "(pick another --port or --host)"
+            ) from None

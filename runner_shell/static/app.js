@@ -1,0 +1,216 @@
+// runner serve's page: renders /api documents, updates them in place on server-sent events.
+"use strict";
+
+const PAGE = 200; // children rendered per "show more"
+const OUTPUT_LINES = 200;
+const view = { rows: [], byId: new Map(), kids: new Map(), open: new Set(), shown: new Map(),
+  elements: new Map(), rollups: {}, shape: "", chosen: null };
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
+  for (const child of children) node.append(child);
+  return node;
+}
+const text = (id, value) => { document.getElementById(id).textContent = value; };
+async function getJson(url) {
+  const answer = await fetch(url, { cache: "no-store" });
+  const body = await answer.json();
+  if (!answer.ok) throw new Error(body.error || answer.statusText);
+  return body;
+}
+const tokens = (t) => (t ? `${t.input}/${t.output}/${t.cached}` : "-");
+const secs = (ms) => `${(ms / 1000).toFixed(1)}s`;
+
+function setBadge(node, word) {
+  node.textContent = word;
+  node.className = `badge s-${word}`;
+}
+
+function showOverview(status, overview) {
+  text("run-id", status.run_id || "(not started)");
+  setBadge(document.getElementById("run-state"), overview.state);
+  text("branch", status.branch || "-");
+  text("iteration", `${overview.iteration} of ${status.max_iterations}`);
+  text("leaves", `${status.leaves.passed}/${status.leaves.total} passed`);
+  const sel = status.selected;
+  text("selected", sel.id ? `${sel.path} (${sel.attempts}/${sel.max_attempts})` : sel.status);
+  text("stuck", status.stuck.length ? status.stuck.map((s) => s.path).join(", ") : "none");
+  const guidance = document.getElementById("guidance");
+  guidance.hidden = !status.guidance;
+  guidance.textContent = status.guidance ? `guidance: ${status.guidance}` : "";
+}
+
+// ------------------------------------------------------------------ the tree, rendered lazily
+
+function indexTree(rows) {
+  view.rows = rows;
+  view.byId = new Map(rows.map((row) => [row.id, row]));
+  view.kids = new Map();
+  const stack = [];
+  for (const row of rows) {
+    stack.length = row.depth;
+    const parent = stack[row.depth - 1];
+    if (parent) view.kids.get(parent).push(row.id);
+    view.kids.set(row.id, []);
+    stack.push(row.id);
+  }
+  if (rows.length && view.open.size === 0) view.open.add(rows[0].id);
+}
+
+function nodeRow(row) {
+  const kids = view.kids.get(row.id).length;
+  const toggle = el("span", { class: "toggle" }, kids ? (view.open.has(row.id) ? "▾" : "▸") : "·");
+  const badge = el("span", {});
+  const line = el("div", { class: "node", role: "treeitem", "data-id": row.id,
+    style: `padding-left:${row.depth * 16}px` }, toggle, badge,
+  el("span", { class: "title" }, `${row.title} `), el("span", { class: "id" }, `[${row.id}]`),
+  el("span", { class: "figures" }));
+  toggle.addEventListener("click", (event) => { event.stopPropagation(); flip(row.id); });
+  line.addEventListener("click", () => { location.hash = `node/${encodeURIComponent(row.id)}`; });
+  view.elements.set(row.id, line);
+  fillRow(line, row);
+  return line;
+}
+
+function fillRow(line, row) {
+  setBadge(line.children[1], row.state);
+  const rolled = view.rollups[row.id];
+  const cost = rolled && rolled.cost_usd ? ` $${rolled.cost_usd.toFixed(4)}` : "";
+  const used = rolled ? ` tok ${tokens(rolled.tokens)}` : "";
+  line.children[4].textContent = `att ${row.attempts}/${row.max_attempts} exe ${row.executions}${used}${cost}`;
+  line.classList.toggle("chosen", row.id === view.chosen);
+}
+
+function renderBranch(id, into) {
+  into.append(nodeRow(view.byId.get(id)));
+  if (!view.open.has(id)) return;
+  const kids = view.kids.get(id);
+  const limit = view.shown.get(id) || PAGE;
+  for (const kid of kids.slice(0, limit)) renderBranch(kid, into);
+  if (kids.length > limit) {
+    const more = el("div", { class: "more" }, `show ${Math.min(PAGE, kids.length - limit)} more of ${kids.length - limit}…`);
+    more.addEventListener("click", () => { view.shown.set(id, limit + PAGE); renderTree(); });
+    into.append(more);
+  }
+}
+
+function renderTree() {
+  const tree = document.getElementById("tree");
+  const fragment = document.createDocumentFragment();
+  view.elements = new Map();
+  if (view.rows.length) renderBranch(view.rows[0].id, fragment);
+  tree.replaceChildren(fragment);
+}
+
+function flip(id) {
+  if (view.open.has(id)) view.open.delete(id); else view.open.add(id);
+  renderTree();
+}
+
+function showTree(rows) {
+  const shape = rows.map((row) => `${row.depth}:${row.id}`).join(",");
+  indexTree(rows);
+  if (shape !== view.shape) { view.shape = shape; renderTree(); return; }
+  for (const [id, line] of view.elements) fillRow(line, view.byId.get(id)); // in place
+}
+
+// ------------------------------------------------------------------ node and iteration panels
+
+function table(headers, rows) {
+  const head = el("tr", {}, ...headers.map((h) => el("th", {}, h)));
+  return el("table", {}, el("thead", {}, head),
+    el("tbody", {}, ...rows.map((cells) => el("tr", {}, ...cells.map((c) => el("td", {}, c))))));
+}
+const iterLink = (n) => el("a", { href: `#iter/${n}` }, String(n));
+
+async function showNode(id) {
+  view.chosen = id;
+  for (const [key, line] of view.elements) line.classList.toggle("chosen", key === id);
+  const node = await getJson(`/api/nodes/${encodeURIComponent(id)}`);
+  const rows = node.executions.map((e) => [iterLink(e.iteration), e.status, e.guard,
+    secs(e.duration_ms), tokens(e.tokens), e.cost_usd == null ? "-" : `$${e.cost_usd}`, e.error || ""]);
+  document.getElementById("detail").replaceChildren(
+    el("h2", {}, `${node.title} [${node.id}]`), el("div", {}, `path: ${node.path}`),
+    el("div", {}, `attempts: ${node.attempts}/${node.max_attempts}`),
+    el("h3", {}, "Goal"), el("pre", {}, node.goal),
+    el("h3", {}, "Acceptance"), el("ul", {}, ...node.acceptance.map((a) => el("li", {}, a))),
+    el("h3", {}, `Executions (${node.executions.length})`),
+    table(["iter", "status", "guard", "duration", "tokens", "cost", "error"], rows));
+}
+
+async function showIteration(n) {
+  const it = await getJson(`/api/iterations/${encodeURIComponent(n)}`);
+  const parts = [el("h2", {}, `Iteration ${it.iter}`), el("div", {}, it.dir)];
+  parts.push(el("h3", {}, "Meta"), el("pre", {}, JSON.stringify(it.meta ?? it.meta_problem, null, 2)));
+  parts.push(el("h3", {}, "Output"), el("pre", {}, JSON.stringify(it.output ?? it.output_problem, null, 2)));
+  const heads = new Map(it.logs.map((log) => [log.name, log]));
+  for (const file of it.files) {
+    const href = `/api/iterations/${it.iter}/files/${encodeURIComponent(file.name)}`;
+    parts.push(el("h3", {}, el("a", { href, target: "_blank" }, file.name), ` (${file.size} bytes)`));
+    const log = heads.get(file.name);
+    if (log) parts.push(el("pre", {}, log.head.join("\n") + (log.truncated ? "\n[…]" : "")));
+  }
+  document.getElementById("detail").replaceChildren(...parts);
+}
+
+function route() {
+  const [kind, value] = location.hash.slice(1).split("/");
+  const show = kind === "node" ? showNode : kind === "iter" ? showIteration : null;
+  if (show && value) show(decodeURIComponent(value)).catch((error) => {
+    document.getElementById("detail").replaceChildren(el("p", { class: "hint" }, String(error)));
+  });
+}
+
+async function showHistory() {
+  const history = await getJson("/api/history");
+  const body = document.querySelector("#history tbody");
+  body.replaceChildren(...history.iterations.slice().reverse().map((r) => el("tr", {},
+    ...[iterLink(r.iter), r.node_id, r.role, r.status, r.guard, secs(r.duration_ms),
+      tokens(r.tokens), r.error || ""].map((c) => el("td", {}, c)))));
+}
+
+// ------------------------------------------------------------------ live
+
+async function refresh() {
+  const [status, overview] = await Promise.all([getJson("/api/status"), getJson("/api/overview")]);
+  view.rollups = overview.rollups;
+  showOverview(status, overview);
+  showTree(status.tree);
+  if (status.run_id) showHistory().catch(() => {});
+  if (view.chosen && location.hash.startsWith("#node/")) route();
+}
+
+let pending = null;
+function soon() {
+  if (pending) return;
+  pending = setTimeout(() => { pending = null; refresh().catch(() => {}); }, 150);
+}
+
+function appendOutput(event) {
+  const body = JSON.parse(event.data);
+  const output = document.getElementById("output");
+  document.getElementById("live-output").hidden = false;
+  const lines = output.textContent.split("\n").concat(body.lines || []);
+  output.textContent = lines.slice(-OUTPUT_LINES).join("\n");
+  output.scrollTop = output.scrollHeight;
+}
+
+function subscribe() {
+  const source = new EventSource("/api/events");
+  source.onopen = () => { text("live", "live"); soon(); };
+  source.onerror = () => text("live", "reconnecting…");
+  source.addEventListener("agent_output", appendOutput);
+  for (const name of ["state", "iteration_started", "iteration_finished", "agent_started",
+    "agent_finished", "guard_started", "guard_finished", "waiting", "runner_error", "stuck",
+    "budget_exhausted", "limit_reached", "complete", "operator", "hook_failed"]) {
+    source.addEventListener(name, (event) => {
+      if (name !== "state") text("live", `live: ${name}`);
+      soon();
+    });
+  }
+}
+
+window.addEventListener("hashchange", route);
+refresh().then(route).catch((error) => text("run-id", String(error)));
+subscribe();

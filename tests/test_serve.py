@@ -1,0 +1,279 @@
+"""`runner serve`: the API answers the terminal views' documents; safety; SSE beside a real loop.
+
+API tests use Starlette's TestClient on a repository a real loop has run; the SSE tests use a
+real `runner serve` process while a real `runner loop` with a fake agent runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+from e2e_helpers import PYTHON, Project, ProjectFactory
+from serve_helpers import (
+    SseReader,
+    free_port,
+    leaves_tree,
+    script_leaves,
+    serve_process,
+    serving,
+)
+from starlette.testclient import TestClient
+
+from runner_core.events import EventOrigin, operator
+from runner_core.web_view import allowed_hosts
+from runner_shell.event_log import append_events
+from runner_shell.serve import CLIENT_QUEUE, Broker, Client, create_app
+
+BASE = "http://127.0.0.1:8765"
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory, make_project: ProjectFactory) -> Project:
+    project = make_project(tmp_path_factory.mktemp("serve"), "started")
+    project.prepare(leaves_tree())
+    script_leaves(project, 3, sleep=0)
+    result = project.runner("loop")
+    assert result.returncode == 0, result.stderr
+    return project
+
+
+@pytest.fixture(scope="module")
+def client(finished: Project) -> Any:
+    app = create_app(finished.root, None, allowed_hosts("127.0.0.1", 8765, "box"))
+    with TestClient(app, base_url=BASE) as test_client:
+        yield test_client
+
+
+def cli_json(project: Project, *args: str) -> Any:
+    result = project.runner(*args, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize(
+    ("url", "command"),
+    [
+        ("/api/status", ("status",)),
+        ("/api/history", ("history",)),
+        ("/api/report", ("report",)),
+        ("/api/runs", ("runs",)),
+        ("/api/iterations/2", ("show", "2")),
+    ],
+)
+def test_the_api_answers_the_documents_of_the_terminal_views(
+    finished: Project, client: TestClient, url: str, command: tuple[str, ...]
+) -> None:
+    answer = client.get(url)
+
+    assert answer.status_code == 200
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.json() == cli_json(finished, *command)
+
+
+def test_metrics_are_the_prometheus_text_of_runner_metrics(
+    finished: Project, client: TestClient
+) -> None:
+    answer = client.get("/metrics")
+
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("text/plain; version=0.0.4")
+    assert answer.text == finished.runner("metrics").stdout
+
+
+def test_a_run_is_chosen_by_query_among_the_known_runs(
+    finished: Project, client: TestClient
+) -> None:
+    run = finished.run_id
+
+    assert client.get(f"/api/history?run={run}").json()["run_id"] == run
+    unknown = client.get("/api/history?run=run-00000000")
+    assert unknown.status_code == 404
+    assert unknown.json()["error"].startswith("unknown run 'run-00000000'")
+    assert client.get("/api/report?run=../../etc").status_code == 404
+
+
+def test_the_overview_says_the_run_state_and_rolls_tokens_up(client: TestClient) -> None:
+    overview = client.get("/api/overview").json()
+
+    assert overview["state"] == "complete"
+    assert overview["iteration"] == 3
+    assert set(overview["rollups"]) == {"root", "root.1", "root.2", "root.3"}
+    assert overview["rollups"]["root"]["cost_usd"] == 0.0
+
+
+def test_a_node_shows_its_goal_acceptance_path_and_executions(client: TestClient) -> None:
+    detail = client.get("/api/nodes/root.2").json()
+
+    assert detail["path"] == "root/root.2"
+    assert detail["goal"] == "Do root.2."
+    assert detail["acceptance"] == ["root.2 is done"]
+    assert [(e["iteration"], e["status"], e["guard"]) for e in detail["executions"]] == [
+        (2, "done", "pass")
+    ]
+    assert client.get("/api/nodes/nope").status_code == 404
+
+
+def test_an_iteration_file_is_served_by_a_name_its_listing_holds(
+    finished: Project, client: TestClient
+) -> None:
+    listing = client.get("/api/iterations/1").json()
+    name = listing["files"][0]["name"]
+
+    answer = client.get(f"/api/iterations/1/files/{name}")
+
+    assert answer.status_code == 200
+    assert answer.text == (finished.iter_dir(1) / name).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/iterations/..%2F..%2Fetc%2Fpasswd",
+        "/api/iterations/../../etc/passwd",
+        "/api/iterations/01",
+        "/api/iterations/99",
+        "/api/iterations/-1",
+        "/api/iterations/1/files/..%2F..%2Fstate%2Ftree.json",
+        "/api/iterations/1/files/nope.log",
+        "/api/nodes/..%2Froot",
+        "/static/../pyproject.toml",
+        "/.runner/state/config.toml",
+    ],
+)
+def test_urls_are_looked_up_never_joined_into_a_path(client: TestClient, url: str) -> None:
+    assert client.get(url).status_code == 404
+
+
+def test_a_request_naming_another_host_is_refused(client: TestClient) -> None:
+    answer = client.get("/api/status", headers={"Host": "attacker.example:8765"})
+
+    assert answer.status_code == 421
+    assert "unknown Host header 'attacker.example:8765'" in answer.text
+    assert client.get("/api/status", headers={"Host": "127.0.0.1:9999"}).status_code == 421
+    assert client.get("/api/status", headers={"Host": "localhost:8765"}).status_code == 200
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH"])
+def test_nothing_but_get_and_head_is_answered(client: TestClient, method: str) -> None:
+    answer = client.request(method, "/api/status")
+
+    assert answer.status_code == 405
+    assert client.head("/api/status").status_code == 200
+
+
+def test_the_page_is_served_from_the_package_with_a_strict_policy(client: TestClient) -> None:
+    page = client.get("/")
+
+    assert page.status_code == 200
+    assert '<script src="/app.js"></script>' in page.text
+    assert page.headers["content-security-policy"] == "default-src 'self'"
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert client.get("/app.js").status_code == 200
+    assert client.get("/app.css").status_code == 200
+    assert "http" not in client.get("/app.js").text.replace("http://", "")
+
+
+def test_errors_a_user_can_cause_are_one_line_on_stderr(finished: Project) -> None:
+    port = free_port()
+    with serving(finished, port):
+        result = finished.runner("serve", "--port", str(port))
+
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"runner: serve: cannot listen on 127.0.0.1:{port}: ")
+    assert len(result.stderr.splitlines()) == 1
+    unknown = finished.runner("serve", "--run", "run-00000000")
+    assert unknown.returncode == 1
+    assert unknown.stderr.startswith("runner: unknown run 'run-00000000'")
+
+
+def test_other_commands_never_import_starlette(finished: Project) -> None:
+    probe = (
+        "import sys, runpy\n"
+        "sys.argv = ['runner', 'status']\n"
+        "try:\n"
+        "    runpy.run_module('runner_shell', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('starlette', 'uvicorn')))\n"
+    )
+    result = subprocess.run(
+        [PYTHON, "-c", probe], cwd=finished.root, env=finished.env, capture_output=True, text=True
+    )
+    assert result.stdout.splitlines()[-1] == "[]"
+
+
+def test_a_client_that_falls_behind_is_dropped_not_waited_for() -> None:
+    async def scenario() -> tuple[bool, bool, int]:
+        broker = Broker()
+        slow, quick = Client(), Client()
+        broker.clients.update((slow, quick))
+        for n in range(CLIENT_QUEUE + 1):
+            broker.publish("state", str(n))
+            if n % 2 == 0:
+                while not quick.queue.empty():
+                    quick.queue.get_nowait()
+        return slow.dropped, slow in broker.clients, quick.queue.qsize()
+
+    dropped, still_listed, backlog = asyncio.run(scenario())
+
+    assert dropped and not still_listed
+    assert backlog <= 1
+
+
+def test_a_real_server_streams_state_and_events_while_a_real_loop_runs(
+    tmp_path: Path, make_project: ProjectFactory
+) -> None:
+    project = make_project(tmp_path, "started")
+    run = project.prepare(leaves_tree())
+    script_leaves(project, 3, sleep=0.6)
+    with serving(project, free_port()) as base:
+        reader = SseReader(f"{base}/api/events").start()
+        assert reader.said_hello.wait(10)
+        loop = subprocess.Popen(
+            [PYTHON, "-m", "runner_shell", "loop"], cwd=project.root, env=project.env
+        )
+        running_seen = False
+        while loop.poll() is None:
+            running_seen |= bool(httpx_json(f"{base}/api/status")["running"])
+            time.sleep(0.2)
+        origin = EventOrigin(run, 4, None, "2026-01-01T00:00:00Z")
+        append_events(project.iter_dir(1).parent / "events.jsonl", [operator(origin, "tell", "hi")])
+        deadline = time.monotonic() + 10
+        while not reader.events("operator") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        final = httpx_json(f"{base}/api/overview")
+        reader.stop.set()
+
+    assert loop.returncode == 0
+    assert running_seen
+    changed = {name for event in reader.events("state") for name in event["changed"]}
+    assert changed == {"run_state", "tree", "journal"}
+    assert reader.events("operator")[0]["command"] == "tell"
+    ids = [ident for ident, _, _ in reader.messages]
+    assert ids == list(range(1, len(ids) + 1))
+    assert final["state"] == "complete"
+
+
+def httpx_json(url: str) -> Any:
+    answer = httpx.get(url, timeout=10)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def test_another_host_than_loopback_is_a_warning_on_stderr(finished: Project) -> None:
+    process = serve_process(finished, "--host", "0.0.0.0", "--port", str(free_port()))
+    try:
+        assert process.stderr is not None
+        warning = process.stderr.readline()
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+    assert warning.startswith("runner: warning: serving on 0.0.0.0: anyone who can reach ")

@@ -1,0 +1,129 @@
+"""`runner serve` in a real headless Chromium (Debian's `chromium` and `chromium-driver`).
+
+While a real `runner loop` with a fake agent runs: the tree shows the nodes, a node turns
+`completed` without a reload, clicking it shows its executions, and a screenshot is saved.
+A 10,000-node tree renders lazily within a bound. In CI (CI=true) a missing browser fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_helpers import PYTHON, ProjectFactory, node
+from serve_helpers import free_port, leaves_tree, script_leaves, serving
+
+CHROMIUM = shutil.which("chromium")
+CHROMEDRIVER = shutil.which("chromedriver")
+WAIT_SECS = 60
+# A fresh render of a 10,000-node tree, fetch included, must take less than this.
+BIG_TREE_RENDER_MS = 3000
+
+if CHROMIUM is None or CHROMEDRIVER is None:
+    if os.environ.get("CI") == "true":
+        raise RuntimeError("CI needs chromium and chromium-driver: .ci/run installs them")
+    pytest.skip("chromium and chromium-driver are not installed", allow_module_level=True)
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+
+@pytest.fixture
+def browser() -> Iterator[webdriver.Chrome]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
+        options.add_argument(argument)
+    options.add_argument("--window-size=1400,900")
+    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def badge(driver: webdriver.Chrome, node_id: str) -> str:
+    rows = driver.find_elements(By.CSS_SELECTOR, f'.node[data-id="{node_id}"] .badge')
+    return str(rows[0].text) if rows else ""
+
+
+def wait(driver: webdriver.Chrome, condition: Any, what: str) -> None:
+    WebDriverWait(driver, WAIT_SECS, poll_frequency=0.1).until(lambda _: condition(), message=what)
+
+
+def test_the_page_follows_a_running_loop_without_a_reload(
+    tmp_path: Path, make_project: ProjectFactory, browser: webdriver.Chrome
+) -> None:
+    project = make_project(tmp_path, "started")
+    project.prepare(leaves_tree())
+    script_leaves(project, 3, sleep=1.0)
+    with serving(project, free_port()) as base:
+        browser.get(base)
+        wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, ".node")) == 4, "tree")
+        assert [badge(browser, f"root.{n}") for n in (1, 2, 3)] == ["pending"] * 3
+        browser.execute_script("window.notReloaded = true;")
+        loop = subprocess.Popen(
+            [PYTHON, "-m", "runner_shell", "loop"], cwd=project.root, env=project.env
+        )
+        wait(browser, lambda: badge(browser, "root.1") == "completed", "root.1 completed")
+        assert browser.execute_script("return window.notReloaded === true;")
+
+        browser.find_element(By.CSS_SELECTOR, '.node[data-id="root.1"] .title').click()
+        wait(browser, lambda: "Executions (1)" in browser.find_element(By.ID, "detail").text, "")
+        detail = browser.find_element(By.ID, "detail").text
+        assert "Do root.1." in detail
+        assert "root.1 is done" in detail
+        cells = browser.find_elements(By.CSS_SELECTOR, "#detail tbody tr td")
+        assert [cell.text for cell in cells[:3]] == ["1", "done", "pass"]
+
+        assert loop.wait(timeout=WAIT_SECS) == 0
+        wait(browser, lambda: browser.find_element(By.ID, "run-state").text == "complete", "")
+        assert browser.execute_script("return window.notReloaded === true;")
+        shot = tmp_path / "serve.png"
+        assert browser.save_screenshot(str(shot))
+    assert shot.stat().st_size > 10_000
+    copy_to = os.environ.get("RUNNER_SERVE_SCREENSHOT")
+    if copy_to:
+        shutil.copyfile(shot, copy_to)
+
+
+def big_tree(fanout: int) -> dict[str, Any]:
+    """root -> fanout children -> fanout grandchildren each: 1 + fanout + fanout² nodes."""
+    children = [
+        node(
+            f"root.{a}",
+            order=a,
+            children=[node(f"root.{a}.{b}", order=b) for b in range(1, fanout + 1)],
+        )
+        for a in range(1, fanout + 1)
+    ]
+    return node("root", children=children)
+
+
+def test_a_ten_thousand_node_tree_renders_lazily_and_fast(
+    tmp_path: Path, make_project: ProjectFactory, browser: webdriver.Chrome
+) -> None:
+    project = make_project(tmp_path, "started")
+    project.write_tree(big_tree(100))  # 10,101 nodes
+    with serving(project, free_port()) as base:
+        browser.get(base)
+        wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, ".node")) > 1, "tree")
+        elapsed = browser.execute_async_script(
+            "const done = arguments[0]; const t0 = performance.now(); view.shape = '';"
+            "refresh().then(() => done(performance.now() - t0));"
+        )
+        rendered = len(browser.find_elements(By.CSS_SELECTOR, ".node"))
+        browser.find_element(By.CSS_SELECTOR, '.node[data-id="root.7"] .toggle').click()
+        expanded = len(browser.find_elements(By.CSS_SELECTOR, ".node"))
+
+    print(f"10,101-node tree: full refresh and render in {elapsed:.0f} ms, {rendered} rows")
+    assert rendered == 101
+    assert expanded == 201
+    assert elapsed < BIG_TREE_RENDER_MS

@@ -1,0 +1,69 @@
+"""Load: 20 SSE clients follow a real 50-iteration loop through a real `runner serve`.
+
+Every client receives every event, in order; the loop's median time per iteration (from one
+iteration's start to the next's, in meta.json) changes by less than 10% against the same loop
+with no server and no clients. Bounded for CI: about a minute in all.
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+from e2e_helpers import Project, ProjectFactory
+from serve_helpers import SseReader, free_port, leaves_tree, script_leaves, serving
+
+CLIENTS = 20
+ITERATIONS = 50
+AGENT_SLEEP_SECS = 0.2
+MAX_SLOWDOWN = 0.10
+
+pytestmark = pytest.mark.load
+
+
+def loop_project(base: Path, make_project: ProjectFactory) -> Project:
+    base.mkdir()
+    project = make_project(base, "started")
+    project.prepare(leaves_tree(ITERATIONS), max_iterations=ITERATIONS + 5)
+    script_leaves(project, ITERATIONS, sleep=AGENT_SLEEP_SECS)
+    return project
+
+
+def median_iteration_secs(project: Project) -> float:
+    starts = [
+        datetime.datetime.fromisoformat(project.meta(n)["started_at"])
+        for n in range(1, ITERATIONS + 1)
+    ]
+    return statistics.median((b - a).total_seconds() for a, b in itertools.pairwise(starts))
+
+
+def test_twenty_clients_get_every_event_and_do_not_slow_the_loop(
+    tmp_path: Path, make_project: ProjectFactory
+) -> None:
+    alone = loop_project(tmp_path / "alone", make_project)
+    assert alone.runner("loop", timeout=300).returncode == 0
+    watched = loop_project(tmp_path / "watched", make_project)
+    with serving(watched, free_port()) as base:
+        readers = [SseReader(f"{base}/api/events").start() for _ in range(CLIENTS)]
+        assert all(reader.said_hello.wait(20) for reader in readers)
+        assert watched.runner("loop", timeout=300).returncode == 0
+        time.sleep(1.5)  # the last state event: three polls
+        for reader in readers:
+            reader.stop.set()
+
+    received = [list(reader.messages) for reader in readers]
+    ids = [ident for ident, _, _ in received[0]]
+    assert len(ids) >= ITERATIONS // 2
+    assert ids == list(range(1, len(ids) + 1))
+    assert all(messages == received[0] for messages in received)
+    baseline, with_clients = median_iteration_secs(alone), median_iteration_secs(watched)
+    print(
+        f"{CLIENTS} clients, {len(ids)} events each; median iteration "
+        f"{baseline * 1000:.0f} ms alone, {with_clients * 1000:.0f} ms watched "
+        f"({(with_clients / baseline - 1) * 100:+.1f}%)"
+    )
+    assert with_clients < baseline * (1 + MAX_SLOWDOWN)
