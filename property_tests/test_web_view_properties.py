@@ -6,9 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner_core.history import ExecutionHistory, ExecutionRecord, TokenUsage
-from runner_core.model import AgentStatus, GuardOutcome, Node
+from runner_core.model import AgentRole, AgentStatus, GuardOutcome, Node
 from runner_core.reports import canonical_preorder
-from runner_core.step import AgentRole
 from runner_core.testing import trees
 from runner_core.web_view import allowed_hosts, node_detail, rollups
 

@@ -41,9 +41,9 @@ from runner_shell.errors import UserFacingError
 from runner_shell.event_log import follow
 from runner_shell.files import FileTooLarge, read_bytes_capped
 from runner_shell.git import Repo
-from runner_shell.guard_rails import journal_path
 from runner_shell.iteration_log import iteration_dirs
 from runner_shell.layout import RunnerPaths
+from runner_shell.lock_and_journal import journal_path
 from runner_shell.runs import gather_runs
 from runner_shell.store import load_run_state, load_tree
 from runner_shell.views import (
