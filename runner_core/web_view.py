@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from runner_core.history import ExecutionHistory, ExecutionRecord, TokenUsage, tokens_to_json
+from runner_core.budget import rolled_up_totals
+from runner_core.history import ExecutionHistory, ExecutionRecord, tokens_to_json
 from runner_core.model import Node
 from runner_core.reports import canonical_preorder
 
@@ -94,27 +95,14 @@ def node_detail(tree: Node, history: ExecutionHistory, node_id: str) -> dict[str
     return None
 
 
-def _own_figures(history: ExecutionHistory, node_id: str) -> tuple[TokenUsage, float]:
-    tokens, cost = TokenUsage(), 0.0
-    for record in history.records_for(node_id):
-        if record.tokens is not None:
-            tokens = tokens + record.tokens
-        cost += record.cost_usd or 0.0
-    return tokens, cost
-
-
 def rollups(tree: Node, history: ExecutionHistory) -> dict[str, dict[str, Any]]:
-    """Each node's tokens and cost summed over its subtree, keyed by node id."""
-    totals: dict[str, tuple[TokenUsage, float]] = {}
-    for node, _, _ in reversed(canonical_preorder(tree)):
-        tokens, cost = _own_figures(history, node.id)
-        for child in node.children:
-            child_tokens, child_cost = totals[child.id]
-            tokens, cost = tokens + child_tokens, cost + child_cost
-        totals[node.id] = (tokens, cost)
+    """Each node's tokens and cost summed over its subtree (budget.rolled_up_totals), by id."""
     return {
-        node_id: {"tokens": tokens_to_json(tokens), "cost_usd": round(cost, 6)}
-        for node_id, (tokens, cost) in totals.items()
+        node_id: {
+            "tokens": tokens_to_json(total.tokens),
+            "cost_usd": round(total.cost_usd or 0.0, 6),
+        }
+        for node_id, total in rolled_up_totals(tree, history).items()
     }
 
 
