@@ -70,12 +70,14 @@ def branch_problem(facts: RepoFacts) -> str | None:
 
 
 def location_problem(facts: RepoFacts) -> str | None:
-    """What a run command checks before it reads a state file: a clean tree on a run branch.
+    """What a run command checks before it reads a state file: that it stands on a run branch.
 
     Only `branch`, `dirty_paths` and `run_branches` are used: on main the state files may not
-    exist at all, and the way on is the run branch, not `runner init`.
+    exist at all, and the way on is the run branch, not `runner init`. A dirty tree is left to
+    `step_precondition_problem`, which reports it first (SPEC §5) once the files are read, so a
+    deleted state file gets its own hint.
     """
-    return dirty_tree_problem(facts.dirty_paths) or branch_problem(facts)
+    return None if facts.dirty_paths else branch_problem(facts)
 
 
 def run_identity_problem(facts: RepoFacts) -> str | None:
