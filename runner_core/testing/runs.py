@@ -237,7 +237,7 @@ def iterate(
     agent = turn(tree, plan)
     config = Config(
         max_attempts_default=max_attempts_default,
-        max_iterations=max(max_iterations, 1),
+        max_iterations=max_iterations,
         iteration_timeout_secs=ITERATION_TIMEOUT_SECS,
         guard_command=("guard",),
         agent_backend="command",
