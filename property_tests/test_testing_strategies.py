@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -53,6 +54,7 @@ from runner_core.testing import (
     tree_jsons,
     trees,
 )
+from runner_core.testing.runs import RUN_START
 
 # A fifth of the profile's examples (a tenth for whole runs): these properties check the
 # strategies, not the runner, and the suite's time should stay as it was.
@@ -236,10 +238,12 @@ def test_executor_outputs_validate_and_invalid_ones_fail(
 def test_runs_are_valid_by_construction(run: Run) -> None:
     """Every tree of a run is valid and canonical; records are iterations 1..n of the run,
     round-trip through meta.json, number each node's executions 1, 2, ..., are rows of the
-    table, move attempts as the tree did, and each iteration that was not a runner error is
+    table, move attempts as the tree did, are counted in the run state, last their duration
+    one after the other, and each iteration that was not a runner error is
     a transition assert_transition_allowed accepts. The run ends as plan_step says."""
     executions: dict[str, int] = {}
     prev = run.initial
+    last_ended = RUN_START
     for number, step in enumerate(run.steps, start=1):
         assert dumps_tree(assert_valid_tree(step.tree)) == dumps_tree(step.tree)
         record = step.record
@@ -249,6 +253,11 @@ def test_runs_are_valid_by_construction(run: Run) -> None:
         assert record.execution == executions[record.node_id]
         assert (record.status, record.guard) in TRANSITIONS
         assert step.state.next_iter == number + 1
+        assert step.state.executions == executions
+        started, ended = (datetime.fromisoformat(t) for t in (record.started_at, record.ended_at))
+        assert ended - started == timedelta(milliseconds=record.duration_ms)
+        assert started >= last_ended
+        last_ended = ended
         if step.outcome.runner_error is not None:
             assert step.tree == prev and not record.consumed_attempt
         else:

@@ -1,7 +1,7 @@
 """runner_core.testing: Hypothesis strategies and assertions for tools built on task trees.
 
 Decides nothing about a run: it generates what the runner's rules allow (valid trees, agent
-edits, agent outputs, whole runs through the pure step functions) and what they refuse
+edits, agent outputs, whole runs through the pure iteration machine) and what they refuse
 (invalid trees with the exact error line), and asserts with the validators' own messages.
 Needs Hypothesis, an optional dependency: `pip install 'runner[testing]'`.
 """
