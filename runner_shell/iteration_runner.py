@@ -70,7 +70,12 @@ from runner_shell.checks import (
     with_run_files,
 )
 from runner_shell.errors import UserFacingError
-from runner_shell.files import atomic_write_bytes, atomic_write_text, read_text_head
+from runner_shell.files import (
+    atomic_write_bytes,
+    atomic_write_text,
+    make_directory,
+    read_text_head,
+)
 from runner_shell.git import GitError, Repo
 from runner_shell.iteration_log import commit_iteration, count_executions, utc_now
 from runner_shell.layout import RunnerPaths
@@ -195,7 +200,7 @@ def gather(paths: RunnerPaths, loaded: Loaded, plan: StepPlan, budget: int) -> I
 def _left_over(iter_dir: Path) -> frozenset[str]:
     """The iteration's directory and its set-aside copies, when an interrupted run left one;
     the run directory is listed only then, so a step's cost never grows with the run."""
-    if not iter_dir.exists():
+    if not os.path.lexists(iter_dir):  # a dangling symlink planted there is set aside too
         return frozenset()
     name = iter_dir.name
     return frozenset(
@@ -391,10 +396,10 @@ class DiskIterationStore:
     def prepare(self, effect: PrepareIterationDir) -> None:
         if effect.set_aside_as is not None:
             self.iter_dir.rename(self.iter_dir.with_name(effect.set_aside_as))
-        self.iter_dir.mkdir(parents=True)
+        make_directory(self.iter_dir)
 
     def write_context(self, effect: WriteContext) -> None:
-        self.paths.context_dir.mkdir(parents=True, exist_ok=True)
+        make_directory(self.paths.context_dir)
         for name, text in effect.files:
             atomic_write_text(self.paths.context_dir / name, text)
         for name in effect.remove:
@@ -406,7 +411,7 @@ class DiskIterationStore:
     def write_iteration_file(self, effect: WriteIterationFile) -> None:
         target = self.iter_dir / effect.name
         if effect.append:
-            text = target.read_text(encoding="utf-8", errors="replace") + effect.text
+            text = read_text_head(target, FAILURE_LOG_MAX_BYTES) + effect.text
             atomic_write_text(target, text)
         else:
             atomic_write_text(target, effect.text)
