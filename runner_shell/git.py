@@ -7,10 +7,11 @@ falling back to a runner identity, so an unconfigured machine never fails an ite
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+
+from runner_shell.git_containment import GitTimeout, contained_env, filter_names, run_git
 
 FALLBACK_NAME = "runner"
 FALLBACK_EMAIL = "runner@localhost"
@@ -29,18 +30,17 @@ def _run(
     args: Sequence[str], cwd: Path, check: bool = True, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     try:
-        result = subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            env=env,
-            stdin=subprocess.DEVNULL,
-        )
+        raw = run_git(args, cwd, env=env)
     except FileNotFoundError:
         raise GitError("git is not installed or not on PATH") from None
+    except GitTimeout as error:
+        raise GitError(str(error)) from None
+    result = subprocess.CompletedProcess(
+        raw.args,
+        raw.returncode,
+        raw.stdout.decode("utf-8", errors="replace"),
+        raw.stderr.decode("utf-8", errors="replace"),
+    )
     if check and result.returncode != 0:
         raise GitError(
             f"git {' '.join(args[:2])} failed: {_first_line(result.stderr or result.stdout)}"
@@ -83,6 +83,10 @@ class Repo:
         git_dir, common_dir = self._dirs()
         return (common_dir if name.startswith(_COMMON_PREFIXES) else git_dir) / name
 
+    def common_path(self, name: str) -> Path:
+        """`name` in the common git directory, shared by every worktree of the repository."""
+        return self._dirs()[1] / name
+
     def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return _run(args, self.root, check=check)
 
@@ -101,15 +105,11 @@ class Repo:
     def file_at(self, ref: str, path: str) -> bytes | None:
         """The exact bytes of `path` (relative to the root) at `ref`, or None if it is not there."""
         try:
-            result = subprocess.run(
-                ["git", "cat-file", "blob", f"{ref}:{path}"],
-                cwd=self.root,
-                capture_output=True,
-                stdin=subprocess.DEVNULL,
-                check=False,
-            )
+            result = run_git(["cat-file", "blob", f"{ref}:{path}"], self.root)
         except FileNotFoundError:
             raise GitError("git is not installed or not on PATH") from None
+        except GitTimeout as error:
+            raise GitError(str(error)) from None
         return result.stdout if result.returncode == 0 else None
 
     def head_subject(self) -> str | None:
@@ -183,24 +183,24 @@ class Repo:
         email = self.git("config", "user.email", check=False).stdout.strip() or FALLBACK_EMAIL
         return f"{name} <{email}>"
 
-    def _identity_env(self) -> dict[str, str] | None:
-        out = self.git("config", "--get-regexp", r"^user\.(name|email)$", check=False).stdout
+    def _identity_env(self) -> dict[str, str]:
+        """The commit's environment: the runner's identity when none is configured, and every
+        filter the repository's config names disabled (an agent's sleeping clean filter)."""
+        regexp = r"^(user\.(name|email)|filter\..*)$"
+        out = self.git("config", "--get-regexp", regexp, check=False).stdout
         configured = {
             key: value.strip()
             for key, _, value in (line.partition(" ") for line in out.splitlines())
             if value.strip()
         }
-        env = dict(os.environ)
-        missing = False
+        env = contained_env(None, filter_names(out.splitlines()))
         if "user.name" not in configured:
             env.setdefault("GIT_AUTHOR_NAME", FALLBACK_NAME)
             env.setdefault("GIT_COMMITTER_NAME", FALLBACK_NAME)
-            missing = True
         if "user.email" not in configured:
             env.setdefault("GIT_AUTHOR_EMAIL", FALLBACK_EMAIL)
             env.setdefault("GIT_COMMITTER_EMAIL", FALLBACK_EMAIL)
-            missing = True
-        return env if missing else None
+        return env
 
     def commit_all(self, message: str) -> None:
         """`git add -A` and commit everything.
@@ -208,9 +208,10 @@ class Repo:
         Hooks are skipped: an unattended loop must not stall on an interactive or failing
         hook, and the guard is where checks belong.
         """
-        self.git("add", "-A")
+        env = self._identity_env()
+        _run(["add", "-A"], self.root, env=env)
         _run(
             ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", message],
             self.root,
-            env=self._identity_env(),
+            env=env,
         )

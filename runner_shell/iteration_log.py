@@ -32,7 +32,6 @@ from runner_shell.git import Repo
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import clear_journal, write_journal
 
-
 # A meta.json is a few hundred bytes; a larger one is damaged (or planted) and skipped unread.
 META_MAX_BYTES = 1024 * 1024
 

@@ -62,18 +62,23 @@ def _remove_stale_temp_files(paths: RunnerPaths) -> None:
 
 
 def kill_orphans(journal: Journal, iter_dir: Path) -> tuple[int, ...]:
-    """Terminate the journal's process groups and any other process of the iteration.
+    """Terminate the process groups of the iteration's processes, and nothing else.
 
-    The agent's and guard's environment names the iteration directory (RUNNER_ITER_DIR): that
-    finds one started in the instant before the journal recorded it, and a daemon it detached
-    into a session of its own. Without /proc only the journal's groups are known.
+    The agent's and guard's environment names the iteration directory (RUNNER_ITER_DIR): a
+    group is signalled only when one of its processes carries it, so a journal's group id that
+    a reboot or PID reuse gave to an unrelated process is left alone; that also finds a group
+    started in the instant before the journal recorded it, and a daemon detached into a session
+    of its own. Without /proc nothing is signalled.
     """
-    groups = list(journal.process_groups)
-    for pid in _processes_with_env(b"RUNNER_ITER_DIR=" + os.fsencode(iter_dir)):
+    carriers = _processes_with_env(b"RUNNER_ITER_DIR=" + os.fsencode(iter_dir))
+    found: list[int] = []
+    for pid in carriers:
         with contextlib.suppress(ProcessLookupError):
             pgid = os.getpgid(pid)
-            if pgid not in groups and pgid > 1 and pgid != os.getpgrp():
-                groups.append(pgid)
+            if pgid not in found and pgid > 1 and pgid != os.getpgrp():
+                found.append(pgid)
+    groups = [pgid for pgid in journal.process_groups if pgid in found]
+    groups += [pgid for pgid in found if pgid not in groups]
     return tuple(pgid for pgid in groups if terminate_process_group(pgid, 1.0))
 
 
