@@ -2,8 +2,8 @@
 
 Decides the next tree's `passes`/`attempts` from the previous tree alone plus the iteration's
 status and guard outcome, and keeps an existing node's `max_attempts` as it was (the runner,
-not the agent, decides when a node is stuck); whatever the agent wrote into them is ignored. The table
-below is the spec's table; the functions after it only apply it.
+not the agent, decides when a node is stuck); whatever the agent wrote into them is ignored.
+The table below is the spec's table; the functions after it only apply it.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from runner_core import (
     run_id_problem,
     with_run_id,
 )
+from runner_core.config import MAX_VALUES
 
 # ---------------------------------------------------------------- parse_config
 
@@ -95,6 +96,17 @@ def test_a_count_must_be_a_positive_integer(key: str, value: Any, problem: str) 
 
     assert (raised.value.key, raised.value.problem) == (key, problem)
     assert str(raised.value) == f"{key}: {problem}"
+
+
+@pytest.mark.parametrize("key", POSITIVE_INTEGER_KEYS)
+def test_a_count_has_a_sane_upper_bound(key: str) -> None:  # issue 10 finding 11
+    highest = MAX_VALUES[key]
+    assert getattr(parse_config({key: highest}), key) == highest
+
+    with pytest.raises(ConfigError, match=f"must be at most {highest}, got {highest + 1}$"):
+        parse_config({key: highest + 1})
+    with pytest.raises(ConfigError, match=r"got a number of more than 20 digits$"):
+        parse_config({key: 10**400})
 
 
 @pytest.mark.parametrize(

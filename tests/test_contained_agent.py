@@ -283,3 +283,20 @@ def test_no_runner_command_signals_a_process_outside_the_iteration(project: Proj
     finally:
         bystander.kill()
         bystander.wait()
+
+
+# ---------------------------------------------------------------- finding 11: config bounds
+
+
+def test_validate_refuses_a_timeout_of_four_hundred_digits(project: Project) -> None:
+    project.prepare(TWO_LEAVES)
+    config = project.config_path.read_text(encoding="utf-8")
+    huge = "1" + "0" * 400
+    project.config_path.write_text(
+        config.replace("iteration_timeout_secs = 30", f"iteration_timeout_secs = {huge}"),
+        encoding="utf-8",
+    )
+
+    message = one_error_line(cli(project, "validate"))
+
+    assert "iteration_timeout_secs: must be at most 604800" in message
