@@ -105,6 +105,22 @@ def _frontmatter_key(line: str) -> str | None:
     return None if match is None else match.group(1)
 
 
+EMPTY_GOAL = (
+    "has no goal: it is empty or only frontmatter; write what the run should achieve below "
+    "the frontmatter"
+)
+
+
+def empty_goal_problem(text: str) -> str | None:
+    """Why GOAL.md cannot drive a run because it states no goal (empty, or only frontmatter);
+    start, validate and step refuse it up front, since the agent's prompt needs one."""
+    try:
+        body = parse_frontmatter(text).body
+    except RunIdentityError:
+        return None  # broken frontmatter is goal_run_id's to report
+    return None if body.strip() else EMPTY_GOAL
+
+
 def goal_run_id(text: str) -> str | None:
     """The `id` in GOAL.md's frontmatter, validated; None when there is none."""
     run_id = parse_frontmatter(text).get("id")

@@ -27,6 +27,7 @@ from runner_core import (
     run_state_to_json,
 )
 from runner_core.preconditions import missing_state_file_problem
+from runner_core.run_identity import empty_goal_problem
 from runner_core.tree_json import TREE_MAX_BYTES as CORE_TREE_MAX_BYTES
 from runner_shell.errors import UserFacingError
 from runner_shell.files import (
@@ -144,10 +145,17 @@ def read_goal(paths: RunnerPaths) -> str:
 
 
 def load_goal_id(paths: RunnerPaths, text: str | None = None) -> str | None:
+    """GOAL.md's run id; a GOAL.md without a goal is refused here, before a run starts or a
+    step runs (issue 10)."""
+    goal = read_goal(paths) if text is None else text
     try:
-        return goal_run_id(read_goal(paths) if text is None else text)
+        run_id = goal_run_id(goal)
     except RunIdentityError as error:
         raise UserFacingError(f"{paths.relative(paths.goal)}: {error}") from None
+    problem = empty_goal_problem(goal)
+    if problem is not None:
+        raise UserFacingError(f"{paths.relative(paths.goal)} {problem}")
+    return run_id
 
 
 def read_gitignore_lines(paths: RunnerPaths) -> tuple[str, ...] | None:

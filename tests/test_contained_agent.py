@@ -300,3 +300,28 @@ def test_validate_refuses_a_timeout_of_four_hundred_digits(project: Project) -> 
     message = one_error_line(cli(project, "validate"))
 
     assert "iteration_timeout_secs: must be at most 604800" in message
+
+
+# ---------------------------------------------------------------- finding 7: a GOAL.md without a goal
+
+
+@pytest.mark.parametrize("text", ["", "---\nid: x\n---\n\n"], ids=["empty", "frontmatter-only"])
+def test_start_refuses_a_goal_md_without_a_goal(unstarted_project: Project, text: str) -> None:
+    unstarted_project.goal_path.write_text(text, encoding="utf-8")
+
+    message = one_error_line(cli(unstarted_project, "start"))
+
+    assert ".runner/GOAL.md has no goal: it is empty or only frontmatter" in message
+
+
+def test_a_goal_emptied_by_the_agent_stops_the_next_step_up_front(project: Project) -> None:
+    project.prepare(TWO_LEAVES)
+    run_id = project.run_id
+    project.agent_script(
+        {1: {"files": {".runner/GOAL.md": f"---\nid: {run_id}\n---\n"}, "output": DONE}}
+    )
+    assert cli(project, "step").returncode == 0
+
+    for command in ("validate", "step"):
+        assert "has no goal" in one_error_line(cli(project, command))
+    assert not journal_file(project).exists()
