@@ -302,7 +302,7 @@ def test_validate_refuses_a_timeout_of_four_hundred_digits(project: Project) -> 
     assert "iteration_timeout_secs: must be at most 604800" in message
 
 
-# ---------------------------------------------------------------- finding 7: a GOAL.md without a goal
+# ---------------------------------------------------------------- finding 7: no goal
 
 
 @pytest.mark.parametrize("text", ["", "---\nid: x\n---\n\n"], ids=["empty", "frontmatter-only"])
