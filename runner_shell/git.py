@@ -11,6 +11,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from runner_core.containment import GitHead
 from runner_shell.git_containment import GitTimeout, contained_env, filter_names, run_git
 
 FALLBACK_NAME = "runner"
@@ -111,6 +112,18 @@ class Repo:
         except GitTimeout as error:
             raise GitError(str(error)) from None
         return result.stdout if result.returncode == 0 else None
+
+    def head(self) -> GitHead:
+        """The checked-out branch (None when detached) and HEAD's commit, in one git call."""
+        out = self.git("rev-parse", "HEAD", "--symbolic-full-name", "HEAD").stdout.split()
+        sha, name = out[0], out[1] if len(out) > 1 else "HEAD"
+        return GitHead(name.removeprefix("refs/heads/") if name != "HEAD" else None, sha)
+
+    def rescue_and_reset(self, branch: str, sha: str, rescue_ref: str) -> None:
+        """Keep HEAD's commit under `rescue_ref`, then check `branch` out again at `sha`,
+        tracked files as they were there (untracked files stay)."""
+        self.git("update-ref", rescue_ref, "HEAD")
+        self.git("checkout", "--quiet", "--force", "-B", branch, sha)
 
     def head_subject(self) -> str | None:
         if not self.has_commits():

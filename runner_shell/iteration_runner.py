@@ -39,6 +39,7 @@ from runner_core.iteration_machine import (
     ExecutionsCounted,
     Finished,
     GuardFinished,
+    HeadRead,
     IoFailed,
     IterationFacts,
     IterationMachine,
@@ -47,8 +48,10 @@ from runner_core.iteration_machine import (
     PrepareIterationDir,
     PromptParts,
     ReadConfig,
+    ReadHead,
     ReadTree,
     RestoreConfig,
+    RestoreHead,
     Result,
     RunAgent,
     RunGuard,
@@ -152,7 +155,7 @@ def run_step(paths: RunnerPaths, repo: Repo, prompt_budget: int) -> StepResult:
         return StepResult(plan.kind, loaded.run_id, plan)
     # Problems a user can fix are refused here, before an iteration exists: nothing is written.
     check_programs(loaded.config, paths.root)
-    facts = gather(paths, loaded, plan, prompt_budget)
+    facts = attrs.evolve(gather(paths, loaded, plan, prompt_budget), head=repo.head())
     if not facts.tree_is_previous_snapshot:  # else its bytes are canonical and were read back
         check_tree_writable(paths, loaded.tree)
     finished = interpret(start_iteration(facts), shell_ports(paths, repo, facts))
@@ -258,6 +261,8 @@ def perform(effect: Effect, journal: Journal, ports: IterationPorts) -> Result:
             return store.read_tree()
         if isinstance(effect, ReadConfig):
             return store.read_config()
+        if isinstance(effect, ReadHead):
+            return store.read_head()
         if isinstance(effect, CountExecutions):
             return ExecutionsCounted(store.count_executions())
         if isinstance(effect, PrepareIterationDir):
@@ -270,6 +275,8 @@ def perform(effect: Effect, journal: Journal, ports: IterationPorts) -> Result:
             store.write_iteration_file(effect)
         elif isinstance(effect, RestoreConfig):
             store.restore_config(effect.data)
+        elif isinstance(effect, RestoreHead):
+            store.restore_head(effect)
         elif isinstance(effect, Commit):
             store.commit(effect)
     except OSError as error:
@@ -430,6 +437,18 @@ class DiskIterationStore:
 
     def restore_config(self, data: bytes) -> None:
         atomic_write_bytes(self.paths.config, data)
+
+    def read_head(self) -> HeadRead:
+        try:
+            return HeadRead(self.repo.head())
+        except GitError as error:
+            raise OSError(str(error)) from None
+
+    def restore_head(self, effect: RestoreHead) -> None:
+        try:
+            self.repo.rescue_and_reset(effect.branch, effect.sha, effect.rescue_ref)
+        except GitError as error:
+            raise OSError(str(error)) from None
 
     def count_executions(self) -> Mapping[str, int]:
         return count_executions(self.paths, self.run_id)

@@ -325,3 +325,53 @@ def test_a_goal_emptied_by_the_agent_stops_the_next_step_up_front(project: Proje
     for command in ("validate", "step"):
         assert "has no goal" in one_error_line(cli(project, command))
     assert not journal_file(project).exists()
+
+
+# ---------------------------------------------------------------- finding 3: HEAD moved
+
+
+def three_iterations_then(project: Project, script: str) -> list[str]:
+    """Three passing iterations, then an agent running `script`; the commits before it."""
+    tree = node("root", next_="decompose", children=[node(f"root.{n}", order=n) for n in range(5)])
+    project.prepare(tree)
+    project.agent_script(
+        {n: {"files": {f"work{n}.txt": f"{n}\n"}, "output": DONE} for n in (1, 2, 3)}
+    )
+    for _ in range(3):
+        assert cli(project, "step").returncode == 0
+    commits = project.git("rev-list", "HEAD").split()
+    hostile_script = f"{script}\n{WRITE_DONE}"
+    project.set_config(agent_command=["sh", "-c", hostile_script])
+    project.commit_setup("hostile agent from now on")
+    return commits
+
+
+@pytest.mark.parametrize(
+    ("script", "says"),
+    [
+        ("git reset -q --hard HEAD~3", "the agent moved branch runner/"),
+        ("git checkout -q -b other", "the agent switched from branch runner/"),
+        ("git checkout -q --detach", "the agent detached HEAD"),
+    ],
+    ids=["reset-hard", "checkout-b", "detach"],
+)
+def test_head_moved_by_the_agent_is_put_back_and_is_an_agent_error(
+    project: Project, script: str, says: str
+) -> None:
+    branch = project.git("symbolic-ref", "--short", "HEAD").strip()
+    commits = three_iterations_then(project, script)
+    before = project.head()
+
+    result = cli(project, "step")
+
+    assert result.returncode == 0, result.stderr
+    assert project.git("symbolic-ref", "--short", "HEAD").strip() == branch
+    history = project.git("rev-list", "HEAD").split()
+    assert set(commits) <= set(history) and before in history
+    for n in (1, 2, 3):
+        assert project.git("show", f"HEAD:work{n}.txt") == f"{n}\n"
+    record = project.meta(4)
+    assert record["error_kind"] == "agent", record
+    assert says in record["error"], record["error"]
+    rescued = project.git("for-each-ref", "--format=%(refname)", "refs/runner/rescued/")
+    assert rescued.split() == [f"refs/runner/rescued/{project.run_id}/4"]
