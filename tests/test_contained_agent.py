@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -267,22 +266,6 @@ def test_a_huge_sparse_meta_json_is_skipped_unread(project: Project) -> None:
 
     assert "Traceback" not in result.stderr
     assert "meta.json" in result.stderr
-
-
-# ---------------------------------------------------------------- the bystander
-
-
-def test_no_runner_command_signals_a_process_outside_the_iteration(project: Project) -> None:
-    bystander = subprocess.Popen(["sleep", "60"], start_new_session=True)
-    try:
-        hostile(project, f"kill -0 {bystander.pid}")
-        for command in ("step", "recover", "status"):
-            cli(project, command)
-        assert bystander.poll() is None
-        os.kill(bystander.pid, signal.SIGCONT)
-    finally:
-        bystander.kill()
-        bystander.wait()
 
 
 # ---------------------------------------------------------------- finding 11: config bounds
