@@ -406,6 +406,8 @@ class DiskIterationStore:
         make_directory(self.iter_dir)
 
     def write_context(self, effect: WriteContext) -> None:
+        if self.paths.context_dir.is_symlink():  # runner-owned: an agent's symlink goes, unfollowed
+            self.paths.context_dir.unlink()
         make_directory(self.paths.context_dir)
         for name, text in effect.files:
             atomic_write_text(self.paths.context_dir / name, text)

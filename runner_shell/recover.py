@@ -28,7 +28,7 @@ from runner_core.iteration_machine import (
 from runner_core.model import AgentRole, nodes_by_id
 from runner_core.recovery import Journal, JournalPhase, RecoveryKind, recovery_kind
 from runner_shell.errors import UserFacingError
-from runner_shell.files import atomic_write_bytes
+from runner_shell.files import atomic_write_bytes, make_directory
 from runner_shell.git import GitError, Repo
 from runner_shell.iteration_log import commit_iteration, count_executions, utc_now
 from runner_shell.layout import RunnerPaths
@@ -199,8 +199,11 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
 
 def _keep_interrupted_logs(iter_dir: Path) -> Path:
     """What the killed iteration concluded never happened: its logs are kept under other
-    names, so the directory reads the same wherever the kill landed."""
-    iter_dir.mkdir(parents=True, exist_ok=True)
+    names, so the directory reads the same wherever the kill landed. A symlink the agent put
+    in its place is removed, never followed."""
+    if iter_dir.is_symlink():
+        iter_dir.unlink()
+    make_directory(iter_dir)
     for name, kept_as in (
         (PENDING_GUARD_LOG, "guard.interrupted.log"),
         ("guard.log", "guard.interrupted.log"),
