@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from runner_core.history import (
@@ -37,7 +38,12 @@ META_MAX_BYTES = 1024 * 1024
 
 
 def commit_iteration(
-    paths: RunnerPaths, repo: Repo, run_id: str, iter_dir: Path, commit: Commit
+    paths: RunnerPaths,
+    repo: Repo,
+    run_id: str,
+    iter_dir: Path,
+    commit: Commit,
+    before_commit: Callable[[], None] | None = None,
 ) -> None:
     """Carry out the final write-set in its order, then commit; the journal tracks each phase.
 
@@ -48,6 +54,8 @@ def commit_iteration(
     for file in commit.files:
         _write(paths, paths.run_dir(run_id), iter_dir, file)
     write_journal(repo, commit.committing)
+    if before_commit is not None:
+        before_commit()
     repo.commit_all(commit.message)
     clear_journal(repo)
 

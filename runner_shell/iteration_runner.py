@@ -65,6 +65,7 @@ from runner_core.model import AgentRole, Node
 from runner_core.preconditions import location_problem, step_precondition_problem
 from runner_core.recovery import Journal, interrupted_problem
 from runner_core.run_state import RunState
+from runner_shell import protected_files
 from runner_shell.agents import AgentRequest, backend_for
 from runner_shell.checks import (
     check_programs,
@@ -295,7 +296,9 @@ def shell_ports(paths: RunnerPaths, repo: Repo, facts: IterationFacts) -> Iterat
         clock=SystemClock(),
         agents=ProcessAgentRunner(paths, repo, facts.config, iter_dir),
         guards=ProcessGuardRunner(paths.root, repo, iter_dir),
-        store=DiskIterationStore(paths, repo, facts.run_id, iter_dir),
+        store=DiskIterationStore(
+            paths, repo, facts.run_id, iter_dir, protected_files.snapshot(paths)
+        ),
     )
 
 
@@ -399,6 +402,7 @@ class DiskIterationStore:
     repo: Repo
     run_id: str
     iter_dir: Path
+    protected: protected_files.Snapshot = ()  # put back right before the commit
 
     def prepare(self, effect: PrepareIterationDir) -> None:
         if effect.set_aside_as is not None:
@@ -457,7 +461,14 @@ class DiskIterationStore:
 
     def commit(self, effect: Commit) -> None:
         try:
-            commit_iteration(self.paths, self.repo, self.run_id, self.iter_dir, effect)
+            commit_iteration(
+                self.paths,
+                self.repo,
+                self.run_id,
+                self.iter_dir,
+                effect,
+                lambda: protected_files.restore(self.paths, self.protected, self.run_id),
+            )
         except GitError as error:
             raise UserFacingError(
                 f"iteration {effect.committing.iteration} was logged but not committed: {error} "

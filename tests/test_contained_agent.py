@@ -358,3 +358,33 @@ def test_head_moved_by_the_agent_is_put_back_and_is_an_agent_error(
     assert says in record["error"], record["error"]
     rescued = project.git("for-each-ref", "--format=%(refname)", "refs/runner/rescued/")
     assert rescued.split() == [f"refs/runner/rescued/{project.run_id}/4"]
+
+
+# ---------------------------------------------------------------- finding 8: a rewriting daemon
+
+DAEMON = r"""
+setsid sh -c '
+  journal="$(git rev-parse --git-common-dir)/runner-journal.json"
+  for _ in $(seq 1 3000); do
+    if grep -q "\"writing\"\|\"committing\"" "$journal" 2>/dev/null; then
+      printf "[guard]\ncommand = [\"true\"]\n" > .runner/state/config.toml
+      printf "{}" > .runner/state/schema.json
+      sed -i "s/^id: .*/id: hijacked/" .runner/GOAL.md
+      exit 0
+    fi
+    sleep 0.001
+  done' > /dev/null 2>&1 &
+"""
+
+
+def test_a_daemon_rewriting_runner_files_before_the_commit_changes_nothing(
+    project: Project,
+) -> None:
+    hostile(project, DAEMON)
+    files = (".runner/state/config.toml", ".runner/state/schema.json", ".runner/GOAL.md")
+    before = {name: project.git("show", f"HEAD:{name}") for name in files}
+
+    assert cli(project, "step").returncode == 0
+    time.sleep(0.5)  # the daemon has long done its work
+
+    assert {name: project.git("show", f"HEAD:{name}") for name in files} == before
