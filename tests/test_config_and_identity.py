@@ -387,3 +387,17 @@ def test_with_run_id_adds_the_id_to_frontmatter_that_had_none() -> None:
     text = "---\nowner: me\n---\n" + GOAL_BODY
 
     assert with_run_id(text, "run-1") == "---\nid: run-1\nowner: me\n---\n" + GOAL_BODY
+
+
+@pytest.mark.parametrize("brk", ["\x0b", "\x0c", "\x1c", "\x85", "\u2028", "\u2029", "\r"])
+@pytest.mark.parametrize(
+    "text",
+    ["---{b}id: abc{b}---{b}Goal text\n", "---\nkey: v\n---{b}\nGoal\n", "Build{b}the thing\n"],
+)
+def test_start_writes_a_goal_md_step_reads_back_whatever_its_line_breaks(
+    text: str, brk: str
+) -> None:  # issue 10 finding 14
+    written = with_run_id(text.format(b=brk), "run-1a2b3c4d")
+
+    assert goal_run_id(written) == "run-1a2b3c4d"
+    assert parse_frontmatter(written).body.strip()
