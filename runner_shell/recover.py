@@ -53,12 +53,16 @@ def _remove_stale_index_lock(repo: Repo) -> None:
         repo.git_path(name).unlink(missing_ok=True)
 
 
-def _remove_stale_temp_files(paths: RunnerPaths) -> None:
-    # A kill between an atomic write's temp file and its rename leaves `.<name>.<random>.tmp`
-    # beside the state file; untracked, it would be committed with the recovery.
+def _remove_stale_temp_files(paths: RunnerPaths, iter_dir: Path) -> None:
+    # A kill or a full disk between an atomic write's temp file and its rename leaves
+    # `.<name>.<random>.tmp` beside the file; untracked, it would be committed with the recovery.
     for target in (paths.goal, paths.gitignore, *paths.state_dir.glob("*")):
         for temp in target.parent.glob(f".{target.name}.*.tmp"):
             temp.unlink(missing_ok=True)
+    for directory in (paths.context_dir, iter_dir):
+        if directory.is_dir() and not directory.is_symlink():
+            for temp in directory.glob(".*.tmp"):
+                temp.unlink(missing_ok=True)
 
 
 def kill_orphans(journal: Journal, iter_dir: Path) -> tuple[int, ...]:
@@ -155,7 +159,7 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
             f"git is in the middle of {operation}; finish or abort it, then run 'runner recover'"
         )
     _remove_stale_index_lock(repo)
-    _remove_stale_temp_files(paths)
+    _remove_stale_temp_files(paths, paths.iter_dir(journal.run_id, journal.iteration))
     head_subject = (
         repo.git("log", "-1", "--format=%s").stdout.strip() if repo.has_commits() else None
     )

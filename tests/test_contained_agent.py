@@ -9,6 +9,7 @@ line naming the file.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -20,6 +21,7 @@ import pytest
 from crash_helpers import cli, journal_file, one_error_line, spawn, wait_for_processes
 from e2e_helpers import Project, node, process_alive
 
+from runner_shell.files import PendingFile
 from runner_shell.git_containment import GitTimeout, run_git
 
 TWO_LEAVES = node("root", next_="decompose", children=[node("root.1"), node("root.2", order=1)])
@@ -388,3 +390,40 @@ def test_a_daemon_rewriting_runner_files_before_the_commit_changes_nothing(
     time.sleep(0.5)  # the daemon has long done its work
 
     assert {name: project.git("show", f"HEAD:{name}") for name in files} == before
+
+
+# ---------------------------------------------------------------- finding 14: a full disk
+
+
+def test_a_full_disk_names_the_file_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    target = tmp_path / "run_state.json"
+    pending = PendingFile(target)
+    pending.file.close()
+    pending.file = open("/dev/full", "wb")  # noqa: SIM115 - every write: ENOSPC, from the kernel
+    with pytest.raises(OSError) as raised:
+        pending.write(b"x" * 10_000_000)
+        pending.commit()
+    pending.discard()
+
+    assert (raised.value.errno, raised.value.filename) == (errno.ENOSPC, str(target))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_recover_removes_temp_files_a_failed_write_left(project: Project) -> None:
+    project.prepare(TWO_LEAVES)
+    project.agent_script({1: {"sleep": 30, "output": DONE}})
+    holder = spawn(project, "step")
+    wait_for_processes(project, 1)
+    holder.kill()
+    holder.wait()
+    left = [
+        project.iter_dir(1) / ".meta.json.0123abcd.tmp",
+        project.tree_path.parent / ".tree.json.ff.tmp",
+    ]
+    for temp in left:
+        temp.write_text("half", encoding="utf-8")
+
+    assert cli(project, "recover").returncode == 0
+
+    assert not any(temp.exists() for temp in left)
+    assert ".tmp" not in project.git("show", "--stat", "HEAD")
