@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from runner_core.containment import GitHead
-from runner_shell.git_containment import GitTimeout, contained_env, filter_names, run_git
+from runner_shell.files import read_text_head
+from runner_shell.git_containment import (
+    GitTimeout,
+    configured_filters,
+    contained_env,
+    filter_names,
+    run_git,
+)
 
 FALLBACK_NAME = "runner"
 FALLBACK_EMAIL = "runner@localhost"
@@ -28,10 +35,14 @@ def _first_line(text: str) -> str:
 
 
 def _run(
-    args: Sequence[str], cwd: Path, check: bool = True, env: dict[str, str] | None = None
+    args: Sequence[str],
+    cwd: Path,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+    filters: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     try:
-        raw = run_git(args, cwd, env=env)
+        raw = run_git(args, cwd, env=env, filters=filters)
     except FileNotFoundError:
         raise GitError("git is not installed or not on PATH") from None
     except GitTimeout as error:
@@ -62,6 +73,8 @@ def open_repo(start: Path) -> Repo:
 
 
 # Files git keeps in the common directory of a repository with linked worktrees.
+# A repository's config file is small; a larger one is read only this far for filters.
+_CONFIG_MAX_BYTES = 4 * 1024 * 1024
 _COMMON_PREFIXES = ("refs/", "config", "packed-refs", "objects/", "hooks/")
 
 
@@ -89,7 +102,20 @@ class Repo:
         return self._dirs()[1] / name
 
     def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return _run(args, self.root, check=check)
+        return _run(args, self.root, check=check, filters=self.filters())
+
+    def filters(self) -> tuple[str, ...]:
+        """The filter drivers the repository's config files define, read now (an agent may
+        have added one): every runner git command runs with them disabled."""
+        if self._git_dir is None or self._common_dir is None:
+            return ()
+        texts = []
+        for path in (self._common_dir / "config", self._git_dir / "config.worktree"):
+            try:
+                texts.append(read_text_head(path, _CONFIG_MAX_BYTES))
+            except OSError:
+                continue
+        return configured_filters(texts)
 
     def has_commits(self) -> bool:
         return self.git("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0
@@ -106,7 +132,9 @@ class Repo:
     def file_at(self, ref: str, path: str) -> bytes | None:
         """The exact bytes of `path` (relative to the root) at `ref`, or None if it is not there."""
         try:
-            result = run_git(["cat-file", "blob", f"{ref}:{path}"], self.root)
+            result = run_git(
+                ["cat-file", "blob", f"{ref}:{path}"], self.root, filters=self.filters()
+            )
         except FileNotFoundError:
             raise GitError("git is not installed or not on PATH") from None
         except GitTimeout as error:
@@ -222,9 +250,10 @@ class Repo:
         hook, and the guard is where checks belong.
         """
         env = self._identity_env()
-        _run(["add", "-A"], self.root, env=env)
+        _run(["add", "-A"], self.root, env=env, filters=self.filters())
         _run(
             ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", message],
             self.root,
             env=env,
+            filters=self.filters(),
         )

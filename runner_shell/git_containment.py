@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
@@ -53,6 +54,22 @@ def filter_names(config_lines: Iterable[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
+# `[filter "x"]` or the old `[filter.x]`: the sections that define a filter driver.
+_FILTER_SECTION = re.compile(r'^\s*\[\s*filter(?:\s+"([^"]*)"|\.([^\]\s]+))\s*\]', re.I | re.M)
+
+
+def configured_filters(config_texts: Iterable[str]) -> tuple[str, ...]:
+    """The filter drivers the repository's own config files define (read without a git
+    process, so every git command can run with them disabled)."""
+    names: list[str] = []
+    for text in config_texts:
+        for quoted, dotted in _FILTER_SECTION.findall(text):
+            name = quoted or dotted
+            if name not in names:
+                names.append(name)
+    return tuple(names)
+
+
 def run_git(
     args: Sequence[str],
     cwd: Path,
@@ -60,12 +77,14 @@ def run_git(
     env: Mapping[str, str] | None = None,
     stdin: bytes | None = None,
     timeout: float = GIT_TIMEOUT_SECS,
+    filters: Iterable[str] = (),
 ) -> subprocess.CompletedProcess[bytes]:
-    """`git <args>` contained; FileNotFoundError without git, GitTimeout past `timeout`."""
+    """`git <args>` contained (`filters` disabled too); FileNotFoundError without git,
+    GitTimeout past `timeout`."""
     proc = subprocess.Popen(
         ["git", *args],
         cwd=cwd,
-        env=contained_env(env),
+        env=contained_env(env, filters),
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
