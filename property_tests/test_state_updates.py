@@ -58,6 +58,10 @@ def owned(tree: Node) -> dict[str, tuple[bool, int]]:
     return {node.id: (node.passes, node.attempts) for node, _ in preorder(tree)}
 
 
+def max_attempts_of(tree: Node) -> dict[str, int]:
+    return {node.id: node.max_attempts for node, _ in preorder(tree)}
+
+
 def expected_runner_fields(
     prev: Node, next_tree: Node, selected: str, status: AgentStatus, guard: GuardOutcome
 ) -> tuple[dict[str, tuple[bool, int]], set[str], set[str], set[str]]:
@@ -66,6 +70,7 @@ def expected_runner_fields(
     Returns (id -> expected (passes, attempts), passes set, attempts incremented, derived set).
     """
     before = owned(prev)
+    limits = max_attempts_of(prev)
     sets_passes, increments = SPEC_TABLE[(status, guard)]
     expected: dict[str, tuple[bool, int]] = {}
     passes_set: set[str] = set()
@@ -79,7 +84,7 @@ def expected_runner_fields(
             if sets_passes and not passes:
                 passes = True
                 passes_set.add(node.id)
-            if increments and attempts < node.max_attempts:
+            if increments and attempts < limits.get(node.id, node.max_attempts):
                 attempts += 1
                 incremented.add(node.id)
         if node.children:
@@ -126,6 +131,20 @@ def test_agent_edits_to_runner_owned_fields_never_survive(
     assert summary.passes_set == tuple(sorted(passes_set))
     assert summary.attempts_incremented == tuple(sorted(incremented))
     assert summary.derived_passes_set == tuple(sorted(derived))
+
+
+@given(updates())
+def test_max_attempts_of_an_existing_node_is_never_the_agents(
+    case: tuple[Node, EditedTree, str, AgentStatus, GuardOutcome],
+) -> None:
+    """Issue 10: an existing node's max_attempts after the update is prev's, whatever the
+    agent wrote; a node the agent added keeps the max_attempts it was given."""
+    prev, edited, selected, status, guard = case
+    tree, _ = apply_state_updates(prev, edited.tree, selected, status, guard)
+    before, given_by_agent = max_attempts_of(prev), max_attempts_of(edited.tree)
+    assert max_attempts_of(tree) == {
+        node_id: before.get(node_id, limit) for node_id, limit in given_by_agent.items()
+    }
 
 
 @given(updates(touch_passed=False))

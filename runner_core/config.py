@@ -101,6 +101,17 @@ _POSITIVE_INTS = (
     "guard_output_limit_bytes",
 )
 _TABLES = MappingProxyType({"guard": ("command",), "agent": ("backend", "command")})
+# Upper bounds (issue 10): a value past them is a typo or an attack, never a wish; each is
+# far above any real run and low enough that memory and time arithmetic stay sane.
+MAX_VALUES = MappingProxyType(
+    {
+        "max_attempts_default": 1000,
+        "max_iterations": 1_000_000,
+        "iteration_timeout_secs": 7 * 24 * 3600,
+        "executor_output_limit_bytes": 64 * 1024 * 1024,
+        "guard_output_limit_bytes": 64 * 1024 * 1024,
+    }
+)
 
 
 def _positive_int(key: str, value: Any) -> int:
@@ -108,6 +119,9 @@ def _positive_int(key: str, value: Any) -> int:
         raise ConfigError(key, f"must be an integer, got {value!r}")
     if value <= 0:
         raise ConfigError(key, f"must be > 0, got {value}")
+    if value > MAX_VALUES[key]:
+        shown = str(value) if value < 10**20 else "a number of more than 20 digits"
+        raise ConfigError(key, f"must be at most {MAX_VALUES[key]}, got {shown}")
     return value
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from runner_core.invariants import ID_MAX_LENGTH
 from runner_core.model import Node, NodeNext, nodes_by_id, rebuild_postorder, with_children
 
 
@@ -54,10 +55,13 @@ def decomposition_problems(specs: tuple[ChildSpec, ...]) -> tuple[str, ...]:
 
 
 def _free_child_ids(parent_id: str, taken: Set[str], count: int) -> list[str]:
+    """`<parent>.<n>` for the first free n; a parent id too long for that is cut so every
+    child id stays within ID_MAX_LENGTH (issue 10: never a child the invariants refuse)."""
     ids: list[str] = []
     n = 1
     while len(ids) < count:
-        candidate = f"{parent_id}.{n}"
+        suffix = f".{n}"
+        candidate = parent_id[: ID_MAX_LENGTH - len(suffix)] + suffix
         if candidate not in taken:
             ids.append(candidate)
         n += 1

@@ -179,8 +179,8 @@ def review_execution(
     )
     problems = layer_problems(layers)
     if not problems:
-        # The agent may edit an open node's max_attempts, but not below the attempts the
-        # runner already counted: the tree after the runner's reset must still be valid.
+        # The tree after the runner's reset (passes, attempts and existing nodes'
+        # max_attempts back to the runner's) must still be valid.
         reset, _ = apply_state_updates(prev, candidate, selected_id, status, GuardOutcome.SKIPPED)
         invalid = validate_invariants(reset)
         if invalid:

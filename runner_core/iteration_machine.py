@@ -20,6 +20,7 @@ import attrs
 from pyrsistent import PMap, pmap
 
 from runner_core.config import Config
+from runner_core.containment import GitHead, head_moved_problem, rescue_ref
 from runner_core.history import ErrorKind, ExecutionRecord, TokenUsage, record_to_meta
 from runner_core.iteration import (
     CONTEXT_FILES,
@@ -39,7 +40,7 @@ from runner_core.iteration import (
     review_decomposition,
     review_execution,
 )
-from runner_core.model import AgentRole, GuardOutcome, Node, nodes_by_id
+from runner_core.model import AgentRole, AgentStatus, GuardOutcome, Node, nodes_by_id
 from runner_core.prompt_pack import build_prompt_pack, selected_section, tree_outline
 from runner_core.recovery import Journal, JournalPhase, interrupted_message
 from runner_core.run_state import RunState, run_state_to_json, with_execution
@@ -61,6 +62,7 @@ class Failure(enum.Enum):
     IO = "I/O failure"
     TREE_REJECTED = "tree invalid after the agent, immutability, status or child additions"
     DECOMPOSITION_REJECTED = "decomposer's children rejected"
+    HEAD_MOVED = "HEAD or the run branch moved during the agent or guard"
 
 
 # Beside state_update.TRANSITIONS: a runner error keeps every attempt and is never shown to
@@ -74,6 +76,7 @@ ERROR_KIND: PMap[Failure, ErrorKind] = pmap(
         Failure.IO: ErrorKind.RUNNER,
         Failure.TREE_REJECTED: ErrorKind.AGENT,
         Failure.DECOMPOSITION_REJECTED: ErrorKind.AGENT,
+        Failure.HEAD_MOVED: ErrorKind.AGENT,
     }
 )
 
@@ -125,6 +128,7 @@ class IterationFacts:
     started: ClockReading
     runner_pid: int
     command: str
+    head: GitHead | None = None  # the branch and commit before the agent; None: not checked
 
     @property
     def node(self) -> Node:
@@ -136,6 +140,21 @@ class IterationFacts:
 
 
 # ---------------------------------------------------------------- effects
+
+
+@attrs.frozen(slots=True)
+class ReadHead:
+    """Say which branch is checked out and which commit HEAD is, after the agent and guard."""
+
+
+@attrs.frozen(slots=True)
+class RestoreHead:
+    """The agent moved HEAD or the branch: keep what HEAD is now under `rescue_ref`, then put
+    `branch` back at `sha`, checked out, with the work tree's tracked files as they were."""
+
+    branch: str
+    sha: str
+    rescue_ref: str
 
 
 @attrs.frozen(slots=True)
@@ -272,6 +291,8 @@ Effect = (
     | RunGuard
     | ReadConfig
     | RestoreConfig
+    | ReadHead
+    | RestoreHead
     | CountExecutions
     | Commit
     | Finished
@@ -324,6 +345,13 @@ class ExecutionsCounted:
 
 
 @attrs.frozen(slots=True)
+class HeadRead:
+    """The checked-out branch and HEAD's commit, as git says them now."""
+
+    head: GitHead
+
+
+@attrs.frozen(slots=True)
 class NotStarted:
     """The process could not be started; `message` is one line naming the program."""
 
@@ -341,6 +369,7 @@ Result = (
     | GuardFinished
     | TreeRead
     | ConfigRead
+    | HeadRead
     | ExecutionsCounted
     | NotStarted
     | IoFailed
@@ -372,6 +401,8 @@ class IterationStore(Protocol):
     def read_tree(self) -> TreeRead: ...
     def read_config(self) -> ConfigRead: ...
     def restore_config(self, data: bytes) -> None: ...
+    def read_head(self) -> HeadRead: ...
+    def restore_head(self, effect: RestoreHead) -> None: ...
     def count_executions(self) -> Mapping[str, int]: ...
     def commit(self, effect: Commit) -> None: ...
 
@@ -399,6 +430,8 @@ class Stage(enum.Enum):
     TREE = "tree"
     GUARD = "guard"
     GUARD_LOG = "guard-log"
+    HEAD = "head"
+    HEAD_RESTORE = "head-restore"
     CONFIG = "config"
     RESTORE = "restore"
     COUNTING = "counting"
@@ -651,7 +684,40 @@ def _not_started(result: Result, failure: Failure) -> Failure:
 
 
 def _check_config(machine: IterationMachine) -> IterationMachine:
+    if machine.facts.head is not None and machine.stage is not Stage.HEAD_RESTORE:
+        return machine._to(Stage.HEAD, ReadHead())
     return machine._to(Stage.CONFIG, ReadConfig())
+
+
+def _after_head(machine: IterationMachine, result: Result, now: ClockReading) -> IterationMachine:
+    before = machine.facts.head
+    assert before is not None
+    if isinstance(result, IoFailed):
+        return machine._to(Stage.DONE, Abort(result.message))
+    assert isinstance(result, HeadRead)
+    problem = head_moved_problem(before, result.head)
+    if problem is None or before.branch is None:
+        return machine._to(Stage.CONFIG, ReadConfig())
+    facts = machine.facts
+    rescue = rescue_ref(facts.run_id, facts.plan.iteration)
+    review = Review(AgentStatus.RETRY, "", None, f"{problem}; its commits are kept as {rescue}")
+    machine = attrs.evolve(
+        machine,
+        review=review,
+        failure=Failure.HEAD_MOVED,
+        runner_error=None,
+        guard=GuardOutcome.SKIPPED,
+        output=None,
+    )
+    return machine._to(Stage.HEAD_RESTORE, RestoreHead(before.branch, before.sha, rescue))
+
+
+def _after_head_restore(
+    machine: IterationMachine, result: Result, now: ClockReading
+) -> IterationMachine:
+    if isinstance(result, IoFailed):
+        return machine._to(Stage.DONE, Abort(result.message))
+    return _check_config(machine)
 
 
 def _after_config(machine: IterationMachine, result: Result, now: ClockReading) -> IterationMachine:
@@ -917,6 +983,8 @@ _STEPS = MappingProxyType(
         Stage.TREE: _after_tree,
         Stage.GUARD: _after_guard,
         Stage.GUARD_LOG: _after_guard_log,
+        Stage.HEAD: _after_head,
+        Stage.HEAD_RESTORE: _after_head_restore,
         Stage.CONFIG: _after_config,
         Stage.RESTORE: _after_restore,
         Stage.COUNTING: _after_counting,

@@ -73,12 +73,18 @@ def _unquote(value: str) -> str:
     return value
 
 
+def _bare(line: str) -> str:
+    """A line without its break, whichever of str.splitlines()'s breaks (`\\x0b`, `\\u2028`,
+    ...) ends it: fences are found the same way wherever GOAL.md is read (issue 10)."""
+    return line.splitlines()[0] if line.splitlines() else ""
+
+
 def parse_frontmatter(text: str) -> Frontmatter:
     """Parse GOAL.md; raises `RunIdentityError` for broken or duplicated frontmatter."""
     lines = text.splitlines(keepends=True)
-    if not lines or lines[0].rstrip("\r\n") != _FENCE:
+    if not lines or _bare(lines[0]) != _FENCE:
         return Frontmatter((), text, present=False)
-    end = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r\n") == _FENCE), None)
+    end = next((i for i in range(1, len(lines)) if _bare(lines[i]) == _FENCE), None)
     if end is None:
         raise RunIdentityError("frontmatter opened with '---' on line 1 is never closed")
     entries: list[tuple[str, str]] = []
@@ -105,6 +111,22 @@ def _frontmatter_key(line: str) -> str | None:
     return None if match is None else match.group(1)
 
 
+EMPTY_GOAL = (
+    "has no goal: it is empty or only frontmatter; write what the run should achieve below "
+    "the frontmatter"
+)
+
+
+def empty_goal_problem(text: str) -> str | None:
+    """Why GOAL.md cannot drive a run because it states no goal (empty, or only frontmatter);
+    start, validate and step refuse it up front, since the agent's prompt needs one."""
+    try:
+        body = parse_frontmatter(text).body
+    except RunIdentityError:
+        return None  # broken frontmatter is goal_run_id's to report
+    return None if body.strip() else EMPTY_GOAL
+
+
 def goal_run_id(text: str) -> str | None:
     """The `id` in GOAL.md's frontmatter, validated; None when there is none."""
     run_id = parse_frontmatter(text).get("id")
@@ -121,7 +143,7 @@ def with_run_id(text: str, run_id: str) -> str:
     matter = parse_frontmatter(text)
     if matter.present:
         lines = text.splitlines(keepends=True)
-        end = next(i for i in range(1, len(lines)) if lines[i].rstrip("\r\n") == _FENCE)
+        end = next(i for i in range(1, len(lines)) if _bare(lines[i]) == _FENCE)
         kept = [line for line in lines[1:end] if _frontmatter_key(line) != "id"]
         return "".join([f"{_FENCE}\nid: {run_id}\n", *kept, f"{_FENCE}\n", matter.body])
     return f"{_FENCE}\nid: {run_id}\n{_FENCE}\n{text}"

@@ -1,8 +1,9 @@
 """Runner-owned state: how `passes` and `attempts` change after an iteration (seed 000).
 
 Decides the next tree's `passes`/`attempts` from the previous tree alone plus the iteration's
-status and guard outcome; whatever the agent wrote into those fields is ignored. The table
-below is the spec's table; the functions after it only apply it.
+status and guard outcome, and keeps an existing node's `max_attempts` as it was (the runner,
+not the agent, decides when a node is stuck); whatever the agent wrote into them is ignored.
+The table below is the spec's table; the functions after it only apply it.
 """
 
 from __future__ import annotations
@@ -78,12 +79,13 @@ def apply_state_updates(
             children = in_canonical_order(children)  # step 4, sorting as the tree is rebuilt
         before = owned.get(node.id)
         passes, attempts = (False, 0) if before is None else (before.passes, before.attempts)
+        max_attempts = node.max_attempts if before is None else before.max_attempts
         if node.id == selected_id and not found_selected:
             found_selected = True
             if transition.sets_passes and not passes:
                 passes = True
                 passes_set.append(node.id)
-            if transition.increments_attempts and attempts < node.max_attempts:
+            if transition.increments_attempts and attempts < max_attempts:
                 attempts += 1
                 attempts_incremented.append(node.id)
         if children:
@@ -94,11 +96,14 @@ def apply_state_updates(
         if (
             passes is node.passes
             and attempts == node.attempts
+            and max_attempts == node.max_attempts
             and same_objects(children, node.children)
         ):
             # Unchanged: share it, so an iteration allocates only along the paths it changed.
             return node
-        return attrs.evolve(node, passes=passes, attempts=attempts, children=children)
+        return attrs.evolve(
+            node, passes=passes, attempts=attempts, max_attempts=max_attempts, children=children
+        )
 
     updated = rebuild_postorder(next_tree, update)
     if not found_selected:

@@ -7,8 +7,9 @@ file in the same directory, fsync, rename, fsync the directory. Decides nothing 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
-import tempfile
+import stat
 from pathlib import Path
 from typing import BinaryIO
 
@@ -25,27 +26,95 @@ _FILE_MODE = 0o666 & ~_current_umask()
 READ_ONLY = 0o444
 
 
-def _mode_for(path: Path) -> int:
+def _mode_for(directory_fd: int, name: str) -> int:
     """A replaced file keeps its mode; a new one gets the umask's."""
     try:
-        return os.stat(path).st_mode & 0o7777
+        return os.stat(name, dir_fd=directory_fd, follow_symlinks=False).st_mode & 0o7777
     except OSError:
         return _FILE_MODE
+
+
+class UnsafePath(OSError):
+    """A directory on the way to a runner file is a symlink or not a directory: never followed."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            errno.ELOOP,
+            "is a symlink or not a directory; the runner never writes through it (remove it)",
+            str(path),
+        )
+
+
+def _repository_top(directory: Path) -> Path:
+    """The nearest ancestor holding `.git`, below which no symlink is followed; outside a
+    repository, the nearest ancestor that exists."""
+    candidates = (directory, *directory.parents)
+    for candidate in candidates:
+        if os.path.lexists(candidate / ".git"):
+            return candidate
+    return next(candidate for candidate in candidates if candidate.is_dir())
+
+
+def open_directory(directory: Path) -> int:
+    """An fd of `directory`, made as needed, reached from the repository's top one component
+    at a time without following a symlink (O_NOFOLLOW): a write never leaves the repository."""
+    directory = Path(os.path.abspath(directory))
+    top = _repository_top(directory)
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    reached = top
+    try:
+        for part in directory.relative_to(top).parts:
+            reached = reached / part
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o777, dir_fd=fd)
+            try:
+                child = os.open(
+                    part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd
+                )
+            except (NotADirectoryError, OSError) as error:
+                if error.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise UnsafePath(reached) from None
+                raise
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def make_directory(directory: Path) -> None:
+    """`directory` and its missing parents, none of them reached through a symlink."""
+    os.close(open_directory(directory))
+
+
+def _named(error: OSError, path: Path) -> OSError:
+    """`error` naming `path` (a full disk says which file it could not write)."""
+    if error.filename is not None or error.errno is None:
+        return error
+    return OSError(error.errno, error.strerror, str(path))
 
 
 class PendingFile:
     """A temporary file beside `path` that replaces it only when committed: the one atomic write.
 
     Commit is fsync, rename, fsync of the directory; the file keeps the mode `path` had, or
-    gets `mode`, or the umask's for a new file.
+    gets `mode`, or the umask's for a new file. The directory is reached without following a
+    symlink, and the temporary file is never a symlink's target.
     """
 
     def __init__(self, path: Path, mode: int | None = None) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        file_mode = _mode_for(path) if mode is None else mode
-        fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         self.path = path
-        self.temp_path = Path(temp_name)
+        self._dir_fd = open_directory(path.parent)
+        try:
+            file_mode = _mode_for(self._dir_fd, path.name) if mode is None else mode
+            self._temp_name = f".{path.name}.{os.urandom(6).hex()}.tmp"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(self._temp_name, flags, 0o600, dir_fd=self._dir_fd)
+        except OSError as error:
+            os.close(self._dir_fd)
+            raise _named(error, path) from None
+        self.temp_path = path.parent / self._temp_name
         self.file: BinaryIO = os.fdopen(fd, "wb")
         try:
             os.fchmod(fd, file_mode)
@@ -53,23 +122,42 @@ class PendingFile:
             self.discard()
             raise
 
+    def write(self, data: bytes) -> None:
+        try:
+            self.file.write(data)
+        except OSError as error:
+            raise _named(error, self.path) from None
+
     def commit(self) -> None:
-        self.file.flush()
-        os.fsync(self.file.fileno())
-        self.file.close()
-        os.replace(self.temp_path, self.path)
-        _fsync_directory(self.path.parent)
+        try:
+            self.file.flush()
+            os.fsync(self.file.fileno())
+            self.file.close()
+            os.replace(
+                self._temp_name, self.path.name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd
+            )
+        except OSError as error:
+            raise _named(error, self.path) from None
+        with contextlib.suppress(OSError):  # the rename is durable only once the entry is
+            os.fsync(self._dir_fd)
+        os.close(self._dir_fd)
+        self._dir_fd = -1
 
     def discard(self) -> None:
-        self.file.close()
-        self.temp_path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.file.close()
+        if self._dir_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.unlink(self._temp_name, dir_fd=self._dir_fd)
+            os.close(self._dir_fd)
+            self._dir_fd = -1
 
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
     """`path` holds either its old bytes or `data`, never a torn mix."""
     pending = PendingFile(path, mode)
     try:
-        pending.file.write(data)
+        pending.write(data)
         pending.commit()
     except BaseException:
         pending.discard()
@@ -85,7 +173,7 @@ def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
     pending = PendingFile(path, mode)
     try:
         for start in range(0, len(text), _TEXT_SLICE_CHARS):
-            pending.file.write(text[start : start + _TEXT_SLICE_CHARS].encode("utf-8"))
+            pending.write(text[start : start + _TEXT_SLICE_CHARS].encode("utf-8"))
         pending.commit()
     except BaseException:
         pending.discard()
@@ -126,9 +214,49 @@ class FileTooLarge(OSError):
         self.limit = limit
 
 
+class NotRegularFile(OSError):
+    """A file the runner reads that is a FIFO, device, directory or symlink: never opened."""
+
+    def __init__(self, path: Path, kind: str) -> None:
+        super().__init__(
+            errno.EINVAL, f"is {kind}, not a regular file; the runner does not read it", str(path)
+        )
+        self.kind = kind
+
+
+def _kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """`path` opened for reading, refusing (NotRegularFile) anything but a regular file.
+
+    The final component is not followed (O_NOFOLLOW) and a FIFO never blocks the open.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise NotRegularFile(path, "a symlink") from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotRegularFile(path, _kind(mode))
+    return os.fdopen(fd, "rb")
+
+
 def read_bytes_capped(path: Path, limit: int) -> bytes:
-    """The file's bytes, refusing (FileTooLarge) to load more than `limit` into memory."""
-    with path.open("rb") as handle:
+    """The regular file's bytes, refusing (FileTooLarge) to load more than `limit` into memory."""
+    with open_regular(path) as handle:
         size = os.fstat(handle.fileno()).st_size
         if size > limit:
             raise FileTooLarge(path, size, limit)
@@ -139,6 +267,6 @@ def read_bytes_capped(path: Path, limit: int) -> bytes:
 
 
 def read_text_head(path: Path, limit: int) -> str:
-    """At most the first `limit` bytes of a text file, decoded leniently."""
-    with path.open("rb") as handle:
+    """At most the first `limit` bytes of a regular text file, decoded leniently."""
+    with open_regular(path) as handle:
         return handle.read(limit).decode("utf-8", errors="replace")

@@ -7,10 +7,19 @@ falling back to a runner identity, so an unconfigured machine never fails an ite
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+
+from runner_core.containment import GitHead
+from runner_shell.files import read_text_head
+from runner_shell.git_containment import (
+    GitTimeout,
+    configured_filters,
+    contained_env,
+    filter_names,
+    run_git,
+)
 
 FALLBACK_NAME = "runner"
 FALLBACK_EMAIL = "runner@localhost"
@@ -26,21 +35,24 @@ def _first_line(text: str) -> str:
 
 
 def _run(
-    args: Sequence[str], cwd: Path, check: bool = True, env: dict[str, str] | None = None
+    args: Sequence[str],
+    cwd: Path,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+    filters: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     try:
-        result = subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            env=env,
-            stdin=subprocess.DEVNULL,
-        )
+        raw = run_git(args, cwd, env=env, filters=filters)
     except FileNotFoundError:
         raise GitError("git is not installed or not on PATH") from None
+    except GitTimeout as error:
+        raise GitError(str(error)) from None
+    result = subprocess.CompletedProcess(
+        raw.args,
+        raw.returncode,
+        raw.stdout.decode("utf-8", errors="replace"),
+        raw.stderr.decode("utf-8", errors="replace"),
+    )
     if check and result.returncode != 0:
         raise GitError(
             f"git {' '.join(args[:2])} failed: {_first_line(result.stderr or result.stdout)}"
@@ -61,6 +73,8 @@ def open_repo(start: Path) -> Repo:
 
 
 # Files git keeps in the common directory of a repository with linked worktrees.
+# A repository's config file is small; a larger one is read only this far for filters.
+_CONFIG_MAX_BYTES = 4 * 1024 * 1024
 _COMMON_PREFIXES = ("refs/", "config", "packed-refs", "objects/", "hooks/")
 
 
@@ -83,8 +97,25 @@ class Repo:
         git_dir, common_dir = self._dirs()
         return (common_dir if name.startswith(_COMMON_PREFIXES) else git_dir) / name
 
+    def common_path(self, name: str) -> Path:
+        """`name` in the common git directory, shared by every worktree of the repository."""
+        return self._dirs()[1] / name
+
     def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return _run(args, self.root, check=check)
+        return _run(args, self.root, check=check, filters=self.filters())
+
+    def filters(self) -> tuple[str, ...]:
+        """The filter drivers the repository's config files define, read now (an agent may
+        have added one): every runner git command runs with them disabled."""
+        if self._git_dir is None or self._common_dir is None:
+            return ()
+        texts = []
+        for path in (self._common_dir / "config", self._git_dir / "config.worktree"):
+            try:
+                texts.append(read_text_head(path, _CONFIG_MAX_BYTES))
+            except OSError:
+                continue
+        return configured_filters(texts)
 
     def has_commits(self) -> bool:
         return self.git("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0
@@ -101,16 +132,26 @@ class Repo:
     def file_at(self, ref: str, path: str) -> bytes | None:
         """The exact bytes of `path` (relative to the root) at `ref`, or None if it is not there."""
         try:
-            result = subprocess.run(
-                ["git", "cat-file", "blob", f"{ref}:{path}"],
-                cwd=self.root,
-                capture_output=True,
-                stdin=subprocess.DEVNULL,
-                check=False,
+            result = run_git(
+                ["cat-file", "blob", f"{ref}:{path}"], self.root, filters=self.filters()
             )
         except FileNotFoundError:
             raise GitError("git is not installed or not on PATH") from None
+        except GitTimeout as error:
+            raise GitError(str(error)) from None
         return result.stdout if result.returncode == 0 else None
+
+    def head(self) -> GitHead:
+        """The checked-out branch (None when detached) and HEAD's commit, in one git call."""
+        out = self.git("rev-parse", "HEAD", "--symbolic-full-name", "HEAD").stdout.split()
+        sha, name = out[0], out[1] if len(out) > 1 else "HEAD"
+        return GitHead(name.removeprefix("refs/heads/") if name != "HEAD" else None, sha)
+
+    def rescue_and_reset(self, branch: str, sha: str, rescue_ref: str) -> None:
+        """Keep HEAD's commit under `rescue_ref`, then check `branch` out again at `sha`,
+        tracked files as they were there (untracked files stay)."""
+        self.git("update-ref", rescue_ref, "HEAD")
+        self.git("checkout", "--quiet", "--force", "-B", branch, sha)
 
     def head_subject(self) -> str | None:
         if not self.has_commits():
@@ -183,24 +224,24 @@ class Repo:
         email = self.git("config", "user.email", check=False).stdout.strip() or FALLBACK_EMAIL
         return f"{name} <{email}>"
 
-    def _identity_env(self) -> dict[str, str] | None:
-        out = self.git("config", "--get-regexp", r"^user\.(name|email)$", check=False).stdout
+    def _identity_env(self) -> dict[str, str]:
+        """The commit's environment: the runner's identity when none is configured, and every
+        filter the repository's config names disabled (an agent's sleeping clean filter)."""
+        regexp = r"^(user\.(name|email)|filter\..*)$"
+        out = self.git("config", "--get-regexp", regexp, check=False).stdout
         configured = {
             key: value.strip()
             for key, _, value in (line.partition(" ") for line in out.splitlines())
             if value.strip()
         }
-        env = dict(os.environ)
-        missing = False
+        env = contained_env(None, filter_names(out.splitlines()))
         if "user.name" not in configured:
             env.setdefault("GIT_AUTHOR_NAME", FALLBACK_NAME)
             env.setdefault("GIT_COMMITTER_NAME", FALLBACK_NAME)
-            missing = True
         if "user.email" not in configured:
             env.setdefault("GIT_AUTHOR_EMAIL", FALLBACK_EMAIL)
             env.setdefault("GIT_COMMITTER_EMAIL", FALLBACK_EMAIL)
-            missing = True
-        return env if missing else None
+        return env
 
     def commit_all(self, message: str) -> None:
         """`git add -A` and commit everything.
@@ -208,9 +249,11 @@ class Repo:
         Hooks are skipped: an unattended loop must not stall on an interactive or failing
         hook, and the guard is where checks belong.
         """
-        self.git("add", "-A")
+        env = self._identity_env()
+        _run(["add", "-A"], self.root, env=env, filters=self.filters())
         _run(
             ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", message],
             self.root,
-            env=self._identity_env(),
+            env=env,
+            filters=self.filters(),
         )

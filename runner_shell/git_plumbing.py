@@ -7,13 +7,12 @@ work tree unless the command itself does. Decides nothing.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 from runner_shell.git import FALLBACK_EMAIL, FALLBACK_NAME, GitError
+from runner_shell.git_containment import GIT_TIMEOUT_SECS, GitTimeout, run_git
 
-GIT_TIMEOUT_SECS = 120.0
 ZERO_OID = "0" * 40
 
 # The archive's commits are the runner's own, whoever runs it.
@@ -37,18 +36,11 @@ def git_bytes(
     """stdout of `git <args>` in `root`; GitError on another exit code, a timeout or no git."""
     env = {**os.environ, **RUNNER_IDENTITY} if as_runner else None
     try:
-        result = subprocess.run(
-            ["git", *args],
-            cwd=root,
-            input=stdin,
-            capture_output=True,
-            env=env,
-            timeout=timeout,
-        )
+        result = run_git(args, root, env=env, stdin=stdin, timeout=timeout)
     except FileNotFoundError:
         raise GitError("git is not installed or not on PATH") from None
-    except subprocess.TimeoutExpired:
-        raise GitError(f"git {' '.join(args[:2])} timed out after {timeout:g} s") from None
+    except GitTimeout as error:
+        raise GitError(str(error)) from None
     if result.returncode not in ok_codes:
         complaint = result.stderr.decode("utf-8", "replace").strip().splitlines()
         raise GitError(

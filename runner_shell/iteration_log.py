@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from runner_core.history import (
@@ -21,14 +22,28 @@ from runner_core.history import (
 )
 from runner_core.iteration_machine import Commit, FileWrite, Place
 from runner_core.tree_json import dumps_tree
-from runner_shell.files import READ_ONLY, atomic_link, atomic_write_bytes, atomic_write_text
+from runner_shell.files import (
+    READ_ONLY,
+    atomic_link,
+    atomic_write_bytes,
+    atomic_write_text,
+    read_bytes_capped,
+)
 from runner_shell.git import Repo
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import clear_journal, write_journal
 
+# A meta.json is a few hundred bytes; a larger one is damaged (or planted) and skipped unread.
+META_MAX_BYTES = 1024 * 1024
+
 
 def commit_iteration(
-    paths: RunnerPaths, repo: Repo, run_id: str, iter_dir: Path, commit: Commit
+    paths: RunnerPaths,
+    repo: Repo,
+    run_id: str,
+    iter_dir: Path,
+    commit: Commit,
+    before_commit: Callable[[], None] | None = None,
 ) -> None:
     """Carry out the final write-set in its order, then commit; the journal tracks each phase.
 
@@ -39,6 +54,8 @@ def commit_iteration(
     for file in commit.files:
         _write(paths, paths.run_dir(run_id), iter_dir, file)
     write_journal(repo, commit.committing)
+    if before_commit is not None:
+        before_commit()
     repo.commit_all(commit.message)
     clear_journal(repo)
 
@@ -81,24 +98,51 @@ def count_executions(paths: RunnerPaths, run_id: str) -> dict[str, int]:
 # ---------------------------------------------------------------- reading it back
 
 
+def _is_iteration_dir(entry: Path) -> bool:
+    name = entry.name
+    return (
+        name.isascii()
+        and name.isdigit()
+        and str(int(name)) == name
+        and entry.is_dir()
+        and not entry.is_symlink()
+    )
+
+
 def iteration_dirs(paths: RunnerPaths, run_id: str) -> list[tuple[int, Path]]:
+    """The run's iteration directories by number; anything else there is skipped."""
     run_dir = paths.run_dir(run_id)
-    if not run_dir.is_dir():
+    if not run_dir.is_dir() or run_dir.is_symlink():
         return []
-    found = [(int(entry.name), entry) for entry in run_dir.iterdir() if entry.name.isdigit()]
+    found = [(int(entry.name), entry) for entry in run_dir.iterdir() if _is_iteration_dir(entry)]
     return sorted(found)
+
+
+def unexpected_entries(paths: RunnerPaths, run_id: str) -> tuple[str, ...]:
+    """A warning for each entry of the run's directory that is not an iteration directory."""
+    run_dir = paths.run_dir(run_id)
+    if not run_dir.is_dir() or run_dir.is_symlink():
+        return ()
+    return tuple(
+        f"{paths.relative(entry)}: not an iteration directory; skipped"
+        for entry in sorted(run_dir.iterdir())
+        if not _is_iteration_dir(entry)
+        and ".interrupted-" not in entry.name
+        and not entry.name.startswith(".")
+    )
 
 
 def load_history(paths: RunnerPaths, run_id: str) -> tuple[ExecutionHistory, tuple[str, ...]]:
     """The run's history from its meta.json files, and a line for each one that was skipped."""
     records: list[ExecutionRecord] = []
-    problems: list[str] = []
+    problems: list[str] = list(unexpected_entries(paths, run_id))
     seen: set[int] = set()
     for number, directory in iteration_dirs(paths, run_id):
         meta_path = directory / "meta.json"
         where = paths.relative(meta_path)
         try:
-            record = record_from_meta(json.loads(meta_path.read_text(encoding="utf-8")))
+            data = read_bytes_capped(meta_path, META_MAX_BYTES)
+            record = record_from_meta(json.loads(data.decode("utf-8")))
         except FileNotFoundError:
             problems.append(f"{where}: missing (iteration interrupted?)")
             continue
@@ -117,4 +161,10 @@ def load_history(paths: RunnerPaths, run_id: str) -> tuple[ExecutionHistory, tup
 def known_runs(paths: RunnerPaths) -> tuple[str, ...]:
     if not paths.iterations_dir.is_dir():
         return ()
-    return tuple(sorted(entry.name for entry in paths.iterations_dir.iterdir() if entry.is_dir()))
+    return tuple(
+        sorted(
+            entry.name
+            for entry in paths.iterations_dir.iterdir()
+            if entry.is_dir() and not entry.is_symlink()
+        )
+    )

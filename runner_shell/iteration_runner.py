@@ -39,6 +39,7 @@ from runner_core.iteration_machine import (
     ExecutionsCounted,
     Finished,
     GuardFinished,
+    HeadRead,
     IoFailed,
     IterationFacts,
     IterationMachine,
@@ -47,8 +48,10 @@ from runner_core.iteration_machine import (
     PrepareIterationDir,
     PromptParts,
     ReadConfig,
+    ReadHead,
     ReadTree,
     RestoreConfig,
+    RestoreHead,
     Result,
     RunAgent,
     RunGuard,
@@ -62,6 +65,7 @@ from runner_core.model import AgentRole, Node
 from runner_core.preconditions import location_problem, step_precondition_problem
 from runner_core.recovery import Journal, interrupted_problem
 from runner_core.run_state import RunState
+from runner_shell import protected_files
 from runner_shell.agents import AgentRequest, backend_for
 from runner_shell.checks import (
     check_programs,
@@ -70,7 +74,12 @@ from runner_shell.checks import (
     with_run_files,
 )
 from runner_shell.errors import UserFacingError
-from runner_shell.files import atomic_write_bytes, atomic_write_text, read_text_head
+from runner_shell.files import (
+    atomic_write_bytes,
+    atomic_write_text,
+    make_directory,
+    read_text_head,
+)
 from runner_shell.git import GitError, Repo
 from runner_shell.iteration_log import commit_iteration, count_executions, utc_now
 from runner_shell.layout import RunnerPaths
@@ -147,7 +156,7 @@ def run_step(paths: RunnerPaths, repo: Repo, prompt_budget: int) -> StepResult:
         return StepResult(plan.kind, loaded.run_id, plan)
     # Problems a user can fix are refused here, before an iteration exists: nothing is written.
     check_programs(loaded.config, paths.root)
-    facts = gather(paths, loaded, plan, prompt_budget)
+    facts = attrs.evolve(gather(paths, loaded, plan, prompt_budget), head=repo.head())
     if not facts.tree_is_previous_snapshot:  # else its bytes are canonical and were read back
         check_tree_writable(paths, loaded.tree)
     finished = interpret(start_iteration(facts), shell_ports(paths, repo, facts))
@@ -195,7 +204,7 @@ def gather(paths: RunnerPaths, loaded: Loaded, plan: StepPlan, budget: int) -> I
 def _left_over(iter_dir: Path) -> frozenset[str]:
     """The iteration's directory and its set-aside copies, when an interrupted run left one;
     the run directory is listed only then, so a step's cost never grows with the run."""
-    if not iter_dir.exists():
+    if not os.path.lexists(iter_dir):  # a dangling symlink planted there is set aside too
         return frozenset()
     name = iter_dir.name
     return frozenset(
@@ -253,6 +262,8 @@ def perform(effect: Effect, journal: Journal, ports: IterationPorts) -> Result:
             return store.read_tree()
         if isinstance(effect, ReadConfig):
             return store.read_config()
+        if isinstance(effect, ReadHead):
+            return store.read_head()
         if isinstance(effect, CountExecutions):
             return ExecutionsCounted(store.count_executions())
         if isinstance(effect, PrepareIterationDir):
@@ -265,6 +276,8 @@ def perform(effect: Effect, journal: Journal, ports: IterationPorts) -> Result:
             store.write_iteration_file(effect)
         elif isinstance(effect, RestoreConfig):
             store.restore_config(effect.data)
+        elif isinstance(effect, RestoreHead):
+            store.restore_head(effect)
         elif isinstance(effect, Commit):
             store.commit(effect)
     except OSError as error:
@@ -283,7 +296,9 @@ def shell_ports(paths: RunnerPaths, repo: Repo, facts: IterationFacts) -> Iterat
         clock=SystemClock(),
         agents=ProcessAgentRunner(paths, repo, facts.config, iter_dir),
         guards=ProcessGuardRunner(paths.root, repo, iter_dir),
-        store=DiskIterationStore(paths, repo, facts.run_id, iter_dir),
+        store=DiskIterationStore(
+            paths, repo, facts.run_id, iter_dir, protected_files.snapshot(paths)
+        ),
     )
 
 
@@ -387,14 +402,17 @@ class DiskIterationStore:
     repo: Repo
     run_id: str
     iter_dir: Path
+    protected: protected_files.Snapshot = ()  # put back right before the commit
 
     def prepare(self, effect: PrepareIterationDir) -> None:
         if effect.set_aside_as is not None:
             self.iter_dir.rename(self.iter_dir.with_name(effect.set_aside_as))
-        self.iter_dir.mkdir(parents=True)
+        make_directory(self.iter_dir)
 
     def write_context(self, effect: WriteContext) -> None:
-        self.paths.context_dir.mkdir(parents=True, exist_ok=True)
+        if self.paths.context_dir.is_symlink():  # runner-owned: an agent's symlink goes, unfollowed
+            self.paths.context_dir.unlink()
+        make_directory(self.paths.context_dir)
         for name, text in effect.files:
             atomic_write_text(self.paths.context_dir / name, text)
         for name in effect.remove:
@@ -406,7 +424,7 @@ class DiskIterationStore:
     def write_iteration_file(self, effect: WriteIterationFile) -> None:
         target = self.iter_dir / effect.name
         if effect.append:
-            text = target.read_text(encoding="utf-8", errors="replace") + effect.text
+            text = read_text_head(target, FAILURE_LOG_MAX_BYTES) + effect.text
             atomic_write_text(target, text)
         else:
             atomic_write_text(target, effect.text)
@@ -426,12 +444,31 @@ class DiskIterationStore:
     def restore_config(self, data: bytes) -> None:
         atomic_write_bytes(self.paths.config, data)
 
+    def read_head(self) -> HeadRead:
+        try:
+            return HeadRead(self.repo.head())
+        except GitError as error:
+            raise OSError(str(error)) from None
+
+    def restore_head(self, effect: RestoreHead) -> None:
+        try:
+            self.repo.rescue_and_reset(effect.branch, effect.sha, effect.rescue_ref)
+        except GitError as error:
+            raise OSError(str(error)) from None
+
     def count_executions(self) -> Mapping[str, int]:
         return count_executions(self.paths, self.run_id)
 
     def commit(self, effect: Commit) -> None:
         try:
-            commit_iteration(self.paths, self.repo, self.run_id, self.iter_dir, effect)
+            commit_iteration(
+                self.paths,
+                self.repo,
+                self.run_id,
+                self.iter_dir,
+                effect,
+                lambda: protected_files.restore(self.paths, self.protected, self.run_id),
+            )
         except GitError as error:
             raise UserFacingError(
                 f"iteration {effect.committing.iteration} was logged but not committed: {error} "

@@ -8,6 +8,7 @@ journal lives in the git directory too, never in the work tree, so it is never c
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -24,16 +25,21 @@ from runner_core.recovery import (
     journal_to_json,
 )
 from runner_shell.errors import UserFacingError
-from runner_shell.files import atomic_write_text
+from runner_shell.files import atomic_write_text, read_bytes_capped
 from runner_shell.git import Repo
+
+# A journal is a few hundred bytes.
+JOURNAL_MAX_BYTES = 1024 * 1024
 
 
 def journal_path(repo: Repo) -> Path:
-    return repo.git_path("runner-journal.json")
+    """In the common git directory: every worktree of the repository shares one journal."""
+    return repo.common_path("runner-journal.json")
 
 
 def lock_path(repo: Repo) -> Path:
-    return repo.git_path("runner.lock")
+    """In the common git directory: two worktrees on one run branch never run at once."""
+    return repo.common_path("runner.lock")
 
 
 def current_command() -> str:
@@ -47,7 +53,14 @@ def current_command() -> str:
 def exclusive_lock(repo: Repo) -> Iterator[None]:
     """Hold the repository's runner lock, or fail at once naming who holds it."""
     path = lock_path(repo)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:  # never a symlink's target: an agent's `ln -s` must not make us truncate a file
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as error:
+        if error.errno != errno.ELOOP:
+            raise
+        raise UserFacingError(
+            f"{path} is a symlink; the runner never opens its lock through one (remove it)"
+        ) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -96,16 +109,22 @@ class DamagedJournal(UserFacingError):
 def read_journal(repo: Repo) -> Journal | None:
     path = journal_path(repo)
     try:
-        data = path.read_bytes()
+        data = read_bytes_capped(path, JOURNAL_MAX_BYTES)
     except FileNotFoundError:
         return None
+    except OSError as error:  # a symlink, FIFO or huge file planted there is damage
+        raise _damaged(path, error.strerror or str(error)) from None
     try:
         return journal_from_json(json.loads(data.decode("utf-8")))
     except (ValueError, JournalError) as error:  # UnicodeDecodeError is a ValueError
-        raise DamagedJournal(
-            f"{path} is damaged ({error}); run 'runner recover' to record the iteration it "
-            "describes as interrupted, or delete it if no iteration was running"
-        ) from None
+        raise _damaged(path, str(error)) from None
+
+
+def _damaged(path: Path, why: str) -> DamagedJournal:
+    return DamagedJournal(
+        f"{path} is damaged ({why}); run 'runner recover' to record the iteration it "
+        "describes as interrupted, or delete it if no iteration was running"
+    )
 
 
 def write_journal(repo: Repo, journal: Journal) -> None:

@@ -28,7 +28,7 @@ from runner_core.iteration_machine import (
 from runner_core.model import AgentRole, nodes_by_id
 from runner_core.recovery import Journal, JournalPhase, RecoveryKind, recovery_kind
 from runner_shell.errors import UserFacingError
-from runner_shell.files import atomic_write_bytes
+from runner_shell.files import atomic_write_bytes, make_directory
 from runner_shell.git import GitError, Repo
 from runner_shell.iteration_log import commit_iteration, count_executions, utc_now
 from runner_shell.layout import RunnerPaths
@@ -53,27 +53,36 @@ def _remove_stale_index_lock(repo: Repo) -> None:
         repo.git_path(name).unlink(missing_ok=True)
 
 
-def _remove_stale_temp_files(paths: RunnerPaths) -> None:
-    # A kill between an atomic write's temp file and its rename leaves `.<name>.<random>.tmp`
-    # beside the state file; untracked, it would be committed with the recovery.
+def _remove_stale_temp_files(paths: RunnerPaths, iter_dir: Path) -> None:
+    # A kill or a full disk between an atomic write's temp file and its rename leaves
+    # `.<name>.<random>.tmp` beside the file; untracked, it would be committed with the recovery.
     for target in (paths.goal, paths.gitignore, *paths.state_dir.glob("*")):
         for temp in target.parent.glob(f".{target.name}.*.tmp"):
             temp.unlink(missing_ok=True)
+    for directory in (paths.context_dir, iter_dir):
+        if directory.is_dir() and not directory.is_symlink():
+            for temp in directory.glob(".*.tmp"):
+                temp.unlink(missing_ok=True)
 
 
 def kill_orphans(journal: Journal, iter_dir: Path) -> tuple[int, ...]:
-    """Terminate the journal's process groups and any other process of the iteration.
+    """Terminate the process groups of the iteration's processes, and nothing else.
 
-    The agent's and guard's environment names the iteration directory (RUNNER_ITER_DIR): that
-    finds one started in the instant before the journal recorded it, and a daemon it detached
-    into a session of its own. Without /proc only the journal's groups are known.
+    The agent's and guard's environment names the iteration directory (RUNNER_ITER_DIR): a
+    group is signalled only when one of its processes carries it, so a journal's group id that
+    a reboot or PID reuse gave to an unrelated process is left alone; that also finds a group
+    started in the instant before the journal recorded it, and a daemon detached into a session
+    of its own. Without /proc nothing is signalled.
     """
-    groups = list(journal.process_groups)
-    for pid in _processes_with_env(b"RUNNER_ITER_DIR=" + os.fsencode(iter_dir)):
+    carriers = _processes_with_env(b"RUNNER_ITER_DIR=" + os.fsencode(iter_dir))
+    found: list[int] = []
+    for pid in carriers:
         with contextlib.suppress(ProcessLookupError):
             pgid = os.getpgid(pid)
-            if pgid not in groups and pgid > 1 and pgid != os.getpgrp():
-                groups.append(pgid)
+            if pgid not in found and pgid > 1 and pgid != os.getpgrp():
+                found.append(pgid)
+    groups = [pgid for pgid in journal.process_groups if pgid in found]
+    groups += [pgid for pgid in found if pgid not in groups]
     return tuple(pgid for pgid in groups if terminate_process_group(pgid, 1.0))
 
 
@@ -150,7 +159,7 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
             f"git is in the middle of {operation}; finish or abort it, then run 'runner recover'"
         )
     _remove_stale_index_lock(repo)
-    _remove_stale_temp_files(paths)
+    _remove_stale_temp_files(paths, paths.iter_dir(journal.run_id, journal.iteration))
     head_subject = (
         repo.git("log", "-1", "--format=%s").stdout.strip() if repo.has_commits() else None
     )
@@ -194,8 +203,11 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
 
 def _keep_interrupted_logs(iter_dir: Path) -> Path:
     """What the killed iteration concluded never happened: its logs are kept under other
-    names, so the directory reads the same wherever the kill landed."""
-    iter_dir.mkdir(parents=True, exist_ok=True)
+    names, so the directory reads the same wherever the kill landed. A symlink the agent put
+    in its place is removed, never followed."""
+    if iter_dir.is_symlink():
+        iter_dir.unlink()
+    make_directory(iter_dir)
     for name, kept_as in (
         (PENDING_GUARD_LOG, "guard.interrupted.log"),
         ("guard.log", "guard.interrupted.log"),

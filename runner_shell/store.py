@@ -27,9 +27,16 @@ from runner_core import (
     run_state_to_json,
 )
 from runner_core.preconditions import missing_state_file_problem
+from runner_core.run_identity import empty_goal_problem
 from runner_core.tree_json import TREE_MAX_BYTES as CORE_TREE_MAX_BYTES
 from runner_shell.errors import UserFacingError
-from runner_shell.files import FileTooLarge, atomic_write_text, read_bytes_capped
+from runner_shell.files import (
+    FileTooLarge,
+    NotRegularFile,
+    atomic_write_text,
+    open_regular,
+    read_bytes_capped,
+)
 from runner_shell.layout import RunnerPaths
 
 # Larger state files are refused instead of exhausting memory. The tree's limit is the core's:
@@ -58,6 +65,13 @@ def _read(paths: RunnerPaths, path: Path, limit: int) -> bytes:
         raise MissingStateFile(name) from None
     except IsADirectoryError:
         raise UserFacingError(f"{name} is a directory, not a file") from None
+    except NotRegularFile as error:
+        if error.kind == "a directory":
+            raise UserFacingError(f"{name} is a directory, not a file") from None
+        raise UserFacingError(
+            f"{name} is {error.kind}, not a regular file; the runner does not read it "
+            f"(restore it with 'git checkout -- {name}')"
+        ) from None
     except FileTooLarge as error:
         raise UserFacingError(
             f"{name} is {error.size} bytes; at most {error.limit} are read (make it smaller)"
@@ -131,10 +145,17 @@ def read_goal(paths: RunnerPaths) -> str:
 
 
 def load_goal_id(paths: RunnerPaths, text: str | None = None) -> str | None:
+    """GOAL.md's run id; a GOAL.md without a goal is refused here, before a run starts or a
+    step runs (issue 10)."""
+    goal = read_goal(paths) if text is None else text
     try:
-        return goal_run_id(read_goal(paths) if text is None else text)
+        run_id = goal_run_id(goal)
     except RunIdentityError as error:
         raise UserFacingError(f"{paths.relative(paths.goal)}: {error}") from None
+    problem = empty_goal_problem(goal)
+    if problem is not None:
+        raise UserFacingError(f"{paths.relative(paths.goal)} {problem}")
+    return run_id
 
 
 def read_gitignore_lines(paths: RunnerPaths) -> tuple[str, ...] | None:
@@ -149,8 +170,8 @@ def read_gitignore_lines(paths: RunnerPaths) -> tuple[str, ...] | None:
 def read_optional_text(path: Path, limit: int = SMALL_FILE_MAX_BYTES) -> str | None:
     """A notes file's text, or None when it is absent; a huge file is cut, never loaded."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             data = handle.read(limit)
-    except (FileNotFoundError, IsADirectoryError):
+    except (FileNotFoundError, IsADirectoryError, NotRegularFile):
         return None
     return data.decode("utf-8", errors="replace")

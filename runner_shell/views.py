@@ -45,7 +45,7 @@ from runner_core.run_identity import run_id_problem
 from runner_core.text import flatten
 from runner_core.tree_json import TreeValidationError
 from runner_shell.errors import UserFacingError
-from runner_shell.files import FileTooLarge, read_bytes_capped
+from runner_shell.files import FileTooLarge, open_regular, read_bytes_capped
 from runner_shell.git import Repo
 from runner_shell.iteration_log import iteration_dirs, known_runs, load_history
 from runner_shell.layout import RunnerPaths
@@ -417,7 +417,7 @@ def _iterations_text(numbers: Sequence[int]) -> str:
 def log_head(path: Path, size: int) -> tuple[tuple[str, ...], bool]:
     """The first lines of a log and whether there is more: never reads more than
     LOG_HEAD_BYTES, so a huge log costs no more than a small one."""
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         data = handle.read(LOG_HEAD_BYTES)
     lines = data.decode("utf-8", errors="replace").split("\n")
     if lines and lines[-1] == "" and len(data) == size:
@@ -488,7 +488,7 @@ def read_iteration(paths: RunnerPaths, run_id: str, iteration: int) -> Iteration
         output_problem = "not a JSON object"
     files = []
     for entry in sorted(directory.iterdir(), key=lambda path: path.name):
-        if not entry.is_file():
+        if entry.is_symlink() or not entry.is_file():
             continue
         size = entry.stat().st_size
         if entry.name.endswith(".log"):

@@ -25,6 +25,7 @@ from runner_core import (
     run_id_problem,
     with_run_id,
 )
+from runner_core.config import MAX_VALUES
 
 # ---------------------------------------------------------------- parse_config
 
@@ -95,6 +96,17 @@ def test_a_count_must_be_a_positive_integer(key: str, value: Any, problem: str) 
 
     assert (raised.value.key, raised.value.problem) == (key, problem)
     assert str(raised.value) == f"{key}: {problem}"
+
+
+@pytest.mark.parametrize("key", POSITIVE_INTEGER_KEYS)
+def test_a_count_has_a_sane_upper_bound(key: str) -> None:  # issue 10 finding 11
+    highest = MAX_VALUES[key]
+    assert getattr(parse_config({key: highest}), key) == highest
+
+    with pytest.raises(ConfigError, match=f"must be at most {highest}, got {highest + 1}$"):
+        parse_config({key: highest + 1})
+    with pytest.raises(ConfigError, match=r"got a number of more than 20 digits$"):
+        parse_config({key: 10**400})
 
 
 @pytest.mark.parametrize(
@@ -375,3 +387,17 @@ def test_with_run_id_adds_the_id_to_frontmatter_that_had_none() -> None:
     text = "---\nowner: me\n---\n" + GOAL_BODY
 
     assert with_run_id(text, "run-1") == "---\nid: run-1\nowner: me\n---\n" + GOAL_BODY
+
+
+@pytest.mark.parametrize("brk", ["\x0b", "\x0c", "\x1c", "\x85", "\u2028", "\u2029", "\r"])
+@pytest.mark.parametrize(
+    "text",
+    ["---{b}id: abc{b}---{b}Goal text\n", "---\nkey: v\n---{b}\nGoal\n", "Build{b}the thing\n"],
+)
+def test_start_writes_a_goal_md_step_reads_back_whatever_its_line_breaks(
+    text: str, brk: str
+) -> None:  # issue 10 finding 14
+    written = with_run_id(text.format(b=brk), "run-1a2b3c4d")
+
+    assert goal_run_id(written) == "run-1a2b3c4d"
+    assert parse_frontmatter(written).body.strip()

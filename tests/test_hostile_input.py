@@ -347,7 +347,11 @@ def mismatch(goal_id: str) -> str:
 GOAL = ".runner/GOAL.md: "
 GOAL_CASES: dict[str, tuple[Callable[[str], str | bytes], dict[str, Expect]]] = {
     "no frontmatter": (lambda run: goal(""), {"validate": Expect(1, mismatch(""))}),
-    "an empty file": (lambda run: "", {"validate": Expect(1, mismatch(""))}),
+    # Issue 10 changed this rule: a GOAL.md without a goal is refused before its id is read.
+    "an empty file": (
+        lambda run: "",
+        {"validate": Expect(1, ".runner/GOAL.md has no goal: it is empty or only frontmatter")},
+    ),
     "an unclosed frontmatter": (
         lambda run: goal(f"---\nid: {run}\n"),
         {"start": Expect(1, f"{GOAL}frontmatter opened with '---' on line 1 is never closed")},

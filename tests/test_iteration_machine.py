@@ -17,6 +17,7 @@ from core_trees import node, text_of, tree
 from pyrsistent import pmap
 
 from runner_core import GuardOutcome, Node, parse_config, plan_step
+from runner_core.containment import GitHead
 from runner_core.history import ErrorKind, TokenUsage
 from runner_core.iteration_machine import (
     ERROR_KIND,
@@ -34,6 +35,7 @@ from runner_core.iteration_machine import (
     Failure,
     Finished,
     GuardFinished,
+    HeadRead,
     IoFailed,
     IterationFacts,
     IterationMachine,
@@ -42,8 +44,10 @@ from runner_core.iteration_machine import (
     PrepareIterationDir,
     PromptParts,
     ReadConfig,
+    ReadHead,
     ReadTree,
     RestoreConfig,
+    RestoreHead,
     Result,
     RunAgent,
     RunGuard,
@@ -422,6 +426,43 @@ def test_a_config_the_agent_changed_or_deleted_is_restored(seen: ConfigRead) -> 
     effects, _ = drive(start_iteration(facts()), {**EXECUTOR_RESULTS, ReadConfig: seen})
 
     assert RestoreConfig(CONFIG_BYTES) in effects
+
+
+HEAD_BEFORE = GitHead("runner/run-1", "a" * 40)
+
+
+@pytest.mark.parametrize(
+    ("after", "says"),
+    [
+        (GitHead("runner/run-1", "b" * 40), "the agent moved branch runner/run-1 from aaaa"),
+        (GitHead("other", "a" * 40), "the agent switched from branch runner/run-1 to other"),
+        (GitHead(None, "a" * 40), "the agent detached HEAD"),
+    ],
+)
+def test_head_moved_during_the_agent_is_restored_and_an_agent_error(
+    after: GitHead, says: str
+) -> None:
+    checked = attrs.evolve(facts(), head=HEAD_BEFORE)
+    effects, _ = drive(start_iteration(checked), {**EXECUTOR_RESULTS, ReadHead: HeadRead(after)})
+
+    restore = RestoreHead("runner/run-1", "a" * 40, "refs/runner/rescued/run-1/1")
+    assert kinds(effects).index(RestoreHead) < kinds(effects).index(Commit)
+    assert restore in effects
+    record = outcome_of(effects).record
+    assert record.error_kind is ErrorKind.AGENT
+    assert record.error is not None and says in record.error
+    assert "refs/runner/rescued/run-1/1" in record.error
+
+
+def test_an_unmoved_head_is_checked_once_and_left_alone() -> None:
+    checked = attrs.evolve(facts(), head=HEAD_BEFORE)
+    effects, _ = drive(
+        start_iteration(checked), {**EXECUTOR_RESULTS, ReadHead: HeadRead(HEAD_BEFORE)}
+    )
+
+    assert kinds(effects).count(ReadHead) == 1
+    assert RestoreHead not in kinds(effects)
+    assert outcome_of(effects).record.error_kind is None
 
 
 def test_an_untouched_config_is_not_rewritten() -> None:

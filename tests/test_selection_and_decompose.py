@@ -188,6 +188,20 @@ def test_new_child_ids_take_the_lowest_n_free_anywhere_in_the_tree() -> None:
     assert [c.id for c in find(decomposed, "leaf").children] == ["leaf.2", "leaf.4", "leaf.5"]
 
 
+def test_child_ids_of_a_parent_with_a_maximal_id_stay_within_the_limit() -> None:
+    """Issue 10 finding 14: a 999- or 1000-character id still gets valid, distinct children."""
+    for length in (999, 1000):
+        long_id = "p" * length
+        root = tree("root", tree(long_id))
+
+        decomposed = decompose_node(root, long_id, [spec(str(n)) for n in range(12)], 3)
+
+        children = [c.id for c in find(decomposed, long_id).children]
+        assert all(len(child) <= 1000 for child in children)
+        assert len(set(children)) == 12
+        assert validate_invariants(decomposed) == ()
+
+
 def test_new_children_are_ordered_by_their_index() -> None:
     root = tree("root", tree("leaf"))
 

@@ -162,7 +162,16 @@ def test_fields_the_agent_owns_are_kept_from_the_next_tree() -> None:
     updated, _ = apply_state_updates(one_leaf(), edited, "leaf", DONE, SKIPPED)
 
     leaf = find(updated, "leaf")
-    assert (leaf.title, leaf.max_attempts, leaf.order) == ("clearer", 5, 4)
+    assert (leaf.title, leaf.order) == ("clearer", 4)
+
+
+def test_max_attempts_of_an_existing_node_is_the_runners(  # issue 10 finding 4
+) -> None:
+    raised = tree("root", tree("leaf", attempts=1, max_attempts=99))
+
+    updated, _ = apply_state_updates(one_leaf(max_attempts=2), raised, "leaf", DONE, FAIL)
+
+    assert (find(updated, "leaf").attempts, find(updated, "leaf").max_attempts) == (2, 2)
 
 
 # ---------------------------------------------------------------- derived passes

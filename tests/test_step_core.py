@@ -641,14 +641,14 @@ def test_the_commit_subject_names_status_and_guard(
     )
 
 
-def test_review_execution_rejects_max_attempts_lowered_below_counted_attempts() -> None:
-    """An agent may edit an open node, but the runner's reset of attempts must stay valid."""
+def test_review_execution_resets_max_attempts_the_agent_lowered() -> None:
+    """max_attempts of an existing node is the runner's (issue 10): the agent's edit is undone,
+    so it can neither raise it past being stuck nor lower it below the counted attempts."""
     prev = tree("root", tree("leaf", attempts=2))
     edited = node("root", node("leaf", attempts=0, max_attempts=1))
     review = review_execution(prev, "leaf", {"status": "retry", "summary": "s"}, text_of(edited))
-    assert review.agent_error == (
-        "tree invariants failed after the runner's reset: "
-        "root/leaf: attempts 2 exceeds max_attempts 1"
-    )
+    assert review.agent_error is None
     outcome = conclude(prev, "leaf", review, GuardOutcome.SKIPPED)
+    kept = prev.children[0].max_attempts
+    assert outcome.tree.children[0].max_attempts == kept
     assert validate_invariants(outcome.tree) == ()

@@ -1,0 +1,433 @@
+"""The agent is untrusted (issue 10): each hostile thing an agent did, done by a scripted agent.
+
+Threat model: everything in the work tree and `.git/` may have been changed by the agent between
+the runner's own actions. Each test has the agent (`sh -c <script>`, then a `done` output) do
+one hostile thing, and checks that the runner neither writes outside the repository, hangs,
+signals an unrelated process, nor lets the agent decide what the runner owns; a refusal is one
+line naming the file.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from crash_helpers import cli, journal_file, one_error_line, spawn, wait_for_processes
+from e2e_helpers import Project, node, process_alive
+
+from runner_shell.files import PendingFile
+from runner_shell.git_containment import GitTimeout, run_git
+
+TWO_LEAVES = node("root", next_="decompose", children=[node("root.1"), node("root.2", order=1)])
+DONE = {"status": "done", "summary": "did it"}
+WRITE_DONE = 'printf \'{"status": "done", "summary": "ok"}\' > "$RUNNER_OUTPUT_PATH"'
+
+
+def hostile(project: Project, script: str, tree: Any = TWO_LEAVES, **config: Any) -> None:
+    """The agent runs `script` in the repository root, then claims done."""
+    project.prepare(tree, agent_command=["sh", "-c", f"{script}\n{WRITE_DONE}"], **config)
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A sentinel directory outside the repository with one file in it."""
+    directory = tmp_path / "outside"
+    directory.mkdir()
+    (directory / "precious.txt").write_text("keep me\n", encoding="utf-8")
+    return directory
+
+
+def untouched(outside: Path) -> bool:
+    entries = sorted(path.name for path in outside.iterdir())
+    return entries == ["precious.txt"] and (outside / "precious.txt").read_text() == "keep me\n"
+
+
+# ---------------------------------------------------------------- finding 1: lock symlink
+
+
+def test_a_lock_symlinked_by_the_agent_never_truncates_its_target(
+    project: Project, outside: Path
+) -> None:
+    hostile(project, f"ln -sf {outside / 'precious.txt'} .git/runner.lock")
+    assert cli(project, "step").returncode == 0
+
+    message = one_error_line(cli(project, "step"))
+
+    assert "runner.lock is a symlink" in message
+    assert untouched(outside)
+
+
+def test_a_journal_symlinked_by_the_agent_is_damage_not_a_target(
+    project: Project, outside: Path
+) -> None:
+    hostile(project, f"ln -sf {outside / 'precious.txt'} .git/runner-journal.json")
+    cli(project, "step")
+
+    result = cli(project, "recover")
+
+    assert "Traceback" not in result.stderr
+    assert untouched(outside)
+
+
+# ---------------------------------------------------------------- finding 13: worktrees
+
+
+def test_two_worktrees_on_one_run_branch_share_one_lock(project: Project, tmp_path: Path) -> None:
+    project.prepare(TWO_LEAVES)
+    project.agent_script({1: {"sleep": 30, "output": DONE}})
+    branch = project.git("symbolic-ref", "--short", "HEAD").strip()
+    other = tmp_path / "second-worktree"
+    project.git("worktree", "add", "-f", str(other), branch)
+    holder = spawn(project, "step")
+    try:
+        wait_for_processes(project, 1)
+
+        message = one_error_line(cli(project, "step", cwd=other))
+
+        assert "another runner holds the lock" in message
+    finally:
+        holder.kill()
+        holder.wait()
+        cli(project, "recover")
+
+
+# ---------------------------------------------------------------- finding 2: recover's signals
+
+
+def test_recover_never_signals_a_group_the_iteration_does_not_own(project: Project) -> None:
+    project.prepare(TWO_LEAVES)
+    project.agent_script({1: {"sleep": 30, "output": DONE}})
+    holder = spawn(project, "step")
+    agent_group = wait_for_processes(project, 1).process_groups[0]
+    holder.kill()
+    holder.wait()
+    bystander = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        journal = json.loads(journal_file(project).read_text(encoding="utf-8"))
+        journal["process_groups"] = [bystander.pid, agent_group]  # a reused group id
+        journal_file(project).write_text(json.dumps(journal), encoding="utf-8")
+
+        result = cli(project, "recover")
+
+        assert result.returncode == 0, result.stderr
+        assert f"killed_process_groups={agent_group}" in result.stdout
+        assert bystander.poll() is None
+        assert not process_alive(agent_group)
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+# ---------------------------------------------------------------- finding 4: max_attempts
+
+
+def test_an_agent_raising_max_attempts_is_still_stuck_after_the_runners(project: Project) -> None:
+    tree = node("root", next_="decompose", children=[node("root.1", max_attempts=2)])
+    project.prepare(tree)
+    raise_it = {"tree_ops": [["set", "root.1", "max_attempts", 99]], "output": DONE}
+    project.agent_script({n: raise_it for n in range(1, 6)})
+    project.guard_script([{"exit": 1}])
+
+    results = [cli(project, "step") for _ in range(3)]
+
+    assert [result.returncode for result in results] == [0, 0, 3], results[-1].stderr
+    leaf = project.tree()["children"][0]
+    assert (leaf["attempts"], leaf["max_attempts"]) == (2, 2)
+
+
+# ---------------------------------------------------------------- finding 5: FIFOs, hooks, filters
+
+
+@pytest.mark.parametrize("name", ["config.toml", "tree.json"])
+def test_a_state_file_replaced_by_a_fifo_never_blocks_the_step(project: Project, name: str) -> None:
+    hostile(project, f"rm .runner/state/{name} && mkfifo .runner/state/{name}")
+
+    result = cli(project, "step", timeout=30)
+
+    assert "Traceback" not in result.stderr
+    assert not (project.root / ".runner/state" / name).is_fifo()
+    assert cli(project, "status", timeout=30).returncode == 0
+
+
+def test_status_refuses_a_fifo_in_one_line(project: Project) -> None:
+    project.prepare(TWO_LEAVES)
+    project.tree_path.unlink()
+    os.mkfifo(project.tree_path)
+
+    message = one_error_line(cli(project, "status", timeout=30))
+
+    assert ".runner/state/tree.json is a FIFO, not a regular file" in message
+
+
+def test_a_sleeping_post_commit_hook_is_never_run(project: Project) -> None:
+    hook = ".git/hooks/post-commit"
+    hostile(
+        project,
+        f"mkdir -p .git/hooks && printf '#!/bin/sh\\nsleep 60\\n' > {hook}; chmod +x {hook}",
+    )
+
+    started = time.monotonic()
+    result = cli(project, "step", timeout=40)
+
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_a_sleeping_clean_filter_is_never_run(project: Project) -> None:
+    hostile(
+        project,
+        "printf '* filter=slow\\n' > .gitattributes\n"
+        "git config filter.slow.clean 'sleep 60; cat'\n"
+        "git config filter.slow.required true\n"
+        "echo work > work.txt",
+    )
+
+    started = time.monotonic()
+    result = cli(project, "step", timeout=40)
+    assert result.returncode == 0, result.stderr
+    assert project.git("show", "HEAD:work.txt") == "work\n"
+    # `git status` re-reads (and would clean) a file whose stat changed: the next step's too.
+    os.utime(project.root / "work.txt", (1, 1))
+    result = cli(project, "step", timeout=40)
+
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 40
+
+
+def test_a_git_command_past_its_deadline_is_killed_and_reported(project: Project) -> None:
+    started = time.monotonic()
+    with pytest.raises(GitTimeout, match=r"timed out after 0\.5 s"):
+        run_git(["-c", "alias.slow=!sleep 30", "slow"], project.root, timeout=0.5)
+    assert time.monotonic() - started < 10
+
+
+# ---------------------------------------------------------------- finding 6 and 14: iteration dirs
+
+
+def test_an_unexpected_entry_in_the_run_directory_is_skipped(project: Project) -> None:
+    hostile(
+        project, 'mkdir "$(dirname "$RUNNER_ITER_DIR")/²"; touch "$(dirname "$RUNNER_ITER_DIR")/x"'
+    )
+    assert cli(project, "step").returncode == 0
+
+    for command in ("step", "status", "history"):
+        result = cli(project, command)
+        assert result.returncode in (0, 2), (command, result.stderr)
+        assert "internal error" not in result.stderr
+    assert "not an iteration directory; skipped" in cli(project, "history").stderr
+
+
+def test_a_dangling_symlink_at_the_next_iteration_does_not_wedge_the_run(
+    project: Project,
+) -> None:
+    hostile(project, 'ln -s /nonexistent/place "$(dirname "$RUNNER_ITER_DIR")/2"')
+    assert cli(project, "step").returncode == 0
+
+    result = cli(project, "step")
+
+    assert result.returncode in (0, 2), result.stderr
+    assert (project.iter_dir(2) / "meta.json").is_file()
+    assert not project.iter_dir(2).is_symlink()
+
+
+# ---------------------------------------------------------------- finding 9: symlinked directories
+
+
+@pytest.mark.parametrize(
+    "target",
+    ['"$RUNNER_ITER_DIR"', '"$(dirname "$RUNNER_ITER_DIR")"', ".runner/context"],
+    ids=["iteration-dir", "run-dir", "context-dir"],
+)
+def test_the_runner_never_writes_through_a_directory_the_agent_made_a_symlink(
+    project: Project, outside: Path, target: str
+) -> None:
+    # The agent's output goes where it always does, before the directory is swapped.
+    script = f"{WRITE_DONE}\nrm -rf {target} && ln -s {outside} {target}\nexit 0\n#"
+    project.prepare(TWO_LEAVES, agent_command=["sh", "-c", script])
+
+    results = [cli(project, "step") for _ in range(2)]
+
+    assert all("Traceback" not in result.stderr for result in results)
+    assert untouched(outside), sorted(path.name for path in outside.iterdir())
+
+
+# ---------------------------------------------------------------- finding 10: size caps
+
+
+def test_a_huge_sparse_meta_json_is_skipped_unread(project: Project) -> None:
+    project.prepare(TWO_LEAVES)
+    project.agent_script({1: {"output": DONE}})
+    assert cli(project, "step").returncode == 0
+    meta = project.iter_dir(1) / "meta.json"
+    meta.chmod(0o644)
+    os.truncate(meta, 3 * 1024**3)
+
+    result = cli(project, "history", timeout=30)
+
+    assert "Traceback" not in result.stderr
+    assert "meta.json" in result.stderr
+
+
+# ---------------------------------------------------------------- finding 11: config bounds
+
+
+def test_validate_refuses_a_timeout_of_four_hundred_digits(project: Project) -> None:
+    project.prepare(TWO_LEAVES)
+    config = project.config_path.read_text(encoding="utf-8")
+    huge = "1" + "0" * 400
+    project.config_path.write_text(
+        config.replace("iteration_timeout_secs = 30", f"iteration_timeout_secs = {huge}"),
+        encoding="utf-8",
+    )
+
+    message = one_error_line(cli(project, "validate"))
+
+    assert "iteration_timeout_secs: must be at most 604800" in message
+
+
+# ---------------------------------------------------------------- finding 7: no goal
+
+
+@pytest.mark.parametrize("text", ["", "---\nid: x\n---\n\n"], ids=["empty", "frontmatter-only"])
+def test_start_refuses_a_goal_md_without_a_goal(unstarted_project: Project, text: str) -> None:
+    unstarted_project.goal_path.write_text(text, encoding="utf-8")
+
+    message = one_error_line(cli(unstarted_project, "start"))
+
+    assert ".runner/GOAL.md has no goal: it is empty or only frontmatter" in message
+
+
+def test_a_goal_emptied_by_the_agent_stops_the_next_step_up_front(project: Project) -> None:
+    project.prepare(TWO_LEAVES)
+    run_id = project.run_id
+    project.agent_script(
+        {1: {"files": {".runner/GOAL.md": f"---\nid: {run_id}\n---\n"}, "output": DONE}}
+    )
+    assert cli(project, "step").returncode == 0
+
+    for command in ("validate", "step"):
+        assert "has no goal" in one_error_line(cli(project, command))
+    assert not journal_file(project).exists()
+
+
+# ---------------------------------------------------------------- finding 3: HEAD moved
+
+
+def three_iterations_then(project: Project, script: str) -> list[str]:
+    """Three passing iterations, then an agent running `script`; the commits before it."""
+    tree = node("root", next_="decompose", children=[node(f"root.{n}", order=n) for n in range(5)])
+    project.prepare(tree)
+    project.agent_script(
+        {n: {"files": {f"work{n}.txt": f"{n}\n"}, "output": DONE} for n in (1, 2, 3)}
+    )
+    for _ in range(3):
+        assert cli(project, "step").returncode == 0
+    commits = project.git("rev-list", "HEAD").split()
+    hostile_script = f"{script}\n{WRITE_DONE}"
+    project.set_config(agent_command=["sh", "-c", hostile_script])
+    project.commit_setup("hostile agent from now on")
+    return commits
+
+
+@pytest.mark.parametrize(
+    ("script", "says"),
+    [
+        ("git reset -q --hard HEAD~3", "the agent moved branch runner/"),
+        ("git checkout -q -b other", "the agent switched from branch runner/"),
+        ("git checkout -q --detach", "the agent detached HEAD"),
+    ],
+    ids=["reset-hard", "checkout-b", "detach"],
+)
+def test_head_moved_by_the_agent_is_put_back_and_is_an_agent_error(
+    project: Project, script: str, says: str
+) -> None:
+    branch = project.git("symbolic-ref", "--short", "HEAD").strip()
+    commits = three_iterations_then(project, script)
+    before = project.head()
+
+    result = cli(project, "step")
+
+    assert result.returncode == 0, result.stderr
+    assert project.git("symbolic-ref", "--short", "HEAD").strip() == branch
+    history = project.git("rev-list", "HEAD").split()
+    assert set(commits) <= set(history) and before in history
+    for n in (1, 2, 3):
+        assert project.git("show", f"HEAD:work{n}.txt") == f"{n}\n"
+    record = project.meta(4)
+    assert record["error_kind"] == "agent", record
+    assert says in record["error"], record["error"]
+    rescued = project.git("for-each-ref", "--format=%(refname)", "refs/runner/rescued/")
+    assert rescued.split() == [f"refs/runner/rescued/{project.run_id}/4"]
+
+
+# ---------------------------------------------------------------- finding 8: a rewriting daemon
+
+DAEMON = r"""
+setsid sh -c '
+  journal="$(git rev-parse --git-common-dir)/runner-journal.json"
+  for _ in $(seq 1 3000); do
+    if grep -q "\"writing\"\|\"committing\"" "$journal" 2>/dev/null; then
+      printf "[guard]\ncommand = [\"true\"]\n" > .runner/state/config.toml
+      printf "{}" > .runner/state/schema.json
+      sed -i "s/^id: .*/id: hijacked/" .runner/GOAL.md
+      exit 0
+    fi
+    sleep 0.001
+  done' > /dev/null 2>&1 &
+"""
+
+
+def test_a_daemon_rewriting_runner_files_before_the_commit_changes_nothing(
+    project: Project,
+) -> None:
+    hostile(project, DAEMON)
+    files = (".runner/state/config.toml", ".runner/state/schema.json", ".runner/GOAL.md")
+    before = {name: project.git("show", f"HEAD:{name}") for name in files}
+
+    assert cli(project, "step").returncode == 0
+    time.sleep(0.5)  # the daemon has long done its work
+
+    assert {name: project.git("show", f"HEAD:{name}") for name in files} == before
+
+
+# ---------------------------------------------------------------- finding 14: a full disk
+
+
+def test_a_full_disk_names_the_file_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    target = tmp_path / "run_state.json"
+    pending = PendingFile(target)
+    pending.file.close()
+    pending.file = open("/dev/full", "wb")  # noqa: SIM115 - every write: ENOSPC, from the kernel
+    with pytest.raises(OSError) as raised:
+        pending.write(b"x" * 10_000_000)
+        pending.commit()
+    pending.discard()
+
+    assert (raised.value.errno, raised.value.filename) == (errno.ENOSPC, str(target))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_recover_removes_temp_files_a_failed_write_left(project: Project) -> None:
+    project.prepare(TWO_LEAVES)
+    project.agent_script({1: {"sleep": 30, "output": DONE}})
+    holder = spawn(project, "step")
+    wait_for_processes(project, 1)
+    holder.kill()
+    holder.wait()
+    left = [
+        project.iter_dir(1) / ".meta.json.0123abcd.tmp",
+        project.tree_path.parent / ".tree.json.ff.tmp",
+    ]
+    for temp in left:
+        temp.write_text("half", encoding="utf-8")
+
+    assert cli(project, "recover").returncode == 0
+
+    assert not any(temp.exists() for temp in left)
+    assert ".tmp" not in project.git("show", "--stat", "HEAD")
