@@ -25,21 +25,24 @@ from runner_shell.files import READ_ONLY, atomic_link, atomic_write_bytes, atomi
 from runner_shell.git import Repo
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import clear_journal, write_journal
+from runner_shell.log_archive import archive_after_commit
 
 
 def commit_iteration(
     paths: RunnerPaths, repo: Repo, run_id: str, iter_dir: Path, commit: Commit
 ) -> None:
-    """Carry out the final write-set in its order, then commit; the journal tracks each phase.
+    """Carry out the final write-set in its order, commit, then archive the iteration's logs
+    on `refs/runner/logs/<run>`; the journal tracks each phase and is cleared only then.
 
-    Raises GitError when the commit fails: the iteration is logged, and 'runner recover'
-    finishes it.
+    Raises GitError when the commit fails and ArchiveError when the archive does: the
+    iteration is logged, and 'runner recover' finishes it.
     """
     write_journal(repo, commit.writing)
     for file in commit.files:
         _write(paths, paths.run_dir(run_id), iter_dir, file)
     write_journal(repo, commit.committing)
     repo.commit_all(commit.message)
+    archive_after_commit(paths.root, run_id, commit.committing.iteration, iter_dir)
     clear_journal(repo)
 
 

@@ -75,6 +75,7 @@ from runner_shell.git import GitError, Repo
 from runner_shell.iteration_log import commit_iteration, count_executions, utc_now
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import current_command, read_journal, write_journal
+from runner_shell.log_archive import ArchiveError
 from runner_shell.processes import SpawnError, run_process
 from runner_shell.store import (
     load_config,
@@ -436,6 +437,11 @@ class DiskIterationStore:
             raise UserFacingError(
                 f"iteration {effect.committing.iteration} was logged but not committed: {error} "
                 "(fix the problem, then run 'runner recover')"
+            ) from None
+        except ArchiveError as error:
+            raise UserFacingError(
+                f"iteration {effect.committing.iteration} was committed but its logs were not "
+                f"archived: {error} (fix the problem, then run 'runner recover')"
             ) from None
 
 
