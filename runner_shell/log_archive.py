@@ -198,3 +198,24 @@ def restore(root: Path, run_id: str, run_dir: Path) -> tuple[int, ...]:
         _refuse_symlink(target)
         atomic_write_bytes(target / name, data)
     return tuple(sorted({number for number, _, _ in entries}))
+
+
+def read_archived(
+    root: Path, run_id: str, names: frozenset[str], iteration: int | None = None
+) -> dict[tuple[int, str], bytes] | None:
+    """The archived files called one of `names` (of one iteration, when given), by
+    `(iteration, name)`; None when the run has no archive."""
+    ref = logs_ref(run_id)
+    if _tip(root, ref) is None:
+        return None
+    entries = [
+        entry
+        for entry in _archived_entries(root, ref)
+        if entry[1] in names and iteration in (None, entry[0])
+    ]
+    blobs = read_objects(root, [sha for _, _, sha in entries])
+    return {
+        (number, name): data
+        for (number, name, _), data in zip(entries, blobs, strict=True)
+        if data is not None
+    }
