@@ -340,3 +340,46 @@ def test_show_adds_the_commit_and_the_agents_diff_stat(audited: Project) -> None
     document = json.loads(audited.runner("show", "2", "--json").stdout)
     schema("show.schema.json")(document)
     assert document["commit"] == sha
+
+
+# ---------------------------------------------------------------- a kill between commit and archive
+
+FAILING_GIT = """#!/bin/sh
+case "$1" in fast-import|hash-object) echo "archive refused by the test" >&2; exit 1;; esac
+exec "{git}" "$@"
+"""
+
+
+def test_an_iteration_committed_but_not_archived_is_archived_by_recover(
+    project: Project, tmp_path: Path
+) -> None:
+    real_git = shutil.which("git")
+    assert real_git is not None
+    bin_dir = tmp_path / "failing-git"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(FAILING_GIT.format(git=real_git), encoding="utf-8")
+    (bin_dir / "git").chmod(0o755)
+    project.agent_script({1: {"output": DECOMPOSITION}, 2: {"output": DONE}})
+    path = project.env["PATH"]
+    project.env["PATH"] = f"{bin_dir}:{path}"
+
+    failed = project.runner("step")
+
+    project.env["PATH"] = path
+    assert failed.returncode == 1
+    assert failed.stderr.startswith(
+        "runner: iteration 1 was committed but its logs were not archived: "
+    ), failed.stderr
+    assert failed.stderr.rstrip().endswith("(fix the problem, then run 'runner recover')")
+    assert "iter 1 node root" in project.subjects()[-1]
+    refused = project.runner("step")
+    assert refused.returncode == 1 and "runner recover" in refused.stderr
+
+    recovered = project.runner("recover")
+
+    assert recovered.returncode == 0, recovered.stderr
+    ref = f"refs/runner/logs/{project.run_id}"
+    assert project.git("ls-tree", "--name-only", ref).split() == ["1"]
+    assert project.runner("step").returncode == 0
+    assert project.git("ls-tree", "--name-only", ref).split() == ["1", "2"]
+    assert project.runner("audit").returncode == 0
