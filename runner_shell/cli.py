@@ -502,13 +502,12 @@ def audit(run: RunId = None, as_json: AsJson = False) -> None:
     raise typer.Exit(show_audit(*_paths(), run, as_json))
 
 
+Iteration = Annotated[int, typer.Argument(min=1, metavar="ITER", help="The iteration number.")]
+
+
 @app.command()
 @guarded
-def diff(
-    iteration: Annotated[int, typer.Argument(min=1, metavar="ITER", help="The iteration number.")],
-    run: RunId = None,
-    as_json: AsJson = False,
-) -> None:
+def diff(iteration: Iteration, run: RunId = None, as_json: AsJson = False) -> None:
     """Show what one iteration did to the task tree, node by node."""
     from runner_shell.history_views import show_diff
 
