@@ -227,12 +227,14 @@ def replay_problems(prev: Node, after: Node, record: ExecutionRecord) -> tuple[P
 
 
 def _run_state_problems(
-    data: bytes | None, run_id: str, record: ExecutionRecord
+    data: bytes | None, run_id: str, record: ExecutionRecord, chain: str | None = None
 ) -> tuple[Problem, ...]:
     try:
         state = run_state_from_json(loads_json_strictly((data or b"").decode("utf-8")))
     except (RunStateError, ValueError) as error:
         return (("", f"run_state.json does not read: {error}"),)
+    if state.chain is not None and chain is not None and state.chain != chain:
+        return (("", "run_state.json chain is not the commit's Runner-Chain"),)
     claimed = (state.run_id, state.next_iter, state.last_status, state.last_guard)
     wanted = (run_id, record.iteration + 1, record.status, record.guard)
     if claimed == wanted:
@@ -306,7 +308,7 @@ def _iteration(
         problems.append(("", unreadable))
     elif walk.tree is not None and after is not None:
         problems.extend(replay_problems(walk.tree, after, record))
-    problems.extend(_run_state_problems(commit.run_state_json, run_id, record))
+    problems.extend(_run_state_problems(commit.run_state_json, run_id, record, claimed))
     passed_by = dict(walk.passed_by)
     if (record.status, record.guard, record.error_kind) == (
         AgentStatus.DONE,

@@ -7,6 +7,8 @@ that section goes. Never reads or writes the file itself.
 
 from __future__ import annotations
 
+from runner_core.trailers import ACTOR, RUN, render_trailers
+
 
 def with_guidance(current: str | None, note: str) -> str:
     """`current` (the file's text, None when absent) with `note` appended as a paragraph."""
@@ -19,4 +21,5 @@ def with_guidance(current: str | None, note: str) -> str:
 
 def guidance_commit_message(run_id: str, actor: str) -> str:
     """The commit of a `runner tell`: subject, then who told which run."""
-    return f"chore(runner): tell run {run_id}\n\nRunner-Run: {run_id}\nRunner-Actor: {actor}\n"
+    lines = render_trailers(((RUN, run_id), (ACTOR, actor)))
+    return f"chore(runner): tell run {run_id}\n\n{lines}"

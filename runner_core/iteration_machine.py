@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import attrs
 from pyrsistent import PMap, pmap
 
+from runner_core.chain import chain_link, chain_seed
 from runner_core.config import Config
 from runner_core.containment import GitHead, head_moved_problem, rescue_ref
 from runner_core.history import ErrorKind, ExecutionRecord, TokenUsage, record_to_meta
@@ -30,7 +31,6 @@ from runner_core.iteration import (
     StepPlan,
     advance_run_state,
     agent_process_problem,
-    commit_message,
     commit_subject,
     conclude,
     conclude_runner_error,
@@ -45,6 +45,7 @@ from runner_core.prompt_pack import build_prompt_pack, selected_section, tree_ou
 from runner_core.recovery import Journal, JournalPhase, interrupted_message
 from runner_core.run_state import RunState, run_state_to_json, with_execution
 from runner_core.text import flatten
+from runner_core.trailers import iteration_commit_message
 from runner_core.tree_json import dumps_tree
 
 # Written under a temporary name: SPEC §6 puts guard.log after meta and output.
@@ -897,14 +898,16 @@ def final_write_set(end: IterationEnd) -> Commit:
         text = f"runner error: {outcome.runner_error}\n"
         files.append(FileWrite(Place.ITERATION, "runner_error.log", text.encode("utf-8")))
     files.extend(_snapshots(end, after))
-    state = _json_bytes(run_state_to_json(end.state))
+    # The chain links this commit to the last one through run_state: no git history is read.
+    link = chain_link(end.state.chain or chain_seed(end.run_id), end.record, after.encode("utf-8"))
+    state = _json_bytes(run_state_to_json(attrs.evolve(end.state, chain=link)))
     files.append(FileWrite(Place.STATE, "run_state.json", state))
     subject = commit_subject(end.run_id, end.iteration, end.node_id, outcome)
     return Commit(
         writing=attrs.evolve(end.journal, phase=JournalPhase.WRITING),
         files=tuple(files),
         committing=attrs.evolve(end.journal, phase=JournalPhase.COMMITTING, commit_subject=subject),
-        message=commit_message(end.run_id, end.iteration, end.node_id, outcome),
+        message=iteration_commit_message(subject, end.record, link),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from runner_core import trailers
 from runner_core.child_additions import validate_child_additions_restricted
 from runner_core.decompose import (
     ChildSpec,
@@ -242,11 +243,12 @@ class OperatorAction:
     before_iteration: int  # the run's next_iter when the operator acted
 
 
-TRAILER_RUN = "Runner-Run"
-TRAILER_OP = "Runner-Op"
-TRAILER_NODE = "Runner-Node"
-TRAILER_ACTOR = "Runner-Actor"
-TRAILER_NEXT_ITER = "Runner-Next-Iter"
+# The trailer names have one home, runner_core.trailers; these names stay for callers.
+TRAILER_RUN = trailers.RUN
+TRAILER_OP = trailers.OP
+TRAILER_NODE = trailers.NODE
+TRAILER_ACTOR = trailers.ACTOR
+TRAILER_NEXT_ITER = trailers.NEXT_ITER
 
 
 def operation_subject(action: OperatorAction) -> str:
@@ -254,34 +256,27 @@ def operation_subject(action: OperatorAction) -> str:
 
 
 def operation_message(action: OperatorAction) -> str:
-    trailers = {
-        TRAILER_RUN: action.run_id,
-        TRAILER_OP: action.op.value,
-        TRAILER_NODE: action.node_id,
-        TRAILER_ACTOR: action.actor,
-        TRAILER_NEXT_ITER: str(action.before_iteration),
-    }
-    lines = "\n".join(f"{key}: {value}" for key, value in trailers.items())
-    return f"{operation_subject(action)}\n\n{lines}\n"
+    lines = trailers.render_trailers(
+        (
+            (TRAILER_RUN, action.run_id),
+            (TRAILER_OP, action.op.value),
+            (TRAILER_NODE, action.node_id),
+            (TRAILER_ACTOR, action.actor),
+            (TRAILER_NEXT_ITER, str(action.before_iteration)),
+        )
+    )
+    return f"{operation_subject(action)}\n\n{lines}"
 
 
 def action_from_message(message: str) -> OperatorAction | None:
     """The operator action a commit message records, or None when it records none."""
-    trailers: dict[str, str] = {}
-    for line in message.splitlines():
-        key, sep, value = line.partition(": ")
-        if sep and key.startswith("Runner-"):
-            trailers.setdefault(key, value.strip())
     try:
-        return OperatorAction(
-            run_id=trailers[TRAILER_RUN],
-            op=NodeOperation(trailers[TRAILER_OP]),
-            node_id=trailers[TRAILER_NODE],
-            actor=trailers.get(TRAILER_ACTOR, "unknown"),
-            before_iteration=int(trailers[TRAILER_NEXT_ITER]),
-        )
-    except (KeyError, ValueError):
+        found = trailers.operator_from_trailers(trailers.parse_trailers(message))
+    except trailers.DamagedTrailer:
         return None
+    return OperatorAction(
+        found.run_id, NodeOperation(found.op), found.node_id, found.actor, found.next_iter
+    )
 
 
 def action_text(action: OperatorAction) -> str:

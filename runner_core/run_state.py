@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 from pyrsistent import PMap, pmap
 
+from runner_core.chain import is_chain_value
 from runner_core.documents import RUN_STATE_SCHEMA_FILE, document_problem
 from runner_core.model import AgentStatus, GuardOutcome
 from runner_core.run_identity import run_id_problem
@@ -24,6 +25,8 @@ class RunState:
 
     `executions` counts each node's recorded iterations in this run; None when the file
     predates the count (a run started by an older runner): the step then counts them once.
+    `chain` is the `Runner-Chain` value the next iteration commit links to (runner_core.chain);
+    None in a run started before the chain, which then links to the run's seed.
     """
 
     run_id: str | None = None
@@ -32,6 +35,7 @@ class RunState:
     last_summary: str = ""
     last_guard: GuardOutcome | None = None
     executions: PMap[str, int] | None = None
+    chain: str | None = None
 
     def known_executions(self) -> PMap[str, int] | None:
         """The execution counts, also when none were written because nothing ran yet."""
@@ -54,6 +58,9 @@ def run_state_from_json(obj: Any) -> RunState:
     # run_id names a directory and a branch: '..' or 'a/b' must never reach a path.
     if run_id is not None and (id_problem := run_id_problem(run_id)) is not None:
         raise RunStateError(f"run_id: {id_problem}")
+    chain = obj.get("chain")
+    if chain is not None and not is_chain_value(chain):
+        raise RunStateError("chain must be 64 lowercase hex digits")
     status, guard = obj.get("last_status"), obj.get("last_guard")
     return RunState(
         run_id=run_id,
@@ -62,6 +69,7 @@ def run_state_from_json(obj: Any) -> RunState:
         last_summary=obj.get("last_summary", ""),
         last_guard=GuardOutcome(guard) if guard else None,
         executions=pmap(obj["executions"]) if "executions" in obj else None,
+        chain=chain,
     )
 
 
@@ -75,6 +83,8 @@ def run_state_to_json(state: RunState) -> dict[str, Any]:
     }
     if state.executions is not None:
         data["executions"] = dict(sorted(state.executions.items()))
+    if state.chain is not None:
+        data["chain"] = state.chain
     return data
 
 

@@ -54,9 +54,11 @@ def branch_run_ids(repo: Repo) -> tuple[str, ...]:
     return tuple(name.removeprefix(BRANCH_PREFIX) for name in repo.branches(BRANCH_PREFIX))
 
 
-def location_facts(repo: Repo, dirty_paths: tuple[str, ...]) -> RepoFacts:
-    """Where the repository stands, before any state file is read (`location_problem`)."""
-    branch = repo.current_branch()
+def location_facts(repo: Repo, dirty_paths: tuple[str, ...], branch: str | None) -> RepoFacts:
+    """Where the repository stands, before any state file is read (`location_problem`).
+
+    `branch` is the checked-out branch (None when detached), as the caller already asked git.
+    """
     return RepoFacts(
         branch=branch,
         dirty_paths=dirty_paths,
@@ -87,7 +89,9 @@ def check_run_identity(paths: RunnerPaths, repo: Repo) -> str | None:
     state = load_run_state(paths)
     if state.run_id is None:
         return None
-    problem = run_identity_problem(with_run_files(paths, location_facts(repo, ()), state.run_id))
+    problem = run_identity_problem(
+        with_run_files(paths, location_facts(repo, (), repo.current_branch()), state.run_id)
+    )
     if problem is not None:
         raise UserFacingError(problem)
     return state.run_id

@@ -455,7 +455,8 @@ def show(
     """Show one iteration: its meta.json, output and the first lines of its logs."""
     from runner_shell.views import show_iteration
 
-    show_iteration(_paths()[0], iteration, run, as_json)
+    paths, repo = _paths()
+    show_iteration(paths, iteration, run, as_json, repo)
 
 
 @app.command()
@@ -512,6 +513,45 @@ def serve(
     if run is not None:
         choose_run(paths, load_run_state(paths), run)
     serve_run(paths.root, host, port, run)
+
+
+@app.command()
+@guarded
+def audit(run: RunId = None, as_json: AsJson = False) -> None:
+    """Replay the run from git alone and list every change its history does not prove."""
+    from runner_shell.history_views import show_audit
+
+    raise typer.Exit(show_audit(*_paths(), run, as_json))
+
+
+Iteration = Annotated[int, typer.Argument(min=1, metavar="ITER", help="The iteration number.")]
+
+
+@app.command()
+@guarded
+def diff(iteration: Iteration, run: RunId = None, as_json: AsJson = False) -> None:
+    """Show what one iteration did to the task tree, node by node."""
+    from runner_shell.history_views import show_diff
+
+    show_diff(*_paths(), iteration, run, as_json)
+
+
+logs_app = typer.Typer(
+    no_args_is_help=True,
+    help="The iteration logs archived in git on refs/runner/logs/<run>.",
+    rich_markup_mode=None,
+    context_settings=HELP_OPTIONS,
+)
+app.add_typer(logs_app, name="logs")
+
+
+@logs_app.command("restore")
+@guarded
+def logs_restore(run: RunId = None) -> None:
+    """Re-create .runner/iterations/<run>/ from refs/runner/logs/<run>."""
+    from runner_shell.history_views import restore_logs
+
+    restore_logs(*_paths(), run)
 
 
 def usage_error_text(error: typer.TyperException) -> str:

@@ -102,6 +102,9 @@ def validate(echo: Echo) -> int:
         echo("validate: run=not-started")
     else:
         echo(f"validate: run=ok id={run_id} branch=runner/{run_id}")
+        from runner_shell.history_sources import warn_hand_edits
+
+        warn_hand_edits(repo, run_id)
     return ExitCode.OK
 
 

@@ -143,7 +143,10 @@ class Repo:
 
     def head(self) -> GitHead:
         """The checked-out branch (None when detached) and HEAD's commit, in one git call."""
-        out = self.git("rev-parse", "HEAD", "--symbolic-full-name", "HEAD").stdout.split()
+        result = self.git("rev-parse", "HEAD", "--symbolic-full-name", "HEAD", check=False)
+        if result.returncode != 0:
+            raise GitError("the repository has no commits yet; make a first commit")
+        out = result.stdout.split()
         sha, name = out[0], out[1] if len(out) > 1 else "HEAD"
         return GitHead(name.removeprefix("refs/heads/") if name != "HEAD" else None, sha)
 

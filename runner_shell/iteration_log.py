@@ -32,6 +32,7 @@ from runner_shell.files import (
 from runner_shell.git import Repo
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import clear_journal, write_journal
+from runner_shell.log_archive import archive_after_commit
 
 # A meta.json is a few hundred bytes; a larger one is damaged (or planted) and skipped unread.
 META_MAX_BYTES = 1024 * 1024
@@ -45,10 +46,11 @@ def commit_iteration(
     commit: Commit,
     before_commit: Callable[[], None] | None = None,
 ) -> None:
-    """Carry out the final write-set in its order, then commit; the journal tracks each phase.
+    """Carry out the final write-set in its order, commit, then archive the iteration's logs
+    on `refs/runner/logs/<run>`; the journal tracks each phase and is cleared only then.
 
-    Raises GitError when the commit fails: the iteration is logged, and 'runner recover'
-    finishes it.
+    Raises GitError when the commit fails and ArchiveError when the archive does: the
+    iteration is logged, and 'runner recover' finishes it.
     """
     write_journal(repo, commit.writing)
     for file in commit.files:
@@ -57,6 +59,7 @@ def commit_iteration(
     if before_commit is not None:
         before_commit()
     repo.commit_all(commit.message)
+    archive_after_commit(paths.root, run_id, commit.committing.iteration, iter_dir)
     clear_journal(repo)
 
 

@@ -18,6 +18,7 @@ from string import Template
 import attrs
 
 from runner_core.config import Config
+from runner_core.containment import GitHead
 from runner_core.exit_codes import ExitCode
 from runner_core.history import TokenUsage
 from runner_core.iteration import (
@@ -84,6 +85,7 @@ from runner_shell.git import GitError, Repo
 from runner_shell.iteration_log import commit_iteration, count_executions, utc_now
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import current_command, read_journal, write_journal
+from runner_shell.log_archive import ArchiveError
 from runner_shell.processes import SpawnError, run_process
 from runner_shell.store import (
     load_config,
@@ -126,6 +128,7 @@ class Loaded:
     state: RunState
     tree: Node
     run_id: str
+    head: GitHead  # the branch and commit before the iteration
 
 
 def load_for_step(paths: RunnerPaths, repo: Repo) -> Loaded:
@@ -136,7 +139,8 @@ def load_for_step(paths: RunnerPaths, repo: Repo) -> Loaded:
     operation = repo.operation_in_progress()
     if operation is not None:
         raise UserFacingError(f"git is in the middle of {operation}; finish or abort it first")
-    facts = location_facts(repo, repo.dirty_paths())
+    head = repo.head()
+    facts = location_facts(repo, repo.dirty_paths(), head.branch)
     problem = location_problem(facts)
     if problem is not None:
         raise UserFacingError(problem)
@@ -146,7 +150,7 @@ def load_for_step(paths: RunnerPaths, repo: Repo) -> Loaded:
     if problem is not None:
         raise UserFacingError(problem)
     assert state.run_id is not None
-    return Loaded(config, state, load_tree(paths), state.run_id)
+    return Loaded(config, state, load_tree(paths), state.run_id, head)
 
 
 def run_step(paths: RunnerPaths, repo: Repo, prompt_budget: int) -> StepResult:
@@ -156,7 +160,7 @@ def run_step(paths: RunnerPaths, repo: Repo, prompt_budget: int) -> StepResult:
         return StepResult(plan.kind, loaded.run_id, plan)
     # Problems a user can fix are refused here, before an iteration exists: nothing is written.
     check_programs(loaded.config, paths.root)
-    facts = attrs.evolve(gather(paths, loaded, plan, prompt_budget), head=repo.head())
+    facts = attrs.evolve(gather(paths, loaded, plan, prompt_budget), head=loaded.head)
     if not facts.tree_is_previous_snapshot:  # else its bytes are canonical and were read back
         check_tree_writable(paths, loaded.tree)
     finished = interpret(start_iteration(facts), shell_ports(paths, repo, facts))
@@ -473,6 +477,11 @@ class DiskIterationStore:
             raise UserFacingError(
                 f"iteration {effect.committing.iteration} was logged but not committed: {error} "
                 "(fix the problem, then run 'runner recover')"
+            ) from None
+        except ArchiveError as error:
+            raise UserFacingError(
+                f"iteration {effect.committing.iteration} was committed but its logs were not "
+                f"archived: {error} (fix the problem, then run 'runner recover')"
             ) from None
 
 

@@ -1,9 +1,10 @@
 """Iteration logs archived in git, outside the work tree: `refs/runner/logs/<run-id>`.
 
 Each archived iteration is one commit whose tree holds every archived iteration as `<iter>/`
-(the previous commit's tree plus this one), so the ref's tip restores the whole run. Made with
-plumbing only (hash-object, mktree, commit-tree, update-ref against the old value): the index
-and work tree are never touched, identical bytes are one blob, archiving twice adds nothing.
+(the previous commit's tree plus this one), so the ref's tip restores the whole run. A step
+archives with one `git fast-import`; otherwise plumbing (hash-object, mktree, commit-tree,
+update-ref against the old value) does it. Either way the index and work tree are never
+touched and identical bytes are one blob; through plumbing, archiving twice adds nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import stat
 from pathlib import Path
 
 from runner_shell.files import atomic_write_bytes
-from runner_shell.git import GitError
+from runner_shell.git import FALLBACK_EMAIL, FALLBACK_NAME, GitError
 from runner_shell.git_plumbing import ZERO_OID, git_bytes, read_objects
 
 LOGS_REF_PREFIX = "refs/runner/logs/"
@@ -106,12 +107,57 @@ def archive_iteration(root: Path, run_id: str, iteration: int, directory: Path) 
     entries[name] = ("040000", "tree", subtree, name)
     tree = _mktree(root, list(entries.values()))
     parents = ["-p", tip] if tip is not None else []
-    message = f"runner logs: run {run_id} iter {iteration}\n".encode()
+    message = _message(run_id, iteration)
     commit = git_bytes(root, ["commit-tree", tree, *parents], message, as_runner=True)
     new = commit.decode().strip()
     # Against the old value: a concurrent archive makes this fail instead of losing one.
     git_bytes(root, ["update-ref", ref, new, tip or ZERO_OID])
     return new
+
+
+def _message(run_id: str, iteration: int) -> bytes:
+    return f"runner logs: run {run_id} iter {iteration}\n".encode()
+
+
+def _data(payload: bytes) -> bytes:
+    return b"data %d\n" % len(payload) + payload + b"\n"
+
+
+def _import_stream(run_id: str, iteration: int, files: list[Path], parented: bool) -> bytes:
+    """A `git fast-import` stream of one archive commit: the parent's tree (when `parented`)
+    with `<iteration>/` replaced by the iteration's files."""
+    ref = logs_ref(run_id)
+    parts = [
+        f"commit {ref}\n".encode(),
+        f"committer {FALLBACK_NAME} <{FALLBACK_EMAIL}> now\n".encode(),
+        _data(_message(run_id, iteration)),
+    ]
+    if parented:
+        parts.append(f"from {ref}^0\n".encode())
+    parts.append(f"D {iteration}\n".encode())
+    for path in files:
+        parts.append(f"M 100644 inline {iteration}/{path.name}\n".encode())
+        parts.append(_data(path.read_bytes()))
+    parts.append(b"\ndone\n")
+    return b"".join(parts)
+
+
+def archive_after_commit(root: Path, run_id: str, iteration: int, directory: Path) -> None:
+    """Archive the iteration a step has just committed, in one git process in the usual case:
+    one `git fast-import` on top of the ref, which exists from iteration 2 on. When that guess
+    is wrong (a clone without the refs, an iteration archived before), the careful plumbing
+    of `archive_iteration` does it instead."""
+    files = _archived_files(directory)
+    if not files:
+        raise ArchiveError(f"{directory}: no iteration files to archive")
+    stream = _import_stream(run_id, iteration, files, parented=iteration > 1)
+    try:
+        git_bytes(root, ["fast-import", "--quiet", "--done", "--date-format=now"], stream)
+    except GitError:
+        try:
+            archive_iteration(root, run_id, iteration, directory)
+        except GitError as error:
+            raise ArchiveError(f"{logs_ref(run_id)}: {error}") from None
 
 
 def _archived_entries(root: Path, ref: str) -> list[tuple[int, str, str]]:
@@ -152,3 +198,24 @@ def restore(root: Path, run_id: str, run_dir: Path) -> tuple[int, ...]:
         _refuse_symlink(target)
         atomic_write_bytes(target / name, data)
     return tuple(sorted({number for number, _, _ in entries}))
+
+
+def read_archived(
+    root: Path, run_id: str, names: frozenset[str], iteration: int | None = None
+) -> dict[tuple[int, str], bytes] | None:
+    """The archived files called one of `names` (of one iteration, when given), by
+    `(iteration, name)`; None when the run has no archive."""
+    ref = logs_ref(run_id)
+    if _tip(root, ref) is None:
+        return None
+    entries = [
+        entry
+        for entry in _archived_entries(root, ref)
+        if entry[1] in names and iteration in (None, entry[0])
+    ]
+    blobs = read_objects(root, [sha for _, _, sha in entries])
+    return {
+        (number, name): data
+        for (number, name, _), data in zip(entries, blobs, strict=True)
+        if data is not None
+    }

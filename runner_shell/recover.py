@@ -33,6 +33,7 @@ from runner_shell.git import GitError, Repo
 from runner_shell.iteration_log import commit_iteration, count_executions, utc_now
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import DamagedJournal, clear_journal, journal_path, read_journal
+from runner_shell.log_archive import ArchiveError, archive_iteration
 from runner_shell.processes import terminate_process_group
 from runner_shell.store import load_config, load_run_state, load_tree
 
@@ -165,6 +166,7 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
     )
     kind = recovery_kind(journal, head_subject)
     if kind is RecoveryKind.ALREADY_COMMITTED:
+        _archive_committed(paths, journal)
         clear_journal(repo)
         return Recovered(kind, journal, killed)
     for state_file in (paths.tree, paths.run_state, paths.config):
@@ -199,6 +201,15 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
     except GitError as error:
         raise UserFacingError(f"recovery could not commit: {error}") from None
     return Recovered(kind, journal, killed)
+
+
+def _archive_committed(paths: RunnerPaths, journal: Journal) -> None:
+    """A kill between an iteration's commit and its archive: archive it now."""
+    iter_dir = paths.iter_dir(journal.run_id, journal.iteration)
+    try:
+        archive_iteration(paths.root, journal.run_id, journal.iteration, iter_dir)
+    except (ArchiveError, GitError) as error:
+        raise UserFacingError(f"recovery could not archive the iteration's logs: {error}") from None
 
 
 def _keep_interrupted_logs(iter_dir: Path) -> Path:

@@ -18,6 +18,7 @@ from runner_core import (
     render_config,
     with_run_id,
 )
+from runner_core.chain import chain_seed
 from runner_core.preconditions import REQUIRED_GITIGNORE_LINES, dirty_tree_problem
 from runner_core.runs import start_on_protected_problem
 from runner_core.schema import (
@@ -111,7 +112,7 @@ def reset_for_new_run(paths: RunnerPaths, config: Config, run_id: str) -> None:
     assumptions are kept."""
     write_tree(paths, root_node(config))
     atomic_write_text(paths.questions, QUESTIONS_HEADER)
-    write_run_state(paths, RunState(run_id=run_id))
+    write_run_state(paths, RunState(run_id=run_id, chain=chain_seed(run_id)))
 
 
 def start_run(paths: RunnerPaths, repo: Repo, new: bool = False) -> Started:
@@ -155,7 +156,7 @@ def start_run(paths: RunnerPaths, repo: Repo, new: bool = False) -> Started:
         atomic_write_text(paths.goal, with_run_id(goal_text, run_id))
     state = load_run_state(paths) if paths.run_state.exists() else RunState()
     if state.run_id != run_id:
-        write_run_state(paths, RunState(run_id=run_id))
+        write_run_state(paths, RunState(run_id=run_id, chain=chain_seed(run_id)))
     write_gitignore(paths)
     write_schemas(paths)
     if repo.dirty_paths() or not repo.has_commits():

@@ -47,6 +47,7 @@ from runner_core.tree_json import TreeValidationError
 from runner_shell.errors import UserFacingError
 from runner_shell.files import FileTooLarge, open_regular, read_bytes_capped
 from runner_shell.git import Repo
+from runner_shell.history_sources import fallback_history
 from runner_shell.iteration_log import iteration_dirs, known_runs, load_history
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import read_journal, runner_alive
@@ -109,9 +110,22 @@ def choose_run(paths: RunnerPaths, state: RunState, requested: str | None) -> st
 
 
 def _history(
-    paths: RunnerPaths, run_id: str, journal: Journal | None
+    paths: RunnerPaths,
+    run_id: str,
+    journal: Journal | None,
+    repo: Repo | None = None,
+    next_iter: int = 1,
 ) -> tuple[ExecutionHistory, tuple[str, ...]]:
-    """The run's history; the iteration in progress has no meta.json yet and is not a warning."""
+    """The run's history; the iteration in progress has no meta.json yet and is not a warning.
+
+    With `repo`, a run that has iterations (`next_iter` > 1) but no iteration directories is
+    read from its archive ref, else its commit trailers, with a warning naming the source.
+    """
+    fallback = None if repo is None or next_iter <= 1 else fallback_history(paths, repo, run_id)
+    if fallback is not None:
+        if fallback.warning is not None:
+            warn(fallback.warning)
+        return fallback.history, fallback.problems
     history, problems = load_history(paths, run_id)
     if journal is not None and journal.run_id == run_id:
         meta = paths.iter_dir(run_id, journal.iteration) / "meta.json"
@@ -149,7 +163,8 @@ def run_figures(
     run_id = choose_run(paths, state, requested)
     max_iterations = load_config(paths).max_iterations
     journal = _journal(repo)
-    history, problems = _history(paths, run_id, journal)
+    current = run_id == state.run_id
+    history, problems = _history(paths, run_id, journal, repo, state.next_iter if current else 2)
     if run_id == state.run_id:
         tree: Node | None = load_tree(paths)
         next_iteration = state.next_iter
@@ -290,7 +305,7 @@ def status_document_view(paths: RunnerPaths, repo: Repo) -> StatusView:
     max_iterations = load_config(paths).max_iterations
     journal = _journal(repo)
     history, problems = (
-        _history(paths, state.run_id, journal)
+        _history(paths, state.run_id, journal, repo, state.next_iter)
         if state.run_id is not None
         else (ExecutionHistory(), ())
     )
@@ -374,7 +389,8 @@ def history_document(
     """The run's iterations, oldest first, and its operator actions; warns on stderr."""
     state = load_run_state(paths)
     run_id = choose_run(paths, state, run)
-    history, problems = _history(paths, run_id, _journal(repo))
+    next_iter = state.next_iter if run_id == state.run_id else 2
+    history, problems = _history(paths, run_id, _journal(repo), repo, next_iter)
     for line in problems:
         warn(line)
     records = history_records(history, node)
@@ -476,6 +492,13 @@ def read_iteration(paths: RunnerPaths, run_id: str, iteration: int) -> Iteration
             f"no iteration {iteration} in run {run_id} "
             f"(iterations on disk: {_iterations_text(numbers)})"
         )
+    return read_iteration_at(run_id, iteration, directory, paths.relative(directory))
+
+
+def read_iteration_at(
+    run_id: str, iteration: int, directory: Path, shown_as: str
+) -> IterationFiles:
+    """One iteration's files in `directory`, which `runner show` names `shown_as`."""
     meta_value, meta_problem = _small_json(directory / "meta.json")
     meta = None
     if meta_problem is None:
@@ -499,7 +522,7 @@ def read_iteration(paths: RunnerPaths, run_id: str, iteration: int) -> Iteration
     return IterationFiles(
         run_id=run_id,
         iteration=iteration,
-        directory=paths.relative(directory),
+        directory=shown_as,
         meta=meta,
         meta_problem=meta_problem,
         output=output_value if output_problem is None else None,
@@ -545,9 +568,18 @@ def render_show(shown: IterationFiles) -> list[str]:
     return out
 
 
-def show_iteration(paths: RunnerPaths, iteration: int, run: str | None, as_json: bool) -> None:
-    """`runner show ITER`: one iteration's meta, output and the heads of its logs."""
+def show_iteration(
+    paths: RunnerPaths, iteration: int, run: str | None, as_json: bool, repo: Repo | None = None
+) -> None:
+    """`runner show ITER`: one iteration's meta, output and the heads of its logs; with `repo`,
+    also its commit and the diff stat of the agent's work, and from git when the directory is
+    gone (runner_shell.history_views)."""
     run_id = choose_run(paths, load_run_state(paths), run)
+    if repo is not None:
+        from runner_shell.history_views import show_sourced_iteration
+
+        show_sourced_iteration(paths, repo, run_id, iteration, as_json)
+        return
     shown = read_iteration(paths, run_id, iteration)
     if as_json:
         _print_json(shown.to_json())

@@ -332,6 +332,10 @@ class Project:
     def run_state(self) -> dict[str, Any]:
         return json.loads(self.run_state_path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
+    def head_chain(self) -> str:
+        """The `Runner-Chain` trailer of the last commit."""
+        return self.git("log", "-1", "--format=%(trailers:key=Runner-Chain,valueonly)").strip()
+
     def iter_dir(self, iteration: int) -> Path:
         return self.runner_dir / "iterations" / self.run_id / str(iteration)
 

@@ -10,6 +10,7 @@ from typing import Any
 import attrs
 import jsonschema
 import pytest
+from hypothesis import find
 
 from runner_core import dumps_tree
 from runner_core.audit import (
@@ -25,6 +26,8 @@ from runner_core.audit import (
 from runner_core.chain import chain_seed
 from runner_core.history import ErrorKind, TokenUsage
 from runner_core.model import Node, NodeNext
+from runner_core.testing import runs
+from runner_core.testing.commits import run_commits
 from runner_core.trailers import (
     DamagedTrailer,
     parse_trailers,
@@ -252,4 +255,18 @@ def test_the_audit_document_matches_its_schema() -> None:
     assert document["clean"] is False
     assert document["findings"] == [
         {"commit": "e" * 40, "iter": None, "node": "a", "what": "hand edit passes false -> true"}
+    ]
+
+
+def test_a_run_state_chain_other_than_the_commits_is_a_finding() -> None:
+    run = find(runs(max_iterations=3), lambda run: len(run.steps) > 0)
+    start, commits = run_commits(run)
+    state = json.loads(commits[0].run_state_json or b"")
+    state["chain"] = chain_seed("another-run")
+    forged = attrs.evolve(commits[0], run_state_json=json.dumps(state).encode())
+
+    report = audit_run(run.run_id, start, (forged, *commits[1:]))
+
+    assert [finding.what for finding in report.findings] == [
+        "run_state.json chain is not the commit's Runner-Chain"
     ]

@@ -89,7 +89,7 @@ def test_help_has_no_type_placeholders_for_options(
     ("args", "expected"),
     [
         (("select", "--bogus"), "runner: No such option: --bogus (see 'runner select --help')"),
-        (("bogus",), "runner: No such command 'bogus'. (see 'runner --help')"),
+        (("frobnicate",), "runner: No such command 'frobnicate'. (see 'runner --help')"),
         (("node", "retry"), "runner: Missing argument 'ID'. (see 'runner node retry --help')"),
     ],
 )

@@ -28,6 +28,9 @@ from e2e_helpers import (
     node,
 )
 
+from runner_core.chain import is_chain_value
+from runner_core.trailers import CHAIN, ITER, parse_trailers, record_from_trailers
+
 GUARD_FAILURE = "GUARD-FAILURE: a.txt says 'wrong', expected 'A'"
 RETRY_NOTE = "RETRY-NOTE: b.txt needs a header; write it first next time."
 DECOMPOSITION = {
@@ -89,12 +92,20 @@ def test_each_iteration_is_committed_with_its_subject_and_trailers(
 
     messages = project.git("log", "-n", "5", "--reverse", "--format=%B%x00").split("\0")
 
-    assert [message.strip() for message in messages if message.strip()] == [
+    found = [message.strip() for message in messages if message.strip()]
+    expected = [
         f"chore(loop): run {run} iter {n} node {node_id} status={status} guard={guard}\n\n"
         f"Runner-Run: {run}\nRunner-Iter: {n}\nRunner-Node: {node_id}\n"
-        f"Runner-Status: {status}\nRunner-Guard: {guard}"
+        f"Runner-Status: {status}\nRunner-Guard: {guard}\n"
         for n, (node_id, status, guard) in EXPECTED_STEPS.items()
     ]
+    assert len(found) == len(expected)
+    for message, head in zip(found, expected, strict=True):
+        # The record's other trailers (issue 13) follow, the chain last.
+        assert message.startswith(head), message
+        trailers = parse_trailers(message)
+        assert record_from_trailers(trailers).iteration == int(trailers[ITER])
+        assert is_chain_value(trailers[CHAIN])
     assert project.subjects()[-6] == f"chore(loop): start run {run}"
 
 
@@ -293,6 +304,7 @@ def test_attempts_count_the_guard_failure_and_the_retry(
         "last_summary": "Wrote b.",
         "last_guard": "pass",
         "executions": {"root": 1, "root.1": 2, "root.2": 2},
+        "chain": project.head_chain(),
     }
     assert project.guard_calls() == 3
 
