@@ -128,11 +128,11 @@ def diff_lines(run_id: str, iteration: int, diff: TreeDiff, source: str) -> list
     return [head, *(f"  {line}" for line in change_lines(diff))]
 
 
-def show_diff(
-    paths: RunnerPaths, repo: Repo, iteration: int, run: str | None, as_json: bool
-) -> None:
-    """`runner diff ITER`: what the iteration did to the tree, node by node."""
-    run_id = _run_id(paths, run)
+def iteration_diff(
+    paths: RunnerPaths, repo: Repo, iteration: int, run_id: str
+) -> tuple[TreeDiff, str]:
+    """What the iteration did to the tree, and where its trees were read from: the snapshots
+    of its directory, the archive ref, else its commit."""
     try:
         found = _snapshots(paths, run_id, iteration)
     except (ArchiveError, GitError) as error:
@@ -140,9 +140,22 @@ def show_diff(
         found = None
     before, after, source = found or _from_commits(repo, run_id, iteration)
     diff = tree_diff(_parsed(before, f"{source} before"), _parsed(after, f"{source} after"))
+    return diff, source
+
+
+def diff_document(run_id: str, iteration: int, diff: TreeDiff, source: str) -> dict[str, Any]:
+    """The `runner diff --json` document (views/diff.schema.json); `runner serve` sends it too."""
+    return {"run_id": run_id, "iter": iteration, "source": source, **tree_diff_to_json(diff)}
+
+
+def show_diff(
+    paths: RunnerPaths, repo: Repo, iteration: int, run: str | None, as_json: bool
+) -> None:
+    """`runner diff ITER`: what the iteration did to the tree, node by node."""
+    run_id = _run_id(paths, run)
+    diff, source = iteration_diff(paths, repo, iteration, run_id)
     if as_json:
-        document = {"run_id": run_id, "iter": iteration, "source": source}
-        _print_json({**document, **tree_diff_to_json(diff)})
+        _print_json(diff_document(run_id, iteration, diff, source))
     else:
         typer.echo("\n".join(diff_lines(run_id, iteration, diff, source)))
 
@@ -217,6 +230,23 @@ def show_sourced_iteration(
     paths: RunnerPaths, repo: Repo, run_id: str, iteration: int, as_json: bool
 ) -> None:
     """`runner show ITER` from the directory, else the archive, else the commit trailers."""
+    shown, facet = sourced_iteration(paths, repo, run_id, iteration)
+    if as_json:
+        _print_json({**shown.to_json(), **facet.to_json()})
+    else:
+        typer.echo("\n".join([*render_show(shown), *facet.lines()]))
+
+
+def iteration_document(paths: RunnerPaths, repo: Repo, run_id: str, iteration: int) -> Any:
+    """The `runner show ITER --json` document; `runner serve` sends it too."""
+    shown, facet = sourced_iteration(paths, repo, run_id, iteration)
+    return {**shown.to_json(), **facet.to_json()}
+
+
+def sourced_iteration(
+    paths: RunnerPaths, repo: Repo, run_id: str, iteration: int
+) -> tuple[IterationFiles, CommitFacet]:
+    """One iteration's files (directory, else archive, else trailers) and its commit facet."""
     try:
         commits: tuple[CommitFacts, ...] = _commits(repo, run_id)[1]
     except UserFacingError:
@@ -238,7 +268,4 @@ def show_sourced_iteration(
     facet = CommitFacet(
         commit.sha if commit else None, agent_diff_stat(repo, commit.sha) if commit else ()
     )
-    if as_json:
-        _print_json({**shown.to_json(), **facet.to_json()})
-    else:
-        typer.echo("\n".join([*render_show(shown), *facet.lines()]))
+    return shown, facet

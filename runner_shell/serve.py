@@ -50,7 +50,6 @@ from runner_shell.views import (
     choose_run,
     history_document,
     metrics_document,
-    read_iteration,
     report_document,
     run_history,
     status_document_view,
@@ -259,7 +258,21 @@ class Api:
         wanted = request.path_params["number"]
         for number, _ in iteration_dirs(self.paths, run_id):
             if str(number) == wanted:
-                return JSONResponse(read_iteration(self.paths, run_id, number).to_json())
+                from runner_shell.history_views import iteration_document
+
+                return JSONResponse(iteration_document(self.paths, self.repo, run_id, number))
+        return _not_found(UserFacingError(f"no iteration {wanted!r} in run {run_id}"))
+
+    def iteration_diff(self, request: Request) -> Response:
+        """The `runner diff N --json` document of a known iteration."""
+        from runner_shell.history_views import diff_document, iteration_diff
+
+        run_id = self._run(request)
+        wanted = request.path_params["number"]
+        for number, _ in iteration_dirs(self.paths, run_id):
+            if str(number) == wanted:
+                diff, source = iteration_diff(self.paths, self.repo, number, run_id)
+                return JSONResponse(diff_document(run_id, number, diff, source))
         return _not_found(UserFacingError(f"no iteration {wanted!r} in run {run_id}"))
 
     def iteration_file(self, request: Request) -> Response:
@@ -337,6 +350,7 @@ def create_app(root: Path, run: str | None, hosts: frozenset[str]) -> ASGIApp:
         "/api/runs": api.runs,
         "/metrics": api.metrics,
         "/api/iterations/{number}": api.iteration,
+        "/api/iterations/{number}/diff": api.iteration_diff,
         "/api/iterations/{number}/files/{name}": api.iteration_file,
         "/api/nodes/{node_id}": api.node,
     }

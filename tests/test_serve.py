@@ -65,6 +65,7 @@ def cli_json(project: Project, *args: str) -> Any:
         ("/api/report", ("report",)),
         ("/api/runs", ("runs",)),
         ("/api/iterations/2", ("show", "2")),
+        ("/api/iterations/1/diff", ("diff", "1")),
     ],
 )
 def test_the_api_answers_the_documents_of_the_terminal_views(
@@ -139,6 +140,8 @@ def test_an_iteration_file_is_served_by_a_name_its_listing_holds(
         "/api/iterations/../../etc/passwd",
         "/api/iterations/01",
         "/api/iterations/99",
+        "/api/iterations/99/diff",
+        "/api/iterations/..%2F1/diff",
         "/api/iterations/-1",
         "/api/iterations/1/files/..%2F..%2Fstate%2Ftree.json",
         "/api/iterations/1/files/nope.log",

@@ -88,10 +88,18 @@ def test_the_page_follows_a_running_loop_without_a_reload(
         assert browser.execute_script("return window.notReloaded === true;")
         shot = tmp_path / "serve.png"
         assert browser.save_screenshot(str(shot))
+
+        # The iteration page shows what the iteration did to the tree.
+        browser.find_element(By.CSS_SELECTOR, "#detail tbody tr td a").click()
+        wait(browser, lambda: "root.1 passes: false -> true" in detail_text(browser), "tree diff")
     assert shot.stat().st_size > 10_000
     copy_to = os.environ.get("RUNNER_SERVE_SCREENSHOT")
     if copy_to:
         shutil.copyfile(shot, copy_to)
+
+
+def detail_text(browser: webdriver.Chrome) -> str:
+    return str(browser.find_element(By.ID, "detail").text)
 
 
 def big_tree(fanout: int) -> dict[str, Any]:

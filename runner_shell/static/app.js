@@ -151,7 +151,19 @@ async function showIteration(n) {
     const log = heads.get(file.name);
     if (log) parts.push(el("pre", {}, log.head.join("\n") + (log.truncated ? "\n[…]" : "")));
   }
+  const diff = await getJson(`/api/iterations/${encodeURIComponent(n)}/diff`);
+  parts.push(el("h3", {}, `Tree diff (${diff.source})`),
+    el("pre", { id: "tree-diff" }, diff.changes.map(changeText).join("\n") || "no change"));
   document.getElementById("detail").replaceChildren(...parts);
+}
+
+function changeText(change) {
+  if (change.change === "added") return `added ${change.node} under ${change.parent_after}`;
+  if (change.change === "removed") return `removed ${change.node} from ${change.parent_before}`;
+  const moved = change.moved
+    ? [`${change.node} moved ${change.parent_before} -> ${change.parent_after}`] : [];
+  return moved.concat(change.fields.map((f) =>
+    `${change.node} ${f.field}: ${JSON.stringify(f.old)} -> ${JSON.stringify(f.new)}`)).join("\n");
 }
 
 function route() {
