@@ -45,6 +45,7 @@ from runner_core.recovery import Journal, JournalPhase, interrupted_message
 from runner_core.run_state import RunState, run_state_to_json, with_execution
 from runner_core.text import flatten
 from runner_core.tree_json import dumps_tree
+from runner_core.usage_limits import LimitSignal
 
 # Written under a temporary name: SPEC §6 puts guard.log after meta and output.
 PENDING_GUARD_LOG = ".guard.log.pending"
@@ -61,6 +62,8 @@ class Failure(enum.Enum):
     IO = "I/O failure"
     TREE_REJECTED = "tree invalid after the agent, immutability, status or child additions"
     DECOMPOSITION_REJECTED = "decomposer's children rejected"
+    RATE_LIMITED = "agent hit a usage or rate limit"
+    INTERRUPTED = "interrupted by a signal"
 
 
 # Beside state_update.TRANSITIONS: a runner error keeps every attempt and is never shown to
@@ -74,6 +77,8 @@ ERROR_KIND: PMap[Failure, ErrorKind] = pmap(
         Failure.IO: ErrorKind.RUNNER,
         Failure.TREE_REJECTED: ErrorKind.AGENT,
         Failure.DECOMPOSITION_REJECTED: ErrorKind.AGENT,
+        Failure.RATE_LIMITED: ErrorKind.RUNNER,
+        Failure.INTERRUPTED: ErrorKind.RUNNER,
     }
 )
 
@@ -253,6 +258,7 @@ class Finished:
 
     outcome: IterationOutcome
     record: ExecutionRecord
+    limit: LimitSignal | None = None  # the usage or rate limit the agent hit
 
 
 @attrs.frozen(slots=True)
@@ -296,6 +302,8 @@ class AgentFinished:
     tokens: TokenUsage | None = None
     cost_usd: float | None = None
     process_group: int | None = None
+    limit: LimitSignal | None = None  # the usage or rate limit the backend recognised
+    interrupted: str | None = None  # the signal that stopped the agent, when one did
 
 
 @attrs.frozen(slots=True)
@@ -303,6 +311,7 @@ class GuardFinished:
     exit_code: int | None
     timed_out: bool
     process_group: int | None = None
+    interrupted: str | None = None  # the signal that stopped the guard, when one did
 
 
 @attrs.frozen(slots=True)
@@ -422,6 +431,7 @@ class IterationMachine:
     tokens: TokenUsage | None = None
     cost_usd: float | None = None
     finished: Finished | None = None
+    limit: LimitSignal | None = None
 
     def feed(self, result: Result, now: ClockReading) -> IterationMachine:
         if isinstance(result, IoFailed) and self.stage in _BEFORE_THE_AGENT:
@@ -555,6 +565,11 @@ def _after_agent(machine: IterationMachine, result: Result, now: ClockReading) -
         tokens=result.tokens,
         cost_usd=result.cost_usd,
     )
+    if result.interrupted is not None:
+        return _failed(machine, Failure.INTERRUPTED, f"interrupted by {result.interrupted}")
+    if result.limit is not None:
+        message = f"{result.limit.kind.value}: {result.limit.message}"
+        return _failed(attrs.evolve(machine, limit=result.limit), Failure.RATE_LIMITED, message)
     problem = agent_process_problem(
         # The configured budget, not what was left of it: that is the number a user can set.
         facts.role,
@@ -624,6 +639,8 @@ def _after_guard(machine: IterationMachine, result: Result, now: ClockReading) -
         journal=_with_process_group(machine, result.process_group),
         guard=guard_outcome(result.exit_code, result.timed_out),
     )
+    if result.interrupted is not None:
+        return _failed(machine, Failure.INTERRUPTED, f"interrupted by {result.interrupted}")
     if result.timed_out:
         note = f"guard timed out after {effect.timeout_secs:.1f} s\n"
         return machine._to(Stage.GUARD_LOG, WriteIterationFile(PENDING_GUARD_LOG, note, True))
@@ -728,7 +745,7 @@ def _commit(
             journal=machine.journal,
         )
     )
-    return machine._to(Stage.COMMITTING, effect, finished=Finished(outcome, record))
+    return machine._to(Stage.COMMITTING, effect, finished=Finished(outcome, record, machine.limit))
 
 
 def _after_commit(machine: IterationMachine, result: Result, now: ClockReading) -> IterationMachine:
