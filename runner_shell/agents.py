@@ -72,6 +72,7 @@ class AgentRequest:
     limit_bytes: int  # cap of each stream in the log
     on_start: Callable[[int], None] | None = None
     wait_path: Path | None = None  # RUNNER_WAIT_PATH, for a `command` agent
+    on_output: Callable[[bytes], None] | None = None  # hears the log as it grows
 
 
 @attrs.frozen(slots=True)
@@ -266,6 +267,7 @@ def _run_agent(
         stdout_copy_path=stdout_copy_path,
         stdout_copy_limit_bytes=stdout_copy_limit_bytes,
         on_start=request.on_start,
+        on_output=request.on_output,
     )
 
 

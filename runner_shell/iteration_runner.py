@@ -81,6 +81,7 @@ from runner_shell.lock_and_journal import current_command, read_journal, write_j
 from runner_shell.night import (
     EventSink,
     Interrupted,
+    LiveOutput,
     interruptible,
     reached_budget,
     sink_for,
@@ -165,7 +166,7 @@ def run_step(paths: RunnerPaths, repo: Repo, prompt_budget: int) -> StepResult:
     if not facts.tree_is_previous_snapshot:  # else its bytes are canonical and were read back
         check_tree_writable(paths, loaded.tree)
     sink = sink_for(paths, loaded.config, loaded.run_id)
-    finished = interpret(start_iteration(facts), shell_ports(paths, repo, facts), sink)
+    finished = interpret(start_iteration(facts), shell_ports(paths, repo, facts, sink), sink)
     return StepResult(PlanKind.RUN, loaded.run_id, plan, finished.outcome, finished.limit)
 
 
@@ -312,12 +313,15 @@ class SystemClock:
         return ClockReading(time.monotonic(), utc_now())
 
 
-def shell_ports(paths: RunnerPaths, repo: Repo, facts: IterationFacts) -> IterationPorts:
+def shell_ports(
+    paths: RunnerPaths, repo: Repo, facts: IterationFacts, sink: EventSink | None = None
+) -> IterationPorts:
     iter_dir = paths.iter_dir(facts.run_id, facts.plan.iteration)
+    output = None if sink is None else LiveOutput(sink, iteration_events.origin(facts, ""))
     return IterationPorts(
         clock=SystemClock(),
-        agents=ProcessAgentRunner(paths, repo, facts.config, iter_dir),
-        guards=ProcessGuardRunner(paths.root, repo, iter_dir),
+        agents=ProcessAgentRunner(paths, repo, facts.config, iter_dir, output),
+        guards=ProcessGuardRunner(paths.root, repo, iter_dir, output),
         store=DiskIterationStore(paths, repo, facts.run_id, iter_dir),
     )
 
@@ -330,6 +334,7 @@ class ProcessAgentRunner:
     repo: Repo
     config: Config
     iter_dir: Path
+    output: LiveOutput | None = None
 
     def run_agent(self, effect: RunAgent, journal: Journal) -> AgentFinished | NotStarted:
         started: list[int] = []
@@ -359,6 +364,7 @@ class ProcessAgentRunner:
             limit_bytes=effect.limit_bytes,
             on_start=_tracker(self.repo, journal, started),
             wait_path=self.iter_dir / WAIT_FILE,
+            on_output=None if self.output is None else self.output.start(effect.log_name),
         )
         try:
             with interruptible():
@@ -370,6 +376,9 @@ class ProcessAgentRunner:
         except Interrupted as signal_:
             group = started[0] if started else None
             return AgentFinished(None, False, None, None, None, None, group, None, signal_.name)
+        finally:
+            if self.output is not None:
+                self.output.flush()
         return AgentFinished(
             exit_code=agent.process.exit_code,
             timed_out=agent.process.timed_out,
@@ -403,6 +412,7 @@ class ProcessGuardRunner:
     root: Path
     repo: Repo
     iter_dir: Path
+    output: LiveOutput | None = None
 
     def run_guard(self, effect: RunGuard, journal: Journal) -> GuardFinished | NotStarted:
         started: list[int] = []
@@ -418,11 +428,15 @@ class ProcessGuardRunner:
                     log_path=self.iter_dir / effect.log_name,
                     limit_bytes=effect.limit_bytes,
                     on_start=_tracker(self.repo, journal, started),
+                    on_output=None if self.output is None else self.output.start("guard.log"),
                 )
         except SpawnError as error:
             return NotStarted(str(error))
         except Interrupted as signal_:
             return GuardFinished(None, False, started[0] if started else None, signal_.name)
+        finally:
+            if self.output is not None:
+                self.output.flush()
         return GuardFinished(result.exit_code, result.timed_out, started[0] if started else None)
 
 

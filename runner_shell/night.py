@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import FrameType
 
@@ -21,10 +21,19 @@ import attrs
 
 from runner_core.budget import BudgetUse, exhausted_budget
 from runner_core.config import Config
-from runner_core.events import Event, EventOrigin, hook_failed
+from runner_core.events import (
+    Event,
+    EventOrigin,
+    OutputPolicy,
+    PendingOutput,
+    add_output,
+    agent_output,
+    decide_output,
+    hook_failed,
+)
 from runner_shell.event_log import append_events
 from runner_shell.hooks import fire_hook
-from runner_shell.iteration_log import load_history
+from runner_shell.iteration_log import load_history, utc_now
 from runner_shell.layout import RunnerPaths
 
 EVENTS_FILE = "events.jsonl"
@@ -73,6 +82,60 @@ def reached_budget(paths: RunnerPaths, config: Config, run_id: str) -> BudgetUse
         return None
     history, _warnings = load_history(paths, run_id)
     return exhausted_budget(budget, history.summary())
+
+
+@attrs.define
+class OutputEvents:
+    """Turns a process's output, as it comes, into rate-limited, capped agent_output events."""
+
+    sink: EventSink
+    origin: EventOrigin
+    source: str  # the log the lines go to: executor, planner_executor, guard
+    policy: OutputPolicy = attrs.field(factory=OutputPolicy)
+    pending: PendingOutput = attrs.field(factory=PendingOutput)
+    partial: bytes = b""
+    last_emit: float | None = None
+
+    def feed(self, piece: bytes) -> None:
+        *whole, self.partial = (self.partial + piece).split(b"\n")
+        lines = tuple(line.decode("utf-8", errors="replace") for line in whole)
+        self.pending = add_output(self.pending, lines, self.policy)
+        self._emit(final=False)
+
+    def close(self) -> None:
+        if self.partial:
+            self.feed(b"\n")
+        self._emit(final=True)
+
+    def _emit(self, *, final: bool) -> None:
+        now = time.monotonic()
+        emission = decide_output(self.pending, self.last_emit, now, self.policy, final=final)
+        self.pending = emission.pending
+        if emission.lines is None:
+            return
+        self.last_emit = now
+        here = attrs.evolve(self.origin, at=utc_now())
+        self.sink.emit((agent_output(here, self.source, emission.lines, emission.dropped),))
+
+
+@attrs.define
+class LiveOutput:
+    """Hands each process of an iteration its `OutputEvents`, flushing the previous one's."""
+
+    sink: EventSink
+    origin: EventOrigin
+    current: OutputEvents | None = None
+
+    def start(self, log_name: str) -> Callable[[bytes], None]:
+        self.flush()
+        source = log_name.removeprefix(".").split(".")[0]
+        self.current = OutputEvents(self.sink, self.origin, source)
+        return self.current.feed
+
+    def flush(self) -> None:
+        if self.current is not None:
+            self.current.close()
+            self.current = None
 
 
 # ---------------------------------------------------------------- signals

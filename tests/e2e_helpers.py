@@ -295,7 +295,9 @@ class Project:
         agent = values.pop("agent_command", [PYTHON, str(self.scripts / "agent.py")])
         guard = values.pop("guard_command", [PYTHON, str(self.scripts / "guard.py")])
         tables = {key: value for key, value in values.items() if isinstance(value, dict)}
-        toml = [f"{key} = {json.dumps(value)}" for key, value in values.items() if key not in tables]
+        toml = [
+            f"{key} = {json.dumps(value)}" for key, value in values.items() if key not in tables
+        ]
         for name, table in tables.items():  # [loop], [budget], [hooks]
             toml += ["", f"[{name}]", *(f"{k} = {json.dumps(v)}" for k, v in table.items())]
         toml += ["", "[guard]", f"command = {json.dumps(guard)}"]

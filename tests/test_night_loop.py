@@ -74,9 +74,7 @@ def test_a_wait_file_is_printed_waited_and_resumed_with_attempts_unchanged(
     project: Project,
 ) -> None:
     run = project.prepare(LEAF, loop={**FAST, "max_consecutive_runner_errors": 1})
-    project.agent_script(
-        {1: {"wait": {"retry_after_secs": 2}, "exit": 1}, 2: {"output": DONE}}
-    )
+    project.agent_script({1: {"wait": {"retry_after_secs": 2}, "exit": 1}, 2: {"output": DONE}})
 
     began = time.monotonic()
     result = project.runner("loop")
@@ -276,4 +274,3 @@ def test_events_validate_against_the_schema(project: Project) -> None:
         "waiting",
         "complete",
     }
-
