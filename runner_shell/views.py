@@ -300,6 +300,7 @@ def show_status(paths: RunnerPaths, repo: Repo, as_json: bool) -> None:
         _print_json(status_to_json(view))
     else:
         typer.echo("\n".join(render_status(view)))
+        _night_status(paths, journal, operator.journal_alive, history)
 
 
 # ---------------------------------------------------------------- runner history
@@ -613,6 +614,28 @@ def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) 
         _print_json(report_to_json(report, problems))
     else:
         typer.echo("\n".join(render_report(report)))
+        _night_report(paths, figures)
+
+
+def _night_status(
+    paths: RunnerPaths, journal: Journal | None, alive: bool, history: ExecutionHistory
+) -> None:
+    from runner_shell.follow import night_status_lines
+
+    for line in night_status_lines(paths, load_config(paths), journal, alive, history):
+        typer.echo(line)
+
+
+def _night_report(paths: RunnerPaths, figures: RunFigures) -> None:
+    from runner_core.budget import budget_uses
+    from runner_core.night_view import budget_lines, rolled_up_lines
+
+    summary = figures.history.summary()
+    lines = budget_lines(budget_uses(load_config(paths).budget, summary))
+    if figures.tree is not None:
+        lines += rolled_up_lines(figures.tree, figures.history)
+    for line in lines:
+        typer.echo(line)
 
 
 # ---------------------------------------------------------------- runner metrics

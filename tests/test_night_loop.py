@@ -274,3 +274,63 @@ def test_events_validate_against_the_schema(project: Project) -> None:
         "waiting",
         "complete",
     }
+
+
+def _start_loop(project: Project) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [PYTHON, "-m", "runner_shell", "loop"],
+        cwd=project.root,
+        env=project.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_follow_shows_a_loop_running_in_another_process_and_its_live_output(
+    project: Project,
+) -> None:
+    run = project.prepare(LEAF, loop=FAST)
+    project.agent_script(
+        {1: {"exit": 5}, 2: {"stdout": "halfway there\n", "sleep": 3, "output": DONE}}
+    )
+    loop = _start_loop(project)
+    _wait_for(project.harness / "records" / "2.json")
+    log = project.iter_dir(2) / "executor.log"
+    _wait_for(log)
+    deadline = time.monotonic() + 10
+    while "halfway there" not in log.read_text(encoding="utf-8"):
+        assert time.monotonic() < deadline, "executor.log did not grow while the agent ran"
+        time.sleep(0.05)
+    status = project.runner("status")
+    assert f"running: iter=2 node=root role=executor phase=running elapsed=" in status.stdout
+    assert "  | halfway there" in lines(status.stdout)
+
+    followed = project.runner("follow", timeout=30)
+    loop.communicate(timeout=30)
+
+    assert followed.returncode == 0, followed.stderr
+    shown = lines(followed.stdout)
+    assert f"loop: step run={run} iter=1 node=root status=retry guard=skipped" in shown
+    assert "  | halfway there" in shown
+    assert shown[-1] == f"loop: status=complete run={run} steps=2"
+    assert "=== stdout ===" in log.read_text(encoding="utf-8")
+    raw = project.runner("follow", "--json", "--run", run)
+    assert [json.loads(line) for line in lines(raw.stdout)] == events(project)
+
+
+def test_status_and_report_show_spent_vs_limit_and_subtree_totals(project: Project) -> None:
+    tree = node("root", next_="decompose", children=[node("root.1"), node("root.2", order=1)])
+    project.prepare(tree, budget={"max_cost_usd": 5.0})
+    usage = {"cost_usd": 0.25, "input_tokens": 10, "output_tokens": 5}
+    project.agent_script({n: {"usage": usage, "output": DONE} for n in (1, 2)})
+
+    assert project.runner("loop").returncode == 0
+
+    assert "budget: cost_usd spent=0.5 limit=5" in lines(project.runner("status").stdout)
+    report = lines(project.runner("report").stdout)
+    assert "budget: cost_usd spent=0.5 limit=5" in report
+    assert (
+        "  root executions=2 attempts=0 duration=" in "\n".join(report)
+        and "tokens=30 cost_usd=0.5" in report[report.index("subtree totals:") + 1]
+    )
