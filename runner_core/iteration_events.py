@@ -2,8 +2,8 @@
 
 Decides, from the machine's effect before the shell performs it and the result fed back after,
 the iteration's events: iteration_started, agent_started/finished, guard_started/finished and
-iteration_finished (its meta record). Never reads the clock or writes the file: the shell passes
-its clock reading and appends what comes back.
+iteration_finished (its meta record); and the `operator` event of a node command. Never reads
+the clock or writes the file: the shell passes its clock reading and appends what comes back.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from runner_core.events import (
     guard_started,
     iteration_finished,
     iteration_started,
+    operator,
 )
 from runner_core.history import record_to_meta
 from runner_core.iteration import guard_outcome
@@ -32,6 +33,7 @@ from runner_core.iteration_machine import (
     RunAgent,
     RunGuard,
 )
+from runner_core.operations import OperatorAction, action_text
 
 
 def origin(facts: IterationFacts, at: str) -> EventOrigin:
@@ -80,3 +82,9 @@ def finished(machine: IterationMachine, at: str) -> tuple[Event, ...]:
     if not isinstance(effect, Finished):
         return ()
     return (iteration_finished(origin(machine.facts, at), record_to_meta(effect.record)),)
+
+
+def operator_event(action: OperatorAction, at: str) -> Event:
+    """`runner node <op>` recorded in the run's stream, at the iteration it comes before."""
+    here = EventOrigin(action.run_id, action.before_iteration, action.node_id, at)
+    return operator(here, f"node {action.op.value}", action_text(action))

@@ -303,7 +303,7 @@ def test_follow_shows_a_loop_running_in_another_process_and_its_live_output(
         assert time.monotonic() < deadline, "executor.log did not grow while the agent ran"
         time.sleep(0.05)
     status = project.runner("status")
-    assert f"running: iter=2 node=root role=executor phase=running elapsed=" in status.stdout
+    assert "running: iter=2 node=root role=executor phase=running elapsed=" in status.stdout
     assert "  | halfway there" in lines(status.stdout)
 
     followed = project.runner("follow", timeout=30)
