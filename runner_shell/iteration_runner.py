@@ -79,6 +79,7 @@ from runner_shell.iteration_log import commit_iteration, count_executions, utc_n
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import current_command, read_journal, write_journal
 from runner_shell.night import (
+    Emitter,
     EventSink,
     Interrupted,
     LiveOutput,
@@ -248,7 +249,7 @@ def _prompt_parts(
 
 
 def interpret(
-    machine: IterationMachine, ports: IterationPorts, sink: EventSink | None = None
+    machine: IterationMachine, ports: IterationPorts, sink: Emitter | None = None
 ) -> Finished:
     """Carry out the machine's effects, feeding each result back, until it has committed;
     `sink` hears the events the core says each effect and result make."""

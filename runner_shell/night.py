@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import FrameType
+from typing import Protocol
 
 import attrs
 
@@ -41,6 +42,12 @@ EVENTS_FILE = "events.jsonl"
 
 def events_path(paths: RunnerPaths, run_id: str) -> Path:
     return paths.run_dir(run_id) / EVENTS_FILE
+
+
+class Emitter(Protocol):
+    """Where an iteration's events go (an `EventSink`, or a test's list)."""
+
+    def emit(self, events: Iterable[Event], *, fsync: bool = False) -> None: ...
 
 
 @attrs.frozen(slots=True)

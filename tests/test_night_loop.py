@@ -334,3 +334,19 @@ def test_status_and_report_show_spent_vs_limit_and_subtree_totals(project: Proje
         "  root executions=2 attempts=0 duration=" in "\n".join(report)
         and "tokens=30 cost_usd=0.5" in report[report.index("subtree totals:") + 1]
     )
+
+
+def test_a_node_command_is_an_operator_event_of_the_run(project: Project) -> None:
+    run = project.prepare(LEAF)
+
+    assert project.runner("node", "retry", "root", "--attempts", "2").returncode == 0
+
+    (event,) = events(project)
+    jsonschema.validate(event, SCHEMA)
+    assert (event["type"], event["run_id"], event["iter"], event["node_id"]) == (
+        "operator",
+        run,
+        1,
+        "root",
+    )
+    assert event["command"] == "node retry" and event["detail"].startswith("op=retry node=root")
