@@ -77,10 +77,8 @@ def run_process(
     on_start: Callable[[int], None] | None = None,
     on_output: Callable[[bytes], None] | None = None,
 ) -> ProcessResult:
-    """Run `argv` to completion or timeout; write the capped log to `log_path` at the end.
-
-    While the child runs, `log_path` grows with what is kept of both streams as it comes (and
-    `on_output` hears each kept piece); at the end it is replaced by the sectioned log.
+    """Run `argv` to completion or timeout; `log_path` grows with what is kept of both streams
+    as it comes (`on_output` hears each piece), then is replaced by the sectioned log.
 
     Raises SpawnError if the process cannot be started; an unreadable `stdin_path` is the
     caller's bug and propagates as OSError. `on_start(pid)` is called as soon as the child
@@ -96,18 +94,9 @@ def run_process(
     try:
         proc = _spawn(argv_t, cwd=cwd, env=env, stdin_path=stdin_path)
         started = time.monotonic()
-        try:
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-            live = _LiveLog(log_path.open("wb", buffering=0), on_output)
-        except BaseException:
-            _kill_group_and_reap(proc)
-            raise
-        stdout = _StreamCapture(
-            limit_bytes,
-            copy=stdout_copy.file if stdout_copy is not None else None,
-            copy_limit=stdout_copy_limit_bytes,
-            live=live,
-        )
+        live = _open_live_log(proc, log_path, on_output)
+        copy = stdout_copy.file if stdout_copy is not None else None
+        stdout = _StreamCapture(limit_bytes, copy, stdout_copy_limit_bytes, live=live)
         stderr = _StreamCapture(limit_bytes, live=live)
         try:
             if on_start is not None:
@@ -136,6 +125,17 @@ def run_process(
         stdout_bytes=stdout.total,
         stderr_bytes=stderr.total,
     )
+
+
+def _open_live_log(
+    proc: subprocess.Popen[bytes], log_path: Path, on_output: Callable[[bytes], None] | None
+) -> _LiveLog:
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        return _LiveLog(log_path.open("wb", buffering=0), on_output)
+    except BaseException:
+        _kill_group_and_reap(proc)
+        raise
 
 
 def _write_log(

@@ -613,8 +613,7 @@ def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) 
     if as_json:
         _print_json(report_to_json(report, problems))
     else:
-        typer.echo("\n".join(render_report(report)))
-        _night_report(paths, figures)
+        typer.echo("\n".join(_with_night_lines(render_report(report), paths, figures)))
 
 
 def _night_status(
@@ -626,7 +625,10 @@ def _night_status(
         typer.echo(line)
 
 
-def _night_report(paths: RunnerPaths, figures: RunFigures) -> None:
+def _with_night_lines(
+    rendered: Sequence[str], paths: RunnerPaths, figures: RunFigures
+) -> list[str]:
+    """The report with each budget's spent vs limit and the subtree totals after its nodes."""
     from runner_core.budget import budget_uses
     from runner_core.night_view import budget_lines, rolled_up_lines
 
@@ -634,8 +636,9 @@ def _night_report(paths: RunnerPaths, figures: RunFigures) -> None:
     lines = budget_lines(budget_uses(load_config(paths).budget, summary))
     if figures.tree is not None:
         lines += rolled_up_lines(figures.tree, figures.history)
-    for line in lines:
-        typer.echo(line)
+    rendered = list(rendered)
+    at = rendered.index("slowest:") if "slowest:" in rendered else len(rendered)
+    return [*rendered[:at], *lines, *rendered[at:]]
 
 
 # ---------------------------------------------------------------- runner metrics
