@@ -96,9 +96,11 @@ def _interrupted(run: LoopRun, code: int) -> int:
     return code
 
 
-def _origin(run: LoopRun, run_id: str, node_id: str | None = None) -> EventOrigin:
-    state = load_run_state(run.paths)
-    return EventOrigin(run_id, state.next_iter, node_id, iso_utc(_now()))
+def _origin(run: LoopRun, run_id: str, iteration: int | None = None) -> EventOrigin:
+    """Where a loop event happens: the step's iteration, else the next one, at this time."""
+    if iteration is None:
+        iteration = load_run_state(run.paths).next_iter
+    return EventOrigin(run_id, iteration, None, iso_utc(_now()))
 
 
 def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | None) -> int:
@@ -119,7 +121,8 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
         config = load_config(run.paths)
         step = policy_result(result)
         decision = policy.after_step(state, step, config.loop, _now())
-        origin = _origin(run, result.run_id, step.node_id)
+        ran = result.plan.iteration if result.kind is PlanKind.RUN else None
+        origin = attrs.evolve(_origin(run, result.run_id, ran), node_id=step.node_id)
         sink_for(run.paths, config, result.run_id).emit(
             policy.decision_events(decision, origin, config.loop, step, steps), fsync=True
         )
