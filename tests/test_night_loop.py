@@ -212,9 +212,10 @@ def test_a_failing_or_hanging_hook_changes_nothing(project: Project) -> None:
     assert failed == ["on_iteration", "on_complete"]
 
 
-def _start_loop(project: Project) -> subprocess.Popen[str]:
+def _start_loop(project: Project, command: str = "loop") -> subprocess.Popen[str]:
+    """`runner <command>` in the background."""
     return subprocess.Popen(
-        [PYTHON, "-m", "runner_shell", "loop"],
+        [PYTHON, "-m", "runner_shell", command],
         cwd=project.root,
         env=project.env,
         stdout=subprocess.PIPE,
@@ -334,3 +335,34 @@ def test_a_node_command_is_an_operator_event_of_the_run(project: Project) -> Non
         "root",
     )
     assert event["command"] == "node retry" and event["detail"].startswith("op=retry node=root")
+
+
+def test_sigterm_during_a_step_commits_the_interrupted_iteration_and_exits_143(
+    project: Project,
+) -> None:
+    project.prepare(LEAF)
+    project.agent_script({1: {"sleep": 30, "output": DONE}})
+    step = _start_loop(project, "step")
+    _wait_for(project.harness / "records" / "1.json")
+    step.send_signal(signal.SIGTERM)
+    _out, err = step.communicate(timeout=30)
+
+    assert step.returncode == 143
+    assert lines(err) == ["runner: runner error: interrupted by SIGTERM"]
+    assert project.meta(1)["error"] == "interrupted by SIGTERM"
+    assert project.status() == ""
+
+
+def test_ctrl_c_during_a_wait_ends_the_loop_at_once(project: Project) -> None:
+    run = project.prepare(LEAF, loop={"runner_error_backoff_secs": [60]})
+    project.agent_script({1: {"exit": 5}})
+    loop = _start_loop(project)
+    _wait_for(project.iter_dir(1) / "meta.json")
+    time.sleep(1)
+    began = time.monotonic()
+    loop.send_signal(signal.SIGINT)
+    stdout, _ = loop.communicate(timeout=30)
+
+    assert loop.returncode == 130 and time.monotonic() - began < 10
+    assert lines(stdout)[-1] == f"loop: status=interrupted run={run} exit=130"
+    assert project.status() == ""
