@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 
+import jsonschema
 from hypothesis import given
 from hypothesis import strategies as st
 
 from runner_core.config import HOOK_NAMES, LoopConfig
+from runner_core.events import EventOrigin, event_line
 from runner_core.loop_policy import (
     LoopAction,
     LoopDecision,
@@ -15,9 +19,14 @@ from runner_core.loop_policy import (
     StepKind,
     StepResult,
     after_step,
+    decision_events,
+    ends_the_loop,
 )
 from runner_core.usage_limits import LimitKind, LimitSignal
 
+EVENTS_SCHEMA = json.loads(
+    (Path(__file__).parent.parent / "schemas" / "events.schema.json").read_text(encoding="utf-8")
+)
 NOW = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
 NODES = ("a", "b")
 
@@ -123,3 +132,23 @@ def test_stops_have_a_documented_exit_code_and_hooks_are_known_names(
         assert len(decision.hooks) <= len(decision.events)
         if decision.action is LoopAction.STOP:
             assert decision.exit_code in (0, 1, 3) and decision.status
+
+
+@given(configs, st.lists(results, min_size=1, max_size=12))
+def test_every_loop_decision_becomes_exactly_its_events_and_they_fit_the_schema(
+    config: LoopConfig, steps: list[StepResult]
+) -> None:
+    state = LoopState()
+    origin = EventOrigin("run-1", 3, None, "2026-11-22T02:00:00Z")
+    for step in steps:
+        decision = after_step(state, step, config, NOW)
+        built = decision_events(decision, origin, config, step, 1)
+        assert tuple(event.type for event in built) == decision.events
+        for event in built:
+            jsonschema.validate(json.loads(event_line(event)), EVENTS_SCHEMA)
+            # `runner follow` ends exactly where the loop stops.
+            stops_here = decision.action is LoopAction.STOP and event is built[-1]
+            assert ends_the_loop(event) == stops_here
+        if decision.action is LoopAction.STOP:
+            break
+        state = decision.state

@@ -47,6 +47,7 @@ from runner_core.run_state import RunState, run_state_to_json, with_execution
 from runner_core.text import flatten
 from runner_core.trailers import iteration_commit_message
 from runner_core.tree_json import dumps_tree
+from runner_core.usage_limits import LimitSignal
 
 # Written under a temporary name: SPEC §6 puts guard.log after meta and output.
 PENDING_GUARD_LOG = ".guard.log.pending"
@@ -64,6 +65,8 @@ class Failure(enum.Enum):
     TREE_REJECTED = "tree invalid after the agent, immutability, status or child additions"
     DECOMPOSITION_REJECTED = "decomposer's children rejected"
     HEAD_MOVED = "HEAD or the run branch moved during the agent or guard"
+    RATE_LIMITED = "agent hit a usage or rate limit"
+    INTERRUPTED = "interrupted by a signal"
 
 
 # Beside state_update.TRANSITIONS: a runner error keeps every attempt and is never shown to
@@ -78,6 +81,8 @@ ERROR_KIND: PMap[Failure, ErrorKind] = pmap(
         Failure.TREE_REJECTED: ErrorKind.AGENT,
         Failure.DECOMPOSITION_REJECTED: ErrorKind.AGENT,
         Failure.HEAD_MOVED: ErrorKind.AGENT,
+        Failure.RATE_LIMITED: ErrorKind.RUNNER,
+        Failure.INTERRUPTED: ErrorKind.RUNNER,
     }
 )
 
@@ -273,6 +278,7 @@ class Finished:
 
     outcome: IterationOutcome
     record: ExecutionRecord
+    limit: LimitSignal | None = None  # the usage or rate limit the agent hit
 
 
 @attrs.frozen(slots=True)
@@ -318,6 +324,8 @@ class AgentFinished:
     tokens: TokenUsage | None = None
     cost_usd: float | None = None
     process_group: int | None = None
+    limit: LimitSignal | None = None  # the usage or rate limit the backend recognised
+    interrupted: str | None = None  # the signal that stopped the agent, when one did
 
 
 @attrs.frozen(slots=True)
@@ -325,6 +333,7 @@ class GuardFinished:
     exit_code: int | None
     timed_out: bool
     process_group: int | None = None
+    interrupted: str | None = None  # the signal that stopped the guard, when one did
 
 
 @attrs.frozen(slots=True)
@@ -456,6 +465,7 @@ class IterationMachine:
     tokens: TokenUsage | None = None
     cost_usd: float | None = None
     finished: Finished | None = None
+    limit: LimitSignal | None = None
 
     def feed(self, result: Result, now: ClockReading) -> IterationMachine:
         if isinstance(result, IoFailed) and self.stage in _BEFORE_THE_AGENT:
@@ -589,6 +599,11 @@ def _after_agent(machine: IterationMachine, result: Result, now: ClockReading) -
         tokens=result.tokens,
         cost_usd=result.cost_usd,
     )
+    if result.interrupted is not None:
+        return _failed(machine, Failure.INTERRUPTED, f"interrupted by {result.interrupted}")
+    if result.limit is not None:
+        message = f"{result.limit.kind.value}: {result.limit.message}"
+        return _failed(attrs.evolve(machine, limit=result.limit), Failure.RATE_LIMITED, message)
     problem = agent_process_problem(
         # The configured budget, not what was left of it: that is the number a user can set.
         facts.role,
@@ -658,6 +673,8 @@ def _after_guard(machine: IterationMachine, result: Result, now: ClockReading) -
         journal=_with_process_group(machine, result.process_group),
         guard=guard_outcome(result.exit_code, result.timed_out),
     )
+    if result.interrupted is not None:
+        return _failed(machine, Failure.INTERRUPTED, f"interrupted by {result.interrupted}")
     if result.timed_out:
         note = f"guard timed out after {effect.timeout_secs:.1f} s\n"
         return machine._to(Stage.GUARD_LOG, WriteIterationFile(PENDING_GUARD_LOG, note, True))
@@ -795,7 +812,7 @@ def _commit(
             journal=machine.journal,
         )
     )
-    return machine._to(Stage.COMMITTING, effect, finished=Finished(outcome, record))
+    return machine._to(Stage.COMMITTING, effect, finished=Finished(outcome, record, machine.limit))
 
 
 def _after_commit(machine: IterationMachine, result: Result, now: ClockReading) -> IterationMachine:

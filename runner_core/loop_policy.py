@@ -18,9 +18,10 @@ from typing import Any
 import attrs
 from pyrsistent import PSet, pset
 
+from runner_core import events
 from runner_core.budget import BudgetUse, exhausted_budget, figure_text
 from runner_core.config import BudgetConfig, LoopConfig
-from runner_core.events import Event, EventType
+from runner_core.events import Event, EventOrigin, EventType
 from runner_core.history import HistorySummary
 from runner_core.usage_limits import LimitKind, LimitSignal, LimitWait, iso_utc, wait_until
 
@@ -54,6 +55,7 @@ class StepResult:
     node_id: str | None = None
     successful: bool = False
     limit: LimitSignal | None = None
+    error: str | None = None  # the runner error's message, for RUNNER_ERROR and LIMITED
 
 
 def _node_set(node_ids: Iterable[str]) -> PSet[str]:
@@ -257,3 +259,48 @@ def budget_line(run_id: str, use: BudgetUse, steps: int, started_at_iter: int) -
         f"loop: status=budget run={run_id} budget={use.budget} spent={figure_text(use.spent)} "
         f"limit={figure_text(use.limit)} steps={steps} started_at_iter={started_at_iter}"
     )
+
+
+def budget_refusal(run_id: str, use: BudgetUse) -> str:
+    """Why `runner step` starts no agent once a budget is reached (one line)."""
+    return (
+        f"budget {use.budget} reached for run {run_id}: spent {figure_text(use.spent)} of "
+        f"{figure_text(use.limit)} (raise it in [budget] of .runner/state/config.toml)"
+    )
+
+
+def decision_events(
+    decision: LoopDecision,
+    origin: EventOrigin,
+    config: LoopConfig,
+    result: StepResult,
+    steps: int,
+) -> tuple[Event, ...]:
+    """The loop events of `decision`, in its order, with their figures; `origin` is the
+    step's (its iteration and node), `steps` how many steps this loop took."""
+    here = attrs.evolve(origin, node_id=decision.node_id or origin.node_id)
+    built: list[Event] = []
+    for kind in decision.events:
+        if kind is EventType.RUNNER_ERROR:
+            count = decision.state.consecutive_runner_errors
+            allowed = config.max_consecutive_runner_errors
+            built.append(events.runner_error(here, result.error or "", count, allowed))
+        elif kind is EventType.WAITING and decision.wait is not None:
+            reason = decision.wait_reason or ""
+            built.append(events.waiting(here, reason, decision.wait.until, decision.wait.secs))
+        elif kind is EventType.LIMIT_REACHED and result.limit is not None:
+            limit = result.limit
+            built.append(
+                events.limit_reached(
+                    here, limit.kind.value, limit.message, limit.retry_at, limit.retry_after_secs
+                )
+            )
+        elif kind is EventType.STUCK:
+            action = "decompose" if decision.action is LoopAction.DECOMPOSE else "stop"
+            built.append(events.stuck(here, action))
+        elif kind is EventType.BUDGET_EXHAUSTED and decision.budget is not None:
+            use = decision.budget
+            built.append(events.budget_exhausted(here, use.budget, use.spent, use.limit))
+        elif kind is EventType.COMPLETE:
+            built.append(events.complete(attrs.evolve(here, node_id=None), steps))
+    return tuple(built)

@@ -12,6 +12,7 @@ import json
 import math
 import stat
 from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar, Protocol
 
@@ -19,6 +20,13 @@ import attrs
 
 from runner_core.model import AgentRole
 from runner_core.text import flatten
+from runner_core.usage_limits import (
+    LimitSignal,
+    WaitFileError,
+    claude_limit,
+    codex_limit,
+    wait_file_limit,
+)
 from runner_shell.files import atomic_write_text
 from runner_shell.processes import ProcessResult, run_process
 
@@ -63,6 +71,8 @@ class AgentRequest:
     timeout_secs: float
     limit_bytes: int  # cap of each stream in the log
     on_start: Callable[[int], None] | None = None
+    wait_path: Path | None = None  # RUNNER_WAIT_PATH, for a `command` agent
+    on_output: Callable[[bytes], None] | None = None  # hears the log as it grows
 
 
 @attrs.frozen(slots=True)
@@ -76,6 +86,7 @@ class AgentRun:
     output_tokens: int | None
     cached_input_tokens: int | None
     cost_usd: float | None
+    limit: LimitSignal | None = None  # a usage or rate limit the agent hit
 
 
 class AgentBackend(Protocol):
@@ -108,9 +119,12 @@ class CommandBackend:
 
     def run(self, request: AgentRequest) -> AgentRun:
         _remove_stale(request.output_path, request.usage_path)
+        if request.wait_path is not None:
+            _remove_stale(request.wait_path)
         process = _run_agent(request, self.command)
         text, problem = _read_text(request.output_path, "output file", OUTPUT_LIMIT_BYTES)
-        return _agent_run(process, text, problem, _usage_from_file(request.usage_path))
+        run = _agent_run(process, text, problem, _usage_from_file(request.usage_path))
+        return attrs.evolve(run, limit=_wait_file_limit(process, request.wait_path))
 
 
 @attrs.frozen(slots=True)
@@ -139,7 +153,11 @@ class CodexBackend:
         text, problem = _read_text(request.output_path, "output file", OUTPUT_LIMIT_BYTES)
         if problem is not None and codex_error is not None:
             problem = f"{problem}; codex reported: {_excerpt(codex_error)}"
-        return _agent_run(process, text, problem, usage)
+        limit = None
+        if process.exit_code != 0:
+            stream, _ = _read_text(stream_path, "codex stream", OUTPUT_LIMIT_BYTES)
+            limit = codex_limit(stream or "", datetime.now(UTC), _local_tz())
+        return attrs.evolve(_agent_run(process, text, problem, usage), limit=limit)
 
 
 @attrs.frozen(slots=True)
@@ -171,7 +189,12 @@ class ClaudeBackend:
         text: str | None = None
         if problem is None:
             text, problem = _read_text(request.output_path, "output file", OUTPUT_LIMIT_BYTES)
-        return _agent_run(process, text, problem, _claude_usage(result))
+        run = _agent_run(process, text, problem, _claude_usage(result))
+        limit = None
+        if process.exit_code != 0:
+            stdout, _ = _read_text(result_path, "claude result", OUTPUT_LIMIT_BYTES)
+            limit = claude_limit(stdout or "", datetime.now(UTC), _local_tz())
+        return attrs.evolve(run, limit=limit)
 
 
 def last_json_object(text: str) -> str | None:
@@ -244,6 +267,7 @@ def _run_agent(
         stdout_copy_path=stdout_copy_path,
         stdout_copy_limit_bytes=stdout_copy_limit_bytes,
         on_start=request.on_start,
+        on_output=request.on_output,
     )
 
 
@@ -297,6 +321,25 @@ def _excerpt(text: str) -> str:
 # ---------------------------------------------------------------- command
 
 
+def _local_tz() -> tzinfo:
+    # The CLIs print reset times in the local time zone.
+    return datetime.now().astimezone().tzinfo or UTC
+
+
+def _wait_file_limit(process: ProcessResult, path: Path | None) -> LimitSignal | None:
+    """The wait a `command` agent asked for: it wrote RUNNER_WAIT_PATH and exited non-zero.
+    A malformed file is no wait; the process failure stands as a runner error."""
+    if path is None or process.exit_code == 0 or process.timed_out:
+        return None
+    text, _problem = _read_text(path, "wait file", _USAGE_LIMIT_BYTES)
+    if text is None:
+        return None
+    try:
+        return wait_file_limit(text)
+    except WaitFileError:
+        return None
+
+
 def _usage_from_file(path: Path) -> _Usage:
     """The optional usage file; anything malformed counts as not reported, field by field."""
     text, _problem = _read_text(path, "usage file", _USAGE_LIMIT_BYTES)
@@ -307,6 +350,7 @@ def _usage_from_file(path: Path) -> _Usage:
         input_tokens=_token_count(usage.get("input_tokens")),
         output_tokens=_token_count(usage.get("output_tokens")),
         cached_input_tokens=_token_count(usage.get("cached_input_tokens")),
+        cost_usd=_cost(usage.get("cost_usd")),
     )
 
 

@@ -432,6 +432,17 @@ def status(as_json: AsJson = False) -> None:
 
 @app.command()
 @guarded
+def follow(run: RunId = None, as_json: AsJson = False) -> None:
+    """Print the run's events as they happen (from another terminal); exit when the loop ends."""
+    from runner_shell.follow import follow_run
+    from runner_shell.views import warn
+
+    paths, repo = _paths()
+    follow_run(paths, repo, run, as_json, lambda line: typer.echo(line), warn)
+
+
+@app.command()
+@guarded
 def history(
     node: Annotated[
         str | None, typer.Option("--node", metavar="ID", help="Only this node's iterations.")

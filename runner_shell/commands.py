@@ -129,10 +129,11 @@ def step(echo: Echo, prompt_budget: int) -> int:
     """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
     from runner_shell.iteration_runner import run_step
     from runner_shell.lock_and_journal import exclusive_lock
+    from runner_shell.night import Interrupts, signals_handled
     from runner_shell.store import load_config, load_run_state
 
     paths, repo = paths_and_repo()
-    with exclusive_lock(repo):
+    with exclusive_lock(repo), signals_handled():
         result = run_step(paths, repo, prompt_budget)
     if result.kind is PlanKind.COMPLETE:
         echo("step: status=complete")
@@ -149,5 +150,7 @@ def step(echo: Echo, prompt_budget: int) -> int:
             f"status={outcome.status.value} guard={outcome.guard.value}"
         )
         if outcome.runner_error is not None:
-            raise UserFacingError(f"runner error: {outcome.runner_error}")
+            # A signal's iteration is committed; the exit code still names the signal.
+            code = Interrupts.exit_code() or ExitCode.ERROR
+            raise UserFacingError(f"runner error: {outcome.runner_error}", code)
     return result.exit_code

@@ -17,6 +17,7 @@ from string import Template
 
 import attrs
 
+from runner_core import iteration_events
 from runner_core.config import Config
 from runner_core.containment import GitHead
 from runner_core.exit_codes import ExitCode
@@ -62,10 +63,12 @@ from runner_core.iteration_machine import (
     WriteJournal,
     start_iteration,
 )
+from runner_core.loop_policy import budget_refusal
 from runner_core.model import AgentRole, Node
 from runner_core.preconditions import location_problem, step_precondition_problem
 from runner_core.recovery import Journal, interrupted_problem
 from runner_core.run_state import RunState
+from runner_core.usage_limits import LimitSignal
 from runner_shell import protected_files
 from runner_shell.agents import AgentRequest, backend_for
 from runner_shell.checks import (
@@ -86,6 +89,15 @@ from runner_shell.iteration_log import commit_iteration, count_executions, utc_n
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import current_command, read_journal, write_journal
 from runner_shell.log_archive import ArchiveError
+from runner_shell.night import (
+    Emitter,
+    EventSink,
+    Interrupted,
+    LiveOutput,
+    interruptible,
+    reached_budget,
+    sink_for,
+)
 from runner_shell.processes import SpawnError, run_process
 from runner_shell.store import (
     load_config,
@@ -99,6 +111,8 @@ from runner_shell.store import (
 
 # How much of the previous guard.log is handed to the next attempt as failure.md.
 FAILURE_LOG_MAX_BYTES = 1024 * 1024
+# RUNNER_WAIT_PATH: where a `command` agent asks the loop to wait out a limit.
+WAIT_FILE = "wait.json"
 
 
 @attrs.frozen(slots=True)
@@ -107,6 +121,7 @@ class StepResult:
     run_id: str
     plan: StepPlan
     outcome: IterationOutcome | None = None
+    limit: LimitSignal | None = None  # the usage or rate limit the agent hit
 
     @property
     def exit_code(self) -> int:
@@ -160,11 +175,13 @@ def run_step(paths: RunnerPaths, repo: Repo, prompt_budget: int) -> StepResult:
         return StepResult(plan.kind, loaded.run_id, plan)
     # Problems a user can fix are refused here, before an iteration exists: nothing is written.
     check_programs(loaded.config, paths.root)
+    refuse_over_budget(paths, loaded.config, loaded.run_id)
     facts = attrs.evolve(gather(paths, loaded, plan, prompt_budget), head=loaded.head)
     if not facts.tree_is_previous_snapshot:  # else its bytes are canonical and were read back
         check_tree_writable(paths, loaded.tree)
-    finished = interpret(start_iteration(facts), shell_ports(paths, repo, facts))
-    return StepResult(PlanKind.RUN, loaded.run_id, plan, finished.outcome)
+    sink = sink_for(paths, loaded.config, loaded.run_id)
+    finished = interpret(start_iteration(facts), shell_ports(paths, repo, facts, sink), sink)
+    return StepResult(PlanKind.RUN, loaded.run_id, plan, finished.outcome, finished.limit)
 
 
 # ---------------------------------------------------------------- facts
@@ -244,14 +261,34 @@ def _prompt_parts(
 # ---------------------------------------------------------------- the interpreter
 
 
-def interpret(machine: IterationMachine, ports: IterationPorts) -> Finished:
-    """Carry out the machine's effects, feeding each result back, until it has committed."""
+def interpret(
+    machine: IterationMachine, ports: IterationPorts, sink: Emitter | None = None
+) -> Finished:
+    """Carry out the machine's effects, feeding each result back, until it has committed;
+    `sink` hears the events the core says each effect and result make."""
+    backend = machine.facts.config.agent_backend
     while not isinstance(machine.effect, Finished):
         if isinstance(machine.effect, Abort):
             raise UserFacingError(machine.effect.message)
+        before = ports.clock.now()
+        if sink is not None:
+            sink.emit(iteration_events.before_effect(machine, before.utc, backend))
         result = perform(machine.effect, machine.journal, ports)
-        machine = machine.feed(result, ports.clock.now())
+        now = ports.clock.now()
+        if sink is not None:
+            elapsed = now.monotonic - before.monotonic
+            sink.emit(iteration_events.after_result(machine, result, now.utc, elapsed))
+        machine = machine.feed(result, now)
+    if sink is not None:
+        sink.emit(iteration_events.finished(machine, ports.clock.now().utc), fsync=True)
     return machine.effect
+
+
+def refuse_over_budget(paths: RunnerPaths, config: Config, run_id: str) -> None:
+    """`runner step` starts no agent once a `[budget]` is reached."""
+    use = reached_budget(paths, config, run_id)
+    if use is not None:
+        raise UserFacingError(budget_refusal(run_id, use))
 
 
 def perform(effect: Effect, journal: Journal, ports: IterationPorts) -> Result:
@@ -294,12 +331,15 @@ class SystemClock:
         return ClockReading(time.monotonic(), utc_now())
 
 
-def shell_ports(paths: RunnerPaths, repo: Repo, facts: IterationFacts) -> IterationPorts:
+def shell_ports(
+    paths: RunnerPaths, repo: Repo, facts: IterationFacts, sink: EventSink | None = None
+) -> IterationPorts:
     iter_dir = paths.iter_dir(facts.run_id, facts.plan.iteration)
+    output = None if sink is None else LiveOutput(sink, iteration_events.origin(facts, ""))
     return IterationPorts(
         clock=SystemClock(),
-        agents=ProcessAgentRunner(paths, repo, facts.config, iter_dir),
-        guards=ProcessGuardRunner(paths.root, repo, iter_dir),
+        agents=ProcessAgentRunner(paths, repo, facts.config, iter_dir, output),
+        guards=ProcessGuardRunner(paths.root, repo, iter_dir, output),
         store=DiskIterationStore(
             paths, repo, facts.run_id, iter_dir, protected_files.snapshot(paths)
         ),
@@ -314,6 +354,7 @@ class ProcessAgentRunner:
     repo: Repo
     config: Config
     iter_dir: Path
+    output: LiveOutput | None = None
 
     def run_agent(self, effect: RunAgent, journal: Journal) -> AgentFinished | NotStarted:
         started: list[int] = []
@@ -327,6 +368,7 @@ class ProcessAgentRunner:
             RUNNER_OUTPUT_SCHEMA=str(schema),
             RUNNER_ITER_DIR=str(self.iter_dir),
             RUNNER_USAGE_PATH=str(usage_path),
+            RUNNER_WAIT_PATH=str(self.iter_dir / WAIT_FILE),
         )
         request = AgentRequest(
             role=effect.role,
@@ -341,11 +383,22 @@ class ProcessAgentRunner:
             timeout_secs=effect.timeout_secs,
             limit_bytes=effect.limit_bytes,
             on_start=_tracker(self.repo, journal, started),
+            wait_path=self.iter_dir / WAIT_FILE,
+            on_output=None if self.output is None else self.output.start(effect.log_name),
         )
         try:
-            agent = backend_for(self.config.agent_backend, self.config.agent_command).run(request)
+            with interruptible():
+                agent = backend_for(self.config.agent_backend, self.config.agent_command).run(
+                    request
+                )
         except SpawnError as error:
             return NotStarted(str(error))
+        except Interrupted as signal_:
+            group = started[0] if started else None
+            return AgentFinished(None, False, None, None, None, None, group, None, signal_.name)
+        finally:
+            if self.output is not None:
+                self.output.flush()
         return AgentFinished(
             exit_code=agent.process.exit_code,
             timed_out=agent.process.timed_out,
@@ -354,6 +407,7 @@ class ProcessAgentRunner:
             tokens=_tokens(agent.input_tokens, agent.output_tokens, agent.cached_input_tokens),
             cost_usd=agent.cost_usd,
             process_group=started[0] if started else None,
+            limit=agent.limit,
         )
 
 
@@ -378,23 +432,31 @@ class ProcessGuardRunner:
     root: Path
     repo: Repo
     iter_dir: Path
+    output: LiveOutput | None = None
 
     def run_guard(self, effect: RunGuard, journal: Journal) -> GuardFinished | NotStarted:
         started: list[int] = []
         try:
-            result = run_process(
-                effect.argv,
-                cwd=self.root,
-                # Marks the guard and whatever it leaves running as this iteration's, for recovery.
-                env=dict(os.environ, RUNNER_ITER_DIR=str(self.iter_dir)),
-                stdin_path=None,
-                timeout_secs=effect.timeout_secs,
-                log_path=self.iter_dir / effect.log_name,
-                limit_bytes=effect.limit_bytes,
-                on_start=_tracker(self.repo, journal, started),
-            )
+            with interruptible():
+                result = run_process(
+                    effect.argv,
+                    cwd=self.root,
+                    # Marks the guard and what it leaves running as this iteration's, for recovery.
+                    env=dict(os.environ, RUNNER_ITER_DIR=str(self.iter_dir)),
+                    stdin_path=None,
+                    timeout_secs=effect.timeout_secs,
+                    log_path=self.iter_dir / effect.log_name,
+                    limit_bytes=effect.limit_bytes,
+                    on_start=_tracker(self.repo, journal, started),
+                    on_output=None if self.output is None else self.output.start("guard.log"),
+                )
         except SpawnError as error:
             return NotStarted(str(error))
+        except Interrupted as signal_:
+            return GuardFinished(None, False, started[0] if started else None, signal_.name)
+        finally:
+            if self.output is not None:
+                self.output.flush()
         return GuardFinished(result.exit_code, result.timed_out, started[0] if started else None)
 
 
@@ -515,41 +577,20 @@ def run_loop(
     progress: Callable[[str], None] | None = None,
     max_steps: int | None = None,
 ) -> int:
-    """Step until complete (0), stuck (3), the iteration limit (1) or a runner error (1).
+    """Step until complete (0), stuck (3), the iteration limit (1), a budget (1), or
+    `[loop] max_consecutive_runner_errors` runner errors in a row (1); a signal: 128 + it.
 
     `progress`, when given, hears a one-line summary before each step (a terminal's live line).
     With `max_steps`, the loop also stops (0) once it has taken that many steps.
     """
+    from runner_shell.night_loop import LoopRun, run_night_loop
+
     started_at = load_run_state(paths).next_iter
     began = time.monotonic()
-    steps = 0
-    while True:
+
+    def show() -> None:
         if progress is not None:
             _show_progress(paths, progress, began)
-        result = run_step(paths, repo, prompt_budget)
-        run = result.run_id
-        if result.kind is PlanKind.COMPLETE:
-            emit(f"loop: status=complete run={run} steps={steps} started_at_iter={started_at}")
-            return ExitCode.OK
-        if result.kind is PlanKind.STUCK:
-            node = result.plan.node
-            emit(
-                f"loop: status=stuck run={run} id={node.id} path={result.plan.selection.path} "
-                f"attempts={node.attempts}/{node.max_attempts}"
-            )
-            return ExitCode.STUCK
-        if result.kind is PlanKind.LIMIT:
-            emit(
-                f"loop: status=limit run={run} next_iter={result.plan.iteration} "
-                f"max_iterations={load_config(paths).max_iterations} steps={steps} "
-                f"started_at_iter={started_at}"
-            )
-            return ExitCode.ERROR
-        steps += 1
-        emit(loop_line(result))
-        assert result.outcome is not None
-        if result.outcome.runner_error is not None:
-            raise UserFacingError(f"runner error: {result.outcome.runner_error}")
-        if max_steps is not None and steps >= max_steps:
-            emit(f"loop: status=max-steps run={run} steps={steps} started_at_iter={started_at}")
-            return ExitCode.OK
+
+    run = LoopRun(paths, repo, prompt_budget, emit, started_at)
+    return run_night_loop(run, show if progress is not None else None, max_steps)

@@ -16,6 +16,7 @@ import attrs
 
 from runner_core import Node, branch_for
 from runner_core.guidance import guidance_commit_message, with_guidance
+from runner_core.iteration_events import operator_event
 from runner_core.operations import (
     TRAILER_OP,
     NodeOperation,
@@ -29,9 +30,11 @@ from runner_core.tree_json import loads_json_strictly
 from runner_shell.errors import UserFacingError
 from runner_shell.files import atomic_write_text
 from runner_shell.git import Repo
+from runner_shell.iteration_log import utc_now
 from runner_shell.iteration_runner import Loaded, load_for_step
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import exclusive_lock
+from runner_shell.night import sink_for
 from runner_shell.store import (
     SMALL_FILE_MAX_BYTES,
     read_optional_text,
@@ -75,6 +78,8 @@ def apply_node_operation(
         write_tree(paths, after)
         action = OperatorAction(loaded.run_id, op, node_id, repo.actor(), loaded.state.next_iter)
         repo.commit_all(operation_message(action))
+        sink = sink_for(paths, loaded.config, loaded.run_id)
+        sink.emit((operator_event(action, utc_now()),), fsync=True)
     return Applied(loaded.run_id, before, after)
 
 

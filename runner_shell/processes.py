@@ -75,8 +75,10 @@ def run_process(
     stdout_copy_limit_bytes: int = 64 * 1024 * 1024,
     grace_secs: float = 2.0,
     on_start: Callable[[int], None] | None = None,
+    on_output: Callable[[bytes], None] | None = None,
 ) -> ProcessResult:
-    """Run `argv` to completion or timeout; write the capped log to `log_path` at the end.
+    """Run `argv` to completion or timeout; `log_path` grows with what is kept of both streams
+    as it comes (`on_output` hears each piece), then is replaced by the sectioned log.
 
     Raises SpawnError if the process cannot be started; an unreadable `stdin_path` is the
     caller's bug and propagates as OSError. `on_start(pid)` is called as soon as the child
@@ -92,12 +94,10 @@ def run_process(
     try:
         proc = _spawn(argv_t, cwd=cwd, env=env, stdin_path=stdin_path)
         started = time.monotonic()
-        stdout = _StreamCapture(
-            limit_bytes,
-            copy=stdout_copy.file if stdout_copy is not None else None,
-            copy_limit=stdout_copy_limit_bytes,
-        )
-        stderr = _StreamCapture(limit_bytes)
+        live = _open_live_log(proc, log_path, on_output)
+        copy = stdout_copy.file if stdout_copy is not None else None
+        stdout = _StreamCapture(limit_bytes, copy, stdout_copy_limit_bytes, live=live)
+        stderr = _StreamCapture(limit_bytes, live=live)
         try:
             if on_start is not None:
                 on_start(proc.pid)
@@ -107,6 +107,7 @@ def run_process(
         finally:
             # Also runs when on_start or the loop raised: nothing we started may outlive us.
             _kill_group_and_reap(proc)
+            live.file.close()
         duration_ms = int((time.monotonic() - started) * 1000)
         if stdout_copy is not None:
             stdout_copy.commit()
@@ -124,6 +125,17 @@ def run_process(
         stdout_bytes=stdout.total,
         stderr_bytes=stderr.total,
     )
+
+
+def _open_live_log(
+    proc: subprocess.Popen[bytes], log_path: Path, on_output: Callable[[bytes], None] | None
+) -> _LiveLog:
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        return _LiveLog(log_path.open("wb", buffering=0), on_output)
+    except BaseException:
+        _kill_group_and_reap(proc)
+        raise
 
 
 def _write_log(
@@ -187,12 +199,26 @@ def _seconds(value: float) -> str:
 
 
 @attrs.define(slots=True)
+class _LiveLog:
+    """The log as it grows while the child runs: every kept piece, in arrival order."""
+
+    file: BinaryIO
+    on_output: Callable[[bytes], None] | None = None
+
+    def write(self, piece: bytes) -> None:
+        self.file.write(piece)
+        if self.on_output is not None:
+            self.on_output(piece)
+
+
+@attrs.define
 class _StreamCapture:
     """The first `limit` bytes of one stream, its total size, and an optional raw copy."""
 
     limit: int
     copy: BinaryIO | None = None
     copy_limit: int = 0
+    live: _LiveLog | None = None
     kept: bytearray = attrs.field(factory=bytearray)
     total: int = 0
     copied: int = 0
@@ -206,6 +232,8 @@ class _StreamCapture:
         room = self.limit - len(self.kept)
         if room > 0:
             self.kept += chunk[:room]
+            if self.live is not None:
+                self.live.write(chunk[:room])
         if self.copy is not None and self.copied < self.copy_limit:
             piece = chunk[: self.copy_limit - self.copied]
             self.copy.write(piece)

@@ -300,6 +300,13 @@ def render_status(view: StatusView) -> list[str]:
 
 def status_document_view(paths: RunnerPaths, repo: Repo) -> StatusView:
     """Where the current run stands (`runner status`, `GET /api/status`); warns on stderr."""
+    return _status_parts(paths, repo)[0]
+
+
+def _status_parts(
+    paths: RunnerPaths, repo: Repo
+) -> tuple[StatusView, Journal | None, bool, ExecutionHistory]:
+    """The status view, and the journal, its runner's liveness and the history it was built from."""
     state = load_run_state(paths)
     tree = load_tree(paths)
     max_iterations = load_config(paths).max_iterations
@@ -317,16 +324,18 @@ def status_document_view(paths: RunnerPaths, repo: Repo) -> StatusView:
         questions=read_optional_text(paths.questions, GUIDANCE_SHOWN_BYTES),
         actions=operator_actions(repo, state.run_id),
     )
-    return status_view(tree, state, max_iterations, history, journal, operator)
+    view = status_view(tree, state, max_iterations, history, journal, operator)
+    return view, journal, operator.journal_alive, history
 
 
 def show_status(paths: RunnerPaths, repo: Repo, as_json: bool) -> None:
     """`runner status`: where the current run stands; works before `runner start` too."""
-    view = status_document_view(paths, repo)
+    view, journal, alive, history = _status_parts(paths, repo)
     if as_json:
         _print_json(status_to_json(view))
     else:
         typer.echo("\n".join(render_status(view)))
+        _night_status(paths, journal, alive, history)
 
 
 # ---------------------------------------------------------------- runner history
@@ -673,19 +682,51 @@ def report_document(
     paths: RunnerPaths, repo: Repo, run: str | None
 ) -> tuple[Report, tuple[str, ...]]:
     """The report of `runner report` and `GET /api/report`, and its warnings (also on stderr)."""
+    report, problems, _ = _report_parts(paths, repo, run)
+    return report, problems
+
+
+def _report_parts(
+    paths: RunnerPaths, repo: Repo, run: str | None
+) -> tuple[Report, tuple[str, ...], RunFigures]:
     figures, problems = run_figures(paths, repo, run)
     for line in problems:
         warn(line)
-    return build_report(figures), problems
+    return build_report(figures), problems, figures
 
 
 def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) -> None:
     """`runner report`: seed 004's summary, the per-node table, the slowest and most retried."""
-    report, problems = report_document(paths, repo, run)
+    report, problems, figures = _report_parts(paths, repo, run)
     if as_json:
         _print_json(report_to_json(report, problems))
     else:
-        typer.echo("\n".join(render_report(report)))
+        typer.echo("\n".join(_with_night_lines(render_report(report), paths, figures)))
+
+
+def _night_status(
+    paths: RunnerPaths, journal: Journal | None, alive: bool, history: ExecutionHistory
+) -> None:
+    from runner_shell.follow import night_status_lines
+
+    for line in night_status_lines(paths, load_config(paths), journal, alive, history):
+        typer.echo(line)
+
+
+def _with_night_lines(
+    rendered: Sequence[str], paths: RunnerPaths, figures: RunFigures
+) -> list[str]:
+    """The report with each budget's spent vs limit and the subtree totals after its nodes."""
+    from runner_core.budget import budget_uses
+    from runner_core.night_view import budget_lines, rolled_up_lines
+
+    summary = figures.history.summary()
+    lines = budget_lines(budget_uses(load_config(paths).budget, summary))
+    if figures.tree is not None:
+        lines += rolled_up_lines(figures.tree, figures.history)
+    rendered = list(rendered)
+    at = rendered.index("slowest:") if "slowest:" in rendered else len(rendered)
+    return [*rendered[:at], *lines, *rendered[at:]]
 
 
 # ---------------------------------------------------------------- runner metrics

@@ -113,6 +113,10 @@ if "grandchild_pid_file" in action:
     (harness / action["grandchild_pid_file"]).write_text(str(sleeper.pid), encoding="utf-8")
 time.sleep(action.get("sleep", 0))
 
+if "wait" in action:
+    Path(os.environ["RUNNER_WAIT_PATH"]).write_text(json.dumps(action["wait"]), encoding="utf-8")
+if "usage" in action:
+    Path(os.environ["RUNNER_USAGE_PATH"]).write_text(json.dumps(action["usage"]), encoding="utf-8")
 output_path = Path(os.environ["RUNNER_OUTPUT_PATH"])
 if "output" in action:
     output_path.write_text(json.dumps(action["output"]), encoding="utf-8")
@@ -282,14 +286,20 @@ class Project:
     # ---------------------------------------------------------------- configuration
 
     def set_config(self, **values: Any) -> None:
-        """Rewrite config.toml: top-level keys from `values`, plus the fake agent and guard.
+        """Rewrite config.toml: top-level keys from `values` (a dict is a table such as
+        `loop={...}`), plus the fake agent and guard.
 
         `iteration_timeout_secs` defaults to 30 s so a broken test cannot hang for the default.
         """
         values.setdefault("iteration_timeout_secs", 30)
         agent = values.pop("agent_command", [PYTHON, str(self.scripts / "agent.py")])
         guard = values.pop("guard_command", [PYTHON, str(self.scripts / "guard.py")])
-        toml = [f"{key} = {json.dumps(value)}" for key, value in values.items()]
+        tables = {key: value for key, value in values.items() if isinstance(value, dict)}
+        toml = [
+            f"{key} = {json.dumps(value)}" for key, value in values.items() if key not in tables
+        ]
+        for name, table in tables.items():  # [loop], [budget], [hooks]
+            toml += ["", f"[{name}]", *(f"{k} = {json.dumps(v)}" for k, v in table.items())]
         toml += ["", "[guard]", f"command = {json.dumps(guard)}"]
         toml += ["", "[agent]", 'backend = "command"', f"command = {json.dumps(agent)}"]
         self.config_path.write_text("\n".join(toml) + "\n", encoding="utf-8")

@@ -287,7 +287,8 @@ def test_an_agent_timeout_kills_its_whole_process_group(project: Project) -> Non
 
 
 def test_loop_stops_at_a_runner_error_with_exit_1(project: Project) -> None:
-    run = project.prepare(LEAF)
+    # `max_consecutive_runner_errors = 0` restores the stop at the first runner error.
+    run = project.prepare(LEAF, loop={"max_consecutive_runner_errors": 0})
     project.agent_script({1: {"exit": 5}})
 
     result = project.runner("loop")

@@ -8,7 +8,7 @@ write-set it ends with. The last tests run the shell's own interpreter over fake
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -18,6 +18,7 @@ from pyrsistent import pmap
 
 from runner_core import GuardOutcome, Node, parse_config, plan_step
 from runner_core.containment import GitHead
+from runner_core.events import Event
 from runner_core.history import ErrorKind, TokenUsage
 from runner_core.iteration_machine import (
     ERROR_KIND,
@@ -60,6 +61,7 @@ from runner_core.iteration_machine import (
 )
 from runner_core.recovery import Journal, JournalPhase
 from runner_core.run_state import RunState
+from runner_core.usage_limits import LimitKind, LimitSignal
 from runner_shell.iteration_runner import interpret
 
 CONFIG_BYTES = b'[agent]\nbackend = "command"\ncommand = ["agent"]\n'
@@ -615,3 +617,58 @@ def test_the_interpreter_feeds_an_os_error_back_as_a_runner_error() -> None:
 
     assert "agent" not in fake.calls
     assert finished.outcome.runner_error == "[Errno 28] No space left on device"
+
+
+# ---------------------------------------------------------------- limits, signals, events
+
+
+def test_an_agent_that_hit_a_limit_is_a_rate_limited_runner_error_carrying_its_signal() -> None:
+    signal_ = LimitSignal(LimitKind.RATE_LIMITED, "asked to wait", retry_after_secs=5)
+    limited = attrs.evolve(agent_done(), exit_code=1, limit=signal_)
+    effects, machine = drive(start_iteration(facts()), {**EXECUTOR_RESULTS, RunAgent: limited})
+
+    assert machine.failure is Failure.RATE_LIMITED
+    finished = outcome_of(effects)
+    assert finished.outcome.runner_error == "rate_limited: asked to wait"
+    assert finished.limit == signal_
+    assert finished.record.attempts_after == finished.record.attempts_before
+    assert RunGuard not in kinds(effects)
+
+
+@pytest.mark.parametrize("stage", [RunAgent, RunGuard])
+def test_a_signal_during_the_agent_or_guard_is_an_interrupted_runner_error(stage: type) -> None:
+    stopped: Result = (
+        attrs.evolve(agent_done(), interrupted="SIGTERM")
+        if stage is RunAgent
+        else GuardFinished(None, False, 78, "SIGTERM")
+    )
+    effects, machine = drive(start_iteration(facts()), {**EXECUTOR_RESULTS, stage: stopped})
+
+    assert machine.failure is Failure.INTERRUPTED
+    finished = outcome_of(effects)
+    assert finished.outcome.runner_error == "interrupted by SIGTERM"
+    assert finished.record.attempts_after == finished.record.attempts_before
+    assert isinstance(effects[-2], Commit)
+
+
+def test_the_iteration_events_come_from_the_core_in_order() -> None:
+    heard: list[Event] = []
+
+    @attrs.frozen
+    class Sink:
+        def emit(self, events: Iterable[Event], *, fsync: bool = False) -> None:
+            heard.extend(events)
+
+    interpret(start_iteration(facts()), ports(FakePorts({RunAgent: agent_done()})), Sink())
+
+    assert [event.type.value for event in heard] == [
+        "iteration_started",
+        "agent_started",
+        "agent_finished",
+        "guard_started",
+        "guard_finished",
+        "iteration_finished",
+    ]
+    assert {(event.run_id, event.iter, event.node_id) for event in heard} == {("run-1", 1, "leaf")}
+    assert heard[2].figures["exit_code"] == 0 and heard[2].figures["duration_ms"] == 1000
+    assert heard[-1].figures["meta"]["status"] == "done"

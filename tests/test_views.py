@@ -96,7 +96,11 @@ def scenario_actions(run_id: str) -> dict[int, dict[str, Any]]:
 @pytest.fixture(scope="module")
 def scenario(make_project: ProjectFactory, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
     project = make_project(tmp_path_factory.mktemp("views"), "started")
-    run_id = project.prepare(node("root", next_="decompose", title="Build the calculator"))
+    # The scenario ends at its runner error, as `max_consecutive_runner_errors = 0` makes it.
+    run_id = project.prepare(
+        node("root", next_="decompose", title="Build the calculator"),
+        loop={"max_consecutive_runner_errors": 0},
+    )
     actions = scenario_actions(run_id)
     for iteration, action in actions.items():
         action["files"] = usage_file(run_id, iteration)

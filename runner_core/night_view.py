@@ -1,0 +1,119 @@
+"""What a person watching a night's run reads: `runner follow` lines and `runner status` extras.
+
+Decides the text line of each event (the `loop:` lines of `runner loop` plus agent and guard
+progress), the running iteration's lines (elapsed time, last lines of its log) and the budget
+lines (spent vs limit). Never reads files or the clock: the shell passes events, the journal,
+the times and the log's last lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any
+
+from runner_core.budget import BudgetUse, figure_text, rolled_up_totals
+from runner_core.events import Event, EventType
+from runner_core.history import ExecutionHistory
+from runner_core.model import Node
+from runner_core.recovery import Journal
+
+# How many of the running process's last log lines `runner status` shows.
+STATUS_TAIL_LINES = 5
+
+
+def _step(event: Event, f: Mapping[str, Any]) -> str:
+    meta = f["meta"]
+    return (
+        f"loop: step run={event.run_id} iter={event.iter} node={event.node_id} "
+        f"status={meta['status']} guard={meta['guard']}"
+    )
+
+
+def _secs(milliseconds: int) -> str:
+    return f"{milliseconds / 1000:.1f}s"
+
+
+_LINES: Mapping[EventType, Callable[[Event, Mapping[str, Any]], str]] = MappingProxyType(
+    {
+        EventType.ITERATION_STARTED: lambda e, f: (
+            f"iter {e.iter} node={e.node_id} role={f['role']} "
+            f"attempts={f['attempts']}/{f['max_attempts']}"
+        ),
+        EventType.AGENT_STARTED: lambda e, f: f"  agent started: {f['backend']} ({f['role']})",
+        EventType.AGENT_FINISHED: lambda e, f: (
+            f"  agent finished: exit={f['exit_code']} after {_secs(f['duration_ms'])}"
+        ),
+        EventType.GUARD_STARTED: lambda e, f: f"  guard started: {' '.join(f['argv'])}",
+        EventType.GUARD_FINISHED: lambda e, f: (
+            f"  guard finished: {f['outcome']} exit={f['exit_code']} "
+            f"after {_secs(f['duration_ms'])}"
+        ),
+        EventType.ITERATION_FINISHED: _step,
+        EventType.WAITING: lambda e, f: (
+            f"loop: wait run={e.run_id} reason={f['reason']} until={f['until']} secs={f['secs']}"
+        ),
+        EventType.RUNNER_ERROR: lambda e, f: (
+            f"loop: runner_error run={e.run_id} iter={e.iter} node={e.node_id} "
+            f"consecutive={f['consecutive']}/{f['max_consecutive']} error={f['error']}"
+        ),
+        EventType.LIMIT_REACHED: lambda e, f: (
+            f"loop: limit run={e.run_id} iter={e.iter} kind={f['kind']} message={f['message']}"
+        ),
+        EventType.STUCK: lambda e, f: (
+            f"loop: status=stuck run={e.run_id} id={e.node_id} action={f['action']}"
+        ),
+        EventType.BUDGET_EXHAUSTED: lambda e, f: (
+            f"loop: status=budget run={e.run_id} budget={f['budget']} "
+            f"spent={figure_text(f['spent'])} limit={figure_text(f['limit'])}"
+        ),
+        EventType.COMPLETE: lambda e, f: f"loop: status=complete run={e.run_id} steps={f['steps']}",
+        EventType.OPERATOR: lambda e, f: f"operator: {f['command']} {f['detail']}",
+        EventType.HOOK_FAILED: lambda e, f: (
+            f"hook {f['hook']} {f['outcome']}: {f['detail']} (the run goes on)"
+        ),
+    }
+)
+
+
+def event_text(event: Event) -> tuple[str, ...]:
+    """The lines `runner follow` prints for `event`; agent output is one line per line."""
+    if event.type is EventType.AGENT_OUTPUT:
+        dropped = event.figures["dropped"]
+        skipped = (f"  | ... {dropped} lines not shown",) if dropped else ()
+        return skipped + tuple(f"  | {line}" for line in event.figures["lines"])
+    return (_LINES[event.type](event, event.figures),)
+
+
+def running_lines(journal: Journal, now: datetime, tail: tuple[str, ...]) -> tuple[str, ...]:
+    """`runner status` for an iteration in progress: how long it has run, its log's last lines."""
+    started = datetime.fromisoformat(journal.started_at.replace("Z", "+00:00"))
+    elapsed = max(int((now - started).total_seconds()), 0)
+    head = (
+        f"running: iter={journal.iteration} node={journal.node_id} role={journal.role} "
+        f"phase={journal.phase.value} elapsed={elapsed}s"
+    )
+    return (head, *(f"  | {line}" for line in tail[-STATUS_TAIL_LINES:]))
+
+
+def budget_lines(uses: tuple[BudgetUse, ...]) -> tuple[str, ...]:
+    """`runner status` and `report`: each configured budget, spent vs limit."""
+    return tuple(
+        f"budget: {use.budget} spent={figure_text(use.spent)} limit={figure_text(use.limit)}"
+        + (" (reached)" if use.exhausted else "")
+        for use in uses
+    )
+
+
+def rolled_up_lines(tree: Node, history: ExecutionHistory) -> tuple[str, ...]:
+    """`runner report`'s per-node figures rolled up the tree: a parent's include its subtree's."""
+    rows = []
+    for node_id, totals in rolled_up_totals(tree, history).items():
+        cost = "-" if totals.cost_usd is None else figure_text(totals.cost_usd)
+        tokens = totals.tokens.input + totals.tokens.output
+        rows.append(
+            f"  {node_id} executions={totals.executions} attempts={totals.attempts_consumed} "
+            f"duration={_secs(totals.duration_ms)} tokens={tokens} cost_usd={cost}"
+        )
+    return ("subtree totals:", *rows)

@@ -1,0 +1,109 @@
+"""`runner follow` and the overnight lines of `runner status` / `runner report`.
+
+Follow prints a run's events as they are appended, from another terminal, and ends when the
+loop does (its last event says so, or the runner holding the lock has exited). What each line
+says is decided in `runner_core.night_view`; this module reads files and prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from runner_core.budget import budget_uses
+from runner_core.config import Config
+from runner_core.events import event_line
+from runner_core.history import ExecutionHistory
+from runner_core.loop_policy import ends_the_loop
+from runner_core.night_view import STATUS_TAIL_LINES, budget_lines, event_text, running_lines
+from runner_core.recovery import Journal
+from runner_shell.errors import UserFacingError
+from runner_shell.event_log import follow
+from runner_shell.git import Repo
+from runner_shell.layout import RunnerPaths
+from runner_shell.lock_and_journal import lock_path, runner_alive
+from runner_shell.night import events_path
+from runner_shell.store import load_run_state
+
+# How much of the end of a running log `runner status` reads for its last lines.
+_TAIL_BYTES = 16 * 1024
+
+
+def _lock_holder_alive(repo: Repo) -> bool:
+    """Whether the process named in the lock file (a step or loop) is still running."""
+    try:
+        text = lock_path(repo).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    words = text.split()
+    if len(words) < 2 or words[0] != "pid" or not words[1].rstrip(":").isdigit():
+        return False
+    return runner_alive(int(words[1].rstrip(":")))
+
+
+def follow_run(
+    paths: RunnerPaths,
+    repo: Repo,
+    run_id: str | None,
+    as_json: bool,
+    echo: Callable[[str], None],
+    warn: Callable[[str], None],
+) -> None:
+    """Print the run's events until the loop ends."""
+    run = run_id or load_run_state(paths).run_id
+    if run is None:
+        raise UserFacingError("no run to follow (run 'runner start', or pass --run RUN_ID)")
+    seen = [False]
+
+    def stopped() -> bool:
+        return seen[0] and not _lock_holder_alive(repo)
+
+    for event in follow(events_path(paths, run), stop=stopped, on_warning=warn):
+        seen[0] = True
+        if as_json:
+            echo(event_line(event).rstrip("\n"))
+        else:
+            for line in event_text(event):
+                echo(line)
+        if ends_the_loop(event):
+            return
+
+
+def _log_tail(path: Path) -> tuple[str, ...]:
+    try:
+        with path.open("rb") as stream:
+            size = stream.seek(0, 2)
+            stream.seek(max(0, size - _TAIL_BYTES))
+            data = stream.read()
+    except OSError:
+        return ()
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    return tuple(line for line in lines if line.strip())[-STATUS_TAIL_LINES:]
+
+
+def _running_log(paths: RunnerPaths, journal: Journal) -> Path:
+    iter_dir = paths.iter_dir(journal.run_id, journal.iteration)
+    logs = [
+        iter_dir / name
+        for name in (".guard.log.pending", "planner_executor.log", "executor.log")
+        if (iter_dir / name).exists()
+    ]
+    if not logs:
+        return iter_dir / "executor.log"
+    return max(logs, key=lambda path: path.stat().st_mtime_ns)
+
+
+def night_status_lines(
+    paths: RunnerPaths,
+    config: Config,
+    journal: Journal | None,
+    alive: bool,
+    history: ExecutionHistory,
+) -> tuple[str, ...]:
+    """The running iteration (elapsed, last log lines) and each budget's spent vs limit."""
+    lines: tuple[str, ...] = ()
+    if journal is not None and alive:
+        tail = _log_tail(_running_log(paths, journal))
+        lines += running_lines(journal, datetime.now(UTC), tail)
+    return lines + budget_lines(budget_uses(config.budget, history.summary()))

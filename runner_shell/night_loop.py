@@ -1,0 +1,202 @@
+"""`runner loop` for a night: step, then carry out what runner_core.loop_policy decides.
+
+Before each step a reached `[budget]` ends the loop; after it the policy says go on, wait (a
+runner error's backoff, a usage or rate limit), hand a stuck leaf to the decomposer, or stop.
+The loop's events go to the run's `events.jsonl` and fire their hooks. A signal during an agent,
+a guard or a wait ends the loop with 128 + its number once the iteration is committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import attrs
+
+from runner_core import loop_policy as policy
+from runner_core.events import EventOrigin, EventType
+from runner_core.exit_codes import ExitCode
+from runner_core.iteration import PlanKind
+from runner_core.model import AgentRole, GuardOutcome
+from runner_core.operations import (
+    NodeOperation,
+    OperatorAction,
+    checked,
+    decompose_later,
+    operation_message,
+)
+from runner_core.usage_limits import iso_utc
+from runner_shell.errors import UserFacingError
+from runner_shell.git import Repo
+from runner_shell.iteration_runner import StepResult, load_for_step, loop_line, run_step
+from runner_shell.layout import RunnerPaths
+from runner_shell.night import (
+    Interrupted,
+    Interrupts,
+    reached_budget,
+    signals_handled,
+    sink_for,
+    sleep_interruptibly,
+)
+from runner_shell.store import load_config, load_run_state, write_tree
+
+Emit = Callable[[str], None]
+
+
+@attrs.frozen(slots=True)
+class LoopRun:
+    """What one `runner loop` is: where it writes and how it started."""
+
+    paths: RunnerPaths
+    repo: Repo
+    prompt_budget: int
+    emit: Emit
+    started_at: int
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def policy_result(result: StepResult) -> policy.StepResult:
+    """What the step came to, as the loop's policy sees it."""
+    plan = result.plan
+    if result.kind is PlanKind.COMPLETE:
+        return policy.StepResult(policy.StepKind.COMPLETE)
+    if result.kind is PlanKind.STUCK:
+        return policy.StepResult(policy.StepKind.STUCK, plan.node.id)
+    if result.kind is PlanKind.LIMIT:
+        return policy.StepResult(policy.StepKind.ITERATION_LIMIT)
+    outcome = result.outcome
+    assert outcome is not None
+    node = plan.node.id
+    if result.limit is not None:
+        error = outcome.runner_error
+        return policy.StepResult(policy.StepKind.LIMITED, node, limit=result.limit, error=error)
+    if outcome.runner_error is not None:
+        return policy.StepResult(policy.StepKind.RUNNER_ERROR, node, error=outcome.runner_error)
+    if plan.role is AgentRole.DECOMPOSER:
+        successful = outcome.agent_error is None
+    else:
+        successful = outcome.guard is GuardOutcome.PASS
+    return policy.StepResult(policy.StepKind.AGENT_RAN, node, successful=successful)
+
+
+def run_night_loop(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | None) -> int:
+    """Step until the policy stops the loop; see the module's docstring."""
+    with signals_handled():
+        try:
+            return _steps(run, progress, max_steps)
+        except Interrupted as signal_:
+            return _interrupted(run, signal_.exit_code)
+
+
+def _interrupted(run: LoopRun, code: int) -> int:
+    run.emit(f"loop: status=interrupted run={load_run_state(run.paths).run_id} exit={code}")
+    return code
+
+
+def _origin(run: LoopRun, run_id: str, iteration: int | None = None) -> EventOrigin:
+    """Where a loop event happens: the step's iteration, else the next one, at this time."""
+    if iteration is None:
+        iteration = load_run_state(run.paths).next_iter
+    return EventOrigin(run_id, iteration, None, iso_utc(_now()))
+
+
+def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | None) -> int:
+    state, steps = policy.LoopState(), 0
+    while True:
+        if progress is not None:
+            progress()
+        code = _budget_stop(run, steps)
+        if code is not None:
+            return code
+        result = run_step(run.paths, run.repo, run.prompt_budget)
+        if result.kind is PlanKind.RUN:
+            steps += 1
+            run.emit(loop_line(result))
+        pending = Interrupts.exit_code()
+        if pending is not None:
+            return _interrupted(run, pending)
+        config = load_config(run.paths)
+        step = policy_result(result)
+        decision = policy.after_step(state, step, config.loop, _now())
+        ran = result.plan.iteration if result.kind is PlanKind.RUN else None
+        origin = attrs.evolve(_origin(run, result.run_id, ran), node_id=step.node_id)
+        sink_for(run.paths, config, result.run_id).emit(
+            policy.decision_events(decision, origin, config.loop, step, steps), fsync=True
+        )
+        state = decision.state
+        if decision.action is policy.LoopAction.STOP:
+            return _stopped(run, result, decision, steps)
+        if decision.action is policy.LoopAction.WAIT:
+            assert decision.wait is not None
+            run.emit(policy.wait_line(result.run_id, decision.wait, decision.wait_reason or ""))
+            sleep_interruptibly(decision.wait.secs)
+        elif decision.action is policy.LoopAction.DECOMPOSE:
+            assert decision.node_id is not None
+            _hand_to_decomposer(run, decision.node_id)
+        if max_steps is not None and steps >= max_steps:
+            run.emit(
+                f"loop: status=max-steps run={result.run_id} steps={steps} "
+                f"started_at_iter={run.started_at}"
+            )
+            return ExitCode.OK
+
+
+def _budget_stop(run: LoopRun, steps: int) -> int | None:
+    run_id = load_run_state(run.paths).run_id
+    if run_id is None:
+        return None  # the step reports that there is no run
+    config = load_config(run.paths)
+    use = reached_budget(run.paths, config, run_id)
+    if use is None:
+        return None
+    decision = policy.LoopDecision(
+        policy.LoopAction.STOP,
+        policy.LoopState(),
+        (EventType.BUDGET_EXHAUSTED,),
+        budget=use,
+    )
+    step = policy.StepResult(policy.StepKind.AGENT_RAN)
+    sink_for(run.paths, config, run_id).emit(
+        policy.decision_events(decision, _origin(run, run_id), config.loop, step, steps),
+        fsync=True,
+    )
+    run.emit(policy.budget_line(run_id, use, steps, run.started_at))
+    return ExitCode.ERROR
+
+
+def _stopped(run: LoopRun, result: StepResult, decision: policy.LoopDecision, steps: int) -> int:
+    run_id, plan = result.run_id, result.plan
+    if decision.status == "complete":
+        run.emit(
+            f"loop: status=complete run={run_id} steps={steps} started_at_iter={run.started_at}"
+        )
+    elif decision.status == "stuck":
+        node = plan.node
+        run.emit(
+            f"loop: status=stuck run={run_id} id={node.id} path={plan.selection.path} "
+            f"attempts={node.attempts}/{node.max_attempts}"
+        )
+    elif decision.status == "limit":
+        run.emit(
+            f"loop: status=limit run={run_id} next_iter={plan.iteration} "
+            f"max_iterations={load_config(run.paths).max_iterations} steps={steps} "
+            f"started_at_iter={run.started_at}"
+        )
+    elif decision.status == "runner_error":
+        assert result.outcome is not None
+        raise UserFacingError(f"runner error: {result.outcome.runner_error}")
+    return decision.exit_code if decision.exit_code is not None else ExitCode.ERROR
+
+
+def _hand_to_decomposer(run: LoopRun, node_id: str) -> None:
+    """`on_stuck = "decompose"`: the leaf's next iteration is the decomposer's, committed as
+    the operator's `node decompose` would be (the loop already holds the lock)."""
+    loaded = load_for_step(run.paths, run.repo)
+    op = NodeOperation.DECOMPOSE
+    after = checked(loaded.tree, decompose_later(loaded.tree, node_id), node_id, op)
+    write_tree(run.paths, after)
+    action = OperatorAction(loaded.run_id, op, node_id, run.repo.actor(), loaded.state.next_iter)
+    run.repo.commit_all(operation_message(action))
