@@ -143,9 +143,16 @@ class Repo:
 
     def head(self) -> GitHead:
         """The checked-out branch (None when detached) and HEAD's commit, in one git call."""
+        found = self.head_if_any()
+        if found is None:
+            raise GitError("the repository has no commits yet; make a first commit")
+        return found
+
+    def head_if_any(self) -> GitHead | None:
+        """`head()`, or None before the first commit."""
         result = self.git("rev-parse", "HEAD", "--symbolic-full-name", "HEAD", check=False)
         if result.returncode != 0:
-            raise GitError("the repository has no commits yet; make a first commit")
+            return None
         out = result.stdout.split()
         sha, name = out[0], out[1] if len(out) > 1 else "HEAD"
         return GitHead(name.removeprefix("refs/heads/") if name != "HEAD" else None, sha)

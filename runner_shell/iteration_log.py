@@ -30,7 +30,7 @@ from runner_shell.files import (
     read_bytes_capped,
 )
 from runner_shell.git import Repo
-from runner_shell.layout import RunnerPaths
+from runner_shell.layout import EVENTS_FILE, RunnerPaths
 from runner_shell.lock_and_journal import clear_journal, write_journal
 from runner_shell.log_archive import archive_after_commit
 
@@ -112,6 +112,10 @@ def _is_iteration_dir(entry: Path) -> bool:
     )
 
 
+def _is_events_log(entry: Path) -> bool:
+    return entry.name == EVENTS_FILE and entry.is_file() and not entry.is_symlink()
+
+
 def iteration_dirs(paths: RunnerPaths, run_id: str) -> list[tuple[int, Path]]:
     """The run's iteration directories by number; anything else there is skipped."""
     run_dir = paths.run_dir(run_id)
@@ -130,6 +134,7 @@ def unexpected_entries(paths: RunnerPaths, run_id: str) -> tuple[str, ...]:
         f"{paths.relative(entry)}: not an iteration directory; skipped"
         for entry in sorted(run_dir.iterdir())
         if not _is_iteration_dir(entry)
+        and not _is_events_log(entry)
         and ".interrupted-" not in entry.name
         and not entry.name.startswith(".")
     )

@@ -154,8 +154,10 @@ def load_for_step(paths: RunnerPaths, repo: Repo) -> Loaded:
     operation = repo.operation_in_progress()
     if operation is not None:
         raise UserFacingError(f"git is in the middle of {operation}; finish or abort it first")
-    head = repo.head()
-    facts = location_facts(repo, repo.dirty_paths(), head.branch)
+    head = repo.head_if_any()
+    # Before the first commit only symbolic-ref knows the branch; preconditions come first.
+    branch = head.branch if head is not None else repo.current_branch()
+    facts = location_facts(repo, repo.dirty_paths(), branch)
     problem = location_problem(facts)
     if problem is not None:
         raise UserFacingError(problem)
@@ -165,6 +167,8 @@ def load_for_step(paths: RunnerPaths, repo: Repo) -> Loaded:
     if problem is not None:
         raise UserFacingError(problem)
     assert state.run_id is not None
+    if head is None:
+        raise GitError("the repository has no commits yet; make a first commit")
     return Loaded(config, state, load_tree(paths), state.run_id, head)
 
 

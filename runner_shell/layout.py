@@ -6,6 +6,8 @@ from pathlib import Path
 
 import attrs
 
+EVENTS_FILE = "events.jsonl"
+
 
 @attrs.frozen(slots=True)
 class RunnerPaths:
@@ -73,6 +75,10 @@ class RunnerPaths:
 
     def run_dir(self, run_id: str) -> Path:
         return self.iterations_dir / run_id
+
+    def events_log(self, run_id: str) -> Path:
+        """The run's event stream (issue 12), beside its iteration directories."""
+        return self.run_dir(run_id) / EVENTS_FILE
 
     def iter_dir(self, run_id: str, iteration: int) -> Path:
         return self.run_dir(run_id) / str(iteration)

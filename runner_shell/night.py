@@ -37,11 +37,9 @@ from runner_shell.hooks import fire_hook
 from runner_shell.iteration_log import load_history, utc_now
 from runner_shell.layout import RunnerPaths
 
-EVENTS_FILE = "events.jsonl"
-
 
 def events_path(paths: RunnerPaths, run_id: str) -> Path:
-    return paths.run_dir(run_id) / EVENTS_FILE
+    return paths.events_log(run_id)
 
 
 class Emitter(Protocol):

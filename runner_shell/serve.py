@@ -147,7 +147,7 @@ class Watcher:
             return
         self.following = run_id
         loop = asyncio.get_running_loop()
-        events = follow(self.paths.run_dir(run_id) / "events.jsonl", stop=self.stop.is_set)
+        events = follow(self.paths.events_log(run_id), stop=self.stop.is_set)
         thread = threading.Thread(target=self._forward, args=(events, loop), daemon=True)
         thread.start()
 
