@@ -137,8 +137,11 @@ def _history(
 def run_history(
     paths: RunnerPaths, repo: Repo, run_id: str
 ) -> tuple[ExecutionHistory, tuple[str, ...]]:
-    """A run's history and the warnings about it, beside a loop that may be mid-iteration."""
-    return _history(paths, run_id, _journal(repo))
+    """A run's history and the warnings about it, beside a loop that may be mid-iteration;
+    from git when the current run's iteration directories are gone, as every view reads it."""
+    state = load_run_state(paths)
+    next_iter = state.next_iter if state.run_id == run_id else 1
+    return _history(paths, run_id, _journal(repo), repo, next_iter)
 
 
 def _last_tree(paths: RunnerPaths, run_id: str) -> Node | None:

@@ -280,3 +280,21 @@ def test_another_host_than_loopback_is_a_warning_on_stderr(finished: Project) ->
         process.wait(timeout=10)
 
     assert warning.startswith("runner: warning: serving on 0.0.0.0: anyone who can reach ")
+
+
+def test_after_git_clean_a_node_shows_its_executions_from_the_archive(
+    tmp_path: Path, make_project: ProjectFactory
+) -> None:
+    project = make_project(tmp_path, "started")
+    project.prepare(leaves_tree())
+    script_leaves(project, 3, sleep=0)
+    assert project.runner("loop").returncode == 0
+    project.git("clean", "-fdxq")
+
+    app = create_app(project.root, None, allowed_hosts("127.0.0.1", 8765, "box"))
+    with TestClient(app, base_url=BASE) as test_client:
+        detail = test_client.get("/api/nodes/root.2").json()
+
+    assert [(e["iteration"], e["status"], e["guard"]) for e in detail["executions"]] == [
+        (2, "done", "pass")
+    ]
