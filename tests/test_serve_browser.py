@@ -30,6 +30,7 @@ if CHROMIUM is None or CHROMEDRIVER is None:
     pytest.skip("chromium and chromium-driver are not installed", allow_module_level=True)
 
 from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -55,7 +56,22 @@ def badge(driver: webdriver.Chrome, node_id: str) -> str:
 
 
 def wait(driver: webdriver.Chrome, condition: Any, what: str) -> None:
-    WebDriverWait(driver, WAIT_SECS, poll_frequency=0.1).until(lambda _: condition(), message=what)
+    # The page re-renders panels as events arrive: an element read mid-render is asked again.
+    WebDriverWait(
+        driver,
+        WAIT_SECS,
+        poll_frequency=0.1,
+        ignored_exceptions=(StaleElementReferenceException,),
+    ).until(lambda _: condition(), message=what)
+
+
+def cell_texts(driver: webdriver.Chrome) -> list[str]:
+    return [str(cell.text) for cell in driver.find_elements(By.CSS_SELECTOR, "#detail tbody tr td")]
+
+
+def open_first_iteration_link(driver: webdriver.Chrome) -> bool:
+    driver.find_element(By.CSS_SELECTOR, "#detail tbody tr td a").click()
+    return True
 
 
 def test_the_page_follows_a_running_loop_without_a_reload(
@@ -76,12 +92,10 @@ def test_the_page_follows_a_running_loop_without_a_reload(
         assert browser.execute_script("return window.notReloaded === true;")
 
         browser.find_element(By.CSS_SELECTOR, '.node[data-id="root.1"] .title').click()
-        wait(browser, lambda: "Executions (1)" in browser.find_element(By.ID, "detail").text, "")
-        detail = browser.find_element(By.ID, "detail").text
-        assert "Do root.1." in detail
-        assert "root.1 is done" in detail
-        cells = browser.find_elements(By.CSS_SELECTOR, "#detail tbody tr td")
-        assert [cell.text for cell in cells[:3]] == ["1", "done", "pass"]
+        wait(browser, lambda: "Executions (1)" in detail_text(browser), "the node's executions")
+        wait(browser, lambda: "Do root.1." in detail_text(browser), "the node's goal")
+        wait(browser, lambda: "root.1 is done" in detail_text(browser), "its acceptance")
+        wait(browser, lambda: cell_texts(browser)[:3] == ["1", "done", "pass"], "its execution")
 
         assert loop.wait(timeout=WAIT_SECS) == 0
         wait(browser, lambda: browser.find_element(By.ID, "run-state").text == "complete", "")
@@ -90,7 +104,7 @@ def test_the_page_follows_a_running_loop_without_a_reload(
         assert browser.save_screenshot(str(shot))
 
         # The iteration page shows what the iteration did to the tree.
-        browser.find_element(By.CSS_SELECTOR, "#detail tbody tr td a").click()
+        wait(browser, lambda: open_first_iteration_link(browser), "the iteration link")
         wait(browser, lambda: "root.1 passes: false -> true" in detail_text(browser), "tree diff")
     assert shot.stat().st_size > 10_000
     copy_to = os.environ.get("RUNNER_SERVE_SCREENSHOT")
