@@ -16,6 +16,7 @@ import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +37,20 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from runner_core.events import Event, event_line
 from runner_core.reports import report_to_json, status_to_json
 from runner_core.runs import runs_to_json
-from runner_core.web_view import allowed_hosts, is_loopback, node_detail, overview_to_json
+from runner_core.web_view import (
+    LoopFacts,
+    allowed_hosts,
+    is_loopback,
+    node_detail,
+    overview_to_json,
+)
 from runner_shell.errors import UserFacingError
-from runner_shell.event_log import follow
+from runner_shell.event_log import follow, last_events
 from runner_shell.files import FileTooLarge, read_bytes_capped
 from runner_shell.git import Repo
 from runner_shell.iteration_log import iteration_dirs
 from runner_shell.layout import RunnerPaths
-from runner_shell.lock_and_journal import journal_path
+from runner_shell.lock_and_journal import journal_path, lock_held
 from runner_shell.runs import gather_runs
 from runner_shell.store import load_run_state, load_tree
 from runner_shell.views import (
@@ -233,9 +240,15 @@ class Api:
 
     def overview(self, request: Request) -> Response:
         status = status_to_json(status_document_view(self.paths, self.repo))
-        history, _ = run_history(self.paths, self.repo, status["run_id"] or "")
+        run_id = status["run_id"]
+        history, _ = run_history(self.paths, self.repo, run_id or "")
         tree = load_tree(self.paths)
-        return JSONResponse(overview_to_json(status, tree, history))
+        loop = LoopFacts(
+            alive=lock_held(self.repo),
+            events=last_events(self.paths.events_log(run_id)) if run_id is not None else (),
+            read_at=datetime.now(UTC),
+        )
+        return JSONResponse(overview_to_json(status, tree, history, loop))
 
     def history(self, request: Request) -> Response:
         node = request.query_params.get("node")

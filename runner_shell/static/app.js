@@ -27,9 +27,40 @@ function setBadge(node, word) {
   node.className = `badge s-${word}`;
 }
 
+// A budget figure as `runner status` prints it: an integer, else at most 4 decimals.
+const figure = (value) => (Number.isInteger(value) ? String(value)
+  : value.toFixed(4).replace(/0+$/, "").replace(/\.$/, ""));
+const budgetText = (use) => `${use.budget} ${figure(use.spent)}/${figure(use.limit)}`
+  + (use.spent >= use.limit ? " (reached)" : "");
+
+function showBudgets(budgets) {
+  const node = document.getElementById("budget");
+  node.textContent = budgets.length ? budgets.map(budgetText).join(", ") : "none set";
+  node.classList.toggle("reached", budgets.some((use) => use.spent >= use.limit));
+}
+
+// The wait a live loop sleeps through (the overview's `wait`, or a `waiting` event): its
+// reason, its end and a countdown; null hides it.
+let waitTimer = null;
+function showWait(wait) {
+  clearInterval(waitTimer);
+  for (const id of ["wait", "wait-label"]) document.getElementById(id).hidden = !wait;
+  if (!wait) return;
+  const until = new Date(wait.until);
+  const tick = () => {
+    const left = Math.max(0, Math.round((until - Date.now()) / 1000));
+    const clock = `${Math.floor(left / 60)}m ${String(left % 60).padStart(2, "0")}s`;
+    text("wait", `${wait.reason} until ${wait.until} (${left ? `${clock} left` : "ending"})`);
+  };
+  tick();
+  waitTimer = setInterval(tick, 1000);
+}
+
 function showOverview(status, overview) {
   text("run-id", status.run_id || "(not started)");
   setBadge(document.getElementById("run-state"), overview.state);
+  showBudgets(status.budgets);
+  showWait(overview.wait);
   text("branch", status.branch || "-");
   text("iteration", `${overview.iteration} of ${status.max_iterations}`);
   text("leaves", `${status.leaves.passed}/${status.leaves.total} passed`);
@@ -208,6 +239,22 @@ function appendOutput(event) {
   output.scrollTop = output.scrollHeight;
 }
 
+// Waits and budgets show the moment their event arrives; the refresh that follows confirms.
+function showLoopEvent(name, body) {
+  const state = document.getElementById("run-state");
+  if (name === "waiting") {
+    setBadge(state, "waiting");
+    showWait({ reason: body.reason, until: body.until, secs: body.secs });
+  } else if (name === "budget_exhausted") {
+    setBadge(state, "budget");
+    const node = document.getElementById("budget");
+    node.textContent = budgetText(body);
+    node.classList.add("reached");
+  } else if (name === "iteration_started") {
+    showWait(null);
+  }
+}
+
 function subscribe() {
   const source = new EventSource("/api/events");
   source.onopen = () => { text("live", "live"); soon(); };
@@ -217,7 +264,10 @@ function subscribe() {
     "agent_finished", "guard_started", "guard_finished", "waiting", "runner_error", "stuck",
     "budget_exhausted", "limit_reached", "complete", "operator", "hook_failed"]) {
     source.addEventListener(name, (event) => {
-      if (name !== "state") text("live", `live: ${name}`);
+      if (name !== "state") {
+        text("live", `live: ${name}`);
+        showLoopEvent(name, JSON.parse(event.data));
+      }
       soon();
     });
   }
