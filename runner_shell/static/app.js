@@ -234,7 +234,8 @@ function appendOutput(event) {
   const body = JSON.parse(event.data);
   const output = document.getElementById("output");
   document.getElementById("live-output").hidden = false;
-  const lines = output.textContent.split("\n").concat(body.lines || []);
+  const before = output.textContent ? output.textContent.split("\n") : [];
+  const lines = before.concat(body.lines || []);
   output.textContent = lines.slice(-OUTPUT_LINES).join("\n");
   output.scrollTop = output.scrollHeight;
 }
