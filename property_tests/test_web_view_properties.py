@@ -15,11 +15,14 @@ from runner_core.testing import trees
 from runner_core.web_view import (
     RUN_STATES,
     LoopFacts,
+    PageView,
     allowed_hosts,
     current_wait,
     node_detail,
+    page_view,
     rollups,
     run_state_word,
+    view_delta,
 )
 
 SETTINGS = settings(max_examples=200, deadline=None)
@@ -175,3 +178,47 @@ def test_waiting_is_a_live_loop_s_last_wait_still_ahead_with_no_iteration_after_
         and status["running"] is None
         and status["interrupted"] is None
     )
+
+
+STATES = ("pending", "running", "completed", "failed", "stuck")
+
+
+@st.composite
+def page_views(draw: st.DrawFn, ids: list[str]) -> PageView:
+    """A page view of a one-level tree with these ids, random states, executions and figures."""
+    rows = [
+        {"id": node_id, "depth": 0 if n == 0 else 1, "state": draw(st.sampled_from(STATES))}
+        | {"executions": draw(st.integers(0, 3))}
+        for n, node_id in enumerate(ids)
+    ]
+    rollups = {row["id"]: {"cost_usd": draw(st.none() | st.integers(0, 3))} for row in rows}
+    status = {"tree": rows, "removed": [], "next_iteration": draw(st.integers(1, 3))}
+    overview = {"state": draw(st.sampled_from(RUN_STATES)), "rollups": rollups}
+    return page_view(status, overview)
+
+
+node_ids = st.lists(st.sampled_from("abcdef"), min_size=1, max_size=6, unique=True)
+
+
+@SETTINGS
+@given(st.data(), node_ids, node_ids)
+def test_applying_a_delta_to_the_page_before_gives_the_page_after(
+    data: st.DataObject, ids: list[str], other_ids: list[str]
+) -> None:
+    before = data.draw(page_views(ids))
+    after = data.draw(page_views(data.draw(st.sampled_from([ids, other_ids]))))
+    delta = view_delta(before, after)
+
+    if delta is None:
+        assert before == after
+        return
+    assert delta["head"] is None or delta["head"] == after.head
+    if delta["reshaped"]:
+        shape = [(row["id"], row["depth"]) for row in before.rows]
+        assert shape != [(row["id"], row["depth"]) for row in after.rows]
+        assert delta["rows"] == []
+        return
+    head = before.head if delta["head"] is None else delta["head"]
+    changed = {row["id"]: row for row in delta["rows"]}
+    assert PageView(head, tuple(changed.get(row["id"], row) for row in before.rows)) == after
+    assert all(row not in before.rows for row in delta["rows"])

@@ -2,7 +2,8 @@
 
 Decides the overview's one-word run state (from a `runner status --json` document and the
 loop's last events), the wait a live loop is sleeping through, a node's detail (goal,
-acceptance, path, its executions) and the tokens and cost rolled up over each subtree. Never
+acceptance, path, its executions), the tokens and cost rolled up over each subtree, and what
+changed on the page between two readings of the documents (the `view` event). Never
 reads a file, a socket or the clock: the shell hands in the tree, the history, the status
 document, the last events and the clock reading, and serves what these functions return.
 """
@@ -174,3 +175,53 @@ def overview_to_json(
         "wait": _wait_json(current_wait(loop)),
         "rollups": rollups(tree, history),
     }
+
+
+# ---------------------------------------------------------------- live updates
+
+# The status document's keys the tree rows carry; the rest is the page's head.
+_TREE_KEYS = ("tree", "removed")
+
+
+@attrs.frozen(slots=True)
+class PageView:
+    """What the page shows live: its head (the status document without the tree, and the
+    overview without the roll-ups) and each tree row with its subtree's roll-up, in canonical
+    order. Built from the documents the API serves, so a delta never says anything they don't."""
+
+    head: Mapping[str, Any]
+    rows: tuple[Mapping[str, Any], ...]
+
+
+def page_view(status: Mapping[str, Any], overview: Mapping[str, Any]) -> PageView:
+    """The page view of a `runner status --json` document and its `/api/overview`."""
+    head = {
+        "status": {key: value for key, value in status.items() if key not in _TREE_KEYS},
+        "overview": {key: value for key, value in overview.items() if key != "rollups"},
+    }
+    rollups_by_id = overview["rollups"]
+    rows = tuple({**row, "rollup": rollups_by_id.get(row["id"])} for row in status["tree"])
+    return PageView(head, rows)
+
+
+def _shape(view: PageView) -> list[tuple[str, int]]:
+    return [(row["id"], row["depth"]) for row in view.rows]
+
+
+def view_delta(before: PageView | None, after: PageView) -> dict[str, Any] | None:
+    """The `view` event from one page view to the next; None when nothing changed.
+
+    `head` is the new head when it changed (else null); `rows` are the rows that changed, whole;
+    `reshaped` says nodes were added, removed or moved, and then the page reads the documents
+    afresh instead (rows is empty). Values are whole, never differences, so applying a delta
+    twice or late leaves the page where the latest one does.
+    """
+    if before is None:
+        return None
+    if before == after:
+        return None
+    if _shape(before) != _shape(after):
+        return {"head": after.head, "rows": [], "reshaped": True}
+    changed = [new for old, new in zip(before.rows, after.rows, strict=True) if old != new]
+    head = after.head if after.head != before.head else None
+    return {"head": head, "rows": changed, "reshaped": False}

@@ -311,6 +311,7 @@ def test_a_real_server_streams_state_and_events_while_a_real_loop_runs(
         while not reader.events("operator") and time.monotonic() < deadline:
             time.sleep(0.1)
         final = httpx_json(f"{base}/api/overview")
+        final_status = httpx_json(f"{base}/api/status")
         reader.stop.set()
 
     assert loop.returncode == 0
@@ -321,6 +322,13 @@ def test_a_real_server_streams_state_and_events_while_a_real_loop_runs(
     ids = [ident for ident, _, _ in reader.messages]
     assert ids == list(range(1, len(ids) + 1))
     assert final["state"] == "complete"
+    # The server read the documents once per change for every client and sent what changed.
+    views = reader.events("view")
+    completed = {row["id"] for view in views for row in view["rows"] if row["state"] == "completed"}
+    assert completed == {"root", "root.1", "root.2", "root.3"}
+    heads = [view["head"] for view in views if view["head"] is not None]
+    assert heads[-1]["overview"]["state"] == "complete"
+    assert heads[-1]["status"] | {"tree": final_status["tree"], "removed": []} == final_status
 
 
 def httpx_json(url: str) -> Any:

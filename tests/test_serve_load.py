@@ -50,8 +50,13 @@ def event_lines(project: Project) -> list[str]:
 
 
 def run_events(reader: SseReader) -> list[tuple[str, dict[str, Any]]]:
-    """The events.jsonl events a client received (every message but the `state` pokes)."""
-    return [(name, json.loads(data)) for _, name, data in list(reader.messages) if name != "state"]
+    """The events.jsonl events a client received (every message but the server's own
+    `state` pokes and `view` deltas)."""
+    return [
+        (name, json.loads(data))
+        for _, name, data in list(reader.messages)
+        if name not in ("state", "view")
+    ]
 
 
 def test_twenty_clients_get_every_event_and_do_not_slow_the_loop(

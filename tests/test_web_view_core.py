@@ -14,7 +14,9 @@ from runner_core.web_view import (
     allowed_hosts,
     current_wait,
     is_loopback,
+    page_view,
     run_state_word,
+    view_delta,
 )
 
 NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
@@ -117,3 +119,42 @@ def test_a_wildcard_bind_also_answers_the_machines_name() -> None:
 )
 def test_which_binds_are_loopback(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
+
+
+def documents(**rows: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A status document whose tree has these rows (id -> state) under root, and its overview."""
+    tree = [{"id": "root", "depth": 0, "state": "pending"}]
+    tree += [{"id": node_id, "depth": 1, "state": state} for node_id, state in rows.items()]
+    rollup = {"tokens": {"input": 0, "output": 0, "cached": 0}, "cost_usd": None}
+    document = status(tree=tree, removed=[])
+    overview = {"state": "idle", "iteration": 0, "loop_alive": False, "wait": None}
+    return document, overview | {"rollups": {row["id"]: rollup for row in tree}}
+
+
+def test_the_page_view_splits_the_documents_into_a_head_and_rows_with_their_rollup() -> None:
+    document, overview = documents(a="pending")
+    view = page_view(document, overview)
+
+    assert "tree" not in view.head["status"] and "rollups" not in view.head["overview"]
+    assert view.head["status"]["next_iteration"] == 3
+    assert [row["id"] for row in view.rows] == ["root", "a"]
+    assert view.rows[1]["rollup"] == overview["rollups"]["a"]
+
+
+def test_a_delta_carries_only_what_changed_each_value_whole() -> None:
+    before = page_view(*documents(a="pending", b="pending"))
+    document, overview = documents(a="completed", b="pending")
+    after = page_view(document, overview)
+    moved_on = page_view(status(tree=document["tree"], removed=[], next_iteration=4), overview)
+
+    assert view_delta(None, before) is None  # the first reading is the baseline
+    assert view_delta(before, before) is None
+    assert view_delta(before, after) == {"head": None, "rows": [after.rows[1]], "reshaped": False}
+    assert view_delta(after, moved_on) == {"head": moved_on.head, "rows": [], "reshaped": False}
+
+
+def test_a_reshaped_tree_is_a_delta_that_asks_for_the_documents() -> None:
+    before = page_view(*documents(a="pending"))
+    after = page_view(*documents(a="pending", b="pending"))
+
+    assert view_delta(before, after) == {"head": after.head, "rows": [], "reshaped": True}

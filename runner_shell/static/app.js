@@ -4,7 +4,7 @@
 const PAGE = 200; // children rendered per "show more"
 const OUTPUT_LINES = 200;
 const view = { rows: [], byId: new Map(), kids: new Map(), open: new Set(), shown: new Map(),
-  elements: new Map(), rollups: {}, shape: "", chosen: null };
+  elements: new Map(), rollups: {}, shape: "", chosen: null, refreshes: 0 };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -205,16 +205,27 @@ function route() {
   });
 }
 
+// A history row is an iteration's meta.json: from /api/history, or an iteration_finished event.
+const historyRow = (r) => el("tr", { "data-iter": String(r.iter) },
+  ...[iterLink(r.iter), r.node_id, r.role, r.status, r.guard, secs(r.duration_ms),
+    tokens(r.tokens), r.error || ""].map((c) => el("td", {}, c)));
+
 async function showHistory() {
   const history = await getJson("/api/history");
   const body = document.querySelector("#history tbody");
-  body.replaceChildren(...history.iterations.slice().reverse().map((r) => el("tr", {},
-    ...[iterLink(r.iter), r.node_id, r.role, r.status, r.guard, secs(r.duration_ms),
-      tokens(r.tokens), r.error || ""].map((c) => el("td", {}, c)))));
+  body.replaceChildren(...history.iterations.slice().reverse().map(historyRow));
+}
+
+function addHistoryRow(meta) {
+  const body = document.querySelector("#history tbody");
+  if (body.querySelector(`tr[data-iter="${meta.iter}"]`)) return;
+  body.prepend(historyRow(meta));
 }
 
 // ------------------------------------------------------------------ live
 
+// The whole documents are read on opening the page, on (re)connecting the event stream and
+// when the tree's shape changed; everything else arrives as `view` deltas and events.
 async function refresh() {
   const [status, overview] = await Promise.all([getJson("/api/status"), getJson("/api/overview")]);
   view.rollups = overview.rollups;
@@ -222,6 +233,23 @@ async function refresh() {
   showTree(status.tree);
   if (status.run_id) showHistory().catch(() => {});
   if (view.chosen && location.hash.startsWith("#node/")) route();
+  view.refreshes += 1;
+}
+
+// A `view` event: the server read the documents once for every page and sends what changed,
+// each value whole (the head, changed rows with their roll-up), or that the tree was reshaped.
+function applyView(delta) {
+  if (delta.reshaped) { soon(); return; }
+  if (delta.head) showOverview(delta.head.status, delta.head.overview);
+  let chosenChanged = false;
+  for (const row of delta.rows) {
+    view.rollups[row.id] = row.rollup;
+    view.byId.set(row.id, row);
+    const line = view.elements.get(row.id);
+    if (line) fillRow(line, row);
+    chosenChanged ||= row.id === view.chosen;
+  }
+  if (chosenChanged && location.hash.startsWith("#node/")) route();
 }
 
 let pending = null;
@@ -261,15 +289,16 @@ function subscribe() {
   source.onopen = () => { text("live", "live"); soon(); };
   source.onerror = () => text("live", "reconnecting…");
   source.addEventListener("agent_output", appendOutput);
-  for (const name of ["state", "iteration_started", "iteration_finished", "agent_started",
+  source.addEventListener("view", (event) => applyView(JSON.parse(event.data)));
+  source.addEventListener("iteration_finished", (event) => {
+    addHistoryRow(JSON.parse(event.data).meta);
+  });
+  for (const name of ["iteration_started", "iteration_finished", "agent_started",
     "agent_finished", "guard_started", "guard_finished", "waiting", "runner_error", "stuck",
     "budget_exhausted", "limit_reached", "complete", "operator", "hook_failed"]) {
     source.addEventListener(name, (event) => {
-      if (name !== "state") {
-        text("live", `live: ${name}`);
-        showLoopEvent(name, JSON.parse(event.data));
-      }
-      soon();
+      text("live", `live: ${name}`);
+      showLoopEvent(name, JSON.parse(event.data));
     });
   }
 }
