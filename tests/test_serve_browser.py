@@ -122,6 +122,9 @@ def test_the_page_follows_a_running_loop_without_a_reload(
         # The iteration page shows what the iteration did to the tree.
         wait(browser, lambda: open_first_iteration_link(browser), "the iteration link")
         wait(browser, lambda: "root.1 passes: false -> true" in detail_text(browser), "tree diff")
+        # Its prompt opens on demand.
+        wait(browser, lambda: open_file(browser, "prompt.md"), "the prompt's summary")
+        wait(browser, lambda: "Do root.1." in file_text(browser, "prompt.md"), "the prompt")
     assert shot.stat().st_size > 10_000
     copy_to = os.environ.get("RUNNER_SERVE_SCREENSHOT")
     if copy_to:
@@ -159,6 +162,16 @@ def test_a_wait_and_a_reached_budget_show_as_they_happen(
         wait(browser, lambda: text(browser, "budget") == "cost_usd 0.5/0.4 (reached)", "spent")
         assert not browser.find_element(By.ID, "wait").is_displayed()
         assert browser.execute_script("return window.notReloaded === true;")
+
+
+def open_file(browser: webdriver.Chrome, name: str) -> bool:
+    shown = browser.find_element(By.CSS_SELECTOR, f'pre[data-file="{name}"]')
+    browser.execute_script("arguments[0].parentElement.open = true;", shown)
+    return True
+
+
+def file_text(browser: webdriver.Chrome, name: str) -> str:
+    return str(browser.find_element(By.CSS_SELECTOR, f'pre[data-file="{name}"]').text)
 
 
 def history_iterations(browser: webdriver.Chrome) -> list[str]:

@@ -181,11 +181,27 @@ async function showIteration(n) {
     parts.push(el("h3", {}, el("a", { href, target: "_blank" }, file.name), ` (${file.size} bytes)`));
     const log = heads.get(file.name);
     if (log) parts.push(el("pre", {}, log.head.join("\n") + (log.truncated ? "\n[…]" : "")));
+    else if (!SHOWN_ABOVE.has(file.name)) parts.push(onDemand(href, file.name));
   }
   const diff = await getJson(`/api/iterations/${encodeURIComponent(n)}/diff`);
   parts.push(el("h3", {}, `Tree diff (${diff.source})`),
     el("pre", { id: "tree-diff" }, diff.changes.map(changeText).join("\n") || "no change"));
   document.getElementById("detail").replaceChildren(...parts);
+}
+
+// meta.json and output.json are shown above; the prompt and the trees open on demand.
+const SHOWN_ABOVE = new Set(["meta.json", "output.json"]);
+
+function onDemand(href, name) {
+  const body = el("pre", { "data-file": name }, "…");
+  const details = el("details", {}, el("summary", {}, `show ${name}`), body);
+  details.addEventListener("toggle", async () => {
+    if (!details.open || body.dataset.loaded) return;
+    const answer = await fetch(href, { cache: "no-store" });
+    body.textContent = await answer.text();
+    body.dataset.loaded = "yes";
+  });
+  return details;
 }
 
 function changeText(change) {
