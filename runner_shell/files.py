@@ -215,11 +215,13 @@ class FileTooLarge(OSError):
 
 
 class NotRegularFile(OSError):
-    """A file the runner reads that is a FIFO, device, directory or symlink: never opened."""
+    """A file the runner reads or appends to that is a FIFO, device, directory or symlink:
+    never opened."""
 
-    def __init__(self, path: Path, kind: str) -> None:
+    def __init__(self, path: Path, kind: str, *, writing: bool = False) -> None:
+        refusal = "never writes through it (remove it)" if writing else "does not read it"
         super().__init__(
-            errno.EINVAL, f"is {kind}, not a regular file; the runner does not read it", str(path)
+            errno.EINVAL, f"is {kind}, not a regular file; the runner {refusal}", str(path)
         )
         self.kind = kind
 
@@ -270,3 +272,30 @@ def read_text_head(path: Path, limit: int) -> str:
     """At most the first `limit` bytes of a regular text file, decoded leniently."""
     with open_regular(path) as handle:
         return handle.read(limit).decode("utf-8", errors="replace")
+
+
+def open_append(path: Path) -> int:
+    """A descriptor appending to the regular file `path`, made as needed (mode 0644 less the
+    umask). Its directory is reached as `open_directory` reaches it; a symlink, FIFO or
+    directory at `path` is refused (NotRegularFile) and a FIFO never blocks the open."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    directory_fd = open_directory(path.parent)
+    try:
+        fd = os.open(path.name, flags, 0o644, dir_fd=directory_fd)
+    except OSError as error:
+        kind = _REFUSED_OPENS.get(error.errno or 0)
+        if kind is None:
+            raise _named(error, path) from None
+        raise NotRegularFile(path, kind, writing=True) from None
+    finally:
+        os.close(directory_fd)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotRegularFile(path, _kind(mode), writing=True)
+    return fd
+
+
+# What an append's failed open says was there: O_NOFOLLOW met a symlink, O_NONBLOCK a FIFO
+# nobody reads, O_WRONLY a directory.
+_REFUSED_OPENS = {errno.ELOOP: "a symlink", errno.ENXIO: "a FIFO", errno.EISDIR: "a directory"}

@@ -37,8 +37,8 @@ from runner_core.events import Event, event_line
 from runner_core.reports import report_to_json, status_to_json
 from runner_core.runs import runs_to_json
 from runner_core.web_view import allowed_hosts, is_loopback, node_detail, overview_to_json
-from runner_shell.errors import UserFacingError
-from runner_shell.event_log import follow
+from runner_shell.errors import UserFacingError, failure_line
+from runner_shell.event_log import EventLogRefused, follow
 from runner_shell.files import FileTooLarge, read_bytes_capped
 from runner_shell.git import Repo
 from runner_shell.iteration_log import iteration_dirs
@@ -152,10 +152,13 @@ class Watcher:
         thread.start()
 
     def _forward(self, events: Iterator[Event], loop: asyncio.AbstractEventLoop) -> None:
-        for event in events:
-            line = event_line(event).rstrip("\n")
-            with contextlib.suppress(RuntimeError):  # the server's loop has closed
-                loop.call_soon_threadsafe(self.broker.publish, event.type.value, line)
+        try:
+            for event in events:
+                line = event_line(event).rstrip("\n")
+                with contextlib.suppress(RuntimeError):  # the server's loop has closed
+                    loop.call_soon_threadsafe(self.broker.publish, event.type.value, line)
+        except EventLogRefused as error:  # a planted symlink or FIFO: events stop, pages answer
+            print(failure_line(str(error)), file=sys.stderr, flush=True)
 
 
 async def client_messages(
