@@ -99,6 +99,4 @@ def _read_from(path: Path, offset: int) -> bytes:
     except FileNotFoundError:
         return b""
     except NotRegularFile as error:
-        raise EventLogRefused(
-            f"{path} is {error.kind}, not a regular file; the runner does not read it (remove it)"
-        ) from None
+        raise EventLogRefused(f"{path} {error.strerror} (remove it)") from None

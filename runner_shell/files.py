@@ -283,10 +283,10 @@ def open_append(path: Path) -> int:
     try:
         fd = os.open(path.name, flags, 0o644, dir_fd=directory_fd)
     except OSError as error:
-        kind = _REFUSED_OPENS.get(error.errno or 0)
-        if kind is None:
+        # O_NOFOLLOW met a symlink, O_NONBLOCK a FIFO nobody reads, O_WRONLY a directory.
+        if error.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
             raise _named(error, path) from None
-        raise NotRegularFile(path, kind, writing=True) from None
+        raise NotRegularFile(path, _entry_kind(directory_fd, path.name), writing=True) from None
     finally:
         os.close(directory_fd)
     mode = os.fstat(fd).st_mode
@@ -296,6 +296,9 @@ def open_append(path: Path) -> int:
     return fd
 
 
-# What an append's failed open says was there: O_NOFOLLOW met a symlink, O_NONBLOCK a FIFO
-# nobody reads, O_WRONLY a directory.
-_REFUSED_OPENS = {errno.ELOOP: "a symlink", errno.ENXIO: "a FIFO", errno.EISDIR: "a directory"}
+def _entry_kind(directory_fd: int, name: str) -> str:
+    try:
+        mode = os.stat(name, dir_fd=directory_fd, follow_symlinks=False).st_mode
+    except OSError:
+        return "not a regular file"
+    return "a symlink" if stat.S_ISLNK(mode) else _kind(mode)
