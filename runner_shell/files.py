@@ -219,10 +219,11 @@ class NotRegularFile(OSError):
     never opened."""
 
     def __init__(self, path: Path, kind: str, *, writing: bool = False) -> None:
-        refusal = "never writes through it (remove it)" if writing else "does not read it"
-        super().__init__(
-            errno.EINVAL, f"is {kind}, not a regular file; the runner {refusal}", str(path)
-        )
+        if writing:
+            message = f"is {kind}; the runner never writes through it (remove it)"
+        else:
+            message = f"is {kind}, not a regular file; the runner does not read it"
+        super().__init__(errno.EINVAL, message, str(path))
         self.kind = kind
 
 
@@ -276,8 +277,9 @@ def read_text_head(path: Path, limit: int) -> str:
 
 def open_append(path: Path) -> int:
     """A descriptor appending to the regular file `path`, made as needed (mode 0644 less the
-    umask). Its directory is reached as `open_directory` reaches it; a symlink, FIFO or
-    directory at `path` is refused (NotRegularFile) and a FIFO never blocks the open."""
+    umask). Its directory is reached as `open_directory` reaches it; a symlink, FIFO, directory
+    or hard link (a second name of a file elsewhere) at `path` is refused (NotRegularFile), and
+    a FIFO never blocks the open."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     directory_fd = open_directory(path.parent)
     try:
@@ -289,11 +291,20 @@ def open_append(path: Path) -> int:
         raise NotRegularFile(path, _entry_kind(directory_fd, path.name), writing=True) from None
     finally:
         os.close(directory_fd)
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+    kind = _unfit_to_append(os.fstat(fd))
+    if kind is not None:
         os.close(fd)
-        raise NotRegularFile(path, _kind(mode), writing=True)
+        raise NotRegularFile(path, kind, writing=True)
     return fd
+
+
+def _unfit_to_append(facts: os.stat_result) -> str | None:
+    """What the opened file is when it is not a regular file with one name; else None."""
+    if not stat.S_ISREG(facts.st_mode):
+        return _kind(facts.st_mode)
+    if facts.st_nlink > 1:  # its other name may be outside the repository
+        return f"a hard link ({facts.st_nlink} names)"
+    return None
 
 
 def _entry_kind(directory_fd: int, name: str) -> str:

@@ -264,20 +264,23 @@ def test_the_runner_never_writes_through_a_directory_the_agent_made_a_symlink(
 
 RUN_DIR = '"$(dirname "$RUNNER_ITER_DIR")"'
 EVENTS = f"{RUN_DIR}/events.jsonl"
-NOT_WRITTEN = "not a regular file; the runner never writes through it (remove it)"
+NOT_WRITTEN = "the runner never writes through it (remove it)"
 NOT_READ = "not a regular file; the runner does not read it (remove it)"
 
 
-def test_an_events_log_symlinked_by_the_agent_is_never_appended_through(
-    project: Project, outside: Path
+@pytest.mark.parametrize(
+    ("link", "kind"), [("ln -s", "a symlink"), ("ln", "a hard link (2 names)")], ids=["sym", "hard"]
+)
+def test_an_events_log_linked_by_the_agent_is_never_appended_through(
+    project: Project, outside: Path, link: str, kind: str
 ) -> None:
-    plant = f"rm -f {EVENTS}; ln -s {outside / 'precious.txt'} {EVENTS}"
+    plant = f"rm -f {EVENTS}; {link} {outside / 'precious.txt'} {EVENTS}"
     hostile(project, f'if [ "$(basename "$RUNNER_ITER_DIR")" = 1 ]; then {plant}; fi')
     events = project.iter_dir(1).parent / "events.jsonl"
 
     message = one_error_line(cli(project, "step", timeout=30))
 
-    assert message == f"{events} is a symlink, {NOT_WRITTEN}"
+    assert message == f"{events} is {kind}; {NOT_WRITTEN}"
     assert untouched(outside)
     assert project.meta(1)["status"] == "done"  # the iteration was committed all the same
     assert "iter 1" in project.subjects()[-1]
@@ -303,7 +306,7 @@ def test_an_events_log_the_agent_replaced_ends_the_loop_in_one_line(
     result = cli(project, "loop", timeout=30)
 
     assert time.monotonic() - started < 30
-    assert result.stderr == f"runner: {events} is {kind}, {NOT_WRITTEN}\n", result.stderr
+    assert result.stderr == f"runner: {events} is {kind}; {NOT_WRITTEN}\n", result.stderr
     assert result.returncode == 1
     assert "iter 1" in project.subjects()[-1]
     assert not project.iter_dir(2).exists()

@@ -35,7 +35,7 @@ def test_a_missing_file_holds_no_events(tmp_path: Path) -> None:
     assert read_events(tmp_path / "events.jsonl") == ((), ())
 
 
-NOT_WRITTEN = "not a regular file; the runner never writes through it (remove it)"
+NOT_WRITTEN = "the runner never writes through it (remove it)"
 
 
 def test_an_append_never_follows_a_symlink(tmp_path: Path) -> None:
@@ -47,7 +47,7 @@ def test_an_append_never_follows_a_symlink(tmp_path: Path) -> None:
     with pytest.raises(EventLogRefused) as refused:
         append_events(path, numbered(1))
 
-    assert str(refused.value) == f"{path} is a symlink, {NOT_WRITTEN}"
+    assert str(refused.value) == f"{path} is a symlink; {NOT_WRITTEN}"
     assert target.read_bytes() == b"keep me\n"
 
 
@@ -57,7 +57,7 @@ def test_an_append_to_a_fifo_is_refused_without_blocking(tmp_path: Path, reader:
     os.mkfifo(path)
     held = os.open(path, os.O_RDONLY | os.O_NONBLOCK) if reader else None
     try:
-        with pytest.raises(EventLogRefused, match=re.escape(f"is a FIFO, {NOT_WRITTEN}")):
+        with pytest.raises(EventLogRefused, match=re.escape(f"is a FIFO; {NOT_WRITTEN}")):
             append_events(path, numbered(1))
     finally:
         if held is not None:
@@ -67,8 +67,21 @@ def test_an_append_to_a_fifo_is_refused_without_blocking(tmp_path: Path, reader:
 def test_an_append_to_a_directory_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     path.mkdir()
-    with pytest.raises(EventLogRefused, match=re.escape(f"is a directory, {NOT_WRITTEN}")):
+    with pytest.raises(EventLogRefused, match=re.escape(f"is a directory; {NOT_WRITTEN}")):
         append_events(path, numbered(1))
+
+
+def test_an_append_never_writes_through_a_hard_link(tmp_path: Path) -> None:
+    target = tmp_path / "precious.txt"
+    target.write_bytes(b"keep me\n")
+    path = tmp_path / "events.jsonl"
+    path.hardlink_to(target)
+
+    with pytest.raises(EventLogRefused) as refused:
+        append_events(path, numbered(1))
+
+    assert str(refused.value) == f"{path} is a hard link (2 names); {NOT_WRITTEN}"
+    assert target.read_bytes() == b"keep me\n"
 
 
 def test_an_append_never_goes_through_a_symlinked_run_directory(tmp_path: Path) -> None:
