@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -38,16 +39,23 @@ def test_a_missing_file_holds_no_events(tmp_path: Path) -> None:
 NOT_WRITTEN = "the runner never writes through it (remove it)"
 
 
-def test_an_append_never_follows_a_symlink(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("link", "kind"),
+    [(Path.symlink_to, "a symlink"), (Path.hardlink_to, "a hard link (2 names)")],
+    ids=["symlink", "hard-link"],
+)
+def test_an_append_never_writes_through_a_link(
+    tmp_path: Path, link: Callable[[Path, Path], None], kind: str
+) -> None:
     target = tmp_path / "precious.txt"
     target.write_bytes(b"keep me\n")
     path = tmp_path / "events.jsonl"
-    path.symlink_to(target)
+    link(path, target)
 
     with pytest.raises(EventLogRefused) as refused:
         append_events(path, numbered(1))
 
-    assert str(refused.value) == f"{path} is a symlink; {NOT_WRITTEN}"
+    assert str(refused.value) == f"{path} is {kind}; {NOT_WRITTEN}"
     assert target.read_bytes() == b"keep me\n"
 
 
@@ -69,19 +77,6 @@ def test_an_append_to_a_directory_is_refused(tmp_path: Path) -> None:
     path.mkdir()
     with pytest.raises(EventLogRefused, match=re.escape(f"is a directory; {NOT_WRITTEN}")):
         append_events(path, numbered(1))
-
-
-def test_an_append_never_writes_through_a_hard_link(tmp_path: Path) -> None:
-    target = tmp_path / "precious.txt"
-    target.write_bytes(b"keep me\n")
-    path = tmp_path / "events.jsonl"
-    path.hardlink_to(target)
-
-    with pytest.raises(EventLogRefused) as refused:
-        append_events(path, numbered(1))
-
-    assert str(refused.value) == f"{path} is a hard link (2 names); {NOT_WRITTEN}"
-    assert target.read_bytes() == b"keep me\n"
 
 
 def test_an_append_never_goes_through_a_symlinked_run_directory(tmp_path: Path) -> None:
