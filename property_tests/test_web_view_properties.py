@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from runner_core.events import Event, EventOrigin, EventType, iteration_started, waiting
 from runner_core.history import ExecutionHistory, ExecutionRecord, TokenUsage
-from runner_core.model import AgentRole, AgentStatus, GuardOutcome, Node
-from runner_core.reports import canonical_preorder
+from runner_core.model import AgentRole, AgentStatus, GuardOutcome, Node, canonical_preorder
 from runner_core.testing import trees
-from runner_core.web_view import allowed_hosts, node_detail, rollups
+from runner_core.web_view import (
+    RUN_STATES,
+    LoopFacts,
+    PageView,
+    allowed_hosts,
+    current_wait,
+    node_detail,
+    page_view,
+    rollups,
+    run_state_word,
+    view_delta,
+)
 
 SETTINGS = settings(max_examples=200, deadline=None)
 token_usages = st.none() | st.builds(
@@ -66,7 +80,10 @@ def test_a_rollup_is_its_own_executions_plus_its_childrens_rollups(
             expected += sum(rolled[child.id]["tokens"][kind] for child in node.children)
             assert rolled[node.id]["tokens"][kind] == expected
     everything = sum(r.cost_usd or 0.0 for r in history.records)
-    assert abs(rolled[tree.id]["cost_usd"] - everything) < 1e-6
+    root_cost = rolled[tree.id]["cost_usd"]
+    # No cost reported anywhere is none shown, never a made-up 0.
+    assert (root_cost is None) == all(r.cost_usd is None for r in history.records)
+    assert abs((root_cost or 0.0) - everything) < 1e-6
 
 
 @SETTINGS
@@ -102,3 +119,106 @@ def test_the_bound_host_and_port_are_answered_and_no_other_port(
     assert all(entry.endswith(f":{port}") and entry == entry.lower() for entry in allowed)
     if host not in ("0.0.0.0", "::"):
         assert f"{hostname.lower()}:{port}" not in allowed
+
+
+NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
+
+
+@st.composite
+def loop_events(draw: st.DrawFn) -> tuple[Event, ...]:
+    """Iterations started and waits ending from ten minutes before NOW to ten minutes after."""
+    events = []
+    for iteration in range(1, draw(st.integers(0, 8)) + 1):
+        origin = EventOrigin("run-a", iteration, None, "2026-11-22T02:00:00Z")
+        if draw(st.booleans()):
+            events.append(iteration_started(origin, "executor", 0, 3))
+        else:
+            until = NOW + timedelta(seconds=draw(st.integers(-600, 600)))
+            when = until.strftime("%Y-%m-%dT%H:%M:%SZ")
+            events.append(waiting(origin, "rate_limited", when, 60))
+    return tuple(events)
+
+
+statuses = st.fixed_dictionaries(
+    {
+        "run": st.sampled_from(["started", "not-started"]),
+        "running": st.none() | st.just({"iteration": 1}),
+        "interrupted": st.none() | st.just({"iteration": 1}),
+        "selected": st.fixed_dictionaries(
+            {"status": st.sampled_from(["open", "complete", "stuck", "blocked"])}
+        ),
+        "next_iteration": st.integers(1, 12),
+        "max_iterations": st.integers(1, 10),
+        "budgets": st.lists(st.fixed_dictionaries({"exhausted": st.booleans()}), max_size=3),
+    }
+)
+
+
+@SETTINGS
+@given(statuses, loop_events(), st.booleans())
+def test_waiting_is_a_live_loop_s_last_wait_still_ahead_with_no_iteration_after_it(
+    status: dict[str, Any], events: tuple[Event, ...], alive: bool
+) -> None:
+    loop = LoopFacts(alive=alive, events=events, read_at=NOW)
+    wait = current_wait(loop)
+    word = run_state_word(status, loop)
+
+    assert word in RUN_STATES
+    waits = [event for event in events if event.type is EventType.WAITING]
+    if wait is not None:
+        after = events[len(events) - events[::-1].index(wait) :]
+        assert alive and wait is waits[-1]
+        assert wait.figures["until"] > NOW.strftime("%Y-%m-%dT%H:%M:%SZ")
+        assert all(event.type is not EventType.ITERATION_STARTED for event in after)
+    elif alive and waits and events[-1] is waits[-1]:
+        assert waits[-1].figures["until"] <= NOW.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert (word == "waiting") == (
+        wait is not None
+        and status["run"] == "started"
+        and status["running"] is None
+        and status["interrupted"] is None
+    )
+
+
+STATES = ("pending", "running", "completed", "failed", "stuck")
+
+
+@st.composite
+def page_views(draw: st.DrawFn, ids: list[str]) -> PageView:
+    """A page view of a one-level tree with these ids, random states, executions and figures."""
+    rows = [
+        {"id": node_id, "depth": 0 if n == 0 else 1, "state": draw(st.sampled_from(STATES))}
+        | {"executions": draw(st.integers(0, 3))}
+        for n, node_id in enumerate(ids)
+    ]
+    rollups = {row["id"]: {"cost_usd": draw(st.none() | st.integers(0, 3))} for row in rows}
+    status = {"tree": rows, "removed": [], "next_iteration": draw(st.integers(1, 3))}
+    overview = {"state": draw(st.sampled_from(RUN_STATES)), "rollups": rollups}
+    return page_view(status, overview)
+
+
+node_ids = st.lists(st.sampled_from("abcdef"), min_size=1, max_size=6, unique=True)
+
+
+@SETTINGS
+@given(st.data(), node_ids, node_ids)
+def test_applying_a_delta_to_the_page_before_gives_the_page_after(
+    data: st.DataObject, ids: list[str], other_ids: list[str]
+) -> None:
+    before = data.draw(page_views(ids))
+    after = data.draw(page_views(data.draw(st.sampled_from([ids, other_ids]))))
+    delta = view_delta(before, after)
+
+    if delta is None:
+        assert before == after
+        return
+    assert delta["head"] is None or delta["head"] == after.head
+    if delta["reshaped"]:
+        shape = [(row["id"], row["depth"]) for row in before.rows]
+        assert shape != [(row["id"], row["depth"]) for row in after.rows]
+        assert delta["rows"] == []
+        return
+    head = before.head if delta["head"] is None else delta["head"]
+    changed = {row["id"]: row for row in delta["rows"]}
+    assert PageView(head, tuple(changed.get(row["id"], row) for row in before.rows)) == after
+    assert all(row not in before.rows for row in delta["rows"])

@@ -9,6 +9,7 @@ hands in the summary, the tree and the parsed `BudgetConfig`.
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import attrs
 
@@ -20,8 +21,9 @@ from runner_core.history import (
     NodeStats,
     TokenUsage,
     node_stats,
+    tokens_to_json,
 )
-from runner_core.model import Node, iter_preorder
+from runner_core.model import Node, canonical_preorder
 
 
 @attrs.frozen(slots=True)
@@ -42,6 +44,21 @@ def figure_text(value: float) -> str:
     if value.is_integer():
         return str(int(value))
     return f"{value:.4f}".rstrip("0").rstrip(".")
+
+
+def _figure_json(value: float) -> int | float:
+    """A figure in a `--json` document: an integer when it is one, else 6 decimals at most."""
+    return int(value) if value.is_integer() else round(value, 6)
+
+
+def budget_use_to_json(use: BudgetUse) -> dict[str, Any]:
+    """One budget in `runner status --json` and `runner report --json`."""
+    return {
+        "budget": use.budget,
+        "spent": _figure_json(use.spent),
+        "limit": _figure_json(use.limit),
+        "exhausted": use.exhausted,
+    }
 
 
 def budget_uses(budget: BudgetConfig, summary: HistorySummary) -> tuple[BudgetUse, ...]:
@@ -114,12 +131,25 @@ def _own_totals(stats: NodeStats | None, records: tuple[ExecutionRecord, ...]) -
     )
 
 
+def totals_to_json(totals: NodeTotals) -> dict[str, Any]:
+    """One node's subtree totals in `runner report --json` and `runner serve`'s overview."""
+    cost = totals.cost_usd
+    return {
+        "node_id": totals.node_id,
+        "executions": totals.executions,
+        "attempts_consumed": totals.attempts_consumed,
+        "duration_ms": totals.duration_ms,
+        "tokens": tokens_to_json(totals.tokens),
+        "cost_usd": None if cost is None else _figure_json(cost),
+    }
+
+
 def rolled_up_totals(tree: Node, history: ExecutionHistory) -> dict[str, NodeTotals]:
-    """Every node of `tree`, in pre-order, with its subtree's executions added to its own.
+    """Every node of `tree`, in canonical pre-order, with its subtree's executions added to its own.
 
     Executions of nodes no longer in the tree count nowhere here; the run's summary has them.
     """
-    nodes = [node for node, _ in iter_preorder(tree)]
+    nodes = [node for node, _, _ in canonical_preorder(tree)]
     stats = {row.node_id: row for row in node_stats(history)}
     totals: dict[str, NodeTotals] = {}
     # Reversed pre-order reaches every child before its parent.

@@ -51,6 +51,10 @@ class BudgetConfig:
     max_wall_secs: int | None = None
 
 
+# No budget set: nothing limits the run's spending.
+NO_BUDGET = BudgetConfig()
+
+
 @attrs.frozen(slots=True)
 class HooksConfig:
     """`[hooks]`: an argv per hook, run with the event's JSON on stdin; () is no hook."""

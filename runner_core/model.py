@@ -101,6 +101,19 @@ def iter_preorder(root: Node) -> Iterator[tuple[Node, Ancestors]]:
     return iter(walked)
 
 
+def canonical_preorder(tree: Node) -> list[tuple[Node, str, int]]:
+    """`(node, path, depth)` depth-first with siblings in `(order, id)` order, whatever the
+    order they are stored in."""
+    walked: list[tuple[Node, str, int]] = []
+    stack: list[tuple[Node, str, int]] = [(tree, tree.id, 0)]
+    while stack:
+        node, path, depth = stack.pop()
+        walked.append((node, path, depth))
+        for child in sorted(node.children, key=sort_key, reverse=True):
+            stack.append((child, f"{path}/{child.id}", depth + 1))
+    return walked
+
+
 def rebuild_postorder(root: Node, rebuild: Callable[[Node, tuple[Node, ...]], Node]) -> Node:
     """A new tree where every node is `rebuild(node, its already-rebuilt children)`.
 

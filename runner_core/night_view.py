@@ -13,10 +13,8 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
-from runner_core.budget import BudgetUse, figure_text, rolled_up_totals
+from runner_core.budget import BudgetUse, NodeTotals, figure_text
 from runner_core.events import Event, EventType
-from runner_core.history import ExecutionHistory
-from runner_core.model import Node
 from runner_core.recovery import Journal
 
 # How many of the running process's last log lines `runner status` shows.
@@ -106,14 +104,15 @@ def budget_lines(uses: tuple[BudgetUse, ...]) -> tuple[str, ...]:
     )
 
 
-def rolled_up_lines(tree: Node, history: ExecutionHistory) -> tuple[str, ...]:
+def rolled_up_lines(subtree_totals: tuple[NodeTotals, ...]) -> tuple[str, ...]:
     """`runner report`'s per-node figures rolled up the tree: a parent's include its subtree's."""
     rows = []
-    for node_id, totals in rolled_up_totals(tree, history).items():
+    for totals in subtree_totals:
         cost = "-" if totals.cost_usd is None else figure_text(totals.cost_usd)
         tokens = totals.tokens.input + totals.tokens.output
         rows.append(
-            f"  {node_id} executions={totals.executions} attempts={totals.attempts_consumed} "
-            f"duration={_secs(totals.duration_ms)} tokens={tokens} cost_usd={cost}"
+            f"  {totals.node_id} executions={totals.executions} "
+            f"attempts={totals.attempts_consumed} duration={_secs(totals.duration_ms)} "
+            f"tokens={tokens} cost_usd={cost}"
         )
     return ("subtree totals:", *rows)

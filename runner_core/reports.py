@@ -14,6 +14,15 @@ from typing import Any
 
 import attrs
 
+from runner_core.budget import (
+    BudgetUse,
+    NodeTotals,
+    budget_use_to_json,
+    budget_uses,
+    rolled_up_totals,
+    totals_to_json,
+)
+from runner_core.config import NO_BUDGET, BudgetConfig
 from runner_core.history import (
     ExecutionHistory,
     ExecutionRecord,
@@ -29,7 +38,7 @@ from runner_core.history import (
     summary_to_json,
     tokens_to_json,
 )
-from runner_core.model import Node, NodeNext, iter_preorder, sort_key
+from runner_core.model import Node, NodeNext, canonical_preorder, iter_preorder
 from runner_core.operations import OperatorAction, action_to_json
 from runner_core.recovery import Journal
 from runner_core.run_identity import branch_for
@@ -65,19 +74,6 @@ class LeafRef:
     path: str
     attempts: int
     max_attempts: int
-
-
-def canonical_preorder(tree: Node) -> list[tuple[Node, str, int]]:
-    """`(node, path, depth)` depth-first with siblings in `(order, id)` order, whatever the
-    order they are stored in."""
-    walked: list[tuple[Node, str, int]] = []
-    stack: list[tuple[Node, str, int]] = [(tree, tree.id, 0)]
-    while stack:
-        node, path, depth = stack.pop()
-        walked.append((node, path, depth))
-        for child in sorted(node.children, key=sort_key, reverse=True):
-            stack.append((child, f"{path}/{child.id}", depth + 1))
-    return walked
 
 
 def leaf_counts(tree: Node) -> tuple[int, int]:
@@ -116,6 +112,8 @@ class StatusView:
     guidance: str | None = None
     questions: str | None = None
     operator_actions: tuple[OperatorAction, ...] = ()
+    # Each configured budget, spent vs limit (issue 10 §5), in budget_uses' order.
+    budgets: tuple[BudgetUse, ...] = ()
 
     @property
     def branch(self) -> str | None:
@@ -166,6 +164,7 @@ def status_view(
     history: ExecutionHistory,
     journal: Journal | None = None,
     operator: OperatorFacts = OperatorFacts(),
+    budget: BudgetConfig = NO_BUDGET,
 ) -> StatusView:
     """Where the run stands; `history` is the current run's, `journal` any journal found.
 
@@ -206,6 +205,7 @@ def status_view(
         guidance=operator.guidance,
         questions=operator.questions if stuck else None,
         operator_actions=operator.actions,
+        budgets=budget_uses(budget, history.summary()),
     )
 
 
@@ -274,6 +274,7 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "guidance": view.guidance,
         "questions": view.questions,
         "operator_actions": [action_to_json(action) for action in view.operator_actions],
+        "budgets": [budget_use_to_json(use) for use in view.budgets],
     }
 
 
@@ -387,6 +388,7 @@ class RunFigures:
     max_iterations: int
     running_node_id: str | None = None
     operator_actions: tuple[OperatorAction, ...] = ()
+    budget: BudgetConfig = NO_BUDGET
 
     def states(self) -> dict[str, NodeDisplayState]:
         if self.tree is None:
@@ -411,6 +413,9 @@ class Report:
     slowest: tuple[ExecutionRecord, ...]
     most_retried: tuple[NodeStats, ...]
     operator_actions: tuple[OperatorAction, ...] = ()
+    # Each configured budget, spent vs limit; every node of the tree with its subtree's figures.
+    budgets: tuple[BudgetUse, ...] = ()
+    subtree_totals: tuple[NodeTotals, ...] = ()
 
 
 def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
@@ -438,13 +443,20 @@ def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
                 state=states.get(node_id),
             )
         )
+    summary = summarize(figures.history)
     return Report(
         run_id=figures.run_id,
-        summary=summarize(figures.history),
+        summary=summary,
         nodes=tuple(rows),
         slowest=slowest(figures.history, top),
         most_retried=most_retried(figures.history, top),
         operator_actions=figures.operator_actions,
+        budgets=budget_uses(figures.budget, summary),
+        subtree_totals=(
+            tuple(rolled_up_totals(figures.tree, figures.history).values())
+            if figures.tree is not None
+            else ()
+        ),
     )
 
 
@@ -496,6 +508,8 @@ def report_to_json(report: Report, warnings: Sequence[str] = ()) -> dict[str, An
             "count": len(report.operator_actions),
             "actions": [action_to_json(action) for action in report.operator_actions],
         },
+        "budgets": [budget_use_to_json(use) for use in report.budgets],
+        "subtree_totals": [totals_to_json(totals) for totals in report.subtree_totals],
         "warnings": list(warnings),
     }
 

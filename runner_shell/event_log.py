@@ -100,3 +100,23 @@ def _read_from(path: Path, offset: int) -> bytes:
         return b""
     except NotRegularFile as error:
         raise EventLogRefused(f"{path} {error.strerror} (remove it)") from None
+
+
+# How much of the file's end `last_events` reads: many times a loop's last events between two
+# iterations (a wait, the stop that ended it, a hook's failure).
+TAIL_BYTES = 64 * 1024
+
+
+def last_events(path: Path, max_bytes: int = TAIL_BYTES) -> tuple[Event, ...]:
+    """The whole lines among the last `max_bytes` of `path`, oldest first, damaged ones skipped;
+    none when the file is missing or is anything but a regular file."""
+    try:
+        with open_regular(path) as handle:
+            start = max(os.fstat(handle.fileno()).st_size - max_bytes, 0)
+            handle.seek(start)
+            data = handle.read(max_bytes)
+    except OSError:
+        return ()
+    if start > 0:
+        data = data.partition(b"\n")[2]  # the first line read is cut
+    return parse_event_lines(data)[0]

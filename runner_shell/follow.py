@@ -11,12 +11,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from runner_core.budget import budget_uses
-from runner_core.config import Config
 from runner_core.events import event_line
-from runner_core.history import ExecutionHistory
 from runner_core.loop_policy import ends_the_loop
-from runner_core.night_view import STATUS_TAIL_LINES, budget_lines, event_text, running_lines
+from runner_core.night_view import STATUS_TAIL_LINES, event_text, running_lines
 from runner_core.recovery import Journal
 from runner_shell.errors import UserFacingError
 from runner_shell.event_log import follow
@@ -95,16 +92,9 @@ def _running_log(paths: RunnerPaths, journal: Journal) -> Path:
     return max(logs, key=lambda path: path.stat().st_mtime_ns)
 
 
-def night_status_lines(
-    paths: RunnerPaths,
-    config: Config,
-    journal: Journal | None,
-    alive: bool,
-    history: ExecutionHistory,
-) -> tuple[str, ...]:
-    """The running iteration (elapsed, last log lines) and each budget's spent vs limit."""
-    lines: tuple[str, ...] = ()
-    if journal is not None and alive:
-        tail = _log_tail(_running_log(paths, journal))
-        lines += running_lines(journal, datetime.now(UTC), tail)
-    return lines + budget_lines(budget_uses(config.budget, history.summary()))
+def running_status_lines(paths: RunnerPaths, journal: Journal | None) -> tuple[str, ...]:
+    """`runner status` for an iteration in progress: its elapsed time and its log's last lines."""
+    if journal is None:
+        return ()
+    tail = _log_tail(_running_log(paths, journal))
+    return running_lines(journal, datetime.now(UTC), tail)

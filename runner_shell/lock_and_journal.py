@@ -13,6 +13,7 @@ import fcntl
 import json
 import os
 import signal
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,6 +78,45 @@ def exclusive_lock(repo: Repo) -> Iterator[None]:
         os.close(fd)
 
 
+# The lock file names its holder in its first line: `pid N: command`.
+LOCK_HOLDER_MAX_BYTES = 4096
+PROC_LOCKS = Path("/proc/locks")
+
+
+def lock_held(repo: Repo) -> bool:
+    """Whether a runner holds the repository's lock now, between its iterations too, found
+    without taking it: Linux lists every flock in /proc/locks by device and inode; elsewhere
+    the process the lock file names must be alive."""
+    try:
+        facts = os.stat(lock_path(repo), follow_symlinks=False)
+    except OSError:
+        return False
+    if not stat.S_ISREG(facts.st_mode):
+        return False
+    try:
+        table = PROC_LOCKS.read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return _named_holder_alive(repo)
+    inode = f"{os.major(facts.st_dev):02x}:{os.minor(facts.st_dev):02x}:{facts.st_ino}"
+    for line in table.splitlines():
+        fields = line.split()
+        # `N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE START END`; `N: -> ...` is a waiter.
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == inode:
+            return True
+    return False
+
+
+def _named_holder_alive(repo: Repo) -> bool:
+    try:
+        first = read_bytes_capped(lock_path(repo), LOCK_HOLDER_MAX_BYTES)
+    except OSError:
+        return False
+    words = first.decode("utf-8", errors="replace").split()
+    if len(words) < 2 or words[0] != "pid" or not words[1].rstrip(":").isdigit():
+        return False
+    return runner_alive(int(words[1].rstrip(":")))
+
+
 def runner_alive(pid: int) -> bool:
     """Whether `pid` is a running process (not a zombie): the journal's runner still at work."""
     try:
@@ -86,10 +126,10 @@ def runner_alive(pid: int) -> bool:
     except PermissionError:
         return True
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+        proc_stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return True  # no /proc: signal 0 is all we can ask
-    return stat.rsplit(")", 1)[-1].split()[:1] not in (["Z"], ["X"])
+    return proc_stat.rsplit(")", 1)[-1].split()[:1] not in (["Z"], ["X"])
 
 
 def crash_point(name: str) -> None:

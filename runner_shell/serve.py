@@ -16,6 +16,7 @@ import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +37,23 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from runner_core.events import Event, event_line
 from runner_core.reports import report_to_json, status_to_json
 from runner_core.runs import runs_to_json
-from runner_core.web_view import allowed_hosts, is_loopback, node_detail, overview_to_json
+from runner_core.web_view import (
+    LoopFacts,
+    PageView,
+    allowed_hosts,
+    is_loopback,
+    node_detail,
+    overview_to_json,
+    page_view,
+    view_delta,
+)
 from runner_shell.errors import UserFacingError, failure_line
-from runner_shell.event_log import EventLogRefused, follow
+from runner_shell.event_log import EventLogRefused, follow, last_events
 from runner_shell.files import FileTooLarge, read_bytes_capped
 from runner_shell.git import Repo
 from runner_shell.iteration_log import iteration_dirs
 from runner_shell.layout import RunnerPaths
-from runner_shell.lock_and_journal import journal_path
+from runner_shell.lock_and_journal import journal_path, lock_held
 from runner_shell.runs import gather_runs
 from runner_shell.store import load_run_state, load_tree
 from runner_shell.views import (
@@ -105,14 +115,16 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 @attrs.define
 class Watcher:
-    """Polls the run's files by stat and tails its `events.jsonl` in a thread."""
+    """Polls the run's files by stat and tails its `events.jsonl` in a thread; after any change
+    it reads the documents once for every client and publishes what changed as a `view` event."""
 
     paths: RunnerPaths
     repo: Repo
-    run: str | None
+    api: Api
     broker: Broker
     stop: threading.Event = attrs.field(factory=threading.Event)
     following: str | None = None
+    page: PageView | None = None
 
     def watched(self) -> dict[str, Path]:
         return {
@@ -121,25 +133,47 @@ class Watcher:
             "journal": journal_path(self.repo),
         }
 
+    def _readings(self, files: dict[str, Path]) -> dict[str, object]:
+        """Each watched file's stat, the events log's and whether a runner holds the lock."""
+        readings: dict[str, object] = {name: _stamp(path) for name, path in files.items()}
+        if self.following is not None:
+            readings["events"] = _stamp(self.paths.events_log(self.following))
+        readings["lock"] = lock_held(self.repo)
+        return readings
+
     async def run_forever(self) -> None:
         files = self.watched()
-        stamps = {name: _stamp(path) for name, path in files.items()}
         self._follow_run()
+        readings = self._readings(files)
+        await self._publish_view()
         while not self.stop.is_set():
             await asyncio.sleep(POLL_SECS)
-            now = {name: _stamp(path) for name, path in files.items()}
-            changed = [name for name in files if now[name] != stamps[name]]
-            stamps = now
+            now = self._readings(files)
+            changed = [name for name in files if now[name] != readings[name]]
             if changed:
                 self.broker.publish("state", json.dumps({"changed": changed}))
                 if "run_state" in changed:
                     self._follow_run()
+            if now != readings:
+                await self._publish_view()
+            readings = now
+
+    async def _publish_view(self) -> None:
+        """Read the documents (in a worker thread) and publish the `view` delta, if any."""
+        try:
+            page = await asyncio.to_thread(lambda: page_view(*self.api.documents()))
+        except (UserFacingError, OSError):
+            return  # a run mid-change or damaged: the next change is read again
+        delta = view_delta(self.page, page)
+        self.page = page
+        if delta is not None:
+            self.broker.publish("view", json.dumps(delta, sort_keys=True))
 
     def _follow_run(self) -> None:
         """Start tailing the run's events.jsonl once the run is known (once per server)."""
         if self.following is not None:
             return
-        run_id = self.run
+        run_id = self.api.run
         if run_id is None:
             with contextlib.suppress(UserFacingError, OSError):
                 run_id = load_run_state(self.paths).run_id
@@ -234,11 +268,21 @@ class Api:
     def status(self, request: Request) -> Response:
         return JSONResponse(status_to_json(status_document_view(self.paths, self.repo)))
 
-    def overview(self, request: Request) -> Response:
+    def documents(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The status document and the overview, read afresh."""
         status = status_to_json(status_document_view(self.paths, self.repo))
-        history, _ = run_history(self.paths, self.repo, status["run_id"] or "")
+        run_id = status["run_id"]
+        history, _ = run_history(self.paths, self.repo, run_id or "")
         tree = load_tree(self.paths)
-        return JSONResponse(overview_to_json(status, tree, history))
+        loop = LoopFacts(
+            alive=lock_held(self.repo),
+            events=last_events(self.paths.events_log(run_id)) if run_id is not None else (),
+            read_at=datetime.now(UTC),
+        )
+        return status, overview_to_json(status, tree, history, loop)
+
+    def overview(self, request: Request) -> Response:
+        return JSONResponse(self.documents()[1])
 
     def history(self, request: Request) -> Response:
         node = request.query_params.get("node")
@@ -327,7 +371,7 @@ def create_app(root: Path, run: str | None, hosts: frozenset[str]) -> ASGIApp:
     paths, repo = RunnerPaths(root), Repo(root)
     api = Api(paths, repo, run)
     broker = Broker()
-    watcher = Watcher(paths, repo, run, broker)
+    watcher = Watcher(paths, repo, api, broker)
 
     async def events(request: Request) -> Response:
         return StreamingResponse(

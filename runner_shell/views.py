@@ -21,6 +21,7 @@ import typer
 from runner_core import ExecutionHistory, ExecutionRecord, Node, RunState, parse_tree
 from runner_core.history import DamagedRecord, NodeStats, TokenUsage, record_from_meta
 from runner_core.model import nodes_by_id
+from runner_core.night_view import budget_lines, rolled_up_lines
 from runner_core.operations import OperatorAction, action_text
 from runner_core.recovery import Journal
 from runner_core.reports import (
@@ -164,7 +165,7 @@ def run_figures(
     """
     state = load_run_state(paths)
     run_id = choose_run(paths, state, requested)
-    max_iterations = load_config(paths).max_iterations
+    config = load_config(paths)
     journal = _journal(repo)
     current = run_id == state.run_id
     history, problems = _history(paths, run_id, journal, repo, state.next_iter if current else 2)
@@ -179,9 +180,10 @@ def run_figures(
         history=history,
         tree=tree,
         next_iteration=next_iteration,
-        max_iterations=max_iterations,
+        max_iterations=config.max_iterations,
         running_node_id=running_node_id(journal, run_id),
         operator_actions=operator_actions(repo, run_id),
+        budget=config.budget,
     )
     return figures, problems
 
@@ -306,13 +308,11 @@ def status_document_view(paths: RunnerPaths, repo: Repo) -> StatusView:
     return _status_parts(paths, repo)[0]
 
 
-def _status_parts(
-    paths: RunnerPaths, repo: Repo
-) -> tuple[StatusView, Journal | None, bool, ExecutionHistory]:
-    """The status view, and the journal, its runner's liveness and the history it was built from."""
+def _status_parts(paths: RunnerPaths, repo: Repo) -> tuple[StatusView, Journal | None, bool]:
+    """The status view, and the journal and whether its runner is alive."""
     state = load_run_state(paths)
     tree = load_tree(paths)
-    max_iterations = load_config(paths).max_iterations
+    config = load_config(paths)
     journal = _journal(repo)
     history, problems = (
         _history(paths, state.run_id, journal, repo, state.next_iter)
@@ -327,18 +327,20 @@ def _status_parts(
         questions=read_optional_text(paths.questions, GUIDANCE_SHOWN_BYTES),
         actions=operator_actions(repo, state.run_id),
     )
-    view = status_view(tree, state, max_iterations, history, journal, operator)
-    return view, journal, operator.journal_alive, history
+    view = status_view(
+        tree, state, config.max_iterations, history, journal, operator, config.budget
+    )
+    return view, journal, operator.journal_alive
 
 
 def show_status(paths: RunnerPaths, repo: Repo, as_json: bool) -> None:
     """`runner status`: where the current run stands; works before `runner start` too."""
-    view, journal, alive, history = _status_parts(paths, repo)
+    view, journal, alive = _status_parts(paths, repo)
     if as_json:
         _print_json(status_to_json(view))
     else:
         typer.echo("\n".join(render_status(view)))
-        _night_status(paths, journal, alive, history)
+        _night_status(view, paths, journal, alive)
 
 
 # ---------------------------------------------------------------- runner history
@@ -656,6 +658,9 @@ def render_report(report: Report) -> list[str]:
         out += table((*headers, "TOKENS in/out/cached"), _node_rows(report), indent="  ")
     else:
         out.append("  none")
+    out += budget_lines(report.budgets)
+    if report.subtree_totals:
+        out += rolled_up_lines(report.subtree_totals)
     out.append("slowest:")
     slow = [
         (
@@ -685,51 +690,29 @@ def report_document(
     paths: RunnerPaths, repo: Repo, run: str | None
 ) -> tuple[Report, tuple[str, ...]]:
     """The report of `runner report` and `GET /api/report`, and its warnings (also on stderr)."""
-    report, problems, _ = _report_parts(paths, repo, run)
-    return report, problems
-
-
-def _report_parts(
-    paths: RunnerPaths, repo: Repo, run: str | None
-) -> tuple[Report, tuple[str, ...], RunFigures]:
     figures, problems = run_figures(paths, repo, run)
     for line in problems:
         warn(line)
-    return build_report(figures), problems, figures
+    return build_report(figures), problems
 
 
 def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) -> None:
     """`runner report`: seed 004's summary, the per-node table, the slowest and most retried."""
-    report, problems, figures = _report_parts(paths, repo, run)
+    report, problems = report_document(paths, repo, run)
     if as_json:
         _print_json(report_to_json(report, problems))
     else:
-        typer.echo("\n".join(_with_night_lines(render_report(report), paths, figures)))
+        typer.echo("\n".join(render_report(report)))
 
 
 def _night_status(
-    paths: RunnerPaths, journal: Journal | None, alive: bool, history: ExecutionHistory
+    view: StatusView, paths: RunnerPaths, journal: Journal | None, alive: bool
 ) -> None:
-    from runner_shell.follow import night_status_lines
+    from runner_shell.follow import running_status_lines
 
-    for line in night_status_lines(paths, load_config(paths), journal, alive, history):
+    lines = running_status_lines(paths, journal) if alive else ()
+    for line in (*lines, *budget_lines(view.budgets)):
         typer.echo(line)
-
-
-def _with_night_lines(
-    rendered: Sequence[str], paths: RunnerPaths, figures: RunFigures
-) -> list[str]:
-    """The report with each budget's spent vs limit and the subtree totals after its nodes."""
-    from runner_core.budget import budget_uses
-    from runner_core.night_view import budget_lines, rolled_up_lines
-
-    summary = figures.history.summary()
-    lines = budget_lines(budget_uses(load_config(paths).budget, summary))
-    if figures.tree is not None:
-        lines += rolled_up_lines(figures.tree, figures.history)
-    rendered = list(rendered)
-    at = rendered.index("slowest:") if "slowest:" in rendered else len(rendered)
-    return [*rendered[:at], *lines, *rendered[at:]]
 
 
 # ---------------------------------------------------------------- runner metrics

@@ -31,14 +31,18 @@ def leaves_tree(count: int = LEAVES) -> dict[str, Any]:
     return node("root", title="Project goal", children=children)
 
 
-def script_leaves(project: Project, count: int, sleep: float) -> None:
-    """Agent: iteration n finishes leaf n after `sleep` seconds, printing a line; guard passes."""
+def script_leaves(
+    project: Project, count: int, sleep: float, usage: dict[str, Any] | None = None
+) -> None:
+    """Agent: iteration n finishes leaf n after `sleep` seconds, printing a line and reporting
+    `usage` (tokens, cost) if given; guard passes."""
     project.agent_script(
         {
             n: {
                 "stdout": f"working on leaf {n}\n",
                 "sleep": sleep,
                 "output": {"status": "done", "summary": f"Leaf {n} done."},
+                **({"usage": usage} if usage is not None else {}),
             }
             for n in range(1, count + 1)
         }

@@ -22,6 +22,13 @@ FAKE_CLIS = Path(__file__).parent / "fake_clis"
 SCHEMA = json.loads(
     (Path(__file__).parent.parent / "schemas" / "events.schema.json").read_text(encoding="utf-8")
 )
+
+
+def view_schema(name: str) -> dict[str, Any]:
+    path = Path(__file__).parent.parent / "schemas" / "views" / f"{name}.schema.json"
+    return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
 # Short waits keep these tests fast; the defaults are minutes.
 FAST = {"runner_error_backoff_secs": [0], "max_wait_secs": 5}
 
@@ -319,6 +326,21 @@ def test_status_and_report_show_spent_vs_limit_and_subtree_totals(project: Proje
         "  root executions=2 attempts=0 duration=" in "\n".join(report)
         and "tokens=30 cost_usd=0.5" in report[report.index("subtree totals:") + 1]
     )
+    spent = [{"budget": "cost_usd", "spent": 0.5, "limit": 5, "exhausted": False}]
+    status = json.loads(project.runner("status", "--json").stdout)
+    jsonschema.validate(status, view_schema("status"))
+    assert status["budgets"] == spent
+    document = json.loads(project.runner("report", "--json").stdout)
+    jsonschema.validate(document, view_schema("report"))
+    assert document["budgets"] == spent
+    root, first, second = document["subtree_totals"]
+    assert (root["node_id"], first["node_id"], second["node_id"]) == ("root", "root.1", "root.2")
+    assert (root["executions"], root["tokens"], root["cost_usd"]) == (
+        2,
+        {"input": 20, "output": 10, "cached": 0},
+        0.5,
+    )
+    assert (first["executions"], first["cost_usd"]) == (1, 0.25)
 
 
 def test_a_node_command_is_an_operator_event_of_the_run(project: Project) -> None:

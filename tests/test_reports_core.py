@@ -17,6 +17,7 @@ from core_trees import tree
 from history_records import record as shared_record
 from prometheus_client.parser import text_string_to_metric_families
 
+from runner_core.config import BudgetConfig
 from runner_core.history import (
     ErrorKind,
     ExecutionHistory,
@@ -25,13 +26,12 @@ from runner_core.history import (
     TokenUsage,
     record_to_meta,
 )
-from runner_core.model import AgentStatus, GuardOutcome, Node
+from runner_core.model import AgentStatus, GuardOutcome, Node, canonical_preorder
 from runner_core.recovery import Journal, JournalPhase
 from runner_core.reports import (
     FileFacts,
     RunFigures,
     build_report,
-    canonical_preorder,
     elapsed_text,
     escape_label_value,
     history_records,
@@ -164,6 +164,18 @@ def test_status_document_of_a_started_run() -> None:
     assert document["last"] == {"status": "retry", "guard": "skipped", "summary": ""}
     assert document["running"] is None
     assert document["removed"] == []
+    assert document["budgets"] == []
+
+
+def test_status_shows_each_budget_set_spent_vs_limit() -> None:
+    budget = BudgetConfig(max_tokens=120, max_wall_secs=60)
+    document = status_to_json(status_view(TREE, STATE, 100, HISTORY, budget=budget))
+    assert_valid(document, "status")
+    total_secs = sum(record.duration_ms for record in HISTORY.records) / 1000
+    assert document["budgets"] == [
+        {"budget": "tokens", "spent": 120, "limit": 120, "exhausted": True},
+        {"budget": "wall_secs", "spent": total_secs, "limit": 60, "exhausted": False},
+    ]
 
 
 def test_status_before_start_says_not_started_and_still_draws_the_tree() -> None:
@@ -305,6 +317,27 @@ def test_report_summary_adds_the_runner_figures_to_seed_004() -> None:
     assert (summary["guard_passes"], summary["guard_failures"]) == (1, 1)
     assert summary["total_tokens"] == {"input": 107, "output": 13, "cached": 50}
     assert summary["total_cost_usd"] == 0.75
+
+
+def test_report_shows_each_budget_set_and_every_node_s_subtree_totals() -> None:
+    budget = BudgetConfig(max_cost_usd=0.5, max_tokens=1000)
+    document = report_to_json(build_report(figures(budget=budget)))
+    assert_valid(document, "report")
+    assert document["budgets"] == [
+        {"budget": "cost_usd", "spent": 0.75, "limit": 0.5, "exhausted": True},
+        {"budget": "tokens", "spent": 120, "limit": 1000, "exhausted": False},
+    ]
+    totals = {row["node_id"]: row for row in document["subtree_totals"]}
+    assert list(totals) == ["root", "root.1", "root.2", "root.3"]
+    assert (totals["root"]["executions"], totals["root"]["cost_usd"]) == (6, 0.75)
+    assert totals["root"]["tokens"] == {"input": 107, "output": 13, "cached": 50}
+    assert (totals["root.1"]["executions"], totals["root.1"]["cost_usd"]) == (2, None)
+    assert (totals["root.3"]["executions"], totals["root.3"]["duration_ms"]) == (0, 0)
+
+
+def test_report_without_a_budget_or_a_tree_has_neither() -> None:
+    document = report_to_json(build_report(figures(None)))
+    assert (document["budgets"], document["subtree_totals"]) == ([], [])
 
 
 def test_report_nodes_follow_the_tree_with_its_attempts_and_display_state() -> None:

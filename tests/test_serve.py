@@ -10,10 +10,12 @@ import asyncio
 import json
 import subprocess
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
+import jsonschema
 import pytest
 from e2e_helpers import PYTHON, Project, ProjectFactory
 from serve_helpers import (
@@ -26,12 +28,19 @@ from serve_helpers import (
 )
 from starlette.testclient import TestClient
 
-from runner_core.events import EventOrigin, operator
+from runner_core.events import EventOrigin, operator, waiting
 from runner_core.web_view import allowed_hosts
 from runner_shell.event_log import append_events
+from runner_shell.git import Repo
+from runner_shell.lock_and_journal import exclusive_lock
 from runner_shell.serve import CLIENT_QUEUE, Broker, Client, create_app
 
 BASE = "http://127.0.0.1:8765"
+
+
+def view_schema(name: str) -> dict[str, Any]:
+    path = Path(__file__).parent.parent / "schemas" / "views" / f"{name}.schema.json"
+    return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="module")
@@ -103,10 +112,60 @@ def test_a_run_is_chosen_by_query_among_the_known_runs(
 def test_the_overview_says_the_run_state_and_rolls_tokens_up(client: TestClient) -> None:
     overview = client.get("/api/overview").json()
 
+    jsonschema.validate(overview, view_schema("overview"))
     assert overview["state"] == "complete"
     assert overview["iteration"] == 3
+    assert (overview["loop_alive"], overview["wait"]) == (False, None)
     assert set(overview["rollups"]) == {"root", "root.1", "root.2", "root.3"}
-    assert overview["rollups"]["root"]["cost_usd"] == 0.0
+    # No agent reported a cost: none is shown, as `runner report` shows `cost_usd=-`.
+    assert overview["rollups"]["root"]["cost_usd"] is None
+
+
+def test_a_live_loop_s_wait_is_the_overview_s_state_until_it_ends(
+    tmp_path: Path, make_project: ProjectFactory
+) -> None:
+    project = make_project(tmp_path, "started")
+    run = project.prepare(leaves_tree())
+    until = (datetime.now(UTC) + timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    origin = EventOrigin(run, 1, None, "2026-01-01T00:00:00Z")
+    events_log = project.runner_dir / "iterations" / run / "events.jsonl"
+    events_log.parent.mkdir(parents=True, exist_ok=True)
+    append_events(events_log, [waiting(origin, "rate_limited", until, 600)])
+    app = create_app(project.root, None, allowed_hosts("127.0.0.1", 8765, "box"))
+    with TestClient(app, base_url=BASE) as test_client:
+        idle = test_client.get("/api/overview").json()
+        with exclusive_lock(Repo(project.root)):  # as the sleeping `runner loop` holds it
+            waited = test_client.get("/api/overview").json()
+        after = test_client.get("/api/overview").json()
+
+    jsonschema.validate(waited, view_schema("overview"))
+    assert (waited["state"], waited["loop_alive"]) == ("waiting", True)
+    assert waited["wait"] == {"reason": "rate_limited", "until": until, "secs": 600}
+    # Without a runner holding the lock nobody is waiting: the run is idle.
+    assert (idle["state"], idle["wait"]) == ("idle", None)
+    assert (after["state"], after["loop_alive"]) == ("idle", False)
+
+
+def test_a_reached_budget_is_the_overview_s_state_and_status_shows_spent_vs_limit(
+    tmp_path: Path, make_project: ProjectFactory
+) -> None:
+    project = make_project(tmp_path, "started")
+    project.prepare(leaves_tree(), budget={"max_cost_usd": 0.2})
+    usage = {"cost_usd": 0.25, "input_tokens": 10, "output_tokens": 5}
+    project.agent_script({1: {"usage": usage, "output": {"status": "done", "summary": "one"}}})
+    project.guard_script([{"stdout": "ok\n"}])
+    assert project.runner("loop").returncode == 1
+
+    app = create_app(project.root, None, allowed_hosts("127.0.0.1", 8765, "box"))
+    with TestClient(app, base_url=BASE) as test_client:
+        overview = test_client.get("/api/overview").json()
+        status = test_client.get("/api/status").json()
+
+    assert overview["state"] == "budget"
+    assert overview["rollups"]["root"]["cost_usd"] == 0.25
+    assert status["budgets"] == [
+        {"budget": "cost_usd", "spent": 0.25, "limit": 0.2, "exhausted": True}
+    ]
 
 
 def test_a_node_shows_its_goal_acceptance_path_and_executions(client: TestClient) -> None:
@@ -252,6 +311,7 @@ def test_a_real_server_streams_state_and_events_while_a_real_loop_runs(
         while not reader.events("operator") and time.monotonic() < deadline:
             time.sleep(0.1)
         final = httpx_json(f"{base}/api/overview")
+        final_status = httpx_json(f"{base}/api/status")
         reader.stop.set()
 
     assert loop.returncode == 0
@@ -262,6 +322,13 @@ def test_a_real_server_streams_state_and_events_while_a_real_loop_runs(
     ids = [ident for ident, _, _ in reader.messages]
     assert ids == list(range(1, len(ids) + 1))
     assert final["state"] == "complete"
+    # The server read the documents once per change for every client and sent what changed.
+    views = reader.events("view")
+    completed = {row["id"] for view in views for row in view["rows"] if row["state"] == "completed"}
+    assert completed == {"root", "root.1", "root.2", "root.3"}
+    heads = [view["head"] for view in views if view["head"] is not None]
+    assert heads[-1]["overview"]["state"] == "complete"
+    assert heads[-1]["status"] | {"tree": final_status["tree"], "removed": []} == final_status
 
 
 def httpx_json(url: str) -> Any:

@@ -23,6 +23,13 @@ CHROMEDRIVER = shutil.which("chromedriver")
 WAIT_SECS = 60
 # A fresh render of a 10,000-node tree, fetch included, must take less than this.
 BIG_TREE_RENDER_MS = 3000
+# Records every URL the page fetches from now on, in window.fetched.
+COUNT_FETCHES = (
+    "window.fetched = []; const fetchFirst = window.fetch;"
+    "window.fetch = (url, ...rest) => { window.fetched.push(String(url));"
+    " return fetchFirst(url, ...rest); };"
+)
+USAGE = {"cost_usd": 0.25, "input_tokens": 100, "output_tokens": 20}
 
 if CHROMIUM is None or CHROMEDRIVER is None:
     if os.environ.get("CI") == "true":
@@ -78,13 +85,16 @@ def test_the_page_follows_a_running_loop_without_a_reload(
     tmp_path: Path, make_project: ProjectFactory, browser: webdriver.Chrome
 ) -> None:
     project = make_project(tmp_path, "started")
-    project.prepare(leaves_tree())
-    script_leaves(project, 3, sleep=1.0)
+    project.prepare(leaves_tree(), budget={"max_cost_usd": 5.0})
+    script_leaves(project, 3, sleep=1.0, usage=USAGE)
     with serving(project, free_port()) as base:
         browser.get(base)
+        wait(browser, lambda: text(browser, "budget") == "cost_usd 0/5", "the budget, unspent")
         wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, ".node")) == 4, "tree")
         assert [badge(browser, f"root.{n}") for n in (1, 2, 3)] == ["pending"] * 3
-        browser.execute_script("window.notReloaded = true;")
+        # The page reads the documents on opening and once the event stream is open.
+        wait(browser, lambda: browser.execute_script("return view.refreshes;") == 2, "read")
+        browser.execute_script("window.notReloaded = true;" + COUNT_FETCHES)
         loop = subprocess.Popen(
             [PYTHON, "-m", "runner_shell", "loop"], cwd=project.root, env=project.env
         )
@@ -98,8 +108,14 @@ def test_the_page_follows_a_running_loop_without_a_reload(
         wait(browser, lambda: cell_texts(browser)[:3] == ["1", "done", "pass"], "its execution")
 
         assert loop.wait(timeout=WAIT_SECS) == 0
-        wait(browser, lambda: browser.find_element(By.ID, "run-state").text == "complete", "")
+        wait(browser, lambda: text(browser, "run-state") == "complete", "the run complete")
+        wait(browser, lambda: text(browser, "budget") == "cost_usd 0.75/5", "spent vs budget")
+        wait(browser, lambda: history_iterations(browser) == ["3", "2", "1"], "the iterations")
         assert browser.execute_script("return window.notReloaded === true;")
+        # Node states, the overview and new iterations came as events: no whole document was
+        # read again while the loop ran (the node panel reads only its node).
+        fetched = browser.execute_script("return window.fetched;")
+        assert [url for url in fetched if "/api/nodes/" not in url] == []
         shot = tmp_path / "serve.png"
         assert browser.save_screenshot(str(shot))
 
@@ -110,6 +126,48 @@ def test_the_page_follows_a_running_loop_without_a_reload(
     copy_to = os.environ.get("RUNNER_SERVE_SCREENSHOT")
     if copy_to:
         shutil.copyfile(shot, copy_to)
+
+
+def test_a_wait_and_a_reached_budget_show_as_they_happen(
+    tmp_path: Path, make_project: ProjectFactory, browser: webdriver.Chrome
+) -> None:
+    project = make_project(tmp_path, "started")
+    loop_config = {"runner_error_backoff_secs": [0], "max_wait_secs": 30}
+    project.prepare(leaves_tree(), loop=loop_config, budget={"max_cost_usd": 0.4})
+    done = {"status": "done", "summary": "Leaf done."}
+    project.agent_script(
+        {
+            1: {"wait": {"retry_after_secs": 8}, "exit": 1},
+            2: {"usage": USAGE, "output": done},
+            3: {"usage": USAGE, "output": done},
+        }
+    )
+    project.guard_script([{"stdout": "ok\n"}])
+    with serving(project, free_port()) as base:
+        browser.get(base)
+        wait(browser, lambda: text(browser, "run-state") == "idle", "the run idle")
+        browser.execute_script("window.notReloaded = true;")
+        loop = subprocess.Popen(
+            [PYTHON, "-m", "runner_shell", "loop"], cwd=project.root, env=project.env
+        )
+        wait(browser, lambda: text(browser, "run-state") == "waiting", "the loop waiting")
+        wait(browser, lambda: text(browser, "wait").startswith("rate_limited until "), "its end")
+        assert "left" in text(browser, "wait")
+
+        assert loop.wait(timeout=WAIT_SECS) == 1
+        wait(browser, lambda: text(browser, "run-state") == "budget", "the budget reached")
+        wait(browser, lambda: text(browser, "budget") == "cost_usd 0.5/0.4 (reached)", "spent")
+        assert not browser.find_element(By.ID, "wait").is_displayed()
+        assert browser.execute_script("return window.notReloaded === true;")
+
+
+def history_iterations(browser: webdriver.Chrome) -> list[str]:
+    rows = browser.find_elements(By.CSS_SELECTOR, "#history tbody tr")
+    return [str(row.get_attribute("data-iter")) for row in rows]
+
+
+def text(browser: webdriver.Chrome, element_id: str) -> str:
+    return str(browser.find_element(By.ID, element_id).text)
 
 
 def detail_text(browser: webdriver.Chrome) -> str:

@@ -4,7 +4,7 @@
 const PAGE = 200; // children rendered per "show more"
 const OUTPUT_LINES = 200;
 const view = { rows: [], byId: new Map(), kids: new Map(), open: new Set(), shown: new Map(),
-  elements: new Map(), rollups: {}, shape: "", chosen: null };
+  elements: new Map(), rollups: {}, shape: "", chosen: null, refreshes: 0 };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -27,9 +27,40 @@ function setBadge(node, word) {
   node.className = `badge s-${word}`;
 }
 
+// A budget figure as `runner status` prints it: an integer, else at most 4 decimals.
+const figure = (value) => (Number.isInteger(value) ? String(value)
+  : value.toFixed(4).replace(/0+$/, "").replace(/\.$/, ""));
+const budgetText = (use) => `${use.budget} ${figure(use.spent)}/${figure(use.limit)}`
+  + (use.spent >= use.limit ? " (reached)" : "");
+
+function showBudgets(budgets) {
+  const node = document.getElementById("budget");
+  node.textContent = budgets.length ? budgets.map(budgetText).join(", ") : "none set";
+  node.classList.toggle("reached", budgets.some((use) => use.spent >= use.limit));
+}
+
+// The wait a live loop sleeps through (the overview's `wait`, or a `waiting` event): its
+// reason, its end and a countdown; null hides it.
+let waitTimer = null;
+function showWait(wait) {
+  clearInterval(waitTimer);
+  for (const id of ["wait", "wait-label"]) document.getElementById(id).hidden = !wait;
+  if (!wait) return;
+  const until = new Date(wait.until);
+  const tick = () => {
+    const left = Math.max(0, Math.round((until - Date.now()) / 1000));
+    const clock = `${Math.floor(left / 60)}m ${String(left % 60).padStart(2, "0")}s`;
+    text("wait", `${wait.reason} until ${wait.until} (${left ? `${clock} left` : "ending"})`);
+  };
+  tick();
+  waitTimer = setInterval(tick, 1000);
+}
+
 function showOverview(status, overview) {
   text("run-id", status.run_id || "(not started)");
   setBadge(document.getElementById("run-state"), overview.state);
+  showBudgets(status.budgets);
+  showWait(overview.wait);
   text("branch", status.branch || "-");
   text("iteration", `${overview.iteration} of ${status.max_iterations}`);
   text("leaves", `${status.leaves.passed}/${status.leaves.total} passed`);
@@ -174,16 +205,27 @@ function route() {
   });
 }
 
+// A history row is an iteration's meta.json: from /api/history, or an iteration_finished event.
+const historyRow = (r) => el("tr", { "data-iter": String(r.iter) },
+  ...[iterLink(r.iter), r.node_id, r.role, r.status, r.guard, secs(r.duration_ms),
+    tokens(r.tokens), r.error || ""].map((c) => el("td", {}, c)));
+
 async function showHistory() {
   const history = await getJson("/api/history");
   const body = document.querySelector("#history tbody");
-  body.replaceChildren(...history.iterations.slice().reverse().map((r) => el("tr", {},
-    ...[iterLink(r.iter), r.node_id, r.role, r.status, r.guard, secs(r.duration_ms),
-      tokens(r.tokens), r.error || ""].map((c) => el("td", {}, c)))));
+  body.replaceChildren(...history.iterations.slice().reverse().map(historyRow));
+}
+
+function addHistoryRow(meta) {
+  const body = document.querySelector("#history tbody");
+  if (body.querySelector(`tr[data-iter="${meta.iter}"]`)) return;
+  body.prepend(historyRow(meta));
 }
 
 // ------------------------------------------------------------------ live
 
+// The whole documents are read on opening the page, on (re)connecting the event stream and
+// when the tree's shape changed; everything else arrives as `view` deltas and events.
 async function refresh() {
   const [status, overview] = await Promise.all([getJson("/api/status"), getJson("/api/overview")]);
   view.rollups = overview.rollups;
@@ -191,6 +233,23 @@ async function refresh() {
   showTree(status.tree);
   if (status.run_id) showHistory().catch(() => {});
   if (view.chosen && location.hash.startsWith("#node/")) route();
+  view.refreshes += 1;
+}
+
+// A `view` event: the server read the documents once for every page and sends what changed,
+// each value whole (the head, changed rows with their roll-up), or that the tree was reshaped.
+function applyView(delta) {
+  if (delta.reshaped) { soon(); return; }
+  if (delta.head) showOverview(delta.head.status, delta.head.overview);
+  let chosenChanged = false;
+  for (const row of delta.rows) {
+    view.rollups[row.id] = row.rollup;
+    view.byId.set(row.id, row);
+    const line = view.elements.get(row.id);
+    if (line) fillRow(line, row);
+    chosenChanged ||= row.id === view.chosen;
+  }
+  if (chosenChanged && location.hash.startsWith("#node/")) route();
 }
 
 let pending = null;
@@ -203,9 +262,26 @@ function appendOutput(event) {
   const body = JSON.parse(event.data);
   const output = document.getElementById("output");
   document.getElementById("live-output").hidden = false;
-  const lines = output.textContent.split("\n").concat(body.lines || []);
+  const before = output.textContent ? output.textContent.split("\n") : [];
+  const lines = before.concat(body.lines || []);
   output.textContent = lines.slice(-OUTPUT_LINES).join("\n");
   output.scrollTop = output.scrollHeight;
+}
+
+// Waits and budgets show the moment their event arrives; the refresh that follows confirms.
+function showLoopEvent(name, body) {
+  const state = document.getElementById("run-state");
+  if (name === "waiting") {
+    setBadge(state, "waiting");
+    showWait({ reason: body.reason, until: body.until, secs: body.secs });
+  } else if (name === "budget_exhausted") {
+    setBadge(state, "budget");
+    const node = document.getElementById("budget");
+    node.textContent = budgetText(body);
+    node.classList.add("reached");
+  } else if (name === "iteration_started") {
+    showWait(null);
+  }
 }
 
 function subscribe() {
@@ -213,12 +289,16 @@ function subscribe() {
   source.onopen = () => { text("live", "live"); soon(); };
   source.onerror = () => text("live", "reconnecting…");
   source.addEventListener("agent_output", appendOutput);
-  for (const name of ["state", "iteration_started", "iteration_finished", "agent_started",
+  source.addEventListener("view", (event) => applyView(JSON.parse(event.data)));
+  source.addEventListener("iteration_finished", (event) => {
+    addHistoryRow(JSON.parse(event.data).meta);
+  });
+  for (const name of ["iteration_started", "iteration_finished", "agent_started",
     "agent_finished", "guard_started", "guard_finished", "waiting", "runner_error", "stuck",
     "budget_exhausted", "limit_reached", "complete", "operator", "hook_failed"]) {
     source.addEventListener(name, (event) => {
-      if (name !== "state") text("live", `live: ${name}`);
-      soon();
+      text("live", `live: ${name}`);
+      showLoopEvent(name, JSON.parse(event.data));
     });
   }
 }
