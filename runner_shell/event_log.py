@@ -2,7 +2,9 @@
 
 Every line is one `os.write` to a descriptor opened with O_APPEND, so concurrent readers see
 whole lines or a torn last line (which the core's parser ignores), never two lines interleaved.
-What an event says is decided in `runner_core.events`; this module only moves bytes.
+The file is opened as every runner file is (`runner_shell.files`): never through a symlink,
+never blocking on a FIFO; such a file is refused in one line (`EventLogRefused`). What an event
+says is decided in `runner_core.events`; this module only moves bytes.
 """
 
 from __future__ import annotations
@@ -13,12 +15,22 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from runner_core.events import Event, event_line, parse_event_lines
-from runner_shell.files import open_regular
+from runner_shell.errors import UserFacingError
+from runner_shell.files import NotRegularFile, UnsafePath, open_append, open_regular
+
+
+class EventLogRefused(UserFacingError):
+    """`events.jsonl`, or a directory on its way, is a symlink, FIFO or directory the agent may
+    have planted: the runner neither writes through it nor reads it. The message names it."""
 
 
 def append_events(path: Path, events: Iterable[Event], *, fsync: bool = False) -> None:
-    """Append each event as one line; `fsync` (at iteration boundaries) makes them durable."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    """Append each event as one line (none: make sure the file can take them); `fsync` (at
+    iteration boundaries) makes them durable."""
+    try:
+        fd = open_append(path)
+    except (UnsafePath, NotRegularFile) as error:
+        raise EventLogRefused(f"{error.filename} {error.strerror}") from None
     try:
         for event in events:
             _write_all(fd, event_line(event).encode("utf-8"))
@@ -39,11 +51,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def read_events(path: Path) -> tuple[tuple[Event, ...], tuple[str, ...]]:
     """The events of a file and its damaged-line warnings; a missing file holds no events."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return (), ()
-    return parse_event_lines(data)
+    return parse_event_lines(_read_from(path, 0))
 
 
 def _never() -> bool:
@@ -83,12 +91,15 @@ def follow(
 
 
 def _read_from(path: Path, offset: int) -> bytes:
+    """The bytes of `path` from `offset`; none while it does not exist."""
     try:
-        with path.open("rb") as stream:
+        with open_regular(path) as stream:
             stream.seek(offset)
             return stream.read()
     except FileNotFoundError:
         return b""
+    except NotRegularFile as error:
+        raise EventLogRefused(f"{path} {error.strerror} (remove it)") from None
 
 
 # How much of the file's end `last_events` reads: many times a loop's last events between two

@@ -215,12 +215,15 @@ class FileTooLarge(OSError):
 
 
 class NotRegularFile(OSError):
-    """A file the runner reads that is a FIFO, device, directory or symlink: never opened."""
+    """A file the runner reads or appends to that is a FIFO, device, directory or symlink:
+    never opened."""
 
-    def __init__(self, path: Path, kind: str) -> None:
-        super().__init__(
-            errno.EINVAL, f"is {kind}, not a regular file; the runner does not read it", str(path)
-        )
+    def __init__(self, path: Path, kind: str, *, writing: bool = False) -> None:
+        if writing:
+            message = f"is {kind}; the runner never writes through it (remove it)"
+        else:
+            message = f"is {kind}, not a regular file; the runner does not read it"
+        super().__init__(errno.EINVAL, message, str(path))
         self.kind = kind
 
 
@@ -270,3 +273,43 @@ def read_text_head(path: Path, limit: int) -> str:
     """At most the first `limit` bytes of a regular text file, decoded leniently."""
     with open_regular(path) as handle:
         return handle.read(limit).decode("utf-8", errors="replace")
+
+
+def open_append(path: Path) -> int:
+    """A descriptor appending to the regular file `path`, made as needed (mode 0644 less the
+    umask). Its directory is reached as `open_directory` reaches it; a symlink, FIFO, directory
+    or hard link (a second name of a file elsewhere) at `path` is refused (NotRegularFile), and
+    a FIFO never blocks the open."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    directory_fd = open_directory(path.parent)
+    try:
+        fd = os.open(path.name, flags, 0o644, dir_fd=directory_fd)
+    except OSError as error:
+        # O_NOFOLLOW met a symlink, O_NONBLOCK a FIFO nobody reads, O_WRONLY a directory.
+        if error.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+            raise _named(error, path) from None
+        raise NotRegularFile(path, _entry_kind(directory_fd, path.name), writing=True) from None
+    finally:
+        os.close(directory_fd)
+    kind = _unfit_to_append(os.fstat(fd))
+    if kind is not None:
+        os.close(fd)
+        raise NotRegularFile(path, kind, writing=True)
+    return fd
+
+
+def _unfit_to_append(facts: os.stat_result) -> str | None:
+    """What the opened file is when it is not a regular file with one name; else None."""
+    if not stat.S_ISREG(facts.st_mode):
+        return _kind(facts.st_mode)
+    if facts.st_nlink > 1:  # its other name may be outside the repository
+        return f"a hard link ({facts.st_nlink} names)"
+    return None
+
+
+def _entry_kind(directory_fd: int, name: str) -> str:
+    try:
+        mode = os.stat(name, dir_fd=directory_fd, follow_symlinks=False).st_mode
+    except OSError:
+        return "not a regular file"
+    return "a symlink" if stat.S_ISLNK(mode) else _kind(mode)

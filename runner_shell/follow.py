@@ -17,6 +17,7 @@ from runner_core.night_view import STATUS_TAIL_LINES, event_text, running_lines
 from runner_core.recovery import Journal
 from runner_shell.errors import UserFacingError
 from runner_shell.event_log import follow
+from runner_shell.files import open_regular
 from runner_shell.git import Repo
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import lock_path, runner_alive
@@ -69,7 +70,7 @@ def follow_run(
 
 def _log_tail(path: Path) -> tuple[str, ...]:
     try:
-        with path.open("rb") as stream:
+        with open_regular(path) as stream:  # an agent's FIFO there never blocks `runner status`
             size = stream.seek(0, 2)
             stream.seek(max(0, size - _TAIL_BYTES))
             data = stream.read()

@@ -91,8 +91,8 @@ from runner_shell.lock_and_journal import current_command, read_journal, write_j
 from runner_shell.log_archive import ArchiveError
 from runner_shell.night import (
     Emitter,
-    EventSink,
     Interrupted,
+    IterationEvents,
     LiveOutput,
     interruptible,
     reached_budget,
@@ -183,8 +183,10 @@ def run_step(paths: RunnerPaths, repo: Repo, prompt_budget: int) -> StepResult:
     facts = attrs.evolve(gather(paths, loaded, plan, prompt_budget), head=loaded.head)
     if not facts.tree_is_previous_snapshot:  # else its bytes are canonical and were read back
         check_tree_writable(paths, loaded.tree)
-    sink = sink_for(paths, loaded.config, loaded.run_id)
-    finished = interpret(start_iteration(facts), shell_ports(paths, repo, facts, sink), sink)
+    events = IterationEvents(sink_for(paths, loaded.config, loaded.run_id))
+    events.check()
+    finished = interpret(start_iteration(facts), shell_ports(paths, repo, facts, events), events)
+    events.raise_refusal()
     return StepResult(PlanKind.RUN, loaded.run_id, plan, finished.outcome, finished.limit)
 
 
@@ -336,7 +338,7 @@ class SystemClock:
 
 
 def shell_ports(
-    paths: RunnerPaths, repo: Repo, facts: IterationFacts, sink: EventSink | None = None
+    paths: RunnerPaths, repo: Repo, facts: IterationFacts, sink: Emitter | None = None
 ) -> IterationPorts:
     iter_dir = paths.iter_dir(facts.run_id, facts.plan.iteration)
     output = None if sink is None else LiveOutput(sink, iteration_events.origin(facts, ""))

@@ -32,7 +32,7 @@ from runner_core.events import (
     decide_output,
     hook_failed,
 )
-from runner_shell.event_log import append_events
+from runner_shell.event_log import EventLogRefused, append_events
 from runner_shell.hooks import fire_hook
 from runner_shell.iteration_log import load_history, utc_now
 from runner_shell.layout import RunnerPaths
@@ -60,7 +60,6 @@ class EventSink:
         events = tuple(events)
         if not events:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         append_events(self.path, events, fsync=fsync)
         for event in events:
             self._fire(event)
@@ -80,6 +79,32 @@ def sink_for(paths: RunnerPaths, config: Config, run_id: str) -> EventSink:
     return EventSink(events_path(paths, run_id), config, paths.root)
 
 
+@attrs.define
+class IterationEvents:
+    """An iteration's emitter: `events.jsonl` refused mid-iteration (an agent replaced it, or
+    its directory) silences the rest of the iteration's events instead of stopping it half
+    done; `raise_refusal`, once the iteration has committed, ends the step in one line."""
+
+    sink: EventSink
+    refusal: EventLogRefused | None = None
+
+    def check(self) -> None:
+        """Refuse before the iteration starts, when `events.jsonl` cannot take its events."""
+        append_events(self.sink.path, ())
+
+    def emit(self, events: Iterable[Event], *, fsync: bool = False) -> None:
+        if self.refusal is not None:
+            return
+        try:
+            self.sink.emit(events, fsync=fsync)
+        except EventLogRefused as error:
+            self.refusal = error
+
+    def raise_refusal(self) -> None:
+        if self.refusal is not None:
+            raise self.refusal
+
+
 def reached_budget(paths: RunnerPaths, config: Config, run_id: str) -> BudgetUse | None:
     """The budget the run has reached; the history is read only when a budget is set."""
     budget = config.budget
@@ -93,7 +118,7 @@ def reached_budget(paths: RunnerPaths, config: Config, run_id: str) -> BudgetUse
 class OutputEvents:
     """Turns a process's output, as it comes, into rate-limited, capped agent_output events."""
 
-    sink: EventSink
+    sink: Emitter
     origin: EventOrigin
     source: str  # the log the lines go to: executor, planner_executor, guard
     policy: OutputPolicy = attrs.field(factory=OutputPolicy)
@@ -127,7 +152,7 @@ class OutputEvents:
 class LiveOutput:
     """Hands each process of an iteration its `OutputEvents`, flushing the previous one's."""
 
-    sink: EventSink
+    sink: Emitter
     origin: EventOrigin
     current: OutputEvents | None = None
 

@@ -47,8 +47,8 @@ from runner_core.web_view import (
     page_view,
     view_delta,
 )
-from runner_shell.errors import UserFacingError
-from runner_shell.event_log import follow, last_events
+from runner_shell.errors import UserFacingError, failure_line
+from runner_shell.event_log import EventLogRefused, follow, last_events
 from runner_shell.files import FileTooLarge, read_bytes_capped
 from runner_shell.git import Repo
 from runner_shell.iteration_log import iteration_dirs
@@ -186,10 +186,13 @@ class Watcher:
         thread.start()
 
     def _forward(self, events: Iterator[Event], loop: asyncio.AbstractEventLoop) -> None:
-        for event in events:
-            line = event_line(event).rstrip("\n")
-            with contextlib.suppress(RuntimeError):  # the server's loop has closed
-                loop.call_soon_threadsafe(self.broker.publish, event.type.value, line)
+        try:
+            for event in events:
+                line = event_line(event).rstrip("\n")
+                with contextlib.suppress(RuntimeError):  # the server's loop has closed
+                    loop.call_soon_threadsafe(self.broker.publish, event.type.value, line)
+        except EventLogRefused as error:  # a planted symlink or FIFO: events stop, pages answer
+            print(failure_line(str(error)), file=sys.stderr, flush=True)
 
 
 async def client_messages(

@@ -68,18 +68,23 @@ def serving(project: Project, port: int) -> Iterator[str]:
     process = serve_process(project, "--port", str(port))
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{base}/api/status", timeout=2).status_code == 200:
-                    break
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "runner serve did not answer in 20 s"
-            time.sleep(0.1)
+        wait_until_answering(process, base)
         yield base
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def wait_until_answering(process: subprocess.Popen[str], base: str) -> None:
+    """Returns once the server at `base` answers `/api/status`, at most 20 s."""
+    deadline = time.monotonic() + 20
+    while True:
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(f"{base}/api/status", timeout=2).status_code == 200:
+                return
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "runner serve did not answer in 20 s"
+        time.sleep(0.1)
 
 
 @attrs.define

@@ -12,14 +12,17 @@ from __future__ import annotations
 import errno
 import json
 import os
+import select
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx2 as httpx
 import pytest
 from crash_helpers import cli, journal_file, one_error_line, spawn, wait_for_processes
 from e2e_helpers import Project, node, process_alive
+from serve_helpers import free_port, serve_process, wait_until_answering
 
 from runner_shell.files import PendingFile
 from runner_shell.git_containment import GitTimeout, run_git
@@ -255,6 +258,133 @@ def test_the_runner_never_writes_through_a_directory_the_agent_made_a_symlink(
 
     assert all("Traceback" not in result.stderr for result in results)
     assert untouched(outside), sorted(path.name for path in outside.iterdir())
+
+
+# ---------------------------------------------------------------- events.jsonl
+
+RUN_DIR = '"$(dirname "$RUNNER_ITER_DIR")"'
+EVENTS = f"{RUN_DIR}/events.jsonl"
+NOT_WRITTEN = "the runner never writes through it (remove it)"
+NOT_READ = "not a regular file; the runner does not read it (remove it)"
+
+
+@pytest.mark.parametrize(
+    ("link", "kind"), [("ln -s", "a symlink"), ("ln", "a hard link (2 names)")], ids=["sym", "hard"]
+)
+def test_an_events_log_linked_by_the_agent_is_never_appended_through(
+    project: Project, outside: Path, link: str, kind: str
+) -> None:
+    plant = f"rm -f {EVENTS}; {link} {outside / 'precious.txt'} {EVENTS}"
+    hostile(project, f'if [ "$(basename "$RUNNER_ITER_DIR")" = 1 ]; then {plant}; fi')
+    events = project.iter_dir(1).parent / "events.jsonl"
+
+    message = one_error_line(cli(project, "step", timeout=30))
+
+    assert message == f"{events} is {kind}; {NOT_WRITTEN}"
+    assert untouched(outside)
+    assert project.meta(1)["status"] == "done"  # the iteration was committed all the same
+    assert "iter 1" in project.subjects()[-1]
+    # The next step refuses before any agent runs; once removed, the run goes on.
+    assert one_error_line(cli(project, "step", timeout=30)) == message
+    assert not project.iter_dir(2).exists()
+    events.unlink()
+    assert cli(project, "step", timeout=30).returncode == 0
+    assert project.meta(2)["status"] == "done"
+    assert untouched(outside)
+
+
+@pytest.mark.parametrize(
+    ("plant", "kind"), [("mkfifo", "a FIFO"), ("mkdir", "a directory")], ids=["fifo", "directory"]
+)
+def test_an_events_log_the_agent_replaced_ends_the_loop_in_one_line(
+    project: Project, plant: str, kind: str
+) -> None:
+    hostile(project, f"rm -f {EVENTS}; {plant} {EVENTS}")
+    events = project.iter_dir(1).parent / "events.jsonl"
+
+    started = time.monotonic()
+    result = cli(project, "loop", timeout=30)
+
+    assert time.monotonic() - started < 30
+    assert result.stderr == f"runner: {events} is {kind}; {NOT_WRITTEN}\n", result.stderr
+    assert result.returncode == 1
+    assert "iter 1" in project.subjects()[-1]
+    assert not project.iter_dir(2).exists()
+
+
+@pytest.mark.parametrize("plant", ["symlink", "fifo"])
+def test_follow_refuses_a_planted_events_log_in_one_line(
+    project: Project, outside: Path, plant: str
+) -> None:
+    project.prepare(TWO_LEAVES)
+    events = project.iter_dir(1).parent / "events.jsonl"
+    events.parent.mkdir(parents=True, exist_ok=True)
+    if plant == "symlink":
+        events.symlink_to(outside / "precious.txt")
+    else:
+        os.mkfifo(events)
+
+    message = one_error_line(cli(project, "follow", timeout=20))
+
+    kind = "a symlink" if plant == "symlink" else "a FIFO"
+    assert message == f"{events} is {kind}, {NOT_READ}"
+
+
+def test_serve_stops_forwarding_a_planted_events_log_and_keeps_answering(project: Project) -> None:
+    project.prepare(TWO_LEAVES)
+    events = project.iter_dir(1).parent / "events.jsonl"
+    events.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(events)
+    refusal = f"runner: {events} is a FIFO, {NOT_READ}\n"
+    port = free_port()
+    process = serve_process(project, "--port", str(port))
+    said = ""
+    try:
+        wait_until_answering(process, f"http://127.0.0.1:{port}")
+        said += stderr_until(process, refusal, deadline=time.monotonic() + 20)
+        assert httpx.get(f"http://127.0.0.1:{port}/api/overview", timeout=10).status_code == 200
+    finally:
+        process.terminate()
+        said += process.communicate(timeout=10)[1]
+
+    assert refusal in said.splitlines(keepends=True), said
+    assert "Traceback" not in said
+
+
+def stderr_until(process: subprocess.Popen[str], wanted: str, deadline: float) -> str:
+    """What the process writes to stderr up to `wanted`, or to the deadline (read unbuffered:
+    a line already read ahead is never waited for)."""
+    assert process.stderr is not None
+    said = b""
+    while wanted.encode() not in said:
+        wait = max(0.0, deadline - time.monotonic())
+        if not select.select([process.stderr], [], [], wait)[0]:
+            break
+        piece = os.read(process.stderr.fileno(), 4096)
+        if not piece:
+            break
+        said += piece
+    return said.decode(errors="replace")
+
+
+def test_status_never_blocks_on_a_running_log_the_agent_made_a_fifo(project: Project) -> None:
+    log = '"$RUNNER_ITER_DIR/executor.log"'
+    hostile(project, f"rm -f {log}; mkfifo {log}; sleep 5")
+    step = spawn(project, "step")
+    try:
+        fifo = project.iter_dir(1) / "executor.log"
+        deadline = time.monotonic() + 20
+        while not fifo.is_fifo():
+            assert time.monotonic() < deadline, "the agent made no FIFO"
+            time.sleep(0.05)
+
+        status = cli(project, "status", timeout=20)
+    finally:
+        stepped = step.communicate(timeout=60)
+
+    assert status.returncode == 0, status.stderr
+    assert "running: iter=1 node=root.1" in status.stdout
+    assert "Traceback" not in stepped[1], stepped
 
 
 # ---------------------------------------------------------------- finding 10: size caps

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from runner_core import events
 from runner_core.events import Event, EventOrigin, event_line
-from runner_shell.event_log import append_events, follow, read_events
+from runner_shell.event_log import EventLogRefused, append_events, follow, read_events
 
 ORIGIN = EventOrigin("run-1", 1, "root.1", "2026-11-22T02:00:00Z")
 
@@ -29,6 +34,85 @@ def test_appended_events_read_back_in_order(tmp_path: Path) -> None:
 
 def test_a_missing_file_holds_no_events(tmp_path: Path) -> None:
     assert read_events(tmp_path / "events.jsonl") == ((), ())
+
+
+NOT_WRITTEN = "the runner never writes through it (remove it)"
+
+
+@pytest.mark.parametrize(
+    ("link", "kind"),
+    [(Path.symlink_to, "a symlink"), (Path.hardlink_to, "a hard link (2 names)")],
+    ids=["symlink", "hard-link"],
+)
+def test_an_append_never_writes_through_a_link(
+    tmp_path: Path, link: Callable[[Path, Path], None], kind: str
+) -> None:
+    target = tmp_path / "precious.txt"
+    target.write_bytes(b"keep me\n")
+    path = tmp_path / "events.jsonl"
+    link(path, target)
+
+    with pytest.raises(EventLogRefused) as refused:
+        append_events(path, numbered(1))
+
+    assert str(refused.value) == f"{path} is {kind}; {NOT_WRITTEN}"
+    assert target.read_bytes() == b"keep me\n"
+
+
+@pytest.mark.parametrize("reader", [False, True], ids=["unread", "read"])
+def test_an_append_to_a_fifo_is_refused_without_blocking(tmp_path: Path, reader: bool) -> None:
+    path = tmp_path / "events.jsonl"
+    os.mkfifo(path)
+    held = os.open(path, os.O_RDONLY | os.O_NONBLOCK) if reader else None
+    try:
+        with pytest.raises(EventLogRefused, match=re.escape(f"is a FIFO; {NOT_WRITTEN}")):
+            append_events(path, numbered(1))
+    finally:
+        if held is not None:
+            os.close(held)
+
+
+def test_an_append_to_a_directory_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.mkdir()
+    with pytest.raises(EventLogRefused, match=re.escape(f"is a directory; {NOT_WRITTEN}")):
+        append_events(path, numbered(1))
+
+
+def test_an_append_never_goes_through_a_symlinked_run_directory(tmp_path: Path) -> None:
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    run_dir = tmp_path / "repo" / "run-1"
+    run_dir.symlink_to(outside)
+
+    with pytest.raises(EventLogRefused) as refused:
+        append_events(run_dir / "events.jsonl", numbered(1))
+
+    assert str(refused.value) == (
+        f"{run_dir} is a symlink or not a directory; the runner never writes through it (remove it)"
+    )
+    assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("plant", ["symlink", "fifo"])
+def test_readers_refuse_a_symlink_or_fifo_without_blocking(tmp_path: Path, plant: str) -> None:
+    path = tmp_path / "events.jsonl"
+    if plant == "symlink":
+        target = tmp_path / "elsewhere.jsonl"
+        append_events(target, numbered(1))
+        path.symlink_to(target)
+    else:
+        os.mkfifo(path)
+    kind = "a symlink" if plant == "symlink" else "a FIFO"
+    message = f"{path} is {kind}, not a regular file; the runner does not read it (remove it)"
+
+    with pytest.raises(EventLogRefused) as refused:
+        read_events(path)
+    assert str(refused.value) == message
+    with pytest.raises(EventLogRefused) as refused:
+        list(follow(path, poll_secs=0.01))
+    assert str(refused.value) == message
 
 
 def test_a_torn_last_line_is_ignored_and_a_damaged_one_reported(tmp_path: Path) -> None:
