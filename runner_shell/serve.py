@@ -50,10 +50,11 @@ from runner_core.web_view import (
 from runner_shell.errors import UserFacingError, failure_line
 from runner_shell.event_log import EventLogRefused, follow, last_events
 from runner_shell.files import FileTooLarge, read_bytes_capped
-from runner_shell.git import Repo
+from runner_shell.git import GitError, Repo
 from runner_shell.iteration_log import iteration_dirs
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import journal_path, lock_held
+from runner_shell.log_archive import ArchiveError
 from runner_shell.runs import gather_runs
 from runner_shell.store import load_run_state, load_tree
 from runner_shell.views import (
@@ -162,8 +163,8 @@ class Watcher:
         """Read the documents (in a worker thread) and publish the `view` delta, if any."""
         try:
             page = await asyncio.to_thread(lambda: page_view(*self.api.documents()))
-        except (UserFacingError, OSError):
-            return  # a run mid-change or damaged: the next change is read again
+        except (UserFacingError, OSError, GitError, ArchiveError):
+            return  # a run mid-change, damaged or git slow: the next change is read again
         delta = view_delta(self.page, page)
         self.page = page
         if delta is not None:
