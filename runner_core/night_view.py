@@ -21,12 +21,18 @@ from runner_core.recovery import Journal
 STATUS_TAIL_LINES = 5
 
 
+def step_line(
+    prefix: str, run_id: str, iteration: int, node_id: str, status: str, guard: str
+) -> str:
+    """The line of an iteration done: `runner step`'s (`step:`), `runner loop`'s and `runner
+    follow`'s (`loop: step`), from the step's result or its `iteration_finished` event alike."""
+    return f"{prefix} run={run_id} iter={iteration} node={node_id} status={status} guard={guard}"
+
+
 def _step(event: Event, f: Mapping[str, Any]) -> str:
     meta = f["meta"]
-    return (
-        f"loop: step run={event.run_id} iter={event.iter} node={event.node_id} "
-        f"status={meta['status']} guard={meta['guard']}"
-    )
+    node_id = str(event.node_id)
+    return step_line("loop: step", event.run_id, event.iter, node_id, meta["status"], meta["guard"])
 
 
 def _secs(milliseconds: int) -> str:

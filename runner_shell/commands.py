@@ -127,7 +127,7 @@ def limit_message(state: RunState, max_iterations: int) -> str:
 
 def step(echo: Echo, prompt_budget: int) -> int:
     """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
-    from runner_shell.iteration_runner import run_step
+    from runner_shell.iteration_runner import run_step, step_result_line
     from runner_shell.lock_and_journal import exclusive_lock
     from runner_shell.night import Interrupts, signals_handled
     from runner_shell.store import load_config, load_run_state
@@ -145,10 +145,7 @@ def step(echo: Echo, prompt_budget: int) -> int:
     else:
         outcome = result.outcome
         assert outcome is not None
-        echo(
-            f"step: run={result.run_id} iter={result.plan.iteration} node={result.plan.node.id} "
-            f"status={outcome.status.value} guard={outcome.guard.value}"
-        )
+        echo(step_result_line("step:", result))
         if outcome.runner_error is not None:
             # A signal's iteration is committed; the exit code still names the signal.
             code = Interrupts.exit_code() or ExitCode.ERROR

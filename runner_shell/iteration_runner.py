@@ -553,13 +553,15 @@ class DiskIterationStore:
             ) from None
 
 
-def loop_line(result: StepResult) -> str:
+def step_result_line(prefix: str, result: StepResult) -> str:
+    """`runner step`'s `step:` line or `runner loop`'s `loop: step` line for an iteration run."""
+    from runner_core.night_view import step_line
+
     outcome = result.outcome
     assert outcome is not None
-    return (
-        f"loop: step run={result.run_id} iter={result.plan.iteration} node={result.plan.node.id} "
-        f"status={outcome.status.value} guard={outcome.guard.value}"
-    )
+    plan = result.plan
+    status, guard = outcome.status.value, outcome.guard.value
+    return step_line(prefix, result.run_id, plan.iteration, plan.node.id, status, guard)
 
 
 def _show_progress(paths: RunnerPaths, progress: Callable[[str], None], began: float) -> None:

@@ -28,7 +28,7 @@ from runner_core.operations import (
 from runner_core.usage_limits import iso_utc
 from runner_shell.errors import UserFacingError
 from runner_shell.git import Repo
-from runner_shell.iteration_runner import StepResult, load_for_step, loop_line, run_step
+from runner_shell.iteration_runner import StepResult, load_for_step, run_step, step_result_line
 from runner_shell.layout import RunnerPaths
 from runner_shell.night import (
     Interrupted,
@@ -114,7 +114,7 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
         result = run_step(run.paths, run.repo, run.prompt_budget)
         if result.kind is PlanKind.RUN:
             steps += 1
-            run.emit(loop_line(result))
+            run.emit(step_result_line("loop: step", result))
         pending = Interrupts.exit_code()
         if pending is not None:
             return _interrupted(run, pending)
