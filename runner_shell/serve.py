@@ -64,6 +64,7 @@ from runner_shell.views import (
     report_document,
     run_history,
     status_document_view,
+    status_reading,
 )
 
 STATIC = Path(__file__).parent / "static"
@@ -271,16 +272,15 @@ class Api:
 
     def documents(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """The status document and the overview, read afresh."""
-        status = status_to_json(status_document_view(self.paths, self.repo))
+        reading = status_reading(self.paths, self.repo)
+        status = status_to_json(reading.view)
         run_id = status["run_id"]
-        history, _ = run_history(self.paths, self.repo, run_id or "")
-        tree = load_tree(self.paths)
         loop = LoopFacts(
             alive=lock_held(self.repo),
             events=last_events(self.paths.events_log(run_id)) if run_id is not None else (),
             read_at=datetime.now(UTC),
         )
-        return status, overview_to_json(status, tree, history, loop)
+        return status, overview_to_json(status, reading.tree, reading.history, loop)
 
     def overview(self, request: Request) -> Response:
         return JSONResponse(self.documents()[1])

@@ -305,11 +305,22 @@ def render_status(view: StatusView) -> list[str]:
 
 def status_document_view(paths: RunnerPaths, repo: Repo) -> StatusView:
     """Where the current run stands (`runner status`, `GET /api/status`); warns on stderr."""
-    return _status_parts(paths, repo)[0]
+    return status_reading(paths, repo).view
 
 
-def _status_parts(paths: RunnerPaths, repo: Repo) -> tuple[StatusView, Journal | None, bool]:
-    """The status view, and the journal and whether its runner is alive."""
+@attrs.frozen
+class StatusReading:
+    """The status view and what it was built from, for the views that show more beside it."""
+
+    view: StatusView
+    tree: Node
+    history: ExecutionHistory
+    journal: Journal | None
+    journal_alive: bool
+
+
+def status_reading(paths: RunnerPaths, repo: Repo) -> StatusReading:
+    """Read the run once for its status view: its state, tree, config, journal and history."""
     state = load_run_state(paths)
     tree = load_tree(paths)
     config = load_config(paths)
@@ -330,17 +341,17 @@ def _status_parts(paths: RunnerPaths, repo: Repo) -> tuple[StatusView, Journal |
     view = status_view(
         tree, state, config.max_iterations, history, journal, operator, config.budget
     )
-    return view, journal, operator.journal_alive
+    return StatusReading(view, tree, history, journal, operator.journal_alive)
 
 
 def show_status(paths: RunnerPaths, repo: Repo, as_json: bool) -> None:
     """`runner status`: where the current run stands; works before `runner start` too."""
-    view, journal, alive = _status_parts(paths, repo)
+    reading = status_reading(paths, repo)
     if as_json:
-        _print_json(status_to_json(view))
+        _print_json(status_to_json(reading.view))
     else:
-        typer.echo("\n".join(render_status(view)))
-        _night_status(view, paths, journal, alive)
+        typer.echo("\n".join(render_status(reading.view)))
+        _night_status(reading.view, paths, reading.journal, reading.journal_alive)
 
 
 # ---------------------------------------------------------------- runner history
