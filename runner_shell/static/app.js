@@ -27,20 +27,18 @@ function setBadge(node, word) {
   node.className = `badge s-${word}`;
 }
 
-// A budget figure as `runner status` prints it: an integer, else at most 4 decimals.
-const figure = (value) => (Number.isInteger(value) ? String(value)
-  : value.toFixed(4).replace(/0+$/, "").replace(/\.$/, ""));
-const budgetText = (use) => `${use.budget} ${figure(use.spent)}/${figure(use.limit)}`
-  + (use.spent >= use.limit ? " (reached)" : "");
+// A budget as the status document has it: figures as given, `exhausted` as the core decided.
+const budgetText = (use) => `${use.budget} ${use.spent}/${use.limit}`
+  + (use.exhausted ? " (reached)" : "");
 
 function showBudgets(budgets) {
   const node = document.getElementById("budget");
   node.textContent = budgets.length ? budgets.map(budgetText).join(", ") : "none set";
-  node.classList.toggle("reached", budgets.some((use) => use.spent >= use.limit));
+  node.classList.toggle("reached", budgets.some((use) => use.exhausted));
 }
 
-// The wait a live loop sleeps through (the overview's `wait`, or a `waiting` event): its
-// reason, its end and a countdown; null hides it.
+// The wait a live loop sleeps through (the overview's `wait`): its reason, its end and a
+// countdown; null hides it.
 let waitTimer = null;
 function showWait(wait) {
   clearInterval(waitTimer);
@@ -284,22 +282,6 @@ function appendOutput(event) {
   output.scrollTop = output.scrollHeight;
 }
 
-// Waits and budgets show the moment their event arrives; the refresh that follows confirms.
-function showLoopEvent(name, body) {
-  const state = document.getElementById("run-state");
-  if (name === "waiting") {
-    setBadge(state, "waiting");
-    showWait({ reason: body.reason, until: body.until, secs: body.secs });
-  } else if (name === "budget_exhausted") {
-    setBadge(state, "budget");
-    const node = document.getElementById("budget");
-    node.textContent = budgetText(body);
-    node.classList.add("reached");
-  } else if (name === "iteration_started") {
-    showWait(null);
-  }
-}
-
 function subscribe() {
   const source = new EventSource("/api/events");
   source.onopen = () => { text("live", "live"); soon(); };
@@ -312,10 +294,7 @@ function subscribe() {
   for (const name of ["iteration_started", "iteration_finished", "agent_started",
     "agent_finished", "guard_started", "guard_finished", "waiting", "runner_error", "stuck",
     "budget_exhausted", "limit_reached", "complete", "operator", "hook_failed"]) {
-    source.addEventListener(name, (event) => {
-      text("live", `live: ${name}`);
-      showLoopEvent(name, JSON.parse(event.data));
-    });
+    source.addEventListener(name, () => text("live", `live: ${name}`));
   }
 }
 
