@@ -613,8 +613,15 @@ def traced_git_calls(repo: Path, workdir: Path) -> list[list[str]]:
 
 
 def floor_script(git_calls: Sequence[Sequence[str]], output_path: Path) -> str:
-    """A shell script spawning what a step spawns: its git commands, the agent and `true`."""
-    spawns = [shlex.join(["git", *call]) for call in git_calls]
+    """A shell script spawning what a step spawns: its git commands, the agent and `true`.
+
+    `git fast-import` (the log archive) reads its stream on stdin: the script gives it the
+    shortest stream its `--done` accepts, so the process is spawned and ends as in a step."""
+    spawns = [
+        ("printf 'done\\n' | " if call[:1] == ["fast-import"] else "")
+        + shlex.join(["git", *call])
+        for call in git_calls
+    ]
     first_write = next(
         (i for i, call in enumerate(git_calls) if call[:1] in (["add"], ["commit"])),
         len(spawns),
