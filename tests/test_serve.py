@@ -7,7 +7,9 @@ real `runner serve` process while a real `runner loop` with a fake agent runs.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
+import os
 import subprocess
 import time
 from datetime import UTC, datetime, timedelta
@@ -144,6 +146,32 @@ def test_a_live_loop_s_wait_is_the_overview_s_state_until_it_ends(
     # Without a runner holding the lock nobody is waiting: the run is idle.
     assert (idle["state"], idle["wait"]) == ("idle", None)
     assert (after["state"], after["loop_alive"]) == ("idle", False)
+
+
+@pytest.mark.parametrize("plant", ["fifo", "symlink"])
+def test_a_planted_lock_file_is_never_a_runner_at_work_and_never_blocks(
+    tmp_path: Path, make_project: ProjectFactory, plant: str
+) -> None:
+    project = make_project(tmp_path, "started")
+    project.prepare(leaves_tree())
+    lock = Path(Repo(project.root).common_path("runner.lock"))
+    lock.unlink(missing_ok=True)
+    if plant == "fifo":
+        os.mkfifo(lock)  # an agent's: reading it would wait for a writer forever
+    else:
+        held = tmp_path / "held"  # a lock some other program holds, outside the repository
+        held.write_text(f"pid {os.getpid()}: runner loop\n", encoding="utf-8")
+        lock.symlink_to(held)
+    app = create_app(project.root, None, allowed_hosts("127.0.0.1", 8765, "box"))
+    with TestClient(app, base_url=BASE) as test_client:
+        if plant == "symlink":
+            with held.open("rb") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                overview = test_client.get("/api/overview").json()
+        else:
+            overview = test_client.get("/api/overview").json()
+
+    assert (overview["loop_alive"], overview["state"]) == (False, "idle")
 
 
 def test_a_reached_budget_is_the_overview_s_state_and_status_shows_spent_vs_limit(
