@@ -261,6 +261,39 @@ def budget_line(run_id: str, use: BudgetUse, steps: int, started_at_iter: int) -
     )
 
 
+def complete_line(run_id: str, steps: int, started_at_iter: int) -> str:
+    """The loop's last line when every leaf has passed."""
+    return f"loop: status=complete run={run_id} steps={steps} started_at_iter={started_at_iter}"
+
+
+def stuck_line(run_id: str, node_id: str, path: str, attempts: int, max_attempts: int) -> str:
+    """The loop's last line when the selected leaf has used all its attempts."""
+    return (
+        f"loop: status=stuck run={run_id} id={node_id} path={path} "
+        f"attempts={attempts}/{max_attempts}"
+    )
+
+
+def limit_line(
+    run_id: str, next_iter: int, max_iterations: int, steps: int, started_at_iter: int
+) -> str:
+    """The loop's last line when the next iteration would pass max_iterations."""
+    return (
+        f"loop: status=limit run={run_id} next_iter={next_iter} "
+        f"max_iterations={max_iterations} steps={steps} started_at_iter={started_at_iter}"
+    )
+
+
+def max_steps_line(run_id: str, steps: int, started_at_iter: int) -> str:
+    """The loop's last line when it has run the `--max-steps` it was given."""
+    return f"loop: status=max-steps run={run_id} steps={steps} started_at_iter={started_at_iter}"
+
+
+def interrupted_line(run_id: str | None, exit_code: int) -> str:
+    """The loop's last line when a signal ended it (exit 128 + the signal's number)."""
+    return f"loop: status=interrupted run={run_id} exit={exit_code}"
+
+
 def budget_refusal(run_id: str, use: BudgetUse) -> str:
     """Why `runner step` starts no agent once a budget is reached (one line)."""
     return (

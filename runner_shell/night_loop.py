@@ -92,7 +92,7 @@ def run_night_loop(run: LoopRun, progress: Callable[[], None] | None, max_steps:
 
 
 def _interrupted(run: LoopRun, code: int) -> int:
-    run.emit(f"loop: status=interrupted run={load_run_state(run.paths).run_id} exit={code}")
+    run.emit(policy.interrupted_line(load_run_state(run.paths).run_id, code))
     return code
 
 
@@ -137,10 +137,7 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
             assert decision.node_id is not None
             _hand_to_decomposer(run, decision.node_id)
         if max_steps is not None and steps >= max_steps:
-            run.emit(
-                f"loop: status=max-steps run={result.run_id} steps={steps} "
-                f"started_at_iter={run.started_at}"
-            )
+            run.emit(policy.max_steps_line(result.run_id, steps, run.started_at))
             return ExitCode.OK
 
 
@@ -170,21 +167,13 @@ def _budget_stop(run: LoopRun, steps: int) -> int | None:
 def _stopped(run: LoopRun, result: StepResult, decision: policy.LoopDecision, steps: int) -> int:
     run_id, plan = result.run_id, result.plan
     if decision.status == "complete":
-        run.emit(
-            f"loop: status=complete run={run_id} steps={steps} started_at_iter={run.started_at}"
-        )
+        run.emit(policy.complete_line(run_id, steps, run.started_at))
     elif decision.status == "stuck":
-        node = plan.node
-        run.emit(
-            f"loop: status=stuck run={run_id} id={node.id} path={plan.selection.path} "
-            f"attempts={node.attempts}/{node.max_attempts}"
-        )
+        node, path = plan.node, str(plan.selection.path)
+        run.emit(policy.stuck_line(run_id, node.id, path, node.attempts, node.max_attempts))
     elif decision.status == "limit":
-        run.emit(
-            f"loop: status=limit run={run_id} next_iter={plan.iteration} "
-            f"max_iterations={load_config(run.paths).max_iterations} steps={steps} "
-            f"started_at_iter={run.started_at}"
-        )
+        maximum = load_config(run.paths).max_iterations
+        run.emit(policy.limit_line(run_id, plan.iteration, maximum, steps, run.started_at))
     elif decision.status == "runner_error":
         assert result.outcome is not None
         raise UserFacingError(f"runner error: {result.outcome.runner_error}")

@@ -21,8 +21,13 @@ from runner_core.loop_policy import (
     after_step,
     before_step,
     budget_line,
+    complete_line,
     ends_the_loop,
+    interrupted_line,
+    limit_line,
+    max_steps_line,
     runner_error_backoff,
+    stuck_line,
     wait_line,
 )
 from runner_core.usage_limits import LimitKind, LimitSignal, LimitWait
@@ -296,3 +301,19 @@ def test_the_stop_decision_and_its_event_agree_on_ending_the_loop() -> None:
         decision = after_step(state, RUNNER_ERROR, CONFIG, NOW)
         event = events.runner_error(ORIGIN, "x", consecutive, CONFIG.max_consecutive_runner_errors)
         assert ends_the_loop(event) == (decision.action is LoopAction.STOP)
+
+
+def test_the_loop_s_last_lines_name_the_run_and_what_stopped_it() -> None:
+    assert (
+        complete_line("run-1", 4, 2) == "loop: status=complete run=run-1 steps=4 started_at_iter=2"
+    )
+    assert stuck_line("run-1", "root.2", "root/root.2", 3, 3) == (
+        "loop: status=stuck run=run-1 id=root.2 path=root/root.2 attempts=3/3"
+    )
+    assert limit_line("run-1", 11, 10, 9, 2) == (
+        "loop: status=limit run=run-1 next_iter=11 max_iterations=10 steps=9 started_at_iter=2"
+    )
+    assert max_steps_line("run-1", 5, 1) == (
+        "loop: status=max-steps run=run-1 steps=5 started_at_iter=1"
+    )
+    assert interrupted_line("run-1", 130) == "loop: status=interrupted run=run-1 exit=130"
