@@ -9,7 +9,7 @@ agent and guard between these calls and writes what they return; nothing here do
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -294,19 +294,6 @@ def commit_subject(run_id: str, iteration: int, node_id: str, outcome: Iteration
         f"chore(loop): run {run_id} iter {iteration} node {node_id} "
         f"status={outcome.status.value} guard={outcome.guard.value}"
     )
-
-
-def commit_message(run_id: str, iteration: int, node_id: str, outcome: IterationOutcome) -> str:
-    """Subject exactly as SPEC §5, then trailers linking the commit to its iteration."""
-    trailers: Mapping[str, str] = {
-        "Runner-Run": run_id,
-        "Runner-Iter": str(iteration),
-        "Runner-Node": node_id,
-        "Runner-Status": outcome.status.value,
-        "Runner-Guard": outcome.guard.value,
-    }
-    lines = "\n".join(f"{key}: {value}" for key, value in trailers.items())
-    return f"{commit_subject(run_id, iteration, node_id, outcome)}\n\n{lines}\n"
 
 
 def agent_process_problem(

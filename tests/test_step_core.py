@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from core_trees import find, node, text_of, tree
+from history_records import record as shared_record
 
 from runner_core import (
     AgentOutputError,
@@ -23,7 +24,6 @@ from runner_core import (
     RunState,
     RunStateError,
     advance_run_state,
-    commit_message,
     conclude,
     conclude_runner_error,
     context_files,
@@ -35,6 +35,8 @@ from runner_core import (
     run_state_to_json,
     validate_invariants,
 )
+from runner_core.iteration import commit_subject
+from runner_core.trailers import iteration_commit_message
 
 DONE, RETRY, DECOMPOSED = AgentStatus.DONE, AgentStatus.RETRY, AgentStatus.DECOMPOSED
 PASS, FAIL, SKIPPED = GuardOutcome.PASS, GuardOutcome.FAIL, GuardOutcome.SKIPPED
@@ -614,15 +616,20 @@ def test_run_state_json_that_is_not_a_run_state_names_the_field(data: Any, messa
 def test_the_commit_subject_is_exact_and_trailers_link_it_to_the_iteration() -> None:
     outcome = IterationOutcome(prev_tree(), DONE, FAIL, "did the work", None)
 
-    assert commit_message("run-1a2b3c4d", 7, "root.2", outcome) == (
-        "chore(loop): run run-1a2b3c4d iter 7 node root.2 status=done guard=fail\n"
-        "\n"
-        "Runner-Run: run-1a2b3c4d\n"
-        "Runner-Iter: 7\n"
-        "Runner-Node: root.2\n"
-        "Runner-Status: done\n"
-        "Runner-Guard: fail\n"
-    )
+    record = shared_record(7, "root.2", DONE, FAIL, run_id="run-1a2b3c4d")
+    subject = commit_subject("run-1a2b3c4d", 7, "root.2", outcome)
+    subject_line, blank, *trailers = iteration_commit_message(subject, record, "0" * 64).split("\n")
+
+    assert subject_line == "chore(loop): run run-1a2b3c4d iter 7 node root.2 status=done guard=fail"
+    assert blank == ""
+    for line in (
+        "Runner-Run: run-1a2b3c4d",
+        "Runner-Iter: 7",
+        "Runner-Node: root.2",
+        "Runner-Status: done",
+        "Runner-Guard: fail",
+    ):
+        assert line in trailers
 
 
 @pytest.mark.parametrize(
@@ -634,7 +641,7 @@ def test_the_commit_subject_names_status_and_guard(
 ) -> None:
     outcome = IterationOutcome(prev_tree(), status, guard, "", None)
 
-    subject = commit_message("r", 1, "leaf", outcome).splitlines()[0]
+    subject = commit_subject("r", 1, "leaf", outcome)
 
     assert (
         subject == f"chore(loop): run r iter 1 node leaf status={status.value} guard={guard.value}"
