@@ -1,7 +1,7 @@
 """`runner follow` and the overnight lines of `runner status` / `runner report`.
 
 Follow prints a run's events as they are appended, from another terminal, and ends when the
-loop does (its last event says so, or the runner holding the lock has exited). What each line
+loop does (its last event says so, or no runner holds the lock any more). What each line
 says is decided in `runner_core.night_view`; this module reads files and prints.
 """
 
@@ -20,24 +20,12 @@ from runner_shell.event_log import follow
 from runner_shell.files import open_regular
 from runner_shell.git import Repo
 from runner_shell.layout import RunnerPaths
-from runner_shell.lock_and_journal import lock_path, runner_alive
+from runner_shell.lock_and_journal import lock_held
 from runner_shell.night import events_path
 from runner_shell.store import load_run_state
 
 # How much of the end of a running log `runner status` reads for its last lines.
 _TAIL_BYTES = 16 * 1024
-
-
-def _lock_holder_alive(repo: Repo) -> bool:
-    """Whether the process named in the lock file (a step or loop) is still running."""
-    try:
-        text = lock_path(repo).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    words = text.split()
-    if len(words) < 2 or words[0] != "pid" or not words[1].rstrip(":").isdigit():
-        return False
-    return runner_alive(int(words[1].rstrip(":")))
 
 
 def follow_run(
@@ -55,7 +43,7 @@ def follow_run(
     seen = [False]
 
     def stopped() -> bool:
-        return seen[0] and not _lock_holder_alive(repo)
+        return seen[0] and not lock_held(repo)
 
     for event in follow(events_path(paths, run), stop=stopped, on_warning=warn):
         seen[0] = True

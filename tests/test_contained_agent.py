@@ -24,7 +24,10 @@ from crash_helpers import cli, journal_file, one_error_line, spawn, wait_for_pro
 from e2e_helpers import Project, node, process_alive
 from serve_helpers import free_port, serve_process, wait_until_answering
 
+from runner_core.events import EventOrigin, operator
+from runner_shell.event_log import append_events
 from runner_shell.files import PendingFile
+from runner_shell.git import Repo
 from runner_shell.git_containment import GitTimeout, run_git
 
 TWO_LEAVES = node("root", next_="decompose", children=[node("root.1"), node("root.2", order=1)])
@@ -328,6 +331,28 @@ def test_follow_refuses_a_planted_events_log_in_one_line(
 
     kind = "a symlink" if plant == "symlink" else "a FIFO"
     assert message == f"{events} is {kind}, {NOT_READ}"
+
+
+@pytest.mark.parametrize("plant", ["fifo", "symlink"])
+def test_follow_ends_when_the_lock_file_was_replaced_never_reading_it(
+    project: Project, outside: Path, plant: str
+) -> None:
+    run = project.prepare(TWO_LEAVES)
+    events = project.iter_dir(1).parent / "events.jsonl"
+    events.parent.mkdir(parents=True, exist_ok=True)
+    origin = EventOrigin(run, 1, None, "2026-01-01T00:00:00Z")
+    append_events(events, [operator(origin, "tell", "hi")])  # no event that ends the loop
+    lock = Repo(project.root).common_path("runner.lock")
+    lock.unlink(missing_ok=True)
+    if plant == "fifo":
+        os.mkfifo(lock)  # reading it would wait for a writer forever
+    else:
+        lock.symlink_to(outside / "precious.txt")
+
+    result = cli(project, "follow", timeout=20)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "operator: tell hi\n"
 
 
 def test_serve_stops_forwarding_a_planted_events_log_and_keeps_answering(project: Project) -> None:
