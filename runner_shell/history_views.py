@@ -20,8 +20,9 @@ from runner_core.history import ExecutionRecord
 from runner_core.model import Node
 from runner_core.trailers import DamagedTrailer, parse_trailers, record_from_trailers
 from runner_core.tree_diff import TreeDiff, change_lines, tree_diff, tree_diff_to_json
-from runner_core.tree_json import TreeValidationError, parse_tree
+from runner_core.tree_json import TREE_MAX_BYTES, TreeValidationError, parse_tree
 from runner_shell.errors import UserFacingError
+from runner_shell.files import read_bytes_capped
 from runner_shell.git import GitError, Repo
 from runner_shell.git_history import NoStartCommit
 from runner_shell.history_sources import agent_diff_stat, iteration_commit, run_commits
@@ -90,9 +91,12 @@ def _parsed(data: bytes | None, where: str) -> Node:
 def _snapshots(paths: RunnerPaths, run_id: str, iteration: int) -> tuple[bytes, bytes, str] | None:
     """tree.before.json and tree.after.json of the iteration, from its directory or archive."""
     directory = paths.iter_dir(run_id, iteration)
-    before, after = directory / "tree.before.json", directory / "tree.after.json"
-    if before.is_file() and after.is_file():
-        return before.read_bytes(), after.read_bytes(), paths.relative(directory)
+    try:  # an agent's symlink or FIFO in its place is never read: the archive has the snapshot
+        before = read_bytes_capped(directory / "tree.before.json", TREE_MAX_BYTES)
+        after = read_bytes_capped(directory / "tree.after.json", TREE_MAX_BYTES)
+        return before, after, paths.relative(directory)
+    except OSError:
+        pass
     names = frozenset({"tree.before.json", "tree.after.json"})
     found = read_archived(paths.root, run_id, names, iteration) or {}
     if len(found) == len(names):

@@ -355,6 +355,25 @@ def test_follow_ends_when_the_lock_file_was_replaced_never_reading_it(
     assert result.stdout == "operator: tell hi\n"
 
 
+@pytest.mark.parametrize("plant", ["mkfifo", "ln -s /etc/hostname"])
+def test_diff_reads_a_replaced_snapshot_from_the_archive_never_through_it(
+    project: Project, plant: str
+) -> None:
+    project.prepare(TWO_LEAVES)
+    first = f".runner/iterations/{project.run_id}/1/tree.after.json"
+    # The second iteration's agent replaces the first iteration's snapshot.
+    hostile(project, f"if [ -e {first} ]; then rm -f {first}; {plant} {first}; fi")
+    assert cli(project, "loop", timeout=60).returncode == 0
+
+    result = cli(project, "diff", "1", "--json", timeout=20)
+
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["source"].startswith("refs/runner/logs/")
+    changed = [(c["node"], f["field"]) for c in document["changes"] for f in c.get("fields", [])]
+    assert ("root.1", "passes") in changed
+
+
 def test_serve_stops_forwarding_a_planted_events_log_and_keeps_answering(project: Project) -> None:
     project.prepare(TWO_LEAVES)
     events = project.iter_dir(1).parent / "events.jsonl"
