@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-import stat
+import os
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
@@ -27,7 +27,7 @@ from runner_core.usage_limits import (
     codex_limit,
     wait_file_limit,
 )
-from runner_shell.files import atomic_write_text
+from runner_shell.files import NotRegularFile, atomic_write_text, open_regular
 from runner_shell.processes import ProcessResult, run_process
 
 # Above this an output file is reported, not read: a runaway agent must not exhaust our memory.
@@ -272,20 +272,20 @@ def _run_agent(
 
 
 def _read_text(path: Path, label: str, limit_bytes: int) -> tuple[str | None, str | None]:
-    """`(text, None)`, or `(None, why not)`; the size is checked before anything is read."""
+    """`(text, None)`, or `(None, why not)`; the size is checked before anything is read.
+
+    Opened as every file the agent can reach: a symlink is not followed and a FIFO, even one
+    swapped in after a check, never blocks (`open_regular`)."""
     try:
-        info = path.stat()
+        with open_regular(path) as file:
+            size = os.fstat(file.fileno()).st_size
+            if size > limit_bytes:
+                return None, f"{label} {path} is too large ({size} bytes, limit {limit_bytes})"
+            data = file.read(limit_bytes + 1)
     except FileNotFoundError:
         return None, f"{label} {path} does not exist"
-    except OSError as error:
-        return None, f"{label} {path} cannot be read: {error.strerror or error}"
-    if not stat.S_ISREG(info.st_mode):
+    except NotRegularFile:
         return None, f"{label} {path} is not a regular file"
-    if info.st_size > limit_bytes:
-        return None, f"{label} {path} is too large ({info.st_size} bytes, limit {limit_bytes})"
-    try:
-        with path.open("rb") as file:
-            data = file.read(limit_bytes + 1)
     except OSError as error:
         return None, f"{label} {path} cannot be read: {error.strerror or error}"
     if len(data) > limit_bytes:  # it grew after the size check
@@ -364,7 +364,7 @@ def _codex_stream_facts(path: Path) -> tuple[_Usage, str | None]:
     totals: dict[str, int | None] = dict.fromkeys(_CODEX_USAGE_KEYS)
     last_error: str | None = None
     try:
-        file = path.open("rb")
+        file = open_regular(path)
     except OSError:
         return _Usage(), None
     with file:

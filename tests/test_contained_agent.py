@@ -374,6 +374,22 @@ def test_diff_reads_a_replaced_snapshot_from_the_archive_never_through_it(
     assert ("root.1", "passes") in changed
 
 
+def test_an_output_file_symlinked_elsewhere_is_never_read_as_the_agent_s_output(
+    project: Project, outside: Path
+) -> None:
+    claimed = outside / "claimed.json"
+    claimed.write_text('{"status": "done", "summary": "read from outside"}', encoding="utf-8")
+    script = f'ln -s {claimed} "$RUNNER_OUTPUT_PATH"'
+    project.prepare(node("root"), agent_command=["sh", "-c", script])
+
+    cli(project, "step", timeout=60)
+
+    meta = project.meta(1)
+    assert meta["status"] == "retry"
+    assert "is not a regular file" in meta["error"], meta["error"]
+    assert "read from outside" not in project.git("log", "-p")
+
+
 def test_serve_stops_forwarding_a_planted_events_log_and_keeps_answering(project: Project) -> None:
     project.prepare(TWO_LEAVES)
     events = project.iter_dir(1).parent / "events.jsonl"
