@@ -218,7 +218,7 @@ def gather(paths: RunnerPaths, loaded: Loaded, plan: StepPlan, budget: int) -> I
         tree=loaded.tree,
         goal=read_goal(paths),
         failure_log=failure_log,
-        config_bytes=paths.config.read_bytes(),
+        config_bytes=read_bytes(paths.config),
         entries=entries,
         tree_is_previous_snapshot=is_previous,
         prompt=_prompt_parts(paths, loaded.config, role, iter_dir, budget),
