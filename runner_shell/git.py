@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from runner_core.containment import GitHead
 from runner_shell.files import read_text_head
@@ -23,6 +24,20 @@ from runner_shell.git_containment import (
 
 FALLBACK_NAME = "runner"
 FALLBACK_EMAIL = "runner@localhost"
+
+
+# How many times a commit stages the work tree when protected files change under it.
+STAGING_TRIES = 5
+
+
+class StagingGuard(Protocol):
+    """Files a commit must not take as a stray process left them (runner_shell.protected_files)."""
+
+    def before_staging(self) -> None:
+        """Put the files back."""
+
+    def untouched_since(self) -> bool:
+        """Whether they are as put back, and unchanged since then."""
 
 
 class GitError(Exception):
@@ -253,14 +268,26 @@ class Repo:
             env.setdefault("GIT_COMMITTER_EMAIL", FALLBACK_EMAIL)
         return env
 
-    def commit_all(self, message: str) -> None:
+    def commit_all(self, message: str, guard: StagingGuard | None = None) -> None:
         """`git add -A` and commit everything.
 
+        With a `guard`, files a stray process may rewrite are put back before each staging and
+        checked untouched after it; staged again (STAGING_TRIES at most) until they were.
         Hooks are skipped: an unattended loop must not stall on an interactive or failing
         hook, and the guard is where checks belong.
         """
         env = self._identity_env()
-        _run(["add", "-A"], self.root, env=env, filters=self.filters())
+        for _ in range(STAGING_TRIES):
+            if guard is not None:
+                guard.before_staging()
+            _run(["add", "-A"], self.root, env=env, filters=self.filters())
+            if guard is None or guard.untouched_since():
+                break
+        else:
+            raise GitError(
+                f"runner files kept changing while they were staged ({STAGING_TRIES} tries): "
+                "a process the agent left behind is rewriting them; stop it"
+            )
         _run(
             ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", message],
             self.root,

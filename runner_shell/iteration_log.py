@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 from runner_core.history import (
@@ -29,7 +28,7 @@ from runner_shell.files import (
     atomic_write_text,
     read_bytes_capped,
 )
-from runner_shell.git import Repo
+from runner_shell.git import Repo, StagingGuard
 from runner_shell.layout import EVENTS_FILE, RunnerPaths
 from runner_shell.lock_and_journal import clear_journal, write_journal
 from runner_shell.log_archive import archive_after_commit
@@ -44,7 +43,7 @@ def commit_iteration(
     run_id: str,
     iter_dir: Path,
     commit: Commit,
-    before_commit: Callable[[], None] | None = None,
+    guard: StagingGuard | None = None,
 ) -> None:
     """Carry out the final write-set in its order, commit, then archive the iteration's logs
     on `refs/runner/logs/<run>`; the journal tracks each phase and is cleared only then.
@@ -56,9 +55,7 @@ def commit_iteration(
     for file in commit.files:
         _write(paths, paths.run_dir(run_id), iter_dir, file)
     write_journal(repo, commit.committing)
-    if before_commit is not None:
-        before_commit()
-    repo.commit_all(commit.message)
+    repo.commit_all(commit.message, guard)
     archive_after_commit(paths.root, run_id, commit.committing.iteration, iter_dir)
     clear_journal(repo)
 

@@ -539,7 +539,7 @@ class DiskIterationStore:
                 self.run_id,
                 self.iter_dir,
                 effect,
-                lambda: protected_files.restore(self.paths, self.protected, self.run_id),
+                protected_files.ProtectedStaging(self.paths, self.protected, self.run_id),
             )
         except GitError as error:
             raise UserFacingError(

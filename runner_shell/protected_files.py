@@ -1,4 +1,5 @@
-"""Runner files an agent's daemon must not change: read at step start, put back before the commit.
+"""Runner files an agent's daemon must not change: read at step start, put back before the commit
+and checked untouched after it was staged (`ProtectedStaging`).
 
 Which files, and how GOAL.md's id is put back, is runner_core.containment's; this reads and
 writes them (never through a symlink, never blocking on a FIFO) and decides nothing.
@@ -6,7 +7,10 @@ writes them (never through a symlink, never blocking on a FIFO) and decides noth
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import attrs
 
 from runner_core.containment import PROTECTED_FILES, restored_goal
 from runner_shell.files import atomic_write_bytes, atomic_write_text, read_bytes_capped
@@ -58,3 +62,62 @@ def _remove(path: Path) -> None:
         path.unlink()
     else:
         path.rmdir()
+
+
+def _as_restored(paths: RunnerPaths, taken: Snapshot, run_id: str) -> bool:
+    """Whether every protected file holds its snapshot's bytes and GOAL.md its id."""
+    for path, data in taken:
+        try:
+            if read_bytes_capped(path, PROTECTED_MAX_BYTES) != data:
+                return False
+        except OSError:
+            return False
+    try:
+        goal = read_bytes_capped(paths.goal, GOAL_MAX_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return True  # restore leaves it alone too: the next step refuses it in one line
+    return restored_goal(goal, run_id) is None
+
+
+Signature = tuple[int, int, int, int, int] | None
+
+
+def _signature(path: Path) -> Signature:
+    """What any write to `path` changes: inode, mode, size, mtime and ctime (None: no file)."""
+    try:
+        facts = os.lstat(path)
+    except OSError:
+        return None
+    return facts.st_ino, facts.st_mode, facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns
+
+
+@attrs.define
+class ProtectedStaging:
+    """The commit's StagingGuard (runner_shell.git): an agent's daemon may rewrite protected
+    files at any moment, also between their restore and `git add`. Before each staging they
+    are put back, their signatures taken and their bytes checked; after it, a changed
+    signature or byte means the index may hold the daemon's bytes, and the commit stages
+    again. Left open: a daemon writing other bytes of the same size and putting the original
+    back, both within one tick of the file system's clock, between the check and `git add`."""
+
+    paths: RunnerPaths
+    taken: Snapshot
+    run_id: str
+    signatures: tuple[Signature, ...] = ()
+
+    def _watched(self) -> tuple[Path, ...]:
+        return (*(path for path, _ in self.taken), self.paths.goal)
+
+    def before_staging(self) -> None:
+        restore(self.paths, self.taken, self.run_id)
+        # Taken before the bytes are checked: a write after the check changes a signature.
+        self.signatures = tuple(_signature(path) for path in self._watched())
+        if not _as_restored(self.paths, self.taken, self.run_id):
+            self.signatures = ()  # changed while being put back: stage again
+
+    def untouched_since(self) -> bool:
+        # Signatures catch a write and its undoing; the bytes, a write within the clock's tick.
+        now = tuple(_signature(path) for path in self._watched())
+        if not self.signatures or now != self.signatures:
+            return False
+        return _as_restored(self.paths, self.taken, self.run_id)
