@@ -107,12 +107,14 @@ class Broker:
                 self.clients.discard(client)
 
 
-def _stamp(path: Path) -> tuple[int, int] | None:
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """What tells one version of a file from the next: an atomic write is a new inode, an append
+    a new size, and the mtime catches a rewrite in place."""
     try:
         facts = path.stat()
     except FileNotFoundError:
         return None
-    return facts.st_mtime_ns, facts.st_size
+    return facts.st_ino, facts.st_mtime_ns, facts.st_size
 
 
 @attrs.define
@@ -147,7 +149,7 @@ class Watcher:
         files = self.watched()
         self._follow_run()
         readings = self._readings(files)
-        await self._publish_view()
+        current = await self._publish_view()
         while not self.stop.is_set():
             await asyncio.sleep(POLL_SECS)
             now = self._readings(files)
@@ -156,20 +158,24 @@ class Watcher:
                 self.broker.publish("state", json.dumps({"changed": changed}))
                 if "run_state" in changed:
                     self._follow_run()
-            if now != readings:
-                await self._publish_view()
+            if now != readings or not current:
+                current = await self._publish_view()
             readings = now
 
-    async def _publish_view(self) -> None:
-        """Read the documents (in a worker thread) and publish the `view` delta, if any."""
+    async def _publish_view(self) -> bool:
+        """Read the documents (in a worker thread) and publish the `view` delta, if any. False
+        when they could not be read (a run mid-change, damaged, or git slow): the next poll reads
+        them again even if nothing changes after, so the last state of a run always reaches the
+        pages."""
         try:
             page = await asyncio.to_thread(lambda: page_view(*self.api.documents()))
         except (UserFacingError, OSError, GitError, ArchiveError):
-            return  # a run mid-change, damaged or git slow: the next change is read again
+            return False
         delta = view_delta(self.page, page)
         self.page = page
         if delta is not None:
             self.broker.publish("view", json.dumps(delta, sort_keys=True))
+        return True
 
     def _follow_run(self) -> None:
         """Start tailing the run's events.jsonl once the run is known (once per server)."""

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx2 as httpx
 import jsonschema
 import pytest
@@ -31,11 +32,12 @@ from serve_helpers import (
 from starlette.testclient import TestClient
 
 from runner_core.events import EventOrigin, operator, waiting
-from runner_core.web_view import allowed_hosts
+from runner_core.web_view import allowed_hosts, page_view
 from runner_shell.event_log import append_events
 from runner_shell.git import Repo
+from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import exclusive_lock
-from runner_shell.serve import CLIENT_QUEUE, Broker, Client, create_app
+from runner_shell.serve import CLIENT_QUEUE, Api, Broker, Client, Watcher, create_app
 
 BASE = "http://127.0.0.1:8765"
 
@@ -317,6 +319,52 @@ def test_a_client_that_falls_behind_is_dropped_not_waited_for() -> None:
     assert backlog <= 1
 
 
+@attrs.frozen
+class FailingOnce(Api):
+    """An Api whose first reading of the documents fails, as a run caught mid-change does."""
+
+    calls: list[int] = attrs.field(factory=list)
+
+    def documents(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        self.calls.append(len(self.calls))
+        if len(self.calls) == 1:
+            raise OSError("tree.json changed while it was read")
+        return super().documents()
+
+
+def test_a_view_that_could_not_be_read_is_read_again_though_nothing_changes_after(
+    finished: Project,
+) -> None:
+    """The pages last saw the run running; it completed, and the server's one reading of that
+    failed (the run caught mid-change). Nothing changes after: the next poll must read again."""
+
+    async def first_view(client: Client) -> str:
+        while True:  # the run's events.jsonl lines come too; the view is what is awaited here
+            message = await client.queue.get()
+            if "\nevent: view\n" in message:
+                return message
+
+    async def scenario() -> str:
+        paths, repo = RunnerPaths(finished.root), Repo(finished.root)
+        status, overview = Api(paths, repo, None).documents()
+        seen = page_view(status, overview | {"state": "running"})
+        broker, client = Broker(), Client()
+        broker.clients.add(client)
+        watcher = Watcher(paths, repo, FailingOnce(paths, repo, None), broker, page=seen)
+        task = asyncio.create_task(watcher.run_forever())
+        try:
+            return await asyncio.wait_for(first_view(client), timeout=10)
+        finally:
+            watcher.stop.set()
+            task.cancel()
+
+    message = asyncio.run(scenario())
+
+    fields = dict(line.split(": ", 1) for line in message.strip().splitlines())
+    assert fields["event"] == "view"
+    assert json.loads(fields["data"])["head"]["overview"]["state"] == "complete"
+
+
 def test_a_real_server_streams_state_and_events_while_a_real_loop_runs(
     tmp_path: Path, make_project: ProjectFactory
 ) -> None:
@@ -336,7 +384,7 @@ def test_a_real_server_streams_state_and_events_while_a_real_loop_runs(
         origin = EventOrigin(run, 4, None, "2026-01-01T00:00:00Z")
         append_events(project.iter_dir(1).parent / "events.jsonl", [operator(origin, "tell", "hi")])
         deadline = time.monotonic() + 10
-        while not reader.events("operator") and time.monotonic() < deadline:
+        while not (reader.events("operator") and completes(reader)) and time.monotonic() < deadline:
             time.sleep(0.1)
         final = httpx_json(f"{base}/api/overview")
         final_status = httpx_json(f"{base}/api/status")
@@ -357,6 +405,13 @@ def test_a_real_server_streams_state_and_events_while_a_real_loop_runs(
     heads = [view["head"] for view in views if view["head"] is not None]
     assert heads[-1]["overview"]["state"] == "complete"
     assert heads[-1]["status"] | {"tree": final_status["tree"], "removed": []} == final_status
+
+
+def completes(reader: SseReader) -> bool:
+    """Whether a `view` event has said the run is complete (it may come after the loop's events:
+    the server reads the documents after its next poll)."""
+    heads = [view["head"] for view in reader.events("view") if view["head"] is not None]
+    return bool(heads) and heads[-1]["overview"]["state"] == "complete"
 
 
 def httpx_json(url: str) -> Any:
