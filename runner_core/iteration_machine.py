@@ -11,6 +11,7 @@ an effect, reads a clock or touches a file: the shell's ports (declared here) do
 from __future__ import annotations
 
 import enum
+import hashlib
 import json
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -117,7 +118,8 @@ class IterationFacts:
     """Everything the shell read before an iteration starts.
 
     `entries` names what the run directory holds (to set a left-over directory aside);
-    `tree_is_previous_snapshot` says tree.json's bytes are the previous tree.after.json's.
+    `previous_snapshot_sha256` is the SHA-256 of tree.json's bytes when they are the previous
+    iteration's tree.after.json's (tree.before.json then links to that snapshot), else None.
     """
 
     run_id: str
@@ -129,7 +131,7 @@ class IterationFacts:
     failure_log: str | None
     config_bytes: bytes
     entries: frozenset[str]
-    tree_is_previous_snapshot: bool
+    previous_snapshot_sha256: str | None
     prompt: PromptParts
     started: ClockReading
     runner_pid: int
@@ -246,10 +248,11 @@ class Place(enum.Enum):
 class FileWrite:
     """One file of the final write-set, written atomically.
 
-    `link_from` (a name under Place.RUN) asks for a hard link to that snapshot instead; when it
-    is gone, `data` is written, or the canonical text of `fallback_tree`. `read_only` files are
-    snapshots (mode 0444); `rename_from` moves a file of the iteration directory into place if
-    it exists.
+    `link_from` (a name under Place.RUN) asks for a hard link to that snapshot instead, made
+    only while its bytes have the SHA-256 `link_sha256` (an agent may have rewritten or replaced
+    it); otherwise `data` is written, or the canonical text of `fallback_tree`. `read_only` files
+    are snapshots (mode 0444); `rename_from` moves a file of the iteration directory into place
+    if it exists.
     """
 
     place: Place
@@ -259,6 +262,11 @@ class FileWrite:
     link_from: str | None = None
     rename_from: str | None = None
     fallback_tree: Node | None = None
+    link_sha256: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if (self.link_from is None) != (self.link_sha256 is None):
+            raise ValueError("a link names its source and the SHA-256 its bytes must have")
 
 
 @attrs.frozen(slots=True)
@@ -805,7 +813,7 @@ def _commit(
             iteration=facts.plan.iteration,
             node_id=facts.node.id,
             prev_tree=facts.tree,
-            prev_is_snapshot=facts.tree_is_previous_snapshot,
+            prev_snapshot_sha256=facts.previous_snapshot_sha256,
             state=with_execution(advance_run_state(facts.state, outcome), facts.node.id, counts),
             outcome=outcome,
             record=record,
@@ -879,15 +887,16 @@ def attempts_after(tree: Node, node: Node) -> int:
 class IterationEnd:
     """What the final write-set is made of, for a step and for `runner recover` alike.
 
-    `prev_is_snapshot`: tree.json's bytes were the previous iteration's tree.after.json, so
-    tree.before.json links to that snapshot instead of being serialised again.
+    `prev_snapshot_sha256`: tree.json's bytes were the previous iteration's tree.after.json,
+    with this SHA-256, so tree.before.json links to that snapshot (while it still has those
+    bytes) instead of being serialised again.
     """
 
     run_id: str
     iteration: int
     node_id: str
     prev_tree: Node
-    prev_is_snapshot: bool
+    prev_snapshot_sha256: str | None
     state: RunState
     outcome: IterationOutcome
     record: ExecutionRecord
@@ -932,10 +941,10 @@ def _snapshots(end: IterationEnd, after: str) -> tuple[FileWrite, ...]:
     """tree.before.json and tree.after.json, read-only, sharing bytes that already exist.
 
     Only snapshots are ever linked, never tree.json: an agent editing tree.json in place
-    cannot reach a snapshot through a link.
+    cannot reach a snapshot through a link. A link names the SHA-256 its source must still have.
     """
     unchanged = end.outcome.tree is end.prev_tree
-    if end.prev_is_snapshot:
+    if end.prev_snapshot_sha256 is not None:
         source = f"{end.iteration - 1}/tree.after.json"
         before = FileWrite(
             Place.ITERATION,
@@ -943,14 +952,20 @@ def _snapshots(end: IterationEnd, after: str) -> tuple[FileWrite, ...]:
             read_only=True,
             link_from=source,
             fallback_tree=end.prev_tree,
+            link_sha256=end.prev_snapshot_sha256,
         )
     else:
         before_bytes = after if unchanged else dumps_tree(end.prev_tree)
         before = FileWrite(Place.ITERATION, "tree.before.json", before_bytes, True)
-    if unchanged:
-        link = f"{end.iteration}/tree.before.json"
-        return before, FileWrite(Place.ITERATION, "tree.after.json", after, True, link_from=link)
-    return before, FileWrite(Place.ITERATION, "tree.after.json", after, True)
+    if not unchanged:
+        return before, FileWrite(Place.ITERATION, "tree.after.json", after, True)
+    # The tree is the one before: tree.after.json shares tree.before.json's bytes.
+    sha256 = end.prev_snapshot_sha256 or hashlib.sha256(after.encode("utf-8")).hexdigest()
+    link = f"{end.iteration}/tree.before.json"
+    after_write = FileWrite(
+        Place.ITERATION, "tree.after.json", after, True, link_from=link, link_sha256=sha256
+    )
+    return before, after_write
 
 
 def interrupted_end(
@@ -980,7 +995,7 @@ def interrupted_end(
         iteration=journal.iteration,
         node_id=node.id,
         prev_tree=tree,
-        prev_is_snapshot=False,
+        prev_snapshot_sha256=None,
         state=with_execution(advance_run_state(state, outcome), node.id, counts),
         outcome=outcome,
         record=record,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import stat
 from pathlib import Path
@@ -166,6 +167,8 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None
 
 # Text is encoded this many characters at a time: a 100 MB tree never exists twice in memory.
 _TEXT_SLICE_CHARS = 1 << 20
+# Files are hashed this many bytes at a time.
+_HASH_CHUNK_BYTES = 1 << 20
 
 
 def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
@@ -180,31 +183,68 @@ def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
         raise
 
 
-def atomic_link(source: Path, target: Path) -> bool:
-    """Make `target` a hard link to `source`, atomically; False when `source` is gone."""
-    temp = target.with_name(f".{target.name}.{os.urandom(4).hex()}.tmp")
+def link_if_sha256(source: Path, target: Path, sha256: str, mode: int | None = None) -> bool:
+    """Make `target` a hard link to `source`, atomically, when `source` is a regular file whose
+    bytes have the SHA-256 `sha256`; False, and nothing linked, when it is gone, is anything but
+    a regular file, or holds other bytes (an agent rewrote or replaced it).
+
+    The file hashed is the file linked: the link is made from the open descriptor, never from the
+    name again, and a change while it was read (size or mtime) is a mismatch. `mode` (e.g.
+    READ_ONLY) is set on the file when it differs. Without /proc the link is not made.
+    """
     try:
-        os.link(source, temp)
-    except FileNotFoundError:
+        handle = open_regular(source)
+    except OSError:
         return False
-    try:
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    _fsync_directory(target.parent)
+    with handle:
+        fd = handle.fileno()
+        if _digest(handle) != sha256:
+            return False
+        if mode is not None and stat.S_IMODE(os.fstat(fd).st_mode) != mode:
+            try:
+                os.fchmod(fd, mode)
+            except OSError:
+                return False
+        directory = open_directory(target.parent)
+        try:
+            temp = f".{target.name}.{os.urandom(6).hex()}.tmp"
+            try:  # linkat(AT_SYMLINK_FOLLOW) of the descriptor's magic link
+                os.link(f"/proc/self/fd/{fd}", temp, dst_dir_fd=directory, follow_symlinks=True)
+            except OSError:
+                return False
+            try:
+                os.replace(temp, target.name, src_dir_fd=directory, dst_dir_fd=directory)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp, dir_fd=directory)
+                raise
+            with contextlib.suppress(OSError):  # the rename is durable only once the entry is
+                os.fsync(directory)
+        finally:
+            os.close(directory)
     return True
 
 
-def _fsync_directory(directory: Path) -> None:
-    # The rename is durable only once the directory entry is.
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+def sha256_of_regular(path: Path) -> str | None:
+    """The SHA-256 of a regular file's bytes; None when it is missing, anything but a regular
+    file, unreadable, or changed while it was read."""
+    try:
+        with open_regular(path) as handle:
+            return _digest(handle)
+    except OSError:
+        return None
+
+
+def _digest(handle: BinaryIO) -> str | None:
+    """The open file's SHA-256, read in slices; None when its size or mtime moved meanwhile."""
+    before = os.fstat(handle.fileno())
+    digest = hashlib.sha256()
+    while chunk := handle.read(_HASH_CHUNK_BYTES):
+        digest.update(chunk)
+    after = os.fstat(handle.fileno())
+    if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
+        return None
+    return digest.hexdigest()
 
 
 class FileTooLarge(OSError):

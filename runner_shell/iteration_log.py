@@ -23,9 +23,9 @@ from runner_core.iteration_machine import Commit, FileWrite, Place
 from runner_core.tree_json import dumps_tree
 from runner_shell.files import (
     READ_ONLY,
-    atomic_link,
     atomic_write_bytes,
     atomic_write_text,
+    link_if_sha256,
     read_bytes_capped,
 )
 from runner_shell.git import Repo, StagingGuard
@@ -68,12 +68,17 @@ def _write(paths: RunnerPaths, run_dir: Path, iter_dir: Path, file: FileWrite) -
         if source.exists():
             os.replace(source, target)
         return
-    if file.link_from is not None and atomic_link(run_dir / file.link_from, target):
+    mode = READ_ONLY if file.read_only else None
+    link, sha256 = file.link_from, file.link_sha256
+    if (
+        link is not None
+        and sha256 is not None
+        and link_if_sha256(run_dir / link, target, sha256, mode)
+    ):
         return
     data = file.data
-    if file.fallback_tree is not None:  # the snapshot to link to is gone: write its text
+    if file.fallback_tree is not None:  # the snapshot to link to is gone or was changed
         data = dumps_tree(file.fallback_tree)
-    mode = READ_ONLY if file.read_only else None
     if isinstance(data, str):
         atomic_write_text(target, data, mode)
     else:

@@ -8,7 +8,6 @@ Reading `perform`, one sees every side effect of an iteration.
 
 from __future__ import annotations
 
-import filecmp
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -83,6 +82,7 @@ from runner_shell.files import (
     atomic_write_text,
     make_directory,
     read_text_head,
+    sha256_of_regular,
 )
 from runner_shell.git import GitError, Repo
 from runner_shell.iteration_log import commit_iteration, count_executions, utc_now
@@ -181,7 +181,7 @@ def run_step(paths: RunnerPaths, repo: Repo, prompt_budget: int) -> StepResult:
     check_programs(loaded.config, paths.root)
     refuse_over_budget(paths, loaded.config, loaded.run_id)
     facts = attrs.evolve(gather(paths, loaded, plan, prompt_budget), head=loaded.head)
-    if not facts.tree_is_previous_snapshot:  # else its bytes are canonical and were read back
+    if facts.previous_snapshot_sha256 is None:  # else its bytes are canonical and were read back
         check_tree_writable(paths, loaded.tree)
     events = IterationEvents(sink_for(paths, loaded.config, loaded.run_id))
     events.check()
@@ -206,8 +206,8 @@ def gather(paths: RunnerPaths, loaded: Loaded, plan: StepPlan, budget: int) -> I
     if needs_failure_log(state) and (previous / "guard.log").exists():
         failure_log = read_text_head(previous / "guard.log", FAILURE_LOG_MAX_BYTES)
     entries = _left_over(paths.iter_dir(run_id, plan.iteration))
-    snapshot = previous / "tree.after.json"
-    is_previous = snapshot.is_file() and filecmp.cmp(paths.tree, snapshot, shallow=False)
+    snapshot_sha256 = sha256_of_regular(previous / "tree.after.json")
+    is_previous = snapshot_sha256 is not None and sha256_of_regular(paths.tree) == snapshot_sha256
     iter_dir = paths.iter_dir(run_id, plan.iteration)
     role = plan.role or AgentRole.EXECUTOR
     return IterationFacts(
@@ -220,7 +220,7 @@ def gather(paths: RunnerPaths, loaded: Loaded, plan: StepPlan, budget: int) -> I
         failure_log=failure_log,
         config_bytes=read_bytes(paths.config),
         entries=entries,
-        tree_is_previous_snapshot=is_previous,
+        previous_snapshot_sha256=snapshot_sha256 if is_previous else None,
         prompt=_prompt_parts(paths, loaded.config, role, iter_dir, budget),
         started=SystemClock().now(),
         runner_pid=os.getpid(),

@@ -374,6 +374,34 @@ def test_diff_reads_a_replaced_snapshot_from_the_archive_never_through_it(
     assert ("root.1", "passes") in changed
 
 
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        "rm -f {first}; printf '%s' '{{\"tampered\": true}}' > {first}",
+        "chmod u+w {first}; printf ' ' >> {first}",
+        "cp {first} {outside}/copy.json; rm -f {first}; ln -s {outside}/copy.json {first}",
+    ],
+    ids=["replaced", "rewritten-in-place", "symlink-to-the-same-bytes"],
+)
+def test_a_snapshot_the_agent_changed_is_never_linked_into_the_next_iteration(
+    project: Project, outside: Path, tamper: str
+) -> None:
+    project.prepare(TWO_LEAVES)
+    first = f".runner/iterations/{project.run_id}/1/tree.after.json"
+    # The second iteration's agent changes the first iteration's after snapshot, which the
+    # runner would link as the second's before snapshot.
+    script = tamper.format(first=first, outside=outside)
+    hostile(project, f"if [ -e {first} ] || [ -L {first} ]; then {script}; fi")
+    assert cli(project, "loop", timeout=60).returncode == 0
+
+    archive = f"refs/runner/logs/{project.run_id}"
+    committed = project.git("show", f"{archive}:1/tree.after.json")
+    before_2 = project.iter_dir(2) / "tree.before.json"
+    assert project.git("show", f"{archive}:2/tree.before.json") == committed
+    assert not before_2.is_symlink() and before_2.read_text(encoding="utf-8") == committed
+    assert not (outside / "copy.json").exists() or (outside / "copy.json").stat().st_nlink == 1
+
+
 def test_an_output_file_symlinked_elsewhere_is_never_read_as_the_agent_s_output(
     project: Project, outside: Path
 ) -> None:

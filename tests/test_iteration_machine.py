@@ -7,6 +7,7 @@ write-set it ends with. The last tests run the shell's own interpreter over fake
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -34,6 +35,7 @@ from runner_core.iteration_machine import (
     Effect,
     ExecutionsCounted,
     Failure,
+    FileWrite,
     Finished,
     GuardFinished,
     HeadRead,
@@ -42,6 +44,7 @@ from runner_core.iteration_machine import (
     IterationMachine,
     IterationPorts,
     NotStarted,
+    Place,
     PrepareIterationDir,
     PromptParts,
     ReadConfig,
@@ -61,6 +64,7 @@ from runner_core.iteration_machine import (
 )
 from runner_core.recovery import Journal, JournalPhase
 from runner_core.run_state import RunState
+from runner_core.tree_json import dumps_tree
 from runner_core.usage_limits import LimitKind, LimitSignal
 from runner_shell.iteration_runner import interpret
 
@@ -80,7 +84,7 @@ def facts(
     root: Node | None = None,
     state: RunState | None = None,
     entries: frozenset[str] = frozenset(),
-    is_previous: bool = False,
+    previous_sha256: str | None = None,
 ) -> IterationFacts:
     root = prev() if root is None else root
     state = RunState(run_id="run-1", next_iter=1) if state is None else state
@@ -102,7 +106,7 @@ def facts(
         failure_log=None,
         config_bytes=CONFIG_BYTES,
         entries=entries,
-        tree_is_previous_snapshot=is_previous,
+        previous_snapshot_sha256=previous_sha256,
         prompt=PromptParts("contract", "output", None, None, None, 100_000),
         started=at(0.0),
         runner_pid=42,
@@ -504,10 +508,14 @@ def test_a_left_over_iteration_directory_is_set_aside() -> None:
 
 def test_snapshots_link_to_the_previous_snapshot_when_tree_json_is_its_copy() -> None:
     state = RunState(run_id="run-1", next_iter=4, executions=pmap())
-    effects, _ = drive(start_iteration(facts(state=state, is_previous=True)), EXECUTOR_RESULTS)
+    sha256 = hashlib.sha256(dumps_tree(prev()).encode("utf-8")).hexdigest()
+    effects, _ = drive(
+        start_iteration(facts(state=state, previous_sha256=sha256)), EXECUTOR_RESULTS
+    )
     files = {f.name: f for f in commit_of(effects).files}
 
     assert files["tree.before.json"].link_from == "3/tree.after.json"
+    assert files["tree.before.json"].link_sha256 == sha256  # linked only while it holds those
     assert files["tree.before.json"].fallback_tree == prev()  # when the link cannot be made
     assert files["tree.after.json"].link_from is None
     assert files["tree.after.json"].data == files["tree.json"].data
@@ -522,6 +530,14 @@ def test_an_unchanged_tree_links_its_after_snapshot_to_its_before_snapshot() -> 
 
     assert files["tree.after.json"].link_from == "1/tree.before.json"
     assert files["tree.before.json"].data == files["tree.after.json"].data
+    data = files["tree.after.json"].data
+    text = data.encode("utf-8") if isinstance(data, str) else data
+    assert files["tree.after.json"].link_sha256 == hashlib.sha256(text).hexdigest()
+
+
+def test_a_link_without_the_sha256_its_source_must_have_is_refused() -> None:
+    with pytest.raises(ValueError, match="SHA-256"):
+        FileWrite(Place.ITERATION, "tree.after.json", "{}", True, link_from="1/tree.before.json")
 
 
 # ---------------------------------------------------------------- the error table

@@ -53,7 +53,7 @@ def run_commits(run: Run) -> tuple[CommitFacts, tuple[CommitFacts, ...]]:
             iteration=record.iteration,
             node_id=record.node_id,
             prev_tree=prev_tree,
-            prev_is_snapshot=False,
+            prev_snapshot_sha256=None,
             state=attrs.evolve(step.state, chain=chain),
             outcome=step.outcome,
             record=record,

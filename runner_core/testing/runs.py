@@ -9,6 +9,7 @@ by construction.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -123,6 +124,11 @@ def _reading(ms: float) -> ClockReading:
     return ClockReading(ms / 1000, utc.isoformat())
 
 
+def _sha256(tree: Node) -> str:
+    """The SHA-256 of the tree's canonical bytes: what the shell reads off tree.json."""
+    return hashlib.sha256(dumps_tree(tree).encode("utf-8")).hexdigest()
+
+
 def _facts(
     tree: Node, state: RunState, plan: StepPlan, config: Config, started_ms: int
 ) -> IterationFacts:
@@ -139,7 +145,7 @@ def _facts(
         failure_log=None,
         config_bytes=render_config(config).encode("utf-8"),
         entries=frozenset(),
-        tree_is_previous_snapshot=plan.iteration > 1,
+        previous_snapshot_sha256=_sha256(tree) if plan.iteration > 1 else None,
         prompt=PromptParts("contract", "output", None, None, None, 100_000),
         started=_reading(started_ms),
         runner_pid=1,
