@@ -183,6 +183,19 @@ def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
         raise
 
 
+def rename_within(directory: Path, source: str, target: str) -> bool:
+    """Rename `source` to `target` inside `directory`, reached as every write reaches its
+    directory (never through a symlink); False when `source` is not there."""
+    fd = open_directory(directory)
+    try:
+        os.replace(source, target, src_dir_fd=fd, dst_dir_fd=fd)
+    except FileNotFoundError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
 def link_if_sha256(source: Path, target: Path, sha256: str, mode: int | None = None) -> bool:
     """Make `target` a hard link to `source`, atomically, when `source` is a regular file whose
     bytes have the SHA-256 `sha256`; False, and nothing linked, when it is gone, is anything but

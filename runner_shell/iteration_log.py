@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 from pathlib import Path
 
 from runner_core.history import (
@@ -27,6 +26,7 @@ from runner_shell.files import (
     atomic_write_text,
     link_if_sha256,
     read_bytes_capped,
+    rename_within,
 )
 from runner_shell.git import Repo, StagingGuard
 from runner_shell.layout import EVENTS_FILE, RunnerPaths
@@ -64,9 +64,7 @@ def _write(paths: RunnerPaths, run_dir: Path, iter_dir: Path, file: FileWrite) -
     base = {Place.STATE: paths.state_dir, Place.ITERATION: iter_dir, Place.RUN: run_dir}
     target = base[file.place] / file.name
     if file.rename_from is not None:
-        source = iter_dir / file.rename_from
-        if source.exists():
-            os.replace(source, target)
+        rename_within(iter_dir, file.rename_from, file.name)
         return
     mode = READ_ONLY if file.read_only else None
     link, sha256 = file.link_from, file.link_sha256

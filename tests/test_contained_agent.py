@@ -26,7 +26,7 @@ from serve_helpers import free_port, serve_process, wait_until_answering
 
 from runner_core.events import EventOrigin, operator
 from runner_shell.event_log import append_events
-from runner_shell.files import PendingFile
+from runner_shell.files import PendingFile, UnsafePath, rename_within
 from runner_shell.git import Repo
 from runner_shell.git_containment import GitTimeout, run_git
 
@@ -261,6 +261,21 @@ def test_the_runner_never_writes_through_a_directory_the_agent_made_a_symlink(
 
     assert all("Traceback" not in result.stderr for result in results)
     assert untouched(outside), sorted(path.name for path in outside.iterdir())
+
+
+def test_a_rename_in_an_iteration_directory_made_a_symlink_never_renames_outside(
+    project: Project, outside: Path
+) -> None:
+    # guard.log is moved into place by a rename: the directory is reached as every write's is.
+    iter_dir = project.root / ".runner" / "iterations" / "run-x" / "1"
+    iter_dir.parent.mkdir(parents=True)
+    iter_dir.symlink_to(outside)
+    (outside / ".guard.log.pending").write_text("planted\n", encoding="utf-8")
+
+    with pytest.raises(UnsafePath):
+        rename_within(iter_dir, ".guard.log.pending", "guard.log")
+
+    assert sorted(path.name for path in outside.iterdir()) == [".guard.log.pending", "precious.txt"]
 
 
 # ---------------------------------------------------------------- events.jsonl
