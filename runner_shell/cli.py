@@ -456,18 +456,16 @@ def history(
     show_history(*_paths(), node, run, as_json)
 
 
+Iteration = Annotated[int, typer.Argument(min=1, metavar="ITER", help="The iteration number.")]
+
+
 @app.command()
 @guarded
-def show(
-    iteration: Annotated[int, typer.Argument(min=1, metavar="ITER", help="The iteration number.")],
-    run: RunId = None,
-    as_json: AsJson = False,
-) -> None:
+def show(iteration: Iteration, run: RunId = None, as_json: AsJson = False) -> None:
     """Show one iteration: its meta.json, output and the first lines of its logs."""
     from runner_shell.views import show_iteration
 
-    paths, repo = _paths()
-    show_iteration(paths, iteration, run, as_json, repo)
+    show_iteration(*_paths(), iteration, run, as_json)
 
 
 @app.command()
@@ -533,9 +531,6 @@ def audit(run: RunId = None, as_json: AsJson = False) -> None:
     from runner_shell.history_views import show_audit
 
     raise typer.Exit(show_audit(*_paths(), run, as_json))
-
-
-Iteration = Annotated[int, typer.Argument(min=1, metavar="ITER", help="The iteration number.")]
 
 
 @app.command()

@@ -594,22 +594,15 @@ def render_show(shown: IterationFiles) -> list[str]:
 
 
 def show_iteration(
-    paths: RunnerPaths, iteration: int, run: str | None, as_json: bool, repo: Repo | None = None
+    paths: RunnerPaths, repo: Repo, iteration: int, run: str | None, as_json: bool
 ) -> None:
-    """`runner show ITER`: one iteration's meta, output and the heads of its logs; with `repo`,
-    also its commit and the diff stat of the agent's work, and from git when the directory is
-    gone (runner_shell.history_views)."""
-    run_id = choose_run(paths, load_run_state(paths), run)
-    if repo is not None:
-        from runner_shell.history_views import show_sourced_iteration
+    """`runner show ITER`: one iteration's meta, output and the heads of its logs, its commit and
+    the diff stat of the agent's work, from git when the directory is gone
+    (runner_shell.history_views)."""
+    from runner_shell.history_views import show_sourced_iteration
 
-        show_sourced_iteration(paths, repo, run_id, iteration, as_json)
-        return
-    shown = read_iteration(paths, run_id, iteration)
-    if as_json:
-        _print_json(shown.to_json())
-    else:
-        typer.echo("\n".join(render_show(shown)))
+    run_id = choose_run(paths, load_run_state(paths), run)
+    show_sourced_iteration(paths, repo, run_id, iteration, as_json)
 
 
 # ---------------------------------------------------------------- runner report
