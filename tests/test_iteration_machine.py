@@ -21,6 +21,7 @@ from runner_core import GuardOutcome, Node, parse_config, plan_step
 from runner_core.containment import GitHead
 from runner_core.events import Event
 from runner_core.history import ErrorKind, TokenUsage
+from runner_core.iteration_events import after_result
 from runner_core.iteration_machine import (
     ERROR_KIND,
     GUARD_TIMED_OUT_BEFORE_START,
@@ -665,6 +666,19 @@ def test_a_signal_during_the_agent_or_guard_is_an_interrupted_runner_error(stage
     assert finished.outcome.runner_error == "interrupted by SIGTERM"
     assert finished.record.attempts_after == finished.record.attempts_before
     assert isinstance(effects[-2], Commit)
+
+
+def test_a_guard_that_never_started_is_reported_as_its_record_says() -> None:
+    not_started = NotStarted("cannot start 'ci': not found")
+    results = {**EXECUTOR_RESULTS, RunGuard: not_started}
+    machine = start_iteration(facts())
+    while not isinstance(machine.effect, RunGuard):
+        machine = machine.feed(results.get(type(machine.effect), Done()), at(1.0))
+
+    (event,) = after_result(machine, not_started, "2026-01-01T00:00:00Z", 0.5)
+    effects, _ = drive(machine, results)
+
+    assert event.figures["outcome"] == outcome_of(effects).record.guard.value == "skipped"
 
 
 def test_the_iteration_events_come_from_the_core_in_order() -> None:
