@@ -79,9 +79,7 @@ def show_audit(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) -
 # ---------------------------------------------------------------- runner diff
 
 
-def _parsed(data: bytes | None, where: str) -> Node:
-    if data is None:
-        raise UserFacingError(f"{where}: missing")
+def _parsed(data: bytes, where: str) -> Node:
     try:
         return parse_tree(data)
     except TreeValidationError as error:
