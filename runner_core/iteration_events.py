@@ -33,6 +33,7 @@ from runner_core.iteration_machine import (
     RunAgent,
     RunGuard,
 )
+from runner_core.model import GuardOutcome
 from runner_core.operations import OperatorAction, action_text
 
 
@@ -71,8 +72,8 @@ def after_result(
     if isinstance(effect, RunGuard) and isinstance(result, GuardFinished):
         outcome = guard_outcome(result.exit_code, result.timed_out).value
         return (guard_finished(here, outcome, result.exit_code, _ms(elapsed_secs)),)
-    if isinstance(effect, RunGuard) and isinstance(result, NotStarted):
-        return (guard_finished(here, "fail", None, _ms(elapsed_secs)),)
+    if isinstance(effect, RunGuard) and isinstance(result, NotStarted):  # as its record says
+        return (guard_finished(here, GuardOutcome.SKIPPED.value, None, _ms(elapsed_secs)),)
     return ()
 
 
