@@ -43,7 +43,13 @@ from runner_core.iteration import (
 )
 from runner_core.model import AgentRole, AgentStatus, GuardOutcome, Node, nodes_by_id
 from runner_core.prompt_pack import build_prompt_pack, selected_section, tree_outline
-from runner_core.recovery import Journal, JournalPhase, interrupted_message
+from runner_core.recovery import (
+    PENDING_GUARD_LOG,
+    Journal,
+    JournalPhase,
+    agent_log_name,
+    interrupted_message,
+)
 from runner_core.run_state import RunState, run_state_to_json, with_execution
 from runner_core.text import flatten
 from runner_core.trailers import iteration_commit_message
@@ -51,7 +57,6 @@ from runner_core.tree_json import dumps_tree
 from runner_core.usage_limits import LimitSignal
 
 # Written under a temporary name: SPEC §6 puts guard.log after meta and output.
-PENDING_GUARD_LOG = ".guard.log.pending"
 GUARD_TIMED_OUT_BEFORE_START = "=== stdout ===\n=== stderr ===\nguard timed out\n"
 
 
@@ -569,7 +574,6 @@ def _after_prompt(machine: IterationMachine, result: Result, now: ClockReading) 
     if isinstance(result, IoFailed):
         return _failed(machine, Failure.IO, result.message)
     facts = machine.facts
-    decomposing = facts.role is AgentRole.DECOMPOSER
     env = (
         ("RUNNER_ROLE", facts.role.value),
         ("RUNNER_RUN_ID", facts.run_id),
@@ -584,7 +588,7 @@ def _after_prompt(machine: IterationMachine, result: Result, now: ClockReading) 
         prompt_name="prompt.md",
         output_name="agent_output.json",
         usage_name="usage.json",
-        log_name="planner_executor.log" if decomposing else "executor.log",
+        log_name=agent_log_name(facts.role.value),
     )
     return machine._to(Stage.AGENT, effect)
 

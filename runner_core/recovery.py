@@ -24,6 +24,23 @@ class JournalPhase(enum.Enum):
     COMMITTING = "committing"
 
 
+# The logs an iteration in progress writes: its agent's (named by its role), then the guard's,
+# moved to guard.log when the iteration commits.
+PENDING_GUARD_LOG = ".guard.log.pending"
+DECOMPOSER_LOG = "planner_executor.log"
+EXECUTOR_LOG = "executor.log"
+
+
+def agent_log_name(role: str) -> str:
+    """The log of the agent with this role (an AgentRole value)."""
+    return DECOMPOSER_LOG if role == "decomposer" else EXECUTOR_LOG
+
+
+def running_log_names(journal: Journal) -> tuple[str, str]:
+    """The logs the journal's iteration writes while it runs: its agent's, then its guard's."""
+    return agent_log_name(journal.role), PENDING_GUARD_LOG
+
+
 class JournalError(ValueError):
     """A journal file that cannot be understood."""
 

@@ -7,6 +7,7 @@ says is decided in `runner_core.night_view`; this module reads files and prints.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 from runner_core.events import event_line
 from runner_core.loop_policy import ends_the_loop
 from runner_core.night_view import STATUS_TAIL_LINES, event_text, running_lines
-from runner_core.recovery import Journal
+from runner_core.recovery import Journal, running_log_names
 from runner_shell.errors import UserFacingError
 from runner_shell.event_log import follow
 from runner_shell.files import open_regular
@@ -69,15 +70,14 @@ def _log_tail(path: Path) -> tuple[str, ...]:
 
 
 def _running_log(paths: RunnerPaths, journal: Journal) -> Path:
+    """Of the logs the iteration writes, the one written last (the guard's once it started)."""
     iter_dir = paths.iter_dir(journal.run_id, journal.iteration)
-    logs = [
-        iter_dir / name
-        for name in (".guard.log.pending", "planner_executor.log", "executor.log")
-        if (iter_dir / name).exists()
-    ]
-    if not logs:
-        return iter_dir / "executor.log"
-    return max(logs, key=lambda path: path.stat().st_mtime_ns)
+    agent_log, guard_log = (iter_dir / name for name in running_log_names(journal))
+    try:
+        started = guard_log.lstat().st_mtime_ns >= agent_log.lstat().st_mtime_ns
+    except OSError:
+        started = os.path.lexists(guard_log)
+    return guard_log if started else agent_log
 
 
 def running_status_lines(paths: RunnerPaths, journal: Journal | None) -> tuple[str, ...]:

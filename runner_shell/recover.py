@@ -19,14 +19,15 @@ import attrs
 from pyrsistent import pmap
 
 from runner_core import PlanKind, parse_config, parse_tree, plan_step, run_state_from_json
-from runner_core.iteration_machine import (
-    PENDING_GUARD_LOG,
-    Measured,
-    final_write_set,
-    interrupted_end,
-)
+from runner_core.iteration_machine import Measured, final_write_set, interrupted_end
 from runner_core.model import AgentRole, nodes_by_id
-from runner_core.recovery import Journal, JournalPhase, RecoveryKind, recovery_kind
+from runner_core.recovery import (
+    PENDING_GUARD_LOG,
+    Journal,
+    JournalPhase,
+    RecoveryKind,
+    recovery_kind,
+)
 from runner_shell.errors import UserFacingError
 from runner_shell.files import atomic_write_bytes, make_directory
 from runner_shell.git import GitError, Repo

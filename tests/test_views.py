@@ -38,6 +38,9 @@ from e2e_helpers import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
+from runner_core.recovery import Journal, JournalPhase
+from runner_shell.follow import _running_log
+from runner_shell.layout import RunnerPaths
 from runner_shell.views import LOG_HEAD_BYTES, LOG_HEAD_LINES, log_head
 
 # (input, output, cached) tokens each iteration of the scenario reports.
@@ -650,3 +653,27 @@ def test_loop_on_a_terminal_draws_a_live_progress_line_on_stderr(project: Projec
     # Wiped before each `loop:` line, so a terminal shows only the lines themselves.
     assert stderr.endswith("\r\x1b[K")
     assert b"loop: status=complete" in shown
+
+
+@pytest.mark.parametrize(
+    ("role", "written", "shown"),
+    [
+        ("executor", [], "executor.log"),
+        ("decomposer", ["planner_executor.log"], "planner_executor.log"),
+        ("executor", ["executor.log", ".guard.log.pending"], ".guard.log.pending"),
+        ("executor", [".guard.log.pending", "executor.log"], "executor.log"),
+    ],
+    ids=["nothing-yet", "decomposer", "guard-started", "agent-wrote-last"],
+)
+def test_status_tails_the_log_of_the_iteration_s_role_written_last(
+    tmp_path: Path, role: str, written: list[str], shown: str
+) -> None:
+    paths = RunnerPaths(tmp_path)
+    journal = Journal("run-1", 3, "root", role, JournalPhase.RUNNING, "2026-01-01T00:00:00Z", 1, "")
+    iter_dir = paths.iter_dir("run-1", 3)
+    iter_dir.mkdir(parents=True)
+    for n, name in enumerate(written):
+        (iter_dir / name).write_text(f"{name}\n", encoding="utf-8")
+        os.utime(iter_dir / name, ns=(n * 10**9, n * 10**9))
+
+    assert _running_log(paths, journal) == iter_dir / shown
