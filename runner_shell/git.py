@@ -7,20 +7,14 @@ falling back to a runner identity, so an unconfigured machine never fails an ite
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
 from runner_core.containment import GitHead
-from runner_shell.files import read_text_head
-from runner_shell.git_containment import (
-    GitTimeout,
-    configured_filters,
-    contained_env,
-    filter_names,
-    run_git,
-)
+from runner_shell.git_containment import GitTimeout, config_files, configured_filters, run_git
 
 FALLBACK_NAME = "runner"
 FALLBACK_EMAIL = "runner@localhost"
@@ -88,8 +82,6 @@ def open_repo(start: Path) -> Repo:
 
 
 # Files git keeps in the common directory of a repository with linked worktrees.
-# A repository's config file is small; a larger one is read only this far for filters.
-_CONFIG_MAX_BYTES = 4 * 1024 * 1024
 _COMMON_PREFIXES = ("refs/", "config", "packed-refs", "objects/", "hooks/")
 
 
@@ -120,17 +112,9 @@ class Repo:
         return _run(args, self.root, check=check, filters=self.filters())
 
     def filters(self) -> tuple[str, ...]:
-        """The filter drivers the repository's config files define, read now (an agent may
+        """The filter drivers git's config defines for the repository, read now (an agent may
         have added one): every runner git command runs with them disabled."""
-        if self._git_dir is None or self._common_dir is None:
-            return ()
-        texts = []
-        for path in (self._common_dir / "config", self._git_dir / "config.worktree"):
-            try:
-                texts.append(read_text_head(path, _CONFIG_MAX_BYTES))
-            except OSError:
-                continue
-        return configured_filters(texts)
+        return configured_filters(config_files(*self._dirs(), os.environ), self.root)
 
     def has_commits(self) -> bool:
         return self.git("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0
@@ -250,16 +234,14 @@ class Repo:
         return f"{name} <{email}>"
 
     def _identity_env(self) -> dict[str, str]:
-        """The commit's environment: the runner's identity when none is configured, and every
-        filter the repository's config names disabled (an agent's sleeping clean filter)."""
-        regexp = r"^(user\.(name|email)|filter\..*)$"
-        out = self.git("config", "--get-regexp", regexp, check=False).stdout
+        """The commit's environment: the runner's identity when none is configured."""
+        out = self.git("config", "--get-regexp", r"^user\.(name|email)$", check=False).stdout
         configured = {
             key: value.strip()
             for key, _, value in (line.partition(" ") for line in out.splitlines())
             if value.strip()
         }
-        env = contained_env(None, filter_names(out.splitlines()))
+        env = dict(os.environ)
         if "user.name" not in configured:
             env.setdefault("GIT_AUTHOR_NAME", FALLBACK_NAME)
             env.setdefault("GIT_COMMITTER_NAME", FALLBACK_NAME)
