@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Protocol
 
 from runner_core.containment import GitHead
-from runner_shell.git_containment import GitTimeout, config_files, configured_filters, run_git
+from runner_shell.git_containment import GitError as GitError
+from runner_shell.git_containment import config_files, configured_filters, run_git
 
 FALLBACK_NAME = "runner"
 FALLBACK_EMAIL = "runner@localhost"
@@ -34,15 +35,6 @@ class StagingGuard(Protocol):
         """Whether they are as put back, and unchanged since then."""
 
 
-class GitError(Exception):
-    """A git command failed; str() is one line naming the command and git's complaint."""
-
-
-def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0] if lines else "no message"
-
-
 def _run(
     args: Sequence[str],
     cwd: Path,
@@ -50,12 +42,7 @@ def _run(
     env: dict[str, str] | None = None,
     filters: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
-    try:
-        raw = run_git(args, cwd, env=env, filters=filters)
-    except FileNotFoundError:
-        raise GitError("git is not installed or not on PATH") from None
-    except GitTimeout as error:
-        raise GitError(str(error)) from None
+    raw = run_git(args, cwd, env=env, filters=filters)
     result = subprocess.CompletedProcess(
         raw.args,
         raw.returncode,
@@ -63,9 +50,7 @@ def _run(
         raw.stderr.decode("utf-8", errors="replace"),
     )
     if check and result.returncode != 0:
-        raise GitError(
-            f"git {' '.join(args[:2])} failed: {_first_line(result.stderr or result.stdout)}"
-        )
+        raise GitError.failed(args, result.stderr or result.stdout)
     return result
 
 
@@ -130,14 +115,7 @@ class Repo:
 
     def file_at(self, ref: str, path: str) -> bytes | None:
         """The exact bytes of `path` (relative to the root) at `ref`, or None if it is not there."""
-        try:
-            result = run_git(
-                ["cat-file", "blob", f"{ref}:{path}"], self.root, filters=self.filters()
-            )
-        except FileNotFoundError:
-            raise GitError("git is not installed or not on PATH") from None
-        except GitTimeout as error:
-            raise GitError(str(error)) from None
+        result = run_git(["cat-file", "blob", f"{ref}:{path}"], self.root, filters=self.filters())
         return result.stdout if result.returncode == 0 else None
 
     def head(self) -> GitHead:

@@ -25,7 +25,17 @@ GIT_TIMEOUT_SECS = 120.0
 _NEUTRAL_SETTINGS = (("core.hooksPath", "/dev/null"), ("core.fsmonitor", "false"))
 
 
-class GitTimeout(Exception):
+class GitError(Exception):
+    """A git command failed; str() is one line naming the command and git's complaint."""
+
+    @classmethod
+    def failed(cls, args: Sequence[str], complaint: str) -> GitError:
+        """`git <args>` exited non-zero; `complaint` is what it printed."""
+        lines = [line.strip() for line in complaint.strip().splitlines() if line.strip()]
+        return cls(f"git {' '.join(args[:2])} failed: {lines[0] if lines else 'no message'}")
+
+
+class GitTimeout(GitError):
     """git did not finish before its deadline; it and its children were killed."""
 
 
@@ -117,17 +127,20 @@ def run_git(
     timeout: float = GIT_TIMEOUT_SECS,
     filters: Iterable[str] = (),
 ) -> subprocess.CompletedProcess[bytes]:
-    """`git <args>` contained (`filters` disabled too); FileNotFoundError without git,
-    GitTimeout past `timeout`."""
-    proc = subprocess.Popen(
-        ["git", *args],
-        cwd=cwd,
-        env=contained_env(env, filters),
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,  # a hook or filter it starts dies with it
-    )
+    """`git <args>` contained (`filters` disabled too); GitError without git, GitTimeout past
+    `timeout`. A non-zero exit is the caller's to judge."""
+    try:
+        proc = subprocess.Popen(
+            ["git", *args],
+            cwd=cwd,
+            env=contained_env(env, filters),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # a hook or filter it starts dies with it
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed or not on PATH") from None
     try:
         stdout, stderr = proc.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
