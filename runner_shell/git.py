@@ -99,7 +99,11 @@ class Repo:
     def filters(self) -> tuple[str, ...]:
         """The filter drivers git's config defines for the repository, read now (an agent may
         have added one): every runner git command runs with them disabled."""
-        return configured_filters(config_files(*self._dirs(), os.environ), self.root)
+        try:
+            dirs: tuple[Path, Path] | None = self._dirs()
+        except GitError:
+            dirs = None  # before `git init`: only the user's and the system's config
+        return configured_filters(config_files(dirs, os.environ), self.root)
 
     def has_commits(self) -> bool:
         return self.git("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0

@@ -65,9 +65,9 @@ _CONFIG_MAX_BYTES = 4 * 1024 * 1024
 _TRUE = ("1", "true", "yes", "on")
 
 
-def config_files(git_dir: Path, common_dir: Path, env: Mapping[str, str]) -> tuple[Path, ...]:
-    """The files git reads its config from for a repository, as `env` sets them: system
-    (Debian's place), global (XDG, then ~/.gitconfig) and the repository's own."""
+def config_files(repository: tuple[Path, Path] | None, env: Mapping[str, str]) -> tuple[Path, ...]:
+    """The files git reads its config from, as `env` sets them: system (Debian's place), global
+    (XDG, then ~/.gitconfig) and, given its (git, common) directories, the repository's own."""
     files: list[Path] = []
     if env.get("GIT_CONFIG_NOSYSTEM", "").lower() not in _TRUE:
         files.append(Path(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
@@ -77,7 +77,10 @@ def config_files(git_dir: Path, common_dir: Path, env: Mapping[str, str]) -> tup
     elif home:
         files.append(Path(env.get("XDG_CONFIG_HOME") or f"{home}/.config", "git", "config"))
         files.append(Path(home, ".gitconfig"))
-    return (*files, common_dir / "config", git_dir / "config.worktree")
+    if repository is not None:
+        git_dir, common_dir = repository
+        files += [common_dir / "config", git_dir / "config.worktree"]
+    return tuple(files)
 
 
 def configured_filters(files: Iterable[Path], cwd: Path) -> tuple[str, ...]:
