@@ -1,8 +1,9 @@
 """Usage and rate limits (issue 10 §4): whether an agent run ended on one, and how long to wait.
 
-Decides, from what the backends keep (codex's JSONL stream, claude's result object, a `command`
-agent's `RUNNER_WAIT_PATH` file), whether the agent hit a usage or rate limit and when it may
-try again; then how long the loop waits, capped. The messages are the CLIs' own, as recorded in
+Decides, from what the backends keep (how codex's JSONL stream ended and claude's result object,
+as runner_core.agent_results reads them; a `command` agent's `RUNNER_WAIT_PATH` file), whether
+the agent hit a usage or rate limit and when it may try again; then how long the loop waits,
+capped. The messages are the CLIs' own, as recorded in
 shared/agent-cli-limits.md. Never reads a clock, a file or the time zone database: the shell
 passes `now` (an aware datetime) and the CLI's time zone as a `tzinfo`.
 """
@@ -13,11 +14,14 @@ import enum
 import json
 import math
 import re
+from collections.abc import Mapping
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from types import MappingProxyType
 from typing import Any
 
 import attrs
+
+from runner_core.agent_results import CodexEnding, claude_result, codex_event
 
 
 class LimitKind(enum.Enum):
@@ -119,42 +123,15 @@ def codex_message_limit(message: str, now: datetime, tz: tzinfo) -> LimitSignal 
     return None
 
 
-def _is_final_error(event: dict[str, Any]) -> bool:
-    # `Reconnecting... n/5 (M)` is a retry in progress, not the outcome.
-    message = event.get("message")
-    return (
-        event.get("type") == "error"
-        and isinstance(message, str)
-        and not message.startswith("Reconnecting...")
-    )
-
-
-def _codex_failure_message(stream: str) -> str | None:
-    failed: str | None = None
-    last_error: str | None = None
-    for line in stream.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
-        if event.get("type") == "turn.failed" and isinstance(event.get("error"), dict):
-            message = event["error"].get("message")
-            failed = message if isinstance(message, str) else failed
-        elif _is_final_error(event):
-            last_error = event["message"]
-    return failed if failed is not None else last_error
-
-
 def codex_limit(stream: str, now: datetime, tz: tzinfo) -> LimitSignal | None:
-    """The limit `codex exec --json` output (its JSONL stdout) ended on, if any.
-
-    The outcome is the `turn.failed` message, else the last `error` event that is not a retry.
-    `tz` is the zone of codex's clock (its TZ): the reset time it prints has no zone name.
-    """
-    message = _codex_failure_message(stream)
-    return None if message is None else codex_message_limit(message, now, tz)
+    """The limit `codex exec --json` output (its JSONL stdout) ended on, if any: the limit its
+    failure (`CodexEnding`) reports. `tz` is the zone of codex's clock (its TZ): the reset time
+    it prints has no zone name."""
+    ending = CodexEnding()
+    for line in stream.splitlines():
+        event = codex_event(line)
+        ending = ending if event is None else ending.after(event)
+    return None if ending.failure is None else codex_message_limit(ending.failure, now, tz)
 
 
 # ---------------------------------------------------------------- claude
@@ -186,28 +163,20 @@ def _claude_reset(message: str, now: datetime, tz: tzinfo) -> str | None:
     return None if day is None else iso_utc(_end_of_shown_minute(day, shown, zone))
 
 
-def _claude_result(stdout: str) -> dict[str, Any] | None:
-    try:
-        parsed = json.loads(stdout)
-    except ValueError:
-        return None
-    if isinstance(parsed, list):
-        # `--verbose` prints an array of messages; the result object is the last of them.
-        results = [
-            item for item in parsed if isinstance(item, dict) and item.get("type") == "result"
-        ]
-        parsed = results[-1] if results else None
-    return parsed if isinstance(parsed, dict) else None
-
-
 def claude_limit(stdout: str, now: datetime, tz: tzinfo) -> LimitSignal | None:
-    """The limit `claude -p --output-format json` output ended on, if any.
+    """The limit `claude -p --output-format json` output ended on, if any."""
+    return claude_result_limit(claude_result(stdout), now, tz)
+
+
+def claude_result_limit(
+    result: Mapping[str, Any] | None, now: datetime, tz: tzinfo
+) -> LimitSignal | None:
+    """The limit claude's result object (`claude_result`) reports, if any.
 
     A subscription usage limit says `"api_error": "usage_limit_reached"` and its reset only in
     `result`, in the zone it names (`tz` when the name is not UTC). A 429 or 529 that outlasted
     claude's own retries is a rate limit without a time.
     """
-    result = _claude_result(stdout)
     if result is None or result.get("is_error") is not True:
         return None
     message = result.get("result")

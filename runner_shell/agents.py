@@ -18,13 +18,14 @@ from typing import Any, BinaryIO, ClassVar, Protocol
 
 import attrs
 
+from runner_core.agent_results import CodexEnding, claude_result, codex_event, last_json_object
 from runner_core.model import AgentRole
 from runner_core.text import flatten
 from runner_core.usage_limits import (
     LimitSignal,
     WaitFileError,
-    claude_limit,
-    codex_limit,
+    claude_result_limit,
+    codex_message_limit,
     wait_file_limit,
 )
 from runner_shell.files import NotRegularFile, atomic_write_text, open_regular
@@ -149,14 +150,13 @@ class CodexBackend:
         stream_path = request.iter_dir / _CODEX_STREAM_FILE[request.role]
         _remove_stale(request.output_path, request.usage_path, stream_path)
         process = _run_agent(request, self.argv(request), stdout_copy_path=stream_path)
-        usage, codex_error = _codex_stream_facts(stream_path)
+        usage, failure = _codex_stream_facts(stream_path)
         text, problem = _read_text(request.output_path, "output file", OUTPUT_LIMIT_BYTES)
-        if problem is not None and codex_error is not None:
-            problem = f"{problem}; codex reported: {_excerpt(codex_error)}"
+        if problem is not None and failure is not None:
+            problem = f"{problem}; codex reported: {_excerpt(failure)}"
         limit = None
-        if process.exit_code != 0:
-            stream, _ = _read_text(stream_path, "codex stream", OUTPUT_LIMIT_BYTES)
-            limit = codex_limit(stream or "", datetime.now(UTC), _local_tz())
+        if process.exit_code != 0 and failure is not None:
+            limit = codex_message_limit(failure, datetime.now(UTC), _local_tz())
         return attrs.evolve(_agent_run(process, text, problem, usage), limit=limit)
 
 
@@ -192,30 +192,8 @@ class ClaudeBackend:
         run = _agent_run(process, text, problem, _claude_usage(result))
         limit = None
         if process.exit_code != 0:
-            stdout, _ = _read_text(result_path, "claude result", OUTPUT_LIMIT_BYTES)
-            limit = claude_limit(stdout or "", datetime.now(UTC), _local_tz())
+            limit = claude_result_limit(result, datetime.now(UTC), _local_tz())
         return attrs.evolve(run, limit=limit)
-
-
-def last_json_object(text: str) -> str | None:
-    """The last top-level JSON object in `text`, exactly as written there.
-
-    The text may wrap it in prose or a code fence. Each `{` is handed to the JSON decoder, which
-    matches braces while honouring strings and escapes; a decoded object is skipped whole, so the
-    objects nested inside it never count.
-    """
-    decoder = json.JSONDecoder()
-    last: str | None = None
-    start = text.find("{")
-    while start != -1:
-        try:
-            _value, end = decoder.raw_decode(text, start)
-        except (ValueError, RecursionError):
-            start = text.find("{", start + 1)
-            continue
-        last = text[start:end]
-        start = text.find("{", end)
-    return last
 
 
 # ---------------------------------------------------------------- shared
@@ -360,37 +338,26 @@ _CODEX_USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens")
 
 
 def _codex_stream_facts(path: Path) -> tuple[_Usage, str | None]:
-    """Usage summed over turn.completed events, and the last error message of the stream."""
+    """Usage summed over turn.completed events, and the failure the stream ended on
+    (`CodexEnding`), in one pass over the whole kept stream."""
     totals: dict[str, int | None] = dict.fromkeys(_CODEX_USAGE_KEYS)
-    last_error: str | None = None
+    ending = CodexEnding()
     try:
         file = open_regular(path)
     except OSError:
         return _Usage(), None
     with file:
         for line in _bounded_lines(file, _EVENT_LINE_LIMIT_BYTES):
-            try:
-                event = json.loads(line)
-            except (ValueError, RecursionError):
+            event = codex_event(line)
+            if event is None:
                 continue  # codex may interleave plain-text notices
-            if not isinstance(event, dict):
-                continue
-            kind = event.get("type")
-            if kind == "turn.completed" and isinstance(event.get("usage"), dict):
+            ending = ending.after(event)
+            if event.get("type") == "turn.completed" and isinstance(event.get("usage"), dict):
                 for key in _CODEX_USAGE_KEYS:
                     count = _token_count(event["usage"].get(key))
                     if count is not None:
                         totals[key] = (totals[key] or 0) + count
-            elif kind == "turn.failed" and isinstance(event.get("error"), dict):
-                last_error = _message(event["error"]) or last_error
-            elif kind == "error":
-                last_error = _message(event) or last_error
-    return _Usage(**totals), last_error
-
-
-def _message(event: Mapping[str, Any]) -> str | None:
-    message = event.get("message")
-    return message if isinstance(message, str) and message.strip() else None
+    return _Usage(**totals), ending.failure
 
 
 def _bounded_lines(file: BinaryIO, limit_bytes: int) -> Iterator[bytes]:
@@ -411,11 +378,7 @@ def _claude_result(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     text, problem = _read_text(path, "claude result", OUTPUT_LIMIT_BYTES)
     if text is None:
         return None, f"claude printed no result: {problem}"
-    result = _json_object(text)
-    if result is None:
-        # Tolerate a stray line around the object, e.g. a warning printed to stdout.
-        found = last_json_object(text)
-        result = _json_object(found) if found is not None else None
+    result = claude_result(text)
     if result is None:
         return None, f"claude printed no result object on stdout (see {path})"
     return result, None

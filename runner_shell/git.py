@@ -7,20 +7,15 @@ falling back to a runner identity, so an unconfigured machine never fails an ite
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
 from runner_core.containment import GitHead
-from runner_shell.files import read_text_head
-from runner_shell.git_containment import (
-    GitTimeout,
-    configured_filters,
-    contained_env,
-    filter_names,
-    run_git,
-)
+from runner_shell.git_containment import GitError as GitError
+from runner_shell.git_containment import config_files, configured_filters, run_git
 
 FALLBACK_NAME = "runner"
 FALLBACK_EMAIL = "runner@localhost"
@@ -40,15 +35,6 @@ class StagingGuard(Protocol):
         """Whether they are as put back, and unchanged since then."""
 
 
-class GitError(Exception):
-    """A git command failed; str() is one line naming the command and git's complaint."""
-
-
-def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0] if lines else "no message"
-
-
 def _run(
     args: Sequence[str],
     cwd: Path,
@@ -56,12 +42,7 @@ def _run(
     env: dict[str, str] | None = None,
     filters: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
-    try:
-        raw = run_git(args, cwd, env=env, filters=filters)
-    except FileNotFoundError:
-        raise GitError("git is not installed or not on PATH") from None
-    except GitTimeout as error:
-        raise GitError(str(error)) from None
+    raw = run_git(args, cwd, env=env, filters=filters)
     result = subprocess.CompletedProcess(
         raw.args,
         raw.returncode,
@@ -69,9 +50,7 @@ def _run(
         raw.stderr.decode("utf-8", errors="replace"),
     )
     if check and result.returncode != 0:
-        raise GitError(
-            f"git {' '.join(args[:2])} failed: {_first_line(result.stderr or result.stdout)}"
-        )
+        raise GitError.failed(args, result.stderr or result.stdout)
     return result
 
 
@@ -88,8 +67,6 @@ def open_repo(start: Path) -> Repo:
 
 
 # Files git keeps in the common directory of a repository with linked worktrees.
-# A repository's config file is small; a larger one is read only this far for filters.
-_CONFIG_MAX_BYTES = 4 * 1024 * 1024
 _COMMON_PREFIXES = ("refs/", "config", "packed-refs", "objects/", "hooks/")
 
 
@@ -120,17 +97,13 @@ class Repo:
         return _run(args, self.root, check=check, filters=self.filters())
 
     def filters(self) -> tuple[str, ...]:
-        """The filter drivers the repository's config files define, read now (an agent may
+        """The filter drivers git's config defines for the repository, read now (an agent may
         have added one): every runner git command runs with them disabled."""
-        if self._git_dir is None or self._common_dir is None:
-            return ()
-        texts = []
-        for path in (self._common_dir / "config", self._git_dir / "config.worktree"):
-            try:
-                texts.append(read_text_head(path, _CONFIG_MAX_BYTES))
-            except OSError:
-                continue
-        return configured_filters(texts)
+        try:
+            dirs: tuple[Path, Path] | None = self._dirs()
+        except GitError:
+            dirs = None  # before `git init`: only the user's and the system's config
+        return configured_filters(config_files(dirs, os.environ), self.root)
 
     def has_commits(self) -> bool:
         return self.git("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0
@@ -146,14 +119,7 @@ class Repo:
 
     def file_at(self, ref: str, path: str) -> bytes | None:
         """The exact bytes of `path` (relative to the root) at `ref`, or None if it is not there."""
-        try:
-            result = run_git(
-                ["cat-file", "blob", f"{ref}:{path}"], self.root, filters=self.filters()
-            )
-        except FileNotFoundError:
-            raise GitError("git is not installed or not on PATH") from None
-        except GitTimeout as error:
-            raise GitError(str(error)) from None
+        result = run_git(["cat-file", "blob", f"{ref}:{path}"], self.root, filters=self.filters())
         return result.stdout if result.returncode == 0 else None
 
     def head(self) -> GitHead:
@@ -250,16 +216,14 @@ class Repo:
         return f"{name} <{email}>"
 
     def _identity_env(self) -> dict[str, str]:
-        """The commit's environment: the runner's identity when none is configured, and every
-        filter the repository's config names disabled (an agent's sleeping clean filter)."""
-        regexp = r"^(user\.(name|email)|filter\..*)$"
-        out = self.git("config", "--get-regexp", regexp, check=False).stdout
+        """The commit's environment: the runner's identity when none is configured."""
+        out = self.git("config", "--get-regexp", r"^user\.(name|email)$", check=False).stdout
         configured = {
             key: value.strip()
             for key, _, value in (line.partition(" ") for line in out.splitlines())
             if value.strip()
         }
-        env = contained_env(None, filter_names(out.splitlines()))
+        env = dict(os.environ)
         if "user.name" not in configured:
             env.setdefault("GIT_AUTHOR_NAME", FALLBACK_NAME)
             env.setdefault("GIT_COMMITTER_NAME", FALLBACK_NAME)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from runner_shell.git import FALLBACK_EMAIL, FALLBACK_NAME, GitError
-from runner_shell.git_containment import GIT_TIMEOUT_SECS, GitTimeout, run_git
+from runner_shell.git_containment import GIT_TIMEOUT_SECS, run_git
 
 ZERO_OID = "0" * 40
 
@@ -35,17 +35,9 @@ def git_bytes(
 ) -> bytes:
     """stdout of `git <args>` in `root`; GitError on another exit code, a timeout or no git."""
     env = {**os.environ, **RUNNER_IDENTITY} if as_runner else None
-    try:
-        result = run_git(args, root, env=env, stdin=stdin, timeout=timeout)
-    except FileNotFoundError:
-        raise GitError("git is not installed or not on PATH") from None
-    except GitTimeout as error:
-        raise GitError(str(error)) from None
+    result = run_git(args, root, env=env, stdin=stdin, timeout=timeout)
     if result.returncode not in ok_codes:
-        complaint = result.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise GitError(
-            f"git {' '.join(args[:2])} failed: {complaint[0] if complaint else 'no message'}"
-        )
+        raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
     return result.stdout
 
 

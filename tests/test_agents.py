@@ -13,7 +13,9 @@ from pathlib import Path
 import attrs
 import pytest
 
+from runner_core.agent_results import last_json_object
 from runner_core.model import AgentRole
+from runner_core.usage_limits import LimitKind, LimitSignal
 from runner_shell.agents import (
     OUTPUT_LIMIT_BYTES,
     AgentRequest,
@@ -22,7 +24,6 @@ from runner_shell.agents import (
     CodexBackend,
     CommandBackend,
     backend_for,
-    last_json_object,
 )
 from runner_shell.processes import SpawnError
 
@@ -516,6 +517,26 @@ def test_codex_command_from_config_replaces_the_codex_program(ws: Workspace) -> 
     assert json.loads(run.output_text or "") == EXECUTOR_OUTPUT
 
 
+def test_a_codex_limit_after_a_long_stream_is_recognised(ws: Workspace) -> None:
+    # 17 MiB of events first: more than any whole-file read of the stream would take.
+    message = "You\u2019ve hit your usage limit. Try again later."
+    ws.fake_cli(
+        "codex",
+        codex_args(ws),
+        f"""
+        event = json.dumps({{"type": "item.completed", "item": {{"text": "x" * 65536}}}})
+        for _ in range(17 * 16):
+            print(event)
+        print(json.dumps({{"type": "error", "message": {message!r}}}))
+        print(json.dumps({{"type": "turn.failed", "error": {{"message": {message!r}}}}}))
+        sys.exit(1)
+        """,
+    )
+    run = CodexBackend(()).run(ws.request())
+    assert (ws.iter_dir / "stream.jsonl").stat().st_size > OUTPUT_LIMIT_BYTES
+    assert run.limit == LimitSignal(LimitKind.USAGE_LIMITED, message)
+
+
 # ---------------------------------------------------------------- claude backend
 
 CLAUDE_ARGS = ["-p", "--output-format", "json", "--permission-mode", "bypassPermissions"]
@@ -620,6 +641,23 @@ def test_claude_result_after_a_stray_stdout_line_is_still_found(ws: Workspace) -
     run = ClaudeBackend(()).run(ws.request())
     assert run.output_problem is None
     assert run.input_tokens == 21
+
+
+def test_a_claude_limit_after_a_stray_stdout_line_is_recognised(ws: Workspace) -> None:
+    text = "You've hit your 5-hour limit"
+    result = {**CLAUDE_RESULT, "is_error": True, "api_error": "usage_limit_reached", "result": text}
+    ws.fake_cli(
+        "claude",
+        CLAUDE_ARGS,
+        f"""
+        print("warning: config is deprecated")
+        print({json.dumps(json.dumps(result))})
+        sys.exit(1)
+        """,
+    )
+    run = ClaudeBackend(()).run(ws.request())
+    assert run.process.exit_code == 1
+    assert run.limit == LimitSignal(LimitKind.USAGE_LIMITED, text)
 
 
 def test_claude_timeout_is_reported_as_timed_out(ws: Workspace) -> None:
