@@ -47,10 +47,15 @@ class UnsafePath(OSError):
 
 
 def _repository_top(directory: Path) -> Path:
-    """The nearest ancestor holding `.git`, below which no symlink is followed; outside a
-    repository, the nearest ancestor that exists."""
+    """The outermost ancestor holding `.git`, below which no symlink is followed; outside a
+    repository, the nearest ancestor that exists.
+
+    Outermost first: a `.git` lower down may have been planted by the agent, behind a symlink
+    it made (`.runner/iterations/<run>` -> a directory holding `.git`), and trusting it would
+    follow that symlink. The repository's own `.git` is always at or above any planted one.
+    """
     candidates = (directory, *directory.parents)
-    for candidate in candidates:
+    for candidate in reversed(candidates):
         if os.path.lexists(candidate / ".git"):
             return candidate
     return next(candidate for candidate in candidates if candidate.is_dir())

@@ -664,3 +664,24 @@ def test_recover_removes_temp_files_a_failed_write_left(project: Project) -> Non
 
     assert not any(temp.exists() for temp in left)
     assert ".tmp" not in project.git("show", "--stat", "HEAD")
+
+
+# ---------------------------------------------------------------- review: contained writes
+
+
+@pytest.mark.parametrize(
+    "target", ['"$RUNNER_ITER_DIR"', RUN_DIR], ids=["iteration-dir", "run-dir"]
+)
+def test_a_planted_git_behind_a_symlinked_directory_never_lets_a_write_out(
+    project: Project, outside: Path, target: str
+) -> None:
+    # A `.git` below the symlink once made its directory pass for the repository's top.
+    script = f"{WRITE_DONE}\nrm -rf {target} && mkdir {outside}/.git && ln -s {outside} {target}"
+    project.prepare(TWO_LEAVES, agent_command=["sh", "-c", f"{script}\nexit 0\n#"])
+
+    results = [cli(project, "step") for _ in range(2)]
+
+    assert all("Traceback" not in result.stderr for result in results)
+    assert sorted(path.name for path in outside.iterdir()) == [".git", "precious.txt"]
+    assert list((outside / ".git").iterdir()) == []
+    assert (outside / "precious.txt").read_text(encoding="utf-8") == "keep me\n"
