@@ -338,7 +338,24 @@ def open_append(path: Path) -> int:
     umask). Its directory is reached as `open_directory` reaches it; a symlink, FIFO, directory
     or hard link (a second name of a file elsewhere) at `path` is refused (NotRegularFile), and
     a FIFO never blocks the open."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    return _open_to_write(path, os.O_APPEND)
+
+
+def open_truncate(path: Path) -> int:
+    """A descriptor writing the regular file `path` from empty, made as needed; refused as
+    `open_append` refuses. Emptied only once it is known to be the one name of a regular file
+    (never O_TRUNC): a hard link's other name keeps its bytes."""
+    fd = _open_to_write(path, 0)
+    try:
+        os.ftruncate(fd, 0)
+    except OSError as error:
+        os.close(fd)
+        raise _named(error, path) from None
+    return fd
+
+
+def _open_to_write(path: Path, mode_flag: int) -> int:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | mode_flag
     directory_fd = open_directory(path.parent)
     try:
         fd = os.open(path.name, flags, 0o644, dir_fd=directory_fd)
@@ -349,14 +366,14 @@ def open_append(path: Path) -> int:
         raise NotRegularFile(path, _entry_kind(directory_fd, path.name), writing=True) from None
     finally:
         os.close(directory_fd)
-    kind = _unfit_to_append(os.fstat(fd))
+    kind = _unfit_to_write(os.fstat(fd))
     if kind is not None:
         os.close(fd)
         raise NotRegularFile(path, kind, writing=True)
     return fd
 
 
-def _unfit_to_append(facts: os.stat_result) -> str | None:
+def _unfit_to_write(facts: os.stat_result) -> str | None:
     """What the opened file is when it is not a regular file with one name; else None."""
     if not stat.S_ISREG(facts.st_mode):
         return _kind(facts.st_mode)

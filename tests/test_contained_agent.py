@@ -685,3 +685,18 @@ def test_a_planted_git_behind_a_symlinked_directory_never_lets_a_write_out(
     assert sorted(path.name for path in outside.iterdir()) == [".git", "precious.txt"]
     assert list((outside / ".git").iterdir()) == []
     assert (outside / "precious.txt").read_text(encoding="utf-8") == "keep me\n"
+
+
+@pytest.mark.parametrize("link", ["ln -s", "ln"], ids=["sym", "hard"])
+def test_a_guard_log_the_agent_planted_is_never_written_through(
+    project: Project, outside: Path, link: str
+) -> None:
+    plant = f'{link} {outside / "precious.txt"} "$RUNNER_ITER_DIR/.guard.log.pending"'
+    hostile(project, plant, guard_command=["sh", "-c", "echo clobbered; echo clobbered >&2"])
+
+    message = one_error_line(cli(project, "step"))
+
+    assert message.startswith("runner error: ")
+    assert message.endswith(f"{NOT_WRITTEN}: '{project.iter_dir(1) / '.guard.log.pending'}'")
+    assert (project.meta(1)["error_kind"], project.meta(1)["guard"]) == ("runner", "skipped")
+    assert untouched(outside)
