@@ -341,6 +341,20 @@ def open_append(path: Path) -> int:
     return _open_to_write(path, os.O_APPEND)
 
 
+def append_bytes(path: Path, data: bytes) -> None:
+    """`data` added at the end of the regular file `path` in one write, opened as `open_append`
+    opens it; the bytes already there are never read."""
+    fd = open_append(path)
+    try:
+        written = os.write(fd, data)
+    except OSError as error:
+        raise _named(error, path) from None
+    finally:
+        os.close(fd)
+    if written != len(data):  # a regular file takes all of it unless the disk is full
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+
 def open_truncate(path: Path) -> int:
     """A descriptor writing the regular file `path` from empty, made as needed; refused as
     `open_append` refuses. Emptied only once it is known to be the one name of a regular file

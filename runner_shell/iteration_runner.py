@@ -78,6 +78,7 @@ from runner_shell.checks import (
 )
 from runner_shell.errors import UserFacingError
 from runner_shell.files import (
+    append_bytes,
     atomic_write_bytes,
     atomic_write_text,
     make_directory,
@@ -496,8 +497,7 @@ class DiskIterationStore:
     def write_iteration_file(self, effect: WriteIterationFile) -> None:
         target = self.iter_dir / effect.name
         if effect.append:
-            text = read_text_head(target, FAILURE_LOG_MAX_BYTES) + effect.text
-            atomic_write_text(target, text)
+            append_bytes(target, effect.text.encode("utf-8"))
         else:
             atomic_write_text(target, effect.text)
 

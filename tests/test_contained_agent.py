@@ -700,3 +700,24 @@ def test_a_guard_log_the_agent_planted_is_never_written_through(
     assert message.endswith(f"{NOT_WRITTEN}: '{project.iter_dir(1) / '.guard.log.pending'}'")
     assert (project.meta(1)["error_kind"], project.meta(1)["guard"]) == ("runner", "skipped")
     assert untouched(outside)
+
+
+def test_a_timed_out_guard_log_over_a_mebibyte_keeps_every_byte_and_the_note(
+    project: Project,
+) -> None:
+    loud = "head -c 2000000 /dev/zero | tr '\\0' x; echo; sleep 30"
+    hostile(
+        project,
+        "",
+        guard_command=["sh", "-c", loud],
+        guard_output_limit_bytes=4_000_000,
+        iteration_timeout_secs=3,
+    )
+
+    cli(project, "step")
+
+    log = (project.iter_dir(1) / "guard.log").read_text(encoding="utf-8")
+    assert "x" * 2_000_000 + "\n" in log
+    last_two = log.splitlines()[-2:]
+    assert last_two[0].endswith("; process group killed]"), log[-200:]
+    assert last_two[1].startswith("guard timed out after "), log[-200:]
