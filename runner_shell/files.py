@@ -28,11 +28,13 @@ READ_ONLY = 0o444
 
 
 def _mode_for(directory_fd: int, name: str) -> int:
-    """A replaced file keeps its mode; a new one gets the umask's."""
+    """A replaced regular file keeps its mode; a new one, or one replacing a symlink (0777),
+    FIFO or device, gets the umask's."""
     try:
-        return os.stat(name, dir_fd=directory_fd, follow_symlinks=False).st_mode & 0o7777
+        facts = os.stat(name, dir_fd=directory_fd, follow_symlinks=False)
     except OSError:
         return _FILE_MODE
+    return stat.S_IMODE(facts.st_mode) if stat.S_ISREG(facts.st_mode) else _FILE_MODE
 
 
 class UnsafePath(OSError):

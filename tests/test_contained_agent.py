@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import select
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -721,3 +722,18 @@ def test_a_timed_out_guard_log_over_a_mebibyte_keeps_every_byte_and_the_note(
     last_two = log.splitlines()[-2:]
     assert last_two[0].endswith("; process group killed]"), log[-200:]
     assert last_two[1].startswith("guard timed out after "), log[-200:]
+
+
+def test_a_state_file_the_agent_made_a_symlink_is_written_back_not_executable(
+    project: Project, outside: Path
+) -> None:
+    # A symlink's own mode is 0777: the file replacing it was committed 100755.
+    hostile(project, f"ln -sf {outside / 'precious.txt'} .runner/state/tree.json")
+
+    cli(project, "step")
+
+    tree = project.root / ".runner" / "state" / "tree.json"
+    assert not tree.is_symlink()
+    assert stat.S_IMODE(tree.stat().st_mode) & 0o111 == 0
+    assert project.git("ls-files", "-s", ".runner/state/tree.json").startswith("100644 ")
+    assert untouched(outside)
