@@ -203,6 +203,18 @@ def rename_within(directory: Path, source: str, target: str) -> bool:
     return True
 
 
+def remove_empty_directory(path: Path) -> None:
+    """Remove `path` when it is an empty directory; anything else there stays (rmdir never
+    follows a symlink). Its parent is reached as every write's directory is."""
+    fd = open_directory(path.parent)
+    try:
+        os.rmdir(path.name, dir_fd=fd)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    finally:
+        os.close(fd)
+
+
 def link_if_sha256(source: Path, target: Path, sha256: str, mode: int | None = None) -> bool:
     """Make `target` a hard link to `source`, atomically, when `source` is a regular file whose
     bytes have the SHA-256 `sha256`; False, and nothing linked, when it is gone, is anything but

@@ -737,3 +737,22 @@ def test_a_state_file_the_agent_made_a_symlink_is_written_back_not_executable(
     assert stat.S_IMODE(tree.stat().st_mode) & 0o111 == 0
     assert project.git("ls-files", "-s", ".runner/state/tree.json").startswith("100644 ")
     assert untouched(outside)
+
+
+@pytest.mark.parametrize(
+    "plant", ["rm {name} && ln -s {precious} {name}", "rm {name} && mkdir {name}"]
+)
+def test_a_protected_file_the_agent_replaced_is_put_back_as_a_regular_file(
+    project: Project, outside: Path, plant: str
+) -> None:
+    name = ".runner/state/schema.json"
+    before = (project.root / name).read_bytes()
+    hostile(project, plant.format(name=name, precious=outside / "precious.txt"))
+
+    assert cli(project, "step").returncode == 0
+
+    restored = project.root / name
+    assert not restored.is_symlink() and restored.is_file()
+    assert restored.read_bytes() == before
+    assert project.git("show", f"HEAD:{name}").encode() == before
+    assert untouched(outside)
