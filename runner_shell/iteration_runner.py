@@ -83,6 +83,7 @@ from runner_shell.files import (
     atomic_write_text,
     make_directory,
     read_text_head,
+    rename_within,
     sha256_of_regular,
 )
 from runner_shell.git import GitError, Repo
@@ -479,7 +480,7 @@ class DiskIterationStore:
 
     def prepare(self, effect: PrepareIterationDir) -> None:
         if effect.set_aside_as is not None:
-            self.iter_dir.rename(self.iter_dir.with_name(effect.set_aside_as))
+            rename_within(self.iter_dir.parent, self.iter_dir.name, effect.set_aside_as)
         make_directory(self.iter_dir)
 
     def write_context(self, effect: WriteContext) -> None:

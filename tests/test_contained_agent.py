@@ -26,10 +26,13 @@ from e2e_helpers import Project, node, process_alive
 from serve_helpers import free_port, serve_process, wait_until_answering
 
 from runner_core.events import EventOrigin, operator
+from runner_core.iteration_machine import PrepareIterationDir
 from runner_shell.event_log import append_events
 from runner_shell.files import PendingFile, UnsafePath, rename_within
 from runner_shell.git import Repo
 from runner_shell.git_containment import GitTimeout, run_git
+from runner_shell.iteration_runner import DiskIterationStore
+from runner_shell.layout import RunnerPaths
 
 TWO_LEAVES = node("root", next_="decompose", children=[node("root.1"), node("root.2", order=1)])
 DONE = {"status": "done", "summary": "did it"}
@@ -756,3 +759,21 @@ def test_a_protected_file_the_agent_replaced_is_put_back_as_a_regular_file(
     assert restored.read_bytes() == before
     assert project.git("show", f"HEAD:{name}").encode() == before
     assert untouched(outside)
+
+
+def test_a_left_over_iteration_behind_a_symlinked_run_directory_is_never_renamed_outside(
+    project: Project, outside: Path
+) -> None:
+    # events.jsonl, in the same directory, is refused first: this is a daemon swapping the run
+    # directory between that check and the set-aside, done here without the timing.
+    project.prepare(TWO_LEAVES)
+    (outside / "1").mkdir()
+    iter_dir = project.iter_dir(1)
+    iter_dir.parent.parent.mkdir(parents=True, exist_ok=True)
+    iter_dir.parent.symlink_to(outside)
+    store = DiskIterationStore(RunnerPaths(project.root), Repo(project.root), "r", iter_dir)
+
+    with pytest.raises(UnsafePath):
+        store.prepare(PrepareIterationDir(set_aside_as="1.interrupted-1"))
+
+    assert sorted(path.name for path in outside.iterdir()) == ["1", "precious.txt"]
