@@ -109,6 +109,9 @@ class ProtectedStaging:
         restore(self.paths, self.taken, self.run_id)
         # Taken before the bytes are checked: a write after the check changes a signature.
         self.signatures = tuple(_signature(path) for path in self._watched())
+        # Checked here as well as after `git add`: other bytes written before the signature
+        # and undone after the add within the same clock tick leave both the signature and
+        # the bytes as restored, yet the index holds the other bytes.
         if not _as_restored(self.paths, self.taken, self.run_id):
             self.signatures = ()  # changed while being put back: stage again
 
