@@ -28,11 +28,13 @@ READ_ONLY = 0o444
 
 
 def _mode_for(directory_fd: int, name: str) -> int:
-    """A replaced file keeps its mode; a new one gets the umask's."""
+    """A replaced regular file keeps its mode; a new one, or one replacing a symlink (0777),
+    FIFO or device, gets the umask's."""
     try:
-        return os.stat(name, dir_fd=directory_fd, follow_symlinks=False).st_mode & 0o7777
+        facts = os.stat(name, dir_fd=directory_fd, follow_symlinks=False)
     except OSError:
         return _FILE_MODE
+    return stat.S_IMODE(facts.st_mode) if stat.S_ISREG(facts.st_mode) else _FILE_MODE
 
 
 class UnsafePath(OSError):
@@ -47,10 +49,15 @@ class UnsafePath(OSError):
 
 
 def _repository_top(directory: Path) -> Path:
-    """The nearest ancestor holding `.git`, below which no symlink is followed; outside a
-    repository, the nearest ancestor that exists."""
+    """The outermost ancestor holding `.git`, below which no symlink is followed; outside a
+    repository, the nearest ancestor that exists.
+
+    Outermost first: a `.git` lower down may have been planted by the agent, behind a symlink
+    it made (`.runner/iterations/<run>` -> a directory holding `.git`), and trusting it would
+    follow that symlink. The repository's own `.git` is always at or above any planted one.
+    """
     candidates = (directory, *directory.parents)
-    for candidate in candidates:
+    for candidate in reversed(candidates):
         if os.path.lexists(candidate / ".git"):
             return candidate
     return next(candidate for candidate in candidates if candidate.is_dir())
@@ -196,6 +203,18 @@ def rename_within(directory: Path, source: str, target: str) -> bool:
     return True
 
 
+def remove_empty_directory(path: Path) -> None:
+    """Remove `path` when it is an empty directory; anything else there stays (rmdir never
+    follows a symlink). Its parent is reached as every write's directory is."""
+    fd = open_directory(path.parent)
+    try:
+        os.rmdir(path.name, dir_fd=fd)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    finally:
+        os.close(fd)
+
+
 def link_if_sha256(source: Path, target: Path, sha256: str, mode: int | None = None) -> bool:
     """Make `target` a hard link to `source`, atomically, when `source` is a regular file whose
     bytes have the SHA-256 `sha256`; False, and nothing linked, when it is gone, is anything but
@@ -333,7 +352,38 @@ def open_append(path: Path) -> int:
     umask). Its directory is reached as `open_directory` reaches it; a symlink, FIFO, directory
     or hard link (a second name of a file elsewhere) at `path` is refused (NotRegularFile), and
     a FIFO never blocks the open."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    return _open_to_write(path, os.O_APPEND)
+
+
+def append_bytes(path: Path, data: bytes) -> None:
+    """`data` added at the end of the regular file `path` in one write, opened as `open_append`
+    opens it; the bytes already there are never read."""
+    fd = open_append(path)
+    try:
+        written = os.write(fd, data)
+    except OSError as error:
+        raise _named(error, path) from None
+    finally:
+        os.close(fd)
+    if written != len(data):  # a regular file takes all of it unless the disk is full
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+
+def open_truncate(path: Path) -> int:
+    """A descriptor writing the regular file `path` from empty, made as needed; refused as
+    `open_append` refuses. Emptied only once it is known to be the one name of a regular file
+    (never O_TRUNC): a hard link's other name keeps its bytes."""
+    fd = _open_to_write(path, 0)
+    try:
+        os.ftruncate(fd, 0)
+    except OSError as error:
+        os.close(fd)
+        raise _named(error, path) from None
+    return fd
+
+
+def _open_to_write(path: Path, mode_flag: int) -> int:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | mode_flag
     directory_fd = open_directory(path.parent)
     try:
         fd = os.open(path.name, flags, 0o644, dir_fd=directory_fd)
@@ -344,14 +394,14 @@ def open_append(path: Path) -> int:
         raise NotRegularFile(path, _entry_kind(directory_fd, path.name), writing=True) from None
     finally:
         os.close(directory_fd)
-    kind = _unfit_to_append(os.fstat(fd))
+    kind = _unfit_to_write(os.fstat(fd))
     if kind is not None:
         os.close(fd)
         raise NotRegularFile(path, kind, writing=True)
     return fd
 
 
-def _unfit_to_append(facts: os.stat_result) -> str | None:
+def _unfit_to_write(facts: os.stat_result) -> str | None:
     """What the opened file is when it is not a regular file with one name; else None."""
     if not stat.S_ISREG(facts.st_mode):
         return _kind(facts.st_mode)

@@ -78,10 +78,12 @@ from runner_shell.checks import (
 )
 from runner_shell.errors import UserFacingError
 from runner_shell.files import (
+    append_bytes,
     atomic_write_bytes,
     atomic_write_text,
     make_directory,
     read_text_head,
+    rename_within,
     sha256_of_regular,
 )
 from runner_shell.git import GitError, Repo
@@ -478,7 +480,7 @@ class DiskIterationStore:
 
     def prepare(self, effect: PrepareIterationDir) -> None:
         if effect.set_aside_as is not None:
-            self.iter_dir.rename(self.iter_dir.with_name(effect.set_aside_as))
+            rename_within(self.iter_dir.parent, self.iter_dir.name, effect.set_aside_as)
         make_directory(self.iter_dir)
 
     def write_context(self, effect: WriteContext) -> None:
@@ -496,8 +498,7 @@ class DiskIterationStore:
     def write_iteration_file(self, effect: WriteIterationFile) -> None:
         target = self.iter_dir / effect.name
         if effect.append:
-            text = read_text_head(target, FAILURE_LOG_MAX_BYTES) + effect.text
-            atomic_write_text(target, text)
+            append_bytes(target, effect.text.encode("utf-8"))
         else:
             atomic_write_text(target, effect.text)
 

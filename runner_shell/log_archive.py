@@ -9,11 +9,9 @@ touched and identical bytes are one blob; through plumbing, archiving twice adds
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
-from runner_shell.files import atomic_write_bytes
+from runner_shell.files import FileTooLarge, NotRegularFile, atomic_write_bytes, read_bytes_capped
 from runner_shell.git import FALLBACK_EMAIL, FALLBACK_NAME, GitError
 from runner_shell.git_plumbing import ZERO_OID, git_bytes, read_objects
 
@@ -39,6 +37,11 @@ ARCHIVED_NAMES: frozenset[str] = frozenset(
     }
 )
 
+# The largest an iteration file may be: a log keeps up to 64 MiB of each of two streams (the
+# config's ceiling), which decoding with replacement characters may triple, and a tree snapshot
+# is at most 128 MiB. Anything larger is not the runner's and is left out unread.
+ARCHIVED_FILE_MAX_BYTES = 2 * 3 * 64 * 1024 * 1024 + 1024 * 1024
+
 
 class ArchiveError(Exception):
     """The archive cannot be written or restored; str() is one line naming what and why."""
@@ -53,17 +56,16 @@ def _tip(root: Path, ref: str) -> str | None:
     return out.decode().strip() or None
 
 
-def _archived_files(directory: Path) -> list[Path]:
-    """The iteration's regular files with archived names; symlinks and others are left out."""
+def _archived_files(directory: Path) -> list[tuple[str, bytes]]:
+    """The iteration's regular files with archived names, `(name, bytes)`, each read once from
+    one descriptor: a symlink, FIFO or other there, or a file past the cap, is left out unread
+    (a daemon may swap one in at any moment)."""
     files = []
     for name in sorted(ARCHIVED_NAMES):
-        path = directory / name
         try:
-            mode = os.lstat(path).st_mode
-        except FileNotFoundError:
+            files.append((name, read_bytes_capped(directory / name, ARCHIVED_FILE_MAX_BYTES)))
+        except (FileNotFoundError, NotRegularFile, FileTooLarge):
             continue
-        if stat.S_ISREG(mode):
-            files.append(path)
     return files
 
 
@@ -91,12 +93,7 @@ def archive_iteration(root: Path, run_id: str, iteration: int, directory: Path) 
     files = _archived_files(directory)
     if not files:
         raise ArchiveError(f"{directory}: no iteration files to archive")
-    paths = "".join(f"{path}\n" for path in files).encode("utf-8")
-    shas = git_bytes(root, ["hash-object", "-w", "--no-filters", "--stdin-paths"], paths)
-    blobs = [
-        ("100644", "blob", sha, path.name)
-        for sha, path in zip(shas.decode().split(), files, strict=True)
-    ]
+    blobs = [("100644", "blob", _blob(root, data), name) for name, data in files]
     subtree = _mktree(root, blobs)
     ref = logs_ref(run_id)
     tip = _tip(root, ref)
@@ -115,6 +112,10 @@ def archive_iteration(root: Path, run_id: str, iteration: int, directory: Path) 
     return new
 
 
+def _blob(root: Path, data: bytes) -> str:
+    return git_bytes(root, ["hash-object", "-w", "--no-filters", "--stdin"], data).decode().strip()
+
+
 def _message(run_id: str, iteration: int) -> bytes:
     return f"runner logs: run {run_id} iter {iteration}\n".encode()
 
@@ -123,7 +124,9 @@ def _data(payload: bytes) -> bytes:
     return b"data %d\n" % len(payload) + payload + b"\n"
 
 
-def _import_stream(run_id: str, iteration: int, files: list[Path], parented: bool) -> bytes:
+def _import_stream(
+    run_id: str, iteration: int, files: list[tuple[str, bytes]], parented: bool
+) -> bytes:
     """A `git fast-import` stream of one archive commit: the parent's tree (when `parented`)
     with `<iteration>/` replaced by the iteration's files."""
     ref = logs_ref(run_id)
@@ -135,9 +138,9 @@ def _import_stream(run_id: str, iteration: int, files: list[Path], parented: boo
     if parented:
         parts.append(f"from {ref}^0\n".encode())
     parts.append(f"D {iteration}\n".encode())
-    for path in files:
-        parts.append(f"M 100644 inline {iteration}/{path.name}\n".encode())
-        parts.append(_data(path.read_bytes()))
+    for name, data in files:
+        parts.append(f"M 100644 inline {iteration}/{name}\n".encode())
+        parts.append(_data(data))
     parts.append(b"\ndone\n")
     return b"".join(parts)
 

@@ -20,7 +20,7 @@ from typing import BinaryIO
 
 import attrs
 
-from runner_shell.files import PendingFile, atomic_write_bytes
+from runner_shell.files import PendingFile, atomic_write_bytes, open_truncate
 
 _READ_CHUNK_BYTES = 64 * 1024
 # The longest we sleep without re-checking whether the direct child has exited.
@@ -130,9 +130,8 @@ def run_process(
 def _open_live_log(
     proc: subprocess.Popen[bytes], log_path: Path, on_output: Callable[[bytes], None] | None
 ) -> _LiveLog:
-    try:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        return _LiveLog(log_path.open("wb", buffering=0), on_output)
+    try:  # the agent knows the iteration directory: what it planted there is never written
+        return _LiveLog(os.fdopen(open_truncate(log_path), "wb", buffering=0), on_output)
     except BaseException:
         _kill_group_and_reap(proc)
         raise

@@ -13,7 +13,12 @@ from pathlib import Path
 import attrs
 
 from runner_core.containment import PROTECTED_FILES, restored_goal
-from runner_shell.files import atomic_write_bytes, atomic_write_text, read_bytes_capped
+from runner_shell.files import (
+    atomic_write_bytes,
+    atomic_write_text,
+    read_bytes_capped,
+    remove_empty_directory,
+)
 from runner_shell.layout import RunnerPaths
 
 # The protected files are small: config, .gitignore and three JSON schemas.
@@ -45,8 +50,7 @@ def restore(paths: RunnerPaths, taken: Snapshot, run_id: str) -> None:
         except OSError:
             now = None
         if now != data:
-            if path.is_symlink() or path.is_dir():
-                _remove(path)
+            remove_empty_directory(path)  # the write replaces a file or a symlink, not this
             atomic_write_bytes(path, data)
     try:
         goal = read_bytes_capped(paths.goal, GOAL_MAX_BYTES).decode("utf-8")
@@ -55,13 +59,6 @@ def restore(paths: RunnerPaths, taken: Snapshot, run_id: str) -> None:
     text = restored_goal(goal, run_id)
     if text is not None:
         atomic_write_text(paths.goal, text)
-
-
-def _remove(path: Path) -> None:
-    if path.is_symlink() or not path.is_dir():
-        path.unlink()
-    else:
-        path.rmdir()
 
 
 def _as_restored(paths: RunnerPaths, taken: Snapshot, run_id: str) -> bool:
@@ -112,6 +109,9 @@ class ProtectedStaging:
         restore(self.paths, self.taken, self.run_id)
         # Taken before the bytes are checked: a write after the check changes a signature.
         self.signatures = tuple(_signature(path) for path in self._watched())
+        # Checked here as well as after `git add`: other bytes written before the signature
+        # and undone after the add within the same clock tick leave both the signature and
+        # the bytes as restored, yet the index holds the other bytes.
         if not _as_restored(self.paths, self.taken, self.run_id):
             self.signatures = ()  # changed while being put back: stage again
 

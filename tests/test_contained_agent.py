@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import select
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -25,10 +26,13 @@ from e2e_helpers import Project, node, process_alive
 from serve_helpers import free_port, serve_process, wait_until_answering
 
 from runner_core.events import EventOrigin, operator
+from runner_core.iteration_machine import PrepareIterationDir
 from runner_shell.event_log import append_events
 from runner_shell.files import PendingFile, UnsafePath, rename_within
 from runner_shell.git import Repo
 from runner_shell.git_containment import GitTimeout, run_git
+from runner_shell.iteration_runner import DiskIterationStore
+from runner_shell.layout import RunnerPaths
 
 TWO_LEAVES = node("root", next_="decompose", children=[node("root.1"), node("root.2", order=1)])
 DONE = {"status": "done", "summary": "did it"}
@@ -664,3 +668,112 @@ def test_recover_removes_temp_files_a_failed_write_left(project: Project) -> Non
 
     assert not any(temp.exists() for temp in left)
     assert ".tmp" not in project.git("show", "--stat", "HEAD")
+
+
+# ---------------------------------------------------------------- review: contained writes
+
+
+@pytest.mark.parametrize(
+    "target", ['"$RUNNER_ITER_DIR"', RUN_DIR], ids=["iteration-dir", "run-dir"]
+)
+def test_a_planted_git_behind_a_symlinked_directory_never_lets_a_write_out(
+    project: Project, outside: Path, target: str
+) -> None:
+    # A `.git` below the symlink once made its directory pass for the repository's top.
+    script = f"{WRITE_DONE}\nrm -rf {target} && mkdir {outside}/.git && ln -s {outside} {target}"
+    project.prepare(TWO_LEAVES, agent_command=["sh", "-c", f"{script}\nexit 0\n#"])
+
+    results = [cli(project, "step") for _ in range(2)]
+
+    assert all("Traceback" not in result.stderr for result in results)
+    assert sorted(path.name for path in outside.iterdir()) == [".git", "precious.txt"]
+    assert list((outside / ".git").iterdir()) == []
+    assert (outside / "precious.txt").read_text(encoding="utf-8") == "keep me\n"
+
+
+@pytest.mark.parametrize("link", ["ln -s", "ln"], ids=["sym", "hard"])
+def test_a_guard_log_the_agent_planted_is_never_written_through(
+    project: Project, outside: Path, link: str
+) -> None:
+    plant = f'{link} {outside / "precious.txt"} "$RUNNER_ITER_DIR/.guard.log.pending"'
+    hostile(project, plant, guard_command=["sh", "-c", "echo clobbered; echo clobbered >&2"])
+
+    message = one_error_line(cli(project, "step"))
+
+    assert message.startswith("runner error: ")
+    assert message.endswith(f"{NOT_WRITTEN}: '{project.iter_dir(1) / '.guard.log.pending'}'")
+    assert (project.meta(1)["error_kind"], project.meta(1)["guard"]) == ("runner", "skipped")
+    assert untouched(outside)
+
+
+def test_a_timed_out_guard_log_over_a_mebibyte_keeps_every_byte_and_the_note(
+    project: Project,
+) -> None:
+    loud = "head -c 2000000 /dev/zero | tr '\\0' x; echo; sleep 30"
+    hostile(
+        project,
+        "",
+        guard_command=["sh", "-c", loud],
+        guard_output_limit_bytes=4_000_000,
+        iteration_timeout_secs=3,
+    )
+
+    cli(project, "step")
+
+    log = (project.iter_dir(1) / "guard.log").read_text(encoding="utf-8")
+    assert "x" * 2_000_000 + "\n" in log
+    last_two = log.splitlines()[-2:]
+    assert last_two[0].endswith("; process group killed]"), log[-200:]
+    assert last_two[1].startswith("guard timed out after "), log[-200:]
+
+
+def test_a_state_file_the_agent_made_a_symlink_is_written_back_not_executable(
+    project: Project, outside: Path
+) -> None:
+    # A symlink's own mode is 0777: the file replacing it was committed 100755.
+    hostile(project, f"ln -sf {outside / 'precious.txt'} .runner/state/tree.json")
+
+    cli(project, "step")
+
+    tree = project.root / ".runner" / "state" / "tree.json"
+    assert not tree.is_symlink()
+    assert stat.S_IMODE(tree.stat().st_mode) & 0o111 == 0
+    assert project.git("ls-files", "-s", ".runner/state/tree.json").startswith("100644 ")
+    assert untouched(outside)
+
+
+@pytest.mark.parametrize(
+    "plant", ["rm {name} && ln -s {precious} {name}", "rm {name} && mkdir {name}"]
+)
+def test_a_protected_file_the_agent_replaced_is_put_back_as_a_regular_file(
+    project: Project, outside: Path, plant: str
+) -> None:
+    name = ".runner/state/schema.json"
+    before = (project.root / name).read_bytes()
+    hostile(project, plant.format(name=name, precious=outside / "precious.txt"))
+
+    assert cli(project, "step").returncode == 0
+
+    restored = project.root / name
+    assert not restored.is_symlink() and restored.is_file()
+    assert restored.read_bytes() == before
+    assert project.git("show", f"HEAD:{name}").encode() == before
+    assert untouched(outside)
+
+
+def test_a_left_over_iteration_behind_a_symlinked_run_directory_is_never_renamed_outside(
+    project: Project, outside: Path
+) -> None:
+    # events.jsonl, in the same directory, is refused first: this is a daemon swapping the run
+    # directory between that check and the set-aside, done here without the timing.
+    project.prepare(TWO_LEAVES)
+    (outside / "1").mkdir()
+    iter_dir = project.iter_dir(1)
+    iter_dir.parent.parent.mkdir(parents=True, exist_ok=True)
+    iter_dir.parent.symlink_to(outside)
+    store = DiskIterationStore(RunnerPaths(project.root), Repo(project.root), "r", iter_dir)
+
+    with pytest.raises(UnsafePath):
+        store.prepare(PrepareIterationDir(set_aside_as="1.interrupted-1"))
+
+    assert sorted(path.name for path in outside.iterdir()) == ["1", "precious.txt"]

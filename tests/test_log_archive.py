@@ -3,11 +3,20 @@ travels with a fetch of refs/runner/*; restore refuses what the runner never arc
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from runner_shell.log_archive import ArchiveError, archive_iteration, logs_ref, restore
+from runner_shell import log_archive
+from runner_shell.log_archive import (
+    ArchiveError,
+    archive_after_commit,
+    archive_iteration,
+    logs_ref,
+    restore,
+)
 from tests.git_repos import git, new_repo
 
 RUN = "run-0001"
@@ -133,3 +142,39 @@ def test_symlinks_in_an_iteration_directory_are_not_archived(repo: Path, tmp_pat
     (directory / "guard.log").symlink_to(secret)
     archive_iteration(repo, RUN, 1, directory)
     assert "guard.log" not in git(repo, "ls-tree", "-r", "--name-only", logs_ref(RUN))
+
+
+ARCHIVERS = [archive_iteration, archive_after_commit]
+
+
+@pytest.mark.parametrize("archive", ARCHIVERS, ids=["plumbing", "fast-import"])
+@pytest.mark.parametrize("plant", ["symlink", "fifo"])
+def test_a_link_or_fifo_at_an_archived_name_is_left_out_unread(
+    repo: Path, tmp_path: Path, archive: Callable[[Path, str, int, Path], object], plant: str
+) -> None:
+    directory = write_iteration(repo, 1)
+    secret = tmp_path / "secret"
+    secret.write_text("secret")
+    if plant == "symlink":
+        (directory / "guard.log").symlink_to(secret)
+    else:
+        os.mkfifo(directory / "guard.log")  # a read would block: no writer ever comes
+
+    archive(repo, RUN, 1, directory)
+
+    names = git(repo, "ls-tree", "-r", "--name-only", logs_ref(RUN)).split()
+    assert names == ["1/executor.log", "1/meta.json", "1/tree.after.json"]
+
+
+@pytest.mark.parametrize("archive", ARCHIVERS, ids=["plumbing", "fast-import"])
+def test_a_file_past_the_largest_an_iteration_writes_is_left_out_unread(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, archive: Callable[[Path, str, int, Path], object]
+) -> None:
+    monkeypatch.setattr(log_archive, "ARCHIVED_FILE_MAX_BYTES", 100, raising=False)
+    directory = write_iteration(repo, 1)
+    (directory / "guard.log").write_bytes(b"x" * 101)
+
+    archive(repo, RUN, 1, directory)
+
+    names = git(repo, "ls-tree", "-r", "--name-only", logs_ref(RUN)).split()
+    assert "1/guard.log" not in names and "1/meta.json" in names
