@@ -227,26 +227,30 @@ def replay_problems(prev: Node, after: Node, record: ExecutionRecord) -> tuple[P
 
 
 def _run_state_problems(
-    data: bytes | None, run_id: str, record: ExecutionRecord, chain: str | None = None
+    data: bytes | None, run_id: str, record: ExecutionRecord, chain: str | None
 ) -> tuple[Problem, ...]:
+    """run_state.json after an iteration against its commit: the chain the commit's
+    Runner-Chain names (None when it names none, a finding of its own), then the iteration
+    it follows; both are checked, so one forged file is not half read."""
     try:
         state = run_state_from_json(loads_json_strictly((data or b"").decode("utf-8")))
     except (RunStateError, ValueError) as error:
         return (("", f"run_state.json does not read: {error}"),)
+    problems: list[Problem] = []
     if state.chain is not None and chain is not None and state.chain != chain:
-        return (("", "run_state.json chain is not the commit's Runner-Chain"),)
+        problems.append(("", "run_state.json chain is not the commit's Runner-Chain"))
     claimed = (state.run_id, state.next_iter, state.last_status, state.last_guard)
     wanted = (run_id, record.iteration + 1, record.status, record.guard)
-    if claimed == wanted:
-        return ()
-    return (
-        (
-            "",
-            f"run_state.json run_id={state.run_id} next_iter={state.next_iter} does not follow "
-            f"iteration {record.iteration} (run_id={run_id} next_iter={record.iteration + 1}, "
-            f"last status and guard as recorded)",
-        ),
-    )
+    if claimed != wanted:
+        problems.append(
+            (
+                "",
+                f"run_state.json run_id={state.run_id} next_iter={state.next_iter} does not "
+                f"follow iteration {record.iteration} (run_id={run_id} "
+                f"next_iter={record.iteration + 1}, last status and guard as recorded)",
+            )
+        )
+    return tuple(problems)
 
 
 @attrs.frozen(slots=True)

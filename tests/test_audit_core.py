@@ -258,6 +258,23 @@ def test_the_audit_document_matches_its_schema() -> None:
     ]
 
 
+def test_a_run_state_with_a_foreign_chain_is_still_checked_against_its_iteration() -> None:
+    run = find(runs(max_iterations=3), lambda run: len(run.steps) > 0)
+    start, commits = run_commits(run)
+    state = json.loads(commits[0].run_state_json or b"")
+    state["chain"] = chain_seed("another-run")
+    state["next_iter"] = 7
+    forged = attrs.evolve(commits[0], run_state_json=json.dumps(state).encode())
+
+    report = audit_run(run.run_id, start, (forged, *commits[1:]))
+
+    assert [finding.what for finding in report.findings] == [
+        "run_state.json chain is not the commit's Runner-Chain",
+        f"run_state.json run_id={run.run_id} next_iter=7 does not follow iteration 1 "
+        f"(run_id={run.run_id} next_iter=2, last status and guard as recorded)",
+    ]
+
+
 def test_a_run_state_chain_other_than_the_commits_is_a_finding() -> None:
     run = find(runs(max_iterations=3), lambda run: len(run.steps) > 0)
     start, commits = run_commits(run)
