@@ -138,7 +138,9 @@ def test_audit_json_is_its_documented_document(audited: Project) -> None:
     ]
 
 
-def commit_tree_edit(project: Project, node_id: str, field: str, value: Any) -> None:
+def commit_tree_edit(
+    project: Project, node_id: str, field: str, value: Any, message: str = "tweak the tree"
+) -> None:
     tree = project.tree()
 
     def visit(node: dict[str, Any]) -> None:
@@ -149,7 +151,7 @@ def commit_tree_edit(project: Project, node_id: str, field: str, value: Any) -> 
 
     visit(tree)
     project.write_tree(tree)
-    project.commit_setup("tweak the tree")
+    project.commit_setup(message)
 
 
 @pytest.mark.parametrize(
@@ -195,6 +197,30 @@ def test_validate_warns_about_a_hand_edit_and_still_exits_0(
         result.stderr,
     ), result.stderr
     assert audited.runner("validate").stderr == ""
+
+
+def test_a_hand_edit_with_a_forged_actor_is_warned_by_validate_as_audit_finds_it(
+    audited: Project, tmp_path: Path
+) -> None:
+    project = copy_of(audited, tmp_path)
+    # Runner-Actor makes an operator's commit only of what `runner tell` commits.
+    commit_tree_edit(project, "root.2.2", "passes", True, "tweak\n\nRunner-Actor: alice")
+    sha = project.head()[:8]
+
+    validate = project.runner("validate")
+    found = audit(project)
+
+    assert validate.returncode == 0, validate.stderr
+    assert re.search(
+        r"runner: warning: committed tree differs from the last runner commit [0-9a-f]{8}: "
+        r"node root.2.2 field passes: false -> true",
+        validate.stderr,
+    ), validate.stderr
+    assert found.returncode == 1
+    assert any(
+        line.startswith(f"audit: finding commit={sha} iter=- node=root.2.2 hand edit")
+        for line in lines(found.stdout)
+    ), found.stdout
 
 
 def rewrite_history(project: Project, drop: int | None, amend: dict[int, str]) -> None:
