@@ -35,7 +35,7 @@ from runner_core.trailers import (
     record_trailers,
     render_trailers,
 )
-from runner_core.tree_diff import change_lines, tree_diff, tree_diff_to_json
+from runner_core.tree_diff import TreeDiff, change_lines, tree_diff, tree_diff_to_json
 from tests.core_trees import tree
 from tests.history_records import record
 
@@ -125,12 +125,17 @@ def test_start_run_id_reads_the_start_subject_only() -> None:
 # ---------------------------------------------------------------- tree_diff
 
 
+def diff_command_document(diff: TreeDiff) -> dict[str, Any]:
+    """`tree_diff_to_json` beside what `runner diff --json` adds to it."""
+    return {"run_id": "run-1", "iter": 1, "source": "iterations/1", **tree_diff_to_json(diff)}
+
+
 def test_tree_diff_shows_a_decomposition_node_by_node() -> None:
     before = tree("root", tree("a", next="decompose"), tree("b"))
     after = tree("root", tree("a", tree("a.1"), tree("a.2", order=1), next="decompose"), tree("b"))
     diff = tree_diff(before, after)
     assert change_lines(diff) == ("added a.1 under a", "added a.2 under a")
-    jsonschema.validate(tree_diff_to_json(diff), schema("diff"))
+    jsonschema.validate(diff_command_document(diff), schema("diff"))
 
 
 def test_tree_diff_shows_moves_and_each_changed_field() -> None:
@@ -141,7 +146,7 @@ def test_tree_diff_shows_moves_and_each_changed_field() -> None:
         "x title: 'title of x' -> 'new'",
         "x attempts: 0 -> 1",
     )
-    document = tree_diff_to_json(tree_diff(before, after))
+    document = diff_command_document(tree_diff(before, after))
     jsonschema.validate(document, schema("diff"))
     assert document["changes"][0]["moved"] is True
 

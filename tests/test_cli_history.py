@@ -368,6 +368,16 @@ def test_show_adds_the_commit_and_the_agents_diff_stat(audited: Project) -> None
     assert document["commit"] == sha
 
 
+@pytest.mark.parametrize("command", ["diff", "show"])
+def test_every_key_a_history_document_always_holds_is_required_by_its_schema(
+    audited: Project, command: str
+) -> None:
+    document = json.loads(audited.runner(command, "2", "--json").stdout)
+    required = json.loads((SCHEMAS / f"{command}.schema.json").read_text(encoding="utf-8"))
+
+    assert set(required["required"]) == set(document)
+
+
 # ---------------------------------------------------------------- a kill between commit and archive
 
 FAILING_GIT = """#!/bin/sh
