@@ -182,13 +182,21 @@ def test_audit_finds_and_names_a_hand_edit(
     ), findings
 
 
-def test_validate_warns_about_a_hand_edit_and_still_exits_0(
-    audited: Project, tmp_path: Path
+@pytest.mark.parametrize(
+    "message",
+    # Runner-Actor makes an operator's commit only of what `runner tell` commits.
+    ["tweak the tree", "tweak\n\nRunner-Actor: alice"],
+    ids=["plain", "forged-actor"],
+)
+def test_validate_warns_about_a_hand_edit_audit_finds_and_still_exits_0(
+    audited: Project, tmp_path: Path, message: str
 ) -> None:
     project = copy_of(audited, tmp_path)
-    commit_tree_edit(project, "root.2.2", "passes", True)
+    commit_tree_edit(project, "root.2.2", "passes", True, message)
+    sha = project.head()[:8]
 
     result = project.runner("validate")
+    found = audit(project)
 
     assert result.returncode == 0, result.stderr
     assert re.search(
@@ -197,25 +205,6 @@ def test_validate_warns_about_a_hand_edit_and_still_exits_0(
         result.stderr,
     ), result.stderr
     assert audited.runner("validate").stderr == ""
-
-
-def test_a_hand_edit_with_a_forged_actor_is_warned_by_validate_as_audit_finds_it(
-    audited: Project, tmp_path: Path
-) -> None:
-    project = copy_of(audited, tmp_path)
-    # Runner-Actor makes an operator's commit only of what `runner tell` commits.
-    commit_tree_edit(project, "root.2.2", "passes", True, "tweak\n\nRunner-Actor: alice")
-    sha = project.head()[:8]
-
-    validate = project.runner("validate")
-    found = audit(project)
-
-    assert validate.returncode == 0, validate.stderr
-    assert re.search(
-        r"runner: warning: committed tree differs from the last runner commit [0-9a-f]{8}: "
-        r"node root.2.2 field passes: false -> true",
-        validate.stderr,
-    ), validate.stderr
     assert found.returncode == 1
     assert any(
         line.startswith(f"audit: finding commit={sha} iter=- node=root.2.2 hand edit")
