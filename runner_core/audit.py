@@ -4,7 +4,8 @@ Decides, from the run branch's commits since `chore(loop): start run <id>` alone
 iteration changed runner-owned fields exactly as seed 000's table allows for its recorded node,
 status and guard, whether the iterations run 1..n and the hash chain holds, whether each
 operator commit did only what its op allows, and which other commits edited `.runner/state/` by
-hand. Never reads git: the shell hands in each commit's facts (`CommitFacts`).
+hand (and, for `runner validate`, which runner-owned fields differ from the last runner commit).
+Never reads git: the shell hands in each commit's facts (`CommitFacts`).
 """
 
 from __future__ import annotations
@@ -227,26 +228,30 @@ def replay_problems(prev: Node, after: Node, record: ExecutionRecord) -> tuple[P
 
 
 def _run_state_problems(
-    data: bytes | None, run_id: str, record: ExecutionRecord, chain: str | None = None
+    data: bytes | None, run_id: str, record: ExecutionRecord, chain: str | None
 ) -> tuple[Problem, ...]:
+    """run_state.json after an iteration against its commit: the chain the commit's
+    Runner-Chain names (None when it names none, a finding of its own), then the iteration
+    it follows; both are checked, so one forged file is not half read."""
     try:
         state = run_state_from_json(loads_json_strictly((data or b"").decode("utf-8")))
     except (RunStateError, ValueError) as error:
         return (("", f"run_state.json does not read: {error}"),)
+    problems: list[Problem] = []
     if state.chain is not None and chain is not None and state.chain != chain:
-        return (("", "run_state.json chain is not the commit's Runner-Chain"),)
+        problems.append(("", "run_state.json chain is not the commit's Runner-Chain"))
     claimed = (state.run_id, state.next_iter, state.last_status, state.last_guard)
     wanted = (run_id, record.iteration + 1, record.status, record.guard)
-    if claimed == wanted:
-        return ()
-    return (
-        (
-            "",
-            f"run_state.json run_id={state.run_id} next_iter={state.next_iter} does not follow "
-            f"iteration {record.iteration} (run_id={run_id} next_iter={record.iteration + 1}, "
-            f"last status and guard as recorded)",
-        ),
-    )
+    if claimed != wanted:
+        problems.append(
+            (
+                "",
+                f"run_state.json run_id={state.run_id} next_iter={state.next_iter} does not "
+                f"follow iteration {record.iteration} (run_id={run_id} "
+                f"next_iter={record.iteration + 1}, last status and guard as recorded)",
+            )
+        )
+    return tuple(problems)
 
 
 @attrs.frozen(slots=True)
@@ -447,6 +452,12 @@ def _operator_commit(
     return tuple(problems), entry
 
 
+def _is_tell(commit: CommitFacts, trailers: Mapping[str, str]) -> bool:
+    """What `runner tell` commits: only TELL_PATHS, naming its actor. A Runner-Actor trailer
+    on any other change is a hand edit's disguise, not an operator's commit."""
+    return bool(commit.touched) and set(commit.touched) <= TELL_PATHS and ACTOR in trailers
+
+
 def _classify(
     walk: _Walk, run_id: str, commit: CommitFacts, trailers: Mapping[str, str]
 ) -> tuple[_Walk, int | None, tuple[Problem, ...], OperatorEntry | None]:
@@ -458,7 +469,7 @@ def _classify(
     moved_on = attrs.evolve(walk, tree=after or walk.tree)
     if OP in trailers:
         return (moved_on, None, *_operator_commit(walk, run_id, commit, trailers))
-    if commit.touched and set(commit.touched) <= TELL_PATHS and ACTOR in trailers:
+    if _is_tell(commit, trailers):
         entry = OperatorEntry(commit.sha, "tell", None, trailers[ACTOR])
         return moved_on, None, (), entry
     return moved_on, None, hand_edit_problems(walk.tree, after, commit.touched), None
@@ -509,6 +520,44 @@ def start_run_id(subject: str) -> str | None:
         subject[len(prefix) :]
         if subject.startswith(prefix) and len(subject) > len(prefix)
         else None
+    )
+
+
+# ---------------------------------------------------------------- runner validate
+
+
+def _is_runners(commit: CommitFacts) -> bool:
+    """Whether the runner made `commit`, by the rule `_classify` sorts commits with: a start,
+    iteration, operator or tell commit."""
+    try:
+        trailers = parse_trailers(commit.message)
+    except DamagedTrailer:
+        return False
+    return (
+        start_run_id(commit.subject) is not None
+        or is_iteration_commit(trailers)
+        or OP in trailers
+        or _is_tell(commit, trailers)
+    )
+
+
+def owned_field_warnings(start: CommitFacts, commits: Sequence[CommitFacts]) -> tuple[str, ...]:
+    """`runner validate`'s warnings: each runner-owned field the last commit's tree.json holds
+    other than the last runner commit left (a hand edit `runner audit` names)."""
+    chain = (start, *commits)
+    last = next(commit for commit in reversed(chain) if _is_runners(commit))
+    if last is chain[-1]:
+        return ()
+    before, after = _tree(last.tree_json)[0], _tree(chain[-1].tree_json)[0]
+    if before is None or after is None:
+        return ()
+    return tuple(
+        f"committed tree differs from the last runner commit {last.sha[:8]}: node "
+        f"{change.node_id} field {field.field}: {_show(field.old)} -> {_show(field.new)} "
+        "(a hand edit; 'runner audit' names it)"
+        for change in tree_diff(before, after).changes
+        for field in change.fields
+        if field.field in RUNNER_OWNED
     )
 
 

@@ -13,15 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
 
 from runner_core.history import ExecutionRecord
 from runner_core.trailers import (
-    CHAIN,
-    ITER,
-    RUN,
-    DamagedTrailer,
-    parse_trailers,
     record_trailers,
     render_trailers,
 )
@@ -54,17 +48,3 @@ def chain_link(previous: str, record: ExecutionRecord, tree_after: bytes) -> str
 
 def is_chain_value(text: str) -> bool:
     return _HEX64.fullmatch(text) is not None
-
-
-def chain_after(run_id: str, messages: Sequence[str]) -> str:
-    """The chain value the next iteration links to: the `Runner-Chain` of the last iteration
-    commit among `messages` (the run's commits since its start, oldest first), else the seed.
-    Raises `DamagedTrailer` when that commit's trailers do not read."""
-    for message in reversed(messages):
-        trailers = parse_trailers(message)
-        if ITER in trailers and RUN in trailers and trailers[RUN] == run_id:
-            value = trailers.get(CHAIN, "")
-            if not is_chain_value(value):
-                raise DamagedTrailer(CHAIN, f"must be 64 lowercase hex digits, got {value!r}")
-            return value
-    return chain_seed(run_id)

@@ -8,7 +8,6 @@ the shell gives it the tree, the operator's JSON and git's identity.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,6 +34,7 @@ from runner_core.model import (
 )
 from runner_core.schema import validate_decomposer_output
 from runner_core.state_update import apply_state_updates
+from runner_core.trailers import NodeOperation as NodeOperation  # re-exported; home: trailers
 from runner_core.tree_json import (
     TREE_MAX_BYTES,
     TreeValidationError,
@@ -42,13 +42,6 @@ from runner_core.tree_json import (
     tree_from_valid_json,
     tree_to_json,
 )
-
-
-class NodeOperation(enum.Enum):
-    RETRY = "retry"
-    DECOMPOSE = "decompose"
-    REPLACE = "replace"
-    SKIP = "skip"
 
 
 class OperationError(ValueError):
@@ -243,14 +236,6 @@ class OperatorAction:
     before_iteration: int  # the run's next_iter when the operator acted
 
 
-# The trailer names have one home, runner_core.trailers; these names stay for callers.
-TRAILER_RUN = trailers.RUN
-TRAILER_OP = trailers.OP
-TRAILER_NODE = trailers.NODE
-TRAILER_ACTOR = trailers.ACTOR
-TRAILER_NEXT_ITER = trailers.NEXT_ITER
-
-
 def operation_subject(action: OperatorAction) -> str:
     return f"chore(runner): node {action.op.value} {action.node_id} run {action.run_id}"
 
@@ -258,11 +243,11 @@ def operation_subject(action: OperatorAction) -> str:
 def operation_message(action: OperatorAction) -> str:
     lines = trailers.render_trailers(
         (
-            (TRAILER_RUN, action.run_id),
-            (TRAILER_OP, action.op.value),
-            (TRAILER_NODE, action.node_id),
-            (TRAILER_ACTOR, action.actor),
-            (TRAILER_NEXT_ITER, str(action.before_iteration)),
+            (trailers.RUN, action.run_id),
+            (trailers.OP, action.op.value),
+            (trailers.NODE, action.node_id),
+            (trailers.ACTOR, action.actor),
+            (trailers.NEXT_ITER, str(action.before_iteration)),
         )
     )
     return f"{operation_subject(action)}\n\n{lines}"

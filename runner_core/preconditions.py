@@ -73,11 +73,15 @@ def location_problem(facts: RepoFacts) -> str | None:
     """What a run command checks before it reads a state file: that it stands on a run branch.
 
     Only `branch`, `dirty_paths` and `run_branches` are used: on main the state files may not
-    exist at all, and the way on is the run branch, not `runner init`. A dirty tree is left to
-    `step_precondition_problem`, which reports it first (SPEC §5) once the files are read, so a
-    deleted state file gets its own hint.
+    exist at all, and the way on is the run branch, not `runner init`. Off a run branch a dirty
+    tree is reported first (SPEC §5 order). On a run branch it is left to
+    `step_precondition_problem`, which reports it first once the files are read, so a deleted
+    state file gets its own hint.
     """
-    return None if facts.dirty_paths else branch_problem(facts)
+    where = branch_problem(facts)
+    if where is None:
+        return None
+    return dirty_tree_problem(facts.dirty_paths) or where
 
 
 def run_identity_problem(facts: RepoFacts) -> str | None:

@@ -8,6 +8,7 @@ Never reads git; the shell hands in commit messages.
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 from collections.abc import Mapping
@@ -255,7 +256,17 @@ def is_operator_commit(trailers: Mapping[str, str]) -> bool:
 
 # ---------------------------------------------------------------- an operator commit
 
-OPERATOR_OPS: tuple[str, ...] = ("retry", "decompose", "replace", "skip")
+
+class NodeOperation(enum.Enum):
+    """What `runner node <op>` does; its values are what a Runner-Op trailer may name."""
+
+    RETRY = "retry"
+    DECOMPOSE = "decompose"
+    REPLACE = "replace"
+    SKIP = "skip"
+
+
+OPERATOR_OPS: tuple[str, ...] = tuple(op.value for op in NodeOperation)
 
 
 @attrs.frozen(slots=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner_core.audit import RUN_STATE_PATH, STATE_DIR, TREE_PATH, CommitFacts, start_run_id
-from runner_core.chain import chain_after
 from runner_shell.git import GitError
 from runner_shell.git_plumbing import git_bytes, read_objects
 
@@ -88,13 +87,3 @@ def read_run_commits(
         for index, sha in enumerate(shas)
     )
     return facts[0], facts[1:]
-
-
-def last_chain(root: Path, run_id: str, rev: str = "HEAD") -> str:
-    """The `Runner-Chain` the run's next iteration commit links to (the seed before the first);
-    reads only commit objects, in two git processes."""
-    shas = _since_start(root, run_id, rev)
-    objects = read_objects(root, shas, kinds=(b"commit",))
-    return chain_after(
-        run_id, [_message(found, sha) for found, sha in zip(objects, shas, strict=True)]
-    )

@@ -14,20 +14,16 @@ from collections.abc import Callable
 
 import attrs
 
-from runner_core.audit import RUNNER_OWNED, CommitFacts, start_run_id
+from runner_core.audit import CommitFacts, owned_field_warnings
 from runner_core.history import DamagedRecord, ExecutionHistory, ExecutionRecord, record_from_meta
 from runner_core.run_identity import branch_for
 from runner_core.trailers import (
-    ACTOR,
     ITER,
     DamagedTrailer,
     is_iteration_commit,
-    is_operator_commit,
     parse_trailers,
     record_from_trailers,
 )
-from runner_core.tree_diff import tree_diff
-from runner_core.tree_json import TreeValidationError, parse_tree
 from runner_shell.git import GitError, Repo
 from runner_shell.git_history import NoStartCommit, read_run_commits
 from runner_shell.iteration_log import iteration_dirs
@@ -143,43 +139,6 @@ def agent_diff_stat(repo: Repo, sha: str) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------- runner validate
-
-
-def _is_runners(commit: CommitFacts) -> bool:
-    try:
-        trailers = parse_trailers(commit.message)
-    except DamagedTrailer:
-        return False
-    return (
-        is_iteration_commit(trailers)
-        or is_operator_commit(trailers)
-        or ACTOR in trailers
-        or start_run_id(commit.subject) is not None
-    )
-
-
-def owned_field_warnings(start: CommitFacts, commits: tuple[CommitFacts, ...]) -> list[str]:
-    """Each runner-owned field HEAD's tree.json holds other than the last runner commit left."""
-    chain = (start, *commits)
-    last = next(commit for commit in reversed(chain) if _is_runners(commit))
-    if last is chain[-1] or last.tree_json is None or chain[-1].tree_json is None:
-        return []
-    try:
-        diff = tree_diff(parse_tree(last.tree_json), parse_tree(chain[-1].tree_json))
-    except TreeValidationError:
-        return []
-    warnings = [
-        f"node {change.node_id} field {field.field}: {json.dumps(field.old)} -> "
-        f"{json.dumps(field.new)}"
-        for change in diff.changes
-        for field in change.fields
-        if field.field in RUNNER_OWNED
-    ]
-    return [
-        f"committed tree differs from the last runner commit {last.sha[:8]}: {what} "
-        "(a hand edit; 'runner audit' names it)"
-        for what in warnings
-    ]
 
 
 def warn_hand_edits(repo: Repo, run_id: str, emit: Callable[[str], None] | None = None) -> None:

@@ -18,7 +18,6 @@ from runner_core import Node, branch_for
 from runner_core.guidance import guidance_commit_message, with_guidance
 from runner_core.iteration_events import operator_event
 from runner_core.operations import (
-    TRAILER_OP,
     NodeOperation,
     OperationError,
     OperatorAction,
@@ -26,6 +25,7 @@ from runner_core.operations import (
     operation_message,
     run_actions,
 )
+from runner_core.trailers import OP as TRAILER_OP
 from runner_core.tree_json import loads_json_strictly
 from runner_shell.errors import UserFacingError
 from runner_shell.files import atomic_write_text

@@ -63,14 +63,9 @@ def _read(paths: RunnerPaths, path: Path, limit: int) -> bytes:
         return read_bytes_capped(path, limit)
     except FileNotFoundError:
         raise MissingStateFile(name) from None
-    except IsADirectoryError:
-        raise UserFacingError(f"{name} is a directory, not a file") from None
-    except NotRegularFile as error:
-        if error.kind == "a directory":
-            raise UserFacingError(f"{name} is a directory, not a file") from None
+    except NotRegularFile as error:  # a directory too: open_regular opens it, then refuses it
         raise UserFacingError(
-            f"{name} is {error.kind}, not a regular file; the runner does not read it "
-            f"(restore it with 'git checkout -- {name}')"
+            f"{name} {error.strerror} (restore it with 'git checkout -- {name}')"
         ) from None
     except FileTooLarge as error:
         raise UserFacingError(
@@ -172,6 +167,6 @@ def read_optional_text(path: Path, limit: int = SMALL_FILE_MAX_BYTES) -> str | N
     try:
         with open_regular(path) as handle:
             data = handle.read(limit)
-    except (FileNotFoundError, IsADirectoryError, NotRegularFile):
+    except (FileNotFoundError, NotRegularFile):
         return None
     return data.decode("utf-8", errors="replace")

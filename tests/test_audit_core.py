@@ -35,7 +35,7 @@ from runner_core.trailers import (
     record_trailers,
     render_trailers,
 )
-from runner_core.tree_diff import change_lines, tree_diff, tree_diff_to_json
+from runner_core.tree_diff import TreeDiff, change_lines, tree_diff, tree_diff_to_json
 from tests.core_trees import tree
 from tests.history_records import record
 
@@ -125,12 +125,17 @@ def test_start_run_id_reads_the_start_subject_only() -> None:
 # ---------------------------------------------------------------- tree_diff
 
 
+def diff_command_document(diff: TreeDiff) -> dict[str, Any]:
+    """`tree_diff_to_json` beside what `runner diff --json` adds to it."""
+    return {"run_id": "run-1", "iter": 1, "source": "iterations/1", **tree_diff_to_json(diff)}
+
+
 def test_tree_diff_shows_a_decomposition_node_by_node() -> None:
     before = tree("root", tree("a", next="decompose"), tree("b"))
     after = tree("root", tree("a", tree("a.1"), tree("a.2", order=1), next="decompose"), tree("b"))
     diff = tree_diff(before, after)
     assert change_lines(diff) == ("added a.1 under a", "added a.2 under a")
-    jsonschema.validate(tree_diff_to_json(diff), schema("diff"))
+    jsonschema.validate(diff_command_document(diff), schema("diff"))
 
 
 def test_tree_diff_shows_moves_and_each_changed_field() -> None:
@@ -141,7 +146,7 @@ def test_tree_diff_shows_moves_and_each_changed_field() -> None:
         "x title: 'title of x' -> 'new'",
         "x attempts: 0 -> 1",
     )
-    document = tree_diff_to_json(tree_diff(before, after))
+    document = diff_command_document(tree_diff(before, after))
     jsonschema.validate(document, schema("diff"))
     assert document["changes"][0]["moved"] is True
 
@@ -255,6 +260,23 @@ def test_the_audit_document_matches_its_schema() -> None:
     assert document["clean"] is False
     assert document["findings"] == [
         {"commit": "e" * 40, "iter": None, "node": "a", "what": "hand edit passes false -> true"}
+    ]
+
+
+def test_a_run_state_with_a_foreign_chain_is_still_checked_against_its_iteration() -> None:
+    run = find(runs(max_iterations=3), lambda run: len(run.steps) > 0)
+    start, commits = run_commits(run)
+    state = json.loads(commits[0].run_state_json or b"")
+    state["chain"] = chain_seed("another-run")
+    state["next_iter"] = 7
+    forged = attrs.evolve(commits[0], run_state_json=json.dumps(state).encode())
+
+    report = audit_run(run.run_id, start, (forged, *commits[1:]))
+
+    assert [finding.what for finding in report.findings] == [
+        "run_state.json chain is not the commit's Runner-Chain",
+        f"run_state.json run_id={run.run_id} next_iter=7 does not follow iteration 1 "
+        f"(run_id={run.run_id} next_iter=2, last status and guard as recorded)",
     ]
 
 

@@ -458,6 +458,22 @@ def test_step_before_runner_start_says_to_run_it(unstarted_project: Project) -> 
     assert assert_one_error_line(result) == f"refusing to run on branch 'main' {START_HINT}"
 
 
+@pytest.mark.parametrize("detach", [False, True], ids=["main", "detached"])
+def test_a_dirty_tree_off_a_run_branch_without_runner_files_is_reported_as_dirty(
+    fresh_project: Project, detach: bool
+) -> None:
+    if detach:
+        fresh_project.git("checkout", "--quiet", "--detach")
+    (fresh_project.root / "README.md").write_text("modified\n", encoding="utf-8")
+
+    result = fresh_project.runner("step")
+
+    # Not "config.toml is missing (run 'runner init')": the way on is not `runner init`.
+    assert assert_one_error_line(result) == (
+        "working tree is not clean: README.md; commit, stash or discard these changes first"
+    )
+
+
 def test_loop_refuses_to_run_on_a_dirty_tree_too(project: Project) -> None:
     expected = dirty(project)
 

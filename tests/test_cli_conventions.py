@@ -181,6 +181,22 @@ def test_loop_max_steps_stops_after_n_steps(project: Project) -> None:
     assert project.run_state()["next_iter"] == 2
 
 
+def test_a_state_file_replaced_by_a_directory_is_refused_in_the_readers_words(
+    project: Project,
+) -> None:
+    project.prepare(node("root"))
+    project.run_state_path.unlink()
+    project.run_state_path.mkdir()
+    name = ".runner/state/run_state.json"
+
+    message = assert_one_error_line(project.runner("status"))
+
+    assert message == (
+        f"{name} is a directory, not a regular file; the runner does not read it "
+        f"(restore it with 'git checkout -- {name}')"
+    )
+
+
 def test_a_deleted_state_file_git_still_has_is_restored_with_git(project: Project) -> None:
     project.prepare(node("root"))
     project.run_state_path.unlink()

@@ -138,7 +138,9 @@ def test_audit_json_is_its_documented_document(audited: Project) -> None:
     ]
 
 
-def commit_tree_edit(project: Project, node_id: str, field: str, value: Any) -> None:
+def commit_tree_edit(
+    project: Project, node_id: str, field: str, value: Any, message: str = "tweak the tree"
+) -> None:
     tree = project.tree()
 
     def visit(node: dict[str, Any]) -> None:
@@ -149,7 +151,7 @@ def commit_tree_edit(project: Project, node_id: str, field: str, value: Any) -> 
 
     visit(tree)
     project.write_tree(tree)
-    project.commit_setup("tweak the tree")
+    project.commit_setup(message)
 
 
 @pytest.mark.parametrize(
@@ -180,13 +182,21 @@ def test_audit_finds_and_names_a_hand_edit(
     ), findings
 
 
-def test_validate_warns_about_a_hand_edit_and_still_exits_0(
-    audited: Project, tmp_path: Path
+@pytest.mark.parametrize(
+    "message",
+    # Runner-Actor makes an operator's commit only of what `runner tell` commits.
+    ["tweak the tree", "tweak\n\nRunner-Actor: alice"],
+    ids=["plain", "forged-actor"],
+)
+def test_validate_warns_about_a_hand_edit_audit_finds_and_still_exits_0(
+    audited: Project, tmp_path: Path, message: str
 ) -> None:
     project = copy_of(audited, tmp_path)
-    commit_tree_edit(project, "root.2.2", "passes", True)
+    commit_tree_edit(project, "root.2.2", "passes", True, message)
+    sha = project.head()[:8]
 
     result = project.runner("validate")
+    found = audit(project)
 
     assert result.returncode == 0, result.stderr
     assert re.search(
@@ -195,6 +205,11 @@ def test_validate_warns_about_a_hand_edit_and_still_exits_0(
         result.stderr,
     ), result.stderr
     assert audited.runner("validate").stderr == ""
+    assert found.returncode == 1
+    assert any(
+        line.startswith(f"audit: finding commit={sha} iter=- node=root.2.2 hand edit")
+        for line in lines(found.stdout)
+    ), found.stdout
 
 
 def rewrite_history(project: Project, drop: int | None, amend: dict[int, str]) -> None:
@@ -340,6 +355,16 @@ def test_show_adds_the_commit_and_the_agents_diff_stat(audited: Project) -> None
     document = json.loads(audited.runner("show", "2", "--json").stdout)
     schema("show.schema.json")(document)
     assert document["commit"] == sha
+
+
+@pytest.mark.parametrize("command", ["diff", "show"])
+def test_every_key_a_history_document_always_holds_is_required_by_its_schema(
+    audited: Project, command: str
+) -> None:
+    document = json.loads(audited.runner(command, "2", "--json").stdout)
+    required = json.loads((SCHEMAS / f"{command}.schema.json").read_text(encoding="utf-8"))
+
+    assert set(required["required"]) == set(document)
 
 
 # ---------------------------------------------------------------- a kill between commit and archive

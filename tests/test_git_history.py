@@ -10,11 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from runner_core.audit import RUN_STATE_PATH, TREE_PATH, CommitFacts, audit_run
-from runner_core.chain import chain_seed
 from runner_core.testing import Run, runs
 from runner_core.testing.commits import run_commits
-from runner_core.trailers import parse_trailers
-from runner_shell.git_history import NoStartCommit, last_chain, read_run_commits
+from runner_shell.git_history import NoStartCommit, read_run_commits
 from tests.git_repos import git, new_repo
 
 SETTINGS = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -112,18 +110,3 @@ def test_a_message_holding_separator_bytes_reads_back_exactly(tmp_path: Path) ->
     git(tmp_path, "commit", "-q", "--cleanup=verbatim", "-m", hostile)
     _, commits = read_run_commits(tmp_path, "run-1")
     assert [(commit.message, commit.touched) for commit in commits] == [(hostile, (TREE_PATH,))]
-
-
-@SETTINGS
-@given(runs(max_iterations=4))
-def test_the_last_chain_is_the_last_iteration_commits_or_the_seed(run: Run) -> None:
-    with tempfile.TemporaryDirectory() as directory:
-        root = Path(directory)
-        _, commits = committed_run(root, run)
-        git(root, "commit", "-q", "--allow-empty", "-m", "an operator's note")
-        expected = (
-            parse_trailers(commits[-1].message)["Runner-Chain"]
-            if commits
-            else chain_seed(run.run_id)
-        )
-        assert last_chain(root, run.run_id) == expected

@@ -36,6 +36,7 @@ from runner_core import (
     run_state_from_json,
     tree_to_json,
 )
+from runner_core.chain import chain_seed
 from runner_core.config import Config, render_config
 from runner_core.iteration_machine import (
     Abort,
@@ -105,12 +106,14 @@ class AgentTurn:
 @attrs.frozen(slots=True)
 class RunStep:
     """One iteration of a run: the tree after it, its record (what meta.json holds), the
-    core's outcome and run_state after it, all from the machine's final write-set."""
+    core's outcome and run_state after it, all from the machine's final write-set, which
+    `commit` is (files and message exactly as the machine asked them written)."""
 
     tree: Node
     record: ExecutionRecord
     outcome: IterationOutcome
     state: RunState
+    commit: Commit
 
 
 RUN_START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -262,16 +265,14 @@ def iterate(
     if isinstance(machine.effect, Abort) or commit is None:
         raise AssertionError(f"the iteration machine stopped without a commit: {machine.effect}")
     finished = machine.effect
-    return plan, RunStep(finished.outcome.tree, finished.record, finished.outcome, _state(commit))
+    state = run_state_from_json(json.loads(state_file(commit, "run_state.json")))
+    return plan, RunStep(finished.outcome.tree, finished.record, finished.outcome, state, commit)
 
 
-def _state(commit: Commit) -> RunState:
-    """run_state.json of the write-set, read back."""
-    data = next(
-        f.data for f in commit.files if (f.place, f.name) == (Place.STATE, "run_state.json")
-    )
-    assert isinstance(data, bytes)
-    return run_state_from_json(json.loads(data))
+def state_file(commit: Commit, name: str) -> bytes:
+    """The bytes the write-set puts in `.runner/state/<name>` (text is written as UTF-8)."""
+    data = next(f.data for f in commit.files if (f.place, f.name) == (Place.STATE, name))
+    return data.encode("utf-8") if isinstance(data, str) else data
 
 
 @attrs.frozen(slots=True)
@@ -373,7 +374,7 @@ def _runs(draw: st.DrawFn, max_iterations: int, max_nodes: int, max_attempts_def
     )
     run_id = "run-" + draw(st.text(alphabet="0123456789abcdef", min_size=8, max_size=8))
     limit = draw(st.just(max_iterations) | st.integers(0, max_iterations))
-    state = RunState(run_id=run_id)
+    state = RunState(run_id=run_id, chain=chain_seed(run_id))  # as `runner start` writes it
     steps: list[RunStep] = []
     elapsed = 0
     while True:
