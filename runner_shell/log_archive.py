@@ -47,6 +47,17 @@ class ArchiveError(Exception):
     """The archive cannot be written or restored; str() is one line naming what and why."""
 
 
+class NothingToArchive(ArchiveError):
+    """The iteration directory holds no file to archive: it is gone, or was emptied."""
+
+
+def _files_to_archive(directory: Path) -> list[tuple[str, bytes]]:
+    files = _archived_files(directory)
+    if not files:
+        raise NothingToArchive(f"{directory}: no iteration files to archive")
+    return files
+
+
 def logs_ref(run_id: str) -> str:
     return LOGS_REF_PREFIX + run_id
 
@@ -90,9 +101,7 @@ def _root_entries(root: Path, tip: str | None) -> dict[str, tuple[str, str, str,
 def archive_iteration(root: Path, run_id: str, iteration: int, directory: Path) -> str | None:
     """Archive `directory` as iteration `iteration` of `run_id`; the new tip, or None when the
     archive already holds exactly these bytes."""
-    files = _archived_files(directory)
-    if not files:
-        raise ArchiveError(f"{directory}: no iteration files to archive")
+    files = _files_to_archive(directory)
     blobs = [("100644", "blob", _blob(root, data), name) for name, data in files]
     subtree = _mktree(root, blobs)
     ref = logs_ref(run_id)
@@ -150,9 +159,7 @@ def archive_after_commit(root: Path, run_id: str, iteration: int, directory: Pat
     one `git fast-import` on top of the ref, which exists from iteration 2 on. When that guess
     is wrong (a clone without the refs, an iteration archived before), the careful plumbing
     of `archive_iteration` does it instead."""
-    files = _archived_files(directory)
-    if not files:
-        raise ArchiveError(f"{directory}: no iteration files to archive")
+    files = _files_to_archive(directory)
     stream = _import_stream(run_id, iteration, files, parented=iteration > 1)
     try:
         git_bytes(root, ["fast-import", "--quiet", "--done", "--date-format=now"], stream)

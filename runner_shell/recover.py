@@ -12,6 +12,7 @@ import contextlib
 import datetime
 import json
 import os
+import sys
 import tomllib
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from runner_shell.git import GitError, Repo
 from runner_shell.iteration_log import commit_iteration, count_executions, utc_now
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import DamagedJournal, clear_journal, journal_path, read_journal
-from runner_shell.log_archive import ArchiveError, archive_iteration
+from runner_shell.log_archive import ArchiveError, NothingToArchive, archive_iteration
 from runner_shell.processes import terminate_process_group
 from runner_shell.store import load_config, load_run_state, load_tree
 
@@ -205,10 +206,14 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
 
 
 def _archive_committed(paths: RunnerPaths, journal: Journal) -> None:
-    """A kill between an iteration's commit and its archive: archive it now."""
+    """A kill between an iteration's commit and its archive: archive it now. Logs that are gone
+    cannot be archived; the commit holds the iteration's tree and record, so recovery ends."""
     iter_dir = paths.iter_dir(journal.run_id, journal.iteration)
     try:
         archive_iteration(paths.root, journal.run_id, journal.iteration, iter_dir)
+    except NothingToArchive as error:
+        line = f"{error}; iteration {journal.iteration}'s logs are not archived"
+        print(f"runner: warning: {line}", file=sys.stderr)
     except (ArchiveError, GitError) as error:
         raise UserFacingError(f"recovery could not archive the iteration's logs: {error}") from None
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -234,6 +235,19 @@ def test_recover_after_the_commit_only_clears_the_journal(project: Project) -> N
     assert project.head() == head
     assert not journal_file(project).exists()
     assert git_subjects(project)[-1] == subject(project.run_id, 1, "root.1", "done", "pass")
+
+
+def test_recover_after_the_commit_ends_even_when_the_logs_are_gone(project: Project) -> None:
+    crash_at(project, "after-commit")
+    shutil.rmtree(project.iter_dir(1))
+
+    result = cli(project, "recover")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("recover: status=already-committed ")
+    assert "no iteration files to archive; iteration 1's logs are not archived" in result.stderr
+    assert not journal_file(project).exists()
+    assert cli(project, "step").returncode == 0
 
 
 @pytest.mark.parametrize("phase", list(CRASH_POINTS))
