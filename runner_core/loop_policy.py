@@ -306,23 +306,25 @@ def decision_events(
     decision: LoopDecision,
     origin: EventOrigin,
     config: LoopConfig,
-    result: StepResult,
+    result: StepResult | None,
     steps: int,
 ) -> tuple[Event, ...]:
     """The loop events of `decision`, in its order, with their figures; `origin` is the
-    step's (its iteration and node), `steps` how many steps this loop took."""
+    step's (its iteration and node), `result` what it came to (None before a step), `steps`
+    how many steps this loop took."""
     here = attrs.evolve(origin, node_id=decision.node_id or origin.node_id)
+    error = result.error if result is not None else None
+    limit = result.limit if result is not None else None
     built: list[Event] = []
     for kind in decision.events:
         if kind is EventType.RUNNER_ERROR:
             count = decision.state.consecutive_runner_errors
             allowed = config.max_consecutive_runner_errors
-            built.append(events.runner_error(here, result.error or "", count, allowed))
+            built.append(events.runner_error(here, error or "", count, allowed))
         elif kind is EventType.WAITING and decision.wait is not None:
             reason = decision.wait_reason or ""
             built.append(events.waiting(here, reason, decision.wait.until, decision.wait.secs))
-        elif kind is EventType.LIMIT_REACHED and result.limit is not None:
-            limit = result.limit
+        elif kind is EventType.LIMIT_REACHED and limit is not None:
             built.append(
                 events.limit_reached(
                     here, limit.kind.value, limit.message, limit.retry_at, limit.retry_after_secs
