@@ -27,6 +27,9 @@ from runner_core.usage_limits import LimitKind, LimitSignal, LimitWait, iso_utc,
 
 EXIT_OK, EXIT_ERROR, EXIT_STUCK = 0, 1, 3
 
+# The `loop: status=` word of a loop that took the `--max-steps` it was given.
+MAX_STEPS_STATUS = "max-steps"
+
 
 class StepKind(enum.Enum):
     """What one `runner step` came to, as the loop sees it."""
@@ -158,9 +161,29 @@ def _stop(
 
 
 def after_step(
-    state: LoopState, result: StepResult, config: LoopConfig, now: datetime
+    state: LoopState,
+    result: StepResult,
+    config: LoopConfig,
+    now: datetime,
+    *,
+    steps: int = 0,
+    max_steps: int | None = None,
 ) -> LoopDecision:
-    """What the loop does after `result`, at `now` (an aware datetime)."""
+    """What the loop does after `result`, at `now` (an aware datetime), having taken `steps`
+    steps of the `max_steps` (`--max-steps`) it may take."""
+    decision = _after(state, result, config, now)
+    if max_steps is None or steps < max_steps:
+        return decision
+    if decision.action not in (LoopAction.CONTINUE, LoopAction.WAIT):
+        return decision
+    # No step follows: stop now rather than wait for one (what happened is still told).
+    told = tuple(event for event in decision.events if event is not EventType.WAITING)
+    return LoopDecision(
+        LoopAction.STOP, decision.state, told, exit_code=EXIT_OK, status=MAX_STEPS_STATUS
+    )
+
+
+def _after(state: LoopState, result: StepResult, config: LoopConfig, now: datetime) -> LoopDecision:
     if result.kind in FIXED_STOPS:
         status, code, stop_events = FIXED_STOPS[result.kind]
         return LoopDecision(LoopAction.STOP, state, stop_events, exit_code=code, status=status)

@@ -120,7 +120,9 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
         if pending is not None:
             return _interrupted(run, pending)
         step = policy_result(result)
-        decision = policy.after_step(state, step, config.loop, _now())
+        decision = policy.after_step(
+            state, step, config.loop, _now(), steps=steps, max_steps=max_steps
+        )
         # A step's plan holds its iteration, or the next one when no agent ran.
         origin = attrs.evolve(_origin(result.run_id, result.plan.iteration), node_id=step.node_id)
         sink_for(run.paths, config, result.run_id).emit(
@@ -136,9 +138,6 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
         elif decision.action is policy.LoopAction.DECOMPOSE:
             assert decision.node_id is not None
             _hand_to_decomposer(run, decision.node_id)
-        if max_steps is not None and steps >= max_steps:
-            run.emit(policy.max_steps_line(result.run_id, steps, run.started_at))
-            return ExitCode.OK
 
 
 def _budget_stop(
@@ -177,6 +176,8 @@ def _stopped(
     elif decision.status == "limit":
         maximum = config.max_iterations
         run.emit(policy.limit_line(run_id, plan.iteration, maximum, steps, run.started_at))
+    elif decision.status == policy.MAX_STEPS_STATUS:
+        run.emit(policy.max_steps_line(run_id, steps, run.started_at))
     elif decision.status == "runner_error":
         assert result.outcome is not None
         raise UserFacingError(f"runner error: {result.outcome.runner_error}")

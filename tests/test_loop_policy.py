@@ -156,6 +156,33 @@ def test_a_limit_wait_is_capped_at_max_wait_secs() -> None:
     assert decision.wait == LimitWait(60, "2026-11-22T02:01:00Z", True)
 
 
+@pytest.mark.parametrize(
+    ("result", "told"),
+    [
+        (RUNNER_ERROR, (EventType.RUNNER_ERROR,)),
+        (LIMITED, (EventType.LIMIT_REACHED,)),
+        (AGENT_RAN, ()),
+    ],
+    ids=["runner_error", "limited", "agent_ran"],
+)
+def test_with_its_max_steps_taken_the_loop_stops_with_exit_0_and_never_waits(
+    result: StepResult, told: tuple[EventType, ...]
+) -> None:
+    decision = after_step(LoopState(), result, CONFIG, NOW, steps=2, max_steps=2)
+    assert (decision.action, decision.exit_code, decision.status) == (
+        LoopAction.STOP,
+        0,
+        "max-steps",
+    )
+    assert decision.events == told and decision.wait is None
+
+
+def test_steps_left_under_max_steps_change_nothing() -> None:
+    assert after_step(LoopState(), LIMITED, CONFIG, NOW, steps=1, max_steps=2) == after_step(
+        LoopState(), LIMITED, CONFIG, NOW
+    )
+
+
 def test_complete_stops_with_exit_0_and_fires_on_complete() -> None:
     decision = after_step(LoopState(), StepResult(StepKind.COMPLETE), CONFIG, NOW)
     assert (decision.action, decision.exit_code, decision.status) == (
