@@ -141,9 +141,10 @@ def runner_error_backoff(config: LoopConfig, consecutive: int) -> int:
     return min(schedule[min(consecutive, len(schedule)) - 1], config.max_wait_secs)
 
 
-def stops_after_runner_errors(config: LoopConfig) -> int:
-    """How many runner errors in a row stop the loop; 0 configured stops at the first."""
-    return max(1, config.max_consecutive_runner_errors)
+def stops_after_runner_errors(max_consecutive: int) -> int:
+    """How many runner errors in a row stop the loop, given `max_consecutive_runner_errors`
+    (the config's, or an older `runner_error` event's): 0 stops at the first."""
+    return max(1, max_consecutive)
 
 
 def before_step(budget: BudgetConfig, summary: HistorySummary, state: LoopState) -> LoopDecision:
@@ -211,7 +212,7 @@ def _after_agent_ran(state: LoopState, result: StepResult) -> LoopDecision:
 def _after_runner_error(state: LoopState, config: LoopConfig, now: datetime) -> LoopDecision:
     count = state.consecutive_runner_errors + 1
     counted = attrs.evolve(state, consecutive_runner_errors=count)
-    if count >= stops_after_runner_errors(config):
+    if count >= stops_after_runner_errors(config.max_consecutive_runner_errors):
         return _stop(counted, EventType.RUNNER_ERROR, EXIT_ERROR, "runner_error")
     secs = runner_error_backoff(config, count)
     return LoopDecision(
@@ -263,7 +264,7 @@ def ends_the_loop(event: Event) -> bool:
     if event.type is EventType.STUCK:
         return bool(event.figures["action"] == "stop")
     if event.type is EventType.RUNNER_ERROR:
-        allowed = max(1, event.figures["max_consecutive"])
+        allowed = stops_after_runner_errors(event.figures["max_consecutive"])
         return bool(event.figures["consecutive"] >= allowed)
     return False
 
@@ -342,7 +343,7 @@ def decision_events(
     for kind in decision.events:
         if kind is EventType.RUNNER_ERROR:
             count = decision.state.consecutive_runner_errors
-            allowed = config.max_consecutive_runner_errors
+            allowed = stops_after_runner_errors(config.max_consecutive_runner_errors)
             built.append(events.runner_error(here, error or "", count, allowed))
         elif kind is EventType.WAITING and decision.wait is not None:
             reason = decision.wait_reason or ""

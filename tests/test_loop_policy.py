@@ -22,6 +22,7 @@ from runner_core.loop_policy import (
     before_step,
     budget_line,
     complete_line,
+    decision_events,
     ends_the_loop,
     interrupted_line,
     limit_line,
@@ -30,6 +31,7 @@ from runner_core.loop_policy import (
     stuck_line,
     wait_line,
 )
+from runner_core.night_view import event_text
 from runner_core.usage_limits import LimitKind, LimitSignal, LimitWait
 
 NOW = datetime(2026, 11, 22, 2, 0, 0, tzinfo=UTC)
@@ -344,3 +346,14 @@ def test_the_loop_s_last_lines_name_the_run_and_what_stopped_it() -> None:
         "loop: status=max-steps run=run-1 steps=5 started_at_iter=1"
     )
     assert interrupted_line("run-1", 130) == "loop: status=interrupted run=run-1 exit=130"
+
+
+def test_a_runner_error_that_stops_at_the_first_is_followed_as_1_of_1() -> None:
+    config = LoopConfig(max_consecutive_runner_errors=0)
+    failed = StepResult(StepKind.RUNNER_ERROR, "root.1", error="agent_timeout")
+    decision = after_step(LoopState(), failed, config, NOW)
+    (event,) = decision_events(decision, ORIGIN, config, failed, 1)
+    assert event_text(event) == (
+        "loop: runner_error run=run-1 iter=3 node=root.1 consecutive=1/1 error=agent_timeout",
+    )
+    assert ends_the_loop(event)
