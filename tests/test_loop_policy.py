@@ -357,3 +357,25 @@ def test_a_runner_error_that_stops_at_the_first_is_followed_as_1_of_1() -> None:
         "loop: runner_error run=run-1 iter=3 node=root.1 consecutive=1/1 error=agent_timeout",
     )
     assert ends_the_loop(event)
+
+
+@pytest.mark.parametrize(
+    ("event", "line"),
+    [
+        (
+            events.waiting(ORIGIN, "rate_limited", "2026-11-22T02:00:30Z", 30),
+            "loop: wait run=run-1 reason=rate_limited until=2026-11-22T02:00:30Z secs=30",
+        ),
+        (events.stuck(ORIGIN, "stop"), "loop: status=stuck run=run-1 id=root.1 action=stop"),
+        (
+            events.budget_exhausted(ORIGIN, "wall_secs", 3600.123456, 3600.0),
+            "loop: status=budget run=run-1 budget=wall_secs spent=3600.1235 limit=3600",
+        ),
+        (events.complete(ORIGIN, 4), "loop: status=complete run=run-1 steps=4"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else value.type.value,
+)
+def test_follow_shows_the_loop_s_events_as_its_lines_without_its_own_figures(
+    event: events.Event, line: str
+) -> None:
+    assert event_text(event) == (line,)
