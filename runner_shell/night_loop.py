@@ -19,18 +19,12 @@ from runner_core.events import EventOrigin
 from runner_core.exit_codes import ExitCode
 from runner_core.iteration import PlanKind
 from runner_core.model import AgentRole, GuardOutcome
-from runner_core.operations import (
-    NodeOperation,
-    OperatorAction,
-    checked,
-    decompose_later,
-    operation_message,
-)
+from runner_core.operations import NodeOperation, decompose_later
 from runner_core.run_state import RunState
 from runner_core.usage_limits import iso_utc
 from runner_shell.errors import UserFacingError
 from runner_shell.git import Repo
-from runner_shell.iteration_runner import StepResult, load_for_step, run_step, step_result_line
+from runner_shell.iteration_runner import StepResult, run_step, step_result_line
 from runner_shell.layout import RunnerPaths
 from runner_shell.night import (
     Interrupted,
@@ -40,7 +34,8 @@ from runner_shell.night import (
     sink_for,
     sleep_interruptibly,
 )
-from runner_shell.store import load_config, load_run_state, write_tree
+from runner_shell.operator import apply_holding_lock
+from runner_shell.store import load_config, load_run_state
 
 Emit = Callable[[str], None]
 
@@ -185,11 +180,12 @@ def _stopped(
 
 
 def _hand_to_decomposer(run: LoopRun, node_id: str) -> None:
-    """`on_stuck = "decompose"`: the leaf's next iteration is the decomposer's, committed as
-    the operator's `node decompose` would be (the loop already holds the lock)."""
-    loaded = load_for_step(run.paths, run.repo)
-    op = NodeOperation.DECOMPOSE
-    after = checked(loaded.tree, decompose_later(loaded.tree, node_id), node_id, op)
-    write_tree(run.paths, after)
-    action = OperatorAction(loaded.run_id, op, node_id, run.repo.actor(), loaded.state.next_iter)
-    run.repo.commit_all(operation_message(action))
+    """`on_stuck = "decompose"`: the leaf's next iteration is the decomposer's, committed and
+    told as the operator's `node decompose` is (the loop already holds the lock)."""
+    apply_holding_lock(
+        run.paths,
+        run.repo,
+        NodeOperation.DECOMPOSE,
+        node_id,
+        lambda tree, _max_attempts: decompose_later(tree, node_id),
+    )

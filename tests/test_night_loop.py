@@ -202,6 +202,21 @@ def test_on_stuck_decompose_carries_a_stuck_leaf_to_completion(project: Project)
     assert [event["action"] for event in stuck] == ["decompose"]
 
 
+def test_the_loop_s_hand_over_to_the_decomposer_is_an_operator_event(project: Project) -> None:
+    run = project.prepare(node("root", max_attempts=1), loop={"on_stuck": "decompose"})
+    split = {"summary": "split", "children": [child_spec("A")]}
+    project.agent_script({1: {"output": DONE}, 2: {"output": split}, 3: {"output": DONE}})
+    project.guard_script([{"exit": 1}, {"exit": 0}])
+
+    assert project.runner("loop").returncode == 0
+    told = events(project)
+    after_stuck = told[[event["type"] for event in told].index("stuck") + 1]
+    jsonschema.validate(after_stuck, SCHEMA)
+    assert (after_stuck["type"], after_stuck["run_id"], after_stuck["iter"]) == ("operator", run, 2)
+    assert after_stuck["command"] == "node decompose"
+    assert after_stuck["detail"].startswith("op=decompose node=root")
+
+
 def _hook(path: Path) -> list[str]:
     code = "import sys; open(sys.argv[1], 'a').write(sys.stdin.read())"
     return [PYTHON, "-c", code, str(path)]
