@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runner_core.config import HOOK_NAMES, LoopConfig
-from runner_core.events import EventOrigin, event_line
+from runner_core.events import EventOrigin, EventType, event_line
 from runner_core.loop_policy import (
     LoopAction,
     LoopDecision,
@@ -152,3 +152,19 @@ def test_every_loop_decision_becomes_exactly_its_events_and_they_fit_the_schema(
         if decision.action is LoopAction.STOP:
             break
         state = decision.state
+
+
+@given(configs, results, st.integers(1, 5), st.integers(0, 3))
+def test_a_loop_with_its_max_steps_taken_never_waits_and_keeps_its_other_decisions(
+    config: LoopConfig, step: StepResult, max_steps: int, over: int
+) -> None:
+    """Once `--max-steps` are taken the decision is never a WAIT: a wait or a go-on becomes a
+    STOP exiting 0 with the same state and events minus `waiting`; any other is unchanged."""
+    free = after_step(LoopState(), step, config, NOW)
+    capped = after_step(LoopState(), step, config, NOW, steps=max_steps + over, max_steps=max_steps)
+    assert capped.action is not LoopAction.WAIT
+    if free.action in (LoopAction.WAIT, LoopAction.CONTINUE):
+        assert (capped.action, capped.exit_code, capped.state) == (LoopAction.STOP, 0, free.state)
+        assert capped.events == tuple(e for e in free.events if e is not EventType.WAITING)
+    else:
+        assert capped == free

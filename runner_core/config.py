@@ -97,36 +97,20 @@ class ConfigError(ValueError):
         super().__init__(f"{key}: {problem}")
 
 
-_POSITIVE_INTS = (
-    "max_attempts_default",
-    "max_iterations",
-    "iteration_timeout_secs",
-    "executor_output_limit_bytes",
-    "guard_output_limit_bytes",
-)
 _TABLES = MappingProxyType({"guard": ("command",), "agent": ("backend", "command")})
-# Upper bounds (issue 10): a value past them is a typo or an attack, never a wish; each is
-# far above any real run and low enough that memory and time arithmetic stay sane.
+# Upper bounds: beyond them a value is a typo or an attack, never a plan (a week, a million
+# dollars, ...); each is far above any real run and low enough that arithmetic stays sane.
+_WEEK_SECS = 7 * 24 * 3600
+# The top-level counts, each > 0 and at most its bound.
 MAX_VALUES = MappingProxyType(
     {
         "max_attempts_default": 1000,
         "max_iterations": 1_000_000,
-        "iteration_timeout_secs": 7 * 24 * 3600,
+        "iteration_timeout_secs": _WEEK_SECS,
         "executor_output_limit_bytes": 64 * 1024 * 1024,
         "guard_output_limit_bytes": 64 * 1024 * 1024,
     }
 )
-
-
-def _positive_int(key: str, value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ConfigError(key, f"must be an integer, got {value!r}")
-    if value <= 0:
-        raise ConfigError(key, f"must be > 0, got {value}")
-    if value > MAX_VALUES[key]:
-        shown = str(value) if value < 10**20 else "a number of more than 20 digits"
-        raise ConfigError(key, f"must be at most {MAX_VALUES[key]}, got {shown}")
-    return value
 
 
 def _argv(key: str, value: Any, *, allow_empty: bool) -> tuple[str, ...]:
@@ -144,7 +128,7 @@ def _argv(key: str, value: Any, *, allow_empty: bool) -> tuple[str, ...]:
 def parse_config(data: Mapping[str, Any]) -> Config:
     """A `Config` from parsed TOML; raises `ConfigError` naming the first bad key."""
     for key in sorted(data):
-        if key not in _POSITIVE_INTS and key not in _TABLES and key not in _LOOP_TABLES:
+        if key not in MAX_VALUES and key not in _TABLES and key not in _LOOP_TABLES:
             raise ConfigError(key, "unknown key")
     for table, keys in sorted(_TABLES.items()):
         section = data.get(table, {})
@@ -155,8 +139,10 @@ def parse_config(data: Mapping[str, Any]) -> Config:
                 raise ConfigError(f"{table}.{key}", "unknown key")
     defaults = Config()
     numbers = {
-        key: _positive_int(key, data[key]) if key in data else getattr(defaults, key)
-        for key in _POSITIVE_INTS
+        key: _bounded_int(key, data[key], 1, high, each_bound=True)
+        if key in data
+        else getattr(defaults, key)
+        for key, high in MAX_VALUES.items()
     }
     guard = data.get("guard", {})
     agent = data.get("agent", {})
@@ -232,8 +218,6 @@ def command_words(key: str, values: tuple[str, ...]) -> tuple[str, ...]:
 
 _LOOP_TABLES = ("loop", "budget", "hooks")
 _HOOK_EXAMPLE = '["notify-send", "runner"]'
-# Upper bounds: beyond them a value is a typo, not a plan (a week, a million dollars, ...).
-_WEEK_SECS = 7 * 24 * 3600
 _MAX_RUNNER_ERRORS = 1000
 _MAX_BACKOFF_STEPS = 100
 _MAX_COST_USD = 1_000_000.0
@@ -255,12 +239,20 @@ def _known_keys(table: str, section: Mapping[str, Any], keys: tuple[str, ...]) -
             raise ConfigError(f"{table}.{key}", "unknown key")
 
 
-def _bounded_int(key: str, value: Any, low: int, high: int) -> int:
+def _bounded_int(key: str, value: Any, low: int, high: int, *, each_bound: bool = False) -> int:
+    """An integer in [low, high]. `each_bound` names only the bound passed (`must be > 0`,
+    `must be at most N`), the top-level counts' wording; the tables' name both."""
     if not isinstance(value, int) or isinstance(value, bool):
         raise ConfigError(key, f"must be an integer, got {value!r}")
-    if not low <= value <= high:
-        raise ConfigError(key, f"must be between {low} and {high}, got {value}")
-    return value
+    if low <= value <= high:
+        return value
+    # A huge integer is not printed whole (past 4300 digits str() itself refuses).
+    shown = str(value) if abs(value) < 10**20 else "a number of more than 20 digits"
+    if not each_bound:
+        raise ConfigError(key, f"must be between {low} and {high}, got {shown}")
+    if value < low:
+        raise ConfigError(key, f"must be > {low - 1}, got {shown}")
+    raise ConfigError(key, f"must be at most {high}, got {shown}")
 
 
 def _backoff(key: str, value: Any) -> tuple[int, ...]:

@@ -27,6 +27,9 @@ from runner_core.usage_limits import LimitKind, LimitSignal, LimitWait, iso_utc,
 
 EXIT_OK, EXIT_ERROR, EXIT_STUCK = 0, 1, 3
 
+# The `loop: status=` word of a loop that took the `--max-steps` it was given.
+MAX_STEPS_STATUS = "max-steps"
+
 
 class StepKind(enum.Enum):
     """What one `runner step` came to, as the loop sees it."""
@@ -138,9 +141,10 @@ def runner_error_backoff(config: LoopConfig, consecutive: int) -> int:
     return min(schedule[min(consecutive, len(schedule)) - 1], config.max_wait_secs)
 
 
-def stops_after_runner_errors(config: LoopConfig) -> int:
-    """How many runner errors in a row stop the loop; 0 configured stops at the first."""
-    return max(1, config.max_consecutive_runner_errors)
+def stops_after_runner_errors(max_consecutive: int) -> int:
+    """How many runner errors in a row stop the loop, given `max_consecutive_runner_errors`
+    (the config's, or an older `runner_error` event's): 0 stops at the first."""
+    return max(1, max_consecutive)
 
 
 def before_step(budget: BudgetConfig, summary: HistorySummary, state: LoopState) -> LoopDecision:
@@ -158,9 +162,29 @@ def _stop(
 
 
 def after_step(
-    state: LoopState, result: StepResult, config: LoopConfig, now: datetime
+    state: LoopState,
+    result: StepResult,
+    config: LoopConfig,
+    now: datetime,
+    *,
+    steps: int = 0,
+    max_steps: int | None = None,
 ) -> LoopDecision:
-    """What the loop does after `result`, at `now` (an aware datetime)."""
+    """What the loop does after `result`, at `now` (an aware datetime), having taken `steps`
+    steps of the `max_steps` (`--max-steps`) it may take."""
+    decision = _after(state, result, config, now)
+    if max_steps is None or steps < max_steps:
+        return decision
+    if decision.action not in (LoopAction.CONTINUE, LoopAction.WAIT):
+        return decision
+    # No step follows: stop now rather than wait for one (what happened is still told).
+    told = tuple(event for event in decision.events if event is not EventType.WAITING)
+    return LoopDecision(
+        LoopAction.STOP, decision.state, told, exit_code=EXIT_OK, status=MAX_STEPS_STATUS
+    )
+
+
+def _after(state: LoopState, result: StepResult, config: LoopConfig, now: datetime) -> LoopDecision:
     if result.kind in FIXED_STOPS:
         status, code, stop_events = FIXED_STOPS[result.kind]
         return LoopDecision(LoopAction.STOP, state, stop_events, exit_code=code, status=status)
@@ -188,7 +212,7 @@ def _after_agent_ran(state: LoopState, result: StepResult) -> LoopDecision:
 def _after_runner_error(state: LoopState, config: LoopConfig, now: datetime) -> LoopDecision:
     count = state.consecutive_runner_errors + 1
     counted = attrs.evolve(state, consecutive_runner_errors=count)
-    if count >= stops_after_runner_errors(config):
+    if count >= stops_after_runner_errors(config.max_consecutive_runner_errors):
         return _stop(counted, EventType.RUNNER_ERROR, EXIT_ERROR, "runner_error")
     secs = runner_error_backoff(config, count)
     return LoopDecision(
@@ -240,7 +264,7 @@ def ends_the_loop(event: Event) -> bool:
     if event.type is EventType.STUCK:
         return bool(event.figures["action"] == "stop")
     if event.type is EventType.RUNNER_ERROR:
-        allowed = max(1, event.figures["max_consecutive"])
+        allowed = stops_after_runner_errors(event.figures["max_consecutive"])
         return bool(event.figures["consecutive"] >= allowed)
     return False
 
@@ -250,27 +274,48 @@ def ends_the_loop(event: Event) -> bool:
 
 def wait_line(run_id: str, wait: LimitWait, reason: str) -> str:
     """`loop: wait run=<id> reason=<why> until=<ISO-8601> secs=<n>`, printed before a wait."""
-    return f"loop: wait run={run_id} reason={reason} until={wait.until} secs={wait.secs}"
+    return waiting_line(run_id, reason, wait.until, wait.secs)
+
+
+def waiting_line(run_id: str, reason: str, until: str, secs: int) -> str:
+    """A wait's line, from the loop's decision or from its `waiting` event alike."""
+    return f"loop: wait run={run_id} reason={reason} until={until} secs={secs}"
+
+
+def status_line(status: str, run_id: str | None, *fields: str) -> str:
+    """`loop: status=<status> run=<id> <fields>`: how the loop ended, as `runner loop` prints it
+    (its last line) and as `runner follow` shows the event that says so."""
+    return " ".join((f"loop: status={status} run={run_id}", *fields))
+
+
+def ran_fields(steps: int, started_at_iter: int) -> str:
+    """What this `runner loop` did, closing its last line."""
+    return f"steps={steps} started_at_iter={started_at_iter}"
+
+
+def spent_fields(use: BudgetUse) -> str:
+    """A budget's figures, in the loop's lines and `runner status`'s."""
+    return f"spent={figure_text(use.spent)} limit={figure_text(use.limit)}"
+
+
+def budget_fields(use: BudgetUse) -> str:
+    return f"budget={use.budget} {spent_fields(use)}"
 
 
 def budget_line(run_id: str, use: BudgetUse, steps: int, started_at_iter: int) -> str:
     """The loop's last line when a budget stops it."""
-    return (
-        f"loop: status=budget run={run_id} budget={use.budget} spent={figure_text(use.spent)} "
-        f"limit={figure_text(use.limit)} steps={steps} started_at_iter={started_at_iter}"
-    )
+    return status_line("budget", run_id, budget_fields(use), ran_fields(steps, started_at_iter))
 
 
 def complete_line(run_id: str, steps: int, started_at_iter: int) -> str:
     """The loop's last line when every leaf has passed."""
-    return f"loop: status=complete run={run_id} steps={steps} started_at_iter={started_at_iter}"
+    return status_line("complete", run_id, ran_fields(steps, started_at_iter))
 
 
 def stuck_line(run_id: str, node_id: str, path: str, attempts: int, max_attempts: int) -> str:
     """The loop's last line when the selected leaf has used all its attempts."""
-    return (
-        f"loop: status=stuck run={run_id} id={node_id} path={path} "
-        f"attempts={attempts}/{max_attempts}"
+    return status_line(
+        "stuck", run_id, f"id={node_id} path={path}", f"attempts={attempts}/{max_attempts}"
     )
 
 
@@ -278,20 +323,18 @@ def limit_line(
     run_id: str, next_iter: int, max_iterations: int, steps: int, started_at_iter: int
 ) -> str:
     """The loop's last line when the next iteration would pass max_iterations."""
-    return (
-        f"loop: status=limit run={run_id} next_iter={next_iter} "
-        f"max_iterations={max_iterations} steps={steps} started_at_iter={started_at_iter}"
-    )
+    limits = f"next_iter={next_iter} max_iterations={max_iterations}"
+    return status_line("limit", run_id, limits, ran_fields(steps, started_at_iter))
 
 
 def max_steps_line(run_id: str, steps: int, started_at_iter: int) -> str:
     """The loop's last line when it has run the `--max-steps` it was given."""
-    return f"loop: status=max-steps run={run_id} steps={steps} started_at_iter={started_at_iter}"
+    return status_line(MAX_STEPS_STATUS, run_id, ran_fields(steps, started_at_iter))
 
 
 def interrupted_line(run_id: str | None, exit_code: int) -> str:
     """The loop's last line when a signal ended it (exit 128 + the signal's number)."""
-    return f"loop: status=interrupted run={run_id} exit={exit_code}"
+    return status_line("interrupted", run_id, f"exit={exit_code}")
 
 
 def budget_refusal(run_id: str, use: BudgetUse) -> str:
@@ -306,23 +349,25 @@ def decision_events(
     decision: LoopDecision,
     origin: EventOrigin,
     config: LoopConfig,
-    result: StepResult,
+    result: StepResult | None,
     steps: int,
 ) -> tuple[Event, ...]:
     """The loop events of `decision`, in its order, with their figures; `origin` is the
-    step's (its iteration and node), `steps` how many steps this loop took."""
+    step's (its iteration and node), `result` what it came to (None before a step), `steps`
+    how many steps this loop took."""
     here = attrs.evolve(origin, node_id=decision.node_id or origin.node_id)
+    error = result.error if result is not None else None
+    limit = result.limit if result is not None else None
     built: list[Event] = []
     for kind in decision.events:
         if kind is EventType.RUNNER_ERROR:
             count = decision.state.consecutive_runner_errors
-            allowed = config.max_consecutive_runner_errors
-            built.append(events.runner_error(here, result.error or "", count, allowed))
+            allowed = stops_after_runner_errors(config.max_consecutive_runner_errors)
+            built.append(events.runner_error(here, error or "", count, allowed))
         elif kind is EventType.WAITING and decision.wait is not None:
             reason = decision.wait_reason or ""
             built.append(events.waiting(here, reason, decision.wait.until, decision.wait.secs))
-        elif kind is EventType.LIMIT_REACHED and result.limit is not None:
-            limit = result.limit
+        elif kind is EventType.LIMIT_REACHED and limit is not None:
             built.append(
                 events.limit_reached(
                     here, limit.kind.value, limit.message, limit.retry_at, limit.retry_after_secs

@@ -15,6 +15,7 @@ from typing import Any
 
 from runner_core.budget import BudgetUse, NodeTotals, figure_text
 from runner_core.events import Event, EventType
+from runner_core.loop_policy import budget_fields, spent_fields, status_line, waiting_line
 from runner_core.recovery import Journal
 
 # How many of the running process's last log lines `runner status` shows.
@@ -55,9 +56,7 @@ _LINES: Mapping[EventType, Callable[[Event, Mapping[str, Any]], str]] = MappingP
             f"after {_secs(f['duration_ms'])}"
         ),
         EventType.ITERATION_FINISHED: _step,
-        EventType.WAITING: lambda e, f: (
-            f"loop: wait run={e.run_id} reason={f['reason']} until={f['until']} secs={f['secs']}"
-        ),
+        EventType.WAITING: lambda e, f: waiting_line(e.run_id, f["reason"], f["until"], f["secs"]),
         EventType.RUNNER_ERROR: lambda e, f: (
             f"loop: runner_error run={e.run_id} iter={e.iter} node={e.node_id} "
             f"consecutive={f['consecutive']}/{f['max_consecutive']} error={f['error']}"
@@ -65,14 +64,13 @@ _LINES: Mapping[EventType, Callable[[Event, Mapping[str, Any]], str]] = MappingP
         EventType.LIMIT_REACHED: lambda e, f: (
             f"loop: limit run={e.run_id} iter={e.iter} kind={f['kind']} message={f['message']}"
         ),
-        EventType.STUCK: lambda e, f: (
-            f"loop: status=stuck run={e.run_id} id={e.node_id} action={f['action']}"
+        EventType.STUCK: lambda e, f: status_line(
+            "stuck", e.run_id, f"id={e.node_id} action={f['action']}"
         ),
-        EventType.BUDGET_EXHAUSTED: lambda e, f: (
-            f"loop: status=budget run={e.run_id} budget={f['budget']} "
-            f"spent={figure_text(f['spent'])} limit={figure_text(f['limit'])}"
+        EventType.BUDGET_EXHAUSTED: lambda e, f: status_line(
+            "budget", e.run_id, budget_fields(BudgetUse(f["budget"], f["spent"], f["limit"]))
         ),
-        EventType.COMPLETE: lambda e, f: f"loop: status=complete run={e.run_id} steps={f['steps']}",
+        EventType.COMPLETE: lambda e, f: status_line("complete", e.run_id, f"steps={f['steps']}"),
         EventType.OPERATOR: lambda e, f: f"operator: {f['command']} {f['detail']}",
         EventType.HOOK_FAILED: lambda e, f: (
             f"hook {f['hook']} {f['outcome']}: {f['detail']} (the run goes on)"
@@ -104,8 +102,7 @@ def running_lines(journal: Journal, now: datetime, tail: tuple[str, ...]) -> tup
 def budget_lines(uses: tuple[BudgetUse, ...]) -> tuple[str, ...]:
     """`runner status` and `report`: each configured budget, spent vs limit."""
     return tuple(
-        f"budget: {use.budget} spent={figure_text(use.spent)} limit={figure_text(use.limit)}"
-        + (" (reached)" if use.exhausted else "")
+        f"budget: {use.budget} {spent_fields(use)}" + (" (reached)" if use.exhausted else "")
         for use in uses
     )
 

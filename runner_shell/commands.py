@@ -127,13 +127,22 @@ def limit_message(state: RunState, max_iterations: int) -> str:
 
 def step(echo: Echo, prompt_budget: int) -> int:
     """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
-    from runner_shell.iteration_runner import run_step, step_result_line
+    from runner_shell.iteration_runner import (
+        load_for_step,
+        refuse_over_budget,
+        run_step,
+        step_result_line,
+    )
     from runner_shell.lock_and_journal import exclusive_lock
     from runner_shell.night import Interrupts, signals_handled
     from runner_shell.store import load_config, load_run_state
 
     paths, repo = paths_and_repo()
     with exclusive_lock(repo), signals_handled():
+        # The step's preconditions come first; then a reached budget starts no step, as in
+        # `runner loop` (which checks once per step, so run_step does not check again).
+        loaded = load_for_step(paths, repo)
+        refuse_over_budget(paths, loaded.config, loaded.run_id)
         result = run_step(paths, repo, prompt_budget)
     if result.kind is PlanKind.COMPLETE:
         echo("step: status=complete")

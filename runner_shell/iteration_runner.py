@@ -181,7 +181,6 @@ def run_step(paths: RunnerPaths, repo: Repo, prompt_budget: int) -> StepResult:
         return StepResult(plan.kind, loaded.run_id, plan)
     # Problems a user can fix are refused here, before an iteration exists: nothing is written.
     check_programs(loaded.config, paths.root)
-    refuse_over_budget(paths, loaded.config, loaded.run_id)
     facts = attrs.evolve(gather(paths, loaded, plan, prompt_budget), head=loaded.head)
     if facts.previous_snapshot_sha256 is None:  # else its bytes are canonical and were read back
         check_tree_writable(paths, loaded.tree)

@@ -21,7 +21,7 @@ from typing import Protocol
 import attrs
 
 from runner_core.budget import BudgetUse, exhausted_budget
-from runner_core.config import Config
+from runner_core.config import NO_BUDGET, Config
 from runner_core.events import (
     Event,
     EventOrigin,
@@ -32,6 +32,7 @@ from runner_core.events import (
     decide_output,
     hook_failed,
 )
+from runner_core.history import ExecutionHistory, HistorySummary
 from runner_shell.event_log import EventLogRefused, append_events
 from runner_shell.hooks import fire_hook
 from runner_shell.iteration_log import load_history, utc_now
@@ -105,13 +106,17 @@ class IterationEvents:
             raise self.refusal
 
 
-def reached_budget(paths: RunnerPaths, config: Config, run_id: str) -> BudgetUse | None:
-    """The budget the run has reached; the history is read only when a budget is set."""
-    budget = config.budget
-    if budget.max_cost_usd is None and budget.max_tokens is None and budget.max_wall_secs is None:
-        return None
+def budget_summary(paths: RunnerPaths, config: Config, run_id: str) -> HistorySummary:
+    """What the run has spent, for its `[budget]`: the history is read only when one is set."""
+    if config.budget == NO_BUDGET:
+        return ExecutionHistory().summary()
     history, _warnings = load_history(paths, run_id)
-    return exhausted_budget(budget, history.summary())
+    return history.summary()
+
+
+def reached_budget(paths: RunnerPaths, config: Config, run_id: str) -> BudgetUse | None:
+    """The budget the run has reached, None while every one set has room."""
+    return exhausted_budget(config.budget, budget_summary(paths, config, run_id))
 
 
 @attrs.define

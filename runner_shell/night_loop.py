@@ -14,31 +14,28 @@ from datetime import UTC, datetime
 import attrs
 
 from runner_core import loop_policy as policy
-from runner_core.events import EventOrigin, EventType
+from runner_core.config import Config
+from runner_core.events import EventOrigin
 from runner_core.exit_codes import ExitCode
 from runner_core.iteration import PlanKind
 from runner_core.model import AgentRole, GuardOutcome
-from runner_core.operations import (
-    NodeOperation,
-    OperatorAction,
-    checked,
-    decompose_later,
-    operation_message,
-)
+from runner_core.operations import NodeOperation, decompose_later
+from runner_core.run_state import RunState
 from runner_core.usage_limits import iso_utc
 from runner_shell.errors import UserFacingError
 from runner_shell.git import Repo
-from runner_shell.iteration_runner import StepResult, load_for_step, run_step, step_result_line
+from runner_shell.iteration_runner import StepResult, run_step, step_result_line
 from runner_shell.layout import RunnerPaths
 from runner_shell.night import (
     Interrupted,
     Interrupts,
-    reached_budget,
+    budget_summary,
     signals_handled,
     sink_for,
     sleep_interruptibly,
 )
-from runner_shell.store import load_config, load_run_state, write_tree
+from runner_shell.operator import apply_holding_lock
+from runner_shell.store import load_config, load_run_state
 
 Emit = Callable[[str], None]
 
@@ -96,10 +93,8 @@ def _interrupted(run: LoopRun, code: int) -> int:
     return code
 
 
-def _origin(run: LoopRun, run_id: str, iteration: int | None = None) -> EventOrigin:
+def _origin(run_id: str, iteration: int) -> EventOrigin:
     """Where a loop event happens: the step's iteration, else the next one, at this time."""
-    if iteration is None:
-        iteration = load_run_state(run.paths).next_iter
     return EventOrigin(run_id, iteration, None, iso_utc(_now()))
 
 
@@ -108,7 +103,8 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
     while True:
         if progress is not None:
             progress()
-        code = _budget_stop(run, steps)
+        run_state, config = load_run_state(run.paths), load_config(run.paths)
+        code = _budget_stop(run, run_state, config, state, steps)
         if code is not None:
             return code
         result = run_step(run.paths, run.repo, run.prompt_budget)
@@ -118,17 +114,18 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
         pending = Interrupts.exit_code()
         if pending is not None:
             return _interrupted(run, pending)
-        config = load_config(run.paths)
         step = policy_result(result)
-        decision = policy.after_step(state, step, config.loop, _now())
-        ran = result.plan.iteration if result.kind is PlanKind.RUN else None
-        origin = attrs.evolve(_origin(run, result.run_id, ran), node_id=step.node_id)
+        decision = policy.after_step(
+            state, step, config.loop, _now(), steps=steps, max_steps=max_steps
+        )
+        # A step's plan holds its iteration, or the next one when no agent ran.
+        origin = attrs.evolve(_origin(result.run_id, result.plan.iteration), node_id=step.node_id)
         sink_for(run.paths, config, result.run_id).emit(
             policy.decision_events(decision, origin, config.loop, step, steps), fsync=True
         )
         state = decision.state
         if decision.action is policy.LoopAction.STOP:
-            return _stopped(run, result, decision, steps)
+            return _stopped(run, config, result, decision, steps)
         if decision.action is policy.LoopAction.WAIT:
             assert decision.wait is not None
             run.emit(policy.wait_line(result.run_id, decision.wait, decision.wait_reason or ""))
@@ -136,35 +133,35 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
         elif decision.action is policy.LoopAction.DECOMPOSE:
             assert decision.node_id is not None
             _hand_to_decomposer(run, decision.node_id)
-        if max_steps is not None and steps >= max_steps:
-            run.emit(policy.max_steps_line(result.run_id, steps, run.started_at))
-            return ExitCode.OK
 
 
-def _budget_stop(run: LoopRun, steps: int) -> int | None:
-    run_id = load_run_state(run.paths).run_id
+def _budget_stop(
+    run: LoopRun, run_state: RunState, config: Config, state: policy.LoopState, steps: int
+) -> int | None:
+    """The loop's exit code when a reached `[budget]` stops it before the next step."""
+    run_id = run_state.run_id
     if run_id is None:
         return None  # the step reports that there is no run
-    config = load_config(run.paths)
-    use = reached_budget(run.paths, config, run_id)
-    if use is None:
+    summary = budget_summary(run.paths, config, run_id)
+    decision = policy.before_step(config.budget, summary, state)
+    if decision.action is not policy.LoopAction.STOP:
         return None
-    decision = policy.LoopDecision(
-        policy.LoopAction.STOP,
-        policy.LoopState(),
-        (EventType.BUDGET_EXHAUSTED,),
-        budget=use,
-    )
-    step = policy.StepResult(policy.StepKind.AGENT_RAN)
+    assert decision.budget is not None
+    origin = _origin(run_id, run_state.next_iter)
     sink_for(run.paths, config, run_id).emit(
-        policy.decision_events(decision, _origin(run, run_id), config.loop, step, steps),
-        fsync=True,
+        policy.decision_events(decision, origin, config.loop, None, steps), fsync=True
     )
-    run.emit(policy.budget_line(run_id, use, steps, run.started_at))
-    return ExitCode.ERROR
+    run.emit(policy.budget_line(run_id, decision.budget, steps, run.started_at))
+    return _exit_code(decision)
 
 
-def _stopped(run: LoopRun, result: StepResult, decision: policy.LoopDecision, steps: int) -> int:
+def _exit_code(decision: policy.LoopDecision) -> int:
+    return decision.exit_code if decision.exit_code is not None else ExitCode.ERROR
+
+
+def _stopped(
+    run: LoopRun, config: Config, result: StepResult, decision: policy.LoopDecision, steps: int
+) -> int:
     run_id, plan = result.run_id, result.plan
     if decision.status == "complete":
         run.emit(policy.complete_line(run_id, steps, run.started_at))
@@ -172,20 +169,23 @@ def _stopped(run: LoopRun, result: StepResult, decision: policy.LoopDecision, st
         node, path = plan.node, str(plan.selection.path)
         run.emit(policy.stuck_line(run_id, node.id, path, node.attempts, node.max_attempts))
     elif decision.status == "limit":
-        maximum = load_config(run.paths).max_iterations
+        maximum = config.max_iterations
         run.emit(policy.limit_line(run_id, plan.iteration, maximum, steps, run.started_at))
+    elif decision.status == policy.MAX_STEPS_STATUS:
+        run.emit(policy.max_steps_line(run_id, steps, run.started_at))
     elif decision.status == "runner_error":
         assert result.outcome is not None
         raise UserFacingError(f"runner error: {result.outcome.runner_error}")
-    return decision.exit_code if decision.exit_code is not None else ExitCode.ERROR
+    return _exit_code(decision)
 
 
 def _hand_to_decomposer(run: LoopRun, node_id: str) -> None:
-    """`on_stuck = "decompose"`: the leaf's next iteration is the decomposer's, committed as
-    the operator's `node decompose` would be (the loop already holds the lock)."""
-    loaded = load_for_step(run.paths, run.repo)
-    op = NodeOperation.DECOMPOSE
-    after = checked(loaded.tree, decompose_later(loaded.tree, node_id), node_id, op)
-    write_tree(run.paths, after)
-    action = OperatorAction(loaded.run_id, op, node_id, run.repo.actor(), loaded.state.next_iter)
-    run.repo.commit_all(operation_message(action))
+    """`on_stuck = "decompose"`: the leaf's next iteration is the decomposer's, committed and
+    told as the operator's `node decompose` is (the loop already holds the lock)."""
+    apply_holding_lock(
+        run.paths,
+        run.repo,
+        NodeOperation.DECOMPOSE,
+        node_id,
+        lambda tree, _max_attempts: decompose_later(tree, node_id),
+    )

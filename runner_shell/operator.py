@@ -71,15 +71,22 @@ def apply_node_operation(
 ) -> Applied:
     """Change the tree under the lock, validate, write canonically and commit."""
     with exclusive_lock(repo):
-        loaded = _require_run(paths, repo)
-        before = loaded.tree
-        with refused():
-            after = checked(before, change(before, loaded.config.max_attempts_default), node_id, op)
-        write_tree(paths, after)
-        action = OperatorAction(loaded.run_id, op, node_id, repo.actor(), loaded.state.next_iter)
-        repo.commit_all(operation_message(action))
-        sink = sink_for(paths, loaded.config, loaded.run_id)
-        sink.emit((operator_event(action, utc_now()),), fsync=True)
+        return apply_holding_lock(paths, repo, op, node_id, change)
+
+
+def apply_holding_lock(
+    paths: RunnerPaths, repo: Repo, op: NodeOperation, node_id: str, change: Change
+) -> Applied:
+    """`apply_node_operation` for a caller that holds the lock already (`runner loop`)."""
+    loaded = _require_run(paths, repo)
+    before = loaded.tree
+    with refused():
+        after = checked(before, change(before, loaded.config.max_attempts_default), node_id, op)
+    write_tree(paths, after)
+    action = OperatorAction(loaded.run_id, op, node_id, repo.actor(), loaded.state.next_iter)
+    repo.commit_all(operation_message(action))
+    sink = sink_for(paths, loaded.config, loaded.run_id)
+    sink.emit((operator_event(action, utc_now()),), fsync=True)
     return Applied(loaded.run_id, before, after)
 
 

@@ -156,3 +156,12 @@ def test_the_default_config_file_says_the_loop_keys_and_shows_budgets_and_hooks(
 )
 def test_rendered_loop_tables_read_back_unchanged(config: Config) -> None:
     assert parse_config(tomllib.loads(render_config(config))) == config
+
+
+def test_a_huge_loop_or_budget_integer_is_one_line_naming_its_key() -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse_config({"loop": {"max_wait_secs": 10**5000}})
+    assert (raised.value.key, raised.value.problem) == (
+        "loop.max_wait_secs",
+        "must be between 1 and 604800, got a number of more than 20 digits",
+    )

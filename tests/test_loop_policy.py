@@ -22,6 +22,7 @@ from runner_core.loop_policy import (
     before_step,
     budget_line,
     complete_line,
+    decision_events,
     ends_the_loop,
     interrupted_line,
     limit_line,
@@ -30,6 +31,7 @@ from runner_core.loop_policy import (
     stuck_line,
     wait_line,
 )
+from runner_core.night_view import event_text
 from runner_core.usage_limits import LimitKind, LimitSignal, LimitWait
 
 NOW = datetime(2026, 11, 22, 2, 0, 0, tzinfo=UTC)
@@ -154,6 +156,33 @@ def test_a_limit_without_a_time_waits_its_default(kind: LimitKind, secs: int) ->
 def test_a_limit_wait_is_capped_at_max_wait_secs() -> None:
     decision = after_step(LoopState(), LIMITED, LoopConfig(max_wait_secs=60), NOW)
     assert decision.wait == LimitWait(60, "2026-11-22T02:01:00Z", True)
+
+
+@pytest.mark.parametrize(
+    ("result", "told"),
+    [
+        (RUNNER_ERROR, (EventType.RUNNER_ERROR,)),
+        (LIMITED, (EventType.LIMIT_REACHED,)),
+        (AGENT_RAN, ()),
+    ],
+    ids=["runner_error", "limited", "agent_ran"],
+)
+def test_with_its_max_steps_taken_the_loop_stops_with_exit_0_and_never_waits(
+    result: StepResult, told: tuple[EventType, ...]
+) -> None:
+    decision = after_step(LoopState(), result, CONFIG, NOW, steps=2, max_steps=2)
+    assert (decision.action, decision.exit_code, decision.status) == (
+        LoopAction.STOP,
+        0,
+        "max-steps",
+    )
+    assert decision.events == told and decision.wait is None
+
+
+def test_steps_left_under_max_steps_change_nothing() -> None:
+    assert after_step(LoopState(), LIMITED, CONFIG, NOW, steps=1, max_steps=2) == after_step(
+        LoopState(), LIMITED, CONFIG, NOW
+    )
 
 
 def test_complete_stops_with_exit_0_and_fires_on_complete() -> None:
@@ -317,3 +346,36 @@ def test_the_loop_s_last_lines_name_the_run_and_what_stopped_it() -> None:
         "loop: status=max-steps run=run-1 steps=5 started_at_iter=1"
     )
     assert interrupted_line("run-1", 130) == "loop: status=interrupted run=run-1 exit=130"
+
+
+def test_a_runner_error_that_stops_at_the_first_is_followed_as_1_of_1() -> None:
+    config = LoopConfig(max_consecutive_runner_errors=0)
+    failed = StepResult(StepKind.RUNNER_ERROR, "root.1", error="agent_timeout")
+    decision = after_step(LoopState(), failed, config, NOW)
+    (event,) = decision_events(decision, ORIGIN, config, failed, 1)
+    assert event_text(event) == (
+        "loop: runner_error run=run-1 iter=3 node=root.1 consecutive=1/1 error=agent_timeout",
+    )
+    assert ends_the_loop(event)
+
+
+@pytest.mark.parametrize(
+    ("event", "line"),
+    [
+        (
+            events.waiting(ORIGIN, "rate_limited", "2026-11-22T02:00:30Z", 30),
+            "loop: wait run=run-1 reason=rate_limited until=2026-11-22T02:00:30Z secs=30",
+        ),
+        (events.stuck(ORIGIN, "stop"), "loop: status=stuck run=run-1 id=root.1 action=stop"),
+        (
+            events.budget_exhausted(ORIGIN, "wall_secs", 3600.123456, 3600.0),
+            "loop: status=budget run=run-1 budget=wall_secs spent=3600.1235 limit=3600",
+        ),
+        (events.complete(ORIGIN, 4), "loop: status=complete run=run-1 steps=4"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else value.type.value,
+)
+def test_follow_shows_the_loop_s_events_as_its_lines_without_its_own_figures(
+    event: events.Event, line: str
+) -> None:
+    assert event_text(event) == (line,)

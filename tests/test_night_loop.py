@@ -101,6 +101,33 @@ def test_a_wait_file_is_printed_waited_and_resumed_with_attempts_unchanged(
     assert (limit["kind"], limit["retry_after_secs"]) == ("rate_limited", 2)
 
 
+@pytest.mark.parametrize(
+    ("agent", "reason"),
+    [
+        ({"wait": {"retry_after_secs": 60}, "exit": 1}, "limit_reached"),
+        ({"exit": 5}, "runner_error"),
+    ],
+    ids=["usage_limit", "runner_error"],
+)
+def test_with_its_max_steps_taken_the_loop_stops_at_once_instead_of_waiting(
+    project: Project, agent: dict[str, Any], reason: str
+) -> None:
+    loop = {"runner_error_backoff_secs": [60], "max_wait_secs": 120}
+    run = project.prepare(LEAF, loop=loop)
+    project.agent_script({1: agent})
+
+    began = time.monotonic()
+    result = project.runner("loop", "--max-steps", "1")
+
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - began < 30
+    assert lines(result.stdout) == [
+        f"loop: step run={run} iter=1 node=root status=retry guard=skipped",
+        f"loop: status=max-steps run={run} steps=1 started_at_iter=1",
+    ]
+    assert types(project)[-1] == reason and "waiting" not in types(project)
+
+
 def _fake_cli_config(project: Project, backend: str) -> None:
     text = project.config_path.read_text(encoding="utf-8")
     start = text.index("[agent]")
@@ -173,6 +200,21 @@ def test_on_stuck_decompose_carries_a_stuck_leaf_to_completion(project: Project)
     assert lines(result.stdout)[-1] == f"loop: status=complete run={run} steps=3 started_at_iter=1"
     stuck = [event for event in events(project) if event["type"] == "stuck"]
     assert [event["action"] for event in stuck] == ["decompose"]
+
+
+def test_the_loop_s_hand_over_to_the_decomposer_is_an_operator_event(project: Project) -> None:
+    run = project.prepare(node("root", max_attempts=1), loop={"on_stuck": "decompose"})
+    split = {"summary": "split", "children": [child_spec("A")]}
+    project.agent_script({1: {"output": DONE}, 2: {"output": split}, 3: {"output": DONE}})
+    project.guard_script([{"exit": 1}, {"exit": 0}])
+
+    assert project.runner("loop").returncode == 0
+    told = events(project)
+    after_stuck = told[[event["type"] for event in told].index("stuck") + 1]
+    jsonschema.validate(after_stuck, SCHEMA)
+    assert (after_stuck["type"], after_stuck["run_id"], after_stuck["iter"]) == ("operator", run, 2)
+    assert after_stuck["command"] == "node decompose"
+    assert after_stuck["detail"].startswith("op=decompose node=root")
 
 
 def _hook(path: Path) -> list[str]:
