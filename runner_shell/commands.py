@@ -143,7 +143,7 @@ def step(echo: Echo, prompt_budget: int) -> int:
         # `runner loop` (which checks once per step, so run_step does not check again).
         loaded = load_for_step(paths, repo)
         refuse_over_budget(paths, loaded.config, loaded.run_id)
-        result = run_step(paths, repo, prompt_budget)
+        result = run_step(paths, repo, prompt_budget, loaded)
     if result.kind is PlanKind.COMPLETE:
         echo("step: status=complete")
     elif result.kind is PlanKind.STUCK:

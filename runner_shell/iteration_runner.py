@@ -174,8 +174,11 @@ def load_for_step(paths: RunnerPaths, repo: Repo) -> Loaded:
     return Loaded(config, state, load_tree(paths), state.run_id, head)
 
 
-def run_step(paths: RunnerPaths, repo: Repo, prompt_budget: int) -> StepResult:
-    loaded = load_for_step(paths, repo)
+def run_step(
+    paths: RunnerPaths, repo: Repo, prompt_budget: int, loaded: Loaded | None = None
+) -> StepResult:
+    """One step; `loaded` is what load_for_step read, when the caller has already read it."""
+    loaded = load_for_step(paths, repo) if loaded is None else loaded
     plan = plan_step(loaded.tree, loaded.state, loaded.config.max_iterations)
     if plan.kind is not PlanKind.RUN:
         return StepResult(plan.kind, loaded.run_id, plan)
