@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import socket
 import sys
 import threading
@@ -109,10 +110,12 @@ class Broker:
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
     """What tells one version of a file from the next: an atomic write is a new inode, an append
-    a new size, and the mtime catches a rewrite in place."""
+    a new size, and the mtime catches a rewrite in place. None when it cannot be stat'ed: missing,
+    or an agent's symlink loop, a file where a directory should be, a directory it cannot enter;
+    the link itself is stat'ed, never followed."""
     try:
-        facts = path.stat()
-    except FileNotFoundError:
+        facts = os.stat(path, follow_symlinks=False)
+    except OSError:
         return None
     return facts.st_ino, facts.st_mtime_ns, facts.st_size
 
@@ -201,6 +204,9 @@ class Watcher:
                     loop.call_soon_threadsafe(self.broker.publish, event.type.value, line)
         except EventLogRefused as error:  # a planted symlink or FIFO: events stop, pages answer
             print(failure_line(str(error)), file=sys.stderr, flush=True)
+        except OSError as error:  # a file where the run directory should be, or no access
+            why = error.strerror or str(error)
+            print(failure_line(f"{error.filename}: {why}"), file=sys.stderr, flush=True)
 
 
 async def client_messages(

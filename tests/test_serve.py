@@ -332,20 +332,22 @@ class FailingOnce(Api):
         return super().documents()
 
 
-def test_a_view_that_could_not_be_read_is_read_again_though_nothing_changes_after(
-    finished: Project,
-) -> None:
-    """The pages last saw the run running; it completed, and the server's one reading of that
-    failed (the run caught mid-change). Nothing changes after: the next poll must read again."""
+async def first_view(client: Client) -> dict[str, Any]:
+    """The data of the next `view` event the client receives (the run's events.jsonl lines come
+    too; they are skipped)."""
+    while True:
+        message = await client.queue.get()
+        if "\nevent: view\n" in message:
+            fields = dict(line.split(": ", 1) for line in message.strip().splitlines())
+            return json.loads(fields["data"])  # type: ignore[no-any-return]
 
-    async def first_view(client: Client) -> str:
-        while True:  # the run's events.jsonl lines come too; the view is what is awaited here
-            message = await client.queue.get()
-            if "\nevent: view\n" in message:
-                return message
 
-    async def scenario() -> str:
-        paths, repo = RunnerPaths(finished.root), Repo(finished.root)
+def view_after_a_failed_reading(project: Project) -> dict[str, Any]:
+    """The `view` a Watcher publishes when the pages last saw the run running and its first
+    reading of the documents failed, so that the view comes from a later poll."""
+
+    async def scenario() -> dict[str, Any]:
+        paths, repo = RunnerPaths(project.root), Repo(project.root)
         status, overview = Api(paths, repo, None).documents()
         seen = page_view(status, overview | {"state": "running"})
         broker, client = Broker(), Client()
@@ -358,11 +360,40 @@ def test_a_view_that_could_not_be_read_is_read_again_though_nothing_changes_afte
             watcher.stop.set()
             task.cancel()
 
-    message = asyncio.run(scenario())
+    return asyncio.run(scenario())
 
-    fields = dict(line.split(": ", 1) for line in message.strip().splitlines())
-    assert fields["event"] == "view"
-    assert json.loads(fields["data"])["head"]["overview"]["state"] == "complete"
+
+def test_a_view_that_could_not_be_read_is_read_again_though_nothing_changes_after(
+    finished: Project,
+) -> None:
+    """The pages last saw the run running; it completed, and the server's one reading of that
+    failed (the run caught mid-change). Nothing changes after: the next poll must read again."""
+    view = view_after_a_failed_reading(finished)
+
+    assert view["head"]["overview"]["state"] == "complete"
+
+
+@pytest.mark.parametrize("plant", ["symlink_loop", "file_as_run_dir"])
+def test_a_watched_path_the_agent_made_unreadable_never_stops_the_pages_updating(
+    tmp_path: Path, make_project: ProjectFactory, plant: str
+) -> None:
+    """A stat that fails with ELOOP or ENOTDIR is a missing file to the Watcher: its polling
+    task (which nobody awaits) must go on, or the pages never update again."""
+    project = make_project(tmp_path, "started")
+    project.prepare(leaves_tree())
+    script_leaves(project, 3, sleep=0)
+    assert project.runner("loop").returncode == 0
+    if plant == "symlink_loop":
+        journal = Repo(project.root).common_path("runner-journal.json")
+        journal.symlink_to(journal)  # ELOOP
+    else:
+        run_dir = project.iter_dir(1).parent
+        subprocess.run(["rm", "-rf", str(run_dir)], check=True)
+        run_dir.write_text("not a directory\n", encoding="utf-8")  # events.jsonl: ENOTDIR
+
+    view = view_after_a_failed_reading(project)
+
+    assert view["head"]["overview"]["state"] == "complete"
 
 
 def test_a_real_server_streams_state_and_events_while_a_real_loop_runs(
