@@ -277,7 +277,9 @@ class Api:
     run: str | None
 
     def _run(self, request: Request) -> str:
-        return choose_run(self.paths, load_run_state(self.paths), request.query_params.get("run"))
+        """The run a request reads: `?run=`, else `serve --run`, else the current run."""
+        requested = request.query_params.get("run") or self.run
+        return choose_run(self.paths, load_run_state(self.paths), requested)
 
     def status(self, request: Request) -> Response:
         return JSONResponse(status_to_json(status_document_view(self.paths, self.repo)))

@@ -113,6 +113,45 @@ def test_a_run_is_chosen_by_query_among_the_known_runs(
     assert client.get("/api/report?run=../../etc").status_code == 404
 
 
+@attrs.frozen
+class TwoRuns:
+    project: Project
+    first: str
+    second: str
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory, make_project: ProjectFactory) -> TwoRuns:
+    """A completed run, then a second one started beside it (no iteration yet): the current."""
+    project = make_project(tmp_path_factory.mktemp("serve_two_runs"), "started")
+    first = project.prepare(leaves_tree())
+    script_leaves(project, 3, sleep=0)
+    assert project.runner("loop").returncode == 0
+    started = project.runner("start", "--new")
+    assert started.returncode == 0, started.stderr
+    return TwoRuns(project, first, project.run_id)
+
+
+def test_serve_run_is_the_run_of_every_document_a_request_names_no_run_for(
+    two_runs: TwoRuns,
+) -> None:
+    project, first = two_runs.project, two_runs.first
+    app = create_app(project.root, first, allowed_hosts("127.0.0.1", 8765, "box"))
+    with TestClient(app, base_url=BASE) as test_client:
+        history = test_client.get("/api/history").json()
+        report = test_client.get("/api/report").json()
+        iteration = test_client.get("/api/iterations/1")
+        metrics = test_client.get("/metrics").text
+        chosen = test_client.get(f"/api/history?run={two_runs.second}").json()
+
+    assert history == cli_json(project, "history", "--run", first)
+    assert report == cli_json(project, "report", "--run", first)
+    assert iteration.status_code == 200
+    assert iteration.json() == cli_json(project, "show", "1", "--run", first)
+    assert metrics == project.runner("metrics", "--run", first).stdout
+    assert chosen["run_id"] == two_runs.second
+
+
 def test_the_overview_says_the_run_state_and_rolls_tokens_up(client: TestClient) -> None:
     overview = client.get("/api/overview").json()
 
