@@ -38,6 +38,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from runner_core.events import Event, event_line
 from runner_core.reports import report_to_json, status_to_json
 from runner_core.runs import runs_to_json
+from runner_core.text import error_line
 from runner_core.web_view import (
     LoopFacts,
     PageView,
@@ -48,7 +49,7 @@ from runner_core.web_view import (
     page_view,
     view_delta,
 )
-from runner_shell.errors import UserFacingError, failure_line
+from runner_shell.errors import UserFacingError, failure_line, os_error_message
 from runner_shell.event_log import EventLogRefused, follow, last_events
 from runner_shell.files import FileTooLarge, read_bytes_capped
 from runner_shell.git import GitError, Repo
@@ -75,6 +76,9 @@ POLL_SECS = 0.5
 HEARTBEAT_SECS = 15.0
 # A client this many messages behind is too slow: it is dropped rather than waited for.
 CLIENT_QUEUE = 1000
+# What reading a run's files can fail with while an agent changes, damages or plants them, or
+# git or the log archive refuses: the Watcher reads again at its next poll, an endpoint answers.
+READ_ERRORS = (UserFacingError, OSError, GitError, ArchiveError)
 HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Content-Security-Policy": "default-src 'self'",
@@ -172,7 +176,7 @@ class Watcher:
         pages."""
         try:
             page = await asyncio.to_thread(lambda: page_view(*self.api.documents()))
-        except (UserFacingError, OSError, GitError, ArchiveError):
+        except READ_ERRORS:
             return False
         delta = view_delta(self.page, page)
         self.page = page
@@ -268,6 +272,22 @@ def _not_found(error: Exception) -> JSONResponse:
     return JSONResponse({"error": str(error)}, status_code=404)
 
 
+def _unreadable(error: Exception) -> JSONResponse:
+    """The answer to a read error: 404 for what a user asked that does not exist, 413 for a file
+    too large to serve, 409 for a file, git object or archive the run holds but that could not
+    be read (an agent's symlink or FIFO, damage); the error is one line, never a traceback."""
+    if isinstance(error, FileTooLarge):
+        return JSONResponse({"error": f"{error.size} bytes; at most {error.limit} are served"}, 413)
+    if isinstance(error, UserFacingError):
+        return _not_found(error)
+    if isinstance(error, OSError):
+        message = os_error_message(error)
+        if message is None:  # RUNNER_DEBUG: the traceback is wanted
+            raise error
+        return JSONResponse({"error": error_line(message)}, status_code=409)
+    return JSONResponse({"error": error_line(str(error))}, status_code=409)
+
+
 @attrs.frozen
 class Api:
     """The endpoints; each reads the files afresh, so every answer is current."""
@@ -344,10 +364,11 @@ class Api:
         for number, directory in iteration_dirs(self.paths, run_id):
             if str(number) != wanted:
                 continue
-            for entry in directory.iterdir():
-                if entry.name == name and entry.is_file():
-                    data = read_bytes_capped(entry, FILE_MAX_BYTES)
-                    return PlainTextResponse(data.decode("utf-8", errors="replace"))
+            with os.scandir(directory) as entries:  # an agent's symlink is never followed
+                for entry in entries:
+                    if entry.name == name and entry.is_file(follow_symlinks=False):
+                        data = read_bytes_capped(Path(entry.path), FILE_MAX_BYTES)
+                        return PlainTextResponse(data.decode("utf-8", errors="replace"))
         return _not_found(UserFacingError(f"no file {name!r} in iteration {wanted!r}"))
 
     def node(self, request: Request) -> Response:
@@ -364,12 +385,8 @@ def _guarded(endpoint: Callable[[Request], Response]) -> Callable[[Request], Res
     def answer(request: Request) -> Response:
         try:
             return endpoint(request)
-        except UserFacingError as error:
-            return _not_found(error)
-        except FileTooLarge as error:
-            return JSONResponse(
-                {"error": f"{error.size} bytes; at most {error.limit} are served"}, 413
-            )
+        except READ_ERRORS as error:
+            return _unreadable(error)
 
     return answer
 

@@ -33,11 +33,22 @@ from starlette.testclient import TestClient
 
 from runner_core.events import EventOrigin, operator, waiting
 from runner_core.web_view import allowed_hosts, page_view
+from runner_shell.errors import UserFacingError
 from runner_shell.event_log import append_events
-from runner_shell.git import Repo
+from runner_shell.files import FileTooLarge, NotRegularFile
+from runner_shell.git import GitError, Repo
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import exclusive_lock
-from runner_shell.serve import CLIENT_QUEUE, Api, Broker, Client, Watcher, create_app
+from runner_shell.log_archive import ArchiveError
+from runner_shell.serve import (
+    CLIENT_QUEUE,
+    Api,
+    Broker,
+    Client,
+    Watcher,
+    _guarded,
+    create_app,
+)
 
 BASE = "http://127.0.0.1:8765"
 
@@ -259,6 +270,46 @@ def test_an_iteration_file_is_served_by_a_name_its_listing_holds(
 
     assert answer.status_code == 200
     assert answer.text == (finished.iter_dir(1) / name).read_text(encoding="utf-8")
+
+
+def test_a_symlink_the_agent_planted_in_an_iteration_is_never_served(
+    finished: Project, client: TestClient
+) -> None:
+    planted = finished.iter_dir(3) / "planted.log"
+    planted.symlink_to(finished.root / "README.md")
+    try:
+        answer = client.get("/api/iterations/3/files/planted.log")
+    finally:
+        planted.unlink()
+
+    assert answer.status_code == 404
+    assert answer.json()["error"] == "no file 'planted.log' in iteration '3'"
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        (NotRegularFile(Path("/r/1/agent.log"), "a FIFO"), 409),
+        (GitError("git diff failed:\nfatal: bad object"), 409),
+        (ArchiveError("logs.tar is damaged"), 409),
+        (UserFacingError("no iteration '9' in run run-1"), 404),
+        (FileTooLarge(Path("/r/1/agent.log"), 2, 1), 413),
+    ],
+)
+def test_an_endpoint_answers_a_read_error_in_one_json_line_never_a_500(
+    error: Exception, status: int
+) -> None:
+    """What the Watcher tolerates (READ_ERRORS) an endpoint answers: a file raced into a FIFO,
+    git or the log archive refusing."""
+
+    def failing(request: Any) -> Any:
+        raise error
+
+    answer = _guarded(failing)(None)  # type: ignore[arg-type]
+
+    assert answer.status_code == status
+    message = json.loads(bytes(answer.body))["error"]
+    assert message and len(message.splitlines()) == 1
 
 
 @pytest.mark.parametrize(
