@@ -135,6 +135,7 @@ class Watcher:
     broker: Broker
     stop: threading.Event = attrs.field(factory=threading.Event)
     following: str | None = None
+    follower_stop: threading.Event = attrs.field(factory=threading.Event)
     page: PageView | None = None
 
     def watched(self) -> dict[str, Path]:
@@ -185,18 +186,22 @@ class Watcher:
         return True
 
     def _follow_run(self) -> None:
-        """Start tailing the run's events.jsonl once the run is known (once per server)."""
-        if self.following is not None:
-            return
+        """Tail the events.jsonl of `serve --run`, else of the current run once it is known, and
+        of the next run once `runner start` begins one: the old run's follower is stopped (it
+        ends once it has sent what its file holds)."""
         run_id = self.api.run
         if run_id is None:
             with contextlib.suppress(UserFacingError, OSError):
                 run_id = load_run_state(self.paths).run_id
-        if run_id is None:
+        if run_id is None or run_id == self.following:
             return
+        self.follower_stop.set()
+        stop = self.follower_stop = threading.Event()
         self.following = run_id
         loop = asyncio.get_running_loop()
-        events = follow(self.paths.events_log(run_id), stop=self.stop.is_set)
+        events = follow(
+            self.paths.events_log(run_id), stop=lambda: stop.is_set() or self.stop.is_set()
+        )
         thread = threading.Thread(target=self._forward, args=(events, loop), daemon=True)
         thread.start()
 

@@ -486,6 +486,44 @@ def test_a_watched_path_the_agent_made_unreadable_never_stops_the_pages_updating
     assert view["head"]["overview"]["state"] == "complete"
 
 
+def test_the_event_stream_follows_the_next_run_once_runner_start_begins_it(
+    tmp_path: Path, make_project: ProjectFactory
+) -> None:
+    project = make_project(tmp_path, "started")
+    first = project.prepare(leaves_tree())
+    script_leaves(project, 3, sleep=0)
+    assert project.runner("loop").returncode == 0
+
+    async def event_of(client: Client, run: str, kind: str) -> None:
+        while True:
+            message = await client.queue.get()
+            if f"\nevent: {kind}\n" in message and f'"run_id":"{run}"' in message:
+                return
+
+    async def scenario() -> str:
+        paths, repo = RunnerPaths(project.root), Repo(project.root)
+        broker, client = Broker(), Client()
+        broker.clients.add(client)
+        watcher = Watcher(paths, repo, Api(paths, repo, None), broker)
+        task = asyncio.create_task(watcher.run_forever())
+        try:
+            await asyncio.wait_for(event_of(client, first, "complete"), timeout=10)
+            started = await asyncio.to_thread(project.runner, "start", "--new")
+            assert started.returncode == 0, started.stderr
+            second = project.run_id
+            origin = EventOrigin(second, 1, None, "2026-01-01T00:00:00Z")
+            events_log = paths.events_log(second)
+            events_log.parent.mkdir(parents=True, exist_ok=True)
+            append_events(events_log, [operator(origin, "tell", "hi")])
+            await asyncio.wait_for(event_of(client, second, "operator"), timeout=10)
+            return second
+        finally:
+            watcher.stop.set()
+            task.cancel()
+
+    assert asyncio.run(scenario()) != first
+
+
 def test_a_real_server_streams_state_and_events_while_a_real_loop_runs(
     tmp_path: Path, make_project: ProjectFactory
 ) -> None:
