@@ -60,6 +60,7 @@ from runner_shell.log_archive import ArchiveError
 from runner_shell.runs import gather_runs
 from runner_shell.store import load_run_state, load_tree
 from runner_shell.views import (
+    StatusReading,
     choose_run,
     history_document,
     metrics_document,
@@ -67,6 +68,8 @@ from runner_shell.views import (
     run_history,
     status_document_view,
     status_reading,
+    status_sources,
+    warn,
 )
 
 STATIC = Path(__file__).parent / "static"
@@ -125,6 +128,29 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
 
 
 @attrs.define
+class StatusCache:
+    """The Watcher's last status reading, its document and the stamps of what it was read from;
+    each warning met while reading is printed once per server, not at every poll."""
+
+    stamps: object = None
+    last: tuple[StatusReading, dict[str, Any]] | None = None
+    warned: set[str] = attrs.field(factory=set)
+
+    def reading(self, api: Api, alive: bool) -> tuple[StatusReading, dict[str, Any]]:
+        # Stamped before reading: a change during the reading is a change at the next poll.
+        stamps = (alive, tuple(_stamp(path) for path in status_sources(api.paths, api.repo)))
+        if self.last is None or stamps != self.stamps:
+            reading = status_reading(api.paths, api.repo, self.warn_once)
+            self.stamps, self.last = stamps, (reading, status_to_json(reading.view))
+        return self.last
+
+    def warn_once(self, line: str) -> None:
+        if line not in self.warned:
+            self.warned.add(line)
+            warn(line)
+
+
+@attrs.define
 class Watcher:
     """Polls the run's files by stat and tails its `events.jsonl` in a thread; after any change
     it reads the documents once for every client and publishes what changed as a `view` event."""
@@ -137,6 +163,7 @@ class Watcher:
     following: str | None = None
     follower_stop: threading.Event = attrs.field(factory=threading.Event)
     page: PageView | None = None
+    cache: StatusCache = attrs.field(factory=StatusCache)
 
     def watched(self) -> dict[str, Path]:
         return {
@@ -176,7 +203,7 @@ class Watcher:
         them again even if nothing changes after, so the last state of a run always reaches the
         pages."""
         try:
-            page = await asyncio.to_thread(lambda: page_view(*self.api.documents()))
+            page = await asyncio.to_thread(lambda: page_view(*self.api.documents(self.cache)))
         except READ_ERRORS:
             return False
         delta = view_delta(self.page, page)
@@ -309,13 +336,19 @@ class Api:
     def status(self, request: Request) -> Response:
         return JSONResponse(status_to_json(status_document_view(self.paths, self.repo)))
 
-    def documents(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The status document and the overview, read afresh."""
-        reading = status_reading(self.paths, self.repo)
-        status = status_to_json(reading.view)
+    def documents(self, cache: StatusCache | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The status document and the overview, read afresh; with `cache`, the status reading
+        is read again only when a file it depends on changed, as the events log's changes (each
+        chunk of agent output) only change the overview's wait."""
+        alive = lock_held(self.repo)
+        if cache is None:
+            reading = status_reading(self.paths, self.repo)
+            status = status_to_json(reading.view)
+        else:
+            reading, status = cache.reading(self, alive)
         run_id = status["run_id"]
         loop = LoopFacts(
-            alive=lock_held(self.repo),
+            alive=alive,
             events=last_events(self.paths.events_log(run_id)) if run_id is not None else (),
             read_at=datetime.now(UTC),
         )

@@ -33,6 +33,7 @@ from starlette.testclient import TestClient
 
 from runner_core.events import EventOrigin, operator, waiting
 from runner_core.web_view import allowed_hosts, page_view
+from runner_shell import serve
 from runner_shell.errors import UserFacingError
 from runner_shell.event_log import append_events
 from runner_shell.files import FileTooLarge, NotRegularFile
@@ -45,6 +46,7 @@ from runner_shell.serve import (
     Api,
     Broker,
     Client,
+    StatusCache,
     Watcher,
     _guarded,
     create_app,
@@ -415,11 +417,11 @@ class FailingOnce(Api):
 
     calls: list[int] = attrs.field(factory=list)
 
-    def documents(self) -> tuple[dict[str, Any], dict[str, Any]]:
+    def documents(self, cache: StatusCache | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         self.calls.append(len(self.calls))
         if len(self.calls) == 1:
             raise OSError("tree.json changed while it was read")
-        return super().documents()
+        return super().documents(cache)
 
 
 async def first_view(client: Client) -> dict[str, Any]:
@@ -522,6 +524,67 @@ def test_the_event_stream_follows_the_next_run_once_runner_start_begins_it(
             task.cancel()
 
     assert asyncio.run(scenario()) != first
+
+
+def test_agent_output_re_reads_only_the_overview_s_wait_not_the_status(
+    tmp_path: Path, make_project: ProjectFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each chunk of agent output changes events.jsonl; the status document depends on none
+    of it, so the Watcher reads it again only when a file it is read from changes."""
+    project = make_project(tmp_path, "started")
+    run = project.prepare(leaves_tree())
+    paths, repo = RunnerPaths(project.root), Repo(project.root)
+    readings: list[int] = []
+    status_reading = serve.status_reading
+
+    def counted(*args: Any) -> Any:
+        readings.append(1)
+        return status_reading(*args)
+
+    monkeypatch.setattr("runner_shell.serve.status_reading", counted)
+    api, cache = Api(paths, repo, None), StatusCache()
+    until = (datetime.now(UTC) + timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    origin = EventOrigin(run, 1, None, "2026-01-01T00:00:00Z")
+    events_log = paths.events_log(run)
+    events_log.parent.mkdir(parents=True, exist_ok=True)
+
+    first = api.documents(cache)
+    append_events(events_log, [waiting(origin, "rate_limited", until, 600)])
+    with exclusive_lock(repo):  # as the sleeping `runner loop` holds it
+        waited = api.documents(cache)
+        append_events(events_log, [waiting(origin, "runner_error", until, 120)])
+        again = api.documents(cache)
+        reads_while_waiting = len(readings)
+        paths.guidance.write_text("Prefer small steps.\n", encoding="utf-8")
+        told = api.documents(cache)
+
+    assert first[1]["state"] == "idle"
+    assert waited[1]["wait"] == {"reason": "rate_limited", "until": until, "secs": 600}
+    assert again[1]["wait"] == {"reason": "runner_error", "until": until, "secs": 120}
+    assert again[0] == waited[0]
+    # Once at first, once as the lock was taken (a runner's liveness changes the status).
+    assert reads_while_waiting == 2
+    assert told[0]["guidance"] == "Prefer small steps.\n"
+    assert told[0] == api.documents()[0]
+
+
+def test_the_watcher_warns_each_problem_of_the_run_once_not_at_every_poll(
+    tmp_path: Path, make_project: ProjectFactory, capfd: pytest.CaptureFixture[str]
+) -> None:
+    project = make_project(tmp_path, "started")
+    project.prepare(leaves_tree())
+    paths, repo = RunnerPaths(project.root), Repo(project.root)
+    journal = repo.common_path("runner-journal.json")
+    journal.symlink_to(journal)  # a damaged journal is a warning of every status reading
+    api, cache = Api(paths, repo, None), StatusCache()
+
+    for note in ("one", "two", "three"):  # each a change: the status is read again
+        paths.guidance.write_text(f"{note}\n", encoding="utf-8")
+        api.documents(cache)
+
+    warnings = capfd.readouterr().err.splitlines()
+    assert len(warnings) == 1
+    assert warnings[0].startswith(f"runner: warning: {journal} is damaged")
 
 
 def test_a_real_server_streams_state_and_events_while_a_real_loop_runs(
