@@ -53,6 +53,7 @@ from runner_shell.errors import UserFacingError, failure_line, os_error_message
 from runner_shell.event_log import EventLogRefused, follow, last_events
 from runner_shell.files import FileTooLarge, read_bytes_capped
 from runner_shell.git import GitError, Repo
+from runner_shell.history_views import diff_document, iteration_diff, iteration_document
 from runner_shell.iteration_log import iteration_dirs
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import journal_path, lock_held
@@ -374,40 +375,33 @@ class Api:
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     def iteration(self, request: Request) -> Response:
-        run_id = self._run(request)
-        wanted = request.path_params["number"]
-        for number, _ in iteration_dirs(self.paths, run_id):
-            if str(number) == wanted:
-                from runner_shell.history_views import iteration_document
-
-                return JSONResponse(iteration_document(self.paths, self.repo, run_id, number))
-        return _not_found(UserFacingError(f"no iteration {wanted!r} in run {run_id}"))
+        """The `runner show N --json` document: from the iteration's directory, else the log
+        archive, else its commit trailers, as `runner show` reads it."""
+        run_id, number = self._run(request), _iteration_number(request)
+        return JSONResponse(iteration_document(self.paths, self.repo, run_id, number))
 
     def iteration_diff(self, request: Request) -> Response:
-        """The `runner diff N --json` document of a known iteration."""
-        from runner_shell.history_views import diff_document, iteration_diff
-
-        run_id = self._run(request)
-        wanted = request.path_params["number"]
-        for number, _ in iteration_dirs(self.paths, run_id):
-            if str(number) == wanted:
-                diff, source = iteration_diff(self.paths, self.repo, number, run_id)
-                return JSONResponse(diff_document(run_id, number, diff, source))
-        return _not_found(UserFacingError(f"no iteration {wanted!r} in run {run_id}"))
+        """The `runner diff N --json` document, from wherever `runner diff` reads it."""
+        run_id, number = self._run(request), _iteration_number(request)
+        diff, source = iteration_diff(self.paths, self.repo, number, run_id)
+        return JSONResponse(diff_document(run_id, number, diff, source))
 
     def iteration_file(self, request: Request) -> Response:
         """One file of an iteration directory, by a name its listing holds, at most 1 MiB."""
-        run_id = self._run(request)
-        wanted, name = request.path_params["number"], request.path_params["name"]
-        for number, directory in iteration_dirs(self.paths, run_id):
-            if str(number) != wanted:
-                continue
+        run_id, number = self._run(request), _iteration_number(request)
+        name = request.path_params["name"]
+        directory = self._iteration_dir(run_id, number)
+        if directory is not None:
             with os.scandir(directory) as entries:  # an agent's symlink is never followed
                 for entry in entries:
                     if entry.name == name and entry.is_file(follow_symlinks=False):
                         data = read_bytes_capped(Path(entry.path), FILE_MAX_BYTES)
                         return PlainTextResponse(data.decode("utf-8", errors="replace"))
-        return _not_found(UserFacingError(f"no file {name!r} in iteration {wanted!r}"))
+        return _not_found(UserFacingError(f"no file {name!r} in iteration '{number}'"))
+
+    def _iteration_dir(self, run_id: str, number: int) -> Path | None:
+        """The iteration's directory, found among those the run has (never a joined path)."""
+        return next((found for n, found in iteration_dirs(self.paths, run_id) if n == number), None)
 
     def node(self, request: Request) -> Response:
         node_id = request.path_params["node_id"]
@@ -417,6 +411,15 @@ class Api:
         if detail is None:
             return _not_found(UserFacingError(f"no node {node_id!r} in the tree"))
         return JSONResponse(detail)
+
+
+def _iteration_number(request: Request) -> int:
+    """The iteration a URL names, in the one spelling `runner show` prints (no sign, no
+    leading zero)."""
+    wanted = request.path_params["number"]
+    if not (wanted.isascii() and wanted.isdigit()) or str(int(wanted)) != wanted or wanted == "0":
+        raise UserFacingError(f"no iteration {wanted!r}")
+    return int(wanted)
 
 
 def _guarded(endpoint: Callable[[Request], Response]) -> Callable[[Request], Response]:

@@ -666,7 +666,13 @@ def test_after_git_clean_a_node_shows_its_executions_from_the_archive(
     app = create_app(project.root, None, allowed_hosts("127.0.0.1", 8765, "box"))
     with TestClient(app, base_url=BASE) as test_client:
         detail = test_client.get("/api/nodes/root.2").json()
+        iteration = test_client.get("/api/iterations/1")
+        diff = test_client.get("/api/iterations/1/diff")
 
     assert [(e["iteration"], e["status"], e["guard"]) for e in detail["executions"]] == [
         (2, "done", "pass")
     ]
+    # The iteration pages read it as `runner show` and `runner diff` do: from the archive.
+    assert (iteration.status_code, diff.status_code) == (200, 200)
+    assert iteration.json() == cli_json(project, "show", "1")
+    assert diff.json() == cli_json(project, "diff", "1")
