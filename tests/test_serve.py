@@ -60,14 +60,19 @@ def view_schema(name: str) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory, make_project: ProjectFactory) -> Project:
-    project = make_project(tmp_path_factory.mktemp("serve"), "started")
+def completed_run(base: Path, make_project: ProjectFactory) -> Project:
+    """A project whose run a real loop completed: three leaves, each done in one iteration."""
+    project = make_project(base, "started")
     project.prepare(leaves_tree())
     script_leaves(project, 3, sleep=0)
     result = project.runner("loop")
     assert result.returncode == 0, result.stderr
     return project
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory, make_project: ProjectFactory) -> Project:
+    return completed_run(tmp_path_factory.mktemp("serve"), make_project)
 
 
 @pytest.fixture(scope="module")
@@ -136,10 +141,8 @@ class TwoRuns:
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory: pytest.TempPathFactory, make_project: ProjectFactory) -> TwoRuns:
     """A completed run, then a second one started beside it (no iteration yet): the current."""
-    project = make_project(tmp_path_factory.mktemp("serve_two_runs"), "started")
-    first = project.prepare(leaves_tree())
-    script_leaves(project, 3, sleep=0)
-    assert project.runner("loop").returncode == 0
+    project = completed_run(tmp_path_factory.mktemp("serve_two_runs"), make_project)
+    first = project.run_id
     started = project.runner("start", "--new")
     assert started.returncode == 0, started.stderr
     return TwoRuns(project, first, project.run_id)
@@ -471,10 +474,7 @@ def test_a_watched_path_the_agent_made_unreadable_never_stops_the_pages_updating
 ) -> None:
     """A stat that fails with ELOOP or ENOTDIR is a missing file to the Watcher: its polling
     task (which nobody awaits) must go on, or the pages never update again."""
-    project = make_project(tmp_path, "started")
-    project.prepare(leaves_tree())
-    script_leaves(project, 3, sleep=0)
-    assert project.runner("loop").returncode == 0
+    project = completed_run(tmp_path, make_project)
     if plant == "symlink_loop":
         journal = Repo(project.root).common_path("runner-journal.json")
         journal.symlink_to(journal)  # ELOOP
@@ -491,10 +491,8 @@ def test_a_watched_path_the_agent_made_unreadable_never_stops_the_pages_updating
 def test_the_event_stream_follows_the_next_run_once_runner_start_begins_it(
     tmp_path: Path, make_project: ProjectFactory
 ) -> None:
-    project = make_project(tmp_path, "started")
-    first = project.prepare(leaves_tree())
-    script_leaves(project, 3, sleep=0)
-    assert project.runner("loop").returncode == 0
+    project = completed_run(tmp_path, make_project)
+    first = project.run_id
 
     async def event_of(client: Client, run: str, kind: str) -> None:
         while True:
@@ -657,10 +655,7 @@ def test_another_host_than_loopback_is_a_warning_on_stderr(finished: Project) ->
 def test_after_git_clean_a_node_shows_its_executions_from_the_archive(
     tmp_path: Path, make_project: ProjectFactory
 ) -> None:
-    project = make_project(tmp_path, "started")
-    project.prepare(leaves_tree())
-    script_leaves(project, 3, sleep=0)
-    assert project.runner("loop").returncode == 0
+    project = completed_run(tmp_path, make_project)
     project.git("clean", "-fdxq")
 
     app = create_app(project.root, None, allowed_hosts("127.0.0.1", 8765, "box"))
