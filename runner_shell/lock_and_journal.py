@@ -26,7 +26,7 @@ from runner_core.recovery import (
     journal_to_json,
 )
 from runner_shell.errors import UserFacingError
-from runner_shell.files import atomic_write_text, read_bytes_capped
+from runner_shell.files import atomic_write_text, read_bytes_capped, read_text_head
 from runner_shell.git import Repo
 
 # A journal is a few hundred bytes.
@@ -66,27 +66,26 @@ def exclusive_lock(repo: Repo) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 4096, 0).decode("utf-8", errors="replace").strip()
+            holder = os.pread(fd, LOCK_HOLDER_MAX_BYTES, 0).decode("utf-8", errors="replace")
+            holder = holder.strip()
             raise UserFacingError(
                 f"another runner holds the lock on this repository ({holder or 'unknown holder'}); "
                 "wait for it to finish or stop it"
             ) from None
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}: {current_command()}\n".encode(), 0)
+        os.pwrite(fd, holder_line(os.getpid(), current_command()).encode(), 0)
         yield
     finally:
         os.close(fd)
 
 
-# The lock file names its holder in its first line: `pid N: command`.
-LOCK_HOLDER_MAX_BYTES = 4096
 PROC_LOCKS = Path("/proc/locks")
 
 
 def lock_held(repo: Repo) -> bool:
     """Whether a runner holds the repository's lock now, between its iterations too, found
-    without taking it: Linux lists every flock in /proc/locks by device and inode; elsewhere
-    the process the lock file names must be alive."""
+    without taking it: Linux lists every flock in /proc/locks; elsewhere the process the lock
+    file names must be alive. Never opens a FIFO or follows a symlink planted there."""
     try:
         facts = os.stat(lock_path(repo), follow_symlinks=False)
     except OSError:
@@ -97,24 +96,64 @@ def lock_held(repo: Repo) -> bool:
         table = PROC_LOCKS.read_text(encoding="ascii", errors="replace")
     except OSError:
         return _named_holder_alive(repo)
-    inode = f"{os.major(facts.st_dev):02x}:{os.minor(facts.st_dev):02x}:{facts.st_ino}"
+    device = f"{os.major(facts.st_dev):02x}:{os.minor(facts.st_dev):02x}"
+    holders = flock_holders(table, facts.st_ino)
+    if any(on_device == device for on_device, _ in holders):
+        return True
+    # On btrfs stat names the subvolume's anonymous device, /proc/locks the filesystem's: a lock
+    # on the same inode elsewhere is ours when its process is the one the lock file names. No
+    # line for the inode at all is no lock: the file still names the last holder once it ended.
+    named = _named_holder(repo)
+    return named is not None and any(pid == named for _, pid in holders)
+
+
+def flock_holders(table: str, inode: int) -> tuple[tuple[str, int], ...]:
+    """The (device `maj:min`, pid) of every flock /proc/locks lists on `inode`; waiters
+    (`N: -> ...`) are not holders."""
+    found = []
     for line in table.splitlines():
+        # `N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE START END`
         fields = line.split()
-        # `N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE START END`; `N: -> ...` is a waiter.
-        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == inode:
-            return True
-    return False
+        if len(fields) < 6 or fields[1] != "FLOCK" or not fields[4].isdigit():
+            continue
+        device, _, number = fields[5].rpartition(":")
+        if number == str(inode):
+            found.append((device, int(fields[4])))
+    return tuple(found)
+
+
+# The lock file names its holder in its first line: `pid N: command`; it is read this far.
+LOCK_HOLDER_MAX_BYTES = 4096
+# Above Linux's PID_MAX_LIMIT (2**22): a larger number in the lock file is not a process.
+PID_LIMIT = 2**22
+
+
+def holder_line(pid: int, command: str) -> str:
+    """The lock file's content while `pid` runs `command` holding the lock."""
+    return f"pid {pid}: {command}\n"
+
+
+def holder_pid(text: str) -> int | None:
+    """The pid a lock file's `holder_line` names; None for anything else (damage, a plant)."""
+    words = text.split(maxsplit=2)
+    if len(words) < 2 or words[0] != "pid" or not words[1].endswith(":"):
+        return None
+    number = words[1].removesuffix(":")
+    if not (number.isascii() and number.isdigit()) or not 0 < int(number) <= PID_LIMIT:
+        return None
+    return int(number)
+
+
+def _named_holder(repo: Repo) -> int | None:
+    try:
+        return holder_pid(read_text_head(lock_path(repo), LOCK_HOLDER_MAX_BYTES))
+    except OSError:
+        return None
 
 
 def _named_holder_alive(repo: Repo) -> bool:
-    try:
-        first = read_bytes_capped(lock_path(repo), LOCK_HOLDER_MAX_BYTES)
-    except OSError:
-        return False
-    words = first.decode("utf-8", errors="replace").split()
-    if len(words) < 2 or words[0] != "pid" or not words[1].rstrip(":").isdigit():
-        return False
-    return runner_alive(int(words[1].rstrip(":")))
+    named = _named_holder(repo)
+    return named is not None and runner_alive(named)
 
 
 def runner_alive(pid: int) -> bool:

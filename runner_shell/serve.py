@@ -38,6 +38,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from runner_core.events import Event, event_line
 from runner_core.reports import report_to_json, status_to_json
 from runner_core.runs import runs_to_json
+from runner_core.text import error_line
 from runner_core.web_view import (
     LoopFacts,
     PageView,
@@ -48,10 +49,11 @@ from runner_core.web_view import (
     page_view,
     view_delta,
 )
-from runner_shell.errors import UserFacingError, failure_line
+from runner_shell.errors import UserFacingError, failure_line, os_error_message
 from runner_shell.event_log import EventLogRefused, follow, last_events
 from runner_shell.files import FileTooLarge, read_bytes_capped
 from runner_shell.git import GitError, Repo
+from runner_shell.history_views import diff_document, iteration_diff, iteration_document
 from runner_shell.iteration_log import iteration_dirs
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import journal_path, lock_held
@@ -59,6 +61,7 @@ from runner_shell.log_archive import ArchiveError
 from runner_shell.runs import gather_runs
 from runner_shell.store import load_run_state, load_tree
 from runner_shell.views import (
+    StatusReading,
     choose_run,
     history_document,
     metrics_document,
@@ -66,6 +69,8 @@ from runner_shell.views import (
     run_history,
     status_document_view,
     status_reading,
+    status_sources,
+    warn,
 )
 
 STATIC = Path(__file__).parent / "static"
@@ -75,6 +80,9 @@ POLL_SECS = 0.5
 HEARTBEAT_SECS = 15.0
 # A client this many messages behind is too slow: it is dropped rather than waited for.
 CLIENT_QUEUE = 1000
+# What reading a run's files can fail with while an agent changes, damages or plants them, or
+# git or the log archive refuses: the Watcher reads again at its next poll, an endpoint answers.
+READ_ERRORS = (UserFacingError, OSError, GitError, ArchiveError)
 HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Content-Security-Policy": "default-src 'self'",
@@ -121,6 +129,29 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
 
 
 @attrs.define
+class StatusCache:
+    """The Watcher's last status reading, its document and the stamps of what it was read from;
+    each warning met while reading is printed once per server, not at every poll."""
+
+    stamps: object = None
+    last: tuple[StatusReading, dict[str, Any]] | None = None
+    warned: set[str] = attrs.field(factory=set)
+
+    def reading(self, api: Api, alive: bool) -> tuple[StatusReading, dict[str, Any]]:
+        # Stamped before reading: a change during the reading is a change at the next poll.
+        stamps = (alive, tuple(_stamp(path) for path in status_sources(api.paths, api.repo)))
+        if self.last is None or stamps != self.stamps:
+            reading = status_reading(api.paths, api.repo, self.warn_once)
+            self.stamps, self.last = stamps, (reading, status_to_json(reading.view))
+        return self.last
+
+    def warn_once(self, line: str) -> None:
+        if line not in self.warned:
+            self.warned.add(line)
+            warn(line)
+
+
+@attrs.define
 class Watcher:
     """Polls the run's files by stat and tails its `events.jsonl` in a thread; after any change
     it reads the documents once for every client and publishes what changed as a `view` event."""
@@ -131,7 +162,9 @@ class Watcher:
     broker: Broker
     stop: threading.Event = attrs.field(factory=threading.Event)
     following: str | None = None
+    follower_stop: threading.Event = attrs.field(factory=threading.Event)
     page: PageView | None = None
+    cache: StatusCache = attrs.field(factory=StatusCache)
 
     def watched(self) -> dict[str, Path]:
         return {
@@ -171,8 +204,8 @@ class Watcher:
         them again even if nothing changes after, so the last state of a run always reaches the
         pages."""
         try:
-            page = await asyncio.to_thread(lambda: page_view(*self.api.documents()))
-        except (UserFacingError, OSError, GitError, ArchiveError):
+            page = await asyncio.to_thread(lambda: page_view(*self.api.documents(self.cache)))
+        except READ_ERRORS:
             return False
         delta = view_delta(self.page, page)
         self.page = page
@@ -181,18 +214,22 @@ class Watcher:
         return True
 
     def _follow_run(self) -> None:
-        """Start tailing the run's events.jsonl once the run is known (once per server)."""
-        if self.following is not None:
-            return
+        """Tail the events.jsonl of `serve --run`, else of the current run once it is known, and
+        of the next run once `runner start` begins one: the old run's follower is stopped (it
+        ends once it has sent what its file holds)."""
         run_id = self.api.run
         if run_id is None:
             with contextlib.suppress(UserFacingError, OSError):
                 run_id = load_run_state(self.paths).run_id
-        if run_id is None:
+        if run_id is None or run_id == self.following:
             return
+        self.follower_stop.set()
+        stop = self.follower_stop = threading.Event()
         self.following = run_id
         loop = asyncio.get_running_loop()
-        events = follow(self.paths.events_log(run_id), stop=self.stop.is_set)
+        events = follow(
+            self.paths.events_log(run_id), stop=lambda: stop.is_set() or self.stop.is_set()
+        )
         thread = threading.Thread(target=self._forward, args=(events, loop), daemon=True)
         thread.start()
 
@@ -204,6 +241,9 @@ class Watcher:
                     loop.call_soon_threadsafe(self.broker.publish, event.type.value, line)
         except EventLogRefused as error:  # a planted symlink or FIFO: events stop, pages answer
             print(failure_line(str(error)), file=sys.stderr, flush=True)
+        except OSError as error:  # a file where the run directory should be, or no access
+            why = error.strerror or str(error)
+            print(failure_line(f"{error.filename}: {why}"), file=sys.stderr, flush=True)
 
 
 async def client_messages(
@@ -265,6 +305,22 @@ def _not_found(error: Exception) -> JSONResponse:
     return JSONResponse({"error": str(error)}, status_code=404)
 
 
+def _unreadable(error: Exception) -> JSONResponse:
+    """The answer to a read error: 404 for what a user asked that does not exist, 413 for a file
+    too large to serve, 409 for a file, git object or archive the run holds but that could not
+    be read (an agent's symlink or FIFO, damage); the error is one line, never a traceback."""
+    if isinstance(error, FileTooLarge):
+        return JSONResponse({"error": f"{error.size} bytes; at most {error.limit} are served"}, 413)
+    if isinstance(error, UserFacingError):
+        return _not_found(error)
+    if isinstance(error, OSError):
+        message = os_error_message(error)
+        if message is None:  # RUNNER_DEBUG: the traceback is wanted
+            raise error
+        return JSONResponse({"error": error_line(message)}, status_code=409)
+    return JSONResponse({"error": error_line(str(error))}, status_code=409)
+
+
 @attrs.frozen
 class Api:
     """The endpoints; each reads the files afresh, so every answer is current."""
@@ -274,18 +330,26 @@ class Api:
     run: str | None
 
     def _run(self, request: Request) -> str:
-        return choose_run(self.paths, load_run_state(self.paths), request.query_params.get("run"))
+        """The run a request reads: `?run=`, else `serve --run`, else the current run."""
+        requested = request.query_params.get("run") or self.run
+        return choose_run(self.paths, load_run_state(self.paths), requested)
 
     def status(self, request: Request) -> Response:
         return JSONResponse(status_to_json(status_document_view(self.paths, self.repo)))
 
-    def documents(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The status document and the overview, read afresh."""
-        reading = status_reading(self.paths, self.repo)
-        status = status_to_json(reading.view)
+    def documents(self, cache: StatusCache | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The status document and the overview, read afresh; with `cache`, the status reading
+        is read again only when a file it depends on changed, as the events log's changes (each
+        chunk of agent output) only change the overview's wait."""
+        alive = lock_held(self.repo)
+        if cache is None:
+            reading = status_reading(self.paths, self.repo)
+            status = status_to_json(reading.view)
+        else:
+            reading, status = cache.reading(self, alive)
         run_id = status["run_id"]
         loop = LoopFacts(
-            alive=lock_held(self.repo),
+            alive=alive,
             events=last_events(self.paths.events_log(run_id)) if run_id is not None else (),
             read_at=datetime.now(UTC),
         )
@@ -311,39 +375,33 @@ class Api:
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     def iteration(self, request: Request) -> Response:
-        run_id = self._run(request)
-        wanted = request.path_params["number"]
-        for number, _ in iteration_dirs(self.paths, run_id):
-            if str(number) == wanted:
-                from runner_shell.history_views import iteration_document
-
-                return JSONResponse(iteration_document(self.paths, self.repo, run_id, number))
-        return _not_found(UserFacingError(f"no iteration {wanted!r} in run {run_id}"))
+        """The `runner show N --json` document: from the iteration's directory, else the log
+        archive, else its commit trailers, as `runner show` reads it."""
+        run_id, number = self._run(request), _iteration_number(request)
+        return JSONResponse(iteration_document(self.paths, self.repo, run_id, number))
 
     def iteration_diff(self, request: Request) -> Response:
-        """The `runner diff N --json` document of a known iteration."""
-        from runner_shell.history_views import diff_document, iteration_diff
-
-        run_id = self._run(request)
-        wanted = request.path_params["number"]
-        for number, _ in iteration_dirs(self.paths, run_id):
-            if str(number) == wanted:
-                diff, source = iteration_diff(self.paths, self.repo, number, run_id)
-                return JSONResponse(diff_document(run_id, number, diff, source))
-        return _not_found(UserFacingError(f"no iteration {wanted!r} in run {run_id}"))
+        """The `runner diff N --json` document, from wherever `runner diff` reads it."""
+        run_id, number = self._run(request), _iteration_number(request)
+        diff, source = iteration_diff(self.paths, self.repo, number, run_id)
+        return JSONResponse(diff_document(run_id, number, diff, source))
 
     def iteration_file(self, request: Request) -> Response:
         """One file of an iteration directory, by a name its listing holds, at most 1 MiB."""
-        run_id = self._run(request)
-        wanted, name = request.path_params["number"], request.path_params["name"]
-        for number, directory in iteration_dirs(self.paths, run_id):
-            if str(number) != wanted:
-                continue
-            for entry in directory.iterdir():
-                if entry.name == name and entry.is_file():
-                    data = read_bytes_capped(entry, FILE_MAX_BYTES)
-                    return PlainTextResponse(data.decode("utf-8", errors="replace"))
-        return _not_found(UserFacingError(f"no file {name!r} in iteration {wanted!r}"))
+        run_id, number = self._run(request), _iteration_number(request)
+        name = request.path_params["name"]
+        directory = self._iteration_dir(run_id, number)
+        if directory is not None:
+            with os.scandir(directory) as entries:  # an agent's symlink is never followed
+                for entry in entries:
+                    if entry.name == name and entry.is_file(follow_symlinks=False):
+                        data = read_bytes_capped(Path(entry.path), FILE_MAX_BYTES)
+                        return PlainTextResponse(data.decode("utf-8", errors="replace"))
+        return _not_found(UserFacingError(f"no file {name!r} in iteration '{number}'"))
+
+    def _iteration_dir(self, run_id: str, number: int) -> Path | None:
+        """The iteration's directory, found among those the run has (never a joined path)."""
+        return next((found for n, found in iteration_dirs(self.paths, run_id) if n == number), None)
 
     def node(self, request: Request) -> Response:
         node_id = request.path_params["node_id"]
@@ -355,16 +413,21 @@ class Api:
         return JSONResponse(detail)
 
 
+def _iteration_number(request: Request) -> int:
+    """The iteration a URL names, in the one spelling `runner show` prints (no sign, no
+    leading zero)."""
+    wanted = request.path_params["number"]
+    if not (wanted.isascii() and wanted.isdigit()) or str(int(wanted)) != wanted or wanted == "0":
+        raise UserFacingError(f"no iteration {wanted!r}")
+    return int(wanted)
+
+
 def _guarded(endpoint: Callable[[Request], Response]) -> Callable[[Request], Response]:
     def answer(request: Request) -> Response:
         try:
             return endpoint(request)
-        except UserFacingError as error:
-            return _not_found(error)
-        except FileTooLarge as error:
-            return JSONResponse(
-                {"error": f"{error.size} bytes; at most {error.limit} are served"}, 413
-            )
+        except READ_ERRORS as error:
+            return _unreadable(error)
 
     return answer
 

@@ -51,7 +51,7 @@ from runner_shell.git import Repo
 from runner_shell.history_sources import fallback_history
 from runner_shell.iteration_log import iteration_dirs, known_runs, load_history
 from runner_shell.layout import RunnerPaths
-from runner_shell.lock_and_journal import read_journal, runner_alive
+from runner_shell.lock_and_journal import journal_path, read_journal, runner_alive
 from runner_shell.operator import operator_actions
 from runner_shell.store import (
     TREE_MAX_BYTES,
@@ -84,12 +84,12 @@ def _print_json(document: dict[str, Any]) -> None:
     typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
 
 
-def _journal(repo: Repo) -> Journal | None:
+def _journal(repo: Repo, warning: Callable[[str], None] = warn) -> Journal | None:
     """The journal of an iteration in progress; a damaged one is a warning here, not an error."""
     try:
         return read_journal(repo)
     except UserFacingError as error:
-        warn(str(error))
+        warning(str(error))
         return None
 
 
@@ -116,6 +116,7 @@ def _history(
     journal: Journal | None,
     repo: Repo | None = None,
     next_iter: int = 1,
+    warning: Callable[[str], None] = warn,
 ) -> tuple[ExecutionHistory, tuple[str, ...]]:
     """The run's history; the iteration in progress has no meta.json yet and is not a warning.
 
@@ -125,7 +126,7 @@ def _history(
     fallback = None if repo is None or next_iter <= 1 else fallback_history(paths, repo, run_id)
     if fallback is not None:
         if fallback.warning is not None:
-            warn(fallback.warning)
+            warning(fallback.warning)
         return fallback.history, fallback.problems
     history, problems = load_history(paths, run_id)
     if journal is not None and journal.run_id == run_id:
@@ -319,19 +320,39 @@ class StatusReading:
     journal_alive: bool
 
 
-def status_reading(paths: RunnerPaths, repo: Repo) -> StatusReading:
-    """Read the run once for its status view: its state, tree, config, journal and history."""
+def status_sources(paths: RunnerPaths, repo: Repo) -> tuple[Path, ...]:
+    """The files a status reading depends on beside the iteration directories (whose meta.json
+    is written only as run_state.json or the journal changes): while none of them changes, nor
+    whether a runner is alive, a reading stays current. HEAD's reflog moves with each commit,
+    so an operator action committed after its file was written is seen too."""
+    return (
+        paths.run_state,
+        paths.tree,
+        paths.config,
+        paths.guidance,
+        paths.questions,
+        journal_path(repo),
+        repo.git_path("HEAD"),
+        repo.git_path("logs/HEAD"),
+    )
+
+
+def status_reading(
+    paths: RunnerPaths, repo: Repo, warning: Callable[[str], None] = warn
+) -> StatusReading:
+    """Read the run once for its status view: its state, tree, config, journal and history;
+    each problem met on the way is given to `warning` (by default a line on stderr)."""
     state = load_run_state(paths)
     tree = load_tree(paths)
     config = load_config(paths)
-    journal = _journal(repo)
+    journal = _journal(repo, warning)
     history, problems = (
-        _history(paths, state.run_id, journal, repo, state.next_iter)
+        _history(paths, state.run_id, journal, repo, state.next_iter, warning)
         if state.run_id is not None
         else (ExecutionHistory(), ())
     )
     for line in problems:
-        warn(line)
+        warning(line)
     operator = OperatorFacts(
         journal_alive=journal is None or runner_alive(journal.runner_pid),
         guidance=read_optional_text(paths.guidance, GUIDANCE_SHOWN_BYTES),

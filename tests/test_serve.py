@@ -33,11 +33,24 @@ from starlette.testclient import TestClient
 
 from runner_core.events import EventOrigin, operator, waiting
 from runner_core.web_view import allowed_hosts, page_view
+from runner_shell import serve
+from runner_shell.errors import UserFacingError
 from runner_shell.event_log import append_events
-from runner_shell.git import Repo
+from runner_shell.files import FileTooLarge, NotRegularFile
+from runner_shell.git import GitError, Repo
 from runner_shell.layout import RunnerPaths
 from runner_shell.lock_and_journal import exclusive_lock
-from runner_shell.serve import CLIENT_QUEUE, Api, Broker, Client, Watcher, create_app
+from runner_shell.log_archive import ArchiveError
+from runner_shell.serve import (
+    CLIENT_QUEUE,
+    Api,
+    Broker,
+    Client,
+    StatusCache,
+    Watcher,
+    _guarded,
+    create_app,
+)
 
 BASE = "http://127.0.0.1:8765"
 
@@ -47,14 +60,19 @@ def view_schema(name: str) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory, make_project: ProjectFactory) -> Project:
-    project = make_project(tmp_path_factory.mktemp("serve"), "started")
+def completed_run(base: Path, make_project: ProjectFactory) -> Project:
+    """A project whose run a real loop completed: three leaves, each done in one iteration."""
+    project = make_project(base, "started")
     project.prepare(leaves_tree())
     script_leaves(project, 3, sleep=0)
     result = project.runner("loop")
     assert result.returncode == 0, result.stderr
     return project
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory, make_project: ProjectFactory) -> Project:
+    return completed_run(tmp_path_factory.mktemp("serve"), make_project)
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +129,43 @@ def test_a_run_is_chosen_by_query_among_the_known_runs(
     assert unknown.status_code == 404
     assert unknown.json()["error"].startswith("unknown run 'run-00000000'")
     assert client.get("/api/report?run=../../etc").status_code == 404
+
+
+@attrs.frozen
+class TwoRuns:
+    project: Project
+    first: str
+    second: str
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory, make_project: ProjectFactory) -> TwoRuns:
+    """A completed run, then a second one started beside it (no iteration yet): the current."""
+    project = completed_run(tmp_path_factory.mktemp("serve_two_runs"), make_project)
+    first = project.run_id
+    started = project.runner("start", "--new")
+    assert started.returncode == 0, started.stderr
+    return TwoRuns(project, first, project.run_id)
+
+
+def test_serve_run_is_the_run_of_every_document_a_request_names_no_run_for(
+    two_runs: TwoRuns,
+) -> None:
+    project, first = two_runs.project, two_runs.first
+    app = create_app(project.root, first, allowed_hosts("127.0.0.1", 8765, "box"))
+    with TestClient(app, base_url=BASE) as test_client:
+        history = test_client.get("/api/history").json()
+        report = test_client.get("/api/report").json()
+        iteration = test_client.get("/api/iterations/1")
+        metrics = test_client.get("/metrics").text
+        chosen = test_client.get(f"/api/history?run={two_runs.second}").json()
+
+    assert history == cli_json(project, "history", "--run", first)
+    assert report == cli_json(project, "report", "--run", first)
+    assert iteration.status_code == 200
+    assert iteration.json() == cli_json(project, "show", "1", "--run", first)
+    assert metrics == project.runner("metrics", "--run", first).stdout
+    assert chosen["run_id"] == two_runs.second
 
 
 def test_the_overview_says_the_run_state_and_rolls_tokens_up(client: TestClient) -> None:
@@ -222,6 +277,46 @@ def test_an_iteration_file_is_served_by_a_name_its_listing_holds(
     assert answer.text == (finished.iter_dir(1) / name).read_text(encoding="utf-8")
 
 
+def test_a_symlink_the_agent_planted_in_an_iteration_is_never_served(
+    finished: Project, client: TestClient
+) -> None:
+    planted = finished.iter_dir(3) / "planted.log"
+    planted.symlink_to(finished.root / "README.md")
+    try:
+        answer = client.get("/api/iterations/3/files/planted.log")
+    finally:
+        planted.unlink()
+
+    assert answer.status_code == 404
+    assert answer.json()["error"] == "no file 'planted.log' in iteration '3'"
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        (NotRegularFile(Path("/r/1/agent.log"), "a FIFO"), 409),
+        (GitError("git diff failed:\nfatal: bad object"), 409),
+        (ArchiveError("logs.tar is damaged"), 409),
+        (UserFacingError("no iteration '9' in run run-1"), 404),
+        (FileTooLarge(Path("/r/1/agent.log"), 2, 1), 413),
+    ],
+)
+def test_an_endpoint_answers_a_read_error_in_one_json_line_never_a_500(
+    error: Exception, status: int
+) -> None:
+    """What the Watcher tolerates (READ_ERRORS) an endpoint answers: a file raced into a FIFO,
+    git or the log archive refusing."""
+
+    def failing(request: Any) -> Any:
+        raise error
+
+    answer = _guarded(failing)(None)  # type: ignore[arg-type]
+
+    assert answer.status_code == status
+    message = json.loads(bytes(answer.body))["error"]
+    assert message and len(message.splitlines()) == 1
+
+
 @pytest.mark.parametrize(
     "url",
     [
@@ -325,27 +420,29 @@ class FailingOnce(Api):
 
     calls: list[int] = attrs.field(factory=list)
 
-    def documents(self) -> tuple[dict[str, Any], dict[str, Any]]:
+    def documents(self, cache: StatusCache | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         self.calls.append(len(self.calls))
         if len(self.calls) == 1:
             raise OSError("tree.json changed while it was read")
-        return super().documents()
+        return super().documents(cache)
 
 
-def test_a_view_that_could_not_be_read_is_read_again_though_nothing_changes_after(
-    finished: Project,
-) -> None:
-    """The pages last saw the run running; it completed, and the server's one reading of that
-    failed (the run caught mid-change). Nothing changes after: the next poll must read again."""
+async def first_view(client: Client) -> dict[str, Any]:
+    """The data of the next `view` event the client receives (the run's events.jsonl lines come
+    too; they are skipped)."""
+    while True:
+        message = await client.queue.get()
+        if "\nevent: view\n" in message:
+            fields = dict(line.split(": ", 1) for line in message.strip().splitlines())
+            return json.loads(fields["data"])  # type: ignore[no-any-return]
 
-    async def first_view(client: Client) -> str:
-        while True:  # the run's events.jsonl lines come too; the view is what is awaited here
-            message = await client.queue.get()
-            if "\nevent: view\n" in message:
-                return message
 
-    async def scenario() -> str:
-        paths, repo = RunnerPaths(finished.root), Repo(finished.root)
+def view_after_a_failed_reading(project: Project) -> dict[str, Any]:
+    """The `view` a Watcher publishes when the pages last saw the run running and its first
+    reading of the documents failed, so that the view comes from a later poll."""
+
+    async def scenario() -> dict[str, Any]:
+        paths, repo = RunnerPaths(project.root), Repo(project.root)
         status, overview = Api(paths, repo, None).documents()
         seen = page_view(status, overview | {"state": "running"})
         broker, client = Broker(), Client()
@@ -358,11 +455,134 @@ def test_a_view_that_could_not_be_read_is_read_again_though_nothing_changes_afte
             watcher.stop.set()
             task.cancel()
 
-    message = asyncio.run(scenario())
+    return asyncio.run(scenario())
 
-    fields = dict(line.split(": ", 1) for line in message.strip().splitlines())
-    assert fields["event"] == "view"
-    assert json.loads(fields["data"])["head"]["overview"]["state"] == "complete"
+
+def test_a_view_that_could_not_be_read_is_read_again_though_nothing_changes_after(
+    finished: Project,
+) -> None:
+    """The pages last saw the run running; it completed, and the server's one reading of that
+    failed (the run caught mid-change). Nothing changes after: the next poll must read again."""
+    view = view_after_a_failed_reading(finished)
+
+    assert view["head"]["overview"]["state"] == "complete"
+
+
+@pytest.mark.parametrize("plant", ["symlink_loop", "file_as_run_dir"])
+def test_a_watched_path_the_agent_made_unreadable_never_stops_the_pages_updating(
+    tmp_path: Path, make_project: ProjectFactory, plant: str
+) -> None:
+    """A stat that fails with ELOOP or ENOTDIR is a missing file to the Watcher: its polling
+    task (which nobody awaits) must go on, or the pages never update again."""
+    project = completed_run(tmp_path, make_project)
+    if plant == "symlink_loop":
+        journal = Repo(project.root).common_path("runner-journal.json")
+        journal.symlink_to(journal)  # ELOOP
+    else:
+        run_dir = project.iter_dir(1).parent
+        subprocess.run(["rm", "-rf", str(run_dir)], check=True)
+        run_dir.write_text("not a directory\n", encoding="utf-8")  # events.jsonl: ENOTDIR
+
+    view = view_after_a_failed_reading(project)
+
+    assert view["head"]["overview"]["state"] == "complete"
+
+
+def test_the_event_stream_follows_the_next_run_once_runner_start_begins_it(
+    tmp_path: Path, make_project: ProjectFactory
+) -> None:
+    project = completed_run(tmp_path, make_project)
+    first = project.run_id
+
+    async def event_of(client: Client, run: str, kind: str) -> None:
+        while True:
+            message = await client.queue.get()
+            if f"\nevent: {kind}\n" in message and f'"run_id":"{run}"' in message:
+                return
+
+    async def scenario() -> str:
+        paths, repo = RunnerPaths(project.root), Repo(project.root)
+        broker, client = Broker(), Client()
+        broker.clients.add(client)
+        watcher = Watcher(paths, repo, Api(paths, repo, None), broker)
+        task = asyncio.create_task(watcher.run_forever())
+        try:
+            await asyncio.wait_for(event_of(client, first, "complete"), timeout=10)
+            started = await asyncio.to_thread(project.runner, "start", "--new")
+            assert started.returncode == 0, started.stderr
+            second = project.run_id
+            origin = EventOrigin(second, 1, None, "2026-01-01T00:00:00Z")
+            events_log = paths.events_log(second)
+            events_log.parent.mkdir(parents=True, exist_ok=True)
+            append_events(events_log, [operator(origin, "tell", "hi")])
+            await asyncio.wait_for(event_of(client, second, "operator"), timeout=10)
+            return second
+        finally:
+            watcher.stop.set()
+            task.cancel()
+
+    assert asyncio.run(scenario()) != first
+
+
+def test_agent_output_re_reads_only_the_overview_s_wait_not_the_status(
+    tmp_path: Path, make_project: ProjectFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each chunk of agent output changes events.jsonl; the status document depends on none
+    of it, so the Watcher reads it again only when a file it is read from changes."""
+    project = make_project(tmp_path, "started")
+    run = project.prepare(leaves_tree())
+    paths, repo = RunnerPaths(project.root), Repo(project.root)
+    readings: list[int] = []
+    status_reading = serve.status_reading
+
+    def counted(*args: Any) -> Any:
+        readings.append(1)
+        return status_reading(*args)
+
+    monkeypatch.setattr("runner_shell.serve.status_reading", counted)
+    api, cache = Api(paths, repo, None), StatusCache()
+    until = (datetime.now(UTC) + timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    origin = EventOrigin(run, 1, None, "2026-01-01T00:00:00Z")
+    events_log = paths.events_log(run)
+    events_log.parent.mkdir(parents=True, exist_ok=True)
+
+    first = api.documents(cache)
+    append_events(events_log, [waiting(origin, "rate_limited", until, 600)])
+    with exclusive_lock(repo):  # as the sleeping `runner loop` holds it
+        waited = api.documents(cache)
+        append_events(events_log, [waiting(origin, "runner_error", until, 120)])
+        again = api.documents(cache)
+        reads_while_waiting = len(readings)
+        paths.guidance.write_text("Prefer small steps.\n", encoding="utf-8")
+        told = api.documents(cache)
+
+    assert first[1]["state"] == "idle"
+    assert waited[1]["wait"] == {"reason": "rate_limited", "until": until, "secs": 600}
+    assert again[1]["wait"] == {"reason": "runner_error", "until": until, "secs": 120}
+    assert again[0] == waited[0]
+    # Once at first, once as the lock was taken (a runner's liveness changes the status).
+    assert reads_while_waiting == 2
+    assert told[0]["guidance"] == "Prefer small steps.\n"
+    assert told[0] == api.documents()[0]
+
+
+def test_the_watcher_warns_each_problem_of_the_run_once_not_at_every_poll(
+    tmp_path: Path, make_project: ProjectFactory, capfd: pytest.CaptureFixture[str]
+) -> None:
+    project = make_project(tmp_path, "started")
+    project.prepare(leaves_tree())
+    paths, repo = RunnerPaths(project.root), Repo(project.root)
+    journal = repo.common_path("runner-journal.json")
+    journal.symlink_to(journal)  # a damaged journal is a warning of every status reading
+    api, cache = Api(paths, repo, None), StatusCache()
+
+    for note in ("one", "two", "three"):  # each a change: the status is read again
+        paths.guidance.write_text(f"{note}\n", encoding="utf-8")
+        api.documents(cache)
+
+    warnings = capfd.readouterr().err.splitlines()
+    assert len(warnings) == 1
+    assert warnings[0].startswith(f"runner: warning: {journal} is damaged")
 
 
 def test_a_real_server_streams_state_and_events_while_a_real_loop_runs(
@@ -435,16 +655,19 @@ def test_another_host_than_loopback_is_a_warning_on_stderr(finished: Project) ->
 def test_after_git_clean_a_node_shows_its_executions_from_the_archive(
     tmp_path: Path, make_project: ProjectFactory
 ) -> None:
-    project = make_project(tmp_path, "started")
-    project.prepare(leaves_tree())
-    script_leaves(project, 3, sleep=0)
-    assert project.runner("loop").returncode == 0
+    project = completed_run(tmp_path, make_project)
     project.git("clean", "-fdxq")
 
     app = create_app(project.root, None, allowed_hosts("127.0.0.1", 8765, "box"))
     with TestClient(app, base_url=BASE) as test_client:
         detail = test_client.get("/api/nodes/root.2").json()
+        iteration = test_client.get("/api/iterations/1")
+        diff = test_client.get("/api/iterations/1/diff")
 
     assert [(e["iteration"], e["status"], e["guard"]) for e in detail["executions"]] == [
         (2, "done", "pass")
     ]
+    # The iteration pages read it as `runner show` and `runner diff` do: from the archive.
+    assert (iteration.status_code, diff.status_code) == (200, 200)
+    assert iteration.json() == cli_json(project, "show", "1")
+    assert diff.json() == cli_json(project, "diff", "1")
