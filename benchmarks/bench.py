@@ -46,8 +46,8 @@ from runner_core import (
     tree_json,
     validate_schema,
 )
-from runner_core.schema import TREE_SCHEMA_FILE, load_schema
-from runner_core.state_update import apply_state_updates
+from runner_core.iteration.state_update import apply_state_updates
+from runner_core.validation.schema import TREE_SCHEMA_FILE, load_schema
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "latest.json"
@@ -618,8 +618,7 @@ def floor_script(git_calls: Sequence[Sequence[str]], output_path: Path) -> str:
     `git fast-import` (the log archive) reads its stream on stdin: the script gives it the
     shortest stream its `--done` accepts, so the process is spawned and ends as in a step."""
     spawns = [
-        ("printf 'done\\n' | " if call[:1] == ["fast-import"] else "")
-        + shlex.join(["git", *call])
+        ("printf 'done\\n' | " if call[:1] == ["fast-import"] else "") + shlex.join(["git", *call])
         for call in git_calls
     ]
     first_write = next(

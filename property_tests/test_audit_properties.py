@@ -8,17 +8,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner_core import dumps_tree, parse_tree
-from runner_core.audit import TREE_PATH, CommitFacts, audit_run
-from runner_core.chain import chain_link, chain_seed
-from runner_core.model import Node, rebuild_postorder, with_children
-from runner_core.testing import Run, preorder, runs
-from runner_core.testing.commits import run_commits
-from runner_core.trailers import (
+from runner_core.history.audit import TREE_PATH, CommitFacts, audit_run
+from runner_core.run.chain import chain_link, chain_seed
+from runner_core.run.trailers import (
     parse_trailers,
     record_from_trailers,
     record_trailers,
     render_trailers,
 )
+from runner_core.testing import Run, preorder, runs
+from runner_core.testing.commits import run_commits
+from runner_core.tree.model import Node, rebuild_postorder, with_children
 
 SETTINGS = settings(max_examples=100, deadline=None)
 

@@ -8,10 +8,10 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core.budget import exhausted_budget, rolled_up_totals
-from runner_core.config import BudgetConfig
-from runner_core.history import ExecutionHistory, ExecutionRecord, TokenUsage, summarize
-from runner_core.model import Node, NodeNext, iter_preorder
+from runner_core.history.records import ExecutionHistory, ExecutionRecord, TokenUsage, summarize
+from runner_core.loop.budget import exhausted_budget, rolled_up_totals
+from runner_core.run.config import BudgetConfig
+from runner_core.tree.model import Node, NodeNext, iter_preorder
 from tests.history_records import record
 
 token_usages = st.none() | st.builds(

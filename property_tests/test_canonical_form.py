@@ -20,8 +20,8 @@ from runner_core import (
     validate_invariants,
     validate_schema,
 )
-from runner_core.model import MAX_DEPTH
 from runner_core.testing import preorder, trees
+from runner_core.tree.model import MAX_DEPTH
 
 any_order_trees = trees(canonical=None)
 

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core.events import (
+from runner_core.loop.events import (
     EVENT_FIELDS,
     FIGURE_KINDS,
     Event,

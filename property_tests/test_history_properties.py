@@ -9,7 +9,7 @@ import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner_core.history import (
+from runner_core.history.records import (
     ErrorKind,
     ExecutionHistory,
     ExecutionRecord,
@@ -19,8 +19,8 @@ from runner_core.history import (
     record_to_meta,
     summary_to_json,
 )
-from runner_core.model import AgentRole, AgentStatus, GuardOutcome
-from runner_core.state_update import TRANSITIONS
+from runner_core.iteration.state_update import TRANSITIONS
+from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
 
 SETTINGS = settings(max_examples=300, deadline=None)
 MAX_ATTEMPTS = 3

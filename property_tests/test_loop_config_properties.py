@@ -8,7 +8,7 @@ import tomllib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core.config import (
+from runner_core.run.config import (
     HOOK_NAMES,
     BudgetConfig,
     Config,

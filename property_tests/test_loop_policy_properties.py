@@ -10,9 +10,8 @@ import jsonschema
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core.config import HOOK_NAMES, LoopConfig
-from runner_core.events import EventOrigin, EventType, event_line
-from runner_core.loop_policy import (
+from runner_core.loop.events import EventOrigin, EventType, event_line
+from runner_core.loop.policy import (
     LoopAction,
     LoopDecision,
     LoopState,
@@ -22,7 +21,8 @@ from runner_core.loop_policy import (
     decision_events,
     ends_the_loop,
 )
-from runner_core.usage_limits import LimitKind, LimitSignal
+from runner_core.loop.usage_limits import LimitKind, LimitSignal
+from runner_core.run.config import HOOK_NAMES, LoopConfig
 
 EVENTS_SCHEMA = json.loads(
     (Path(__file__).parent.parent / "schemas" / "events.schema.json").read_text(encoding="utf-8")

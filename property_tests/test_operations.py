@@ -11,8 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runner_core import Node, NodeNext, iter_preorder
-from runner_core.decompose import ChildSpec
-from runner_core.operations import (
+from runner_core.run.operations import (
     NewPlan,
     NodeOperation,
     OperationError,
@@ -23,8 +22,9 @@ from runner_core.operations import (
     retry_node,
     skip_node,
 )
-from runner_core.selection import select_leaf
 from runner_core.testing import trees
+from runner_core.tree.decompose import ChildSpec
+from runner_core.tree.selection import select_leaf
 
 SPEC = ChildSpec("Part", "Do part.", ("part works",), NodeNext.EXECUTE)
 PLAN = NewPlan("New", "Do it anew.", ("new works",), NodeNext.EXECUTE, (SPEC,))

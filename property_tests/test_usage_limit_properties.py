@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core.usage_limits import (
+from runner_core.loop.usage_limits import (
     LimitKind,
     LimitSignal,
     claude_limit,

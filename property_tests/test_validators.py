@@ -22,7 +22,6 @@ from runner_core import (
     validate_schema,
     validate_status_invariants,
 )
-from runner_core.invariants import id_problem
 from runner_core.testing import (
     EditedTree,
     agent_edits,
@@ -32,6 +31,7 @@ from runner_core.testing import (
     tree_jsons,
     trees,
 )
+from runner_core.validation.invariants import id_problem
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / "task_tree" / "v1.schema.json"
 REFERENCE = Draft202012Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))

@@ -1,4 +1,4 @@
-"""Properties of `runner serve`'s core (runner_core.web_view): roll-ups add up, Host checks."""
+"""Properties of `runner serve`'s core (runner_core.views.web): roll-ups add up, Host checks."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner_core.events import Event, EventOrigin, EventType, iteration_started, waiting
-from runner_core.history import ExecutionHistory, ExecutionRecord, TokenUsage
-from runner_core.model import AgentRole, AgentStatus, GuardOutcome, Node, canonical_preorder
+from runner_core.history.records import ExecutionHistory, ExecutionRecord, TokenUsage
+from runner_core.loop.events import Event, EventOrigin, EventType, iteration_started, waiting
 from runner_core.testing import trees
-from runner_core.web_view import (
+from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome, Node, canonical_preorder
+from runner_core.views.web import (
     RUN_STATES,
     LoopFacts,
     PageView,

@@ -17,10 +17,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runner_core.child_additions import validate_child_additions_restricted
-    from runner_core.config import Config, ConfigError, parse_config, render_config
-    from runner_core.decompose import ChildSpec, child_specs_from_output, decompose_node
-    from runner_core.history import (
+    from runner_core.history.records import (
         META_FIELDS,
         DamagedRecord,
         DuplicateIteration,
@@ -40,9 +37,7 @@ if TYPE_CHECKING:
         summarize,
         summary_to_json,
     )
-    from runner_core.immutability import check_passed_node_immutability
-    from runner_core.invariants import validate_invariants
-    from runner_core.iteration import (
+    from runner_core.iteration.plan import (
         AgentOutputError,
         IterationOutcome,
         PlanKind,
@@ -57,7 +52,37 @@ if TYPE_CHECKING:
         review_decomposition,
         review_execution,
     )
-    from runner_core.model import (
+    from runner_core.iteration.prompt_pack import (
+        PromptPack,
+        build_prompt_pack,
+        selected_section,
+        tree_outline,
+    )
+    from runner_core.iteration.state_update import (
+        TRANSITIONS,
+        InvalidTransition,
+        StateUpdateSummary,
+        UnknownSelectedNode,
+        apply_state_updates,
+    )
+    from runner_core.run.config import Config, ConfigError, parse_config, render_config
+    from runner_core.run.identity import (
+        RunIdentityError,
+        branch_for,
+        generate_run_id,
+        goal_run_id,
+        parse_frontmatter,
+        run_id_problem,
+        with_run_id,
+    )
+    from runner_core.run.state import (
+        RunState,
+        RunStateError,
+        run_state_from_json,
+        run_state_to_json,
+    )
+    from runner_core.tree.decompose import ChildSpec, child_specs_from_output, decompose_node
+    from runner_core.tree.model import (
         MAX_DEPTH,
         AgentRole,
         AgentStatus,
@@ -69,33 +94,7 @@ if TYPE_CHECKING:
         sort_children,
         sort_key,
     )
-    from runner_core.prompt_pack import (
-        PromptPack,
-        build_prompt_pack,
-        selected_section,
-        tree_outline,
-    )
-    from runner_core.run_identity import (
-        RunIdentityError,
-        branch_for,
-        generate_run_id,
-        goal_run_id,
-        parse_frontmatter,
-        run_id_problem,
-        with_run_id,
-    )
-    from runner_core.run_state import (
-        RunState,
-        RunStateError,
-        run_state_from_json,
-        run_state_to_json,
-    )
-    from runner_core.schema import (
-        validate_decomposer_output,
-        validate_executor_output,
-        validate_schema,
-    )
-    from runner_core.selection import (
+    from runner_core.tree.selection import (
         Selection,
         SelectionStatus,
         is_stuck,
@@ -103,15 +102,7 @@ if TYPE_CHECKING:
         node_path,
         select_leaf,
     )
-    from runner_core.state_update import (
-        TRANSITIONS,
-        InvalidTransition,
-        StateUpdateSummary,
-        UnknownSelectedNode,
-        apply_state_updates,
-    )
-    from runner_core.status_invariants import validate_status_invariants
-    from runner_core.tree_json import (
+    from runner_core.tree.serialization import (
         RefusedJson,
         TreeValidationError,
         decode_tree_text,
@@ -121,99 +112,108 @@ if TYPE_CHECKING:
         tree_from_json,
         tree_to_json,
     )
+    from runner_core.validation.child_additions import validate_child_additions_restricted
+    from runner_core.validation.immutability import check_passed_node_immutability
+    from runner_core.validation.invariants import validate_invariants
+    from runner_core.validation.schema import (
+        validate_decomposer_output,
+        validate_executor_output,
+        validate_schema,
+    )
+    from runner_core.validation.status import validate_status_invariants
 
 # The module that defines each public name, as the imports above say.
 _MODULE_OF: Mapping[str, str] = MappingProxyType(
     {
-        "validate_child_additions_restricted": "runner_core.child_additions",
-        "Config": "runner_core.config",
-        "ConfigError": "runner_core.config",
-        "parse_config": "runner_core.config",
-        "render_config": "runner_core.config",
-        "ChildSpec": "runner_core.decompose",
-        "child_specs_from_output": "runner_core.decompose",
-        "decompose_node": "runner_core.decompose",
-        "META_FIELDS": "runner_core.history",
-        "DamagedRecord": "runner_core.history",
-        "DuplicateIteration": "runner_core.history",
-        "ErrorKind": "runner_core.history",
-        "ExecutionHistory": "runner_core.history",
-        "ExecutionRecord": "runner_core.history",
-        "HistorySummary": "runner_core.history",
-        "NodeDisplayState": "runner_core.history",
-        "NodeStats": "runner_core.history",
-        "TokenUsage": "runner_core.history",
-        "display_states": "runner_core.history",
-        "most_retried": "runner_core.history",
-        "node_stats": "runner_core.history",
-        "record_from_meta": "runner_core.history",
-        "record_to_meta": "runner_core.history",
-        "slowest": "runner_core.history",
-        "summarize": "runner_core.history",
-        "summary_to_json": "runner_core.history",
-        "check_passed_node_immutability": "runner_core.immutability",
-        "validate_invariants": "runner_core.invariants",
-        "MAX_DEPTH": "runner_core.model",
-        "AgentStatus": "runner_core.model",
-        "GuardOutcome": "runner_core.model",
-        "Node": "runner_core.model",
-        "NodeNext": "runner_core.model",
-        "count_nodes": "runner_core.model",
-        "iter_preorder": "runner_core.model",
-        "sort_children": "runner_core.model",
-        "sort_key": "runner_core.model",
-        "PromptPack": "runner_core.prompt_pack",
-        "build_prompt_pack": "runner_core.prompt_pack",
-        "selected_section": "runner_core.prompt_pack",
-        "tree_outline": "runner_core.prompt_pack",
-        "RunIdentityError": "runner_core.run_identity",
-        "branch_for": "runner_core.run_identity",
-        "generate_run_id": "runner_core.run_identity",
-        "goal_run_id": "runner_core.run_identity",
-        "parse_frontmatter": "runner_core.run_identity",
-        "run_id_problem": "runner_core.run_identity",
-        "with_run_id": "runner_core.run_identity",
-        "validate_decomposer_output": "runner_core.schema",
-        "validate_executor_output": "runner_core.schema",
-        "validate_schema": "runner_core.schema",
-        "Selection": "runner_core.selection",
-        "SelectionStatus": "runner_core.selection",
-        "is_stuck": "runner_core.selection",
-        "leftmost_open_leaf": "runner_core.selection",
-        "node_path": "runner_core.selection",
-        "select_leaf": "runner_core.selection",
-        "TRANSITIONS": "runner_core.state_update",
-        "InvalidTransition": "runner_core.state_update",
-        "StateUpdateSummary": "runner_core.state_update",
-        "UnknownSelectedNode": "runner_core.state_update",
-        "apply_state_updates": "runner_core.state_update",
-        "validate_status_invariants": "runner_core.status_invariants",
-        "AgentOutputError": "runner_core.iteration",
-        "AgentRole": "runner_core.model",
-        "IterationOutcome": "runner_core.iteration",
-        "PlanKind": "runner_core.iteration",
-        "Review": "runner_core.iteration",
-        "RunState": "runner_core.run_state",
-        "RunStateError": "runner_core.run_state",
-        "StepPlan": "runner_core.iteration",
-        "advance_run_state": "runner_core.iteration",
-        "conclude": "runner_core.iteration",
-        "conclude_runner_error": "runner_core.iteration",
-        "context_files": "runner_core.iteration",
-        "needs_failure_log": "runner_core.iteration",
-        "plan_step": "runner_core.iteration",
-        "review_decomposition": "runner_core.iteration",
-        "review_execution": "runner_core.iteration",
-        "run_state_from_json": "runner_core.run_state",
-        "run_state_to_json": "runner_core.run_state",
-        "RefusedJson": "runner_core.tree_json",
-        "TreeValidationError": "runner_core.tree_json",
-        "decode_tree_text": "runner_core.tree_json",
-        "dumps_tree": "runner_core.tree_json",
-        "loads_json": "runner_core.tree_json",
-        "parse_tree": "runner_core.tree_json",
-        "tree_from_json": "runner_core.tree_json",
-        "tree_to_json": "runner_core.tree_json",
+        "validate_child_additions_restricted": "runner_core.validation.child_additions",
+        "Config": "runner_core.run.config",
+        "ConfigError": "runner_core.run.config",
+        "parse_config": "runner_core.run.config",
+        "render_config": "runner_core.run.config",
+        "ChildSpec": "runner_core.tree.decompose",
+        "child_specs_from_output": "runner_core.tree.decompose",
+        "decompose_node": "runner_core.tree.decompose",
+        "META_FIELDS": "runner_core.history.records",
+        "DamagedRecord": "runner_core.history.records",
+        "DuplicateIteration": "runner_core.history.records",
+        "ErrorKind": "runner_core.history.records",
+        "ExecutionHistory": "runner_core.history.records",
+        "ExecutionRecord": "runner_core.history.records",
+        "HistorySummary": "runner_core.history.records",
+        "NodeDisplayState": "runner_core.history.records",
+        "NodeStats": "runner_core.history.records",
+        "TokenUsage": "runner_core.history.records",
+        "display_states": "runner_core.history.records",
+        "most_retried": "runner_core.history.records",
+        "node_stats": "runner_core.history.records",
+        "record_from_meta": "runner_core.history.records",
+        "record_to_meta": "runner_core.history.records",
+        "slowest": "runner_core.history.records",
+        "summarize": "runner_core.history.records",
+        "summary_to_json": "runner_core.history.records",
+        "check_passed_node_immutability": "runner_core.validation.immutability",
+        "validate_invariants": "runner_core.validation.invariants",
+        "MAX_DEPTH": "runner_core.tree.model",
+        "AgentStatus": "runner_core.tree.model",
+        "GuardOutcome": "runner_core.tree.model",
+        "Node": "runner_core.tree.model",
+        "NodeNext": "runner_core.tree.model",
+        "count_nodes": "runner_core.tree.model",
+        "iter_preorder": "runner_core.tree.model",
+        "sort_children": "runner_core.tree.model",
+        "sort_key": "runner_core.tree.model",
+        "PromptPack": "runner_core.iteration.prompt_pack",
+        "build_prompt_pack": "runner_core.iteration.prompt_pack",
+        "selected_section": "runner_core.iteration.prompt_pack",
+        "tree_outline": "runner_core.iteration.prompt_pack",
+        "RunIdentityError": "runner_core.run.identity",
+        "branch_for": "runner_core.run.identity",
+        "generate_run_id": "runner_core.run.identity",
+        "goal_run_id": "runner_core.run.identity",
+        "parse_frontmatter": "runner_core.run.identity",
+        "run_id_problem": "runner_core.run.identity",
+        "with_run_id": "runner_core.run.identity",
+        "validate_decomposer_output": "runner_core.validation.schema",
+        "validate_executor_output": "runner_core.validation.schema",
+        "validate_schema": "runner_core.validation.schema",
+        "Selection": "runner_core.tree.selection",
+        "SelectionStatus": "runner_core.tree.selection",
+        "is_stuck": "runner_core.tree.selection",
+        "leftmost_open_leaf": "runner_core.tree.selection",
+        "node_path": "runner_core.tree.selection",
+        "select_leaf": "runner_core.tree.selection",
+        "TRANSITIONS": "runner_core.iteration.state_update",
+        "InvalidTransition": "runner_core.iteration.state_update",
+        "StateUpdateSummary": "runner_core.iteration.state_update",
+        "UnknownSelectedNode": "runner_core.iteration.state_update",
+        "apply_state_updates": "runner_core.iteration.state_update",
+        "validate_status_invariants": "runner_core.validation.status",
+        "AgentOutputError": "runner_core.iteration.plan",
+        "AgentRole": "runner_core.tree.model",
+        "IterationOutcome": "runner_core.iteration.plan",
+        "PlanKind": "runner_core.iteration.plan",
+        "Review": "runner_core.iteration.plan",
+        "RunState": "runner_core.run.state",
+        "RunStateError": "runner_core.run.state",
+        "StepPlan": "runner_core.iteration.plan",
+        "advance_run_state": "runner_core.iteration.plan",
+        "conclude": "runner_core.iteration.plan",
+        "conclude_runner_error": "runner_core.iteration.plan",
+        "context_files": "runner_core.iteration.plan",
+        "needs_failure_log": "runner_core.iteration.plan",
+        "plan_step": "runner_core.iteration.plan",
+        "review_decomposition": "runner_core.iteration.plan",
+        "review_execution": "runner_core.iteration.plan",
+        "run_state_from_json": "runner_core.run.state",
+        "run_state_to_json": "runner_core.run.state",
+        "RefusedJson": "runner_core.tree.serialization",
+        "TreeValidationError": "runner_core.tree.serialization",
+        "decode_tree_text": "runner_core.tree.serialization",
+        "dumps_tree": "runner_core.tree.serialization",
+        "loads_json": "runner_core.tree.serialization",
+        "parse_tree": "runner_core.tree.serialization",
+        "tree_from_json": "runner_core.tree.serialization",
+        "tree_to_json": "runner_core.tree.serialization",
     }
 )
 

@@ -1,5 +1,5 @@
 """`python -m runner_shell`: the `runner` command."""
 
-from runner_shell.entry import main
+from runner_shell.cli.entry import main
 
 main()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from runner_core.exit_codes import ExitCode
-from runner_core.text import error_line
+from runner_core.run.exit_codes import ExitCode
+from runner_core.views.text import error_line
 
 
 class UserFacingError(Exception):

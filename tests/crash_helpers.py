@@ -2,7 +2,8 @@
 
 `cli` and `spawn` run the real CLI (`python -m runner_shell`) in a project with extra
 environment, e.g. RUNNER_TEST_CRASH_AT, the test-only hook that makes the runner SIGKILL itself
-at a named point of an iteration (runner_shell.lock_and_journal.crash_point). `assert_state_valid`
+at a named point of an iteration (runner_shell.step.lock_and_journal.crash_point).
+`assert_state_valid`
 reads every runner-owned file back through runner_core, as the next runner would.
 """
 
@@ -19,7 +20,7 @@ from typing import Any
 from e2e_helpers import PYTHON, Project
 
 from runner_core import Node, parse_config, parse_tree, record_from_meta, run_state_from_json
-from runner_core.recovery import Journal, journal_from_json
+from runner_core.iteration.recovery import Journal, journal_from_json
 
 # Crash points of an iteration, in the order a step passes them (see lock_and_journal.crash_point).
 CRASH_POINTS = {

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from runner_core.model import NODE_FIELDS
+from runner_core.tree.model import NODE_FIELDS
 
 PYTHON = sys.executable
 IDENTITY = ("-c", "user.name=Runner Tests", "-c", "user.email=tests@example.invalid")

@@ -6,9 +6,9 @@ from typing import Any
 
 import attrs
 
-from runner_core.history import ExecutionRecord
-from runner_core.model import AgentRole, AgentStatus, GuardOutcome
-from runner_core.state_update import TRANSITIONS
+from runner_core.history.records import ExecutionRecord
+from runner_core.iteration.state_update import TRANSITIONS
+from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
 
 
 def record(

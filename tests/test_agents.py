@@ -1,4 +1,4 @@
-"""Specification of runner_shell.agents, exercised with real fake agents (never codex or claude)."""
+"""Specification of runner_shell.agents.session, with real fake agents (never codex or claude)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from pathlib import Path
 import attrs
 import pytest
 
-from runner_core.agent_results import last_json_object
-from runner_core.model import AgentRole
-from runner_core.usage_limits import LimitKind, LimitSignal
-from runner_shell.agents import (
+from runner_core.backends.agent_results import last_json_object
+from runner_core.loop.usage_limits import LimitKind, LimitSignal
+from runner_core.tree.model import AgentRole
+from runner_shell.agents.session import (
     OUTPUT_LIMIT_BYTES,
     AgentRequest,
     AgentRun,
@@ -25,7 +25,7 @@ from runner_shell.agents import (
     CommandBackend,
     backend_for,
 )
-from runner_shell.processes import SpawnError
+from runner_shell.step.processes import SpawnError
 
 PYTHON = sys.executable
 PROMPT = "# Contract\nDo the selected node's work.\n"

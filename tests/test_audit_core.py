@@ -13,7 +13,7 @@ import pytest
 from hypothesis import find
 
 from runner_core import dumps_tree
-from runner_core.audit import (
+from runner_core.history.audit import (
     TREE_PATH,
     AuditReport,
     CommitFacts,
@@ -23,19 +23,19 @@ from runner_core.audit import (
     audit_to_json,
     start_run_id,
 )
-from runner_core.chain import chain_seed
-from runner_core.history import ErrorKind, TokenUsage
-from runner_core.model import Node, NodeNext
-from runner_core.testing import runs
-from runner_core.testing.commits import run_commits
-from runner_core.trailers import (
+from runner_core.history.records import ErrorKind, TokenUsage
+from runner_core.run.chain import chain_seed
+from runner_core.run.trailers import (
     DamagedTrailer,
     parse_trailers,
     record_from_trailers,
     record_trailers,
     render_trailers,
 )
-from runner_core.tree_diff import TreeDiff, change_lines, tree_diff, tree_diff_to_json
+from runner_core.testing import runs
+from runner_core.testing.commits import run_commits
+from runner_core.tree.diff import TreeDiff, change_lines, tree_diff, tree_diff_to_json
+from runner_core.tree.model import Node, NodeNext
 from tests.core_trees import tree
 from tests.history_records import record
 

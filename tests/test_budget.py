@@ -6,10 +6,10 @@ import pytest
 from core_trees import tree
 from history_records import record
 
-from runner_core.budget import BudgetUse, budget_uses, exhausted_budget, rolled_up_totals
-from runner_core.config import BudgetConfig
-from runner_core.history import ExecutionHistory, TokenUsage, summarize
-from runner_core.model import AgentStatus, GuardOutcome
+from runner_core.history.records import ExecutionHistory, TokenUsage, summarize
+from runner_core.loop.budget import BudgetUse, budget_uses, exhausted_budget, rolled_up_totals
+from runner_core.run.config import BudgetConfig
+from runner_core.tree.model import AgentStatus, GuardOutcome
 
 HISTORY = ExecutionHistory.of(
     [

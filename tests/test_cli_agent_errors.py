@@ -31,7 +31,7 @@ from e2e_helpers import (
     process_alive,
 )
 
-from runner_core.chain import is_chain_value
+from runner_core.run.chain import is_chain_value
 
 LEAF = node("root")
 TWO_OPEN = node("root", next_="decompose", children=[node("root.1"), node("root.2", order=1)])

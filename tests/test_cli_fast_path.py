@@ -4,7 +4,7 @@ and exit with the very code the typer commands do, whatever the outcome.
 
 Each case runs the same command twice on identical copies of a project: once through
 `python -m runner_shell` (the launcher, which takes the fast path) and once through
-`runner_shell.cli.main` (typer). Paths that name the copy are replaced by `<root>`.
+`runner_shell.cli.app.main` (typer). Paths that name the copy are replaced by `<root>`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from e2e_helpers import PYTHON, Project, child_spec, node
 
-TYPER_CLI = "import sys; from runner_shell.cli import main; sys.argv[0] = 'runner'; main()"
+TYPER_CLI = "import sys; from runner_shell.cli.app import main; sys.argv[0] = 'runner'; main()"
 
 Setup = Callable[[Project], None]
 

@@ -19,7 +19,7 @@ import fastjsonschema
 import pytest
 from e2e_helpers import Project, ProjectFactory, child_spec, lines, node
 
-from runner_core.trailers import parse_trailers
+from runner_core.run.trailers import parse_trailers
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas" / "views"
 DECOMPOSITION = {"summary": "Split.", "children": [child_spec("Write A"), child_spec("Write B")]}

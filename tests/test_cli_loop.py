@@ -28,8 +28,8 @@ from e2e_helpers import (
     node,
 )
 
-from runner_core.chain import is_chain_value
-from runner_core.trailers import CHAIN, ITER, parse_trailers, record_from_trailers
+from runner_core.run.chain import is_chain_value
+from runner_core.run.trailers import CHAIN, ITER, parse_trailers, record_from_trailers
 
 GUARD_FAILURE = "GUARD-FAILURE: a.txt says 'wrong', expected 'A'"
 RETRY_NOTE = "RETRY-NOTE: b.txt needs a header; write it first next time."

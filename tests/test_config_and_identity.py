@@ -25,7 +25,7 @@ from runner_core import (
     run_id_problem,
     with_run_id,
 )
-from runner_core.config import MAX_VALUES
+from runner_core.run.config import MAX_VALUES
 
 # ---------------------------------------------------------------- parse_config
 

@@ -25,14 +25,14 @@ from crash_helpers import cli, journal_file, one_error_line, spawn, wait_for_pro
 from e2e_helpers import Project, node, process_alive
 from serve_helpers import free_port, serve_process, wait_until_answering
 
-from runner_core.events import EventOrigin, operator
-from runner_core.iteration_machine import PrepareIterationDir
-from runner_shell.event_log import append_events
-from runner_shell.files import PendingFile, UnsafePath, rename_within
-from runner_shell.git import Repo
-from runner_shell.git_containment import GitTimeout, run_git
-from runner_shell.iteration_runner import DiskIterationStore
-from runner_shell.layout import RunnerPaths
+from runner_core.iteration.machine import PrepareIterationDir
+from runner_core.loop.events import EventOrigin, operator
+from runner_shell.git.hardened import GitTimeout, run_git
+from runner_shell.git.repo import Repo
+from runner_shell.step.runner import DiskIterationStore
+from runner_shell.store.event_log import append_events
+from runner_shell.store.files import PendingFile, UnsafePath, rename_within
+from runner_shell.store.layout import RunnerPaths
 
 TWO_LEAVES = node("root", next_="decompose", children=[node("root.1"), node("root.2", order=1)])
 DONE = {"status": "done", "summary": "did it"}

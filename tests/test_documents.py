@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from runner_core.recovery import Journal, JournalError, JournalPhase, journal_from_json
-from runner_core.run_state import RunStateError, run_state_from_json
+from runner_core.iteration.recovery import Journal, JournalError, JournalPhase, journal_from_json
+from runner_core.run.state import RunStateError, run_state_from_json
 
 JOURNAL = {
     "run_id": "run-1",

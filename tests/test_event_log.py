@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from runner_core import events
-from runner_core.events import Event, EventOrigin, event_line
-from runner_shell.event_log import EventLogRefused, append_events, follow, read_events
+from runner_core.loop import events
+from runner_core.loop.events import Event, EventOrigin, event_line
+from runner_shell.store.event_log import EventLogRefused, append_events, follow, read_events
 
 ORIGIN = EventOrigin("run-1", 1, "root.1", "2026-11-22T02:00:00Z")
 
@@ -182,9 +182,9 @@ def test_follow_reports_damaged_lines_with_their_number_in_the_whole_file(tmp_pa
 WRITER = """
 import sys, time
 from pathlib import Path
-from runner_core import events
-from runner_core.events import EventOrigin
-from runner_shell.event_log import append_events
+from runner_core.loop import events
+from runner_core.loop.events import EventOrigin
+from runner_shell.store.event_log import append_events
 origin = EventOrigin("run-1", 1, None, "2026-11-22T02:00:00Z")
 path = Path(sys.argv[1])
 for step in range(3):

@@ -9,8 +9,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from runner_core import events
-from runner_core.events import (
+from runner_core.loop import events
+from runner_core.loop.events import (
     EVENT_FIELDS,
     FIGURE_KINDS,
     DamagedEvent,

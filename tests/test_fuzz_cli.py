@@ -30,11 +30,11 @@ from runner_core import (
     parse_config,
     parse_tree,
 )
-from runner_core.iteration import AgentOutputError, parse_executor_output
-from runner_core.text import error_line
-from runner_core.tree_json import loads_json_strictly
-from runner_shell.checks import check_programs
+from runner_core.iteration.plan import AgentOutputError, parse_executor_output
+from runner_core.tree.serialization import loads_json_strictly
+from runner_core.views.text import error_line
 from runner_shell.errors import UserFacingError
+from runner_shell.step.repository_checks import check_programs
 
 FUZZ = settings(
     max_examples=25,

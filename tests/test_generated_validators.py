@@ -1,4 +1,4 @@
-"""Specification of runner_core/_validators.py: the shipped schemas, compiled ahead of time.
+"""Specification of runner_core/validation/_validators.py: the shipped schemas, compiled.
 
 The module is what scripts/gen_validators.py writes from schemas/; after a schema changes,
 run `python scripts/gen_validators.py` and commit the result.
@@ -17,11 +17,14 @@ import fastjsonschema
 import pytest
 from core_trees import node
 
-from runner_core import _tree_node, _validators
-from runner_core.schema import load_schema
+from runner_core.tree import _node_validator as _tree_node
+from runner_core.validation import _validators
+from runner_core.validation.schema import load_schema
 
 ROOT = Path(__file__).resolve().parent.parent
-REGENERATE = "run `python scripts/gen_validators.py` and commit runner_core/_validators.py"
+REGENERATE = (
+    "run `python scripts/gen_validators.py` and commit runner_core/validation/_validators.py"
+)
 
 
 def generator() -> ModuleType:
@@ -49,7 +52,7 @@ def test_the_module_is_exactly_what_the_generator_writes() -> None:
             f"generated with fastjsonschema {_validators.VERSION}, "
             f"{fastjsonschema.VERSION} installed"
         )
-    committed = (ROOT / "runner_core" / "_validators.py").read_text(encoding="utf-8")
+    committed = (ROOT / "runner_core" / "validation" / "_validators.py").read_text(encoding="utf-8")
     assert generator().generate() == committed, REGENERATE
 
 
@@ -95,7 +98,7 @@ def test_each_compiled_validator_judges_like_one_compiled_at_run_time(name: str)
 
 
 def test_the_tree_node_module_is_exactly_what_the_generator_writes() -> None:
-    committed = (ROOT / "runner_core" / "_tree_node.py").read_text(encoding="utf-8")
+    committed = (ROOT / "runner_core" / "tree" / "_node_validator.py").read_text(encoding="utf-8")
     assert generator().generate_tree_node() == committed, REGENERATE
 
 

@@ -15,7 +15,7 @@ import pytest
 from crash_helpers import cli
 from e2e_helpers import Project, node
 
-from runner_shell.git_containment import configured_filters
+from runner_shell.git.hardened import configured_filters
 
 TWO_LEAVES = node("root", next_="decompose", children=[node("root.1"), node("root.2", order=1)])
 WRITE_DONE = 'printf \'{"status": "done", "summary": "ok"}\' > "$RUNNER_OUTPUT_PATH"'

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from runner_core.audit import RUN_STATE_PATH, TREE_PATH, CommitFacts, audit_run
+from runner_core.history.audit import RUN_STATE_PATH, TREE_PATH, CommitFacts, audit_run
 from runner_core.testing import Run, runs
 from runner_core.testing.commits import run_commits
-from runner_shell.git_history import NoStartCommit, read_run_commits
+from runner_shell.git.history import NoStartCommit, read_run_commits
 from tests.git_repos import git, new_repo
 
 SETTINGS = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from history_records import record
 
-from runner_core.history import (
+from runner_core.history.records import (
     META_FIELDS,
     DamagedRecord,
     DuplicateIteration,
@@ -25,7 +25,7 @@ from runner_core.history import (
     slowest,
     summary_to_json,
 )
-from runner_core.model import AgentRole, AgentStatus, GuardOutcome, Node, NodeNext
+from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome, Node, NodeNext
 
 DONE, RETRY, DECOMPOSED = AgentStatus.DONE, AgentStatus.RETRY, AgentStatus.DECOMPOSED
 PASS, FAIL, SKIPPED = GuardOutcome.PASS, GuardOutcome.FAIL, GuardOutcome.SKIPPED

@@ -18,11 +18,10 @@ from core_trees import node, text_of, tree
 from pyrsistent import pmap
 
 from runner_core import GuardOutcome, Node, parse_config, plan_step
-from runner_core.containment import GitHead
-from runner_core.events import Event
-from runner_core.history import ErrorKind, TokenUsage
-from runner_core.iteration_events import after_result
-from runner_core.iteration_machine import (
+from runner_core.history.records import ErrorKind, TokenUsage
+from runner_core.iteration.events import after_result
+from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.machine import (
     ERROR_KIND,
     GUARD_TIMED_OUT_BEFORE_START,
     PENDING_GUARD_LOG,
@@ -63,11 +62,12 @@ from runner_core.iteration_machine import (
     set_aside_name,
     start_iteration,
 )
-from runner_core.recovery import Journal, JournalPhase
-from runner_core.run_state import RunState
-from runner_core.tree_json import dumps_tree
-from runner_core.usage_limits import LimitKind, LimitSignal
-from runner_shell.iteration_runner import interpret
+from runner_core.iteration.recovery import Journal, JournalPhase
+from runner_core.loop.events import Event
+from runner_core.loop.usage_limits import LimitKind, LimitSignal
+from runner_core.run.state import RunState
+from runner_core.tree.serialization import dumps_tree
+from runner_shell.step.runner import interpret
 
 CONFIG_BYTES = b'[agent]\nbackend = "command"\ncommand = ["agent"]\n'
 TIMEOUT = 100.0

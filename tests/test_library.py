@@ -23,9 +23,9 @@ import pytest
 from core_trees import node, tree
 
 import runner_core as rc
-from runner_core.prompt_pack import SECTION_TITLES
-from runner_core.status_invariants import GAINS_CHILDREN
-from runner_core.tree_json import _LAYER_PREFIX
+from runner_core.iteration.prompt_pack import SECTION_TITLES
+from runner_core.tree.serialization import _LAYER_PREFIX
+from runner_core.validation.status import GAINS_CHILDREN
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -178,7 +178,7 @@ def test_the_readme_example_runs_on_a_complete_tree(tmp_path: Path) -> None:
 CHECKOUT_PROGRAM = """
 import importlib.util, json, sys
 import runner_core as rc
-from runner_core.schema import schema_text
+from runner_core.validation.schema import schema_text
 print(json.dumps({
     "core": rc.__file__,
     "schemas_package": importlib.util.find_spec("runner_core.schemas") is not None,
@@ -223,5 +223,5 @@ def test_runner_core_imports_and_reads_its_schemas_from_a_source_checkout(tmp_pa
 
 def test_the_installed_package_reads_its_schemas_as_resources() -> None:
     assert importlib.util.find_spec("runner_core.schemas") is not None
-    files = importlib.import_module("runner_core.schema")._schema_files()
+    files = importlib.import_module("runner_core.validation.schema")._schema_files()
     assert files.joinpath("task_tree", "v1.schema.json").is_file()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runner_shell import log_archive
-from runner_shell.log_archive import (
+from runner_shell.git import log_archive
+from runner_shell.git.log_archive import (
     ArchiveError,
     archive_after_commit,
     archive_iteration,

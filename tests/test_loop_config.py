@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from runner_core.config import (
+from runner_core.run.config import (
     HOOK_NAMES,
     BudgetConfig,
     Config,

@@ -7,12 +7,11 @@ from datetime import UTC, datetime
 import pytest
 from history_records import record
 
-from runner_core import events
-from runner_core.budget import BudgetUse
-from runner_core.config import HOOK_NAMES, BudgetConfig, LoopConfig
-from runner_core.events import EventOrigin, EventType
-from runner_core.history import ExecutionHistory, summarize
-from runner_core.loop_policy import (
+from runner_core.history.records import ExecutionHistory, summarize
+from runner_core.loop import events
+from runner_core.loop.budget import BudgetUse
+from runner_core.loop.events import EventOrigin, EventType
+from runner_core.loop.policy import (
     HOOK_FOR_EVENT,
     LoopAction,
     LoopState,
@@ -31,8 +30,9 @@ from runner_core.loop_policy import (
     stuck_line,
     wait_line,
 )
-from runner_core.night_view import event_text
-from runner_core.usage_limits import LimitKind, LimitSignal, LimitWait
+from runner_core.loop.usage_limits import LimitKind, LimitSignal, LimitWait
+from runner_core.run.config import HOOK_NAMES, BudgetConfig, LoopConfig
+from runner_core.views.follow import event_text
 
 NOW = datetime(2026, 11, 22, 2, 0, 0, tzinfo=UTC)
 CONFIG = LoopConfig()

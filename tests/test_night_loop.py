@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 from e2e_helpers import PYTHON, Project, assert_one_error_line, child_spec, lines, node
 
-from runner_core.events import EventType
+from runner_core.loop.events import EventType
 
 LEAF = node("root")
 DONE = {"status": "done", "summary": "did it"}

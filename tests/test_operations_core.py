@@ -1,12 +1,11 @@
-"""runner_core.operations: what each operator command does to a tree, and its commit message."""
+"""runner_core.run.operations: what each operator command does to a tree, and its commit message."""
 
 from __future__ import annotations
 
 import pytest
 
 from runner_core import Node, NodeNext
-from runner_core.model import nodes_by_id
-from runner_core.operations import (
+from runner_core.run.operations import (
     NodeOperation,
     OperationError,
     OperatorAction,
@@ -19,6 +18,7 @@ from runner_core.operations import (
     run_actions,
     skip_node,
 )
+from runner_core.tree.model import nodes_by_id
 
 
 def leaf(node_id: str, order: int = 0, *, passes: bool = False, attempts: int = 0) -> Node:

@@ -11,7 +11,7 @@ import pytest
 from core_trees import tree
 
 from runner_core import PromptPack, build_prompt_pack, selected_section, tree_outline
-from runner_core.prompt_pack import DROP_ORDER, TRUNCATED_MARK
+from runner_core.iteration.prompt_pack import DROP_ORDER, TRUNCATED_MARK
 
 BIG_BUDGET = 10**9
 

@@ -1,6 +1,6 @@
 """A commit never takes protected runner files as a stray process left them (finding 9, the
 daemon): they are put back before each `git add -A`, checked untouched after it, and staged
-again when they were not (runner_shell.protected_files.ProtectedStaging, Repo.commit_all)."""
+again when they were not (runner_shell.step.protected_files.ProtectedStaging, Repo.commit_all)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import attrs
 import pytest
 from e2e_helpers import Project
 
-from runner_shell.git import STAGING_TRIES, GitError, Repo
-from runner_shell.layout import RunnerPaths
-from runner_shell.protected_files import ProtectedStaging, snapshot
+from runner_shell.git.repo import STAGING_TRIES, GitError, Repo
+from runner_shell.step.protected_files import ProtectedStaging, snapshot
+from runner_shell.store.layout import RunnerPaths
 
 
 def staging(project: Project) -> ProtectedStaging:

@@ -1,4 +1,4 @@
-"""What the inspection commands say (runner_core.reports): status, history, report, metrics.
+"""What the inspection commands say (runner_core.views.reports): status, history, report, metrics.
 
 Pure builders only: trees and histories go in, JSON documents and Prometheus text come out.
 Every JSON document built here is also checked against the schema shipped for it.
@@ -17,8 +17,7 @@ from core_trees import tree
 from history_records import record as shared_record
 from prometheus_client.parser import text_string_to_metric_families
 
-from runner_core.config import BudgetConfig
-from runner_core.history import (
+from runner_core.history.records import (
     ErrorKind,
     ExecutionHistory,
     ExecutionRecord,
@@ -26,9 +25,11 @@ from runner_core.history import (
     TokenUsage,
     record_to_meta,
 )
-from runner_core.model import AgentStatus, GuardOutcome, Node, canonical_preorder
-from runner_core.recovery import Journal, JournalPhase
-from runner_core.reports import (
+from runner_core.iteration.recovery import Journal, JournalPhase
+from runner_core.run.config import BudgetConfig
+from runner_core.run.state import RunState
+from runner_core.tree.model import AgentStatus, GuardOutcome, Node, canonical_preorder
+from runner_core.views.reports import (
     FileFacts,
     RunFigures,
     build_report,
@@ -44,7 +45,6 @@ from runner_core.reports import (
     status_to_json,
     status_view,
 )
-from runner_core.run_state import RunState
 
 DONE, RETRY, DECOMPOSED = AgentStatus.DONE, AgentStatus.RETRY, AgentStatus.DECOMPOSED
 PASS, FAIL, SKIPPED = GuardOutcome.PASS, GuardOutcome.FAIL, GuardOutcome.SKIPPED

@@ -24,7 +24,7 @@ from runner_core import (
     select_leaf,
     validate_invariants,
 )
-from runner_core.decompose import decomposition_problems
+from runner_core.tree.decompose import decomposition_problems
 
 # ---------------------------------------------------------------- select_leaf
 

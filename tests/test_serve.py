@@ -31,17 +31,17 @@ from serve_helpers import (
 )
 from starlette.testclient import TestClient
 
-from runner_core.events import EventOrigin, operator, waiting
-from runner_core.web_view import allowed_hosts, page_view
-from runner_shell import serve
+from runner_core.loop.events import EventOrigin, operator, waiting
+from runner_core.views.web import allowed_hosts, page_view
 from runner_shell.errors import UserFacingError
-from runner_shell.event_log import append_events
-from runner_shell.files import FileTooLarge, NotRegularFile
-from runner_shell.git import GitError, Repo
-from runner_shell.layout import RunnerPaths
-from runner_shell.lock_and_journal import exclusive_lock
-from runner_shell.log_archive import ArchiveError
-from runner_shell.serve import (
+from runner_shell.git.log_archive import ArchiveError
+from runner_shell.git.repo import GitError, Repo
+from runner_shell.step.lock_and_journal import exclusive_lock
+from runner_shell.store.event_log import append_events
+from runner_shell.store.files import FileTooLarge, NotRegularFile
+from runner_shell.store.layout import RunnerPaths
+from runner_shell.web import serve
+from runner_shell.web.serve import (
     CLIENT_QUEUE,
     Api,
     Broker,
@@ -539,7 +539,7 @@ def test_agent_output_re_reads_only_the_overview_s_wait_not_the_status(
         readings.append(1)
         return status_reading(*args)
 
-    monkeypatch.setattr("runner_shell.serve.status_reading", counted)
+    monkeypatch.setattr("runner_shell.web.serve.status_reading", counted)
     api, cache = Api(paths, repo, None), StatusCache()
     until = (datetime.now(UTC) + timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
     origin = EventOrigin(run, 1, None, "2026-01-01T00:00:00Z")

@@ -14,9 +14,9 @@ import pytest
 from e2e_helpers import Project, ProjectFactory
 from serve_helpers import leaves_tree
 
-from runner_shell import lock_and_journal
-from runner_shell.git import Repo
-from runner_shell.lock_and_journal import (
+from runner_shell.git.repo import Repo
+from runner_shell.step import lock_and_journal
+from runner_shell.step.lock_and_journal import (
     PID_LIMIT,
     exclusive_lock,
     holder_line,

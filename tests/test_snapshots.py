@@ -17,7 +17,7 @@ from pathlib import Path
 
 from e2e_helpers import Project, node
 
-from runner_shell.files import READ_ONLY, link_if_sha256
+from runner_shell.store.files import READ_ONLY, link_if_sha256
 
 DONE = 'printf \'{"status": "done", "summary": "ok"}\' > "$RUNNER_OUTPUT_PATH"'
 

@@ -35,8 +35,8 @@ from runner_core import (
     run_state_to_json,
     validate_invariants,
 )
-from runner_core.iteration import commit_subject
-from runner_core.trailers import iteration_commit_message
+from runner_core.iteration.plan import commit_subject
+from runner_core.run.trailers import iteration_commit_message
 
 DONE, RETRY, DECOMPOSED = AgentStatus.DONE, AgentStatus.RETRY, AgentStatus.DECOMPOSED
 PASS, FAIL, SKIPPED = GuardOutcome.PASS, GuardOutcome.FAIL, GuardOutcome.SKIPPED

@@ -12,7 +12,7 @@ import pytest
 from core_trees import find, node, text_of, tree
 
 from runner_core import AgentStatus, ErrorKind, GuardOutcome, Node, RunState, StepPlan, TokenUsage
-from runner_core.iteration_machine import IterationFacts, IterationMachine, start_iteration
+from runner_core.iteration.machine import IterationFacts, IterationMachine, start_iteration
 from runner_core.testing import AgentTurn, iterate
 
 

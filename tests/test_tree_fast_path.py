@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner_core import Node, TreeValidationError, decode_tree_text, parse_tree
-from runner_core.tree_json import _tree_of_plain_nodes, tree_from_valid_json
+from runner_core.tree.serialization import _tree_of_plain_nodes, tree_from_valid_json
 
 
 def reference(text: str | bytes) -> Node | str:

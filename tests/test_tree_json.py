@@ -27,9 +27,9 @@ from runner_core import (
     tree_to_json,
     validate_invariants,
 )
-from runner_core.model import NODE_FIELDS
-from runner_core.schema import TREE_SCHEMA_FILE, load_schema
-from runner_core.tree_json import RefusedJson
+from runner_core.tree.model import NODE_FIELDS
+from runner_core.tree.serialization import RefusedJson
+from runner_core.validation.schema import TREE_SCHEMA_FILE, load_schema
 
 SCHEMA_FIELD_ORDER = [
     "id",

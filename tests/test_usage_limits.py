@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from runner_core.usage_limits import (
+from runner_core.loop.usage_limits import (
     LimitKind,
     LimitSignal,
     LimitWait,

@@ -20,7 +20,7 @@ from runner_core import (
     validate_schema,
     validate_status_invariants,
 )
-from runner_core.invariants import id_problem
+from runner_core.validation.invariants import id_problem
 
 REQUIRED_FIELDS = [
     "id",

@@ -38,10 +38,10 @@ from e2e_helpers import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-from runner_core.recovery import Journal, JournalPhase
-from runner_shell.follow import _running_log
-from runner_shell.layout import RunnerPaths
-from runner_shell.views import LOG_HEAD_BYTES, LOG_HEAD_LINES, log_head
+from runner_core.iteration.recovery import Journal, JournalPhase
+from runner_shell.store.layout import RunnerPaths
+from runner_shell.views.follow import _running_log
+from runner_shell.views.inspect import LOG_HEAD_BYTES, LOG_HEAD_LINES, log_head
 
 # (input, output, cached) tokens each iteration of the scenario reports.
 TOKENS = {1: (100, 20, 0), 2: (200, 30, 50), 3: (300, 40, 100), 4: (50, 5, 0), 5: (60, 6, 10)}

@@ -1,4 +1,4 @@
-"""runner_core.web_view: the overview's run state word and the Host headers answered."""
+"""runner_core.views.web: the overview's run state word and the Host headers answered."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from runner_core.events import Event, EventOrigin, iteration_started, waiting
-from runner_core.web_view import (
+from runner_core.loop.events import Event, EventOrigin, iteration_started, waiting
+from runner_core.views.web import (
     RUN_STATES,
     LoopFacts,
     allowed_hosts,

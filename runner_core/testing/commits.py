@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 
 from runner_core import RunState, dumps_tree, run_state_to_json
-from runner_core.audit import RUN_STATE_PATH, TREE_PATH, CommitFacts
-from runner_core.chain import chain_seed
+from runner_core.history.audit import RUN_STATE_PATH, TREE_PATH, CommitFacts
+from runner_core.run.chain import chain_seed
 from runner_core.testing.runs import Run, state_file
 
 

@@ -1,7 +1,7 @@
 """Whole runs driven through the pure iteration machine, for history, report and audit tests.
 
 Decides nothing the runner decides: `iterate` is the one adapter onto the core's iteration
-machine (runner_core.iteration_machine): it plans with plan_step, starts the machine and answers
+machine (runner_core.iteration.machine): it plans with plan_step, starts the machine and answers
 every effect it asks for with the drawn turn's result, one table entry per effect type. Every
 tree, record and run state of a run is the machine's own final write-set, so a run is valid
 by construction.
@@ -36,9 +36,7 @@ from runner_core import (
     run_state_from_json,
     tree_to_json,
 )
-from runner_core.chain import chain_seed
-from runner_core.config import Config, render_config
-from runner_core.iteration_machine import (
+from runner_core.iteration.machine import (
     Abort,
     AgentFinished,
     ClockReading,
@@ -67,6 +65,8 @@ from runner_core.iteration_machine import (
     WriteJournal,
     start_iteration,
 )
+from runner_core.run.chain import chain_seed
+from runner_core.run.config import Config, render_config
 from runner_core.testing.edits import EditKind, agent_edits
 from runner_core.testing.outputs import decomposer_outputs, executor_outputs
 from runner_core.testing.trees import passed_ids, trees

@@ -1,0 +1,533 @@
+"""Execution history (SPEC §9, seed 004): what the iterations of a run amount to.
+
+Decides how a `meta.json` object reads as an `ExecutionRecord`, what a history of records
+sums to (counts, success rate, durations, tokens, cost), the per-node table, and the display
+state of every node given the tree. Never reads the iteration log or the clock: the shell hands
+in parsed `meta.json` objects and the timestamps it wrote there.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, TypeVar
+
+import attrs
+from pyrsistent import PMap, pmap
+
+from runner_core.iteration.state_update import TRANSITIONS
+from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome, Node, iter_preorder
+from runner_core.tree.selection import is_stuck
+from runner_core.validation.documents import META_SCHEMA_FILE, document_problem
+
+# ---------------------------------------------------------------- one execution
+
+
+@attrs.frozen(slots=True)
+class TokenUsage:
+    input: int = 0
+    output: int = 0
+    cached: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.input + other.input, self.output + other.output, self.cached + other.cached
+        )
+
+
+class ErrorKind(enum.Enum):
+    AGENT = "agent"
+    RUNNER = "runner"
+
+
+@attrs.frozen(slots=True)
+class ExecutionRecord:
+    """One iteration of a run, as its `meta.json` tells it.
+
+    `execution` numbers the node's executions 1, 2, ...; `iteration` is the run's counter.
+    The timestamps are the ISO-8601 strings the shell wrote; nothing here reads a clock.
+    """
+
+    run_id: str
+    node_id: str
+    execution: int
+    iteration: int
+    role: AgentRole
+    started_at: str
+    ended_at: str
+    status: AgentStatus
+    guard: GuardOutcome
+    error_kind: ErrorKind | None
+    error: str | None
+    tokens: TokenUsage | None
+    cost_usd: float | None
+    duration_ms: int
+    attempts_before: int
+    attempts_after: int
+    backend: str
+
+    @property
+    def successful(self) -> bool:
+        """Guards passed on `done`, or a decomposition the runner accepted."""
+        if self.status is AgentStatus.DONE:
+            return self.guard is GuardOutcome.PASS and self.error is None
+        return self.status is AgentStatus.DECOMPOSED and self.error is None
+
+    @property
+    def failed(self) -> bool:
+        """Anything else: a failed guard, a retry, an agent or runner error."""
+        return not self.successful
+
+    @property
+    def consumed_attempt(self) -> bool:
+        return self.attempts_after > self.attempts_before
+
+
+# ---------------------------------------------------------------- meta.json
+
+
+# meta.json keys in the order the shell writes them.
+META_FIELDS: tuple[str, ...] = (
+    "run_id",
+    "iter",
+    "node_id",
+    "role",
+    "status",
+    "guard",
+    "execution",
+    "started_at",
+    "ended_at",
+    "duration_ms",
+    "error_kind",
+    "error",
+    "tokens",
+    "cost_usd",
+    "attempts_before",
+    "attempts_after",
+    "backend",
+)
+
+TOKEN_FIELDS: tuple[str, ...] = ("input", "output", "cached")
+
+
+class DamagedRecord(ValueError):
+    """A `meta.json` that is not an execution record; `field` names the offending key."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}")
+
+
+_E = TypeVar("_E", bound=enum.Enum)
+_T = TypeVar("_T")
+
+
+def _timestamp(value: str, name: str) -> str:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise DamagedRecord(name, f"must be an ISO-8601 timestamp, got {value!r}") from None
+    return value
+
+
+def _cost(value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise DamagedRecord("cost_usd", f"must be a number >= 0 or null, got {value!r}")
+    return None if value is None else float(value)
+
+
+def record_from_meta(meta: Any) -> ExecutionRecord:
+    """The record a parsed `meta.json` describes.
+
+    Every key of `META_FIELDS` must be present (the nullable ones as null); keys it does not
+    know are ignored so the shell may add more. Raises `DamagedRecord` naming a bad key.
+    """
+    found = document_problem(META_SCHEMA_FILE, meta)
+    if found is not None:
+        raise DamagedRecord(found.field or "meta.json", found.problem)
+    status, guard = AgentStatus(meta["status"]), GuardOutcome(meta["guard"])
+    if (status, guard) not in TRANSITIONS:
+        raise DamagedRecord(
+            "guard", f"guard={guard.value} is not possible with status={status.value}"
+        )
+    error_kind = None if meta["error_kind"] is None else ErrorKind(meta["error_kind"])
+    if (error_kind is None) != (meta["error"] is None):
+        raise DamagedRecord(
+            "error_kind" if error_kind is None else "error",
+            "error_kind and error must both be set or both be null",
+        )
+    attempts_before, attempts_after = meta["attempts_before"], meta["attempts_after"]
+    if attempts_after not in (attempts_before, attempts_before + 1):
+        raise DamagedRecord(
+            "attempts_after",
+            f"must be attempts_before ({attempts_before}) or one more, got {attempts_after}",
+        )
+    tokens = meta["tokens"]
+    return ExecutionRecord(
+        run_id=meta["run_id"],
+        node_id=meta["node_id"],
+        execution=meta["execution"],
+        iteration=meta["iter"],
+        role=AgentRole(meta["role"]),
+        started_at=_timestamp(meta["started_at"], "started_at"),
+        ended_at=_timestamp(meta["ended_at"], "ended_at"),
+        status=status,
+        guard=guard,
+        error_kind=error_kind,
+        error=meta["error"],
+        tokens=None if tokens is None else TokenUsage(*(tokens[key] for key in TOKEN_FIELDS)),
+        cost_usd=_cost(meta["cost_usd"]),
+        duration_ms=meta["duration_ms"],
+        attempts_before=attempts_before,
+        attempts_after=attempts_after,
+        backend=meta["backend"],
+    )
+
+
+def tokens_to_json(tokens: TokenUsage) -> dict[str, int]:
+    return {"input": tokens.input, "output": tokens.output, "cached": tokens.cached}
+
+
+def record_to_meta(record: ExecutionRecord) -> dict[str, Any]:
+    """The `meta.json` object of a record, keys in `META_FIELDS` order."""
+    return {
+        "run_id": record.run_id,
+        "iter": record.iteration,
+        "node_id": record.node_id,
+        "role": record.role.value,
+        "status": record.status.value,
+        "guard": record.guard.value,
+        "execution": record.execution,
+        "started_at": record.started_at,
+        "ended_at": record.ended_at,
+        "duration_ms": record.duration_ms,
+        "error_kind": record.error_kind.value if record.error_kind is not None else None,
+        "error": record.error,
+        "tokens": tokens_to_json(record.tokens) if record.tokens is not None else None,
+        "cost_usd": record.cost_usd,
+        "attempts_before": record.attempts_before,
+        "attempts_after": record.attempts_after,
+        "backend": record.backend,
+    }
+
+
+# ---------------------------------------------------------------- a history
+
+
+class DuplicateIteration(ValueError):
+    """Two records claim the same iteration of the same run."""
+
+    def __init__(self, run_id: str, iteration: int) -> None:
+        self.run_id = run_id
+        self.iteration = iteration
+        super().__init__(f"iteration {iteration} of run '{run_id}' is recorded twice")
+
+
+def _history_key(record: ExecutionRecord) -> tuple[str, int]:
+    return (record.run_id, record.iteration)
+
+
+def _index_by_node(
+    records: tuple[ExecutionRecord, ...],
+) -> PMap[str, tuple[ExecutionRecord, ...]]:
+    grouped: dict[str, list[ExecutionRecord]] = {}
+    for record in records:
+        grouped.setdefault(record.node_id, []).append(record)
+    return pmap({node_id: tuple(group) for node_id, group in grouped.items()})
+
+
+@attrs.frozen(slots=True)
+class ExecutionHistory:
+    """Records in `(run_id, iteration)` order, each iteration of a run at most once.
+
+    Build one with `ExecutionHistory.of`, which sorts; the constructor only checks the order.
+    Usually it holds one run, the one the shell numbers executions in. Holding several, its
+    counts span all of them in `(run_id, iteration)` order, which is not time order: number
+    a run's executions with `for_run(run_id)`.
+    """
+
+    records: tuple[ExecutionRecord, ...] = ()
+    _by_node: PMap[str, tuple[ExecutionRecord, ...]] = attrs.field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        for before, after in zip(self.records, self.records[1:], strict=False):
+            if _history_key(before) == _history_key(after):
+                raise DuplicateIteration(after.run_id, after.iteration)
+            if _history_key(before) > _history_key(after):
+                raise ValueError("records must be sorted by (run_id, iteration)")
+        # A frozen class sets its derived index once, here.
+        object.__setattr__(self, "_by_node", _index_by_node(self.records))
+
+    @classmethod
+    def of(cls, records: Iterable[ExecutionRecord]) -> ExecutionHistory:
+        return cls(tuple(sorted(records, key=_history_key)))
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def run_ids(self) -> tuple[str, ...]:
+        """Every run the history holds, sorted."""
+        return tuple(sorted({record.run_id for record in self.records}))
+
+    def for_run(self, run_id: str) -> ExecutionHistory:
+        """The records of one run, still in iteration order."""
+        return ExecutionHistory(tuple(record for record in self.records if record.run_id == run_id))
+
+    def node_ids(self) -> tuple[str, ...]:
+        """Every node with at least one execution, sorted."""
+        return tuple(sorted(self._by_node))
+
+    def records_for(self, node_id: str) -> tuple[ExecutionRecord, ...]:
+        return self._by_node.get(node_id, ())
+
+    def execution_count(self, node_id: str) -> int:
+        return len(self.records_for(node_id))
+
+    def last_record(self, node_id: str) -> ExecutionRecord | None:
+        """The node's latest execution (seed 004's "last output"), None if it never ran."""
+        records = self.records_for(node_id)
+        return records[-1] if records else None
+
+    def iterations_of(self, node_id: str) -> tuple[int, ...]:
+        return tuple(record.iteration for record in self.records_for(node_id))
+
+    def next_execution_number(self, node_id: str) -> int:
+        return self.execution_count(node_id) + 1
+
+    def summary(self) -> HistorySummary:
+        return summarize(self)
+
+
+# ---------------------------------------------------------------- the summary
+
+
+@attrs.frozen(slots=True)
+class HistorySummary:
+    """Seed 004's execution summary, then what the runner's iterations add to it."""
+
+    total_executions: int
+    successful_executions: int
+    failed_executions: int
+    success_rate: float
+    total_duration: float
+    total_tokens: TokenUsage
+    nodes_executed: int
+    execution_order: tuple[str, ...]
+    attempts_consumed: int
+    runner_errors: int
+    agent_errors: int
+    guard_passes: int
+    guard_failures: int
+    total_cost_usd: float | None
+
+
+def _sum_tokens(records: Iterable[ExecutionRecord]) -> TokenUsage:
+    total = TokenUsage()
+    for record in records:
+        if record.tokens is not None:
+            total = total + record.tokens
+    return total
+
+
+def summarize(history: ExecutionHistory) -> HistorySummary:
+    records = history.records
+    total = len(records)
+    successful = sum(1 for record in records if record.successful)
+    costs = [record.cost_usd for record in records if record.cost_usd is not None]
+    return HistorySummary(
+        total_executions=total,
+        successful_executions=successful,
+        failed_executions=total - successful,
+        success_rate=successful / total if total else 0.0,
+        # Summing integers first keeps the total exact and independent of record order.
+        total_duration=sum(record.duration_ms for record in records) / 1000,
+        total_tokens=_sum_tokens(records),
+        nodes_executed=len(history.node_ids()),
+        execution_order=tuple(record.node_id for record in records),
+        attempts_consumed=sum(1 for record in records if record.consumed_attempt),
+        runner_errors=sum(1 for record in records if record.error_kind is ErrorKind.RUNNER),
+        agent_errors=sum(1 for record in records if record.error_kind is ErrorKind.AGENT),
+        guard_passes=sum(1 for record in records if record.guard is GuardOutcome.PASS),
+        guard_failures=sum(1 for record in records if record.guard is GuardOutcome.FAIL),
+        # fsum is exactly rounded, so the total does not depend on the order of the costs.
+        total_cost_usd=math.fsum(costs) if costs else None,
+    )
+
+
+def summary_to_json(summary: HistorySummary) -> dict[str, Any]:
+    """The summary as JSON: seed 004's keys first, in its order, then the runner's."""
+    return {
+        "total_executions": summary.total_executions,
+        "successful_executions": summary.successful_executions,
+        "failed_executions": summary.failed_executions,
+        "success_rate": summary.success_rate,
+        "total_duration": summary.total_duration,
+        "total_tokens": tokens_to_json(summary.total_tokens),
+        "nodes_executed": summary.nodes_executed,
+        "execution_order": list(summary.execution_order),
+        "attempts_consumed": summary.attempts_consumed,
+        "runner_errors": summary.runner_errors,
+        "agent_errors": summary.agent_errors,
+        "guard_passes": summary.guard_passes,
+        "guard_failures": summary.guard_failures,
+        "total_cost_usd": summary.total_cost_usd,
+    }
+
+
+# ---------------------------------------------------------------- per node
+
+
+@attrs.frozen(slots=True)
+class NodeStats:
+    node_id: str
+    executions: int
+    successful_executions: int
+    failed_executions: int
+    attempts_consumed: int
+    total_duration_ms: int
+    tokens: TokenUsage
+    last_iteration: int
+    last_status: AgentStatus
+    last_guard: GuardOutcome
+
+
+def _stats_of(node_id: str, records: tuple[ExecutionRecord, ...]) -> NodeStats:
+    successful = sum(1 for record in records if record.successful)
+    last = records[-1]
+    return NodeStats(
+        node_id=node_id,
+        executions=len(records),
+        successful_executions=successful,
+        failed_executions=len(records) - successful,
+        attempts_consumed=sum(1 for record in records if record.consumed_attempt),
+        total_duration_ms=sum(record.duration_ms for record in records),
+        tokens=_sum_tokens(records),
+        last_iteration=last.iteration,
+        last_status=last.status,
+        last_guard=last.guard,
+    )
+
+
+def node_stats(history: ExecutionHistory) -> tuple[NodeStats, ...]:
+    """One row per executed node, sorted by node id."""
+    return tuple(_stats_of(node_id, history.records_for(node_id)) for node_id in history.node_ids())
+
+
+def _check_limit(n: int) -> None:
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+
+
+def slowest(history: ExecutionHistory, n: int) -> tuple[ExecutionRecord, ...]:
+    """The `n` longest executions: duration descending, ties in history order."""
+    _check_limit(n)
+    ranked = sorted(
+        history.records, key=lambda record: (-record.duration_ms, *_history_key(record))
+    )
+    return tuple(ranked[:n])
+
+
+def most_retried(history: ExecutionHistory, n: int) -> tuple[NodeStats, ...]:
+    """The `n` nodes that consumed the most attempts (ties by node id); none with zero."""
+    _check_limit(n)
+    retried = [stats for stats in node_stats(history) if stats.attempts_consumed > 0]
+    retried.sort(key=lambda stats: (-stats.attempts_consumed, stats.node_id))
+    return tuple(retried[:n])
+
+
+# ---------------------------------------------------------------- display state
+
+
+class NodeDisplayState(enum.Enum):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    STUCK = "stuck"
+    SKIPPED = "skipped"
+
+
+PENDING, RUNNING, COMPLETED = (
+    NodeDisplayState.PENDING,
+    NodeDisplayState.RUNNING,
+    NodeDisplayState.COMPLETED,
+)
+FAILED, STUCK, SKIPPED = (
+    NodeDisplayState.FAILED,
+    NodeDisplayState.STUCK,
+    NodeDisplayState.SKIPPED,
+)
+
+
+def _leaf_state(
+    node: Node, history: ExecutionHistory, running_node_id: str | None
+) -> NodeDisplayState:
+    if node.id == running_node_id:
+        return RUNNING
+    if node.passes:
+        return COMPLETED
+    if is_stuck(node):
+        return STUCK
+    last = history.last_record(node.id)
+    if last is None or last.successful:
+        return PENDING
+    return FAILED
+
+
+def _parent_state(
+    node: Node, children: list[NodeDisplayState], running_node_id: str | None
+) -> NodeDisplayState:
+    if node.id == running_node_id or RUNNING in children:
+        return RUNNING
+    if node.passes:
+        return COMPLETED
+    for urgent in (STUCK, FAILED):
+        if urgent in children:
+            return urgent
+    return PENDING
+
+
+def display_states(
+    tree: Node, history: ExecutionHistory, running_node_id: str | None = None
+) -> dict[str, NodeDisplayState]:
+    """The display state of every node of `tree` and of every executed node it lost.
+
+    A leaf, first rule that holds:
+      running   — it is `running_node_id` (the iteration in progress, when there is one);
+      completed — `passes` is true;
+      stuck     — open with `attempts >= max_attempts`;
+      failed    — open with attempts left, and its last execution was not successful;
+      pending   — open and never executed, or its last execution succeeded yet it is open
+                  again (a decomposed node whose children an agent removed).
+    A node with children: running when it is `running_node_id` or a child is running;
+    completed when `passes`; otherwise the most urgent of its children's states, stuck
+    before failed; else pending. Its own executions (the decomposition) do not count.
+    skipped   — executed in this history but no longer in the tree (an open node an agent
+                removed or replaced); `running_node_id` still wins if it names such a node,
+                and a running node absent from both is still reported running.
+    Keys: the tree's nodes in pre-order, then the others sorted by id.
+    """
+    nodes: list[Node] = []
+    in_tree: set[str] = set()
+    for node, _ in iter_preorder(tree):
+        if node.id not in in_tree:
+            in_tree.add(node.id)
+            nodes.append(node)
+    states: dict[str, NodeDisplayState] = {}
+    # Reversed pre-order reaches every child before its parent.
+    for node in reversed(nodes):
+        if node.is_leaf:
+            states[node.id] = _leaf_state(node, history, running_node_id)
+        else:
+            children = [states[child.id] for child in node.children if child.id in states]
+            states[node.id] = _parent_state(node, children, running_node_id)
+    result = {node.id: states[node.id] for node in nodes}
+    gone = set(history.node_ids()) - in_tree
+    if running_node_id is not None and running_node_id not in in_tree:
+        gone.add(running_node_id)
+    for node_id in sorted(gone):
+        result[node_id] = RUNNING if node_id == running_node_id else SKIPPED
+    return result

@@ -1,0 +1,122 @@
+"""Whether a repository may take a step, from facts the shell gathered (SPEC §5, §10).
+
+Decides the precondition failures of `runner step`/`loop`, each as one line that names the
+problem and its fix, and the checks of `runner validate`. Never asks git itself.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from runner_core.run.identity import branch_for
+
+REQUIRED_GITIGNORE_LINES = ("context/", "iterations/")
+PROTECTED_BRANCHES = ("main", "master")
+# The fix a message ends with, when the fix is a runner command.
+START_HINT = "(run 'runner start')"
+INIT_HINT = "(run 'runner init')"
+
+
+def missing_state_file_problem(name: str, in_head: bool) -> str:
+    """A missing runner file: restore it from git when HEAD still has it (`init --force` would
+    wipe the tree and config), else scaffold with `runner init`."""
+    if in_head:
+        return f"{name} is missing but git still has it (run 'git checkout -- {name}')"
+    return f"{name} is missing {INIT_HINT}"
+
+
+@attrs.frozen(slots=True)
+class RepoFacts:
+    """What the shell saw in the repository before a step."""
+
+    branch: str | None  # None on a detached HEAD
+    dirty_paths: tuple[str, ...]
+    gitignore_lines: tuple[str, ...] | None  # None when .runner/.gitignore is missing
+    run_id: str | None  # run_state.run_id
+    goal_id: str | None  # GOAL.md frontmatter id
+    # Run ids of the repository's runner/* branches; gathered only on a protected branch,
+    # where they say which way leads on.
+    run_branches: tuple[str, ...] = ()
+
+
+def gitignore_problem(lines: tuple[str, ...] | None) -> str | None:
+    if lines is None:
+        return f".runner/.gitignore is missing {START_HINT}"
+    stripped = {line.strip() for line in lines}
+    missing = [line for line in REQUIRED_GITIGNORE_LINES if line not in stripped]
+    if missing:
+        return f".runner/.gitignore lacks the line(s) {', '.join(missing)} {START_HINT}"
+    return None
+
+
+def ways_on(run_ids: tuple[str, ...]) -> str:
+    """How to go on from main/master when runs exist: continue one, or start a new one."""
+    first = run_ids[0]
+    return (
+        f"run(s) {', '.join(run_ids)} exist: 'git checkout {branch_for(first)}' to continue "
+        f"{'it' if len(run_ids) == 1 else 'one'}, or 'runner start --new' for a new run"
+    )
+
+
+def branch_problem(facts: RepoFacts) -> str | None:
+    """A branch no run runs on: a detached HEAD, or main/master (naming the runs to go on with)."""
+    if facts.branch is None:
+        return f"HEAD is detached; check out the run branch {START_HINT}"
+    if facts.branch in PROTECTED_BRANCHES:
+        if facts.run_branches:
+            return f"refusing to run on branch '{facts.branch}': {ways_on(facts.run_branches)}"
+        return f"refusing to run on branch '{facts.branch}' {START_HINT}"
+    return None
+
+
+def location_problem(facts: RepoFacts) -> str | None:
+    """What a run command checks before it reads a state file: that it stands on a run branch.
+
+    Only `branch`, `dirty_paths` and `run_branches` are used: on main the state files may not
+    exist at all, and the way on is the run branch, not `runner init`. Off a run branch a dirty
+    tree is reported first (SPEC §5 order). On a run branch it is left to
+    `step_precondition_problem`, which reports it first once the files are read, so a deleted
+    state file gets its own hint.
+    """
+    where = branch_problem(facts)
+    if where is None:
+        return None
+    return dirty_tree_problem(facts.dirty_paths) or where
+
+
+def run_identity_problem(facts: RepoFacts) -> str | None:
+    """Run-identity failures, each ending with the hint to run 'runner start'."""
+    where = branch_problem(facts)
+    if where is not None:
+        return where
+    gitignore = gitignore_problem(facts.gitignore_lines)
+    if gitignore is not None:
+        return gitignore
+    if not facts.run_id:
+        return f"no run started: run_state.json has no run_id {START_HINT}"
+    if facts.run_id != facts.goal_id:
+        return (
+            f"run_state.json run_id '{facts.run_id}' does not match GOAL.md id "
+            f"'{facts.goal_id or ''}' {START_HINT}"
+        )
+    expected = branch_for(facts.run_id)
+    if facts.branch != expected:
+        return (
+            f"on branch '{facts.branch}' but run '{facts.run_id}' runs on '{expected}' {START_HINT}"
+        )
+    return None
+
+
+def dirty_tree_problem(dirty_paths: tuple[str, ...], shown: int = 10) -> str | None:
+    if not dirty_paths:
+        return None
+    paths = sorted(dirty_paths)
+    listed = ", ".join(paths[:shown]) + (
+        f" (+{len(paths) - shown} more)" if len(paths) > shown else ""
+    )
+    return f"working tree is not clean: {listed}; commit, stash or discard these changes first"
+
+
+def step_precondition_problem(facts: RepoFacts) -> str | None:
+    """The first reason a step must not start, or None (SPEC §5 order: clean tree first)."""
+    return dirty_tree_problem(facts.dirty_paths) or run_identity_problem(facts)

@@ -1,0 +1,124 @@
+"""Interrupted iterations: what the journal of a killed runner means, and how it ends.
+
+Decides, from the journal an iteration left behind and the subject of HEAD, whether the
+iteration had already committed (only the journal is stale) or must be recorded as a runner
+error `interrupted` with the previous tree and every attempt kept. Reads nothing itself.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+
+from runner_core.validation.documents import JOURNAL_SCHEMA_FILE, document_problem
+
+
+class JournalPhase(enum.Enum):
+    """Where an iteration stands: the agent or guard may be running, its log is being written,
+    or its commit is being made."""
+
+    RUNNING = "running"
+    WRITING = "writing"
+    COMMITTING = "committing"
+
+
+# The logs an iteration in progress writes: its agent's (named by its role), then the guard's,
+# moved to guard.log when the iteration commits.
+PENDING_GUARD_LOG = ".guard.log.pending"
+DECOMPOSER_LOG = "planner_executor.log"
+EXECUTOR_LOG = "executor.log"
+
+
+def agent_log_name(role: str) -> str:
+    """The log of the agent with this role (an AgentRole value)."""
+    return DECOMPOSER_LOG if role == "decomposer" else EXECUTOR_LOG
+
+
+def running_log_names(journal: Journal) -> tuple[str, str]:
+    """The logs the journal's iteration writes while it runs: its agent's, then its guard's."""
+    return agent_log_name(journal.role), PENDING_GUARD_LOG
+
+
+class JournalError(ValueError):
+    """A journal file that cannot be understood."""
+
+
+@attrs.frozen(slots=True)
+class Journal:
+    """The iteration in progress, written durably before the agent starts."""
+
+    run_id: str
+    iteration: int
+    node_id: str
+    role: str
+    phase: JournalPhase
+    started_at: str
+    runner_pid: int
+    command: str
+    process_groups: tuple[int, ...] = ()
+    commit_subject: str | None = None
+
+
+def journal_to_json(journal: Journal) -> dict[str, Any]:
+    return {
+        "run_id": journal.run_id,
+        "iter": journal.iteration,
+        "node_id": journal.node_id,
+        "role": journal.role,
+        "phase": journal.phase.value,
+        "started_at": journal.started_at,
+        "runner_pid": journal.runner_pid,
+        "command": journal.command,
+        "process_groups": list(journal.process_groups),
+        "commit_subject": journal.commit_subject,
+    }
+
+
+def journal_from_json(obj: Any) -> Journal:
+    """A journal from parsed JSON; `JournalError` names the field (schemas/journal)."""
+    found = document_problem(JOURNAL_SCHEMA_FILE, obj)
+    if found is not None:
+        if not found.field:
+            raise JournalError(f"journal {found.problem}")
+        raise JournalError(f"journal field '{found.field}' {found.problem}")
+    return Journal(
+        run_id=obj["run_id"],
+        iteration=obj["iter"],
+        node_id=obj["node_id"],
+        role=obj["role"],
+        phase=JournalPhase(obj["phase"]),
+        started_at=obj["started_at"],
+        runner_pid=obj["runner_pid"],
+        command=obj["command"],
+        process_groups=tuple(obj["process_groups"]),
+        commit_subject=obj.get("commit_subject"),
+    )
+
+
+class RecoveryKind(enum.Enum):
+    ALREADY_COMMITTED = "already-committed"
+    INTERRUPTED = "interrupted"
+
+
+def recovery_kind(journal: Journal, head_subject: str | None) -> RecoveryKind:
+    """The commit is the iteration's last act: if HEAD is it, nothing was lost."""
+    if journal.commit_subject is not None and head_subject == journal.commit_subject:
+        return RecoveryKind.ALREADY_COMMITTED
+    return RecoveryKind.INTERRUPTED
+
+
+def interrupted_message(journal: Journal) -> str:
+    return (
+        f"interrupted: the runner (pid {journal.runner_pid}, '{journal.command}') stopped during "
+        f"iteration {journal.iteration} ({journal.phase.value}) of node '{journal.node_id}'"
+    )
+
+
+def interrupted_problem(journal: Journal) -> str:
+    """The line step/loop/validate print while an interrupted iteration waits for recovery."""
+    return (
+        f"iteration {journal.iteration} of run {journal.run_id} (node '{journal.node_id}') was "
+        f"interrupted while {journal.phase.value}; run 'runner recover' to record it and continue"
+    )

@@ -1,0 +1,162 @@
+"""Budgets (issue 10 §5): what a run has spent against `[budget]`, and per-node spending.
+
+Decides whether a run's history has reached a budget (cost in USD, input + output tokens, the
+sum of iteration durations), which one comes first, and the report's per-node figures rolled up
+the tree (a parent's include its subtree's). Never reads the history or the config: the shell
+hands in the summary, the tree and the parsed `BudgetConfig`.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import attrs
+
+from runner_core.history.records import (
+    ExecutionHistory,
+    ExecutionRecord,
+    HistorySummary,
+    NodeStats,
+    TokenUsage,
+    node_stats,
+    tokens_to_json,
+)
+from runner_core.run.config import BudgetConfig
+from runner_core.tree.model import Node, canonical_preorder
+
+
+@attrs.frozen(slots=True)
+class BudgetUse:
+    """One configured budget: its name (cost_usd | tokens | wall_secs), spent and limit."""
+
+    budget: str
+    spent: float
+    limit: float
+
+    @property
+    def exhausted(self) -> bool:
+        return self.spent >= self.limit
+
+
+def figure_text(value: float) -> str:
+    """A budget figure for a `key=value` line: `165`, `0.75`, `12.3457` (4 decimals at most)."""
+    if value.is_integer():
+        return str(int(value))
+    return f"{value:.4f}".rstrip("0").rstrip(".")
+
+
+def _figure_json(value: float) -> int | float:
+    """A figure in a `--json` document: an integer when it is one, else 6 decimals at most."""
+    return int(value) if value.is_integer() else round(value, 6)
+
+
+def budget_use_to_json(use: BudgetUse) -> dict[str, Any]:
+    """One budget in `runner status --json` and `runner report --json`."""
+    return {
+        "budget": use.budget,
+        "spent": _figure_json(use.spent),
+        "limit": _figure_json(use.limit),
+        "exhausted": use.exhausted,
+    }
+
+
+def budget_uses(budget: BudgetConfig, summary: HistorySummary) -> tuple[BudgetUse, ...]:
+    """Spent vs limit for every budget set, in the order cost_usd, tokens, wall_secs."""
+    spent = {
+        "cost_usd": summary.total_cost_usd or 0.0,
+        "tokens": float(summary.total_tokens.input + summary.total_tokens.output),
+        "wall_secs": summary.total_duration,
+    }
+    limits = {
+        "cost_usd": budget.max_cost_usd,
+        "tokens": budget.max_tokens,
+        "wall_secs": budget.max_wall_secs,
+    }
+    return tuple(
+        BudgetUse(name, spent[name], float(limit))
+        for name, limit in limits.items()
+        if limit is not None
+    )
+
+
+def exhausted_budget(budget: BudgetConfig, summary: HistorySummary) -> BudgetUse | None:
+    """The first budget the run has reached (spent >= limit), None while every one has room."""
+    return next((use for use in budget_uses(budget, summary) if use.exhausted), None)
+
+
+# ---------------------------------------------------------------- per-node roll-up
+
+
+@attrs.frozen(slots=True)
+class NodeTotals:
+    """A node's executions with its subtree's: counts, duration, tokens and cost."""
+
+    node_id: str
+    executions: int
+    attempts_consumed: int
+    duration_ms: int
+    tokens: TokenUsage
+    # Exact, so a parent's cost does not depend on the order its children are added in.
+    exact_cost_usd: Fraction | None
+
+    @property
+    def cost_usd(self) -> float | None:
+        return None if self.exact_cost_usd is None else float(self.exact_cost_usd)
+
+    def __add__(self, other: NodeTotals) -> NodeTotals:
+        costs = [cost for cost in (self.exact_cost_usd, other.exact_cost_usd) if cost is not None]
+        return NodeTotals(
+            self.node_id,
+            self.executions + other.executions,
+            self.attempts_consumed + other.attempts_consumed,
+            self.duration_ms + other.duration_ms,
+            self.tokens + other.tokens,
+            sum(costs, Fraction(0)) if costs else None,
+        )
+
+
+def _own_totals(stats: NodeStats | None, records: tuple[ExecutionRecord, ...]) -> NodeTotals:
+    costs = [Fraction(record.cost_usd) for record in records if record.cost_usd is not None]
+    cost = sum(costs, Fraction(0)) if costs else None
+    if stats is None:
+        return NodeTotals("", 0, 0, 0, TokenUsage(), cost)
+    return NodeTotals(
+        stats.node_id,
+        stats.executions,
+        stats.attempts_consumed,
+        stats.total_duration_ms,
+        stats.tokens,
+        cost,
+    )
+
+
+def totals_to_json(totals: NodeTotals) -> dict[str, Any]:
+    """One node's subtree totals in `runner report --json` and `runner serve`'s overview."""
+    cost = totals.cost_usd
+    return {
+        "node_id": totals.node_id,
+        "executions": totals.executions,
+        "attempts_consumed": totals.attempts_consumed,
+        "duration_ms": totals.duration_ms,
+        "tokens": tokens_to_json(totals.tokens),
+        "cost_usd": None if cost is None else _figure_json(cost),
+    }
+
+
+def rolled_up_totals(tree: Node, history: ExecutionHistory) -> dict[str, NodeTotals]:
+    """Every node of `tree`, in canonical pre-order, with its subtree's executions added to its own.
+
+    Executions of nodes no longer in the tree count nowhere here; the run's summary has them.
+    """
+    nodes = [node for node, _, _ in canonical_preorder(tree)]
+    stats = {row.node_id: row for row in node_stats(history)}
+    totals: dict[str, NodeTotals] = {}
+    # Reversed pre-order reaches every child before its parent.
+    for node in reversed(nodes):
+        own = _own_totals(stats.get(node.id), history.records_for(node.id))
+        total = attrs.evolve(own, node_id=node.id)
+        for child in node.children:
+            total = total + totals[child.id]
+        totals[node.id] = total
+    return {node.id: totals[node.id] for node in nodes}

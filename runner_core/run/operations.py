@@ -1,0 +1,298 @@
+"""Operator commands on a node (`runner node retry|decompose|replace|skip`), as pure functions.
+
+Decides what each command does to the tree, which nodes it refuses (passed ones, the root for
+skip, subtrees holding passed nodes), whether the result passes every validation layer, and
+the commit message and trailers that record who did what. Never reads files, git or the clock;
+the shell gives it the tree, the operator's JSON and git's identity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from runner_core.iteration.state_update import apply_state_updates
+from runner_core.run import trailers
+from runner_core.run.trailers import NodeOperation as NodeOperation  # re-exported; home: trailers
+from runner_core.tree.decompose import (
+    ChildSpec,
+    child_specs_from_output,
+    decompose_node,
+    decomposition_problems,
+)
+from runner_core.tree.model import (
+    AgentStatus,
+    GuardOutcome,
+    Node,
+    NodeNext,
+    index_by_id,
+    iter_preorder,
+    rebuild_postorder,
+    with_children,
+)
+from runner_core.tree.serialization import (
+    TREE_MAX_BYTES,
+    TreeValidationError,
+    canonical_fits,
+    tree_from_valid_json,
+    tree_to_json,
+)
+from runner_core.validation.child_additions import validate_child_additions_restricted
+from runner_core.validation.immutability import check_passed_node_immutability
+from runner_core.validation.schema import validate_decomposer_output
+
+
+class OperationError(ValueError):
+    """An operator command the tree refuses; `str()` is the one line to print."""
+
+
+@attrs.frozen(slots=True)
+class NewPlan:
+    """What `runner node replace` puts in place of an open node."""
+
+    title: str
+    goal: str
+    acceptance: tuple[str, ...]
+    next: NodeNext
+    children: tuple[ChildSpec, ...] = ()
+
+
+def _open_node(tree: Node, node_id: str, op: NodeOperation) -> tuple[Node, str | None]:
+    """The node and its parent id; refuses unknown and passed nodes."""
+    nodes, parents = index_by_id(tree)
+    found = nodes.get(node_id)
+    if found is None:
+        raise OperationError(f"node {op.value}: no node '{node_id}' in the tree")
+    if found.passes:
+        raise OperationError(
+            f"node {op.value}: node '{node_id}' has passed; passed nodes never change"
+        )
+    return found, parents[node_id]
+
+
+def _passed_below(node: Node) -> tuple[str, ...]:
+    return tuple(sorted(below.id for below, _ in iter_preorder(node) if below.passes))
+
+
+def _refuse_passed_below(node: Node, op: NodeOperation) -> None:
+    passed = _passed_below(node)
+    if passed:
+        shown = ", ".join(passed[:5]) + (f" (+{len(passed) - 5} more)" if len(passed) > 5 else "")
+        raise OperationError(
+            f"node {op.value}: the subtree of '{node.id}' holds passed node(s) {shown}; "
+            "passed nodes never change"
+        )
+
+
+def _replace(tree: Node, node_id: str, change: Node) -> Node:
+    """The tree with the node `node_id` (first in pre-order) replaced by `change`."""
+
+    def swap(node: Node, children: tuple[Node, ...]) -> Node:
+        return change if node.id == node_id else with_children(node, children)
+
+    return rebuild_postorder(tree, swap)
+
+
+def retry_node(tree: Node, node_id: str, attempts: int) -> Node:
+    """Give an open node `attempts` more attempts: `max_attempts = attempts used + N`."""
+    node, _ = _open_node(tree, node_id, NodeOperation.RETRY)
+    if attempts < 1:
+        raise OperationError(f"node retry: --attempts must be at least 1, not {attempts}")
+    return _replace(tree, node_id, attrs.evolve(node, max_attempts=node.attempts + attempts))
+
+
+def decompose_later(tree: Node, node_id: str) -> Node:
+    """Mark an open leaf for the decomposer and give it the one attempt that needs."""
+    node, _ = _open_node(tree, node_id, NodeOperation.DECOMPOSE)
+    if not node.is_leaf:
+        raise OperationError(
+            f"node decompose: node '{node_id}' already has children; only a leaf is decomposed "
+            "(pass --from FILE to add children to it now)"
+        )
+    changed = attrs.evolve(node, next=NodeNext.DECOMPOSE, max_attempts=node.attempts + 1)
+    return _replace(tree, node_id, changed)
+
+
+def child_specs_from_file(document: Any, op: NodeOperation) -> tuple[ChildSpec, ...]:
+    """The children of a decomposer-output document the operator wrote; refuses bad ones."""
+    errors = validate_decomposer_output(document)
+    if not errors:
+        errors = decomposition_problems(child_specs_from_output(document))
+    if errors:
+        raise OperationError(f"node {op.value}: --from: {'; '.join(errors)}")
+    return child_specs_from_output(document)
+
+
+def decompose_now(
+    tree: Node, node_id: str, specs: tuple[ChildSpec, ...], max_attempts_default: int
+) -> Node:
+    """Add the operator's children under an open node, named by the decomposer's id rules."""
+    _open_node(tree, node_id, NodeOperation.DECOMPOSE)
+    return decompose_node(tree, node_id, specs, max_attempts_default)
+
+
+PLAN_FIELDS = ("title", "goal", "acceptance", "next", "children")
+
+
+def plan_from_json(document: Any) -> NewPlan:
+    """A replacement plan: `{title, goal, acceptance, next[, children]}`; refuses anything else."""
+    if not isinstance(document, Mapping):
+        raise OperationError("node replace: --from must hold a JSON object")
+    unknown = sorted(set(document) - set(PLAN_FIELDS))
+    if unknown:
+        raise OperationError(
+            f"node replace: --from has unknown field(s) {', '.join(unknown)} "
+            f"(allowed: {', '.join(PLAN_FIELDS)})"
+        )
+    # The node's own fields have exactly a decomposer child's shape and rules.
+    own = {field: document.get(field) for field in PLAN_FIELDS[:4]}
+    (spec,) = child_specs_from_file({"summary": "", "children": [own]}, NodeOperation.REPLACE)
+    children: tuple[ChildSpec, ...] = ()
+    if "children" in document:
+        children = child_specs_from_file(
+            {"summary": "", "children": document["children"]}, NodeOperation.REPLACE
+        )
+    return NewPlan(spec.title, spec.goal, spec.acceptance, spec.next, children)
+
+
+def replace_node(tree: Node, node_id: str, plan: NewPlan, max_attempts_default: int) -> Node:
+    """A new plan for an open node: its text, attempts back to 0, children only as given."""
+    node, _ = _open_node(tree, node_id, NodeOperation.REPLACE)
+    _refuse_passed_below(node, NodeOperation.REPLACE)
+    fresh = attrs.evolve(
+        node,
+        title=plan.title,
+        goal=plan.goal,
+        acceptance=plan.acceptance,
+        next=plan.next,
+        attempts=0,
+        children=(),
+    )
+    replaced = _replace(tree, node_id, fresh)
+    if not plan.children:
+        return replaced
+    return decompose_node(replaced, node_id, plan.children, max_attempts_default)
+
+
+def skip_node(tree: Node, node_id: str) -> Node:
+    """Abandon an open node: remove it and its subtree, then derive its ancestors' passes."""
+    node, parent = _open_node(tree, node_id, NodeOperation.SKIP)
+    if parent is None:
+        raise OperationError("node skip: the root cannot be skipped (replace it instead)")
+    _refuse_passed_below(node, NodeOperation.SKIP)
+
+    def drop(kept: Node, children: tuple[Node, ...]) -> Node:
+        if kept.id == parent:
+            children = tuple(child for child in children if child.id != node_id)
+        return with_children(kept, children)
+
+    pruned = rebuild_postorder(tree, drop)
+    # A parent passes iff all its children pass (SPEC §5): a skip may complete a parent. The
+    # state update's derivation is that rule's one home; `decomposed` sets nothing else.
+    derived, _ = apply_state_updates(
+        pruned, pruned, parent, AgentStatus.DECOMPOSED, GuardOutcome.SKIPPED
+    )
+    return derived
+
+
+def operation_problems(
+    prev: Node, next_tree: Node, node_id: str, op: NodeOperation
+) -> tuple[str, ...]:
+    """Every validation layer on the operator's tree: schema, invariants, immutability, and
+    new children only under the node the command names."""
+    if not canonical_fits(next_tree):
+        return (f"its canonical form would exceed {TREE_MAX_BYTES} bytes",)
+    try:
+        tree_from_valid_json(tree_to_json(next_tree))
+    except TreeValidationError as error:
+        return (str(error),)
+    adds_children = op in (NodeOperation.DECOMPOSE, NodeOperation.REPLACE)
+    return validate_child_additions_restricted(
+        prev, next_tree, node_id if adds_children else None
+    ) + check_passed_node_immutability(prev, next_tree)
+
+
+def checked(prev: Node, next_tree: Node, node_id: str, op: NodeOperation) -> Node:
+    """`next_tree`, or OperationError naming every layer it fails."""
+    problems = operation_problems(prev, next_tree, node_id, op)
+    if problems:
+        raise OperationError(f"node {op.value}: the tree would be invalid: {'; '.join(problems)}")
+    return next_tree
+
+
+# ---------------------------------------------------------------- the commit
+
+
+@attrs.frozen(slots=True)
+class OperatorAction:
+    """One operator commit, as its trailers record it."""
+
+    run_id: str
+    op: NodeOperation
+    node_id: str
+    actor: str
+    before_iteration: int  # the run's next_iter when the operator acted
+
+
+def operation_subject(action: OperatorAction) -> str:
+    return f"chore(runner): node {action.op.value} {action.node_id} run {action.run_id}"
+
+
+def operation_message(action: OperatorAction) -> str:
+    lines = trailers.render_trailers(
+        (
+            (trailers.RUN, action.run_id),
+            (trailers.OP, action.op.value),
+            (trailers.NODE, action.node_id),
+            (trailers.ACTOR, action.actor),
+            (trailers.NEXT_ITER, str(action.before_iteration)),
+        )
+    )
+    return f"{operation_subject(action)}\n\n{lines}"
+
+
+def action_from_message(message: str) -> OperatorAction | None:
+    """The operator action a commit message records, or None when it records none."""
+    try:
+        found = trailers.operator_from_trailers(trailers.parse_trailers(message))
+    except trailers.DamagedTrailer:
+        return None
+    return OperatorAction(
+        found.run_id, NodeOperation(found.op), found.node_id, found.actor, found.next_iter
+    )
+
+
+def action_text(action: OperatorAction) -> str:
+    """How history, report and status show an operator commit."""
+    return f"op={action.op.value} node={action.node_id} by={action.actor}"
+
+
+def action_to_json(action: OperatorAction) -> dict[str, Any]:
+    return {
+        "op": action.op.value,
+        "node": action.node_id,
+        "by": action.actor,
+        "before_iteration": action.before_iteration,
+    }
+
+
+def operation_line(run_id: str, op: NodeOperation, node_id: str, before: Node, after: Node) -> str:
+    """The one `node:` line a command prints: what the node looks like now."""
+    head = f"node: op={op.value} id={node_id} run={run_id}"
+    changed = index_by_id(after)[0].get(node_id)
+    if changed is None:
+        removed = sum(1 for _ in iter_preorder(index_by_id(before)[0][node_id]))
+        return f"{head} removed={removed}"
+    children = ",".join(child.id for child in changed.children) or "none"
+    return (
+        f"{head} next={changed.next.value} attempts={changed.attempts}/{changed.max_attempts} "
+        f"children={children}"
+    )
+
+
+def run_actions(messages: Sequence[str], run_id: str) -> tuple[OperatorAction, ...]:
+    """The operator actions of `run_id` among commit messages, in the order given."""
+    actions = (action_from_message(message) for message in messages)
+    return tuple(action for action in actions if action is not None and action.run_id == run_id)

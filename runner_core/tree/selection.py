@@ -1,0 +1,65 @@
+"""What runs next: the leftmost open leaf, and whether it is stuck (SPEC §3).
+
+Decides selection by a depth-first walk with siblings in `(order, id)` order. A leaf is
+stuck when it has not passed and has used all its attempts. Never changes the tree.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+from runner_core.tree.model import Ancestors, Node, iter_preorder, path_of, sort_key
+
+
+class SelectionStatus(enum.StrEnum):
+    """What selection found; a `str`, so it compares equal to "open", "complete", "stuck"."""
+
+    OPEN = "open"
+    COMPLETE = "complete"
+    STUCK = "stuck"
+
+
+@attrs.frozen(slots=True)
+class Selection:
+    status: SelectionStatus
+    node: Node | None = None
+    path: str | None = None
+
+
+def is_stuck(node: Node) -> bool:
+    return not node.passes and node.attempts >= node.max_attempts
+
+
+def leftmost_open_leaf(tree: Node) -> tuple[Node, str] | None:
+    """The first leaf with `passes == false` in canonical pre-order, with its path."""
+
+    def search(node: Node, ancestors: Ancestors) -> tuple[Node, str] | None:
+        if not node.children:
+            return None if node.passes else (node, path_of(ancestors, node.id))
+        below = (*ancestors, node.id)
+        for child in sorted(node.children, key=sort_key):
+            found = search(child, below)
+            if found is not None:
+                return found
+        return None
+
+    return search(tree, ())
+
+
+def select_leaf(tree: Node) -> Selection:
+    found = leftmost_open_leaf(tree)
+    if found is None:
+        return Selection(SelectionStatus.COMPLETE)
+    node, path = found
+    status = SelectionStatus.STUCK if is_stuck(node) else SelectionStatus.OPEN
+    return Selection(status, node, path)
+
+
+def node_path(tree: Node, node_id: str) -> str | None:
+    """The path of the first node with this id, or None when the tree has none."""
+    for node, ancestors in iter_preorder(tree):
+        if node.id == node_id:
+            return path_of(ancestors, node.id)
+    return None

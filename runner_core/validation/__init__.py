@@ -1,0 +1,7 @@
+"""Validation of what an agent or a person hands the runner: the schema, the tree's invariants,
+passed-node immutability, the status an agent claims, where children may appear, and the
+runner-owned JSON documents read back.
+
+Each layer collects every error and sorts it; none of them changes a tree or decides what the
+runner does about an error (that is `runner_core.iteration`).
+"""

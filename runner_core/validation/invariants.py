@@ -1,0 +1,106 @@
+"""Layer 2 of validation: the tree's semantic invariants (SPEC §4.2).
+
+Decides whether ids are unique and usable, `max_attempts` is positive, `attempts` stays within
+it, siblings are in `(order, id)` order and the tree is at most MAX_DEPTH levels deep. Reads
+only the tree it is given; never repairs it.
+
+An id is part of a node's path (`root/a/b`), of a commit subject and of one-line `key=value`
+output, so it may not contain whitespace, `=`, `/` (the path would be ambiguous) or control
+characters, and is at most ID_MAX_LENGTH characters (it also travels in an environment
+variable and a commit).
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+
+from runner_core.tree.model import MAX_DEPTH, Ancestors, Node, path_of, sort_key
+
+ID_MAX_LENGTH = 1000
+# Whitespace (which includes the line and paragraph separators str.splitlines() breaks on),
+# '=', '/', and the C0 and C1 control characters (Unicode category Cc).
+_FORBIDDEN_IN_ID = re.compile(r"[\s=/\x00-\x1f\x7f-\x9f]")
+
+
+def id_problem(node_id: str) -> str | None:
+    """Why `node_id` cannot be a node id, or None when it can (the schema rules out '')."""
+    if len(node_id) > ID_MAX_LENGTH:
+        return f"id is {len(node_id)} characters long (at most {ID_MAX_LENGTH})"
+    if _FORBIDDEN_IN_ID.search(node_id):
+        return "id must not contain whitespace, '=', '/' or control characters"
+    return None
+
+
+def _shown(node_id: str) -> str:
+    """An id as an error message may print it: one line, and not megabytes long."""
+    if id_problem(node_id) is None:
+        return node_id
+    if len(node_id) > ID_MAX_LENGTH:
+        node_id = node_id[:ID_MAX_LENGTH] + "..."
+    return "".join(
+        char if char.isprintable() else char.encode("unicode_escape").decode("ascii")
+        for char in node_id
+    )
+
+
+def _path(ancestors: Ancestors, node_id: str) -> str:
+    """`path_of`, with any unusable id shown escaped and cut."""
+    path = path_of(ancestors, node_id)
+    if not _FORBIDDEN_IN_ID.search(path.replace("/", "")) and len(path) <= ID_MAX_LENGTH:
+        return path
+    return "/".join(_shown(part) for part in (*ancestors, node_id))
+
+
+def _node_errors(node: Node, ancestors: Ancestors) -> list[str]:
+    """The invariants one node breaks on its own; paths are built only for errors."""
+    errors: list[str] = []
+    problem = id_problem(node.id)
+    if problem is not None:
+        errors.append(f"{_path(ancestors, node.id)}: {problem}")
+    if node.max_attempts <= 0:
+        errors.append(f"{_path(ancestors, node.id)}: max_attempts must be > 0")
+    if node.attempts > node.max_attempts:
+        errors.append(
+            f"{_path(ancestors, node.id)}: attempts {node.attempts} "
+            f"exceeds max_attempts {node.max_attempts}"
+        )
+    if len(node.children) > 1 and any(
+        sort_key(left) > sort_key(right) for left, right in pairwise(node.children)
+    ):
+        errors.append(f"{_path(ancestors, node.id)}: children must be sorted by (order,id)")
+    return errors
+
+
+def validate_invariants(tree: Node) -> tuple[str, ...]:
+    """Every invariant violation of `tree`, sorted; empty when it holds them all.
+
+    Below MAX_DEPTH nothing is looked at: the first node too deep on each path is the error.
+    """
+    errors: list[str] = []
+    seen: set[str] = set()
+
+    def visit(node: Node, ancestors: Ancestors) -> None:
+        depth = len(ancestors) + 1
+        if depth > MAX_DEPTH:
+            errors.append(
+                f"{_path(ancestors, node.id)}: depth {depth} exceeds the limit of {MAX_DEPTH}"
+            )
+            return
+        if node.id in seen:
+            errors.append(f"duplicate id '{_shown(node.id)}' at {_path(ancestors, node.id)}")
+        seen.add(node.id)
+        if (
+            node.max_attempts <= 0
+            or node.attempts > node.max_attempts
+            or len(node.children) > 1
+            or id_problem(node.id) is not None
+        ):
+            errors.extend(_node_errors(node, ancestors))
+        if node.children:
+            below = (*ancestors, node.id)
+            for child in node.children:
+                visit(child, below)
+
+    visit(tree, ())
+    return tuple(sorted(errors))

@@ -1,0 +1,160 @@
+"""Layer 1 of validation: does a JSON document have the task tree's shape (SPEC §4.1)?
+
+Decides schema validity of trees and agent outputs, using the JSON Schemas shipped in the
+package (read once, with importlib.resources, like any other part of the program). The fast
+path is one fastjsonschema validator, compiled ahead of time into
+runner_core/validation/_validators.py;
+only when it fails does a second pass walk the tree node by node to collect every violation
+with its JSON path. A document nested deeper than either can follow is one error.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+    from fastjsonschema import JsonSchemaValueException
+
+Validator = Callable[[Any], Any]
+
+TREE_SCHEMA_FILE = "task_tree/v1.schema.json"
+DECOMPOSER_OUTPUT_SCHEMA_FILE = "decomposer_output.schema.json"
+EXECUTOR_OUTPUT_SCHEMA_FILE = "executor_output.schema.json"
+
+
+TREE_TOO_DEEP = (
+    "$ nests deeper than the schema validator can follow (a tree is at most 100 levels deep)"
+)
+
+
+def _schema_files() -> Traversable:
+    """Where the shipped schemas are: the `runner_core.schemas` resources when installed.
+
+    In a source checkout on PYTHONPATH (no install) that package does not exist: setuptools
+    makes it from the top-level `schemas/` directory, which is then found beside runner_core.
+    """
+    from importlib import resources  # imported here: most commands never read a schema
+
+    try:
+        return resources.files("runner_core.schemas")
+    except ModuleNotFoundError:
+        return resources.files("runner_core").joinpath("..", "schemas")
+
+
+@functools.cache
+def schema_text(name: str) -> str:
+    """The exact text of a shipped schema, e.g. to copy it into `.runner/state/`."""
+    return _schema_files().joinpath(name).read_text(encoding="utf-8")
+
+
+@functools.cache
+def load_schema(name: str) -> Mapping[str, Any]:
+    loaded: Mapping[str, Any] = json.loads(schema_text(name))
+    return loaded
+
+
+@functools.cache
+def _compiled(name: str) -> Validator:
+    # The shipped schemas come compiled ahead of time (scripts/gen_validators.py): compiling
+    # one costs a short command more than validating with it.
+    from runner_core.validation._validators import VALIDATORS
+
+    precompiled: Mapping[str, Validator] = VALIDATORS
+    if name in precompiled:
+        return precompiled[name]
+    import fastjsonschema
+
+    compiled: Validator = fastjsonschema.compile(dict(load_schema(name)))
+    return compiled
+
+
+def _value_exception() -> type[JsonSchemaValueException]:
+    from fastjsonschema import JsonSchemaValueException
+
+    return JsonSchemaValueException
+
+
+@functools.cache
+def _node_checks() -> tuple[tuple[str, ...], tuple[tuple[str, Validator], ...]]:
+    """The node definition split into one validator per field, children left shallow."""
+    import fastjsonschema
+
+    node = load_schema(TREE_SCHEMA_FILE)["$defs"]["node"]
+    checks = []
+    for field, definition in node["properties"].items():
+        if field == "children":
+            # Each child is checked as a node of its own when the walk reaches it.
+            definition = {"type": "array"}
+        checks.append((field, fastjsonschema.compile(definition)))
+    return tuple(node["required"]), tuple(checks)
+
+
+def _located(message: str, path: str) -> str:
+    """fastjsonschema names the document `data`; say where in the tree instead."""
+    return path + message[4:] if message.startswith("data") else f"{path}: {message}"
+
+
+def _node_errors(obj: Any, path: str) -> list[str]:
+    if not isinstance(obj, dict):
+        return [f"{path} must be object"]
+    required, checks = _node_checks()
+    errors = [f"{path} must contain '{field}'" for field in required if field not in obj]
+    known = {field for field, _ in checks}
+    errors.extend(f"{path} must not contain '{key}'" for key in obj if key not in known)
+    for field, check in checks:
+        if field in obj:
+            try:
+                check(obj[field])
+            except _value_exception() as error:
+                errors.append(_located(error.message, f"{path}.{field}"))
+    return errors
+
+
+def _collect_tree_errors(node: Any, path: str, errors: list[str]) -> None:
+    errors.extend(_node_errors(node, path))
+    children = node.get("children") if isinstance(node, dict) else None
+    if isinstance(children, list):
+        for index, child in enumerate(children):
+            _collect_tree_errors(child, f"{path}.children[{index}]", errors)
+
+
+def validate_schema(obj: Any) -> tuple[str, ...]:
+    """Every schema violation of a task tree document, sorted; empty when it is valid."""
+    validate = _compiled(TREE_SCHEMA_FILE)
+    errors: list[str] = []
+    try:
+        try:
+            validate(obj)
+            return ()
+        except _value_exception():
+            _collect_tree_errors(obj, "$", errors)
+    except RecursionError:
+        return (TREE_TOO_DEEP,)
+    return tuple(sorted(errors))
+
+
+def _validate_document(name: str, obj: Any) -> tuple[str, ...]:
+    validate = _compiled(name)
+    try:
+        validate(obj)
+    except _value_exception() as error:
+        return (_located(error.message, "$"),)
+    return ()
+
+
+def validate_decomposer_output(obj: Any) -> tuple[str, ...]:
+    """Schema errors of a decomposer's output: its shape only.
+
+    No children and blank titles or goals are `decompose.decomposition_problems`, agent
+    errors the next attempt is told about, not runner errors hidden from the agent.
+    """
+    return _validate_document(DECOMPOSER_OUTPUT_SCHEMA_FILE, obj)
+
+
+def validate_executor_output(obj: Any) -> tuple[str, ...]:
+    return _validate_document(EXECUTOR_OUTPUT_SCHEMA_FILE, obj)

@@ -1,0 +1,162 @@
+"""The bodies of `runner select`, `runner validate` and `runner step`, free of typer.
+
+Each prints its seed-002 lines through `echo` and returns its exit code; `failure_of` says
+what any error they raise is printed as. The typer commands in cli.py and the launcher's fast
+path (entry.py) both run these, so the two can never print different bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from runner_core.iteration.plan import PlanKind
+from runner_core.iteration.preconditions import missing_state_file_problem
+from runner_core.run.exit_codes import ExitCode
+from runner_core.run.state import RunState
+from runner_core.tree.selection import Selection, SelectionStatus, select_leaf
+from runner_shell.errors import UserFacingError, os_error_message
+from runner_shell.git.repo import GitError, Repo, open_repo
+from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.state_files import MissingStateFile
+
+Echo = Callable[[str], None]
+
+
+def failure_of(error: BaseException) -> tuple[str, int] | None:
+    """The message and exit code of an error a user can cause; None to let it propagate."""
+    if isinstance(error, MissingStateFile):
+        return missing_file_message(error), 1
+    if isinstance(error, UserFacingError):
+        return str(error), error.exit_code
+    if isinstance(error, GitError):
+        return str(error), ExitCode.ERROR
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted", ExitCode.INTERRUPTED
+    if isinstance(error, OSError):
+        message = os_error_message(error)
+        return None if message is None else (message, ExitCode.ERROR)
+    return None
+
+
+def missing_file_message(error: MissingStateFile) -> str:
+    """A missing state file git still has is restored with git, not re-initialised."""
+    try:
+        in_head = open_repo(Path.cwd()).file_at_head(error.name) is not None
+    except GitError:
+        in_head = False
+    return missing_state_file_problem(error.name, in_head)
+
+
+def paths_and_repo() -> tuple[RunnerPaths, Repo]:
+    repo = open_repo(Path.cwd())
+    return RunnerPaths(repo.root), repo
+
+
+def selection_fields(selection: Selection) -> str:
+    node = selection.node
+    assert node is not None
+    return f"id={node.id} path={selection.path} attempts={node.attempts}/{node.max_attempts}"
+
+
+def select(echo: Echo) -> int:
+    """Print the next leaf: exit 0 open, 2 complete, 3 stuck."""
+    from runner_shell.store.state_files import load_tree
+
+    paths, _ = paths_and_repo()
+    selection = select_leaf(load_tree(paths))
+    if selection.status is SelectionStatus.COMPLETE:
+        echo("select: status=complete")
+    else:
+        echo(f"select: status={selection.status.value} {selection_fields(selection)}")
+    return selection_exit_code(selection)
+
+
+def selection_exit_code(selection: Selection) -> int:
+    """0 open, 2 complete, 3 stuck (SPEC §10)."""
+    if selection.status is SelectionStatus.COMPLETE:
+        return ExitCode.COMPLETE
+    return ExitCode.STUCK if selection.status is SelectionStatus.STUCK else ExitCode.OK
+
+
+def validate(echo: Echo) -> int:
+    """Check layout, config, tree and run identity."""
+    from runner_core.iteration.recovery import interrupted_problem
+    from runner_shell.step.lock_and_journal import read_journal, runner_alive
+    from runner_shell.step.repository_checks import check_layout, check_programs, check_run_identity
+    from runner_shell.store.state_files import load_config, load_tree
+
+    paths, repo = paths_and_repo()
+    check_layout(paths)
+    echo("validate: layout=ok")
+    check_programs(load_config(paths), paths.root)
+    echo("validate: config=ok")
+    load_tree(paths)
+    echo("validate: tree=ok")
+    journal = read_journal(repo)
+    # validate never takes the lock: a journal whose runner is alive is an iteration in progress.
+    if journal is not None and not runner_alive(journal.runner_pid):
+        raise UserFacingError(interrupted_problem(journal))
+    run_id = check_run_identity(paths, repo)
+    if run_id is None:
+        echo("validate: run=not-started")
+    else:
+        echo(f"validate: run=ok id={run_id} branch=runner/{run_id}")
+        from runner_shell.store.history_sources import warn_hand_edits
+
+        warn_hand_edits(repo, run_id)
+    return ExitCode.OK
+
+
+def stuck_message(selection: Selection) -> str:
+    node = selection.node
+    assert node is not None
+    return (
+        f"stuck: leaf '{node.id}' ({selection.path}) used {node.attempts}/{node.max_attempts} "
+        f"attempts; run 'runner node retry|decompose|replace|skip {node.id}' "
+        "(see 'runner node --help')"
+    )
+
+
+def limit_message(state: RunState, max_iterations: int) -> str:
+    return (
+        f"iteration limit reached: next_iter {state.next_iter} > max_iterations "
+        f"{max_iterations} (raise max_iterations in .runner/state/config.toml)"
+    )
+
+
+def step(echo: Echo, prompt_budget: int) -> int:
+    """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
+    from runner_shell.loop.night import Interrupts, signals_handled
+    from runner_shell.step.lock_and_journal import exclusive_lock
+    from runner_shell.step.runner import (
+        load_for_step,
+        refuse_over_budget,
+        run_step,
+        step_result_line,
+    )
+    from runner_shell.store.state_files import load_config, load_run_state
+
+    paths, repo = paths_and_repo()
+    with exclusive_lock(repo), signals_handled():
+        # The step's preconditions come first; then a reached budget starts no step, as in
+        # `runner loop` (which checks once per step, so run_step does not check again).
+        loaded = load_for_step(paths, repo)
+        refuse_over_budget(paths, loaded.config, loaded.run_id)
+        result = run_step(paths, repo, prompt_budget, loaded)
+    if result.kind is PlanKind.COMPLETE:
+        echo("step: status=complete")
+    elif result.kind is PlanKind.STUCK:
+        raise UserFacingError(stuck_message(result.plan.selection), ExitCode.STUCK)
+    elif result.kind is PlanKind.LIMIT:
+        state = load_run_state(paths)
+        raise UserFacingError(limit_message(state, load_config(paths).max_iterations))
+    else:
+        outcome = result.outcome
+        assert outcome is not None
+        echo(step_result_line("step:", result))
+        if outcome.runner_error is not None:
+            # A signal's iteration is committed; the exit code still names the signal.
+            code = Interrupts.exit_code() or ExitCode.ERROR
+            raise UserFacingError(f"runner error: {outcome.runner_error}", code)
+    return result.exit_code

@@ -1,0 +1,75 @@
+"""The `runner` executable: `runner select`, `validate` and `step` without loading typer.
+
+Importing typer (with click, rich and pydantic) and dispatching through it costs about 100 ms,
+as much as `runner select` then spends reading, validating and selecting from a 10,000-node
+tree, and more than a step with a quick agent spends besides its git commands. Exactly
+`runner select`, `runner validate` or `runner step`, with no option, runs the shared body in
+commands.py here and prints the same bytes with the same exit code as the typer command; any
+other command line, `--help` and `--prompt-budget` included, goes to the typer CLI in cli.py.
+"""
+
+from __future__ import annotations
+
+import codecs
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import TextIO
+
+FAST_COMMANDS = ("select", "validate", "step")
+
+
+def main() -> None:
+    arguments = sys.argv[1:]
+    if len(arguments) == 1 and arguments[0] in FAST_COMMANDS:
+        sys.exit(_run_fast(arguments[0]))
+    from runner_shell.cli.app import main as typer_main
+
+    typer_main()
+
+
+def _write_line(stream: TextIO, line: str) -> None:
+    """What `typer.echo` does with a line of ours: write it, newline, flush.
+
+    Like click, a stream left on ASCII by a misconfigured environment gets UTF-8 instead.
+    """
+    text = line + "\n"
+    encoding = getattr(stream, "encoding", None) or "ascii"
+    buffer = getattr(stream, "buffer", None)
+    if codecs.lookup(encoding).name == "ascii" and buffer is not None:
+        stream.flush()
+        buffer.write(text.encode("utf-8", "replace"))
+        buffer.flush()
+        return
+    stream.write(text)
+    stream.flush()
+
+
+def _run_fast(name: str) -> int:
+    # Imported here so the common start-up stays the bare minimum the command needs.
+    from runner_shell.cli import commands
+    from runner_shell.errors import failure_line, internal_error_line
+
+    command: Callable[[commands.Echo], int]
+    if name == "step":
+        from runner_core.iteration.prompt_pack import DEFAULT_PROMPT_BUDGET
+
+        command = functools.partial(commands.step, prompt_budget=DEFAULT_PROMPT_BUDGET)
+    else:
+        command = getattr(commands, name)
+    try:
+        try:
+            return command(lambda line: _write_line(sys.stdout, line))
+        except (Exception, KeyboardInterrupt) as error:
+            failure = commands.failure_of(error)
+            if failure is None:
+                raise
+            message, code = failure
+            _write_line(sys.stderr, failure_line(message))
+            return code
+    except Exception as error:  # a runner bug: one line unless debugging
+        if os.environ.get("RUNNER_DEBUG"):
+            raise
+        print(internal_error_line(error), file=sys.stderr)
+        return 1

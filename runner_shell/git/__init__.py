@@ -1,0 +1,5 @@
+"""git through its CLI, hardened against a rigged repository: the run branch, commits, history,
+the log archive under `refs/runner/logs/` and the run branches of a repository.
+
+Every git process has a deadline; nothing here decides what to commit.
+"""

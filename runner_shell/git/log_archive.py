@@ -1,0 +1,237 @@
+"""Iteration logs archived in git, outside the work tree: `refs/runner/logs/<run-id>`.
+
+Each archived iteration is one commit whose tree holds every archived iteration as `<iter>/`
+(the previous commit's tree plus this one), so the ref's tip restores the whole run. A step
+archives with one `git fast-import`; otherwise plumbing (hash-object, mktree, commit-tree,
+update-ref against the old value) does it. Either way the index and work tree are never
+touched and identical bytes are one blob; through plumbing, archiving twice adds nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runner_shell.git.plumbing import ZERO_OID, git_bytes, read_objects
+from runner_shell.git.repo import FALLBACK_EMAIL, FALLBACK_NAME, GitError
+from runner_shell.store.files import (
+    FileTooLarge,
+    NotRegularFile,
+    atomic_write_bytes,
+    read_bytes_capped,
+)
+
+LOGS_REF_PREFIX = "refs/runner/logs/"
+
+# Every file of an iteration directory (SPEC §6 and the prompt pack); nothing else is archived
+# or restored.
+ARCHIVED_NAMES: frozenset[str] = frozenset(
+    {
+        "meta.json",
+        "output.json",
+        "planner_output.json",
+        "planner_executor.log",
+        "executor.log",
+        "guard.log",
+        "runner_error.log",
+        "agent_error.log",
+        "tree.before.json",
+        "tree.after.json",
+        "prompt.md",
+        "agent_output.json",
+        "usage.json",
+    }
+)
+
+# The largest an iteration file may be: a log keeps up to 64 MiB of each of two streams (the
+# config's ceiling), which decoding with replacement characters may triple, and a tree snapshot
+# is at most 128 MiB. Anything larger is not the runner's and is left out unread.
+ARCHIVED_FILE_MAX_BYTES = 2 * 3 * 64 * 1024 * 1024 + 1024 * 1024
+
+
+class ArchiveError(Exception):
+    """The archive cannot be written or restored; str() is one line naming what and why."""
+
+
+class NothingToArchive(ArchiveError):
+    """The iteration directory holds no file to archive: it is gone, or was emptied."""
+
+
+def _files_to_archive(directory: Path) -> list[tuple[str, bytes]]:
+    files = _archived_files(directory)
+    if not files:
+        raise NothingToArchive(f"{directory}: no iteration files to archive")
+    return files
+
+
+def logs_ref(run_id: str) -> str:
+    return LOGS_REF_PREFIX + run_id
+
+
+def _tip(root: Path, ref: str) -> str | None:
+    out = git_bytes(root, ["rev-parse", "--verify", "--quiet", ref + "^{commit}"], ok_codes=(0, 1))
+    return out.decode().strip() or None
+
+
+def _archived_files(directory: Path) -> list[tuple[str, bytes]]:
+    """The iteration's regular files with archived names, `(name, bytes)`, each read once from
+    one descriptor: a symlink, FIFO or other there, or a file past the cap, is left out unread
+    (a daemon may swap one in at any moment)."""
+    files = []
+    for name in sorted(ARCHIVED_NAMES):
+        try:
+            files.append((name, read_bytes_capped(directory / name, ARCHIVED_FILE_MAX_BYTES)))
+        except (FileNotFoundError, NotRegularFile, FileTooLarge):
+            continue
+    return files
+
+
+def _mktree(root: Path, entries: list[tuple[str, str, str, str]]) -> str:
+    """A tree from `(mode, type, sha, name)` entries."""
+    lines = "".join(f"{mode} {kind} {sha}\t{name}\n" for mode, kind, sha, name in entries)
+    return git_bytes(root, ["mktree"], lines.encode("utf-8")).decode().strip()
+
+
+def _root_entries(root: Path, tip: str | None) -> dict[str, tuple[str, str, str, str]]:
+    if tip is None:
+        return {}
+    out = git_bytes(root, ["ls-tree", "-z", tip]).decode("utf-8")
+    entries = {}
+    for line in filter(None, out.split("\0")):
+        head, name = line.split("\t", 1)
+        mode, kind, sha = head.split(" ")
+        entries[name] = (mode, kind, sha, name)
+    return entries
+
+
+def archive_iteration(root: Path, run_id: str, iteration: int, directory: Path) -> str | None:
+    """Archive `directory` as iteration `iteration` of `run_id`; the new tip, or None when the
+    archive already holds exactly these bytes."""
+    files = _files_to_archive(directory)
+    blobs = [("100644", "blob", _blob(root, data), name) for name, data in files]
+    subtree = _mktree(root, blobs)
+    ref = logs_ref(run_id)
+    tip = _tip(root, ref)
+    entries = _root_entries(root, tip)
+    name = str(iteration)
+    if name in entries and entries[name][2] == subtree:
+        return None
+    entries[name] = ("040000", "tree", subtree, name)
+    tree = _mktree(root, list(entries.values()))
+    parents = ["-p", tip] if tip is not None else []
+    message = _message(run_id, iteration)
+    commit = git_bytes(root, ["commit-tree", tree, *parents], message, as_runner=True)
+    new = commit.decode().strip()
+    # Against the old value: a concurrent archive makes this fail instead of losing one.
+    git_bytes(root, ["update-ref", ref, new, tip or ZERO_OID])
+    return new
+
+
+def _blob(root: Path, data: bytes) -> str:
+    return git_bytes(root, ["hash-object", "-w", "--no-filters", "--stdin"], data).decode().strip()
+
+
+def _message(run_id: str, iteration: int) -> bytes:
+    return f"runner logs: run {run_id} iter {iteration}\n".encode()
+
+
+def _data(payload: bytes) -> tuple[bytes, bytes, bytes]:
+    """A fast-import `data` command, in parts: the payload is joined once, never copied first."""
+    return b"data %d\n" % len(payload), payload, b"\n"
+
+
+def _import_stream(
+    run_id: str, iteration: int, files: list[tuple[str, bytes]], parented: bool
+) -> bytes:
+    """A `git fast-import` stream of one archive commit: the parent's tree (when `parented`)
+    with `<iteration>/` replaced by the iteration's files."""
+    ref = logs_ref(run_id)
+    parts = [
+        f"commit {ref}\n".encode(),
+        f"committer {FALLBACK_NAME} <{FALLBACK_EMAIL}> now\n".encode(),
+        *_data(_message(run_id, iteration)),
+    ]
+    if parented:
+        parts.append(f"from {ref}^0\n".encode())
+    parts.append(f"D {iteration}\n".encode())
+    for name, data in files:
+        parts.append(f"M 100644 inline {iteration}/{name}\n".encode())
+        parts.extend(_data(data))
+    parts.append(b"\ndone\n")
+    return b"".join(parts)
+
+
+def archive_after_commit(root: Path, run_id: str, iteration: int, directory: Path) -> None:
+    """Archive the iteration a step has just committed, in one git process in the usual case:
+    one `git fast-import` on top of the ref, which exists from iteration 2 on. When that guess
+    is wrong (a clone without the refs, an iteration archived before), the careful plumbing
+    of `archive_iteration` does it instead."""
+    files = _files_to_archive(directory)
+    stream = _import_stream(run_id, iteration, files, parented=iteration > 1)
+    try:
+        git_bytes(root, ["fast-import", "--quiet", "--done", "--date-format=now"], stream)
+    except GitError:
+        try:
+            archive_iteration(root, run_id, iteration, directory)
+        except GitError as error:
+            raise ArchiveError(f"{logs_ref(run_id)}: {error}") from None
+
+
+def _archived_entries(root: Path, ref: str) -> list[tuple[int, str, str]]:
+    """`(iteration, name, blob sha)` of the ref's tip; refuses anything else it holds."""
+    out = git_bytes(root, ["ls-tree", "-r", "-z", ref]).decode("utf-8")
+    entries = []
+    for line in filter(None, out.split("\0")):
+        head, path = line.split("\t", 1)
+        mode, kind, sha = head.split(" ")
+        number, _, name = path.partition("/")
+        if not (number.isascii() and number.isdigit() and str(int(number)) == number):
+            raise ArchiveError(f"{ref}: '{path}' is not under an iteration number; refusing it")
+        if int(number) < 1 or name not in ARCHIVED_NAMES or (mode, kind) != ("100644", "blob"):
+            raise ArchiveError(f"{ref}: '{path}' is not a known iteration file; refusing it")
+        entries.append((int(number), name, sha))
+    return entries
+
+
+def _refuse_symlink(path: Path) -> None:
+    if path.is_symlink():
+        raise ArchiveError(f"{path} is a symbolic link the runner did not create; refusing it")
+
+
+def restore(root: Path, run_id: str, run_dir: Path) -> tuple[int, ...]:
+    """Re-create `run_dir` (`.runner/iterations/<run>/`) from the archive; the iterations
+    restored. Existing files of those names are replaced; nothing is followed through a link."""
+    ref = logs_ref(run_id)
+    if _tip(root, ref) is None:
+        raise ArchiveError(f"no archived logs for run {run_id} ({ref} does not exist)")
+    entries = _archived_entries(root, ref)
+    blobs = read_objects(root, [sha for _, _, sha in entries])
+    for directory in (run_dir.parent, run_dir):
+        _refuse_symlink(directory)
+    for (number, name, sha), data in zip(entries, blobs, strict=True):
+        if data is None:
+            raise GitError(f"git cat-file: blob {sha} of {ref} is missing")
+        target = run_dir / str(number)
+        _refuse_symlink(target)
+        atomic_write_bytes(target / name, data)
+    return tuple(sorted({number for number, _, _ in entries}))
+
+
+def read_archived(
+    root: Path, run_id: str, names: frozenset[str], iteration: int | None = None
+) -> dict[tuple[int, str], bytes] | None:
+    """The archived files called one of `names` (of one iteration, when given), by
+    `(iteration, name)`; None when the run has no archive."""
+    ref = logs_ref(run_id)
+    if _tip(root, ref) is None:
+        return None
+    entries = [
+        entry
+        for entry in _archived_entries(root, ref)
+        if entry[1] in names and iteration in (None, entry[0])
+    ]
+    blobs = read_objects(root, [sha for _, _, sha in entries])
+    return {
+        (number, name): data
+        for (number, name, _), data in zip(entries, blobs, strict=True)
+        if data is not None
+    }

@@ -1,0 +1,68 @@
+"""git plumbing with a timeout, bytes in and bytes out, for the log archive and the audit.
+
+Runs one `git` command in a repository and returns its stdout; never touches the index or the
+work tree unless the command itself does. Decides nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from runner_shell.git.hardened import GIT_TIMEOUT_SECS, run_git
+from runner_shell.git.repo import FALLBACK_EMAIL, FALLBACK_NAME, GitError
+
+ZERO_OID = "0" * 40
+
+# The archive's commits are the runner's own, whoever runs it.
+RUNNER_IDENTITY = {
+    "GIT_AUTHOR_NAME": FALLBACK_NAME,
+    "GIT_AUTHOR_EMAIL": FALLBACK_EMAIL,
+    "GIT_COMMITTER_NAME": FALLBACK_NAME,
+    "GIT_COMMITTER_EMAIL": FALLBACK_EMAIL,
+}
+
+
+def git_bytes(
+    root: Path,
+    args: Sequence[str],
+    stdin: bytes = b"",
+    *,
+    ok_codes: tuple[int, ...] = (0,),
+    as_runner: bool = False,
+    timeout: float = GIT_TIMEOUT_SECS,
+) -> bytes:
+    """stdout of `git <args>` in `root`; GitError on another exit code, a timeout or no git."""
+    env = {**os.environ, **RUNNER_IDENTITY} if as_runner else None
+    result = run_git(args, root, env=env, stdin=stdin, timeout=timeout)
+    if result.returncode not in ok_codes:
+        raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
+    return result.stdout
+
+
+def read_objects(
+    root: Path, names: Sequence[str], kinds: tuple[bytes, ...] = (b"blob",)
+) -> tuple[bytes | None, ...]:
+    """The bytes of each named object (`<rev>:<path>`, a sha) through one `git cat-file --batch`;
+    None when it is missing or not of one of `kinds`."""
+    if not names:
+        return ()
+    if any("\n" in name for name in names):
+        raise GitError("git cat-file: an object name holds a newline")
+    out = git_bytes(root, ["cat-file", "--batch"], "".join(f"{n}\n" for n in names).encode())
+    blobs: list[bytes | None] = []
+    position = 0
+    for _ in names:
+        end = out.index(b"\n", position)
+        header = out[position:end].split(b" ")
+        position = end + 1
+        if header[-1] == b"missing" or len(header) != 3 or header[1] not in kinds:
+            blobs.append(None)
+            if len(header) == 3 and header[-1].isdigit():
+                position += int(header[2]) + 1
+            continue
+        size = int(header[2])
+        blobs.append(out[position : position + size])
+        position += size + 1
+    return tuple(blobs)

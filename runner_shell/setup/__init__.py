@@ -1,0 +1,3 @@
+"""`runner init`, `runner start` and `runner demo`: scaffolding `.runner/`, establishing a
+run's identity and the throw-away demo.
+"""

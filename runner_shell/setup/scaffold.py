@@ -1,0 +1,164 @@
+"""`runner init` and `runner start`: scaffolding `.runner/` and establishing a run's identity.
+
+Writes the files of SPEC §2 and creates or checks out the run branch; the id rules, the
+frontmatter rewrite and the default tree come from runner_core.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from runner_core import (
+    Config,
+    Node,
+    NodeNext,
+    RunState,
+    branch_for,
+    generate_run_id,
+    render_config,
+    with_run_id,
+)
+from runner_core.iteration.preconditions import REQUIRED_GITIGNORE_LINES, dirty_tree_problem
+from runner_core.run.chain import chain_seed
+from runner_core.run.listing import start_on_protected_problem
+from runner_core.validation.schema import (
+    DECOMPOSER_OUTPUT_SCHEMA_FILE,
+    EXECUTOR_OUTPUT_SCHEMA_FILE,
+    TREE_SCHEMA_FILE,
+    schema_text,
+)
+from runner_shell.errors import UserFacingError
+from runner_shell.git.repo import Repo
+from runner_shell.git.run_branches import existing_run_ids
+from runner_shell.store.files import atomic_write_text
+from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.state_files import (
+    load_config,
+    load_goal_id,
+    load_run_state,
+    load_tree,
+    read_goal,
+    write_run_state,
+    write_tree,
+)
+
+GOAL_PLACEHOLDER = """# Goal
+
+Describe what the agents should achieve in this repository: the outcome, the constraints,
+and how to tell it is done. The runner gives this file to every agent session.
+"""
+ASSUMPTIONS_HEADER = "# Assumptions\n\nAgents append the assumptions they made here.\n"
+QUESTIONS_HEADER = "# Open questions\n\nAgents append questions for a human here.\n"
+
+
+def root_node(config: Config) -> Node:
+    return Node(
+        id="root",
+        order=0,
+        title="Project goal",
+        goal="Achieve the goal described in .runner/GOAL.md.",
+        acceptance=("The goal in .runner/GOAL.md is met and the guard command passes.",),
+        next=NodeNext.DECOMPOSE,
+        passes=False,
+        attempts=0,
+        max_attempts=config.max_attempts_default,
+        children=(),
+    )
+
+
+def write_schemas(paths: RunnerPaths) -> None:
+    for target, name in (
+        (paths.schema, TREE_SCHEMA_FILE),
+        (paths.decomposer_schema, DECOMPOSER_OUTPUT_SCHEMA_FILE),
+        (paths.executor_schema, EXECUTOR_OUTPUT_SCHEMA_FILE),
+    ):
+        atomic_write_text(target, schema_text(name))
+
+
+def write_gitignore(paths: RunnerPaths) -> None:
+    existing = paths.gitignore.read_text(encoding="utf-8") if paths.gitignore.exists() else ""
+    lines = existing.splitlines()
+    missing = [line for line in REQUIRED_GITIGNORE_LINES if line not in {x.strip() for x in lines}]
+    if missing or not existing:
+        atomic_write_text(paths.gitignore, "\n".join([*lines, *missing]) + "\n")
+
+
+def init_runner(paths: RunnerPaths, force: bool, config: Config) -> None:
+    """Scaffold `.runner/`; refuses to overwrite without `force`. An existing GOAL.md is kept."""
+    if paths.runner_dir.exists() and not force:
+        raise UserFacingError(
+            f"{paths.relative(paths.runner_dir)} already exists; "
+            "use 'runner init --force' to overwrite its state files"
+        )
+    if not paths.goal.exists():
+        atomic_write_text(paths.goal, GOAL_PLACEHOLDER)
+    write_gitignore(paths)
+    write_tree(paths, root_node(config))
+    write_schemas(paths)
+    atomic_write_text(paths.config, render_config(config))
+    write_run_state(paths, RunState())
+    atomic_write_text(paths.assumptions, ASSUMPTIONS_HEADER)
+    atomic_write_text(paths.questions, QUESTIONS_HEADER)
+
+
+@attrs.frozen(slots=True)
+class Started:
+    run_id: str
+    branch: str
+
+
+def reset_for_new_run(paths: RunnerPaths, config: Config, run_id: str) -> None:
+    """A new run's state: a fresh root from GOAL.md, no questions; config, guidance and
+    assumptions are kept."""
+    write_tree(paths, root_node(config))
+    atomic_write_text(paths.questions, QUESTIONS_HEADER)
+    write_run_state(paths, RunState(run_id=run_id, chain=chain_seed(run_id)))
+
+
+def start_run(paths: RunnerPaths, repo: Repo, new: bool = False) -> Started:
+    """The run-identity flow of SPEC §10: id, branch, GOAL.md frontmatter, run_state, commit.
+
+    `new` starts another run beside the existing ones; without it, start on main/master
+    refuses while a run exists rather than guess which one is meant.
+    """
+    head = repo.head_sha()
+    operation = repo.operation_in_progress()
+    if operation is not None:
+        raise UserFacingError(f"git is in the middle of {operation}; finish or abort it first")
+    problem = dirty_tree_problem(repo.dirty_paths(exclude_prefix=".runner/"))
+    if problem is not None:
+        raise UserFacingError(problem)
+    goal_id = load_goal_id(paths) if paths.goal.exists() else None
+    refusal = start_on_protected_problem(
+        repo.current_branch(), existing_run_ids(paths, repo, goal_id), new
+    )
+    if refusal is not None:
+        raise UserFacingError(refusal)
+    if not paths.runner_dir.exists():
+        init_runner(paths, force=False, config=Config())
+    # A run must not start on a config or tree the first step would refuse.
+    config = load_config(paths)
+    load_tree(paths)
+    goal_text = read_goal(paths)
+    run_id = None if new else load_goal_id(paths, goal_text)
+    if run_id is None:
+        taken = {branch.removeprefix("runner/") for branch in repo.branches("runner/")}
+        if paths.iterations_dir.is_dir():
+            taken |= {entry.name for entry in paths.iterations_dir.iterdir()}
+        run_id = generate_run_id(head, taken)
+    branch = branch_for(run_id)
+    if repo.current_branch() != branch:
+        repo.checkout(branch, create=not repo.branch_exists(branch))
+    if new:
+        reset_for_new_run(paths, config, run_id)
+    goal_text = read_goal(paths)
+    if load_goal_id(paths, goal_text) != run_id:
+        atomic_write_text(paths.goal, with_run_id(goal_text, run_id))
+    state = load_run_state(paths) if paths.run_state.exists() else RunState()
+    if state.run_id != run_id:
+        write_run_state(paths, RunState(run_id=run_id, chain=chain_seed(run_id)))
+    write_gitignore(paths)
+    write_schemas(paths)
+    if repo.dirty_paths() or not repo.has_commits():
+        repo.commit_all(f"chore(loop): start run {run_id}")
+    return Started(run_id, branch)

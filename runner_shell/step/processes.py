@@ -1,0 +1,371 @@
+"""Start one child process (an agent or a guard), wait for it with a deadline, and log its output.
+
+This is the only place the runner spawns processes. The child runs without a shell, in its own
+process group; stdout and stderr are drained together and only the first `limit_bytes` of each are
+kept; a timeout or a lingering grandchild ends in the whole group being killed. It never reads
+meaning into what the child printed and never decides whether a step passed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+import attrs
+
+from runner_shell.store.files import PendingFile, atomic_write_bytes, open_truncate
+
+_READ_CHUNK_BYTES = 64 * 1024
+# The longest we sleep without re-checking whether the direct child has exited.
+_EXIT_POLL_SECS = 0.05
+# A child that has exited may leave a grandchild holding our pipes; we wait this long at most.
+_POST_EXIT_WINDOW_CAP_SECS = 1.0
+# Bounds the last read of what is already buffered, in case a descendant is still writing.
+_FINAL_DRAIN_MAX_READS = 16
+_GROUP_POLL_SECS = 0.02
+_CONFIG_HINT = "check the command in .runner/state/config.toml"
+
+
+@attrs.frozen(slots=True)
+class ProcessResult:
+    """How a finished child ended. `exit_code` is negative (-signal) if a signal killed it."""
+
+    argv: tuple[str, ...]
+    exit_code: int | None  # None when the process was killed because of the timeout
+    timed_out: bool
+    duration_ms: int
+    stdout_bytes: int  # everything the child wrote, not only what was kept
+    stderr_bytes: int
+
+    @property
+    def succeeded(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+class SpawnError(Exception):
+    """The process could not be started at all."""
+
+    def __init__(self, argv: Sequence[str], reason: str) -> None:
+        super().__init__(tuple(argv), reason)
+        self.argv: tuple[str, ...] = tuple(argv)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        program = self.argv[0] if self.argv else ""
+        return f"cannot start '{program}': {self.reason}"
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    stdin_path: Path | None,
+    timeout_secs: float,
+    log_path: Path,
+    limit_bytes: int,
+    stdout_copy_path: Path | None = None,
+    stdout_copy_limit_bytes: int = 64 * 1024 * 1024,
+    grace_secs: float = 2.0,
+    on_start: Callable[[int], None] | None = None,
+    on_output: Callable[[bytes], None] | None = None,
+) -> ProcessResult:
+    """Run `argv` to completion or timeout; `log_path` grows with what is kept of both streams
+    as it comes (`on_output` hears each piece), then is replaced by the sectioned log.
+
+    Raises SpawnError if the process cannot be started; an unreadable `stdin_path` is the
+    caller's bug and propagates as OSError. `on_start(pid)` is called as soon as the child
+    exists; its pid is also its process group id.
+    """
+    argv_t = tuple(argv)
+    if not argv_t:
+        raise SpawnError(argv_t, f"the command is empty ({_CONFIG_HINT})")
+    if limit_bytes < 0 or stdout_copy_limit_bytes < 0:
+        raise ValueError("byte limits must not be negative")
+
+    stdout_copy = PendingFile(stdout_copy_path) if stdout_copy_path is not None else None
+    try:
+        proc = _spawn(argv_t, cwd=cwd, env=env, stdin_path=stdin_path)
+        started = time.monotonic()
+        live = _open_live_log(proc, log_path, on_output)
+        copy = stdout_copy.file if stdout_copy is not None else None
+        stdout = _StreamCapture(limit_bytes, copy, stdout_copy_limit_bytes, live=live)
+        stderr = _StreamCapture(limit_bytes, live=live)
+        try:
+            if on_start is not None:
+                on_start(proc.pid)
+            timed_out = _drain_and_wait(
+                proc, stdout, stderr, deadline=started + timeout_secs, grace_secs=grace_secs
+            )
+        finally:
+            # Also runs when on_start or the loop raised: nothing we started may outlive us.
+            _kill_group_and_reap(proc)
+            live.file.close()
+        duration_ms = int((time.monotonic() - started) * 1000)
+        if stdout_copy is not None:
+            stdout_copy.commit()
+    except BaseException:
+        if stdout_copy is not None:
+            stdout_copy.discard()
+        raise
+
+    _write_log(log_path, stdout, stderr, timeout_secs if timed_out else None)
+    return ProcessResult(
+        argv=argv_t,
+        exit_code=None if timed_out else proc.returncode,
+        timed_out=timed_out,
+        duration_ms=duration_ms,
+        stdout_bytes=stdout.total,
+        stderr_bytes=stderr.total,
+    )
+
+
+def _open_live_log(
+    proc: subprocess.Popen[bytes], log_path: Path, on_output: Callable[[bytes], None] | None
+) -> _LiveLog:
+    try:  # the agent knows the iteration directory: what it planted there is never written
+        return _LiveLog(os.fdopen(open_truncate(log_path), "wb", buffering=0), on_output)
+    except BaseException:
+        _kill_group_and_reap(proc)
+        raise
+
+
+def _write_log(
+    log_path: Path, stdout: _StreamCapture, stderr: _StreamCapture, timed_out_after: float | None
+) -> None:
+    log_text = _format_log(
+        bytes(stdout.kept),
+        stdout.dropped,
+        bytes(stderr.kept),
+        stderr.dropped,
+        timed_out_after=timed_out_after,
+    )
+    atomic_write_bytes(log_path, log_text.encode("utf-8"))
+
+
+def terminate_process_group(pgid: int, grace_secs: float = 2.0) -> bool:
+    """SIGTERM the group, wait up to `grace_secs` for it to go, then SIGKILL what is left.
+
+    Returns False if no process of the group could be signalled (already gone). A group whose
+    leader is an unreaped child of ours still counts as present until the grace ends.
+    """
+    if pgid <= 1:
+        # killpg(0) or killpg(1) would hit our own group or init's, never an agent's.
+        raise ValueError(f"refusing to signal process group {pgid}")
+    if not _signal_group(pgid, signal.SIGTERM):
+        return False
+    give_up_at = time.monotonic() + grace_secs
+    while time.monotonic() < give_up_at:
+        if not _signal_group(pgid, 0):
+            return True
+        time.sleep(_GROUP_POLL_SECS)
+    _signal_group(pgid, signal.SIGKILL)
+    return True
+
+
+def _format_log(
+    stdout: bytes,
+    stdout_dropped: int,
+    stderr: bytes,
+    stderr_dropped: int,
+    *,
+    timed_out_after: float | None,
+) -> str:
+    lines: list[str] = []
+    for name, kept, dropped in (
+        ("stdout", stdout, stdout_dropped),
+        ("stderr", stderr, stderr_dropped),
+    ):
+        text = kept.decode("utf-8", errors="replace")
+        lines.append(f"=== {name} ===\n")
+        lines.append(text if text == "" or text.endswith("\n") else text + "\n")
+        if dropped:
+            lines.append(f"[truncated {dropped} bytes]\n")
+    if timed_out_after is not None:
+        lines.append(f"[timed out after {_seconds(timed_out_after)} s; process group killed]\n")
+    return "".join(lines)
+
+
+def _seconds(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+@attrs.define(slots=True)
+class _LiveLog:
+    """The log as it grows while the child runs: every kept piece, in arrival order."""
+
+    file: BinaryIO
+    on_output: Callable[[bytes], None] | None = None
+
+    def write(self, piece: bytes) -> None:
+        self.file.write(piece)
+        if self.on_output is not None:
+            self.on_output(piece)
+
+
+@attrs.define
+class _StreamCapture:
+    """The first `limit` bytes of one stream, its total size, and an optional raw copy."""
+
+    limit: int
+    copy: BinaryIO | None = None
+    copy_limit: int = 0
+    live: _LiveLog | None = None
+    kept: bytearray = attrs.field(factory=bytearray)
+    total: int = 0
+    copied: int = 0
+
+    @property
+    def dropped(self) -> int:
+        return self.total - len(self.kept)
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.limit - len(self.kept)
+        if room > 0:
+            self.kept += chunk[:room]
+            if self.live is not None:
+                self.live.write(chunk[:room])
+        if self.copy is not None and self.copied < self.copy_limit:
+            piece = chunk[: self.copy_limit - self.copied]
+            self.copy.write(piece)
+            self.copied += len(piece)
+
+
+def _spawn(
+    argv: tuple[str, ...], *, cwd: Path, env: Mapping[str, str], stdin_path: Path | None
+) -> subprocess.Popen[bytes]:
+    stdin_file = open(stdin_path, "rb") if stdin_path is not None else None  # noqa: SIM115
+    try:
+        return subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=dict(env),
+            stdin=stdin_file if stdin_file is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as error:
+        raise SpawnError(argv, _spawn_failure_reason(error, cwd)) from error
+    except ValueError as error:  # e.g. a NUL byte inside an argument
+        raise SpawnError(argv, f"{error} ({_CONFIG_HINT})") from error
+    finally:
+        # The child holds its own copy of the descriptor.
+        if stdin_file is not None:
+            stdin_file.close()
+
+
+def _spawn_failure_reason(error: OSError, cwd: Path) -> str:
+    reason = (error.strerror or str(error)).lower()
+    if error.filename is not None and os.fsdecode(error.filename) == os.fspath(cwd):
+        return f"cannot enter working directory '{cwd}': {reason}"
+    if isinstance(error, PermissionError):
+        return f"permission denied, is it executable? ({_CONFIG_HINT})"
+    return f"{reason} ({_CONFIG_HINT})"
+
+
+def _drain_and_wait(
+    proc: subprocess.Popen[bytes],
+    stdout: _StreamCapture,
+    stderr: _StreamCapture,
+    *,
+    deadline: float,
+    grace_secs: float,
+) -> bool:
+    """Read both pipes until the child is done; return whether the deadline killed it.
+
+    Returns once the child has exited and the pipes are at EOF, or once the post-exit window
+    has passed with a pipe still held open by some descendant. EINTR is retried by Python.
+    """
+    assert proc.stdout is not None and proc.stderr is not None
+    pgid = proc.pid
+    post_exit_window = min(grace_secs, _POST_EXIT_WINDOW_CAP_SECS)
+    timed_out = False
+    kill_at: float | None = None
+    exited_at: float | None = None
+    with selectors.DefaultSelector() as selector:
+        for pipe, capture in ((proc.stdout, stdout), (proc.stderr, stderr)):
+            os.set_blocking(pipe.fileno(), False)
+            selector.register(pipe.fileno(), selectors.EVENT_READ, capture)
+        while True:
+            now = time.monotonic()
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is None and not timed_out and now >= deadline:
+                timed_out = True
+                _signal_group(pgid, signal.SIGTERM)
+                kill_at = now + grace_secs
+            if kill_at is not None and now >= kill_at:
+                _signal_group(pgid, signal.SIGKILL)
+                kill_at = None
+            pipes_open = bool(selector.get_map())
+            if exited_at is not None and (not pipes_open or now >= exited_at + post_exit_window):
+                _read_what_is_buffered(selector)
+                return timed_out
+
+            wake_at = _earliest(
+                now + _EXIT_POLL_SECS,
+                None if timed_out else deadline,
+                kill_at,
+                None if exited_at is None else exited_at + post_exit_window,
+            )
+            wait_secs = max(0.0, wake_at - now)
+            if not pipes_open:
+                # Nothing left to read; Popen.wait notices the exit sooner than a plain sleep.
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=wait_secs)
+                continue
+            for key, _events in selector.select(wait_secs):
+                _read_once(selector, key)
+
+
+def _earliest(first: float, *moments: float | None) -> float:
+    return min([first, *(moment for moment in moments if moment is not None)])
+
+
+def _read_once(selector: selectors.BaseSelector, key: selectors.SelectorKey) -> bool:
+    """Read one chunk if there is one; False at EOF or when nothing is buffered."""
+    try:
+        chunk = os.read(key.fd, _READ_CHUNK_BYTES)
+    except BlockingIOError:
+        return False
+    if not chunk:
+        selector.unregister(key.fd)
+        return False
+    capture: _StreamCapture = key.data
+    capture.feed(chunk)
+    return True
+
+
+def _read_what_is_buffered(selector: selectors.BaseSelector) -> None:
+    # A short window can close before the loop read what the child wrote just before exiting.
+    for key in list(selector.get_map().values()):
+        for _ in range(_FINAL_DRAIN_MAX_READS):
+            if not _read_once(selector, key):
+                break
+
+
+def _kill_group_and_reap(proc: subprocess.Popen[bytes]) -> None:
+    # After the leader is gone, whatever is left in its group was started for this step only.
+    _signal_group(proc.pid, signal.SIGKILL)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+    proc.wait()
+
+
+def _signal_group(pgid: int, signum: int) -> bool:
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True

@@ -1,0 +1,249 @@
+"""`runner recover`: finishing an iteration a killed runner left behind, deterministically.
+
+The agent's file changes are kept in a commit (never discarded), the runner-owned state files
+come back from the last commit (the last good iteration), the interrupted iteration is logged as
+a runner error `interrupted` with every attempt unchanged, and orphaned agent or guard process
+groups are terminated. What to do is runner_core.iteration.recovery's decision.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import sys
+import tomllib
+from pathlib import Path
+
+import attrs
+from pyrsistent import pmap
+
+from runner_core import PlanKind, parse_config, parse_tree, plan_step, run_state_from_json
+from runner_core.iteration.machine import Measured, final_write_set, interrupted_end
+from runner_core.iteration.recovery import (
+    PENDING_GUARD_LOG,
+    Journal,
+    JournalPhase,
+    RecoveryKind,
+    recovery_kind,
+)
+from runner_core.tree.model import AgentRole, nodes_by_id
+from runner_shell.errors import UserFacingError
+from runner_shell.git.log_archive import ArchiveError, NothingToArchive, archive_iteration
+from runner_shell.git.repo import GitError, Repo
+from runner_shell.step.lock_and_journal import (
+    DamagedJournal,
+    clear_journal,
+    journal_path,
+    read_journal,
+)
+from runner_shell.step.processes import terminate_process_group
+from runner_shell.store.files import atomic_write_bytes, make_directory
+from runner_shell.store.iteration_log import commit_iteration, count_executions, utc_now
+from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.state_files import load_config, load_run_state, load_tree
+
+
+@attrs.frozen(slots=True)
+class Recovered:
+    kind: RecoveryKind | None  # None: there was nothing to recover
+    journal: Journal | None = None
+    killed_groups: tuple[int, ...] = ()
+
+
+def _remove_stale_index_lock(repo: Repo) -> None:
+    # A runner killed inside `git add` or `git commit` leaves index.lock, or the lock of the ref
+    # the commit was moving; we hold the runner lock, so no runner git command is in flight.
+    branch = repo.current_branch()
+    names = ["index.lock", "HEAD.lock", *([f"refs/heads/{branch}.lock"] if branch else [])]
+    for name in names:
+        repo.git_path(name).unlink(missing_ok=True)
+
+
+def _remove_stale_temp_files(paths: RunnerPaths, iter_dir: Path) -> None:
+    # A kill or a full disk between an atomic write's temp file and its rename leaves
+    # `.<name>.<random>.tmp` beside the file; untracked, it would be committed with the recovery.
+    for target in (paths.goal, paths.gitignore, *paths.state_dir.glob("*")):
+        for temp in target.parent.glob(f".{target.name}.*.tmp"):
+            temp.unlink(missing_ok=True)
+    for directory in (paths.context_dir, iter_dir):
+        if directory.is_dir() and not directory.is_symlink():
+            for temp in directory.glob(".*.tmp"):
+                temp.unlink(missing_ok=True)
+
+
+def kill_orphans(journal: Journal, iter_dir: Path) -> tuple[int, ...]:
+    """Terminate the process groups of the iteration's processes, and nothing else.
+
+    The agent's and guard's environment names the iteration directory (RUNNER_ITER_DIR): a
+    group is signalled only when one of its processes carries it, so a journal's group id that
+    a reboot or PID reuse gave to an unrelated process is left alone; that also finds a group
+    started in the instant before the journal recorded it, and a daemon detached into a session
+    of its own. Without /proc nothing is signalled.
+    """
+    carriers = _processes_with_env(b"RUNNER_ITER_DIR=" + os.fsencode(iter_dir))
+    found: list[int] = []
+    for pid in carriers:
+        with contextlib.suppress(ProcessLookupError):
+            pgid = os.getpgid(pid)
+            if pgid not in found and pgid > 1 and pgid != os.getpgrp():
+                found.append(pgid)
+    groups = [pgid for pgid in journal.process_groups if pgid in found]
+    groups += [pgid for pgid in found if pgid not in groups]
+    return tuple(pgid for pgid in groups if terminate_process_group(pgid, 1.0))
+
+
+def _processes_with_env(entry: bytes) -> list[int]:
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            environ = (proc / "environ").read_bytes()
+        except OSError:  # gone, or not ours to read
+            continue
+        if entry in environ.split(b"\0") and int(proc.name) != os.getpid():
+            found.append(int(proc.name))
+    return sorted(found)
+
+
+def _journal_from_last_commit(paths: RunnerPaths, repo: Repo) -> Journal | None:
+    """What a damaged journal must have said, from the last commit: the iteration it runs next.
+
+    None when that iteration never started (no directory of its own): nothing to recover.
+    Its process groups are unknown, so none can be terminated.
+    """
+    committed = [repo.file_at_head(paths.relative(p)) for p in (paths.tree, paths.run_state)]
+    config_text = repo.file_at_head(paths.relative(paths.config))
+    if committed[0] is None or committed[1] is None or config_text is None:
+        return None
+    try:
+        tree = parse_tree(committed[0])
+        state = run_state_from_json(json.loads(committed[1]))
+        config = parse_config(tomllib.loads(config_text.decode("utf-8")))
+    except ValueError:  # every parse error here is one; the caller reports the damage instead
+        return None
+    plan = plan_step(tree, state, config.max_iterations)
+    if plan.kind is not PlanKind.RUN or state.run_id is None:
+        return None
+    if not paths.iter_dir(state.run_id, plan.iteration).is_dir():
+        return None
+    return Journal(
+        run_id=state.run_id,
+        iteration=plan.iteration,
+        node_id=plan.node.id,
+        role=(plan.role or AgentRole.EXECUTOR).value,
+        phase=JournalPhase.RUNNING,
+        started_at=utc_now(),
+        runner_pid=0,
+        command="unknown: its journal was damaged",
+    )
+
+
+def _journal_to_recover(paths: RunnerPaths, repo: Repo) -> Journal | None:
+    try:
+        return read_journal(repo)
+    except DamagedJournal:
+        journal = _journal_from_last_commit(paths, repo)
+        if journal is None:
+            if repo.dirty_paths():
+                raise UserFacingError(
+                    f"{journal_path(repo)} is damaged and the last commit does not say which "
+                    "iteration was running; delete it, then commit or discard what "
+                    "'git status' shows"
+                ) from None
+            clear_journal(repo)
+        return journal
+
+
+def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
+    journal = _journal_to_recover(paths, repo)
+    if journal is None:
+        return Recovered(None)
+    killed = kill_orphans(journal, paths.iter_dir(journal.run_id, journal.iteration))
+    operation = repo.operation_in_progress()
+    if operation is not None:
+        # Committing now would conclude the user's merge or rebase with the runner's files.
+        raise UserFacingError(
+            f"git is in the middle of {operation}; finish or abort it, then run 'runner recover'"
+        )
+    _remove_stale_index_lock(repo)
+    _remove_stale_temp_files(paths, paths.iter_dir(journal.run_id, journal.iteration))
+    head_subject = (
+        repo.git("log", "-1", "--format=%s").stdout.strip() if repo.has_commits() else None
+    )
+    kind = recovery_kind(journal, head_subject)
+    if kind is RecoveryKind.ALREADY_COMMITTED:
+        _archive_committed(paths, journal)
+        clear_journal(repo)
+        return Recovered(kind, journal, killed)
+    for state_file in (paths.tree, paths.run_state, paths.config):
+        relative = paths.relative(state_file)
+        committed = repo.file_at_head(relative)
+        if committed is None:
+            raise UserFacingError(f"{relative} is not in the last commit; cannot restore it")
+        atomic_write_bytes(state_file, committed)
+    tree = load_tree(paths)
+    state = load_run_state(paths)
+    config = load_config(paths)
+    if state.run_id != journal.run_id or state.next_iter != journal.iteration:
+        raise UserFacingError(
+            f"the journal describes run {journal.run_id} iteration {journal.iteration}, but the "
+            f"last commit is at run {state.run_id} next_iter {state.next_iter}; "
+            "inspect the journal and git log by hand"
+        )
+    if journal.node_id not in nodes_by_id(tree):
+        raise UserFacingError(f"node '{journal.node_id}' of the journal is not in tree.json")
+    iter_dir = _keep_interrupted_logs(paths.iter_dir(journal.run_id, journal.iteration))
+    counts = state.known_executions()
+    if counts is None:
+        counts = pmap(count_executions(paths, journal.run_id))
+    measured = Measured(
+        started_at=journal.started_at,
+        ended_at=utc_now(),
+        duration_ms=_elapsed_ms(journal.started_at),
+    )
+    end = interrupted_end(journal, tree, state, counts, measured, config.agent_backend)
+    try:
+        commit_iteration(paths, repo, journal.run_id, iter_dir, final_write_set(end))
+    except GitError as error:
+        raise UserFacingError(f"recovery could not commit: {error}") from None
+    return Recovered(kind, journal, killed)
+
+
+def _archive_committed(paths: RunnerPaths, journal: Journal) -> None:
+    """A kill between an iteration's commit and its archive: archive it now. Logs that are gone
+    cannot be archived; the commit holds the iteration's tree and record, so recovery ends."""
+    iter_dir = paths.iter_dir(journal.run_id, journal.iteration)
+    try:
+        archive_iteration(paths.root, journal.run_id, journal.iteration, iter_dir)
+    except NothingToArchive as error:
+        line = f"{error}; iteration {journal.iteration}'s logs are not archived"
+        print(f"runner: warning: {line}", file=sys.stderr)
+    except (ArchiveError, GitError) as error:
+        raise UserFacingError(f"recovery could not archive the iteration's logs: {error}") from None
+
+
+def _keep_interrupted_logs(iter_dir: Path) -> Path:
+    """What the killed iteration concluded never happened: its logs are kept under other
+    names, so the directory reads the same wherever the kill landed. A symlink the agent put
+    in its place is removed, never followed."""
+    if iter_dir.is_symlink():
+        iter_dir.unlink()
+    make_directory(iter_dir)
+    for name, kept_as in (
+        (PENDING_GUARD_LOG, "guard.interrupted.log"),
+        ("guard.log", "guard.interrupted.log"),
+        ("agent_error.log", "agent_error.interrupted.log"),
+    ):
+        if (iter_dir / name).exists():
+            (iter_dir / name).replace(iter_dir / kept_as)
+    return iter_dir
+
+
+def _elapsed_ms(started_at: str) -> int:
+    try:
+        started = datetime.datetime.fromisoformat(started_at.replace("Z", "+00:00"))
+    except ValueError:
+        return 0
+    now = datetime.datetime.now(datetime.UTC)
+    return max(int((now - started).total_seconds() * 1000), 0)

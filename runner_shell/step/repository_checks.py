@@ -1,0 +1,135 @@
+"""The checks of `runner validate` that are about the repository rather than one file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import attrs
+
+from runner_core import Config, Node
+from runner_core.iteration.preconditions import (
+    INIT_HINT,
+    PROTECTED_BRANCHES,
+    RepoFacts,
+    gitignore_problem,
+    run_identity_problem,
+)
+from runner_core.run.identity import BRANCH_PREFIX
+from runner_core.tree.serialization import TREE_MAX_BYTES, canonical_fits
+from runner_shell.errors import UserFacingError
+from runner_shell.git.repo import Repo
+from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.state_files import (
+    MissingStateFile,
+    load_goal_id,
+    load_run_state,
+    read_gitignore_lines,
+)
+
+
+def check_layout(paths: RunnerPaths) -> None:
+    if not paths.runner_dir.is_dir():
+        raise UserFacingError(f"{paths.relative(paths.runner_dir)}/ is missing {INIT_HINT}")
+    required = (
+        paths.goal,
+        paths.tree,
+        paths.schema,
+        paths.config,
+        paths.run_state,
+        paths.decomposer_schema,
+        paths.executor_schema,
+    )
+    for path in required:
+        if not path.is_file():
+            raise MissingStateFile(paths.relative(path))
+    problem = gitignore_problem(read_gitignore_lines(paths))
+    if problem is not None:
+        raise UserFacingError(problem)
+
+
+def branch_run_ids(repo: Repo) -> tuple[str, ...]:
+    """The run ids of the repository's runner/* branches."""
+    return tuple(name.removeprefix(BRANCH_PREFIX) for name in repo.branches(BRANCH_PREFIX))
+
+
+def location_facts(repo: Repo, dirty_paths: tuple[str, ...], branch: str | None) -> RepoFacts:
+    """Where the repository stands, before any state file is read (`location_problem`).
+
+    `branch` is the checked-out branch (None when detached), as the caller already asked git.
+    """
+    return RepoFacts(
+        branch=branch,
+        dirty_paths=dirty_paths,
+        gitignore_lines=None,
+        run_id=None,
+        goal_id=None,
+        # Only main/master needs them: the message names the runs to go on with.
+        run_branches=branch_run_ids(repo) if branch in PROTECTED_BRANCHES else (),
+    )
+
+
+def with_run_files(paths: RunnerPaths, facts: RepoFacts, run_id: str | None) -> RepoFacts:
+    """`facts` completed with what the run's files say (.gitignore, run id, GOAL.md's id)."""
+    return attrs.evolve(
+        facts,
+        gitignore_lines=read_gitignore_lines(paths),
+        run_id=run_id,
+        goal_id=load_goal_id(paths),
+    )
+
+
+def check_run_identity(paths: RunnerPaths, repo: Repo) -> str | None:
+    """The run id when a run is started and consistent; None when none is started.
+
+    The rule is the one `runner step` applies (run_identity_problem): the same state gives
+    the same line from both commands.
+    """
+    state = load_run_state(paths)
+    if state.run_id is None:
+        return None
+    problem = run_identity_problem(
+        with_run_files(paths, location_facts(repo, (), repo.current_branch()), state.run_id)
+    )
+    if problem is not None:
+        raise UserFacingError(problem)
+    return state.run_id
+
+
+def program_problem(program: str, root: Path, search_path: str | None) -> str | None:
+    """Why `program` (argv[0], resolved as the spawn will: PATH, or relative to the repo root)
+    cannot be started, or None."""
+    if "/" not in program:
+        if shutil.which(program, path=search_path) is not None:
+            return None
+        return f"program '{program}' was not found on PATH"
+    candidate = root / program
+    if not candidate.exists():
+        return f"program '{program}' does not exist"
+    if candidate.is_dir() or not os.access(candidate, os.X_OK):
+        return f"program '{program}' is not executable"
+    return None
+
+
+def check_programs(config: Config, root: Path) -> None:
+    """Fail before an iteration starts when its agent or guard program cannot be started."""
+    # The codex and claude backends run the program of that name unless a command replaces it.
+    agent = (config.agent_command or (config.agent_backend,))[0]
+    search_path = os.environ.get("PATH", os.defpath)
+    for key, program in (("agent.command", agent), ("guard.command", config.guard_command[0])):
+        problem = program_problem(program, root, search_path)
+        if problem is not None:
+            raise UserFacingError(
+                f"{key}: {problem}; install it or fix {key} in .runner/state/config.toml"
+            )
+
+
+def check_tree_writable(paths: RunnerPaths, tree: Node) -> None:
+    """Refuse a step on a tree the runner could not write back in canonical form."""
+    if not canonical_fits(tree):
+        raise UserFacingError(
+            f"{paths.relative(paths.tree)}: its canonical form (2-space indent per level) would "
+            f"exceed {TREE_MAX_BYTES} bytes, which the runner cannot write and read back; "
+            "flatten or split the tree before stepping"
+        )

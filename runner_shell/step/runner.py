@@ -1,0 +1,607 @@
+"""`runner step` and `runner loop`: one iteration carried out by interpreting the core's machine.
+
+runner_core.iteration.machine decides everything (may the step run, which node, the context,
+the deadline, what the agent's work amounts to, runner versus agent error, the files and the
+commit); `interpret` below carries out each effect it asks for and feeds the result back.
+Reading `perform`, one sees every side effect of an iteration.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from string import Template
+
+import attrs
+
+from runner_core.history.records import TokenUsage
+from runner_core.iteration import events as iteration_events
+from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.machine import (
+    Abort,
+    AgentFinished,
+    ClockReading,
+    Commit,
+    ConfigRead,
+    CountExecutions,
+    Done,
+    Effect,
+    ExecutionsCounted,
+    Finished,
+    GuardFinished,
+    HeadRead,
+    IoFailed,
+    IterationFacts,
+    IterationMachine,
+    IterationPorts,
+    NotStarted,
+    PrepareIterationDir,
+    PromptParts,
+    ReadConfig,
+    ReadHead,
+    ReadTree,
+    RestoreConfig,
+    RestoreHead,
+    Result,
+    RunAgent,
+    RunGuard,
+    TreeRead,
+    WriteContext,
+    WriteIterationFile,
+    WriteJournal,
+    start_iteration,
+)
+from runner_core.iteration.plan import (
+    IterationOutcome,
+    PlanKind,
+    StepPlan,
+    needs_failure_log,
+    plan_step,
+)
+from runner_core.iteration.preconditions import location_problem, step_precondition_problem
+from runner_core.iteration.recovery import Journal, interrupted_problem
+from runner_core.loop.policy import budget_refusal
+from runner_core.loop.usage_limits import LimitSignal
+from runner_core.run.config import Config
+from runner_core.run.exit_codes import ExitCode
+from runner_core.run.state import RunState
+from runner_core.tree.model import AgentRole, Node
+from runner_shell.agents.session import AgentRequest, backend_for
+from runner_shell.errors import UserFacingError
+from runner_shell.git.log_archive import ArchiveError
+from runner_shell.git.repo import GitError, Repo
+from runner_shell.loop.night import (
+    Emitter,
+    Interrupted,
+    IterationEvents,
+    LiveOutput,
+    interruptible,
+    reached_budget,
+    sink_for,
+)
+from runner_shell.step import protected_files
+from runner_shell.step.lock_and_journal import current_command, read_journal, write_journal
+from runner_shell.step.processes import SpawnError, run_process
+from runner_shell.step.repository_checks import (
+    check_programs,
+    check_tree_writable,
+    location_facts,
+    with_run_files,
+)
+from runner_shell.store.files import (
+    append_bytes,
+    atomic_write_bytes,
+    atomic_write_text,
+    make_directory,
+    read_text_head,
+    rename_within,
+    sha256_of_regular,
+)
+from runner_shell.store.iteration_log import commit_iteration, count_executions, utc_now
+from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.state_files import (
+    load_config,
+    load_run_state,
+    load_tree,
+    read_bytes,
+    read_goal,
+    read_optional_text,
+    read_tree_bytes,
+)
+
+# How much of the previous guard.log is handed to the next attempt as failure.md.
+FAILURE_LOG_MAX_BYTES = 1024 * 1024
+# RUNNER_WAIT_PATH: where a `command` agent asks the loop to wait out a limit.
+WAIT_FILE = "wait.json"
+
+
+@attrs.frozen(slots=True)
+class StepResult:
+    kind: PlanKind
+    run_id: str
+    plan: StepPlan
+    outcome: IterationOutcome | None = None
+    limit: LimitSignal | None = None  # the usage or rate limit the agent hit
+
+    @property
+    def exit_code(self) -> int:
+        if self.kind is PlanKind.COMPLETE:
+            return ExitCode.COMPLETE
+        if self.kind is PlanKind.STUCK:
+            return ExitCode.STUCK
+        if self.kind is PlanKind.LIMIT:
+            return ExitCode.ERROR
+        assert self.outcome is not None
+        return ExitCode.ERROR if self.outcome.runner_error is not None else ExitCode.OK
+
+
+@attrs.frozen(slots=True)
+class Loaded:
+    """What a step reads before it decides anything."""
+
+    config: Config
+    state: RunState
+    tree: Node
+    run_id: str
+    head: GitHead  # the branch and commit before the iteration
+
+
+def load_for_step(paths: RunnerPaths, repo: Repo) -> Loaded:
+    """Check SPEC §5's preconditions and load config, run state and tree."""
+    journal = read_journal(repo)
+    if journal is not None:
+        raise UserFacingError(interrupted_problem(journal))
+    operation = repo.operation_in_progress()
+    if operation is not None:
+        raise UserFacingError(f"git is in the middle of {operation}; finish or abort it first")
+    head = repo.head_if_any()
+    # Before the first commit only symbolic-ref knows the branch; preconditions come first.
+    branch = head.branch if head is not None else repo.current_branch()
+    facts = location_facts(repo, repo.dirty_paths(), branch)
+    problem = location_problem(facts)
+    if problem is not None:
+        raise UserFacingError(problem)
+    config = load_config(paths)
+    state = load_run_state(paths)
+    problem = step_precondition_problem(with_run_files(paths, facts, state.run_id))
+    if problem is not None:
+        raise UserFacingError(problem)
+    assert state.run_id is not None
+    if head is None:
+        raise GitError("the repository has no commits yet; make a first commit")
+    return Loaded(config, state, load_tree(paths), state.run_id, head)
+
+
+def run_step(
+    paths: RunnerPaths, repo: Repo, prompt_budget: int, loaded: Loaded | None = None
+) -> StepResult:
+    """One step; `loaded` is what load_for_step read, when the caller has already read it."""
+    loaded = load_for_step(paths, repo) if loaded is None else loaded
+    plan = plan_step(loaded.tree, loaded.state, loaded.config.max_iterations)
+    if plan.kind is not PlanKind.RUN:
+        return StepResult(plan.kind, loaded.run_id, plan)
+    # Problems a user can fix are refused here, before an iteration exists: nothing is written.
+    check_programs(loaded.config, paths.root)
+    facts = attrs.evolve(gather(paths, loaded, plan, prompt_budget), head=loaded.head)
+    if facts.previous_snapshot_sha256 is None:  # else its bytes are canonical and were read back
+        check_tree_writable(paths, loaded.tree)
+    events = IterationEvents(sink_for(paths, loaded.config, loaded.run_id))
+    events.check()
+    finished = interpret(start_iteration(facts), shell_ports(paths, repo, facts, events), events)
+    events.raise_refusal()
+    return StepResult(PlanKind.RUN, loaded.run_id, plan, finished.outcome, finished.limit)
+
+
+# ---------------------------------------------------------------- facts
+
+
+def _template(name: str, values: Mapping[str, str]) -> str:
+    text = (Path(__file__).parent / "templates" / name).read_text(encoding="utf-8")
+    return Template(text).safe_substitute(values)
+
+
+def gather(paths: RunnerPaths, loaded: Loaded, plan: StepPlan, budget: int) -> IterationFacts:
+    """Everything the machine needs to know before the iteration starts."""
+    state, run_id = loaded.state, loaded.run_id
+    failure_log = None
+    previous = paths.iter_dir(run_id, plan.iteration - 1)
+    if needs_failure_log(state) and (previous / "guard.log").exists():
+        failure_log = read_text_head(previous / "guard.log", FAILURE_LOG_MAX_BYTES)
+    entries = _left_over(paths.iter_dir(run_id, plan.iteration))
+    snapshot_sha256 = sha256_of_regular(previous / "tree.after.json")
+    is_previous = snapshot_sha256 is not None and sha256_of_regular(paths.tree) == snapshot_sha256
+    iter_dir = paths.iter_dir(run_id, plan.iteration)
+    role = plan.role or AgentRole.EXECUTOR
+    return IterationFacts(
+        run_id=run_id,
+        plan=plan,
+        config=loaded.config,
+        state=state,
+        tree=loaded.tree,
+        goal=read_goal(paths),
+        failure_log=failure_log,
+        config_bytes=read_bytes(paths.config),
+        entries=entries,
+        previous_snapshot_sha256=snapshot_sha256 if is_previous else None,
+        prompt=_prompt_parts(paths, loaded.config, role, iter_dir, budget),
+        started=SystemClock().now(),
+        runner_pid=os.getpid(),
+        command=current_command(),
+    )
+
+
+def _left_over(iter_dir: Path) -> frozenset[str]:
+    """The iteration's directory and its set-aside copies, when an interrupted run left one;
+    the run directory is listed only then, so a step's cost never grows with the run."""
+    if not os.path.lexists(iter_dir):  # a dangling symlink planted there is set aside too
+        return frozenset()
+    name = iter_dir.name
+    return frozenset(
+        entry
+        for entry in os.listdir(iter_dir.parent)
+        if entry == name or entry.startswith(f"{name}.interrupted-")
+    )
+
+
+def schema_path(paths: RunnerPaths, role: AgentRole) -> Path:
+    return paths.decomposer_schema if role is AgentRole.DECOMPOSER else paths.executor_schema
+
+
+def _prompt_parts(
+    paths: RunnerPaths, config: Config, role: AgentRole, iter_dir: Path, budget: int
+) -> PromptParts:
+    values = {
+        "context_dir": paths.relative(paths.context_dir) + "/",
+        "guard_command": " ".join(config.guard_command),
+        "output_path": str(iter_dir / "agent_output.json"),
+        "schema_path": str(schema_path(paths, role)),
+    }
+    return PromptParts(
+        contract=_template(f"contract_{role.value}.md", values),
+        output=_template(f"output_{role.value}.md", values),
+        guidance=read_optional_text(paths.guidance, budget),
+        assumptions=read_optional_text(paths.assumptions, budget),
+        questions=read_optional_text(paths.questions, budget),
+        budget=budget,
+    )
+
+
+# ---------------------------------------------------------------- the interpreter
+
+
+def interpret(
+    machine: IterationMachine, ports: IterationPorts, sink: Emitter | None = None
+) -> Finished:
+    """Carry out the machine's effects, feeding each result back, until it has committed;
+    `sink` hears the events the core says each effect and result make."""
+    backend = machine.facts.config.agent_backend
+    while not isinstance(machine.effect, Finished):
+        if isinstance(machine.effect, Abort):
+            raise UserFacingError(machine.effect.message)
+        before = ports.clock.now()
+        if sink is not None:
+            sink.emit(iteration_events.before_effect(machine, before.utc, backend))
+        result = perform(machine.effect, machine.journal, ports)
+        now = ports.clock.now()
+        if sink is not None:
+            elapsed = now.monotonic - before.monotonic
+            sink.emit(iteration_events.after_result(machine, result, now.utc, elapsed))
+        machine = machine.feed(result, now)
+    if sink is not None:
+        sink.emit(iteration_events.finished(machine, ports.clock.now().utc), fsync=True)
+    return machine.effect
+
+
+def refuse_over_budget(paths: RunnerPaths, config: Config, run_id: str) -> None:
+    """`runner step` starts no agent once a `[budget]` is reached."""
+    use = reached_budget(paths, config, run_id)
+    if use is not None:
+        raise UserFacingError(budget_refusal(run_id, use))
+
+
+def perform(effect: Effect, journal: Journal, ports: IterationPorts) -> Result:
+    """Every side effect of an iteration, each through one port."""
+    store = ports.store
+    try:
+        if isinstance(effect, RunAgent):
+            return ports.agents.run_agent(effect, journal)
+        if isinstance(effect, RunGuard):
+            return ports.guards.run_guard(effect, journal)
+        if isinstance(effect, ReadTree):
+            return store.read_tree()
+        if isinstance(effect, ReadConfig):
+            return store.read_config()
+        if isinstance(effect, ReadHead):
+            return store.read_head()
+        if isinstance(effect, CountExecutions):
+            return ExecutionsCounted(store.count_executions())
+        if isinstance(effect, PrepareIterationDir):
+            store.prepare(effect)
+        elif isinstance(effect, WriteContext):
+            store.write_context(effect)
+        elif isinstance(effect, WriteJournal):
+            store.write_journal(effect.journal)
+        elif isinstance(effect, WriteIterationFile):
+            store.write_iteration_file(effect)
+        elif isinstance(effect, RestoreConfig):
+            store.restore_config(effect.data)
+        elif isinstance(effect, RestoreHead):
+            store.restore_head(effect)
+        elif isinstance(effect, Commit):
+            store.commit(effect)
+    except OSError as error:
+        return IoFailed(str(error) or type(error).__name__)
+    return Done()
+
+
+class SystemClock:
+    def now(self) -> ClockReading:
+        return ClockReading(time.monotonic(), utc_now())
+
+
+def shell_ports(
+    paths: RunnerPaths, repo: Repo, facts: IterationFacts, sink: Emitter | None = None
+) -> IterationPorts:
+    iter_dir = paths.iter_dir(facts.run_id, facts.plan.iteration)
+    output = None if sink is None else LiveOutput(sink, iteration_events.origin(facts, ""))
+    return IterationPorts(
+        clock=SystemClock(),
+        agents=ProcessAgentRunner(paths, repo, facts.config, iter_dir, output),
+        guards=ProcessGuardRunner(paths.root, repo, iter_dir, output),
+        store=DiskIterationStore(
+            paths, repo, facts.run_id, iter_dir, protected_files.snapshot(paths)
+        ),
+    )
+
+
+@attrs.frozen(slots=True)
+class ProcessAgentRunner:
+    """Runs the configured backend; records its process group in the journal as it starts."""
+
+    paths: RunnerPaths
+    repo: Repo
+    config: Config
+    iter_dir: Path
+    output: LiveOutput | None = None
+
+    def run_agent(self, effect: RunAgent, journal: Journal) -> AgentFinished | NotStarted:
+        started: list[int] = []
+        output_path = self.iter_dir / effect.output_name
+        usage_path = self.iter_dir / effect.usage_name
+        schema = schema_path(self.paths, effect.role)
+        env = dict(os.environ)
+        env.update(
+            effect.env,
+            RUNNER_OUTPUT_PATH=str(output_path),
+            RUNNER_OUTPUT_SCHEMA=str(schema),
+            RUNNER_ITER_DIR=str(self.iter_dir),
+            RUNNER_USAGE_PATH=str(usage_path),
+            RUNNER_WAIT_PATH=str(self.iter_dir / WAIT_FILE),
+        )
+        request = AgentRequest(
+            role=effect.role,
+            repo_root=self.paths.root,
+            iter_dir=self.iter_dir,
+            prompt_path=self.iter_dir / effect.prompt_name,
+            output_path=output_path,
+            schema_path=schema,
+            usage_path=usage_path,
+            log_path=self.iter_dir / effect.log_name,
+            env=env,
+            timeout_secs=effect.timeout_secs,
+            limit_bytes=effect.limit_bytes,
+            on_start=_tracker(self.repo, journal, started),
+            wait_path=self.iter_dir / WAIT_FILE,
+            on_output=None if self.output is None else self.output.start(effect.log_name),
+        )
+        try:
+            with interruptible():
+                agent = backend_for(self.config.agent_backend, self.config.agent_command).run(
+                    request
+                )
+        except SpawnError as error:
+            return NotStarted(str(error))
+        except Interrupted as signal_:
+            group = started[0] if started else None
+            return AgentFinished(None, False, None, None, None, None, group, None, signal_.name)
+        finally:
+            if self.output is not None:
+                self.output.flush()
+        return AgentFinished(
+            exit_code=agent.process.exit_code,
+            timed_out=agent.process.timed_out,
+            output_text=agent.output_text,
+            output_problem=agent.output_problem,
+            tokens=_tokens(agent.input_tokens, agent.output_tokens, agent.cached_input_tokens),
+            cost_usd=agent.cost_usd,
+            process_group=started[0] if started else None,
+            limit=agent.limit,
+        )
+
+
+def _tracker(repo: Repo, journal: Journal, started: list[int]) -> Callable[[int], None]:
+    """Write the journal with the new process group the moment it exists, for recovery."""
+
+    def track(pgid: int) -> None:
+        started.append(pgid)
+        write_journal(repo, attrs.evolve(journal, process_groups=(*journal.process_groups, pgid)))
+
+    return track
+
+
+def _tokens(input_: int | None, output: int | None, cached: int | None) -> TokenUsage | None:
+    if input_ is None and output is None and cached is None:
+        return None
+    return TokenUsage(input_ or 0, output or 0, cached or 0)
+
+
+@attrs.frozen(slots=True)
+class ProcessGuardRunner:
+    root: Path
+    repo: Repo
+    iter_dir: Path
+    output: LiveOutput | None = None
+
+    def run_guard(self, effect: RunGuard, journal: Journal) -> GuardFinished | NotStarted:
+        started: list[int] = []
+        try:
+            with interruptible():
+                result = run_process(
+                    effect.argv,
+                    cwd=self.root,
+                    # Marks the guard and what it leaves running as this iteration's, for recovery.
+                    env=dict(os.environ, RUNNER_ITER_DIR=str(self.iter_dir)),
+                    stdin_path=None,
+                    timeout_secs=effect.timeout_secs,
+                    log_path=self.iter_dir / effect.log_name,
+                    limit_bytes=effect.limit_bytes,
+                    on_start=_tracker(self.repo, journal, started),
+                    on_output=None if self.output is None else self.output.start("guard.log"),
+                )
+        except SpawnError as error:
+            return NotStarted(str(error))
+        except Interrupted as signal_:
+            return GuardFinished(None, False, started[0] if started else None, signal_.name)
+        finally:
+            if self.output is not None:
+                self.output.flush()
+        return GuardFinished(result.exit_code, result.timed_out, started[0] if started else None)
+
+
+@attrs.frozen(slots=True)
+class DiskIterationStore:
+    """The iteration's files under `.runner/`, the journal in the git directory, the commit."""
+
+    paths: RunnerPaths
+    repo: Repo
+    run_id: str
+    iter_dir: Path
+    protected: protected_files.Snapshot = ()  # put back right before the commit
+
+    def prepare(self, effect: PrepareIterationDir) -> None:
+        if effect.set_aside_as is not None:
+            rename_within(self.iter_dir.parent, self.iter_dir.name, effect.set_aside_as)
+        make_directory(self.iter_dir)
+
+    def write_context(self, effect: WriteContext) -> None:
+        if self.paths.context_dir.is_symlink():  # runner-owned: an agent's symlink goes, unfollowed
+            self.paths.context_dir.unlink()
+        make_directory(self.paths.context_dir)
+        for name, text in effect.files:
+            atomic_write_text(self.paths.context_dir / name, text)
+        for name in effect.remove:
+            (self.paths.context_dir / name).unlink(missing_ok=True)
+
+    def write_journal(self, journal: Journal) -> None:
+        write_journal(self.repo, journal)
+
+    def write_iteration_file(self, effect: WriteIterationFile) -> None:
+        target = self.iter_dir / effect.name
+        if effect.append:
+            append_bytes(target, effect.text.encode("utf-8"))
+        else:
+            atomic_write_text(target, effect.text)
+
+    def read_tree(self) -> TreeRead:
+        try:
+            return TreeRead(read_tree_bytes(self.paths))
+        except UserFacingError as error:  # the agent deleted it, or grew it past the limit
+            return TreeRead(b"", str(error))
+
+    def read_config(self) -> ConfigRead:
+        try:
+            return ConfigRead(read_bytes(self.paths.config))
+        except OSError:  # deleted or replaced by the agent
+            return ConfigRead(None)
+
+    def restore_config(self, data: bytes) -> None:
+        atomic_write_bytes(self.paths.config, data)
+
+    def read_head(self) -> HeadRead:
+        try:
+            return HeadRead(self.repo.head())
+        except GitError as error:
+            raise OSError(str(error)) from None
+
+    def restore_head(self, effect: RestoreHead) -> None:
+        try:
+            self.repo.rescue_and_reset(effect.branch, effect.sha, effect.rescue_ref)
+        except GitError as error:
+            raise OSError(str(error)) from None
+
+    def count_executions(self) -> Mapping[str, int]:
+        return count_executions(self.paths, self.run_id)
+
+    def commit(self, effect: Commit) -> None:
+        try:
+            commit_iteration(
+                self.paths,
+                self.repo,
+                self.run_id,
+                self.iter_dir,
+                effect,
+                protected_files.ProtectedStaging(self.paths, self.protected, self.run_id),
+            )
+        except GitError as error:
+            raise UserFacingError(
+                f"iteration {effect.committing.iteration} was logged but not committed: {error} "
+                "(fix the problem, then run 'runner recover')"
+            ) from None
+        except ArchiveError as error:
+            raise UserFacingError(
+                f"iteration {effect.committing.iteration} was committed but its logs were not "
+                f"archived: {error} (fix the problem, then run 'runner recover')"
+            ) from None
+
+
+def step_result_line(prefix: str, result: StepResult) -> str:
+    """`runner step`'s `step:` line or `runner loop`'s `loop: step` line for an iteration run."""
+    from runner_core.views.follow import step_line
+
+    outcome = result.outcome
+    assert outcome is not None
+    plan = result.plan
+    status, guard = outcome.status.value, outcome.guard.value
+    return step_line(prefix, result.run_id, plan.iteration, plan.node.id, status, guard)
+
+
+def _show_progress(paths: RunnerPaths, progress: Callable[[str], None], began: float) -> None:
+    # Imported here: only `runner loop` shows progress, and `runner step` starts faster without.
+    from runner_core.views.reports import progress_line
+
+    try:
+        state, config, tree = load_run_state(paths), load_config(paths), load_tree(paths)
+    except UserFacingError:
+        return  # the step itself reports what is wrong
+    line = progress_line(state.next_iter, config.max_iterations, tree, time.monotonic() - began)
+    if line is not None:
+        progress(line)
+
+
+def run_loop(
+    paths: RunnerPaths,
+    repo: Repo,
+    prompt_budget: int,
+    emit: Callable[[str], None],
+    progress: Callable[[str], None] | None = None,
+    max_steps: int | None = None,
+) -> int:
+    """Step until complete (0), stuck (3), the iteration limit (1), a budget (1), or
+    `[loop] max_consecutive_runner_errors` runner errors in a row (1); a signal: 128 + it.
+
+    `progress`, when given, hears a one-line summary before each step (a terminal's live line).
+    With `max_steps`, the loop also stops (0) once it has taken that many steps.
+    """
+    from runner_shell.loop.night_loop import LoopRun, run_night_loop
+
+    started_at = load_run_state(paths).next_iter
+    began = time.monotonic()
+
+    def show() -> None:
+        if progress is not None:
+            _show_progress(paths, progress, began)
+
+    run = LoopRun(paths, repo, prompt_budget, emit, started_at)
+    return run_night_loop(run, show if progress is not None else None, max_steps)

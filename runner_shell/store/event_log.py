@@ -1,0 +1,122 @@
+"""The run's `events.jsonl`: append events as whole lines, read them back, follow a growing file.
+
+Every line is one `os.write` to a descriptor opened with O_APPEND, so concurrent readers see
+whole lines or a torn last line (which the core's parser ignores), never two lines interleaved.
+The file is opened as every runner file is (`runner_shell.store.files`): never through a symlink,
+never blocking on a FIFO; such a file is refused in one line (`EventLogRefused`). What an event
+says is decided in `runner_core.loop.events`; this module only moves bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from runner_core.loop.events import Event, event_line, parse_event_lines
+from runner_shell.errors import UserFacingError
+from runner_shell.store.files import NotRegularFile, UnsafePath, open_append, open_regular
+
+
+class EventLogRefused(UserFacingError):
+    """`events.jsonl`, or a directory on its way, is a symlink, FIFO or directory the agent may
+    have planted: the runner neither writes through it nor reads it. The message names it."""
+
+
+def append_events(path: Path, events: Iterable[Event], *, fsync: bool = False) -> None:
+    """Append each event as one line (none: make sure the file can take them); `fsync` (at
+    iteration boundaries) makes them durable."""
+    try:
+        fd = open_append(path)
+    except (UnsafePath, NotRegularFile) as error:
+        raise EventLogRefused(f"{error.filename} {error.strerror}") from None
+    try:
+        for event in events:
+            _write_all(fd, event_line(event).encode("utf-8"))
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    # A regular file takes the whole line in one write; the loop only covers a short write
+    # (a full disk), which leaves a torn line that readers ignore.
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def read_events(path: Path) -> tuple[tuple[Event, ...], tuple[str, ...]]:
+    """The events of a file and its damaged-line warnings; a missing file holds no events."""
+    return parse_event_lines(_read_from(path, 0))
+
+
+def _never() -> bool:
+    return False
+
+
+def follow(
+    path: Path,
+    *,
+    poll_secs: float = 0.2,
+    stop: Callable[[], bool] = _never,
+    on_warning: Callable[[str], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[Event]:
+    """Every event of `path`, from the first, then each new one as it is appended.
+
+    Waits for the file to appear; polls every `poll_secs`; a line is read once it is whole.
+    Ends when `stop()` answers true after the file had nothing new (checked once per poll).
+    """
+    offset, pending, next_line = 0, b"", 1
+    while True:
+        chunk = _read_from(path, offset)
+        offset += len(chunk)
+        pending += chunk
+        whole, newline, pending = pending.rpartition(b"\n")
+        if newline:
+            events, warnings = parse_event_lines(whole + b"\n", next_line)
+            next_line += whole.count(b"\n") + 1
+            for warning in warnings:
+                if on_warning is not None:
+                    on_warning(warning)
+            yield from events
+        if not chunk:
+            if stop():
+                return
+            sleep(poll_secs)
+
+
+def _read_from(path: Path, offset: int) -> bytes:
+    """The bytes of `path` from `offset`; none while it does not exist."""
+    try:
+        with open_regular(path) as stream:
+            stream.seek(offset)
+            return stream.read()
+    except FileNotFoundError:
+        return b""
+    except NotRegularFile as error:
+        raise EventLogRefused(f"{path} {error.strerror} (remove it)") from None
+
+
+# How much of the file's end `last_events` reads: many times a loop's last events between two
+# iterations (a wait, the stop that ended it, a hook's failure).
+TAIL_BYTES = 64 * 1024
+
+
+def last_events(path: Path, max_bytes: int = TAIL_BYTES) -> tuple[Event, ...]:
+    """The whole lines among the last `max_bytes` of `path`, oldest first, damaged ones skipped;
+    none when the file is missing or is anything but a regular file."""
+    try:
+        with open_regular(path) as handle:
+            start = max(os.fstat(handle.fileno()).st_size - max_bytes, 0)
+            handle.seek(start)
+            data = handle.read(max_bytes)
+    except OSError:
+        return ()
+    if start > 0:
+        data = data.partition(b"\n")[2]  # the first line read is cut
+    return parse_event_lines(data)[0]

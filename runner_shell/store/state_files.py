@@ -1,0 +1,172 @@
+"""Reading and writing the runner-owned files of `.runner/` with clear, one-line errors.
+
+Every read names the file and what is wrong with it; every write is atomic and canonical.
+The content rules (schema, invariants, config values) are runner_core's; this only moves bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from runner_core import (
+    Config,
+    ConfigError,
+    Node,
+    RunIdentityError,
+    RunState,
+    RunStateError,
+    TreeValidationError,
+    dumps_tree,
+    goal_run_id,
+    parse_config,
+    parse_tree,
+    run_state_from_json,
+    run_state_to_json,
+)
+from runner_core.iteration.preconditions import missing_state_file_problem
+from runner_core.run.identity import empty_goal_problem
+from runner_core.tree.serialization import TREE_MAX_BYTES as CORE_TREE_MAX_BYTES
+from runner_shell.errors import UserFacingError
+from runner_shell.store.files import (
+    FileTooLarge,
+    NotRegularFile,
+    atomic_write_text,
+    open_regular,
+    read_bytes_capped,
+)
+from runner_shell.store.layout import RunnerPaths
+
+# Larger state files are refused instead of exhausting memory. The tree's limit is the core's:
+# the runner never writes a tree it could not read back.
+TREE_MAX_BYTES = CORE_TREE_MAX_BYTES
+SMALL_FILE_MAX_BYTES = 16 * 1024 * 1024
+
+
+class MissingStateFile(UserFacingError):
+    """A runner file that is not there; `failure_of` words the hint once it has asked git."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(missing_state_file_problem(name, in_head=False))
+        self.name = name
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+
+
+def _read(paths: RunnerPaths, path: Path, limit: int) -> bytes:
+    name = paths.relative(path)
+    try:
+        return read_bytes_capped(path, limit)
+    except FileNotFoundError:
+        raise MissingStateFile(name) from None
+    except NotRegularFile as error:  # a directory too: open_regular opens it, then refuses it
+        raise UserFacingError(
+            f"{name} {error.strerror} (restore it with 'git checkout -- {name}')"
+        ) from None
+    except FileTooLarge as error:
+        raise UserFacingError(
+            f"{name} is {error.size} bytes; at most {error.limit} are read (make it smaller)"
+        ) from None
+    except OSError as error:
+        raise UserFacingError(f"{name} cannot be read: {error.strerror or error}") from None
+
+
+def _read_text(paths: RunnerPaths, path: Path, limit: int = SMALL_FILE_MAX_BYTES) -> str:
+    data = _read(paths, path, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UserFacingError(
+            f"{paths.relative(path)} is not UTF-8 (byte {error.start}: {error.reason})"
+        ) from None
+
+
+def read_tree_bytes(paths: RunnerPaths) -> bytes:
+    return _read(paths, paths.tree, TREE_MAX_BYTES)
+
+
+def load_tree(paths: RunnerPaths) -> Node:
+    try:
+        return parse_tree(read_tree_bytes(paths))
+    except TreeValidationError as error:
+        raise UserFacingError(f"{paths.relative(paths.tree)}: {error}") from None
+
+
+def read_bytes(path: Path, limit: int = SMALL_FILE_MAX_BYTES) -> bytes:
+    """A small runner-owned file's bytes; OSError (FileTooLarge included) when unreadable."""
+    return read_bytes_capped(path, limit)
+
+
+def write_tree(paths: RunnerPaths, tree: Node) -> None:
+    atomic_write_text(paths.tree, dumps_tree(tree))
+
+
+def load_config(paths: RunnerPaths) -> Config:
+    text = _read_text(paths, paths.config)
+    name = paths.relative(paths.config)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise UserFacingError(f"{name} is not valid TOML: {error}") from None
+    try:
+        return parse_config(data)
+    except ConfigError as error:
+        raise UserFacingError(f"{name}: {error}") from None
+
+
+def load_run_state(paths: RunnerPaths) -> RunState:
+    name = paths.relative(paths.run_state)
+    text = _read_text(paths, paths.run_state)
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise UserFacingError(f"{name} is not valid JSON: {error}") from None
+    try:
+        return run_state_from_json(data)
+    except RunStateError as error:
+        raise UserFacingError(f"{name}: {error}") from None
+
+
+def write_run_state(paths: RunnerPaths, state: RunState) -> None:
+    atomic_write_text(paths.run_state, canonical_json(run_state_to_json(state)))
+
+
+def read_goal(paths: RunnerPaths) -> str:
+    return _read_text(paths, paths.goal)
+
+
+def load_goal_id(paths: RunnerPaths, text: str | None = None) -> str | None:
+    """GOAL.md's run id; a GOAL.md without a goal is refused here, before a run starts or a
+    step runs (issue 10)."""
+    goal = read_goal(paths) if text is None else text
+    try:
+        run_id = goal_run_id(goal)
+    except RunIdentityError as error:
+        raise UserFacingError(f"{paths.relative(paths.goal)}: {error}") from None
+    problem = empty_goal_problem(goal)
+    if problem is not None:
+        raise UserFacingError(f"{paths.relative(paths.goal)} {problem}")
+    return run_id
+
+
+def read_gitignore_lines(paths: RunnerPaths) -> tuple[str, ...] | None:
+    try:
+        return tuple(_read_text(paths, paths.gitignore).splitlines())
+    except UserFacingError:
+        if not paths.gitignore.exists():
+            return None
+        raise
+
+
+def read_optional_text(path: Path, limit: int = SMALL_FILE_MAX_BYTES) -> str | None:
+    """A notes file's text, or None when it is absent; a huge file is cut, never loaded."""
+    try:
+        with open_regular(path) as handle:
+            data = handle.read(limit)
+    except (FileNotFoundError, NotRegularFile):
+        return None
+    return data.decode("utf-8", errors="replace")

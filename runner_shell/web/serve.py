@@ -1,0 +1,516 @@
+"""`runner serve`: a read-only web view of a run, live by server-sent events.
+
+Serves the page (runner_shell/static), the `--json` documents of the terminal views built by
+the same functions, and `/api/events`: every line of the run's `events.jsonl` plus a `state`
+event whenever run_state.json, tree.json or the journal change. Never takes the runner lock,
+never writes a file, answers only GET and HEAD, and only to requests naming the bound host.
+Imported only by `runner serve`, so other commands never load Starlette.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import sys
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import attrs
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import (
+    FileResponse,
+    JSONResponse,
+    PlainTextResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from runner_core.loop.events import Event, event_line
+from runner_core.run.listing import runs_to_json
+from runner_core.views.reports import report_to_json, status_to_json
+from runner_core.views.text import error_line
+from runner_core.views.web import (
+    LoopFacts,
+    PageView,
+    allowed_hosts,
+    is_loopback,
+    node_detail,
+    overview_to_json,
+    page_view,
+    view_delta,
+)
+from runner_shell.errors import UserFacingError, failure_line, os_error_message
+from runner_shell.git.log_archive import ArchiveError
+from runner_shell.git.repo import GitError, Repo
+from runner_shell.git.run_branches import gather_runs
+from runner_shell.step.lock_and_journal import journal_path, lock_held
+from runner_shell.store.event_log import EventLogRefused, follow, last_events
+from runner_shell.store.files import FileTooLarge, read_bytes_capped
+from runner_shell.store.iteration_log import iteration_dirs
+from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.state_files import load_run_state, load_tree
+from runner_shell.views.history import diff_document, iteration_diff, iteration_document
+from runner_shell.views.inspect import (
+    StatusReading,
+    choose_run,
+    history_document,
+    metrics_document,
+    report_document,
+    run_history,
+    status_document_view,
+    status_reading,
+    status_sources,
+    warn,
+)
+
+STATIC = Path(__file__).parent / "static"
+PAGES = {"/": "index.html", "/app.js": "app.js", "/app.css": "app.css"}
+FILE_MAX_BYTES = 1024 * 1024
+POLL_SECS = 0.5
+HEARTBEAT_SECS = 15.0
+# A client this many messages behind is too slow: it is dropped rather than waited for.
+CLIENT_QUEUE = 1000
+# What reading a run's files can fail with while an agent changes, damages or plants them, or
+# git or the log archive refuses: the Watcher reads again at its next poll, an endpoint answers.
+READ_ERRORS = (UserFacingError, OSError, GitError, ArchiveError)
+HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": "default-src 'self'",
+    "Cache-Control": "no-store",
+}
+
+
+@attrs.define(eq=False)
+class Client:
+    """One `/api/events` subscriber: its bounded queue, and whether it fell too far behind."""
+
+    queue: asyncio.Queue[str] = attrs.field(factory=lambda: asyncio.Queue(CLIENT_QUEUE))
+    dropped: bool = False
+
+
+@attrs.define
+class Broker:
+    """Fans each message out to every client without ever waiting for one."""
+
+    clients: set[Client] = attrs.field(factory=set)
+    sent: int = 0
+
+    def publish(self, name: str, data: str) -> None:
+        self.sent += 1
+        message = f"id: {self.sent}\nevent: {name}\ndata: {data}\n\n"
+        for client in list(self.clients):
+            try:
+                client.queue.put_nowait(message)
+            except asyncio.QueueFull:
+                client.dropped = True
+                self.clients.discard(client)
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """What tells one version of a file from the next: an atomic write is a new inode, an append
+    a new size, and the mtime catches a rewrite in place. None when it cannot be stat'ed: missing,
+    or an agent's symlink loop, a file where a directory should be, a directory it cannot enter;
+    the link itself is stat'ed, never followed."""
+    try:
+        facts = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return facts.st_ino, facts.st_mtime_ns, facts.st_size
+
+
+@attrs.define
+class StatusCache:
+    """The Watcher's last status reading, its document and the stamps of what it was read from;
+    each warning met while reading is printed once per server, not at every poll."""
+
+    stamps: object = None
+    last: tuple[StatusReading, dict[str, Any]] | None = None
+    warned: set[str] = attrs.field(factory=set)
+
+    def reading(self, api: Api, alive: bool) -> tuple[StatusReading, dict[str, Any]]:
+        # Stamped before reading: a change during the reading is a change at the next poll.
+        stamps = (alive, tuple(_stamp(path) for path in status_sources(api.paths, api.repo)))
+        if self.last is None or stamps != self.stamps:
+            reading = status_reading(api.paths, api.repo, self.warn_once)
+            self.stamps, self.last = stamps, (reading, status_to_json(reading.view))
+        return self.last
+
+    def warn_once(self, line: str) -> None:
+        if line not in self.warned:
+            self.warned.add(line)
+            warn(line)
+
+
+@attrs.define
+class Watcher:
+    """Polls the run's files by stat and tails its `events.jsonl` in a thread; after any change
+    it reads the documents once for every client and publishes what changed as a `view` event."""
+
+    paths: RunnerPaths
+    repo: Repo
+    api: Api
+    broker: Broker
+    stop: threading.Event = attrs.field(factory=threading.Event)
+    following: str | None = None
+    follower_stop: threading.Event = attrs.field(factory=threading.Event)
+    page: PageView | None = None
+    cache: StatusCache = attrs.field(factory=StatusCache)
+
+    def watched(self) -> dict[str, Path]:
+        return {
+            "run_state": self.paths.run_state,
+            "tree": self.paths.tree,
+            "journal": journal_path(self.repo),
+        }
+
+    def _readings(self, files: dict[str, Path]) -> dict[str, object]:
+        """Each watched file's stat, the events log's and whether a runner holds the lock."""
+        readings: dict[str, object] = {name: _stamp(path) for name, path in files.items()}
+        if self.following is not None:
+            readings["events"] = _stamp(self.paths.events_log(self.following))
+        readings["lock"] = lock_held(self.repo)
+        return readings
+
+    async def run_forever(self) -> None:
+        files = self.watched()
+        self._follow_run()
+        readings = self._readings(files)
+        current = await self._publish_view()
+        while not self.stop.is_set():
+            await asyncio.sleep(POLL_SECS)
+            now = self._readings(files)
+            changed = [name for name in files if now[name] != readings[name]]
+            if changed:
+                self.broker.publish("state", json.dumps({"changed": changed}))
+                if "run_state" in changed:
+                    self._follow_run()
+            if now != readings or not current:
+                current = await self._publish_view()
+            readings = now
+
+    async def _publish_view(self) -> bool:
+        """Read the documents (in a worker thread) and publish the `view` delta, if any. False
+        when they could not be read (a run mid-change, damaged, or git slow): the next poll reads
+        them again even if nothing changes after, so the last state of a run always reaches the
+        pages."""
+        try:
+            page = await asyncio.to_thread(lambda: page_view(*self.api.documents(self.cache)))
+        except READ_ERRORS:
+            return False
+        delta = view_delta(self.page, page)
+        self.page = page
+        if delta is not None:
+            self.broker.publish("view", json.dumps(delta, sort_keys=True))
+        return True
+
+    def _follow_run(self) -> None:
+        """Tail the events.jsonl of `serve --run`, else of the current run once it is known, and
+        of the next run once `runner start` begins one: the old run's follower is stopped (it
+        ends once it has sent what its file holds)."""
+        run_id = self.api.run
+        if run_id is None:
+            with contextlib.suppress(UserFacingError, OSError):
+                run_id = load_run_state(self.paths).run_id
+        if run_id is None or run_id == self.following:
+            return
+        self.follower_stop.set()
+        stop = self.follower_stop = threading.Event()
+        self.following = run_id
+        loop = asyncio.get_running_loop()
+        events = follow(
+            self.paths.events_log(run_id), stop=lambda: stop.is_set() or self.stop.is_set()
+        )
+        thread = threading.Thread(target=self._forward, args=(events, loop), daemon=True)
+        thread.start()
+
+    def _forward(self, events: Iterator[Event], loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            for event in events:
+                line = event_line(event).rstrip("\n")
+                with contextlib.suppress(RuntimeError):  # the server's loop has closed
+                    loop.call_soon_threadsafe(self.broker.publish, event.type.value, line)
+        except EventLogRefused as error:  # a planted symlink or FIFO: events stop, pages answer
+            print(failure_line(str(error)), file=sys.stderr, flush=True)
+        except OSError as error:  # a file where the run directory should be, or no access
+            why = error.strerror or str(error)
+            print(failure_line(f"{error.filename}: {why}"), file=sys.stderr, flush=True)
+
+
+async def client_messages(
+    broker: Broker, disconnected: Callable[[], Awaitable[bool]]
+) -> AsyncIterator[str]:
+    """One client's stream: a hello, then every message, heartbeat comments when idle."""
+    client = Client()
+    broker.clients.add(client)
+    try:
+        yield f"retry: 2000\nevent: hello\ndata: {json.dumps({'sent': broker.sent})}\n\n"
+        while not client.dropped:
+            try:
+                yield await asyncio.wait_for(client.queue.get(), HEARTBEAT_SECS)
+            except TimeoutError:
+                if await disconnected():
+                    return
+                yield ": heartbeat\n\n"
+    finally:
+        broker.clients.discard(client)
+
+
+class HostGuard:
+    """Answers 421 to a request whose Host header is not the bound host (DNS rebinding), 405
+    to anything but GET and HEAD, and adds the security headers to every answer."""
+
+    def __init__(self, app: ASGIApp, hosts: frozenset[str]) -> None:
+        self.app = app
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        host = headers.get(b"host", b"").decode("latin-1").lower()
+        if host not in self.hosts:
+            await _plain(421, f"unknown Host header {host!r}")(scope, receive, send)
+        elif scope["method"] not in ("GET", "HEAD"):
+            await _plain(405, "read-only: only GET and HEAD")(scope, receive, send)
+        else:
+            await self.app(scope, receive, _with_headers(send))
+
+
+def _plain(status: int, text: str) -> Response:
+    return PlainTextResponse(f"runner serve: {text}\n", status_code=status, headers=HEADERS)
+
+
+def _with_headers(send: Send) -> Send:
+    async def sending(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            extra = [(k.lower().encode(), v.encode()) for k, v in HEADERS.items()]
+            message = {**message, "headers": [*message.get("headers", []), *extra]}
+        await send(message)
+
+    return sending
+
+
+def _not_found(error: Exception) -> JSONResponse:
+    return JSONResponse({"error": str(error)}, status_code=404)
+
+
+def _unreadable(error: Exception) -> JSONResponse:
+    """The answer to a read error: 404 for what a user asked that does not exist, 413 for a file
+    too large to serve, 409 for a file, git object or archive the run holds but that could not
+    be read (an agent's symlink or FIFO, damage); the error is one line, never a traceback."""
+    if isinstance(error, FileTooLarge):
+        return JSONResponse({"error": f"{error.size} bytes; at most {error.limit} are served"}, 413)
+    if isinstance(error, UserFacingError):
+        return _not_found(error)
+    if isinstance(error, OSError):
+        message = os_error_message(error)
+        if message is None:  # RUNNER_DEBUG: the traceback is wanted
+            raise error
+        return JSONResponse({"error": error_line(message)}, status_code=409)
+    return JSONResponse({"error": error_line(str(error))}, status_code=409)
+
+
+@attrs.frozen
+class Api:
+    """The endpoints; each reads the files afresh, so every answer is current."""
+
+    paths: RunnerPaths
+    repo: Repo
+    run: str | None
+
+    def _run(self, request: Request) -> str:
+        """The run a request reads: `?run=`, else `serve --run`, else the current run."""
+        requested = request.query_params.get("run") or self.run
+        return choose_run(self.paths, load_run_state(self.paths), requested)
+
+    def status(self, request: Request) -> Response:
+        return JSONResponse(status_to_json(status_document_view(self.paths, self.repo)))
+
+    def documents(self, cache: StatusCache | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The status document and the overview, read afresh; with `cache`, the status reading
+        is read again only when a file it depends on changed, as the events log's changes (each
+        chunk of agent output) only change the overview's wait."""
+        alive = lock_held(self.repo)
+        if cache is None:
+            reading = status_reading(self.paths, self.repo)
+            status = status_to_json(reading.view)
+        else:
+            reading, status = cache.reading(self, alive)
+        run_id = status["run_id"]
+        loop = LoopFacts(
+            alive=alive,
+            events=last_events(self.paths.events_log(run_id)) if run_id is not None else (),
+            read_at=datetime.now(UTC),
+        )
+        return status, overview_to_json(status, reading.tree, reading.history, loop)
+
+    def overview(self, request: Request) -> Response:
+        return JSONResponse(self.documents()[1])
+
+    def history(self, request: Request) -> Response:
+        node = request.query_params.get("node")
+        shown = history_document(self.paths, self.repo, node, self._run(request))
+        return JSONResponse(shown.to_json())
+
+    def report(self, request: Request) -> Response:
+        report, problems = report_document(self.paths, self.repo, self._run(request))
+        return JSONResponse(report_to_json(report, problems))
+
+    def runs(self, request: Request) -> Response:
+        return JSONResponse(runs_to_json(gather_runs(self.paths, self.repo)))
+
+    def metrics(self, request: Request) -> Response:
+        text = metrics_document(self.paths, self.repo, self._run(request))
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+
+    def iteration(self, request: Request) -> Response:
+        """The `runner show N --json` document: from the iteration's directory, else the log
+        archive, else its commit trailers, as `runner show` reads it."""
+        run_id, number = self._run(request), _iteration_number(request)
+        return JSONResponse(iteration_document(self.paths, self.repo, run_id, number))
+
+    def iteration_diff(self, request: Request) -> Response:
+        """The `runner diff N --json` document, from wherever `runner diff` reads it."""
+        run_id, number = self._run(request), _iteration_number(request)
+        diff, source = iteration_diff(self.paths, self.repo, number, run_id)
+        return JSONResponse(diff_document(run_id, number, diff, source))
+
+    def iteration_file(self, request: Request) -> Response:
+        """One file of an iteration directory, by a name its listing holds, at most 1 MiB."""
+        run_id, number = self._run(request), _iteration_number(request)
+        name = request.path_params["name"]
+        directory = self._iteration_dir(run_id, number)
+        if directory is not None:
+            with os.scandir(directory) as entries:  # an agent's symlink is never followed
+                for entry in entries:
+                    if entry.name == name and entry.is_file(follow_symlinks=False):
+                        data = read_bytes_capped(Path(entry.path), FILE_MAX_BYTES)
+                        return PlainTextResponse(data.decode("utf-8", errors="replace"))
+        return _not_found(UserFacingError(f"no file {name!r} in iteration '{number}'"))
+
+    def _iteration_dir(self, run_id: str, number: int) -> Path | None:
+        """The iteration's directory, found among those the run has (never a joined path)."""
+        return next((found for n, found in iteration_dirs(self.paths, run_id) if n == number), None)
+
+    def node(self, request: Request) -> Response:
+        node_id = request.path_params["node_id"]
+        state = load_run_state(self.paths)
+        history, _ = run_history(self.paths, self.repo, state.run_id or "")
+        detail = node_detail(load_tree(self.paths), history, node_id)
+        if detail is None:
+            return _not_found(UserFacingError(f"no node {node_id!r} in the tree"))
+        return JSONResponse(detail)
+
+
+def _iteration_number(request: Request) -> int:
+    """The iteration a URL names, in the one spelling `runner show` prints (no sign, no
+    leading zero)."""
+    wanted = request.path_params["number"]
+    if not (wanted.isascii() and wanted.isdigit()) or str(int(wanted)) != wanted or wanted == "0":
+        raise UserFacingError(f"no iteration {wanted!r}")
+    return int(wanted)
+
+
+def _guarded(endpoint: Callable[[Request], Response]) -> Callable[[Request], Response]:
+    def answer(request: Request) -> Response:
+        try:
+            return endpoint(request)
+        except READ_ERRORS as error:
+            return _unreadable(error)
+
+    return answer
+
+
+def _page(name: str) -> Callable[[Request], Response]:
+    def answer(request: Request) -> Response:
+        return FileResponse(STATIC / name)
+
+    return answer
+
+
+def create_app(root: Path, run: str | None, hosts: frozenset[str]) -> ASGIApp:
+    """The ASGI app for the repository at `root`, answering only requests naming `hosts`."""
+    paths, repo = RunnerPaths(root), Repo(root)
+    api = Api(paths, repo, run)
+    broker = Broker()
+    watcher = Watcher(paths, repo, api, broker)
+
+    async def events(request: Request) -> Response:
+        return StreamingResponse(
+            client_messages(broker, request.is_disconnected),
+            media_type="text/event-stream",
+            headers={"X-Accel-Buffering": "no"},
+        )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        task = asyncio.create_task(watcher.run_forever())
+        try:
+            yield
+        finally:
+            watcher.stop.set()
+            task.cancel()
+
+    endpoints: dict[str, Callable[[Request], Response]] = {
+        "/api/status": api.status,
+        "/api/overview": api.overview,
+        "/api/history": api.history,
+        "/api/report": api.report,
+        "/api/runs": api.runs,
+        "/metrics": api.metrics,
+        "/api/iterations/{number}": api.iteration,
+        "/api/iterations/{number}/diff": api.iteration_diff,
+        "/api/iterations/{number}/files/{name}": api.iteration_file,
+        "/api/nodes/{node_id}": api.node,
+    }
+    routes = [Route(path, _page(name), methods=["GET", "HEAD"]) for path, name in PAGES.items()]
+    routes += [Route(p, _guarded(e), methods=["GET", "HEAD"]) for p, e in endpoints.items()]
+    routes.append(Route("/api/events", events, methods=["GET"]))
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.broker = broker
+    return HostGuard(app, hosts)
+
+
+def serve(root: Path, host: str, port: int, run: str | None) -> None:
+    """Serve until interrupted; warns when the host is reachable from other machines."""
+    hosts = allowed_hosts(host, port, socket.gethostname())
+    if not is_loopback(host):
+        print(
+            f"runner: warning: serving on {host}: anyone who can reach this machine can read "
+            "the run (its tree, prompts, logs); use the default 127.0.0.1 unless you mean it",
+            file=sys.stderr,
+        )
+    _check_port(host, port)
+    print(f"serve: http://{_url_host(host)}:{port}/ (read-only; Ctrl-C stops)", flush=True)
+    app = create_app(root, run, hosts)
+    # Open event streams never end by themselves: give them a second, then close them.
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=1)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _check_port(host: str, port: int) -> None:
+    """Fail in one line, before uvicorn logs its own, when the address cannot be bound."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise UserFacingError(
+                f"serve: cannot listen on {host}:{port}: {error.strerror or error} "
+                "(pick another --port or --host)"
+            ) from None
