@@ -12,7 +12,7 @@ from runner_core.history.records import ExecutionHistory, ExecutionRecord, Token
 from runner_core.loop.budget import exhausted_budget, rolled_up_totals
 from runner_core.run.config import BudgetConfig
 from runner_core.tree.model import Node, NodeNext, iter_preorder
-from tests.history_records import record
+from tests.helpers.records import record
 
 token_usages = st.none() | st.builds(
     TokenUsage, st.integers(0, 10**6), st.integers(0, 10**6), st.integers(0, 10**6)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 
 import jsonschema
 from hypothesis import given
@@ -23,10 +22,9 @@ from runner_core.loop.policy import (
 )
 from runner_core.loop.usage_limits import LimitKind, LimitSignal
 from runner_core.run.config import HOOK_NAMES, LoopConfig
+from tests.helpers import SCHEMAS
 
-EVENTS_SCHEMA = json.loads(
-    (Path(__file__).parent.parent / "schemas" / "events.schema.json").read_text(encoding="utf-8")
-)
+EVENTS_SCHEMA = json.loads((SCHEMAS / "events.schema.json").read_text(encoding="utf-8"))
 NOW = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
 NODES = ("a", "b")
 

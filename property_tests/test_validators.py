@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from pathlib import Path
 from typing import Any
 
 from hypothesis import given
@@ -32,8 +31,9 @@ from runner_core.testing import (
     trees,
 )
 from runner_core.validation.invariants import id_problem
+from tests.helpers import SCHEMAS
 
-SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / "task_tree" / "v1.schema.json"
+SCHEMA_FILE = SCHEMAS / "task_tree" / "v1.schema.json"
 REFERENCE = Draft202012Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
 NODE_OF_PATH = re.compile(r"^\$(?:\.children\[\d+\])*")
 

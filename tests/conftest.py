@@ -12,7 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from e2e_helpers import AGENT_SOURCE, GUARD_SOURCE, IDENTITY, Project, ProjectFactory
+
+from tests.helpers.e2e import AGENT_SOURCE, GUARD_SOURCE, IDENTITY, Project, ProjectFactory
 
 
 def isolated_env(home: Path, harness: Path) -> dict[str, str]:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT
+
 # runner_core.testing is the Hypothesis strategies a user opts into (it imports hypothesis).
 CORE = sorted(
     path

@@ -1,0 +1,1 @@
+"""The tests of runner, in rooms that mirror the packages."""

@@ -1,0 +1,173 @@
+"""Specification of the launcher's fast path (runner_shell/entry.py): `runner select`,
+`runner validate` and `runner step` without typer print the very bytes, on stdout and stderr,
+and exit with the very code the typer commands do, whatever the outcome.
+
+Each case runs the same command twice on identical copies of a project: once through
+`python -m runner_shell` (the launcher, which takes the fast path) and once through
+`runner_shell.cli.app.main` (typer). Paths that name the copy are replaced by `<root>`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.e2e import PYTHON, Project, child_spec, node
+
+TYPER_CLI = "import sys; from runner_shell.cli.app import main; sys.argv[0] = 'runner'; main()"
+
+Setup = Callable[[Project], None]
+
+
+def run(project: Project, argv: list[str]) -> tuple[int, str, str]:
+    result = subprocess.run(
+        argv, cwd=project.root, env=project.env, capture_output=True, text=True, timeout=60
+    )
+    root = str(project.root)
+    return (
+        result.returncode,
+        result.stdout.replace(root, "<root>"),
+        result.stderr.replace(root, "<root>"),
+    )
+
+
+def both(project: Project, tmp_path: Path, command: str) -> tuple[tuple[int, str, str], ...]:
+    """(launcher, typer) results of `runner <command>` on two copies of `project`."""
+    twin_root = tmp_path / "twin" / "repo"
+    shutil.copytree(project.root, twin_root, symlinks=True)
+    twin = Project(twin_root, project.harness, project.scripts, project.env)
+    fast = run(project, [PYTHON, "-m", "runner_shell", command])
+    typer = run(twin, [PYTHON, "-c", TYPER_CLI, command])
+    return fast, typer
+
+
+def with_tree(tree: dict[str, object]) -> Setup:
+    return lambda project: project.prepare(tree)
+
+
+def tree_text(text: str) -> Setup:
+    def setup(project: Project) -> None:
+        project.tree_path.write_text(text, encoding="utf-8")
+        project.commit_setup()
+
+    return setup
+
+
+def no_tree(project: Project) -> None:
+    project.tree_path.unlink()
+
+
+def bad_config(project: Project) -> None:
+    project.config_path.write_text("max_iterations = 0\n", encoding="utf-8")
+
+
+def dirty(project: Project) -> None:
+    (project.root / "notes.txt").write_text("uncommitted\n", encoding="utf-8")
+
+
+def agent_does(action: dict[str, object], next_: str = "execute") -> Setup:
+    def setup(project: Project) -> None:
+        project.prepare(node("root", next_=next_, max_attempts=5))
+        project.agent_script({1: action, 2: action})
+
+    return setup
+
+
+def at_limit(project: Project) -> None:
+    project.prepare(node("root", max_attempts=5), max_iterations=1)
+    project.run_state_path.write_text(
+        json.dumps({**project.run_state(), "next_iter": 2}), encoding="utf-8"
+    )
+    project.commit_setup()
+
+
+CASES: dict[str, tuple[str, int, Setup]] = {
+    "select open": (
+        "select",
+        0,
+        with_tree(node("root", children=[node("root.1"), node("root.2", order=1)])),
+    ),
+    "select complete": ("select", 2, with_tree(node("root", passes=True))),
+    "select stuck": ("select", 3, with_tree(node("root", attempts=3, max_attempts=3))),
+    "select schema error": ("select", 1, tree_text('{"id": "root", "children": 3}')),
+    "select invariant error": (
+        "select",
+        1,
+        with_tree(node("root", children=[node("a"), node("a")])),
+    ),
+    "select bad json": ("select", 1, tree_text("{")),
+    "select no tree": ("select", 1, no_tree),
+    "validate ok": ("validate", 0, with_tree(node("root"))),
+    "validate bad config": ("validate", 1, bad_config),
+    "validate bad tree": ("validate", 1, tree_text("[]")),
+    "step decomposes": (
+        "step",
+        0,
+        agent_does({"output": {"summary": "split", "children": [child_spec("A")]}}, "decompose"),
+    ),
+    "step retries": ("step", 0, agent_does({"output": {"status": "retry", "summary": "not yet"}})),
+    "step runner error": ("step", 1, agent_does({"exit": 3})),
+    "step complete": ("step", 2, with_tree(node("root", passes=True))),
+    "step stuck": ("step", 3, with_tree(node("root", attempts=3, max_attempts=3))),
+    "step limit": ("step", 1, at_limit),
+    "step dirty tree": ("step", 1, dirty),
+}
+
+
+@pytest.mark.parametrize(("command", "code", "setup"), CASES.values(), ids=CASES.keys())
+def test_the_fast_path_prints_what_typer_prints(
+    project: Project, tmp_path: Path, command: str, code: int, setup: Setup
+) -> None:
+    setup(project)
+
+    fast, typer = both(project, tmp_path, command)
+
+    assert fast == typer
+    assert fast[0] == code, fast
+    assert fast[1] or fast[2], "the command printed nothing"
+
+
+def test_outside_a_git_repository_the_error_is_the_same(tmp_path: Path, project: Project) -> None:
+    outside = Project(tmp_path / "outside", project.harness, project.scripts, project.env)
+    outside.root.mkdir()
+    for command in ("select", "validate", "step"):
+        fast = run(outside, [PYTHON, "-m", "runner_shell", command])
+        typer = run(outside, [PYTHON, "-c", TYPER_CLI, command])
+        assert fast == typer
+        assert fast[0] == 1
+
+
+def test_before_runner_init_the_error_is_the_same(tmp_path: Path, project: Project) -> None:
+    shutil.rmtree(project.runner_dir)
+    for command in ("select", "validate", "step"):
+        fast = run(project, [PYTHON, "-m", "runner_shell", command])
+        typer = run(project, [PYTHON, "-c", TYPER_CLI, command])
+        assert fast == typer
+        assert fast[0] == 1
+
+
+@pytest.mark.parametrize("command", ["select", "validate", "step"])
+def test_the_fast_path_never_imports_typer(project: Project, command: str) -> None:
+    project.prepare(node("root", passes=True))
+    probe = (
+        "import sys, runpy\n"
+        f"sys.argv = ['runner', {command!r}]\n"
+        "try:\n"
+        "    runpy.run_module('runner_shell', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'rich')))\n"
+    )
+    _, stdout, _ = run(project, [PYTHON, "-c", probe])
+    assert stdout.splitlines()[-1] == "[]"
+
+
+def test_options_and_help_go_to_typer(project: Project) -> None:
+    code, stdout, _ = run(project, [PYTHON, "-m", "runner_shell", "select", "--help"])
+    assert code == 0
+    assert "Print the next leaf" in stdout

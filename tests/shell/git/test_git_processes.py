@@ -1,0 +1,49 @@
+"""What one `runner step` costs in git processes: the git directory is resolved once.
+
+A `git` wrapper first on PATH logs every git command line of one real step (a no-op agent,
+guard `true`); the step runs `status`, `add`, `commit` and what it needs around them, nothing
+repeated and no `rev-parse --git-path` per file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from tests.helpers.e2e import Project, node
+
+MAX_GIT_PROCESSES_PER_STEP = 8
+
+WRAPPER = """#!/bin/sh
+printf '%s %s\\n' "$1" "$2" >> "{log}"
+exec "{git}" "$@"
+"""
+
+
+def test_a_step_runs_at_most_eight_git_processes(project: Project, tmp_path: Path) -> None:
+    done = 'printf \'{"status": "done", "summary": "ok"}\' > "$RUNNER_OUTPUT_PATH"'
+    project.prepare(
+        node("root", next_="decompose", children=[node("root.1")]),
+        guard_command=["true"],
+        agent_command=["sh", "-c", done],
+    )
+    real_git = shutil.which("git")
+    assert real_git is not None
+    bin_dir = tmp_path / "git-wrapper"
+    bin_dir.mkdir()
+    log = tmp_path / "git.log"
+    wrapper = bin_dir / "git"
+    wrapper.write_text(WRAPPER.format(log=log, git=real_git), encoding="utf-8")
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    project.env["PATH"] = f"{bin_dir}{os.pathsep}{project.env['PATH']}"
+
+    result = project.runner("step")
+
+    assert result.returncode == 0, result.stderr
+    assert "status=done guard=pass" in result.stdout
+    calls = log.read_text(encoding="utf-8").splitlines()
+    assert len(calls) <= MAX_GIT_PROCESSES_PER_STEP, calls
+    assert not [call for call in calls if "--git-path" in call]
+    assert [call.split()[0] for call in calls].count("commit") == 1

@@ -1,0 +1,180 @@
+"""The iteration log archive on refs/runner/logs/<run>: plumbing only, survives git clean and
+travels with a fetch of refs/runner/*; restore refuses what the runner never archives."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from runner_shell.git import log_archive
+from runner_shell.git.log_archive import (
+    ArchiveError,
+    archive_after_commit,
+    archive_iteration,
+    logs_ref,
+    restore,
+)
+from tests.helpers.git_repos import git, new_repo
+
+RUN = "run-0001"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    new_repo(tmp_path / "repo")
+    return tmp_path / "repo"
+
+
+def write_iteration(root: Path, iteration: int, extra: str = "") -> Path:
+    directory = root / ".runner" / "iterations" / RUN / str(iteration)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "meta.json").write_text(f'{{"iter": {iteration}}}\n')
+    (directory / "executor.log").write_text("=== stdout ===\nok\n" + extra)
+    (directory / "tree.after.json").write_text('{"id": "root"}\n')
+    return directory
+
+
+def snapshot(run_dir: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(run_dir)): path.read_bytes()
+        for path in sorted(run_dir.rglob("*"))
+        if path.is_file()
+    }
+
+
+def test_archiving_leaves_index_and_work_tree_alone_and_survives_git_clean(repo: Path) -> None:
+    for iteration in (1, 2):
+        archive_iteration(repo, RUN, iteration, write_iteration(repo, iteration))
+    run_dir = repo / ".runner" / "iterations" / RUN
+    before = snapshot(run_dir)
+    assert git(repo, "status", "--porcelain") == ""
+    git(repo, "clean", "-fdxq")
+    assert not run_dir.exists()
+    assert restore(repo, RUN, run_dir) == (1, 2)
+    assert snapshot(run_dir) == before
+
+
+def test_one_commit_per_iteration_parented_on_the_previous_one(repo: Path) -> None:
+    first = archive_iteration(repo, RUN, 1, write_iteration(repo, 1))
+    second = archive_iteration(repo, RUN, 2, write_iteration(repo, 2))
+    assert first is not None and second is not None
+    assert git(repo, "rev-parse", f"{second}^").strip() == first
+    assert git(repo, "rev-list", "--count", logs_ref(RUN)).strip() == "2"
+
+
+def test_archiving_the_same_iteration_twice_adds_nothing(repo: Path) -> None:
+    directory = write_iteration(repo, 1)
+    tip = archive_iteration(repo, RUN, 1, directory)
+    assert archive_iteration(repo, RUN, 1, directory) is None
+    assert git(repo, "rev-parse", logs_ref(RUN)).strip() == tip
+
+
+def test_identical_bytes_are_one_blob(repo: Path) -> None:
+    archive_iteration(repo, RUN, 1, write_iteration(repo, 1))
+    archive_iteration(repo, RUN, 2, write_iteration(repo, 2))
+    listing = git(repo, "ls-tree", "-r", logs_ref(RUN))
+    snapshots = {line.split()[2] for line in listing.splitlines() if "tree.after.json" in line}
+    assert len(snapshots) == 1
+
+
+def test_a_clone_with_the_fetched_refs_restores_identical_bytes(repo: Path, tmp_path: Path) -> None:
+    for iteration in (1, 2, 3):
+        archive_iteration(repo, RUN, iteration, write_iteration(repo, iteration, "x" * iteration))
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    git(clone, "fetch", "-q", "origin", "refs/runner/*:refs/runner/*")
+    run_dir = clone / ".runner" / "iterations" / RUN
+    restore(clone, RUN, run_dir)
+    assert snapshot(run_dir) == snapshot(repo / ".runner" / "iterations" / RUN)
+
+
+def test_restore_without_an_archive_names_the_ref(repo: Path) -> None:
+    with pytest.raises(ArchiveError, match="refs/runner/logs/run-0001 does not exist"):
+        restore(repo, RUN, repo / ".runner" / "iterations" / RUN)
+
+
+def forge_archive(repo: Path, path_in_tree: str) -> None:
+    """A ref holding one file at `path_in_tree`, as a hostile push could."""
+    blob = git(repo, "hash-object", "-w", "--stdin", stdin="").strip()
+    number, name = path_in_tree.split("/")
+    sub = git(repo, "mktree", stdin=f"100644 blob {blob}\t{name}\n").strip()
+    top = git(repo, "mktree", stdin=f"040000 tree {sub}\t{number}\n").strip()
+    git(repo, "update-ref", logs_ref(RUN), git(repo, "commit-tree", top, "-m", "forged").strip())
+
+
+@pytest.mark.parametrize(
+    ("path_in_tree", "problem"),
+    [
+        ("01/meta.json", "is not under an iteration number"),
+        ("x/meta.json", "is not under an iteration number"),
+        ("1/evil.sh", "is not a known iteration file"),
+        ("0/meta.json", "is not a known iteration file"),
+    ],
+)
+def test_restore_refuses_names_the_runner_never_archives(
+    repo: Path, path_in_tree: str, problem: str
+) -> None:
+    forge_archive(repo, path_in_tree)
+    with pytest.raises(ArchiveError, match=problem):
+        restore(repo, RUN, repo / ".runner" / "iterations" / RUN)
+
+
+def test_restore_never_follows_a_symlink_it_did_not_create(repo: Path, tmp_path: Path) -> None:
+    archive_iteration(repo, RUN, 1, write_iteration(repo, 1))
+    run_dir = repo / ".runner" / "iterations" / RUN
+    git(repo, "clean", "-fdxq")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    run_dir.mkdir(parents=True)
+    (run_dir / "1").symlink_to(outside)
+    with pytest.raises(ArchiveError, match="symbolic link"):
+        restore(repo, RUN, run_dir)
+    assert list(outside.iterdir()) == []
+
+
+def test_symlinks_in_an_iteration_directory_are_not_archived(repo: Path, tmp_path: Path) -> None:
+    directory = write_iteration(repo, 1)
+    secret = tmp_path / "secret"
+    secret.write_text("secret")
+    (directory / "guard.log").symlink_to(secret)
+    archive_iteration(repo, RUN, 1, directory)
+    assert "guard.log" not in git(repo, "ls-tree", "-r", "--name-only", logs_ref(RUN))
+
+
+ARCHIVERS = [archive_iteration, archive_after_commit]
+
+
+@pytest.mark.parametrize("archive", ARCHIVERS, ids=["plumbing", "fast-import"])
+@pytest.mark.parametrize("plant", ["symlink", "fifo"])
+def test_a_link_or_fifo_at_an_archived_name_is_left_out_unread(
+    repo: Path, tmp_path: Path, archive: Callable[[Path, str, int, Path], object], plant: str
+) -> None:
+    directory = write_iteration(repo, 1)
+    secret = tmp_path / "secret"
+    secret.write_text("secret")
+    if plant == "symlink":
+        (directory / "guard.log").symlink_to(secret)
+    else:
+        os.mkfifo(directory / "guard.log")  # a read would block: no writer ever comes
+
+    archive(repo, RUN, 1, directory)
+
+    names = git(repo, "ls-tree", "-r", "--name-only", logs_ref(RUN)).split()
+    assert names == ["1/executor.log", "1/meta.json", "1/tree.after.json"]
+
+
+@pytest.mark.parametrize("archive", ARCHIVERS, ids=["plumbing", "fast-import"])
+def test_a_file_past_the_largest_an_iteration_writes_is_left_out_unread(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, archive: Callable[[Path, str, int, Path], object]
+) -> None:
+    monkeypatch.setattr(log_archive, "ARCHIVED_FILE_MAX_BYTES", 100, raising=False)
+    directory = write_iteration(repo, 1)
+    (directory / "guard.log").write_bytes(b"x" * 101)
+
+    archive(repo, RUN, 1, directory)
+
+    names = git(repo, "ls-tree", "-r", "--name-only", logs_ref(RUN)).split()
+    assert "1/guard.log" not in names and "1/meta.json" in names
