@@ -127,7 +127,7 @@ def limit_message(state: RunState, max_iterations: int) -> str:
 
 def step(echo: Echo, prompt_budget: int) -> int:
     """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
-    from runner_shell.loop.night import Interrupts, signals_handled
+    from runner_shell.loop.signals import Interrupts, signals_handled
     from runner_shell.step.lock_and_journal import exclusive_lock
     from runner_shell.step.runner import (
         load_for_step,

@@ -24,12 +24,12 @@ from runner_core.run.state import RunState
 from runner_core.tree.model import AgentRole, GuardOutcome
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
-from runner_shell.loop.night import (
+from runner_shell.loop.budgets import budget_summary
+from runner_shell.loop.event_sink import sink_for
+from runner_shell.loop.signals import (
     Interrupted,
     Interrupts,
-    budget_summary,
     signals_handled,
-    sink_for,
     sleep_interruptibly,
 )
 from runner_shell.steer.commits import apply_holding_lock

@@ -29,7 +29,7 @@ from runner_core.run.trailers import OP as TRAILER_OP
 from runner_core.tree.serialization import loads_json_strictly
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
-from runner_shell.loop.night import sink_for
+from runner_shell.loop.event_sink import sink_for
 from runner_shell.step.lock_and_journal import exclusive_lock
 from runner_shell.step.runner import Loaded, load_for_step
 from runner_shell.store.files import atomic_write_text

@@ -72,15 +72,10 @@ from runner_shell.agents.session import AgentRequest, backend_for
 from runner_shell.errors import UserFacingError
 from runner_shell.git.log_archive import ArchiveError
 from runner_shell.git.repo import GitError, Repo
-from runner_shell.loop.night import (
-    Emitter,
-    Interrupted,
-    IterationEvents,
-    LiveOutput,
-    interruptible,
-    reached_budget,
-    sink_for,
-)
+from runner_shell.loop.budgets import reached_budget
+from runner_shell.loop.event_sink import Emitter, IterationEvents, sink_for
+from runner_shell.loop.output_events import LiveOutput
+from runner_shell.loop.signals import Interrupted, interruptible
 from runner_shell.step import protected_files
 from runner_shell.step.lock_and_journal import current_command, read_journal, write_journal
 from runner_shell.step.processes import SpawnError, run_process

@@ -18,7 +18,7 @@ from runner_core.loop.policy import ends_the_loop
 from runner_core.views.follow import STATUS_TAIL_LINES, event_text, running_lines
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
-from runner_shell.loop.night import events_path
+from runner_shell.loop.event_sink import events_path
 from runner_shell.step.lock_and_journal import lock_held
 from runner_shell.store.event_log import follow
 from runner_shell.store.files import open_regular

@@ -1,0 +1,78 @@
+"""A process's output as it comes, turned into rate-limited, capped `agent_output` events.
+
+How many lines an event holds and how often one is emitted is the core's decision
+(`runner_core.loop.events`); here the bytes are split into lines, timed and handed to an
+emitter.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import attrs
+
+from runner_core.loop.events import (
+    EventOrigin,
+    OutputPolicy,
+    PendingOutput,
+    add_output,
+    agent_output,
+    decide_output,
+)
+from runner_shell.loop.event_sink import Emitter
+from runner_shell.store.iteration_log import utc_now
+
+
+@attrs.define
+class OutputEvents:
+    """Turns a process's output, as it comes, into rate-limited, capped agent_output events."""
+
+    sink: Emitter
+    origin: EventOrigin
+    source: str  # the log the lines go to: executor, planner_executor, guard
+    policy: OutputPolicy = attrs.field(factory=OutputPolicy)
+    pending: PendingOutput = attrs.field(factory=PendingOutput)
+    partial: bytes = b""
+    last_emit: float | None = None
+
+    def feed(self, piece: bytes) -> None:
+        *whole, self.partial = (self.partial + piece).split(b"\n")
+        lines = tuple(line.decode("utf-8", errors="replace") for line in whole)
+        self.pending = add_output(self.pending, lines, self.policy)
+        self._emit(final=False)
+
+    def close(self) -> None:
+        if self.partial:
+            self.feed(b"\n")
+        self._emit(final=True)
+
+    def _emit(self, *, final: bool) -> None:
+        now = time.monotonic()
+        emission = decide_output(self.pending, self.last_emit, now, self.policy, final=final)
+        self.pending = emission.pending
+        if emission.lines is None:
+            return
+        self.last_emit = now
+        here = attrs.evolve(self.origin, at=utc_now())
+        self.sink.emit((agent_output(here, self.source, emission.lines, emission.dropped),))
+
+
+@attrs.define
+class LiveOutput:
+    """Hands each process of an iteration its `OutputEvents`, flushing the previous one's."""
+
+    sink: Emitter
+    origin: EventOrigin
+    current: OutputEvents | None = None
+
+    def start(self, log_name: str) -> Callable[[bytes], None]:
+        self.flush()
+        source = log_name.removeprefix(".").split(".")[0]
+        self.current = OutputEvents(self.sink, self.origin, source)
+        return self.current.feed
+
+    def flush(self) -> None:
+        if self.current is not None:
+            self.current.close()
+            self.current = None
