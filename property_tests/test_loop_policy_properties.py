@@ -11,11 +11,14 @@ from hypothesis import strategies as st
 
 from runner_core.loop.events import EventOrigin, EventType, event_line
 from runner_core.loop.policy import (
-    LoopAction,
+    Continue,
+    Decompose,
     LoopDecision,
     LoopState,
     StepKind,
     StepResult,
+    Stop,
+    Wait,
     after_step,
     decision_events,
     ends_the_loop,
@@ -61,7 +64,7 @@ def decisions(config: LoopConfig, steps: list[StepResult]) -> list[LoopDecision]
     for step in steps:
         decision = after_step(state, step, config, NOW)
         made.append(decision)
-        if decision.action is LoopAction.STOP:
+        if isinstance(decision, Stop):
             break
         state = decision.state
     return made
@@ -73,11 +76,8 @@ def test_the_loop_never_sleeps_longer_than_max_wait_secs(
 ) -> None:
     """Every WAIT lasts 0..max_wait_secs; only WAIT decisions carry a wait."""
     for decision in decisions(config, steps):
-        if decision.action is LoopAction.WAIT:
-            assert decision.wait is not None
+        if isinstance(decision, Wait):
             assert 0 <= decision.wait.secs <= config.max_wait_secs
-        else:
-            assert decision.wait is None
 
 
 @given(configs, st.lists(st.sampled_from(["error", "limit"]), max_size=20), limits)
@@ -92,12 +92,13 @@ def test_consecutive_runner_errors_stop_exactly_at_the_configured_count(
     made = decisions(config, steps)
     errors_seen = sum(1 for step in steps[: len(made)] if step.kind is StepKind.RUNNER_ERROR)
     stop_at = max(1, config.max_consecutive_runner_errors)
-    stopped = bool(made) and made[-1].action is LoopAction.STOP
+    last = made[-1] if made else None
+    stopped = isinstance(last, Stop)
     assert stopped == (kinds.count("error") >= stop_at)
-    if stopped:
+    if isinstance(last, Stop):
         assert errors_seen == stop_at
         assert steps[len(made) - 1].kind is StepKind.RUNNER_ERROR
-        assert made[-1].exit_code == 1
+        assert last.exit_code == 1
 
 
 @given(configs, st.lists(results, max_size=25))
@@ -109,12 +110,12 @@ def test_a_leaf_whose_decomposition_concluded_is_never_decomposed_again(
     state, concluded = LoopState(), set()
     for step in steps:
         decision = after_step(state, step, config, NOW)
-        if decision.action is LoopAction.DECOMPOSE:
+        if isinstance(decision, Decompose):
             assert config.on_stuck == "decompose"
             assert decision.node_id not in concluded
         if step.kind is StepKind.AGENT_RAN and step.node_id == state.decomposing:
             concluded.add(step.node_id)
-        if decision.action is LoopAction.STOP:
+        if isinstance(decision, Stop):
             break
         state = decision.state
 
@@ -128,7 +129,7 @@ def test_stops_have_a_documented_exit_code_and_hooks_are_known_names(
     for decision in decisions(config, steps):
         assert set(decision.hooks) <= set(HOOK_NAMES)
         assert len(decision.hooks) <= len(decision.events)
-        if decision.action is LoopAction.STOP:
+        if isinstance(decision, Stop):
             assert decision.exit_code in (0, 1, 3) and decision.status
 
 
@@ -145,9 +146,9 @@ def test_every_loop_decision_becomes_exactly_its_events_and_they_fit_the_schema(
         for event in built:
             jsonschema.validate(json.loads(event_line(event)), EVENTS_SCHEMA)
             # `runner follow` ends exactly where the loop stops.
-            stops_here = decision.action is LoopAction.STOP and event is built[-1]
+            stops_here = isinstance(decision, Stop) and event is built[-1]
             assert ends_the_loop(event) == stops_here
-        if decision.action is LoopAction.STOP:
+        if isinstance(decision, Stop):
             break
         state = decision.state
 
@@ -160,9 +161,10 @@ def test_a_loop_with_its_max_steps_taken_never_waits_and_keeps_its_other_decisio
     STOP exiting 0 with the same state and events minus `waiting`; any other is unchanged."""
     free = after_step(LoopState(), step, config, NOW)
     capped = after_step(LoopState(), step, config, NOW, steps=max_steps + over, max_steps=max_steps)
-    assert capped.action is not LoopAction.WAIT
-    if free.action in (LoopAction.WAIT, LoopAction.CONTINUE):
-        assert (capped.action, capped.exit_code, capped.state) == (LoopAction.STOP, 0, free.state)
+    assert not isinstance(capped, Wait)
+    if isinstance(free, Wait | Continue):
+        assert isinstance(capped, Stop)
+        assert (capped.exit_code, capped.state) == (0, free.state)
         assert capped.events == tuple(e for e in free.events if e is not EventType.WAITING)
     else:
         assert capped == free

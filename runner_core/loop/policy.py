@@ -13,7 +13,6 @@ import enum
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from types import MappingProxyType
-from typing import Any
 
 import attrs
 from pyrsistent import PSet, pset
@@ -24,8 +23,7 @@ from runner_core.loop.budget import BudgetUse, exhausted_budget, figure_text
 from runner_core.loop.events import Event, EventOrigin, EventType
 from runner_core.loop.usage_limits import LimitKind, LimitSignal, LimitWait, iso_utc, wait_until
 from runner_core.run.config import BudgetConfig, LoopConfig
-
-EXIT_OK, EXIT_ERROR, EXIT_STUCK = 0, 1, 3
+from runner_core.run.exit_codes import ExitCode
 
 # The `loop: status=` word of a loop that took the `--max-steps` it was given.
 MAX_STEPS_STATUS = "max-steps"
@@ -42,11 +40,36 @@ class StepKind(enum.Enum):
     ITERATION_LIMIT = "iteration_limit"  # next_iter reached max_iterations; no iteration ran
 
 
-class LoopAction(enum.Enum):
-    CONTINUE = "continue"
-    WAIT = "wait"  # sleep `wait.secs`, then continue
-    DECOMPOSE = "decompose"  # run the decomposer on `node_id`, then continue
-    STOP = "stop"  # exit with `exit_code`
+class StopKind(enum.Enum):
+    """Why the loop stops; `STOPS` gives each its exit code and `loop: status=` word."""
+
+    COMPLETE = "complete"  # every leaf passes
+    STUCK = "stuck"  # a stuck leaf the loop does not (or no longer) decompose
+    LIMIT = "limit"  # the next iteration would pass max_iterations
+    BUDGET = "budget"  # a `[budget]` is reached, before the next agent starts
+    RUNNER_ERROR = "runner_error"  # max_consecutive_runner_errors runner errors in a row
+    MAX_STEPS = "max_steps"  # the `--max-steps` it was given are taken
+
+
+@attrs.frozen(slots=True)
+class StopRule:
+    """How a stop of one kind ends `runner loop`: its exit code and `loop: status=` word."""
+
+    exit_code: ExitCode
+    status: str
+
+
+# The one table of how the loop ends (a signal ends it too, with 128 + the signal's number).
+STOPS: Mapping[StopKind, StopRule] = MappingProxyType(
+    {
+        StopKind.COMPLETE: StopRule(ExitCode.OK, "complete"),
+        StopKind.STUCK: StopRule(ExitCode.STUCK, "stuck"),
+        StopKind.LIMIT: StopRule(ExitCode.ERROR, "limit"),
+        StopKind.BUDGET: StopRule(ExitCode.ERROR, "budget"),
+        StopKind.RUNNER_ERROR: StopRule(ExitCode.ERROR, "runner_error"),
+        StopKind.MAX_STEPS: StopRule(ExitCode.OK, MAX_STEPS_STATUS),
+    }
+)
 
 
 @attrs.frozen(slots=True)
@@ -78,24 +101,75 @@ class LoopState:
     decomposed: PSet[str] = attrs.field(default=pset(), converter=_node_set)
 
 
-@attrs.frozen(slots=True)
-class LoopDecision:
-    """What the loop does next. `status` is the `loop: status=` word of a STOP; `events` are the
-    loop events to append (in order), `hooks` the hooks they fire."""
+# Every decision carries the loop state after it and the loop events it appends, in order;
+# `hooks` are the hooks those events fire.
 
-    action: LoopAction
+
+@attrs.frozen(slots=True)
+class Continue:
+    """Go on to the next step."""
+
     state: LoopState
     events: tuple[EventType, ...] = ()
-    exit_code: int | None = None
-    status: str | None = None
-    wait: LimitWait | None = None
-    wait_reason: str | None = None
-    node_id: str | None = None
-    budget: BudgetUse | None = None
 
     @property
     def hooks(self) -> tuple[str, ...]:
         return hooks_for(self.events)
+
+
+@attrs.frozen(slots=True)
+class Wait:
+    """Sleep `wait.secs` (until `wait.until`), then go on; `reason` is the `reason=` word."""
+
+    state: LoopState
+    events: tuple[EventType, ...]
+    wait: LimitWait
+    reason: str
+
+    @property
+    def hooks(self) -> tuple[str, ...]:
+        return hooks_for(self.events)
+
+
+@attrs.frozen(slots=True)
+class Decompose:
+    """Hand the stuck leaf `node_id` to the decomposer, then go on."""
+
+    state: LoopState
+    events: tuple[EventType, ...]
+    node_id: str
+
+    @property
+    def hooks(self) -> tuple[str, ...]:
+        return hooks_for(self.events)
+
+
+@attrs.frozen(slots=True)
+class Stop:
+    """End the loop; `node_id` is the stuck leaf a STUCK stop names, `budget` the budget a
+    BUDGET stop reached."""
+
+    kind: StopKind
+    state: LoopState
+    events: tuple[EventType, ...] = ()
+    node_id: str | None = None
+    budget: BudgetUse | None = None
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return STOPS[self.kind].exit_code
+
+    @property
+    def status(self) -> str:
+        """The `loop: status=` word of this stop."""
+        return STOPS[self.kind].status
+
+    @property
+    def hooks(self) -> tuple[str, ...]:
+        return hooks_for(self.events)
+
+
+LoopDecision = Continue | Wait | Decompose | Stop
 
 
 # Each hook fires once per event of its type; iteration_finished comes from the iteration.
@@ -120,11 +194,11 @@ LIMIT_DEFAULT_WAIT_SECS: Mapping[LimitKind, int] = MappingProxyType(
     }
 )
 
-# The steps whose decision is one fixed stop: (status word, exit code, events).
-FIXED_STOPS: Mapping[StepKind, tuple[str, int, tuple[EventType, ...]]] = MappingProxyType(
+# The steps whose decision is one fixed stop: (its kind, events).
+FIXED_STOPS: Mapping[StepKind, tuple[StopKind, tuple[EventType, ...]]] = MappingProxyType(
     {
-        StepKind.COMPLETE: ("complete", EXIT_OK, (EventType.COMPLETE,)),
-        StepKind.ITERATION_LIMIT: ("limit", EXIT_ERROR, ()),
+        StepKind.COMPLETE: (StopKind.COMPLETE, (EventType.COMPLETE,)),
+        StepKind.ITERATION_LIMIT: (StopKind.LIMIT, ()),
     }
 )
 
@@ -147,18 +221,12 @@ def stops_after_runner_errors(max_consecutive: int) -> int:
     return max(1, max_consecutive)
 
 
-def before_step(budget: BudgetConfig, summary: HistorySummary, state: LoopState) -> LoopDecision:
+def before_step(budget: BudgetConfig, summary: HistorySummary, state: LoopState) -> Continue | Stop:
     """Checked before every step: a reached budget stops the loop before another agent starts."""
     reached = exhausted_budget(budget, summary)
     if reached is None:
-        return LoopDecision(LoopAction.CONTINUE, state)
-    return _stop(state, EventType.BUDGET_EXHAUSTED, EXIT_ERROR, "budget", budget=reached)
-
-
-def _stop(
-    state: LoopState, event: EventType, code: int, status: str, **figures: Any
-) -> LoopDecision:
-    return LoopDecision(LoopAction.STOP, state, (event,), exit_code=code, status=status, **figures)
+        return Continue(state)
+    return Stop(StopKind.BUDGET, state, (EventType.BUDGET_EXHAUSTED,), budget=reached)
 
 
 def after_step(
@@ -175,19 +243,17 @@ def after_step(
     decision = _after(state, result, config, now)
     if max_steps is None or steps < max_steps:
         return decision
-    if decision.action not in (LoopAction.CONTINUE, LoopAction.WAIT):
+    if not isinstance(decision, Continue | Wait):
         return decision
     # No step follows: stop now rather than wait for one (what happened is still told).
     told = tuple(event for event in decision.events if event is not EventType.WAITING)
-    return LoopDecision(
-        LoopAction.STOP, decision.state, told, exit_code=EXIT_OK, status=MAX_STEPS_STATUS
-    )
+    return Stop(StopKind.MAX_STEPS, decision.state, told)
 
 
 def _after(state: LoopState, result: StepResult, config: LoopConfig, now: datetime) -> LoopDecision:
     if result.kind in FIXED_STOPS:
-        status, code, stop_events = FIXED_STOPS[result.kind]
-        return LoopDecision(LoopAction.STOP, state, stop_events, exit_code=code, status=status)
+        kind, stop_events = FIXED_STOPS[result.kind]
+        return Stop(kind, state, stop_events)
     if result.kind is StepKind.AGENT_RAN:
         return _after_agent_ran(state, result)
     if result.kind is StepKind.RUNNER_ERROR:
@@ -197,62 +263,56 @@ def _after(state: LoopState, result: StepResult, config: LoopConfig, now: dateti
     return _after_stuck(state, result, config)
 
 
-def _after_agent_ran(state: LoopState, result: StepResult) -> LoopDecision:
+def _stuck_stop(state: LoopState, node_id: str | None) -> Stop:
+    return Stop(StopKind.STUCK, state, (EventType.STUCK,), node_id=node_id)
+
+
+def _after_agent_ran(state: LoopState, result: StepResult) -> Continue | Stop:
     # Any concluded agent run ends a streak of runner errors.
     fresh = attrs.evolve(state, consecutive_runner_errors=0)
     if state.decomposing is None or result.node_id != state.decomposing:
-        return LoopDecision(LoopAction.CONTINUE, fresh)
+        return Continue(fresh)
     if not result.successful:
-        failed = attrs.evolve(fresh, decomposing=None)
-        return _stop(failed, EventType.STUCK, EXIT_STUCK, "stuck", node_id=result.node_id)
+        return _stuck_stop(attrs.evolve(fresh, decomposing=None), result.node_id)
     done = attrs.evolve(fresh, decomposing=None, decomposed=state.decomposed.add(state.decomposing))
-    return LoopDecision(LoopAction.CONTINUE, done)
+    return Continue(done)
 
 
-def _after_runner_error(state: LoopState, config: LoopConfig, now: datetime) -> LoopDecision:
+def _after_runner_error(state: LoopState, config: LoopConfig, now: datetime) -> Wait | Stop:
     count = state.consecutive_runner_errors + 1
     counted = attrs.evolve(state, consecutive_runner_errors=count)
     if count >= stops_after_runner_errors(config.max_consecutive_runner_errors):
-        return _stop(counted, EventType.RUNNER_ERROR, EXIT_ERROR, "runner_error")
+        return Stop(StopKind.RUNNER_ERROR, counted, (EventType.RUNNER_ERROR,))
     secs = runner_error_backoff(config, count)
-    return LoopDecision(
-        LoopAction.WAIT,
+    return Wait(
         counted,
         (EventType.RUNNER_ERROR, EventType.WAITING),
-        wait=LimitWait(secs, iso_utc(now + timedelta(seconds=secs)), capped=False),
-        wait_reason="runner_error",
+        LimitWait(secs, iso_utc(now + timedelta(seconds=secs)), capped=False),
+        "runner_error",
     )
 
 
-def _after_limit(
-    state: LoopState, result: StepResult, config: LoopConfig, now: datetime
-) -> LoopDecision:
+def _after_limit(state: LoopState, result: StepResult, config: LoopConfig, now: datetime) -> Wait:
     if result.limit is None:
         raise ValueError("a LIMITED step result carries its LimitSignal")
     default = LIMIT_DEFAULT_WAIT_SECS[result.limit.kind]
     # A wait is not a runner error in a row: the streak neither grows nor resets.
-    return LoopDecision(
-        LoopAction.WAIT,
+    return Wait(
         state,
         (EventType.LIMIT_REACHED, EventType.WAITING),
-        wait=wait_until(result.limit, now, config.max_wait_secs, default),
-        wait_reason=result.limit.kind.value,
+        wait_until(result.limit, now, config.max_wait_secs, default),
+        result.limit.kind.value,
     )
 
 
-def _after_stuck(state: LoopState, result: StepResult, config: LoopConfig) -> LoopDecision:
+def _after_stuck(state: LoopState, result: StepResult, config: LoopConfig) -> Decompose | Stop:
     node = result.node_id
     if node is None:
         raise ValueError("a STUCK step result names its node")
     retrying = node == state.decomposing
     if config.on_stuck == "decompose" and (retrying or node not in state.decomposed):
-        return LoopDecision(
-            LoopAction.DECOMPOSE,
-            attrs.evolve(state, decomposing=node),
-            (EventType.STUCK,),
-            node_id=node,
-        )
-    return _stop(state, EventType.STUCK, EXIT_STUCK, "stuck", node_id=node)
+        return Decompose(attrs.evolve(state, decomposing=node), (EventType.STUCK,), node)
+    return _stuck_stop(state, node)
 
 
 def ends_the_loop(event: Event) -> bool:
@@ -355,7 +415,8 @@ def decision_events(
     """The loop events of `decision`, in its order, with their figures; `origin` is the
     step's (its iteration and node), `result` what it came to (None before a step), `steps`
     how many steps this loop took."""
-    here = attrs.evolve(origin, node_id=decision.node_id or origin.node_id)
+    node = decision.node_id if isinstance(decision, Decompose | Stop) else None
+    here = attrs.evolve(origin, node_id=node or origin.node_id)
     error = result.error if result is not None else None
     limit = result.limit if result is not None else None
     built: list[Event] = []
@@ -364,9 +425,9 @@ def decision_events(
             count = decision.state.consecutive_runner_errors
             allowed = stops_after_runner_errors(config.max_consecutive_runner_errors)
             built.append(events.runner_error(here, error or "", count, allowed))
-        elif kind is EventType.WAITING and decision.wait is not None:
-            reason = decision.wait_reason or ""
-            built.append(events.waiting(here, reason, decision.wait.until, decision.wait.secs))
+        elif kind is EventType.WAITING and isinstance(decision, Wait):
+            wait = decision.wait
+            built.append(events.waiting(here, decision.reason, wait.until, wait.secs))
         elif kind is EventType.LIMIT_REACHED and limit is not None:
             built.append(
                 events.limit_reached(
@@ -374,11 +435,12 @@ def decision_events(
                 )
             )
         elif kind is EventType.STUCK:
-            action = "decompose" if decision.action is LoopAction.DECOMPOSE else "stop"
+            action = "decompose" if isinstance(decision, Decompose) else "stop"
             built.append(events.stuck(here, action))
-        elif kind is EventType.BUDGET_EXHAUSTED and decision.budget is not None:
+        elif kind is EventType.BUDGET_EXHAUSTED and isinstance(decision, Stop):
             use = decision.budget
-            built.append(events.budget_exhausted(here, use.budget, use.spent, use.limit))
+            if use is not None:
+                built.append(events.budget_exhausted(here, use.budget, use.spent, use.limit))
         elif kind is EventType.COMPLETE:
             built.append(events.complete(attrs.evolve(here, node_id=None), steps))
     return tuple(built)

@@ -10,18 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import assert_never
 
 import attrs
 
 from runner_core.iteration.plan import PlanKind
+from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
+from runner_core.loop.budget import BudgetUse
 from runner_core.loop.events import EventOrigin
 from runner_core.loop.usage_limits import iso_utc
 from runner_core.run.config import Config
-from runner_core.run.exit_codes import ExitCode
 from runner_core.run.operations import NodeOperation, decompose_later
 from runner_core.run.state import RunState
-from runner_core.tree.model import AgentRole, GuardOutcome
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.loop.budgets import budget_summary
@@ -53,30 +54,6 @@ class LoopRun:
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def policy_result(result: StepResult) -> policy.StepResult:
-    """What the step came to, as the loop's policy sees it."""
-    plan = result.plan
-    if result.kind is PlanKind.COMPLETE:
-        return policy.StepResult(policy.StepKind.COMPLETE)
-    if result.kind is PlanKind.STUCK:
-        return policy.StepResult(policy.StepKind.STUCK, plan.node.id)
-    if result.kind is PlanKind.LIMIT:
-        return policy.StepResult(policy.StepKind.ITERATION_LIMIT)
-    outcome = result.outcome
-    assert outcome is not None
-    node = plan.node.id
-    if result.limit is not None:
-        error = outcome.runner_error
-        return policy.StepResult(policy.StepKind.LIMITED, node, limit=result.limit, error=error)
-    if outcome.runner_error is not None:
-        return policy.StepResult(policy.StepKind.RUNNER_ERROR, node, error=outcome.runner_error)
-    if plan.role is AgentRole.DECOMPOSER:
-        successful = outcome.agent_error is None
-    else:
-        successful = outcome.guard is GuardOutcome.PASS
-    return policy.StepResult(policy.StepKind.AGENT_RAN, node, successful=successful)
 
 
 def run_night_loop(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | None) -> int:
@@ -114,7 +91,7 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
         pending = Interrupts.exit_code()
         if pending is not None:
             return _interrupted(run, pending)
-        step = policy_result(result)
+        step = loop_step_result(result.plan, result.outcome, result.limit)
         decision = policy.after_step(
             state, step, config.loop, _now(), steps=steps, max_steps=max_steps
         )
@@ -124,15 +101,18 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
             policy.decision_events(decision, origin, config.loop, step, steps), fsync=True
         )
         state = decision.state
-        if decision.action is policy.LoopAction.STOP:
-            return _stopped(run, config, result, decision, steps)
-        if decision.action is policy.LoopAction.WAIT:
-            assert decision.wait is not None
-            run.emit(policy.wait_line(result.run_id, decision.wait, decision.wait_reason or ""))
-            sleep_interruptibly(decision.wait.secs)
-        elif decision.action is policy.LoopAction.DECOMPOSE:
-            assert decision.node_id is not None
-            _hand_to_decomposer(run, decision.node_id)
+        match decision:
+            case policy.Continue():
+                pass
+            case policy.Wait(wait=wait, reason=reason):
+                run.emit(policy.wait_line(result.run_id, wait, reason))
+                sleep_interruptibly(wait.secs)
+            case policy.Decompose(node_id=node_id):
+                _hand_to_decomposer(run, node_id)
+            case policy.Stop():
+                return _stopped(run, config, result, step, decision, steps)
+            case _:
+                assert_never(decision)
 
 
 def _budget_stop(
@@ -144,39 +124,47 @@ def _budget_stop(
         return None  # the step reports that there is no run
     summary = budget_summary(run.paths, config, run_id)
     decision = policy.before_step(config.budget, summary, state)
-    if decision.action is not policy.LoopAction.STOP:
-        return None
-    assert decision.budget is not None
-    origin = _origin(run_id, run_state.next_iter)
-    sink_for(run.paths, config, run_id).emit(
-        policy.decision_events(decision, origin, config.loop, None, steps), fsync=True
-    )
-    run.emit(policy.budget_line(run_id, decision.budget, steps, run.started_at))
-    return _exit_code(decision)
-
-
-def _exit_code(decision: policy.LoopDecision) -> int:
-    return decision.exit_code if decision.exit_code is not None else ExitCode.ERROR
+    match decision:
+        case policy.Stop(budget=BudgetUse() as use):
+            origin = _origin(run_id, run_state.next_iter)
+            sink_for(run.paths, config, run_id).emit(
+                policy.decision_events(decision, origin, config.loop, None, steps), fsync=True
+            )
+            run.emit(policy.budget_line(run_id, use, steps, run.started_at))
+            return decision.exit_code
+        case _:
+            return None
 
 
 def _stopped(
-    run: LoopRun, config: Config, result: StepResult, decision: policy.LoopDecision, steps: int
+    run: LoopRun,
+    config: Config,
+    result: StepResult,
+    step: policy.StepResult,
+    stop: policy.Stop,
+    steps: int,
 ) -> int:
+    """Tell how a step's stop ended the loop (its last line, or a runner error's one line on
+    stderr) and answer its exit code."""
     run_id, plan = result.run_id, result.plan
-    if decision.status == "complete":
-        run.emit(policy.complete_line(run_id, steps, run.started_at))
-    elif decision.status == "stuck":
-        node, path = plan.node, str(plan.selection.path)
-        run.emit(policy.stuck_line(run_id, node.id, path, node.attempts, node.max_attempts))
-    elif decision.status == "limit":
-        maximum = config.max_iterations
-        run.emit(policy.limit_line(run_id, plan.iteration, maximum, steps, run.started_at))
-    elif decision.status == policy.MAX_STEPS_STATUS:
-        run.emit(policy.max_steps_line(run_id, steps, run.started_at))
-    elif decision.status == "runner_error":
-        assert result.outcome is not None
-        raise UserFacingError(f"runner error: {result.outcome.runner_error}")
-    return _exit_code(decision)
+    match stop.kind:
+        case policy.StopKind.COMPLETE:
+            run.emit(policy.complete_line(run_id, steps, run.started_at))
+        case policy.StopKind.STUCK:
+            node, path = plan.node, str(plan.selection.path)
+            run.emit(policy.stuck_line(run_id, node.id, path, node.attempts, node.max_attempts))
+        case policy.StopKind.LIMIT:
+            maximum = config.max_iterations
+            run.emit(policy.limit_line(run_id, plan.iteration, maximum, steps, run.started_at))
+        case policy.StopKind.MAX_STEPS:
+            run.emit(policy.max_steps_line(run_id, steps, run.started_at))
+        case policy.StopKind.RUNNER_ERROR:
+            raise UserFacingError(f"runner error: {step.error}")
+        case policy.StopKind.BUDGET:
+            raise ValueError("a budget stops the loop before a step, never after one")
+        case _:
+            assert_never(stop.kind)
+    return stop.exit_code
 
 
 def _hand_to_decomposer(run: LoopRun, node_id: str) -> None:

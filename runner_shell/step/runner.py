@@ -62,10 +62,10 @@ from runner_core.iteration.plan import (
 )
 from runner_core.iteration.preconditions import location_problem, step_precondition_problem
 from runner_core.iteration.recovery import Journal, interrupted_problem
+from runner_core.iteration.step_outcome import step_exit_code
 from runner_core.loop.policy import budget_refusal
 from runner_core.loop.usage_limits import LimitSignal
 from runner_core.run.config import Config
-from runner_core.run.exit_codes import ExitCode
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentRole, Node
 from runner_shell.agents.session import AgentRequest, backend_for
@@ -122,14 +122,7 @@ class StepResult:
 
     @property
     def exit_code(self) -> int:
-        if self.kind is PlanKind.COMPLETE:
-            return ExitCode.COMPLETE
-        if self.kind is PlanKind.STUCK:
-            return ExitCode.STUCK
-        if self.kind is PlanKind.LIMIT:
-            return ExitCode.ERROR
-        assert self.outcome is not None
-        return ExitCode.ERROR if self.outcome.runner_error is not None else ExitCode.OK
+        return step_exit_code(self.kind, self.outcome)
 
 
 @attrs.frozen(slots=True)

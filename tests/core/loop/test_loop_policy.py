@@ -12,10 +12,14 @@ from runner_core.loop.budget import BudgetUse
 from runner_core.loop.events import EventOrigin, EventType
 from runner_core.loop.policy import (
     HOOK_FOR_EVENT,
-    LoopAction,
+    Continue,
+    Decompose,
+    LoopDecision,
     LoopState,
     StepKind,
     StepResult,
+    Stop,
+    Wait,
     after_step,
     before_step,
     budget_line,
@@ -40,29 +44,40 @@ AGENT_RAN = StepResult(StepKind.AGENT_RAN, "root.1", successful=True)
 RUNNER_ERROR = StepResult(StepKind.RUNNER_ERROR, "root.1")
 
 
+def stopped(decision: LoopDecision) -> Stop:
+    """`decision`, which must be a Stop."""
+    assert isinstance(decision, Stop), decision
+    return decision
+
+
+def waiting(decision: LoopDecision) -> Wait:
+    """`decision`, which must be a Wait."""
+    assert isinstance(decision, Wait), decision
+    return decision
+
+
 def run_steps(
     results: list[StepResult], config: LoopConfig = CONFIG, state: LoopState | None = None
-) -> list[tuple[LoopAction, int | None]]:
-    """The (action, exit code) after each result, carrying the state along."""
+) -> list[tuple[type[LoopDecision], int | None]]:
+    """The (decision's case, exit code) after each result, carrying the state along."""
     state = state or LoopState()
-    seen = []
+    seen: list[tuple[type[LoopDecision], int | None]] = []
     for result in results:
         decision = after_step(state, result, config, NOW)
-        seen.append((decision.action, decision.exit_code))
+        seen.append((type(decision), decision.exit_code if isinstance(decision, Stop) else None))
         state = decision.state
     return seen
 
 
 def test_an_agent_run_goes_on_without_events() -> None:
     decision = after_step(LoopState(), AGENT_RAN, CONFIG, NOW)
-    assert (decision.action, decision.events, decision.hooks) == (LoopAction.CONTINUE, (), ())
+    assert (type(decision), decision.events, decision.hooks) == (Continue, (), ())
 
 
 def test_a_runner_error_waits_the_first_backoff_and_fires_on_error_and_on_wait() -> None:
-    decision = after_step(LoopState(), RUNNER_ERROR, CONFIG, NOW)
-    assert decision.action is LoopAction.WAIT
+    decision = waiting(after_step(LoopState(), RUNNER_ERROR, CONFIG, NOW))
     assert decision.wait == LimitWait(30, "2026-11-22T02:00:30Z", False)
-    assert decision.wait_reason == "runner_error"
+    assert decision.reason == "runner_error"
     assert decision.events == (EventType.RUNNER_ERROR, EventType.WAITING)
     assert decision.hooks == ("on_error", "on_wait")
     assert decision.state.consecutive_runner_errors == 1
@@ -83,37 +98,33 @@ def test_the_backoff_is_capped_at_max_wait_secs() -> None:
 
 def test_the_third_runner_error_in_a_row_stops_with_exit_1() -> None:
     assert run_steps([RUNNER_ERROR] * 3) == [
-        (LoopAction.WAIT, None),
-        (LoopAction.WAIT, None),
-        (LoopAction.STOP, 1),
+        (Wait, None),
+        (Wait, None),
+        (Stop, 1),
     ]
 
 
 def test_the_stopping_runner_error_fires_on_error_without_a_wait() -> None:
     state = LoopState(consecutive_runner_errors=2)
-    decision = after_step(state, RUNNER_ERROR, CONFIG, NOW)
-    assert (decision.status, decision.events, decision.wait) == (
-        "runner_error",
-        (EventType.RUNNER_ERROR,),
-        None,
-    )
+    decision = stopped(after_step(state, RUNNER_ERROR, CONFIG, NOW))
+    assert (decision.status, decision.events) == ("runner_error", (EventType.RUNNER_ERROR,))
 
 
 @pytest.mark.parametrize("limit", [0, 1])
 def test_zero_or_one_allowed_runner_errors_stop_at_the_first(limit: int) -> None:
     config = LoopConfig(max_consecutive_runner_errors=limit)
-    assert run_steps([RUNNER_ERROR], config) == [(LoopAction.STOP, 1)]
+    assert run_steps([RUNNER_ERROR], config) == [(Stop, 1)]
 
 
 def test_an_agent_run_resets_the_count_of_runner_errors() -> None:
     steps = [RUNNER_ERROR, RUNNER_ERROR, AGENT_RAN, RUNNER_ERROR, RUNNER_ERROR, RUNNER_ERROR]
     assert [action for action, _ in run_steps(steps)] == [
-        LoopAction.WAIT,
-        LoopAction.WAIT,
-        LoopAction.CONTINUE,
-        LoopAction.WAIT,
-        LoopAction.WAIT,
-        LoopAction.STOP,
+        Wait,
+        Wait,
+        Continue,
+        Wait,
+        Wait,
+        Stop,
     ]
 
 
@@ -131,16 +142,15 @@ LIMITED = StepResult(
 
 
 def test_a_limit_waits_until_its_reset_and_fires_on_limit_and_on_wait() -> None:
-    decision = after_step(LoopState(), LIMITED, CONFIG, NOW)
-    assert decision.action is LoopAction.WAIT
+    decision = waiting(after_step(LoopState(), LIMITED, CONFIG, NOW))
     assert decision.wait == LimitWait(3600, "2026-11-22T03:00:00Z", False)
-    assert decision.wait_reason == "usage_limited"
+    assert decision.reason == "usage_limited"
     assert decision.hooks == ("on_limit", "on_wait")
 
 
 def test_waits_neither_count_as_nor_reset_runner_errors() -> None:
     steps = [RUNNER_ERROR, LIMITED, LIMITED, RUNNER_ERROR, LIMITED, RUNNER_ERROR]
-    assert run_steps(steps)[-1] == (LoopAction.STOP, 1)
+    assert run_steps(steps)[-1] == (Stop, 1)
     assert after_step(LoopState(2), LIMITED, CONFIG, NOW).state == LoopState(2)
 
 
@@ -149,12 +159,12 @@ def test_waits_neither_count_as_nor_reset_runner_errors() -> None:
 )
 def test_a_limit_without_a_time_waits_its_default(kind: LimitKind, secs: int) -> None:
     result = StepResult(StepKind.LIMITED, "root.1", limit=LimitSignal(kind, "m"))
-    decision = after_step(LoopState(), result, CONFIG, NOW)
-    assert decision.wait is not None and decision.wait.secs == secs
+    decision = waiting(after_step(LoopState(), result, CONFIG, NOW))
+    assert decision.wait.secs == secs
 
 
 def test_a_limit_wait_is_capped_at_max_wait_secs() -> None:
-    decision = after_step(LoopState(), LIMITED, LoopConfig(max_wait_secs=60), NOW)
+    decision = waiting(after_step(LoopState(), LIMITED, LoopConfig(max_wait_secs=60), NOW))
     assert decision.wait == LimitWait(60, "2026-11-22T02:01:00Z", True)
 
 
@@ -170,13 +180,9 @@ def test_a_limit_wait_is_capped_at_max_wait_secs() -> None:
 def test_with_its_max_steps_taken_the_loop_stops_with_exit_0_and_never_waits(
     result: StepResult, told: tuple[EventType, ...]
 ) -> None:
-    decision = after_step(LoopState(), result, CONFIG, NOW, steps=2, max_steps=2)
-    assert (decision.action, decision.exit_code, decision.status) == (
-        LoopAction.STOP,
-        0,
-        "max-steps",
-    )
-    assert decision.events == told and decision.wait is None
+    decision = stopped(after_step(LoopState(), result, CONFIG, NOW, steps=2, max_steps=2))
+    assert (decision.exit_code, decision.status) == (0, "max-steps")
+    assert decision.events == told
 
 
 def test_steps_left_under_max_steps_change_nothing() -> None:
@@ -186,18 +192,14 @@ def test_steps_left_under_max_steps_change_nothing() -> None:
 
 
 def test_complete_stops_with_exit_0_and_fires_on_complete() -> None:
-    decision = after_step(LoopState(), StepResult(StepKind.COMPLETE), CONFIG, NOW)
-    assert (decision.action, decision.exit_code, decision.status) == (
-        LoopAction.STOP,
-        0,
-        "complete",
-    )
+    decision = stopped(after_step(LoopState(), StepResult(StepKind.COMPLETE), CONFIG, NOW))
+    assert (decision.exit_code, decision.status) == (0, "complete")
     assert decision.hooks == ("on_complete",)
 
 
 def test_the_iteration_limit_stops_with_exit_1_and_no_hook() -> None:
-    decision = after_step(LoopState(), StepResult(StepKind.ITERATION_LIMIT), CONFIG, NOW)
-    assert (decision.action, decision.exit_code, decision.status) == (LoopAction.STOP, 1, "limit")
+    decision = stopped(after_step(LoopState(), StepResult(StepKind.ITERATION_LIMIT), CONFIG, NOW))
+    assert (decision.exit_code, decision.status) == (1, "limit")
     assert decision.hooks == ()
 
 
@@ -206,44 +208,41 @@ DECOMPOSE = LoopConfig(on_stuck="decompose")
 
 
 def test_with_on_stuck_stop_a_stuck_leaf_stops_with_exit_3() -> None:
-    decision = after_step(LoopState(), STUCK, CONFIG, NOW)
-    assert (decision.action, decision.exit_code, decision.status) == (LoopAction.STOP, 3, "stuck")
+    decision = stopped(after_step(LoopState(), STUCK, CONFIG, NOW))
+    assert (decision.exit_code, decision.status) == (3, "stuck")
     assert (decision.node_id, decision.hooks) == ("root.1", ("on_stuck",))
 
 
 def test_with_on_stuck_decompose_a_stuck_leaf_goes_to_the_decomposer() -> None:
     decision = after_step(LoopState(), STUCK, DECOMPOSE, NOW)
-    assert (decision.action, decision.node_id, decision.hooks) == (
-        LoopAction.DECOMPOSE,
-        "root.1",
-        ("on_stuck",),
-    )
+    assert isinstance(decision, Decompose)
+    assert (decision.node_id, decision.hooks) == ("root.1", ("on_stuck",))
     assert decision.state.decomposing == "root.1"
 
 
 def test_a_decomposed_leaf_that_is_stuck_again_stops() -> None:
     steps = [STUCK, AGENT_RAN, STUCK]
     assert run_steps(steps, DECOMPOSE) == [
-        (LoopAction.DECOMPOSE, None),
-        (LoopAction.CONTINUE, None),
-        (LoopAction.STOP, 3),
+        (Decompose, None),
+        (Continue, None),
+        (Stop, 3),
     ]
 
 
 def test_a_failed_decomposition_of_a_stuck_leaf_stops() -> None:
     failed = StepResult(StepKind.AGENT_RAN, "root.1", successful=False)
     assert run_steps([STUCK, failed], DECOMPOSE) == [
-        (LoopAction.DECOMPOSE, None),
-        (LoopAction.STOP, 3),
+        (Decompose, None),
+        (Stop, 3),
     ]
 
 
 def test_a_runner_error_during_the_decomposition_tries_it_again() -> None:
     assert run_steps([STUCK, RUNNER_ERROR, STUCK, AGENT_RAN], DECOMPOSE) == [
-        (LoopAction.DECOMPOSE, None),
-        (LoopAction.WAIT, None),
-        (LoopAction.DECOMPOSE, None),
-        (LoopAction.CONTINUE, None),
+        (Decompose, None),
+        (Wait, None),
+        (Decompose, None),
+        (Continue, None),
     ]
 
 
@@ -252,24 +251,24 @@ def test_each_stuck_leaf_is_decomposed_once() -> None:
     other_done = StepResult(StepKind.AGENT_RAN, "root.2", successful=True)
     steps = [STUCK, AGENT_RAN, other, other_done, STUCK]
     assert [action for action, _ in run_steps(steps, DECOMPOSE)] == [
-        LoopAction.DECOMPOSE,
-        LoopAction.CONTINUE,
-        LoopAction.DECOMPOSE,
-        LoopAction.CONTINUE,
-        LoopAction.STOP,
+        Decompose,
+        Continue,
+        Decompose,
+        Continue,
+        Stop,
     ]
 
 
 def test_an_unspent_budget_lets_the_step_run() -> None:
     summary = summarize(ExecutionHistory.of([record(1, cost_usd=1.0)]))
     decision = before_step(BudgetConfig(max_cost_usd=2.0), summary, LoopState())
-    assert decision.action is LoopAction.CONTINUE
+    assert isinstance(decision, Continue)
 
 
 def test_a_reached_budget_stops_before_the_step_with_exit_1_and_fires_on_budget() -> None:
     summary = summarize(ExecutionHistory.of([record(1, cost_usd=2.0)]))
-    decision = before_step(BudgetConfig(max_cost_usd=2.0), summary, LoopState())
-    assert (decision.action, decision.exit_code, decision.status) == (LoopAction.STOP, 1, "budget")
+    decision = stopped(before_step(BudgetConfig(max_cost_usd=2.0), summary, LoopState()))
+    assert (decision.exit_code, decision.status) == (1, "budget")
     assert decision.budget == BudgetUse("cost_usd", 2.0, 2.0)
     assert decision.hooks == ("on_budget",)
 
@@ -329,7 +328,7 @@ def test_the_stop_decision_and_its_event_agree_on_ending_the_loop() -> None:
         state = LoopState(consecutive_runner_errors=consecutive - 1)
         decision = after_step(state, RUNNER_ERROR, CONFIG, NOW)
         event = events.runner_error(ORIGIN, "x", consecutive, CONFIG.max_consecutive_runner_errors)
-        assert ends_the_loop(event) == (decision.action is LoopAction.STOP)
+        assert ends_the_loop(event) == isinstance(decision, Stop)
 
 
 def test_the_loop_s_last_lines_name_the_run_and_what_stopped_it() -> None:
