@@ -1,0 +1,70 @@
+"""Properties of the ratchet: a regression never passes, a flaky test is never a regression, and
+the verdict depends on the tests' outcomes, not on the order the report listed them in."""
+
+from __future__ import annotations
+
+from random import Random
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from runner_core.guard.ratchet import judge
+from runner_core.guard.report import (
+    TestOutcome,
+    report_from_cases,
+    report_from_json,
+    report_to_json,
+)
+
+ids = st.text(alphabet="abc:/._", min_size=1, max_size=6)
+outcomes = st.sampled_from(list(TestOutcome))
+cases = st.lists(st.tuples(ids, outcomes, st.integers(0, 10_000)), max_size=12)
+Cases = list[tuple[str, TestOutcome, int]]
+acceptances = st.lists(st.sampled_from(["test: a*", "test: *b", "plain", "test: zzz"]), max_size=3)
+
+
+@given(cases, cases, acceptances)
+def test_a_done_with_a_regression_never_passes(
+    before: Cases, after: Cases, acceptance: list[str]
+) -> None:
+    verdict = judge(report_from_cases(before), report_from_cases(after), acceptance)
+
+    assert not (verdict.regressed and verdict.passed)
+    assert verdict.figures.regressed == len(verdict.regressed)
+    assert list(verdict.reasons) == sorted(verdict.reasons)
+
+
+@given(cases, cases, cases, acceptances)
+def test_a_flaky_test_is_never_counted_as_regressed(
+    before: Cases,
+    after: Cases,
+    rerun: Cases,
+    acceptance: list[str],
+) -> None:
+    verdict = judge(
+        report_from_cases(before), report_from_cases(after), acceptance, [report_from_cases(rerun)]
+    )
+
+    assert set(verdict.flaky).isdisjoint(verdict.regressed)
+
+
+@given(cases, cases, acceptances, st.randoms())
+def test_the_verdict_does_not_depend_on_the_reports_order(
+    before: Cases,
+    after: Cases,
+    acceptance: list[str],
+    random: Random,
+) -> None:
+    shuffled = list(after)
+    random.shuffle(shuffled)
+
+    assert judge(report_from_cases(before), report_from_cases(after), acceptance) == judge(
+        report_from_cases(before), report_from_cases(shuffled), acceptance
+    )
+
+
+@given(cases)
+def test_a_report_round_trips_through_its_json(items: Cases) -> None:
+    report = report_from_cases(items)
+
+    assert report_from_json(report_to_json(report)) == report

@@ -1,0 +1,144 @@
+"""The ratchet: whether a `done` passes against the baseline, the outcome of the guard at the
+iteration's base commit.
+
+A done passes when no test that passed at the baseline fails, errors, is skipped or is missing
+now (a regression; one that passes when run again is flaky, not a regression), when the node's
+target tests (`test:` patterns) all pass, and, for a node that names none, when some test that
+was failing or absent at the baseline passes now or the whole suite passes. Every reason a done
+fails is one sorted line. Never runs the guard or reads its report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from runner_core.guard.patterns import matches_test_id, target_patterns
+from runner_core.guard.report import TestOutcome, TestReport
+
+PASSED = TestOutcome.PASSED
+
+
+@attrs.frozen(slots=True)
+class TestFigures:
+    """What one guard run amounts to against its baseline, as `history` and `meta.json` show it."""
+
+    __test__ = False
+
+    passed: int
+    failed: int
+    skipped: int
+    total: int
+    newly_passing: int
+    regressed: int
+    removed: int
+
+    def line(self) -> str:
+        """The figures as the history column shows them: `tests=41/45 +3 -0`."""
+        return f"tests={self.passed}/{self.total} +{self.newly_passing} -{self.regressed}"
+
+
+@attrs.frozen(slots=True)
+class Verdict:
+    """The ratchet's judgement of one done: `passed`, and every reason it did not, sorted."""
+
+    passed: bool
+    reasons: tuple[str, ...]
+    regressed: tuple[str, ...]
+    flaky: tuple[str, ...]
+    targets: tuple[tuple[str, TestOutcome | None], ...]
+    figures: TestFigures
+
+
+def regressions(baseline: TestReport, now: TestReport) -> tuple[str, ...]:
+    """The tests that passed at the baseline and do not pass now (missing ones included)."""
+    outcomes = now.outcomes()
+    return tuple(
+        test_id for test_id in baseline.ids_with(PASSED) if outcomes.get(test_id) is not PASSED
+    )
+
+
+def figures_against(
+    baseline: TestReport, now: TestReport, flaky: Sequence[str] = ()
+) -> TestFigures:
+    """The figures of `now` against `baseline`; `flaky` tests do not count as regressed."""
+    before = baseline.outcomes()
+    after = now.outcomes()
+    regressed = set(regressions(baseline, now)) - set(flaky)
+    newly = [test_id for test_id, outcome in after.items() if outcome is PASSED]
+    return TestFigures(
+        passed=len(now.ids_with(PASSED)),
+        failed=len(now.ids_with(TestOutcome.FAILED)) + len(now.ids_with(TestOutcome.ERROR)),
+        skipped=len(now.ids_with(TestOutcome.SKIPPED)),
+        total=len(now.results),
+        newly_passing=sum(1 for test_id in newly if before.get(test_id) is not PASSED),
+        regressed=len(regressed),
+        removed=sum(1 for test_id in before if test_id not in after),
+    )
+
+
+def flaky_tests(regressed: Sequence[str], reruns: Sequence[TestReport]) -> tuple[str, ...]:
+    """The regressed tests that passed in one of the reruns: flaky, not regressions."""
+    passed_again = {test_id for rerun in reruns for test_id in rerun.ids_with(PASSED)}
+    return tuple(test_id for test_id in regressed if test_id in passed_again)
+
+
+def _target_reasons(
+    patterns: Sequence[str], now: TestReport
+) -> tuple[list[str], list[tuple[str, TestOutcome | None]]]:
+    reasons: list[str] = []
+    targets: dict[str, TestOutcome | None] = {}
+    for pattern in patterns:
+        matched = [result for result in now.results if matches_test_id(pattern, result.id)]
+        if not matched:
+            reasons.append(f"target test pattern '{pattern}' matches no test")
+            targets[f"test: {pattern}"] = None
+        for result in matched:
+            targets[result.id] = result.outcome
+            if result.outcome is not PASSED:
+                reasons.append(f"target test '{result.id}' {result.outcome.value}")
+    return reasons, sorted(targets.items())
+
+
+def _progress_reason(baseline: TestReport, now: TestReport) -> list[str]:
+    if now.results and all(result.outcome is PASSED for result in now.results):
+        return []
+    before = baseline.outcomes()
+    if any(before.get(test_id) is not PASSED for test_id in now.ids_with(PASSED)):
+        return []
+    return [
+        "no test that failed or was absent at the baseline passes now (name the node's"
+        " tests with 'test: <pattern>' in its acceptance)"
+    ]
+
+
+def judge(
+    baseline: TestReport,
+    now: TestReport,
+    acceptance: Sequence[str],
+    reruns: Sequence[TestReport] = (),
+) -> Verdict:
+    """The ratchet's verdict on a done whose guard reported `now` (and `reruns` of it)."""
+    regressed_all = regressions(baseline, now)
+    flaky = flaky_tests(regressed_all, reruns)
+    regressed = tuple(test_id for test_id in regressed_all if test_id not in flaky)
+    outcomes = now.outcomes()
+    reasons = [
+        f"regressed test '{test_id}' ({outcomes.get(test_id, 'missing')})" for test_id in regressed
+    ]
+    if not now.results:
+        reasons.append("the guard's report holds no test")
+    patterns = target_patterns(acceptance)
+    target_reasons, targets = _target_reasons(patterns, now)
+    reasons.extend(target_reasons)
+    if not patterns and now.results:
+        reasons.extend(_progress_reason(baseline, now))
+    return Verdict(
+        passed=not reasons,
+        reasons=tuple(sorted(reasons)),
+        regressed=regressed,
+        flaky=flaky,
+        targets=tuple(targets),
+        figures=figures_against(baseline, now, flaky),
+    )
