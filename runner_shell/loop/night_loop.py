@@ -22,6 +22,7 @@ from runner_core.run.exit_codes import ExitCode
 from runner_core.run.operations import NodeOperation, decompose_later
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentRole, GuardOutcome
+from runner_core.views import loop_lines
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.loop.night import (
@@ -89,7 +90,7 @@ def run_night_loop(run: LoopRun, progress: Callable[[], None] | None, max_steps:
 
 
 def _interrupted(run: LoopRun, code: int) -> int:
-    run.emit(policy.interrupted_line(load_run_state(run.paths).run_id, code))
+    run.emit(loop_lines.interrupted_line(load_run_state(run.paths).run_id, code))
     return code
 
 
@@ -128,7 +129,7 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
             return _stopped(run, config, result, decision, steps)
         if decision.action is policy.LoopAction.WAIT:
             assert decision.wait is not None
-            run.emit(policy.wait_line(result.run_id, decision.wait, decision.wait_reason or ""))
+            run.emit(loop_lines.wait_line(result.run_id, decision.wait, decision.wait_reason or ""))
             sleep_interruptibly(decision.wait.secs)
         elif decision.action is policy.LoopAction.DECOMPOSE:
             assert decision.node_id is not None
@@ -151,7 +152,7 @@ def _budget_stop(
     sink_for(run.paths, config, run_id).emit(
         policy.decision_events(decision, origin, config.loop, None, steps), fsync=True
     )
-    run.emit(policy.budget_line(run_id, decision.budget, steps, run.started_at))
+    run.emit(loop_lines.budget_line(run_id, decision.budget, steps, run.started_at))
     return _exit_code(decision)
 
 
@@ -164,15 +165,15 @@ def _stopped(
 ) -> int:
     run_id, plan = result.run_id, result.plan
     if decision.status == "complete":
-        run.emit(policy.complete_line(run_id, steps, run.started_at))
+        run.emit(loop_lines.complete_line(run_id, steps, run.started_at))
     elif decision.status == "stuck":
         node, path = plan.node, str(plan.selection.path)
-        run.emit(policy.stuck_line(run_id, node.id, path, node.attempts, node.max_attempts))
+        run.emit(loop_lines.stuck_line(run_id, node.id, path, node.attempts, node.max_attempts))
     elif decision.status == "limit":
         maximum = config.max_iterations
-        run.emit(policy.limit_line(run_id, plan.iteration, maximum, steps, run.started_at))
+        run.emit(loop_lines.limit_line(run_id, plan.iteration, maximum, steps, run.started_at))
     elif decision.status == policy.MAX_STEPS_STATUS:
-        run.emit(policy.max_steps_line(run_id, steps, run.started_at))
+        run.emit(loop_lines.max_steps_line(run_id, steps, run.started_at))
     elif decision.status == "runner_error":
         assert result.outcome is not None
         raise UserFacingError(f"runner error: {result.outcome.runner_error}")

@@ -37,13 +37,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from runner_core.loop.events import Event, event_line
 from runner_core.run.listing import runs_to_json
-from runner_core.views.reports import report_to_json, status_to_json
+from runner_core.views.diff import diff_document
+from runner_core.views.report import report_to_json
+from runner_core.views.status import status_to_json
 from runner_core.views.text import error_line
 from runner_core.views.web import (
     LoopFacts,
     PageView,
-    allowed_hosts,
-    is_loopback,
     node_detail,
     overview_to_json,
     page_view,
@@ -59,8 +59,8 @@ from runner_shell.store.files import FileTooLarge, read_bytes_capped
 from runner_shell.store.iteration_log import iteration_dirs
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_run_state, load_tree
-from runner_shell.views.history import diff_document, iteration_diff, iteration_document
-from runner_shell.views.inspect import (
+from runner_shell.views.history import iteration_diff, iteration_document
+from runner_shell.views.reading import (
     StatusReading,
     choose_run,
     history_document,
@@ -72,6 +72,7 @@ from runner_shell.views.inspect import (
     status_sources,
     warn,
 )
+from runner_shell.web.hosts import allowed_hosts, is_loopback
 
 STATIC = Path(__file__).parent / "static"
 PAGES = {"/": "index.html", "/app.js": "app.js", "/app.css": "app.css"}
