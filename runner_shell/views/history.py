@@ -1,8 +1,8 @@
-"""The history commands of issue 13: `runner audit`, `runner diff`, `runner logs restore`,
-`runner show` from git, and `runner validate`'s warning about hand-edited runner-owned fields.
+"""The history commands: `runner audit`, `runner diff`, `runner logs restore`, `runner show`
+from git, and `runner validate`'s warning about hand-edited runner-owned fields.
 
-Gathers commits, snapshots and archived files and prints what runner_core.history.audit and
-runner_core.tree.diff decide. Never takes the runner lock; only `logs restore` writes, and only
+Gathers commits, snapshots and archived files and prints what runner_core.history.audit,
+runner_core.tree.diff and runner_core.views (show, diff) decide. Never takes the runner lock; only `logs restore` writes, and only
 under `.runner/iterations/<run>/`.
 """
 
