@@ -2,8 +2,8 @@
 from git, and `runner validate`'s warning about hand-edited runner-owned fields.
 
 Gathers commits, snapshots and archived files and prints what runner_core.history.audit,
-runner_core.tree.diff and runner_core.views (show, diff) decide. Never takes the runner lock; only `logs restore` writes, and only
-under `.runner/iterations/<run>/`.
+runner_core.tree.diff and runner_core.views (show, diff) decide. Never takes the runner lock;
+only `logs restore` writes, and only under `.runner/iterations/<run>/`.
 """
 
 from __future__ import annotations
