@@ -19,7 +19,7 @@ from pyrsistent import PSet, pset
 
 from runner_core.history.records import HistorySummary
 from runner_core.loop import events
-from runner_core.loop.budget import BudgetUse, exhausted_budget, figure_text
+from runner_core.loop.budget import BudgetUse, exhausted_budget
 from runner_core.loop.events import Event, EventOrigin, EventType
 from runner_core.loop.usage_limits import LimitKind, LimitSignal, LimitWait, iso_utc, wait_until
 from runner_core.run.config import BudgetConfig, LoopConfig
@@ -327,82 +327,6 @@ def ends_the_loop(event: Event) -> bool:
         allowed = stops_after_runner_errors(event.figures["max_consecutive"])
         return bool(event.figures["consecutive"] >= allowed)
     return False
-
-
-# ---------------------------------------------------------------- the loop's lines
-
-
-def wait_line(run_id: str, wait: LimitWait, reason: str) -> str:
-    """`loop: wait run=<id> reason=<why> until=<ISO-8601> secs=<n>`, printed before a wait."""
-    return waiting_line(run_id, reason, wait.until, wait.secs)
-
-
-def waiting_line(run_id: str, reason: str, until: str, secs: int) -> str:
-    """A wait's line, from the loop's decision or from its `waiting` event alike."""
-    return f"loop: wait run={run_id} reason={reason} until={until} secs={secs}"
-
-
-def status_line(status: str, run_id: str | None, *fields: str) -> str:
-    """`loop: status=<status> run=<id> <fields>`: how the loop ended, as `runner loop` prints it
-    (its last line) and as `runner follow` shows the event that says so."""
-    return " ".join((f"loop: status={status} run={run_id}", *fields))
-
-
-def ran_fields(steps: int, started_at_iter: int) -> str:
-    """What this `runner loop` did, closing its last line."""
-    return f"steps={steps} started_at_iter={started_at_iter}"
-
-
-def spent_fields(use: BudgetUse) -> str:
-    """A budget's figures, in the loop's lines and `runner status`'s."""
-    return f"spent={figure_text(use.spent)} limit={figure_text(use.limit)}"
-
-
-def budget_fields(use: BudgetUse) -> str:
-    return f"budget={use.budget} {spent_fields(use)}"
-
-
-def budget_line(run_id: str, use: BudgetUse, steps: int, started_at_iter: int) -> str:
-    """The loop's last line when a budget stops it."""
-    return status_line("budget", run_id, budget_fields(use), ran_fields(steps, started_at_iter))
-
-
-def complete_line(run_id: str, steps: int, started_at_iter: int) -> str:
-    """The loop's last line when every leaf has passed."""
-    return status_line("complete", run_id, ran_fields(steps, started_at_iter))
-
-
-def stuck_line(run_id: str, node_id: str, path: str, attempts: int, max_attempts: int) -> str:
-    """The loop's last line when the selected leaf has used all its attempts."""
-    return status_line(
-        "stuck", run_id, f"id={node_id} path={path}", f"attempts={attempts}/{max_attempts}"
-    )
-
-
-def limit_line(
-    run_id: str, next_iter: int, max_iterations: int, steps: int, started_at_iter: int
-) -> str:
-    """The loop's last line when the next iteration would pass max_iterations."""
-    limits = f"next_iter={next_iter} max_iterations={max_iterations}"
-    return status_line("limit", run_id, limits, ran_fields(steps, started_at_iter))
-
-
-def max_steps_line(run_id: str, steps: int, started_at_iter: int) -> str:
-    """The loop's last line when it has run the `--max-steps` it was given."""
-    return status_line(MAX_STEPS_STATUS, run_id, ran_fields(steps, started_at_iter))
-
-
-def interrupted_line(run_id: str | None, exit_code: int) -> str:
-    """The loop's last line when a signal ended it (exit 128 + the signal's number)."""
-    return status_line("interrupted", run_id, f"exit={exit_code}")
-
-
-def budget_refusal(run_id: str, use: BudgetUse) -> str:
-    """Why `runner step` starts no agent once a budget is reached (one line)."""
-    return (
-        f"budget {use.budget} reached for run {run_id}: spent {figure_text(use.spent)} of "
-        f"{figure_text(use.limit)} (raise it in [budget] of .runner/state/config.toml)"
-    )
 
 
 def decision_events(

@@ -73,7 +73,7 @@ def run_condition(tree: Node | None, journal_alive: bool | None) -> RunCondition
 
 def run_row(facts: RunFacts) -> RunRow:
     # Imported here: `runner step` checks the branch hints below and starts faster without.
-    from runner_core.views.reports import leaf_counts
+    from runner_core.views.status import leaf_counts
 
     passed, total = leaf_counts(facts.tree) if facts.tree is not None else (0, 0)
     return RunRow(

@@ -16,7 +16,7 @@ from typing import Any
 from runner_core.iteration.recovery import Journal
 from runner_core.loop.budget import BudgetUse, NodeTotals, figure_text
 from runner_core.loop.events import Event, EventType
-from runner_core.loop.policy import budget_fields, spent_fields, status_line, waiting_line
+from runner_core.views.loop_lines import budget_fields, spent_fields, status_line, waiting_line
 
 # How many of the running process's last log lines `runner status` shows.
 STATUS_TAIL_LINES = 5

@@ -91,29 +91,6 @@ def run_state_word(status: Mapping[str, Any], loop: LoopFacts = NO_LOOP) -> str:
     return "running" if loop.alive else "idle"
 
 
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-WILDCARD_HOSTS = ("0.0.0.0", "::")
-
-
-def is_loopback(host: str) -> bool:
-    """Whether a bind address is reachable only from this machine."""
-    return host in ("localhost", "::1") or host.startswith("127.")
-
-
-def allowed_hosts(host: str, port: int, hostname: str) -> frozenset[str]:
-    """The `Host` headers a server bound to `host:port` answers (any other: DNS rebinding).
-
-    A loopback bind answers its loopback names; a wildcard bind also this machine's
-    `hostname`; any other bind the name it was given. Lower case, always with the port.
-    """
-    names = {f"[{host}]" if ":" in host else host}
-    if is_loopback(host) or host in WILDCARD_HOSTS:
-        names.update(LOOPBACK_NAMES)
-    if host in WILDCARD_HOSTS:
-        names.add(hostname)
-    return frozenset(f"{name.lower()}:{port}" for name in names)
-
-
 def _execution_json(record: ExecutionRecord) -> dict[str, Any]:
     return {
         "iteration": record.iteration,

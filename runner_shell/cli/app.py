@@ -197,7 +197,7 @@ def validate(as_json: AsJson = False) -> None:
     # The body lives in commands.py, shared with the launcher's fast path (entry.py).
     if not as_json:
         raise typer.Exit(commands.validate(typer.echo))
-    from runner_core.views.reports import validation_to_json
+    from runner_core.views.checks import validation_to_json
 
     lines: list[str] = []
     code = commands.validate(lines.append)
@@ -211,7 +211,7 @@ def select(as_json: AsJson = False) -> None:
     """Print the next leaf: exit 0 open, 2 complete, 3 stuck."""
     if not as_json:
         raise typer.Exit(commands.select(typer.echo))
-    from runner_core.views.reports import selection_to_json
+    from runner_core.views.checks import selection_to_json
     from runner_shell.store.state_files import load_tree
 
     selection = select_leaf(load_tree(_paths()[0]))
@@ -236,8 +236,7 @@ def loop(
     ] = None,
 ) -> None:
     """Step until the tree is complete (0), a leaf is stuck (3) or the iteration limit (1)."""
-    from runner_shell.step.runner import run_loop
-    from runner_shell.views.inspect import LiveProgress
+    from runner_shell.loop.command import LiveProgress, run_loop
 
     paths, repo = _paths()
     # The live line is for a person watching; piped output stays exactly the `loop:` lines.
@@ -435,7 +434,7 @@ def status(as_json: AsJson = False) -> None:
 def follow(run: RunId = None, as_json: AsJson = False) -> None:
     """Print the run's events as they happen (from another terminal); exit when the loop ends."""
     from runner_shell.views.follow import follow_run
-    from runner_shell.views.inspect import warn
+    from runner_shell.views.reading import warn
 
     paths, repo = _paths()
     follow_run(paths, repo, run, as_json, lambda line: typer.echo(line), warn)
@@ -515,7 +514,7 @@ def serve(
 ) -> None:
     """Serve a read-only web view of the run, live while a loop runs (never takes the lock)."""
     from runner_shell.store.state_files import load_run_state
-    from runner_shell.views.inspect import choose_run
+    from runner_shell.views.reading import choose_run
     from runner_shell.web.serve import serve as serve_run
 
     paths, _ = _paths()

@@ -23,6 +23,7 @@ from runner_core.loop.usage_limits import iso_utc
 from runner_core.run.config import Config
 from runner_core.run.operations import NodeOperation, decompose_later
 from runner_core.run.state import RunState
+from runner_core.views import loop_lines
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.loop.budgets import budget_summary
@@ -66,7 +67,7 @@ def run_night_loop(run: LoopRun, progress: Callable[[], None] | None, max_steps:
 
 
 def _interrupted(run: LoopRun, code: int) -> int:
-    run.emit(policy.interrupted_line(load_run_state(run.paths).run_id, code))
+    run.emit(loop_lines.interrupted_line(load_run_state(run.paths).run_id, code))
     return code
 
 
@@ -105,7 +106,7 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
             case policy.Continue():
                 pass
             case policy.Wait(wait=wait, reason=reason):
-                run.emit(policy.wait_line(result.run_id, wait, reason))
+                run.emit(loop_lines.wait_line(result.run_id, wait, reason))
                 sleep_interruptibly(wait.secs)
             case policy.Decompose(node_id=node_id):
                 _hand_to_decomposer(run, node_id)
@@ -130,7 +131,7 @@ def _budget_stop(
             sink_for(run.paths, config, run_id).emit(
                 policy.decision_events(decision, origin, config.loop, None, steps), fsync=True
             )
-            run.emit(policy.budget_line(run_id, use, steps, run.started_at))
+            run.emit(loop_lines.budget_line(run_id, use, steps, run.started_at))
             return decision.exit_code
         case _:
             return None
@@ -149,15 +150,15 @@ def _stopped(
     run_id, plan = result.run_id, result.plan
     match stop.kind:
         case policy.StopKind.COMPLETE:
-            run.emit(policy.complete_line(run_id, steps, run.started_at))
+            run.emit(loop_lines.complete_line(run_id, steps, run.started_at))
         case policy.StopKind.STUCK:
             node, path = plan.node, str(plan.selection.path)
-            run.emit(policy.stuck_line(run_id, node.id, path, node.attempts, node.max_attempts))
+            run.emit(loop_lines.stuck_line(run_id, node.id, path, node.attempts, node.max_attempts))
         case policy.StopKind.LIMIT:
             maximum = config.max_iterations
-            run.emit(policy.limit_line(run_id, plan.iteration, maximum, steps, run.started_at))
+            run.emit(loop_lines.limit_line(run_id, plan.iteration, maximum, steps, run.started_at))
         case policy.StopKind.MAX_STEPS:
-            run.emit(policy.max_steps_line(run_id, steps, run.started_at))
+            run.emit(loop_lines.max_steps_line(run_id, steps, run.started_at))
         case policy.StopKind.RUNNER_ERROR:
             raise UserFacingError(f"runner error: {step.error}")
         case policy.StopKind.BUDGET:

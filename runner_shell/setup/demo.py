@@ -15,8 +15,8 @@ from runner_core import Config
 from runner_core.iteration.prompt_pack import DEFAULT_PROMPT_BUDGET
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
+from runner_shell.loop.command import run_loop
 from runner_shell.setup.scaffold import init_runner, start_run
-from runner_shell.step.runner import run_loop
 from runner_shell.store.files import atomic_write_text
 from runner_shell.store.layout import RunnerPaths
 

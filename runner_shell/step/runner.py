@@ -63,11 +63,11 @@ from runner_core.iteration.plan import (
 from runner_core.iteration.preconditions import location_problem, step_precondition_problem
 from runner_core.iteration.recovery import Journal, interrupted_problem
 from runner_core.iteration.step_outcome import step_exit_code
-from runner_core.loop.policy import budget_refusal
 from runner_core.loop.usage_limits import LimitSignal
 from runner_core.run.config import Config
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentRole, Node
+from runner_core.views.loop_lines import budget_refusal
 from runner_shell.agents.session import AgentRequest, backend_for
 from runner_shell.errors import UserFacingError
 from runner_shell.git.log_archive import ArchiveError
@@ -553,43 +553,3 @@ def step_result_line(prefix: str, result: StepResult) -> str:
     plan = result.plan
     status, guard = outcome.status.value, outcome.guard.value
     return step_line(prefix, result.run_id, plan.iteration, plan.node.id, status, guard)
-
-
-def _show_progress(paths: RunnerPaths, progress: Callable[[str], None], began: float) -> None:
-    # Imported here: only `runner loop` shows progress, and `runner step` starts faster without.
-    from runner_core.views.reports import progress_line
-
-    try:
-        state, config, tree = load_run_state(paths), load_config(paths), load_tree(paths)
-    except UserFacingError:
-        return  # the step itself reports what is wrong
-    line = progress_line(state.next_iter, config.max_iterations, tree, time.monotonic() - began)
-    if line is not None:
-        progress(line)
-
-
-def run_loop(
-    paths: RunnerPaths,
-    repo: Repo,
-    prompt_budget: int,
-    emit: Callable[[str], None],
-    progress: Callable[[str], None] | None = None,
-    max_steps: int | None = None,
-) -> int:
-    """Step until complete (0), stuck (3), the iteration limit (1), a budget (1), or
-    `[loop] max_consecutive_runner_errors` runner errors in a row (1); a signal: 128 + it.
-
-    `progress`, when given, hears a one-line summary before each step (a terminal's live line).
-    With `max_steps`, the loop also stops (0) once it has taken that many steps.
-    """
-    from runner_shell.loop.night_loop import LoopRun, run_night_loop
-
-    started_at = load_run_state(paths).next_iter
-    began = time.monotonic()
-
-    def show() -> None:
-        if progress is not None:
-            _show_progress(paths, progress, began)
-
-    run = LoopRun(paths, repo, prompt_budget, emit, started_at)
-    return run_night_loop(run, show if progress is not None else None, max_steps)

@@ -1,9 +1,9 @@
-"""The history commands of issue 13: `runner audit`, `runner diff`, `runner logs restore`,
-`runner show` from git, and `runner validate`'s warning about hand-edited runner-owned fields.
+"""The history commands: `runner audit`, `runner diff`, `runner logs restore`, `runner show`
+from git, and `runner validate`'s warning about hand-edited runner-owned fields.
 
-Gathers commits, snapshots and archived files and prints what runner_core.history.audit and
-runner_core.tree.diff decide. Never takes the runner lock; only `logs restore` writes, and only
-under `.runner/iterations/<run>/`.
+Gathers commits, snapshots and archived files and prints what runner_core.history.audit,
+runner_core.tree.diff and runner_core.views (show, diff) decide. Never takes the runner lock;
+only `logs restore` writes, and only under `.runner/iterations/<run>/`.
 """
 
 from __future__ import annotations
@@ -12,15 +12,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import attrs
 import typer
 
 from runner_core.history.audit import TREE_PATH, CommitFacts, audit_run, audit_to_json
 from runner_core.history.records import ExecutionRecord
 from runner_core.run.trailers import DamagedTrailer, parse_trailers, record_from_trailers
-from runner_core.tree.diff import TreeDiff, change_lines, tree_diff, tree_diff_to_json
+from runner_core.tree.diff import TreeDiff, tree_diff
 from runner_core.tree.model import Node
 from runner_core.tree.serialization import TREE_MAX_BYTES, TreeValidationError, parse_tree
+from runner_core.views.diff import diff_document, diff_lines
+from runner_core.views.show import CommitFacet, IterationFiles, render_show
 from runner_shell.errors import UserFacingError
 from runner_shell.git.history import NoStartCommit
 from runner_shell.git.log_archive import (
@@ -35,14 +36,8 @@ from runner_shell.store.files import read_bytes_capped
 from runner_shell.store.history_sources import agent_diff_stat, iteration_commit, run_commits
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_run_state
-from runner_shell.views.inspect import (
-    IterationFiles,
-    _print_json,
-    read_iteration,
-    read_iteration_at,
-    render_show,
-    warn,
-)
+from runner_shell.views.iteration_files import read_iteration, read_iteration_at
+from runner_shell.views.reading import print_json, warn
 
 
 def _run_id(paths: RunnerPaths, requested: str | None) -> str:
@@ -76,7 +71,7 @@ def show_audit(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) -
     start, commits = _commits(repo, run_id)
     report = audit_run(run_id, start, commits)
     if as_json:
-        _print_json(audit_to_json(report))
+        print_json(audit_to_json(report))
     else:
         typer.echo("\n".join(report.lines()))
     return 0 if report.clean else 1
@@ -131,11 +126,6 @@ def _require(data: bytes | None, where: str) -> bytes:
     return data
 
 
-def diff_lines(run_id: str, iteration: int, diff: TreeDiff, source: str) -> list[str]:
-    head = f"diff: run={run_id} iter={iteration} changes={len(diff.changes)} source={source}"
-    return [head, *(f"  {line}" for line in change_lines(diff))]
-
-
 def iteration_diff(
     paths: RunnerPaths, repo: Repo, iteration: int, run_id: str
 ) -> tuple[TreeDiff, str]:
@@ -151,11 +141,6 @@ def iteration_diff(
     return diff, source
 
 
-def diff_document(run_id: str, iteration: int, diff: TreeDiff, source: str) -> dict[str, Any]:
-    """The `runner diff --json` document (views/diff.schema.json); `runner serve` sends it too."""
-    return {"run_id": run_id, "iter": iteration, "source": source, **tree_diff_to_json(diff)}
-
-
 def show_diff(
     paths: RunnerPaths, repo: Repo, iteration: int, run: str | None, as_json: bool
 ) -> None:
@@ -163,7 +148,7 @@ def show_diff(
     run_id = _run_id(paths, run)
     diff, source = iteration_diff(paths, repo, iteration, run_id)
     if as_json:
-        _print_json(diff_document(run_id, iteration, diff, source))
+        print_json(diff_document(run_id, iteration, diff, source))
     else:
         typer.echo("\n".join(diff_lines(run_id, iteration, diff, source)))
 
@@ -218,29 +203,13 @@ def _trailer_iteration(commit: CommitFacts, run_id: str, iteration: int) -> Iter
     )
 
 
-@attrs.frozen(slots=True)
-class CommitFacet:
-    """What `runner show` adds from git: the iteration's commit and the agent's diff stat."""
-
-    sha: str | None
-    stat: tuple[str, ...]
-
-    def lines(self) -> list[str]:
-        if self.sha is None:
-            return ["commit: none found on the run's branch"]
-        return [f"commit: {self.sha}", "agent diff stat:", *(f"  {line}" for line in self.stat)]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"commit": self.sha, "agent_diff_stat": list(self.stat)}
-
-
 def show_sourced_iteration(
     paths: RunnerPaths, repo: Repo, run_id: str, iteration: int, as_json: bool
 ) -> None:
     """`runner show ITER` from the directory, else the archive, else the commit trailers."""
     shown, facet = sourced_iteration(paths, repo, run_id, iteration)
     if as_json:
-        _print_json({**shown.to_json(), **facet.to_json()})
+        print_json({**shown.to_json(), **facet.to_json()})
     else:
         typer.echo("\n".join([*render_show(shown), *facet.lines()]))
 

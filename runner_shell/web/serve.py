@@ -33,17 +33,17 @@ from starlette.responses import (
     StreamingResponse,
 )
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from runner_core.loop.events import Event, event_line
 from runner_core.run.listing import runs_to_json
-from runner_core.views.reports import report_to_json, status_to_json
+from runner_core.views.diff import diff_document
+from runner_core.views.report import report_to_json
+from runner_core.views.status import status_to_json
 from runner_core.views.text import error_line
 from runner_core.views.web import (
     LoopFacts,
     PageView,
-    allowed_hosts,
-    is_loopback,
     node_detail,
     overview_to_json,
     page_view,
@@ -59,8 +59,8 @@ from runner_shell.store.files import FileTooLarge, read_bytes_capped
 from runner_shell.store.iteration_log import iteration_dirs
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_run_state, load_tree
-from runner_shell.views.history import diff_document, iteration_diff, iteration_document
-from runner_shell.views.inspect import (
+from runner_shell.views.history import iteration_diff, iteration_document
+from runner_shell.views.reading import (
     StatusReading,
     choose_run,
     history_document,
@@ -72,6 +72,7 @@ from runner_shell.views.inspect import (
     status_sources,
     warn,
 )
+from runner_shell.web.hosts import HostGuard, allowed_hosts, is_loopback
 
 STATIC = Path(__file__).parent / "static"
 PAGES = {"/": "index.html", "/app.js": "app.js", "/app.css": "app.css"}
@@ -83,11 +84,6 @@ CLIENT_QUEUE = 1000
 # What reading a run's files can fail with while an agent changes, damages or plants them, or
 # git or the log archive refuses: the Watcher reads again at its next poll, an endpoint answers.
 READ_ERRORS = (UserFacingError, OSError, GitError, ArchiveError)
-HEADERS = {
-    "X-Content-Type-Options": "nosniff",
-    "Content-Security-Policy": "default-src 'self'",
-    "Cache-Control": "no-store",
-}
 
 
 @attrs.define(eq=False)
@@ -263,42 +259,6 @@ async def client_messages(
                 yield ": heartbeat\n\n"
     finally:
         broker.clients.discard(client)
-
-
-class HostGuard:
-    """Answers 421 to a request whose Host header is not the bound host (DNS rebinding), 405
-    to anything but GET and HEAD, and adds the security headers to every answer."""
-
-    def __init__(self, app: ASGIApp, hosts: frozenset[str]) -> None:
-        self.app = app
-        self.hosts = hosts
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = dict(scope["headers"])
-        host = headers.get(b"host", b"").decode("latin-1").lower()
-        if host not in self.hosts:
-            await _plain(421, f"unknown Host header {host!r}")(scope, receive, send)
-        elif scope["method"] not in ("GET", "HEAD"):
-            await _plain(405, "read-only: only GET and HEAD")(scope, receive, send)
-        else:
-            await self.app(scope, receive, _with_headers(send))
-
-
-def _plain(status: int, text: str) -> Response:
-    return PlainTextResponse(f"runner serve: {text}\n", status_code=status, headers=HEADERS)
-
-
-def _with_headers(send: Send) -> Send:
-    async def sending(message: Any) -> None:
-        if message["type"] == "http.response.start":
-            extra = [(k.lower().encode(), v.encode()) for k, v in HEADERS.items()]
-            message = {**message, "headers": [*message.get("headers", []), *extra]}
-        await send(message)
-
-    return sending
 
 
 def _not_found(error: Exception) -> JSONResponse:

@@ -32,7 +32,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from runner_core.iteration.recovery import Journal, JournalPhase
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.views.follow import _running_log
-from runner_shell.views.inspect import LOG_HEAD_BYTES, LOG_HEAD_LINES, log_head
+from runner_shell.views.iteration_files import LOG_HEAD_BYTES, LOG_HEAD_LINES, log_head
 from tests.helpers.e2e import (
     PYTHON,
     Project,

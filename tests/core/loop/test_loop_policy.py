@@ -22,16 +22,9 @@ from runner_core.loop.policy import (
     Wait,
     after_step,
     before_step,
-    budget_line,
-    complete_line,
     decision_events,
     ends_the_loop,
-    interrupted_line,
-    limit_line,
-    max_steps_line,
     runner_error_backoff,
-    stuck_line,
-    wait_line,
 )
 from runner_core.loop.usage_limits import LimitKind, LimitSignal, LimitWait
 from runner_core.run.config import HOOK_NAMES, BudgetConfig, LoopConfig
@@ -277,30 +270,6 @@ def test_every_hook_has_exactly_one_event_type() -> None:
     assert sorted(HOOK_FOR_EVENT.values()) == sorted(HOOK_NAMES)
 
 
-def test_the_wait_line_names_the_run_the_reason_the_end_and_the_seconds() -> None:
-    wait = LimitWait(30, "2026-11-22T02:00:30Z", False)
-    assert wait_line("run-1", wait, "rate_limited") == (
-        "loop: wait run=run-1 reason=rate_limited until=2026-11-22T02:00:30Z secs=30"
-    )
-
-
-@pytest.mark.parametrize(
-    ("use", "figures"),
-    [
-        (BudgetUse("cost_usd", 5.25, 5.0), "budget=cost_usd spent=5.25 limit=5"),
-        (BudgetUse("tokens", 1200.0, 1000.0), "budget=tokens spent=1200 limit=1000"),
-        (
-            BudgetUse("wall_secs", 3600.123456, 3600.0),
-            "budget=wall_secs spent=3600.1235 limit=3600",
-        ),
-    ],
-)
-def test_the_budget_line_says_which_budget_spent_and_limit(use: BudgetUse, figures: str) -> None:
-    assert budget_line("run-1", use, 4, 2) == (
-        f"loop: status=budget run=run-1 {figures} steps=4 started_at_iter=2"
-    )
-
-
 ORIGIN = EventOrigin("run-1", 3, "root.1", "2026-11-22T02:00:00Z")
 
 
@@ -329,22 +298,6 @@ def test_the_stop_decision_and_its_event_agree_on_ending_the_loop() -> None:
         decision = after_step(state, RUNNER_ERROR, CONFIG, NOW)
         event = events.runner_error(ORIGIN, "x", consecutive, CONFIG.max_consecutive_runner_errors)
         assert ends_the_loop(event) == isinstance(decision, Stop)
-
-
-def test_the_loop_s_last_lines_name_the_run_and_what_stopped_it() -> None:
-    assert (
-        complete_line("run-1", 4, 2) == "loop: status=complete run=run-1 steps=4 started_at_iter=2"
-    )
-    assert stuck_line("run-1", "root.2", "root/root.2", 3, 3) == (
-        "loop: status=stuck run=run-1 id=root.2 path=root/root.2 attempts=3/3"
-    )
-    assert limit_line("run-1", 11, 10, 9, 2) == (
-        "loop: status=limit run=run-1 next_iter=11 max_iterations=10 steps=9 started_at_iter=2"
-    )
-    assert max_steps_line("run-1", 5, 1) == (
-        "loop: status=max-steps run=run-1 steps=5 started_at_iter=1"
-    )
-    assert interrupted_line("run-1", 130) == "loop: status=interrupted run=run-1 exit=130"
 
 
 def test_a_runner_error_that_stops_at_the_first_is_followed_as_1_of_1() -> None:

@@ -1,4 +1,4 @@
-"""What the inspection commands say (runner_core.views.reports): status, history, report, metrics.
+"""What the inspection commands say (runner_core.views): status, history, show, report, metrics.
 
 Pure builders only: trees and histories go in, JSON documents and Prometheus text come out.
 Every JSON document built here is also checked against the schema shipped for it.
@@ -27,22 +27,12 @@ from runner_core.iteration.recovery import Journal, JournalPhase
 from runner_core.run.config import BudgetConfig
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentStatus, GuardOutcome, Node, canonical_preorder
-from runner_core.views.reports import (
-    FileFacts,
-    RunFigures,
-    build_report,
-    elapsed_text,
-    escape_label_value,
-    history_records,
-    history_to_json,
-    leaf_counts,
-    metrics_text,
-    progress_line,
-    report_to_json,
-    show_to_json,
-    status_to_json,
-    status_view,
-)
+from runner_core.views.history import history_records, history_to_json
+from runner_core.views.metrics import escape_label_value, metrics_text
+from runner_core.views.progress import elapsed_text, progress_line
+from runner_core.views.report import RunFigures, build_report, report_to_json
+from runner_core.views.show import FileFacts, show_to_json
+from runner_core.views.status import leaf_counts, status_to_json, status_view
 from tests.helpers.records import record as shared_record
 from tests.helpers.trees import tree
 

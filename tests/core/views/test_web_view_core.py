@@ -1,4 +1,4 @@
-"""runner_core.views.web: the overview's run state word and the Host headers answered."""
+"""runner_core.views.web: the overview's run state word, the current wait and the page's deltas."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ from runner_core.loop.events import Event, EventOrigin, iteration_started, waiti
 from runner_core.views.web import (
     RUN_STATES,
     LoopFacts,
-    allowed_hosts,
     current_wait,
-    is_loopback,
     page_view,
     run_state_word,
     view_delta,
@@ -90,35 +88,6 @@ def test_the_current_wait_is_the_last_wait_after_the_last_iteration_started() ->
     assert current_wait(loop(WAIT, STARTED)) is None
     assert current_wait(loop(STARTED, OVER)) is None
     assert current_wait(LoopFacts(alive=True, events=(WAIT,))) is None  # no clock reading
-
-
-def test_a_loopback_bind_answers_its_loopback_names_only() -> None:
-    assert allowed_hosts("127.0.0.1", 8765, "box") == {
-        "127.0.0.1:8765",
-        "localhost:8765",
-        "[::1]:8765",
-    }
-
-
-def test_a_wildcard_bind_also_answers_the_machines_name() -> None:
-    assert "box:80" in allowed_hosts("0.0.0.0", 80, "Box")
-    assert allowed_hosts("10.0.0.7", 80, "box") == {"10.0.0.7:80"}
-
-
-@pytest.mark.parametrize(
-    ("host", "loopback"),
-    [
-        ("127.0.0.1", True),
-        ("127.1.2.3", True),
-        ("localhost", True),
-        ("::1", True),
-        ("0.0.0.0", False),
-        ("10.0.0.7", False),
-        ("::", False),
-    ],
-)
-def test_which_binds_are_loopback(host: str, loopback: bool) -> None:
-    assert is_loopback(host) is loopback
 
 
 def documents(**rows: str) -> tuple[dict[str, Any], dict[str, Any]]:

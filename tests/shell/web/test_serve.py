@@ -23,7 +23,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from runner_core.loop.events import EventOrigin, operator, waiting
-from runner_core.views.web import allowed_hosts, page_view
+from runner_core.views.web import page_view
 from runner_shell.errors import UserFacingError
 from runner_shell.git.log_archive import ArchiveError
 from runner_shell.git.repo import GitError, Repo
@@ -32,6 +32,7 @@ from runner_shell.store.event_log import append_events
 from runner_shell.store.files import FileTooLarge, NotRegularFile
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.web import serve
+from runner_shell.web.hosts import allowed_hosts
 from runner_shell.web.serve import (
     CLIENT_QUEUE,
     Api,

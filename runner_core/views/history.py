@@ -1,0 +1,121 @@
+"""What `runner history` shows: a run's iterations and operator commits, oldest first.
+
+Decides which iterations and operator commits a `--node` filter keeps, the order they
+interleave in, the `runner history --json` document and its table. Never reads a file: the
+shell gathers the execution history and the operator commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from runner_core.history.records import ExecutionHistory, ExecutionRecord, record_to_meta
+from runner_core.run.operations import OperatorAction, action_text, action_to_json
+from runner_core.views.layout import duration_text, table, tokens_text
+from runner_core.views.text import flatten
+
+# A record's error, as the ERROR column shows it.
+ERROR_CHARS = 60
+
+
+def history_records(history: ExecutionHistory, node_id: str | None) -> tuple[ExecutionRecord, ...]:
+    """The iterations `runner history` lists: all, or one node's, in iteration order."""
+    return history.records if node_id is None else history.records_for(node_id)
+
+
+def history_actions(
+    actions: Sequence[OperatorAction], node_id: str | None
+) -> tuple[OperatorAction, ...]:
+    """The operator commits `runner history` lists: all, or one node's."""
+    return tuple(action for action in actions if node_id in (None, action.node_id))
+
+
+def interleaved(
+    records: Sequence[ExecutionRecord], actions: Sequence[OperatorAction]
+) -> tuple[ExecutionRecord | OperatorAction, ...]:
+    """Iterations and operator commits in the order they happened: an operator commit comes
+    before the iteration that was next when it was made."""
+    entries: list[ExecutionRecord | OperatorAction] = []
+    pending = list(actions)
+    for record in records:
+        while pending and pending[0].before_iteration <= record.iteration:
+            entries.append(pending.pop(0))
+        entries.append(record)
+    return (*entries, *pending)
+
+
+def history_to_json(
+    run_id: str,
+    records: Iterable[ExecutionRecord],
+    node_id: str | None,
+    warnings: Sequence[str],
+    actions: Sequence[OperatorAction] = (),
+) -> dict[str, Any]:
+    """`runner history --json`: each iteration as its meta.json, plus what was skipped."""
+    return {
+        "run_id": run_id,
+        "node": node_id,
+        "iterations": [record_to_meta(record) for record in records],
+        "operator_actions": [action_to_json(action) for action in actions],
+        "warnings": list(warnings),
+    }
+
+
+def _error_text(record: ExecutionRecord) -> str:
+    if record.error_kind is None:
+        return "-"
+    return flatten(f"{record.error_kind.value}: {record.error or ''}", ERROR_CHARS)
+
+
+def render_history(
+    run_id: str,
+    records: Sequence[ExecutionRecord],
+    node: str | None,
+    actions: Sequence[OperatorAction] = (),
+) -> list[str]:
+    which = f" node={node}" if node is not None else ""
+    out = [f"history: run={run_id}{which} iterations={len(records)}"]
+    if actions:
+        out[0] += f" operator_actions={len(actions)}"
+    if not records:
+        return out + [f"  operator {action_text(action)}" for action in actions]
+    headers = ("ITER", "NODE", "ROLE", "STATUS", "GUARD", "DURATION", "TOKENS in/out/cached")
+    rows = [
+        (
+            str(record.iteration),
+            record.node_id,
+            record.role.value,
+            record.status.value,
+            record.guard.value,
+            duration_text(record.duration_ms),
+            tokens_text(record.tokens),
+            _error_text(record),
+        )
+        for record in records
+    ]
+    header, *lines = table((*headers, "ERROR"), rows)
+    by_record = {id(record): line for record, line in zip(records, lines, strict=True)}
+    out.append(header)
+    for entry in interleaved(records, actions):
+        if isinstance(entry, OperatorAction):
+            out.append(f"  operator {action_text(entry)}")
+        else:
+            out.append(by_record[id(entry)])
+    return out
+
+
+@attrs.frozen(slots=True)
+class HistoryDocument:
+    """What `runner history` and `GET /api/history` show."""
+
+    run_id: str
+    records: tuple[ExecutionRecord, ...]
+    node: str | None
+    problems: tuple[str, ...]
+    actions: tuple[OperatorAction, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return history_to_json(self.run_id, self.records, self.node, self.problems, self.actions)

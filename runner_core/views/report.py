@@ -1,0 +1,282 @@
+"""What `runner report` shows: a run's summary, its per-node table, the slowest iterations,
+the operator commits and the most retried nodes.
+
+Decides the report (from the figures the shell gathers: history, latest tree, budget), the
+content and key order of `runner report --json` and its lines. Never reads a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from runner_core.history.records import (
+    ExecutionHistory,
+    ExecutionRecord,
+    HistorySummary,
+    NodeDisplayState,
+    NodeStats,
+    display_states,
+    most_retried,
+    node_stats,
+    slowest,
+    summarize,
+    summary_to_json,
+    tokens_to_json,
+)
+from runner_core.loop.budget import (
+    BudgetUse,
+    NodeTotals,
+    budget_use_to_json,
+    budget_uses,
+    rolled_up_totals,
+    totals_to_json,
+)
+from runner_core.run.config import NO_BUDGET, BudgetConfig
+from runner_core.run.operations import OperatorAction, action_text, action_to_json
+from runner_core.tree.model import Node, canonical_preorder
+from runner_core.views.follow import budget_lines, rolled_up_lines
+from runner_core.views.layout import duration_text, table, tokens_text
+
+TOP_N = 5
+# `execution_order` folds repeats and shows at most this many groups.
+ORDER_GROUPS = 20
+
+
+@attrs.frozen(slots=True)
+class RunFigures:
+    """Everything the report and the metrics of one run are computed from.
+
+    `tree` is the run's latest tree (None when none could be read); `running_node_id` names
+    the node of an iteration in progress, if any.
+    """
+
+    run_id: str
+    history: ExecutionHistory
+    tree: Node | None
+    next_iteration: int
+    max_iterations: int
+    running_node_id: str | None = None
+    operator_actions: tuple[OperatorAction, ...] = ()
+    budget: BudgetConfig = NO_BUDGET
+
+    def states(self) -> dict[str, NodeDisplayState]:
+        if self.tree is None:
+            return {}
+        return display_states(self.tree, self.history, self.running_node_id)
+
+
+@attrs.frozen(slots=True)
+class NodeReportRow:
+    stats: NodeStats
+    path: str | None  # None when the node is no longer in the tree
+    attempts: int | None
+    max_attempts: int | None
+    state: NodeDisplayState | None  # None when no tree was available
+
+
+@attrs.frozen(slots=True)
+class Report:
+    run_id: str
+    summary: HistorySummary
+    nodes: tuple[NodeReportRow, ...]
+    slowest: tuple[ExecutionRecord, ...]
+    most_retried: tuple[NodeStats, ...]
+    operator_actions: tuple[OperatorAction, ...] = ()
+    # Each configured budget, spent vs limit; every node of the tree with its subtree's figures.
+    budgets: tuple[BudgetUse, ...] = ()
+    subtree_totals: tuple[NodeTotals, ...] = ()
+
+
+def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
+    """Executed nodes in the tree's canonical order, then the ones it lost, sorted by id."""
+    stats = {row.node_id: row for row in node_stats(figures.history)}
+    states = figures.states()
+    placed: dict[str, tuple[str, Node]] = {}
+    if figures.tree is not None:
+        for tree_node, tree_path, _ in canonical_preorder(figures.tree):
+            placed.setdefault(tree_node.id, (tree_path, tree_node))
+    order = [node_id for node_id in placed if node_id in stats]
+    order += sorted(node_id for node_id in stats if node_id not in placed)
+    rows = []
+    for node_id in order:
+        path: str | None = None
+        node: Node | None = None
+        if node_id in placed:
+            path, node = placed[node_id]
+        rows.append(
+            NodeReportRow(
+                stats=stats[node_id],
+                path=path,
+                attempts=node.attempts if node is not None else None,
+                max_attempts=node.max_attempts if node is not None else None,
+                state=states.get(node_id),
+            )
+        )
+    summary = summarize(figures.history)
+    return Report(
+        run_id=figures.run_id,
+        summary=summary,
+        nodes=tuple(rows),
+        slowest=slowest(figures.history, top),
+        most_retried=most_retried(figures.history, top),
+        operator_actions=figures.operator_actions,
+        budgets=budget_uses(figures.budget, summary),
+        subtree_totals=(
+            tuple(rolled_up_totals(figures.tree, figures.history).values())
+            if figures.tree is not None
+            else ()
+        ),
+    )
+
+
+def _node_row_json(row: NodeReportRow) -> dict[str, Any]:
+    stats = row.stats
+    return {
+        "node_id": stats.node_id,
+        "path": row.path,
+        "state": row.state.value if row.state is not None else None,
+        "executions": stats.executions,
+        "successful_executions": stats.successful_executions,
+        "failed_executions": stats.failed_executions,
+        "attempts_consumed": stats.attempts_consumed,
+        "attempts": row.attempts,
+        "max_attempts": row.max_attempts,
+        "total_duration_ms": stats.total_duration_ms,
+        "tokens": tokens_to_json(stats.tokens),
+        "last_iteration": stats.last_iteration,
+        "last_status": stats.last_status.value,
+        "last_guard": stats.last_guard.value,
+    }
+
+
+def report_to_json(report: Report, warnings: Sequence[str] = ()) -> dict[str, Any]:
+    """`runner report --json`; schemas/views/report.schema.json documents every key."""
+    return {
+        "run_id": report.run_id,
+        "summary": summary_to_json(report.summary),
+        "nodes": [_node_row_json(row) for row in report.nodes],
+        "slowest": [
+            {
+                "iter": record.iteration,
+                "node_id": record.node_id,
+                "duration_ms": record.duration_ms,
+                "status": record.status.value,
+                "guard": record.guard.value,
+            }
+            for record in report.slowest
+        ],
+        "most_retried": [
+            {
+                "node_id": stats.node_id,
+                "attempts_consumed": stats.attempts_consumed,
+                "executions": stats.executions,
+            }
+            for stats in report.most_retried
+        ],
+        "operator_actions": {
+            "count": len(report.operator_actions),
+            "actions": [action_to_json(action) for action in report.operator_actions],
+        },
+        "budgets": [budget_use_to_json(use) for use in report.budgets],
+        "subtree_totals": [totals_to_json(totals) for totals in report.subtree_totals],
+        "warnings": list(warnings),
+    }
+
+
+def _run_groups(order: Sequence[str]) -> str:
+    """`root, root.1 (x2), root.2 (x3)`: consecutive repeats folded, long orders cut."""
+    groups: list[tuple[str, int]] = []
+    for node_id in order:
+        if groups and groups[-1][0] == node_id:
+            groups[-1] = (node_id, groups[-1][1] + 1)
+        else:
+            groups.append((node_id, 1))
+    words = [node_id if n == 1 else f"{node_id} (x{n})" for node_id, n in groups]
+    if len(words) > ORDER_GROUPS:
+        words = [*words[:ORDER_GROUPS], f"… ({len(words) - ORDER_GROUPS} more)"]
+    return ", ".join(words) or "-"
+
+
+def _node_rows(report: Report) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    for row in report.nodes:
+        stats = row.stats
+        attempts = "-" if row.attempts is None else f"{row.attempts}/{row.max_attempts}"
+        rows.append(
+            (
+                stats.node_id,
+                row.state.value if row.state is not None else "-",
+                str(stats.executions),
+                str(stats.successful_executions),
+                str(stats.failed_executions),
+                str(stats.attempts_consumed),
+                attempts,
+                duration_text(stats.total_duration_ms),
+                tokens_text(stats.tokens),
+            )
+        )
+    return rows
+
+
+def _retried_rows(retried: Sequence[NodeStats]) -> list[tuple[str, ...]]:
+    return [(s.node_id, str(s.attempts_consumed), str(s.executions)) for s in retried]
+
+
+def render_report(report: Report) -> list[str]:
+    summary = report.summary
+    tokens = summary.total_tokens
+    cost = summary.total_cost_usd
+    facts = [
+        ("total_executions", str(summary.total_executions)),
+        ("successful_executions", str(summary.successful_executions)),
+        ("failed_executions", str(summary.failed_executions)),
+        ("success_rate", f"{summary.success_rate:.1%}"),
+        ("total_duration", duration_text(round(summary.total_duration * 1000))),
+        ("total_tokens", f"input={tokens.input} output={tokens.output} cached={tokens.cached}"),
+        ("nodes_executed", str(summary.nodes_executed)),
+        ("execution_order", _run_groups(summary.execution_order)),
+        ("attempts_consumed", str(summary.attempts_consumed)),
+        ("runner_errors", str(summary.runner_errors)),
+        ("agent_errors", str(summary.agent_errors)),
+        ("guard_passes", str(summary.guard_passes)),
+        ("guard_failures", str(summary.guard_failures)),
+        ("total_cost_usd", "-" if cost is None else f"{cost:.4f}"),
+        ("operator_actions", str(len(report.operator_actions))),
+    ]
+    out = [f"report: run={report.run_id}", "summary:"]
+    out += table(("KEY", "VALUE"), facts, indent="  ")[1:]
+    out.append("nodes:")
+    if report.nodes:
+        headers = ("NODE", "STATE", "EXEC", "OK", "FAILED", "CONSUMED", "ATTEMPTS", "DURATION")
+        out += table((*headers, "TOKENS in/out/cached"), _node_rows(report), indent="  ")
+    else:
+        out.append("  none")
+    out += budget_lines(report.budgets)
+    if report.subtree_totals:
+        out += rolled_up_lines(report.subtree_totals)
+    out.append("slowest:")
+    slow = [
+        (
+            str(r.iteration),
+            r.node_id,
+            duration_text(r.duration_ms),
+            r.status.value,
+            r.guard.value,
+        )
+        for r in report.slowest
+    ]
+    slow_heads = ("ITER", "NODE", "DURATION", "STATUS", "GUARD")
+    out += table(slow_heads, slow, indent="  ") if slow else ["  none"]
+    out.append("operator actions:")
+    out += [
+        f"  before iter {action.before_iteration}: {action_text(action)}"
+        for action in report.operator_actions
+    ] or ["  none"]
+    out.append("most retried:")
+    retried = _retried_rows(report.most_retried)
+    retried_heads = ("NODE", "ATTEMPTS_CONSUMED", "EXECUTIONS")
+    out += table(retried_heads, retried, indent="  ") if retried else ["  none"]
+    return out

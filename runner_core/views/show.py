@@ -1,0 +1,150 @@
+"""What `runner show ITER` shows: one iteration's meta, output, files and the heads of its logs,
+with its commit and the agent's diff stat.
+
+Decides the `runner show --json` document and its lines from the files the shell read (from the
+iteration's directory, the log archive or the commit trailers). Never reads a file or git.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from runner_core.history.records import ExecutionRecord, record_to_meta
+from runner_core.views.layout import duration_text, table, tokens_text
+from runner_core.views.text import flatten
+
+
+@attrs.frozen(slots=True)
+class FileFacts:
+    """A file of an iteration directory; `head` only for logs, never more than was read."""
+
+    name: str
+    size: int
+    head: tuple[str, ...] | None = None
+    truncated: bool = False
+
+
+def show_to_json(
+    run_id: str,
+    iteration: int,
+    directory: str,
+    meta: ExecutionRecord | None,
+    meta_problem: str | None,
+    output: Mapping[str, Any] | None,
+    output_problem: str | None,
+    files: Sequence[FileFacts],
+) -> dict[str, Any]:
+    """`runner show --json`: one iteration's meta, output, files and the heads of its logs."""
+    return {
+        "run_id": run_id,
+        "iter": iteration,
+        "dir": directory,
+        "meta": record_to_meta(meta) if meta is not None else None,
+        "meta_problem": meta_problem,
+        "output": dict(output) if output is not None else None,
+        "output_problem": output_problem,
+        "files": [{"name": facts.name, "size": facts.size} for facts in files],
+        "logs": [
+            {
+                "name": facts.name,
+                "size": facts.size,
+                "head": list(facts.head),
+                "truncated": facts.truncated,
+            }
+            for facts in files
+            if facts.head is not None
+        ],
+    }
+
+
+def iterations_text(numbers: Sequence[int]) -> str:
+    """`1-5, 7`: the iterations on disk, consecutive ones as ranges."""
+    spans: list[list[int]] = []
+    for number in numbers:
+        if spans and spans[-1][1] == number - 1:
+            spans[-1][1] = number
+        else:
+            spans.append([number, number])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans) or "none"
+
+
+@attrs.frozen(slots=True)
+class IterationFiles:
+    """One iteration directory as `runner show` reads it."""
+
+    run_id: str
+    iteration: int
+    directory: str
+    meta: ExecutionRecord | None
+    meta_problem: str | None
+    output: dict[str, Any] | None
+    output_problem: str | None
+    files: tuple[FileFacts, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return show_to_json(
+            self.run_id,
+            self.iteration,
+            self.directory,
+            self.meta,
+            self.meta_problem,
+            self.output,
+            self.output_problem,
+            self.files,
+        )
+
+
+def render_show(shown: IterationFiles) -> list[str]:
+    out = [f"show: run={shown.run_id} iter={shown.iteration} dir={shown.directory}"]
+    meta = shown.meta
+    if meta is None:
+        out.append(f"meta: {shown.meta_problem}")
+    else:
+        out += [
+            f"node: {meta.node_id} role={meta.role.value} execution={meta.execution} "
+            f"backend={meta.backend}",
+            f"outcome: status={meta.status.value} guard={meta.guard.value} "
+            f"attempts={meta.attempts_before}->{meta.attempts_after}",
+            f"time: {meta.started_at} .. {meta.ended_at} ({duration_text(meta.duration_ms)})",
+            f"tokens: in/out/cached={tokens_text(meta.tokens)} "
+            f"cost_usd={'-' if meta.cost_usd is None else meta.cost_usd}",
+        ]
+        if meta.error_kind is not None:
+            out.append(f"error: {meta.error_kind.value}: {flatten(meta.error or '', 300)}")
+    if shown.output is None:
+        out.append(f"output: {shown.output_problem}")
+    else:
+        status = shown.output.get("status")
+        summary = shown.output.get("summary")
+        out.append(f"output: status={status}")
+        if isinstance(summary, str):
+            out.append(f"summary: {flatten(summary, 300)}")
+    out.append("files:")
+    out += table(("NAME", "BYTES"), ((f.name, str(f.size)) for f in shown.files), indent="  ")
+    for facts in shown.files:
+        if facts.head is None:
+            continue
+        out.append(f"--- {facts.name} ({facts.size} bytes) ---")
+        out += list(facts.head)
+        if facts.truncated:
+            out.append(f"[… more in {shown.directory}/{facts.name}]")
+    return out
+
+
+@attrs.frozen(slots=True)
+class CommitFacet:
+    """What `runner show` adds from git: the iteration's commit and the agent's diff stat."""
+
+    sha: str | None
+    stat: tuple[str, ...]
+
+    def lines(self) -> list[str]:
+        if self.sha is None:
+            return ["commit: none found on the run's branch"]
+        return [f"commit: {self.sha}", "agent diff stat:", *(f"  {line}" for line in self.stat)]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"commit": self.sha, "agent_diff_stat": list(self.stat)}

@@ -1,0 +1,319 @@
+"""What `runner status` shows: where the run stands, as a view, its `--json` document and its
+lines.
+
+Decides the status view (selected and stuck leaves, the tree with each node's display state,
+the iteration running or interrupted, the operator's side, the budgets), the content and key
+order of `runner status --json` and every `status:` line. Never reads a file or the clock: the
+shell gathers the tree, run state, journal, history and operator facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from runner_core.history.records import ExecutionHistory, NodeDisplayState, display_states
+from runner_core.iteration.recovery import Journal
+from runner_core.loop.budget import BudgetUse, budget_use_to_json, budget_uses
+from runner_core.run.config import NO_BUDGET, BudgetConfig
+from runner_core.run.identity import branch_for
+from runner_core.run.operations import OperatorAction, action_text, action_to_json
+from runner_core.run.state import RunState
+from runner_core.tree.model import Node, NodeNext, canonical_preorder, iter_preorder
+from runner_core.tree.selection import SelectionStatus, is_stuck, select_leaf
+from runner_core.views.text import flatten
+
+# ---------------------------------------------------------------- the tree, walked
+
+
+@attrs.frozen(slots=True)
+class TreeRow:
+    """One node of the tree as `runner status` draws it, in canonical pre-order."""
+
+    id: str
+    path: str
+    depth: int
+    title: str
+    next: NodeNext
+    is_leaf: bool
+    passes: bool
+    attempts: int
+    max_attempts: int
+    executions: int
+    state: NodeDisplayState
+
+
+@attrs.frozen(slots=True)
+class LeafRef:
+    id: str
+    path: str
+    attempts: int
+    max_attempts: int
+
+
+def leaf_counts(tree: Node) -> tuple[int, int]:
+    """`(passed, total)` over the tree's leaves."""
+    leaves = [node for node, _ in iter_preorder(tree) if node.is_leaf]
+    return sum(1 for leaf in leaves if leaf.passes), len(leaves)
+
+
+def running_node_id(journal: Journal | None, run_id: str | None) -> str | None:
+    """The node of the iteration in progress, when the journal belongs to this run."""
+    if journal is None or run_id is None or journal.run_id != run_id:
+        return None
+    return journal.node_id
+
+
+# ---------------------------------------------------------------- runner status
+
+
+@attrs.frozen(slots=True)
+class StatusView:
+    run_id: str | None
+    next_iteration: int
+    max_iterations: int
+    leaves_passed: int
+    leaves_total: int
+    selection: SelectionStatus
+    selected: LeafRef | None
+    stuck: tuple[LeafRef, ...]
+    state: RunState
+    running: Journal | None
+    tree: tuple[TreeRow, ...]
+    removed: tuple[tuple[str, int, NodeDisplayState], ...]
+    # The operator's side: an iteration whose runner died, guidance given, the
+    # agent's open questions (only while a leaf is stuck) and the operator commits.
+    interrupted: Journal | None = None
+    guidance: str | None = None
+    questions: str | None = None
+    operator_actions: tuple[OperatorAction, ...] = ()
+    # Each configured budget, spent vs limit, in budget_uses' order.
+    budgets: tuple[BudgetUse, ...] = ()
+
+    @property
+    def branch(self) -> str | None:
+        return None if self.run_id is None else branch_for(self.run_id)
+
+
+@attrs.frozen(slots=True)
+class OperatorFacts:
+    """What status shows beside the tree: is the journal's runner alive, guidance, questions."""
+
+    journal_alive: bool = True
+    guidance: str | None = None
+    questions: str | None = None
+    actions: tuple[OperatorAction, ...] = ()
+
+
+def _tree_rows(
+    tree: Node, history: ExecutionHistory, states: Mapping[str, NodeDisplayState]
+) -> tuple[list[TreeRow], list[LeafRef]]:
+    """The status tree in canonical order, and its stuck leaves."""
+    rows: list[TreeRow] = []
+    stuck: list[LeafRef] = []
+    for node, path, depth in canonical_preorder(tree):
+        rows.append(
+            TreeRow(
+                id=node.id,
+                path=path,
+                depth=depth,
+                title=node.title,
+                next=node.next,
+                is_leaf=node.is_leaf,
+                passes=node.passes,
+                attempts=node.attempts,
+                max_attempts=node.max_attempts,
+                executions=history.execution_count(node.id),
+                state=states[node.id],
+            )
+        )
+        if node.is_leaf and is_stuck(node):
+            stuck.append(LeafRef(node.id, path, node.attempts, node.max_attempts))
+    return rows, stuck
+
+
+def status_view(
+    tree: Node,
+    state: RunState,
+    max_iterations: int,
+    history: ExecutionHistory,
+    journal: Journal | None = None,
+    operator: OperatorFacts = OperatorFacts(),
+    budget: BudgetConfig = NO_BUDGET,
+) -> StatusView:
+    """Where the run stands; `history` is the current run's, `journal` any journal found.
+
+    A journal counts only when it names this run: its node is then `running` while its runner
+    is alive; once that runner is dead the iteration is `interrupted` and nothing runs.
+    """
+    named = journal if running_node_id(journal, state.run_id) is not None else None
+    live = named if operator.journal_alive else None
+    running_id = running_node_id(live, state.run_id)
+    states = display_states(tree, history, running_id)
+    rows, stuck = _tree_rows(tree, history, states)
+    in_tree = {row.id for row in rows}
+    removed = tuple(
+        (node_id, history.execution_count(node_id), display)
+        for node_id, display in states.items()
+        if node_id not in in_tree
+    )
+    selection = select_leaf(tree)
+    selected = None
+    if selection.node is not None and selection.path is not None:
+        node = selection.node
+        selected = LeafRef(node.id, selection.path, node.attempts, node.max_attempts)
+    passed, total = leaf_counts(tree)
+    return StatusView(
+        run_id=state.run_id,
+        next_iteration=state.next_iter,
+        max_iterations=max_iterations,
+        leaves_passed=passed,
+        leaves_total=total,
+        selection=selection.status,
+        selected=selected,
+        stuck=tuple(stuck),
+        state=state,
+        running=live,
+        tree=tuple(rows),
+        removed=removed,
+        interrupted=named if live is None else None,
+        guidance=operator.guidance,
+        questions=operator.questions if stuck else None,
+        operator_actions=operator.actions,
+        budgets=budget_uses(budget, history.summary()),
+    )
+
+
+def _leaf_ref_json(ref: LeafRef) -> dict[str, Any]:
+    return {
+        "id": ref.id,
+        "path": ref.path,
+        "attempts": ref.attempts,
+        "max_attempts": ref.max_attempts,
+    }
+
+
+def _running_json(journal: Journal) -> dict[str, Any]:
+    return {
+        "iteration": journal.iteration,
+        "node_id": journal.node_id,
+        "role": journal.role,
+        "phase": journal.phase.value,
+        "started_at": journal.started_at,
+    }
+
+
+def _tree_row_json(row: TreeRow) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "path": row.path,
+        "depth": row.depth,
+        "title": row.title,
+        "next": row.next.value,
+        "leaf": row.is_leaf,
+        "passes": row.passes,
+        "attempts": row.attempts,
+        "max_attempts": row.max_attempts,
+        "executions": row.executions,
+        "state": row.state.value,
+    }
+
+
+def status_to_json(view: StatusView) -> dict[str, Any]:
+    """`runner status --json`; schemas/views/status.schema.json documents every key."""
+    selected: dict[str, Any] = {"status": view.selection.value}
+    ref = _leaf_ref_json(view.selected) if view.selected is not None else None
+    selected.update(ref or dict.fromkeys(("id", "path", "attempts", "max_attempts")))
+    state = view.state
+    return {
+        "run": "not-started" if view.run_id is None else "started",
+        "run_id": view.run_id,
+        "branch": view.branch,
+        "next_iteration": view.next_iteration,
+        "max_iterations": view.max_iterations,
+        "leaves": {"passed": view.leaves_passed, "total": view.leaves_total},
+        "selected": selected,
+        "stuck": [_leaf_ref_json(ref) for ref in view.stuck],
+        "last": {
+            "status": state.last_status.value if state.last_status is not None else None,
+            "guard": state.last_guard.value if state.last_guard is not None else None,
+            "summary": state.last_summary,
+        },
+        "running": _running_json(view.running) if view.running is not None else None,
+        "tree": [_tree_row_json(row) for row in view.tree],
+        "removed": [
+            {"id": node_id, "executions": executions, "state": display.value}
+            for node_id, executions, display in view.removed
+        ],
+        "interrupted": (_running_json(view.interrupted) if view.interrupted is not None else None),
+        "guidance": view.guidance,
+        "questions": view.questions,
+        "operator_actions": [action_to_json(action) for action in view.operator_actions],
+        "budgets": [budget_use_to_json(use) for use in view.budgets],
+    }
+
+
+# ---------------------------------------------------------------- the lines
+
+
+def render_status(view: StatusView) -> list[str]:
+    out = []
+    if view.run_id is None:
+        out.append("status: run=not-started")
+    else:
+        out.append(f"status: run={view.run_id} branch={view.branch}")
+    out.append(f"status: next_iter={view.next_iteration} max_iterations={view.max_iterations}")
+    out.append(f"status: leaves passed={view.leaves_passed} total={view.leaves_total}")
+    selected = view.selected
+    if selected is None:
+        out.append(f"status: selected={view.selection.value}")
+    else:
+        out.append(
+            f"status: selected={view.selection.value} id={selected.id} path={selected.path} "
+            f"attempts={selected.attempts}/{selected.max_attempts}"
+        )
+    if not view.stuck:
+        out.append("status: stuck=none")
+    for leaf in view.stuck:
+        out.append(
+            f"status: stuck id={leaf.id} path={leaf.path} "
+            f"attempts={leaf.attempts}/{leaf.max_attempts}"
+        )
+    state = view.state
+    if state.last_status is None:
+        out.append("status: last=none")
+    else:
+        guard = state.last_guard.value if state.last_guard is not None else "-"
+        out.append(f"status: last status={state.last_status.value} guard={guard}")
+    if state.last_summary:
+        out.append(f"status: last_summary={flatten(state.last_summary, 100)}")
+    running = view.running
+    if running is not None:
+        out.append(
+            f"status: running iter={running.iteration} node={running.node_id} "
+            f"phase={running.phase.value} started_at={running.started_at}"
+        )
+    cut = view.interrupted
+    if cut is not None:
+        out.append(
+            f"status: interrupted iter={cut.iteration} node={cut.node_id} phase={cut.phase.value} "
+            f"started_at={cut.started_at} (its runner is gone; run 'runner recover')"
+        )
+    out.extend(f"status: operator {action_text(action)}" for action in view.operator_actions)
+    if view.guidance is not None:
+        out.append("guidance:")
+        out.extend(f"  {line}" for line in view.guidance.rstrip().splitlines())
+    if view.questions is not None:
+        out.append("questions (a leaf is stuck; the agents asked):")
+        out.extend(f"  {line}" for line in view.questions.rstrip().splitlines())
+    out.append("tree:")
+    for row in view.tree:
+        out.append(
+            f"  {'  ' * row.depth}{row.id}  {row.state.value}  "
+            f"attempts={row.attempts}/{row.max_attempts}  {flatten(row.title, 80)}"
+        )
+    for node_id, executions, display in view.removed:
+        out.append(f"removed: {node_id}  {display.value}  executions={executions}")
+    return out

@@ -1,0 +1,259 @@
+"""Reading a run for the read-only commands and `runner serve`: its tree, run state, config,
+history (from the iteration log, else git), the journal of an iteration in progress and the
+operator commits, handed to runner_core.views to build each document.
+
+Never takes the runner lock and never writes a file: it is safe beside a running loop. A
+damaged or missing meta.json is a warning (by default one line on stderr) and is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import typer
+
+from runner_core import ExecutionHistory, Node, RunState, parse_tree
+from runner_core.iteration.recovery import Journal
+from runner_core.run.identity import run_id_problem
+from runner_core.tree.model import nodes_by_id
+from runner_core.tree.serialization import TreeValidationError
+from runner_core.views.history import HistoryDocument, history_actions, history_records
+from runner_core.views.metrics import metrics_text
+from runner_core.views.report import Report, RunFigures, build_report
+from runner_core.views.status import OperatorFacts, StatusView, running_node_id, status_view
+from runner_shell.errors import UserFacingError
+from runner_shell.git.repo import Repo
+from runner_shell.steer.commits import operator_actions
+from runner_shell.step.lock_and_journal import journal_path, read_journal, runner_alive
+from runner_shell.store.files import read_bytes_capped
+from runner_shell.store.history_sources import fallback_history
+from runner_shell.store.iteration_log import iteration_dirs, known_runs, load_history
+from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.state_files import (
+    TREE_MAX_BYTES,
+    load_config,
+    load_run_state,
+    load_tree,
+    read_optional_text,
+)
+
+# How much of guidance.md and questions.md `runner status` shows.
+GUIDANCE_SHOWN_BYTES = 4 * 1024
+
+
+def warn(line: str) -> None:
+    typer.echo(f"runner: warning: {line}", err=True)
+
+
+def print_json(document: dict[str, Any]) -> None:
+    typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
+
+
+def _journal(repo: Repo, warning: Callable[[str], None] = warn) -> Journal | None:
+    """The journal of an iteration in progress; a damaged one is a warning here, not an error."""
+    try:
+        return read_journal(repo)
+    except UserFacingError as error:
+        warning(str(error))
+        return None
+
+
+def choose_run(paths: RunnerPaths, state: RunState, requested: str | None) -> str:
+    """The run a command inspects: `--run`, else the run in run_state.json."""
+    on_disk = known_runs(paths)
+    listing = f"runs on disk: {', '.join(on_disk)}" if on_disk else "no runs on disk"
+    if requested is None:
+        if state.run_id is None:
+            hint = f"pass --run ({listing})" if on_disk else "run 'runner start'"
+            raise UserFacingError(f"no run started in run_state.json ({hint})")
+        return state.run_id
+    problem = run_id_problem(requested)
+    if problem is not None:
+        raise UserFacingError(f"--run: {problem}")
+    if requested != state.run_id and requested not in on_disk:
+        raise UserFacingError(f"unknown run '{requested}' ({listing})")
+    return requested
+
+
+def _history(
+    paths: RunnerPaths,
+    run_id: str,
+    journal: Journal | None,
+    repo: Repo | None = None,
+    next_iter: int = 1,
+    warning: Callable[[str], None] = warn,
+) -> tuple[ExecutionHistory, tuple[str, ...]]:
+    """The run's history; the iteration in progress has no meta.json yet and is not a warning.
+
+    With `repo`, a run that has iterations (`next_iter` > 1) but no iteration directories is
+    read from its archive ref, else its commit trailers, with a warning naming the source.
+    """
+    fallback = None if repo is None or next_iter <= 1 else fallback_history(paths, repo, run_id)
+    if fallback is not None:
+        if fallback.warning is not None:
+            warning(fallback.warning)
+        return fallback.history, fallback.problems
+    history, problems = load_history(paths, run_id)
+    if journal is not None and journal.run_id == run_id:
+        meta = paths.iter_dir(run_id, journal.iteration) / "meta.json"
+        in_progress = f"{paths.relative(meta)}: missing"
+        problems = tuple(line for line in problems if not line.startswith(in_progress))
+    return history, problems
+
+
+def run_history(
+    paths: RunnerPaths, repo: Repo, run_id: str
+) -> tuple[ExecutionHistory, tuple[str, ...]]:
+    """A run's history and the warnings about it, beside a loop that may be mid-iteration;
+    from git when the current run's iteration directories are gone, as every view reads it."""
+    state = load_run_state(paths)
+    next_iter = state.next_iter if state.run_id == run_id else 1
+    return _history(paths, run_id, _journal(repo), repo, next_iter)
+
+
+def _last_tree(paths: RunnerPaths, run_id: str) -> Node | None:
+    """An earlier run's latest tree: the newest readable tree.after.json of its iterations."""
+    for _, directory in reversed(iteration_dirs(paths, run_id)):
+        try:
+            return parse_tree(read_bytes_capped(directory / "tree.after.json", TREE_MAX_BYTES))
+        except (OSError, TreeValidationError):
+            continue
+    return None
+
+
+def run_figures(
+    paths: RunnerPaths, repo: Repo, requested: str | None
+) -> tuple[RunFigures, tuple[str, ...]]:
+    """What `runner report` and `runner metrics` compute from, and the warnings on the way.
+
+    The current run is read from `.runner/state/`; an earlier run from its iteration log (its
+    latest `tree.after.json`, next iteration after its last), with today's max_iterations.
+    """
+    state = load_run_state(paths)
+    run_id = choose_run(paths, state, requested)
+    config = load_config(paths)
+    journal = _journal(repo)
+    current = run_id == state.run_id
+    history, problems = _history(paths, run_id, journal, repo, state.next_iter if current else 2)
+    if run_id == state.run_id:
+        tree: Node | None = load_tree(paths)
+        next_iteration = state.next_iter
+    else:
+        tree = _last_tree(paths, run_id)
+        next_iteration = max((r.iteration for r in history.records), default=0) + 1
+    figures = RunFigures(
+        run_id=run_id,
+        history=history,
+        tree=tree,
+        next_iteration=next_iteration,
+        max_iterations=config.max_iterations,
+        running_node_id=running_node_id(journal, run_id),
+        operator_actions=operator_actions(repo, run_id),
+        budget=config.budget,
+    )
+    return figures, problems
+
+
+def status_document_view(paths: RunnerPaths, repo: Repo) -> StatusView:
+    """Where the current run stands (`runner status`, `GET /api/status`); warns on stderr."""
+    return status_reading(paths, repo).view
+
+
+@attrs.frozen
+class StatusReading:
+    """The status view and what it was built from, for the views that show more beside it."""
+
+    view: StatusView
+    tree: Node
+    history: ExecutionHistory
+    journal: Journal | None
+    journal_alive: bool
+
+
+def status_sources(paths: RunnerPaths, repo: Repo) -> tuple[Path, ...]:
+    """The files a status reading depends on beside the iteration directories (whose meta.json
+    is written only as run_state.json or the journal changes): while none of them changes, nor
+    whether a runner is alive, a reading stays current. HEAD's reflog moves with each commit,
+    so an operator action committed after its file was written is seen too."""
+    return (
+        paths.run_state,
+        paths.tree,
+        paths.config,
+        paths.guidance,
+        paths.questions,
+        journal_path(repo),
+        repo.git_path("HEAD"),
+        repo.git_path("logs/HEAD"),
+    )
+
+
+def status_reading(
+    paths: RunnerPaths, repo: Repo, warning: Callable[[str], None] = warn
+) -> StatusReading:
+    """Read the run once for its status view: its state, tree, config, journal and history;
+    each problem met on the way is given to `warning` (by default a line on stderr)."""
+    state = load_run_state(paths)
+    tree = load_tree(paths)
+    config = load_config(paths)
+    journal = _journal(repo, warning)
+    history, problems = (
+        _history(paths, state.run_id, journal, repo, state.next_iter, warning)
+        if state.run_id is not None
+        else (ExecutionHistory(), ())
+    )
+    for line in problems:
+        warning(line)
+    operator = OperatorFacts(
+        journal_alive=journal is None or runner_alive(journal.runner_pid),
+        guidance=read_optional_text(paths.guidance, GUIDANCE_SHOWN_BYTES),
+        questions=read_optional_text(paths.questions, GUIDANCE_SHOWN_BYTES),
+        actions=operator_actions(repo, state.run_id),
+    )
+    view = status_view(
+        tree, state, config.max_iterations, history, journal, operator, config.budget
+    )
+    return StatusReading(view, tree, history, journal, operator.journal_alive)
+
+
+def history_document(
+    paths: RunnerPaths, repo: Repo, node: str | None, run: str | None
+) -> HistoryDocument:
+    """The run's iterations, oldest first, and its operator actions; warns on stderr."""
+    state = load_run_state(paths)
+    run_id = choose_run(paths, state, run)
+    next_iter = state.next_iter if run_id == state.run_id else 2
+    history, problems = _history(paths, run_id, _journal(repo), repo, next_iter)
+    for line in problems:
+        warn(line)
+    records = history_records(history, node)
+    actions = history_actions(operator_actions(repo, run_id), node)
+    if node is not None and not records and not actions:
+        known = run_id == state.run_id and node in nodes_by_id(load_tree(paths))
+        if not known:
+            raise UserFacingError(
+                f"history: no node '{node}' in run {run_id}'s tree or iterations "
+                "(see 'runner status' for the node ids)"
+            )
+    return HistoryDocument(run_id, records, node, problems, tuple(actions))
+
+
+def report_document(
+    paths: RunnerPaths, repo: Repo, run: str | None
+) -> tuple[Report, tuple[str, ...]]:
+    """The report of `runner report` and `GET /api/report`, and its warnings (also on stderr)."""
+    figures, problems = run_figures(paths, repo, run)
+    for line in problems:
+        warn(line)
+    return build_report(figures), problems
+
+
+def metrics_document(paths: RunnerPaths, repo: Repo, run: str | None) -> str:
+    """`runner metrics` and `GET /metrics`: the Prometheus text; warns on stderr."""
+    figures, problems = run_figures(paths, repo, run)
+    for line in problems:
+        warn(line)
+    return metrics_text(figures)
