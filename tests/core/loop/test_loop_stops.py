@@ -16,6 +16,8 @@ from runner_core.loop.policy import (
     Stop,
     StopKind,
     Wait,
+)
+from runner_core.views.loop_lines import (
     budget_line,
     complete_line,
     limit_line,
