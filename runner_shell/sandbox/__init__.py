@@ -1,0 +1,47 @@
+"""The sandbox every agent session and guard runs in: bubblewrap on Linux (docs/sandbox.md).
+
+Decides whether a process is confined here (`[sandbox] mode` and whether bubblewrap works),
+what a confined process sees (the system read-only, one writable checkout, the binds its caller
+names, a private /tmp and HOME, its own PID namespace, the network or none) and what a
+backend's private HOME holds. Never decides which directory is the checkout or what is imported
+from it, never runs a process itself (runner_shell.step.processes does, given a Confinement),
+and never changes the run's repository.
+
+How the step runs the agent and the guard, given the run's config and a slot (its checkout
+`slot.work_dir` and private home `slot.home`, both made by the runner)::
+
+    status = sandbox_status(config)      # once per `loop`/`step`; may raise SandboxRefused
+    if status.notice is not None:
+        warn(status.notice)              # "runner: sandbox=off (...); the agent runs unsandboxed"
+    home_env = prepare_home(slot.home, config.agent_backend, os.environ)
+    agent = status.confine(
+        slot.work_dir, slot.home,
+        writable=(iter_dir,), read_only=(schema_path,), hide=(paths.root,), network=True,
+    )                                    # None when status.mode == "off"
+    run_process(argv, cwd=slot.work_dir, env={**env, **home_env}, ..., confinement=agent)
+
+    guard = status.confine(
+        slot.work_dir, slot.guard_home, hide=(paths.root,), network=config.guard_network
+    )
+    run_process(config.guard_command, cwd=slot.work_dir, env=..., confinement=guard)
+"""
+
+from runner_shell.sandbox.bwrap import Confinement, bwrap_options
+from runner_shell.sandbox.home import home_files, prepare_home
+from runner_shell.sandbox.status import (
+    SandboxRefused,
+    SandboxStatus,
+    probe,
+    sandbox_status,
+)
+
+__all__ = [
+    "Confinement",
+    "SandboxRefused",
+    "SandboxStatus",
+    "bwrap_options",
+    "home_files",
+    "prepare_home",
+    "probe",
+    "sandbox_status",
+]
