@@ -114,6 +114,8 @@ class StatusView:
     operator_actions: tuple[OperatorAction, ...] = ()
     # Each configured budget, spent vs limit (issue 10 §5), in budget_uses' order.
     budgets: tuple[BudgetUse, ...] = ()
+    # The sandbox the agent and guard get here ("bwrap" | "off"); None when nobody asked.
+    sandbox: str | None = None
 
     @property
     def branch(self) -> str | None:
@@ -275,6 +277,7 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "questions": view.questions,
         "operator_actions": [action_to_json(action) for action in view.operator_actions],
         "budgets": [budget_use_to_json(use) for use in view.budgets],
+        "sandbox": view.sandbox,
     }
 
 
@@ -712,7 +715,7 @@ def selection_to_json(selection: Selection) -> dict[str, Any]:
     }
 
 
-VALIDATION_KEYS = ("layout", "config", "tree", "run", "id", "branch")
+VALIDATION_KEYS = ("layout", "config", "tree", "run", "id", "branch", "sandbox")
 
 
 def validation_to_json(lines: Sequence[str]) -> dict[str, Any]:

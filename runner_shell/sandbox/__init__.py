@@ -10,9 +10,8 @@ and never changes the run's repository.
 How the step runs the agent and the guard, given the run's config and a slot (its checkout
 `slot.work_dir` and private home `slot.home`, both made by the runner)::
 
-    status = sandbox_status(config)      # once per `loop`/`step`; may raise SandboxRefused
-    if status.notice is not None:
-        warn(status.notice)              # "runner: sandbox=off (...); the agent runs unsandboxed"
+    status = sandbox_status(config).require()   # SandboxRefused: mode "bwrap", none here
+    # (`loop` and `step` already printed status.notice at their start: sandbox_at_start)
     home_env = prepare_home(slot.home, config.agent_backend, os.environ)
     agent = status.confine(
         slot.work_dir, slot.home,
@@ -32,6 +31,7 @@ from runner_shell.sandbox.status import (
     SandboxRefused,
     SandboxStatus,
     probe,
+    sandbox_at_start,
     sandbox_status,
 )
 
@@ -43,5 +43,6 @@ __all__ = [
     "home_files",
     "prepare_home",
     "probe",
+    "sandbox_at_start",
     "sandbox_status",
 ]

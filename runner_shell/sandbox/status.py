@@ -134,6 +134,15 @@ def sandbox_status(config: Config, found: Callable[[], Probe] | None = None) -> 
     return SandboxStatus(configured, result.bwrap, result.problem)
 
 
+def sandbox_at_start(config: Config, notice: Callable[[str], None]) -> SandboxStatus:
+    """The sandbox a `loop` or `step` runs with: SandboxRefused when it is required and not
+    usable, else its status, after giving `notice` the one-line notice when it is off."""
+    status = sandbox_status(config).require()
+    if status.notice is not None:
+        notice(status.notice)
+    return status
+
+
 @functools.cache
 def cached_probe() -> Probe:
     """`probe()`, once per runner process: whether bubblewrap works does not change under it."""

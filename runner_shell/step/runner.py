@@ -9,6 +9,7 @@ Reading `perform`, one sees every side effect of an iteration.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -595,8 +596,10 @@ def run_loop(
     With `max_steps`, the loop also stops (0) once it has taken that many steps.
     """
     from runner_shell.loop.night_loop import LoopRun, run_night_loop
+    from runner_shell.sandbox.status import sandbox_at_start
 
     started_at = load_run_state(paths).next_iter
+    sandbox_at_start(load_config(paths), lambda line: print(line, file=sys.stderr, flush=True))
     began = time.monotonic()
 
     def show() -> None:

@@ -48,6 +48,7 @@ from runner_core.views.reports import (
 from runner_core.views.text import flatten
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
+from runner_shell.sandbox.status import sandbox_status
 from runner_shell.steer.commits import operator_actions
 from runner_shell.step.lock_and_journal import journal_path, read_journal, runner_alive
 from runner_shell.store.files import FileTooLarge, open_regular, read_bytes_capped
@@ -275,6 +276,8 @@ def render_status(view: StatusView) -> list[str]:
         out.append(f"status: last status={state.last_status.value} guard={guard}")
     if state.last_summary:
         out.append(f"status: last_summary={flatten(state.last_summary, 100)}")
+    if view.sandbox is not None:
+        out.append(f"status: sandbox={view.sandbox}")
     running = view.running
     if running is not None:
         out.append(
@@ -360,8 +363,9 @@ def status_reading(
         questions=read_optional_text(paths.questions, GUIDANCE_SHOWN_BYTES),
         actions=operator_actions(repo, state.run_id),
     )
-    view = status_view(
-        tree, state, config.max_iterations, history, journal, operator, config.budget
+    view = attrs.evolve(
+        status_view(tree, state, config.max_iterations, history, journal, operator, config.budget),
+        sandbox=sandbox_status(config).mode,
     )
     return StatusReading(view, tree, history, journal, operator.journal_alive)
 
