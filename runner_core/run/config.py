@@ -29,6 +29,7 @@ HOOK_NAMES = (
     "on_wait",
 )
 BUDGET_NAMES = ("cost_usd", "tokens", "wall_secs")
+SANDBOX_MODES = ("auto", "bwrap", "off")
 
 
 @attrs.frozen(slots=True)
@@ -74,6 +75,19 @@ class HooksConfig:
 
 
 @attrs.frozen(slots=True)
+class SandboxConfig:
+    """`[sandbox]`: whether the agent and guard run in bubblewrap, and a slot's setup command.
+
+    `auto` sandboxes when bubblewrap works here and says so when it does not; `bwrap` refuses
+    to run without it; `off` never sandboxes. `setup` (an argv; () is none) runs once in a new
+    slot, so what it installs is there for every later agent and guard in that slot.
+    """
+
+    mode: str = "auto"
+    setup: tuple[str, ...] = ()
+
+
+@attrs.frozen(slots=True)
 class Config:
     max_attempts_default: int = 3
     max_iterations: int = 100
@@ -81,11 +95,14 @@ class Config:
     executor_output_limit_bytes: int = 100_000
     guard_output_limit_bytes: int = 100_000
     guard_command: tuple[str, ...] = ("just", "ci")
+    # A guard without the network passes or fails on the checkout alone, the same every time.
+    guard_network: bool = False
     agent_backend: str = "codex"
     agent_command: tuple[str, ...] = ()
     loop: LoopConfig = LoopConfig()
     budget: BudgetConfig = BudgetConfig()
     hooks: HooksConfig = HooksConfig()
+    sandbox: SandboxConfig = SandboxConfig()
 
 
 class ConfigError(ValueError):
@@ -97,7 +114,7 @@ class ConfigError(ValueError):
         super().__init__(f"{key}: {problem}")
 
 
-_TABLES = MappingProxyType({"guard": ("command",), "agent": ("backend", "command")})
+_TABLES = MappingProxyType({"guard": ("command", "network"), "agent": ("backend", "command")})
 # Upper bounds: beyond them a value is a typo or an attack, never a plan (a week, a million
 # dollars, ...); each is far above any real run and low enough that arithmetic stays sane.
 _WEEK_SECS = 7 * 24 * 3600
@@ -128,7 +145,7 @@ def _argv(key: str, value: Any, *, allow_empty: bool) -> tuple[str, ...]:
 def parse_config(data: Mapping[str, Any]) -> Config:
     """A `Config` from parsed TOML; raises `ConfigError` naming the first bad key."""
     for key in sorted(data):
-        if key not in MAX_VALUES and key not in _TABLES and key not in _LOOP_TABLES:
+        if key not in MAX_VALUES and key not in _TABLES and key not in _OTHER_TABLES:
             raise ConfigError(key, "unknown key")
     for table, keys in sorted(_TABLES.items()):
         section = data.get(table, {})
@@ -151,6 +168,9 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         if "command" in guard
         else defaults.guard_command
     )
+    guard_network = guard.get("network", defaults.guard_network)
+    if not isinstance(guard_network, bool):
+        raise ConfigError("guard.network", f"must be true or false, got {guard_network!r}")
     backend = agent.get("backend", defaults.agent_backend)
     if backend not in AGENT_BACKENDS:
         raise ConfigError(
@@ -161,11 +181,13 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         raise ConfigError("agent.command", 'must name the agent program when backend = "command"')
     return Config(
         guard_command=guard_command,
+        guard_network=guard_network,
         agent_backend=backend,
         agent_command=agent_command,
         loop=parse_loop(_table(data, "loop")),
         budget=parse_budget(_table(data, "budget")),
         hooks=parse_hooks(_table(data, "hooks")),
+        sandbox=parse_sandbox(_table(data, "sandbox")),
         **numbers,
     )
 
@@ -193,11 +215,14 @@ def render_config(config: Config) -> str:
         "\n"
         "[guard]\n"
         f"command = {toml_list(config.guard_command)}  # argv, no shell; exit 0 = pass\n"
+        f"network = {'true' if config.guard_network else 'false'}"
+        "  # whether the sandboxed guard may reach the network\n"
         "\n"
         "[agent]\n"
         f'backend = "{config.agent_backend}"  # "codex" | "claude" | "command"\n'
         f'command = {toml_list(config.agent_command)}  # argv for backend = "command"\n'
         + render_loop_tables(config, toml_list)
+        + render_sandbox_table(config.sandbox, toml_list)
     )
 
 
@@ -214,9 +239,9 @@ def command_words(key: str, values: tuple[str, ...]) -> tuple[str, ...]:
         raise ConfigError(key, f"cannot split {values[0]!r} into words: {error}") from None
 
 
-# ---------------------------------------------------------------- [loop], [budget], [hooks]
+# ---------------------------------------------------------------- [loop], [budget], [hooks], ...
 
-_LOOP_TABLES = ("loop", "budget", "hooks")
+_OTHER_TABLES = ("loop", "budget", "hooks", "sandbox")
 _HOOK_EXAMPLE = '["notify-send", "runner"]'
 _MAX_RUNNER_ERRORS = 1000
 _MAX_BACKOFF_STEPS = 100
@@ -365,3 +390,26 @@ def render_loop_tables(config: Config, toml_list: Callable[[tuple[str, ...]], st
         argv = hooks.argv(name)
         lines.append(f"{name} = {toml_list(argv)}" if argv else f"# {name} = {_HOOK_EXAMPLE}")
     return "\n".join(lines) + "\n"
+
+
+def parse_sandbox(section: Mapping[str, Any]) -> SandboxConfig:
+    """`[sandbox]` from parsed TOML: a mode of SANDBOX_MODES and an optional setup argv."""
+    _known_keys("sandbox", section, tuple(attrs.fields_dict(SandboxConfig)))
+    mode = section.get("mode", SandboxConfig().mode)
+    if mode not in SANDBOX_MODES:
+        choices = " | ".join(f'"{choice}"' for choice in SANDBOX_MODES)
+        raise ConfigError("sandbox.mode", f"must be {choices}, got {mode!r}")
+    setup = _argv("sandbox.setup", section.get("setup", []), allow_empty=True)
+    return SandboxConfig(mode=mode, setup=setup)
+
+
+def render_sandbox_table(
+    sandbox: SandboxConfig, toml_list: Callable[[tuple[str, ...]], str]
+) -> str:
+    """The `[sandbox]` table; an unset setup command is a comment."""
+    setup = f"setup = {toml_list(sandbox.setup)}" if sandbox.setup else '# setup = ["uv", "sync"]'
+    return (
+        "\n[sandbox]\n"
+        f'mode = "{sandbox.mode}"  # "auto" | "bwrap" | "off"; see docs/sandbox.md\n'
+        f"{setup}  # argv run once in each new scratch checkout\n"
+    )

@@ -24,7 +24,7 @@ def selection_to_json(selection: Selection) -> dict[str, Any]:
     }
 
 
-VALIDATION_KEYS = ("layout", "config", "tree", "run", "id", "branch")
+VALIDATION_KEYS = ("layout", "config", "tree", "run", "id", "branch", "sandbox")
 
 
 def validation_to_json(lines: Sequence[str]) -> dict[str, Any]:

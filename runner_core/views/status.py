@@ -91,6 +91,8 @@ class StatusView:
     operator_actions: tuple[OperatorAction, ...] = ()
     # Each configured budget, spent vs limit, in budget_uses' order.
     budgets: tuple[BudgetUse, ...] = ()
+    # The sandbox the agent and guard get here ("bwrap" | "off"); None when nobody asked.
+    sandbox: str | None = None
 
     @property
     def branch(self) -> str | None:
@@ -252,6 +254,7 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "questions": view.questions,
         "operator_actions": [action_to_json(action) for action in view.operator_actions],
         "budgets": [budget_use_to_json(use) for use in view.budgets],
+        "sandbox": view.sandbox,
     }
 
 
@@ -289,6 +292,8 @@ def render_status(view: StatusView) -> list[str]:
         out.append(f"status: last status={state.last_status.value} guard={guard}")
     if state.last_summary:
         out.append(f"status: last_summary={flatten(state.last_summary, 100)}")
+    if view.sandbox is not None:
+        out.append(f"status: sandbox={view.sandbox}")
     running = view.running
     if running is not None:
         out.append(

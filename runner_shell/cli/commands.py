@@ -7,6 +7,7 @@ path (entry.py) both run these, so the two can never print different bytes.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,6 +38,11 @@ def failure_of(error: BaseException) -> tuple[str, int] | None:
         message = os_error_message(error)
         return None if message is None else (message, ExitCode.ERROR)
     return None
+
+
+def stderr_line(line: str) -> None:
+    """A line on stderr, at once: a notice that must come before the command's own output."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def missing_file_message(error: MissingStateFile) -> str:
@@ -80,8 +86,9 @@ def selection_exit_code(selection: Selection) -> int:
 
 
 def validate(echo: Echo) -> int:
-    """Check layout, config, tree and run identity."""
+    """Check layout, config, tree and run identity; say which sandbox the agent gets."""
     from runner_core.iteration.recovery import interrupted_problem
+    from runner_shell.sandbox.status import sandbox_status
     from runner_shell.step.lock_and_journal import read_journal, runner_alive
     from runner_shell.step.repository_checks import check_layout, check_programs, check_run_identity
     from runner_shell.store.state_files import load_config, load_tree
@@ -89,7 +96,8 @@ def validate(echo: Echo) -> int:
     paths, repo = paths_and_repo()
     check_layout(paths)
     echo("validate: layout=ok")
-    check_programs(load_config(paths), paths.root)
+    config = load_config(paths)
+    check_programs(config, paths.root)
     echo("validate: config=ok")
     load_tree(paths)
     echo("validate: tree=ok")
@@ -105,6 +113,7 @@ def validate(echo: Echo) -> int:
         from runner_shell.store.history_sources import warn_hand_edits
 
         warn_hand_edits(repo, run_id)
+    echo(f"validate: sandbox={sandbox_status(config).require().mode}")
     return ExitCode.OK
 
 
@@ -128,6 +137,7 @@ def limit_message(state: RunState, max_iterations: int) -> str:
 def step(echo: Echo, prompt_budget: int) -> int:
     """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
     from runner_shell.loop.signals import Interrupts, signals_handled
+    from runner_shell.sandbox.status import sandbox_at_start
     from runner_shell.step.lock_and_journal import exclusive_lock
     from runner_shell.step.runner import (
         load_for_step,
@@ -142,6 +152,7 @@ def step(echo: Echo, prompt_budget: int) -> int:
         # The step's preconditions come first; then a reached budget starts no step, as in
         # `runner loop` (which checks once per step, so run_step does not check again).
         loaded = load_for_step(paths, repo)
+        sandbox_at_start(loaded.config, stderr_line)
         refuse_over_budget(paths, loaded.config, loaded.run_id)
         result = run_step(paths, repo, prompt_budget, loaded)
     if result.kind is PlanKind.COMPLETE:

@@ -19,6 +19,7 @@ from runner_core.views.progress import progress_line
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.loop.night_loop import LoopRun, run_night_loop
+from runner_shell.sandbox.status import sandbox_at_start
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_config, load_run_state, load_tree
 
@@ -48,6 +49,7 @@ def run_loop(
     With `max_steps`, the loop also stops (0) once it has taken that many steps.
     """
     started_at = load_run_state(paths).next_iter
+    sandbox_at_start(load_config(paths), lambda line: print(line, file=sys.stderr, flush=True))
     began = time.monotonic()
 
     def show() -> None:

@@ -2,8 +2,10 @@
 
 This is the only place the runner spawns processes. The child runs without a shell, in its own
 process group; stdout and stderr are drained together and only the first `limit_bytes` of each are
-kept; a timeout or a lingering grandchild ends in the whole group being killed. It never reads
-meaning into what the child printed and never decides whether a step passed.
+kept; a timeout or a lingering grandchild ends in the whole group being killed. Given a
+`Confinement`, the child is bubblewrap running the argv in the sandbox: killing its group then
+ends the sandbox's PID namespace and every process in it, however it left the group. It never
+reads meaning into what the child printed and never decides whether a step passed.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import time
@@ -20,6 +23,7 @@ from typing import BinaryIO
 
 import attrs
 
+from runner_shell.sandbox.bwrap import Confinement, launch
 from runner_shell.store.files import PendingFile, atomic_write_bytes, open_truncate
 
 _READ_CHUNK_BYTES = 64 * 1024
@@ -76,13 +80,15 @@ def run_process(
     grace_secs: float = 2.0,
     on_start: Callable[[int], None] | None = None,
     on_output: Callable[[bytes], None] | None = None,
+    confinement: Confinement | None = None,
 ) -> ProcessResult:
     """Run `argv` to completion or timeout; `log_path` grows with what is kept of both streams
     as it comes (`on_output` hears each piece), then is replaced by the sectioned log.
 
     Raises SpawnError if the process cannot be started; an unreadable `stdin_path` is the
     caller's bug and propagates as OSError. `on_start(pid)` is called as soon as the child
-    exists; its pid is also its process group id.
+    exists; its pid is also its process group id. With a `confinement` the child runs in the
+    sandbox (with exactly `env`, in its work directory); the pid is then bubblewrap's.
     """
     argv_t = tuple(argv)
     if not argv_t:
@@ -92,7 +98,7 @@ def run_process(
 
     stdout_copy = PendingFile(stdout_copy_path) if stdout_copy_path is not None else None
     try:
-        proc = _spawn(argv_t, cwd=cwd, env=env, stdin_path=stdin_path)
+        proc = _spawn(argv_t, cwd=cwd, env=env, stdin_path=stdin_path, confinement=confinement)
         started = time.monotonic()
         live = _open_live_log(proc, log_path, on_output)
         copy = stdout_copy.file if stdout_copy is not None else None
@@ -240,12 +246,35 @@ class _StreamCapture:
 
 
 def _spawn(
-    argv: tuple[str, ...], *, cwd: Path, env: Mapping[str, str], stdin_path: Path | None
+    argv: tuple[str, ...],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    stdin_path: Path | None,
+    confinement: Confinement | None = None,
+) -> subprocess.Popen[bytes]:
+    if confinement is None:
+        return _popen(argv, argv, (), cwd=cwd, env=env, stdin_path=stdin_path)
+    _check_program(argv, confinement.work_dir, env)
+    with launch(confinement, argv, env) as (bwrap_argv, fds):
+        return _popen(
+            argv, bwrap_argv, fds, cwd=confinement.work_dir, env=env, stdin_path=stdin_path
+        )
+
+
+def _popen(
+    argv: tuple[str, ...],
+    started: tuple[str, ...],
+    fds: tuple[int, ...],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    stdin_path: Path | None,
 ) -> subprocess.Popen[bytes]:
     stdin_file = open(stdin_path, "rb") if stdin_path is not None else None  # noqa: SIM115
     try:
         return subprocess.Popen(
-            argv,
+            started,
             cwd=cwd,
             env=dict(env),
             stdin=stdin_file if stdin_file is not None else subprocess.DEVNULL,
@@ -253,6 +282,7 @@ def _spawn(
             stderr=subprocess.PIPE,
             start_new_session=True,
             close_fds=True,
+            pass_fds=fds,
         )
     except OSError as error:
         raise SpawnError(argv, _spawn_failure_reason(error, cwd)) from error
@@ -262,6 +292,22 @@ def _spawn(
         # The child holds its own copy of the descriptor.
         if stdin_file is not None:
             stdin_file.close()
+
+
+def _check_program(argv: tuple[str, ...], cwd: Path, env: Mapping[str, str]) -> None:
+    """A program bubblewrap could not start is a SpawnError, as without the sandbox: only
+    bwrap itself would otherwise say so, as a failed run of the agent or guard."""
+    program = argv[0]
+    if "\0" in program:
+        raise SpawnError(argv, f"embedded null byte ({_CONFIG_HINT})")
+    if "/" in program:
+        path = cwd / program
+        if not path.exists():
+            raise SpawnError(argv, f"no such file or directory ({_CONFIG_HINT})")
+        if path.is_dir() or not os.access(path, os.X_OK):
+            raise SpawnError(argv, f"permission denied, is it executable? ({_CONFIG_HINT})")
+    elif shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        raise SpawnError(argv, f"no such file or directory ({_CONFIG_HINT})")
 
 
 def _spawn_failure_reason(error: OSError, cwd: Path) -> str:

@@ -27,6 +27,7 @@ from runner_core.views.report import Report, RunFigures, build_report
 from runner_core.views.status import OperatorFacts, StatusView, running_node_id, status_view
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
+from runner_shell.sandbox.status import sandbox_status
 from runner_shell.steer.commits import operator_actions
 from runner_shell.step.lock_and_journal import journal_path, read_journal, runner_alive
 from runner_shell.store.files import read_bytes_capped
@@ -213,8 +214,9 @@ def status_reading(
         questions=read_optional_text(paths.questions, GUIDANCE_SHOWN_BYTES),
         actions=operator_actions(repo, state.run_id),
     )
-    view = status_view(
-        tree, state, config.max_iterations, history, journal, operator, config.budget
+    view = attrs.evolve(
+        status_view(tree, state, config.max_iterations, history, journal, operator, config.budget),
+        sandbox=sandbox_status(config).mode,
     )
     return StatusReading(view, tree, history, journal, operator.journal_alive)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from runner_shell.sandbox import probe
 from tests.helpers.e2e import (
     PYTHON,
     START_HINT,
@@ -25,6 +26,8 @@ from tests.helpers.e2e import (
     node,
 )
 
+# The sandbox the agent gets on this machine, as validate says it.
+SANDBOX = "off" if probe().bwrap is None else "bwrap"
 INIT_LINE = "initialized .runner/ (edit .runner/GOAL.md, then run 'runner start')"
 STATE_FILES = (
     "tree.json",
@@ -205,7 +208,7 @@ def test_start_refuses_a_dirty_working_tree(unstarted_project: Project) -> None:
 # ---------------------------------------------------------------- validate
 
 
-def test_validate_prints_four_ok_lines_before_a_run_is_started(
+def test_validate_prints_its_ok_lines_and_the_sandbox_before_a_run_is_started(
     unstarted_project: Project,
 ) -> None:
     result = unstarted_project.runner("validate")
@@ -216,6 +219,7 @@ def test_validate_prints_four_ok_lines_before_a_run_is_started(
         "validate: config=ok",
         "validate: tree=ok",
         "validate: run=not-started",
+        f"validate: sandbox={SANDBOX}",
     ]
 
 
@@ -228,6 +232,7 @@ def test_validate_reports_the_run_identity_once_started(project: Project) -> Non
         "validate: config=ok",
         "validate: tree=ok",
         f"validate: run=ok id={project.run_id} branch=runner/{project.run_id}",
+        f"validate: sandbox={SANDBOX}",
     ]
 
 

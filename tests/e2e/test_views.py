@@ -30,6 +30,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from runner_core.iteration.recovery import Journal, JournalPhase
+from runner_shell.sandbox import probe
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.views.follow import _running_log
 from runner_shell.views.iteration_files import LOG_HEAD_BYTES, LOG_HEAD_LINES, log_head
@@ -157,6 +158,7 @@ def test_status_names_run_progress_selected_leaf_and_draws_the_tree(scenario: Sc
         "status: selected=open id=root.2 path=root/root.2 attempts=2/3",
         "status: stuck=none",
         "status: last status=retry guard=skipped",
+        f"status: sandbox={'off' if probe().bwrap is None else 'bwrap'}",
         "tree:",
         "  root  failed  attempts=0/3  Build the calculator",
         "    root.1  completed  attempts=1/3  Parser",

@@ -1,0 +1,50 @@
+"""The sandbox every agent session and guard runs in: bubblewrap on Linux (docs/sandbox.md).
+
+Decides whether a process is confined here (`[sandbox] mode` and whether bubblewrap works),
+what a confined process sees (the system read-only, one writable checkout, the binds its caller
+names, a private /tmp and HOME, its own PID namespace, the network or none) and what a
+backend's private HOME holds. Never decides which directory is the checkout or what is imported
+from it, never runs an agent or guard itself (runner_shell.step.processes does, given a
+Confinement), and never changes the run's repository.
+
+How the step runs the agent and the guard, given the run's config and a slot (its checkout
+`slot.work_dir` and private homes `slot.home`, `slot.guard_home`, made by the runner; every
+path absolute and resolved; a program under the host's /tmp must be bound `read_only`)::
+
+    status = sandbox_status(config).require()   # SandboxRefused: mode "bwrap", none here
+    # (`loop` and `step` already printed status.notice at their start: sandbox_at_start)
+    env = prepare_home(slot.home, config.agent_backend, {**os.environ, **runner_variables})
+    agent = status.confine(
+        slot.work_dir, slot.home,
+        writable=(iter_dir,), read_only=(schema_path,), hide=(paths.root,), network=True,
+    )                                    # None when status.mode == "off"
+    run_process(argv, cwd=slot.work_dir, env=env, ..., confinement=agent)
+
+    guard = status.confine(
+        slot.work_dir, slot.guard_home, hide=(paths.root,), network=config.guard_network
+    )
+    guard_env = {**os.environ, "HOME": str(slot.guard_home), "RUNNER_ITER_DIR": str(iter_dir)}
+    run_process(config.guard_command, cwd=slot.work_dir, env=guard_env, ..., confinement=guard)
+"""
+
+from runner_shell.sandbox.bwrap import Confinement, bwrap_options
+from runner_shell.sandbox.home import home_files, prepare_home
+from runner_shell.sandbox.status import (
+    SandboxRefused,
+    SandboxStatus,
+    probe,
+    sandbox_at_start,
+    sandbox_status,
+)
+
+__all__ = [
+    "Confinement",
+    "SandboxRefused",
+    "SandboxStatus",
+    "bwrap_options",
+    "home_files",
+    "prepare_home",
+    "probe",
+    "sandbox_at_start",
+    "sandbox_status",
+]
