@@ -111,7 +111,7 @@ def test_init_options_set_the_guard_backend_and_agent(fresh_project: Project) ->
 
     assert result.returncode == 0, result.stderr
     config = tomllib.loads(fresh_project.config_path.read_text(encoding="utf-8"))
-    assert config["guard"] == {"command": ["make", "check"]}
+    assert config["guard"] == {"command": ["make", "check"], "network": False}
     assert config["agent"] == {"backend": "command", "command": [PYTHON, "agent.py"]}
 
 
@@ -120,7 +120,7 @@ def test_init_defaults_to_codex_and_just_ci(fresh_project: Project) -> None:
 
     config = tomllib.loads(fresh_project.config_path.read_text(encoding="utf-8"))
 
-    assert config["guard"] == {"command": ["just", "ci"]}
+    assert config["guard"] == {"command": ["just", "ci"], "network": False}
     assert config["agent"] == {"backend": "codex", "command": []}
 
 
