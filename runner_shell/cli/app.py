@@ -393,21 +393,29 @@ def node_skip(node_id: NodeId) -> None:
 def tell(
     text: Annotated[str | None, typer.Argument(metavar="[TEXT]", help="The guidance.")] = None,
     from_file: Annotated[
-        Path | None, typer.Option("--file", metavar="F", help="Read the guidance from F.")
+        Path | None,
+        typer.Option("--file", metavar="F", help="Read the guidance from F (at most 1 MiB)."),
     ] = None,
+    clear: Annotated[
+        bool, typer.Option("--clear", help="Remove all guidance given so far (one commit).")
+    ] = False,
 ) -> None:
     """Tell every following agent something: appended to .runner/state/guidance.md, committed."""
     from runner_shell.steer.commits import add_guidance
+    from runner_shell.steer.settings import clear_guidance, read_note
 
+    paths, repo = _paths()
+    if clear:
+        if text is not None or from_file is not None:
+            raise UserFacingError("tell: --clear takes no TEXT or --file")
+        run_id = clear_guidance(paths, repo)
+        typer.echo(f"tell: run={run_id} cleared={paths.relative(paths.guidance)}")
+        return
     if (text is None) == (from_file is None):
         raise UserFacingError("tell: give the guidance as TEXT or with --file F (one of them)")
     if from_file is not None:
-        try:
-            text = from_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise UserFacingError(f"tell: --file {from_file}: {error}") from None
+        text = read_note(from_file, "tell")
     assert text is not None
-    paths, repo = _paths()
     run_id = add_guidance(paths, repo, text)
     typer.echo(f"tell: run={run_id} file={paths.relative(paths.guidance)}")
 
@@ -588,3 +596,7 @@ def main() -> None:
         print(internal_error_line(error), file=sys.stderr)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+# The operator's further commands live in their own module, registered on `app` on import.
+from runner_shell.cli import steering as steering  # noqa: E402

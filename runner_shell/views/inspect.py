@@ -45,6 +45,7 @@ from runner_core.views.reports import (
     status_to_json,
     status_view,
 )
+from runner_core.views.steering import question_lines
 from runner_core.views.text import flatten
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
@@ -291,9 +292,7 @@ def render_status(view: StatusView) -> list[str]:
     if view.guidance is not None:
         out.append("guidance:")
         out.extend(f"  {line}" for line in view.guidance.rstrip().splitlines())
-    if view.questions is not None:
-        out.append("questions (a leaf is stuck; the agents asked):")
-        out.extend(f"  {line}" for line in view.questions.rstrip().splitlines())
+    out.extend(question_lines(view.questions))
     out.append("tree:")
     for row in view.tree:
         out.append(
@@ -729,6 +728,9 @@ def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) 
         _print_json(report_to_json(report, problems))
     else:
         typer.echo("\n".join(render_report(report)))
+        if run is None or run == load_run_state(paths).run_id:
+            for line in question_lines(read_optional_text(paths.questions, GUIDANCE_SHOWN_BYTES)):
+                typer.echo(line)
 
 
 def _night_status(
