@@ -212,3 +212,37 @@ def node_edit(
         lambda tree, _: edit_node(tree, node_id, title, goal, criteria),
     )
     typer.echo(operation_line(applied.run_id, operation, node_id, applied.before, applied.after))
+
+
+@app.command()
+@guarded
+def finish(
+    squash: Annotated[
+        bool, typer.Option("--squash", help="One squashed commit instead of a merge commit.")
+    ] = False,
+    delete_branch: Annotated[
+        bool, typer.Option("--delete-branch", help="Delete the run branch once merged.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Finish a run whose tree is not complete.")
+    ] = False,
+    into: Annotated[
+        str | None,
+        typer.Option(
+            "--into", metavar="BRANCH", help="Merge into BRANCH (default: where the run started)."
+        ),
+    ] = None,
+) -> None:
+    """Merge the run branch into the branch it started from, with a summary message (nodes
+    done, iterations, cost). Refused while a loop runs, for an incomplete run without --force,
+    and when the target has diverged in a way that conflicts (nothing is changed then).
+
+    Example: runner finish --squash --delete-branch
+    """
+    from runner_shell.steer.finish import finish_run
+
+    done = finish_run(*_paths(), into, squash, delete_branch, force)
+    typer.echo(
+        f"finish: run={done.run_id} into={done.target} mode={'squash' if squash else 'merge'} "
+        f"commit={done.commit[:8]} branch={'deleted' if done.branch_deleted else 'kept'}"
+    )
