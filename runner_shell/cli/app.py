@@ -147,18 +147,21 @@ def init(
             "--agent",
             metavar="COMMAND",
             help="Agent command for backend=command: one shell-quoted string, or one --agent "
-            "per word.",
+            "per word (none: a template agent is written to .runner/agent.py).",
         ),
     ] = None,
 ) -> None:
     """Scaffold .runner/ with a default config, a placeholder GOAL.md and a root node."""
     from runner_core import ConfigError, parse_config
     from runner_core.run.config import command_words
+    from runner_core.run.template_agent import TEMPLATE_AGENT_PATH, init_agent_command
+    from runner_shell.setup.command_agent import write_template_agent
     from runner_shell.setup.scaffold import init_runner
 
     paths, repo = _paths()
     try:
-        agent_words = command_words("--agent", tuple(agent or ()))
+        given = command_words("--agent", tuple(agent or ()))
+        agent_words, template = init_agent_command(backend, given)
         data: dict[str, object] = {"agent": {"backend": backend, "command": list(agent_words)}}
         if guard:
             data["guard"] = {"command": list(command_words("--guard", tuple(guard)))}
@@ -168,10 +171,14 @@ def init(
     # `init --force` rewrites the state files under a running loop's feet unless it waits its turn.
     with exclusive_lock(repo):
         init_runner(paths, force, config)
+        if template:
+            write_template_agent(paths)
     typer.echo(
         f"initialized {paths.relative(paths.runner_dir)}/ "
         "(edit .runner/GOAL.md, then run 'runner start')"
     )
+    if template:
+        typer.echo(f"init: agent={TEMPLATE_AGENT_PATH} (a template agent: edit it to call yours)")
 
 
 @app.command()
