@@ -32,7 +32,8 @@ from runner_shell.store.layout import RunnerPaths
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
 app = typer.Typer(
-    add_completion=False,
+    # `runner --install-completion` / `--show-completion`: typer's completion for the shell.
+    add_completion=True,
     no_args_is_help=True,
     help="Drive coding agents through a goal over a strict JSON task tree, one step at a time.",
     pretty_exceptions_enable=False,
@@ -605,5 +606,9 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-# The operator's further commands live in their own module, registered on `app` on import.
+# The operator's further commands live in their own module, registered on `app` on import;
+# then every command gets its help's example.
 from runner_shell.cli import steering as steering  # noqa: E402
+from runner_shell.cli.examples import add_examples  # noqa: E402
+
+add_examples(app)
