@@ -11,6 +11,7 @@ Never reads git: the shell hands in each commit's facts (`CommitFacts`).
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -20,10 +21,12 @@ import attrs
 from runner_core.history.records import ErrorKind, ExecutionRecord
 from runner_core.iteration.state_update import UnknownSelectedNode, apply_state_updates
 from runner_core.run.chain import chain_link, chain_seed, is_chain_value
+from runner_core.run.config_change import only_key_changed
 from runner_core.run.state import RunStateError, run_state_from_json
 from runner_core.run.trailers import (
     ACTOR,
     CHAIN,
+    CONFIG,
     OP,
     DamagedTrailer,
     OperatorTrailers,
@@ -41,8 +44,11 @@ from runner_core.validation.invariants import validate_invariants
 STATE_DIR = ".runner/state/"
 TREE_PATH = STATE_DIR + "tree.json"
 RUN_STATE_PATH = STATE_DIR + "run_state.json"
-# What `runner tell` commits; a commit touching only these and naming its actor is an operator's.
-TELL_PATHS: frozenset[str] = frozenset({STATE_DIR + "guidance.md"})
+CONFIG_PATH = STATE_DIR + "config.toml"
+QUESTIONS_PATH = STATE_DIR + "questions.md"
+# What `runner tell` (and `tell --clear`) and `runner answer` commit: guidance, and the questions
+# an answer closes. A commit touching only these and naming its actor is an operator's.
+TELL_PATHS: frozenset[str] = frozenset({STATE_DIR + "guidance.md", QUESTIONS_PATH})
 RUNNER_OWNED: tuple[str, ...] = ("passes", "attempts")
 
 
@@ -59,6 +65,7 @@ class CommitFacts:
     tree_json: bytes | None
     run_state_json: bytes | None
     touched: tuple[str, ...] = ()
+    config_toml: bytes | None = None
 
     @property
     def subject(self) -> str:
@@ -263,6 +270,7 @@ class _Walk:
     next_iter: int
     passed_by: Mapping[str, int] = attrs.field(factory=dict)
     iterations: int = 0
+    config: bytes | None = None
 
 
 def _numbering_problems(walk: _Walk, run_id: str, record: ExecutionRecord) -> tuple[Problem, ...]:
@@ -323,7 +331,12 @@ def _iteration(
         passed_by.setdefault(record.node_id, record.iteration)
     chain = claimed if claimed is not None and is_chain_value(claimed) else link
     following = _Walk(
-        after or walk.tree, chain, record.iteration + 1, passed_by, walk.iterations + 1
+        after or walk.tree,
+        chain,
+        record.iteration + 1,
+        passed_by,
+        walk.iterations + 1,
+        commit.config_toml,
     )
     return following, record.iteration, tuple(problems)
 
@@ -352,6 +365,8 @@ OP_OWN_FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
         "decompose": frozenset({"next", "max_attempts"}),
         "replace": frozenset({"title", "goal", "acceptance", "next", "attempts"}),
         "skip": frozenset(),
+        "add": frozenset(),
+        "edit": frozenset({"title", "goal", "acceptance"}),
     }
 )
 
@@ -366,6 +381,9 @@ def _op_allows(op: str, target: str, prev: Node, after: Node, change: NodeChange
         return within and (op != "replace" or _fresh(change, after))
     if change.kind is ChangeKind.REMOVED:
         return op in ("replace", "skip") and change.node_id in _subtree_ids(prev, target)
+    if op == "add":  # one fresh child, right under the target
+        added = change.kind is ChangeKind.ADDED and change.parent_after == target
+        return added and _fresh(change, after)
     if op in ("decompose", "replace"):
         return change.node_id in _subtree_ids(after, target) and _fresh(change, after)
     # A skip may complete the ancestors of what it removed: their passes are derived.
@@ -458,6 +476,36 @@ def _is_tell(commit: CommitFacts, trailers: Mapping[str, str]) -> bool:
     return bool(commit.touched) and set(commit.touched) <= TELL_PATHS and ACTOR in trailers
 
 
+def _is_config(commit: CommitFacts, trailers: Mapping[str, str]) -> bool:
+    """What `runner config set|unset` commits: config.toml alone, naming its key and actor."""
+    return set(commit.touched) == {CONFIG_PATH} and CONFIG in trailers and ACTOR in trailers
+
+
+def _toml(data: bytes | None) -> Mapping[str, Any] | None:
+    try:
+        return tomllib.loads((data or b"").decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+
+
+def config_problems(before: bytes | None, after: bytes | None, key: str) -> tuple[Problem, ...]:
+    """A config commit may change its named key and nothing else, and must leave a valid config;
+    a config that did not read before is a finding of its own, so only the result is checked."""
+    old, new = _toml(before), _toml(after)
+    if new is None:
+        return (("", f"config commit for {key}: {CONFIG_PATH} is not valid TOML"),)
+    if old is None or only_key_changed(old, new, key):
+        return ()
+    return (
+        ("", f"config commit for {key} changed more than {key} (a hand edit of {CONFIG_PATH})"),
+    )
+
+
+def _note_entry(commit: CommitFacts, trailers: Mapping[str, str]) -> OperatorEntry:
+    op = "answer" if QUESTIONS_PATH in commit.touched else "tell"
+    return OperatorEntry(commit.sha, op, None, trailers[ACTOR])
+
+
 def _classify(
     walk: _Walk, run_id: str, commit: CommitFacts, trailers: Mapping[str, str]
 ) -> tuple[_Walk, int | None, tuple[Problem, ...], OperatorEntry | None]:
@@ -466,19 +514,22 @@ def _classify(
         following, iteration, problems = _iteration(walk, run_id, commit, trailers)
         return following, iteration, problems, None
     after, _ = _tree(commit.tree_json)
-    moved_on = attrs.evolve(walk, tree=after or walk.tree)
+    moved_on = attrs.evolve(walk, tree=after or walk.tree, config=commit.config_toml)
     if OP in trailers:
         return (moved_on, None, *_operator_commit(walk, run_id, commit, trailers))
     if _is_tell(commit, trailers):
-        entry = OperatorEntry(commit.sha, "tell", None, trailers[ACTOR])
-        return moved_on, None, (), entry
+        return moved_on, None, (), _note_entry(commit, trailers)
+    if _is_config(commit, trailers):
+        key = trailers[CONFIG]
+        entry = OperatorEntry(commit.sha, "config", None, trailers[ACTOR])
+        return moved_on, None, config_problems(walk.config, commit.config_toml, key), entry
     return moved_on, None, hand_edit_problems(walk.tree, after, commit.touched), None
 
 
 def audit_run(run_id: str, start: CommitFacts, commits: Sequence[CommitFacts]) -> AuditReport:
     """Check a run from its start commit and every later commit of its branch, in order."""
     initial, unreadable = _tree(start.tree_json)
-    walk = _Walk(initial, chain_seed(run_id), 1)
+    walk = _Walk(initial, chain_seed(run_id), 1, config=start.config_toml)
     findings: list[Finding] = []
     if unreadable is not None:
         findings.append(Finding(0, "", f"start commit: {unreadable}", start.sha, None))
@@ -538,6 +589,7 @@ def _is_runners(commit: CommitFacts) -> bool:
         or is_iteration_commit(trailers)
         or OP in trailers
         or _is_tell(commit, trailers)
+        or _is_config(commit, trailers)
     )
 
 

@@ -34,6 +34,8 @@ class EventType(enum.Enum):
     COMPLETE = "complete"
     OPERATOR = "operator"
     HOOK_FAILED = "hook_failed"
+    PAUSED = "paused"
+    QUESTION = "question"
 
 
 # Every event has these keys; `node_id` is null for events of the whole run.
@@ -58,6 +60,8 @@ EVENT_FIELDS: Mapping[EventType, tuple[str, ...]] = MappingProxyType(
         EventType.COMPLETE: ("steps",),
         EventType.OPERATOR: ("command", "detail"),
         EventType.HOOK_FAILED: ("hook", "argv", "outcome", "detail"),
+        EventType.PAUSED: ("steps",),
+        EventType.QUESTION: ("questions",),
     }
 )
 
@@ -122,6 +126,7 @@ FIGURE_KINDS: Mapping[str, tuple[str, Callable[[Any], bool]]] = MappingProxyType
                 "command",
                 "detail",
                 "hook",
+                "questions",
             )
         },
         **{
@@ -380,6 +385,16 @@ def limit_reached(
 
 def complete(origin: EventOrigin, steps: int) -> Event:
     return _event(origin, EventType.COMPLETE, steps=steps)
+
+
+def paused(origin: EventOrigin, steps: int) -> Event:
+    """`runner stop` ended the loop between iterations; `runner loop` resumes."""
+    return _event(origin, EventType.PAUSED, steps=steps)
+
+
+def question(origin: EventOrigin, questions: str) -> Event:
+    """An iteration left new open questions for a human (`runner answer` replies)."""
+    return _event(origin, EventType.QUESTION, questions=questions)
 
 
 def operator(origin: EventOrigin, command: str, detail: str) -> Event:

@@ -182,6 +182,7 @@ HOOK_FOR_EVENT: Mapping[EventType, str] = MappingProxyType(
         EventType.BUDGET_EXHAUSTED: "on_budget",
         EventType.RUNNER_ERROR: "on_error",
         EventType.WAITING: "on_wait",
+        EventType.QUESTION: "on_question",
     }
 )
 
@@ -317,9 +318,9 @@ def _after_stuck(state: LoopState, result: StepResult, config: LoopConfig) -> De
 
 def ends_the_loop(event: Event) -> bool:
     """Whether `runner loop` ended with `event` (what `runner follow` waits for): complete, a
-    budget, a stuck leaf it stops at, or the runner error that ended a streak. The iteration
-    limit has no event of its own."""
-    if event.type in (EventType.COMPLETE, EventType.BUDGET_EXHAUSTED):
+    budget, a pause (`runner stop`), a stuck leaf it stops at, or the runner error that ended a
+    streak. The iteration limit has no event of its own."""
+    if event.type in (EventType.COMPLETE, EventType.BUDGET_EXHAUSTED, EventType.PAUSED):
         return True
     if event.type is EventType.STUCK:
         return bool(event.figures["action"] == "stop")

@@ -27,6 +27,7 @@ HOOK_NAMES = (
     "on_budget",
     "on_error",
     "on_wait",
+    "on_question",
 )
 BUDGET_NAMES = ("cost_usd", "tokens", "wall_secs")
 SANDBOX_MODES = ("auto", "bwrap", "off")
@@ -67,6 +68,7 @@ class HooksConfig:
     on_budget: tuple[str, ...] = ()
     on_error: tuple[str, ...] = ()
     on_wait: tuple[str, ...] = ()
+    on_question: tuple[str, ...] = ()
 
     def argv(self, hook: str) -> tuple[str, ...]:
         """The argv of the hook named `hook` (one of HOOK_NAMES)."""

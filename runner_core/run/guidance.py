@@ -23,3 +23,9 @@ def guidance_commit_message(run_id: str, actor: str) -> str:
     """The commit of a `runner tell`: subject, then who told which run."""
     lines = render_trailers(((RUN, run_id), (ACTOR, actor)))
     return f"chore(runner): tell run {run_id}\n\n{lines}"
+
+
+def cleared_guidance_message(run_id: str, actor: str) -> str:
+    """The commit of a `runner tell --clear`: guidance.md removed, by whom."""
+    lines = render_trailers(((RUN, run_id), (ACTOR, actor)))
+    return f"chore(runner): clear guidance run {run_id}\n\n{lines}"

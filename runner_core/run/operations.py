@@ -1,4 +1,5 @@
-"""Operator commands on a node (`runner node retry|decompose|replace|skip`), as pure functions.
+"""Operator commands on a node (`runner node retry|decompose|replace|skip|add|edit`), as pure
+functions.
 
 Decides what each command does to the tree, which nodes it refuses (passed ones, the root for
 skip, subtrees holding passed nodes), whether the result passes every validation layer, and
@@ -197,6 +198,51 @@ def skip_node(tree: Node, node_id: str) -> Node:
     return derived
 
 
+def node_text(
+    op: NodeOperation, title: str, goal: str, acceptance: tuple[str, ...], next_: str
+) -> ChildSpec:
+    """A node's text given on the command line, held to a decomposer child's rules."""
+    own = {"title": title, "goal": goal, "acceptance": list(acceptance), "next": next_}
+    (spec,) = child_specs_from_file({"summary": "", "children": [own]}, op)
+    return spec
+
+
+def edit_node(
+    tree: Node,
+    node_id: str,
+    title: str | None = None,
+    goal: str | None = None,
+    acceptance: tuple[str, ...] | None = None,
+) -> Node:
+    """An open node's title, goal or acceptance rewritten; its attempts and children kept."""
+    node, _ = _open_node(tree, node_id, NodeOperation.EDIT)
+    if title is None and goal is None and acceptance is None:
+        raise OperationError("node edit: give at least one of --title, --goal, --acceptance")
+    spec = node_text(
+        NodeOperation.EDIT,
+        node.title if title is None else title,
+        node.goal if goal is None else goal,
+        node.acceptance if acceptance is None else acceptance,
+        node.next.value,
+    )
+    edited = attrs.evolve(node, title=spec.title, goal=spec.goal, acceptance=spec.acceptance)
+    return _replace(tree, node_id, edited)
+
+
+def add_node(
+    tree: Node, parent_id: str, spec: ChildSpec, max_attempts_default: int
+) -> tuple[Node, str]:
+    """A new open child last under an open parent, named as the decomposer names children;
+    the tree and the new id. No other node changes, attempts included."""
+    parent, _ = _open_node(tree, parent_id, NodeOperation.ADD)
+    grown = decompose_node(tree, parent_id, (spec,), max_attempts_default)
+    before = {child.id for child in parent.children}
+    children = index_by_id(grown)[0][parent_id].children
+    (added,) = (child for child in children if child.id not in before)
+    last = max((child.order for child in parent.children), default=-1)
+    return _replace(grown, added.id, attrs.evolve(added, order=last + 1)), added.id
+
+
 def operation_problems(
     prev: Node, next_tree: Node, node_id: str, op: NodeOperation
 ) -> tuple[str, ...]:
@@ -208,7 +254,7 @@ def operation_problems(
         tree_from_valid_json(tree_to_json(next_tree))
     except TreeValidationError as error:
         return (str(error),)
-    adds_children = op in (NodeOperation.DECOMPOSE, NodeOperation.REPLACE)
+    adds_children = op in (NodeOperation.DECOMPOSE, NodeOperation.REPLACE, NodeOperation.ADD)
     return validate_child_additions_restricted(
         prev, next_tree, node_id if adds_children else None
     ) + check_passed_node_immutability(prev, next_tree)

@@ -46,6 +46,10 @@ CHAIN = "Runner-Chain"
 OP = "Runner-Op"
 ACTOR = "Runner-Actor"
 NEXT_ITER = "Runner-Next-Iter"
+# The dotted key a `runner config set|unset` commit changed.
+CONFIG = "Runner-Config"
+# The branch a run started from, on its start commit (where `runner finish` merges it).
+BASE = "Runner-Base"
 
 # An iteration commit's trailers in the order they are written; the optional ones are left
 # out when the record has no value for them.
@@ -68,7 +72,9 @@ RECORD_TRAILERS: tuple[str, ...] = (
     BACKEND,
 )
 OPTIONAL_TRAILERS: frozenset[str] = frozenset({TOKENS, COST_USD, ERROR, ERROR_MESSAGE})
-KNOWN_TRAILERS: frozenset[str] = frozenset({*RECORD_TRAILERS, CHAIN, OP, ACTOR, NEXT_ITER})
+KNOWN_TRAILERS: frozenset[str] = frozenset(
+    {*RECORD_TRAILERS, CHAIN, OP, ACTOR, NEXT_ITER, CONFIG, BASE}
+)
 
 # Which trailer carries each meta.json key, so a record's own rules name the trailer.
 _TRAILER_OF_FIELD: Mapping[str, str] = MappingProxyType(
@@ -269,6 +275,8 @@ class NodeOperation(enum.Enum):
     DECOMPOSE = "decompose"
     REPLACE = "replace"
     SKIP = "skip"
+    ADD = "add"
+    EDIT = "edit"
 
 
 OPERATOR_OPS: tuple[str, ...] = tuple(op.value for op in NodeOperation)

@@ -83,3 +83,11 @@ def budget_refusal(run_id: str, use: BudgetUse) -> str:
         f"budget {use.budget} reached for run {run_id}: spent {figure_text(use.spent)} of "
         f"{figure_text(use.limit)} (raise it in [budget] of .runner/state/config.toml)"
     )
+
+
+PAUSED_STATUS = "paused"
+
+
+def paused_line(run_id: str, steps: int, started_at_iter: int) -> str:
+    """The loop's last line after `runner stop`: `loop: status=paused run=... steps=...`."""
+    return status_line(PAUSED_STATUS, run_id, ran_fields(steps, started_at_iter))

@@ -20,9 +20,11 @@ from runner_core.loop.budget import BudgetUse, budget_use_to_json, budget_uses
 from runner_core.run.config import NO_BUDGET, BudgetConfig
 from runner_core.run.identity import branch_for
 from runner_core.run.operations import OperatorAction, action_text, action_to_json
+from runner_core.run.questions import open_questions
 from runner_core.run.state import RunState
 from runner_core.tree.model import Node, NodeNext, canonical_preorder, iter_preorder
 from runner_core.tree.selection import SelectionStatus, is_stuck, select_leaf
+from runner_core.views.steering import question_lines
 from runner_core.views.text import flatten
 
 # ---------------------------------------------------------------- the tree, walked
@@ -84,7 +86,7 @@ class StatusView:
     tree: tuple[TreeRow, ...]
     removed: tuple[tuple[str, int, NodeDisplayState], ...]
     # The operator's side: an iteration whose runner died, guidance given, the
-    # agent's open questions (only while a leaf is stuck) and the operator commits.
+    # agents' open questions (whenever there are any) and the operator commits.
     interrupted: Journal | None = None
     guidance: str | None = None
     questions: str | None = None
@@ -182,7 +184,7 @@ def status_view(
         removed=removed,
         interrupted=named if live is None else None,
         guidance=operator.guidance,
-        questions=operator.questions if stuck else None,
+        questions=open_questions(operator.questions),
         operator_actions=operator.actions,
         budgets=budget_uses(budget, history.summary()),
     )
@@ -310,9 +312,7 @@ def render_status(view: StatusView) -> list[str]:
     if view.guidance is not None:
         out.append("guidance:")
         out.extend(f"  {line}" for line in view.guidance.rstrip().splitlines())
-    if view.questions is not None:
-        out.append("questions (a leaf is stuck; the agents asked):")
-        out.extend(f"  {line}" for line in view.questions.rstrip().splitlines())
+    out.extend(question_lines(view.questions))
     out.append("tree:")
     for row in view.tree:
         out.append(

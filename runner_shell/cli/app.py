@@ -32,7 +32,8 @@ from runner_shell.store.layout import RunnerPaths
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
 app = typer.Typer(
-    add_completion=False,
+    # `runner --install-completion` / `--show-completion`: typer's completion for the shell.
+    add_completion=True,
     no_args_is_help=True,
     help="Drive coding agents through a goal over a strict JSON task tree, one step at a time.",
     pretty_exceptions_enable=False,
@@ -147,18 +148,21 @@ def init(
             "--agent",
             metavar="COMMAND",
             help="Agent command for backend=command: one shell-quoted string, or one --agent "
-            "per word.",
+            "per word (none: a template agent is written to .runner/agent.py).",
         ),
     ] = None,
 ) -> None:
     """Scaffold .runner/ with a default config, a placeholder GOAL.md and a root node."""
     from runner_core import ConfigError, parse_config
     from runner_core.run.config import command_words
+    from runner_core.run.template_agent import TEMPLATE_AGENT_PATH, init_agent_command
+    from runner_shell.setup.command_agent import write_template_agent
     from runner_shell.setup.scaffold import init_runner
 
     paths, repo = _paths()
     try:
-        agent_words = command_words("--agent", tuple(agent or ()))
+        given = command_words("--agent", tuple(agent or ()))
+        agent_words, template = init_agent_command(backend, given)
         data: dict[str, object] = {"agent": {"backend": backend, "command": list(agent_words)}}
         if guard:
             data["guard"] = {"command": list(command_words("--guard", tuple(guard)))}
@@ -168,10 +172,14 @@ def init(
     # `init --force` rewrites the state files under a running loop's feet unless it waits its turn.
     with exclusive_lock(repo):
         init_runner(paths, force, config)
+        if template:
+            write_template_agent(paths)
     typer.echo(
         f"initialized {paths.relative(paths.runner_dir)}/ "
         "(edit .runner/GOAL.md, then run 'runner start')"
     )
+    if template:
+        typer.echo(f"init: agent={TEMPLATE_AGENT_PATH} (a template agent: edit it to call yours)")
 
 
 @app.command()
@@ -392,21 +400,29 @@ def node_skip(node_id: NodeId) -> None:
 def tell(
     text: Annotated[str | None, typer.Argument(metavar="[TEXT]", help="The guidance.")] = None,
     from_file: Annotated[
-        Path | None, typer.Option("--file", metavar="F", help="Read the guidance from F.")
+        Path | None,
+        typer.Option("--file", metavar="F", help="Read the guidance from F (at most 1 MiB)."),
     ] = None,
+    clear: Annotated[
+        bool, typer.Option("--clear", help="Remove all guidance given so far (one commit).")
+    ] = False,
 ) -> None:
     """Tell every following agent something: appended to .runner/state/guidance.md, committed."""
     from runner_shell.steer.commits import add_guidance
+    from runner_shell.steer.settings import clear_guidance, read_note
 
+    paths, repo = _paths()
+    if clear:
+        if text is not None or from_file is not None:
+            raise UserFacingError("tell: --clear takes no TEXT or --file")
+        run_id = clear_guidance(paths, repo)
+        typer.echo(f"tell: run={run_id} cleared={paths.relative(paths.guidance)}")
+        return
     if (text is None) == (from_file is None):
         raise UserFacingError("tell: give the guidance as TEXT or with --file F (one of them)")
     if from_file is not None:
-        try:
-            text = from_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise UserFacingError(f"tell: --file {from_file}: {error}") from None
+        text = read_note(from_file, "tell")
     assert text is not None
-    paths, repo = _paths()
     run_id = add_guidance(paths, repo, text)
     typer.echo(f"tell: run={run_id} file={paths.relative(paths.guidance)}")
 
@@ -587,3 +603,11 @@ def main() -> None:
         print(internal_error_line(error), file=sys.stderr)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+# The operator's further commands live in their own module, registered on `app` on import;
+# then every command gets its help's example.
+from runner_shell.cli import steering as steering  # noqa: E402
+from runner_shell.cli.examples import add_examples  # noqa: E402
+
+add_examples(app)

@@ -2,9 +2,9 @@
 
 Three git processes whatever the run's length: `git log` lists the first-parent history's
 shas and subjects, `git diff-tree --stdin` the paths each commit changed, and one
-`git cat-file --batch` reads each commit's exact message with tree.json and run_state.json
-after it. A message may hold any byte, so nothing is parsed out of a formatted log. Decides
-nothing about the commits (runner_core.history.audit).
+`git cat-file --batch` reads each commit's exact message with tree.json, run_state.json and
+config.toml after it. A message may hold any byte, so nothing is parsed out of a formatted
+log. Decides nothing about the commits (runner_core.history.audit).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner_core.history.audit import (
+    CONFIG_PATH,
     RUN_STATE_PATH,
     STATE_DIR,
     TREE_PATH,
@@ -78,17 +79,17 @@ def read_run_commits(
     """The start commit of `run_id` on `rev` and every commit after it, oldest first."""
     shas = _since_start(root, run_id, rev)
     touched = _touched(root, shas)
-    names = [
-        name for sha in shas for name in (sha, f"{sha}:{TREE_PATH}", f"{sha}:{RUN_STATE_PATH}")
-    ]
+    wanted = (TREE_PATH, RUN_STATE_PATH, CONFIG_PATH)
+    names = [name for sha in shas for name in (sha, *(f"{sha}:{path}" for path in wanted))]
     objects = read_objects(root, names, kinds=(b"blob", b"commit"))
     facts = tuple(
         CommitFacts(
             sha,
-            _message(objects[3 * index], sha),
-            objects[3 * index + 1],
-            objects[3 * index + 2],
+            _message(objects[4 * index], sha),
+            objects[4 * index + 1],
+            objects[4 * index + 2],
             touched[sha],
+            objects[4 * index + 3],
         )
         for index, sha in enumerate(shas)
     )

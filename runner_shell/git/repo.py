@@ -232,6 +232,13 @@ class Repo:
             env.setdefault("GIT_COMMITTER_EMAIL", FALLBACK_EMAIL)
         return env
 
+    def commit_tree(self, tree: str, parents: Sequence[str], message: str) -> str:
+        """A new commit of `tree` with `parents` (no ref moves), as the runner's identity when
+        none is configured; its sha."""
+        args = ["commit-tree", tree, *(f"-p{parent}" for parent in parents), "-m", message]
+        result = _run(args, self.root, env=self._identity_env(), filters=self.filters())
+        return result.stdout.strip()
+
     def commit_all(self, message: str, guard: StagingGuard | None = None) -> None:
         """`git add -A` and commit everything.
 

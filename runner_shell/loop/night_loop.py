@@ -28,6 +28,7 @@ from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.loop.budgets import budget_summary
 from runner_shell.loop.event_sink import sink_for
+from runner_shell.loop.questions import announce_new_questions, read_questions
 from runner_shell.loop.signals import (
     Interrupted,
     Interrupts,
@@ -35,6 +36,7 @@ from runner_shell.loop.signals import (
     sleep_interruptibly,
 )
 from runner_shell.steer.commits import apply_holding_lock
+from runner_shell.steer.stop import clear_stop_request, pause_if_requested
 from runner_shell.step.runner import StepResult, run_step, step_result_line
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_config, load_run_state
@@ -78,17 +80,24 @@ def _origin(run_id: str, iteration: int) -> EventOrigin:
 
 def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | None) -> int:
     state, steps = policy.LoopState(), 0
+    clear_stop_request(run.repo)
     while True:
         if progress is not None:
             progress()
         run_state, config = load_run_state(run.paths), load_config(run.paths)
-        code = _budget_stop(run, run_state, config, state, steps)
+        code = pause_if_requested(
+            run.paths, run.repo, run_state, config, steps, run.started_at, run.emit
+        )
+        if code is None:
+            code = _budget_stop(run, run_state, config, state, steps)
         if code is not None:
             return code
+        asked = read_questions(run.paths)
         result = run_step(run.paths, run.repo, run.prompt_budget)
         if result.kind is PlanKind.RUN:
             steps += 1
             run.emit(step_result_line("loop: step", result))
+            announce_new_questions(run.paths, config, result.run_id, result.plan.iteration, asked)
         pending = Interrupts.exit_code()
         if pending is not None:
             return _interrupted(run, pending)

@@ -20,7 +20,9 @@ from runner_core import (
 )
 from runner_core.iteration.preconditions import REQUIRED_GITIGNORE_LINES, dirty_tree_problem
 from runner_core.run.chain import chain_seed
+from runner_core.run.finish import start_message
 from runner_core.run.listing import start_on_protected_problem
+from runner_core.run.questions import QUESTIONS_HEADER
 from runner_core.validation.schema import (
     DECOMPOSER_OUTPUT_SCHEMA_FILE,
     EXECUTOR_OUTPUT_SCHEMA_FILE,
@@ -48,7 +50,6 @@ Describe what the agents should achieve in this repository: the outcome, the con
 and how to tell it is done. The runner gives this file to every agent session.
 """
 ASSUMPTIONS_HEADER = "# Assumptions\n\nAgents append the assumptions they made here.\n"
-QUESTIONS_HEADER = "# Open questions\n\nAgents append questions for a human here.\n"
 
 
 def root_node(config: Config) -> Node:
@@ -147,8 +148,11 @@ def start_run(paths: RunnerPaths, repo: Repo, new: bool = False) -> Started:
             taken |= {entry.name for entry in paths.iterations_dir.iterdir()}
         run_id = generate_run_id(head, taken)
     branch = branch_for(run_id)
+    base = None  # where `runner finish` merges the run: the branch it is created from
     if repo.current_branch() != branch:
-        repo.checkout(branch, create=not repo.branch_exists(branch))
+        created = not repo.branch_exists(branch)
+        base = repo.current_branch() if created else None
+        repo.checkout(branch, create=created)
     if new:
         reset_for_new_run(paths, config, run_id)
     goal_text = read_goal(paths)
@@ -160,5 +164,5 @@ def start_run(paths: RunnerPaths, repo: Repo, new: bool = False) -> Started:
     write_gitignore(paths)
     write_schemas(paths)
     if repo.dirty_paths() or not repo.has_commits():
-        repo.commit_all(f"chore(loop): start run {run_id}")
+        repo.commit_all(start_message(run_id, base))
     return Started(run_id, branch)

@@ -13,11 +13,13 @@ from runner_core.views.follow import budget_lines
 from runner_core.views.history import render_history
 from runner_core.views.report import render_report, report_to_json
 from runner_core.views.status import StatusView, render_status, status_to_json
+from runner_core.views.steering import question_lines
 from runner_shell.git.repo import Repo
 from runner_shell.store.layout import RunnerPaths
-from runner_shell.store.state_files import load_run_state
+from runner_shell.store.state_files import load_run_state, read_optional_text
 from runner_shell.views.history import show_sourced_iteration
 from runner_shell.views.reading import (
+    GUIDANCE_SHOWN_BYTES,
     choose_run,
     history_document,
     metrics_document,
@@ -65,6 +67,9 @@ def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) 
         print_json(report_to_json(report, problems))
     else:
         typer.echo("\n".join(render_report(report)))
+        if run is None or run == load_run_state(paths).run_id:
+            for line in question_lines(read_optional_text(paths.questions, GUIDANCE_SHOWN_BYTES)):
+                typer.echo(line)
 
 
 def _night_status(

@@ -124,14 +124,6 @@ def test_init_defaults_to_codex_and_just_ci(fresh_project: Project) -> None:
     assert config["agent"] == {"backend": "codex", "command": []}
 
 
-def test_init_rejects_a_command_backend_without_an_agent(fresh_project: Project) -> None:
-    result = fresh_project.runner("init", "--backend", "command")
-
-    message = assert_one_error_line(result)
-    assert message.startswith("init: agent.command: ")
-    assert not fresh_project.runner_dir.exists()
-
-
 # ---------------------------------------------------------------- start
 
 

@@ -52,6 +52,8 @@ ONE_OF_EACH: dict[EventType, Event] = {
     EventType.HOOK_FAILED: events.hook_failed(
         RUN_ORIGIN, "on_complete", ("notify-send", "done"), "timed_out", "killed after 30s"
     ),
+    EventType.PAUSED: events.paused(RUN_ORIGIN, 2),
+    EventType.QUESTION: events.question(ORIGIN, "- Which database?\n"),
 }
 
 
