@@ -52,7 +52,7 @@ from runner_core.iteration.plan import (
     review_decomposition,
     review_execution,
 )
-from runner_core.iteration.prompt_pack import build_prompt_pack, selected_section, tree_outline
+from runner_core.iteration.prompt_pack import prompt_text
 from runner_core.iteration.recovery import PENDING_GUARD_LOG, Journal, JournalPhase, agent_log_name
 from runner_core.iteration.results import (
     ANSWERS,
@@ -82,7 +82,7 @@ class ExecutorOutput:
     """The executor's final JSON value, parsed but not yet judged: it is judged together with
     the tree.json the executor left, once that has been read."""
 
-    value: Any
+    value: object
 
 
 @attrs.frozen(slots=True)
@@ -182,24 +182,6 @@ def _after_journal(
 ) -> IterationMachine:
     prompt = WriteIterationFile("prompt.md", prompt_text(machine.facts))
     return machine._to(Stage.PROMPT, prompt)
-
-
-def prompt_text(facts: IterationFacts) -> str:
-    context = context_files(facts.node, facts.goal, facts.state, facts.failure_log)
-    selection = facts.plan.selection
-    sections = {
-        "contract": facts.prompt.contract,
-        "goal": context["goal.md"],
-        "guidance": facts.prompt.guidance,
-        "history": context.get("history.md"),
-        "failure": context.get("failure.md"),
-        "selected": selected_section(facts.node, selection.path or facts.node.id),
-        "tree": tree_outline(facts.tree, facts.node.id),
-        "assumptions": facts.prompt.assumptions,
-        "questions": facts.prompt.questions,
-        "output": facts.prompt.output,
-    }
-    return build_prompt_pack(sections, facts.prompt.budget).text
 
 
 def _after_prompt(machine: IterationMachine, result: Result, now: ClockReading) -> IterationMachine:
