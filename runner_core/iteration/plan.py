@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar, Literal, NoReturn
 
 import attrs
 
@@ -49,30 +49,69 @@ class PlanKind(enum.Enum):
 
 
 @attrs.frozen(slots=True)
-class StepPlan:
-    kind: PlanKind
+class RunPlan:
+    """The step runs: `role`'s agent on the selected leaf `node`."""
+
     selection: Selection
     iteration: int
-    role: AgentRole | None = None
+    node: Node
+    role: AgentRole
+    kind: ClassVar[Literal[PlanKind.RUN]] = PlanKind.RUN
+
+
+@attrs.frozen(slots=True)
+class CompletePlan:
+    """Every leaf has passed: nothing runs, and no node is selected."""
+
+    selection: Selection
+    iteration: int
+    kind: ClassVar[Literal[PlanKind.COMPLETE]] = PlanKind.COMPLETE
+    role: ClassVar[None] = None
 
     @property
-    def node(self) -> Node:
-        assert self.selection.node is not None
-        return self.selection.node
+    def node(self) -> NoReturn:
+        # A complete tree selects no node: asking for one is a bug, as it always was.
+        raise AttributeError("a complete plan selects no node")
+
+
+@attrs.frozen(slots=True)
+class StuckPlan:
+    """The selected leaf `node` has used all its attempts: nothing runs until an operator acts."""
+
+    selection: Selection
+    iteration: int
+    node: Node
+    kind: ClassVar[Literal[PlanKind.STUCK]] = PlanKind.STUCK
+    role: ClassVar[None] = None
+
+
+@attrs.frozen(slots=True)
+class LimitPlan:
+    """The next iteration would pass `max_iterations`: nothing runs; `node` would have."""
+
+    selection: Selection
+    iteration: int
+    node: Node
+    kind: ClassVar[Literal[PlanKind.LIMIT]] = PlanKind.LIMIT
+    role: ClassVar[None] = None
+
+
+# What a step does, told by `kind`; only a RunPlan has a role.
+StepPlan = RunPlan | CompletePlan | StuckPlan | LimitPlan
 
 
 def plan_step(tree: Node, state: RunState, max_iterations: int) -> StepPlan:
     """Whether this step runs, and if so which node in which role."""
     selection = select_leaf(tree)
-    if selection.status is SelectionStatus.COMPLETE:
-        return StepPlan(PlanKind.COMPLETE, selection, state.next_iter)
+    node = selection.node
+    if node is None:
+        return CompletePlan(selection, state.next_iter)
     if selection.status is SelectionStatus.STUCK:
-        return StepPlan(PlanKind.STUCK, selection, state.next_iter)
+        return StuckPlan(selection, state.next_iter, node)
     if state.next_iter > max_iterations:
-        return StepPlan(PlanKind.LIMIT, selection, state.next_iter)
-    assert selection.node is not None
-    role = AgentRole.DECOMPOSER if selection.node.next is NodeNext.DECOMPOSE else AgentRole.EXECUTOR
-    return StepPlan(PlanKind.RUN, selection, state.next_iter, role)
+        return LimitPlan(selection, state.next_iter, node)
+    role = AgentRole.DECOMPOSER if node.next is NodeNext.DECOMPOSE else AgentRole.EXECUTOR
+    return RunPlan(selection, state.next_iter, node, role)
 
 
 def needs_failure_log(state: RunState) -> bool:

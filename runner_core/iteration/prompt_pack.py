@@ -13,6 +13,8 @@ import attrs
 from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
+from runner_core.iteration.facts import IterationFacts
+from runner_core.iteration.plan import context_files
 from runner_core.tree.model import Node, NodeNext, sort_key
 from runner_core.tree.selection import is_stuck
 
@@ -157,3 +159,22 @@ def tree_outline(tree: Node, selected_id: str, max_lines: int = TREE_OUTLINE_MAX
     if total > len(lines):
         lines.append(f"... ({total - len(lines)} more nodes not shown)")
     return "\n".join(lines) + "\n"
+
+
+def prompt_text(facts: IterationFacts) -> str:
+    """prompt.md of the iteration `facts` describe: its sections filled in, within its budget."""
+    context = context_files(facts.node, facts.goal, facts.state, facts.failure_log)
+    selection = facts.plan.selection
+    sections = {
+        "contract": facts.prompt.contract,
+        "goal": context["goal.md"],
+        "guidance": facts.prompt.guidance,
+        "history": context.get("history.md"),
+        "failure": context.get("failure.md"),
+        "selected": selected_section(facts.node, selection.path or facts.node.id),
+        "tree": tree_outline(facts.tree, facts.node.id),
+        "assumptions": facts.prompt.assumptions,
+        "questions": facts.prompt.questions,
+        "output": facts.prompt.output,
+    }
+    return build_prompt_pack(sections, facts.prompt.budget).text

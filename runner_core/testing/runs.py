@@ -36,34 +36,35 @@ from runner_core import (
     run_state_from_json,
     tree_to_json,
 )
-from runner_core.iteration.machine import (
+from runner_core.iteration.effects import (
     Abort,
-    AgentFinished,
-    ClockReading,
     Commit,
-    ConfigRead,
     CountExecutions,
-    Done,
     Effect,
-    ExecutionsCounted,
     Finished,
-    GuardFinished,
-    IterationFacts,
-    NotStarted,
     Place,
     PrepareIterationDir,
-    PromptParts,
     ReadConfig,
     ReadTree,
     RestoreConfig,
-    Result,
     RunAgent,
     RunGuard,
-    TreeRead,
     WriteContext,
     WriteIterationFile,
     WriteJournal,
-    start_iteration,
+)
+from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
+from runner_core.iteration.machine import start_iteration
+from runner_core.iteration.plan import RunPlan
+from runner_core.iteration.results import (
+    AgentFinished,
+    ConfigRead,
+    Done,
+    ExecutionsCounted,
+    GuardFinished,
+    NotStarted,
+    Result,
+    TreeRead,
 )
 from runner_core.run.chain import chain_seed
 from runner_core.run.config import Config, render_config
@@ -133,7 +134,7 @@ def _sha256(tree: Node) -> str:
 
 
 def _facts(
-    tree: Node, state: RunState, plan: StepPlan, config: Config, started_ms: int
+    tree: Node, state: RunState, plan: RunPlan, config: Config, started_ms: int
 ) -> IterationFacts:
     run_id = state.run_id
     if run_id is None:
@@ -230,7 +231,7 @@ def answer_effect(effect: Effect, facts: IterationFacts, turn: AgentTurn) -> Res
 def iterate(
     tree: Node,
     state: RunState,
-    turn: Callable[[Node, StepPlan], AgentTurn],
+    turn: Callable[[Node, RunPlan], AgentTurn],
     *,
     max_iterations: int,
     max_attempts_default: int,
@@ -318,9 +319,8 @@ spendings = st.tuples(
 
 
 @st.composite
-def _agent_turns(draw: st.DrawFn, prev: Node, plan: StepPlan) -> AgentTurn:
+def _agent_turns(draw: st.DrawFn, prev: Node, plan: RunPlan) -> AgentTurn:
     """What the agent and guard of `plan` do: mostly usable work, sometimes not."""
-    assert plan.role is not None
     tokens, cost = draw(spendings)
     measured = AgentTurn(tokens=tokens, cost_usd=cost, duration_ms=draw(st.integers(0, 600_000)))
     if draw(st.integers(0, 9)) == 9:

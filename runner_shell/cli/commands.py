@@ -164,7 +164,6 @@ def step(echo: Echo, prompt_budget: int) -> int:
         raise UserFacingError(limit_message(state, load_config(paths).max_iterations))
     else:
         outcome = result.outcome
-        assert outcome is not None
         echo(step_result_line("step:", result))
         if outcome.runner_error is not None:
             # A signal's iteration is committed; the exit code still names the signal.

@@ -20,7 +20,8 @@ import attrs
 from pyrsistent import pmap
 
 from runner_core import PlanKind, parse_config, parse_tree, plan_step, run_state_from_json
-from runner_core.iteration.machine import Measured, final_write_set, interrupted_end
+from runner_core.iteration.execution_record import Measured
+from runner_core.iteration.interrupted import interrupted_end
 from runner_core.iteration.recovery import (
     PENDING_GUARD_LOG,
     Journal,
@@ -28,7 +29,8 @@ from runner_core.iteration.recovery import (
     RecoveryKind,
     recovery_kind,
 )
-from runner_core.tree.model import AgentRole, nodes_by_id
+from runner_core.iteration.write_set import final_write_set
+from runner_core.tree.model import nodes_by_id
 from runner_shell.errors import UserFacingError
 from runner_shell.git.log_archive import ArchiveError, NothingToArchive, archive_iteration
 from runner_shell.git.repo import GitError, Repo
@@ -131,7 +133,7 @@ def _journal_from_last_commit(paths: RunnerPaths, repo: Repo) -> Journal | None:
         run_id=state.run_id,
         iteration=plan.iteration,
         node_id=plan.node.id,
-        role=(plan.role or AgentRole.EXECUTOR).value,
+        role=plan.role.value,
         phase=JournalPhase.RUNNING,
         started_at=utc_now(),
         runner_pid=0,

@@ -1,9 +1,9 @@
 """`runner step` and `runner loop`: one iteration carried out by interpreting the core's machine.
 
-runner_core.iteration.machine decides everything (may the step run, which node, the context,
-the deadline, what the agent's work amounts to, runner versus agent error, the files and the
-commit); `interpret` below carries out each effect it asks for and feeds the result back.
-Reading `perform`, one sees every side effect of an iteration.
+runner_core.iteration decides everything (may the step run, which node, the context, the
+deadline, what the agent's work amounts to, runner versus agent error, the files and the
+commit); `interpret` below carries out each effect the machine asks for and feeds the result
+back. Reading `perform`, one sees every side effect of an iteration.
 """
 
 from __future__ import annotations
@@ -13,55 +13,58 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from string import Template
+from typing import ClassVar, Literal, assert_never
 
 import attrs
 
 from runner_core.history.records import TokenUsage
 from runner_core.iteration import events as iteration_events
-from runner_core.iteration.git_drift import GitHead
-from runner_core.iteration.machine import (
+from runner_core.iteration.effects import (
     Abort,
-    AgentFinished,
-    ClockReading,
+    Action,
     Commit,
-    ConfigRead,
     CountExecutions,
-    Done,
-    Effect,
-    ExecutionsCounted,
     Finished,
-    GuardFinished,
-    HeadRead,
-    IoFailed,
-    IterationFacts,
-    IterationMachine,
-    IterationPorts,
-    NotStarted,
     PrepareIterationDir,
-    PromptParts,
     ReadConfig,
     ReadHead,
     ReadTree,
     RestoreConfig,
     RestoreHead,
-    Result,
     RunAgent,
     RunGuard,
-    TreeRead,
     WriteContext,
     WriteIterationFile,
     WriteJournal,
-    start_iteration,
 )
+from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
+from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import (
+    CompletePlan,
     IterationOutcome,
+    LimitPlan,
     PlanKind,
-    StepPlan,
+    RunPlan,
+    StuckPlan,
     needs_failure_log,
     plan_step,
 )
+from runner_core.iteration.ports import IterationPorts
 from runner_core.iteration.preconditions import location_problem, step_precondition_problem
 from runner_core.iteration.recovery import Journal, interrupted_problem
+from runner_core.iteration.results import (
+    AgentFinished,
+    ConfigRead,
+    Done,
+    ExecutionsCounted,
+    GuardFinished,
+    HeadRead,
+    IoFailed,
+    NotStarted,
+    Result,
+    TreeRead,
+)
 from runner_core.iteration.step_outcome import step_exit_code
 from runner_core.loop.usage_limits import LimitSignal
 from runner_core.run.config import Config
@@ -113,16 +116,40 @@ WAIT_FILE = "wait.json"
 
 
 @attrs.frozen(slots=True)
-class StepResult:
-    kind: PlanKind
+class StepRan:
+    """An iteration ran and was committed: `outcome` is what it came to."""
+
     run_id: str
-    plan: StepPlan
-    outcome: IterationOutcome | None = None
+    plan: RunPlan
+    outcome: IterationOutcome
     limit: LimitSignal | None = None  # the usage or rate limit the agent hit
+    kind: ClassVar[Literal[PlanKind.RUN]] = PlanKind.RUN
 
     @property
     def exit_code(self) -> int:
         return step_exit_code(self.kind, self.outcome)
+
+
+@attrs.frozen(slots=True)
+class StepNotRun:
+    """No agent ran: the tree is complete, its leaf stuck, or the iteration limit reached."""
+
+    run_id: str
+    plan: CompletePlan | StuckPlan | LimitPlan
+    outcome: ClassVar[None] = None
+    limit: ClassVar[None] = None
+
+    @property
+    def kind(self) -> Literal[PlanKind.COMPLETE, PlanKind.STUCK, PlanKind.LIMIT]:
+        return self.plan.kind
+
+    @property
+    def exit_code(self) -> int:
+        return step_exit_code(self.kind, None)
+
+
+# What a step came to, told by `kind` as its plan's.
+StepResult = StepRan | StepNotRun
 
 
 @attrs.frozen(slots=True)
@@ -169,7 +196,7 @@ def run_step(
     loaded = load_for_step(paths, repo) if loaded is None else loaded
     plan = plan_step(loaded.tree, loaded.state, loaded.config.max_iterations)
     if plan.kind is not PlanKind.RUN:
-        return StepResult(plan.kind, loaded.run_id, plan)
+        return StepNotRun(loaded.run_id, plan)
     # Problems a user can fix are refused here, before an iteration exists: nothing is written.
     check_programs(loaded.config, paths.root)
     facts = attrs.evolve(gather(paths, loaded, plan, prompt_budget), head=loaded.head)
@@ -179,7 +206,7 @@ def run_step(
     events.check()
     finished = interpret(start_iteration(facts), shell_ports(paths, repo, facts, events), events)
     events.raise_refusal()
-    return StepResult(PlanKind.RUN, loaded.run_id, plan, finished.outcome, finished.limit)
+    return StepRan(loaded.run_id, plan, finished.outcome, finished.limit)
 
 
 # ---------------------------------------------------------------- facts
@@ -190,7 +217,7 @@ def _template(name: str, values: Mapping[str, str]) -> str:
     return Template(text).safe_substitute(values)
 
 
-def gather(paths: RunnerPaths, loaded: Loaded, plan: StepPlan, budget: int) -> IterationFacts:
+def gather(paths: RunnerPaths, loaded: Loaded, plan: RunPlan, budget: int) -> IterationFacts:
     """Everything the machine needs to know before the iteration starts."""
     state, run_id = loaded.state, loaded.run_id
     failure_log = None
@@ -201,7 +228,6 @@ def gather(paths: RunnerPaths, loaded: Loaded, plan: StepPlan, budget: int) -> I
     snapshot_sha256 = sha256_of_regular(previous / "tree.after.json")
     is_previous = snapshot_sha256 is not None and sha256_of_regular(paths.tree) == snapshot_sha256
     iter_dir = paths.iter_dir(run_id, plan.iteration)
-    role = plan.role or AgentRole.EXECUTOR
     return IterationFacts(
         run_id=run_id,
         plan=plan,
@@ -213,7 +239,7 @@ def gather(paths: RunnerPaths, loaded: Loaded, plan: StepPlan, budget: int) -> I
         config_bytes=read_bytes(paths.config),
         entries=entries,
         previous_snapshot_sha256=snapshot_sha256 if is_previous else None,
-        prompt=_prompt_parts(paths, loaded.config, role, iter_dir, budget),
+        prompt=_prompt_parts(paths, loaded.config, plan.role, iter_dir, budget),
         started=SystemClock().now(),
         runner_pid=os.getpid(),
         command=current_command(),
@@ -265,13 +291,13 @@ def interpret(
     """Carry out the machine's effects, feeding each result back, until it has committed;
     `sink` hears the events the core says each effect and result make."""
     backend = machine.facts.config.agent_backend
-    while not isinstance(machine.effect, Finished):
-        if isinstance(machine.effect, Abort):
-            raise UserFacingError(machine.effect.message)
+    while not isinstance(effect := machine.effect, Finished):
+        if isinstance(effect, Abort):
+            raise UserFacingError(effect.message)
         before = ports.clock.now()
         if sink is not None:
             sink.emit(iteration_events.before_effect(machine, before.utc, backend))
-        result = perform(machine.effect, machine.journal, ports)
+        result = perform(effect, machine.journal, ports)
         now = ports.clock.now()
         if sink is not None:
             elapsed = now.monotonic - before.monotonic
@@ -279,7 +305,7 @@ def interpret(
         machine = machine.feed(result, now)
     if sink is not None:
         sink.emit(iteration_events.finished(machine, ports.clock.now().utc), fsync=True)
-    return machine.effect
+    return effect
 
 
 def refuse_over_budget(paths: RunnerPaths, config: Config, run_id: str) -> None:
@@ -289,36 +315,40 @@ def refuse_over_budget(paths: RunnerPaths, config: Config, run_id: str) -> None:
         raise UserFacingError(budget_refusal(run_id, use))
 
 
-def perform(effect: Effect, journal: Journal, ports: IterationPorts) -> Result:
-    """Every side effect of an iteration, each through one port."""
+def perform(action: Action, journal: Journal, ports: IterationPorts) -> Result:
+    """Every side effect of an iteration, each through one port. The match is exhaustive: an
+    effect the core adds and this does not carry out fails mypy here, and raises at run time."""
     store = ports.store
     try:
-        if isinstance(effect, RunAgent):
-            return ports.agents.run_agent(effect, journal)
-        if isinstance(effect, RunGuard):
-            return ports.guards.run_guard(effect, journal)
-        if isinstance(effect, ReadTree):
-            return store.read_tree()
-        if isinstance(effect, ReadConfig):
-            return store.read_config()
-        if isinstance(effect, ReadHead):
-            return store.read_head()
-        if isinstance(effect, CountExecutions):
-            return ExecutionsCounted(store.count_executions())
-        if isinstance(effect, PrepareIterationDir):
-            store.prepare(effect)
-        elif isinstance(effect, WriteContext):
-            store.write_context(effect)
-        elif isinstance(effect, WriteJournal):
-            store.write_journal(effect.journal)
-        elif isinstance(effect, WriteIterationFile):
-            store.write_iteration_file(effect)
-        elif isinstance(effect, RestoreConfig):
-            store.restore_config(effect.data)
-        elif isinstance(effect, RestoreHead):
-            store.restore_head(effect)
-        elif isinstance(effect, Commit):
-            store.commit(effect)
+        match action:
+            case RunAgent():
+                return ports.agents.run_agent(action, journal)
+            case RunGuard():
+                return ports.guards.run_guard(action, journal)
+            case ReadTree():
+                return store.read_tree()
+            case ReadConfig():
+                return store.read_config()
+            case ReadHead():
+                return store.read_head()
+            case CountExecutions():
+                return ExecutionsCounted(store.count_executions())
+            case PrepareIterationDir():
+                store.prepare(action)
+            case WriteContext():
+                store.write_context(action)
+            case WriteJournal():
+                store.write_journal(action.journal)
+            case WriteIterationFile():
+                store.write_iteration_file(action)
+            case RestoreConfig():
+                store.restore_config(action.data)
+            case RestoreHead():
+                store.restore_head(action)
+            case Commit():
+                store.commit(action)
+            case _ as unknown:
+                assert_never(unknown)
     except OSError as error:
         return IoFailed(str(error) or type(error).__name__)
     return Done()
@@ -544,12 +574,10 @@ class DiskIterationStore:
             ) from None
 
 
-def step_result_line(prefix: str, result: StepResult) -> str:
+def step_result_line(prefix: str, result: StepRan) -> str:
     """`runner step`'s `step:` line or `runner loop`'s `loop: step` line for an iteration run."""
     from runner_core.views.follow import step_line
 
-    outcome = result.outcome
-    assert outcome is not None
-    plan = result.plan
+    outcome, plan = result.outcome, result.plan
     status, guard = outcome.status.value, outcome.guard.value
     return step_line(prefix, result.run_id, plan.iteration, plan.node.id, status, guard)

@@ -18,7 +18,7 @@ from runner_core.history.records import (
     ExecutionRecord,
     record_from_meta,
 )
-from runner_core.iteration.machine import Commit, FileWrite, Place
+from runner_core.iteration.effects import Commit, FileWrite, Place
 from runner_core.tree.serialization import dumps_tree
 from runner_shell.git.log_archive import archive_after_commit
 from runner_shell.git.repo import Repo, StagingGuard

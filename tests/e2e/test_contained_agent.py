@@ -22,7 +22,7 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 
-from runner_core.iteration.machine import PrepareIterationDir
+from runner_core.iteration.effects import PrepareIterationDir
 from runner_core.loop.events import EventOrigin, operator
 from runner_shell.git.hardened import GitTimeout, run_git
 from runner_shell.git.repo import Repo

@@ -18,50 +18,50 @@ from pyrsistent import pmap
 
 from runner_core import GuardOutcome, Node, parse_config, plan_step
 from runner_core.history.records import ErrorKind, TokenUsage
-from runner_core.iteration.events import after_result
-from runner_core.iteration.git_drift import GitHead
-from runner_core.iteration.machine import (
-    ERROR_KIND,
-    GUARD_TIMED_OUT_BEFORE_START,
-    PENDING_GUARD_LOG,
+from runner_core.iteration.effects import (
     Abort,
-    AgentFinished,
-    ClockReading,
     Commit,
-    ConfigRead,
     CountExecutions,
-    Done,
     Effect,
-    ExecutionsCounted,
-    Failure,
     FileWrite,
     Finished,
-    GuardFinished,
-    HeadRead,
-    IoFailed,
-    IterationFacts,
-    IterationMachine,
-    IterationPorts,
-    NotStarted,
     Place,
     PrepareIterationDir,
-    PromptParts,
     ReadConfig,
     ReadHead,
     ReadTree,
     RestoreConfig,
     RestoreHead,
-    Result,
     RunAgent,
     RunGuard,
-    TreeRead,
     WriteContext,
     WriteIterationFile,
     WriteJournal,
+)
+from runner_core.iteration.events import after_result
+from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
+from runner_core.iteration.failures import ERROR_KIND, Failure
+from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.machine import (
+    GUARD_TIMED_OUT_BEFORE_START,
+    IterationMachine,
     set_aside_name,
     start_iteration,
 )
-from runner_core.iteration.recovery import Journal, JournalPhase
+from runner_core.iteration.ports import IterationPorts
+from runner_core.iteration.recovery import PENDING_GUARD_LOG, Journal, JournalPhase
+from runner_core.iteration.results import (
+    AgentFinished,
+    ConfigRead,
+    Done,
+    ExecutionsCounted,
+    GuardFinished,
+    HeadRead,
+    IoFailed,
+    NotStarted,
+    Result,
+    TreeRead,
+)
 from runner_core.loop.events import Event
 from runner_core.loop.usage_limits import LimitKind, LimitSignal
 from runner_core.run.state import RunState

@@ -11,7 +11,8 @@ import attrs
 import pytest
 
 from runner_core import AgentStatus, ErrorKind, GuardOutcome, Node, RunState, StepPlan, TokenUsage
-from runner_core.iteration.machine import IterationFacts, IterationMachine, start_iteration
+from runner_core.iteration.facts import IterationFacts
+from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.testing import AgentTurn, iterate
 from tests.helpers.trees import find, node, text_of, tree
 

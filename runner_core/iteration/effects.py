@@ -1,0 +1,188 @@
+"""What an iteration asks the shell to do, as data: every effect and the `Effect` union.
+
+Decides the shape of each request (prepare the directory, write context and journal, run the
+agent and guard, read tree.json, config.toml and HEAD, restore them, the final ordered write-set
+and commit) and which effects end the iteration. Never performs one: the shell's interpreter
+carries each out through a port.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+from runner_core.history.records import ExecutionRecord
+from runner_core.iteration.plan import IterationOutcome
+from runner_core.iteration.recovery import Journal
+from runner_core.loop.usage_limits import LimitSignal
+from runner_core.tree.model import AgentRole, Node
+
+
+@attrs.frozen(slots=True)
+class ReadHead:
+    """Say which branch is checked out and which commit HEAD is, after the agent and guard."""
+
+
+@attrs.frozen(slots=True)
+class RestoreHead:
+    """The agent moved HEAD or the branch: keep what HEAD is now under `rescue_ref`, then put
+    `branch` back at `sha`, checked out, with the work tree's tracked files as they were."""
+
+    branch: str
+    sha: str
+    rescue_ref: str
+
+
+@attrs.frozen(slots=True)
+class PrepareIterationDir:
+    """Create the iteration directory, first renaming a left-over one to `set_aside_as`."""
+
+    set_aside_as: str | None
+
+
+@attrs.frozen(slots=True)
+class WriteContext:
+    """Write these `.runner/context/` files and remove the others of CONTEXT_FILES."""
+
+    files: tuple[tuple[str, str], ...]
+    remove: tuple[str, ...]
+
+
+@attrs.frozen(slots=True)
+class WriteJournal:
+    journal: Journal
+
+
+@attrs.frozen(slots=True)
+class WriteIterationFile:
+    """Write (or append to) a file of the iteration directory."""
+
+    name: str
+    text: str
+    append: bool = False
+
+
+@attrs.frozen(slots=True)
+class RunAgent:
+    """Run the role's agent on `prompt_name` until `timeout_secs`; `env` joins RUNNER_* paths."""
+
+    role: AgentRole
+    env: tuple[tuple[str, str], ...]
+    timeout_secs: float
+    limit_bytes: int
+    prompt_name: str
+    output_name: str
+    usage_name: str
+    log_name: str
+
+
+@attrs.frozen(slots=True)
+class ReadTree:
+    """Read tree.json as the agent left it."""
+
+
+@attrs.frozen(slots=True)
+class RunGuard:
+    argv: tuple[str, ...]
+    timeout_secs: float
+    limit_bytes: int
+    log_name: str
+
+
+@attrs.frozen(slots=True)
+class ReadConfig:
+    """Read config.toml's bytes, to see whether the agent changed it."""
+
+
+@attrs.frozen(slots=True)
+class RestoreConfig:
+    """config.toml belongs to the user and the runner, never to the agent: put it back."""
+
+    data: bytes
+
+
+@attrs.frozen(slots=True)
+class CountExecutions:
+    """Count each node's recorded iterations of the run (only for a run state without counts)."""
+
+
+class Place(enum.Enum):
+    STATE = "state"  # .runner/state/
+    ITERATION = "iteration"  # .runner/iterations/<run>/<iter>/
+    RUN = "run"  # .runner/iterations/<run>/
+
+
+@attrs.frozen(slots=True)
+class FileWrite:
+    """One file of the final write-set, written atomically.
+
+    `link_from` (a name under Place.RUN) asks for a hard link to that snapshot instead, made
+    only while its bytes have the SHA-256 `link_sha256` (an agent may have rewritten or replaced
+    it); otherwise `data` is written, or the canonical text of `fallback_tree`. `read_only` files
+    are snapshots (mode 0444); `rename_from` moves a file of the iteration directory into place
+    if it exists.
+    """
+
+    place: Place
+    name: str
+    data: bytes | str = b""  # text is written as UTF-8
+    read_only: bool = False
+    link_from: str | None = None
+    rename_from: str | None = None
+    fallback_tree: Node | None = None
+    link_sha256: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if (self.link_from is None) != (self.link_sha256 is None):
+            raise ValueError("a link names its source and the SHA-256 its bytes must have")
+
+
+@attrs.frozen(slots=True)
+class Commit:
+    """The iteration's end: journal `writing`, the files in order, journal `committing`, the
+    commit, then the journal cleared."""
+
+    writing: Journal
+    files: tuple[FileWrite, ...]
+    committing: Journal
+    message: str
+
+
+@attrs.frozen(slots=True)
+class Finished:
+    """The iteration is committed; nothing more to do."""
+
+    outcome: IterationOutcome
+    record: ExecutionRecord
+    limit: LimitSignal | None = None  # the usage or rate limit the agent hit
+
+
+@attrs.frozen(slots=True)
+class Abort:
+    """An I/O failure before the iteration exists: nothing recorded, the error propagates."""
+
+    message: str
+
+
+# What the shell carries out; the machine answers each with its next effect.
+Action = (
+    PrepareIterationDir
+    | WriteContext
+    | WriteJournal
+    | WriteIterationFile
+    | RunAgent
+    | ReadTree
+    | RunGuard
+    | ReadConfig
+    | RestoreConfig
+    | ReadHead
+    | RestoreHead
+    | CountExecutions
+    | Commit
+)
+
+# The iteration's end: committed, or aborted before it existed.
+End = Finished | Abort
+
+Effect = Action | End

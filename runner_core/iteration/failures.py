@@ -1,0 +1,47 @@
+"""Whose error each failure inside an iteration is: the runner's or the agent's.
+
+Decides, for every way an iteration can go wrong, whether it is a runner error (every attempt
+kept, never shown to the agent) or an agent error (an attempt used, told to the next one).
+Never detects a failure: the machine does, from the results fed back.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from pyrsistent import PMap, pmap
+
+from runner_core.history.records import ErrorKind
+
+
+class Failure(enum.Enum):
+    """What can go wrong inside an iteration; ERROR_KIND says whose error it is."""
+
+    AGENT_NOT_STARTED = "agent process could not start"
+    AGENT_PROCESS = "agent process exited non-zero, was killed or timed out"
+    AGENT_OUTPUT = "agent output unparseable or not of its schema"
+    GUARD_NOT_STARTED = "guard could not be spawned"
+    IO = "I/O failure"
+    TREE_REJECTED = "tree invalid after the agent, immutability, status or child additions"
+    DECOMPOSITION_REJECTED = "decomposer's children rejected"
+    HEAD_MOVED = "HEAD or the run branch moved during the agent or guard"
+    RATE_LIMITED = "agent hit a usage or rate limit"
+    INTERRUPTED = "interrupted by a signal"
+
+
+# Beside state_update.TRANSITIONS: a runner error keeps every attempt and is never shown to
+# the agent; an agent error costs an attempt and reaches the next one through history.md.
+ERROR_KIND: PMap[Failure, ErrorKind] = pmap(
+    {
+        Failure.AGENT_NOT_STARTED: ErrorKind.RUNNER,
+        Failure.AGENT_PROCESS: ErrorKind.RUNNER,
+        Failure.AGENT_OUTPUT: ErrorKind.RUNNER,
+        Failure.GUARD_NOT_STARTED: ErrorKind.RUNNER,
+        Failure.IO: ErrorKind.RUNNER,
+        Failure.TREE_REJECTED: ErrorKind.AGENT,
+        Failure.DECOMPOSITION_REJECTED: ErrorKind.AGENT,
+        Failure.HEAD_MOVED: ErrorKind.AGENT,
+        Failure.RATE_LIMITED: ErrorKind.RUNNER,
+        Failure.INTERRUPTED: ErrorKind.RUNNER,
+    }
+)

@@ -1,0 +1,128 @@
+"""What the shell reports back after an effect, as data: every result and the `Result` union.
+
+Decides which results may answer which effect (`ANSWERS`): a process run ends, could not
+start or failed on I/O; a read returns its bytes; a write answers `Done`. Never interprets a
+result: the machine does, one stage at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import attrs
+
+from runner_core.history.records import TokenUsage
+from runner_core.iteration.effects import (
+    Commit,
+    CountExecutions,
+    PrepareIterationDir,
+    ReadConfig,
+    ReadHead,
+    ReadTree,
+    RestoreConfig,
+    RestoreHead,
+    RunAgent,
+    RunGuard,
+    WriteContext,
+    WriteIterationFile,
+    WriteJournal,
+)
+from runner_core.iteration.git_drift import GitHead
+from runner_core.loop.usage_limits import LimitSignal
+
+
+@attrs.frozen(slots=True)
+class Done:
+    """The effect was carried out and has nothing to report."""
+
+
+@attrs.frozen(slots=True)
+class AgentFinished:
+    exit_code: int | None
+    timed_out: bool
+    output_text: str | None
+    output_problem: str | None
+    tokens: TokenUsage | None = None
+    cost_usd: float | None = None
+    process_group: int | None = None
+    limit: LimitSignal | None = None  # the usage or rate limit the backend recognised
+    interrupted: str | None = None  # the signal that stopped the agent, when one did
+
+
+@attrs.frozen(slots=True)
+class GuardFinished:
+    exit_code: int | None
+    timed_out: bool
+    process_group: int | None = None
+    interrupted: str | None = None  # the signal that stopped the guard, when one did
+
+
+@attrs.frozen(slots=True)
+class TreeRead:
+    """tree.json's bytes, or why it could not be read (deleted, too large)."""
+
+    data: bytes
+    problem: str | None = None
+
+
+@attrs.frozen(slots=True)
+class ConfigRead:
+    data: bytes | None  # None: deleted or replaced by something unreadable
+
+
+@attrs.frozen(slots=True)
+class ExecutionsCounted:
+    counts: Mapping[str, int]
+
+
+@attrs.frozen(slots=True)
+class HeadRead:
+    """The checked-out branch and HEAD's commit, as git says them now."""
+
+    head: GitHead
+
+
+@attrs.frozen(slots=True)
+class NotStarted:
+    """The process could not be started; `message` is one line naming the program."""
+
+    message: str
+
+
+@attrs.frozen(slots=True)
+class IoFailed:
+    message: str
+
+
+Result = (
+    Done
+    | AgentFinished
+    | GuardFinished
+    | TreeRead
+    | ConfigRead
+    | HeadRead
+    | ExecutionsCounted
+    | NotStarted
+    | IoFailed
+)
+
+
+# Any effect may fail on I/O; a process may also fail to start.
+ANSWERS: Mapping[type, tuple[type, ...]] = MappingProxyType(
+    {
+        PrepareIterationDir: (Done, IoFailed),
+        WriteContext: (Done, IoFailed),
+        WriteJournal: (Done, IoFailed),
+        WriteIterationFile: (Done, IoFailed),
+        RunAgent: (AgentFinished, NotStarted, IoFailed),
+        ReadTree: (TreeRead, IoFailed),
+        RunGuard: (GuardFinished, NotStarted, IoFailed),
+        ReadConfig: (ConfigRead, IoFailed),
+        RestoreConfig: (Done, IoFailed),
+        ReadHead: (HeadRead, IoFailed),
+        RestoreHead: (Done, IoFailed),
+        CountExecutions: (ExecutionsCounted, IoFailed),
+        Commit: (Done, IoFailed),
+    }
+)

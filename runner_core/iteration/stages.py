@@ -1,0 +1,74 @@
+"""The iteration's stages and which may follow which, as a table read in the iteration's order.
+
+Decides every legal transition of the machine: `TRANSITIONS` maps a stage to the stages that
+may come next, and `check_transition` refuses any other with `IterationMachineError`. Never
+chooses among the legal ones: the machine's `_after_*` steps do, from the result fed back.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+
+
+class Stage(enum.Enum):
+    """Where an iteration stands: the effect it waits on (DONE: it has finished or aborted)."""
+
+    PREPARING = "preparing"
+    CONTEXT = "context"
+    JOURNAL = "journal"
+    PROMPT = "prompt"
+    AGENT = "agent"
+    PLANNER_OUTPUT = "planner-output"
+    TREE = "tree"
+    GUARD = "guard"
+    GUARD_LOG = "guard-log"
+    HEAD = "head"
+    HEAD_RESTORE = "head-restore"
+    CONFIG = "config"
+    RESTORE = "restore"
+    COUNTING = "counting"
+    COMMITTING = "committing"
+    DONE = "done"
+
+
+def _next(*stages: Stage) -> frozenset[Stage]:
+    return frozenset(stages)
+
+
+# The iteration, top to bottom. Before the agent, an I/O failure aborts (DONE: nothing is
+# recorded). From the prompt on, a runner error skips to the end checks: HEAD when the shell
+# checks it, else CONFIG. After HEAD_RESTORE, HEAD is not read again. RESTORE and COMMITTING
+# abort on an I/O failure; COMMITTING's success is DONE with the iteration's record.
+TRANSITIONS: Mapping[Stage, frozenset[Stage]] = MappingProxyType(
+    {
+        Stage.PREPARING: _next(Stage.CONTEXT, Stage.DONE),
+        Stage.CONTEXT: _next(Stage.JOURNAL, Stage.DONE),
+        Stage.JOURNAL: _next(Stage.PROMPT, Stage.DONE),
+        Stage.PROMPT: _next(Stage.AGENT, Stage.HEAD, Stage.CONFIG),
+        Stage.AGENT: _next(Stage.TREE, Stage.PLANNER_OUTPUT, Stage.HEAD, Stage.CONFIG),
+        Stage.PLANNER_OUTPUT: _next(Stage.HEAD, Stage.CONFIG),
+        Stage.TREE: _next(Stage.GUARD, Stage.GUARD_LOG, Stage.HEAD, Stage.CONFIG),
+        Stage.GUARD: _next(Stage.GUARD_LOG, Stage.HEAD, Stage.CONFIG),
+        Stage.GUARD_LOG: _next(Stage.HEAD, Stage.CONFIG),
+        Stage.HEAD: _next(Stage.HEAD_RESTORE, Stage.CONFIG, Stage.DONE),
+        Stage.HEAD_RESTORE: _next(Stage.CONFIG, Stage.DONE),
+        Stage.CONFIG: _next(Stage.RESTORE, Stage.COUNTING, Stage.COMMITTING),
+        Stage.RESTORE: _next(Stage.COUNTING, Stage.COMMITTING, Stage.DONE),
+        Stage.COUNTING: _next(Stage.COMMITTING, Stage.DONE),
+        Stage.COMMITTING: _next(Stage.DONE),
+        Stage.DONE: _next(),
+    }
+)
+
+
+class IterationMachineError(RuntimeError):
+    """The machine was driven off its table: a transition `TRANSITIONS` does not allow, a result
+    that does not answer the effect asked for, or a result fed after the end. A bug in the
+    driver or the core, never a user's error."""
+
+
+def check_transition(before: Stage, after: Stage) -> None:
+    if after not in TRANSITIONS[before]:
+        raise IterationMachineError(f"illegal iteration transition {before.value} -> {after.value}")
