@@ -116,7 +116,7 @@ class ConfigError(ValueError):
         super().__init__(f"{key}: {problem}")
 
 
-_TABLES = MappingProxyType({"guard": ("command", "network"), "agent": ("backend", "command")})
+TABLE_KEYS = MappingProxyType({"guard": ("command", "network"), "agent": ("backend", "command")})
 # Upper bounds: beyond them a value is a typo or an attack, never a plan (a week, a million
 # dollars, ...); each is far above any real run and low enough that arithmetic stays sane.
 _WEEK_SECS = 7 * 24 * 3600
@@ -147,9 +147,9 @@ def _argv(key: str, value: Any, *, allow_empty: bool) -> tuple[str, ...]:
 def parse_config(data: Mapping[str, Any]) -> Config:
     """A `Config` from parsed TOML; raises `ConfigError` naming the first bad key."""
     for key in sorted(data):
-        if key not in MAX_VALUES and key not in _TABLES and key not in _OTHER_TABLES:
+        if key not in MAX_VALUES and key not in TABLE_KEYS and key not in _OTHERTABLE_KEYS:
             raise ConfigError(key, "unknown key")
-    for table, keys in sorted(_TABLES.items()):
+    for table, keys in sorted(TABLE_KEYS.items()):
         section = data.get(table, {})
         if not isinstance(section, dict):
             raise ConfigError(table, "must be a table")
@@ -243,7 +243,7 @@ def command_words(key: str, values: tuple[str, ...]) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------- [loop], [budget], [hooks], ...
 
-_OTHER_TABLES = ("loop", "budget", "hooks", "sandbox")
+_OTHERTABLE_KEYS = ("loop", "budget", "hooks", "sandbox")
 _HOOK_EXAMPLE = '["notify-send", "runner"]'
 _MAX_RUNNER_ERRORS = 1000
 _MAX_BACKOFF_STEPS = 100

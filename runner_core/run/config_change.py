@@ -17,10 +17,12 @@ import attrs
 from runner_core.run.config import (
     HOOK_NAMES,
     MAX_VALUES,
+    TABLE_KEYS,
     BudgetConfig,
     Config,
     ConfigError,
     LoopConfig,
+    SandboxConfig,
     command_words,
     parse_config,
     render_config,
@@ -29,7 +31,9 @@ from runner_core.run.trailers import ACTOR, CONFIG, RUN, render_trailers
 
 # The keys whose value is a command (argv): a plain string on the command line is split into
 # its words, as `runner init --guard` does.
-ARGV_KEYS = frozenset({"guard.command", "agent.command", *(f"hooks.{name}" for name in HOOK_NAMES)})
+ARGV_KEYS = frozenset(
+    {"guard.command", "agent.command", "sandbox.setup", *(f"hooks.{name}" for name in HOOK_NAMES)}
+)
 
 
 def config_keys() -> tuple[str, ...]:
@@ -38,9 +42,8 @@ def config_keys() -> tuple[str, ...]:
         sorted(
             {
                 *MAX_VALUES,
-                "guard.command",
-                "agent.backend",
-                "agent.command",
+                *(f"{table}.{key}" for table, keys in TABLE_KEYS.items() for key in keys),
+                *(f"sandbox.{name}" for name in attrs.fields_dict(SandboxConfig)),
                 *(f"loop.{name}" for name in attrs.fields_dict(LoopConfig)),
                 *(f"budget.{name}" for name in attrs.fields_dict(BudgetConfig)),
                 *(f"hooks.{name}" for name in HOOK_NAMES),
