@@ -22,6 +22,7 @@ from pyrsistent import PMap, pmap
 
 from runner_core.history.records import ErrorKind, ExecutionRecord, TokenUsage, record_to_meta
 from runner_core.iteration.git_drift import GitHead, head_moved_problem, rescue_ref
+from runner_core.iteration.import_rules import Change, ImportDecision, decide_import
 from runner_core.iteration.plan import (
     CONTEXT_FILES,
     AgentOutputError,
@@ -46,6 +47,13 @@ from runner_core.iteration.recovery import (
     JournalPhase,
     agent_log_name,
     interrupted_message,
+)
+from runner_core.iteration.scratch_stage import (
+    ListScratch,
+    ScratchListed,
+    ScratchPort,
+    import_note,
+    refused_review,
 )
 from runner_core.loop.usage_limits import LimitSignal
 from runner_core.run.chain import chain_link, chain_seed
@@ -73,6 +81,7 @@ class Failure(enum.Enum):
     HEAD_MOVED = "HEAD or the run branch moved during the agent or guard"
     RATE_LIMITED = "agent hit a usage or rate limit"
     INTERRUPTED = "interrupted by a signal"
+    IMPORT_REFUSED = "the scratch checkout held what is never imported"
 
 
 # Beside state_update.TRANSITIONS: a runner error keeps every attempt and is never shown to
@@ -89,6 +98,7 @@ ERROR_KIND: PMap[Failure, ErrorKind] = pmap(
         Failure.HEAD_MOVED: ErrorKind.AGENT,
         Failure.RATE_LIMITED: ErrorKind.RUNNER,
         Failure.INTERRUPTED: ErrorKind.RUNNER,
+        Failure.IMPORT_REFUSED: ErrorKind.AGENT,
     }
 )
 
@@ -142,6 +152,7 @@ class IterationFacts:
     runner_pid: int
     command: str
     head: GitHead | None = None  # the branch and commit before the agent; None: not checked
+    scratch: bool = False  # the agent worked in a scratch checkout, imported as files
 
     @property
     def node(self) -> Node:
@@ -283,6 +294,7 @@ class Commit:
     files: tuple[FileWrite, ...]
     committing: Journal
     message: str
+    changes: tuple[Change, ...] = ()  # what the commit takes of the scratch checkout
 
 
 @attrs.frozen(slots=True)
@@ -315,6 +327,7 @@ Effect = (
     | RestoreHead
     | CountExecutions
     | Commit
+    | ListScratch
     | Finished
     | Abort
 )
@@ -394,6 +407,7 @@ Result = (
     | ConfigRead
     | HeadRead
     | ExecutionsCounted
+    | ScratchListed
     | NotStarted
     | IoFailed
 )
@@ -438,6 +452,7 @@ class IterationPorts:
     agents: AgentRunner
     guards: GuardRunner
     store: IterationStore
+    scratch: ScratchPort | None = None  # None: the agent works in the run's own checkout
 
 
 # ---------------------------------------------------------------- the machine
@@ -453,6 +468,7 @@ class Stage(enum.Enum):
     TREE = "tree"
     GUARD = "guard"
     GUARD_LOG = "guard-log"
+    IMPORT = "import"
     HEAD = "head"
     HEAD_RESTORE = "head-restore"
     CONFIG = "config"
@@ -479,6 +495,7 @@ class IterationMachine:
     cost_usd: float | None = None
     finished: Finished | None = None
     limit: LimitSignal | None = None
+    imported: ImportDecision | None = None  # what the scratch checkout gave, once listed
 
     def feed(self, result: Result, now: ClockReading) -> IterationMachine:
         if isinstance(result, IoFailed) and self.stage in _BEFORE_THE_AGENT:
@@ -714,9 +731,32 @@ def _not_started(result: Result, failure: Failure) -> Failure:
 
 
 def _check_config(machine: IterationMachine) -> IterationMachine:
+    if machine.facts.scratch and machine.imported is None:
+        return machine._to(Stage.IMPORT, ListScratch(), imported=ImportDecision())
     if machine.facts.head is not None and machine.stage is not Stage.HEAD_RESTORE:
         return machine._to(Stage.HEAD, ReadHead())
     return machine._to(Stage.CONFIG, ReadConfig())
+
+
+def _after_import(
+    machine: IterationMachine, result: Result, now: ClockReading
+) -> IterationMachine:
+    if isinstance(result, IoFailed):
+        return _failed(machine, Failure.IO, result.message)
+    assert isinstance(result, ScratchListed)
+    decision = decide_import(result.listing)
+    machine = attrs.evolve(machine, imported=decision)
+    review = refused_review(decision)
+    runner_error = machine.failure is not None and ERROR_KIND[machine.failure] is ErrorKind.RUNNER
+    if review is not None and not runner_error:
+        machine = attrs.evolve(
+            machine,
+            review=review,
+            failure=Failure.IMPORT_REFUSED,
+            guard=GuardOutcome.SKIPPED,
+            output=None,
+        )
+    return _check_config(machine)
 
 
 def _after_head(machine: IterationMachine, result: Result, now: ClockReading) -> IterationMachine:
@@ -822,6 +862,7 @@ def _commit(
             outcome=outcome,
             record=record,
             journal=machine.journal,
+            imported=machine.imported or ImportDecision(),
         )
     )
     return machine._to(Stage.COMMITTING, effect, finished=Finished(outcome, record, machine.limit))
@@ -905,6 +946,7 @@ class IterationEnd:
     outcome: IterationOutcome
     record: ExecutionRecord
     journal: Journal
+    imported: ImportDecision = attrs.field(factory=ImportDecision)
 
 
 def final_write_set(end: IterationEnd) -> Commit:
@@ -927,6 +969,9 @@ def final_write_set(end: IterationEnd) -> Commit:
     if outcome.runner_error is not None:
         text = f"runner error: {outcome.runner_error}\n"
         files.append(FileWrite(Place.ITERATION, "runner_error.log", text.encode("utf-8")))
+    note = import_note(end.imported)
+    if note is not None:
+        files.append(FileWrite(Place.ITERATION, "import.log", note.encode("utf-8")))
     files.extend(_snapshots(end, after))
     # The chain links this commit to the last one through run_state: no git history is read.
     link = chain_link(end.state.chain or chain_seed(end.run_id), end.record, after.encode("utf-8"))
@@ -938,6 +983,7 @@ def final_write_set(end: IterationEnd) -> Commit:
         files=tuple(files),
         committing=attrs.evolve(end.journal, phase=JournalPhase.COMMITTING, commit_subject=subject),
         message=iteration_commit_message(subject, end.record, link),
+        changes=end.imported.changes,
     )
 
 
@@ -1022,6 +1068,7 @@ _STEPS = MappingProxyType(
         Stage.TREE: _after_tree,
         Stage.GUARD: _after_guard,
         Stage.GUARD_LOG: _after_guard_log,
+        Stage.IMPORT: _after_import,
         Stage.HEAD: _after_head,
         Stage.HEAD_RESTORE: _after_head_restore,
         Stage.CONFIG: _after_config,
