@@ -738,9 +738,7 @@ def _check_config(machine: IterationMachine) -> IterationMachine:
     return machine._to(Stage.CONFIG, ReadConfig())
 
 
-def _after_import(
-    machine: IterationMachine, result: Result, now: ClockReading
-) -> IterationMachine:
+def _after_import(machine: IterationMachine, result: Result, now: ClockReading) -> IterationMachine:
     if isinstance(result, IoFailed):
         return _failed(machine, Failure.IO, result.message)
     assert isinstance(result, ScratchListed)
