@@ -112,8 +112,8 @@ def decide_import(listing: ScratchListing) -> ImportDecision:
         if change is not None:
             changes.append(change)
     for path, base in listing.base.items():
-        if path in seen or base.mode == GITLINK_MODE:
-            continue
+        if path in seen or base.mode == GITLINK_MODE or _through_git(path):
+            continue  # a submodule, or a path git itself would never have let in
         if is_runner_owned(path):
             discarded.append(path)
         elif path in NOTES_FILES:
@@ -146,7 +146,7 @@ def _entry_problem(
     base: BaseEntry | None,
     notes: Mapping[str, tuple[bytes | None, bytes | None]],
 ) -> str | None:
-    if entry.kind is EntryKind.GIT or any(is_git_name(part) for part in entry.path.split("/")):
+    if entry.kind is EntryKind.GIT or _through_git(entry.path):
         return "a nested repository (.git) is never imported"
     if entry.kind is EntryKind.SPECIAL:
         return "a FIFO, device or socket cannot be imported"
@@ -192,6 +192,10 @@ def _change(entry: ScratchEntry, base: BaseEntry | None) -> Change | None:
     if base is not None and base.mode == mode and base.oid == entry.oid:
         return None
     return Change(entry.path, mode, entry.oid)
+
+
+def _through_git(path: str) -> bool:
+    return any(is_git_name(part) for part in path.split("/"))
 
 
 def is_git_name(name: str) -> bool:
