@@ -13,6 +13,7 @@ import enum
 import attrs
 
 from runner_core.history.records import ExecutionRecord
+from runner_core.iteration.import_rules import Change
 from runner_core.iteration.plan import IterationOutcome
 from runner_core.iteration.recovery import Journal
 from runner_core.loop.usage_limits import LimitSignal
@@ -147,6 +148,7 @@ class Commit:
     files: tuple[FileWrite, ...]
     committing: Journal
     message: str
+    changes: tuple[Change, ...] = ()  # what the commit takes of the scratch checkout
 
 
 @attrs.frozen(slots=True)
@@ -166,6 +168,11 @@ class Abort:
 
 
 # What the shell carries out; the machine answers each with its next effect.
+@attrs.frozen(slots=True)
+class ListScratch:
+    """List the scratch checkout the agent and guard worked in, against the base commit."""
+
+
 Action = (
     PrepareIterationDir
     | WriteContext
@@ -179,6 +186,7 @@ Action = (
     | ReadHead
     | RestoreHead
     | CountExecutions
+    | ListScratch
     | Commit
 )
 

@@ -62,6 +62,7 @@ class IterationFacts:
     runner_pid: int
     command: str
     head: GitHead | None = None  # the branch and commit before the agent; None: not checked
+    scratch: bool = False  # the agent worked in a scratch checkout, imported as files
 
     @property
     def node(self) -> Node:

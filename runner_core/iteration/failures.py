@@ -27,6 +27,7 @@ class Failure(enum.Enum):
     HEAD_MOVED = "HEAD or the run branch moved during the agent or guard"
     RATE_LIMITED = "agent hit a usage or rate limit"
     INTERRUPTED = "interrupted by a signal"
+    IMPORT_REFUSED = "the scratch checkout held what is never imported"
 
 
 # Beside state_update.TRANSITIONS: a runner error keeps every attempt and is never shown to
@@ -43,5 +44,6 @@ ERROR_KIND: PMap[Failure, ErrorKind] = pmap(
         Failure.HEAD_MOVED: ErrorKind.AGENT,
         Failure.RATE_LIMITED: ErrorKind.RUNNER,
         Failure.INTERRUPTED: ErrorKind.RUNNER,
+        Failure.IMPORT_REFUSED: ErrorKind.AGENT,
     }
 )

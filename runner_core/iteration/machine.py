@@ -21,6 +21,7 @@ from runner_core.iteration.effects import (
     CountExecutions,
     Effect,
     Finished,
+    ListScratch,
     PrepareIterationDir,
     ReadConfig,
     ReadHead,
@@ -37,6 +38,7 @@ from runner_core.iteration.execution_record import Measured, execution_record
 from runner_core.iteration.facts import ClockReading, IterationFacts
 from runner_core.iteration.failures import ERROR_KIND, Failure
 from runner_core.iteration.git_drift import head_moved_problem, rescue_ref
+from runner_core.iteration.import_rules import ImportDecision, decide_import
 from runner_core.iteration.plan import (
     CONTEXT_FILES,
     AgentOutputError,
@@ -64,8 +66,10 @@ from runner_core.iteration.results import (
     IoFailed,
     NotStarted,
     Result,
+    ScratchListed,
     TreeRead,
 )
+from runner_core.iteration.scratch_stage import refused_review
 from runner_core.iteration.stages import IterationMachineError, Stage, check_transition
 from runner_core.iteration.write_set import IterationEnd, final_write_set
 from runner_core.loop.usage_limits import LimitSignal
@@ -102,6 +106,7 @@ class IterationMachine:
     cost_usd: float | None = None
     finished: Finished | None = None
     limit: LimitSignal | None = None
+    imported: ImportDecision | None = None  # what the scratch checkout gave, once listed
 
     def feed(self, result: Result, now: ClockReading) -> IterationMachine:
         """The machine after `result` answered its effect; `IterationMachineError` when it does
@@ -329,10 +334,32 @@ def _not_started(result: Result, failure: Failure) -> Failure:
 
 
 def _end_checks(machine: IterationMachine) -> IterationMachine:
-    """The agent's part is over: read HEAD when the shell checks it, else config.toml."""
+    """The agent's part is over: list the scratch checkout the agent worked in, then read HEAD
+    when the shell checks it, else config.toml."""
+    if machine.facts.scratch and machine.imported is None:
+        return machine._to(Stage.IMPORT, ListScratch(), imported=ImportDecision())
     if machine.facts.head is not None:
         return machine._to(Stage.HEAD, ReadHead())
     return _check_config(machine)
+
+
+def _after_import(machine: IterationMachine, result: Result, now: ClockReading) -> IterationMachine:
+    if isinstance(result, IoFailed):
+        return _failed(machine, Failure.IO, result.message)
+    assert isinstance(result, ScratchListed)
+    decision = decide_import(result.listing)
+    machine = attrs.evolve(machine, imported=decision)
+    review = refused_review(decision)
+    runner_error = machine.failure is not None and ERROR_KIND[machine.failure] is ErrorKind.RUNNER
+    if review is not None and not runner_error:
+        machine = attrs.evolve(
+            machine,
+            review=review,
+            failure=Failure.IMPORT_REFUSED,
+            guard=GuardOutcome.SKIPPED,
+            output=None,
+        )
+    return _end_checks(machine)
 
 
 def _check_config(machine: IterationMachine) -> IterationMachine:
@@ -442,6 +469,7 @@ def _commit(
             outcome=outcome,
             record=record,
             journal=machine.journal,
+            imported=machine.imported or ImportDecision(),
         )
     )
     return machine._to(Stage.COMMITTING, effect, finished=Finished(outcome, record, machine.limit))
@@ -467,6 +495,7 @@ _STEPS: Mapping[Stage, _Step] = MappingProxyType(
         Stage.GUARD: _after_guard,
         Stage.GUARD_LOG: _after_guard_log,
         Stage.HEAD: _after_head,
+        Stage.IMPORT: _after_import,
         Stage.HEAD_RESTORE: _after_head_restore,
         Stage.CONFIG: _after_config,
         Stage.RESTORE: _after_restore,

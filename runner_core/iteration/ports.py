@@ -29,6 +29,7 @@ from runner_core.iteration.results import (
     GuardFinished,
     HeadRead,
     NotStarted,
+    ScratchListed,
     TreeRead,
 )
 
@@ -61,6 +62,10 @@ class IterationStore(Protocol):
     def commit(self, effect: Commit) -> None: ...
 
 
+class ScratchPort(Protocol):
+    def list_scratch(self) -> ScratchListed: ...
+
+
 @attrs.frozen(slots=True)
 class IterationPorts:
     """The shell's side of an iteration: its clock, processes and files."""
@@ -69,3 +74,4 @@ class IterationPorts:
     agents: AgentRunner
     guards: GuardRunner
     store: IterationStore
+    scratch: ScratchPort | None = None  # None: the agent works in the run's own checkout

@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from runner_core.run.identity import run_id_problem
 from runner_core.validation.documents import JOURNAL_SCHEMA_FILE, document_problem
 
 
@@ -83,6 +84,10 @@ def journal_from_json(obj: Any) -> Journal:
         if not found.field:
             raise JournalError(f"journal {found.problem}")
         raise JournalError(f"journal field '{found.field}' {found.problem}")
+    # Recovery deletes and renames under the run's directory: a run id, never a path.
+    problem = run_id_problem(obj["run_id"])
+    if problem is not None:
+        raise JournalError(f"journal field 'run_id': {problem}")
     return Journal(
         run_id=obj["run_id"],
         iteration=obj["iter"],

@@ -16,6 +16,7 @@ from runner_core.history.records import TokenUsage
 from runner_core.iteration.effects import (
     Commit,
     CountExecutions,
+    ListScratch,
     PrepareIterationDir,
     ReadConfig,
     ReadHead,
@@ -29,6 +30,7 @@ from runner_core.iteration.effects import (
     WriteJournal,
 )
 from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.import_rules import ScratchListing
 from runner_core.loop.usage_limits import LimitSignal
 
 
@@ -95,6 +97,13 @@ class IoFailed:
     message: str
 
 
+@attrs.frozen(slots=True)
+class ScratchListed:
+    """The scratch checkout as the shell listed it: every path's kind, size and blob."""
+
+    listing: ScratchListing
+
+
 Result = (
     Done
     | AgentFinished
@@ -103,6 +112,7 @@ Result = (
     | ConfigRead
     | HeadRead
     | ExecutionsCounted
+    | ScratchListed
     | NotStarted
     | IoFailed
 )
@@ -123,6 +133,7 @@ ANSWERS: Mapping[type, tuple[type, ...]] = MappingProxyType(
         ReadHead: (HeadRead, IoFailed),
         RestoreHead: (Done, IoFailed),
         CountExecutions: (ExecutionsCounted, IoFailed),
+        ListScratch: (ScratchListed, IoFailed),
         Commit: (Done, IoFailed),
     }
 )

@@ -24,6 +24,7 @@ class Stage(enum.Enum):
     TREE = "tree"
     GUARD = "guard"
     GUARD_LOG = "guard-log"
+    IMPORT = "import"
     HEAD = "head"
     HEAD_RESTORE = "head-restore"
     CONFIG = "config"
@@ -38,20 +39,24 @@ def _next(*stages: Stage) -> frozenset[Stage]:
 
 
 # The iteration, top to bottom. Before the agent, an I/O failure aborts (DONE: nothing is
-# recorded). From the prompt on, a runner error skips to the end checks: HEAD when the shell
-# checks it, else CONFIG. After HEAD_RESTORE, HEAD is not read again. RESTORE and COMMITTING
-# abort on an I/O failure; COMMITTING's success is DONE with the iteration's record.
+# recorded). From the prompt on, a runner error skips to the end checks: IMPORT when the agent
+# worked in a scratch checkout, then HEAD when the shell checks it, else CONFIG. After
+# HEAD_RESTORE, HEAD is not read again. RESTORE and COMMITTING abort on an I/O failure;
+# COMMITTING's success is DONE with the iteration's record.
 TRANSITIONS: Mapping[Stage, frozenset[Stage]] = MappingProxyType(
     {
         Stage.PREPARING: _next(Stage.CONTEXT, Stage.DONE),
         Stage.CONTEXT: _next(Stage.JOURNAL, Stage.DONE),
         Stage.JOURNAL: _next(Stage.PROMPT, Stage.DONE),
-        Stage.PROMPT: _next(Stage.AGENT, Stage.HEAD, Stage.CONFIG),
-        Stage.AGENT: _next(Stage.TREE, Stage.PLANNER_OUTPUT, Stage.HEAD, Stage.CONFIG),
-        Stage.PLANNER_OUTPUT: _next(Stage.HEAD, Stage.CONFIG),
-        Stage.TREE: _next(Stage.GUARD, Stage.GUARD_LOG, Stage.HEAD, Stage.CONFIG),
-        Stage.GUARD: _next(Stage.GUARD_LOG, Stage.HEAD, Stage.CONFIG),
-        Stage.GUARD_LOG: _next(Stage.HEAD, Stage.CONFIG),
+        Stage.PROMPT: _next(Stage.AGENT, Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
+        Stage.AGENT: _next(
+            Stage.TREE, Stage.PLANNER_OUTPUT, Stage.IMPORT, Stage.HEAD, Stage.CONFIG
+        ),
+        Stage.PLANNER_OUTPUT: _next(Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
+        Stage.TREE: _next(Stage.GUARD, Stage.GUARD_LOG, Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
+        Stage.GUARD: _next(Stage.GUARD_LOG, Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
+        Stage.GUARD_LOG: _next(Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
+        Stage.IMPORT: _next(Stage.HEAD, Stage.CONFIG),
         Stage.HEAD: _next(Stage.HEAD_RESTORE, Stage.CONFIG, Stage.DONE),
         Stage.HEAD_RESTORE: _next(Stage.CONFIG, Stage.DONE),
         Stage.CONFIG: _next(Stage.RESTORE, Stage.COUNTING, Stage.COMMITTING),

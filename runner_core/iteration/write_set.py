@@ -15,8 +15,10 @@ import attrs
 
 from runner_core.history.records import ExecutionRecord, record_to_meta
 from runner_core.iteration.effects import Commit, FileWrite, Place
+from runner_core.iteration.import_rules import ImportDecision
 from runner_core.iteration.plan import IterationOutcome, commit_subject
 from runner_core.iteration.recovery import PENDING_GUARD_LOG, Journal, JournalPhase
+from runner_core.iteration.scratch_stage import import_note
 from runner_core.run.chain import chain_link, chain_seed
 from runner_core.run.state import RunState, run_state_to_json
 from runner_core.run.trailers import iteration_commit_message
@@ -42,6 +44,7 @@ class IterationEnd:
     outcome: IterationOutcome
     record: ExecutionRecord
     journal: Journal
+    imported: ImportDecision = attrs.field(factory=ImportDecision)
 
 
 def final_write_set(end: IterationEnd) -> Commit:
@@ -64,6 +67,9 @@ def final_write_set(end: IterationEnd) -> Commit:
     if outcome.runner_error is not None:
         text = f"runner error: {outcome.runner_error}\n"
         files.append(FileWrite(Place.ITERATION, "runner_error.log", text.encode("utf-8")))
+    note = import_note(end.imported)
+    if note is not None:
+        files.append(FileWrite(Place.ITERATION, "import.log", note.encode("utf-8")))
     files.extend(_snapshots(end, after))
     # The chain links this commit to the last one through run_state: no git history is read.
     link = chain_link(end.state.chain or chain_seed(end.run_id), end.record, after.encode("utf-8"))
@@ -75,6 +81,7 @@ def final_write_set(end: IterationEnd) -> Commit:
         files=tuple(files),
         committing=attrs.evolve(end.journal, phase=JournalPhase.COMMITTING, commit_subject=subject),
         message=iteration_commit_message(subject, end.record, link),
+        changes=end.imported.changes,
     )
 
 

@@ -33,6 +33,7 @@ from runner_core.loop.usage_limits import (
 )
 from runner_core.tree.model import AgentRole
 from runner_core.views.text import flatten
+from runner_shell.scratch.sandbox import sandboxed_argv
 from runner_shell.step.processes import ProcessResult, run_process
 from runner_shell.store.files import NotRegularFile, atomic_write_text, open_regular
 
@@ -239,8 +240,10 @@ def _run_agent(
     stdout_copy_path: Path | None = None,
     stdout_copy_limit_bytes: int = 64 * 1024 * 1024,
 ) -> ProcessResult:
+    # The agent writes its work tree and the iteration directory; it keeps the network (the model).
+    writable = (request.repo_root, request.iter_dir)
     return run_process(
-        argv,
+        sandboxed_argv(argv, request.repo_root, request.env, writable, network=True),
         cwd=request.repo_root,
         env=request.env,
         stdin_path=request.prompt_path,

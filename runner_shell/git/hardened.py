@@ -1,9 +1,11 @@
 """git in a repository an agent may have rigged: no hooks, no filters, and a deadline.
 
-Every git command runs with hooks disabled (core.hooksPath=/dev/null) and no fsmonitor, passed
-through the environment (GIT_CONFIG_COUNT) so the command line stays git's own, and with every
+Every git command reads no system or global config (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL),
+and runs with the settings below fixed through the environment (GIT_CONFIG_COUNT, the same
+level as `-c`, so the command line stays git's own): no hooks, fsmonitor, signing or automatic
+maintenance; commit messages kept verbatim in UTF-8 with `#` as the comment character; every
 filter driver git's config defines disabled (an agent may define one and name it in
-.gitattributes); a command past its deadline is killed with its whole process group and
+.gitattributes). A command past its deadline is killed with its whole process group and
 reported, never waited on. Decides nothing about what git is asked.
 """
 
@@ -21,8 +23,22 @@ from runner_shell.store.files import read_bytes_capped
 
 GIT_TIMEOUT_SECS = 120.0
 
-# Settings an agent could use to make a runner git command run its code.
-_NEUTRAL_SETTINGS = (("core.hooksPath", "/dev/null"), ("core.fsmonitor", "false"))
+# Settings an agent could use to make a runner git command run its code, or to change what a
+# commit's message, signature or object becomes.
+_NEUTRAL_SETTINGS = (
+    ("core.hooksPath", "/dev/null"),
+    ("core.fsmonitor", "false"),
+    ("core.bare", "false"),
+    ("commit.gpgSign", "false"),
+    ("tag.gpgSign", "false"),
+    ("log.showSignature", "false"),
+    ("commit.cleanup", "verbatim"),
+    ("core.commentChar", "#"),
+    ("i18n.commitEncoding", "UTF-8"),
+    ("i18n.logOutputEncoding", "UTF-8"),
+    ("maintenance.auto", "false"),
+    ("gc.auto", "0"),
+)
 
 
 class GitError(Exception):
@@ -39,13 +55,24 @@ class GitTimeout(GitError):
     """git did not finish before its deadline; it and its children were killed."""
 
 
-def contained_env(env: Mapping[str, str] | None, filters: Iterable[str] = ()) -> dict[str, str]:
-    """`env` (or ours) with git told to run no hook, fsmonitor or filter `filters` names."""
+def without_user_config(env: Mapping[str, str] | None) -> dict[str, str]:
+    """`env` (or ours) with git told to read neither the system's nor the user's config."""
+    result = dict(os.environ if env is None else env)
+    result.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
+    result.pop("GIT_CONFIG_SYSTEM", None)
+    return result
+
+
+def contained_env(
+    env: Mapping[str, str] | None, filters: Iterable[str] = (), user_config: bool = False
+) -> dict[str, str]:
+    """`env` (or ours) with git told to run no hook, fsmonitor or filter `filters` names, and
+    to read no system or global config unless `user_config` (only to learn the identity)."""
     settings = list(_NEUTRAL_SETTINGS)
     for name in filters:
         settings += [(f"filter.{name}.{key}", "") for key in ("clean", "smudge", "process")]
         settings.append((f"filter.{name}.required", "false"))
-    result = dict(os.environ if env is None else env)
+    result = dict(os.environ if env is None else env) if user_config else without_user_config(env)
     start = int(result.get("GIT_CONFIG_COUNT", "0") or "0")
     for offset, (key, value) in enumerate(settings):
         result[f"GIT_CONFIG_KEY_{start + offset}"] = key
@@ -73,7 +100,8 @@ def config_files(repository: tuple[Path, Path] | None, env: Mapping[str, str]) -
         files.append(Path(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
     home = env.get("HOME")
     if "GIT_CONFIG_GLOBAL" in env:
-        files.append(Path(env["GIT_CONFIG_GLOBAL"]))
+        if env["GIT_CONFIG_GLOBAL"] != os.devnull:  # the hardened setting: no global config
+            files.append(Path(env["GIT_CONFIG_GLOBAL"]))
     elif home:
         files.append(Path(env.get("XDG_CONFIG_HOME") or f"{home}/.config", "git", "config"))
         files.append(Path(home, ".gitconfig"))
@@ -129,6 +157,7 @@ def run_git(
     stdin: bytes | None = None,
     timeout: float = GIT_TIMEOUT_SECS,
     filters: Iterable[str] = (),
+    user_config: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
     """`git <args>` contained (`filters` disabled too); GitError without git, GitTimeout past
     `timeout`. A non-zero exit is the caller's to judge."""
@@ -136,7 +165,7 @@ def run_git(
         proc = subprocess.Popen(
             ["git", *args],
             cwd=cwd,
-            env=contained_env(env, filters),
+            env=contained_env(env, filters, user_config),
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -15,7 +15,12 @@ from typing import Protocol
 
 from runner_core.iteration.git_drift import GitHead
 from runner_shell.git.hardened import GitError as GitError
-from runner_shell.git.hardened import config_files, configured_filters, run_git
+from runner_shell.git.hardened import (
+    config_files,
+    configured_filters,
+    run_git,
+    without_user_config,
+)
 
 FALLBACK_NAME = "runner"
 FALLBACK_EMAIL = "runner@localhost"
@@ -103,7 +108,7 @@ class Repo:
             dirs: tuple[Path, Path] | None = self._dirs()
         except GitError:
             dirs = None  # before `git init`: only the user's and the system's config
-        return configured_filters(config_files(dirs, os.environ), self.root)
+        return configured_filters(config_files(dirs, without_user_config(None)), self.root)
 
     def has_commits(self) -> bool:
         return self.git("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0
@@ -209,27 +214,33 @@ class Repo:
     def checkout(self, name: str, create: bool) -> None:
         self.git("checkout", "--quiet", *(["-b"] if create else []), name)
 
+    def identity(self) -> tuple[str, str]:
+        """Who is acting, as git's configured name and email (the user's own config included:
+        only these two values are read from it); the runner's identity for a value that is
+        unset or could not stand in a commit header (a newline, `<`, `>`)."""
+        result = run_git(
+            ["config", "-z", "--get-regexp", r"^user\.(name|email)$"], self.root, user_config=True
+        )
+        found: dict[str, str] = {}
+        for entry in result.stdout.decode("utf-8", "replace").split("\0"):
+            key, _, value = entry.partition("\n")
+            if value.strip() and not any(c in value for c in "<>\n\r\0"):
+                found[key] = value.strip()
+        return found.get("user.name", FALLBACK_NAME), found.get("user.email", FALLBACK_EMAIL)
+
     def actor(self) -> str:
-        """Who is acting, as git's configured `Name <email>`; the runner's identity when unset."""
-        name = self.git("config", "user.name", check=False).stdout.strip() or FALLBACK_NAME
-        email = self.git("config", "user.email", check=False).stdout.strip() or FALLBACK_EMAIL
+        """Who is acting, as `Name <email>`."""
+        name, email = self.identity()
         return f"{name} <{email}>"
 
     def _identity_env(self) -> dict[str, str]:
-        """The commit's environment: the runner's identity when none is configured."""
-        out = self.git("config", "--get-regexp", r"^user\.(name|email)$", check=False).stdout
-        configured = {
-            key: value.strip()
-            for key, _, value in (line.partition(" ") for line in out.splitlines())
-            if value.strip()
-        }
+        """The commit's environment: the identity passed explicitly, never left to git's
+        config (an environment that already names one keeps it)."""
+        name, email = self.identity()
         env = dict(os.environ)
-        if "user.name" not in configured:
-            env.setdefault("GIT_AUTHOR_NAME", FALLBACK_NAME)
-            env.setdefault("GIT_COMMITTER_NAME", FALLBACK_NAME)
-        if "user.email" not in configured:
-            env.setdefault("GIT_AUTHOR_EMAIL", FALLBACK_EMAIL)
-            env.setdefault("GIT_COMMITTER_EMAIL", FALLBACK_EMAIL)
+        for role in ("AUTHOR", "COMMITTER"):
+            env.setdefault(f"GIT_{role}_NAME", name)
+            env.setdefault(f"GIT_{role}_EMAIL", email)
         return env
 
     def commit_tree(self, tree: str, parents: Sequence[str], message: str) -> str:

@@ -21,6 +21,7 @@ from pyrsistent import pmap
 
 from runner_core import PlanKind, parse_config, parse_tree, plan_step, run_state_from_json
 from runner_core.iteration.execution_record import Measured
+from runner_core.iteration.import_rules import ImportDecision, decide_import
 from runner_core.iteration.interrupted import interrupted_end
 from runner_core.iteration.recovery import (
     PENDING_GUARD_LOG,
@@ -32,8 +33,11 @@ from runner_core.iteration.recovery import (
 from runner_core.iteration.write_set import final_write_set
 from runner_core.tree.model import nodes_by_id
 from runner_shell.errors import UserFacingError
+from runner_shell.git.file_commit import follow_commit
 from runner_shell.git.log_archive import ArchiveError, NothingToArchive, archive_iteration
 from runner_shell.git.repo import GitError, Repo
+from runner_shell.scratch.listing import list_scratch
+from runner_shell.scratch.slots import slot_path
 from runner_shell.step.lock_and_journal import (
     DamagedJournal,
     clear_journal,
@@ -176,6 +180,7 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
     kind = recovery_kind(journal, head_subject)
     if kind is RecoveryKind.ALREADY_COMMITTED:
         _archive_committed(paths, journal)
+        _follow_last_commit(repo)
         clear_journal(repo)
         return Recovered(kind, journal, killed)
     for state_file in (paths.tree, paths.run_state, paths.config):
@@ -206,10 +211,31 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
     )
     end = interrupted_end(journal, tree, state, counts, measured, config.agent_backend)
     try:
-        commit_iteration(paths, repo, journal.run_id, iter_dir, final_write_set(end))
+        head = repo.head()
+        end = attrs.evolve(end, imported=_scratch_import(repo, head.sha))
+        commit_iteration(paths, repo, journal.run_id, iter_dir, final_write_set(end), base=head)
     except GitError as error:
         raise UserFacingError(f"recovery could not commit: {error}") from None
     return Recovered(kind, journal, killed)
+
+
+def _scratch_import(repo: Repo, base: str) -> ImportDecision:
+    """What the interrupted agent left in its scratch checkout, as the import rules take it:
+    its work is kept as a finished iteration's would be (nothing, when they refuse it)."""
+    slot = slot_path(repo)
+    if not slot.is_dir() or slot.is_symlink():
+        return ImportDecision()
+    try:
+        return decide_import(list_scratch(repo, slot, base))
+    except OSError as error:
+        raise GitError(f"the scratch checkout could not be read: {error}") from None
+
+
+def _follow_last_commit(repo: Repo) -> None:
+    """A kill between the commit and the work tree's update: bring the work tree to it."""
+    parent = repo.git("rev-parse", "--verify", "--quiet", "HEAD^", check=False).stdout.strip()
+    if parent:
+        follow_commit(repo, parent, repo.head_sha())
 
 
 def _archive_committed(paths: RunnerPaths, journal: Journal) -> None:

@@ -25,6 +25,7 @@ from runner_core.iteration.effects import (
     Commit,
     CountExecutions,
     Finished,
+    ListScratch,
     PrepareIterationDir,
     ReadConfig,
     ReadHead,
@@ -63,6 +64,7 @@ from runner_core.iteration.results import (
     IoFailed,
     NotStarted,
     Result,
+    ScratchListed,
     TreeRead,
 )
 from runner_core.iteration.step_outcome import step_exit_code
@@ -79,6 +81,9 @@ from runner_shell.loop.budgets import reached_budget
 from runner_shell.loop.event_sink import Emitter, IterationEvents, sink_for
 from runner_shell.loop.output_events import LiveOutput
 from runner_shell.loop.signals import Interrupted, interruptible
+from runner_shell.scratch.listing import list_scratch
+from runner_shell.scratch.sandbox import sandboxed_argv
+from runner_shell.scratch.slots import SlotError, prepare_slot
 from runner_shell.step import protected_files
 from runner_shell.step.lock_and_journal import current_command, read_journal, write_journal
 from runner_shell.step.processes import SpawnError, run_process
@@ -199,14 +204,26 @@ def run_step(
         return StepNotRun(loaded.run_id, plan)
     # Problems a user can fix are refused here, before an iteration exists: nothing is written.
     check_programs(loaded.config, paths.root)
-    facts = attrs.evolve(gather(paths, loaded, plan, prompt_budget), head=loaded.head)
+    facts = attrs.evolve(gather(paths, loaded, plan, prompt_budget), head=loaded.head, scratch=True)
     if facts.previous_snapshot_sha256 is None:  # else its bytes are canonical and were read back
         check_tree_writable(paths, loaded.tree)
     events = IterationEvents(sink_for(paths, loaded.config, loaded.run_id))
     events.check()
-    finished = interpret(start_iteration(facts), shell_ports(paths, repo, facts, events), events)
+    slot = scratch_checkout(repo, loaded)
+    ports = shell_ports(paths, repo, facts, events, slot)
+    finished = interpret(start_iteration(facts), ports, events)
     events.raise_refusal()
     return StepRan(loaded.run_id, plan, finished.outcome, finished.limit)
+
+
+def scratch_checkout(repo: Repo, loaded: Loaded) -> Path:
+    """The agent's checkout of the iteration's base: the run's own repository is never its."""
+    try:
+        return prepare_slot(repo, loaded.head.sha, loaded.config.sandbox.setup)
+    except (SlotError, GitError, OSError) as error:
+        raise UserFacingError(
+            f"the agent's scratch checkout could not be prepared: {error}"
+        ) from None
 
 
 # ---------------------------------------------------------------- facts
@@ -333,6 +350,10 @@ def perform(action: Action, journal: Journal, ports: IterationPorts) -> Result:
                 return store.read_head()
             case CountExecutions():
                 return ExecutionsCounted(store.count_executions())
+            case ListScratch():
+                if ports.scratch is None:
+                    raise RuntimeError("a scratch iteration's ports list its scratch checkout")
+                return ports.scratch.list_scratch()
             case PrepareIterationDir():
                 store.prepare(action)
             case WriteContext():
@@ -360,18 +381,49 @@ class SystemClock:
 
 
 def shell_ports(
-    paths: RunnerPaths, repo: Repo, facts: IterationFacts, sink: Emitter | None = None
+    paths: RunnerPaths,
+    repo: Repo,
+    facts: IterationFacts,
+    sink: Emitter | None = None,
+    slot: Path | None = None,
 ) -> IterationPorts:
+    """The ports of an iteration; with a `slot`, the agent and guard work in it and the store
+    imports from it, else they work in the run's own checkout."""
     iter_dir = paths.iter_dir(facts.run_id, facts.plan.iteration)
     output = None if sink is None else LiveOutput(sink, iteration_events.origin(facts, ""))
+    work_dir = paths.root if slot is None else slot
+    network = facts.config.guard_network
+    scratch = None if slot is None or facts.head is None else SlotLister(repo, slot, facts.head.sha)
     return IterationPorts(
         clock=SystemClock(),
-        agents=ProcessAgentRunner(paths, repo, facts.config, iter_dir, output),
-        guards=ProcessGuardRunner(paths.root, repo, iter_dir, output),
+        agents=ProcessAgentRunner(paths, repo, facts.config, iter_dir, output, work_dir),
+        guards=ProcessGuardRunner(work_dir, repo, iter_dir, output, network),
         store=DiskIterationStore(
-            paths, repo, facts.run_id, iter_dir, protected_files.snapshot(paths)
+            paths,
+            repo,
+            facts.run_id,
+            iter_dir,
+            protected_files.snapshot(paths),
+            slot,
+            facts.head if slot is not None else None,
         ),
+        scratch=scratch,
     )
+
+
+@attrs.frozen(slots=True)
+class SlotLister:
+    """Lists the scratch checkout against the base commit for the core's import rules."""
+
+    repo: Repo
+    slot: Path
+    base: str
+
+    def list_scratch(self) -> ScratchListed:
+        try:
+            return ScratchListed(list_scratch(self.repo, self.slot, self.base))
+        except GitError as error:
+            raise OSError(str(error)) from None
 
 
 @attrs.frozen(slots=True)
@@ -383,6 +435,7 @@ class ProcessAgentRunner:
     config: Config
     iter_dir: Path
     output: LiveOutput | None = None
+    work_dir: Path | None = None  # where the agent works: the scratch checkout, or the root
 
     def run_agent(self, effect: RunAgent, journal: Journal) -> AgentFinished | NotStarted:
         started: list[int] = []
@@ -400,7 +453,7 @@ class ProcessAgentRunner:
         )
         request = AgentRequest(
             role=effect.role,
-            repo_root=self.paths.root,
+            repo_root=self.work_dir or self.paths.root,
             iter_dir=self.iter_dir,
             prompt_path=self.iter_dir / effect.prompt_name,
             output_path=output_path,
@@ -461,16 +514,19 @@ class ProcessGuardRunner:
     repo: Repo
     iter_dir: Path
     output: LiveOutput | None = None
+    network: bool = False  # `[guard] network`: a guard runs offline unless allowed
 
     def run_guard(self, effect: RunGuard, journal: Journal) -> GuardFinished | NotStarted:
         started: list[int] = []
+        # Marks the guard and what it leaves running as this iteration's, for recovery.
+        env = dict(os.environ, RUNNER_ITER_DIR=str(self.iter_dir))
+        argv = sandboxed_argv(effect.argv, self.root, env, (self.root, self.iter_dir), self.network)
         try:
             with interruptible():
                 result = run_process(
-                    effect.argv,
+                    argv,
                     cwd=self.root,
-                    # Marks the guard and what it leaves running as this iteration's, for recovery.
-                    env=dict(os.environ, RUNNER_ITER_DIR=str(self.iter_dir)),
+                    env=env,
                     stdin_path=None,
                     timeout_secs=effect.timeout_secs,
                     log_path=self.iter_dir / effect.log_name,
@@ -497,6 +553,8 @@ class DiskIterationStore:
     run_id: str
     iter_dir: Path
     protected: protected_files.Snapshot = ()  # put back right before the commit
+    slot: Path | None = None  # the agent's scratch checkout: its tree and context live there
+    base: GitHead | None = None  # with a slot: the commit the iteration's commit builds on
 
     def prepare(self, effect: PrepareIterationDir) -> None:
         if effect.set_aside_as is not None:
@@ -504,13 +562,15 @@ class DiskIterationStore:
         make_directory(self.iter_dir)
 
     def write_context(self, effect: WriteContext) -> None:
-        if self.paths.context_dir.is_symlink():  # runner-owned: an agent's symlink goes, unfollowed
-            self.paths.context_dir.unlink()
-        make_directory(self.paths.context_dir)
-        for name, text in effect.files:
-            atomic_write_text(self.paths.context_dir / name, text)
-        for name in effect.remove:
-            (self.paths.context_dir / name).unlink(missing_ok=True)
+        roots = (self.paths, *(() if self.slot is None else (RunnerPaths(self.slot),)))
+        for paths in roots:
+            if paths.context_dir.is_symlink():  # runner-owned: an agent's symlink goes, unfollowed
+                paths.context_dir.unlink()
+            make_directory(paths.context_dir)
+            for name, text in effect.files:
+                atomic_write_text(paths.context_dir / name, text)
+            for name in effect.remove:
+                (paths.context_dir / name).unlink(missing_ok=True)
 
     def write_journal(self, journal: Journal) -> None:
         write_journal(self.repo, journal)
@@ -524,7 +584,8 @@ class DiskIterationStore:
 
     def read_tree(self) -> TreeRead:
         try:
-            return TreeRead(read_tree_bytes(self.paths))
+            worked_in = self.paths if self.slot is None else RunnerPaths(self.slot)
+            return TreeRead(read_tree_bytes(worked_in))
         except UserFacingError as error:  # the agent deleted it, or grew it past the limit
             return TreeRead(b"", str(error))
 
@@ -561,6 +622,7 @@ class DiskIterationStore:
                 self.iter_dir,
                 effect,
                 protected_files.ProtectedStaging(self.paths, self.protected, self.run_id),
+                self.base,
             )
         except GitError as error:
             raise UserFacingError(

@@ -332,10 +332,32 @@ def open_regular(path: Path) -> BinaryIO:
 def read_bytes_capped(path: Path, limit: int) -> bytes:
     """The regular file's bytes, refusing (FileTooLarge) to load more than `limit` into memory."""
     with open_regular(path) as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size > limit:
-            raise FileTooLarge(path, size, limit)
-        data = handle.read(limit + 1)
+        return _read_capped(handle, path, limit)
+
+
+def read_bytes_capped_at(directory_fd: int, name: str, limit: int) -> bytes:
+    """`read_bytes_capped` of the entry `name` of the directory open as `directory_fd`: a
+    walk that holds each directory open reads its files without resolving a path again."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(name, flags, dir_fd=directory_fd)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise NotRegularFile(Path(name), "a symlink") from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotRegularFile(Path(name), _kind(mode))
+    with os.fdopen(fd, "rb") as handle:
+        return _read_capped(handle, Path(name), limit)
+
+
+def _read_capped(handle: BinaryIO, path: Path, limit: int) -> bytes:
+    size = os.fstat(handle.fileno()).st_size
+    if size > limit:
+        raise FileTooLarge(path, size, limit)
+    data = handle.read(limit + 1)
     if len(data) > limit:
         raise FileTooLarge(path, len(data), limit)
     return data
@@ -416,3 +438,29 @@ def _entry_kind(directory_fd: int, name: str) -> str:
     except OSError:
         return "not a regular file"
     return "a symlink" if stat.S_ISLNK(mode) else _kind(mode)
+
+
+def remove_file_within(top: Path, relative: str) -> None:
+    """Unlink the file or symlink `relative` (`/`-separated) below `top`, every directory on the
+    way reached without following a symlink: nothing is removed when one is missing, is not a
+    directory or is a symlink, or when the entry is a directory. A path leading out (`..`,
+    absolute, empty components) is refused (ValueError)."""
+    parts = relative.split("/")
+    if relative.startswith("/") or any(part in ("", ".", "..") for part in parts):
+        raise ValueError(f"{relative!r} is not a path inside the repository")
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+            try:
+                child = os.open(part, flags, dir_fd=fd)
+            except OSError as error:
+                if error.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+                    return
+                raise
+            os.close(fd)
+            fd = child
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            os.unlink(parts[-1], dir_fd=fd)
+    finally:
+        os.close(fd)

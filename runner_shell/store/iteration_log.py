@@ -19,7 +19,9 @@ from runner_core.history.records import (
     record_from_meta,
 )
 from runner_core.iteration.effects import Commit, FileWrite, Place
+from runner_core.iteration.git_drift import GitHead
 from runner_core.tree.serialization import dumps_tree
+from runner_shell.git.file_commit import commit_files
 from runner_shell.git.log_archive import archive_after_commit
 from runner_shell.git.repo import Repo, StagingGuard
 from runner_shell.step.lock_and_journal import clear_journal, write_journal
@@ -44,20 +46,36 @@ def commit_iteration(
     iter_dir: Path,
     commit: Commit,
     guard: StagingGuard | None = None,
+    base: GitHead | None = None,
 ) -> None:
     """Carry out the final write-set in its order, commit, then archive the iteration's logs
     on `refs/runner/logs/<run>`; the journal tracks each phase and is cleared only then.
 
-    Raises GitError when the commit fails and ArchiveError when the archive does: the
-    iteration is logged, and 'runner recover' finishes it.
+    With `base` (the branch and commit the iteration started from), the commit is built from
+    files: the base's tree, the changes imported from the scratch checkout and the runner's
+    state files; the run's work tree is never staged. Raises GitError when the commit fails
+    and ArchiveError when the archive does: the iteration is logged, and 'runner recover'
+    finishes it.
     """
     write_journal(repo, commit.writing)
     for file in commit.files:
         _write(paths, paths.run_dir(run_id), iter_dir, file)
     write_journal(repo, commit.committing)
-    repo.commit_all(commit.message, guard)
+    if base is not None and base.branch is not None:
+        runner_files = [
+            (paths.relative(paths.state_dir / file.name), _bytes(file))
+            for file in commit.files
+            if file.place is Place.STATE
+        ]
+        commit_files(repo, base.branch, base.sha, commit.changes, runner_files, commit.message)
+    else:
+        repo.commit_all(commit.message, guard)
     archive_after_commit(paths.root, run_id, commit.committing.iteration, iter_dir)
     clear_journal(repo)
+
+
+def _bytes(file: FileWrite) -> bytes:
+    return file.data.encode("utf-8") if isinstance(file.data, str) else file.data
 
 
 def _write(paths: RunnerPaths, run_dir: Path, iter_dir: Path, file: FileWrite) -> None:

@@ -39,6 +39,11 @@ DONE = {"status": "done", "summary": "did it"}
 WRITE_DONE = 'printf \'{"status": "done", "summary": "ok"}\' > "$RUNNER_OUTPUT_PATH"'
 
 
+# The agent works in its scratch checkout; until a sandbox hides it, the run's own checkout is
+# still reachable through the absolute paths the agent is given, and these attacks go there.
+RUN_ROOT = '"$RUNNER_ITER_DIR/../../../.."'
+
+
 def hostile(project: Project, script: str, tree: Any = TWO_LEAVES, **config: Any) -> None:
     """The agent runs `script` in the repository root, then claims done."""
     project.prepare(tree, agent_command=["sh", "-c", f"{script}\n{WRITE_DONE}"], **config)
@@ -64,7 +69,7 @@ def untouched(outside: Path) -> bool:
 def test_a_lock_symlinked_by_the_agent_never_truncates_its_target(
     project: Project, outside: Path
 ) -> None:
-    hostile(project, f"ln -sf {outside / 'precious.txt'} .git/runner.lock")
+    hostile(project, f"ln -sf {outside / 'precious.txt'} {RUN_ROOT}/.git/runner.lock")
     assert cli(project, "step").returncode == 0
 
     message = one_error_line(cli(project, "step"))
@@ -379,7 +384,7 @@ def test_diff_reads_a_replaced_snapshot_from_the_archive_never_through_it(
     project: Project, plant: str
 ) -> None:
     project.prepare(TWO_LEAVES)
-    first = f".runner/iterations/{project.run_id}/1/tree.after.json"
+    first = '"$RUNNER_ITER_DIR/../1/tree.after.json"'
     # The second iteration's agent replaces the first iteration's snapshot.
     hostile(project, f"if [ -e {first} ]; then rm -f {first}; {plant} {first}; fi")
     assert cli(project, "loop", timeout=60).returncode == 0
@@ -544,7 +549,7 @@ def test_a_goal_emptied_by_the_agent_stops_the_next_step_up_front(project: Proje
     project.prepare(TWO_LEAVES)
     run_id = project.run_id
     project.agent_script(
-        {1: {"files": {".runner/GOAL.md": f"---\nid: {run_id}\n---\n"}, "output": DONE}}
+        {1: {"files": {str(project.goal_path): f"---\nid: {run_id}\n---\n"}, "output": DONE}}
     )
     assert cli(project, "step").returncode == 0
 
@@ -566,7 +571,7 @@ def three_iterations_then(project: Project, script: str) -> list[str]:
     for _ in range(3):
         assert cli(project, "step").returncode == 0
     commits = project.git("rev-list", "HEAD").split()
-    hostile_script = f"{script}\n{WRITE_DONE}"
+    hostile_script = f"cd {RUN_ROOT}\n{script}\n{WRITE_DONE}"
     project.set_config(agent_command=["sh", "-c", hostile_script])
     project.commit_setup("hostile agent from now on")
     return commits

@@ -18,6 +18,7 @@ from tests.helpers.crash import cli
 from tests.helpers.e2e import Project, node
 
 TWO_LEAVES = node("root", next_="decompose", children=[node("root.1"), node("root.2", order=1)])
+RUN_ROOT = '"$RUNNER_ITER_DIR/../../../.."'
 WRITE_DONE = 'printf \'{"status": "done", "summary": "ok"}\' > "$RUNNER_OUTPUT_PATH"'
 
 # Where each agent puts the driver: `{section}` is its section header, `{body}` the rest.
@@ -56,7 +57,9 @@ def test_a_filter_the_agent_defines_is_never_run_by_the_runner(
 ) -> None:
     marker = tmp_path / "filter-ran"
     attributes = "printf '* filter=x\\n' > .gitattributes"
-    script = f"{plant(where, marker)}\n{attributes}\necho work > work.txt"
+    # Planted in the run's own repository, reached through the absolute paths the agent is
+    # given (until a sandbox hides it); the agent's work is in its scratch checkout.
+    script = f"(cd {RUN_ROOT}\n{plant(where, marker)})\n{attributes}\necho work > work.txt"
     project.prepare(TWO_LEAVES, agent_command=["sh", "-c", f"{script}\n{WRITE_DONE}"])
 
     first = cli(project, "step", timeout=60)

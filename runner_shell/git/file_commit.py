@@ -1,0 +1,107 @@
+"""The iteration's commit built from files, never from a work tree an agent touched.
+
+The run's branch moves from the base commit to a commit whose tree is the base's with the
+imported changes (blobs already in the object store) and the runner's own files, made
+through a temporary index file (`read-tree`, `update-index --index-info`, `write-tree`,
+`commit-tree`) and `update-ref` with the base as the expected old value: no `git add`, no hook,
+and a branch moved meanwhile makes the commit fail rather than be lost. The run's work tree and
+index then follow, path by path, only where the commit changed them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+
+from runner_core.iteration.import_rules import FILE_MODE, Change
+from runner_shell.git.hardened import GitError, run_git
+from runner_shell.git.repo import Repo
+from runner_shell.store.files import remove_file_within
+
+COMMIT_INDEX = "runner/commit-index"
+
+
+def _git(
+    repo: Repo, args: Sequence[str], stdin: bytes | None = None, env: dict[str, str] | None = None
+) -> bytes:
+    result = run_git(
+        args, repo.root, env=dict(os.environ, **(env or {})), stdin=stdin, filters=repo.filters()
+    )
+    if result.returncode != 0:
+        raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
+    return result.stdout
+
+
+def write_blob(repo: Repo, data: bytes) -> str:
+    return _git(repo, ["hash-object", "-w", "--stdin", "--no-filters"], data).decode().strip()
+
+
+def commit_files(
+    repo: Repo,
+    branch: str,
+    base: str,
+    changes: Sequence[Change],
+    runner_files: Sequence[tuple[str, bytes]],
+    message: str,
+) -> str:
+    """Commit on `branch` (at `base`) the base's tree with `changes` and `runner_files`
+    (path, bytes) applied; the new commit's id. GitError when git fails or the branch moved."""
+    updates = [*changes, *(Change(p, FILE_MODE, write_blob(repo, d)) for p, d in runner_files)]
+    index = repo.git_path(COMMIT_INDEX)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        index.unlink()
+    try:
+        with_index = {"GIT_INDEX_FILE": str(index)}
+        _git(repo, ["read-tree", base], env=with_index)
+        _git(repo, ["update-index", "-z", "--index-info"], _index_info(updates), env=with_index)
+        tree = _git(repo, ["write-tree"], env=with_index).decode().strip()
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            index.unlink()
+    name, email = repo.identity()
+    identity = {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
+    commit_args = ["commit-tree", tree, "-p", base, "-F", "-"]
+    commit = _git(repo, commit_args, message.encode("utf-8"), identity).decode().strip()
+    subject = message.splitlines()[0] if message else ""
+    _git(repo, ["update-ref", "-m", f"runner: {subject}", f"refs/heads/{branch}", commit, base])
+    follow_commit(repo, base, commit)
+    return commit
+
+
+def _index_info(updates: Sequence[Change]) -> bytes:
+    lines = []
+    for change in updates:
+        path = os.fsencode(change.path)
+        if change.mode is None or change.oid is None:
+            lines.append(b"0 " + b"0" * 40 + b"\t" + path + b"\0")
+        else:
+            lines.append(f"{change.mode} {change.oid}\t".encode() + path + b"\0")
+    return b"".join(lines)
+
+
+def follow_commit(repo: Repo, old: str, new: str) -> None:
+    """Bring the run's index and work tree from commit `old` to `new` where they differ: the
+    index is reset to HEAD, changed paths are written from it, deleted ones removed (never
+    through a symlink). Paths the commit did not change are left as they are."""
+    out = _git(repo, ["diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new])
+    fields = out.split(b"\0")
+    written: list[bytes] = []
+    deleted: list[str] = []
+    for status, path in zip(fields[0::2], fields[1::2], strict=False):
+        if status == b"D":
+            deleted.append(os.fsdecode(path))
+        elif status:
+            written.append(path)
+    _git(repo, ["reset", "--quiet", "--no-refresh"])
+    for gone in deleted:
+        remove_file_within(repo.root, gone)
+    if written:
+        stdin = b"".join(path + b"\0" for path in written)
+        _git(repo, ["checkout-index", "--force", "-z", "--stdin"], stdin)

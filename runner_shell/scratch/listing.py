@@ -1,0 +1,204 @@
+"""The listing of a scratch checkout the core's import rules decide over, and its blobs.
+
+Walks the slot's work tree itself, one directory level at a time: every entry is lstat-ed
+from its directory's descriptor and no symlink is ever followed; the slot's own `.git` is
+skipped and never read (nor its config, index, refs or objects). Whether an entry is ignored
+is asked of the run's repository (`git check-ignore`, the base commit's rules), one git call
+per level; an ignored directory is not entered unless the base tracks files below it. A
+regular file is read with a cap and its git blob id computed here; the bytes of every file
+that differs from the base are written into the run's object store, so the commit takes
+exactly the bytes that were judged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+from pyrsistent import pmap
+
+from runner_core.iteration.import_rules import (
+    GITLINK_MODE,
+    NOTES_FILES,
+    BaseEntry,
+    EntryKind,
+    ScratchEntry,
+    ScratchListing,
+    is_git_name,
+    is_runner_owned,
+)
+from runner_shell.git.hardened import GitError, run_git
+from runner_shell.git.repo import Repo
+from runner_shell.store.files import FileTooLarge, NotRegularFile, read_bytes_capped_at
+
+# The largest file an iteration imports; a larger one is the agent's error unless the base
+# has a file of that size there (it is then kept as the base has it, unread).
+IMPORT_MAX_BYTES = 64 * 1024 * 1024
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@attrs.frozen(slots=True)
+class _Seen:
+    path: str
+    name: str
+    mode: int
+    size: int
+
+
+def list_scratch(repo: Repo, slot: Path, base: str) -> ScratchListing:
+    """The slot's entries that are not ignored, the base commit's files and the notes' bytes."""
+    base_files = base_entries(repo, base)
+    hashing = _object_format(repo)
+    entries: list[ScratchEntry] = []
+    notes: dict[str, tuple[bytes | None, bytes | None]] = {
+        path: (repo.file_at(base, path), None) for path in NOTES_FILES
+    }
+    kept_dirs = {parent for path in base_files for parent in _parents(path)}
+    gitlinks = {path for path, entry in base_files.items() if entry.mode == GITLINK_MODE}
+    level = [""]
+    while level:
+        seen = [item for directory in level for item in _entries_of(slot, directory)]
+        ignored = _ignored(repo, [f"{s.path}/" if stat.S_ISDIR(s.mode) else s.path for s in seen])
+        level = []
+        for item in seen:
+            is_dir = stat.S_ISDIR(item.mode)
+            if (f"{item.path}/" if is_dir else item.path) in ignored and item.path not in kept_dirs:
+                continue
+            if is_git_name(item.name):
+                entries.append(ScratchEntry(item.path, EntryKind.GIT))
+            elif is_dir:
+                if item.path not in gitlinks:
+                    level.append(item.path)
+            else:
+                entry, data = _read(slot, item, hashing)
+                if item.path in notes:
+                    notes[item.path] = (notes[item.path][0], data)
+                if data is not None and _differs(entry, base_files.get(item.path)):
+                    _write_blob(repo, entry, data)
+                entries.append(entry)
+    return ScratchListing(tuple(entries), pmap(base_files), pmap(notes))
+
+
+def base_entries(repo: Repo, base: str) -> dict[str, BaseEntry]:
+    """Every file of commit `base` (`git ls-tree -r -l`), by path."""
+    result = run_git(["ls-tree", "-r", "-l", "-z", "--full-tree", base], repo.root)
+    if result.returncode != 0:
+        raise GitError.failed(["ls-tree", base], result.stderr.decode("utf-8", "replace"))
+    found: dict[str, BaseEntry] = {}
+    for record in result.stdout.split(b"\0"):
+        if not record:
+            continue
+        meta, _, path = record.partition(b"\t")
+        mode, _kind, oid, size = meta.split()
+        found[os.fsdecode(path)] = BaseEntry(
+            mode.decode(), oid.decode(), int(size) if size.isdigit() else 0
+        )
+    return found
+
+
+def _parents(path: str) -> Iterator[str]:
+    parts = path.split("/")
+    for end in range(1, len(parts)):
+        yield "/".join(parts[:end])
+
+
+def _object_format(repo: Repo) -> str:
+    out = run_git(["rev-parse", "--show-object-format"], repo.root).stdout.strip()
+    return "sha256" if out == b"sha256" else "sha1"
+
+
+def _open_directory(slot: Path, relative: str) -> int:
+    """A descriptor of the slot's directory `relative`, each component opened without
+    following a symlink (a component swapped for one since it was listed is an OSError)."""
+    fd = os.open(slot, _DIR_FLAGS)
+    for part in relative.split("/") if relative else ():
+        try:
+            child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = child
+    return fd
+
+
+def _entries_of(slot: Path, directory: str) -> list[_Seen]:
+    fd = _open_directory(slot, directory)
+    try:
+        found = []
+        with os.scandir(fd) as scan:
+            for entry in scan:
+                if not directory and entry.name == ".git":
+                    continue  # the slot's own repository: the agent's, never read
+                facts = entry.stat(follow_symlinks=False)
+                path = f"{directory}/{entry.name}" if directory else entry.name
+                found.append(_Seen(path, entry.name, facts.st_mode, facts.st_size))
+    finally:
+        os.close(fd)
+    return sorted(found, key=lambda item: item.path)
+
+
+def _ignored(repo: Repo, paths: list[str]) -> set[str]:
+    """Which of `paths` the base's ignore rules exclude (`dir/` for a directory); a file the
+    base tracks never is."""
+    if not paths:
+        return set()
+    # `./` first: a name starting with `:` is never read as pathspec magic.
+    stdin = b"".join(b"./" + os.fsencode(path) + b"\0" for path in paths)
+    args = ["check-ignore", "-z", "--stdin"]
+    result = run_git(args, repo.root, stdin=stdin, filters=repo.filters())
+    if result.returncode not in (0, 1):
+        raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
+    return {os.fsdecode(path).removeprefix("./") for path in result.stdout.split(b"\0") if path}
+
+
+def _blob_id(data: bytes, hashing: str) -> str:
+    return hashlib.new(hashing, b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _read(slot: Path, item: _Seen, hashing: str) -> tuple[ScratchEntry, bytes | None]:
+    """The entry as the rules see it, and the bytes of its blob when it has one."""
+    if stat.S_ISLNK(item.mode):
+        fd = _open_directory(slot, item.path.rpartition("/")[0])
+        try:
+            target = os.readlink(item.name, dir_fd=fd)
+        finally:
+            os.close(fd)
+        data = os.fsencode(target)
+        entry = ScratchEntry(item.path, EntryKind.SYMLINK, len(data), _blob_id(data, hashing))
+        return attrs.evolve(entry, target=target), data
+    if not stat.S_ISREG(item.mode):
+        return ScratchEntry(item.path, EntryKind.SPECIAL, item.size), None
+    if item.size > IMPORT_MAX_BYTES:
+        return ScratchEntry(item.path, EntryKind.TOO_LARGE, item.size), None
+    fd = _open_directory(slot, item.path.rpartition("/")[0])
+    try:
+        data = read_bytes_capped_at(fd, item.name, IMPORT_MAX_BYTES)
+    except FileTooLarge as error:  # it grew since it was listed
+        return ScratchEntry(item.path, EntryKind.TOO_LARGE, error.size), None
+    except NotRegularFile:  # it was replaced since it was listed
+        return ScratchEntry(item.path, EntryKind.SPECIAL, item.size), None
+    finally:
+        os.close(fd)
+    kind = EntryKind.EXECUTABLE if item.mode & stat.S_IXUSR else EntryKind.FILE
+    return ScratchEntry(item.path, kind, len(data), _blob_id(data, hashing)), data
+
+
+def _differs(entry: ScratchEntry, base: BaseEntry | None) -> bool:
+    """Whether the entry's blob may be new (a mode change alone reuses the base's blob)."""
+    return base is None or base.oid != entry.oid
+
+
+def _write_blob(repo: Repo, entry: ScratchEntry, data: bytes) -> None:
+    """Put `data` in the run's object store (never the runner's own files: those are not
+    imported), checked to be the blob the rules judged."""
+    if is_runner_owned(entry.path):
+        return
+    args = ["hash-object", "-w", "--stdin", "--no-filters"]
+    result = run_git(args, repo.root, stdin=data)
+    if result.returncode != 0:
+        raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
+    if result.stdout.strip().decode() != entry.oid:
+        raise GitError(f"git hash-object gave another id for {entry.path!r}")

@@ -1,0 +1,139 @@
+"""Scratch slots: the checkout an agent and its guard work in, reset to each iteration's base.
+
+A slot lives in the run's (per-worktree) git directory, `<git-dir>/runner/slots/<n>/`: never
+in the work tree (no `git status` or import of the run ever walks it), found and deleted with
+the repository, and distinct for each worktree, so two runs in two worktrees never share one.
+The sandbox binds only the slot, never the git directory around it.
+
+The slot's `.git` is the agent's to rig (config, hooks, index, refs): the runner trusts none
+of it and makes it anew at every reset (objects borrowed read-only from the run through
+`objects/info/alternates`), then resets the work tree to the base keeping ignored files (a
+`.venv`, `node_modules`). A slot whose reset fails is deleted, never followed through a
+symlink, and made again; the `[sandbox] setup` command runs once each time a slot is made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from runner_shell.git.hardened import GitError, run_git
+from runner_shell.git.repo import Repo
+from runner_shell.scratch.sandbox import sandboxed_argv
+from runner_shell.step.processes import SpawnError, run_process
+from runner_shell.store.files import atomic_write_bytes, make_directory
+
+SLOTS_DIR = "runner/slots"
+# Deadline of each git command of a reset and of the setup command.
+SLOT_GIT_TIMEOUT_SECS = 600.0
+SETUP_TIMEOUT_SECS = 1800.0
+SETUP_LOG_LIMIT_BYTES = 100_000
+
+
+class SlotError(Exception):
+    """A slot could not be made or reset; str() is one line naming the slot and why."""
+
+
+def slot_path(repo: Repo, number: int = 0) -> Path:
+    return repo.git_path(f"{SLOTS_DIR}/{number}")
+
+
+def _ready_marker(slot: Path) -> Path:
+    """Beside the slot, out of the agent's reach: the slot was made and its setup ran."""
+    return slot.parent / f"{slot.name}.ready"
+
+
+def prepare_slot(repo: Repo, base: str, setup: Sequence[str] = (), number: int = 0) -> Path:
+    """Slot `number` checked out at commit `base`, made (and set up) first when it is not there."""
+    slot = slot_path(repo, number)
+    made = not _ready_marker(slot).is_file() or not _is_plain_directory(slot)
+    if made:
+        _make(slot)
+    try:
+        _reset(repo, slot, base)
+    except GitError as error:
+        if made:
+            raise SlotError(f"scratch checkout {slot} could not be made: {error}") from None
+        _make(slot)  # a reset the agent's leftovers defeat: start over
+        made = True
+        try:
+            _reset(repo, slot, base)
+        except GitError as again:
+            raise SlotError(f"scratch checkout {slot} could not be made: {again}") from None
+    if made:
+        _set_up(slot, setup)
+    return slot
+
+
+def _is_plain_directory(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
+
+
+def remove_tree(path: Path) -> None:
+    """Remove `path` whatever it is; a symlink in or at it is removed, never followed."""
+    if path.is_symlink() or (os.path.lexists(path) and not path.is_dir()):
+        path.unlink()
+    elif path.is_dir():
+        # rmtree works through directory descriptors here: it never follows a symlink out.
+        assert shutil.rmtree.avoids_symlink_attacks
+        shutil.rmtree(path)
+
+
+def _make(slot: Path) -> None:
+    _ready_marker(slot).unlink(missing_ok=True)
+    remove_tree(slot)
+    make_directory(slot)
+
+
+def _git(slot: Path, *args: str, ok_codes: tuple[int, ...] = (0,)) -> bytes:
+    env = dict(os.environ, GIT_DIR=str(slot / ".git"), GIT_WORK_TREE=str(slot))
+    for name in ("GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"):
+        env.pop(name, None)
+    result = run_git(args, slot, env=env, timeout=SLOT_GIT_TIMEOUT_SECS)
+    if result.returncode not in ok_codes:
+        raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
+    return result.stdout
+
+
+def _reset(repo: Repo, slot: Path, base: str) -> None:
+    """A new `.git` borrowing the run's objects, then the work tree made the base's: tracked
+    files rewritten where they differ, untracked files removed, ignored ones kept."""
+    remove_tree(slot / ".git")
+    objects = repo.common_path("objects")
+    _git(slot, "init", "--quiet", "--template=")
+    atomic_write_bytes(slot / ".git/objects/info/alternates", os.fsencode(objects) + b"\n")
+    _git(slot, "read-tree", base)
+    # Stat data for the new index, so the reset rewrites only what differs from the base.
+    _git(slot, "update-index", "-q", "--refresh", ok_codes=(0, 1))
+    _git(slot, "reset", "--quiet", "--hard", base)
+    _git(slot, "clean", "-ffdq")
+
+
+def _set_up(slot: Path, setup: Sequence[str]) -> None:
+    """Run the `[sandbox] setup` command in the new slot; the slot counts as made only once it
+    succeeded, so a failed or interrupted setup runs again at the next iteration."""
+    if setup:
+        log = slot.parent / f"{slot.name}.setup.log"
+        env = dict(os.environ)
+        argv = sandboxed_argv(setup, slot, env, (slot,), network=True)
+        try:
+            result = run_process(
+                argv,
+                cwd=slot,
+                env=env,
+                stdin_path=None,
+                timeout_secs=SETUP_TIMEOUT_SECS,
+                log_path=log,
+                limit_bytes=SETUP_LOG_LIMIT_BYTES,
+            )
+        except SpawnError as error:
+            raise SlotError(f"[sandbox] setup could not start: {error.reason}") from None
+        if result.exit_code != 0:
+            ended = "timed out" if result.timed_out else f"exited {result.exit_code}"
+            raise SlotError(f"[sandbox] setup {ended} in {slot}; see {log}")
+    with contextlib.suppress(FileNotFoundError):
+        _ready_marker(slot).unlink()
+    atomic_write_bytes(_ready_marker(slot), b"")

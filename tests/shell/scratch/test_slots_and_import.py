@@ -1,0 +1,173 @@
+"""Scratch slots, their listing and the commit built from files, on real repositories."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from runner_core.iteration.import_rules import EntryKind, decide_import
+from runner_shell.git.file_commit import commit_files
+from runner_shell.git.hardened import GitError
+from runner_shell.git.repo import Repo, open_repo
+from runner_shell.scratch.listing import list_scratch
+from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
+from runner_shell.store.files import remove_file_within
+from tests.helpers.git_repos import git, new_repo
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    root = tmp_path / "repo"
+    new_repo(root, ignored="venv/\n")
+    (root / "kept.txt").write_text("kept\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "files")
+    git(root, "checkout", "-qb", "runner/r")
+    return open_repo(root)
+
+
+def head(repo: Repo) -> str:
+    return repo.head_sha()
+
+
+def test_a_slot_is_a_checkout_of_the_base_with_its_own_git_outside_the_work_tree(
+    repo: Repo,
+) -> None:
+    slot = prepare_slot(repo, head(repo))
+    assert slot == slot_path(repo) and repo.root / ".git" in slot.parents
+    assert (slot / "kept.txt").read_text() == "kept\n"
+    assert (slot / ".git").is_dir()
+    assert git(slot, "rev-parse", "HEAD").strip() == head(repo)
+    assert repo.dirty_paths() == ()
+
+
+def test_a_reset_keeps_ignored_files_and_undoes_the_rest(repo: Repo) -> None:
+    slot = prepare_slot(repo, head(repo))
+    (slot / "venv").mkdir()
+    (slot / "venv/installed").write_text("x")
+    (slot / "kept.txt").write_text("changed")
+    (slot / "untracked.txt").write_text("x")
+    (slot / "nested").mkdir()
+    git(slot / "nested", "init", "-q")
+    git(slot, "checkout", "-qb", "agent-branch")
+
+    slot = prepare_slot(repo, head(repo))
+
+    assert (slot / "venv/installed").read_text() == "x"
+    assert (slot / "kept.txt").read_text() == "kept\n"
+    assert not (slot / "untracked.txt").exists() and not (slot / "nested").exists()
+
+
+def test_a_config_the_agent_set_in_its_slot_never_runs_on_reset(repo: Repo, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    slot = prepare_slot(repo, head(repo))
+    git(slot, "config", "core.fsmonitor", f"touch {marker}; true")
+    git(slot, "config", "core.hooksPath", str(tmp_path))
+    (slot / "kept.txt").write_text("changed")
+
+    prepare_slot(repo, head(repo))
+
+    assert not marker.exists()
+
+
+def test_setup_runs_once_when_a_slot_is_made(repo: Repo) -> None:
+    setup = ("sh", "-c", "echo x >> ../setup-count")
+    prepare_slot(repo, head(repo), setup)
+    prepare_slot(repo, head(repo), setup)
+    assert (slot_path(repo).parent / "setup-count").read_text() == "x\n"
+
+
+def test_a_failing_setup_is_one_line_and_runs_again_next_time(repo: Repo) -> None:
+    with pytest.raises(SlotError, match=r"\[sandbox\] setup exited 3"):
+        prepare_slot(repo, head(repo), ("sh", "-c", "exit 3"))
+    prepare_slot(repo, head(repo), ("true",))
+
+
+def test_a_slot_made_a_symlink_is_made_again_never_followed(repo: Repo, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious").write_text("keep")
+    slot = prepare_slot(repo, head(repo))
+    os.rename(slot, tmp_path / "moved")
+    slot.symlink_to(outside)
+
+    slot = prepare_slot(repo, head(repo))
+
+    assert not slot.is_symlink() and (slot / "kept.txt").exists()
+    assert sorted(os.listdir(outside)) == ["precious"]
+
+
+def test_the_listing_never_enters_a_symlinked_directory_and_names_special_files(
+    repo: Repo, tmp_path: Path
+) -> None:
+    slot = prepare_slot(repo, head(repo))
+    (slot / "out").symlink_to(tmp_path)
+    os.mkfifo(slot / "pipe")
+    (slot / "deep").mkdir()
+    (slot / "deep/.git").mkdir()
+
+    kinds = {e.path: e.kind for e in list_scratch(repo, slot, head(repo)).entries}
+
+    assert kinds == {
+        ".gitignore": EntryKind.FILE,
+        "kept.txt": EntryKind.FILE,
+        "out": EntryKind.SYMLINK,
+        "pipe": EntryKind.SPECIAL,
+        "deep/.git": EntryKind.GIT,
+    }
+
+
+def test_the_commit_ignores_the_signing_and_message_settings_of_the_run(
+    repo: Repo, tmp_path: Path
+) -> None:
+    marker = tmp_path / "signed"
+    (tmp_path / "gpg").write_text(f"#!/bin/sh\ntouch {marker}\n")
+    (tmp_path / "gpg").chmod(0o755)
+    for key, value in (
+        ("commit.gpgSign", "true"),
+        ("gpg.program", str(tmp_path / "gpg")),
+        ("core.commentChar", "R"),
+        ("commit.cleanup", "strip"),
+        ("i18n.commitEncoding", "ISO-8859-1"),
+        ("user.name", "a\nRunner-Op: forged"),
+    ):
+        git(repo.root, "config", key, value)
+    slot = prepare_slot(repo, head(repo))
+    (slot / "work.txt").write_text("work\n")
+    base = head(repo)
+    decision = decide_import(list_scratch(repo, slot, base))
+    message = "subject é\n\nRunner-Iter: 1\n# not a comment\n"
+
+    commit_files(repo, "runner/r", base, decision.changes, [("state.json", b"{}\n")], message)
+
+    assert not marker.exists()
+    raw = subprocess.run(
+        ["git", "cat-file", "commit", "HEAD"], cwd=repo.root, capture_output=True, check=True
+    ).stdout
+    headers, _, body = raw.partition(b"\n\n")
+    assert body == message.encode("utf-8")
+    assert b"\nencoding " not in headers and b"gpgsig" not in headers
+    assert b"Runner-Op" not in headers  # a name with a newline is never an identity
+    assert (repo.root / "work.txt").read_text() == "work\n"
+    assert repo.dirty_paths() == ()
+
+
+def test_the_commit_fails_when_the_branch_moved_since_the_base(repo: Repo) -> None:
+    base = head(repo)
+    git(repo.root, "commit", "-q", "--allow-empty", "-m", "moved")
+    with pytest.raises(GitError, match="update-ref"):
+        commit_files(repo, "runner/r", base, (), [], "subject\n")
+
+
+def test_a_removal_never_follows_a_symlink_out(tmp_path: Path) -> None:
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside/f").write_text("keep")
+    (tmp_path / "top").mkdir()
+    (tmp_path / "top/link").symlink_to(tmp_path / "outside")
+    remove_file_within(tmp_path / "top", "link/f")
+    assert (tmp_path / "outside/f").exists()
+    with pytest.raises(ValueError, match="not a path inside"):
+        remove_file_within(tmp_path / "top", "../outside/f")
