@@ -1,0 +1,70 @@
+"""End-to-end specification of what a new user meets in a first week with runner.
+
+Each test pins one defect a first week turned up: a command that lost work, a path an agent
+could not use, a placeholder that cost a paid session, a message that did not lead to the fix.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tests.helpers.e2e import PYTHON, Project, assert_one_error_line
+
+
+def run_cli(
+    project: Project, *args: str, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """The real CLI as a subprocess in `cwd` (the project's root by default)."""
+    return subprocess.run(
+        [PYTHON, "-m", "runner_shell", *args],
+        cwd=cwd or project.root,
+        env=project.env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+# ---------------------------------------------------------------- demo --dir
+
+
+def test_demo_refuses_a_directory_that_is_not_empty_and_changes_nothing(
+    fresh_project: Project,
+) -> None:
+    project = fresh_project
+    project.git("checkout", "--quiet", "-b", "feature")
+    (project.root / "feature.py").write_text("FEATURE = 1\n", encoding="utf-8")
+    project.commit_setup("feature work")
+    (project.root / "README.md").write_text("# edited, not committed\n", encoding="utf-8")
+    (project.root / "wip.txt").write_text("work in progress\n", encoding="utf-8")
+    files_before = project.snapshot()
+    git_before = [project.git("status", "--porcelain=v2", "--branch"), project.git("log", "--all")]
+    refs_before = project.git("for-each-ref")
+
+    result = run_cli(project, "demo", "--dir", str(project.root), cwd=project.root.parent)
+
+    line = assert_one_error_line(result)
+    assert str(project.root) in line
+    assert "empty" in line and "--dir" in line
+    assert result.stdout == ""
+    assert project.snapshot() == files_before
+    assert [project.git("status", "--porcelain=v2", "--branch"), project.git("log", "--all")] == (
+        git_before
+    )
+    assert project.git("for-each-ref") == refs_before
+    assert project.git("symbolic-ref", "HEAD").strip() == "refs/heads/feature"
+
+
+def test_demo_refuses_a_directory_holding_only_a_file(
+    tmp_path: Path, fresh_project: Project
+) -> None:
+    target = tmp_path / "notes"
+    target.mkdir()
+    (target / "todo.txt").write_text("keep me\n", encoding="utf-8")
+
+    result = run_cli(fresh_project, "demo", "--dir", str(target), cwd=tmp_path)
+
+    assert str(target) in assert_one_error_line(result)
+    assert sorted(path.name for path in target.iterdir()) == ["todo.txt"]
