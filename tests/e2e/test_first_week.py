@@ -68,3 +68,20 @@ def test_demo_refuses_a_directory_holding_only_a_file(
 
     assert str(target) in assert_one_error_line(result)
     assert sorted(path.name for path in target.iterdir()) == ["todo.txt"]
+
+
+# ---------------------------------------------------------------- relative directories
+
+
+def test_demo_with_a_relative_dir_completes_and_is_inspected_with_dash_c(
+    tmp_path: Path, fresh_project: Project
+) -> None:
+    """The README's `runner demo --dir d && runner -C d status`: the agent is handed absolute
+    paths, so a relative --dir works like any other."""
+    demo = run_cli(fresh_project, "demo", "--dir", "d", cwd=tmp_path, timeout=60)
+
+    assert demo.returncode == 0, (demo.stdout, demo.stderr)
+    assert "loop: status=complete" in demo.stdout
+    status = run_cli(fresh_project, "-C", "d", "status", cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert "completed" in status.stdout
