@@ -20,6 +20,7 @@ from runner_core import (
 )
 from runner_core.iteration.preconditions import REQUIRED_GITIGNORE_LINES, dirty_tree_problem
 from runner_core.run.chain import chain_seed
+from runner_core.run.identity import GOAL_PLACEHOLDER
 from runner_core.run.listing import start_on_protected_problem
 from runner_core.validation.schema import (
     DECOMPOSER_OUTPUT_SCHEMA_FILE,
@@ -42,11 +43,6 @@ from runner_shell.store.state_files import (
     write_tree,
 )
 
-GOAL_PLACEHOLDER = """# Goal
-
-Describe what the agents should achieve in this repository: the outcome, the constraints,
-and how to tell it is done. The runner gives this file to every agent session.
-"""
 ASSUMPTIONS_HEADER = "# Assumptions\n\nAgents append the assumptions they made here.\n"
 QUESTIONS_HEADER = "# Open questions\n\nAgents append questions for a human here.\n"
 

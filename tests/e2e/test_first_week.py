@@ -85,3 +85,31 @@ def test_demo_with_a_relative_dir_completes_and_is_inspected_with_dash_c(
     status = run_cli(fresh_project, "-C", "d", "status", cwd=tmp_path)
     assert status.returncode == 0, status.stderr
     assert "completed" in status.stdout
+
+
+# ---------------------------------------------------------------- the placeholder goal
+
+PLACEHOLDER_HINT = "edit .runner/GOAL.md"
+
+
+def test_start_refuses_the_placeholder_goal_md(fresh_project: Project) -> None:
+    project = fresh_project
+    assert project.runner("init", "--backend", "command", "--agent", "true").returncode == 0
+
+    line = assert_one_error_line(project.runner("start"))
+
+    assert line.startswith(".runner/GOAL.md ") and PLACEHOLDER_HINT in line
+    assert project.git("symbolic-ref", "--short", "HEAD").strip() == "main"
+
+
+def test_step_refuses_the_placeholder_goal_md(project: Project) -> None:
+    from runner_core.run.identity import GOAL_PLACEHOLDER, with_run_id
+
+    project.goal_path.write_text(with_run_id(GOAL_PLACEHOLDER, project.run_id), encoding="utf-8")
+    project.commit_setup("back to the placeholder")
+    project.agent_script({1: {"output": {"status": "done", "summary": "Did it."}}})
+
+    line = assert_one_error_line(project.runner("step"))
+
+    assert PLACEHOLDER_HINT in line
+    assert not (project.harness / "records").exists()
