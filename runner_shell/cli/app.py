@@ -154,7 +154,7 @@ def init(
     """Scaffold .runner/ with a default config, a placeholder GOAL.md and a root node."""
     from runner_core import ConfigError, parse_config
     from runner_core.run.config import command_words
-    from runner_shell.setup.scaffold import init_runner
+    from runner_shell.setup.scaffold import init_runner, write_git_exclude
 
     paths, repo = _paths()
     try:
@@ -168,6 +168,7 @@ def init(
     # `init --force` rewrites the state files under a running loop's feet unless it waits its turn.
     with exclusive_lock(repo):
         init_runner(paths, force, config)
+        write_git_exclude(repo)
     typer.echo(
         f"initialized {paths.relative(paths.runner_dir)}/ "
         "(edit .runner/GOAL.md, then run 'runner start')"

@@ -18,7 +18,11 @@ from runner_core import (
     render_config,
     with_run_id,
 )
-from runner_core.iteration.preconditions import REQUIRED_GITIGNORE_LINES, dirty_tree_problem
+from runner_core.iteration.preconditions import (
+    REQUIRED_GITIGNORE_LINES,
+    dirty_tree_problem,
+    with_git_exclude_lines,
+)
 from runner_core.run.chain import chain_seed
 from runner_core.run.identity import GOAL_PLACEHOLDER
 from runner_core.run.listing import start_on_protected_problem
@@ -77,6 +81,21 @@ def write_gitignore(paths: RunnerPaths) -> None:
     missing = [line for line in REQUIRED_GITIGNORE_LINES if line not in {x.strip() for x in lines}]
     if missing or not existing:
         atomic_write_text(paths.gitignore, "\n".join([*lines, *missing]) + "\n")
+
+
+def write_git_exclude(repo: Repo) -> None:
+    """Ignore the runner's ephemeral directories on every branch, main included.
+
+    `.runner/.gitignore` is committed on the run branch only, and a commit on the branch the
+    user started from is not the runner's to make; the repository's own exclude file applies
+    on every branch and in every worktree, and is never committed.
+    """
+    exclude = repo.common_path("info/exclude")
+    text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+    updated = with_git_exclude_lines(text)
+    if updated is not None:
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(exclude, updated)
 
 
 def init_runner(paths: RunnerPaths, force: bool, config: Config) -> None:
@@ -154,6 +173,7 @@ def start_run(paths: RunnerPaths, repo: Repo, new: bool = False) -> Started:
     if state.run_id != run_id:
         write_run_state(paths, RunState(run_id=run_id, chain=chain_seed(run_id)))
     write_gitignore(paths)
+    write_git_exclude(repo)
     write_schemas(paths)
     if repo.dirty_paths() or not repo.has_commits():
         repo.commit_all(f"chore(loop): start run {run_id}")

@@ -366,8 +366,21 @@ def status_reading(
     return StatusReading(view, tree, history, journal, operator.journal_alive)
 
 
+def _refuse_no_run_checked_out(paths: RunnerPaths, repo: Repo) -> None:
+    """Off a run branch (on main after a run) the way on is the run's branch, not `init`."""
+    if paths.run_state.exists():
+        return
+    from runner_core.iteration.preconditions import no_run_checked_out_problem
+    from runner_shell.git.run_branches import existing_run_ids
+
+    run_ids = existing_run_ids(paths, repo, None)
+    if run_ids:
+        raise UserFacingError(no_run_checked_out_problem(repo.current_branch(), run_ids))
+
+
 def show_status(paths: RunnerPaths, repo: Repo, as_json: bool) -> None:
     """`runner status`: where the current run stands; works before `runner start` too."""
+    _refuse_no_run_checked_out(paths, repo)
     reading = status_reading(paths, repo)
     if as_json:
         _print_json(status_to_json(reading.view))

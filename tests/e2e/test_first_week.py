@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tests.helpers.e2e import PYTHON, Project, assert_one_error_line
+from tests.helpers.e2e import PYTHON, Project, assert_one_error_line, node
 
 
 def run_cli(
@@ -113,3 +113,41 @@ def test_step_refuses_the_placeholder_goal_md(project: Project) -> None:
 
     assert PLACEHOLDER_HINT in line
     assert not (project.harness / "records").exists()
+
+
+# ---------------------------------------------------------------- back on main after a run
+
+DONE = {"status": "done", "summary": "Did it."}
+
+
+def back_on_main_after_a_step(project: Project) -> str:
+    run = project.prepare(node("root"))
+    project.agent_script({1: {"output": DONE}})
+    assert project.runner("step").returncode == 0
+    project.git("checkout", "--quiet", "main")
+    assert (project.runner_dir / "iterations" / run).is_dir()
+    return run
+
+
+def test_git_status_on_main_is_clean_of_the_runners_own_files(project: Project) -> None:
+    back_on_main_after_a_step(project)
+
+    assert project.status() == ""
+
+
+def test_step_on_main_names_the_run_branch_not_the_ignored_files(project: Project) -> None:
+    run = back_on_main_after_a_step(project)
+
+    line = assert_one_error_line(project.runner("step"))
+
+    assert "not clean" not in line
+    assert f"'git checkout runner/{run}'" in line
+
+
+def test_status_on_main_names_the_run_branch_to_check_out(project: Project) -> None:
+    run = back_on_main_after_a_step(project)
+
+    line = assert_one_error_line(project.runner("status"))
+
+    assert "runner init" not in line
+    assert f"'git checkout runner/{run}'" in line
