@@ -6,8 +6,11 @@ could not use, a placeholder that cost a paid session, a message that did not le
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from tests.helpers.e2e import PYTHON, Project, assert_one_error_line, node
 
@@ -151,3 +154,40 @@ def test_status_on_main_names_the_run_branch_to_check_out(project: Project) -> N
 
     assert "runner init" not in line
     assert f"'git checkout runner/{run}'" in line
+
+
+# ---------------------------------------------------------------- a reader that goes away
+
+
+def run_into_a_closed_pipe(project: Project, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """The CLI with stdout a pipe whose reader is already gone, as in `runner status | head -0`."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(
+            [PYTHON, "-m", "runner_shell", *args],
+            cwd=project.root,
+            env=project.env,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("status",), ("status", "--json"), ("history",), ("runs",), ("select",), ("validate",)],
+    ids=" ".join,
+)
+def test_a_closed_stdout_ends_the_command_quietly_like_git(
+    project: Project, args: tuple[str, ...]
+) -> None:
+    project.prepare(node("root"))
+
+    result = run_into_a_closed_pipe(project, *args)
+
+    assert result.stderr == b""
+    assert result.returncode == 141
