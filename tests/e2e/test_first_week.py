@@ -191,3 +191,16 @@ def test_a_closed_stdout_ends_the_command_quietly_like_git(
 
     assert result.stderr == b""
     assert result.returncode == 141
+
+
+# ---------------------------------------------------------------- node replace --from
+
+
+def test_node_replace_names_the_fields_a_plan_lacks(tmp_path: Path, project: Project) -> None:
+    project.prepare(node("root"))
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"title": "x"}', encoding="utf-8")
+
+    line = assert_one_error_line(project.runner("node", "replace", "root", "--from", str(plan)))
+
+    assert line.startswith("node replace: --from lacks the required field(s) goal, acceptance")
