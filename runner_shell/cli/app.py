@@ -433,7 +433,13 @@ def status(as_json: AsJson = False) -> None:
 
 @app.command()
 @guarded
-def follow(run: RunId = None, as_json: AsJson = False) -> None:
+def follow(
+    run: RunId = None,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print JSON Lines (one JSON document per line, stable keys)."),
+    ] = False,
+) -> None:
     """Print the run's events as they happen (from another terminal); exit when the loop ends."""
     from runner_shell.views.follow import follow_run
     from runner_shell.views.inspect import warn

@@ -204,3 +204,14 @@ def test_node_replace_names_the_fields_a_plan_lacks(tmp_path: Path, project: Pro
     line = assert_one_error_line(project.runner("node", "replace", "root", "--from", str(plan)))
 
     assert line.startswith("node replace: --from lacks the required field(s) goal, acceptance")
+
+
+# ---------------------------------------------------------------- help texts
+
+
+def test_follow_json_help_says_json_lines(fresh_project: Project) -> None:
+    result = fresh_project.runner("follow", "--help")
+
+    assert result.returncode == 0, result.stderr
+    help_text = " ".join(result.stdout.split())
+    assert "JSON Lines (one JSON document per line" in help_text
