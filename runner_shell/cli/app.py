@@ -201,7 +201,15 @@ def validate(as_json: AsJson = False) -> None:
     from runner_core.views.reports import validation_to_json
 
     lines: list[str] = []
-    code = commands.validate(lines.append)
+    try:
+        code = commands.validate(lines.append)
+    except (UserFacingError, GitError, OSError) as error:
+        failure = failure_of(error)
+        if failure is None:
+            raise
+        # The document comes with the failure too, so a script reads one answer either way.
+        typer.echo(json.dumps(validation_to_json(lines, failure[0]), indent=2))
+        raise _fail(*failure) from None
     typer.echo(json.dumps(validation_to_json(lines), indent=2))
     raise typer.Exit(code)
 

@@ -6,12 +6,16 @@ could not use, a placeholder that cost a paid session, a message that did not le
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
+import jsonschema
 import pytest
 
+from tests.helpers import SCHEMAS
 from tests.helpers.e2e import PYTHON, Project, assert_one_error_line, node
 
 
@@ -215,3 +219,31 @@ def test_follow_json_help_says_json_lines(fresh_project: Project) -> None:
     assert result.returncode == 0, result.stderr
     help_text = " ".join(result.stdout.split())
     assert "JSON Lines (one JSON document per line" in help_text
+
+
+# ---------------------------------------------------------------- validate --json
+
+
+def validate_schema() -> dict[str, Any]:
+    path = SCHEMAS / "views" / "validate.schema.json"
+    return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+def test_validate_json_prints_its_document_when_a_check_fails(project: Project) -> None:
+    project.prepare(node("root"))
+    project.config_path.write_text("max_iterations = 'many'\n", encoding="utf-8")
+
+    result = project.runner("validate", "--json")
+
+    message = assert_one_error_line(result)
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, validate_schema(), cls=jsonschema.Draft202012Validator)
+    assert document == {
+        "layout": "ok",
+        "config": "failed",
+        "tree": None,
+        "run": None,
+        "id": None,
+        "branch": None,
+        "error": message,
+    }
