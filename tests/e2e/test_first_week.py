@@ -247,3 +247,33 @@ def test_validate_json_prints_its_document_when_a_check_fails(project: Project) 
         "branch": None,
         "error": message,
     }
+
+
+# ---------------------------------------------------------------- the limit after an error
+
+
+def test_a_runner_error_on_the_last_iteration_ends_at_the_limit_at_once_with_on_limit(
+    project: Project,
+) -> None:
+    heard = project.harness / "on_limit.jsonl"
+    hook = [PYTHON, "-c", "import sys; open(sys.argv[1], 'a').write(sys.stdin.read())", str(heard)]
+    run = project.prepare(
+        node("root"),
+        max_iterations=1,
+        loop={"runner_error_backoff_secs": [60], "max_wait_secs": 60},
+        hooks={"on_limit": hook},
+    )
+    project.agent_script({1: {"exit": 5}})
+
+    result = project.runner("loop", timeout=45)
+
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.splitlines() == [
+        f"loop: step run={run} iter=1 node=root status=retry guard=skipped",
+        f"loop: status=limit run={run} next_iter=2 max_iterations=1 steps=1 started_at_iter=1",
+    ]
+    fired = [json.loads(line) for line in heard.read_text(encoding="utf-8").splitlines()]
+    assert [(event["type"], event["kind"]) for event in fired] == [("limit_reached", "iterations")]
+    events_log = project.runner_dir / "iterations" / run / "events.jsonl"
+    recorded = [json.loads(line) for line in events_log.read_text(encoding="utf-8").splitlines()]
+    assert [event["type"] for event in recorded][-2:] == ["runner_error", "limit_reached"]
