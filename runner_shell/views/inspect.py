@@ -367,8 +367,10 @@ def status_reading(
 
 
 def _refuse_no_run_checked_out(paths: RunnerPaths, repo: Repo) -> None:
-    """Off a run branch (on main after a run) the way on is the run's branch, not `init`."""
-    if paths.run_state.exists():
+    """Off a run branch (on main after a run) the way on is the run's branch, not `init`;
+    on a run branch a deleted run_state.json is restored with git instead."""
+    state_path = paths.relative(paths.run_state)
+    if paths.run_state.exists() or repo.file_at_head(state_path) is not None:
         return
     from runner_core.iteration.preconditions import no_run_checked_out_problem
     from runner_shell.git.run_branches import existing_run_ids
