@@ -24,6 +24,7 @@ from runner_core.tree.model import Node
 from runner_core.tree.selection import select_leaf
 from runner_shell.cli import commands
 from runner_shell.cli.commands import failure_of
+from runner_shell.cli.help_text import RunnerTyper
 from runner_shell.errors import UserFacingError, failure_line, internal_error_line
 from runner_shell.git.repo import GitError, Repo, open_repo
 from runner_shell.step.lock_and_journal import exclusive_lock
@@ -31,7 +32,7 @@ from runner_shell.store.layout import RunnerPaths
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
-app = typer.Typer(
+app = RunnerTyper(
     add_completion=False,
     no_args_is_help=True,
     help="Drive coding agents through a goal over a strict JSON task tree, one step at a time.",
@@ -188,7 +189,8 @@ def start(
     paths, repo = _paths()
     with exclusive_lock(repo):
         started = start_run(paths, repo, new)
-    typer.echo(f"started run={started.run_id} branch={started.branch}")
+    said = "already started" if started.already else "started"
+    typer.echo(f"{said} run={started.run_id} branch={started.branch}")
 
 
 @app.command()
@@ -300,7 +302,7 @@ def demo(
 
 # ---------------------------------------------------------------- the operator
 
-node_app = typer.Typer(
+node_app = RunnerTyper(
     no_args_is_help=True,
     rich_markup_mode=None,
     context_settings=HELP_OPTIONS,
@@ -400,7 +402,7 @@ def node_skip(node_id: NodeId) -> None:
 @app.command()
 @guarded
 def tell(
-    text: Annotated[str | None, typer.Argument(metavar="[TEXT]", help="The guidance.")] = None,
+    text: Annotated[str | None, typer.Argument(metavar="TEXT", help="The guidance.")] = None,
     from_file: Annotated[
         Path | None, typer.Option("--file", metavar="F", help="Read the guidance from F.")
     ] = None,
@@ -557,7 +559,7 @@ def diff(iteration: Iteration, run: RunId = None, as_json: AsJson = False) -> No
     show_diff(*_paths(), iteration, run, as_json)
 
 
-logs_app = typer.Typer(
+logs_app = RunnerTyper(
     no_args_is_help=True,
     help="The iteration logs archived in git on refs/runner/logs/<run>.",
     rich_markup_mode=None,

@@ -120,6 +120,7 @@ def init_runner(paths: RunnerPaths, force: bool, config: Config) -> None:
 class Started:
     run_id: str
     branch: str
+    already: bool = False  # the run existed and had its identity: nothing was started
 
 
 def reset_for_new_run(paths: RunnerPaths, config: Config, run_id: str) -> None:
@@ -172,9 +173,10 @@ def start_run(paths: RunnerPaths, repo: Repo, new: bool = False) -> Started:
     state = load_run_state(paths) if paths.run_state.exists() else RunState()
     if state.run_id != run_id:
         write_run_state(paths, RunState(run_id=run_id, chain=chain_seed(run_id)))
+    already = not new and state.run_id == run_id
     write_gitignore(paths)
     write_git_exclude(repo)
     write_schemas(paths)
     if repo.dirty_paths() or not repo.has_commits():
         repo.commit_all(f"chore(loop): start run {run_id}")
-    return Started(run_id, branch)
+    return Started(run_id, branch, already)

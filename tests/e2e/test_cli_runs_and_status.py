@@ -65,7 +65,7 @@ def test_step_on_main_while_a_run_branch_exists_names_that_branch(project: Proje
 def test_start_on_the_run_branch_keeps_the_run(project: Project) -> None:
     run = project.prepare(node("root"))
     result = project.runner("start")
-    assert lines(result.stdout) == [f"started run={run} branch=runner/{run}"]
+    assert lines(result.stdout) == [f"already started run={run} branch=runner/{run}"]
 
 
 def test_a_second_run_after_the_first_was_merged_into_main(project: Project) -> None:

@@ -277,3 +277,57 @@ def test_a_runner_error_on_the_last_iteration_ends_at_the_limit_at_once_with_on_
     events_log = project.runner_dir / "iterations" / run / "events.jsonl"
     recorded = [json.loads(line) for line in events_log.read_text(encoding="utf-8").splitlines()]
     assert [event["type"] for event in recorded][-2:] == ["runner_error", "limit_reached"]
+
+
+# ---------------------------------------------------------------- small things that mislead
+
+
+def test_start_on_a_started_run_says_it_is_already_started(project: Project) -> None:
+    run = project.prepare(node("root"))
+    head = project.head()
+
+    result = project.runner("start")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"already started run={run} branch=runner/{run}"]
+    assert project.head() == head
+
+
+def test_diff_prints_json_booleans(project: Project) -> None:
+    project.prepare(node("root"))
+    project.agent_script({1: {"output": DONE}})
+    assert project.runner("step").returncode == 0
+
+    result = project.runner("diff", "1")
+
+    assert result.returncode == 0, result.stderr
+    assert "  root passes: false -> true" in result.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("command", "usage"),
+    [
+        pytest.param(("show",), "Usage: runner show [OPTIONS] ITER", id="show"),
+        pytest.param(("diff",), "Usage: runner diff [OPTIONS] ITER", id="diff"),
+        pytest.param(("tell",), "Usage: runner tell [OPTIONS] [TEXT]", id="tell"),
+        pytest.param(("node", "retry"), "Usage: runner node retry [OPTIONS] ID", id="node retry"),
+    ],
+)
+def test_usage_lines_show_plain_metavariables(
+    fresh_project: Project, command: tuple[str, ...], usage: str
+) -> None:
+    result = fresh_project.runner(*command, "--help")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == usage
+
+
+def test_the_help_lists_every_command_without_cutting_its_summary(fresh_project: Project) -> None:
+    result = fresh_project.runner("--help")
+
+    assert result.returncode == 0, result.stderr
+    commands = result.stdout.split("Commands:\n", 1)[1]
+    assert "..." not in commands
+    assert "Scaffold .runner/ with a default config, a placeholder GOAL.md and a root node." in (
+        " ".join(commands.split())
+    )
