@@ -19,6 +19,18 @@ def with_guidance(current: str | None, note: str) -> str:
     return f"{base}\n\n{text}\n" if base.strip() else f"{text}\n"
 
 
+QUESTIONS_HEADER = "# Open questions\n\nAgents append questions for a human here.\n"
+
+
+def asked_questions(text: str | None) -> str | None:
+    """The questions agents appended to questions.md (`text`, None when absent): the file
+    without the header `runner init` writes, or None when nothing is asked."""
+    if text is None:
+        return None
+    asked = text.removeprefix(QUESTIONS_HEADER)
+    return asked if asked.strip() else None
+
+
 def guidance_commit_message(run_id: str, actor: str) -> str:
     """The commit of a `runner tell`: subject, then who told which run."""
     lines = render_trailers(((RUN, run_id), (ACTOR, actor)))

@@ -40,6 +40,7 @@ from runner_core.loop.budget import (
     totals_to_json,
 )
 from runner_core.run.config import NO_BUDGET, BudgetConfig
+from runner_core.run.guidance import asked_questions
 from runner_core.run.identity import branch_for
 from runner_core.run.operations import OperatorAction, action_to_json
 from runner_core.run.state import RunState
@@ -107,7 +108,7 @@ class StatusView:
     tree: tuple[TreeRow, ...]
     removed: tuple[tuple[str, int, NodeDisplayState], ...]
     # The operator's side (issue 9): an iteration whose runner died, guidance given, the
-    # agent's open questions (only while a leaf is stuck) and the operator commits.
+    # agent's open questions (whenever questions.md asks any) and the operator commits.
     interrupted: Journal | None = None
     guidance: str | None = None
     questions: str | None = None
@@ -203,7 +204,7 @@ def status_view(
         removed=removed,
         interrupted=named if live is None else None,
         guidance=operator.guidance,
-        questions=operator.questions if stuck else None,
+        questions=asked_questions(operator.questions),
         operator_actions=operator.actions,
         budgets=budget_uses(budget, history.summary()),
     )

@@ -24,6 +24,7 @@ from runner_core.iteration.preconditions import (
     with_git_exclude_lines,
 )
 from runner_core.run.chain import chain_seed
+from runner_core.run.guidance import QUESTIONS_HEADER
 from runner_core.run.identity import GOAL_PLACEHOLDER
 from runner_core.run.listing import start_on_protected_problem
 from runner_core.validation.schema import (
@@ -48,7 +49,6 @@ from runner_shell.store.state_files import (
 )
 
 ASSUMPTIONS_HEADER = "# Assumptions\n\nAgents append the assumptions they made here.\n"
-QUESTIONS_HEADER = "# Open questions\n\nAgents append questions for a human here.\n"
 
 
 def root_node(config: Config) -> Node:

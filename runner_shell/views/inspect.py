@@ -292,7 +292,7 @@ def render_status(view: StatusView) -> list[str]:
         out.append("guidance:")
         out.extend(f"  {line}" for line in view.guidance.rstrip().splitlines())
     if view.questions is not None:
-        out.append("questions (a leaf is stuck; the agents asked):")
+        out.append("questions (the agents asked):")
         out.extend(f"  {line}" for line in view.questions.rstrip().splitlines())
     out.append("tree:")
     for row in view.tree:

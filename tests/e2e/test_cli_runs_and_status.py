@@ -3,7 +3,7 @@
 `runner start` on main refuses to guess between runs; `runner start --new` starts another,
 also after the first was merged into main; `runner runs` lists them. `runner status` says
 `running` only while the journal's runner lives, shows the operator's guidance, the agents'
-questions when a leaf is stuck and the operator commits; `history` and `report` list them.
+questions whenever there are any and the operator commits; `history` and `report` list them.
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def test_status_shows_stuck_leaves_as_stuck_and_their_open_questions(project: Pr
     assert "  Which database?" in out
 
 
-def test_status_hides_questions_while_no_leaf_is_stuck(project: Project) -> None:
+def test_status_hides_a_questions_md_that_asks_nothing(project: Project) -> None:
     project.prepare(node("root"))
     assert json_of(project, "status")["questions"] is None
 

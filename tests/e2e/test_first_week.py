@@ -331,3 +331,15 @@ def test_the_help_lists_every_command_without_cutting_its_summary(fresh_project:
     assert "Scaffold .runner/ with a default config, a placeholder GOAL.md and a root node." in (
         " ".join(commands.split())
     )
+
+
+def test_status_shows_the_agents_questions_while_no_leaf_is_stuck(project: Project) -> None:
+    project.prepare(node("root"))
+    questions = project.runner_dir / "state" / "questions.md"
+    questions.write_text(questions.read_text(encoding="utf-8") + "- Which database?\n")
+    project.commit_setup("a question")
+
+    document = json.loads(project.runner("status", "--json").stdout)
+
+    assert document["questions"] == "- Which database?\n"
+    assert "  - Which database?" in project.runner("status").stdout.splitlines()
