@@ -526,7 +526,10 @@ def serve(
         str, typer.Option("--host", metavar="HOST", help="Address to bind (loopback by default).")
     ] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option("--port", min=1, max=65535, metavar="PORT", help="Port to bind.")
+        int,
+        typer.Option(
+            "--port", min=0, max=65535, metavar="PORT", help="Port to bind (0: any free one)."
+        ),
     ] = 8765,
     run: RunId = None,
 ) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -343,3 +344,26 @@ def test_status_shows_the_agents_questions_while_no_leaf_is_stuck(project: Proje
 
     assert document["questions"] == "- Which database?\n"
     assert "  - Which database?" in project.runner("status").stdout.splitlines()
+
+
+# ---------------------------------------------------------------- serve --port 0
+
+
+def test_serve_on_port_0_binds_a_free_port_and_prints_it(project: Project) -> None:
+    from tests.helpers.serve import serve_process, wait_until_answering
+
+    project.prepare(node("root"))
+    process = serve_process(project, "--port", "0")
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        match = re.fullmatch(
+            r"serve: http://127\.0\.0\.1:(\d+)/ \(read-only; Ctrl-C stops\)\n", first
+        )
+        assert match is not None, (first, process.stderr.read() if process.poll() else "")
+        port = int(match.group(1))
+        assert port != 0
+        wait_until_answering(process, f"http://127.0.0.1:{port}")
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
