@@ -500,6 +500,7 @@ def make_repo(
     run(["git", *GIT_IDENTITY, "commit", "--quiet", "-m", "initial"], directory)
     runner = runner_command()
     run([*runner, "init"], directory)
+    (directory / ".runner" / "GOAL.md").write_text("# Goal\n\nBenchmark.\n", encoding="utf-8")
     state = directory / ".runner" / "state"
     (state / "tree.json").write_text(tree, encoding="utf-8")
     (state / "config.toml").write_text(config_text(guard, agent, max_iterations), encoding="utf-8")

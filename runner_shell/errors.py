@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
+from typing import NoReturn
 
 from runner_core.run.exit_codes import ExitCode
 from runner_core.views.text import error_line
+
+# What a process killed by SIGPIPE reports (128 + 13), as git and rg do when their reader quits.
+STDOUT_CLOSED_EXIT = 141
 
 
 class UserFacingError(Exception):
@@ -35,3 +40,15 @@ def internal_error_line(error: Exception) -> str:
         f"{failure_line(f'internal error: {type(error).__name__}: {error}')} "
         "(rerun with RUNNER_DEBUG=1 for a traceback)"
     )
+
+
+def exit_for_closed_stdout() -> NoReturn:
+    """The reader of stdout went away (`runner status | head -4`): stop at once, silently.
+
+    Python ignores SIGPIPE and raises BrokenPipeError instead; stdout is pointed at /dev/null
+    so that the interpreter's last flush of what is still buffered finds a reader.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    sys.exit(STDOUT_CLOSED_EXIT)

@@ -15,6 +15,8 @@ import pytest
 
 from tests.helpers.e2e import AGENT_SOURCE, GUARD_SOURCE, IDENTITY, Project, ProjectFactory
 
+TEMPLATE_GOAL = "# Goal\n\nDo what the fake agent's script says, until the guard passes.\n"
+
 
 def isolated_env(home: Path, harness: Path) -> dict[str, str]:
     """The environment the runner runs in: no git identity, no user or system git config."""
@@ -56,7 +58,8 @@ def scripts_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def templates(tmp_path_factory: pytest.TempPathFactory, scripts_dir: Path) -> dict[str, Path]:
     """`initialized`: `.runner/` from the real `runner init`, untracked, on main, configured
-    for the fake agent and guard; `started`: the same after the real `runner start`."""
+    for the fake agent and guard, with a goal in GOAL.md; `started`: the same after the real
+    `runner start`."""
     base = tmp_path_factory.mktemp("e2e-templates")
     project = Project(
         base / "initialized",
@@ -68,6 +71,8 @@ def templates(tmp_path_factory: pytest.TempPathFactory, scripts_dir: Path) -> di
     result = project.runner("init")
     assert result.returncode == 0, result.stderr
     project.set_config()
+    # As a user does before `runner start`, which refuses init's placeholder goal.
+    project.goal_path.write_text(TEMPLATE_GOAL, encoding="utf-8")
     started = base / "started"
     shutil.copytree(project.root, started, symlinks=True)
     result = Project(started, project.harness, scripts_dir, project.env).runner("start")

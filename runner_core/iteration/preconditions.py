@@ -49,6 +49,27 @@ def gitignore_problem(lines: tuple[str, ...] | None) -> str | None:
     return None
 
 
+# The same ephemeral directories for git's repository-wide exclude file: `.runner/.gitignore`
+# exists only on run branches, and back on main the iteration logs and context stay behind.
+GIT_EXCLUDE_LINES = tuple(f"/.runner/{line}" for line in REQUIRED_GITIGNORE_LINES)
+
+
+def with_git_exclude_lines(text: str) -> str | None:
+    """`.git/info/exclude`'s text with the runner's lines added, or None when it has them."""
+    present = {line.strip() for line in text.splitlines()}
+    missing = [line for line in GIT_EXCLUDE_LINES if line not in present]
+    if not missing:
+        return None
+    kept = text if not text or text.endswith("\n") else text + "\n"
+    return kept + "".join(f"{line}\n" for line in missing)
+
+
+def no_run_checked_out_problem(branch: str | None, run_ids: tuple[str, ...]) -> str:
+    """Why there is no run to show where the run state is missing but run branches exist."""
+    where = "HEAD is detached" if branch is None else f"branch '{branch}' holds no run"
+    return f"{where} (.runner/state/run_state.json is missing): {ways_on(run_ids)}"
+
+
 def ways_on(run_ids: tuple[str, ...]) -> str:
     """How to go on from main/master when runs exist: continue one, or start a new one."""
     first = run_ids[0]

@@ -195,11 +195,19 @@ LIMIT_DEFAULT_WAIT_SECS: Mapping[LimitKind, int] = MappingProxyType(
     }
 )
 
+# The `kind` of the `limit_reached` event the iteration limit ends the loop with, beside the
+# usage and rate limits' kinds, so that `on_limit` hears of every limit the loop meets.
+ITERATIONS_LIMIT_KIND = "iterations"
+ITERATIONS_LIMIT_MESSAGE = (
+    "max_iterations reached: no iteration is left (raise max_iterations in "
+    ".runner/state/config.toml)"
+)
+
 # The steps whose decision is one fixed stop: (its kind, events).
 FIXED_STOPS: Mapping[StepKind, tuple[StopKind, tuple[EventType, ...]]] = MappingProxyType(
     {
         StepKind.COMPLETE: (StopKind.COMPLETE, (EventType.COMPLETE,)),
-        StepKind.ITERATION_LIMIT: (StopKind.LIMIT, ()),
+        StepKind.ITERATION_LIMIT: (StopKind.LIMIT, (EventType.LIMIT_REACHED,)),
     }
 )
 
@@ -238,10 +246,13 @@ def after_step(
     *,
     steps: int = 0,
     max_steps: int | None = None,
+    iterations_left: int | None = None,
 ) -> LoopDecision:
     """What the loop does after `result`, at `now` (an aware datetime), having taken `steps`
     steps of the `max_steps` (`--max-steps`) it may take."""
     decision = _after(state, result, config, now)
+    if iterations_left is not None and iterations_left <= 0:
+        decision = _no_iteration_left(decision)
     if max_steps is None or steps < max_steps:
         return decision
     if not isinstance(decision, Continue | Wait):
@@ -249,6 +260,26 @@ def after_step(
     # No step follows: stop now rather than wait for one (what happened is still told).
     told = tuple(event for event in decision.events if event is not EventType.WAITING)
     return Stop(StopKind.MAX_STEPS, decision.state, told)
+
+
+def _no_iteration_left(decision: LoopDecision) -> LoopDecision:
+    """A wait that no iteration would follow is not waited out: the loop stops at the
+    iteration limit now, telling what happened (the wait itself excepted) and the limit."""
+    if not isinstance(decision, Wait):
+        return decision
+    told = tuple(event for event in decision.events if event is not EventType.WAITING)
+    kind, limit_events = FIXED_STOPS[StepKind.ITERATION_LIMIT]
+    return Stop(kind, decision.state, (*told, *limit_events))
+
+
+def _is_iteration_limit(decision: LoopDecision, index: int) -> bool:
+    """Whether the event at `index` is the iteration limit's: the last of a `limit` stop (a
+    usage limit met on the last iteration comes before it)."""
+    return (
+        isinstance(decision, Stop)
+        and decision.kind is StopKind.LIMIT
+        and index == len(decision.events) - 1
+    )
 
 
 def _after(state: LoopState, result: StepResult, config: LoopConfig, now: datetime) -> LoopDecision:
@@ -318,10 +349,12 @@ def _after_stuck(state: LoopState, result: StepResult, config: LoopConfig) -> De
 
 def ends_the_loop(event: Event) -> bool:
     """Whether `runner loop` ended with `event` (what `runner follow` waits for): complete, a
-    budget, a pause (`runner stop`), a stuck leaf it stops at, or the runner error that ended a
-    streak. The iteration limit has no event of its own."""
+    budget, a pause (`runner stop`), the iteration limit, a stuck leaf it stops at, or the
+    runner error that ended a streak."""
     if event.type in (EventType.COMPLETE, EventType.BUDGET_EXHAUSTED, EventType.PAUSED):
         return True
+    if event.type is EventType.LIMIT_REACHED:
+        return bool(event.figures["kind"] == ITERATIONS_LIMIT_KIND)
     if event.type is EventType.STUCK:
         return bool(event.figures["action"] == "stop")
     if event.type is EventType.RUNNER_ERROR:
@@ -345,8 +378,13 @@ def decision_events(
     error = result.error if result is not None else None
     limit = result.limit if result is not None else None
     built: list[Event] = []
-    for kind in decision.events:
-        if kind is EventType.RUNNER_ERROR:
+    for index, kind in enumerate(decision.events):
+        if kind is EventType.LIMIT_REACHED and _is_iteration_limit(decision, index):
+            reached = events.limit_reached(
+                here, ITERATIONS_LIMIT_KIND, ITERATIONS_LIMIT_MESSAGE, None, None
+            )
+            built.append(reached)
+        elif kind is EventType.RUNNER_ERROR:
             count = decision.state.consecutive_runner_errors
             allowed = stops_after_runner_errors(config.max_consecutive_runner_errors)
             built.append(events.runner_error(here, error or "", count, allowed))

@@ -115,16 +115,38 @@ EMPTY_GOAL = (
     "has no goal: it is empty or only frontmatter; write what the run should achieve below "
     "the frontmatter"
 )
+GOAL_PLACEHOLDER = """# Goal
+
+Describe what the agents should achieve in this repository: the outcome, the constraints,
+and how to tell it is done. The runner gives this file to every agent session.
+"""
+PLACEHOLDER_GOAL = (
+    "still holds the placeholder 'runner init' wrote: edit .runner/GOAL.md to say what the "
+    "agents should achieve (the outcome, the constraints, how to tell it is done)"
+)
+
+
+def _prose_words(body: str) -> tuple[str, ...]:
+    """The words of a Markdown body outside its headings: what a goal says, in any layout."""
+    return tuple(
+        word
+        for line in body.splitlines()
+        if not line.lstrip().startswith("#")
+        for word in line.split()
+    )
 
 
 def empty_goal_problem(text: str) -> str | None:
-    """Why GOAL.md cannot drive a run because it states no goal (empty, or only frontmatter);
-    start, validate and step refuse it up front, since the agent's prompt needs one."""
+    """Why GOAL.md cannot drive a run because it states no goal (empty, only frontmatter, or
+    still the placeholder `runner init` scaffolds); start, validate and step refuse it up
+    front, since the agent's prompt needs one and a paid session on nothing is wasted."""
     try:
         body = parse_frontmatter(text).body
     except RunIdentityError:
         return None  # broken frontmatter is goal_run_id's to report
-    return None if body.strip() else EMPTY_GOAL
+    if not body.strip():
+        return EMPTY_GOAL
+    return PLACEHOLDER_GOAL if _prose_words(body) == _prose_words(GOAL_PLACEHOLDER) else None
 
 
 def goal_run_id(text: str) -> str | None:

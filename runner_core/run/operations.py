@@ -147,8 +147,20 @@ def plan_from_json(document: Any) -> NewPlan:
             f"node replace: --from has unknown field(s) {', '.join(unknown)} "
             f"(allowed: {', '.join(PLAN_FIELDS)})"
         )
-    # The node's own fields have exactly a decomposer child's shape and rules.
-    own = {field: document.get(field) for field in PLAN_FIELDS[:4]}
+    required = PLAN_FIELDS[:4]
+    missing = [field for field in required if field not in document]
+    if missing:
+        raise OperationError(
+            f"node replace: --from lacks the required field(s) {', '.join(missing)} "
+            f"(a plan is {{{', '.join(required)}[, children]}})"
+        )
+    # The node's own fields have exactly a decomposer child's shape and rules; their errors
+    # are named as the user wrote them, not by their place in that decomposer document.
+    own = {field: document[field] for field in required}
+    shape = validate_decomposer_output({"summary": "", "children": [own]})
+    if shape:
+        own_terms = (error.replace("$.children[0].", "", 1) for error in shape)
+        raise OperationError(f"node replace: --from: {'; '.join(own_terms)}")
     (spec,) = child_specs_from_file({"summary": "", "children": [own]}, NodeOperation.REPLACE)
     children: tuple[ChildSpec, ...] = ()
     if "children" in document:

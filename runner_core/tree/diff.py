@@ -9,6 +9,7 @@ audit does that.
 from __future__ import annotations
 
 import enum
+import json
 from typing import Any
 
 import attrs
@@ -117,6 +118,12 @@ def tree_diff_to_json(diff: TreeDiff) -> dict[str, Any]:
     return {"changes": [change_to_json(change) for change in diff.changes]}
 
 
+def _value_text(value: Any) -> str:
+    """A field's value in a diff line: booleans as tree.json spells them, the rest as Python
+    quotes them (a title's spaces stay visibly inside its quotes)."""
+    return json.dumps(value) if isinstance(value, bool) else repr(value)
+
+
 def change_lines(diff: TreeDiff) -> tuple[str, ...]:
     """One line per change: `added X under P`, `removed X`, `X moved P -> Q`, `X field: a -> b`."""
     lines: list[str] = []
@@ -131,7 +138,8 @@ def change_lines(diff: TreeDiff) -> tuple[str, ...]:
                     f"{change.node_id} moved {change.parent_before} -> {change.parent_after}"
                 )
             lines.extend(
-                f"{change.node_id} {field.field}: {field.old!r} -> {field.new!r}"
+                f"{change.node_id} {field.field}: {_value_text(field.old)} -> "
+                f"{_value_text(field.new)}"
                 for field in change.fields
             )
     return tuple(lines)

@@ -25,13 +25,20 @@ def selection_to_json(selection: Selection) -> dict[str, Any]:
 
 
 VALIDATION_KEYS = ("layout", "config", "tree", "run", "id", "branch", "sandbox")
+# The checks among them, in the order they run (the id and branch are what `run` found).
+CHECK_KEYS = ("layout", "config", "tree", "run", "sandbox")
 
 
-def validation_to_json(lines: Sequence[str]) -> dict[str, Any]:
-    """`runner validate --json`: the `validate: key=value` lines of a passing check, joined."""
+def validation_to_json(lines: Sequence[str], error: str | None = None) -> dict[str, Any]:
+    """`runner validate --json`: the `validate: key=value` lines printed, joined; with the
+    `error` that stopped the checks, the first check not passed is the `failed` one."""
     document: dict[str, Any] = dict.fromkeys(VALIDATION_KEYS)
     for line in lines:
         for pair in line.removeprefix("validate: ").split():
             key, _, value = pair.partition("=")
             document[key] = value
+    if error is not None:
+        failed = next(key for key in CHECK_KEYS if document[key] is None)
+        document[failed] = "failed"
+        document["error"] = error
     return document

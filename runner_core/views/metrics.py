@@ -38,7 +38,9 @@ def _number(value: int | float) -> str:
         return "NaN"
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
-    return repr(value)
+    # 15 significant digits are all a double holds exactly: the rest is binary noise
+    # (0.1 + 0.2 is 0.30000000000000004), which no one reading the figure wants.
+    return format(value, ".15g")
 
 
 Samples = tuple[tuple[tuple[tuple[str, str], ...], int | float], ...]

@@ -24,6 +24,7 @@ from runner_core.tree.model import Node
 from runner_core.tree.selection import select_leaf
 from runner_shell.cli import commands
 from runner_shell.cli.commands import failure_of
+from runner_shell.cli.help_text import RunnerTyper
 from runner_shell.errors import UserFacingError, failure_line, internal_error_line
 from runner_shell.git.repo import GitError, Repo, open_repo
 from runner_shell.step.lock_and_journal import exclusive_lock
@@ -31,7 +32,7 @@ from runner_shell.store.layout import RunnerPaths
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
-app = typer.Typer(
+app = RunnerTyper(
     # `runner --install-completion` / `--show-completion`: typer's completion for the shell.
     add_completion=True,
     no_args_is_help=True,
@@ -157,7 +158,7 @@ def init(
     from runner_core.run.config import command_words
     from runner_core.run.template_agent import TEMPLATE_AGENT_PATH, init_agent_command
     from runner_shell.setup.command_agent import write_template_agent
-    from runner_shell.setup.scaffold import init_runner
+    from runner_shell.setup.scaffold import init_runner, write_git_exclude
 
     paths, repo = _paths()
     try:
@@ -174,6 +175,7 @@ def init(
         init_runner(paths, force, config)
         if template:
             write_template_agent(paths)
+        write_git_exclude(repo)
     typer.echo(
         f"initialized {paths.relative(paths.runner_dir)}/ "
         "(edit .runner/GOAL.md, then run 'runner start')"
@@ -195,7 +197,8 @@ def start(
     paths, repo = _paths()
     with exclusive_lock(repo):
         started = start_run(paths, repo, new)
-    typer.echo(f"started run={started.run_id} branch={started.branch}")
+    said = "already started" if started.already else "started"
+    typer.echo(f"{said} run={started.run_id} branch={started.branch}")
 
 
 @app.command()
@@ -208,7 +211,15 @@ def validate(as_json: AsJson = False) -> None:
     from runner_core.views.checks import validation_to_json
 
     lines: list[str] = []
-    code = commands.validate(lines.append)
+    try:
+        code = commands.validate(lines.append)
+    except (UserFacingError, GitError, OSError) as error:
+        failure = failure_of(error)
+        if failure is None:
+            raise
+        # The document comes with the failure too, so a script reads one answer either way.
+        typer.echo(json.dumps(validation_to_json(lines, failure[0]), indent=2))
+        raise _fail(*failure) from None
     typer.echo(json.dumps(validation_to_json(lines), indent=2))
     raise typer.Exit(code)
 
@@ -298,7 +309,7 @@ def demo(
 
 # ---------------------------------------------------------------- the operator
 
-node_app = typer.Typer(
+node_app = RunnerTyper(
     no_args_is_help=True,
     rich_markup_mode=None,
     context_settings=HELP_OPTIONS,
@@ -398,7 +409,7 @@ def node_skip(node_id: NodeId) -> None:
 @app.command()
 @guarded
 def tell(
-    text: Annotated[str | None, typer.Argument(metavar="[TEXT]", help="The guidance.")] = None,
+    text: Annotated[str | None, typer.Argument(metavar="TEXT", help="The guidance.")] = None,
     from_file: Annotated[
         Path | None,
         typer.Option("--file", metavar="F", help="Read the guidance from F (at most 1 MiB)."),
@@ -447,7 +458,13 @@ def status(as_json: AsJson = False) -> None:
 
 @app.command()
 @guarded
-def follow(run: RunId = None, as_json: AsJson = False) -> None:
+def follow(
+    run: RunId = None,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print JSON Lines (one JSON document per line, stable keys)."),
+    ] = False,
+) -> None:
     """Print the run's events as they happen (from another terminal); exit when the loop ends."""
     from runner_shell.views.follow import follow_run
     from runner_shell.views.reading import warn
@@ -524,7 +541,10 @@ def serve(
         str, typer.Option("--host", metavar="HOST", help="Address to bind (loopback by default).")
     ] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option("--port", min=1, max=65535, metavar="PORT", help="Port to bind.")
+        int,
+        typer.Option(
+            "--port", min=0, max=65535, metavar="PORT", help="Port to bind (0: any free one)."
+        ),
     ] = 8765,
     run: RunId = None,
 ) -> None:
@@ -557,7 +577,7 @@ def diff(iteration: Iteration, run: RunId = None, as_json: AsJson = False) -> No
     show_diff(*_paths(), iteration, run, as_json)
 
 
-logs_app = typer.Typer(
+logs_app = RunnerTyper(
     no_args_is_help=True,
     help="The iteration logs archived in git on refs/runner/logs/<run>.",
     rich_markup_mode=None,

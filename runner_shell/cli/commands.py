@@ -16,7 +16,7 @@ from runner_core.iteration.preconditions import missing_state_file_problem
 from runner_core.run.exit_codes import ExitCode
 from runner_core.run.state import RunState
 from runner_core.tree.selection import Selection, SelectionStatus, select_leaf
-from runner_shell.errors import UserFacingError, os_error_message
+from runner_shell.errors import UserFacingError, exit_for_closed_stdout, os_error_message
 from runner_shell.git.repo import GitError, Repo, open_repo
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import MissingStateFile
@@ -25,7 +25,12 @@ Echo = Callable[[str], None]
 
 
 def failure_of(error: BaseException) -> tuple[str, int] | None:
-    """The message and exit code of an error a user can cause; None to let it propagate."""
+    """The message and exit code of an error a user can cause; None to let it propagate.
+
+    A closed stdout is no error to report: the process ends quietly here (exit 141).
+    """
+    if isinstance(error, BrokenPipeError):
+        exit_for_closed_stdout()
     if isinstance(error, MissingStateFile):
         return missing_file_message(error), 1
     if isinstance(error, UserFacingError):

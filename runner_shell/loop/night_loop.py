@@ -102,8 +102,10 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
         if pending is not None:
             return _interrupted(run, pending)
         step = loop_step_result(result.plan, result.outcome, result.limit)
+        ran = result.kind is PlanKind.RUN
+        left = config.max_iterations - result.plan.iteration if ran else None
         decision = policy.after_step(
-            state, step, config.loop, _now(), steps=steps, max_steps=max_steps
+            state, step, config.loop, _now(), steps=steps, max_steps=max_steps, iterations_left=left
         )
         # A step's plan holds its iteration, or the next one when no agent ran.
         origin = attrs.evolve(_origin(result.run_id, result.plan.iteration), node_id=step.node_id)
@@ -165,7 +167,9 @@ def _stopped(
             run.emit(loop_lines.stuck_line(run_id, node.id, path, node.attempts, node.max_attempts))
         case policy.StopKind.LIMIT:
             maximum = config.max_iterations
-            run.emit(loop_lines.limit_line(run_id, plan.iteration, maximum, steps, run.started_at))
+            # After the last iteration's runner error the plan is that iteration's, not the next.
+            next_iter = load_run_state(run.paths).next_iter
+            run.emit(loop_lines.limit_line(run_id, next_iter, maximum, steps, run.started_at))
         case policy.StopKind.MAX_STEPS:
             run.emit(loop_lines.max_steps_line(run_id, steps, run.started_at))
         case policy.StopKind.RUNNER_ERROR:

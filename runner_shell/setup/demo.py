@@ -58,7 +58,20 @@ Implement `add` and `multiply` in `calc.py` so that `python check.py` passes.
 """
 
 
+def refuse_used_directory(directory: Path) -> None:
+    """The demo builds its own repository: in a directory that holds anything (someone's
+    repository, a work in progress) its `git init`, commits and checkouts would overwrite
+    that work, so only a new or empty directory is accepted."""
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise UserFacingError(
+            f"demo: --dir {directory} is not an empty directory; give a new or empty "
+            "directory, or leave out --dir for a new temporary one"
+        )
+
+
 def run_demo(directory: Path | None) -> int:
+    if directory is not None:
+        refuse_used_directory(directory)
     root = Path(tempfile.mkdtemp(prefix="runner-demo-")) if directory is None else directory
     root.mkdir(parents=True, exist_ok=True)
     # Said first: if anything below fails, the user knows which directory to look at or remove.

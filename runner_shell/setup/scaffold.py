@@ -18,9 +18,14 @@ from runner_core import (
     render_config,
     with_run_id,
 )
-from runner_core.iteration.preconditions import REQUIRED_GITIGNORE_LINES, dirty_tree_problem
+from runner_core.iteration.preconditions import (
+    REQUIRED_GITIGNORE_LINES,
+    dirty_tree_problem,
+    with_git_exclude_lines,
+)
 from runner_core.run.chain import chain_seed
 from runner_core.run.finish import start_message
+from runner_core.run.identity import GOAL_PLACEHOLDER
 from runner_core.run.listing import start_on_protected_problem
 from runner_core.run.questions import QUESTIONS_HEADER
 from runner_core.validation.schema import (
@@ -44,11 +49,6 @@ from runner_shell.store.state_files import (
     write_tree,
 )
 
-GOAL_PLACEHOLDER = """# Goal
-
-Describe what the agents should achieve in this repository: the outcome, the constraints,
-and how to tell it is done. The runner gives this file to every agent session.
-"""
 ASSUMPTIONS_HEADER = "# Assumptions\n\nAgents append the assumptions they made here.\n"
 
 
@@ -84,6 +84,21 @@ def write_gitignore(paths: RunnerPaths) -> None:
         atomic_write_text(paths.gitignore, "\n".join([*lines, *missing]) + "\n")
 
 
+def write_git_exclude(repo: Repo) -> None:
+    """Ignore the runner's ephemeral directories on every branch, main included.
+
+    `.runner/.gitignore` is committed on the run branch only, and a commit on the branch the
+    user started from is not the runner's to make; the repository's own exclude file applies
+    on every branch and in every worktree, and is never committed.
+    """
+    exclude = repo.common_path("info/exclude")
+    text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+    updated = with_git_exclude_lines(text)
+    if updated is not None:
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(exclude, updated)
+
+
 def init_runner(paths: RunnerPaths, force: bool, config: Config) -> None:
     """Scaffold `.runner/`; refuses to overwrite without `force`. An existing GOAL.md is kept."""
     if paths.runner_dir.exists() and not force:
@@ -106,6 +121,7 @@ def init_runner(paths: RunnerPaths, force: bool, config: Config) -> None:
 class Started:
     run_id: str
     branch: str
+    already: bool = False  # the run existed and had its identity: nothing was started
 
 
 def reset_for_new_run(paths: RunnerPaths, config: Config, run_id: str) -> None:
@@ -161,8 +177,10 @@ def start_run(paths: RunnerPaths, repo: Repo, new: bool = False) -> Started:
     state = load_run_state(paths) if paths.run_state.exists() else RunState()
     if state.run_id != run_id:
         write_run_state(paths, RunState(run_id=run_id, chain=chain_seed(run_id)))
+    already = not new and state.run_id == run_id
     write_gitignore(paths)
+    write_git_exclude(repo)
     write_schemas(paths)
     if repo.dirty_paths() or not repo.has_commits():
         repo.commit_all(start_message(run_id, base))
-    return Started(run_id, branch)
+    return Started(run_id, branch, already)

@@ -9,9 +9,15 @@ import attrs
 EVENTS_FILE = "events.jsonl"
 
 
+def _absolute(root: Path) -> Path:
+    return root.absolute()
+
+
 @attrs.frozen(slots=True)
 class RunnerPaths:
-    root: Path
+    # Absolute whatever the caller gave: these paths are handed to agents and guards, which
+    # run in the repository root, where a path relative to the runner's own directory is wrong.
+    root: Path = attrs.field(converter=_absolute)
 
     @property
     def runner_dir(self) -> Path:

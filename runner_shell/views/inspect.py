@@ -14,6 +14,7 @@ from runner_core.views.history import render_history
 from runner_core.views.report import render_report, report_to_json
 from runner_core.views.status import StatusView, render_status, status_to_json
 from runner_core.views.steering import question_lines
+from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_run_state, read_optional_text
@@ -29,8 +30,23 @@ from runner_shell.views.reading import (
 )
 
 
+def _refuse_no_run_checked_out(paths: RunnerPaths, repo: Repo) -> None:
+    """Off a run branch (on main after a run) the way on is the run's branch, not `init`;
+    on a run branch a deleted run_state.json is restored with git instead."""
+    state_path = paths.relative(paths.run_state)
+    if paths.run_state.exists() or repo.file_at_head(state_path) is not None:
+        return
+    from runner_core.iteration.preconditions import no_run_checked_out_problem
+    from runner_shell.git.run_branches import existing_run_ids
+
+    run_ids = existing_run_ids(paths, repo, None)
+    if run_ids:
+        raise UserFacingError(no_run_checked_out_problem(repo.current_branch(), run_ids))
+
+
 def show_status(paths: RunnerPaths, repo: Repo, as_json: bool) -> None:
     """`runner status`: where the current run stands; works before `runner start` too."""
+    _refuse_no_run_checked_out(paths, repo)
     reading = status_reading(paths, repo)
     if as_json:
         print_json(status_to_json(reading.view))

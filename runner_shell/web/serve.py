@@ -443,34 +443,40 @@ def create_app(root: Path, run: str | None, hosts: frozenset[str]) -> ASGIApp:
 
 
 def serve(root: Path, host: str, port: int, run: str | None) -> None:
-    """Serve until interrupted; warns when the host is reachable from other machines."""
-    hosts = allowed_hosts(host, port, socket.gethostname())
+    """Serve until interrupted; warns when the host is reachable from other machines.
+    Port 0 picks a free port; the line printed names the real one."""
     if not is_loopback(host):
         print(
             f"runner: warning: serving on {host}: anyone who can reach this machine can read "
             "the run (its tree, prompts, logs); use the default 127.0.0.1 unless you mean it",
             file=sys.stderr,
         )
-    _check_port(host, port)
+    listening = _listening_socket(host, port)
+    port = listening.getsockname()[1]
+    hosts = allowed_hosts(host, port, socket.gethostname())
     print(f"serve: http://{_url_host(host)}:{port}/ (read-only; Ctrl-C stops)", flush=True)
     app = create_app(root, run, hosts)
     # Open event streams never end by themselves: give them a second, then close them.
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=1)
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
+    uvicorn.Server(config).run(sockets=[listening])
 
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _check_port(host: str, port: int) -> None:
-    """Fail in one line, before uvicorn logs its own, when the address cannot be bound."""
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """The bound socket uvicorn serves on: bound here so that a taken address fails in one
+    line, before uvicorn logs its own, and so that port 0's real port is known to print."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as error:
-            raise UserFacingError(
-                f"serve: cannot listen on {host}:{port}: {error.strerror or error} "
-                "(pick another --port or --host)"
-            ) from None
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind((host, port))
+    except OSError as error:
+        listening.close()
+        raise UserFacingError(
+            f"serve: cannot listen on {host}:{port}: {error.strerror or error} "
+            "(pick another --port or --host)"
+        ) from None
+    return listening

@@ -181,7 +181,8 @@ def test_start_again_on_the_run_branch_makes_no_commit(project: Project) -> None
     result = project.runner("start")
 
     assert result.returncode == 0, result.stderr
-    assert lines(result.stdout) == [f"started run={project.run_id} branch=runner/{project.run_id}"]
+    run = project.run_id
+    assert lines(result.stdout) == [f"already started run={run} branch=runner/{run}"]
     assert project.head() == head
 
 

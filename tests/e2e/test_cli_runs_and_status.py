@@ -3,7 +3,7 @@
 `runner start` on main refuses to guess between runs; `runner start --new` starts another,
 also after the first was merged into main; `runner runs` lists them. `runner status` says
 `running` only while the journal's runner lives, shows the operator's guidance, the agents'
-questions when a leaf is stuck and the operator commits; `history` and `report` list them.
+questions whenever there are any and the operator commits; `history` and `report` list them.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def test_step_on_main_while_a_run_branch_exists_names_that_branch(project: Proje
 def test_start_on_the_run_branch_keeps_the_run(project: Project) -> None:
     run = project.prepare(node("root"))
     result = project.runner("start")
-    assert lines(result.stdout) == [f"started run={run} branch=runner/{run}"]
+    assert lines(result.stdout) == [f"already started run={run} branch=runner/{run}"]
 
 
 def test_a_second_run_after_the_first_was_merged_into_main(project: Project) -> None:
@@ -167,7 +167,7 @@ def test_status_shows_stuck_leaves_as_stuck_and_their_open_questions(project: Pr
     assert "  Which database?" in out
 
 
-def test_status_hides_questions_while_no_leaf_is_stuck(project: Project) -> None:
+def test_status_hides_a_questions_md_that_asks_nothing(project: Project) -> None:
     project.prepare(node("root"))
     assert json_of(project, "status")["questions"] is None
 

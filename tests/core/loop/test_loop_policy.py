@@ -190,10 +190,10 @@ def test_complete_stops_with_exit_0_and_fires_on_complete() -> None:
     assert decision.hooks == ("on_complete",)
 
 
-def test_the_iteration_limit_stops_with_exit_1_and_no_hook() -> None:
+def test_the_iteration_limit_stops_with_exit_1_and_the_on_limit_hook() -> None:
     decision = stopped(after_step(LoopState(), StepResult(StepKind.ITERATION_LIMIT), CONFIG, NOW))
     assert (decision.exit_code, decision.status) == (1, "limit")
-    assert decision.hooks == ()
+    assert decision.hooks == ("on_limit",)
 
 
 STUCK = StepResult(StepKind.STUCK, "root.1")

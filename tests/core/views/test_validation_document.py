@@ -1,0 +1,46 @@
+"""`runner validate --json` prints its document whether the checks pass or one fails: the
+checks that passed say `ok`, the one that failed says `failed` with the error beside it, and
+the ones never reached are null."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+from runner_core.views.reports import validation_to_json
+
+from tests.helpers import SCHEMAS
+
+SCHEMA = json.loads((SCHEMAS / "views" / "validate.schema.json").read_text(encoding="utf-8"))
+
+
+def test_a_passing_validation_has_no_error_key() -> None:
+    lines = ["validate: layout=ok", "validate: config=ok", "validate: tree=ok"]
+    document = validation_to_json([*lines, "validate: run=ok id=run-1 branch=runner/run-1"])
+
+    jsonschema.validate(document, SCHEMA, cls=jsonschema.Draft202012Validator)
+    assert "error" not in document
+
+
+def test_the_first_check_not_passed_is_the_failed_one() -> None:
+    document = validation_to_json(["validate: layout=ok"], "config.toml: max_iterations ...")
+
+    jsonschema.validate(document, SCHEMA, cls=jsonschema.Draft202012Validator)
+    assert document == {
+        "layout": "ok",
+        "config": "failed",
+        "tree": None,
+        "run": None,
+        "id": None,
+        "branch": None,
+        "error": "config.toml: max_iterations ...",
+    }
+
+
+def test_a_run_identity_failure_fails_the_run_check() -> None:
+    lines = ["validate: layout=ok", "validate: config=ok", "validate: tree=ok"]
+
+    document = validation_to_json(lines, "not on the run branch")
+
+    jsonschema.validate(document, SCHEMA, cls=jsonschema.Draft202012Validator)
+    assert (document["run"], document["error"]) == ("failed", "not on the run branch")
