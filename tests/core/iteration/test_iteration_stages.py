@@ -17,6 +17,7 @@ from runner_core.iteration.effects import (
     Abort,
     CountExecutions,
     Finished,
+    ListScratch,
     PrepareIterationDir,
     ReadConfig,
     ReadHead,
@@ -30,6 +31,7 @@ from runner_core.iteration.effects import (
     WriteJournal,
 )
 from runner_core.iteration.facts import IterationFacts
+from runner_core.iteration.import_rules import ScratchListing
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.results import (
     ANSWERS,
@@ -41,6 +43,7 @@ from runner_core.iteration.results import (
     HeadRead,
     IoFailed,
     Result,
+    ScratchListed,
     TreeRead,
 )
 from runner_core.iteration.stages import (
@@ -137,6 +140,19 @@ SCENARIOS: list[tuple[IterationFacts, Mapping[type, Result], float]] = [
         1.0,
     ),
 ]
+
+
+def scratch(
+    scenario: tuple[IterationFacts, Mapping[type, Result], float],
+) -> tuple[IterationFacts, Mapping[type, Result], float]:
+    """The scenario with the agent in a scratch checkout: the end checks list it first."""
+    start, results, clock = scenario
+    listed = {ListScratch: ScratchListed(ScratchListing(())), **results}
+    return attrs.evolve(start, scratch=True), listed, clock
+
+
+SCENARIOS.extend([scratch(scenario) for scenario in SCENARIOS])
+SCENARIOS.append(scratch((facts(), {**EXECUTOR_RESULTS, ListScratch: IoFailed("gone")}, 1.0)))
 
 
 def table() -> set[Transition]:
