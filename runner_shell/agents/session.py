@@ -33,7 +33,7 @@ from runner_core.loop.usage_limits import (
 )
 from runner_core.tree.model import AgentRole
 from runner_core.views.text import flatten
-from runner_shell.scratch.sandbox import sandboxed_argv
+from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.step.processes import ProcessResult, run_process
 from runner_shell.store.files import NotRegularFile, atomic_write_text, open_regular
 
@@ -80,6 +80,8 @@ class AgentRequest:
     on_start: Callable[[int], None] | None = None
     wait_path: Path | None = None  # RUNNER_WAIT_PATH, for a `command` agent
     on_output: Callable[[bytes], None] | None = None  # hears the log as it grows
+    sandbox: Sandbox | None = None  # how the session is confined; None: it runs as given
+    backend: str = "command"  # whose private HOME files a confined session gets
 
 
 @attrs.frozen(slots=True)
@@ -241,11 +243,23 @@ def _run_agent(
     stdout_copy_limit_bytes: int = 64 * 1024 * 1024,
 ) -> ProcessResult:
     # The agent writes its work tree and the iteration directory; it keeps the network (the model).
-    writable = (request.repo_root, request.iter_dir)
+    env: Mapping[str, str] = request.env
+    confinement = None
+    if request.sandbox is not None:
+        env = request.sandbox.session_env(request.backend, request.env)
+        confinement = request.sandbox.confine(
+            argv,
+            request.repo_root,
+            (request.iter_dir,),
+            network=True,
+            home_name="agent",
+            read_only=(request.schema_path.parent,),
+        )
     return run_process(
-        sandboxed_argv(argv, request.repo_root, request.env, writable, network=True),
+        argv,
+        confinement=confinement,
         cwd=request.repo_root,
-        env=request.env,
+        env=env,
         stdin_path=request.prompt_path,
         timeout_secs=request.timeout_secs,
         log_path=request.log_path,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
-from runner_shell.scratch.sandbox import sandboxed_argv
+from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.step.processes import SpawnError, run_process
 from runner_shell.store.files import atomic_write_bytes, make_directory
 
@@ -46,7 +46,13 @@ def _ready_marker(slot: Path) -> Path:
     return slot.parent / f"{slot.name}.ready"
 
 
-def prepare_slot(repo: Repo, base: str, setup: Sequence[str] = (), number: int = 0) -> Path:
+def prepare_slot(
+    repo: Repo,
+    base: str,
+    setup: Sequence[str] = (),
+    number: int = 0,
+    sandbox: Sandbox | None = None,
+) -> Path:
     """Slot `number` checked out at commit `base`, made (and set up) first when it is not there."""
     slot = slot_path(repo, number)
     made = not _ready_marker(slot).is_file() or not _is_plain_directory(slot)
@@ -64,7 +70,7 @@ def prepare_slot(repo: Repo, base: str, setup: Sequence[str] = (), number: int =
         except GitError as again:
             raise SlotError(f"scratch checkout {slot} could not be made: {again}") from None
     if made:
-        _set_up(slot, setup)
+        _set_up(slot, setup, sandbox)
     return slot
 
 
@@ -112,16 +118,19 @@ def _reset(repo: Repo, slot: Path, base: str) -> None:
     _git(slot, "clean", "-ffdq")
 
 
-def _set_up(slot: Path, setup: Sequence[str]) -> None:
+def _set_up(slot: Path, setup: Sequence[str], sandbox: Sandbox | None) -> None:
     """Run the `[sandbox] setup` command in the new slot; the slot counts as made only once it
     succeeded, so a failed or interrupted setup runs again at the next iteration."""
     if setup:
         log = slot.parent / f"{slot.name}.setup.log"
         env = dict(os.environ)
-        argv = sandboxed_argv(setup, slot, env, (slot,), network=True)
+        confinement = None
+        if sandbox is not None:
+            confinement = sandbox.confine(setup, slot, (), network=True, home_name="setup")
         try:
             result = run_process(
-                argv,
+                setup,
+                confinement=confinement,
                 cwd=slot,
                 env=env,
                 stdin_path=None,

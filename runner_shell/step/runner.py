@@ -81,9 +81,10 @@ from runner_shell.loop.budgets import reached_budget
 from runner_shell.loop.event_sink import Emitter, IterationEvents, sink_for
 from runner_shell.loop.output_events import LiveOutput
 from runner_shell.loop.signals import Interrupted, interruptible
+from runner_shell.sandbox.status import sandbox_status
 from runner_shell.scratch.listing import list_scratch
-from runner_shell.scratch.sandbox import sandboxed_argv
-from runner_shell.scratch.slots import SlotError, prepare_slot
+from runner_shell.scratch.sandbox import Sandbox
+from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
 from runner_shell.step import protected_files
 from runner_shell.step.lock_and_journal import current_command, read_journal, write_journal
 from runner_shell.step.processes import SpawnError, run_process
@@ -209,17 +210,28 @@ def run_step(
         check_tree_writable(paths, loaded.tree)
     events = IterationEvents(sink_for(paths, loaded.config, loaded.run_id))
     events.check()
-    slot = scratch_checkout(repo, loaded)
-    ports = shell_ports(paths, repo, facts, events, slot)
+    sandbox = step_sandbox(paths, repo, loaded.config)
+    slot = scratch_checkout(repo, loaded, sandbox)
+    ports = shell_ports(paths, repo, facts, events, slot, sandbox)
     finished = interpret(start_iteration(facts), ports, events)
     events.raise_refusal()
     return StepRan(loaded.run_id, plan, finished.outcome, finished.limit)
 
 
-def scratch_checkout(repo: Repo, loaded: Loaded) -> Path:
+def step_sandbox(paths: RunnerPaths, repo: Repo, config: Config) -> Sandbox:
+    """The step's sandbox: SandboxRefused when `[sandbox] mode = "bwrap"` finds none; its
+    processes never see the run's repository or its git directory."""
+    status = sandbox_status(config).require()
+    common = repo.common_path("").resolve()
+    root = paths.root.resolve()
+    hide = (root,) if common.is_relative_to(root) else (root, common)
+    return Sandbox(status, hide, slot_path(repo, 0).parent / "homes")
+
+
+def scratch_checkout(repo: Repo, loaded: Loaded, sandbox: Sandbox | None = None) -> Path:
     """The agent's checkout of the iteration's base: the run's own repository is never its."""
     try:
-        return prepare_slot(repo, loaded.head.sha, loaded.config.sandbox.setup)
+        return prepare_slot(repo, loaded.head.sha, loaded.config.sandbox.setup, sandbox=sandbox)
     except (SlotError, GitError, OSError) as error:
         raise UserFacingError(
             f"the agent's scratch checkout could not be prepared: {error}"
@@ -386,6 +398,7 @@ def shell_ports(
     facts: IterationFacts,
     sink: Emitter | None = None,
     slot: Path | None = None,
+    sandbox: Sandbox | None = None,
 ) -> IterationPorts:
     """The ports of an iteration; with a `slot`, the agent and guard work in it and the store
     imports from it, else they work in the run's own checkout."""
@@ -396,8 +409,8 @@ def shell_ports(
     scratch = None if slot is None or facts.head is None else SlotLister(repo, slot, facts.head.sha)
     return IterationPorts(
         clock=SystemClock(),
-        agents=ProcessAgentRunner(paths, repo, facts.config, iter_dir, output, work_dir),
-        guards=ProcessGuardRunner(work_dir, repo, iter_dir, output, network),
+        agents=ProcessAgentRunner(paths, repo, facts.config, iter_dir, output, work_dir, sandbox),
+        guards=ProcessGuardRunner(work_dir, repo, iter_dir, output, network, sandbox),
         store=DiskIterationStore(
             paths,
             repo,
@@ -436,6 +449,7 @@ class ProcessAgentRunner:
     iter_dir: Path
     output: LiveOutput | None = None
     work_dir: Path | None = None  # where the agent works: the scratch checkout, or the root
+    sandbox: Sandbox | None = None  # how its session is confined
 
     def run_agent(self, effect: RunAgent, journal: Journal) -> AgentFinished | NotStarted:
         started: list[int] = []
@@ -466,6 +480,8 @@ class ProcessAgentRunner:
             on_start=_tracker(self.repo, journal, started),
             wait_path=self.iter_dir / WAIT_FILE,
             on_output=None if self.output is None else self.output.start(effect.log_name),
+            sandbox=self.sandbox,
+            backend=self.config.agent_backend,
         )
         try:
             with interruptible():
@@ -515,12 +531,19 @@ class ProcessGuardRunner:
     iter_dir: Path
     output: LiveOutput | None = None
     network: bool = False  # `[guard] network`: a guard runs offline unless allowed
+    sandbox: Sandbox | None = None  # how the guard is confined
 
     def run_guard(self, effect: RunGuard, journal: Journal) -> GuardFinished | NotStarted:
         started: list[int] = []
         # Marks the guard and what it leaves running as this iteration's, for recovery.
         env = dict(os.environ, RUNNER_ITER_DIR=str(self.iter_dir))
-        argv = sandboxed_argv(effect.argv, self.root, env, (self.root, self.iter_dir), self.network)
+        confinement = None
+        if self.sandbox is not None:
+            env = self.sandbox.guard_env(env)
+            confinement = self.sandbox.confine(
+                effect.argv, self.root, (self.iter_dir,), self.network, "guard"
+            )
+        argv = effect.argv
         try:
             with interruptible():
                 result = run_process(
@@ -533,6 +556,7 @@ class ProcessGuardRunner:
                     limit_bytes=effect.limit_bytes,
                     on_start=_tracker(self.repo, journal, started),
                     on_output=None if self.output is None else self.output.start("guard.log"),
+                    confinement=confinement,
                 )
         except SpawnError as error:
             return NotStarted(str(error))

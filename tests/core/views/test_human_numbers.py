@@ -3,9 +3,8 @@ never reaches `runner metrics` or `runner diff`, and a diff shows values as JSON
 
 from __future__ import annotations
 
-from runner_core.views.reports import MetricFamily
-
 from runner_core.tree.diff import change_lines, tree_diff
+from runner_core.views.metrics import MetricFamily
 from tests.helpers.trees import tree
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import jsonschema
-from runner_core.views.reports import validation_to_json
 
+from runner_core.views.checks import validation_to_json
 from tests.helpers import SCHEMAS
 
 SCHEMA = json.loads((SCHEMAS / "views" / "validate.schema.json").read_text(encoding="utf-8"))
@@ -33,6 +33,7 @@ def test_the_first_check_not_passed_is_the_failed_one() -> None:
         "run": None,
         "id": None,
         "branch": None,
+        "sandbox": None,
         "error": "config.toml: max_iterations ...",
     }
 
