@@ -30,6 +30,7 @@ class Sandbox:
     status: SandboxStatus
     hide: tuple[Path, ...]  # the run's repository and its git directory
     homes: Path  # private HOMEs, one per kind of process, beside the slot
+    shared: tuple[Path, ...] = ()  # read-only inside: the run's objects the slot borrows
 
     def confine(
         self,
@@ -49,10 +50,17 @@ class Sandbox:
             work_dir.resolve(),
             home.resolve(),
             writable=tuple(path.resolve() for path in writable),
-            read_only=(*runtime_paths(argv), *(path.resolve() for path in read_only)),
+            read_only=(
+                *(path for path in runtime_paths(argv) if not self.hides(path)),
+                *(path.resolve() for path in (*self.shared, *read_only)),
+            ),
             hide=self.hide,
             network=network,
         )
+
+    def hides(self, path: Path) -> bool:
+        """Whether `path` is in (or is) a directory its processes must not see."""
+        return any(path.is_relative_to(hidden) for hidden in self.hide)
 
     def session_env(self, backend: str, env: Mapping[str, str]) -> dict[str, str]:
         """An agent session's environment with its private HOME holding what `backend` needs."""

@@ -225,7 +225,9 @@ def step_sandbox(paths: RunnerPaths, repo: Repo, config: Config) -> Sandbox:
     common = repo.common_path("").resolve()
     root = paths.root.resolve()
     hide = (root,) if common.is_relative_to(root) else (root, common)
-    return Sandbox(status, hide, slot_path(repo, 0).parent / "homes")
+    # The slot's .git borrows the run's objects (read-only) through its alternates.
+    objects = repo.common_path("objects").resolve()
+    return Sandbox(status, hide, slot_path(repo, 0).parent / "homes", (objects,))
 
 
 def scratch_checkout(repo: Repo, loaded: Loaded, sandbox: Sandbox | None = None) -> Path:

@@ -1,0 +1,121 @@
+"""A step whose agent and guard run in bubblewrap: whatever a hostile agent tries from inside,
+the run's repository, the runner's processes and the world outside stay out of its reach, and
+the loop goes on. Skipped where bubblewrap does not work, except under CI=true."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner_shell.sandbox.status import probe
+from tests.helpers.crash import cli
+from tests.helpers.e2e import Project, node
+
+TWO_LEAVES = node("root", next_="decompose", children=[node("root.1"), node("root.2", order=1)])
+WRITE_DONE = 'printf \'{"status": "done", "summary": "ok"}\' > "$RUNNER_OUTPUT_PATH"'
+BWRAP = probe()
+
+pytestmark = pytest.mark.skipif(
+    BWRAP.bwrap is None and os.environ.get("CI") != "true",
+    reason=f"bubblewrap is not usable here: {BWRAP.problem}",
+)
+
+
+def sandboxed(project: Project, script: str, **config: Any) -> None:
+    config.setdefault("sandbox", {"mode": "bwrap"})
+    project.prepare(TWO_LEAVES, agent_command=["sh", "-c", f"{script}\n{WRITE_DONE}"], **config)
+
+
+def step(project: Project) -> dict[str, Any]:
+    result = cli(project, "step")
+    assert result.returncode == 0, result.stderr
+    return project.meta(project.run_state()["next_iter"] - 1)
+
+
+def test_validate_and_status_say_the_agent_is_sandboxed(project: Project) -> None:
+    sandboxed(project, "true")
+
+    assert "validate: sandbox=bwrap" in cli(project, "validate").stdout
+    assert "status: sandbox=bwrap" in cli(project, "status").stdout
+
+
+def test_the_run_repository_is_not_reachable_from_the_sandbox(project: Project) -> None:
+    script = (
+        f'root="{project.root}"; '
+        f'{{ ls -A "$root"; echo "--"; cat "$root/.git/config" "$root/.git/HEAD"; '
+        f'touch "$root/PWNED" "$root/.git/PWNED"; echo "rc=$?"; git log --oneline -1; }} '
+        f'> "$RUNNER_ITER_DIR/seen" 2>&1; echo work > work.txt'
+    )
+    sandboxed(project, script)
+
+    record = step(project)
+
+    seen = (project.iter_dir(record["iter"]) / "seen").read_text()
+    listing, rest = seen.split("--", 1)
+    assert "README.md" not in listing.split(), seen  # the run's files are not there
+    assert "[core]" not in rest and "ref: refs/heads" not in rest, seen
+    assert "rc=1" in rest, seen
+    assert "chore(runner)" in rest or "chore(loop)" in rest or "test setup" in rest, seen
+    assert not (project.root / "PWNED").exists()
+    assert not (project.root / ".git" / "PWNED").exists()
+    assert (project.root / "work.txt").read_text() == "work\n"  # imported as a file
+
+
+def test_nothing_the_agent_started_outlives_its_session(project: Project) -> None:
+    marker = f"runner-sandbox-daemon-{os.getpid()}"
+    script = (
+        f"setsid sh -c 'exec -a {marker} sleep 300' </dev/null >/dev/null 2>&1 & "
+        f"(sh -c 'exec -a {marker} sleep 300' &) ; sleep 0.2"
+    )
+    sandboxed(project, script)
+
+    step(project)
+
+    time.sleep(0.5)
+    alive = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert alive == []
+
+
+def test_the_agent_cannot_see_or_signal_the_runner(project: Project) -> None:
+    script = (
+        'pgrep -f "runner_shel[l] step" > "$RUNNER_ITER_DIR/seen" || true; '
+        "pkill -STOP -f 'runner_shel[l] step' || true"
+    )
+    sandboxed(project, script)
+
+    record = step(project)  # the step ends: its runner was never stopped
+
+    assert (project.iter_dir(record["iter"]) / "seen").read_text() == ""
+
+
+def test_the_guard_has_no_network_by_default(project: Project, tmp_path: Path) -> None:
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    probe_script = tmp_path / "net.py"
+    probe_script.write_text(
+        "import socket, sys\n"
+        f"try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+        "except OSError:\n    sys.exit(1)\n",
+        encoding="utf-8",
+    )
+    project.prepare(
+        TWO_LEAVES,
+        agent_command=["sh", "-c", WRITE_DONE],
+        guard_command=["python3", str(probe_script)],
+        sandbox={"mode": "bwrap"},
+    )
+    try:
+        record = step(project)
+    finally:
+        listener.close()
+
+    assert record["guard"] == "fail"
