@@ -87,6 +87,10 @@ class SandboxConfig:
 
     mode: str = "auto"
     setup: tuple[str, ...] = ()
+    # Absolute paths the sandboxed agent and guard also see: writable (a shared cache) or
+    # read-only (a toolchain outside the system directories).
+    writable: tuple[str, ...] = ()
+    read_only: tuple[str, ...] = ()
 
 
 @attrs.frozen(slots=True)
@@ -402,7 +406,17 @@ def parse_sandbox(section: Mapping[str, Any]) -> SandboxConfig:
         choices = " | ".join(f'"{choice}"' for choice in SANDBOX_MODES)
         raise ConfigError("sandbox.mode", f"must be {choices}, got {mode!r}")
     setup = _argv("sandbox.setup", section.get("setup", []), allow_empty=True)
-    return SandboxConfig(mode=mode, setup=setup)
+    writable = _absolute_paths("sandbox.writable", section.get("writable", []))
+    read_only = _absolute_paths("sandbox.read_only", section.get("read_only", []))
+    return SandboxConfig(mode=mode, setup=setup, writable=writable, read_only=read_only)
+
+
+def _absolute_paths(key: str, value: Any) -> tuple[str, ...]:
+    paths = _argv(key, value, allow_empty=True)
+    for path in paths:
+        if not path.startswith("/"):
+            raise ConfigError(key, f"must hold absolute paths, got {path!r}")
+    return paths
 
 
 def render_sandbox_table(
@@ -414,4 +428,9 @@ def render_sandbox_table(
         "\n[sandbox]\n"
         f'mode = "{sandbox.mode}"  # "auto" | "bwrap" | "off"; see docs/sandbox.md\n'
         f"{setup}  # argv run once in each new scratch checkout\n"
+        + "".join(
+            f"{key} = {toml_list(paths)}  # absolute paths the agent and guard also see\n"
+            for key, paths in (("writable", sandbox.writable), ("read_only", sandbox.read_only))
+            if paths
+        )
     )

@@ -31,6 +31,7 @@ class Sandbox:
     hide: tuple[Path, ...]  # the run's repository and its git directory
     homes: Path  # private HOMEs, one per kind of process, beside the slot
     shared: tuple[Path, ...] = ()  # read-only inside: the run's objects the slot borrows
+    writable: tuple[Path, ...] = ()  # `[sandbox] writable`: writable inside as well
 
     def confine(
         self,
@@ -49,7 +50,7 @@ class Sandbox:
         return self.status.confine(
             work_dir.resolve(),
             home.resolve(),
-            writable=tuple(path.resolve() for path in writable),
+            writable=tuple(path.resolve() for path in (*writable, *self.writable)),
             read_only=(
                 *(path for path in runtime_paths(argv) if not self.hides(path)),
                 *(path.resolve() for path in (*self.shared, *read_only)),

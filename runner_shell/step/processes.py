@@ -306,8 +306,20 @@ def _check_program(argv: tuple[str, ...], cwd: Path, env: Mapping[str, str]) -> 
             raise SpawnError(argv, f"no such file or directory ({_CONFIG_HINT})")
         if path.is_dir() or not os.access(path, os.X_OK):
             raise SpawnError(argv, f"permission denied, is it executable? ({_CONFIG_HINT})")
+        if not _executable_format(path):
+            raise SpawnError(argv, f"exec format error ({_CONFIG_HINT})")
     elif shutil.which(program, path=env.get("PATH", os.defpath)) is None:
         raise SpawnError(argv, f"no such file or directory ({_CONFIG_HINT})")
+
+
+def _executable_format(path: Path) -> bool:
+    """Whether the kernel can start `path`: a script (`#!`) or an ELF binary."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(4)
+    except OSError:
+        return True  # bubblewrap will say what is wrong
+    return head.startswith((b"#!", b"\x7fELF"))
 
 
 def _spawn_failure_reason(error: OSError, cwd: Path) -> str:

@@ -227,7 +227,9 @@ def step_sandbox(paths: RunnerPaths, repo: Repo, config: Config) -> Sandbox:
     hide = (root,) if common.is_relative_to(root) else (root, common)
     # The slot's .git borrows the run's objects (read-only) through its alternates.
     objects = repo.common_path("objects").resolve()
-    return Sandbox(status, hide, slot_path(repo, 0).parent / "homes", (objects,))
+    shared = (objects, *map(Path, config.sandbox.read_only))
+    extra = tuple(map(Path, config.sandbox.writable))
+    return Sandbox(status, hide, slot_path(repo, 0).parent / "homes", shared, extra)
 
 
 def scratch_checkout(repo: Repo, loaded: Loaded, sandbox: Sandbox | None = None) -> Path:

@@ -261,7 +261,9 @@ def test_a_runner_error_clears_the_carried_retry_summary(project: Project) -> No
 
 
 def test_an_agent_timeout_kills_its_whole_process_group(project: Project) -> None:
-    run = project.prepare(LEAF, iteration_timeout_secs=1)
+    # Unsandboxed: the pid the agent writes is the host's (a sandboxed agent's daemons die
+    # with its PID namespace: tests/e2e/test_sandboxed_step.py).
+    run = project.prepare(LEAF, iteration_timeout_secs=1, sandbox={"mode": "off"})
     project.agent_script({1: {"grandchild_pid_file": "sleeper.pid", "sleep": 30, "output": DONE}})
     begun = time.monotonic()
 

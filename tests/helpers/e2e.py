@@ -294,11 +294,16 @@ class Project:
         values.setdefault("iteration_timeout_secs", 30)
         agent = values.pop("agent_command", [PYTHON, str(self.scripts / "agent.py")])
         guard = values.pop("guard_command", [PYTHON, str(self.scripts / "guard.py")])
+        # The fake agents keep their script and records in the harness, the model's side of
+        # the test: the sandbox lets them write there (every test's tmp dir is under one base).
+        sandbox = dict(values.pop("sandbox", {}))
+        sandbox.setdefault("writable", [str(self.harness.parent.parent)])
+        values["sandbox"] = sandbox
         tables = {key: value for key, value in values.items() if isinstance(value, dict)}
         toml = [
             f"{key} = {json.dumps(value)}" for key, value in values.items() if key not in tables
         ]
-        for name, table in tables.items():  # [loop], [budget], [hooks]
+        for name, table in tables.items():  # [loop], [budget], [hooks], [sandbox]
             toml += ["", f"[{name}]", *(f"{k} = {json.dumps(v)}" for k, v in table.items())]
         toml += ["", "[guard]", f"command = {json.dumps(guard)}"]
         toml += ["", "[agent]", 'backend = "command"', f"command = {json.dumps(agent)}"]
