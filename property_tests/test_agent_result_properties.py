@@ -9,7 +9,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core.backends.agent_results import CodexEnding, claude_result
+from runner_core.backends.claude import claude_result
+from runner_core.backends.codex import CodexEnding
 
 messages = st.text(min_size=1).filter(lambda text: text.strip() != "")
 other_events = st.one_of(

@@ -15,8 +15,10 @@ from typing import Any
 
 import attrs
 
-AGENT_BACKENDS = ("claude", "codex", "command")
+from runner_core.backends.registry import BACKENDS, DEFAULT_BACKEND, backend_names
 
+# The config's comment on `[agent] backend`: `"codex" | "claude" | "command"`.
+_BACKEND_CHOICES = " | ".join(f'"{name}"' for name in BACKENDS)
 
 ON_STUCK_POLICIES = ("stop", "decompose")
 HOOK_NAMES = (
@@ -103,7 +105,7 @@ class Config:
     guard_command: tuple[str, ...] = ("just", "ci")
     # A guard without the network passes or fails on the checkout alone, the same every time.
     guard_network: bool = False
-    agent_backend: str = "codex"
+    agent_backend: str = DEFAULT_BACKEND
     agent_command: tuple[str, ...] = ()
     loop: LoopConfig = LoopConfig()
     budget: BudgetConfig = BudgetConfig()
@@ -178,13 +180,13 @@ def parse_config(data: Mapping[str, Any]) -> Config:
     if not isinstance(guard_network, bool):
         raise ConfigError("guard.network", f"must be true or false, got {guard_network!r}")
     backend = agent.get("backend", defaults.agent_backend)
-    if backend not in AGENT_BACKENDS:
-        raise ConfigError(
-            "agent.backend", f"must be one of {', '.join(AGENT_BACKENDS)}, got {backend!r}"
-        )
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ConfigError("agent.backend", f"must be one of {backend_names()}, got {backend!r}")
     agent_command = _argv("agent.command", agent.get("command", []), allow_empty=True)
-    if backend == "command" and not agent_command:
-        raise ConfigError("agent.command", 'must name the agent program when backend = "command"')
+    if BACKENDS[backend].program is None and not agent_command:
+        raise ConfigError(
+            "agent.command", f'must name the agent program when backend = "{backend}"'
+        )
     return Config(
         guard_command=guard_command,
         guard_network=guard_network,
@@ -225,7 +227,7 @@ def render_config(config: Config) -> str:
         "  # whether the sandboxed guard may reach the network\n"
         "\n"
         "[agent]\n"
-        f'backend = "{config.agent_backend}"  # "codex" | "claude" | "command"\n'
+        f'backend = "{config.agent_backend}"  # {_BACKEND_CHOICES}\n'
         f'command = {toml_list(config.agent_command)}  # argv for backend = "command"\n'
         + render_loop_tables(config, toml_list)
         + render_sandbox_table(config.sandbox, toml_list)

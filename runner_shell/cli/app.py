@@ -17,8 +17,8 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from runner_core.backends.registry import DEFAULT_BACKEND, backend_names
 from runner_core.iteration.prompt_pack import DEFAULT_PROMPT_BUDGET
-from runner_core.run.config import AGENT_BACKENDS
 from runner_core.run.exit_codes import ExitCode
 from runner_core.tree.model import Node
 from runner_core.tree.selection import select_leaf
@@ -139,10 +139,8 @@ def init(
     ] = None,
     backend: Annotated[
         str,
-        typer.Option(
-            "--backend", metavar="NAME", help=f"Agent backend: one of {', '.join(AGENT_BACKENDS)}."
-        ),
-    ] = "codex",
+        typer.Option("--backend", metavar="NAME", help=f"Agent backend: one of {backend_names()}."),
+    ] = DEFAULT_BACKEND,
     agent: Annotated[
         list[str] | None,
         typer.Option(

@@ -14,22 +14,12 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-# Per backend: (the variable that moves its directory, that directory under HOME, the files
-# in it). Codex reads $CODEX_HOME (default ~/.codex); Claude Code reads $CLAUDE_CONFIG_DIR
-# (default ~/.claude) and its global state .claude.json (in $CLAUDE_CONFIG_DIR, default ~).
-# Inside, each lands at its default place, as the variables are not passed on.
-_BACKEND_FILES: Mapping[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
-    "codex": (("CODEX_HOME", ".codex", ("config.toml", "auth.json", "AGENTS.md")),),
-    "claude": (
-        ("CLAUDE_CONFIG_DIR", ".claude", (".credentials.json", "settings.json", "CLAUDE.md")),
-        ("CLAUDE_CONFIG_DIR", "", (".claude.json",)),
-    ),
-    "command": (),
-}
-# Variables that would send a tool back to the operator's directories instead of $HOME's.
+from runner_core.backends.registry import BACKENDS
+
+# Variables that would send a tool back to the operator's directories instead of $HOME's: each
+# backend's own (inside, its files sit at their default places) and XDG's.
 _MOVED_AWAY = (
-    "CODEX_HOME",
-    "CLAUDE_CONFIG_DIR",
+    *sorted({files.variable for info in BACKENDS.values() for files in info.home}),
     "XDG_CONFIG_HOME",
     "XDG_CACHE_HOME",
     "XDG_DATA_HOME",
@@ -43,9 +33,9 @@ COPY_LIMIT_BYTES = 64 * 1024 * 1024
 def home_files(backend: str) -> tuple[str, ...]:
     """The files `backend` gets in its private HOME, relative to it (the documented list)."""
     return tuple(
-        os.path.join(directory, name)
-        for _, directory, names in _BACKEND_FILES[backend]
-        for name in names
+        os.path.join(files.directory, name)
+        for files in BACKENDS[backend].home
+        for name in files.names
     )
 
 
@@ -60,11 +50,12 @@ def prepare_home(home: Path, backend: str, environ: Mapping[str, str]) -> dict[s
     if home.resolve() == real_home.resolve():
         raise ValueError(f"the private HOME must not be the real one ({home})")
     _empty(home)
-    for variable, directory, names in _BACKEND_FILES[backend]:
+    for files in BACKENDS[backend].home:
+        variable, directory = files.variable, files.directory
         source_dir = Path(environ[variable]) if environ.get(variable) else real_home / directory
         target_dir = home / directory
         target_dir.mkdir(mode=0o700, exist_ok=True)
-        for name in names:
+        for name in files.names:
             _copy_if_present(source_dir / name, target_dir / name)
     env = {name: value for name, value in environ.items() if name not in _MOVED_AWAY}
     env["HOME"] = str(home)

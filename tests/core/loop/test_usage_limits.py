@@ -11,17 +11,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from runner_core.loop.usage_limits import (
-    LimitKind,
-    LimitSignal,
-    LimitWait,
-    WaitFileError,
-    claude_limit,
-    codex_limit,
-    iso_utc,
-    wait_file_limit,
-    wait_until,
-)
+from runner_core.backends.claude import claude_limit
+from runner_core.backends.codex import codex_limit
+from runner_core.backends.command import WaitFileError, wait_file_limit
+from runner_core.loop.usage_limits import LimitKind, LimitSignal, LimitWait, iso_utc, wait_until
 from tests.helpers import FAKE_CLIS
 
 NOW = datetime(2026, 11, 22, 15, 50, 10, tzinfo=UTC)

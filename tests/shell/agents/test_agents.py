@@ -1,4 +1,4 @@
-"""Specification of runner_shell.agents.session, with real fake agents (never codex or claude)."""
+"""Specification of runner_shell.agents' backends, with real fake agents (never codex or claude)."""
 
 from __future__ import annotations
 
@@ -13,18 +13,14 @@ from pathlib import Path
 import attrs
 import pytest
 
-from runner_core.backends.agent_results import last_json_object
+from runner_core.backends.claude import last_json_object
 from runner_core.loop.usage_limits import LimitKind, LimitSignal
 from runner_core.tree.model import AgentRole
-from runner_shell.agents.session import (
-    OUTPUT_LIMIT_BYTES,
-    AgentRequest,
-    AgentRun,
-    ClaudeBackend,
-    CodexBackend,
-    CommandBackend,
-    backend_for,
-)
+from runner_shell.agents._common import OUTPUT_LIMIT_BYTES, AgentRequest, AgentRun
+from runner_shell.agents.claude import ClaudeBackend
+from runner_shell.agents.codex import CodexBackend
+from runner_shell.agents.command import CommandBackend
+from runner_shell.agents.session import backend_for
 from runner_shell.step.processes import SpawnError
 
 PYTHON = sys.executable

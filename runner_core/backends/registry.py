@@ -1,0 +1,77 @@
+"""Every agent backend the runner knows: the one table the set of backend names lives in.
+
+Decides which names `[agent] backend` accepts, which one is the default, which program each
+runs when `[agent] command` is empty, and which files of the operator's HOME its CLI reads
+(docs/sandbox.md). Config validation, `runner init --backend` and the sandbox's private HOME
+all read this table. Never runs a backend: runner_shell.agents maps each name to its class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import attrs
+
+
+@attrs.frozen(slots=True)
+class HomeFiles:
+    """Files a CLI reads from one directory: `$variable` when it is set, else `directory` under
+    HOME ("" is HOME itself)."""
+
+    variable: str
+    directory: str
+    names: tuple[str, ...]
+
+
+@attrs.frozen(slots=True)
+class BackendInfo:
+    """One backend: its `name` in config.toml, the `program` it runs unless `[agent] command`
+    replaces it (None: the command must name one), and the `home` files its CLI reads."""
+
+    name: str
+    program: str | None
+    home: tuple[HomeFiles, ...] = ()
+
+
+# In the order the config's comment lists them, the default first. Codex reads $CODEX_HOME
+# (default ~/.codex); Claude Code reads $CLAUDE_CONFIG_DIR (default ~/.claude) and its global
+# state .claude.json (in $CLAUDE_CONFIG_DIR, default ~).
+BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
+    {
+        info.name: info
+        for info in (
+            BackendInfo(
+                "codex",
+                "codex",
+                (HomeFiles("CODEX_HOME", ".codex", ("config.toml", "auth.json", "AGENTS.md")),),
+            ),
+            BackendInfo(
+                "claude",
+                "claude",
+                (
+                    HomeFiles(
+                        "CLAUDE_CONFIG_DIR",
+                        ".claude",
+                        (".credentials.json", "settings.json", "CLAUDE.md"),
+                    ),
+                    HomeFiles("CLAUDE_CONFIG_DIR", "", (".claude.json",)),
+                ),
+            ),
+            BackendInfo("command", None),
+        )
+    }
+)
+# What config.toml and `runner init` use when no backend is named.
+DEFAULT_BACKEND = "codex"
+
+
+def backend_names() -> str:
+    """The names, sorted and comma-separated, as error messages and help list them."""
+    return ", ".join(sorted(BACKENDS))
+
+
+def agent_argv(backend: str, command: tuple[str, ...]) -> tuple[str, ...]:
+    """What `[agent] command` runs for `backend`: the command, else the backend's program."""
+    program = BACKENDS[backend].program
+    return command or (() if program is None else (program,))
