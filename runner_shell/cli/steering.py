@@ -15,7 +15,7 @@ import typer
 
 from runner_core.run.config_change import config_keys
 from runner_core.tree.model import Node
-from runner_shell.cli.app import HELP_OPTIONS, AsJson, app, guarded, node_app
+from runner_shell.cli.base import HELP_OPTIONS, AsJson, app, guarded, node_app
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo, open_repo
 from runner_shell.store.layout import RunnerPaths
