@@ -225,6 +225,8 @@ class Project:
         self.harness = harness  # this test's agent.json, guard.json and the agent's records
         self.scripts = scripts  # agent.py and guard.py, shared by all tests
         self.env = dict(env)
+        # `[sandbox] mode` of every config set_config writes; None: the runner's default.
+        self.sandbox_mode: str | None = None
 
     # ---------------------------------------------------------------- processes
 
@@ -298,6 +300,8 @@ class Project:
         # the test: the sandbox lets them write there (every test's tmp dir is under one base).
         sandbox = dict(values.pop("sandbox", {}))
         sandbox.setdefault("writable", [str(self.harness.parent.parent)])
+        if self.sandbox_mode is not None:
+            sandbox.setdefault("mode", self.sandbox_mode)
         values["sandbox"] = sandbox
         tables = {key: value for key, value in values.items() if isinstance(value, dict)}
         toml = [
