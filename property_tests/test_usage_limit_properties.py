@@ -9,13 +9,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core.loop.usage_limits import (
-    LimitKind,
-    LimitSignal,
-    claude_limit,
-    codex_limit,
-    wait_until,
-)
+from runner_core.loop.usage_limits import LimitKind, LimitSignal, wait_until
+from tests.helpers.limits import claude_limit, codex_limit
 
 moments = st.datetimes(
     min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)

@@ -245,8 +245,8 @@ class ExecutionHistory:
 
     Build one with `ExecutionHistory.of`, which sorts; the constructor only checks the order.
     Usually it holds one run, the one the shell numbers executions in. Holding several, its
-    counts span all of them in `(run_id, iteration)` order, which is not time order: number
-    a run's executions with `for_run(run_id)`.
+    counts span all of them in `(run_id, iteration)` order, which is not time order: number a
+    run's executions in a history of that run's records alone.
     """
 
     records: tuple[ExecutionRecord, ...] = ()
@@ -272,10 +272,6 @@ class ExecutionHistory:
         """Every run the history holds, sorted."""
         return tuple(sorted({record.run_id for record in self.records}))
 
-    def for_run(self, run_id: str) -> ExecutionHistory:
-        """The records of one run, still in iteration order."""
-        return ExecutionHistory(tuple(record for record in self.records if record.run_id == run_id))
-
     def node_ids(self) -> tuple[str, ...]:
         """Every node with at least one execution, sorted."""
         return tuple(sorted(self._by_node))
@@ -290,12 +286,6 @@ class ExecutionHistory:
         """The node's latest execution (seed 004's "last output"), None if it never ran."""
         records = self.records_for(node_id)
         return records[-1] if records else None
-
-    def iterations_of(self, node_id: str) -> tuple[int, ...]:
-        return tuple(record.iteration for record in self.records_for(node_id))
-
-    def next_execution_number(self, node_id: str) -> int:
-        return self.execution_count(node_id) + 1
 
     def summary(self) -> HistorySummary:
         return summarize(self)

@@ -22,8 +22,6 @@ from typing import Any
 
 import attrs
 
-from runner_core.backends.agent_results import CodexEnding, claude_result, codex_event
-
 
 class LimitKind(enum.Enum):
     RATE_LIMITED = "rate_limited"
@@ -124,17 +122,6 @@ def codex_message_limit(message: str, now: datetime, tz: tzinfo) -> LimitSignal 
     return None
 
 
-def codex_limit(stream: str, now: datetime, tz: tzinfo) -> LimitSignal | None:
-    """The limit `codex exec --json` output (its JSONL stdout) ended on, if any: the limit its
-    failure (`CodexEnding`) reports. `tz` is the zone of codex's clock (its TZ): the reset time
-    it prints has no zone name."""
-    ending = CodexEnding()
-    for line in stream.splitlines():
-        event = codex_event(line)
-        ending = ending if event is None else ending.after(event)
-    return None if ending.failure is None else codex_message_limit(ending.failure, now, tz)
-
-
 # ---------------------------------------------------------------- claude
 
 # `· resets 3:59pm (UTC)`, `· resets 5pm (UTC)`, `· resets Nov 24, 5:59pm (UTC)`.
@@ -162,11 +149,6 @@ def _claude_reset(message: str, now: datetime, tz: tzinfo) -> str | None:
         # Shown without a year: a date well before now is next year's (Dec 31 -> Jan 1).
         day = _calendar_day(local_now.year + 1, found["month"], found["day"])
     return None if day is None else iso_utc(_end_of_shown_minute(day, shown, zone))
-
-
-def claude_limit(stdout: str, now: datetime, tz: tzinfo) -> LimitSignal | None:
-    """The limit `claude -p --output-format json` output ended on, if any."""
-    return claude_result_limit(claude_result(stdout), now, tz)
 
 
 def claude_result_limit(

@@ -28,7 +28,6 @@ HOOK_NAMES = (
     "on_error",
     "on_wait",
 )
-BUDGET_NAMES = ("cost_usd", "tokens", "wall_secs")
 
 
 @attrs.frozen(slots=True)

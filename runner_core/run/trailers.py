@@ -255,10 +255,6 @@ def is_iteration_commit(trailers: Mapping[str, str]) -> bool:
     return ITER in trailers
 
 
-def is_operator_commit(trailers: Mapping[str, str]) -> bool:
-    return OP in trailers
-
-
 # ---------------------------------------------------------------- an operator commit
 
 

@@ -55,9 +55,6 @@ class TreeDiff:
 
     changes: tuple[NodeChange, ...] = ()
 
-    def for_node(self, node_id: str) -> NodeChange | None:
-        return next((change for change in self.changes if change.node_id == node_id), None)
-
 
 def _field_value(node: Node, name: str) -> Any:
     value = getattr(node, name)

@@ -16,13 +16,12 @@ from runner_core.loop.usage_limits import (
     LimitSignal,
     LimitWait,
     WaitFileError,
-    claude_limit,
-    codex_limit,
     iso_utc,
     wait_file_limit,
     wait_until,
 )
 from tests.helpers import FAKE_CLIS
+from tests.helpers.limits import claude_limit, codex_limit
 
 NOW = datetime(2026, 11, 22, 15, 50, 10, tzinfo=UTC)
 USAGE, RATE = LimitKind.USAGE_LIMITED, LimitKind.RATE_LIMITED
