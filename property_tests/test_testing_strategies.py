@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -55,6 +56,7 @@ from runner_core.testing import (
     trees,
 )
 from runner_core.testing.runs import RUN_START
+from runner_core.tree.model import nodes_by_id
 
 # A fifth of the profile's examples (a tenth for whole runs): these properties check the
 # strategies, not the runner, and the suite's time should stay as it was.
@@ -166,12 +168,22 @@ def test_runner_owned_edits_are_undone_by_the_state_update(
     case: tuple[Node, EditedTree], pair: tuple[AgentStatus, GuardOutcome], data: st.DataObject
 ) -> None:
     """apply_state_updates gives the same tree whether or not the agent made
-    agent_edits(kind="runner_owned") edits; only passes/attempts were touched."""
+    agent_edits(kind="runner_owned") edits, and the same summary but for the fields it lists
+    as reverted, which are exactly those edits; only passes/attempts were touched."""
     prev, edit = case
     selected = data.draw(st.sampled_from([node.id for node, _ in preorder(prev)]))
     assert {e.field for e in edit.edits} <= {"passes", "attempts"}
-    with_edits = apply_state_updates(prev, edit.tree, selected, *pair)
-    assert with_edits == apply_state_updates(prev, prev, selected, *pair)
+    tree, summary = apply_state_updates(prev, edit.tree, selected, *pair)
+    assert (tree, attrs.evolve(summary, reverted=())) == apply_state_updates(
+        prev, prev, selected, *pair
+    )
+    before, after = nodes_by_id(prev), nodes_by_id(edit.tree)
+    assert {(field.node_id, field.field) for field in summary.reverted} == {
+        (node_id, name)
+        for node_id, node in after.items()
+        for name in ("passes", "attempts")
+        if getattr(node, name) != getattr(before[node_id], name)
+    }
 
 
 @MODEST

@@ -37,7 +37,7 @@ class TokenUsage:
         )
 
 
-class ErrorKind(enum.Enum):
+class ErrorKind(enum.StrEnum):
     AGENT = "agent"
     RUNNER = "runner"
 
@@ -431,7 +431,7 @@ def most_retried(history: ExecutionHistory, n: int) -> tuple[NodeStats, ...]:
 # ---------------------------------------------------------------- display state
 
 
-class NodeDisplayState(enum.Enum):
+class NodeDisplayState(enum.StrEnum):
     PENDING = "pending"
     RUNNING = "running"
     COMPLETED = "completed"

@@ -38,7 +38,7 @@ from runner_core.validation.schema import validate_decomposer_output, validate_e
 from runner_core.validation.status import validate_status_invariants
 
 
-class PlanKind(enum.Enum):
+class PlanKind(enum.StrEnum):
     RUN = "run"
     COMPLETE = "complete"
     STUCK = "stuck"

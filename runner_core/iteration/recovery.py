@@ -15,7 +15,7 @@ import attrs
 from runner_core.validation.documents import JOURNAL_SCHEMA_FILE, document_problem
 
 
-class JournalPhase(enum.Enum):
+class JournalPhase(enum.StrEnum):
     """Where an iteration stands: the agent or guard may be running, its log is being written,
     or its commit is being made."""
 
@@ -97,7 +97,7 @@ def journal_from_json(obj: Any) -> Journal:
     )
 
 
-class RecoveryKind(enum.Enum):
+class RecoveryKind(enum.StrEnum):
     ALREADY_COMMITTED = "already-committed"
     INTERRUPTED = "interrupted"
 

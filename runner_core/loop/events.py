@@ -18,7 +18,7 @@ import attrs
 from pyrsistent import PMap, freeze, thaw
 
 
-class EventType(enum.Enum):
+class EventType(enum.StrEnum):
     ITERATION_STARTED = "iteration_started"
     AGENT_STARTED = "agent_started"
     AGENT_OUTPUT = "agent_output"

@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 
 
-class LimitKind(enum.Enum):
+class LimitKind(enum.StrEnum):
     RATE_LIMITED = "rate_limited"
     USAGE_LIMITED = "usage_limited"
 

@@ -258,7 +258,7 @@ def is_iteration_commit(trailers: Mapping[str, str]) -> bool:
 # ---------------------------------------------------------------- an operator commit
 
 
-class NodeOperation(enum.Enum):
+class NodeOperation(enum.StrEnum):
     """What `runner node <op>` does; its values are what a Runner-Op trailer may name."""
 
     RETRY = "retry"

@@ -21,7 +21,7 @@ DIFFED_FIELDS: tuple[str, ...] = tuple(
 )
 
 
-class ChangeKind(enum.Enum):
+class ChangeKind(enum.StrEnum):
     ADDED = "added"
     REMOVED = "removed"
     CHANGED = "changed"

@@ -22,9 +22,11 @@ GAINS_CHILDREN: PMap[AgentStatus, bool] = pmap(
 
 
 def validate_status_invariants(
-    prev: Node, next_tree: Node, selected_id: str, status: AgentStatus
+    prev: Node, next_tree: Node, selected_id: str, status: AgentStatus | str
 ) -> tuple[str, ...]:
-    """The status violation for the selected node, if any, as a sorted tuple."""
+    """The status violation for the selected node, if any, as a sorted tuple; `status` is an
+    `AgentStatus` or its string value."""
+    status = AgentStatus(status)
     before = nodes_by_id(prev).get(selected_id)
     after = nodes_by_id(next_tree).get(selected_id)
     if after is None:

@@ -29,7 +29,7 @@ STDERR_TAIL_CHARS = 300
 _REAP_SECS = 2.0
 
 
-class HookOutcome(enum.Enum):
+class HookOutcome(enum.StrEnum):
     OK = "ok"
     FAILED = "failed"  # exited non-zero or was killed by a signal
     TIMED_OUT = "timed_out"  # still running at the timeout: its process group was killed
