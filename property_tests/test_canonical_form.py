@@ -12,16 +12,15 @@ from runner_core import (
     NodeNext,
     count_nodes,
     dumps_tree,
-    loads_json,
     parse_tree,
-    sort_children,
     tree_from_json,
     tree_to_json,
-    validate_invariants,
-    validate_schema,
 )
 from runner_core.testing import preorder, trees
-from runner_core.tree.model import MAX_DEPTH
+from runner_core.tree.model import MAX_DEPTH, sort_children
+from runner_core.tree.serialization import loads_json
+from runner_core.validation.invariants import validate_invariants
+from runner_core.validation.schema import validate_schema
 
 any_order_trees = trees(canonical=None)
 

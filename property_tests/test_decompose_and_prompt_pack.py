@@ -5,18 +5,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core import (
-    ChildSpec,
-    Node,
-    NodeNext,
-    build_prompt_pack,
-    decompose_node,
-    sort_children,
-    tree_from_json,
-    tree_to_json,
-    validate_invariants,
-)
+from runner_core import ChildSpec, Node, NodeNext, decompose_node, tree_from_json, tree_to_json
+from runner_core.iteration.prompt_pack import build_prompt_pack
 from runner_core.testing import index_json, preorder, texts, trees
+from runner_core.tree.model import sort_children
+from runner_core.validation.invariants import validate_invariants
 
 # ---------------------------------------------------------------- decomposition
 

@@ -14,10 +14,10 @@ from runner_core.history.records import (
     ExecutionHistory,
     ExecutionRecord,
     TokenUsage,
+    history_summary_to_json,
     node_stats,
     record_from_meta,
     record_to_meta,
-    summary_to_json,
 )
 from runner_core.iteration.state_update import TRANSITIONS
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
@@ -177,8 +177,8 @@ def test_history_from_shuffled_records_is_identical(
     first, second = ExecutionHistory.of(ordered), ExecutionHistory.of(shuffled)
     assert first == second
     assert first.summary() == second.summary()
-    assert json.dumps(summary_to_json(first.summary())) == json.dumps(
-        summary_to_json(second.summary())
+    assert json.dumps(history_summary_to_json(first.summary())) == json.dumps(
+        history_summary_to_json(second.summary())
     )
     assert node_stats(first) == node_stats(second)
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core import Node, NodeNext, iter_preorder
+from runner_core import Node, NodeNext
 from runner_core.run.operations import (
     NewPlan,
     NodeOperation,
@@ -24,6 +24,7 @@ from runner_core.run.operations import (
 )
 from runner_core.testing import trees
 from runner_core.tree.decompose import ChildSpec
+from runner_core.tree.model import iter_preorder
 from runner_core.tree.selection import select_leaf
 
 SPEC = ChildSpec("Part", "Do part.", ("part works",), NodeNext.EXECUTE)

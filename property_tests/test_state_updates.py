@@ -11,12 +11,11 @@ from runner_core import (
     GuardOutcome,
     InvalidTransition,
     Node,
-    UnknownSelectedNode,
     apply_state_updates,
     dumps_tree,
     tree_to_json,
-    validate_invariants,
 )
+from runner_core.iteration.state_update import UnknownSelectedNode
 from runner_core.testing import (
     STATUS_GUARD_PAIRS,
     EditedTree,
@@ -25,6 +24,7 @@ from runner_core.testing import (
     status_guard_pairs,
     trees,
 )
+from runner_core.validation.invariants import validate_invariants
 
 # Seed 000's table, written out again so the test does not read the code's own copy:
 # (status, guard) -> (sets passes, increments attempts).

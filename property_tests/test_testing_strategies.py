@@ -12,29 +12,22 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from runner_core import (
-    TRANSITIONS,
     AgentStatus,
     GuardOutcome,
     Node,
     NodeNext,
-    PlanKind,
-    RunState,
     SelectionStatus,
     TreeValidationError,
     apply_state_updates,
-    check_passed_node_immutability,
     dumps_tree,
     parse_tree,
-    plan_step,
-    record_from_meta,
-    record_to_meta,
-    review_decomposition,
     select_leaf,
-    sort_children,
     tree_from_json,
-    validate_decomposer_output,
-    validate_executor_output,
 )
+from runner_core.history.records import record_from_meta, record_to_meta
+from runner_core.iteration.plan import PlanKind, plan_step, review_decomposition
+from runner_core.iteration.state_update import TRANSITIONS
+from runner_core.run.state import RunState
 from runner_core.testing import (
     EditedTree,
     InvalidTree,
@@ -56,7 +49,9 @@ from runner_core.testing import (
     trees,
 )
 from runner_core.testing.runs import RUN_START
-from runner_core.tree.model import nodes_by_id
+from runner_core.tree.model import nodes_by_id, sort_children
+from runner_core.validation.immutability import check_passed_node_immutability
+from runner_core.validation.schema import validate_decomposer_output, validate_executor_output
 
 # A fifth of the profile's examples (a tenth for whole runs): these properties check the
 # strategies, not the runner, and the suite's time should stay as it was.

@@ -323,6 +323,8 @@ def _sum_tokens(records: Iterable[ExecutionRecord]) -> TokenUsage:
 
 
 def summarize(history: ExecutionHistory) -> HistorySummary:
+    """What a history amounts to: executions, successes, time, tokens, cost and attempts;
+    `history_summary_to_json` is its JSON form."""
     records = history.records
     total = len(records)
     successful = sum(1 for record in records if record.successful)
@@ -347,7 +349,7 @@ def summarize(history: ExecutionHistory) -> HistorySummary:
     )
 
 
-def summary_to_json(summary: HistorySummary) -> dict[str, Any]:
+def history_summary_to_json(summary: HistorySummary) -> dict[str, Any]:
     """The summary as JSON: seed 004's keys first, in its order, then the runner's."""
     return {
         "total_executions": summary.total_executions,

@@ -50,6 +50,9 @@ class PlanKind(enum.StrEnum):
 
 @attrs.frozen(slots=True)
 class StepPlan:
+    """Whether a step runs (`kind`), what selection found, the iteration's number and, when
+    it runs, the agent's role; `node` is the selected node of a step that runs."""
+
     kind: PlanKind
     selection: Selection
     iteration: int

@@ -74,6 +74,9 @@ class HooksConfig:
 
 @attrs.frozen(slots=True)
 class Config:
+    """The settings of `.runner/config.toml`, each field a key of it with its default; build
+    one from parsed TOML with `parse_config`, which checks every value."""
+
     max_attempts_default: int = 3
     max_iterations: int = 100
     iteration_timeout_secs: int = 1800

@@ -17,15 +17,15 @@ from runner_core import (
     InvalidTransition,
     Node,
     TreeValidationError,
-    UnknownSelectedNode,
     apply_state_updates,
-    check_passed_node_immutability,
     parse_tree,
     tree_to_json,
-    validate_child_additions_restricted,
-    validate_status_invariants,
 )
+from runner_core.iteration.state_update import UnknownSelectedNode
 from runner_core.testing.trees import preorder
+from runner_core.validation.child_additions import validate_child_additions_restricted
+from runner_core.validation.immutability import check_passed_node_immutability
+from runner_core.validation.status import validate_status_invariants
 
 
 def assert_valid_tree(tree: Node | Mapping[str, Any] | str | bytes) -> Node:

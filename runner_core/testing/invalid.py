@@ -15,8 +15,9 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from runner_core import Node, sort_children, tree_from_json, tree_to_json
+from runner_core import Node, tree_from_json, tree_to_json
 from runner_core.testing.trees import JsonNode, trees
+from runner_core.tree.model import sort_children
 
 Layer = Literal["schema", "invariants"]
 

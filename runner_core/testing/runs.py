@@ -20,22 +20,8 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from runner_core import (
-    AgentRole,
-    ExecutionHistory,
-    ExecutionRecord,
-    GuardOutcome,
-    IterationOutcome,
-    Node,
-    PlanKind,
-    RunState,
-    StepPlan,
-    TokenUsage,
-    dumps_tree,
-    plan_step,
-    run_state_from_json,
-    tree_to_json,
-)
+from runner_core import AgentRole, ExecutionHistory, GuardOutcome, Node, dumps_tree, tree_to_json
+from runner_core.history.records import ExecutionRecord, TokenUsage
 from runner_core.iteration.machine import (
     Abort,
     AgentFinished,
@@ -65,8 +51,10 @@ from runner_core.iteration.machine import (
     WriteJournal,
     start_iteration,
 )
+from runner_core.iteration.plan import IterationOutcome, PlanKind, StepPlan, plan_step
 from runner_core.run.chain import chain_seed
 from runner_core.run.config import Config, render_config
+from runner_core.run.state import RunState, run_state_from_json
 from runner_core.testing.edits import EditKind, agent_edits
 from runner_core.testing.outputs import decomposer_outputs, executor_outputs
 from runner_core.testing.trees import passed_ids, trees

@@ -19,6 +19,9 @@ from runner_core.validation.invariants import ID_MAX_LENGTH
 
 @attrs.frozen(slots=True)
 class ChildSpec:
+    """One child a decomposer asks for: the fields it chooses. The runner gives the child its
+    id, order and attempts when `decompose_node` adds it."""
+
     title: str
     goal: str
     acceptance: tuple[str, ...]

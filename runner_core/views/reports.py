@@ -21,12 +21,12 @@ from runner_core.history.records import (
     NodeDisplayState,
     NodeStats,
     display_states,
+    history_summary_to_json,
     most_retried,
     node_stats,
     record_to_meta,
     slowest,
     summarize,
-    summary_to_json,
     tokens_to_json,
 )
 from runner_core.iteration.recovery import Journal
@@ -484,7 +484,7 @@ def report_to_json(report: Report, warnings: Sequence[str] = ()) -> dict[str, An
     """`runner report --json`; schemas/views/report.schema.json documents every key."""
     return {
         "run_id": report.run_id,
-        "summary": summary_to_json(report.summary),
+        "summary": history_summary_to_json(report.summary),
         "nodes": [_node_row_json(row) for row in report.nodes],
         "slowest": [
             {

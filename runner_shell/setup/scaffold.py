@@ -8,19 +8,13 @@ from __future__ import annotations
 
 import attrs
 
-from runner_core import (
-    Config,
-    Node,
-    NodeNext,
-    RunState,
-    branch_for,
-    generate_run_id,
-    render_config,
-    with_run_id,
-)
+from runner_core import Config, Node, NodeNext
 from runner_core.iteration.preconditions import REQUIRED_GITIGNORE_LINES, dirty_tree_problem
 from runner_core.run.chain import chain_seed
+from runner_core.run.config import render_config
+from runner_core.run.identity import branch_for, generate_run_id, with_run_id
 from runner_core.run.listing import start_on_protected_problem
+from runner_core.run.state import RunState
 from runner_core.validation.schema import (
     DECOMPOSER_OUTPUT_SCHEMA_FILE,
     EXECUTOR_OUTPUT_SCHEMA_FILE,

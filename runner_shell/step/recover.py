@@ -19,8 +19,9 @@ from pathlib import Path
 import attrs
 from pyrsistent import pmap
 
-from runner_core import PlanKind, parse_config, parse_tree, plan_step, run_state_from_json
+from runner_core import parse_config, parse_tree
 from runner_core.iteration.machine import Measured, final_write_set, interrupted_end
+from runner_core.iteration.plan import PlanKind, plan_step
 from runner_core.iteration.recovery import (
     PENDING_GUARD_LOG,
     Journal,
@@ -28,6 +29,7 @@ from runner_core.iteration.recovery import (
     RecoveryKind,
     recovery_kind,
 )
+from runner_core.run.state import run_state_from_json
 from runner_core.tree.model import AgentRole, nodes_by_id
 from runner_shell.errors import UserFacingError
 from runner_shell.git.log_archive import ArchiveError, NothingToArchive, archive_iteration

@@ -19,11 +19,18 @@ from typing import Any, TextIO
 import attrs
 import typer
 
-from runner_core import ExecutionHistory, ExecutionRecord, Node, RunState, parse_tree
-from runner_core.history.records import DamagedRecord, NodeStats, TokenUsage, record_from_meta
+from runner_core import ExecutionHistory, Node, parse_tree
+from runner_core.history.records import (
+    DamagedRecord,
+    ExecutionRecord,
+    NodeStats,
+    TokenUsage,
+    record_from_meta,
+)
 from runner_core.iteration.recovery import Journal
 from runner_core.run.identity import run_id_problem
 from runner_core.run.operations import OperatorAction, action_text
+from runner_core.run.state import RunState
 from runner_core.tree.model import nodes_by_id
 from runner_core.tree.serialization import TreeValidationError
 from runner_core.views.follow import budget_lines, rolled_up_lines

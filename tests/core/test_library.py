@@ -1,4 +1,4 @@
-"""Specification of runner_core as a library (README "The library: runner_core", issue 11).
+"""Specification of runner_core as a library (README "The library: runner_core").
 
 What a library user relies on: nothing exported can be changed in place, a selection's status
 compares equal to its text, decomposition takes the decomposer's plain child objects, the
@@ -23,6 +23,8 @@ import pytest
 
 import runner_core as rc
 from runner_core.iteration.prompt_pack import SECTION_TITLES
+from runner_core.iteration.state_update import TRANSITIONS
+from runner_core.tree.decompose import child_specs_from_output
 from runner_core.tree.serialization import _LAYER_PREFIX
 from runner_core.validation.status import GAINS_CHILDREN
 from tests.helpers import ROOT
@@ -38,7 +40,7 @@ KNOWN_MUTABLE: set[tuple[str, str]] = set()
 @pytest.mark.parametrize(
     ("table", "key"),
     [
-        (rc.TRANSITIONS, (rc.AgentStatus.DONE, rc.GuardOutcome.PASS)),
+        (TRANSITIONS, (rc.AgentStatus.DONE, rc.GuardOutcome.PASS)),
         (SECTION_TITLES, "goal"),
         (GAINS_CHILDREN, rc.AgentStatus.DONE),
         (_LAYER_PREFIX, "json"),
@@ -106,9 +108,7 @@ def test_decompose_node_takes_the_decomposers_plain_child_objects() -> None:
     ]
 
     from_mappings = rc.decompose_node(root, "root", children, 3)
-    from_specs = rc.decompose_node(
-        root, "root", rc.child_specs_from_output({"children": children}), 3
-    )
+    from_specs = rc.decompose_node(root, "root", child_specs_from_output({"children": children}), 3)
 
     assert from_mappings == from_specs
     assert [child.id for child in from_mappings.children] == ["root.1", "root.2"]
@@ -177,11 +177,11 @@ def test_the_readme_example_runs_on_a_complete_tree(tmp_path: Path) -> None:
 CHECKOUT_PROGRAM = """
 import importlib.util, json, sys
 import runner_core as rc
-from runner_core.validation.schema import schema_text
+from runner_core.validation.schema import schema_text, validate_schema
 print(json.dumps({
     "core": rc.__file__,
     "schemas_package": importlib.util.find_spec("runner_core.schemas") is not None,
-    "errors": rc.validate_schema({"id": "root", "order": "first"}),
+    "errors": validate_schema({"id": "root", "order": "first"}),
     "status_schema": json.loads(schema_text("views/status.schema.json"))["title"],
 }))
 """

@@ -17,12 +17,12 @@ from runner_core.history.records import (
     NodeDisplayState,
     TokenUsage,
     display_states,
+    history_summary_to_json,
     most_retried,
     node_stats,
     record_from_meta,
     record_to_meta,
     slowest,
-    summary_to_json,
 )
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome, Node, NodeNext
 from tests.helpers.records import for_run, iterations_of, next_execution_number, record
@@ -309,7 +309,7 @@ def test_last_record_of_a_node_that_never_ran_is_none() -> None:
 
 def test_empty_history_summary_is_all_zero() -> None:
     summary = ExecutionHistory().summary()
-    assert summary_to_json(summary) == {
+    assert history_summary_to_json(summary) == {
         "total_executions": 0,
         "successful_executions": 0,
         "failed_executions": 0,
@@ -395,7 +395,7 @@ def test_summary_counts_errors_guards_and_consumed_attempts() -> None:
 
 
 def test_summary_json_keys_are_seed_004_first_then_the_runners() -> None:
-    keys = tuple(summary_to_json(history(record(1)).summary()))
+    keys = tuple(history_summary_to_json(history(record(1)).summary()))
     assert keys == (
         "total_executions",
         "successful_executions",

@@ -16,7 +16,7 @@ import attrs
 import pytest
 from pyrsistent import pmap
 
-from runner_core import GuardOutcome, Node, parse_config, plan_step
+from runner_core import GuardOutcome, Node, parse_config
 from runner_core.history.records import ErrorKind, TokenUsage
 from runner_core.iteration.events import after_result
 from runner_core.iteration.git_drift import GitHead
@@ -61,6 +61,7 @@ from runner_core.iteration.machine import (
     set_aside_name,
     start_iteration,
 )
+from runner_core.iteration.plan import plan_step
 from runner_core.iteration.recovery import Journal, JournalPhase
 from runner_core.loop.events import Event
 from runner_core.loop.usage_limits import LimitKind, LimitSignal

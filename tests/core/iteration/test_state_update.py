@@ -10,15 +10,14 @@ from __future__ import annotations
 import pytest
 
 from runner_core import (
-    TRANSITIONS,
     AgentStatus,
     GuardOutcome,
     InvalidTransition,
     Node,
-    UnknownSelectedNode,
     apply_state_updates,
     dumps_tree,
 )
+from runner_core.iteration.state_update import TRANSITIONS, UnknownSelectedNode
 from tests.helpers.trees import find, ids, tree
 
 DONE, RETRY, DECOMPOSED = AgentStatus.DONE, AgentStatus.RETRY, AgentStatus.DECOMPOSED

@@ -10,18 +10,14 @@ from typing import Any
 
 import pytest
 
-from runner_core import (
+from runner_core import AgentRole, AgentStatus, GuardOutcome, Node
+from runner_core.iteration.plan import (
     AgentOutputError,
-    AgentRole,
-    AgentStatus,
-    GuardOutcome,
     IterationOutcome,
-    Node,
     PlanKind,
     Review,
-    RunState,
-    RunStateError,
     advance_run_state,
+    commit_subject,
     conclude,
     conclude_runner_error,
     context_files,
@@ -29,12 +25,10 @@ from runner_core import (
     plan_step,
     review_decomposition,
     review_execution,
-    run_state_from_json,
-    run_state_to_json,
-    validate_invariants,
 )
-from runner_core.iteration.plan import commit_subject
+from runner_core.run.state import RunState, RunStateError, run_state_from_json, run_state_to_json
 from runner_core.run.trailers import iteration_commit_message
+from runner_core.validation.invariants import validate_invariants
 from tests.helpers.records import record as shared_record
 from tests.helpers.trees import find, node, text_of, tree
 

@@ -12,20 +12,17 @@ from typing import Any
 
 import pytest
 
-from runner_core import (
-    Config,
-    ConfigError,
+from runner_core import Config, ConfigError, parse_config
+from runner_core.run.config import MAX_VALUES, render_config
+from runner_core.run.identity import (
     RunIdentityError,
     branch_for,
     generate_run_id,
     goal_run_id,
-    parse_config,
     parse_frontmatter,
-    render_config,
     run_id_problem,
     with_run_id,
 )
-from runner_core.run.config import MAX_VALUES
 
 # ---------------------------------------------------------------- parse_config
 

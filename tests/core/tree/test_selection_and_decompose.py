@@ -15,15 +15,13 @@ from runner_core import (
     Node,
     NodeNext,
     SelectionStatus,
-    child_specs_from_output,
     decompose_node,
     is_stuck,
-    leftmost_open_leaf,
-    node_path,
     select_leaf,
-    validate_invariants,
 )
-from runner_core.tree.decompose import decomposition_problems
+from runner_core.tree.decompose import child_specs_from_output, decomposition_problems
+from runner_core.tree.selection import leftmost_open_leaf, node_path
+from runner_core.validation.invariants import validate_invariants
 from tests.helpers.trees import find, tree
 
 # ---------------------------------------------------------------- select_leaf

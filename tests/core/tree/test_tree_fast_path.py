@@ -16,8 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner_core import Node, TreeValidationError, decode_tree_text, parse_tree
-from runner_core.tree.serialization import _tree_of_plain_nodes, tree_from_valid_json
+from runner_core import Node, TreeValidationError, parse_tree
+from runner_core.tree.serialization import (
+    _tree_of_plain_nodes,
+    decode_tree_text,
+    tree_from_valid_json,
+)
 from tests.helpers.trees import node
 
 

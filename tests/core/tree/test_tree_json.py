@@ -16,18 +16,15 @@ from runner_core import (
     TreeValidationError,
     apply_state_updates,
     count_nodes,
-    decode_tree_text,
     dumps_tree,
-    loads_json,
     parse_tree,
     select_leaf,
-    sort_children,
     tree_from_json,
     tree_to_json,
-    validate_invariants,
 )
-from runner_core.tree.model import NODE_FIELDS
-from runner_core.tree.serialization import RefusedJson
+from runner_core.tree.model import NODE_FIELDS, sort_children
+from runner_core.tree.serialization import RefusedJson, decode_tree_text, loads_json
+from runner_core.validation.invariants import validate_invariants
 from runner_core.validation.schema import TREE_SCHEMA_FILE, load_schema
 from tests.helpers.trees import chain_json, chain_text, depth_of, ids, node, text_of, tree
 

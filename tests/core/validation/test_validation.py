@@ -10,16 +10,12 @@ from typing import Any
 
 import pytest
 
-from runner_core import (
-    AgentStatus,
-    Node,
-    check_passed_node_immutability,
-    validate_child_additions_restricted,
-    validate_invariants,
-    validate_schema,
-    validate_status_invariants,
-)
-from runner_core.validation.invariants import id_problem
+from runner_core import AgentStatus, Node
+from runner_core.validation.child_additions import validate_child_additions_restricted
+from runner_core.validation.immutability import check_passed_node_immutability
+from runner_core.validation.invariants import id_problem, validate_invariants
+from runner_core.validation.schema import validate_schema
+from runner_core.validation.status import validate_status_invariants
 from tests.helpers.trees import chain_json, node, tree
 
 REQUIRED_FIELDS = [
