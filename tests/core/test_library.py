@@ -127,18 +127,23 @@ def test_decompose_node_takes_child_specs_and_mappings_mixed() -> None:
 # ---------------------------------------------------------------- the README's example
 
 
-def readme_library_example() -> str:
+def readme_library_block(language: str) -> str:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("## The library: `runner_core`", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    blocks = re.findall(rf"```{language}\n(.*?)```", section, re.DOTALL)
     assert len(blocks) == 1
     return str(blocks[0])
 
 
-def run_example(tmp_path: Path, root: dict[str, Any]) -> str:
+def readme_library_example() -> str:
+    return readme_library_block("python")
+
+
+def run_example(tmp_path: Path, root: dict[str, Any] | str) -> str:
     state = tmp_path / ".runner" / "state"
     state.mkdir(parents=True)
-    (state / "tree.json").write_text(json.dumps(root), encoding="utf-8")
+    text = root if isinstance(root, str) else json.dumps(root)
+    (state / "tree.json").write_text(text, encoding="utf-8")
     result = subprocess.run(
         [sys.executable, "-c", readme_library_example()],
         cwd=tmp_path,
@@ -160,9 +165,26 @@ def test_the_readme_example_runs_on_an_open_tree(tmp_path: Path) -> None:
     first, second = out.splitlines()[:2]
     assert first == "open root/a"
     assert second == "('a',) ()"
-    written = out.split("\n", 2)[2]
+    written = (tmp_path / ".runner" / "state" / "tree.json").read_text(encoding="utf-8")
     assert rc.parse_tree(written).children[0].passes
     assert written == rc.dumps_tree(rc.parse_tree(written))
+
+
+def test_the_readme_example_runs_on_the_readmes_tree_as_the_readme_says(tmp_path: Path) -> None:
+    text = readme_library_block("json")
+    assert rc.dumps_tree(rc.parse_tree(text)) == text
+
+    out = run_example(tmp_path, text)
+
+    reverted = [
+        {"node": "lexer", "field": "passes", "old": False, "new": True},
+        {"node": "root", "field": "passes", "old": False, "new": True},
+    ]
+    assert out.splitlines() == ["open root/lexer", "('lexer',) ('root',)", json.dumps(reverted)]
+    written = rc.parse_tree((tmp_path / ".runner" / "state" / "tree.json").read_bytes())
+    assert written.passes and written.children[0].passes and written.children[0].attempts == 1
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "`open root/lexer`, `('lexer',) ('root',)`" in readme
 
 
 def test_the_readme_example_runs_on_a_complete_tree(tmp_path: Path) -> None:
