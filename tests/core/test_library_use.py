@@ -17,6 +17,7 @@ from runner_core.iteration.state_update import (
     apply_state_updates,
     state_update_summary_to_json,
 )
+from runner_core.tree.decompose import ChildSpec
 from runner_core.tree.model import AgentStatus, GuardOutcome, Node, NodeNext
 from runner_core.tree.serialization import TreeValidationError, dumps_tree, tree_from_json
 from runner_core.validation.status import validate_status_invariants
@@ -133,7 +134,7 @@ def test_every_enum_of_runner_core_but_the_exit_codes_is_a_str_enum() -> None:
 
 
 def test_an_enum_compares_equal_to_its_string() -> None:
-    assert AgentStatus.DONE == "done"
+    assert AgentStatus.DONE == "done"  # type: ignore[comparison-overlap]
     assert GuardOutcome("pass") is GuardOutcome.PASS
     assert f"{NodeNext.DECOMPOSE}" == "decompose"
 
@@ -185,3 +186,8 @@ def test_the_summarys_json_is_canonical() -> None:
             {"node": "a", "field": "passes", "old": False, "new": True},
         ],
     }
+
+
+def test_a_child_spec_takes_next_as_a_string_and_acceptance_as_a_list() -> None:
+    spec = ChildSpec("t", "g", ["works"], "decompose")
+    assert spec == ChildSpec("t", "g", ("works",), NodeNext.DECOMPOSE)
