@@ -63,8 +63,8 @@ def test_no_public_name_of_runner_core_is_a_mutable_collection() -> None:
 
 def test_no_module_of_runner_core_holds_a_mutable_collection_at_module_level() -> None:
     found = set()
-    for info in pkgutil.iter_modules(rc.__path__):
-        module = importlib.import_module(f"runner_core.{info.name}")
+    for info in pkgutil.walk_packages(rc.__path__, "runner_core."):
+        module = importlib.import_module(info.name)
         for name, value in vars(module).items():
             if not name.startswith("__") and isinstance(value, MUTABLE_TYPES):
                 found.add((module.__name__, name))
