@@ -1,4 +1,4 @@
-"""Properties of the canonical form (SPEC §3): one text per tree, stable under re-reading."""
+"""Properties of the canonical form: one text per tree, stable under re-reading."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def test_sorting_keeps_every_node_and_orders_siblings(tree: Node) -> None:
 def test_chains_as_deep_as_the_limit_round_trip(tree: Node) -> None:
     """A chain of up to MAX_DEPTH levels round-trips and validates.
 
-    Before the depth limit (issue 9) this ran chains of up to 1,200 levels, too deep for a
+    Before the depth limit this ran chains of up to 1,200 levels, too deep for a
     recursive parser; every walk is recursive now, and deeper trees are refused (below).
     """
     text = dumps_tree(tree)

@@ -1,4 +1,4 @@
-"""Execution-free properties of decomposition (SPEC §5) and of the prompt pack (SPEC §8)."""
+"""Execution-free properties of decomposition and of the prompt pack."""
 
 from __future__ import annotations
 
@@ -185,7 +185,7 @@ def test_truncated_pack_fits_the_budget(
 def test_sections_appear_in_spec_order_and_drop_in_drop_order(
     sections: dict[str, str | None], data: st.DataObject
 ) -> None:
-    """Included sections appear in SPEC §8 order; required ones are never dropped; dropped
+    """Included sections appear in the prompt pack's order; required ones are never dropped; dropped
     sections are the first present ones of the drop order (tree, assumptions, questions,
     history, failure); truncation happens only after every droppable section is gone."""
     budget = data.draw(st.integers(0, size_of(sections) + 10))

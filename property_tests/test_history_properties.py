@@ -1,4 +1,4 @@
-"""Properties of the execution history (SPEC §9): counts add up, numbering, determinism."""
+"""Properties of the execution history: counts add up, numbering, determinism."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Operator commands (`runner node ...`) on any valid tree (issue 9: operating a run).
+"""Operator commands (`runner node ...`) on any valid tree (operating a run).
 
 Whatever node they name, the operations either refuse with an OperationError or return a tree
 that passes every validation layer against the tree they were given: passed nodes never change.

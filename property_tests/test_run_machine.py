@@ -1,4 +1,4 @@
-"""Whole runs driven through the pure step functions (SPEC §5) with random agents and guards."""
+"""Whole runs driven through the pure step functions with random agents and guards."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""select_leaf against a brute-force reference (SPEC §3: selection and stuck leaves)."""
+"""select_leaf against a brute-force reference (selection and stuck leaves)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Properties of the validation layers (SPEC §4, seed 001)."""
+"""Properties of the validation layers."""
 
 from __future__ import annotations
 

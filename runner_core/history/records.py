@@ -1,4 +1,4 @@
-"""Execution history (SPEC §9, seed 004): what the iterations of a run amount to.
+"""Execution history: what the iterations of a run amount to.
 
 Decides how a `meta.json` object reads as an `ExecutionRecord`, what a history of records
 sums to (counts, success rate, durations, tokens, cost), the per-node table, and the display
@@ -283,7 +283,7 @@ class ExecutionHistory:
         return len(self.records_for(node_id))
 
     def last_record(self, node_id: str) -> ExecutionRecord | None:
-        """The node's latest execution (seed 004's "last output"), None if it never ran."""
+        """The node's latest execution, None if it never ran."""
         records = self.records_for(node_id)
         return records[-1] if records else None
 
@@ -296,7 +296,7 @@ class ExecutionHistory:
 
 @attrs.frozen(slots=True)
 class HistorySummary:
-    """Seed 004's execution summary, then what the runner's iterations add to it."""
+    """The execution summary's figures, then what the runner's iterations add to them."""
 
     total_executions: int
     successful_executions: int
@@ -350,7 +350,7 @@ def summarize(history: ExecutionHistory) -> HistorySummary:
 
 
 def history_summary_to_json(summary: HistorySummary) -> dict[str, Any]:
-    """The summary as JSON: seed 004's keys first, in its order, then the runner's."""
+    """The summary as JSON: the execution summary's keys first, then the runner's."""
     return {
         "total_executions": summary.total_executions,
         "successful_executions": summary.successful_executions,

@@ -1,4 +1,4 @@
-"""One iteration as a sans-I/O machine (SPEC §5, §6): facts and results in, effects out.
+"""One iteration as a sans-I/O machine: facts and results in, effects out.
 
 Fed the facts a step gathered (tree, run state, config, goal, the clock's readings as values)
 and the result of each effect it asked for, it answers with the next effect as data: prepare
@@ -56,12 +56,12 @@ from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome, Node, n
 from runner_core.tree.serialization import dumps_tree
 from runner_core.views.text import flatten
 
-# Written under a temporary name: SPEC §6 puts guard.log after meta and output.
+# Written under a temporary name: the iteration log puts guard.log after meta and output.
 GUARD_TIMED_OUT_BEFORE_START = "=== stdout ===\n=== stderr ===\nguard timed out\n"
 
 
 class Failure(enum.Enum):
-    """What can go wrong inside an iteration; ERROR_KIND says whose error it is (SPEC §5)."""
+    """What can go wrong inside an iteration; ERROR_KIND says whose error it is."""
 
     AGENT_NOT_STARTED = "agent process could not start"
     AGENT_PROCESS = "agent process exited non-zero, was killed or timed out"
@@ -908,7 +908,7 @@ class IterationEnd:
 
 
 def final_write_set(end: IterationEnd) -> Commit:
-    """SPEC §6's files in order (meta → output → guard.log → snapshots), then run_state."""
+    """The iteration log's files in order (meta, output, guard.log, snapshots), then run_state."""
     outcome = end.outcome
     after = dumps_tree(outcome.tree)  # text: the shell encodes it in slices as it writes
     files = [

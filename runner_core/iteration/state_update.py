@@ -1,4 +1,4 @@
-"""Runner-owned state: how `passes` and `attempts` change after an iteration (seed 000).
+"""Runner-owned state: how `passes` and `attempts` change after an iteration.
 
 Decides the next tree's `passes`/`attempts` from the previous tree alone plus the iteration's
 status and guard outcome, and keeps an existing node's `max_attempts` as it was (the runner,

@@ -1,4 +1,4 @@
-"""The loop's policy (issue 10 §3-7): what `runner loop` does after each step and before the next.
+"""The loop's policy: what `runner loop` does after each step and before the next.
 
 Decides, from a small `LoopState` and what the last step came to, whether the loop goes on,
 waits (runner-error backoff, usage and rate limits, capped at `max_wait_secs`), hands a stuck

@@ -1,4 +1,4 @@
-"""Usage and rate limits (issue 10 §4): whether an agent run ended on one, and how long to wait.
+"""Usage and rate limits: whether an agent run ended on one, and how long to wait.
 
 Decides, from what the backends keep (how codex's JSONL stream ended and claude's result object,
 as runner_core.backends.agent_results reads them; a `command` agent's `RUNNER_WAIT_PATH`

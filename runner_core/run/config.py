@@ -1,4 +1,4 @@
-"""Configuration (SPEC §7): what `.runner/state/config.toml` may say, and its defaults.
+"""Configuration: what `.runner/state/config.toml` may say, and its defaults.
 
 Decides whether parsed TOML data is a valid configuration, naming the key of any problem.
 Never reads the file: the shell parses TOML and hands the mapping in.

@@ -72,7 +72,7 @@ def assert_transition_allowed(
     prev: Node, next_tree: Node, selected_id: str, status: AgentStatus, guard: GuardOutcome
 ) -> None:
     """`next_tree` is what an iteration on `selected_id` ending in `(status, guard)` may
-    leave after `prev`: a valid tree, a row of seed 000's table, no child added outside a
+    leave after `prev`: a valid tree, a row of the transition table, no child added outside a
     decomposition of the selected node, no passed node changed, the status matching what
     happened to the selected node, and passes/attempts exactly as apply_state_updates sets
     them.

@@ -338,7 +338,7 @@ def runs(
     Guarantees: every tree of `run.trees` is valid and canonical; records are numbered
     iterations 1..n of one run id, each node's executions 1, 2, ... (as the run state counts
     them), each lasting its duration_ms from RUN_START on, one after the other; each record's
-    status/guard is a row of seed 000's table and its attempts_before/after are the selected
+    status/guard is a row of the transition table and its attempts_before/after are the selected
     node's before and after; `end` is what plan_step answers after the last step. A
     decomposition adds a level, so a tree is at most 3 + max_iterations levels deep.
     """

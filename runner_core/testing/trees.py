@@ -45,7 +45,7 @@ ids = id_strategy()
 texts = st.text(max_size=12)
 orders = st.integers(min_value=-3, max_value=3)
 
-# The transitions of seed 000's table: guards run only for `done`.
+# The rows of the transition table: guards run only for `done`.
 STATUS_GUARD_PAIRS: tuple[tuple[AgentStatus, GuardOutcome], ...] = (
     (AgentStatus.DONE, GuardOutcome.PASS),
     (AgentStatus.DONE, GuardOutcome.FAIL),

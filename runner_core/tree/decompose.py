@@ -68,7 +68,7 @@ def decomposition_problems(specs: tuple[ChildSpec, ...]) -> tuple[str, ...]:
 
 def _free_child_ids(parent_id: str, taken: Set[str], count: int) -> list[str]:
     """`<parent>.<n>` for the first free n; a parent id too long for that is cut so every
-    child id stays within ID_MAX_LENGTH (issue 10: never a child the invariants refuse)."""
+    child id stays within ID_MAX_LENGTH (never a child the invariants refuse)."""
     ids: list[str] = []
     n = 1
     while len(ids) < count:

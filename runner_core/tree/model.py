@@ -212,7 +212,7 @@ Ancestors = tuple[str, ...]
 
 
 def sort_key(node: Node) -> tuple[int, str]:
-    """The canonical sibling order of SPEC §3: by `order`, then by `id`."""
+    """The canonical sibling order: by `order`, then by `id`."""
     return (node.order, node.id)
 
 

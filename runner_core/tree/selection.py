@@ -1,4 +1,4 @@
-"""What runs next: the leftmost open leaf, and whether it is stuck (SPEC §3).
+"""What runs next: the leftmost open leaf, and whether it is stuck.
 
 Decides selection by a depth-first walk with siblings in `(order, id)` order. A leaf is
 stuck when it has not passed and has used all its attempts. Never changes the tree.

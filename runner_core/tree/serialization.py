@@ -1,4 +1,4 @@
-"""The task tree as JSON text: parsing, building and the canonical form (SPEC §3).
+"""The task tree as JSON text: parsing, building and the canonical form.
 
 Decides what text a tree reads from and the exact bytes it is written as: siblings sorted by
 `(order, id)`, 2-space indent, keys in the schema's field order, trailing newline. Also decides

@@ -1,4 +1,4 @@
-"""Layer 5 of validation: where new children may appear (SPEC §4.5).
+"""Layer 5 of validation: where new children may appear.
 
 Decides whether nodes that are new in the next tree hang only under the selected node, and
 only while decomposing. Moving an existing open node is not an addition.

@@ -1,4 +1,4 @@
-"""Layer 3 of validation: passed nodes are immutable (SPEC §4.3).
+"""Layer 3 of validation: passed nodes are immutable.
 
 Decides, for every node that passed in the previous tree, whether the next tree still holds it
 in the same place with the same value (children included). Open nodes are the agent's to

@@ -1,4 +1,4 @@
-"""Layer 2 of validation: the tree's semantic invariants (SPEC §4.2).
+"""Layer 2 of validation: the tree's semantic invariants.
 
 Decides whether ids are unique and usable, `max_attempts` is positive, `attempts` stays within
 it, siblings are in `(order, id)` order and the tree is at most MAX_DEPTH levels deep. Reads

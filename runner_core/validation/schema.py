@@ -1,4 +1,4 @@
-"""Layer 1 of validation: does a JSON document have the task tree's shape (SPEC §4.1)?
+"""Layer 1 of validation: does a JSON document have the task tree's shape?
 
 Decides schema validity of trees and agent outputs, using the JSON Schemas shipped in the
 package (read once, with importlib.resources, like any other part of the program). The fast

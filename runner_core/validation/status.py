@@ -1,4 +1,4 @@
-"""Layer 4 of validation: the agent's status must match what it did to the tree (SPEC §4.4).
+"""Layer 4 of validation: the agent's status must match what it did to the tree.
 
 Decides whether the selected node gained children exactly when the status says it decomposed.
 Compares child counts only; what the children are is the other validators' business.

@@ -106,13 +106,13 @@ class StatusView:
     running: Journal | None
     tree: tuple[TreeRow, ...]
     removed: tuple[tuple[str, int, NodeDisplayState], ...]
-    # The operator's side (issue 9): an iteration whose runner died, guidance given, the
+    # The operator's side: an iteration whose runner died, guidance given, the
     # agent's open questions (only while a leaf is stuck) and the operator commits.
     interrupted: Journal | None = None
     guidance: str | None = None
     questions: str | None = None
     operator_actions: tuple[OperatorAction, ...] = ()
-    # Each configured budget, spent vs limit (issue 10 §5), in budget_uses' order.
+    # Each configured budget, spent vs limit, in budget_uses' order.
     budgets: tuple[BudgetUse, ...] = ()
 
     @property

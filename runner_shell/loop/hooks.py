@@ -1,4 +1,4 @@
-"""Hooks (issue 10 §7): run a user's argv with an event's JSON on stdin, never failing the run.
+"""Hooks: run a user's argv with an event's JSON on stdin, never failing the run.
 
 A hook runs without a shell, in the repo root, in its own process group, with a timeout after
 which the whole group is killed. Whatever happens — a failure, a hang, a missing program — the

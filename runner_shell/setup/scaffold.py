@@ -1,6 +1,6 @@
 """`runner init` and `runner start`: scaffolding `.runner/` and establishing a run's identity.
 
-Writes the files of SPEC §2 and creates or checks out the run branch; the id rules, the
+Writes the files of the runner's layout and creates or checks out the run branch; the id rules, the
 frontmatter rewrite and the default tree come from runner_core.
 """
 
@@ -110,7 +110,7 @@ def reset_for_new_run(paths: RunnerPaths, config: Config, run_id: str) -> None:
 
 
 def start_run(paths: RunnerPaths, repo: Repo, new: bool = False) -> Started:
-    """The run-identity flow of SPEC §10: id, branch, GOAL.md frontmatter, run_state, commit.
+    """The run-identity flow: id, branch, GOAL.md frontmatter, run_state, commit.
 
     `new` starts another run beside the existing ones; without it, start on main/master
     refuses while a run exists rather than guess which one is meant.

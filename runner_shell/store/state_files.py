@@ -136,7 +136,7 @@ def read_goal(paths: RunnerPaths) -> str:
 
 def load_goal_id(paths: RunnerPaths, text: str | None = None) -> str | None:
     """GOAL.md's run id; a GOAL.md without a goal is refused here, before a run starts or a
-    step runs (issue 10)."""
+    step runs."""
     goal = read_goal(paths) if text is None else text
     try:
         run_id = goal_run_id(goal)

@@ -1,4 +1,4 @@
-"""The history commands of issue 13: `runner audit`, `runner diff`, `runner logs restore`,
+"""The history commands: `runner audit`, `runner diff`, `runner logs restore`,
 `runner show` from git, and `runner validate`'s warning about hand-edited runner-owned fields.
 
 Gathers commits, snapshots and archived files and prints what runner_core.history.audit and

@@ -730,7 +730,7 @@ def report_document(
 
 
 def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) -> None:
-    """`runner report`: seed 004's summary, the per-node table, the slowest and most retried."""
+    """`runner report`: the history summary, the per-node table, the slowest and most retried."""
     report, problems = report_document(paths, repo, run)
     if as_json:
         _print_json(report_to_json(report, problems))

@@ -1,4 +1,4 @@
-"""Fuzzing the real CLI with broken trees, configs, frontmatter and agent outputs (issue 5).
+"""Fuzzing the real CLI with broken trees, configs, frontmatter and agent outputs.
 
 Hypothesis draws the input; every example is one real `runner` process in a temp git repository.
 Whatever the input, the command ends in 0 or 1, prints no traceback, puts a failure on exactly

@@ -19,7 +19,7 @@ def record(
     run_id: str = "run-1",
     **changes: Any,
 ) -> ExecutionRecord:
-    """A record of one iteration; attempts follow seed 000's table unless `changes` say else."""
+    """A record of one iteration; attempts follow the transition table unless `changes` say else."""
     decomposing = status is AgentStatus.DECOMPOSED
     base = ExecutionRecord(
         run_id=run_id,

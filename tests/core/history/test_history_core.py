@@ -1,4 +1,4 @@
-"""Execution history (SPEC §9, seed 004): records, summaries, per-node table, display states."""
+"""Execution history: records, summaries, per-node table, display states."""
 
 from __future__ import annotations
 

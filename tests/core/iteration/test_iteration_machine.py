@@ -1,4 +1,4 @@
-"""The whole iteration as a sans-I/O machine (SPEC §5, §6), driven with fakes: no subprocess.
+"""The whole iteration as a sans-I/O machine, driven with fakes: no subprocess.
 
 Each test feeds the machine the results a shell would report — agent finished, guard finished,
 a process that could not start, an I/O failure — and checks the effects it asks for and the

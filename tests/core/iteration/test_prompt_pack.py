@@ -1,4 +1,4 @@
-"""Specification of the prompt pack (SPEC §8).
+"""Specification of the prompt pack.
 
 Sections in a fixed order; contract, goal, selected node and output contract required; over
 the byte budget, tree → assumptions → questions → history → failure are dropped one at a time

@@ -129,7 +129,7 @@ def test_gives_the_layered_result_for_odd_text(text: str) -> None:
 
 
 def test_a_chain_too_deep_for_json_loads_is_refused_alike_by_both_paths() -> None:
-    # Before the depth limit (issue 9) both paths read this 5,000-deep chain into a tree; now
+    # Before the depth limit both paths read this 5,000-deep chain into a tree; now
     # both refuse it with the same one line.
     depth = 5000
     # Each node's text up to its open children array, then every array and object closed.

@@ -1,4 +1,4 @@
-"""Specification of the validation layers (SPEC §4, seed 001).
+"""Specification of the validation layers.
 
 Schema, invariants, passed-node immutability, status invariants and child additions: each
 layer collects every error, sorted, in the exact words of the contract.
@@ -169,7 +169,7 @@ def test_a_tree_deeper_than_the_limit_is_walked_to_every_error() -> None:
     )
 
 
-# Before the depth limit (issue 9) a 3,000-deep document was walked without recursion: the
+# Before the depth limit a 3,000-deep document was walked without recursion: the
 # invalid one to every error, the valid one to none. Both are now one error, not a traceback.
 TOO_DEEP = "$ nests deeper than the schema validator can follow (a tree is at most 100 levels deep)"
 
@@ -511,7 +511,7 @@ def test_every_offending_node_is_named_in_its_own_error_sorted() -> None:
     )
 
 
-# ---------------------------------------------------------------- usable ids (SPEC §3)
+# ---------------------------------------------------------------- usable ids
 
 BAD_ID = "id must not contain whitespace, '=', '/' or control characters"
 
