@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench
 
 import runner_core as rc
+from runner_core.validation.invariants import validate_invariants
 
 STEPS = ("parse_tree", "validate_invariants", "select_leaf", "apply_state_updates", "dumps_tree")
 
@@ -29,7 +30,7 @@ def measure(text: str) -> dict[str, float]:
     marks = [time.perf_counter()]
     tree = rc.parse_tree(text)
     marks.append(time.perf_counter())
-    rc.validate_invariants(tree)
+    validate_invariants(tree)
     marks.append(time.perf_counter())
     selection = rc.select_leaf(tree)
     marks.append(time.perf_counter())

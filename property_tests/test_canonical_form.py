@@ -1,4 +1,4 @@
-"""Properties of the canonical form (SPEC §3): one text per tree, stable under re-reading."""
+"""Properties of the canonical form: one text per tree, stable under re-reading."""
 
 from __future__ import annotations
 
@@ -12,16 +12,15 @@ from runner_core import (
     NodeNext,
     count_nodes,
     dumps_tree,
-    loads_json,
     parse_tree,
-    sort_children,
     tree_from_json,
     tree_to_json,
-    validate_invariants,
-    validate_schema,
 )
 from runner_core.testing import preorder, trees
-from runner_core.tree.model import MAX_DEPTH
+from runner_core.tree.model import MAX_DEPTH, sort_children
+from runner_core.tree.serialization import loads_json
+from runner_core.validation.invariants import validate_invariants
+from runner_core.validation.schema import validate_schema
 
 any_order_trees = trees(canonical=None)
 
@@ -82,7 +81,7 @@ def test_sorting_keeps_every_node_and_orders_siblings(tree: Node) -> None:
 def test_chains_as_deep_as_the_limit_round_trip(tree: Node) -> None:
     """A chain of up to MAX_DEPTH levels round-trips and validates.
 
-    Before the depth limit (issue 9) this ran chains of up to 1,200 levels, too deep for a
+    Before the depth limit this ran chains of up to 1,200 levels, too deep for a
     recursive parser; every walk is recursive now, and deeper trees are refused (below).
     """
     text = dumps_tree(tree)

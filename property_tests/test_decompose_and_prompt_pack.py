@@ -1,22 +1,15 @@
-"""Execution-free properties of decomposition (SPEC §5) and of the prompt pack (SPEC §8)."""
+"""Execution-free properties of decomposition and of the prompt pack."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core import (
-    ChildSpec,
-    Node,
-    NodeNext,
-    build_prompt_pack,
-    decompose_node,
-    sort_children,
-    tree_from_json,
-    tree_to_json,
-    validate_invariants,
-)
+from runner_core import ChildSpec, Node, NodeNext, decompose_node, tree_from_json, tree_to_json
+from runner_core.iteration.prompt_pack import build_prompt_pack
 from runner_core.testing import index_json, preorder, texts, trees
+from runner_core.tree.model import sort_children
+from runner_core.validation.invariants import validate_invariants
 
 # ---------------------------------------------------------------- decomposition
 
@@ -192,7 +185,7 @@ def test_truncated_pack_fits_the_budget(
 def test_sections_appear_in_spec_order_and_drop_in_drop_order(
     sections: dict[str, str | None], data: st.DataObject
 ) -> None:
-    """Included sections appear in SPEC §8 order; required ones are never dropped; dropped
+    """Included sections appear in the prompt pack's order; required ones are never dropped; dropped
     sections are the first present ones of the drop order (tree, assumptions, questions,
     history, failure); truncation happens only after every droppable section is gone."""
     budget = data.draw(st.integers(0, size_of(sections) + 10))

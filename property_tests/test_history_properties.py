@@ -1,4 +1,4 @@
-"""Properties of the execution history (SPEC §9): counts add up, numbering, determinism."""
+"""Properties of the execution history: counts add up, numbering, determinism."""
 
 from __future__ import annotations
 
@@ -14,13 +14,14 @@ from runner_core.history.records import (
     ExecutionHistory,
     ExecutionRecord,
     TokenUsage,
+    history_summary_to_json,
     node_stats,
     record_from_meta,
     record_to_meta,
-    summary_to_json,
 )
 from runner_core.iteration.state_update import TRANSITIONS
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
+from tests.helpers.records import for_run, next_execution_number
 
 SETTINGS = settings(max_examples=300, deadline=None)
 MAX_ATTEMPTS = 3
@@ -91,7 +92,7 @@ def runs_of_records(
         entry = ExecutionRecord(
             run_id=run_id,
             node_id=node_id,
-            execution=history.next_execution_number(node_id),
+            execution=next_execution_number(history, node_id),
             iteration=iteration,
             role=(
                 AgentRole.DECOMPOSER
@@ -158,11 +159,11 @@ def test_execution_numbers_are_one_to_k_per_node_in_iteration_order(
     run carry 1..k in iteration order, and the next number that run hands out is k + 1."""
     history = ExecutionHistory.of(records)
     for run_id in history.run_ids():
-        run = history.for_run(run_id)
+        run = for_run(history, run_id)
         for node_id in run.node_ids():
             numbers = [entry.execution for entry in run.records_for(node_id)]
             assert numbers == list(range(1, len(numbers) + 1))
-            assert run.next_execution_number(node_id) == len(numbers) + 1
+            assert next_execution_number(run, node_id) == len(numbers) + 1
 
 
 @SETTINGS
@@ -176,8 +177,8 @@ def test_history_from_shuffled_records_is_identical(
     first, second = ExecutionHistory.of(ordered), ExecutionHistory.of(shuffled)
     assert first == second
     assert first.summary() == second.summary()
-    assert json.dumps(summary_to_json(first.summary())) == json.dumps(
-        summary_to_json(second.summary())
+    assert json.dumps(history_summary_to_json(first.summary())) == json.dumps(
+        history_summary_to_json(second.summary())
     )
     assert node_stats(first) == node_stats(second)
 

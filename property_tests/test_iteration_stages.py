@@ -14,13 +14,13 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core import AgentRole, Node, RunState, dumps_tree, parse_config, plan_step
+from runner_core import AgentRole, Node, dumps_tree, parse_config
 from runner_core.history.records import TokenUsage
 from runner_core.iteration.effects import Abort, Finished
 from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.machine import IterationMachine, start_iteration
-from runner_core.iteration.plan import RunPlan
+from runner_core.iteration.plan import RunPlan, plan_step
 from runner_core.iteration.results import (
     ANSWERS,
     AgentFinished,
@@ -36,6 +36,7 @@ from runner_core.iteration.results import (
 )
 from runner_core.iteration.stages import TRANSITIONS, IterationMachineError
 from runner_core.loop.usage_limits import LimitKind, LimitSignal
+from runner_core.run.state import RunState
 from tests.helpers.trees import tree
 
 CONFIG_BYTES = b'[agent]\nbackend = "command"\ncommand = ["agent"]\n'

@@ -1,4 +1,4 @@
-"""Operator commands (`runner node ...`) on any valid tree (issue 9: operating a run).
+"""Operator commands (`runner node ...`) on any valid tree (operating a run).
 
 Whatever node they name, the operations either refuse with an OperationError or return a tree
 that passes every validation layer against the tree they were given: passed nodes never change.
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core import Node, NodeNext, iter_preorder
+from runner_core import Node, NodeNext
 from runner_core.run.operations import (
     NewPlan,
     NodeOperation,
@@ -24,6 +24,7 @@ from runner_core.run.operations import (
 )
 from runner_core.testing import trees
 from runner_core.tree.decompose import ChildSpec
+from runner_core.tree.model import iter_preorder
 from runner_core.tree.selection import select_leaf
 
 SPEC = ChildSpec("Part", "Do part.", ("part works",), NodeNext.EXECUTE)

@@ -1,4 +1,4 @@
-"""Whole runs driven through the pure step functions (SPEC §5) with random agents and guards."""
+"""Whole runs driven through the pure step functions with random agents and guards."""
 
 from __future__ import annotations
 
@@ -12,32 +12,32 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from runner_core import (
-    AgentOutputError,
     AgentRole,
     AgentStatus,
     GuardOutcome,
-    IterationOutcome,
     Node,
     NodeNext,
-    PlanKind,
-    RunState,
     SelectionStatus,
+    count_nodes,
+    dumps_tree,
+    parse_tree,
+    select_leaf,
+    tree_to_json,
+)
+from runner_core.iteration.plan import (
+    AgentOutputError,
+    IterationOutcome,
+    PlanKind,
     advance_run_state,
     conclude,
     conclude_runner_error,
     context_files,
-    count_nodes,
-    dumps_tree,
     needs_failure_log,
-    parse_tree,
     plan_step,
     review_decomposition,
     review_execution,
-    select_leaf,
-    tree_to_json,
-    validate_invariants,
-    validate_schema,
 )
+from runner_core.run.state import RunState
 from runner_core.testing import (
     Chooser,
     DrawChooser,
@@ -51,6 +51,8 @@ from runner_core.testing import (
     runner_owned_edit,
     trees,
 )
+from runner_core.validation.invariants import validate_invariants
+from runner_core.validation.schema import validate_schema
 
 # What a seeded run's agent writes: plain letters, JSON escapes and multi-byte characters.
 RANDOM_TEXT_CHARS = 'ab z"\\\n\t\x00é€😀'

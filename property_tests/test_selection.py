@@ -1,12 +1,13 @@
-"""select_leaf against a brute-force reference (SPEC §3: selection and stuck leaves)."""
+"""select_leaf against a brute-force reference (selection and stuck leaves)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core import Node, SelectionStatus, is_stuck, node_path, select_leaf
+from runner_core import Node, SelectionStatus, is_stuck, select_leaf
 from runner_core.testing import reference_select_leaf, trees
+from runner_core.tree.selection import node_path
 
 # Canonical or not, and with passes drawn freely as well as derived: selection reads only
 # leaves and sorts siblings itself, so it must agree with the reference on all of them.

@@ -1,4 +1,4 @@
-"""Properties of apply_state_updates (SPEC §5, seed 000): the runner alone owns passes/attempts."""
+"""Properties of apply_state_updates: the runner alone owns passes/attempts."""
 
 from __future__ import annotations
 
@@ -11,12 +11,11 @@ from runner_core import (
     GuardOutcome,
     InvalidTransition,
     Node,
-    UnknownSelectedNode,
     apply_state_updates,
     dumps_tree,
     tree_to_json,
-    validate_invariants,
 )
+from runner_core.iteration.state_update import UnknownSelectedNode
 from runner_core.testing import (
     STATUS_GUARD_PAIRS,
     EditedTree,
@@ -25,8 +24,9 @@ from runner_core.testing import (
     status_guard_pairs,
     trees,
 )
+from runner_core.validation.invariants import validate_invariants
 
-# Seed 000's table, written out again so the test does not read the code's own copy:
+# The transition table, written out again so the test does not read the code's own copy:
 # (status, guard) -> (sets passes, increments attempts).
 SPEC_TABLE: dict[tuple[AgentStatus, GuardOutcome], tuple[bool, bool]] = {
     (AgentStatus.DONE, GuardOutcome.PASS): (True, False),
@@ -65,7 +65,7 @@ def max_attempts_of(tree: Node) -> dict[str, int]:
 def expected_runner_fields(
     prev: Node, next_tree: Node, selected: str, status: AgentStatus, guard: GuardOutcome
 ) -> tuple[dict[str, tuple[bool, int]], set[str], set[str], set[str]]:
-    """SPEC §5 steps 1-3 done by hand on `next_tree`.
+    """The state update's steps 1-3 (reset, table, derive) done by hand on `next_tree`.
 
     Returns (id -> expected (passes, attempts), passes set, attempts incremented, derived set).
     """
@@ -137,7 +137,7 @@ def test_agent_edits_to_runner_owned_fields_never_survive(
 def test_max_attempts_of_an_existing_node_is_never_the_agents(
     case: tuple[Node, EditedTree, str, AgentStatus, GuardOutcome],
 ) -> None:
-    """Issue 10: an existing node's max_attempts after the update is prev's, whatever the
+    """An existing node's max_attempts after the update is prev's, whatever the
     agent wrote; a node the agent added keeps the max_attempts it was given."""
     prev, edited, selected, status, guard = case
     tree, _ = apply_state_updates(prev, edited.tree, selected, status, guard)
@@ -198,7 +198,7 @@ INVALID_PAIRS = [
 def test_pairs_outside_the_table_are_refused(
     tree: Node, pair: tuple[AgentStatus, GuardOutcome]
 ) -> None:
-    """A status/guard pair that is not a row of seed 000's table raises InvalidTransition."""
+    """A status/guard pair that is not a row of the transition table raises InvalidTransition."""
     with pytest.raises(InvalidTransition):
         apply_state_updates(tree, tree, tree.id, *pair)
 

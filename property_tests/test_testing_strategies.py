@@ -5,35 +5,29 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+import attrs
 import pytest
-from hypothesis import given, settings
+from hypothesis import find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from runner_core import (
-    TRANSITIONS,
     AgentStatus,
     GuardOutcome,
     Node,
     NodeNext,
-    PlanKind,
-    RunState,
     SelectionStatus,
     TreeValidationError,
     apply_state_updates,
-    check_passed_node_immutability,
     dumps_tree,
     parse_tree,
-    plan_step,
-    record_from_meta,
-    record_to_meta,
-    review_decomposition,
     select_leaf,
-    sort_children,
     tree_from_json,
-    validate_decomposer_output,
-    validate_executor_output,
 )
+from runner_core.history.records import record_from_meta, record_to_meta
+from runner_core.iteration.plan import PlanKind, plan_step, review_decomposition
+from runner_core.iteration.state_update import TRANSITIONS
+from runner_core.run.state import RunState
 from runner_core.testing import (
     EditedTree,
     InvalidTree,
@@ -54,7 +48,13 @@ from runner_core.testing import (
     tree_jsons,
     trees,
 )
+from runner_core.testing.invalid import WRONG_TYPES
 from runner_core.testing.runs import RUN_START
+from runner_core.testing.trees import ids
+from runner_core.tree.model import nodes_by_id, sort_children
+from runner_core.validation.immutability import check_passed_node_immutability
+from runner_core.validation.invariants import id_problem
+from runner_core.validation.schema import validate_decomposer_output, validate_executor_output
 
 # A fifth of the profile's examples (a tenth for whole runs): these properties check the
 # strategies, not the runner, and the suite's time should stay as it was.
@@ -117,8 +117,10 @@ def test_deepest_trees_stay_within_the_depth_cap(tree: Node) -> None:
 def test_bounds_outside_the_contract_are_refused() -> None:
     """A depth beyond the runner's limit, an unknown edit kind or output status is an error."""
     leaf = Node("a", 0, "t", "g", (), NodeNext.EXECUTE, False, 0, 1)
-    with pytest.raises(InvalidArgument, match="max_depth=100"):
-        trees(max_depth=100)
+    with pytest.raises(InvalidArgument, match="max_depth=101"):
+        trees(max_depth=101)
+    with pytest.raises(InvalidArgument, match="max_depth=0"):
+        trees(max_depth=0)
     with pytest.raises(InvalidArgument, match="kind must be one of"):
         agent_edits(leaf, kind="some")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match="needs a tree with a passed node"):
@@ -166,12 +168,22 @@ def test_runner_owned_edits_are_undone_by_the_state_update(
     case: tuple[Node, EditedTree], pair: tuple[AgentStatus, GuardOutcome], data: st.DataObject
 ) -> None:
     """apply_state_updates gives the same tree whether or not the agent made
-    agent_edits(kind="runner_owned") edits; only passes/attempts were touched."""
+    agent_edits(kind="runner_owned") edits, and the same summary but for the fields it lists
+    as reverted, which are exactly those edits; only passes/attempts were touched."""
     prev, edit = case
     selected = data.draw(st.sampled_from([node.id for node, _ in preorder(prev)]))
     assert {e.field for e in edit.edits} <= {"passes", "attempts"}
-    with_edits = apply_state_updates(prev, edit.tree, selected, *pair)
-    assert with_edits == apply_state_updates(prev, prev, selected, *pair)
+    tree, summary = apply_state_updates(prev, edit.tree, selected, *pair)
+    assert (tree, attrs.evolve(summary, reverted=())) == apply_state_updates(
+        prev, prev, selected, *pair
+    )
+    before, after = nodes_by_id(prev), nodes_by_id(edit.tree)
+    assert {(field.node_id, field.field) for field in summary.reverted} == {
+        (node_id, name)
+        for node_id, node in after.items()
+        for name in ("passes", "attempts")
+        if getattr(node, name) != getattr(before[node_id], name)
+    }
 
 
 @MODEST
@@ -277,3 +289,66 @@ def test_reference_select_leaf_is_select_leaf(tree: Node) -> None:
     reference = reference_select_leaf(tree)
     assert reference == select_leaf(tree)
     assert reference.node is select_leaf(tree).node
+
+
+# ---------------------------------------------------------------- every control is respected
+
+controls = st.integers(1, 6)
+
+
+@MODEST
+@given(controls.flatmap(lambda limit: st.tuples(st.just(limit), trees(max_depth=limit))))
+def test_trees_have_at_most_max_depth_levels(case: tuple[int, Node]) -> None:
+    """trees(max_depth=d) has at most d levels, the root alone being one (as MAX_DEPTH)."""
+    limit, tree = case
+    assert depth(tree) + 1 <= limit
+
+
+@MODEST
+@given(controls.flatmap(lambda limit: st.tuples(st.just(limit), trees(max_nodes=limit))))
+def test_trees_have_at_most_max_nodes_nodes(case: tuple[int, Node]) -> None:
+    """trees(max_nodes=n) has at most n nodes."""
+    limit, tree = case
+    assert len(preorder(tree)) <= limit
+
+
+@MODEST
+@given(
+    st.integers(0, 5).flatmap(
+        lambda limit: st.tuples(st.just(limit), trees(max_width=limit, max_nodes=40))
+    )
+)
+def test_trees_have_at_most_max_width_children_per_node(case: tuple[int, Node]) -> None:
+    """trees(max_width=w) gives no node more than w children."""
+    limit, tree = case
+    assert all(len(node.children) <= limit for node, _ in preorder(tree))
+
+
+@MODEST
+@given(trees(max_nodes=30))
+def test_tree_ids_are_usable_and_unique(tree: Node) -> None:
+    """Every generated id is one the runner accepts (no whitespace, `=`, `/` or control
+    characters), and no two nodes share one."""
+    found = [node.id for node, _ in preorder(tree)]
+    assert all(id_problem(node_id) is None for node_id in found)
+    assert len(set(found)) == len(found)
+
+
+@MODEST
+@given(trees(max_nodes=30, ascii_ids=True))
+def test_ascii_ids_keeps_every_id_to_ascii(tree: Node) -> None:
+    """trees(ascii_ids=True) draws every id from ASCII alone."""
+    assert all(node.id.isascii() for node, _ in preorder(tree))
+
+
+def test_ids_reach_beyond_latin_1() -> None:
+    """Ids are drawn from all of Unicode an id may hold, so a tool that drops characters
+    outside Latin-1 is caught."""
+    found = find(ids, lambda node_id: any(ord(char) > 0xFF for char in node_id))
+    assert id_problem(found) is None
+
+
+def test_the_testing_tables_cannot_be_changed_in_place() -> None:
+    """The tables runner_core.testing exports are read-only."""
+    with pytest.raises(TypeError):
+        WRONG_TYPES["id"] = ("string", ())  # type: ignore[index]

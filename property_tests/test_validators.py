@@ -1,4 +1,4 @@
-"""Properties of the validation layers (SPEC §4, seed 001)."""
+"""Properties of the validation layers."""
 
 from __future__ import annotations
 
@@ -11,16 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from runner_core import (
-    AgentStatus,
-    Node,
-    check_passed_node_immutability,
-    tree_from_json,
-    validate_child_additions_restricted,
-    validate_invariants,
-    validate_schema,
-    validate_status_invariants,
-)
+from runner_core import AgentStatus, Node, tree_from_json
 from runner_core.testing import (
     EditedTree,
     agent_edits,
@@ -30,7 +21,11 @@ from runner_core.testing import (
     tree_jsons,
     trees,
 )
-from runner_core.validation.invariants import id_problem
+from runner_core.validation.child_additions import validate_child_additions_restricted
+from runner_core.validation.immutability import check_passed_node_immutability
+from runner_core.validation.invariants import id_problem, validate_invariants
+from runner_core.validation.schema import validate_schema
+from runner_core.validation.status import validate_status_invariants
 from tests.helpers import SCHEMAS
 
 SCHEMA_FILE = SCHEMAS / "task_tree" / "v1.schema.json"

@@ -23,6 +23,7 @@ from runner_core.views.web import (
     run_state_word,
     view_delta,
 )
+from tests.helpers.records import iterations_of
 
 SETTINGS = settings(max_examples=200, deadline=None)
 token_usages = st.none() | st.builds(
@@ -96,7 +97,7 @@ def test_a_node_detail_lists_exactly_its_executions_in_order(
         assert detail is not None
         assert detail["path"] == path
         assert [e["iteration"] for e in detail["executions"]] == list(
-            history.iterations_of(node.id)
+            iterations_of(history, node.id)
         )
     assert node_detail(tree, history, "no such node") is None
 

@@ -108,11 +108,13 @@ def _plain_node_reader(properties: dict[str, dict[str, Any]]) -> str:
     pairs = ", ".join(f"(k{index}, {name})" for index, name in enumerate(names))
     condition = "\n            and ".join(f"({check})" for check in checks)
     return (
-        "def plain_node_reader(node_type, members, refuse):\n"
+        "def plain_node_reader(node_type, init, members, refuse):\n"
         '    """An `object_pairs_hook` building a task tree node from an object whose keys are in\n'
-        "    the schema's order and whose values the node definition accepts, as\n"
-        "    `node_type(*values)`, and raising `refuse` for any other object. `members` maps\n"
-        '    each enum field to its members by value; children must already be `node_type`s."""\n'
+        "    the schema's order and whose values the node definition accepts, as a bare\n"
+        "    `node_type` whose fields `init(node, *values)` sets without checking them again,\n"
+        "    and raising `refuse` for any other object. `members` maps each enum field to its\n"
+        '    members by value; children must already be `node_type`s."""\n'
+        "    new = object.__new__\n"
         "\n"
         "    def read(pairs):\n"
         f"        if len(pairs) != {len(fields)}:\n"
@@ -120,7 +122,9 @@ def _plain_node_reader(properties: dict[str, dict[str, Any]]) -> str:
         f"        {pairs}, = pairs\n"
         f"        if not (\n            {condition}\n        ):\n"
         "            raise refuse\n"
-        f"        return node_type({', '.join(values)})\n"
+        "        node = new(node_type)\n"
+        f"        init(node, {', '.join(values)})\n"
+        "        return node\n"
         "\n"
         "    return read\n"
     )

@@ -43,7 +43,7 @@ FORBIDDEN_IMPORTS = {
 }
 # "No function over ~60 lines": a docstring and signature may take it a few lines past.
 MAX_FUNCTION_LINES = 65
-# Not yet short: the iterative parser of 10,000-deep trees, which the depth limit of issue 9
+# Not yet short: the iterative parser of 10,000-deep trees, which the depth limit
 # (item 3) deletes.
 LONG_FUNCTIONS_TO_DELETE = {"runner_core/tree/serialization.py _loads_iteratively"}
 

@@ -1,7 +1,7 @@
 """`runner audit`: whether a run's history in git proves every pass it claims.
 
 Decides, from the run branch's commits since `chore(loop): start run <id>` alone, whether each
-iteration changed runner-owned fields exactly as seed 000's table allows for its recorded node,
+iteration changed runner-owned fields exactly as the transition table allows for its recorded node,
 status and guard, whether the iterations run 1..n and the hash chain holds, whether each
 operator commit did only what its op allows, and which other commits edited `.runner/state/` by
 hand (and, for `runner validate`, which runner-owned fields differ from the last runner commit).
@@ -216,7 +216,7 @@ def replay_problems(prev: Node, after: Node, record: ExecutionRecord) -> tuple[P
     """How the tree after an iteration differs from what the runner could have left.
 
     The runner's reset is replayed with `apply_state_updates`; a runner error keeps the tree
-    and every attempt (seed 000), replayed as the table's row that sets nothing, done/skipped.
+    and every attempt, replayed as the table's row that sets nothing, done/skipped.
     """
     kept = () if record.error_kind is None else _kept_tree_problems(prev, after, record.error_kind)
     status, guard = record.status, record.guard

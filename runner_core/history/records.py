@@ -1,4 +1,4 @@
-"""Execution history (SPEC §9, seed 004): what the iterations of a run amount to.
+"""Execution history: what the iterations of a run amount to.
 
 Decides how a `meta.json` object reads as an `ExecutionRecord`, what a history of records
 sums to (counts, success rate, durations, tokens, cost), the per-node table, and the display
@@ -37,7 +37,7 @@ class TokenUsage:
         )
 
 
-class ErrorKind(enum.Enum):
+class ErrorKind(enum.StrEnum):
     AGENT = "agent"
     RUNNER = "runner"
 
@@ -245,8 +245,8 @@ class ExecutionHistory:
 
     Build one with `ExecutionHistory.of`, which sorts; the constructor only checks the order.
     Usually it holds one run, the one the shell numbers executions in. Holding several, its
-    counts span all of them in `(run_id, iteration)` order, which is not time order: number
-    a run's executions with `for_run(run_id)`.
+    counts span all of them in `(run_id, iteration)` order, which is not time order: number a
+    run's executions in a history of that run's records alone.
     """
 
     records: tuple[ExecutionRecord, ...] = ()
@@ -272,10 +272,6 @@ class ExecutionHistory:
         """Every run the history holds, sorted."""
         return tuple(sorted({record.run_id for record in self.records}))
 
-    def for_run(self, run_id: str) -> ExecutionHistory:
-        """The records of one run, still in iteration order."""
-        return ExecutionHistory(tuple(record for record in self.records if record.run_id == run_id))
-
     def node_ids(self) -> tuple[str, ...]:
         """Every node with at least one execution, sorted."""
         return tuple(sorted(self._by_node))
@@ -287,15 +283,9 @@ class ExecutionHistory:
         return len(self.records_for(node_id))
 
     def last_record(self, node_id: str) -> ExecutionRecord | None:
-        """The node's latest execution (seed 004's "last output"), None if it never ran."""
+        """The node's latest execution, None if it never ran."""
         records = self.records_for(node_id)
         return records[-1] if records else None
-
-    def iterations_of(self, node_id: str) -> tuple[int, ...]:
-        return tuple(record.iteration for record in self.records_for(node_id))
-
-    def next_execution_number(self, node_id: str) -> int:
-        return self.execution_count(node_id) + 1
 
     def summary(self) -> HistorySummary:
         return summarize(self)
@@ -306,7 +296,7 @@ class ExecutionHistory:
 
 @attrs.frozen(slots=True)
 class HistorySummary:
-    """Seed 004's execution summary, then what the runner's iterations add to it."""
+    """The execution summary's figures, then what the runner's iterations add to them."""
 
     total_executions: int
     successful_executions: int
@@ -333,6 +323,8 @@ def _sum_tokens(records: Iterable[ExecutionRecord]) -> TokenUsage:
 
 
 def summarize(history: ExecutionHistory) -> HistorySummary:
+    """What a history amounts to: executions, successes, time, tokens, cost and attempts;
+    `history_summary_to_json` is its JSON form."""
     records = history.records
     total = len(records)
     successful = sum(1 for record in records if record.successful)
@@ -357,8 +349,8 @@ def summarize(history: ExecutionHistory) -> HistorySummary:
     )
 
 
-def summary_to_json(summary: HistorySummary) -> dict[str, Any]:
-    """The summary as JSON: seed 004's keys first, in its order, then the runner's."""
+def history_summary_to_json(summary: HistorySummary) -> dict[str, Any]:
+    """The summary as JSON: the execution summary's keys first, then the runner's."""
     return {
         "total_executions": summary.total_executions,
         "successful_executions": summary.successful_executions,
@@ -441,7 +433,7 @@ def most_retried(history: ExecutionHistory, n: int) -> tuple[NodeStats, ...]:
 # ---------------------------------------------------------------- display state
 
 
-class NodeDisplayState(enum.Enum):
+class NodeDisplayState(enum.StrEnum):
     PENDING = "pending"
     RUNNING = "running"
     COMPLETED = "completed"

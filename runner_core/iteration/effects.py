@@ -108,7 +108,7 @@ class CountExecutions:
     """Count each node's recorded iterations of the run (only for a run state without counts)."""
 
 
-class Place(enum.Enum):
+class Place(enum.StrEnum):
     STATE = "state"  # .runner/state/
     ITERATION = "iteration"  # .runner/iterations/<run>/<iter>/
     RUN = "run"  # .runner/iterations/<run>/

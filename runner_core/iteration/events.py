@@ -1,4 +1,4 @@
-"""Which events of `events.jsonl` an iteration produces (issue 10 §1), step by step of its machine.
+"""Which events of `events.jsonl` an iteration produces, step by step of its machine.
 
 Decides, from the machine's effect before the shell performs it and the result fed back after,
 the iteration's events: iteration_started, agent_started/finished, guard_started/finished and

@@ -14,7 +14,7 @@ from pyrsistent import PMap, pmap
 from runner_core.history.records import ErrorKind
 
 
-class Failure(enum.Enum):
+class Failure(enum.StrEnum):
     """What can go wrong inside an iteration; ERROR_KIND says whose error it is."""
 
     AGENT_NOT_STARTED = "agent process could not start"

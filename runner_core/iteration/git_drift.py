@@ -1,4 +1,4 @@
-"""What the runner notices when an agent moved git under it (issue 10: the agent is untrusted).
+"""What the runner notices when an agent moved git under it (the agent is untrusted).
 
 Decides whether HEAD or the run branch moved during the agent or guard, how that is worded
 for the next attempt, where the agent's commits are kept, and which runner files are put back

@@ -29,7 +29,7 @@ FILE_MODE, EXECUTABLE_MODE, SYMLINK_MODE, GITLINK_MODE = "100644", "100755", "12
 NAMED_PROBLEMS = 5
 
 
-class EntryKind(enum.Enum):
+class EntryKind(enum.StrEnum):
     FILE = "file"
     EXECUTABLE = "executable"
     SYMLINK = "symlink"

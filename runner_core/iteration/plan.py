@@ -1,4 +1,4 @@
-"""One iteration as pure decisions (SPEC §5): plan before the agent, conclude after it.
+"""One iteration as pure decisions: plan before the agent, conclude after it.
 
 `plan_step` decides whether a step may run and what it runs; `review_execution` and
 `review_decomposition` judge what the agent produced; `conclude_*` decide the next tree,
@@ -38,7 +38,7 @@ from runner_core.validation.schema import validate_decomposer_output, validate_e
 from runner_core.validation.status import validate_status_invariants
 
 
-class PlanKind(enum.Enum):
+class PlanKind(enum.StrEnum):
     RUN = "run"
     COMPLETE = "complete"
     STUCK = "stuck"
@@ -141,7 +141,7 @@ CONTEXT_FILES = ("goal.md", "history.md", "failure.md")
 
 
 def goal_context(node: Node, goal: str) -> str:
-    """context/goal.md (SPEC §5): the selected node's goal and acceptance, then the project goal."""
+    """context/goal.md: the selected node's goal and acceptance, then the project goal."""
     acceptance = "\n".join(f"- {item}" for item in node.acceptance) or "- (none given)"
     project = parse_frontmatter(goal).body.lstrip("\n")
     return (
@@ -315,7 +315,7 @@ def conclude(prev: Node, selected_id: str, review: Review, guard: GuardOutcome) 
 
 
 def conclude_runner_error(prev: Node, message: str) -> IterationOutcome:
-    """A runner error keeps the previous tree and every attempt (seed 000)."""
+    """A runner error keeps the previous tree and every attempt (state_update.TRANSITIONS)."""
     return IterationOutcome(
         prev, AgentStatus.RETRY, GuardOutcome.SKIPPED, "", None, runner_error=message
     )
@@ -363,5 +363,6 @@ def parse_agent_output(role: AgentRole, text: str | None, problem: str | None) -
 
 
 def guard_outcome(exit_code: int | None, timed_out: bool) -> GuardOutcome:
-    """Guard contract (SPEC §7): exit 0 passes; anything else, a timeout included, fails."""
+    """The guard contract (README, Designing guards): exit 0 passes; anything else fails,
+    a timeout included."""
     return GuardOutcome.PASS if exit_code == 0 and not timed_out else GuardOutcome.FAIL

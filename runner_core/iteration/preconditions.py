@@ -1,4 +1,4 @@
-"""Whether a repository may take a step, from facts the shell gathered (SPEC §5, §10).
+"""Whether a repository may take a step, from facts the shell gathered.
 
 Decides the precondition failures of `runner step`/`loop`, each as one line that names the
 problem and its fix, and the checks of `runner validate`. Never asks git itself.
@@ -95,7 +95,7 @@ def location_problem(facts: RepoFacts) -> str | None:
 
     Only `branch`, `dirty_paths` and `run_branches` are used: on main the state files may not
     exist at all, and the way on is the run branch, not `runner init`. Off a run branch a dirty
-    tree is reported first (SPEC §5 order). On a run branch it is left to
+    tree is reported first. On a run branch it is left to
     `step_precondition_problem`, which reports it first once the files are read, so a deleted
     state file gets its own hint.
     """
@@ -139,5 +139,5 @@ def dirty_tree_problem(dirty_paths: tuple[str, ...], shown: int = 10) -> str | N
 
 
 def step_precondition_problem(facts: RepoFacts) -> str | None:
-    """The first reason a step must not start, or None (SPEC §5 order: clean tree first)."""
+    """The first reason a step must not start, or None (clean tree first)."""
     return dirty_tree_problem(facts.dirty_paths) or run_identity_problem(facts)

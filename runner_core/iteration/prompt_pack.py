@@ -1,4 +1,4 @@
-"""The prompt pack (SPEC §8): what one agent session is told, within a byte budget.
+"""The prompt pack: what one agent session is told, within a byte budget.
 
 Decides section order, which sections are dropped when the pack is over budget (tree,
 assumptions, questions, history, failure, in that order) and what is cut after that. The
@@ -85,7 +85,7 @@ def _cut(text: str, keep_bytes: int) -> str:
 
 
 def build_prompt_pack(sections: Mapping[str, str | None], budget_bytes: int) -> PromptPack:
-    """Render the sections in SPEC order, dropping and then truncating to fit the budget.
+    """Render the sections in their order, dropping and then truncating to fit the budget.
 
     Sections whose text is None or blank are left out (not "dropped"). Raises `ValueError`
     when a required section is missing.

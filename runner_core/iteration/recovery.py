@@ -16,7 +16,7 @@ from runner_core.run.identity import run_id_problem
 from runner_core.validation.documents import JOURNAL_SCHEMA_FILE, document_problem
 
 
-class JournalPhase(enum.Enum):
+class JournalPhase(enum.StrEnum):
     """Where an iteration stands: the agent or guard may be running, its log is being written,
     or its commit is being made."""
 
@@ -102,7 +102,7 @@ def journal_from_json(obj: Any) -> Journal:
     )
 
 
-class RecoveryKind(enum.Enum):
+class RecoveryKind(enum.StrEnum):
     ALREADY_COMMITTED = "already-committed"
     INTERRUPTED = "interrupted"
 

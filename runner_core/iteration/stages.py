@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 
-class Stage(enum.Enum):
+class Stage(enum.StrEnum):
     """Where an iteration stands: the effect it waits on (DONE: it has finished or aborted)."""
 
     PREPARING = "preparing"

@@ -1,4 +1,4 @@
-"""Runner-owned state: how `passes` and `attempts` change after an iteration (seed 000).
+"""Runner-owned state: how `passes` and `attempts` change after an iteration.
 
 Decides the next tree's `passes`/`attempts` from the previous tree alone plus the iteration's
 status and guard outcome, and keeps an existing node's `max_attempts` as it was (the runner,
@@ -7,6 +7,8 @@ The table below is the spec's table; the functions after it only apply it.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import attrs
 from pyrsistent import pmap
@@ -52,25 +54,78 @@ class UnknownSelectedNode(ValueError):
 
 
 @attrs.frozen(slots=True)
+class RevertedField:
+    """A runner-owned field the agent wrote and the runner put back before applying the table.
+
+    `old` is the value the runner kept (the previous tree's, or `passes=false`/`attempts=0`
+    for a node new in the agent's tree); `new` is the value the agent wrote, discarded.
+    """
+
+    node_id: str
+    field: str
+    old: bool | int
+    new: bool | int
+
+
+@attrs.frozen(slots=True)
 class StateUpdateSummary:
+    """What `apply_state_updates` did: the row it applied, the nodes whose `passes` or
+    `attempts` it changed, and every runner-owned field of the agent's tree it reverted.
+
+    Node ids are sorted; `reverted` is sorted by node id, then field name.
+    `state_update_summary_to_json` is its canonical JSON form.
+    """
+
     status: AgentStatus
     guard: GuardOutcome
     passes_set: tuple[str, ...] = ()
     attempts_incremented: tuple[str, ...] = ()
     derived_passes_set: tuple[str, ...] = ()
+    reverted: tuple[RevertedField, ...] = ()
+
+
+def state_update_summary_to_json(summary: StateUpdateSummary) -> dict[str, Any]:
+    """The summary as plain JSON data, keys and lists in a fixed order: same summary, same
+    bytes from `json.dumps`."""
+    return {
+        "status": summary.status.value,
+        "guard": summary.guard.value,
+        "passes_set": list(summary.passes_set),
+        "attempts_incremented": list(summary.attempts_incremented),
+        "derived_passes_set": list(summary.derived_passes_set),
+        "reverted": [
+            {"node": field.node_id, "field": field.field, "old": field.old, "new": field.new}
+            for field in summary.reverted
+        ],
+    }
+
+
+def _reverted(node: Node, passes: bool, attempts: int, max_attempts: int) -> list[RevertedField]:
+    kept = (("attempts", attempts), ("max_attempts", max_attempts), ("passes", passes))
+    return [
+        RevertedField(node.id, name, value, getattr(node, name))
+        for name, value in kept
+        if getattr(node, name) != value
+    ]
 
 
 def apply_state_updates(
-    prev: Node, next_tree: Node, selected_id: str, status: AgentStatus, guard: GuardOutcome
+    prev: Node,
+    next_tree: Node,
+    selected_id: str,
+    status: AgentStatus | str,
+    guard: GuardOutcome | str,
 ) -> tuple[Node, StateUpdateSummary]:
-    """Reset runner-owned fields from `prev`, apply the table, derive passes, sort."""
-    transition = TRANSITIONS.get((status, guard))
-    if transition is None:
-        raise InvalidTransition(f"no transition for status={status.value} guard={guard.value}")
+    """The agent's tree with `passes`, `attempts`, `max_attempts` reset from `prev`, the row of
+    `(status, guard)` (enums or their values) applied to the selected node, parents' `passes`
+    derived and siblings sorted; with a summary. Raises `InvalidTransition` for a pair with no
+    row, `UnknownSelectedNode` when `selected_id` is not in `next_tree`."""
+    status, guard = AgentStatus(status), GuardOutcome(guard)
+    transition = _row(status, guard)
     owned = nodes_by_id(prev)
-    passes_set: list[str] = []
-    attempts_incremented: list[str] = []
-    derived: list[str] = []
+    ids: tuple[list[str], list[str], list[str]] = ([], [], [])
+    passes_set, attempts_incremented, derived = ids
+    reverted: list[RevertedField] = []
     found_selected = False
 
     def update(node: Node, children: tuple[Node, ...]) -> Node:
@@ -80,6 +135,9 @@ def apply_state_updates(
         before = owned.get(node.id)
         passes, attempts = (False, 0) if before is None else (before.passes, before.attempts)
         max_attempts = node.max_attempts if before is None else before.max_attempts
+        agent_wrote = passes is not node.passes or attempts != node.attempts
+        if agent_wrote or max_attempts != node.max_attempts:
+            reverted.extend(_reverted(node, passes, attempts, max_attempts))
         if node.id == selected_id and not found_selected:
             found_selected = True
             if transition.sets_passes and not passes:
@@ -108,11 +166,28 @@ def apply_state_updates(
     updated = rebuild_postorder(next_tree, update)
     if not found_selected:
         raise UnknownSelectedNode(f"selected node '{selected_id}' is not in the tree")
-    summary = StateUpdateSummary(
-        status=status,
-        guard=guard,
-        passes_set=tuple(sorted(passes_set)),
-        attempts_incremented=tuple(sorted(attempts_incremented)),
-        derived_passes_set=tuple(sorted(derived)),
+    return updated, _summary(status, guard, ids, reverted)
+
+
+def _row(status: AgentStatus, guard: GuardOutcome) -> Transition:
+    transition = TRANSITIONS.get((status, guard))
+    if transition is None:
+        raise InvalidTransition(f"no transition for status={status.value} guard={guard.value}")
+    return transition
+
+
+def _summary(
+    status: AgentStatus,
+    guard: GuardOutcome,
+    ids: tuple[list[str], list[str], list[str]],
+    reverted: list[RevertedField],
+) -> StateUpdateSummary:
+    passes_set, attempts_incremented, derived = (tuple(sorted(found)) for found in ids)
+    return StateUpdateSummary(
+        status,
+        guard,
+        passes_set,
+        attempts_incremented,
+        derived,
+        tuple(sorted(reverted, key=lambda field: (field.node_id, field.field))),
     )
-    return updated, summary

@@ -48,7 +48,7 @@ class IterationEnd:
 
 
 def final_write_set(end: IterationEnd) -> Commit:
-    """SPEC §6's files in order (meta → output → guard.log → snapshots), then run_state."""
+    """The iteration log's files in order (meta, output, guard.log, snapshots), then run_state."""
     outcome = end.outcome
     after = dumps_tree(outcome.tree)  # text: the shell encodes it in slices as it writes
     files = [

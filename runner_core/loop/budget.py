@@ -1,4 +1,4 @@
-"""Budgets (issue 10 §5): what a run has spent against `[budget]`, and per-node spending.
+"""Budgets: what a run has spent against `[budget]`, and per-node spending.
 
 Decides whether a run's history has reached a budget (cost in USD, input + output tokens, the
 sum of iteration durations), which one comes first, and the report's per-node figures rolled up

@@ -1,4 +1,4 @@
-"""The run's event stream (issue 10 §1): what each event of `events.jsonl` holds.
+"""The run's event stream: what each event of `events.jsonl` holds.
 
 Decides the event types and the figures each carries, the canonical one-line JSON of an event,
 how a file's bytes read back as events (a torn last line is ignored, a damaged line is a
@@ -18,7 +18,7 @@ import attrs
 from pyrsistent import PMap, freeze, thaw
 
 
-class EventType(enum.Enum):
+class EventType(enum.StrEnum):
     ITERATION_STARTED = "iteration_started"
     AGENT_STARTED = "agent_started"
     AGENT_OUTPUT = "agent_output"

@@ -1,4 +1,4 @@
-"""The loop's policy (issue 10 §3-7): what `runner loop` does after each step and before the next.
+"""The loop's policy: what `runner loop` does after each step and before the next.
 
 Decides, from a small `LoopState` and what the last step came to, whether the loop goes on,
 waits (runner-error backoff, usage and rate limits, capped at `max_wait_secs`), hands a stuck
@@ -29,7 +29,7 @@ from runner_core.run.exit_codes import ExitCode
 MAX_STEPS_STATUS = "max-steps"
 
 
-class StepKind(enum.Enum):
+class StepKind(enum.StrEnum):
     """What one `runner step` came to, as the loop sees it."""
 
     AGENT_RAN = "agent_ran"  # an iteration concluded without a runner error
@@ -40,7 +40,7 @@ class StepKind(enum.Enum):
     ITERATION_LIMIT = "iteration_limit"  # next_iter reached max_iterations; no iteration ran
 
 
-class StopKind(enum.Enum):
+class StopKind(enum.StrEnum):
     """Why the loop stops; `STOPS` gives each its exit code and `loop: status=` word."""
 
     COMPLETE = "complete"  # every leaf passes
@@ -255,9 +255,10 @@ def after_step(
         decision = _no_iteration_left(decision)
     if max_steps is None or steps < max_steps:
         return decision
-    if not isinstance(decision, Continue | Wait):
+    if not isinstance(decision, Continue | Wait | Decompose):
         return decision
-    # No step follows: stop now rather than wait for one (what happened is still told).
+    # No step follows: stop now rather than wait for one or hand a stuck leaf to a decomposer
+    # that would not run (what happened is still told; the next loop decomposes it).
     told = tuple(event for event in decision.events if event is not EventType.WAITING)
     return Stop(StopKind.MAX_STEPS, decision.state, told)
 

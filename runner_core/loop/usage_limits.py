@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import attrs
 
 
-class LimitKind(enum.Enum):
+class LimitKind(enum.StrEnum):
     RATE_LIMITED = "rate_limited"
     USAGE_LIMITED = "usage_limited"
 

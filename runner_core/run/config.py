@@ -1,4 +1,4 @@
-"""Configuration (SPEC §7): what `.runner/state/config.toml` may say, and its defaults.
+"""Configuration: what `.runner/state/config.toml` may say, and its defaults.
 
 Decides whether parsed TOML data is a valid configuration, naming the key of any problem.
 Never reads the file: the shell parses TOML and hands the mapping in.
@@ -31,7 +31,6 @@ HOOK_NAMES = (
     "on_wait",
     "on_question",
 )
-BUDGET_NAMES = ("cost_usd", "tokens", "wall_secs")
 SANDBOX_MODES = ("auto", "bwrap", "off")
 
 
@@ -97,6 +96,9 @@ class SandboxConfig:
 
 @attrs.frozen(slots=True)
 class Config:
+    """The settings of `.runner/config.toml`, each field a key of it with its default; build
+    one from parsed TOML with `parse_config`, which checks every value."""
+
     max_attempts_default: int = 3
     max_iterations: int = 100
     iteration_timeout_secs: int = 1800

@@ -1,4 +1,4 @@
-"""Run identity (SPEC §10): run ids, their branch, and GOAL.md's frontmatter.
+"""Run identity: run ids, their branch, and GOAL.md's frontmatter.
 
 Decides whether a run id is acceptable, which id a new run gets (`run-<HEAD sha 8>[-n]`),
 and how GOAL.md's frontmatter reads and is rewritten with other keys kept in place. Works
@@ -75,7 +75,7 @@ def _unquote(value: str) -> str:
 
 def _bare(line: str) -> str:
     """A line without its break, whichever of str.splitlines()'s breaks (`\\x0b`, `\\u2028`,
-    ...) ends it: fences are found the same way wherever GOAL.md is read (issue 10)."""
+    ...) ends it: fences are found the same way wherever GOAL.md is read."""
     return line.splitlines()[0] if line.splitlines() else ""
 
 

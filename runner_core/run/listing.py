@@ -21,7 +21,7 @@ from runner_core.tree.model import Node
 from runner_core.tree.selection import SelectionStatus, select_leaf
 
 
-class RunCondition(enum.Enum):
+class RunCondition(enum.StrEnum):
     OPEN = "open"
     COMPLETE = "complete"
     STUCK = "stuck"

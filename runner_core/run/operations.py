@@ -202,7 +202,7 @@ def skip_node(tree: Node, node_id: str) -> Node:
         return with_children(kept, children)
 
     pruned = rebuild_postorder(tree, drop)
-    # A parent passes iff all its children pass (SPEC §5): a skip may complete a parent. The
+    # A parent passes iff all its children pass: a skip may complete a parent. The
     # state update's derivation is that rule's one home; `decomposed` sets nothing else.
     derived, _ = apply_state_updates(
         pruned, pruned, parent, AgentStatus.DECOMPOSED, GuardOutcome.SKIPPED

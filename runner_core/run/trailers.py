@@ -261,14 +261,10 @@ def is_iteration_commit(trailers: Mapping[str, str]) -> bool:
     return ITER in trailers
 
 
-def is_operator_commit(trailers: Mapping[str, str]) -> bool:
-    return OP in trailers
-
-
 # ---------------------------------------------------------------- an operator commit
 
 
-class NodeOperation(enum.Enum):
+class NodeOperation(enum.StrEnum):
     """What `runner node <op>` does; its values are what a Runner-Op trailer may name."""
 
     RETRY = "retry"

@@ -17,15 +17,15 @@ from runner_core import (
     InvalidTransition,
     Node,
     TreeValidationError,
-    UnknownSelectedNode,
     apply_state_updates,
-    check_passed_node_immutability,
     parse_tree,
     tree_to_json,
-    validate_child_additions_restricted,
-    validate_status_invariants,
 )
+from runner_core.iteration.state_update import UnknownSelectedNode
 from runner_core.testing.trees import preorder
+from runner_core.validation.child_additions import validate_child_additions_restricted
+from runner_core.validation.immutability import check_passed_node_immutability
+from runner_core.validation.status import validate_status_invariants
 
 
 def assert_valid_tree(tree: Node | Mapping[str, Any] | str | bytes) -> Node:
@@ -72,7 +72,7 @@ def assert_transition_allowed(
     prev: Node, next_tree: Node, selected_id: str, status: AgentStatus, guard: GuardOutcome
 ) -> None:
     """`next_tree` is what an iteration on `selected_id` ending in `(status, guard)` may
-    leave after `prev`: a valid tree, a row of seed 000's table, no child added outside a
+    leave after `prev`: a valid tree, a row of the transition table, no child added outside a
     decomposition of the selected node, no passed node changed, the status matching what
     happened to the selected node, and passes/attempts exactly as apply_state_updates sets
     them.

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 
-from runner_core import RunState, dumps_tree, run_state_to_json
+from runner_core import dumps_tree
 from runner_core.history.audit import RUN_STATE_PATH, TREE_PATH, CommitFacts
 from runner_core.run.chain import chain_seed
+from runner_core.run.state import RunState, run_state_to_json
 from runner_core.testing.runs import Run, state_file
 
 

@@ -8,15 +8,19 @@ after they are handed out.
 
 from __future__ import annotations
 
+import copy
 import json
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Literal
 
 import attrs
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from runner_core import Node, sort_children, tree_from_json, tree_to_json
+from runner_core import Node, tree_from_json, tree_to_json
 from runner_core.testing.trees import JsonNode, trees
+from runner_core.tree.model import sort_children
 
 Layer = Literal["schema", "invariants"]
 
@@ -52,17 +56,19 @@ def _walk(root: JsonNode) -> list[tuple[JsonNode, str, str]]:
 
 
 # What a field must be, and values of another JSON type to put there.
-WRONG_TYPES: dict[str, tuple[str, tuple[Any, ...]]] = {
-    "id": ("string", (None, 3, ["a"])),
-    "order": ("integer", (None, "1", 1.5, True)),
-    "title": ("string", (None, 0, ["t"])),
-    "goal": ("string", (None, False, {})),
-    "acceptance": ("array", (None, "a", {})),
-    "passes": ("boolean", (None, 0, "true")),
-    "attempts": ("integer", (None, "0", 0.5, False)),
-    "max_attempts": ("integer", (None, "1", 2.5, True)),
-    "children": ("array", (None, {}, "[]")),
-}
+WRONG_TYPES: Mapping[str, tuple[str, tuple[Any, ...]]] = MappingProxyType(
+    {
+        "id": ("string", (None, 3, ["a"])),
+        "order": ("integer", (None, "1", 1.5, True)),
+        "title": ("string", (None, 0, ["t"])),
+        "goal": ("string", (None, False, {})),
+        "acceptance": ("array", (None, "a", {})),
+        "passes": ("boolean", (None, 0, "true")),
+        "attempts": ("integer", (None, "0", 0.5, False)),
+        "max_attempts": ("integer", (None, "1", 2.5, True)),
+        "children": ("array", (None, {}, "[]")),
+    }
+)
 UNKNOWN_KEYS = ("extra", "Id", "passed", "child", "children ")
 NOT_OBJECTS: tuple[Any, ...] = (None, 0, "node", [], True)
 
@@ -83,12 +89,12 @@ def _schema_break(draw: st.DrawFn, tree: Node) -> tuple[JsonNode, str, str]:
         return root, rule, f"{at} must contain '{field}'"
     if rule == "unknown key":
         key = draw(st.sampled_from(UNKNOWN_KEYS))
-        node[key] = draw(st.sampled_from(NOT_OBJECTS))
+        node[key] = copy.deepcopy(draw(st.sampled_from(NOT_OBJECTS)))
         return root, rule, f"{at} must not contain '{key}'"
     if rule == "type":
         field = draw(st.sampled_from(sorted(WRONG_TYPES)))
         kind, values = WRONG_TYPES[field]
-        node[field] = draw(st.sampled_from(values))
+        node[field] = copy.deepcopy(draw(st.sampled_from(values)))
         return root, rule, f"{at}.{field} must be {kind}"
     if rule == "empty id":
         node["id"] = ""
@@ -103,7 +109,7 @@ def _schema_break(draw: st.DrawFn, tree: Node) -> tuple[JsonNode, str, str]:
     if rule == "item":
         node["acceptance"].append(draw(st.sampled_from((None, 1, ["a"], {}))))
         return root, rule, f"{at}.acceptance[{len(node['acceptance']) - 1}] must be string"
-    node["children"].append(draw(st.sampled_from(NOT_OBJECTS)))
+    node["children"].append(copy.deepcopy(draw(st.sampled_from(NOT_OBJECTS))))
     return root, rule, f"{at}.children[{len(node['children']) - 1}] must be object"
 
 
@@ -231,9 +237,9 @@ def mutated_tree_jsons(draw: st.DrawFn) -> Any:
             del node[draw(st.sampled_from(present))]
         elif kind == "add_field":
             key = draw(st.sampled_from(("extra", "Id", "child", "", "passed", "children ")))
-            node[key] = draw(st.sampled_from(ODD_VALUES))
+            node[key] = copy.deepcopy(draw(st.sampled_from(ODD_VALUES)))
         elif kind == "retype" and present:
-            node[draw(st.sampled_from(present))] = draw(st.sampled_from(ODD_VALUES))
+            node[draw(st.sampled_from(present))] = copy.deepcopy(draw(st.sampled_from(ODD_VALUES)))
         elif kind == "negative":
             field = draw(st.sampled_from(("order", "attempts", "max_attempts")))
             node[field] = draw(st.integers(-(2**40), -1))
@@ -242,15 +248,15 @@ def mutated_tree_jsons(draw: st.DrawFn) -> Any:
         elif kind == "bad_enum":
             node["next"] = draw(st.sampled_from(("Execute", "", "decomposed", "done")))
         elif kind == "acceptance_item" and isinstance(node.get("acceptance"), list):
-            node["acceptance"].append(draw(st.sampled_from(ODD_VALUES)))
+            node["acceptance"].append(copy.deepcopy(draw(st.sampled_from(ODD_VALUES))))
         elif kind == "child_not_object" and isinstance(node.get("children"), list):
-            node["children"].append(draw(st.sampled_from(ODD_VALUES[:-1])))
+            node["children"].append(copy.deepcopy(draw(st.sampled_from(ODD_VALUES[:-1]))))
         elif kind == "integral_float":
             field = draw(st.sampled_from(("order", "attempts", "max_attempts")))
             if isinstance(node.get(field), int) and not isinstance(node.get(field), bool):
                 node[field] = float(node[field])
         elif kind == "root_not_object" and node is root:
-            root = draw(st.sampled_from(ODD_VALUES[:-1]))
+            root = copy.deepcopy(draw(st.sampled_from(ODD_VALUES[:-1])))
     return root
 
 

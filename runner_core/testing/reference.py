@@ -1,4 +1,4 @@
-"""A brute-force selection oracle: SPEC §3 read literally, for people who reimplement it.
+"""A brute-force selection oracle: the selection rule read literally, for people who reimplement it.
 
 Decides nothing the runner uses; it is short and obviously correct at the price of recursion
 and repeated sorting, so `select_leaf` (and any reimplementation) can be compared with it.

@@ -20,22 +20,8 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from runner_core import (
-    AgentRole,
-    ExecutionHistory,
-    ExecutionRecord,
-    GuardOutcome,
-    IterationOutcome,
-    Node,
-    PlanKind,
-    RunState,
-    StepPlan,
-    TokenUsage,
-    dumps_tree,
-    plan_step,
-    run_state_from_json,
-    tree_to_json,
-)
+from runner_core import AgentRole, ExecutionHistory, GuardOutcome, Node, dumps_tree, tree_to_json
+from runner_core.history.records import ExecutionRecord, TokenUsage
 from runner_core.iteration.effects import (
     Abort,
     Commit,
@@ -55,7 +41,7 @@ from runner_core.iteration.effects import (
 )
 from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
 from runner_core.iteration.machine import start_iteration
-from runner_core.iteration.plan import RunPlan
+from runner_core.iteration.plan import IterationOutcome, PlanKind, RunPlan, StepPlan, plan_step
 from runner_core.iteration.results import (
     AgentFinished,
     ConfigRead,
@@ -68,6 +54,7 @@ from runner_core.iteration.results import (
 )
 from runner_core.run.chain import chain_seed
 from runner_core.run.config import Config, render_config
+from runner_core.run.state import RunState, run_state_from_json
 from runner_core.testing.edits import EditKind, agent_edits
 from runner_core.testing.outputs import decomposer_outputs, executor_outputs
 from runner_core.testing.trees import passed_ids, trees
@@ -350,7 +337,7 @@ def runs(
     Guarantees: every tree of `run.trees` is valid and canonical; records are numbered
     iterations 1..n of one run id, each node's executions 1, 2, ... (as the run state counts
     them), each lasting its duration_ms from RUN_START on, one after the other; each record's
-    status/guard is a row of seed 000's table and its attempts_before/after are the selected
+    status/guard is a row of the state-update table and its attempts_before/after are the selected
     node's before and after; `end` is what plan_step answers after the last step. A
     decomposition adds a level, so a tree is at most 3 + max_iterations levels deep.
     """

@@ -1,9 +1,9 @@
 """Valid task trees by construction, as `Node`s, JSON data or canonical text.
 
 Decides nothing the runner decides: ids are unique and usable, `0 <= attempts <=
-max_attempts`, `max_attempts > 0`, depth at most `max_depth` (never more than 99 levels below
-the root) and, unless asked otherwise, a parent passes iff all its children pass. Every value
-reads back through `parse_tree(dumps_tree(tree))` unchanged.
+max_attempts`, `max_attempts > 0`, at most `max_depth` levels (the root is level 1, as in the
+runner's MAX_DEPTH) and, unless asked otherwise, a parent passes iff all its children pass.
+Every value reads back through `parse_tree(dumps_tree(tree))` unchanged.
 """
 
 from __future__ import annotations
@@ -15,22 +15,37 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from runner_core import AgentStatus, GuardOutcome, Node, NodeNext, dumps_tree, tree_to_json
+from runner_core.tree.model import MAX_DEPTH
+from runner_core.validation.invariants import id_problem
 
 JsonNode = dict[str, Any]
 
-# A small alphabet makes `(order, id)` ties, shared prefixes and `<parent>.<n>` look-alikes
-# common. Quotes, `/`, `=`, whitespace and control characters stay out so ids can be read back
-# out of messages, paths and commit trailers.
+# Half the ids come from a small alphabet, which makes `(order, id)` ties, shared prefixes and
+# `<parent>.<n>` look-alikes common; the other half from every character an id may hold (all
+# of Unicode but whitespace, `=`, `/`, control characters and surrogates), so a tool that
+# mangles anything outside ASCII or Latin-1 is caught.
 ID_ALPHABET = "abxy019._-é"
-ids = st.text(alphabet=ID_ALPHABET, min_size=1, max_size=4)
+ASCII_ID_ALPHABET = "abxy019._-"
+
+
+def id_strategy(*, ascii_only: bool = False) -> st.SearchStrategy[str]:
+    """Usable node ids of 1-4 characters; `ascii_only` keeps them to ASCII, for testing a tool
+    that handles nothing else (the runner itself takes any id `id_problem` allows)."""
+    characters = st.characters(
+        codec="ascii" if ascii_only else "utf-8", exclude_categories=("Cc", "Cs")
+    ).filter(lambda char: id_problem(char) is None)
+    small = st.text(alphabet=ASCII_ID_ALPHABET if ascii_only else ID_ALPHABET, min_size=1)
+    return st.one_of(
+        small.filter(lambda text: len(text) <= 4), st.text(characters, min_size=1, max_size=4)
+    )
+
+
+ids = id_strategy()
 # Free text: any code point but surrogates, which UTF-8 cannot encode.
 texts = st.text(max_size=12)
 orders = st.integers(min_value=-3, max_value=3)
 
-# Levels below the root a generated tree may have: the runner refuses deeper trees.
-DEPTH_CAP = 99
-
-# The transitions of seed 000's table: guards run only for `done`.
+# The rows of the transition table: guards run only for `done`.
 STATUS_GUARD_PAIRS: tuple[tuple[AgentStatus, GuardOutcome], ...] = (
     (AgentStatus.DONE, GuardOutcome.PASS),
     (AgentStatus.DONE, GuardOutcome.FAIL),
@@ -42,8 +57,8 @@ status_guard_pairs = st.sampled_from(STATUS_GUARD_PAIRS)
 
 
 def _check_bounds(max_depth: int, max_width: int, max_nodes: int, max_attempts_cap: int) -> None:
-    if not 0 <= max_depth <= DEPTH_CAP:
-        raise InvalidArgument(f"max_depth={max_depth} must be between 0 and {DEPTH_CAP}")
+    if not 1 <= max_depth <= MAX_DEPTH:
+        raise InvalidArgument(f"max_depth={max_depth} must be between 1 and {MAX_DEPTH}")
     if max_width < 0 or max_nodes < 1 or max_attempts_cap < 1:
         raise InvalidArgument("max_width must be >= 0, max_nodes and max_attempts_cap >= 1")
 
@@ -59,9 +74,10 @@ def trees(
     canonical: bool | None = True,
     leaf_passes: st.SearchStrategy[bool] | None = None,
     attempts: st.SearchStrategy[int] | None = None,
+    ascii_ids: bool = False,
 ) -> st.SearchStrategy[Node]:
-    """Valid trees of at most `max_nodes` nodes, `max_depth` levels below the root and
-    `max_width` children per node, each with `1 <= max_attempts <= max_attempts_cap`.
+    """Valid trees of at most `max_nodes` nodes, `max_depth` levels (the root alone is one)
+    and `max_width` children per node, each with `1 <= max_attempts <= max_attempts_cap`.
 
     Guarantees: unique usable ids, `0 <= attempts <= max_attempts`; `passed=True` holds at
     least one passed node, `passed=False` none, `None` either. With `derived_passes` a parent
@@ -69,7 +85,8 @@ def trees(
     may disagree with its children: what an agent may write, still schema-valid). Siblings are
     in `(order, id)` order when `canonical`, as drawn when False, either when None.
     `leaf_passes` draws a leaf's `passes`; `attempts` a node's attempts (capped at its
-    max_attempts), else any of `0..max_attempts`.
+    max_attempts), else any of `0..max_attempts`. Ids are drawn from all of Unicode an id may
+    hold, or from ASCII alone with `ascii_ids` (`id_strategy`).
     """
     _check_bounds(max_depth, max_width, max_nodes, max_attempts_cap)
     if passed is False:
@@ -85,6 +102,7 @@ def trees(
             derived_passes=derived_passes,
             leaf_passes=leaf_passes,
             attempts=attempts,
+            ids=id_strategy(ascii_only=ascii_ids),
             none_passes=passed is False,
             some_passes=passed is True,
         )
@@ -103,6 +121,7 @@ def _trees(
     derived_passes: bool,
     leaf_passes: st.SearchStrategy[bool] | None,
     attempts: st.SearchStrategy[int] | None,
+    ids: st.SearchStrategy[str],
     none_passes: bool,
     some_passes: bool,
 ) -> Node:
@@ -113,8 +132,7 @@ def _trees(
 
     def fresh_id() -> str:
         candidate = draw(ids)
-        if candidate in used:
-            # `~` is not in the alphabet and len(used) only grows, so this is new.
+        while candidate in used:
             candidate = f"{candidate}~{len(used)}"
         used.add(candidate)
         return candidate
@@ -124,7 +142,7 @@ def _trees(
         remaining -= 1
         node_id = fresh_id()
         children: list[Node] = []
-        width = draw(st.integers(0, max_width)) if depth < max_depth else 0
+        width = draw(st.integers(0, max_width)) if depth < max_depth else 0  # the root is 1
         for _ in range(width):
             if remaining <= 0:
                 break
@@ -150,7 +168,7 @@ def _trees(
             children=tuple(children),
         )
 
-    tree = build(0)
+    tree = build(1)
     if some_passes and not passed_ids(tree):
         tree = _with_a_passed_leaf(tree, draw(st.integers(0, max_nodes)), derived_passes)
     return tree

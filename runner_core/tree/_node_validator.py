@@ -6,11 +6,13 @@ the node definition of schemas/task_tree/v1.schema.json, its only description.""
 SCHEMA_SHA256 = '90986af9eab2a933a1bc379c9bf15676f2f7d697bf30ef511bb970bc3c1c3064'
 
 
-def plain_node_reader(node_type, members, refuse):
+def plain_node_reader(node_type, init, members, refuse):
     """An `object_pairs_hook` building a task tree node from an object whose keys are in
-    the schema's order and whose values the node definition accepts, as
-    `node_type(*values)`, and raising `refuse` for any other object. `members` maps
-    each enum field to its members by value; children must already be `node_type`s."""
+    the schema's order and whose values the node definition accepts, as a bare
+    `node_type` whose fields `init(node, *values)` sets without checking them again,
+    and raising `refuse` for any other object. `members` maps each enum field to its
+    members by value; children must already be `node_type`s."""
+    new = object.__new__
 
     def read(pairs):
         if len(pairs) != 10:
@@ -39,7 +41,9 @@ def plain_node_reader(node_type, members, refuse):
             and (type(v9) is list and all([type(item) is node_type for item in v9]))
         ):
             raise refuse
-        return node_type(v0, v1, v2, v3, tuple(v4), members['next'][v5], v6, v7, v8, tuple(v9))
+        node = new(node_type)
+        init(node, v0, v1, v2, v3, tuple(v4), members['next'][v5], v6, v7, v8, tuple(v9))
+        return node
 
     return read
 

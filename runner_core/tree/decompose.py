@@ -17,12 +17,24 @@ from runner_core.tree.model import Node, NodeNext, nodes_by_id, rebuild_postorde
 from runner_core.validation.invariants import ID_MAX_LENGTH
 
 
+def _strings(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(items)
+
+
+def _next(value: NodeNext | str) -> NodeNext:
+    return NodeNext(value)
+
+
 @attrs.frozen(slots=True)
 class ChildSpec:
+    """One child a decomposer asks for: the fields it chooses. The runner gives the child its
+    id, order and attempts when `decompose_node` adds it. `acceptance` may be any iterable of
+    strings (kept as a tuple) and `next` the string value of a `NodeNext`."""
+
     title: str
     goal: str
-    acceptance: tuple[str, ...]
-    next: NodeNext
+    acceptance: tuple[str, ...] = attrs.field(converter=_strings)
+    next: NodeNext = attrs.field(converter=_next)
 
 
 def child_spec(child: ChildSpec | Mapping[str, Any]) -> ChildSpec:
@@ -56,7 +68,7 @@ def decomposition_problems(specs: tuple[ChildSpec, ...]) -> tuple[str, ...]:
 
 def _free_child_ids(parent_id: str, taken: Set[str], count: int) -> list[str]:
     """`<parent>.<n>` for the first free n; a parent id too long for that is cut so every
-    child id stays within ID_MAX_LENGTH (issue 10: never a child the invariants refuse)."""
+    child id stays within ID_MAX_LENGTH (never a child the invariants refuse)."""
     ids: list[str] = []
     n = 1
     while len(ids) < count:

@@ -22,7 +22,7 @@ DIFFED_FIELDS: tuple[str, ...] = tuple(
 )
 
 
-class ChangeKind(enum.Enum):
+class ChangeKind(enum.StrEnum):
     ADDED = "added"
     REMOVED = "removed"
     CHANGED = "changed"
@@ -55,9 +55,6 @@ class TreeDiff:
     """Every node that differs, sorted by node id; empty when the trees hold the same nodes."""
 
     changes: tuple[NodeChange, ...] = ()
-
-    def for_node(self, node_id: str) -> NodeChange | None:
-        return next((change for change in self.changes if change.node_id == node_id), None)
 
 
 def _field_value(node: Node, name: str) -> Any:

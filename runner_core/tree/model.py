@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import enum
 import operator
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import pairwise
+from typing import Any
 
 import attrs
 
@@ -25,33 +26,49 @@ import attrs
 MAX_DEPTH = 100
 
 
-class NodeNext(enum.Enum):
+class NodeNext(enum.StrEnum):
+    """What a node's next iteration does: execute it, or decompose it into children."""
+
     EXECUTE = "execute"
     DECOMPOSE = "decompose"
 
 
-class AgentStatus(enum.Enum):
+class AgentStatus(enum.StrEnum):
+    """What an agent says it did: finished the node's work (`done`), wants another attempt
+    (`retry`), or gave the node children (`decomposed`)."""
+
     DONE = "done"
     RETRY = "retry"
     DECOMPOSED = "decomposed"
 
 
-class GuardOutcome(enum.Enum):
+class GuardOutcome(enum.StrEnum):
+    """How the user's guard command ended: it runs only after `done`, else it is `skipped`."""
+
     PASS = "pass"
     FAIL = "fail"
     SKIPPED = "skipped"
 
 
-class AgentRole(enum.Enum):
+class AgentRole(enum.StrEnum):
     """Which agent an iteration runs: a node's `next` names it."""
 
     DECOMPOSER = "decomposer"
     EXECUTOR = "executor"
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, init=False)
 class Node:
-    """One node of the task tree; its fields are the schema's, in the schema's order."""
+    """One node of the task tree, immutable; its fields are the schema's, in its order.
+
+    The constructor checks what the schema checks of one node: each field's type, a non-empty
+    `id`, and `attempts` and `max_attempts` at least 0, raising `TypeError` (a wrong type),
+    `ValueError` (a value out of range) or `InvalidNodeFields` (both) naming every such field.
+    `acceptance` and `children` may be any iterable (they are kept as tuples) and `next` the
+    string value of a `NodeNext`. Rules across nodes or fields (unique and usable ids,
+    `attempts <= max_attempts`, sibling order) are the tree's invariants, checked by
+    `runner_core.validation.invariants`, so an invalid tree can still be built and judged.
+    """
 
     id: str
     order: int
@@ -64,9 +81,127 @@ class Node:
     max_attempts: int
     children: tuple[Node, ...] = ()
 
+    def __init__(
+        self,
+        id: str,
+        order: int,
+        title: str,
+        goal: str,
+        acceptance: Iterable[str],
+        next: NodeNext | str,
+        passes: bool,
+        attempts: int,
+        max_attempts: int,
+        children: Iterable[Node] = (),
+    ) -> None:
+        given = (id, order, title, goal, acceptance, next, passes, attempts, max_attempts, children)
+        try:
+            values = [check(value) for check, value in zip(_CHECKS, given, strict=True)]
+        except (TypeError, ValueError):
+            raise _refusal(given) from None
+        self.__attrs_init__(*values)
+
     @property
     def is_leaf(self) -> bool:
+        """Whether the node has no children."""
         return not self.children
+
+
+def _kind_error(field: str, expected: str, value: object) -> TypeError:
+    return TypeError(f"Node.{field} must be {expected}, not {type(value).__name__}")
+
+
+def _text(field: str, value: object, non_empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise _kind_error(field, "a str", value)
+    if non_empty and not value:
+        raise ValueError(f"Node.{field} must not be empty")
+    return value
+
+
+def _integer(field: str, value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _kind_error(field, "an int", value)
+    return value
+
+
+def _count(field: str, value: object) -> int:
+    count = _integer(field, value)
+    if count < 0:
+        raise ValueError(f"Node.{field} must be at least 0, not {count}")
+    return count
+
+
+def _flag(field: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _kind_error(field, "a bool", value)
+    return value
+
+
+def _next_of(value: object) -> NodeNext:
+    if not isinstance(value, str):
+        raise _kind_error("next", "a NodeNext or its value", value)
+    try:
+        return NodeNext(value)
+    except ValueError:
+        choices = " or ".join(repr(member.value) for member in NodeNext)
+        raise ValueError(f"Node.next must be {choices}, not {value!r}") from None
+
+
+def _items(field: str, values: object, kind: type[Any]) -> tuple[Any, ...]:
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
+        raise _kind_error(field, f"an iterable of {kind.__name__}", values)
+    items = tuple(values)
+    for index, item in enumerate(items):
+        if not isinstance(item, kind):
+            raise TypeError(
+                f"Node.{field}[{index}] must be a {kind.__name__}, not {type(item).__name__}"
+            )
+    return items
+
+
+_CHECKS: tuple[Callable[[Any], Any], ...] = (
+    lambda value: _text("id", value, non_empty=True),
+    lambda value: _integer("order", value),
+    lambda value: _text("title", value),
+    lambda value: _text("goal", value),
+    lambda value: _items("acceptance", value, str),
+    _next_of,
+    lambda value: _flag("passes", value),
+    lambda value: _count("attempts", value),
+    lambda value: _count("max_attempts", value),
+    lambda value: _items("children", value, Node),
+)
+
+
+class InvalidNodeFields(TypeError, ValueError):
+    """Some fields given to `Node` have the wrong type and others a value out of range."""
+
+
+def _refusal(given: tuple[Any, ...]) -> Exception:
+    """One error naming every field `given` that its check refuses, of their common kind."""
+    problems: list[Exception] = []
+    for check, value in zip(_CHECKS, given, strict=True):
+        try:
+            check(value)
+        except (TypeError, ValueError) as problem:
+            problems.append(problem)
+    message = "; ".join(map(str, problems))
+    kinds = {type(problem) for problem in problems}
+    return kinds.pop()(message) if len(kinds) == 1 else InvalidNodeFields(message)
+
+
+# Sets the fields of a bare `object.__new__(Node)` without checking them: for the tree parser
+# alone, which has checked every value against the schema and builds up to millions of nodes
+# per read (the checks would cost it about a tenth of its time).
+set_node_fields: Callable[..., None] = Node.__attrs_init__
+
+
+def trusted_node(*values: Any) -> Node:
+    """A `Node` of field values already checked, in field order, children a tuple of nodes."""
+    node: Node = object.__new__(Node)
+    set_node_fields(node, *values)
+    return node
 
 
 # The schema's field order; canonical JSON writes keys in exactly this order.
@@ -77,7 +212,7 @@ Ancestors = tuple[str, ...]
 
 
 def sort_key(node: Node) -> tuple[int, str]:
-    """The canonical sibling order of SPEC §3: by `order`, then by `id`."""
+    """The canonical sibling order: by `order`, then by `id`."""
     return (node.order, node.id)
 
 
@@ -187,4 +322,5 @@ def nodes_by_id(root: Node) -> Mapping[str, Node]:
 
 
 def count_nodes(root: Node) -> int:
+    """How many nodes the tree rooted at `root` holds, `root` included."""
     return 1 + sum(map(count_nodes, root.children))

@@ -1,4 +1,4 @@
-"""What runs next: the leftmost open leaf, and whether it is stuck (SPEC §3).
+"""What runs next: the leftmost open leaf, and whether it is stuck.
 
 Decides selection by a depth-first walk with siblings in `(order, id)` order. A leaf is
 stuck when it has not passed and has used all its attempts. Never changes the tree.
@@ -23,12 +23,17 @@ class SelectionStatus(enum.StrEnum):
 
 @attrs.frozen(slots=True)
 class Selection:
+    """What runs next: `status`, and for an open or stuck leaf the `node` and its `path` (its
+    ids from the root joined by `/`); both None when the tree is complete."""
+
     status: SelectionStatus
     node: Node | None = None
     path: str | None = None
 
 
 def is_stuck(node: Node) -> bool:
+    """Whether `node` has not passed and has used all its attempts: the runner will not run
+    it again until a person retries, replaces, decomposes or skips it."""
     return not node.passes and node.attempts >= node.max_attempts
 
 
@@ -49,6 +54,9 @@ def leftmost_open_leaf(tree: Node) -> tuple[Node, str] | None:
 
 
 def select_leaf(tree: Node) -> Selection:
+    """The leaf the next iteration works on: the first leaf that has not passed, walking the
+    tree depth-first with siblings in `(order, id)` order. `complete` when every leaf passed,
+    `stuck` when that leaf has used all its attempts (`is_stuck`), else `open`."""
     found = leftmost_open_leaf(tree)
     if found is None:
         return Selection(SelectionStatus.COMPLETE)

@@ -1,4 +1,4 @@
-"""The task tree as JSON text: parsing, building and the canonical form (SPEC §3).
+"""The task tree as JSON text: parsing, building and the canonical form.
 
 Decides what text a tree reads from and the exact bytes it is written as: siblings sorted by
 `(order, id)`, 2-space indent, keys in the schema's field order, trailing newline. Also decides
@@ -23,7 +23,15 @@ from typing import Any
 import attrs
 
 from runner_core.tree import _node_validator as _tree_node
-from runner_core.tree.model import MAX_DEPTH, NODE_FIELDS, Node, NodeNext, in_canonical_order
+from runner_core.tree.model import (
+    MAX_DEPTH,
+    NODE_FIELDS,
+    Node,
+    NodeNext,
+    in_canonical_order,
+    set_node_fields,
+    trusted_node,
+)
 from runner_core.validation.invariants import validate_invariants
 from runner_core.validation.schema import validate_schema
 
@@ -44,7 +52,8 @@ _LAYER_PREFIX: Mapping[str, str] = MappingProxyType(
 
 
 class TreeValidationError(ValueError):
-    """A tree that cannot be used; `str()` is the contract line of SPEC §4."""
+    """A tree that cannot be used: `layer` is "json", "schema" or "invariants", `errors` the
+    layer's sorted errors, and `str()` the one line the runner prints for it."""
 
     def __init__(self, layer: str, errors: tuple[str, ...]) -> None:
         self.layer = layer
@@ -162,10 +171,28 @@ _READERS = tuple((name, _reader(_FIELD_TYPES[name])) for name in _OWN_FIELDS)
 
 
 def tree_from_json(obj: Any) -> Node:
-    """Build a `Node` from a schema-valid JSON object, keeping siblings in the given order."""
-    return Node(
-        **{name: read(obj[name]) for name, read in _READERS},
-        children=tuple([tree_from_json(child) for child in obj["children"]]),
+    """A `Node` from JSON data of a tree (as `json.loads` returns it), siblings in the given
+    order; `tree_to_json` is its inverse.
+
+    Raises `TreeValidationError` (a `ValueError`) with the schema's errors when `obj` is not a
+    tree the schema accepts. Checks only the schema: `runner_core.validation.invariants` (or
+    `parse_tree`, which runs both) judges the tree as a whole.
+    """
+    try:
+        schema_errors = validate_schema(obj)
+        if schema_errors:
+            raise TreeValidationError("schema", schema_errors)
+        return _tree_of_schema_valid(obj)
+    except RecursionError:  # JSON built in code, deeper than any text the reader accepts
+        raise _too_deep() from None
+
+
+def _tree_of_schema_valid(obj: Any) -> Node:
+    """`tree_from_json` of data the schema has accepted: each field read with its type's
+    constructor (an `order` of 1.0 becomes 1), without checking the node again."""
+    return trusted_node(
+        *[read(obj[name]) for name, read in _READERS],
+        tuple([_tree_of_schema_valid(child) for child in obj["children"]]),
     )
 
 
@@ -327,13 +354,7 @@ def _json_of(text: str) -> Any:
 
 def tree_from_valid_json(obj: Any) -> Node:
     """schema → build → invariants, raising `TreeValidationError` at the first failing layer."""
-    try:
-        schema_errors = validate_schema(obj)
-        if schema_errors:
-            raise TreeValidationError("schema", schema_errors)
-        tree = tree_from_json(obj)
-    except RecursionError:  # JSON built in code, deeper than any text the reader accepts
-        raise _too_deep() from None
+    tree = tree_from_json(obj)
     invariant_errors = validate_invariants(tree)
     if invariant_errors:
         raise TreeValidationError("invariants", invariant_errors)
@@ -376,7 +397,7 @@ _ENUM_MEMBERS = MappingProxyType(
 _plain_node_reader: Callable[..., Callable[[list[tuple[str, Any]]], Node]] = (
     _tree_node.plain_node_reader
 )
-_node_of = _plain_node_reader(Node, _ENUM_MEMBERS, _NotPlainNode)
+_node_of = _plain_node_reader(Node, set_node_fields, _ENUM_MEMBERS, _NotPlainNode)
 
 
 def _tree_of_plain_nodes(text: str) -> Node | None:

@@ -4,4 +4,8 @@ runner-owned JSON documents read back.
 
 Each layer collects every error and sorts it; none of them changes a tree or decides what the
 runner does about an error (that is `runner_core.iteration`).
+
+Offers one module per layer (`schema`, `invariants`, `immutability`, `status`,
+`child_additions`, each a function returning its sorted messages), `review.review_tree_change`
+running them all on an agent's change, and `finding.Finding`, one error as a value.
 """

@@ -1,4 +1,4 @@
-"""Layer 5 of validation: where new children may appear (SPEC §4.5).
+"""Layer 5 of validation: where new children may appear.
 
 Decides whether nodes that are new in the next tree hang only under the selected node, and
 only while decomposing. Moving an existing open node is not an addition.
@@ -6,7 +6,8 @@ only while decomposing. Moving an existing open node is not an addition.
 
 from __future__ import annotations
 
-from runner_core.tree.model import Node, iter_preorder, nodes_by_id
+from runner_core.tree.model import Node, iter_preorder, nodes_by_id, path_of
+from runner_core.validation.finding import Finding
 
 
 def validate_child_additions_restricted(
@@ -17,20 +18,28 @@ def validate_child_additions_restricted(
     `selected_id` is the node being decomposed, or None in execute mode, where no node may
     gain children.
     """
+    return tuple(
+        sorted({finding.message for finding in child_findings(prev, next_tree, selected_id)})
+    )
+
+
+def child_findings(prev: Node, next_tree: Node, selected_id: str | None) -> tuple[Finding, ...]:
+    """`validate_child_additions_restricted` as findings about each new child, sorted by
+    message, then path (the same message may stand for children at several paths)."""
     known = nodes_by_id(prev)
-    errors: set[str] = set()
+    errors: list[Finding] = []
     for node, ancestors in iter_preorder(next_tree):
         if node.id in known or not ancestors or ancestors[-1] == selected_id:
             continue
-        parent = ancestors[-1]
+        gained = f"node '{ancestors[-1]}' gained child '{node.id}'"
         if selected_id is None:
-            errors.add(
-                f"node '{parent}' gained child '{node.id}' "
-                "(no node may gain children in execute mode)"
+            code, rule = (
+                "child_added_in_execute_mode",
+                "(no node may gain children in execute mode)",
             )
         else:
-            errors.add(
-                f"node '{parent}' gained child '{node.id}' "
-                f"(only the selected node '{selected_id}' may gain children)"
-            )
-    return tuple(sorted(errors))
+            code = "child_added_outside_selected"
+            rule = f"(only the selected node '{selected_id}' may gain children)"
+        path = path_of(ancestors, node.id)
+        errors.append(Finding("child_additions", node.id, path, code, f"{gained} {rule}"))
+    return tuple(sorted(errors, key=lambda found: (found.message, found.path or "")))

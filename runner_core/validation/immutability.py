@@ -1,4 +1,4 @@
-"""Layer 3 of validation: passed nodes are immutable (SPEC §4.3).
+"""Layer 3 of validation: passed nodes are immutable.
 
 Decides, for every node that passed in the previous tree, whether the next tree still holds it
 in the same place with the same value (children included). Open nodes are the agent's to
@@ -9,34 +9,49 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from runner_core.tree.model import Node, index_by_id
+import attrs
+
+from runner_core.tree.model import NODE_FIELDS, Node, index_by_id
+from runner_core.validation.finding import Finding
 
 
 def check_passed_node_immutability(prev: Node, next_tree: Node) -> tuple[str, ...]:
     """Every change to a passed node, sorted by node id; empty when none was touched."""
+    return tuple(finding.message for finding in passed_node_findings(prev, next_tree))
+
+
+def passed_node_findings(prev: Node, next_tree: Node) -> tuple[Finding, ...]:
+    """`check_passed_node_immutability` as findings, in its order, with the changed fields."""
     old_nodes, old_parents = index_by_id(prev)
     new_nodes, new_parents = index_by_id(next_tree)
-    errors: list[tuple[str, str]] = []
+    errors: list[Finding] = []
     for node_id, node in old_nodes.items():
         if not node.passes:
             continue
         if node_id not in new_nodes:
-            errors.append((node_id, f"passed node '{node_id}' missing in next tree"))
+            errors.append(
+                _found(node_id, "missing", f"passed node '{node_id}' missing in next tree")
+            )
             continue
         old_parent, new_parent = old_parents[node_id], new_parents[node_id]
         if old_parent != new_parent:
-            errors.append(
-                (
-                    node_id,
-                    f"passed node '{node_id}' moved from parent "
-                    f"'{_name(old_parent)}' to '{_name(new_parent)}'",
-                )
+            message = (
+                f"passed node '{node_id}' moved from parent "
+                f"'{_name(old_parent)}' to '{_name(new_parent)}'"
             )
-    errors.extend(
-        (node_id, f"passed node '{node_id}' changed in next tree")
-        for node_id in _changed_passed_ids(prev, old_nodes, new_nodes)
-    )
-    return tuple(message for _, message in sorted(errors))
+            errors.append(_found(node_id, "moved", message))
+    for node_id in _changed_passed_ids(prev, old_nodes, new_nodes):
+        before, after = old_nodes[node_id], new_nodes[node_id]
+        fields = tuple(
+            name for name in NODE_FIELDS if getattr(before, name) != getattr(after, name)
+        )
+        message = f"passed node '{node_id}' changed in next tree"
+        errors.append(attrs.evolve(_found(node_id, "changed", message), fields=fields))
+    return tuple(sorted(errors, key=lambda found: (found.node_id or "", found.message)))
+
+
+def _found(node_id: str, code: str, message: str) -> Finding:
+    return Finding("immutability", node_id, None, f"passed_node_{code}", message)
 
 
 def _name(parent: str | None) -> str:

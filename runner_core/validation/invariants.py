@@ -1,4 +1,4 @@
-"""Layer 2 of validation: the tree's semantic invariants (SPEC §4.2).
+"""Layer 2 of validation: the tree's semantic invariants.
 
 Decides whether ids are unique and usable, `max_attempts` is positive, `attempts` stays within
 it, siblings are in `(order, id)` order and the tree is at most MAX_DEPTH levels deep. Reads
@@ -16,6 +16,7 @@ import re
 from itertools import pairwise
 
 from runner_core.tree.model import MAX_DEPTH, Ancestors, Node, path_of, sort_key
+from runner_core.validation.finding import Finding
 
 ID_MAX_LENGTH = 1000
 # Whitespace (which includes the line and paragraph separators str.splitlines() breaks on),
@@ -52,23 +53,28 @@ def _path(ancestors: Ancestors, node_id: str) -> str:
     return "/".join(_shown(part) for part in (*ancestors, node_id))
 
 
-def _node_errors(node: Node, ancestors: Ancestors) -> list[str]:
+def _node_errors(node: Node, ancestors: Ancestors) -> list[Finding]:
     """The invariants one node breaks on its own; paths are built only for errors."""
-    errors: list[str] = []
+    errors: list[Finding] = []
+
+    def found(code: str, problem: str) -> None:
+        message = f"{_path(ancestors, node.id)}: {problem}"
+        errors.append(Finding("invariants", node.id, path_of(ancestors, node.id), code, message))
+
     problem = id_problem(node.id)
     if problem is not None:
-        errors.append(f"{_path(ancestors, node.id)}: {problem}")
+        found("id_too_long" if len(node.id) > ID_MAX_LENGTH else "id_unusable", problem)
     if node.max_attempts <= 0:
-        errors.append(f"{_path(ancestors, node.id)}: max_attempts must be > 0")
+        found("max_attempts_not_positive", "max_attempts must be > 0")
     if node.attempts > node.max_attempts:
-        errors.append(
-            f"{_path(ancestors, node.id)}: attempts {node.attempts} "
-            f"exceeds max_attempts {node.max_attempts}"
+        found(
+            "attempts_exceed_max",
+            f"attempts {node.attempts} exceeds max_attempts {node.max_attempts}",
         )
     if len(node.children) > 1 and any(
         sort_key(left) > sort_key(right) for left, right in pairwise(node.children)
     ):
-        errors.append(f"{_path(ancestors, node.id)}: children must be sorted by (order,id)")
+        found("children_unsorted", "children must be sorted by (order,id)")
     return errors
 
 
@@ -77,18 +83,23 @@ def validate_invariants(tree: Node) -> tuple[str, ...]:
 
     Below MAX_DEPTH nothing is looked at: the first node too deep on each path is the error.
     """
-    errors: list[str] = []
+    return tuple(sorted(finding.message for finding in invariant_findings(tree)))
+
+
+def invariant_findings(tree: Node) -> tuple[Finding, ...]:
+    """`validate_invariants` as findings, sorted by message."""
+    errors: list[Finding] = []
     seen: set[str] = set()
 
     def visit(node: Node, ancestors: Ancestors) -> None:
         depth = len(ancestors) + 1
         if depth > MAX_DEPTH:
-            errors.append(
-                f"{_path(ancestors, node.id)}: depth {depth} exceeds the limit of {MAX_DEPTH}"
-            )
+            message = f"{_path(ancestors, node.id)}: depth {depth} exceeds the limit of {MAX_DEPTH}"
+            errors.append(_found(node, ancestors, "too_deep", message))
             return
         if node.id in seen:
-            errors.append(f"duplicate id '{_shown(node.id)}' at {_path(ancestors, node.id)}")
+            message = f"duplicate id '{_shown(node.id)}' at {_path(ancestors, node.id)}"
+            errors.append(_found(node, ancestors, "duplicate_id", message))
         seen.add(node.id)
         if (
             node.max_attempts <= 0
@@ -103,4 +114,8 @@ def validate_invariants(tree: Node) -> tuple[str, ...]:
                 visit(child, below)
 
     visit(tree, ())
-    return tuple(sorted(errors))
+    return tuple(sorted(errors, key=lambda found: found.message))
+
+
+def _found(node: Node, ancestors: Ancestors, code: str, message: str) -> Finding:
+    return Finding("invariants", node.id, path_of(ancestors, node.id), code, message)

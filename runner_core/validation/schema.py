@@ -1,4 +1,4 @@
-"""Layer 1 of validation: does a JSON document have the task tree's shape (SPEC §4.1)?
+"""Layer 1 of validation: does a JSON document have the task tree's shape?
 
 Decides schema validity of trees and agent outputs, using the JSON Schemas shipped in the
 package (read once, with importlib.resources, like any other part of the program). The fast
@@ -14,6 +14,8 @@ import functools
 import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
+
+from runner_core.validation.finding import Finding
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -99,23 +101,33 @@ def _located(message: str, path: str) -> str:
     return path + message[4:] if message.startswith("data") else f"{path}: {message}"
 
 
-def _node_errors(obj: Any, path: str) -> list[str]:
+def _node_errors(obj: Any, path: str) -> list[Finding]:
     if not isinstance(obj, dict):
-        return [f"{path} must be object"]
+        return [Finding("schema", None, path, "not_object", f"{path} must be object")]
+    node_id = obj.get("id") if isinstance(obj.get("id"), str) and obj["id"] else None
     required, checks = _node_checks()
-    errors = [f"{path} must contain '{field}'" for field in required if field not in obj]
+    errors = [
+        Finding("schema", node_id, path, "missing_field", f"{path} must contain '{field}'")
+        for field in required
+        if field not in obj
+    ]
     known = {field for field, _ in checks}
-    errors.extend(f"{path} must not contain '{key}'" for key in obj if key not in known)
+    errors.extend(
+        Finding("schema", node_id, path, "unknown_field", f"{path} must not contain '{key}'")
+        for key in obj
+        if key not in known
+    )
     for field, check in checks:
         if field in obj:
             try:
                 check(obj[field])
             except _value_exception() as error:
-                errors.append(_located(error.message, f"{path}.{field}"))
+                message = _located(error.message, f"{path}.{field}")
+                errors.append(Finding("schema", node_id, path, "invalid_value", message))
     return errors
 
 
-def _collect_tree_errors(node: Any, path: str, errors: list[str]) -> None:
+def _collect_tree_errors(node: Any, path: str, errors: list[Finding]) -> None:
     errors.extend(_node_errors(node, path))
     children = node.get("children") if isinstance(node, dict) else None
     if isinstance(children, list):
@@ -125,8 +137,14 @@ def _collect_tree_errors(node: Any, path: str, errors: list[str]) -> None:
 
 def validate_schema(obj: Any) -> tuple[str, ...]:
     """Every schema violation of a task tree document, sorted; empty when it is valid."""
+    return tuple(finding.message for finding in schema_findings(obj))
+
+
+def schema_findings(obj: Any) -> tuple[Finding, ...]:
+    """`validate_schema` as findings, sorted by message; `path` is the JSON path of the node
+    object at fault and `node_id` its id when it has a usable one."""
     validate = _compiled(TREE_SCHEMA_FILE)
-    errors: list[str] = []
+    errors: list[Finding] = []
     try:
         try:
             validate(obj)
@@ -134,8 +152,8 @@ def validate_schema(obj: Any) -> tuple[str, ...]:
         except _value_exception():
             _collect_tree_errors(obj, "$", errors)
     except RecursionError:
-        return (TREE_TOO_DEEP,)
-    return tuple(sorted(errors))
+        return (Finding("schema", None, "$", "too_deep", TREE_TOO_DEEP),)
+    return tuple(sorted(errors, key=lambda found: found.message))
 
 
 def _validate_document(name: str, obj: Any) -> tuple[str, ...]:

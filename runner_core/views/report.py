@@ -19,11 +19,11 @@ from runner_core.history.records import (
     NodeDisplayState,
     NodeStats,
     display_states,
+    history_summary_to_json,
     most_retried,
     node_stats,
     slowest,
     summarize,
-    summary_to_json,
     tokens_to_json,
 )
 from runner_core.loop.budget import (
@@ -156,7 +156,7 @@ def report_to_json(report: Report, warnings: Sequence[str] = ()) -> dict[str, An
     """`runner report --json`; schemas/views/report.schema.json documents every key."""
     return {
         "run_id": report.run_id,
-        "summary": summary_to_json(report.summary),
+        "summary": history_summary_to_json(report.summary),
         "nodes": [_node_row_json(row) for row in report.nodes],
         "slowest": [
             {

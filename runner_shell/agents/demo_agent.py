@@ -1,4 +1,4 @@
-"""The built-in demo agent: a real process speaking the agent contract (SPEC §7), no model.
+"""The built-in demo agent: a real process speaking the agent contract, no model.
 
 It reads the prompt on stdin and the RUNNER_* variables, and acts deterministically on the
 demo project so that `runner demo` shows a decomposition, a guard failure that reaches the

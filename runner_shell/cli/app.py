@@ -1,6 +1,6 @@
-"""The `runner` command (typer): parses arguments, calls the shell, prints seed 002's lines.
+"""The `runner` command (typer): parses arguments, calls the shell, prints the contract lines.
 
-Output lines and exit codes are a contract (SPEC §10): 0 ok / open leaf, 1 error (and the
+Output lines and exit codes are a contract: 0 ok / open leaf, 1 error (and the
 loop's iteration limit), 2 complete, 3 stuck. Any error a user can cause ends in one line on
 stderr, never a traceback; set RUNNER_DEBUG=1 to see one for a runner bug.
 """

@@ -84,7 +84,7 @@ def select(echo: Echo) -> int:
 
 
 def selection_exit_code(selection: Selection) -> int:
-    """0 open, 2 complete, 3 stuck (SPEC §10)."""
+    """0 open, 2 complete, 3 stuck."""
     if selection.status is SelectionStatus.COMPLETE:
         return ExitCode.COMPLETE
     return ExitCode.STUCK if selection.status is SelectionStatus.STUCK else ExitCode.OK

@@ -22,7 +22,7 @@ from runner_shell.store.files import (
 
 LOGS_REF_PREFIX = "refs/runner/logs/"
 
-# Every file of an iteration directory (SPEC §6 and the prompt pack); nothing else is archived
+# Every file of an iteration directory (its log and the prompt pack); nothing else is archived
 # or restored.
 ARCHIVED_NAMES: frozenset[str] = frozenset(
     {

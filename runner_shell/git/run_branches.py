@@ -10,9 +10,10 @@ from __future__ import annotations
 import datetime
 import json
 
-from runner_core import Node, parse_tree, run_state_from_json
+from runner_core import Node, parse_tree
 from runner_core.run.identity import branch_for
 from runner_core.run.listing import RunFacts, RunRow, run_rows
+from runner_core.run.state import run_state_from_json
 from runner_core.tree.serialization import TREE_MAX_BYTES, TreeValidationError
 from runner_shell.git.repo import Repo
 from runner_shell.step.lock_and_journal import read_journal, runner_alive

@@ -1,4 +1,4 @@
-"""Hooks (issue 10 §7): run a user's argv with an event's JSON on stdin, never failing the run.
+"""Hooks: run a user's argv with an event's JSON on stdin, never failing the run.
 
 A hook runs without a shell, in the repo root, in its own process group, with a timeout after
 which the whole group is killed. Whatever happens — a failure, a hang, a missing program — the
@@ -29,7 +29,7 @@ STDERR_TAIL_CHARS = 300
 _REAP_SECS = 2.0
 
 
-class HookOutcome(enum.Enum):
+class HookOutcome(enum.StrEnum):
     OK = "ok"
     FAILED = "failed"  # exited non-zero or was killed by a signal
     TIMED_OUT = "timed_out"  # still running at the timeout: its process group was killed

@@ -1,33 +1,26 @@
 """`runner init` and `runner start`: scaffolding `.runner/` and establishing a run's identity.
 
-Writes the files of SPEC §2 and creates or checks out the run branch; the id rules, the
-frontmatter rewrite and the default tree come from runner_core.
+Writes the files of `.runner/` (docs/internals.md) and creates or checks out the run branch;
+the id rules, the frontmatter rewrite and the default tree come from runner_core.
 """
 
 from __future__ import annotations
 
 import attrs
 
-from runner_core import (
-    Config,
-    Node,
-    NodeNext,
-    RunState,
-    branch_for,
-    generate_run_id,
-    render_config,
-    with_run_id,
-)
+from runner_core import Config, Node, NodeNext
 from runner_core.iteration.preconditions import (
     REQUIRED_GITIGNORE_LINES,
     dirty_tree_problem,
     with_git_exclude_lines,
 )
 from runner_core.run.chain import chain_seed
+from runner_core.run.config import render_config
 from runner_core.run.finish import start_message
-from runner_core.run.identity import GOAL_PLACEHOLDER
+from runner_core.run.identity import GOAL_PLACEHOLDER, branch_for, generate_run_id, with_run_id
 from runner_core.run.listing import start_on_protected_problem
 from runner_core.run.questions import QUESTIONS_HEADER
+from runner_core.run.state import RunState
 from runner_core.validation.schema import (
     DECOMPOSER_OUTPUT_SCHEMA_FILE,
     EXECUTOR_OUTPUT_SCHEMA_FILE,
@@ -133,7 +126,7 @@ def reset_for_new_run(paths: RunnerPaths, config: Config, run_id: str) -> None:
 
 
 def start_run(paths: RunnerPaths, repo: Repo, new: bool = False) -> Started:
-    """The run-identity flow of SPEC §10: id, branch, GOAL.md frontmatter, run_state, commit.
+    """The run-identity flow: id, branch, GOAL.md frontmatter, run_state, commit.
 
     `new` starts another run beside the existing ones; without it, start on main/master
     refuses while a run exists rather than guess which one is meant.

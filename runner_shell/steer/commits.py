@@ -14,9 +14,10 @@ from typing import Any
 
 import attrs
 
-from runner_core import Node, branch_for
+from runner_core import Node
 from runner_core.iteration.events import operator_event
 from runner_core.run.guidance import guidance_commit_message, with_guidance
+from runner_core.run.identity import branch_for
 from runner_core.run.operations import (
     NodeOperation,
     OperationError,

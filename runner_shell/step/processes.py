@@ -48,10 +48,6 @@ class ProcessResult:
     stdout_bytes: int  # everything the child wrote, not only what was kept
     stderr_bytes: int
 
-    @property
-    def succeeded(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
-
 
 class SpawnError(Exception):
     """The process could not be started at all."""

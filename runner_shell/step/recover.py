@@ -19,10 +19,11 @@ from pathlib import Path
 import attrs
 from pyrsistent import pmap
 
-from runner_core import PlanKind, parse_config, parse_tree, plan_step, run_state_from_json
+from runner_core import parse_config, parse_tree
 from runner_core.iteration.execution_record import Measured
 from runner_core.iteration.import_rules import ImportDecision, decide_import
 from runner_core.iteration.interrupted import interrupted_end
+from runner_core.iteration.plan import PlanKind, plan_step
 from runner_core.iteration.recovery import (
     PENDING_GUARD_LOG,
     Journal,
@@ -31,6 +32,7 @@ from runner_core.iteration.recovery import (
     recovery_kind,
 )
 from runner_core.iteration.write_set import final_write_set
+from runner_core.run.state import run_state_from_json
 from runner_core.tree.model import nodes_by_id
 from runner_shell.errors import UserFacingError
 from runner_shell.git.file_commit import follow_commit

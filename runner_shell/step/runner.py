@@ -170,7 +170,7 @@ class Loaded:
 
 
 def load_for_step(paths: RunnerPaths, repo: Repo) -> Loaded:
-    """Check SPEC §5's preconditions and load config, run state and tree."""
+    """Check the preconditions of a step and load config, run state and tree."""
     journal = read_journal(repo)
     if journal is not None:
         raise UserFacingError(interrupted_problem(journal))

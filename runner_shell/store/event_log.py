@@ -49,11 +49,6 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def read_events(path: Path) -> tuple[tuple[Event, ...], tuple[str, ...]]:
-    """The events of a file and its damaged-line warnings; a missing file holds no events."""
-    return parse_event_lines(_read_from(path, 0))
-
-
 def _never() -> bool:
     return False
 

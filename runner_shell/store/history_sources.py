@@ -1,5 +1,5 @@
 """Where a run's history is read from: its iteration directories, else the archive ref, else the
-commit trailers of its branch (issue 13: every view works from git alone).
+commit trailers of its branch (every view works from git alone).
 
 Reads; never writes and never decides what a record means (runner_core.history.records and
 runner_core.run.trailers do). The source used is returned so the views can say it in one warning

@@ -1,6 +1,6 @@
-"""The iteration log (SPEC §6) on disk: writing one iteration's record, reading a run's history.
+"""The iteration log on disk: writing one iteration's record, reading a run's history.
 
-Writes in SPEC §6's order (meta → output → guard.log → snapshots), every file atomically, then
+Writes in its order (meta → output → guard.log → snapshots), every file atomically, then
 run_state and the commit, advancing the journal so a kill at any point is recoverable. Reading
 rebuilds the execution history from the iteration directories alone; a damaged or missing
 file is reported and skipped, never fatal.

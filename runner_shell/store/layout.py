@@ -1,4 +1,4 @@
-"""Where runner's files live in the target repository (SPEC §2)."""
+"""Where runner's files live in the target repository."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ class RunnerPaths:
         return self.iterations_dir / run_id
 
     def events_log(self, run_id: str) -> Path:
-        """The run's event stream (issue 12), beside its iteration directories."""
+        """The run's event stream, beside its iteration directories."""
         return self.run_dir(run_id) / EVENTS_FILE
 
     def iter_dir(self, run_id: str, iteration: int) -> Path:

@@ -15,19 +15,14 @@ from runner_core import (
     Config,
     ConfigError,
     Node,
-    RunIdentityError,
-    RunState,
-    RunStateError,
     TreeValidationError,
     dumps_tree,
-    goal_run_id,
     parse_config,
     parse_tree,
-    run_state_from_json,
-    run_state_to_json,
 )
 from runner_core.iteration.preconditions import missing_state_file_problem
-from runner_core.run.identity import empty_goal_problem
+from runner_core.run.identity import RunIdentityError, empty_goal_problem, goal_run_id
+from runner_core.run.state import RunState, RunStateError, run_state_from_json, run_state_to_json
 from runner_core.tree.serialization import TREE_MAX_BYTES as CORE_TREE_MAX_BYTES
 from runner_shell.errors import UserFacingError
 from runner_shell.store.files import (
@@ -141,7 +136,7 @@ def read_goal(paths: RunnerPaths) -> str:
 
 def load_goal_id(paths: RunnerPaths, text: str | None = None) -> str | None:
     """GOAL.md's run id; a GOAL.md without a goal is refused here, before a run starts or a
-    step runs (issue 10)."""
+    step runs."""
     goal = read_goal(paths) if text is None else text
     try:
         run_id = goal_run_id(goal)

@@ -16,9 +16,10 @@ from typing import Any
 import attrs
 import typer
 
-from runner_core import ExecutionHistory, Node, RunState, parse_tree
+from runner_core import ExecutionHistory, Node, parse_tree
 from runner_core.iteration.recovery import Journal
 from runner_core.run.identity import run_id_problem
+from runner_core.run.state import RunState
 from runner_core.tree.model import nodes_by_id
 from runner_core.tree.serialization import TreeValidationError
 from runner_core.views.history import HistoryDocument, history_actions, history_records

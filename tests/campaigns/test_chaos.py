@@ -1,4 +1,4 @@
-"""Chaos: `runner loop` killed with SIGKILL at random moments, recovered and resumed (issue 5).
+"""Chaos: `runner loop` killed with SIGKILL at random moments, recovered and resumed.
 
 Several runs, each of a tree that a fake agent decomposes into 6 x 6 leaves (43 iterations),
 are driven by `runner loop`, which is killed (SIGKILL) at a random moment twelve times per run

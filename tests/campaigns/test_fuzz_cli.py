@@ -1,4 +1,4 @@
-"""Fuzzing the real CLI with broken trees, configs, frontmatter and agent outputs (issue 5).
+"""Fuzzing the real CLI with broken trees, configs, frontmatter and agent outputs.
 
 Hypothesis draws the input; every example is one real `runner` process in a temp git repository.
 Whatever the input, the command ends in 0 or 1, prints no traceback, puts a failure on exactly
@@ -20,15 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runner_core import (
-    ConfigError,
-    RunIdentityError,
-    TreeValidationError,
-    goal_run_id,
-    parse_config,
-    parse_tree,
-)
+from runner_core import ConfigError, TreeValidationError, parse_config, parse_tree
 from runner_core.iteration.plan import AgentOutputError, parse_executor_output
+from runner_core.run.identity import RunIdentityError, goal_run_id
 from runner_core.tree.serialization import loads_json_strictly
 from runner_core.views.text import error_line
 from runner_shell.errors import UserFacingError

@@ -1,4 +1,4 @@
-"""A seeded hostile-agent campaign (issue 10): hostile behaviours and kills, checked each time.
+"""A seeded hostile-agent campaign: hostile behaviours and kills, checked each time.
 
 One run over a flat tree of many leaves is driven by `runner step`; before each step a seeded
 random.Random picks what the agent does (the hostile things of tests/test_contained_agent.py,

@@ -1,4 +1,4 @@
-"""Specification of runner_core as a library (README "The library: runner_core", issue 11).
+"""Specification of runner_core as a library (README "The library: runner_core").
 
 What a library user relies on: nothing exported can be changed in place, a selection's status
 compares equal to its text, decomposition takes the decomposer's plain child objects, the
@@ -23,6 +23,8 @@ import pytest
 
 import runner_core as rc
 from runner_core.iteration.prompt_pack import SECTION_TITLES
+from runner_core.iteration.state_update import TRANSITIONS
+from runner_core.tree.decompose import child_specs_from_output
 from runner_core.tree.serialization import _LAYER_PREFIX
 from runner_core.validation.status import GAINS_CHILDREN
 from tests.helpers import ROOT
@@ -38,7 +40,7 @@ KNOWN_MUTABLE: set[tuple[str, str]] = set()
 @pytest.mark.parametrize(
     ("table", "key"),
     [
-        (rc.TRANSITIONS, (rc.AgentStatus.DONE, rc.GuardOutcome.PASS)),
+        (TRANSITIONS, (rc.AgentStatus.DONE, rc.GuardOutcome.PASS)),
         (SECTION_TITLES, "goal"),
         (GAINS_CHILDREN, rc.AgentStatus.DONE),
         (_LAYER_PREFIX, "json"),
@@ -61,8 +63,8 @@ def test_no_public_name_of_runner_core_is_a_mutable_collection() -> None:
 
 def test_no_module_of_runner_core_holds_a_mutable_collection_at_module_level() -> None:
     found = set()
-    for info in pkgutil.iter_modules(rc.__path__):
-        module = importlib.import_module(f"runner_core.{info.name}")
+    for info in pkgutil.walk_packages(rc.__path__, "runner_core."):
+        module = importlib.import_module(info.name)
         for name, value in vars(module).items():
             if not name.startswith("__") and isinstance(value, MUTABLE_TYPES):
                 found.add((module.__name__, name))
@@ -106,9 +108,7 @@ def test_decompose_node_takes_the_decomposers_plain_child_objects() -> None:
     ]
 
     from_mappings = rc.decompose_node(root, "root", children, 3)
-    from_specs = rc.decompose_node(
-        root, "root", rc.child_specs_from_output({"children": children}), 3
-    )
+    from_specs = rc.decompose_node(root, "root", child_specs_from_output({"children": children}), 3)
 
     assert from_mappings == from_specs
     assert [child.id for child in from_mappings.children] == ["root.1", "root.2"]
@@ -127,18 +127,23 @@ def test_decompose_node_takes_child_specs_and_mappings_mixed() -> None:
 # ---------------------------------------------------------------- the README's example
 
 
-def readme_library_example() -> str:
+def readme_library_block(language: str) -> str:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("## The library: `runner_core`", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    blocks = re.findall(rf"```{language}\n(.*?)```", section, re.DOTALL)
     assert len(blocks) == 1
     return str(blocks[0])
 
 
-def run_example(tmp_path: Path, root: dict[str, Any]) -> str:
+def readme_library_example() -> str:
+    return readme_library_block("python")
+
+
+def run_example(tmp_path: Path, root: dict[str, Any] | str) -> str:
     state = tmp_path / ".runner" / "state"
     state.mkdir(parents=True)
-    (state / "tree.json").write_text(json.dumps(root), encoding="utf-8")
+    text = root if isinstance(root, str) else json.dumps(root)
+    (state / "tree.json").write_text(text, encoding="utf-8")
     result = subprocess.run(
         [sys.executable, "-c", readme_library_example()],
         cwd=tmp_path,
@@ -160,9 +165,26 @@ def test_the_readme_example_runs_on_an_open_tree(tmp_path: Path) -> None:
     first, second = out.splitlines()[:2]
     assert first == "open root/a"
     assert second == "('a',) ()"
-    written = out.split("\n", 2)[2]
+    written = (tmp_path / ".runner" / "state" / "tree.json").read_text(encoding="utf-8")
     assert rc.parse_tree(written).children[0].passes
     assert written == rc.dumps_tree(rc.parse_tree(written))
+
+
+def test_the_readme_example_runs_on_the_readmes_tree_as_the_readme_says(tmp_path: Path) -> None:
+    text = readme_library_block("json")
+    assert rc.dumps_tree(rc.parse_tree(text)) == text
+
+    out = run_example(tmp_path, text)
+
+    reverted = [
+        {"node": "lexer", "field": "passes", "old": False, "new": True},
+        {"node": "root", "field": "passes", "old": False, "new": True},
+    ]
+    assert out.splitlines() == ["open root/lexer", "('lexer',) ('root',)", json.dumps(reverted)]
+    written = rc.parse_tree((tmp_path / ".runner" / "state" / "tree.json").read_bytes())
+    assert written.passes and written.children[0].passes and written.children[0].attempts == 1
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "`open root/lexer`, `('lexer',) ('root',)`" in readme
 
 
 def test_the_readme_example_runs_on_a_complete_tree(tmp_path: Path) -> None:
@@ -177,11 +199,11 @@ def test_the_readme_example_runs_on_a_complete_tree(tmp_path: Path) -> None:
 CHECKOUT_PROGRAM = """
 import importlib.util, json, sys
 import runner_core as rc
-from runner_core.validation.schema import schema_text
+from runner_core.validation.schema import schema_text, validate_schema
 print(json.dumps({
     "core": rc.__file__,
     "schemas_package": importlib.util.find_spec("runner_core.schemas") is not None,
-    "errors": rc.validate_schema({"id": "root", "order": "first"}),
+    "errors": validate_schema({"id": "root", "order": "first"}),
     "status_schema": json.loads(schema_text("views/status.schema.json"))["title"],
 }))
 """

@@ -1,4 +1,4 @@
-"""End-to-end specification of runner errors and agent errors (SPEC §5, seed 003).
+"""End-to-end specification of runner errors and agent errors.
 
 A runner error (the agent could not be run, failed, timed out or gave unusable output) consumes
 no attempt, is logged in runner_error.log, committed, reported with exit 1 and never shown to

@@ -1,4 +1,4 @@
-"""End-to-end specification of `runner init/start/validate/select/step` (seed 002, SPEC §5, §10).
+"""End-to-end specification of `runner init/start/validate/select/step`.
 
 Every test runs the real CLI in a subprocess on a real git repository and pins the exact output
 lines and exit codes a user sees.
@@ -153,7 +153,7 @@ def test_start_adds_a_suffix_when_the_run_id_is_taken(unstarted_project: Project
     sha8 = head_sha8(project)
     project.git("branch", f"runner/run-{sha8}")
 
-    # Beside an existing run, a plain `start` on main refuses (issue 9): `--new` is the way.
+    # Beside an existing run, a plain `start` on main refuses: `--new` is the way.
     result = project.runner("start", "--new")
 
     assert result.returncode == 0, result.stderr
@@ -389,7 +389,7 @@ def test_iteration_commit_succeeds_without_any_git_identity(project: Project) ->
 
 def on_main(project: Project) -> str:
     project.git("checkout", "--quiet", "-B", "main")
-    # The run branch exists: the refusal names it (issue 9) instead of 'runner start'.
+    # The run branch exists: the refusal names it instead of 'runner start'.
     run = project.run_id
     return (
         f"refusing to run on branch 'main': run(s) {run} exist: 'git checkout runner/{run}' "
@@ -491,7 +491,7 @@ def test_loop_refuses_to_run_on_a_dirty_tree_too(project: Project) -> None:
         ),
         (
             ("checkout", "--quiet", "-b", "master"),
-            # With a run branch in the repository, both name it and the two ways on (issue 11).
+            # With a run branch in the repository, both name it and the two ways on.
             "refusing to run on branch 'master': run(s) {run} exist: 'git checkout runner/{run}' "
             "to continue it, or 'runner start --new' for a new run",
         ),

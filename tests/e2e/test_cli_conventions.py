@@ -1,4 +1,4 @@
-"""End-to-end specification of the CLI's conventions (issue 9: "a CLI that tells the truth").
+"""End-to-end specification of the CLI's conventions ("a CLI that tells the truth").
 
 `--version`/`-V`, `-h` as `--help`, no type placeholders for flags, usage errors exit 1 (2
 means complete), `runner -C DIR`, one shell-quoted `--guard`/`--agent`, `select`/`validate`

@@ -1,4 +1,4 @@
-"""End-to-end specification of issue 13: a history that survives, and `runner audit`.
+"""End-to-end specification of a history that survives, and `runner audit`.
 
 One real run (fake agent, real git) with a decomposition, a guard failure, an agent error, a
 runner error, a retry, an operator decomposition and `runner tell` is audited clean; its logs

@@ -1,6 +1,6 @@
 """End-to-end specification of `runner loop` and of what every iteration leaves behind.
 
-The first tests share one scripted run (seed 002's loop, seed 003's iteration log, SPEC §5-§6):
+The first tests share one scripted run:
 the root is decomposed into two children; the first child's guard fails and its output reaches
 the retry through failure.md; the second child retries and its summary reaches the next attempt
 through history.md; then the tree is complete.
@@ -101,7 +101,7 @@ def test_each_iteration_is_committed_with_its_subject_and_trailers(
     ]
     assert len(found) == len(expected)
     for message, head in zip(found, expected, strict=True):
-        # The record's other trailers (issue 13) follow, the chain last.
+        # The record's other trailers follow, the chain last.
         assert message.startswith(head), message
         trailers = parse_trailers(message)
         assert record_from_trailers(trailers).iteration == int(trailers[ITER])
@@ -169,7 +169,7 @@ def test_the_agent_gets_its_role_node_iteration_and_paths(
         assert Path(env["RUNNER_OUTPUT_PATH"]).parent == project.iter_dir(n)
         assert Path(env["RUNNER_OUTPUT_SCHEMA"]) == state / f"{role}_output.schema.json"
         assert "RUNNER_USAGE_PATH" in env
-    # SPEC §5: the selected node's goal and acceptance, then the project goal.
+    # The selected node's goal and acceptance, then the project goal.
     goal_md = project.record(1)["context"]["goal.md"]
     assert goal_md.startswith("# Selected node root: ")
     assert "\n# Project goal\n\n# Goal" in goal_md
@@ -441,7 +441,7 @@ def test_demo_runs_a_whole_loop_to_completion(tmp_path: Path, fresh_project: Pro
     )
 
     assert result.returncode == 0, result.stderr
-    # Where the repository is comes first, before anything that could fail (issue 9).
+    # Where the repository is comes first, before anything that could fail.
     assert lines(result.stdout)[0] == f"demo: repository {tmp_path / 'demo'}"
     steps = [line for line in lines(result.stdout) if line.startswith("loop: step ")]
     assert any(line.endswith("status=decomposed guard=skipped") for line in steps)

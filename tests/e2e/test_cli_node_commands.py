@@ -1,4 +1,4 @@
-"""End-to-end specification of the operator's node commands (issue 9: "Operating a run").
+"""End-to-end specification of the operator's node commands ("Operating a run").
 
 A stuck leaf has four ways out, each one command and one commit: `runner node retry`,
 `decompose`, `replace` and `skip`. After each, `runner loop` goes on to completion. Passed

@@ -1,4 +1,4 @@
-"""The agent is untrusted (issue 10): each hostile thing an agent did, done by a scripted agent.
+"""The agent is untrusted: each hostile thing an agent did, done by a scripted agent.
 
 Threat model: everything in the work tree and `.git/` may have been changed by the agent between
 the runner's own actions. Each test has the agent (`sh -c <script>`, then a `done` output) do

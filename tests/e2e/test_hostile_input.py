@@ -1,15 +1,15 @@
-"""End-to-end specification of hostile and broken input (issue 5).
+"""End-to-end specification of hostile and broken input.
 
 One case per input a user, an editor or a misbehaving agent can leave behind, each run through
 the real CLI in a temp git repository. Every case ends within its timeout in the documented exit
 code; a failure is exactly one stderr line, never a traceback, and says what is wrong (and how to
 fix it where a user can). A refused input changes nothing: the state files and HEAD stay
-byte-identical. Agent output the runner cannot use is a runner error (SPEC §5): the iteration is
+byte-identical. Agent output the runner cannot use is a runner error: the iteration is
 logged and committed, so run_state advances, but tree.json, config.toml and GOAL.md stay as they
 were and no attempt is consumed.
 
 Decisions pinned here: tree.json is read up to 128 MiB (a 1,000,000-node tree is refused by size);
-a tree is at most 100 levels deep (issue 9): a 101-level chain fails the invariants, and a
+a tree is at most 100 levels deep: a 101-level chain fails the invariants, and a
 compact 10,000-deep chain, which `validate` and `select` used to accept, is refused by every
 command as nested deeper than the JSON reader can follow; JSON with a duplicate key is refused;
 10 MB strings are accepted in titles, goals and acceptance, not in ids (at most 1000
@@ -348,7 +348,7 @@ def mismatch(goal_id: str) -> str:
 GOAL = ".runner/GOAL.md: "
 GOAL_CASES: dict[str, tuple[Callable[[str], str | bytes], dict[str, Expect]]] = {
     "no frontmatter": (lambda run: goal(""), {"validate": Expect(1, mismatch(""))}),
-    # Issue 10 changed this rule: a GOAL.md without a goal is refused before its id is read.
+    # A GOAL.md without a goal is refused before its id is read.
     "an empty file": (
         lambda run: "",
         {"validate": Expect(1, ".runner/GOAL.md has no goal: it is empty or only frontmatter")},

@@ -1,4 +1,4 @@
-"""End-to-end: `runner loop` through a night (issue 10): runner errors, waits, limits, budgets,
+"""End-to-end: `runner loop` through a night: runner errors, waits, limits, budgets,
 the stuck policy, hooks, signals and the event stream, with real git and fake agents."""
 
 from __future__ import annotations

@@ -17,8 +17,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from runner_core import Node, parse_config, parse_tree, record_from_meta, run_state_from_json
+from runner_core import Node, parse_config, parse_tree
+from runner_core.history.records import record_from_meta
 from runner_core.iteration.recovery import Journal, journal_from_json
+from runner_core.run.state import run_state_from_json
 from tests.helpers.e2e import PYTHON, Project
 
 # Crash points of an iteration, in the order a step passes them (see lock_and_journal.crash_point).

@@ -187,7 +187,7 @@ def child_spec(title: str, next_: str = "execute") -> dict[str, Any]:
 
 
 def canonical_tree_text(tree: Mapping[str, Any]) -> str:
-    """SPEC §3's canonical form, computed independently of runner_core."""
+    """The canonical form, computed independently of runner_core."""
 
     def canon(item: Mapping[str, Any]) -> dict[str, Any]:
         children = sorted(item["children"], key=lambda child: (child["order"], child["id"]))

@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from runner_core.history.records import ExecutionRecord
+from runner_core.history.records import ExecutionHistory, ExecutionRecord
 from runner_core.iteration.state_update import TRANSITIONS
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
 
@@ -19,7 +19,7 @@ def record(
     run_id: str = "run-1",
     **changes: Any,
 ) -> ExecutionRecord:
-    """A record of one iteration; attempts follow seed 000's table unless `changes` say else."""
+    """A record of one iteration; attempts follow the transition table unless `changes` say else."""
     decomposing = status is AgentStatus.DECOMPOSED
     base = ExecutionRecord(
         run_id=run_id,
@@ -41,3 +41,18 @@ def record(
         backend="command",
     )
     return attrs.evolve(base, **changes)
+
+
+def for_run(history: ExecutionHistory, run_id: str) -> ExecutionHistory:
+    """The records of one run, still in iteration order."""
+    return ExecutionHistory(tuple(entry for entry in history.records if entry.run_id == run_id))
+
+
+def iterations_of(history: ExecutionHistory, node_id: str) -> tuple[int, ...]:
+    """The iterations that executed `node_id`, in order."""
+    return tuple(entry.iteration for entry in history.records_for(node_id))
+
+
+def next_execution_number(history: ExecutionHistory, node_id: str) -> int:
+    """The number the machine gives the node's next execution: one more than it has had."""
+    return history.execution_count(node_id) + 1

@@ -11,7 +11,8 @@ from typing import Any
 
 import attrs
 
-from runner_core import Node, iter_preorder, tree_from_json
+from runner_core import Node, tree_from_json
+from runner_core.tree.model import iter_preorder
 
 DEFAULT_MAX_ATTEMPTS = 3
 

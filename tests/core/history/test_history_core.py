@@ -1,4 +1,4 @@
-"""Execution history (SPEC §9, seed 004): records, summaries, per-node table, display states."""
+"""Execution history: records, summaries, per-node table, display states."""
 
 from __future__ import annotations
 
@@ -17,15 +17,15 @@ from runner_core.history.records import (
     NodeDisplayState,
     TokenUsage,
     display_states,
+    history_summary_to_json,
     most_retried,
     node_stats,
     record_from_meta,
     record_to_meta,
     slowest,
-    summary_to_json,
 )
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome, Node, NodeNext
-from tests.helpers.records import record
+from tests.helpers.records import for_run, iterations_of, next_execution_number, record
 
 DONE, RETRY, DECOMPOSED = AgentStatus.DONE, AgentStatus.RETRY, AgentStatus.DECOMPOSED
 PASS, FAIL, SKIPPED = GuardOutcome.PASS, GuardOutcome.FAIL, GuardOutcome.SKIPPED
@@ -266,9 +266,9 @@ def test_for_run_keeps_only_that_runs_records_and_its_own_numbering() -> None:
     mine = record(1)
     both = history(mine, other)
     assert both.run_ids() == ("run-0", "run-1")
-    assert both.for_run("run-1").records == (mine,)
-    assert both.next_execution_number("root.1") == 3
-    assert both.for_run("run-1").next_execution_number("root.1") == 2
+    assert for_run(both, "run-1").records == (mine,)
+    assert next_execution_number(both, "root.1") == 3
+    assert next_execution_number(for_run(both, "run-1"), "root.1") == 2
 
 
 # ---------------------------------------------------------------- per-node queries
@@ -283,15 +283,15 @@ def test_execution_count_counts_each_execution_of_the_node() -> None:
 
 def test_next_execution_number_is_one_more_than_the_count() -> None:
     past = history(agent_error(1), record(2, "root.2"), record(3))
-    assert past.next_execution_number("root.1") == 3
-    assert past.next_execution_number("never") == 1
+    assert next_execution_number(past, "root.1") == 3
+    assert next_execution_number(past, "never") == 1
 
 
 def test_records_and_iterations_of_a_node_are_in_iteration_order() -> None:
     first, second = agent_error(4), record(9)
     past = history(second, record(6, "root.2"), first)
     assert past.records_for("root.1") == (first, second)
-    assert past.iterations_of("root.1") == (4, 9)
+    assert iterations_of(past, "root.1") == (4, 9)
     assert past.records_for("never") == ()
 
 
@@ -309,7 +309,7 @@ def test_last_record_of_a_node_that_never_ran_is_none() -> None:
 
 def test_empty_history_summary_is_all_zero() -> None:
     summary = ExecutionHistory().summary()
-    assert summary_to_json(summary) == {
+    assert history_summary_to_json(summary) == {
         "total_executions": 0,
         "successful_executions": 0,
         "failed_executions": 0,
@@ -395,7 +395,7 @@ def test_summary_counts_errors_guards_and_consumed_attempts() -> None:
 
 
 def test_summary_json_keys_are_seed_004_first_then_the_runners() -> None:
-    keys = tuple(summary_to_json(history(record(1)).summary()))
+    keys = tuple(history_summary_to_json(history(record(1)).summary()))
     assert keys == (
         "total_executions",
         "successful_executions",

@@ -1,4 +1,4 @@
-"""The whole iteration as a sans-I/O machine (SPEC §5, §6), driven with fakes: no subprocess.
+"""The whole iteration as a sans-I/O machine, driven with fakes: no subprocess.
 
 Each test feeds the machine the results a shell would report — agent finished, guard finished,
 a process that could not start, an I/O failure — and checks the effects it asks for and the
@@ -16,7 +16,7 @@ import attrs
 import pytest
 from pyrsistent import pmap
 
-from runner_core import GuardOutcome, Node, parse_config, plan_step
+from runner_core import GuardOutcome, Node, parse_config
 from runner_core.history.records import ErrorKind, TokenUsage
 from runner_core.iteration.effects import (
     Abort,
@@ -48,6 +48,7 @@ from runner_core.iteration.machine import (
     set_aside_name,
     start_iteration,
 )
+from runner_core.iteration.plan import plan_step
 from runner_core.iteration.ports import IterationPorts
 from runner_core.iteration.recovery import PENDING_GUARD_LOG, Journal, JournalPhase
 from runner_core.iteration.results import (

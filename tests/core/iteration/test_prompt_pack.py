@@ -1,4 +1,4 @@
-"""Specification of the prompt pack (SPEC §8).
+"""Specification of the prompt pack.
 
 Sections in a fixed order; contract, goal, selected node and output contract required; over
 the byte budget, tree → assumptions → questions → history → failure are dropped one at a time
@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-from runner_core import PromptPack, build_prompt_pack, selected_section, tree_outline
-from runner_core.iteration.prompt_pack import DROP_ORDER, TRUNCATED_MARK
+from runner_core.iteration.prompt_pack import (
+    DROP_ORDER,
+    TRUNCATED_MARK,
+    PromptPack,
+    build_prompt_pack,
+    selected_section,
+    tree_outline,
+)
 from tests.helpers.trees import tree
 
 BIG_BUDGET = 10**9

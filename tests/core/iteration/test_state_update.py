@@ -1,7 +1,7 @@
-"""Specification of runner-owned state updates (SPEC §5, seed 000).
+"""Specification of runner-owned state updates.
 
 `apply_state_updates(prev, next, selected, status, guard)` resets `passes`/`attempts` from
-`prev`, applies seed 000's transition table to the selected node (saturating at
+`prev`, applies the transition table to the selected node (saturating at
 `max_attempts`), derives parents' `passes` bottom-up and returns the tree in canonical order.
 """
 
@@ -10,15 +10,14 @@ from __future__ import annotations
 import pytest
 
 from runner_core import (
-    TRANSITIONS,
     AgentStatus,
     GuardOutcome,
     InvalidTransition,
     Node,
-    UnknownSelectedNode,
     apply_state_updates,
     dumps_tree,
 )
+from runner_core.iteration.state_update import TRANSITIONS, UnknownSelectedNode
 from tests.helpers.trees import find, ids, tree
 
 DONE, RETRY, DECOMPOSED = AgentStatus.DONE, AgentStatus.RETRY, AgentStatus.DECOMPOSED
@@ -29,7 +28,7 @@ def one_leaf(attempts: int = 1, max_attempts: int = 3) -> Node:
     return tree("root", tree("leaf", attempts=attempts, max_attempts=max_attempts))
 
 
-# ---------------------------------------------------------------- seed 000's table
+# ---------------------------------------------------------------- the transition table
 
 SEED_000_TABLE = [
     # status, guard, passes after, attempts after (from attempts 1 of 3)
@@ -165,8 +164,7 @@ def test_fields_the_agent_owns_are_kept_from_the_next_tree() -> None:
     assert (leaf.title, leaf.order) == ("clearer", 4)
 
 
-def test_max_attempts_of_an_existing_node_is_the_runners(  # issue 10 finding 4
-) -> None:
+def test_max_attempts_of_an_existing_node_is_the_runners() -> None:
     raised = tree("root", tree("leaf", attempts=1, max_attempts=99))
 
     updated, _ = apply_state_updates(one_leaf(max_attempts=2), raised, "leaf", DONE, FAIL)

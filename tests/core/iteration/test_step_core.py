@@ -1,4 +1,4 @@
-"""Specification of one step's pure decisions (SPEC §5).
+"""Specification of one step's pure decisions.
 
 plan (may the step run, in which role) → context files → review of what the agent did →
 conclude (the next tree, status and guard) → run_state and the commit message.
@@ -10,18 +10,14 @@ from typing import Any
 
 import pytest
 
-from runner_core import (
+from runner_core import AgentRole, AgentStatus, GuardOutcome, Node
+from runner_core.iteration.plan import (
     AgentOutputError,
-    AgentRole,
-    AgentStatus,
-    GuardOutcome,
     IterationOutcome,
-    Node,
     PlanKind,
     Review,
-    RunState,
-    RunStateError,
     advance_run_state,
+    commit_subject,
     conclude,
     conclude_runner_error,
     context_files,
@@ -29,12 +25,10 @@ from runner_core import (
     plan_step,
     review_decomposition,
     review_execution,
-    run_state_from_json,
-    run_state_to_json,
-    validate_invariants,
 )
-from runner_core.iteration.plan import commit_subject
+from runner_core.run.state import RunState, RunStateError, run_state_from_json, run_state_to_json
 from runner_core.run.trailers import iteration_commit_message
+from runner_core.validation.invariants import validate_invariants
 from tests.helpers.records import record as shared_record
 from tests.helpers.trees import find, node, text_of, tree
 
@@ -140,7 +134,7 @@ def test_the_selected_nodes_next_field_chooses_the_agent_role(next_: str, role: 
 
 GOAL = "# Goal\n\nShip it.\n"
 SELECTED = tree("leaf", order=1, acceptance=["it ships"])
-# SPEC §5: goal.md is the selected node's goal and acceptance, then the project goal.
+# goal.md is the selected node's goal and acceptance, then the project goal.
 GOAL_MD = (
     f"# Selected node leaf: {SELECTED.title}\n\n{SELECTED.goal}\n\nAcceptance:\n"
     + "".join(f"- {item}\n" for item in SELECTED.acceptance)
@@ -649,7 +643,7 @@ def test_the_commit_subject_names_status_and_guard(
 
 
 def test_review_execution_resets_max_attempts_the_agent_lowered() -> None:
-    """max_attempts of an existing node is the runner's (issue 10): the agent's edit is undone,
+    """max_attempts of an existing node is the runner's: the agent's edit is undone,
     so it can neither raise it past being stuck nor lower it below the counted attempts."""
     prev = tree("root", tree("leaf", attempts=2))
     edited = node("root", node("leaf", attempts=0, max_attempts=1))

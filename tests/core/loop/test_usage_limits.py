@@ -1,4 +1,4 @@
-"""Usage and rate limits, recognised from every outcome in shared/agent-cli-limits.md."""
+"""Usage and rate limits, recognised from every outcome the real CLIs print on one."""
 
 from __future__ import annotations
 

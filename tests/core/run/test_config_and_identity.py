@@ -1,4 +1,4 @@
-"""Specification of configuration (SPEC §7) and run identity (SPEC §10).
+"""Specification of configuration and run identity.
 
 config.toml: missing keys take defaults; unknown keys and bad values are errors naming the
 key; `render_config` writes what `parse_config` reads back. Run ids: `[A-Za-z0-9._-]+`, not
@@ -12,20 +12,17 @@ from typing import Any
 
 import pytest
 
-from runner_core import (
-    Config,
-    ConfigError,
+from runner_core import Config, ConfigError, parse_config
+from runner_core.run.config import MAX_VALUES, render_config
+from runner_core.run.identity import (
     RunIdentityError,
     branch_for,
     generate_run_id,
     goal_run_id,
-    parse_config,
     parse_frontmatter,
-    render_config,
     run_id_problem,
     with_run_id,
 )
-from runner_core.run.config import MAX_VALUES
 
 # ---------------------------------------------------------------- parse_config
 
@@ -99,7 +96,7 @@ def test_a_count_must_be_a_positive_integer(key: str, value: Any, problem: str) 
 
 
 @pytest.mark.parametrize("key", POSITIVE_INTEGER_KEYS)
-def test_a_count_has_a_sane_upper_bound(key: str) -> None:  # issue 10 finding 11
+def test_a_count_has_a_sane_upper_bound(key: str) -> None:
     highest = MAX_VALUES[key]
     assert getattr(parse_config({key: highest}), key) == highest
 
@@ -396,7 +393,7 @@ def test_with_run_id_adds_the_id_to_frontmatter_that_had_none() -> None:
 )
 def test_start_writes_a_goal_md_step_reads_back_whatever_its_line_breaks(
     text: str, brk: str
-) -> None:  # issue 10 finding 14
+) -> None:
     written = with_run_id(text.format(b=brk), "run-1a2b3c4d")
 
     assert goal_run_id(written) == "run-1a2b3c4d"

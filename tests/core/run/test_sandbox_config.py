@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from runner_core import Config, ConfigError, parse_config, render_config
-from runner_core.run.config import SandboxConfig
+from runner_core import Config, ConfigError, parse_config
+from runner_core.run.config import SandboxConfig, render_config
 
 
 def test_by_default_the_sandbox_is_auto_without_setup_and_the_guard_has_no_network() -> None:

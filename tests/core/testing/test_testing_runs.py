@@ -10,9 +10,12 @@ from typing import Any
 import attrs
 import pytest
 
-from runner_core import AgentStatus, ErrorKind, GuardOutcome, Node, RunState, StepPlan, TokenUsage
+from runner_core import AgentStatus, GuardOutcome, Node
+from runner_core.history.records import ErrorKind, TokenUsage
 from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.machine import IterationMachine, start_iteration
+from runner_core.iteration.plan import StepPlan
+from runner_core.run.state import RunState
 from runner_core.testing import AgentTurn, iterate
 from tests.helpers.trees import find, node, text_of, tree
 

@@ -1,4 +1,4 @@
-"""Specification of selection (SPEC §3) and decomposition (SPEC §5).
+"""Specification of selection and decomposition.
 
 Selection: depth-first, siblings by `(order, id)`, the first leaf with `passes == false`; a
 leaf is stuck once `attempts >= max_attempts`. Decomposition: child ids `<parent>.<n>` with
@@ -15,15 +15,13 @@ from runner_core import (
     Node,
     NodeNext,
     SelectionStatus,
-    child_specs_from_output,
     decompose_node,
     is_stuck,
-    leftmost_open_leaf,
-    node_path,
     select_leaf,
-    validate_invariants,
 )
-from runner_core.tree.decompose import decomposition_problems
+from runner_core.tree.decompose import child_specs_from_output, decomposition_problems
+from runner_core.tree.selection import leftmost_open_leaf, node_path
+from runner_core.validation.invariants import validate_invariants
 from tests.helpers.trees import find, tree
 
 # ---------------------------------------------------------------- select_leaf
@@ -189,7 +187,7 @@ def test_new_child_ids_take_the_lowest_n_free_anywhere_in_the_tree() -> None:
 
 
 def test_child_ids_of_a_parent_with_a_maximal_id_stay_within_the_limit() -> None:
-    """Issue 10 finding 14: a 999- or 1000-character id still gets valid, distinct children."""
+    """A 999- or 1000-character id still gets valid, distinct children."""
     for length in (999, 1000):
         long_id = "p" * length
         root = tree("root", tree(long_id))

@@ -16,8 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner_core import Node, TreeValidationError, decode_tree_text, parse_tree
-from runner_core.tree.serialization import _tree_of_plain_nodes, tree_from_valid_json
+from runner_core import Node, TreeValidationError, parse_tree
+from runner_core.tree.serialization import (
+    _tree_of_plain_nodes,
+    decode_tree_text,
+    tree_from_valid_json,
+)
 from tests.helpers.trees import node
 
 
@@ -125,7 +129,7 @@ def test_gives_the_layered_result_for_odd_text(text: str) -> None:
 
 
 def test_a_chain_too_deep_for_json_loads_is_refused_alike_by_both_paths() -> None:
-    # Before the depth limit (issue 9) both paths read this 5,000-deep chain into a tree; now
+    # Before the depth limit both paths read this 5,000-deep chain into a tree; now
     # both refuse it with the same one line.
     depth = 5000
     # Each node's text up to its open children array, then every array and object closed.

@@ -1,4 +1,4 @@
-"""Specification of the task tree as JSON text (SPEC §3): reading, the canonical form, depth."""
+"""Specification of the task tree as JSON text: reading, the canonical form, depth."""
 
 from __future__ import annotations
 
@@ -16,18 +16,15 @@ from runner_core import (
     TreeValidationError,
     apply_state_updates,
     count_nodes,
-    decode_tree_text,
     dumps_tree,
-    loads_json,
     parse_tree,
     select_leaf,
-    sort_children,
     tree_from_json,
     tree_to_json,
-    validate_invariants,
 )
-from runner_core.tree.model import NODE_FIELDS
-from runner_core.tree.serialization import RefusedJson
+from runner_core.tree.model import NODE_FIELDS, sort_children
+from runner_core.tree.serialization import RefusedJson, decode_tree_text, loads_json
+from runner_core.validation.invariants import validate_invariants
 from runner_core.validation.schema import TREE_SCHEMA_FILE, load_schema
 from tests.helpers.trees import chain_json, chain_text, depth_of, ids, node, text_of, tree
 
@@ -46,7 +43,7 @@ SCHEMA_FIELD_ORDER = [
 
 
 def reference_canonical_text(root: Node) -> str:
-    """SPEC §3 in one line: what the canonical form must equal."""
+    """The canonical form in one line: what it must equal."""
     return json.dumps(tree_to_json(sort_children(root)), indent=2, ensure_ascii=False) + "\n"
 
 
@@ -343,7 +340,7 @@ def test_json_that_is_not_an_object_fails_the_schema(document: str) -> None:
 
 # ---------------------------------------------------------------- the JSON reader
 # The reader is json.loads with two refusals of its own: duplicate keys, and nesting deeper
-# than it can follow. Until the depth limit (issue 9) a hand-written iterative parser read any
+# than it can follow. Until the depth limit a hand-written iterative parser read any
 # depth; these tests pinned it reading documents 3,000 and 20,000 levels deep. Such documents
 # are now refused with one clear line instead, which is what the tests below pin.
 
@@ -453,7 +450,7 @@ def test_a_tree_with_a_duplicate_key_is_refused_as_json() -> None:
     assert str(raised.value) == 'tree is not valid JSON: duplicate key "passes" in an object'
 
 
-# ---------------------------------------------------------------- the depth limit (SPEC §3, §4.2)
+# ---------------------------------------------------------------- the depth limit
 
 
 def test_a_chain_of_100_levels_parses_validates_selects_and_updates() -> None:

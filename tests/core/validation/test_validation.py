@@ -1,4 +1,4 @@
-"""Specification of the validation layers (SPEC §4, seed 001).
+"""Specification of the validation layers.
 
 Schema, invariants, passed-node immutability, status invariants and child additions: each
 layer collects every error, sorted, in the exact words of the contract.
@@ -10,16 +10,12 @@ from typing import Any
 
 import pytest
 
-from runner_core import (
-    AgentStatus,
-    Node,
-    check_passed_node_immutability,
-    validate_child_additions_restricted,
-    validate_invariants,
-    validate_schema,
-    validate_status_invariants,
-)
-from runner_core.validation.invariants import id_problem
+from runner_core import AgentStatus, Node
+from runner_core.validation.child_additions import validate_child_additions_restricted
+from runner_core.validation.immutability import check_passed_node_immutability
+from runner_core.validation.invariants import id_problem, validate_invariants
+from runner_core.validation.schema import validate_schema
+from runner_core.validation.status import validate_status_invariants
 from tests.helpers.trees import chain_json, node, tree
 
 REQUIRED_FIELDS = [
@@ -173,7 +169,7 @@ def test_a_tree_deeper_than_the_limit_is_walked_to_every_error() -> None:
     )
 
 
-# Before the depth limit (issue 9) a 3,000-deep document was walked without recursion: the
+# Before the depth limit a 3,000-deep document was walked without recursion: the
 # invalid one to every error, the valid one to none. Both are now one error, not a traceback.
 TOO_DEEP = "$ nests deeper than the schema validator can follow (a tree is at most 100 levels deep)"
 
@@ -515,7 +511,7 @@ def test_every_offending_node_is_named_in_its_own_error_sorted() -> None:
     )
 
 
-# ---------------------------------------------------------------- usable ids (SPEC §3)
+# ---------------------------------------------------------------- usable ids
 
 BAD_ID = "id must not contain whitespace, '=', '/' or control characters"
 

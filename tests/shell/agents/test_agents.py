@@ -22,6 +22,7 @@ from runner_shell.agents.codex import CodexBackend
 from runner_shell.agents.command import CommandBackend
 from runner_shell.agents.session import backend_for
 from runner_shell.step.processes import SpawnError
+from tests.helpers.processes import succeeded
 
 PYTHON = sys.executable
 PROMPT = "# Contract\nDo the selected node's work.\n"
@@ -349,7 +350,7 @@ def test_stale_output_and_usage_are_removed_before_the_agent_starts(ws: Workspac
 def test_nonzero_exit_is_reported_with_the_output_still_read(ws: Workspace) -> None:
     run = run_command_agent(ws, 'OUTPUT.write_text("{}")\nsys.exit(5)')
     assert run.process.exit_code == 5
-    assert not run.process.succeeded
+    assert not succeeded(run.process)
     assert run.output_text == "{}"
 
 

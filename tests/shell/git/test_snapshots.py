@@ -1,4 +1,4 @@
-"""tree.before.json / tree.after.json cost no new disk when their bytes already exist (SPEC §6).
+"""tree.before.json / tree.after.json cost no new disk when their bytes already exist.
 
 An iteration whose tree.json is the previous iteration's tree.after.json links its
 tree.before.json to that snapshot; a reader sees the same bytes. Snapshots are read-only and

@@ -22,6 +22,7 @@ from runner_shell.step.processes import (
     run_process,
     terminate_process_group,
 )
+from tests.helpers.processes import succeeded
 
 PYTHON = sys.executable
 BASE_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
@@ -117,7 +118,7 @@ def test_exit_code_zero_is_success(tmp_path: Path) -> None:
     result = run_python(tmp_path, "pass")
     assert result.exit_code == 0
     assert not result.timed_out
-    assert result.succeeded
+    assert succeeded(result)
     assert result.argv[0] == PYTHON
 
 
@@ -125,7 +126,7 @@ def test_nonzero_exit_code_is_reported_and_is_not_success(tmp_path: Path) -> Non
     result = run_python(tmp_path, "import sys; sys.exit(3)")
     assert result.exit_code == 3
     assert not result.timed_out
-    assert not result.succeeded
+    assert not succeeded(result)
 
 
 def test_stdin_is_fed_from_the_given_file(tmp_path: Path) -> None:
@@ -239,7 +240,7 @@ def test_invalid_utf8_output_is_logged_with_replacement_characters(tmp_path: Pat
     result = run_python(
         tmp_path, "import sys; sys.stdout.buffer.write(b'ok \\xff\\xfe\\x80 end\\n')"
     )
-    assert result.succeeded
+    assert succeeded(result)
     assert read_log(tmp_path) == "=== stdout ===\nok \ufffd\ufffd\ufffd end\n=== stderr ===\n"
 
 
@@ -253,7 +254,7 @@ def test_child_that_closes_stdout_early_still_completes(tmp_path: Path) -> None:
         os._exit(0)
     """
     result = run_python(tmp_path, script)
-    assert result.succeeded
+    assert succeeded(result)
     assert read_log(tmp_path) == "=== stdout ===\n=== stderr ===\nstill here\n"
 
 
@@ -268,7 +269,7 @@ def test_large_stderr_written_before_stdout_does_not_deadlock(tmp_path: Path) ->
         print("done")
     """
     result = run_python(tmp_path, script, limit_bytes=1000, timeout_secs=10.0)
-    assert result.succeeded
+    assert succeeded(result)
     assert (result.stdout_bytes, result.stderr_bytes) == (5, 1 << 20)
     assert read_log(tmp_path).startswith("=== stdout ===\ndone\n=== stderr ===\n")
 
@@ -287,7 +288,7 @@ def test_hundreds_of_megabytes_of_stdout_are_counted_but_never_held_in_memory(
     result = run_python(tmp_path, script, limit_bytes=1000, timeout_secs=30.0)
     peak_rss_growth_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_rss_kib_before
 
-    assert result.succeeded
+    assert succeeded(result)
     assert result.stdout_bytes == mebibytes << 20
     assert result.stderr_bytes == 0
     expected = (
@@ -308,7 +309,7 @@ def test_timeout_kills_the_whole_process_group_including_grandchildren(tmp_path:
     assert time.monotonic() - begin < 4.0
     assert result.timed_out
     assert result.exit_code is None
-    assert not result.succeeded
+    assert not succeeded(result)
     assert wait_until_dead(grandchild_pid(tmp_path))
 
 
@@ -342,7 +343,7 @@ def test_daemon_grandchild_holding_the_pipes_does_not_keep_the_call_waiting(
     begin = time.monotonic()
     result = run_python(tmp_path, script, grace_secs=0.5)
     assert time.monotonic() - begin < 3.0
-    assert result.succeeded
+    assert succeeded(result)
     assert read_log(tmp_path).startswith("=== stdout ===\nparent done\n")
     assert wait_until_dead(grandchild_pid(tmp_path))
 
@@ -355,7 +356,7 @@ def test_grandchild_escaped_with_setsid_holding_the_pipes_does_not_keep_the_call
     result = run_python(tmp_path, script, grace_secs=0.5)
     stray_pids.append(grandchild_pid(tmp_path))
     assert time.monotonic() - begin < 3.0
-    assert result.succeeded
+    assert succeeded(result)
     assert not result.timed_out
 
 

@@ -15,9 +15,16 @@ import pytest
 
 from runner_core.loop import events
 from runner_core.loop.events import Event, EventOrigin, event_line
-from runner_shell.store.event_log import EventLogRefused, append_events, follow, read_events
+from runner_shell.store.event_log import EventLogRefused, append_events, follow
 
 ORIGIN = EventOrigin("run-1", 1, "root.1", "2026-11-22T02:00:00Z")
+
+
+def read_events(path: Path) -> tuple[tuple[Event, ...], tuple[str, ...]]:
+    """The events of a file and its damaged-line warnings, read once as `follow` reads them."""
+    warnings: list[str] = []
+    found = tuple(follow(path, poll_secs=0, stop=lambda: True, on_warning=warnings.append))
+    return found, tuple(warnings)
 
 
 def numbered(count: int) -> list[Event]:

@@ -1,0 +1,50 @@
+"""Properties of review_tree_change: its findings are exactly the layers' own errors."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runner_core.testing import EditedTree, agent_edits, preorder, trees
+from runner_core.tree.model import Node, sort_children
+from runner_core.tree.serialization import dumps_tree
+from runner_core.validation.child_additions import validate_child_additions_restricted
+from runner_core.validation.immutability import check_passed_node_immutability
+from runner_core.validation.invariants import validate_invariants
+from runner_core.validation.review import review_tree_change
+from runner_core.validation.status import validate_status_invariants
+
+cases = trees(max_nodes=12).flatmap(
+    lambda tree: st.tuples(
+        st.just(tree),
+        agent_edits(tree, kind="any"),
+        st.sampled_from([node.id for node, _ in preorder(tree)]),
+        st.sampled_from(["done", "retry", "decomposed"]),
+    )
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(cases)
+def test_the_review_holds_each_layers_errors_in_its_order(
+    case: tuple[Node, EditedTree, str, str],
+) -> None:
+    """For any agent edit, the messages of each layer's findings are what that layer's own
+    validator returns, in its order; nothing else is found."""
+    prev, edit, selected, status = case
+    after = sort_children(edit.tree)  # what the canonical text holds
+    review = review_tree_change(prev, dumps_tree(edit.tree), selected, status)
+    decomposing = selected if status == "decomposed" else None
+    expected = {
+        "invariants": validate_invariants(after),
+        "immutability": check_passed_node_immutability(prev, after),
+        "status": validate_status_invariants(prev, after, selected, status),
+        "child_additions": validate_child_additions_restricted(prev, after, decomposing),
+    }
+    by_layer = {
+        layer: tuple(dict.fromkeys(f.message for f in review.findings if f.layer == layer))
+        for layer in expected
+    }
+    assert by_layer == expected
+    assert {f.layer for f in review.findings} <= set(expected)
+    assert review.tree == after

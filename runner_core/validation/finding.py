@@ -1,0 +1,38 @@
+"""One error of one validation layer as a value: which layer, where, what kind, and the line.
+
+Decides nothing: each layer builds these, and its string form (the contract line) is `message`.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+# The layers in the order the runner applies them to an agent's tree.
+LAYERS: tuple[str, ...] = (
+    "json",
+    "schema",
+    "invariants",
+    "immutability",
+    "status",
+    "child_additions",
+)
+
+
+@attrs.frozen(slots=True)
+class Finding:
+    """One error a validation layer found in a tree.
+
+    `layer` is one of LAYERS; `node_id` the node it is about (None when the text is not JSON
+    or the node has no usable id); `path` where that node is: its ids from the root joined by
+    `/` for a built tree, the JSON path of its object (`$.children[0]`) for the schema and
+    JSON layers; `code` a stable name of the kind of error; `message` the exact line the
+    runner prints for it (the layer's contract, never reworded). `fields` names the fields
+    that differ, for a passed node that changed.
+    """
+
+    layer: str
+    node_id: str | None
+    path: str | None
+    code: str
+    message: str
+    fields: tuple[str, ...] = ()
