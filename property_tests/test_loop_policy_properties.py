@@ -157,12 +157,13 @@ def test_every_loop_decision_becomes_exactly_its_events_and_they_fit_the_schema(
 def test_a_loop_with_its_max_steps_taken_never_waits_and_keeps_its_other_decisions(
     config: LoopConfig, step: StepResult, max_steps: int, over: int
 ) -> None:
-    """Once `--max-steps` are taken the decision is never a WAIT: a wait or a go-on becomes a
-    STOP exiting 0 with the same state and events minus `waiting`; any other is unchanged."""
+    """Once `--max-steps` are taken no step follows: a wait, a go-on or a hand-over to the
+    decomposer becomes a STOP exiting 0 with the same state and events minus `waiting`; any
+    other is unchanged."""
     free = after_step(LoopState(), step, config, NOW)
     capped = after_step(LoopState(), step, config, NOW, steps=max_steps + over, max_steps=max_steps)
     assert not isinstance(capped, Wait)
-    if isinstance(free, Wait | Continue):
+    if isinstance(free, Wait | Continue | Decompose):
         assert isinstance(capped, Stop)
         assert (capped.exit_code, capped.state) == (0, free.state)
         assert capped.events == tuple(e for e in free.events if e is not EventType.WAITING)
