@@ -447,13 +447,35 @@ def status(as_json: AsJson = False) -> None:
 
 @app.command()
 @guarded
-def follow(run: RunId = None, as_json: AsJson = False) -> None:
-    """Print the run's events as they happen (from another terminal); exit when the loop ends."""
+def follow(
+    run: RunId = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print each event as one JSON line (JSON Lines).")
+    ] = False,
+    last: Annotated[
+        int | None,
+        typer.Option("-n", min=0, metavar="N", help="Replay the last N events, not the loop's."),
+    ] = None,
+    since: Annotated[
+        int | None,
+        typer.Option("--since", min=1, metavar="ITER", help="Replay from iteration ITER on."),
+    ] = None,
+) -> None:
+    """Print the run's events as they happen (from another terminal): the current loop's so
+    far, then each new one; exit when that loop ends, or wait for one to start."""
+    from runner_core.views.follow import CurrentLoop, LastEvents, Replay, SinceIteration
     from runner_shell.views.follow import follow_run
     from runner_shell.views.reading import warn
 
+    if last is not None and since is not None:
+        raise UserFacingError("follow: -n and --since cannot be combined (pick one)")
+    replay: Replay = CurrentLoop()
+    if last is not None:
+        replay = LastEvents(last)
+    elif since is not None:
+        replay = SinceIteration(since)
     paths, repo = _paths()
-    follow_run(paths, repo, run, as_json, lambda line: typer.echo(line), warn)
+    follow_run(paths, repo, run, as_json, lambda line: typer.echo(line), warn, replay)
 
 
 @app.command()

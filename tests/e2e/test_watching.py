@@ -1,0 +1,159 @@
+"""End-to-end: watching a run from another terminal and from the loop's own: `runner follow`
+replays the current loop only, then follows it to its end (or waits for one to start), and
+`runner loop` on a terminal ticks its progress line and shows the agent's live output."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.helpers.e2e import PYTHON, Project, lines, node
+
+LEAF = node("root", max_attempts=1)
+DONE = {"status": "done", "summary": "did it"}
+RETRY = {"status": "retry", "summary": "not yet"}
+
+
+def _background(project: Project, *args: str) -> subprocess.Popen[str]:
+    """`runner <args>` in the background; its stderr goes to `<harness>/<command>.err`."""
+    with (project.harness / f"{args[0]}.err").open("w", encoding="utf-8") as stderr:
+        return subprocess.Popen(
+            [PYTHON, "-m", "runner_shell", *args],
+            cwd=project.root,
+            env=project.env,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+
+
+def _waiting(run: str) -> str:
+    return f"follow: waiting for a loop of run {run} to start (Ctrl-C stops)"
+
+
+def _wait_for(path: Path, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def _events_path(project: Project) -> Path:
+    return project.runner_dir / "iterations" / project.run_id / "events.jsonl"
+
+
+def _events(project: Project) -> list[dict[str, Any]]:
+    text = _events_path(project).read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def _stuck_then_complete(project: Project) -> str:
+    """A run whose first loop stopped at a stuck leaf and whose second, after `node retry`,
+    completed it."""
+    run = project.prepare(LEAF)
+    project.agent_script({1: {"output": RETRY}, 2: {"output": DONE}})
+    assert project.runner("loop").returncode == 3
+    assert project.runner("node", "retry", "root").returncode == 0
+    assert project.runner("loop").returncode == 0
+    return run
+
+
+# ---------------------------------------------------------------- runner follow
+
+
+def test_follow_on_a_finished_run_replays_its_last_loop_not_the_first_loop_end(
+    project: Project,
+) -> None:
+    run = _stuck_then_complete(project)
+
+    followed = project.runner("follow", timeout=30)
+
+    assert followed.returncode == 0, followed.stderr
+    shown = lines(followed.stdout)
+    assert shown[0] == f"loop: start run={run} iter=2"
+    assert f"loop: step run={run} iter=2 node=root status=done guard=pass" in shown
+    assert shown[-1] == f"loop: status=complete run={run} steps=1"
+    assert not any("iter=1" in line or "status=stuck" in line for line in shown)
+
+
+def test_follow_n_shows_the_last_events_and_since_replays_from_an_iteration(
+    project: Project,
+) -> None:
+    run = _stuck_then_complete(project)
+
+    last = project.runner("follow", "-n", "1")
+    since = project.runner("follow", "--since", "1", "--json")
+
+    assert lines(last.stdout) == [f"loop: status=complete run={run} steps=1"]
+    assert [json.loads(line) for line in lines(since.stdout)] == _events(project)
+    assert "status=stuck" in project.runner("follow", "--since", "1").stdout
+
+
+def test_follow_started_before_any_loop_waits_for_one_and_follows_it_to_its_end(
+    project: Project,
+) -> None:
+    run = project.prepare(LEAF)
+    project.agent_script({1: {"sleep": 1, "output": DONE}})
+    follower = _background(project, "follow")
+    _wait_for_line(project.harness / "follow.err", _waiting(run))
+    assert follower.poll() is None, "follow returned before any loop started"
+
+    assert project.runner("loop").returncode == 0
+    stdout, _ = follower.communicate(timeout=30)
+
+    stderr = (project.harness / "follow.err").read_text(encoding="utf-8")
+    assert follower.returncode == 0, stderr
+    assert lines(stderr) == [_waiting(run)]
+    assert lines(stdout)[0] == f"loop: start run={run} iter=1"
+    assert lines(stdout)[-1] == f"loop: status=complete run={run} steps=1"
+
+
+def _wait_for_line(path: Path, wanted: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and wanted in path.read_text(encoding="utf-8")):
+        assert time.monotonic() < deadline, f"{wanted!r} never written to {path}"
+        time.sleep(0.05)
+
+
+def test_ctrl_c_while_follow_waits_exits_130_in_one_line(project: Project) -> None:
+    run = project.prepare(LEAF)
+    follower = _background(project, "follow")
+    _wait_for_line(project.harness / "follow.err", _waiting(run))
+
+    follower.send_signal(signal.SIGINT)
+    follower.communicate(timeout=30)
+
+    assert follower.returncode == 130
+    stderr = (project.harness / "follow.err").read_text(encoding="utf-8")
+    assert lines(stderr) == [_waiting(run), "runner: interrupted"]
+
+
+def test_follow_started_during_a_resumed_loop_follows_it_not_the_old_stuck_line(
+    project: Project,
+) -> None:
+    run = project.prepare(LEAF)
+    project.agent_script({1: {"output": RETRY}, 2: {"sleep": 2, "output": DONE}})
+    assert project.runner("loop").returncode == 3
+    assert project.runner("node", "retry", "root").returncode == 0
+    loop = _background(project, "loop")
+    _wait_for(project.harness / "records" / "2.json")
+
+    followed = project.runner("follow", timeout=30)
+    loop.communicate(timeout=30)
+
+    assert followed.returncode == 0, followed.stderr
+    shown = lines(followed.stdout)
+    assert "status=stuck" not in followed.stdout
+    assert shown[0] == f"loop: start run={run} iter=2"
+    assert shown[-1] == f"loop: status=complete run={run} steps=1"
+
+
+def test_follow_s_help_says_its_json_is_json_lines(project: Project) -> None:
+    shown = project.runner("follow", "--help").stdout
+
+    assert "JSON Lines" in shown and "one JSON document" not in shown
+    assert "-n N" in shown and "--since ITER" in shown
