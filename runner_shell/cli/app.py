@@ -242,15 +242,20 @@ def loop(
         int | None,
         typer.Option("--max-steps", min=1, metavar="N", help="Stop (exit 0) after N steps."),
     ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="On a terminal, do not show the agent's live output."),
+    ] = False,
 ) -> None:
     """Step until the tree is complete (0), a leaf is stuck (3) or the iteration limit (1)."""
     from runner_shell.loop.command import LiveProgress, run_loop
 
     paths, repo = _paths()
     # The live line is for a person watching; piped output stays exactly the `loop:` lines.
-    live = LiveProgress(enabled=sys.stdout.isatty())
+    live = LiveProgress(enabled=sys.stdout.isatty(), quiet=quiet)
     with exclusive_lock(repo), live:
-        code = run_loop(paths, repo, prompt_budget, live.emit, live.progress, max_steps)
+        shown = live if live.enabled else None
+        code = run_loop(paths, repo, prompt_budget, live.emit, shown, max_steps)
     if code == ExitCode.STUCK:
         # The same way out as `runner step` gives: the stuck leaf's node commands.
         from runner_core.tree.selection import select_leaf

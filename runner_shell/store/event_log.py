@@ -70,6 +70,15 @@ class EventTail:
     next_line: int = 1
     pending: bytes = b""
 
+    @classmethod
+    def at_end(cls, path: Path) -> EventTail:
+        """A reader of what is appended to `path` from now on (all of it, while it is missing)."""
+        try:
+            with open_regular(path) as stream:
+                return cls(path, stream.seek(0, os.SEEK_END))
+        except OSError:
+            return cls(path)
+
     def read(self) -> tuple[tuple[Event, ...], tuple[str, ...], bool]:
         """The new events, a warning per damaged new line, and whether the file grew."""
         chunk = _read_from(self.path, self.offset)

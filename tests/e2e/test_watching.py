@@ -5,6 +5,7 @@ replays the current loop only, then follows it to its end (or waits for one to s
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -157,3 +158,77 @@ def test_follow_s_help_says_its_json_is_json_lines(project: Project) -> None:
 
     assert "JSON Lines" in shown and "one JSON document" not in shown
     assert "-n N" in shown and "--since ITER" in shown
+
+
+# ---------------------------------------------------------------- runner loop on a terminal
+
+
+def _loop_on_a_terminal(project: Project, *args: str) -> tuple[int, str]:
+    """`runner loop` with stdout and stderr on a pseudo-terminal: its exit code and all it
+    showed there, in order."""
+    controller, terminal = os.openpty()
+    try:
+        loop = subprocess.Popen(
+            [PYTHON, "-m", "runner_shell", "loop", *args],
+            cwd=project.root,
+            env=project.env,
+            stdout=terminal,
+            stderr=terminal,
+        )
+        os.close(terminal)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:  # EIO: the loop has ended and closed the terminal
+                break
+            if not chunk:
+                break
+            shown += chunk
+        code = loop.wait(timeout=60)
+    finally:
+        os.close(controller)
+    return code, shown.decode("utf-8")
+
+
+SLOW = {1: {"stdout": "halfway there\n", "sleep": 3, "output": DONE}}
+
+
+def test_loop_on_a_terminal_ticks_its_progress_line_and_shows_live_agent_output(
+    project: Project,
+) -> None:
+    run = project.prepare(node("root"))
+    project.agent_script(SLOW)
+
+    code, shown = _loop_on_a_terminal(project)
+
+    assert code == 0, shown
+    step = shown.index(f"loop: step run={run} iter=1 node=root status=done guard=pass")
+    assert "[iter 1/100] node root · 0/1 leaves passed · 00:00 elapsed" in shown[:step]
+    assert "[iter 1/100] node root · 0/1 leaves passed · 00:02 elapsed" in shown[:step]
+    assert "  | halfway there" in shown[:step]
+
+
+def test_loop_quiet_on_a_terminal_ticks_without_the_agent_s_output(project: Project) -> None:
+    project.prepare(node("root"))
+    project.agent_script(SLOW)
+
+    code, shown = _loop_on_a_terminal(project, "--quiet")
+
+    assert code == 0, shown
+    assert "00:02 elapsed" in shown
+    assert "halfway there" not in shown
+
+
+def test_piped_loop_output_is_the_loop_lines_alone(project: Project) -> None:
+    run = project.prepare(node("root"))
+    project.agent_script(SLOW)
+
+    result = project.runner("loop")
+
+    assert result.returncode == 0, result.stderr
+    assert lines(result.stdout) == [
+        f"loop: step run={run} iter=1 node=root status=done guard=pass",
+        f"loop: status=complete run={run} steps=1 started_at_iter=1",
+    ]
+    assert "halfway there" not in result.stderr and "elapsed" not in result.stderr
