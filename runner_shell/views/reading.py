@@ -31,7 +31,7 @@ from runner_shell.sandbox.status import sandbox_status
 from runner_shell.steer.commits import operator_actions
 from runner_shell.step.lock_and_journal import journal_path, read_journal, runner_alive
 from runner_shell.store.files import read_bytes_capped
-from runner_shell.store.history_sources import fallback_history
+from runner_shell.store.history_sources import fallback_history, fill_missing
 from runner_shell.store.iteration_log import iteration_dirs, known_runs, load_history
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import (
@@ -91,7 +91,8 @@ def _history(
     """The run's history; the iteration in progress has no meta.json yet and is not a warning.
 
     With `repo`, a run that has iterations (`next_iter` > 1) but no iteration directories is
-    read from its archive ref, else its commit trailers, with a warning naming the source.
+    read from its archive ref, else its commit trailers, with a warning naming the source; the
+    iterations its directories lack are read from there too.
     """
     fallback = None if repo is None or next_iter <= 1 else fallback_history(paths, repo, run_id)
     if fallback is not None:
@@ -103,6 +104,11 @@ def _history(
         meta = paths.iter_dir(run_id, journal.iteration) / "meta.json"
         in_progress = f"{paths.relative(meta)}: missing"
         problems = tuple(line for line in problems if not line.startswith(in_progress))
+    if repo is not None and next_iter > 1:
+        filled = fill_missing(paths, repo, run_id, next_iter, history)
+        if filled.warning is not None:
+            warning(filled.warning)
+        history, problems = filled.history, (*problems, *filled.problems)
     return history, problems
 
 

@@ -232,3 +232,44 @@ def test_piped_loop_output_is_the_loop_lines_alone(project: Project) -> None:
         f"loop: status=complete run={run} steps=1 started_at_iter=1",
     ]
     assert "halfway there" not in result.stderr and "elapsed" not in result.stderr
+
+
+# ---------------------------------------------------------------- a clone without refs/runner/*
+
+COSTLY = {"usage": {"cost_usd": 0.25, "input_tokens": 10, "output_tokens": 5}, "output": DONE}
+SIX_LEAVES = node("root", children=[node(f"root.{n}", order=n) for n in range(1, 7)])
+
+
+def _clone_without_runner_refs(project: Project, base: Path) -> Project:
+    """A clone of the run branch alone: no `refs/runner/*`, no iteration directories."""
+    root = base / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(project.root), str(root)], check=True)
+    copy = Project(root, project.harness, project.scripts, project.env)
+    assert copy.git("for-each-ref", "refs/runner/").strip() == ""
+    assert copy.git("branch", "--show-current").strip() == f"runner/{project.run_id}"
+    return copy
+
+
+def test_a_clone_without_the_runner_refs_counts_every_iteration_once_and_stops_at_the_budget(
+    project: Project, tmp_path: Path
+) -> None:
+    run = project.prepare(SIX_LEAVES, budget={"max_cost_usd": 1.0})
+    project.agent_script({n: COSTLY for n in range(1, 7)})
+    assert project.runner("loop", "--max-steps", "2").returncode == 0
+    copy = _clone_without_runner_refs(project, tmp_path)
+
+    resumed = copy.runner("loop")
+
+    assert resumed.returncode == 1, resumed.stderr
+    assert lines(resumed.stdout)[-1].startswith(
+        f"loop: status=budget run={run} budget=cost_usd spent=1 limit=1 steps=2"
+    )
+    assert "budget: cost_usd spent=1 limit=1 (reached)" in lines(copy.runner("status").stdout)
+    history = json.loads(copy.runner("history", "--json").stdout)
+    assert [row["iter"] for row in history["iterations"]] == [1, 2, 3, 4]
+    report = json.loads(copy.runner("report", "--json").stdout)
+    assert report["budgets"] == [
+        {"budget": "cost_usd", "spent": 1.0, "limit": 1.0, "exhausted": True}
+    ]
+    refused = copy.runner("step")
+    assert refused.returncode == 1 and "budget" in refused.stderr
