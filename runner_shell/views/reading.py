@@ -18,7 +18,8 @@ import typer
 
 from runner_core import ExecutionHistory, Node, RunState, parse_tree
 from runner_core.iteration.recovery import Journal
-from runner_core.run.identity import run_id_problem
+from runner_core.run.identity import branch_for, run_id_problem
+from runner_core.run.state import RunStateError, run_state_from_json
 from runner_core.tree.model import nodes_by_id
 from runner_core.tree.serialization import TreeValidationError
 from runner_core.views.history import HistoryDocument, history_actions, history_records
@@ -198,15 +199,36 @@ def status_sources(paths: RunnerPaths, repo: Repo) -> tuple[Path, ...]:
     )
 
 
+def run_files(paths: RunnerPaths, repo: Repo, run: str | None) -> tuple[RunState, Node]:
+    """The run state and tree of `run` (None: the current run): the working tree's for the
+    current run, else those its branch's tip committed."""
+    state = load_run_state(paths)
+    if run is None or run == state.run_id:
+        return state, load_tree(paths)
+    run_id = choose_run(paths, state, run)
+    branch = branch_for(run_id)
+    state_name, tree_name = paths.relative(paths.run_state), paths.relative(paths.tree)
+    state_bytes = repo.file_at(branch, state_name)
+    tree_bytes = repo.file_at(branch, tree_name)
+    if state_bytes is None or tree_bytes is None:
+        raise UserFacingError(f"run '{run_id}': branch {branch} holds no {state_name}")
+    try:
+        return run_state_from_json(json.loads(state_bytes)), parse_tree(tree_bytes)
+    except (ValueError, RunStateError, TreeValidationError) as error:
+        raise UserFacingError(f"run '{run_id}': {branch}'s state is damaged: {error}") from None
+
+
 def status_reading(
-    paths: RunnerPaths, repo: Repo, warning: Callable[[str], None] = warn
+    paths: RunnerPaths, repo: Repo, warning: Callable[[str], None] = warn, run: str | None = None
 ) -> StatusReading:
     """Read the run once for its status view: its state, tree, config, journal and history;
-    each problem met on the way is given to `warning` (by default a line on stderr)."""
-    state = load_run_state(paths)
-    tree = load_tree(paths)
+    each problem met on the way is given to `warning` (by default a line on stderr). `run`
+    names another run than the current one (`serve --run`, `?run=`)."""
+    state, tree = run_files(paths, repo, run)
     config = load_config(paths)
     journal = _journal(repo, warning)
+    if journal is not None and journal.run_id != state.run_id:
+        journal = None  # another run's iteration in progress is not this run's
     history, problems = (
         _history(paths, state.run_id, journal, repo, state.next_iter, warning)
         if state.run_id is not None
