@@ -19,6 +19,7 @@ from runner_core.history.records import (
     record_from_meta,
     record_to_meta,
 )
+from runner_core.history.sources import merged_history, missing_iterations
 from runner_core.iteration.state_update import TRANSITIONS
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
 from tests.helpers.records import for_run, next_execution_number
@@ -217,3 +218,18 @@ def test_record_round_trips_through_meta_json(entry: ExecutionRecord) -> None:
     text = json.dumps(meta, ensure_ascii=False)
     assert record_from_meta(json.loads(text)) == entry
     assert record_to_meta(record_from_meta(meta)) == meta
+
+
+@given(record_lists, st.lists(st.booleans(), max_size=30), st.lists(st.booleans(), max_size=30))
+def test_a_history_merged_from_partial_sources_counts_every_iteration_once(
+    records: list[ExecutionRecord], local: list[bool], archived: list[bool]
+) -> None:
+    """Whichever iterations the directories and the archive hold, merged before the trailers
+    (which hold them all) the history is the whole run: no iteration lost, none counted twice."""
+    dirs = [r for r, keep in zip(records, local, strict=False) if keep]
+    archive = [r for r, keep in zip(records, archived, strict=False) if keep]
+    merged = merged_history(dirs, archive, records)
+    assert merged == ExecutionHistory.of(records)
+    for run_id in merged.run_ids():
+        next_iter = 1 + sum(1 for r in records if r.run_id == run_id)
+        assert missing_iterations(merged, run_id, next_iter) == ()

@@ -19,6 +19,7 @@ from pyrsistent import PMap, freeze, thaw
 
 
 class EventType(enum.StrEnum):
+    LOOP_STARTED = "loop_started"
     ITERATION_STARTED = "iteration_started"
     AGENT_STARTED = "agent_started"
     AGENT_OUTPUT = "agent_output"
@@ -45,6 +46,7 @@ ENVELOPE_FIELDS: tuple[str, ...] = ("type", "run_id", "iter", "node_id", "at")
 # the same table; tests/test_events.py keeps the two equal.
 EVENT_FIELDS: Mapping[EventType, tuple[str, ...]] = MappingProxyType(
     {
+        EventType.LOOP_STARTED: (),
         EventType.ITERATION_STARTED: ("role", "attempts", "max_attempts"),
         EventType.AGENT_STARTED: ("role", "backend"),
         EventType.AGENT_OUTPUT: ("source", "lines", "dropped"),
@@ -301,6 +303,11 @@ def _event(origin: EventOrigin, event_type: EventType, **figures: Any) -> Event:
     return make_event(
         event_type, origin.run_id, origin.iteration, origin.node_id, origin.at, **figures
     )
+
+
+def loop_started(origin: EventOrigin) -> Event:
+    """A `runner loop` began at `origin`'s iteration: where `runner follow` starts its replay."""
+    return _event(origin, EventType.LOOP_STARTED)
 
 
 def iteration_started(origin: EventOrigin, role: str, attempts: int, max_attempts: int) -> Event:

@@ -1,21 +1,25 @@
 """What a person watching a night's run reads: `runner follow` lines and `runner status` extras.
 
-Decides the text line of each event (the `loop:` lines of `runner loop` plus agent and guard
-progress), the running iteration's lines (elapsed time, last lines of its log) and the budget
-lines (spent vs limit). Never reads files or the clock: the shell passes events, the journal,
-the times and the log's last lines.
+Decides which recorded events `runner follow` replays before it follows the new ones (the
+current loop's, the last N, or those from an iteration on), the text line of each event (the
+`loop:` lines of `runner loop` plus agent and guard progress), the running iteration's lines
+(elapsed time, last lines of its log) and the budget lines (spent vs limit). Never reads files
+or the clock: the shell passes events, the journal, the times and the log's last lines.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
+import attrs
+
 from runner_core.iteration.recovery import Journal
 from runner_core.loop.budget import BudgetUse, NodeTotals, figure_text
 from runner_core.loop.events import Event, EventType
+from runner_core.loop.policy import ends_the_loop
 from runner_core.views.loop_lines import budget_fields, spent_fields, status_line, waiting_line
 
 # How many of the running process's last log lines `runner status` shows.
@@ -30,6 +34,73 @@ def step_line(
     return f"{prefix} run={run_id} iter={iteration} node={node_id} status={status} guard={guard}"
 
 
+@attrs.frozen(slots=True)
+class CurrentLoop:
+    """Replay the events of the loop started last (the default)."""
+
+
+@attrs.frozen(slots=True)
+class LastEvents:
+    """Replay the last `count` events (`runner follow -n`)."""
+
+    count: int
+
+
+@attrs.frozen(slots=True)
+class SinceIteration:
+    """Replay every event from the first of `iteration` or a later one (`--since`)."""
+
+    iteration: int
+
+
+Replay = CurrentLoop | LastEvents | SinceIteration
+
+
+def _begins_an_iteration(event: Event) -> bool:
+    return event.type is EventType.ITERATION_STARTED
+
+
+def current_loop_start(events: Sequence[Event]) -> int:
+    """Where the loop started last begins in `events`: its `loop_started` event. A log written
+    before loops announced their start has none: there the loop begins at the first event
+    after the last loop end that precedes an iteration; 0 when no loop ended before one."""
+    start, after_end = 0, 0
+    for index, event in enumerate(events):
+        if event.type is EventType.LOOP_STARTED:
+            start = after_end = index
+        elif ends_the_loop(event):
+            after_end = index + 1
+        elif _begins_an_iteration(event) and after_end > start:
+            start = after_end
+    return start
+
+
+def loop_has_begun(events: Sequence[Event]) -> bool:
+    """Whether `events` record any loop (or step) at all; until one does, `runner follow`
+    waits for a loop to start instead of returning."""
+    return any(
+        event.type is EventType.LOOP_STARTED or _begins_an_iteration(event) or ends_the_loop(event)
+        for event in events
+    )
+
+
+def waiting_for_loop_line(run_id: str) -> str:
+    """What `runner follow` says on stderr while the run has no loop to follow yet."""
+    return f"follow: waiting for a loop of run {run_id} to start (Ctrl-C stops)"
+
+
+def replayed(events: Sequence[Event], replay: Replay) -> tuple[Event, ...]:
+    """The recorded events `runner follow` prints before the new ones, oldest first."""
+    match replay:
+        case CurrentLoop():
+            return tuple(events[current_loop_start(events) :])
+        case LastEvents(count=count):
+            return tuple(events[max(len(events) - count, 0) :]) if count > 0 else ()
+        case SinceIteration(iteration=iteration):
+            first = next((i for i, e in enumerate(events) if e.iter >= iteration), len(events))
+            return tuple(events[first:])
+
+
 def _step(event: Event, f: Mapping[str, Any]) -> str:
     meta = f["meta"]
     node_id = str(event.node_id)
@@ -42,6 +113,7 @@ def _secs(milliseconds: int) -> str:
 
 _LINES: Mapping[EventType, Callable[[Event, Mapping[str, Any]], str]] = MappingProxyType(
     {
+        EventType.LOOP_STARTED: lambda e, f: f"loop: start run={e.run_id} iter={e.iter}",
         EventType.ITERATION_STARTED: lambda e, f: (
             f"iter {e.iter} node={e.node_id} role={f['role']} "
             f"attempts={f['attempts']}/{f['max_attempts']}"
@@ -71,6 +143,11 @@ _LINES: Mapping[EventType, Callable[[Event, Mapping[str, Any]], str]] = MappingP
             "budget", e.run_id, budget_fields(BudgetUse(f["budget"], f["spent"], f["limit"]))
         ),
         EventType.COMPLETE: lambda e, f: status_line("complete", e.run_id, f"steps={f['steps']}"),
+        EventType.PAUSED: lambda e, f: status_line("paused", e.run_id, f"steps={f['steps']}"),
+        EventType.QUESTION: lambda e, f: (
+            "question: "
+            + " / ".join(line.strip() for line in f["questions"].splitlines() if line.strip())
+        ),
         EventType.OPERATOR: lambda e, f: f"operator: {f['command']} {f['detail']}",
         EventType.HOOK_FAILED: lambda e, f: (
             f"hook {f['hook']} {f['outcome']}: {f['detail']} (the run goes on)"

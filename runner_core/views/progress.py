@@ -1,8 +1,8 @@
-"""What `runner loop` shows on a terminal before each step: `[iter 3/100] node root.2 ·
-2/5 leaves passed · 00:12 elapsed`.
+"""What `runner loop` shows on a terminal while it steps: `[iter 3/100] node root.2 ·
+2/5 leaves passed · 00:12 elapsed`, its head read before each step and its elapsed time ticking.
 
 Decides the words of that live line; never draws it nor reads the clock: the shell hands in
-the elapsed time (runner_shell.loop.command draws it).
+the elapsed time (runner_shell.loop.command draws it, once a second).
 """
 
 from __future__ import annotations
@@ -20,10 +20,9 @@ def elapsed_text(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
 
 
-def progress_line(
-    iteration: int, max_iterations: int, tree: Node, elapsed_seconds: float
-) -> str | None:
-    """The line `runner loop` shows on a terminal before a step; None when nothing will run."""
+def progress_head(iteration: int, max_iterations: int, tree: Node) -> str | None:
+    """What the live line says of the step about to run (read once per step, however often
+    the line ticks); None when nothing will run."""
     selection = select_leaf(tree)
     if (
         iteration > max_iterations
@@ -34,5 +33,18 @@ def progress_line(
     passed, total = leaf_counts(tree)
     return (
         f"[iter {iteration}/{max_iterations}] node {selection.node.id} · "
-        f"{passed}/{total} leaves passed · {elapsed_text(elapsed_seconds)} elapsed"
+        f"{passed}/{total} leaves passed"
     )
+
+
+def ticking_line(head: str, elapsed_seconds: float) -> str:
+    """The live line at one tick: its head and the loop's elapsed time."""
+    return f"{head} · {elapsed_text(elapsed_seconds)} elapsed"
+
+
+def progress_line(
+    iteration: int, max_iterations: int, tree: Node, elapsed_seconds: float
+) -> str | None:
+    """The line `runner loop` shows on a terminal before a step; None when nothing will run."""
+    head = progress_head(iteration, max_iterations, tree)
+    return None if head is None else ticking_line(head, elapsed_seconds)

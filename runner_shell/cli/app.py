@@ -166,15 +166,20 @@ def loop(
         int | None,
         typer.Option("--max-steps", min=1, metavar="N", help="Stop (exit 0) after N steps."),
     ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="On a terminal, do not show the agent's live output."),
+    ] = False,
 ) -> None:
     """Step until the tree is complete (0), a leaf is stuck (3) or the iteration limit (1)."""
     from runner_shell.loop.command import LiveProgress, run_loop
 
     paths, repo = _paths()
     # The live line is for a person watching; piped output stays exactly the `loop:` lines.
-    live = LiveProgress(enabled=sys.stdout.isatty())
+    live = LiveProgress(enabled=sys.stdout.isatty(), quiet=quiet)
     with exclusive_lock(repo), live:
-        code = run_loop(paths, repo, prompt_budget, live.emit, live.progress, max_steps)
+        shown = live if live.enabled else None
+        code = run_loop(paths, repo, prompt_budget, live.emit, shown, max_steps)
     if code == ExitCode.STUCK:
         # The same way out as `runner step` gives: the stuck leaf's node commands.
         from runner_core.tree.selection import select_leaf
@@ -367,16 +372,32 @@ def status(as_json: AsJson = False) -> None:
 def follow(
     run: RunId = None,
     as_json: Annotated[
-        bool,
-        typer.Option("--json", help="Print JSON Lines (one JSON document per line, stable keys)."),
+        bool, typer.Option("--json", help="Print each event as one JSON line (JSON Lines).")
     ] = False,
+    last: Annotated[
+        int | None,
+        typer.Option("-n", min=0, metavar="N", help="Replay the last N events, not the loop's."),
+    ] = None,
+    since: Annotated[
+        int | None,
+        typer.Option("--since", min=1, metavar="ITER", help="Replay from iteration ITER on."),
+    ] = None,
 ) -> None:
-    """Print the run's events as they happen (from another terminal); exit when the loop ends."""
+    """Print the run's events as they happen (from another terminal): the current loop's so
+    far, then each new one; exit when that loop ends, or wait for one to start."""
+    from runner_core.views.follow import CurrentLoop, LastEvents, Replay, SinceIteration
     from runner_shell.views.follow import follow_run
     from runner_shell.views.reading import warn
 
+    if last is not None and since is not None:
+        raise UserFacingError("follow: -n and --since cannot be combined (pick one)")
+    replay: Replay = CurrentLoop()
+    if last is not None:
+        replay = LastEvents(last)
+    elif since is not None:
+        replay = SinceIteration(since)
     paths, repo = _paths()
-    follow_run(paths, repo, run, as_json, lambda line: typer.echo(line), warn)
+    follow_run(paths, repo, run, as_json, lambda line: typer.echo(line), warn, replay)
 
 
 @app.command()

@@ -8,6 +8,7 @@ a guard or a wait ends the loop with 128 + its number once the iteration is comm
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import assert_never
@@ -18,7 +19,7 @@ from runner_core.iteration.plan import PlanKind
 from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
 from runner_core.loop.budget import BudgetUse
-from runner_core.loop.events import EventOrigin
+from runner_core.loop.events import EventOrigin, loop_started
 from runner_core.loop.usage_limits import iso_utc
 from runner_core.run.config import Config
 from runner_core.run.operations import NodeOperation, decompose_later
@@ -38,6 +39,7 @@ from runner_shell.loop.signals import (
 from runner_shell.steer.commits import apply_holding_lock
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested
 from runner_shell.step.runner import StepResult, run_step, step_result_line
+from runner_shell.store.event_log import EventLogRefused
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_config, load_run_state
 
@@ -78,9 +80,21 @@ def _origin(run_id: str, iteration: int) -> EventOrigin:
     return EventOrigin(run_id, iteration, None, iso_utc(_now()))
 
 
+def _announce_start(run: LoopRun) -> None:
+    """The `loop_started` event, where `runner follow` begins its replay of this loop; an
+    `events.jsonl` that cannot take it is the step's to report."""
+    run_id = load_run_state(run.paths).run_id
+    if run_id is None:
+        return  # the step reports that there is no run
+    with contextlib.suppress(EventLogRefused):
+        sink = sink_for(run.paths, load_config(run.paths), run_id)
+        sink.emit((loop_started(_origin(run_id, run.started_at)),), fsync=True)
+
+
 def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | None) -> int:
     state, steps = policy.LoopState(), 0
     clear_stop_request(run.repo)
+    _announce_start(run)
     while True:
         if progress is not None:
             progress()

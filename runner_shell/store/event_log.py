@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+import attrs
+
 from runner_core.loop.events import Event, event_line, parse_event_lines
 from runner_shell.errors import UserFacingError
 from runner_shell.store.files import NotRegularFile, UnsafePath, open_append, open_regular
@@ -53,6 +55,37 @@ def _never() -> bool:
     return False
 
 
+@attrs.define
+class EventTail:
+    """A reader of a growing `events.jsonl`: each `read` returns the events of the whole lines
+    appended since the last one (a line is read once it is whole)."""
+
+    path: Path
+    offset: int = 0
+    next_line: int = 1
+    pending: bytes = b""
+
+    @classmethod
+    def at_end(cls, path: Path) -> EventTail:
+        """A reader of what is appended to `path` from now on (all of it, while it is missing)."""
+        try:
+            with open_regular(path) as stream:
+                return cls(path, stream.seek(0, os.SEEK_END))
+        except OSError:
+            return cls(path)
+
+    def read(self) -> tuple[tuple[Event, ...], tuple[str, ...], bool]:
+        """The new events, a warning per damaged new line, and whether the file grew."""
+        chunk = _read_from(self.path, self.offset)
+        self.offset += len(chunk)
+        whole, newline, self.pending = (self.pending + chunk).rpartition(b"\n")
+        if not newline:
+            return (), (), bool(chunk)
+        events, warnings = parse_event_lines(whole + b"\n", self.next_line)
+        self.next_line += whole.count(b"\n") + 1
+        return events, warnings, bool(chunk)
+
+
 def follow(
     path: Path,
     *,
@@ -61,28 +94,41 @@ def follow(
     on_warning: Callable[[str], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[Event]:
-    """Every event of `path`, from the first, then each new one as it is appended.
+    """Every event of `path`, from the first, then each new one as it is appended."""
+    return follow_tail(
+        EventTail(path), poll_secs=poll_secs, stop=stop, on_warning=on_warning, sleep=sleep
+    )
 
-    Waits for the file to appear; polls every `poll_secs`; a line is read once it is whole.
-    Ends when `stop()` answers true after the file had nothing new (checked once per poll).
+
+def follow_tail(
+    tail: EventTail,
+    *,
+    poll_secs: float = 0.2,
+    stop: Callable[[], bool] = _never,
+    on_warning: Callable[[str], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[Event]:
+    """Each event appended to `tail`'s file from where it has read to.
+
+    Waits for the file to appear; polls every `poll_secs`. Ends when `stop()` answers true after
+    the file had nothing new (checked once per poll), after one last read: a writer's last line
+    appended just before `stop()` turned true is not lost.
     """
-    offset, pending, next_line = 0, b"", 1
+    stopping = False
     while True:
-        chunk = _read_from(path, offset)
-        offset += len(chunk)
-        pending += chunk
-        whole, newline, pending = pending.rpartition(b"\n")
-        if newline:
-            events, warnings = parse_event_lines(whole + b"\n", next_line)
-            next_line += whole.count(b"\n") + 1
-            for warning in warnings:
-                if on_warning is not None:
-                    on_warning(warning)
-            yield from events
-        if not chunk:
-            if stop():
-                return
-            sleep(poll_secs)
+        events, warnings, grew = tail.read()
+        for warning in warnings:
+            if on_warning is not None:
+                on_warning(warning)
+        yield from events
+        if grew:
+            continue
+        if stopping:
+            return
+        if stop():
+            stopping = True
+            continue
+        sleep(poll_secs)
 
 
 def _read_from(path: Path, offset: int) -> bytes:

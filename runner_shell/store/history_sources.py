@@ -21,6 +21,7 @@ from runner_core.history.records import (
     ExecutionRecord,
     record_from_meta,
 )
+from runner_core.history.sources import iteration_ranges, merged_history, missing_iterations
 from runner_core.run.identity import branch_for
 from runner_core.run.trailers import (
     ITER,
@@ -122,6 +123,33 @@ def fallback_history(paths: RunnerPaths, repo: Repo, run_id: str) -> SourcedHist
         trailer_history(repo, run_id),
         warning=f"{run_dir}/ and {logs_ref(run_id)} are missing: read the run from its commit "
         "trailers, without logs (fetch 'refs/runner/*' to get them)",
+    )
+
+
+def fill_missing(
+    paths: RunnerPaths, repo: Repo, run_id: str, next_iter: int, local: ExecutionHistory
+) -> SourcedHistory:
+    """`local` (what the iteration directories hold) with every iteration before `next_iter`
+    it lacks taken from the archive ref, else the commit trailers, so a clone holding only some
+    directories never undercounts; the warning says where the missing ones were read from."""
+    missing = missing_iterations(local, run_id, next_iter)
+    if not missing:
+        return SourcedHistory(local, ())
+    run_dir = paths.relative(paths.run_dir(run_id))
+    lacking = f"{run_dir}/ lacks iterations {iteration_ranges(missing)}"
+    archived = archived_history(paths, run_id)
+    if archived is not None:
+        merged = merged_history(local.records, archived.history.records)
+        if not missing_iterations(merged, run_id, next_iter):
+            warning = f"{lacking}: read them from {logs_ref(run_id)}"
+            return SourcedHistory(merged, archived.problems, warning)
+    trailers = trailer_history(repo, run_id)
+    earlier = () if archived is None else archived.history.records
+    return SourcedHistory(
+        merged_history(local.records, earlier, trailers.history.records),
+        trailers.problems,
+        f"{lacking}: read them from their commit trailers, without logs "
+        "(fetch 'refs/runner/*' to get them)",
     )
 
 

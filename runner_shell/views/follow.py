@@ -1,26 +1,38 @@
 """`runner follow` and the overnight lines of `runner status` / `runner report`.
 
-Follow prints a run's events as they are appended, from another terminal, and ends when the
-loop does (its last event says so, or no runner holds the lock any more). What each line
-says is decided in `runner_core.views.follow`; this module reads files and prints.
+Follow replays a run's recorded events (the current loop's, by default), then prints each new
+one as it is appended, from another terminal, and ends when the loop does (its last event says
+so, or no runner holds the lock any more); before any loop it waits for one. Which events it
+replays and what each line says are decided in `runner_core.views.follow`; this module reads
+files and prints.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from runner_core.iteration.recovery import Journal, running_log_names
-from runner_core.loop.events import event_line
+from runner_core.loop.events import Event, event_line
 from runner_core.loop.policy import ends_the_loop
-from runner_core.views.follow import STATUS_TAIL_LINES, event_text, running_lines
+from runner_core.views.follow import (
+    STATUS_TAIL_LINES,
+    CurrentLoop,
+    Replay,
+    event_text,
+    loop_has_begun,
+    replayed,
+    running_lines,
+    waiting_for_loop_line,
+)
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.loop.event_sink import events_path
 from runner_shell.step.lock_and_journal import lock_held
-from runner_shell.store.event_log import follow
+from runner_shell.store.event_log import EventTail, follow_tail
 from runner_shell.store.files import open_regular
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_run_state
@@ -36,23 +48,36 @@ def follow_run(
     as_json: bool,
     echo: Callable[[str], None],
     warn: Callable[[str], None],
+    replay: Replay | None = None,
 ) -> None:
-    """Print the run's events until the loop ends."""
+    """Print the replayed events, then each new one until the loop ends."""
     run = run_id or load_run_state(paths).run_id
     if run is None:
         raise UserFacingError("no run to follow (run 'runner start', or pass --run RUN_ID)")
-    seen = [False]
 
-    def stopped() -> bool:
-        return seen[0] and not lock_held(repo)
-
-    for event in follow(events_path(paths, run), stop=stopped, on_warning=warn):
-        seen[0] = True
+    def show(event: Event) -> None:
         if as_json:
             echo(event_line(event).rstrip("\n"))
         else:
             for line in event_text(event):
                 echo(line)
+
+    tail = EventTail(events_path(paths, run))
+    recorded, warnings, _ = tail.read()
+    for warning in warnings:
+        warn(warning)
+    for event in replayed(recorded, replay or CurrentLoop()):
+        show(event)
+    begun = [loop_has_begun(recorded)]
+    if not begun[0]:
+        print(waiting_for_loop_line(run), file=sys.stderr, flush=True)
+
+    def stopped() -> bool:
+        return begun[0] and not lock_held(repo)
+
+    for event in follow_tail(tail, stop=stopped, on_warning=warn):
+        begun[0] = begun[0] or loop_has_begun((event,))
+        show(event)
         if ends_the_loop(event):
             return
 

@@ -18,8 +18,8 @@ import typer
 
 from runner_core import ExecutionHistory, Node, parse_tree
 from runner_core.iteration.recovery import Journal
-from runner_core.run.identity import run_id_problem
-from runner_core.run.state import RunState
+from runner_core.run.identity import branch_for, run_id_problem
+from runner_core.run.state import RunState, RunStateError, run_state_from_json
 from runner_core.tree.model import nodes_by_id
 from runner_core.tree.serialization import TreeValidationError
 from runner_core.views.history import HistoryDocument, history_actions, history_records
@@ -32,7 +32,7 @@ from runner_shell.sandbox.status import sandbox_status
 from runner_shell.steer.commits import operator_actions
 from runner_shell.step.lock_and_journal import journal_path, read_journal, runner_alive
 from runner_shell.store.files import read_bytes_capped
-from runner_shell.store.history_sources import fallback_history
+from runner_shell.store.history_sources import fallback_history, fill_missing
 from runner_shell.store.iteration_log import iteration_dirs, known_runs, load_history
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import (
@@ -92,7 +92,8 @@ def _history(
     """The run's history; the iteration in progress has no meta.json yet and is not a warning.
 
     With `repo`, a run that has iterations (`next_iter` > 1) but no iteration directories is
-    read from its archive ref, else its commit trailers, with a warning naming the source.
+    read from its archive ref, else its commit trailers, with a warning naming the source; the
+    iterations its directories lack are read from there too.
     """
     fallback = None if repo is None or next_iter <= 1 else fallback_history(paths, repo, run_id)
     if fallback is not None:
@@ -104,6 +105,11 @@ def _history(
         meta = paths.iter_dir(run_id, journal.iteration) / "meta.json"
         in_progress = f"{paths.relative(meta)}: missing"
         problems = tuple(line for line in problems if not line.startswith(in_progress))
+    if repo is not None and next_iter > 1:
+        filled = fill_missing(paths, repo, run_id, next_iter, history)
+        if filled.warning is not None:
+            warning(filled.warning)
+        history, problems = filled.history, (*problems, *filled.problems)
     return history, problems
 
 
@@ -193,15 +199,36 @@ def status_sources(paths: RunnerPaths, repo: Repo) -> tuple[Path, ...]:
     )
 
 
+def run_files(paths: RunnerPaths, repo: Repo, run: str | None) -> tuple[RunState, Node]:
+    """The run state and tree of `run` (None: the current run): the working tree's for the
+    current run, else those its branch's tip committed."""
+    state = load_run_state(paths)
+    if run is None or run == state.run_id:
+        return state, load_tree(paths)
+    run_id = choose_run(paths, state, run)
+    branch = branch_for(run_id)
+    state_name, tree_name = paths.relative(paths.run_state), paths.relative(paths.tree)
+    state_bytes = repo.file_at(branch, state_name)
+    tree_bytes = repo.file_at(branch, tree_name)
+    if state_bytes is None or tree_bytes is None:
+        raise UserFacingError(f"run '{run_id}': branch {branch} holds no {state_name}")
+    try:
+        return run_state_from_json(json.loads(state_bytes)), parse_tree(tree_bytes)
+    except (ValueError, RunStateError, TreeValidationError) as error:
+        raise UserFacingError(f"run '{run_id}': {branch}'s state is damaged: {error}") from None
+
+
 def status_reading(
-    paths: RunnerPaths, repo: Repo, warning: Callable[[str], None] = warn
+    paths: RunnerPaths, repo: Repo, warning: Callable[[str], None] = warn, run: str | None = None
 ) -> StatusReading:
     """Read the run once for its status view: its state, tree, config, journal and history;
-    each problem met on the way is given to `warning` (by default a line on stderr)."""
-    state = load_run_state(paths)
-    tree = load_tree(paths)
+    each problem met on the way is given to `warning` (by default a line on stderr). `run`
+    names another run than the current one (`serve --run`, `?run=`)."""
+    state, tree = run_files(paths, repo, run)
     config = load_config(paths)
     journal = _journal(repo, warning)
+    if journal is not None and journal.run_id != state.run_id:
+        journal = None  # another run's iteration in progress is not this run's
     history, problems = (
         _history(paths, state.run_id, journal, repo, state.next_iter, warning)
         if state.run_id is not None

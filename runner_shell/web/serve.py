@@ -58,7 +58,7 @@ from runner_shell.store.event_log import EventLogRefused, follow, last_events
 from runner_shell.store.files import FileTooLarge, read_bytes_capped
 from runner_shell.store.iteration_log import iteration_dirs
 from runner_shell.store.layout import RunnerPaths
-from runner_shell.store.state_files import load_run_state, load_tree
+from runner_shell.store.state_files import load_run_state
 from runner_shell.views.history import iteration_diff, iteration_document
 from runner_shell.views.reading import (
     StatusReading,
@@ -66,8 +66,8 @@ from runner_shell.views.reading import (
     history_document,
     metrics_document,
     report_document,
+    run_files,
     run_history,
-    status_document_view,
     status_reading,
     status_sources,
     warn,
@@ -137,7 +137,7 @@ class StatusCache:
         # Stamped before reading: a change during the reading is a change at the next poll.
         stamps = (alive, tuple(_stamp(path) for path in status_sources(api.paths, api.repo)))
         if self.last is None or stamps != self.stamps:
-            reading = status_reading(api.paths, api.repo, self.warn_once)
+            reading = status_reading(api.paths, api.repo, self.warn_once, api.run)
             self.stamps, self.last = stamps, (reading, status_to_json(reading.view))
         return self.last
 
@@ -295,7 +295,8 @@ class Api:
         return choose_run(self.paths, load_run_state(self.paths), requested)
 
     def status(self, request: Request) -> Response:
-        return JSONResponse(status_to_json(status_document_view(self.paths, self.repo)))
+        reading = status_reading(self.paths, self.repo, warn, self._run(request))
+        return JSONResponse(status_to_json(reading.view))
 
     def documents(self, cache: StatusCache | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         """The status document and the overview, read afresh; with `cache`, the status reading
@@ -303,7 +304,7 @@ class Api:
         chunk of agent output) only change the overview's wait."""
         alive = lock_held(self.repo)
         if cache is None:
-            reading = status_reading(self.paths, self.repo)
+            reading = status_reading(self.paths, self.repo, warn, self.run)
             status = status_to_json(reading.view)
         else:
             reading, status = cache.reading(self, alive)
@@ -365,9 +366,9 @@ class Api:
 
     def node(self, request: Request) -> Response:
         node_id = request.path_params["node_id"]
-        state = load_run_state(self.paths)
+        state, tree = run_files(self.paths, self.repo, self.run)
         history, _ = run_history(self.paths, self.repo, state.run_id or "")
-        detail = node_detail(load_tree(self.paths), history, node_id)
+        detail = node_detail(tree, history, node_id)
         if detail is None:
             return _not_found(UserFacingError(f"no node {node_id!r} in the tree"))
         return JSONResponse(detail)

@@ -91,10 +91,11 @@ function nodeRow(row) {
   const kids = view.kids.get(row.id).length;
   const toggle = el("span", { class: "toggle" }, kids ? (view.open.has(row.id) ? "▾" : "▸") : "·");
   const badge = el("span", {});
-  const line = el("div", { class: "node", role: "treeitem", "data-id": row.id,
-    style: `padding-left:${row.depth * 16}px` }, toggle, badge,
-  el("span", { class: "title" }, `${row.title} `), el("span", { class: "id" }, `[${row.id}]`),
-  el("span", { class: "figures" }));
+  const line = el("div", { class: "node", role: "treeitem", "data-id": row.id }, toggle, badge,
+    el("span", { class: "title", title: row.title }, `${row.title} `),
+    el("span", { class: "id" }, `[${row.id}]`), el("span", { class: "figures" }));
+  // The page's CSP blocks inline style attributes; a CSSOM property is allowed.
+  line.style.setProperty("--depth", String(row.depth));
   toggle.addEventListener("click", (event) => { event.stopPropagation(); flip(row.id); });
   line.addEventListener("click", () => { location.hash = `node/${encodeURIComponent(row.id)}`; });
   view.elements.set(row.id, line);
@@ -220,9 +221,11 @@ function route() {
 }
 
 // A history row is an iteration's meta.json: from /api/history, or an iteration_finished event.
+const cost = (usd) => (usd === null || usd === undefined ? "-" : `$${usd.toFixed(4)}`);
 const historyRow = (r) => el("tr", { "data-iter": String(r.iter) },
   ...[iterLink(r.iter), r.node_id, r.role, r.status, r.guard, secs(r.duration_ms),
-    tokens(r.tokens), r.error || ""].map((c) => el("td", {}, c)));
+    tokens(r.tokens), cost(r.cost_usd)].map((c) => el("td", {}, c)),
+  el("td", { class: "error", title: r.error || "" }, r.error || ""));
 
 async function showHistory() {
   const history = await getJson("/api/history");
@@ -272,10 +275,12 @@ function soon() {
   pending = setTimeout(() => { pending = null; refresh().catch(() => {}); }, 150);
 }
 
+// The guard's output has its own panel: it is not the agent's.
 function appendOutput(event) {
   const body = JSON.parse(event.data);
-  const output = document.getElementById("output");
-  document.getElementById("live-output").hidden = false;
+  const guard = body.source === "guard";
+  const output = document.getElementById(guard ? "guard-output" : "output");
+  document.getElementById(guard ? "live-guard" : "live-output").hidden = false;
   const before = output.textContent ? output.textContent.split("\n") : [];
   const lines = before.concat(body.lines || []);
   output.textContent = lines.slice(-OUTPUT_LINES).join("\n");

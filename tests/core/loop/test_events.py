@@ -31,6 +31,7 @@ ORIGIN = EventOrigin("run-1", 4, "root.1", AT)
 RUN_ORIGIN = EventOrigin("run-1", 4, None, AT)
 
 ONE_OF_EACH: dict[EventType, Event] = {
+    EventType.LOOP_STARTED: events.loop_started(RUN_ORIGIN),
     EventType.ITERATION_STARTED: events.iteration_started(ORIGIN, "executor", 1, 3),
     EventType.AGENT_STARTED: events.agent_started(ORIGIN, "executor", "codex"),
     EventType.AGENT_OUTPUT: events.agent_output(ORIGIN, "executor", ("a", "ü ✓"), 2),
