@@ -62,14 +62,11 @@ class SandboxStatus:
 
     @property
     def notice(self) -> str | None:
-        """The line `loop` and `step` print at their start when the agent is not sandboxed."""
-        if self.bwrap is not None:
+        """The line `loop` and `step` print at their start when `auto` found no bubblewrap; a
+        user who chose `mode = "off"` is not told again at every start."""
+        if self.bwrap is not None or self.configured == "off":
             return None
-        why = (
-            '[sandbox] mode = "off"'
-            if self.configured == "off"
-            else f"bubblewrap not usable: {self.problem}"
-        )
+        why = f"bubblewrap not usable: {self.problem}"
         return f"runner: sandbox=off ({why}); the agent runs unsandboxed"
 
     @property

@@ -226,6 +226,7 @@ def config_text(project: Project, top: str = "", guard: Any = None, agent: Any =
     return (
         f"iteration_timeout_secs = 30\n{top}\n[guard]\n{guard_line}\n"
         f'[agent]\nbackend = "command"\ncommand = {json.dumps(agent)}\n'
+        '\n[sandbox]\nmode = "off"\n'
     )
 
 

@@ -16,7 +16,6 @@ import pytest
 from tests.helpers.e2e import Project, assert_one_error_line, lines, node
 
 DONE = {"status": "done", "summary": "Did it."}
-OFF_NOTICE = 'runner: sandbox=off ([sandbox] mode = "off"); the agent runs unsandboxed'
 BROKEN_NOTICE = (
     "runner: sandbox=off (bubblewrap not usable: No permissions to create new namespace); "
     "the agent runs unsandboxed"
@@ -50,14 +49,14 @@ def test_mode_off_is_what_validate_and_status_say(project: Project) -> None:
     assert document["sandbox"] == "off"
 
 
-def test_loop_in_mode_off_says_the_agent_runs_unsandboxed_then_runs(project: Project) -> None:
+def test_loop_in_mode_off_runs_unsandboxed_without_a_notice(project: Project) -> None:
     run = project.prepare(node("root"), sandbox={"mode": "off"})
     project.agent_script({1: {"output": DONE}})
 
     result = project.runner("loop")
 
     assert result.returncode == 0, result.stderr
-    assert lines(result.stderr) == [OFF_NOTICE]
+    assert lines(result.stderr) == []
     assert (
         lines(result.stdout)[0] == f"loop: step run={run} iter=1 node=root status=done guard=pass"
     )
@@ -66,7 +65,7 @@ def test_loop_in_mode_off_says_the_agent_runs_unsandboxed_then_runs(project: Pro
 def test_step_in_mode_auto_without_a_working_bubblewrap_names_why(
     project: Project, tmp_path: Path
 ) -> None:
-    run = project.prepare(node("root"))
+    run = project.prepare(node("root"), sandbox={"mode": "auto"})
     project.agent_script({1: {"output": DONE}})
     with_broken_bwrap(project, tmp_path)
 

@@ -602,6 +602,9 @@ def test_codex_tokens_come_from_its_event_stream(project: Project) -> None:
             [agent]
             backend = "codex"
             command = []
+
+            [sandbox]
+            mode = "off"
             """
         ),
         encoding="utf-8",

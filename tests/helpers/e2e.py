@@ -225,8 +225,10 @@ class Project:
         self.harness = harness  # this test's agent.json, guard.json and the agent's records
         self.scripts = scripts  # agent.py and guard.py, shared by all tests
         self.env = dict(env)
-        # `[sandbox] mode` of every config set_config writes; None: the runner's default.
-        self.sandbox_mode: str | None = None
+        # `[sandbox] mode` of every config set_config writes. The e2e suite tests the runner's
+        # features unconfined; the sandbox's own tests ask for "bwrap" (tests/e2e/
+        # test_sandboxed_step.py) and the README's walk-throughs run with the default, "auto".
+        self.sandbox_mode: str | None = "off"
 
     # ---------------------------------------------------------------- processes
 

@@ -64,16 +64,14 @@ def test_bwrap_without_a_working_bubblewrap_refuses_in_one_line() -> None:
     )
 
 
-def test_off_never_probes_and_says_the_agent_runs_unsandboxed() -> None:
+def test_off_never_probes_and_chosen_off_is_not_announced() -> None:
     def must_not_probe() -> Probe:
         raise AssertionError("mode off probed bubblewrap")
 
     found = sandbox_status(Config(sandbox=SandboxConfig(mode="off")), must_not_probe)
 
     assert (found.mode, found.refusal) == ("off", None)
-    assert found.notice == (
-        'runner: sandbox=off ([sandbox] mode = "off"); the agent runs unsandboxed'
-    )
+    assert found.notice is None
 
 
 def test_the_probe_says_bubblewrap_is_not_installed_when_it_is_not_on_the_path(

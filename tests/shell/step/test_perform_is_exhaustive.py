@@ -33,6 +33,7 @@ from runner_core.iteration.effects import Action as ShippedAction
 from runner_core.iteration.effects import (
     Commit,
     CountExecutions,
+    ListScratch,
     PrepareIterationDir,
     ReadConfig,
     ReadHead,
