@@ -372,7 +372,8 @@ def status(as_json: AsJson = False) -> None:
 def follow(
     run: RunId = None,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print each event as one JSON line (JSON Lines).")
+        bool,
+        typer.Option("--json", help="Print JSON Lines (one JSON document per line, stable keys)."),
     ] = False,
     last: Annotated[
         int | None,

@@ -23,7 +23,7 @@ import httpx2 as httpx
 import pytest
 
 from runner_core.iteration.effects import PrepareIterationDir
-from runner_core.loop.events import EventOrigin, operator
+from runner_core.loop.events import EventOrigin, loop_started, operator
 from runner_shell.git.hardened import GitTimeout, run_git
 from runner_shell.git.repo import Repo
 from runner_shell.step.runner import DiskIterationStore
@@ -365,7 +365,8 @@ def test_follow_ends_when_the_lock_file_was_replaced_never_reading_it(
     events = project.iter_dir(1).parent / "events.jsonl"
     events.parent.mkdir(parents=True, exist_ok=True)
     origin = EventOrigin(run, 1, None, "2026-01-01T00:00:00Z")
-    append_events(events, [operator(origin, "tell", "hi")])  # no event that ends the loop
+    # A loop began and no event ends it: follow asks whether a runner holds the lock.
+    append_events(events, [loop_started(origin), operator(origin, "tell", "hi")])
     lock = Repo(project.root).common_path("runner.lock")
     lock.unlink(missing_ok=True)
     if plant == "fifo":
@@ -376,7 +377,7 @@ def test_follow_ends_when_the_lock_file_was_replaced_never_reading_it(
     result = cli(project, "follow", timeout=20)
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "operator: tell hi\n"
+    assert result.stdout == f"loop: start run={run} iter=1\noperator: tell hi\n"
 
 
 @pytest.mark.parametrize("plant", ["mkfifo", "ln -s /etc/hostname"])

@@ -246,6 +246,7 @@ def test_validate_json_prints_its_document_when_a_check_fails(project: Project) 
         "run": None,
         "id": None,
         "branch": None,
+        "sandbox": None,
         "error": message,
     }
 
