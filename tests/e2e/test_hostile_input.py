@@ -224,9 +224,8 @@ def config_text(project: Project, top: str = "", guard: Any = None, agent: Any =
     agent = [PYTHON, str(project.scripts / "agent.py")] if agent is None else agent
     guard_line = "" if guard == "absent" else f"command = {json.dumps(guard)}\n"
     return (
-        f"iteration_timeout_secs = 30\n{top}\n[guard]\n{guard_line}\n"
+        f'iteration_timeout_secs = 30\n{top}\n[sandbox]\nmode = "off"\n\n[guard]\n{guard_line}\n'
         f'[agent]\nbackend = "command"\ncommand = {json.dumps(agent)}\n'
-        '\n[sandbox]\nmode = "off"\n'
     )
 
 
