@@ -101,9 +101,10 @@ def test_validate_does_not_call_a_running_iteration_interrupted(
 
     result = cli(project, "validate", timeout=20)
 
-    assert result.stdout.splitlines()[-1] == (
-        f"validate: run=ok id={project.run_id} branch=runner/{project.run_id}"
-    )
+    assert result.stdout.splitlines()[-2:] == [
+        f"validate: run=ok id={project.run_id} branch=runner/{project.run_id}",
+        "validate: sandbox=off",
+    ]
 
 
 def test_a_lock_file_left_by_a_dead_runner_is_taken_over(project: Project) -> None:
