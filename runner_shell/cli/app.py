@@ -373,7 +373,7 @@ def follow(
     run: RunId = None,
     as_json: Annotated[
         bool,
-        typer.Option("--json", help="Print JSON Lines (one JSON document per line, stable keys)."),
+        typer.Option("--json", help="Print JSON Lines (each event as one JSON object per line)."),
     ] = False,
     last: Annotated[
         int | None,

@@ -219,7 +219,7 @@ def test_follow_json_help_says_json_lines(fresh_project: Project) -> None:
 
     assert result.returncode == 0, result.stderr
     help_text = " ".join(result.stdout.split())
-    assert "JSON Lines (one JSON document per line" in help_text
+    assert "JSON Lines (each event as one JSON object per line" in help_text
 
 
 # ---------------------------------------------------------------- validate --json
