@@ -33,6 +33,8 @@ class TestFigures:
     newly_passing: int
     regressed: int
     removed: int
+    flaky: tuple[str, ...] = ()  # tests that regressed and passed when run again
+    reasons: tuple[str, ...] = ()  # why the ratchet failed the done, sorted; () when it passed
 
     def line(self) -> str:
         """The figures as the history column shows them: `tests=41/45 +3 -0`."""
@@ -75,6 +77,7 @@ def figures_against(
         newly_passing=sum(1 for test_id in newly if before.get(test_id) is not PASSED),
         regressed=len(regressed),
         removed=sum(1 for test_id in before if test_id not in after),
+        flaky=tuple(sorted(set(flaky))),
     )
 
 
@@ -134,11 +137,12 @@ def judge(
     reasons.extend(target_reasons)
     if not patterns and now.results:
         reasons.extend(_progress_reason(baseline, now))
+    figures = figures_against(baseline, now, flaky)
     return Verdict(
         passed=not reasons,
         reasons=tuple(sorted(reasons)),
         regressed=regressed,
         flaky=flaky,
         targets=tuple(targets),
-        figures=figures_against(baseline, now, flaky),
+        figures=attrs.evolve(figures, reasons=tuple(sorted(reasons))),
     )

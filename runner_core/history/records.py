@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import attrs
 from pyrsistent import PMap, pmap
 
+from runner_core.guard.ratchet import TestFigures
 from runner_core.iteration.state_update import TRANSITIONS
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome, Node, iter_preorder
 from runner_core.tree.selection import is_stuck
@@ -67,6 +68,7 @@ class ExecutionRecord:
     attempts_before: int
     attempts_after: int
     backend: str
+    tests: TestFigures | None = None  # the guard's test figures, when it wrote a report
 
     @property
     def successful(self) -> bool:
@@ -110,6 +112,15 @@ META_FIELDS: tuple[str, ...] = (
 )
 
 TOKEN_FIELDS: tuple[str, ...] = ("input", "output", "cached")
+FIGURE_FIELDS: tuple[str, ...] = (
+    "passed",
+    "failed",
+    "skipped",
+    "total",
+    "newly_passing",
+    "regressed",
+    "removed",
+)
 
 
 class DamagedRecord(ValueError):
@@ -184,6 +195,7 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
         attempts_before=attempts_before,
         attempts_after=attempts_after,
         backend=meta["backend"],
+        tests=_figures(meta.get("tests")),
     )
 
 
@@ -191,8 +203,32 @@ def tokens_to_json(tokens: TokenUsage) -> dict[str, int]:
     return {"input": tokens.input, "output": tokens.output, "cached": tokens.cached}
 
 
+def _figures(value: Any) -> TestFigures | None:
+    if value is None:
+        return None
+    counts = {name: value[name] for name in FIGURE_FIELDS}
+    return TestFigures(**counts, flaky=tuple(value["flaky"]), reasons=tuple(value["reasons"]))
+
+
+def figures_to_json(figures: TestFigures) -> dict[str, Any]:
+    """The `tests` object of meta.json, `status --json` and the events."""
+    return {
+        **{name: getattr(figures, name) for name in FIGURE_FIELDS},
+        "flaky": list(figures.flaky),
+        "reasons": list(figures.reasons),
+    }
+
+
 def record_to_meta(record: ExecutionRecord) -> dict[str, Any]:
-    """The `meta.json` object of a record, keys in `META_FIELDS` order."""
+    """The `meta.json` object of a record, keys in `META_FIELDS` order (then `tests`, present
+    only when the guard wrote a report)."""
+    meta = _meta_fields(record)
+    if record.tests is not None:
+        meta["tests"] = figures_to_json(record.tests)
+    return meta
+
+
+def _meta_fields(record: ExecutionRecord) -> dict[str, Any]:
     return {
         "run_id": record.run_id,
         "iter": record.iteration,

@@ -12,7 +12,9 @@ import enum
 
 import attrs
 
+from runner_core.guard.report import TestReport
 from runner_core.history.records import ExecutionRecord
+from runner_core.iteration.guard_stage import GuardRun
 from runner_core.iteration.import_rules import Change
 from runner_core.iteration.plan import IterationOutcome
 from runner_core.iteration.recovery import Journal
@@ -85,10 +87,17 @@ class ReadTree:
 
 @attrs.frozen(slots=True)
 class RunGuard:
+    """Run the guard in the agent's checkout; `report_name` (in the iteration directory) is
+    where it may write its JUnit XML report, read back into the result. A BASELINE run is at
+    the base commit, before the agent: the checkout is reset to the base after it."""
+
     argv: tuple[str, ...]
     timeout_secs: float
     limit_bytes: int
     log_name: str
+    env: tuple[tuple[str, str], ...] = ()
+    report_name: str | None = None
+    purpose: GuardRun = GuardRun.JUDGE
 
 
 @attrs.frozen(slots=True)
@@ -153,11 +162,13 @@ class Commit:
 
 @attrs.frozen(slots=True)
 class Finished:
-    """The iteration is committed; nothing more to do."""
+    """The iteration is committed; nothing more to do. `tests` is the guard's report when it
+    describes the committed files (a baseline for the next iteration), else None."""
 
     outcome: IterationOutcome
     record: ExecutionRecord
     limit: LimitSignal | None = None  # the usage or rate limit the agent hit
+    tests: TestReport | None = None
 
 
 @attrs.frozen(slots=True)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import attrs
 
+from runner_core.guard.ratchet import TestFigures
 from runner_core.history.records import ErrorKind, ExecutionRecord, TokenUsage
 from runner_core.iteration.plan import IterationOutcome
 from runner_core.tree.model import AgentRole, Node, nodes_by_id
@@ -36,6 +37,7 @@ def execution_record(
     counts: Mapping[str, int],
     measured: Measured,
     backend: str,
+    tests: TestFigures | None = None,
 ) -> ExecutionRecord:
     """meta.json of the iteration; `node` is the selected node as it was before it."""
     return ExecutionRecord(
@@ -56,6 +58,7 @@ def execution_record(
         attempts_before=node.attempts,
         attempts_after=attempts_after(outcome.tree, node),
         backend=backend,
+        tests=tests,
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import attrs
 
+from runner_core.guard.report import TestReport
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.plan import RunPlan
 from runner_core.run.config import Config
@@ -63,6 +64,7 @@ class IterationFacts:
     command: str
     head: GitHead | None = None  # the branch and commit before the agent; None: not checked
     scratch: bool = False  # the agent worked in a scratch checkout, imported as files
+    baseline: TestReport | None = None  # the guard's report at the base commit, when known
 
     @property
     def node(self) -> Node:

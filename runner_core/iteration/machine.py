@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from runner_core.guard.report import TestReport
 from runner_core.history.records import ErrorKind, TokenUsage
 from runner_core.iteration.effects import (
     Abort,
@@ -38,6 +39,22 @@ from runner_core.iteration.execution_record import Measured, execution_record
 from runner_core.iteration.facts import ClockReading, IterationFacts
 from runner_core.iteration.failures import ERROR_KIND, Failure
 from runner_core.iteration.git_drift import head_moved_problem, rescue_ref
+from runner_core.iteration.guard_runs import GuardRuns
+from runner_core.iteration.guard_stage import (
+    BASELINE_LOG,
+    BASELINE_REPORT,
+    JUDGE_REPORT,
+    RATCHET,
+    GuardRun,
+    guard_env,
+    judge_guard,
+    judging_text,
+    needs_baseline,
+    pending,
+    rerun_log,
+    rerun_report,
+    wants_rerun,
+)
 from runner_core.iteration.import_rules import ImportDecision, decide_import
 from runner_core.iteration.plan import (
     CONTEXT_FILES,
@@ -69,7 +86,7 @@ from runner_core.iteration.results import (
     ScratchListed,
     TreeRead,
 )
-from runner_core.iteration.scratch_stage import refused_review
+from runner_core.iteration.scratch_stage import guarded_import, refused_review
 from runner_core.iteration.stages import IterationMachineError, Stage, check_transition
 from runner_core.iteration.write_set import IterationEnd, final_write_set
 from runner_core.loop.usage_limits import LimitSignal
@@ -107,6 +124,7 @@ class IterationMachine:
     finished: Finished | None = None
     limit: LimitSignal | None = None
     imported: ImportDecision | None = None  # what the scratch checkout gave, once listed
+    guard_runs: GuardRuns = attrs.field(factory=GuardRuns)
 
     def feed(self, result: Result, now: ClockReading) -> IterationMachine:
         """The machine after `result` answered its effect; `IterationMachineError` when it does
@@ -149,7 +167,10 @@ def start_iteration(facts: IterationFacts) -> IterationMachine:
         command=facts.command,
     )
     aside = set_aside_name(str(facts.plan.iteration), facts.entries)
-    return IterationMachine(facts, Stage.PREPARING, PrepareIterationDir(aside), journal)
+    runs = GuardRuns(baseline=facts.baseline)
+    return IterationMachine(
+        facts, Stage.PREPARING, PrepareIterationDir(aside), journal, guard_runs=runs
+    )
 
 
 def set_aside_name(name: str, entries: frozenset[str]) -> str | None:
@@ -185,8 +206,61 @@ def _after_context(
 def _after_journal(
     machine: IterationMachine, result: Result, now: ClockReading
 ) -> IterationMachine:
-    prompt = WriteIterationFile("prompt.md", prompt_text(machine.facts))
+    facts = machine.facts
+    if needs_baseline(facts.config, facts.role, machine.guard_runs.baseline):
+        effect = _guard_effect(machine, now, GuardRun.BASELINE, BASELINE_REPORT, BASELINE_LOG)
+        return machine._to(
+            Stage.BASELINE, effect, guard_runs=machine.guard_runs.logged(BASELINE_LOG)
+        )
+    return _prompt(machine)
+
+
+def _prompt(machine: IterationMachine) -> IterationMachine:
+    facts = machine.facts
+    tests = None
+    if facts.config.guard_mode == RATCHET and facts.role is AgentRole.EXECUTOR:
+        tests = judging_text(facts.node.acceptance, machine.guard_runs.baseline)
+    prompt = WriteIterationFile("prompt.md", prompt_text(facts, tests))
     return machine._to(Stage.PROMPT, prompt)
+
+
+def _guard_effect(
+    machine: IterationMachine, now: ClockReading, purpose: GuardRun, report: str, log: str
+) -> RunGuard:
+    facts = machine.facts
+    env = guard_env(
+        facts.run_id,
+        facts.plan.iteration,
+        facts.node.id,
+        facts.plan.selection.path or facts.node.id,
+        facts.role,
+        facts.node.acceptance,
+    )
+    config = facts.config
+    return RunGuard(
+        config.guard_command,
+        machine.remaining(now),
+        config.guard_output_limit_bytes,
+        log if purpose is GuardRun.JUDGE else pending(log),
+        env,
+        report,
+        purpose,
+    )
+
+
+def _after_baseline(
+    machine: IterationMachine, result: Result, now: ClockReading
+) -> IterationMachine:
+    if isinstance(result, NotStarted | IoFailed):
+        return _failed(machine, _not_started(result, Failure.GUARD_NOT_STARTED), result.message)
+    assert isinstance(result, GuardFinished)
+    machine = attrs.evolve(machine, journal=_with_process_group(machine, result.process_group))
+    if result.interrupted is not None:
+        return _failed(machine, Failure.INTERRUPTED, f"interrupted by {result.interrupted}")
+    # A base commit whose guard wrote no readable report passes no test: everything counts
+    # as progress, nothing as a regression.
+    baseline = result.report or TestReport()
+    return _prompt(attrs.evolve(machine, guard_runs=machine.guard_runs.measured(baseline)))
 
 
 def _after_prompt(machine: IterationMachine, result: Result, now: ClockReading) -> IterationMachine:
@@ -288,10 +362,7 @@ def _after_tree(machine: IterationMachine, result: Result, now: ClockReading) ->
         # A guard with no time left fails without running.
         effect = WriteIterationFile(PENDING_GUARD_LOG, GUARD_TIMED_OUT_BEFORE_START)
         return machine._to(Stage.GUARD_LOG, effect, guard=GuardOutcome.FAIL)
-    config = facts.config
-    effect_ = RunGuard(
-        config.guard_command, remaining, config.guard_output_limit_bytes, PENDING_GUARD_LOG
-    )
+    effect_ = _guard_effect(machine, now, GuardRun.JUDGE, JUDGE_REPORT, PENDING_GUARD_LOG)
     return machine._to(Stage.GUARD, effect_)
 
 
@@ -310,7 +381,47 @@ def _after_guard(machine: IterationMachine, result: Result, now: ClockReading) -
     if result.timed_out:
         note = f"guard timed out after {effect.timeout_secs:.1f} s\n"
         return machine._to(Stage.GUARD_LOG, WriteIterationFile(PENDING_GUARD_LOG, note, True))
-    return _end_checks(machine)
+    runs = machine.guard_runs.judged(result.report, result.report_problem, machine.guard)
+    return _judged(attrs.evolve(machine, guard_runs=runs), now)
+
+
+def _judged(machine: IterationMachine, now: ClockReading) -> IterationMachine:
+    """Rerun the guard while a regressed test may be flaky, then conclude what it says."""
+    facts, runs = machine.facts, machine.guard_runs
+    if machine.remaining(now) > 0 and wants_rerun(
+        facts.config, runs.baseline, runs.now, runs.reruns, runs.rerun_count
+    ):
+        number = runs.rerun_count + 1
+        effect = _guard_effect(
+            machine, now, GuardRun.RERUN, rerun_report(number), rerun_log(number)
+        )
+        return machine._to(Stage.RERUN, effect, guard_runs=runs.logged(rerun_log(number)))
+    judgement = judge_guard(
+        facts.config,
+        facts.node.acceptance,
+        runs.baseline,
+        runs.now,
+        runs.problem,
+        runs.reruns,
+        runs.exit_outcome,
+    )
+    machine = attrs.evolve(
+        machine, guard=judgement.outcome, guard_runs=runs.concluded(judgement.figures)
+    )
+    if judgement.note is None:
+        return _end_checks(machine)
+    note = WriteIterationFile(PENDING_GUARD_LOG, judgement.note, True)
+    return machine._to(Stage.GUARD_LOG, note)
+
+
+def _after_rerun(machine: IterationMachine, result: Result, now: ClockReading) -> IterationMachine:
+    if isinstance(result, GuardFinished):
+        machine = attrs.evolve(machine, journal=_with_process_group(machine, result.process_group))
+        if result.interrupted is not None:
+            return _failed(machine, Failure.INTERRUPTED, f"interrupted by {result.interrupted}")
+    # A rerun that could not start or wrote no report shows nothing flaky.
+    report = result.report if isinstance(result, GuardFinished) else None
+    return _judged(attrs.evolve(machine, guard_runs=machine.guard_runs.rerun(report)), now)
 
 
 def _after_guard_log(
@@ -347,7 +458,10 @@ def _after_import(machine: IterationMachine, result: Result, now: ClockReading) 
     if isinstance(result, IoFailed):
         return _failed(machine, Failure.IO, result.message)
     assert isinstance(result, ScratchListed)
+    facts = machine.facts
     decision = decide_import(result.listing)
+    if facts.role is AgentRole.EXECUTOR:
+        decision = guarded_import(decision, facts.config.guard_protected, facts.node.acceptance)
     machine = attrs.evolve(machine, imported=decision)
     review = refused_review(decision)
     runner_error = machine.failure is not None and ERROR_KIND[machine.failure] is ErrorKind.RUNNER
@@ -457,7 +571,9 @@ def _commit(
         counts,
         measured,
         facts.config.agent_backend,
+        machine.guard_runs.figures,
     )
+    runs = machine.guard_runs
     effect = final_write_set(
         IterationEnd(
             run_id=facts.run_id,
@@ -470,9 +586,14 @@ def _commit(
             record=record,
             journal=machine.journal,
             imported=machine.imported or ImportDecision(),
+            tests_json=runs.tests_json(),
+            guard_logs=runs.logs,
         )
     )
-    return machine._to(Stage.COMMITTING, effect, finished=Finished(outcome, record, machine.limit))
+    # A report describes the committed files only when they are all the agent and guard left.
+    tests = runs.now if machine.failure is None else None
+    finished = Finished(outcome, record, machine.limit, tests)
+    return machine._to(Stage.COMMITTING, effect, finished=finished)
 
 
 def _after_commit(machine: IterationMachine, result: Result, now: ClockReading) -> IterationMachine:
@@ -488,11 +609,13 @@ _STEPS: Mapping[Stage, _Step] = MappingProxyType(
         Stage.PREPARING: _after_prepare,
         Stage.CONTEXT: _after_context,
         Stage.JOURNAL: _after_journal,
+        Stage.BASELINE: _after_baseline,
         Stage.PROMPT: _after_prompt,
         Stage.AGENT: _after_agent,
         Stage.PLANNER_OUTPUT: _after_planner_output,
         Stage.TREE: _after_tree,
         Stage.GUARD: _after_guard,
+        Stage.RERUN: _after_rerun,
         Stage.GUARD_LOG: _after_guard_log,
         Stage.HEAD: _after_head,
         Stage.IMPORT: _after_import,

@@ -1,7 +1,7 @@
 """The prompt pack: what one agent session is told, within a byte budget.
 
 Decides section order, which sections are dropped when the pack is over budget (tree,
-assumptions, questions, history, failure, in that order) and what is cut after that. The
+assumptions, questions, history, tests, failure, in that order) and what is cut after that. The
 texts come in as values: the shell reads templates and context files, this only arranges.
 """
 
@@ -25,6 +25,7 @@ SECTION_ORDER: tuple[str, ...] = (
     "history",
     "failure",
     "selected",
+    "tests",
     "tree",
     "assumptions",
     "questions",
@@ -38,6 +39,7 @@ SECTION_TITLES: PMap[str, str] = pmap(
         "history": "Previous attempt",
         "failure": "Guard failure of the previous attempt",
         "selected": "Selected node",
+        "tests": "Tests that judge this node",
         "tree": "Task tree summary",
         "assumptions": "Assumptions so far",
         "questions": "Open questions",
@@ -45,7 +47,7 @@ SECTION_TITLES: PMap[str, str] = pmap(
     }
 )
 REQUIRED_SECTIONS = frozenset({"contract", "goal", "selected", "output"})
-DROP_ORDER: tuple[str, ...] = ("tree", "assumptions", "questions", "history", "failure")
+DROP_ORDER: tuple[str, ...] = ("tree", "assumptions", "questions", "history", "tests", "failure")
 # When dropping is not enough, the user-sized required sections are cut, goal first; the
 # runner's own contract and output contract stay whole so the agent can still answer. The
 # operator's guidance (`runner tell`) is optional but never dropped: it is cut after the goal.
@@ -161,8 +163,9 @@ def tree_outline(tree: Node, selected_id: str, max_lines: int = TREE_OUTLINE_MAX
     return "\n".join(lines) + "\n"
 
 
-def prompt_text(facts: IterationFacts) -> str:
-    """prompt.md of the iteration `facts` describe: its sections filled in, within its budget."""
+def prompt_text(facts: IterationFacts, tests: str | None = None) -> str:
+    """prompt.md of the iteration `facts` describe: its sections filled in, within its budget;
+    `tests` says which tests judge the node, when a ratchet guard does."""
     context = context_files(facts.node, facts.goal, facts.state, facts.failure_log)
     selection = facts.plan.selection
     sections = {
@@ -172,6 +175,7 @@ def prompt_text(facts: IterationFacts) -> str:
         "history": context.get("history.md"),
         "failure": context.get("failure.md"),
         "selected": selected_section(facts.node, selection.path or facts.node.id),
+        "tests": tests,
         "tree": tree_outline(facts.tree, facts.node.id),
         "assumptions": facts.prompt.assumptions,
         "questions": facts.prompt.questions,

@@ -12,6 +12,7 @@ from types import MappingProxyType
 
 import attrs
 
+from runner_core.guard.report import TestReport
 from runner_core.history.records import TokenUsage
 from runner_core.iteration.effects import (
     Commit,
@@ -58,6 +59,8 @@ class GuardFinished:
     timed_out: bool
     process_group: int | None = None
     interrupted: str | None = None  # the signal that stopped the guard, when one did
+    report: TestReport | None = None  # the report it wrote, when it wrote a readable one
+    report_problem: str | None = None  # why the report it wrote could not be read
 
 
 @attrs.frozen(slots=True)

@@ -18,11 +18,13 @@ class Stage(enum.StrEnum):
     PREPARING = "preparing"
     CONTEXT = "context"
     JOURNAL = "journal"
+    BASELINE = "baseline"
     PROMPT = "prompt"
     AGENT = "agent"
     PLANNER_OUTPUT = "planner-output"
     TREE = "tree"
     GUARD = "guard"
+    RERUN = "rerun"
     GUARD_LOG = "guard-log"
     IMPORT = "import"
     HEAD = "head"
@@ -39,22 +41,25 @@ def _next(*stages: Stage) -> frozenset[Stage]:
 
 
 # The iteration, top to bottom. Before the agent, an I/O failure aborts (DONE: nothing is
-# recorded). From the prompt on, a runner error skips to the end checks: IMPORT when the agent
-# worked in a scratch checkout, then HEAD when the shell checks it, else CONFIG. After
-# HEAD_RESTORE, HEAD is not read again. RESTORE and COMMITTING abort on an I/O failure;
-# COMMITTING's success is DONE with the iteration's record.
+# recorded). A ratchet guard may run at the base commit (BASELINE) before the prompt, and again
+# (RERUN) after the guard when a test regressed. From the prompt on, a runner error skips to
+# the end checks: IMPORT when the agent worked in a scratch checkout, then HEAD when the shell
+# checks it, else CONFIG. After HEAD_RESTORE, HEAD is not read again. RESTORE and COMMITTING
+# abort on an I/O failure; COMMITTING's success is DONE with the iteration's record.
 TRANSITIONS: Mapping[Stage, frozenset[Stage]] = MappingProxyType(
     {
         Stage.PREPARING: _next(Stage.CONTEXT, Stage.DONE),
         Stage.CONTEXT: _next(Stage.JOURNAL, Stage.DONE),
-        Stage.JOURNAL: _next(Stage.PROMPT, Stage.DONE),
+        Stage.JOURNAL: _next(Stage.BASELINE, Stage.PROMPT, Stage.DONE),
+        Stage.BASELINE: _next(Stage.PROMPT, Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
         Stage.PROMPT: _next(Stage.AGENT, Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
         Stage.AGENT: _next(
             Stage.TREE, Stage.PLANNER_OUTPUT, Stage.IMPORT, Stage.HEAD, Stage.CONFIG
         ),
         Stage.PLANNER_OUTPUT: _next(Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
         Stage.TREE: _next(Stage.GUARD, Stage.GUARD_LOG, Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
-        Stage.GUARD: _next(Stage.GUARD_LOG, Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
+        Stage.GUARD: _next(Stage.RERUN, Stage.GUARD_LOG, Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
+        Stage.RERUN: _next(Stage.RERUN, Stage.GUARD_LOG, Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
         Stage.GUARD_LOG: _next(Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
         Stage.IMPORT: _next(Stage.HEAD, Stage.CONFIG),
         Stage.HEAD: _next(Stage.HEAD_RESTORE, Stage.CONFIG, Stage.DONE),

@@ -1,8 +1,9 @@
 """The iteration's end as one ordered write-set and its commit, for a step and a recovery alike.
 
-Decides which files are written, in which order (tree.json, meta, output, guard.log, the error
-logs, the snapshots, run_state last), which snapshots are hard links to bytes that already
-exist, the chain link and the commit message. Never writes a file: the shell's store does.
+Decides which files are written, in which order (tree.json, meta, output, the guard logs,
+tests.json, the error logs, the snapshots, run_state last), which snapshots are hard links to
+bytes that already exist, the chain link and the commit message. Never writes a file: the
+shell's store does.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class IterationEnd:
     record: ExecutionRecord
     journal: Journal
     imported: ImportDecision = attrs.field(factory=ImportDecision)
+    tests_json: str | None = None  # the guard's test outcomes, when it wrote a report
+    guard_logs: tuple[tuple[str, str], ...] = ()  # baseline and rerun logs: (name, pending)
 
 
 def final_write_set(end: IterationEnd) -> Commit:
@@ -60,7 +63,10 @@ def final_write_set(end: IterationEnd) -> Commit:
             _json_bytes({"status": outcome.status.value, "summary": outcome.summary}),
         ),
         FileWrite(Place.ITERATION, "guard.log", rename_from=PENDING_GUARD_LOG),
+        *(FileWrite(Place.ITERATION, name, rename_from=source) for name, source in end.guard_logs),
     ]
+    if end.tests_json is not None:
+        files.append(FileWrite(Place.ITERATION, "tests.json", end.tests_json.encode("utf-8")))
     if outcome.agent_error is not None:
         text = f"agent error: {outcome.agent_error}\n"
         files.append(FileWrite(Place.ITERATION, "agent_error.log", text.encode("utf-8")))

@@ -107,6 +107,11 @@ class Config:
     guard_command: tuple[str, ...] = ("just", "ci")
     # A guard without the network passes or fails on the checkout alone, the same every time.
     guard_network: bool = False
+    # How a `done` is judged: "exit" by the guard's exit code alone, "ratchet" by its test
+    # report against the base commit's (see the README's "Designing guards").
+    guard_mode: str = "exit"
+    guard_rerun_failures: int = 1  # how often a ratchet guard is rerun to tell flaky tests
+    guard_protected: tuple[str, ...] = ()  # path patterns an executor may not change
     agent_backend: str = DEFAULT_BACKEND
     agent_command: tuple[str, ...] = ()
     loop: LoopConfig = LoopConfig()
@@ -124,7 +129,14 @@ class ConfigError(ValueError):
         super().__init__(f"{key}: {problem}")
 
 
-TABLE_KEYS = MappingProxyType({"guard": ("command", "network"), "agent": ("backend", "command")})
+TABLE_KEYS = MappingProxyType(
+    {
+        "guard": ("command", "network", "mode", "rerun_failures", "protected"),
+        "agent": ("backend", "command"),
+    }
+)
+GUARD_MODES = ("exit", "ratchet")
+_MAX_RERUNS = 10
 # Upper bounds: beyond them a value is a typo or an attack, never a plan (a week, a million
 # dollars, ...); each is far above any real run and low enough that arithmetic stays sane.
 _WEEK_SECS = 7 * 24 * 3600
@@ -181,6 +193,13 @@ def parse_config(data: Mapping[str, Any]) -> Config:
     guard_network = guard.get("network", defaults.guard_network)
     if not isinstance(guard_network, bool):
         raise ConfigError("guard.network", f"must be true or false, got {guard_network!r}")
+    guard_mode = guard.get("mode", defaults.guard_mode)
+    if guard_mode not in GUARD_MODES:
+        choices = " | ".join(f'"{choice}"' for choice in GUARD_MODES)
+        raise ConfigError("guard.mode", f"must be {choices}, got {guard_mode!r}")
+    reruns = guard.get("rerun_failures", defaults.guard_rerun_failures)
+    guard_rerun_failures = _bounded_int("guard.rerun_failures", reruns, 0, _MAX_RERUNS)
+    protected = _argv("guard.protected", guard.get("protected", []), allow_empty=True)
     backend = agent.get("backend", defaults.agent_backend)
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ConfigError("agent.backend", f"must be one of {backend_names()}, got {backend!r}")
@@ -192,6 +211,9 @@ def parse_config(data: Mapping[str, Any]) -> Config:
     return Config(
         guard_command=guard_command,
         guard_network=guard_network,
+        guard_mode=guard_mode,
+        guard_rerun_failures=guard_rerun_failures,
+        guard_protected=protected,
         agent_backend=backend,
         agent_command=agent_command,
         loop=parse_loop(_table(data, "loop")),
@@ -227,6 +249,9 @@ def render_config(config: Config) -> str:
         f"command = {toml_list(config.guard_command)}  # argv, no shell; exit 0 = pass\n"
         f"network = {'true' if config.guard_network else 'false'}"
         "  # whether the sandboxed guard may reach the network\n"
+        f'mode = "{config.guard_mode}"  # "exit" | "ratchet"; see the README, Designing guards\n'
+        f"rerun_failures = {config.guard_rerun_failures}  # ratchet: reruns that tell flaky tests\n"
+        f"protected = {toml_list(config.guard_protected)}  # paths an executor may not change\n"
         "\n"
         "[agent]\n"
         f'backend = "{config.agent_backend}"  # {_BACKEND_CHOICES}\n'

@@ -40,6 +40,7 @@ from runner_core.iteration.effects import (
 )
 from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
 from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.guard_stage import JUDGE_REPORT, GuardRun
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import (
     CompletePlan,
@@ -77,6 +78,7 @@ from runner_shell.agents.session import AgentRequest, backend_for
 from runner_shell.errors import UserFacingError
 from runner_shell.git.log_archive import ArchiveError
 from runner_shell.git.repo import GitError, Repo
+from runner_shell.guard.baselines import discard_report, keep_baseline, known_baseline, take_report
 from runner_shell.loop.budgets import reached_budget
 from runner_shell.loop.event_sink import Emitter, IterationEvents, sink_for
 from runner_shell.loop.output_events import LiveOutput
@@ -205,7 +207,12 @@ def run_step(
         return StepNotRun(loaded.run_id, plan)
     # Problems a user can fix are refused here, before an iteration exists: nothing is written.
     check_programs(loaded.config, paths.root)
-    facts = attrs.evolve(gather(paths, loaded, plan, prompt_budget), head=loaded.head, scratch=True)
+    facts = attrs.evolve(
+        gather(paths, loaded, plan, prompt_budget),
+        head=loaded.head,
+        scratch=True,
+        baseline=known_baseline(repo, loaded.head.sha),
+    )
     if facts.previous_snapshot_sha256 is None:  # else its bytes are canonical and were read back
         check_tree_writable(paths, loaded.tree)
     events = IterationEvents(sink_for(paths, loaded.config, loaded.run_id))
@@ -214,6 +221,8 @@ def run_step(
     slot = scratch_checkout(repo, loaded, sandbox)
     ports = shell_ports(paths, repo, facts, events, slot, sandbox)
     finished = interpret(start_iteration(facts), ports, events)
+    if finished.tests is not None:  # the guard's report on the files just committed
+        keep_baseline(repo, repo.head_sha(), finished.tests)
     events.raise_refusal()
     return StepRan(loaded.run_id, plan, finished.outcome, finished.limit)
 
@@ -414,7 +423,16 @@ def shell_ports(
     return IterationPorts(
         clock=SystemClock(),
         agents=ProcessAgentRunner(paths, repo, facts.config, iter_dir, output, work_dir, sandbox),
-        guards=ProcessGuardRunner(work_dir, repo, iter_dir, output, network, sandbox),
+        guards=ProcessGuardRunner(
+            work_dir,
+            repo,
+            iter_dir,
+            output,
+            network,
+            sandbox,
+            None if slot is None or facts.head is None else facts.head.sha,
+            facts.config.sandbox.setup,
+        ),
         store=DiskIterationStore(
             paths,
             repo,
@@ -536,11 +554,36 @@ class ProcessGuardRunner:
     output: LiveOutput | None = None
     network: bool = False  # `[guard] network`: a guard runs offline unless allowed
     sandbox: Sandbox | None = None  # how the guard is confined
+    base: str | None = None  # the commit the scratch checkout is reset to after a baseline
+    setup: tuple[str, ...] = ()  # the slot's `[sandbox] setup`, should the reset remake it
 
     def run_guard(self, effect: RunGuard, journal: Journal) -> GuardFinished | NotStarted:
+        report_path = self.iter_dir / (effect.report_name or JUDGE_REPORT)
+        discard_report(report_path)  # a stale or planted report never counts
+        finished = self._run(effect, journal, report_path)
+        report, problem = take_report(report_path)
+        if effect.purpose is GuardRun.BASELINE and self.base is not None:
+            if report is not None:
+                keep_baseline(self.repo, self.base, report)
+            try:  # what the guard left at the base is not the agent's to find
+                prepare_slot(self.repo, self.base, self.setup, sandbox=self.sandbox)
+            except (SlotError, GitError) as error:
+                raise OSError(f"the scratch checkout could not be reset: {error}") from None
+        if isinstance(finished, NotStarted) or effect.report_name is None:
+            return finished
+        return attrs.evolve(finished, report=report, report_problem=problem)
+
+    def _run(
+        self, effect: RunGuard, journal: Journal, report_path: Path
+    ) -> GuardFinished | NotStarted:
         started: list[int] = []
-        # Marks the guard and what it leaves running as this iteration's, for recovery.
-        env = dict(os.environ, RUNNER_ITER_DIR=str(self.iter_dir))
+        # RUNNER_ITER_DIR marks the guard and what it leaves running as this iteration's.
+        env = {
+            **os.environ,
+            **dict(effect.env),
+            "RUNNER_ITER_DIR": str(self.iter_dir),
+            "RUNNER_GUARD_REPORT": str(report_path),
+        }
         confinement = None
         if self.sandbox is not None:
             env = self.sandbox.guard_env(env)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 import attrs
 import pytest
 
+from runner_core.guard.report import report_from_cases
 from runner_core.iteration.effects import (
     Abort,
     CountExecutions,
@@ -42,6 +43,7 @@ from runner_core.iteration.results import (
     GuardFinished,
     HeadRead,
     IoFailed,
+    NotStarted,
     Result,
     ScratchListed,
     TreeRead,
@@ -52,6 +54,7 @@ from runner_core.iteration.stages import (
     Stage,
     check_transition,
 )
+from runner_core.run.config import parse_config
 from runner_core.run.state import RunState
 from tests.core.iteration.test_iteration_machine import (
     CONFIG_BYTES,
@@ -80,13 +83,23 @@ DECOMPOSED = AgentFinished(
 
 
 def transitions(
-    start: IterationFacts, results: Mapping[type, Result], clock: float = 1.0
+    start: IterationFacts, results: Mapping[type, Result | list[Result]], clock: float = 1.0
 ) -> list[Transition]:
-    """The stages the machine passes through, fed `results[type(effect)]` (Done otherwise)."""
+    """The stages the machine passes through, fed `results[type(effect)]` (Done otherwise; a
+    list gives its results in turn, its last repeating)."""
     machine = start_iteration(start)
     made: list[Transition] = []
+    given = {kind: list(value) for kind, value in results.items() if isinstance(value, list)}
+
+    def answer(kind: type) -> Result:
+        found = results.get(kind, Done())
+        if not isinstance(found, list):
+            return found
+        queue = given[kind]
+        return queue.pop(0) if len(queue) > 1 else queue[0]
+
     while not isinstance(machine.effect, Finished | Abort):
-        after = machine.feed(results.get(type(machine.effect), Done()), at(clock))
+        after = machine.feed(answer(type(machine.effect)), at(clock))
         made.append((machine.stage, after.stage))
         machine = after
     return made
@@ -96,12 +109,28 @@ def checked(start: IterationFacts | None = None) -> IterationFacts:
     return attrs.evolve(facts() if start is None else start, head=HEAD_BEFORE)
 
 
-def _runner_error_scenarios() -> list[tuple[IterationFacts, Mapping[type, Result], float]]:
+def _runner_error_scenarios() -> list[
+    tuple[IterationFacts, Mapping[type, Result | list[Result]], float]
+]:
     base = {ReadTree: TreeRead(edited_tree()), ReadConfig: ConfigRead(CONFIG_BYTES)}
     return [(facts(), {**base, **param.values[0]}, 1.0) for param in RUNNER_ERRORS]
 
 
-SCENARIOS: list[tuple[IterationFacts, Mapping[type, Result], float]] = [
+def _ratchet(start: IterationFacts, **guard: object) -> IterationFacts:
+    data = {
+        "agent": {"backend": "command", "command": ["agent"]},
+        "guard": {"command": ["ci"], "mode": "ratchet", **guard},
+        "iteration_timeout_secs": int(TIMEOUT),
+    }
+    return attrs.evolve(start, config=parse_config(data))
+
+
+PASSED = report_from_cases([("t::a", "passed", 0)])
+FAILED = report_from_cases([("t::a", "failed", 0)])
+STOPPED = GuardFinished(None, False, interrupted="SIGTERM")
+
+
+SCENARIOS: list[tuple[IterationFacts, Mapping[type, Result | list[Result]], float]] = [
     *_runner_error_scenarios(),
     (facts(), EXECUTOR_RESULTS, 1.0),
     (facts(), {**EXECUTOR_RESULTS, RunGuard: GuardFinished(None, True)}, 40.0),
@@ -139,12 +168,55 @@ SCENARIOS: list[tuple[IterationFacts, Mapping[type, Result], float]] = [
         {RunAgent: DECOMPOSED, ReadHead: HeadRead(HEAD_BEFORE), ReadConfig: ConfigRead(b"")},
         1.0,
     ),
+    # A ratchet: the base commit measured first, reruns of a regression, interruptions.
+    (
+        _ratchet(facts()),
+        {**EXECUTOR_RESULTS, RunGuard: GuardFinished(1, False, report=PASSED)},
+        1.0,
+    ),
+    (_ratchet(facts()), {**EXECUTOR_RESULTS, RunGuard: NotStarted("no ci")}, 1.0),
+    (_ratchet(checked()), {**CHECKED, RunGuard: STOPPED}, 1.0),
+    (
+        _ratchet(facts(), rerun_failures=2),
+        {
+            **EXECUTOR_RESULTS,
+            RunGuard: [
+                GuardFinished(0, False, report=PASSED),
+                GuardFinished(1, False, report=FAILED),
+            ],
+        },
+        1.0,
+    ),
+    (
+        _ratchet(checked(), rerun_failures=2),
+        {
+            **CHECKED,
+            RunGuard: [
+                GuardFinished(0, False, report=PASSED),
+                GuardFinished(1, False, report=FAILED),
+                STOPPED,
+            ],
+        },
+        1.0,
+    ),
+    (
+        _ratchet(facts()),
+        {
+            **EXECUTOR_RESULTS,
+            RunGuard: [
+                GuardFinished(0, False, report=PASSED),
+                GuardFinished(1, False, report=FAILED),
+                STOPPED,
+            ],
+        },
+        1.0,
+    ),
 ]
 
 
 def scratch(
-    scenario: tuple[IterationFacts, Mapping[type, Result], float],
-) -> tuple[IterationFacts, Mapping[type, Result], float]:
+    scenario: tuple[IterationFacts, Mapping[type, Result | list[Result]], float],
+) -> tuple[IterationFacts, Mapping[type, Result | list[Result]], float]:
     """The scenario with the agent in a scratch checkout: the end checks list it first."""
     start, results, clock = scenario
     listed = {ListScratch: ScratchListed(ScratchListing(())), **results}

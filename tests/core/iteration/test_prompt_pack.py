@@ -43,6 +43,7 @@ def every_section() -> dict[str, str | None]:
         "selected": "path: root\nid: root",
         "failure": "=== stdout ===\n1 failed",
         "history": "the fixture was missing",
+        "tests": "Target tests:\n- t::a",
         "goal": "Ship the parser.",
         "contract": "You are the executor.",
     }
@@ -85,6 +86,7 @@ def test_sections_appear_in_the_fixed_order_whatever_order_they_are_given_in() -
         "history",
         "failure",
         "selected",
+        "tests",
         "tree",
         "assumptions",
         "questions",
@@ -151,7 +153,7 @@ def test_a_pack_within_budget_keeps_every_section() -> None:
 
 
 @pytest.mark.parametrize("count", range(1, len(DROP_ORDER) + 1))
-def test_sections_are_dropped_tree_assumptions_questions_history_failure_until_it_fits(
+def test_sections_are_dropped_tree_assumptions_questions_history_tests_failure_until_it_fits(
     count: int,
 ) -> None:
     sections = every_section()
@@ -166,7 +168,8 @@ def test_sections_are_dropped_tree_assumptions_questions_history_failure_until_i
 
 
 def test_the_drop_order_is_the_one_of_the_spec() -> None:
-    assert DROP_ORDER == ("tree", "assumptions", "questions", "history", "failure")
+    # A ratchet's "tests" section (the node's target tests) goes just before the failure log.
+    assert DROP_ORDER == ("tree", "assumptions", "questions", "history", "tests", "failure")
 
 
 def test_dropping_stops_as_soon_as_the_pack_fits() -> None:

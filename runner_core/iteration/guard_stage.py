@@ -1,0 +1,214 @@
+"""The guard's part of an iteration: what every guard run is told, when the ratchet needs a run
+at the base commit or a rerun, and what the runs' reports come to.
+
+Decides each run's environment and file names, whether a baseline must be measured before the
+agent (ratchet mode, an executor, no baseline known for the base commit), whether a regressed
+test is run again, the guard's outcome in either mode, the figures and the note the guard log
+ends with, and the iteration's canonical `tests.json`. Never runs a guard or reads a report:
+the shell parses the JUnit XML into a `TestReport` and hands it back (README, "Designing
+guards").
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Sequence
+
+import attrs
+
+from runner_core.guard.patterns import matches_test_id, target_patterns
+from runner_core.guard.ratchet import (
+    TestFigures,
+    figures_against,
+    flaky_tests,
+    judge,
+    regressions,
+)
+from runner_core.guard.report import TestOutcome, TestReport
+from runner_core.run.config import Config
+from runner_core.tree.model import AgentRole, GuardOutcome
+
+RATCHET = "ratchet"
+# Where the guard may write its JUnit XML report, in the iteration directory; the runner
+# reads it, keeps its outcomes in tests.json and removes it.
+JUDGE_REPORT = ".guard-report.xml"
+BASELINE_REPORT = ".guard-report.baseline.xml"
+BASELINE_LOG = "guard.baseline.log"
+MISSING_REPORT = (
+    "the guard wrote no report (write JUnit XML to $RUNNER_GUARD_REPORT, e.g. pytest"
+    ' --junitxml="$RUNNER_GUARD_REPORT")'
+)
+# How many ids a line of the prompt or the guard log names before it counts the rest.
+NAMED_TESTS = 20
+
+
+class GuardRun(enum.StrEnum):
+    """Why a guard runs: to judge the agent's work, to measure the base commit before the
+    agent (the scratch checkout is reset after it), or to run a regressed test again."""
+
+    JUDGE = "judge"
+    BASELINE = "baseline"
+    RERUN = "rerun"
+
+
+def rerun_report(number: int) -> str:
+    return f".guard-report.rerun-{number}.xml"
+
+
+def rerun_log(number: int) -> str:
+    return f"guard.rerun-{number}.log"
+
+
+def pending(name: str) -> str:
+    """The name a guard log is written under until the write-set moves it into place."""
+    return f".{name}.pending"
+
+
+def guard_env(
+    run_id: str,
+    iteration: int,
+    node_id: str,
+    node_path: str,
+    role: AgentRole,
+    acceptance: Sequence[str],
+) -> tuple[tuple[str, str], ...]:
+    """What every guard is told about the node it judges (the shell adds RUNNER_GUARD_REPORT)."""
+    return (
+        ("RUNNER_RUN_ID", run_id),
+        ("RUNNER_ITER", str(iteration)),
+        ("RUNNER_NODE_ID", node_id),
+        ("RUNNER_NODE_PATH", node_path),
+        ("RUNNER_ROLE", role.value),
+        ("RUNNER_ACCEPTANCE", json.dumps(list(acceptance), ensure_ascii=False)),
+    )
+
+
+def needs_baseline(config: Config, role: AgentRole, baseline: TestReport | None) -> bool:
+    """Whether the guard must run at the base commit before the agent: a ratchet judges an
+    executor's done against it, and none is known for this commit."""
+    return config.guard_mode == RATCHET and role is AgentRole.EXECUTOR and baseline is None
+
+
+def wants_rerun(
+    config: Config,
+    baseline: TestReport | None,
+    now: TestReport | None,
+    reruns: Sequence[TestReport],
+    count: int,
+) -> bool:
+    """Whether a ratchet runs the guard once more: some regressed test has not passed in a
+    rerun yet, and reruns are left (`count` runs so far, reported or not)."""
+    if config.guard_mode != RATCHET or now is None or count >= config.guard_rerun_failures:
+        return False
+    regressed = regressions(baseline or TestReport(), now)
+    return bool(set(regressed) - set(flaky_tests(regressed, reruns)))
+
+
+@attrs.frozen(slots=True)
+class GuardJudgement:
+    """What the guard's runs came to: the outcome, the figures (None without a report) and the
+    lines the guard log ends with."""
+
+    outcome: GuardOutcome
+    figures: TestFigures | None
+    note: str | None
+
+
+def judge_guard(
+    config: Config,
+    acceptance: Sequence[str],
+    baseline: TestReport | None,
+    now: TestReport | None,
+    problem: str | None,
+    reruns: Sequence[TestReport],
+    exit_outcome: GuardOutcome,
+) -> GuardJudgement:
+    """The guard's outcome: its exit code's in exit mode; the ratchet's verdict on the report
+    otherwise, where a missing or broken report fails. `acceptance` is the node's as it was
+    before the agent ran: its own edit never changes what judges it."""
+    base = baseline or TestReport()
+    if config.guard_mode != RATCHET:
+        # Exit mode asks for no report: one that was written but cannot be read is noted.
+        figures = None if now is None else figures_against(base, now)
+        return GuardJudgement(
+            exit_outcome, figures, None if problem is None else f"guard report: {problem}\n"
+        )
+    if now is None:
+        reason = f"guard report: {problem or MISSING_REPORT}"
+        return GuardJudgement(GuardOutcome.FAIL, None, _note(GuardOutcome.FAIL, (reason,), ()))
+    verdict = judge(base, now, acceptance, reruns)
+    outcome = GuardOutcome.PASS if verdict.passed else GuardOutcome.FAIL
+    return GuardJudgement(outcome, verdict.figures, _note(outcome, verdict.reasons, verdict.flaky))
+
+
+def _note(outcome: GuardOutcome, reasons: Sequence[str], flaky: Sequence[str]) -> str:
+    lines = ["=== ratchet ===", f"verdict: {outcome.value}"]
+    lines += [f"flaky (passed when run again): {test_id}" for test_id in flaky]
+    lines += list(reasons[:NAMED_TESTS])
+    if len(reasons) > NAMED_TESTS:
+        lines.append(f"... and {len(reasons) - NAMED_TESTS} more")
+    return "\n".join(lines) + "\n"
+
+
+def reason_line(figures: TestFigures) -> str | None:
+    """The ratchet's reasons as the one line history shows, None when it passed."""
+    if not figures.reasons:
+        return None
+    more = len(figures.reasons) - 1
+    return figures.reasons[0] + (f" (and {more} more)" if more else "")
+
+
+def outcome_document(baseline: TestReport | None, now: TestReport, figures: TestFigures) -> str:
+    """tests.json: every test's outcome now, what changed against the baseline (a test absent
+    on one side is null there), the flaky tests and the ratchet's reasons; canonical bytes."""
+    before = (baseline or TestReport()).outcomes()
+    after = now.outcomes()
+    changes = [
+        {"id": test_id, "before": _value(before.get(test_id)), "after": _value(after.get(test_id))}
+        for test_id in sorted(set(before) | set(after))
+        if before.get(test_id) is not after.get(test_id)
+    ]
+    tests = [
+        {"id": result.id, "outcome": result.outcome.value, "duration_ms": result.duration_ms}
+        for result in now.results
+    ]
+    document = {
+        "tests": tests,
+        "changes": changes,
+        "flaky": list(figures.flaky),
+        "reasons": list(figures.reasons),
+    }
+    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+def _value(outcome: TestOutcome | None) -> str | None:
+    return None if outcome is None else outcome.value
+
+
+def judging_text(acceptance: Sequence[str], baseline: TestReport | None) -> str | None:
+    """What an executor's prompt says of the tests that judge it: its target tests and the
+    tests failing at the base commit; None when nothing is known."""
+    patterns = target_patterns(acceptance)
+    if baseline is None and not patterns:
+        return None
+    lines = ["The guard judges this node by its tests (ratchet mode): no test that passes now"]
+    lines.append("may fail after your change, and the node's target tests must pass.")
+    if patterns:
+        lines.append("Target tests (`test:` patterns of the acceptance):")
+        lines += [f"- {pattern}" for pattern in patterns]
+    else:
+        lines.append(
+            "No target tests are named: some test failing now must pass after your change."
+        )
+    if baseline is not None:
+        failing = [r.id for r in baseline.results if r.outcome is not TestOutcome.PASSED]
+        targeted = [t for t in failing if any(matches_test_id(p, t) for p in patterns)]
+        lines.append(
+            f"At the base commit {len(failing)} of {len(baseline.results)} tests do not pass:"
+        )
+        shown = (targeted + [t for t in failing if t not in targeted])[:NAMED_TESTS]
+        lines += [f"- {test_id}" for test_id in shown]
+        if len(failing) > len(shown):
+            lines.append(f"- ... and {len(failing) - len(shown)} more")
+    return "\n".join(lines) + "\n"

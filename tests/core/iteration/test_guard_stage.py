@@ -1,0 +1,300 @@
+"""The guard's part of an iteration, driven through the machine: what every guard is told, the
+ratchet's run at the base commit, reruns that tell a flaky test, the verdict, the figures in
+meta.json and tests.json, and protected test files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+
+import attrs
+from pyrsistent import pmap
+
+from runner_core.guard.report import TestReport, report_from_cases
+from runner_core.iteration.effects import (
+    Abort,
+    Commit,
+    Effect,
+    Finished,
+    ListScratch,
+    RunGuard,
+    WriteIterationFile,
+)
+from runner_core.iteration.facts import IterationFacts
+from runner_core.iteration.guard_stage import (
+    BASELINE_REPORT,
+    JUDGE_REPORT,
+    GuardRun,
+    judging_text,
+)
+from runner_core.iteration.import_rules import BaseEntry, EntryKind, ScratchEntry, ScratchListing
+from runner_core.iteration.machine import IterationMachine, start_iteration
+from runner_core.iteration.results import Done, GuardFinished, Result, ScratchListed
+from runner_core.run.config import Config, parse_config
+from runner_core.tree.model import AgentStatus, GuardOutcome
+from tests.core.iteration.test_iteration_machine import EXECUTOR_RESULTS, at, facts
+
+Results = Mapping[type, Result | Sequence[Result]]
+
+
+def report(**outcomes: str) -> TestReport:
+    return report_from_cases((f"t::{name}", outcome, 1) for name, outcome in outcomes.items())
+
+
+def ratchet_facts(
+    baseline: TestReport | None = None,
+    acceptance: tuple[str, ...] = (),
+    **guard: object,
+) -> IterationFacts:
+    start = facts()
+    data = {
+        "agent": {"backend": "command", "command": ["agent"]},
+        "guard": {"command": ["ci"], "mode": "ratchet", **guard},
+        "iteration_timeout_secs": 100,
+    }
+    config: Config = parse_config(data)
+    node = attrs.evolve(start.plan.node, acceptance=acceptance)
+    plan = attrs.evolve(start.plan, node=node)
+    return attrs.evolve(start, config=config, baseline=baseline, plan=plan)
+
+
+def drive(machine: IterationMachine, results: Results) -> tuple[list[Effect], IterationMachine]:
+    """Feed each effect its result: a sequence gives its results in turn, the last repeating."""
+    queues: dict[type, Iterator[Result]] = {}
+
+    def answer(kind: type) -> Result:
+        given = results.get(kind, Done())
+        if not isinstance(given, Sequence):
+            return given
+        queue = queues.setdefault(kind, iter([*given[:-1], *([given[-1]] * 10)]))
+        return next(queue)
+
+    seen: list[Effect] = []
+    while not isinstance(machine.effect, Finished | Abort):
+        seen.append(machine.effect)
+        machine = machine.feed(answer(type(machine.effect)), at(1.0))
+    seen.append(machine.effect)
+    return seen, machine
+
+
+def guards(effects: list[Effect]) -> list[RunGuard]:
+    return [effect for effect in effects if isinstance(effect, RunGuard)]
+
+
+def finished(effects: list[Effect]) -> Finished:
+    end = effects[-1]
+    assert isinstance(end, Finished)
+    return end
+
+
+def commit_file(effects: list[Effect], name: str) -> bytes | None:
+    commit = next(effect for effect in effects if isinstance(effect, Commit))
+    found = [file for file in commit.files if file.name == name]
+    return None if not found else (found[0].data if isinstance(found[0].data, bytes) else b"")
+
+
+def guard_log_notes(effects: list[Effect]) -> str:
+    return "".join(
+        effect.text
+        for effect in effects
+        if isinstance(effect, WriteIterationFile) and effect.name.endswith("guard.log.pending")
+    )
+
+
+def judged(now: TestReport, exit_code: int = 1) -> GuardFinished:
+    return GuardFinished(exit_code, False, report=now)
+
+
+# ---------------------------------------------------------------- what every guard is told
+
+
+def test_every_guard_is_told_what_it_judges_and_where_to_write_its_report() -> None:
+    effects, _ = drive(start_iteration(facts()), EXECUTOR_RESULTS)
+
+    (guard,) = guards(effects)
+    env = dict(guard.env)
+    assert env["RUNNER_RUN_ID"] == "run-1"
+    assert env["RUNNER_ITER"] == "1"
+    assert env["RUNNER_NODE_ID"] == "leaf"
+    assert env["RUNNER_NODE_PATH"].endswith("leaf")
+    assert env["RUNNER_ROLE"] == "executor"
+    assert json.loads(env["RUNNER_ACCEPTANCE"]) == list(facts().node.acceptance)
+    assert guard.report_name == JUDGE_REPORT and guard.purpose is GuardRun.JUDGE
+
+
+def test_exit_mode_judges_by_the_exit_code_alone_and_still_keeps_the_figures() -> None:
+    results = {**EXECUTOR_RESULTS, RunGuard: GuardFinished(0, False, report=report(a="failed"))}
+    effects, _ = drive(start_iteration(facts()), results)
+
+    end = finished(effects)
+    assert end.outcome.guard is GuardOutcome.PASS
+    assert end.record.tests is not None and end.record.tests.failed == 1
+    assert len(guards(effects)) == 1  # no baseline run, no rerun
+
+
+# ---------------------------------------------------------------- the ratchet
+
+
+def test_a_ratchet_without_a_known_baseline_measures_the_base_commit_before_the_agent() -> None:
+    base = report(a="passed", b="failed")
+    now = report(a="passed", b="passed")
+    results = {**EXECUTOR_RESULTS, RunGuard: [judged(base), judged(now, 0)]}
+    effects, _ = drive(start_iteration(ratchet_facts()), results)
+
+    first, second = guards(effects)
+    assert first.purpose is GuardRun.BASELINE and first.report_name == BASELINE_REPORT
+    kinds = [type(effect).__name__ for effect in effects]
+    assert kinds.index("RunGuard") < kinds.index("RunAgent")  # before the agent
+    assert second.purpose is GuardRun.JUDGE
+    end = finished(effects)
+    assert end.outcome.guard is GuardOutcome.PASS
+    assert end.record.tests is not None and end.record.tests.line() == "tests=2/2 +1 -0"
+    assert end.tests == now  # the committed files' report: the next iteration's baseline
+
+
+def test_a_known_baseline_is_not_measured_again() -> None:
+    base = report(a="passed", b="failed")
+    results = {**EXECUTOR_RESULTS, RunGuard: judged(report(a="passed", b="passed"))}
+    effects, _ = drive(start_iteration(ratchet_facts(base)), results)
+
+    assert [guard.purpose for guard in guards(effects)] == [GuardRun.JUDGE]
+    assert finished(effects).outcome.guard is GuardOutcome.PASS
+
+
+def test_a_regression_fails_the_done_with_its_reason_in_the_guard_log_and_the_record() -> None:
+    base = report(a="passed", b="failed")
+    results = {**EXECUTOR_RESULTS, RunGuard: judged(report(a="failed", b="passed"))}
+    effects, _ = drive(start_iteration(ratchet_facts(base)), results)
+
+    end = finished(effects)
+    assert end.outcome.guard is GuardOutcome.FAIL
+    assert end.outcome.status is AgentStatus.DONE
+    assert end.record.tests is not None
+    assert end.record.tests.reasons == ("regressed test 't::a' (failed)",)
+    assert "regressed test 't::a' (failed)" in guard_log_notes(effects)
+    # Run once more to tell a flaky test, with its own report and log.
+    assert [guard.purpose for guard in guards(effects)] == [GuardRun.JUDGE, GuardRun.RERUN]
+
+
+def test_a_regression_that_passes_when_run_again_is_flaky_and_does_not_fail_the_leaf() -> None:
+    base = report(a="passed", b="failed")
+    first = judged(report(a="failed", b="passed"))
+    again = judged(report(a="passed", b="passed"), 0)
+    results = {**EXECUTOR_RESULTS, RunGuard: [first, again]}
+    effects, _ = drive(start_iteration(ratchet_facts(base)), results)
+
+    end = finished(effects)
+    assert end.outcome.guard is GuardOutcome.PASS
+    assert end.record.tests is not None and end.record.tests.flaky == ("t::a",)
+    assert "flaky (passed when run again): t::a" in guard_log_notes(effects)
+    assert commit_file(effects, "guard.rerun-1.log") is not None or any(
+        file.name == "guard.rerun-1.log"
+        for effect in effects
+        if isinstance(effect, Commit)
+        for file in effect.files
+    )
+
+
+def test_reruns_stop_at_rerun_failures() -> None:
+    base = report(a="passed")
+    results = {**EXECUTOR_RESULTS, RunGuard: judged(report(a="failed"))}
+    for reruns, runs in ((0, 1), (1, 2), (3, 4)):
+        effects, _ = drive(start_iteration(ratchet_facts(base, rerun_failures=reruns)), results)
+        assert len(guards(effects)) == runs
+
+
+def test_a_missing_or_broken_report_fails_a_ratchet_done_and_says_why() -> None:
+    base = report(a="failed")
+    for result, reason in (
+        (GuardFinished(0, False), "wrote no report"),
+        (GuardFinished(0, False, report_problem="is not well-formed XML"), "not well-formed"),
+    ):
+        effects, _ = drive(
+            start_iteration(ratchet_facts(base)), {**EXECUTOR_RESULTS, RunGuard: result}
+        )
+        end = finished(effects)
+        assert end.outcome.guard is GuardOutcome.FAIL
+        assert reason in guard_log_notes(effects)
+        assert end.tests is None and commit_file(effects, "tests.json") is None
+
+
+def test_target_tests_named_by_the_acceptance_before_the_agent_must_pass() -> None:
+    base = report(a="failed", b="failed")
+    now = report(a="failed", b="passed")
+    results = {**EXECUTOR_RESULTS, RunGuard: judged(now)}
+    effects, _ = drive(start_iteration(ratchet_facts(base, ("test: t::a",))), results)
+
+    end = finished(effects)
+    assert end.outcome.guard is GuardOutcome.FAIL
+    assert end.record.tests is not None
+    assert end.record.tests.reasons == ("target test 't::a' failed",)
+
+
+def test_tests_json_lists_every_test_and_what_changed_against_the_baseline() -> None:
+    base = report(a="passed", b="failed", gone="passed")
+    now = report(a="passed", b="passed", new="skipped")
+    results = {**EXECUTOR_RESULTS, RunGuard: judged(now)}
+    effects, _ = drive(start_iteration(ratchet_facts(base, rerun_failures=0)), results)
+
+    data = commit_file(effects, "tests.json")
+    assert data is not None
+    document = json.loads(data)
+    assert [test["id"] for test in document["tests"]] == ["t::a", "t::b", "t::new"]
+    assert document["changes"] == [
+        {"id": "t::b", "before": "failed", "after": "passed"},
+        {"id": "t::gone", "before": "passed", "after": None},
+        {"id": "t::new", "before": None, "after": "skipped"},
+    ]
+    assert document["reasons"] == ["regressed test 't::gone' (missing)"]
+
+
+def test_the_executor_prompt_names_its_target_tests_and_the_baselines_failures() -> None:
+    text = judging_text(("test: t::b*",), report(a="passed", b1="failed", c="error"))
+    assert text is not None
+    assert "- t::b*" in text
+    assert "2 of 3 tests do not pass" in text
+    assert text.index("t::b1") < text.index("t::c")  # the node's own failing tests first
+
+
+# ---------------------------------------------------------------- protected test files
+
+
+def _listing(path: str) -> ScratchListed:
+    base = pmap({path: BaseEntry("100644", "1" * 40, 3)})
+    entry = ScratchEntry(path, EntryKind.FILE, 4, "2" * 40)
+    return ScratchListed(ScratchListing((entry,), base))
+
+
+def test_an_executor_that_changes_a_protected_test_file_is_the_agents_error() -> None:
+    start = attrs.evolve(ratchet_facts(report(a="passed"), protected=["tests/**"]), scratch=True)
+    results = {
+        **EXECUTOR_RESULTS,
+        RunGuard: judged(report(a="passed", b="passed")),
+        ListScratch: _listing("tests/test_a.py"),
+    }
+    effects, _ = drive(start_iteration(start), results)
+
+    end = finished(effects)
+    assert end.outcome.agent_error is not None
+    assert "changed protected test file 'tests/test_a.py'" in end.outcome.agent_error
+    assert end.outcome.guard is GuardOutcome.SKIPPED
+    commit = next(effect for effect in effects if isinstance(effect, Commit))
+    assert commit.changes == ()  # the weakened test is never taken into the run
+    assert end.tests is None
+
+
+def test_may_edit_in_the_acceptance_before_the_agent_allows_a_protected_path() -> None:
+    start = ratchet_facts(
+        report(a="passed"), ("may-edit: tests/test_a.py",), protected=["tests/**"]
+    )
+    results = {
+        **EXECUTOR_RESULTS,
+        RunGuard: judged(report(a="passed", b="passed")),
+        ListScratch: _listing("tests/test_a.py"),
+    }
+    effects, _ = drive(start_iteration(attrs.evolve(start, scratch=True)), results)
+
+    end = finished(effects)
+    assert end.outcome.agent_error is None
+    assert end.outcome.guard is GuardOutcome.PASS
