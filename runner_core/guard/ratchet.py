@@ -33,12 +33,26 @@ class TestFigures:
     newly_passing: int
     regressed: int
     removed: int
+    targets_passed: int = 0  # of the node's target tests (`test:` patterns), how many pass
+    targets_total: int = 0
     flaky: tuple[str, ...] = ()  # tests that regressed and passed when run again
     reasons: tuple[str, ...] = ()  # why the ratchet failed the done, sorted; () when it passed
 
     def line(self) -> str:
-        """The figures as the history column shows them: `tests=41/45 +3 -0`."""
-        return f"tests={self.passed}/{self.total} +{self.newly_passing} -{self.regressed}"
+        """The figures as the loop line and `show` say them: `tests=41/45 +3 -0`."""
+        return f"tests={self.cell()}"
+
+    def cell(self) -> str:
+        """The figures as history's TESTS column shows them: `41/45 +3 -0` (passed/total,
+        newly passing, regressed)."""
+        return f"{self.passed}/{self.total} +{self.newly_passing} -{self.regressed}"
+
+    def reason_line(self) -> str | None:
+        """Why the ratchet failed the done, in one line; None when it did not."""
+        if not self.reasons:
+            return None
+        more = len(self.reasons) - 1
+        return self.reasons[0] + (f" (and {more} more)" if more else "")
 
 
 @attrs.frozen(slots=True)
@@ -79,6 +93,22 @@ def figures_against(
         removed=sum(1 for test_id in before if test_id not in after),
         flaky=tuple(sorted(set(flaky))),
     )
+
+
+def with_targets(
+    figures: TestFigures, targets: Sequence[tuple[str, TestOutcome | None]]
+) -> TestFigures:
+    """The figures with how many of the node's target tests pass (a pattern that matches
+    nothing counts as one that does not)."""
+    passed = sum(1 for _, outcome in targets if outcome is PASSED)
+    return attrs.evolve(figures, targets_passed=passed, targets_total=len(targets))
+
+
+def target_outcomes(
+    acceptance: Sequence[str], now: TestReport
+) -> tuple[tuple[str, TestOutcome | None], ...]:
+    """Each target test of the node with its outcome now (a pattern matching none: None)."""
+    return tuple(_target_reasons(target_patterns(acceptance), now)[1])
 
 
 def flaky_tests(regressed: Sequence[str], reruns: Sequence[TestReport]) -> tuple[str, ...]:
@@ -137,7 +167,7 @@ def judge(
     reasons.extend(target_reasons)
     if not patterns and now.results:
         reasons.extend(_progress_reason(baseline, now))
-    figures = figures_against(baseline, now, flaky)
+    figures = with_targets(figures_against(baseline, now, flaky), targets)
     return Verdict(
         passed=not reasons,
         reasons=tuple(sorted(reasons)),

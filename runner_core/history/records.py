@@ -120,6 +120,8 @@ FIGURE_FIELDS: tuple[str, ...] = (
     "newly_passing",
     "regressed",
     "removed",
+    "targets_passed",
+    "targets_total",
 )
 
 
@@ -201,6 +203,17 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
 
 def tokens_to_json(tokens: TokenUsage) -> dict[str, int]:
     return {"input": tokens.input, "output": tokens.output, "cached": tokens.cached}
+
+
+def figures_from_json(value: Any) -> TestFigures | None:
+    """The figures of meta.json's `tests` object; None when absent or not of its shape."""
+    if not isinstance(value, dict) or any(
+        not isinstance(value.get(name), int) for name in FIGURE_FIELDS
+    ):
+        return None
+    if not all(isinstance(value.get(key), list) for key in ("flaky", "reasons")):
+        return None
+    return _figures(value)
 
 
 def _figures(value: Any) -> TestFigures | None:

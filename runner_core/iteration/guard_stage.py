@@ -24,8 +24,10 @@ from runner_core.guard.ratchet import (
     flaky_tests,
     judge,
     regressions,
+    target_outcomes,
+    with_targets,
 )
-from runner_core.guard.report import TestOutcome, TestReport
+from runner_core.guard.report import TestOutcome, TestReport, report_from_json
 from runner_core.run.config import Config
 from runner_core.tree.model import AgentRole, GuardOutcome
 
@@ -130,7 +132,9 @@ def judge_guard(
     base = baseline or TestReport()
     if config.guard_mode != RATCHET:
         # Exit mode asks for no report: one that was written but cannot be read is noted.
-        figures = None if now is None else figures_against(base, now)
+        figures = None
+        if now is not None:
+            figures = with_targets(figures_against(base, now), target_outcomes(acceptance, now))
         return GuardJudgement(
             exit_outcome, figures, None if problem is None else f"guard report: {problem}\n"
         )
@@ -149,14 +153,6 @@ def _note(outcome: GuardOutcome, reasons: Sequence[str], flaky: Sequence[str]) -
     if len(reasons) > NAMED_TESTS:
         lines.append(f"... and {len(reasons) - NAMED_TESTS} more")
     return "\n".join(lines) + "\n"
-
-
-def reason_line(figures: TestFigures) -> str | None:
-    """The ratchet's reasons as the one line history shows, None when it passed."""
-    if not figures.reasons:
-        return None
-    more = len(figures.reasons) - 1
-    return figures.reasons[0] + (f" (and {more} more)" if more else "")
 
 
 def outcome_document(baseline: TestReport | None, now: TestReport, figures: TestFigures) -> str:
@@ -180,6 +176,33 @@ def outcome_document(baseline: TestReport | None, now: TestReport, figures: Test
         "reasons": list(figures.reasons),
     }
     return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+def read_outcome_document(text: str) -> dict[str, object] | None:
+    """tests.json read back, None when it is not of `outcome_document`'s shape (it lives in
+    the repository: anyone may have edited it)."""
+    try:
+        document = json.loads(text)
+        report_from_json(text)
+    except ValueError:
+        return None
+    if not isinstance(document, dict) or set(document) != {"tests", "changes", "flaky", "reasons"}:
+        return None
+    values = {None, *TestOutcome.__members__.values()}
+    changes = document["changes"]
+    shaped = isinstance(changes, list) and all(
+        isinstance(change, dict)
+        and set(change) == {"id", "before", "after"}
+        and isinstance(change["id"], str)
+        and change["before"] in values
+        and change["after"] in values
+        for change in changes
+    )
+    texts = all(
+        isinstance(document[key], list) and all(isinstance(item, str) for item in document[key])
+        for key in ("flaky", "reasons")
+    )
+    return document if shaped and texts else None
 
 
 def _value(outcome: TestOutcome | None) -> str | None:

@@ -136,7 +136,7 @@ TABLE_KEYS = MappingProxyType(
     }
 )
 GUARD_MODES = ("exit", "ratchet")
-_MAX_RERUNS = 10
+MAX_RERUNS = 10
 # Upper bounds: beyond them a value is a typo or an attack, never a plan (a week, a million
 # dollars, ...); each is far above any real run and low enough that arithmetic stays sane.
 _WEEK_SECS = 7 * 24 * 3600
@@ -198,7 +198,7 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         choices = " | ".join(f'"{choice}"' for choice in GUARD_MODES)
         raise ConfigError("guard.mode", f"must be {choices}, got {guard_mode!r}")
     reruns = guard.get("rerun_failures", defaults.guard_rerun_failures)
-    guard_rerun_failures = _bounded_int("guard.rerun_failures", reruns, 0, _MAX_RERUNS)
+    guard_rerun_failures = _bounded_int("guard.rerun_failures", reruns, 0, MAX_RERUNS)
     protected = _argv("guard.protected", guard.get("protected", []), allow_empty=True)
     backend = agent.get("backend", defaults.agent_backend)
     if not isinstance(backend, str) or backend not in BACKENDS:

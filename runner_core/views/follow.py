@@ -16,6 +16,8 @@ from typing import Any
 
 import attrs
 
+from runner_core.guard.ratchet import TestFigures
+from runner_core.history.records import figures_from_json
 from runner_core.iteration.recovery import Journal
 from runner_core.loop.budget import BudgetUse, NodeTotals, figure_text
 from runner_core.loop.events import Event, EventType
@@ -27,11 +29,19 @@ STATUS_TAIL_LINES = 5
 
 
 def step_line(
-    prefix: str, run_id: str, iteration: int, node_id: str, status: str, guard: str
+    prefix: str,
+    run_id: str,
+    iteration: int,
+    node_id: str,
+    status: str,
+    guard: str,
+    tests: TestFigures | None = None,
 ) -> str:
     """The line of an iteration done: `runner step`'s (`step:`), `runner loop`'s and `runner
-    follow`'s (`loop: step`), from the step's result or its `iteration_finished` event alike."""
-    return f"{prefix} run={run_id} iter={iteration} node={node_id} status={status} guard={guard}"
+    follow`'s (`loop: step`), from the step's result or its `iteration_finished` event alike;
+    `tests=41/45 +3 -0` ends it once the guard wrote a report."""
+    line = f"{prefix} run={run_id} iter={iteration} node={node_id} status={status} guard={guard}"
+    return line if tests is None else f"{line} {tests.line()}"
 
 
 @attrs.frozen(slots=True)
@@ -104,7 +114,10 @@ def replayed(events: Sequence[Event], replay: Replay) -> tuple[Event, ...]:
 def _step(event: Event, f: Mapping[str, Any]) -> str:
     meta = f["meta"]
     node_id = str(event.node_id)
-    return step_line("loop: step", event.run_id, event.iter, node_id, meta["status"], meta["guard"])
+    tests = figures_from_json(meta.get("tests"))
+    return step_line(
+        "loop: step", event.run_id, event.iter, node_id, meta["status"], meta["guard"], tests
+    )
 
 
 def _secs(milliseconds: int) -> str:

@@ -66,8 +66,13 @@ def history_to_json(
 
 def _error_text(record: ExecutionRecord) -> str:
     if record.error_kind is None:
-        return "-"
+        reason = None if record.tests is None else record.tests.reason_line()
+        return "-" if reason is None else flatten(reason, ERROR_CHARS)
     return flatten(f"{record.error_kind.value}: {record.error or ''}", ERROR_CHARS)
+
+
+def _tests_text(record: ExecutionRecord) -> str:
+    return "-" if record.tests is None else record.tests.cell()
 
 
 def render_history(
@@ -83,6 +88,8 @@ def render_history(
     if not records:
         return out + [f"  operator {action_text(action)}" for action in actions]
     headers = ("ITER", "NODE", "ROLE", "STATUS", "GUARD", "DURATION", "TOKENS in/out/cached")
+    # The TESTS column appears once a guard has written a report (README, "Designing guards").
+    tested = any(record.tests is not None for record in records)
     rows = [
         (
             str(record.iteration),
@@ -90,13 +97,15 @@ def render_history(
             record.role.value,
             record.status.value,
             record.guard.value,
+            *((_tests_text(record),) if tested else ()),
             duration_text(record.duration_ms),
             tokens_text(record.tokens),
             _error_text(record),
         )
         for record in records
     ]
-    header, *lines = table((*headers, "ERROR"), rows)
+    columns = (*headers[:5], *(("TESTS",) if tested else ()), *headers[5:], "ERROR")
+    header, *lines = table(columns, rows)
     by_record = {id(record): line for record, line in zip(records, lines, strict=True)}
     out.append(header)
     for entry in interleaved(records, actions):

@@ -39,6 +39,7 @@ from runner_core.run.operations import OperatorAction, action_text, action_to_js
 from runner_core.tree.model import Node, canonical_preorder
 from runner_core.views.follow import budget_lines, rolled_up_lines
 from runner_core.views.layout import duration_text, table, tokens_text
+from runner_core.views.suite import SuiteView, suite_lines, suite_to_json, suite_view
 
 TOP_N = 5
 # `execution_order` folds repeats and shows at most this many groups.
@@ -88,6 +89,7 @@ class Report:
     # Each configured budget, spent vs limit; every node of the tree with its subtree's figures.
     budgets: tuple[BudgetUse, ...] = ()
     subtree_totals: tuple[NodeTotals, ...] = ()
+    tests: SuiteView | None = None  # the guard's test figures, once one wrote a report
 
 
 def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
@@ -129,6 +131,7 @@ def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
             if figures.tree is not None
             else ()
         ),
+        tests=suite_view(figures.history.records),
     )
 
 
@@ -182,6 +185,7 @@ def report_to_json(report: Report, warnings: Sequence[str] = ()) -> dict[str, An
         },
         "budgets": [budget_use_to_json(use) for use in report.budgets],
         "subtree_totals": [totals_to_json(totals) for totals in report.subtree_totals],
+        "tests": suite_to_json(report.tests),
         "warnings": list(warnings),
     }
 
@@ -257,6 +261,7 @@ def render_report(report: Report) -> list[str]:
     out += budget_lines(report.budgets)
     if report.subtree_totals:
         out += rolled_up_lines(report.subtree_totals)
+    out += suite_lines(report.tests)
     out.append("slowest:")
     slow = [
         (

@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from runner_core.guard.ratchet import TestFigures
 from runner_core.history.records import ExecutionRecord, record_to_meta
 from runner_core.views.layout import duration_text, table, tokens_text
 from runner_core.views.text import flatten
@@ -36,8 +37,10 @@ def show_to_json(
     output: Mapping[str, Any] | None,
     output_problem: str | None,
     files: Sequence[FileFacts],
+    tests: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """`runner show --json`: one iteration's meta, output, files and the heads of its logs."""
+    """`runner show --json`: one iteration's meta, output, files and the heads of its logs,
+    and its tests.json when the guard wrote a report."""
     return {
         "run_id": run_id,
         "iter": iteration,
@@ -57,6 +60,7 @@ def show_to_json(
             for facts in files
             if facts.head is not None
         ],
+        "tests": None if tests is None else dict(tests),
     }
 
 
@@ -83,6 +87,7 @@ class IterationFiles:
     output: dict[str, Any] | None
     output_problem: str | None
     files: tuple[FileFacts, ...]
+    tests: Mapping[str, Any] | None = None  # tests.json, when the guard wrote a report
 
     def to_json(self) -> dict[str, Any]:
         return show_to_json(
@@ -94,10 +99,12 @@ class IterationFiles:
             self.output,
             self.output_problem,
             self.files,
+            self.tests,
         )
 
 
-def render_show(shown: IterationFiles) -> list[str]:
+def render_show(shown: IterationFiles, with_tests: bool = False) -> list[str]:
+    """`runner show ITER`'s lines; `with_tests` (`--tests`) adds every test that changed."""
     out = [f"show: run={shown.run_id} iter={shown.iteration} dir={shown.directory}"]
     meta = shown.meta
     if meta is None:
@@ -114,6 +121,10 @@ def render_show(shown: IterationFiles) -> list[str]:
         ]
         if meta.error_kind is not None:
             out.append(f"error: {meta.error_kind.value}: {flatten(meta.error or '', 300)}")
+        if meta.tests is not None:
+            out += _figures_lines(meta.tests)
+    if with_tests:
+        out += tests_lines(shown.tests)
     if shown.output is None:
         out.append(f"output: {shown.output_problem}")
     else:
@@ -131,6 +142,30 @@ def render_show(shown: IterationFiles) -> list[str]:
         out += list(facts.head)
         if facts.truncated:
             out.append(f"[… more in {shown.directory}/{facts.name}]")
+    return out
+
+
+def _figures_lines(figures: TestFigures) -> list[str]:
+    lines = [
+        f"tests: {figures.line()} failed={figures.failed} skipped={figures.skipped}"
+        f" removed={figures.removed} flaky={len(figures.flaky)}"
+    ]
+    return lines + [f"ratchet: {flatten(reason, 300)}" for reason in figures.reasons]
+
+
+def tests_lines(document: Mapping[str, Any] | None) -> list[str]:
+    """`runner show ITER --tests`: each test whose outcome changed against the baseline
+    (`absent` where it did not exist), then the flaky ones."""
+    if document is None:
+        return ["tests: the guard wrote no report in this iteration"]
+    changes = document.get("changes", [])
+    out = [f"test changes against the baseline ({len(changes)}):"]
+    out += [
+        f"  {flatten(str(change['id']), 300)}: {change['before'] or 'absent'} ->"
+        f" {change['after'] or 'absent'}"
+        for change in changes
+    ]
+    out += [f"  flaky: {flatten(str(test_id), 300)}" for test_id in document.get("flaky", [])]
     return out
 
 

@@ -25,6 +25,7 @@ from runner_core.run.state import RunState
 from runner_core.tree.model import Node, NodeNext, canonical_preorder, iter_preorder
 from runner_core.tree.selection import SelectionStatus, is_stuck, select_leaf
 from runner_core.views.steering import question_lines
+from runner_core.views.suite import SuiteView, suite_to_json, suite_view
 from runner_core.views.text import flatten
 
 # ---------------------------------------------------------------- the tree, walked
@@ -95,6 +96,8 @@ class StatusView:
     budgets: tuple[BudgetUse, ...] = ()
     # The sandbox the agent and guard get here ("bwrap" | "off"); None when nobody asked.
     sandbox: str | None = None
+    # The guard's test figures over the run, once a guard has written a report.
+    tests: SuiteView | None = None
 
     @property
     def branch(self) -> str | None:
@@ -187,6 +190,7 @@ def status_view(
         questions=open_questions(operator.questions),
         operator_actions=operator.actions,
         budgets=budget_uses(budget, history.summary()),
+        tests=suite_view(history.records),
     )
 
 
@@ -257,6 +261,7 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "operator_actions": [action_to_json(action) for action in view.operator_actions],
         "budgets": [budget_use_to_json(use) for use in view.budgets],
         "sandbox": view.sandbox,
+        "tests": suite_to_json(view.tests),
     }
 
 
@@ -296,6 +301,9 @@ def render_status(view: StatusView) -> list[str]:
         out.append(f"status: last_summary={flatten(state.last_summary, 100)}")
     if view.sandbox is not None:
         out.append(f"status: sandbox={view.sandbox}")
+    if view.tests is not None:
+        flaky = len(view.tests.flaky)
+        out.append(f"status: last {view.tests.last.line()} flaky_tests={flaky}")
     running = view.running
     if running is not None:
         out.append(

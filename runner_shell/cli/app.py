@@ -421,11 +421,18 @@ Iteration = Annotated[int, typer.Argument(min=1, metavar="ITER", help="The itera
 
 @app.command()
 @guarded
-def show(iteration: Iteration, run: RunId = None, as_json: AsJson = False) -> None:
+def show(
+    iteration: Iteration,
+    run: RunId = None,
+    as_json: AsJson = False,
+    tests: Annotated[
+        bool, typer.Option("--tests", help="List every test whose outcome changed.")
+    ] = False,
+) -> None:
     """Show one iteration: its meta.json, output and the first lines of its logs."""
     from runner_shell.views.inspect import show_iteration
 
-    show_iteration(*_paths(), iteration, run, as_json)
+    show_iteration(*_paths(), iteration, run, as_json, tests)
 
 
 @app.command()

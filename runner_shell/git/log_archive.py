@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from runner_core.run.config import MAX_RERUNS
 from runner_shell.git.plumbing import ZERO_OID, git_bytes, read_objects
 from runner_shell.git.repo import FALLBACK_EMAIL, FALLBACK_NAME, GitError
 from runner_shell.store.files import (
@@ -39,6 +40,10 @@ ARCHIVED_NAMES: frozenset[str] = frozenset(
         "prompt.md",
         "agent_output.json",
         "usage.json",
+        "tests.json",
+        "import.log",
+        "guard.baseline.log",
+        *(f"guard.rerun-{number}.log" for number in range(1, MAX_RERUNS + 1)),
     }
 )
 

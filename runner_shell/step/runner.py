@@ -17,6 +17,7 @@ from typing import ClassVar, Literal, assert_never
 
 import attrs
 
+from runner_core.guard.ratchet import TestFigures
 from runner_core.history.records import TokenUsage
 from runner_core.iteration import events as iteration_events
 from runner_core.iteration.effects import (
@@ -131,6 +132,7 @@ class StepRan:
     plan: RunPlan
     outcome: IterationOutcome
     limit: LimitSignal | None = None  # the usage or rate limit the agent hit
+    tests: TestFigures | None = None  # the guard's test figures, when it wrote a report
     kind: ClassVar[Literal[PlanKind.RUN]] = PlanKind.RUN
 
     @property
@@ -224,7 +226,8 @@ def run_step(
     if finished.tests is not None:  # the guard's report on the files just committed
         keep_baseline(repo, repo.head_sha(), finished.tests)
     events.raise_refusal()
-    return StepRan(loaded.run_id, plan, finished.outcome, finished.limit)
+    tests = finished.record.tests
+    return StepRan(loaded.run_id, plan, finished.outcome, finished.limit, tests)
 
 
 def step_sandbox(paths: RunnerPaths, repo: Repo, config: Config) -> Sandbox:
@@ -713,4 +716,5 @@ def step_result_line(prefix: str, result: StepRan) -> str:
 
     outcome, plan = result.outcome, result.plan
     status, guard = outcome.status.value, outcome.guard.value
-    return step_line(prefix, result.run_id, plan.iteration, plan.node.id, status, guard)
+    node_id = plan.node.id
+    return step_line(prefix, result.run_id, plan.iteration, node_id, status, guard, result.tests)

@@ -204,14 +204,19 @@ def _trailer_iteration(commit: CommitFacts, run_id: str, iteration: int) -> Iter
 
 
 def show_sourced_iteration(
-    paths: RunnerPaths, repo: Repo, run_id: str, iteration: int, as_json: bool
+    paths: RunnerPaths,
+    repo: Repo,
+    run_id: str,
+    iteration: int,
+    as_json: bool,
+    with_tests: bool = False,
 ) -> None:
     """`runner show ITER` from the directory, else the archive, else the commit trailers."""
     shown, facet = sourced_iteration(paths, repo, run_id, iteration)
     if as_json:
         print_json({**shown.to_json(), **facet.to_json()})
     else:
-        typer.echo("\n".join([*render_show(shown), *facet.lines()]))
+        typer.echo("\n".join([*render_show(shown, with_tests), *facet.lines()]))
 
 
 def iteration_document(paths: RunnerPaths, repo: Repo, run_id: str, iteration: int) -> Any:

@@ -67,13 +67,18 @@ def show_history(
 
 
 def show_iteration(
-    paths: RunnerPaths, repo: Repo, iteration: int, run: str | None, as_json: bool
+    paths: RunnerPaths,
+    repo: Repo,
+    iteration: int,
+    run: str | None,
+    as_json: bool,
+    with_tests: bool = False,
 ) -> None:
     """`runner show ITER`: one iteration's meta, output and the heads of its logs, its commit and
     the diff stat of the agent's work, from git when the directory is gone
     (runner_shell.views.history)."""
     run_id = choose_run(paths, load_run_state(paths), run)
-    show_sourced_iteration(paths, repo, run_id, iteration, as_json)
+    show_sourced_iteration(paths, repo, run_id, iteration, as_json, with_tests)
 
 
 def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) -> None:

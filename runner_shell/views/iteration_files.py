@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from runner_core.history.records import DamagedRecord, record_from_meta
+from runner_core.iteration.guard_stage import read_outcome_document
 from runner_core.views.show import FileFacts, IterationFiles, iterations_text
 from runner_shell.errors import UserFacingError
 from runner_shell.store.files import FileTooLarge, open_regular, read_bytes_capped
@@ -23,6 +24,8 @@ LOG_HEAD_LINES = 20
 LOG_LINE_CHARS = 400
 # meta.json and output.json are small; larger ones are reported, not loaded.
 SMALL_JSON_MAX_BYTES = 1024 * 1024
+# tests.json holds one entry per test: room for the largest report a guard may write.
+TESTS_JSON_MAX_BYTES = 64 * 1024 * 1024
 
 
 def log_head(path: Path, size: int) -> tuple[tuple[str, ...], bool]:
@@ -53,6 +56,16 @@ def _small_json(path: Path) -> tuple[Any, str | None]:
         return None, f"unreadable: {error}"
 
 
+def _tests_document(path: Path) -> dict[str, object] | None:
+    """tests.json as the runner wrote it, None when absent or not of its shape (the file is
+    in the repository: anyone may have edited it)."""
+    try:
+        text = read_bytes_capped(path, TESTS_JSON_MAX_BYTES).decode("utf-8")
+    except (OSError, ValueError):
+        return None
+    return read_outcome_document(text)
+
+
 def read_iteration(paths: RunnerPaths, run_id: str, iteration: int) -> IterationFiles:
     directory = paths.iter_dir(run_id, iteration)
     if not directory.is_dir():
@@ -78,6 +91,7 @@ def read_iteration_at(
     output_value, output_problem = _small_json(directory / "output.json")
     if output_problem is None and not isinstance(output_value, dict):
         output_problem = "not a JSON object"
+    tests = _tests_document(directory / "tests.json")
     files = []
     for entry in sorted(directory.iterdir(), key=lambda path: path.name):
         if entry.is_symlink() or not entry.is_file():
@@ -97,4 +111,5 @@ def read_iteration_at(
         output=output_value if output_problem is None else None,
         output_problem=output_problem,
         files=tuple(files),
+        tests=tests,
     )

@@ -1,0 +1,93 @@
+"""What the views say of the guard's tests over a run: the suite's pass count iteration by
+iteration, the flaky tests and how often each flaked, and each node's target tests.
+
+Decides the `tests` part of `runner report` and `runner status` (text and `--json`) from the
+figures each iteration's meta.json keeps; a run whose guard never wrote a report has none.
+Never reads a file.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from runner_core.guard.ratchet import TestFigures
+from runner_core.history.records import ExecutionRecord, figures_to_json
+from runner_core.views.layout import table
+from runner_core.views.text import flatten
+
+# How many iterations of the pass-count series the text shows (the JSON has them all).
+SERIES_SHOWN = 12
+
+
+@attrs.frozen(slots=True)
+class SuiteView:
+    """The run's test figures: (iteration, passed, total) per iteration with a report, each
+    flaky test with how often it flaked (most first), each node's latest target figures."""
+
+    series: tuple[tuple[int, int, int], ...]
+    flaky: tuple[tuple[str, int], ...]
+    targets: tuple[tuple[str, int, int], ...]
+    last: TestFigures
+
+
+def suite_view(records: Sequence[ExecutionRecord]) -> SuiteView | None:
+    """The figures of the records that have some, in iteration order; None when none has."""
+    tested = [record for record in records if record.tests is not None]
+    if not tested:
+        return None
+    series = tuple((r.iteration, r.tests.passed, r.tests.total) for r in tested if r.tests)
+    flaked = Counter(test_id for r in tested if r.tests for test_id in r.tests.flaky)
+    latest: dict[str, TestFigures] = {}
+    for record in tested:
+        assert record.tests is not None
+        if record.tests.targets_total:
+            latest[record.node_id] = record.tests
+    last = tested[-1].tests
+    assert last is not None
+    return SuiteView(
+        series=series,
+        flaky=tuple(sorted(flaked.items(), key=lambda item: (-item[1], item[0]))),
+        targets=tuple(
+            (node_id, figures.targets_passed, figures.targets_total)
+            for node_id, figures in sorted(latest.items())
+        ),
+        last=last,
+    )
+
+
+def suite_to_json(view: SuiteView | None) -> dict[str, Any] | None:
+    """The `tests` object of `runner report --json`, null when no guard wrote a report."""
+    if view is None:
+        return None
+    return {
+        "last": figures_to_json(view.last),
+        "series": [
+            {"iter": iteration, "passed": passed, "total": total}
+            for iteration, passed, total in view.series
+        ],
+        "flaky": [{"id": test_id, "times": times} for test_id, times in view.flaky],
+        "targets": [
+            {"node_id": node_id, "passed": passed, "total": total}
+            for node_id, passed, total in view.targets
+        ],
+    }
+
+
+def suite_lines(view: SuiteView | None) -> list[str]:
+    """The report's `tests:` section: nothing when no guard wrote a report."""
+    if view is None:
+        return []
+    shown = view.series[-SERIES_SHOWN:]
+    cut = "… " if len(view.series) > len(shown) else ""
+    series = cut + ", ".join(f"{it}:{passed}/{total}" for it, passed, total in shown)
+    out = ["tests:", f"  last: {view.last.line()}", f"  passing by iteration: {series}"]
+    if view.targets:
+        rows = [(node_id, f"{passed}/{total}") for node_id, passed, total in view.targets]
+        out += table(("NODE", "TARGET TESTS PASSING"), rows, indent="  ")
+    out.append("  flaky:" if view.flaky else "  flaky: none")
+    out += [f"    {flatten(test_id, 200)} (flaked {times}x)" for test_id, times in view.flaky]
+    return out
