@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -230,3 +231,110 @@ def test_an_agent_that_weakens_the_guard_is_caught_with_a_one_line_reason(
     assert meta["tests"]["reasons"] == [reason]
     assert reason in history
     assert reason in (project.iter_dir(2) / "guard.log").read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------- reports that are not ones
+
+REPORT_GUARD = r"""
+import os, pathlib, sys
+kind = sys.argv[1]
+path = pathlib.Path(os.environ["RUNNER_GUARD_REPORT"])
+if kind == "empty":
+    path.write_bytes(b"")
+elif kind == "malformed":
+    path.write_text("<testsuite><testcase name='a'>")
+elif kind == "bomb":
+    path.write_text('<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaa">'
+                    '<!ENTITY b "&a;&a;&a;&a;">]><testsuite><testcase name="&b;"/></testsuite>')
+elif kind == "symlink":
+    path.symlink_to("/etc/passwd")
+elif kind == "huge":
+    with path.open("wb") as handle:
+        handle.truncate(64 * 1024 * 1024 + 1)
+"""
+
+REPORT_PROBLEMS = {
+    "missing": "the guard wrote no report",
+    "empty": "is not well-formed XML",
+    "malformed": "is not well-formed XML",
+    "bomb": "holds a DTD or an entity declaration",
+    "symlink": "is a symlink, not a report file",
+    "huge": "is larger than 67108864 bytes",
+}
+
+
+def _single_leaf(project: Project, guard: list[str], mode: str = "ratchet") -> None:
+    agent = project.harness / "agent.py"
+    agent.write_text(
+        "import json, os, pathlib\n"
+        "pathlib.Path(os.environ['RUNNER_OUTPUT_PATH']).write_text("
+        "json.dumps({'status': 'done', 'summary': 'did it'}))\n",
+        encoding="utf-8",
+    )
+    project.set_config(agent_command=[PYTHON, str(agent)], guard_command=guard)
+    text = project.config_path.read_text(encoding="utf-8")
+    text = re.sub(r"(\[guard\]\ncommand = .*\n)", lambda m: m.group(1) + f'mode = "{mode}"\n', text)
+    project.config_path.write_text(text, encoding="utf-8")
+    project.prepare(node("root", title="Do it"))
+
+
+@pytest.mark.parametrize("kind", sorted(REPORT_PROBLEMS))
+def test_a_report_that_is_missing_or_not_one_fails_the_done_and_says_why(
+    project: Project, kind: str
+) -> None:
+    script = project.harness / "report_guard.py"
+    script.write_text(REPORT_GUARD, encoding="utf-8")
+    _single_leaf(project, [PYTHON, str(script), kind])
+
+    result = project.runner("step", timeout=120)
+
+    assert "guard=fail" in result.stdout, result.stdout + result.stderr
+    log = (project.iter_dir(1) / "guard.log").read_text(encoding="utf-8")
+    assert REPORT_PROBLEMS[kind] in log
+    assert "Traceback" not in result.stderr
+    assert not (project.iter_dir(1) / ".guard-report.xml").exists()  # read once, then removed
+    assert Path("/etc/passwd").is_file()
+
+
+FLAKY_TESTS = """
+import os, pathlib
+
+def test_steady():
+    assert True
+
+def test_flaky():
+    counter = pathlib.Path(os.environ["HARNESS"]) / "runs"
+    runs = int(counter.read_text()) + 1 if counter.exists() else 1
+    counter.write_text(str(runs))
+    assert runs % 2 == 1  # passes on odd runs: the baseline, then every rerun
+"""
+
+
+def test_a_test_that_fails_every_other_run_is_flaky_and_does_not_fail_the_leaf(
+    project: Project,
+) -> None:
+    (project.root / "tests").mkdir()
+    (project.root / "tests" / "test_flaky.py").write_text(FLAKY_TESTS, encoding="utf-8")
+    (project.root / ".gitignore").write_text("__pycache__/\n", encoding="utf-8")
+    project.env["HARNESS"] = str(project.harness)
+    guard = [
+        "sh",
+        "-c",
+        f'PYTHONDONTWRITEBYTECODE=1 exec "{PYTHON}" -m pytest -q -p no:cacheprovider'
+        ' --junitxml="$RUNNER_GUARD_REPORT" tests',
+    ]
+    _single_leaf(project, guard)
+
+    result = project.runner("step", timeout=120)
+
+    # Baseline (run 1) passes, the judged run (2) fails, the rerun (3) passes: flaky.
+    assert "guard=pass" in result.stdout, result.stdout + result.stderr
+    meta = project.meta(1)
+    assert meta["tests"]["flaky"] == ["tests.test_flaky::test_flaky"]
+    assert (project.iter_dir(1) / "guard.rerun-1.log").is_file()
+    report = project.runner("report").stdout
+    assert "tests.test_flaky::test_flaky (flaked 1x)" in report
+    document = json.loads(project.runner("report", "--json").stdout)
+    assert document["tests"]["flaky"] == [{"id": "tests.test_flaky::test_flaky", "times": 1}]
+    status = json.loads(project.runner("status", "--json").stdout)
+    assert status["tests"]["last"]["flaky"] == ["tests.test_flaky::test_flaky"]

@@ -65,6 +65,9 @@ function showOverview(status, overview) {
   const sel = status.selected;
   text("selected", sel.id ? `${sel.path} (${sel.attempts}/${sel.max_attempts})` : sel.status);
   text("stuck", status.stuck.length ? status.stuck.map((s) => s.path).join(", ") : "none");
+  const suite = status.tests;
+  document.getElementById("tests-label").hidden = document.getElementById("tests").hidden = !suite;
+  if (suite) text("tests", `${testsText(suite.last)}` + (suite.flaky.length ? `, ${suite.flaky.length} flaky` : ""));
   const guidance = document.getElementById("guidance");
   guidance.hidden = !status.guidance;
   guidance.textContent = status.guidance ? `guidance: ${status.guidance}` : "";
@@ -174,6 +177,12 @@ async function showIteration(n) {
   const parts = [el("h2", {}, `Iteration ${it.iter}`), el("div", {}, it.dir)];
   parts.push(el("h3", {}, "Meta"), el("pre", {}, JSON.stringify(it.meta ?? it.meta_problem, null, 2)));
   parts.push(el("h3", {}, "Output"), el("pre", {}, JSON.stringify(it.output ?? it.output_problem, null, 2)));
+  if (it.tests) {
+    const changes = it.tests.changes.map((c) => `${c.id}: ${c.before || "absent"} -> ${c.after || "absent"}`);
+    const flaky = it.tests.flaky.map((id) => `flaky: ${id}`);
+    parts.push(el("h3", {}, `Tests (${testsText(it.meta && it.meta.tests)})`),
+      el("pre", { id: "test-changes" }, changes.concat(flaky, it.tests.reasons).join("\n") || "no change"));
+  }
   const heads = new Map(it.logs.map((log) => [log.name, log]));
   for (const file of it.files) {
     const href = `/api/iterations/${it.iter}/files/${encodeURIComponent(file.name)}`;
@@ -222,10 +231,13 @@ function route() {
 
 // A history row is an iteration's meta.json: from /api/history, or an iteration_finished event.
 const cost = (usd) => (usd === null || usd === undefined ? "-" : `$${usd.toFixed(4)}`);
+// The guard's test figures as history shows them: passing/total, newly passing, regressed.
+const testsText = (t) => (t ? `${t.passed}/${t.total} +${t.newly_passing} -${t.regressed}` : "-");
+const reason = (r) => r.error || (r.tests && r.tests.reasons.length ? r.tests.reasons[0] : "");
 const historyRow = (r) => el("tr", { "data-iter": String(r.iter) },
-  ...[iterLink(r.iter), r.node_id, r.role, r.status, r.guard, secs(r.duration_ms),
-    tokens(r.tokens), cost(r.cost_usd)].map((c) => el("td", {}, c)),
-  el("td", { class: "error", title: r.error || "" }, r.error || ""));
+  ...[iterLink(r.iter), r.node_id, r.role, r.status, r.guard, testsText(r.tests),
+    secs(r.duration_ms), tokens(r.tokens), cost(r.cost_usd)].map((c) => el("td", {}, c)),
+  el("td", { class: "error", title: reason(r) }, reason(r)));
 
 async function showHistory() {
   const history = await getJson("/api/history");

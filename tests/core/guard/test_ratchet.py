@@ -148,3 +148,14 @@ def test_changing_a_protected_file_is_refused_unless_the_node_allowed_it_before(
         "changed protected test file 'tests/test_calc.py' (allow it with 'may-edit:"
         " tests/test_calc.py' in the node's acceptance)",
     )
+
+
+def test_a_flaky_test_counts_as_passing_for_a_node_that_names_no_test() -> None:
+    baseline = report_from_cases([("t::flaky", "passed", 0), ("t::new", "failed", 0)])
+    now = report_from_cases([("t::flaky", "failed", 0), ("t::new", "failed", 0)])
+    rerun = report_from_cases([("t::flaky", "passed", 0), ("t::new", "failed", 0)])
+    all_pass_now = report_from_cases([("t::flaky", "failed", 0), ("t::new", "passed", 0)])
+
+    assert judge(baseline, all_pass_now, [], [rerun]).passed  # the whole suite passes
+    verdict = judge(baseline, now, [], [rerun])
+    assert verdict.flaky == ("t::flaky",) and not verdict.passed  # yet no progress was made
