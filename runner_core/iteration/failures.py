@@ -21,6 +21,7 @@ class Failure(enum.StrEnum):
     AGENT_PROCESS = "agent process exited non-zero, was killed or timed out"
     AGENT_OUTPUT = "agent output unparseable or not of its schema"
     GUARD_NOT_STARTED = "guard could not be spawned"
+    GUARD_NO_TIME = "the iteration's deadline passed before the guard could run"
     IO = "I/O failure"
     TREE_REJECTED = "tree invalid after the agent, immutability, status or child additions"
     DECOMPOSITION_REJECTED = "decomposer's children rejected"
@@ -38,6 +39,7 @@ ERROR_KIND: PMap[Failure, ErrorKind] = pmap(
         Failure.AGENT_PROCESS: ErrorKind.RUNNER,
         Failure.AGENT_OUTPUT: ErrorKind.RUNNER,
         Failure.GUARD_NOT_STARTED: ErrorKind.RUNNER,
+        Failure.GUARD_NO_TIME: ErrorKind.RUNNER,
         Failure.IO: ErrorKind.RUNNER,
         Failure.TREE_REJECTED: ErrorKind.AGENT,
         Failure.DECOMPOSITION_REJECTED: ErrorKind.AGENT,

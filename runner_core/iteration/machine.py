@@ -94,9 +94,6 @@ from runner_core.run.state import with_execution
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
 from runner_core.views.text import flatten
 
-# Written under a temporary name: the write-set puts guard.log after meta and output.
-GUARD_TIMED_OUT_BEFORE_START = "=== stdout ===\n=== stderr ===\nguard timed out\n"
-
 
 @attrs.frozen(slots=True)
 class ExecutorOutput:
@@ -357,11 +354,11 @@ def _after_tree(machine: IterationMachine, result: Result, now: ClockReading) ->
     machine = attrs.evolve(machine, review=review, output=None, failure=failure)
     if not review.needs_guard:
         return _end_checks(machine)
-    remaining = machine.remaining(now)
-    if remaining <= 0:
-        # A guard with no time left fails without running.
-        effect = WriteIterationFile(PENDING_GUARD_LOG, GUARD_TIMED_OUT_BEFORE_START)
-        return machine._to(Stage.GUARD_LOG, effect, guard=GuardOutcome.FAIL)
+    if machine.remaining(now) <= 0:
+        # The agent ended in time, so the runner itself lost the guard's share (suspended,
+        # starved): the guard never got its time, which is no failed attempt.
+        message = "the iteration's deadline passed before the guard could run (was the runner"
+        return _failed(machine, Failure.GUARD_NO_TIME, message + " suspended?)")
     effect_ = _guard_effect(machine, now, GuardRun.JUDGE, JUDGE_REPORT, PENDING_GUARD_LOG)
     return machine._to(Stage.GUARD, effect_)
 

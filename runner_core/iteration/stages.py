@@ -57,7 +57,7 @@ TRANSITIONS: Mapping[Stage, frozenset[Stage]] = MappingProxyType(
             Stage.TREE, Stage.PLANNER_OUTPUT, Stage.IMPORT, Stage.HEAD, Stage.CONFIG
         ),
         Stage.PLANNER_OUTPUT: _next(Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
-        Stage.TREE: _next(Stage.GUARD, Stage.GUARD_LOG, Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
+        Stage.TREE: _next(Stage.GUARD, Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
         Stage.GUARD: _next(Stage.RERUN, Stage.GUARD_LOG, Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
         Stage.RERUN: _next(Stage.RERUN, Stage.GUARD_LOG, Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
         Stage.GUARD_LOG: _next(Stage.IMPORT, Stage.HEAD, Stage.CONFIG),

@@ -29,6 +29,8 @@ from runner_shell.store.files import PendingFile, atomic_write_bytes, open_trunc
 _READ_CHUNK_BYTES = 64 * 1024
 # The longest we sleep without re-checking whether the direct child has exited.
 _EXIT_POLL_SECS = 0.05
+# A wake-up later than planned by more than this: the runner itself was stopped or starved.
+_SUSPENDED_SECS = 2.0
 # A child that has exited may leave a grandchild holding our pipes; we wait this long at most.
 _POST_EXIT_WINDOW_CAP_SECS = 1.0
 # Bounds the last read of what is already buffered, in case a descendant is still writing.
@@ -346,12 +348,18 @@ def _drain_and_wait(
     timed_out = False
     kill_at: float | None = None
     exited_at: float | None = None
+    woke_by = time.monotonic()  # when this loop expected to run again at the latest
     with selectors.DefaultSelector() as selector:
         for pipe, capture in ((proc.stdout, stdout), (proc.stderr, stderr)):
             os.set_blocking(pipe.fileno(), False)
             selector.register(pipe.fileno(), selectors.EVENT_READ, capture)
         while True:
             now = time.monotonic()
+            # The runner was stopped (Ctrl-Z, SIGSTOP) or starved: the child's share of time
+            # does not shrink by what the runner lost.
+            lost = now - woke_by
+            if lost > _SUSPENDED_SECS and not timed_out:
+                deadline += lost
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
             if exited_at is None and not timed_out and now >= deadline:
@@ -373,6 +381,7 @@ def _drain_and_wait(
                 None if exited_at is None else exited_at + post_exit_window,
             )
             wait_secs = max(0.0, wake_at - now)
+            woke_by = now + wait_secs
             if not pipes_open:
                 # Nothing left to read; Popen.wait notices the exit sooner than a plain sleep.
                 with contextlib.suppress(subprocess.TimeoutExpired):

@@ -43,7 +43,6 @@ from runner_core.iteration.facts import ClockReading, IterationFacts, PromptPart
 from runner_core.iteration.failures import ERROR_KIND, Failure
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.machine import (
-    GUARD_TIMED_OUT_BEFORE_START,
     IterationMachine,
     set_aside_name,
     start_iteration,
@@ -418,12 +417,15 @@ def test_a_guard_that_times_out_fails_and_its_log_says_so() -> None:
     assert outcome_of(effects).outcome.guard is GuardOutcome.FAIL
 
 
-def test_a_guard_with_no_time_left_fails_without_running() -> None:
+def test_a_guard_with_no_time_left_is_a_runner_error_without_running() -> None:
+    # The agent ended in time: the runner lost the guard's share (suspended), not the agent.
     effects, _ = drive(start_iteration(facts()), EXECUTOR_RESULTS, clock=TIMEOUT + 1)
 
     assert RunGuard not in kinds(effects)
-    assert WriteIterationFile(PENDING_GUARD_LOG, GUARD_TIMED_OUT_BEFORE_START) in effects
-    assert outcome_of(effects).outcome.guard is GuardOutcome.FAIL
+    outcome = outcome_of(effects).outcome
+    assert outcome.guard is GuardOutcome.SKIPPED
+    assert outcome.runner_error is not None and "before the guard could run" in outcome.runner_error
+    assert outcome.tree.children[1].attempts == 0
 
 
 # ---------------------------------------------------------------- config, counts, directories
