@@ -38,6 +38,9 @@ from runner_shell.errors import UserFacingError, failure_line, internal_error_li
 from runner_shell.git.repo import GitError
 from runner_shell.step.lock_and_journal import exclusive_lock
 
+# `app` is base's, with every command of this module and steering's on it.
+__all__ = ["app", "main"]
+
 
 @app.command()
 @guarded
