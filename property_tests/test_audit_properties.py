@@ -3,12 +3,15 @@ any single tampering with a runner-owned field is found, trailers carry a record
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner_core import dumps_tree, parse_tree
-from runner_core.history.audit import TREE_PATH, CommitFacts, audit_run
+from runner_core.history.audit import audit_run
+from runner_core.history.commit_facts import TREE_PATH, CommitFacts
 from runner_core.run.chain import chain_link, chain_seed
 from runner_core.run.trailers import (
     parse_trailers,
@@ -42,10 +45,12 @@ def test_trailers_carry_every_record_exactly(run: Run) -> None:
         assert record_from_trailers(parse_trailers(message)) == step.record
 
 
-def _mutated(tree: Node, node_id: str, field: str, value: object) -> Node:
+def _mutated(tree: Node, node_id: str, edit: Callable[[Node], Node]) -> Node:
+    """`tree` with its node `node_id` replaced by `edit` of it."""
+
     def change(node: Node, children: tuple[Node, ...]) -> Node:
         rebuilt = with_children(node, children)
-        return attrs.evolve(rebuilt, **{field: value}) if node.id == node_id else rebuilt
+        return edit(rebuilt) if node.id == node_id else rebuilt
 
     return rebuild_postorder(tree, change)
 
@@ -69,9 +74,7 @@ def test_any_single_runner_owned_field_mutation_is_found_on_its_node(
     run, index, node_id, field = case
     start, commits = run_commits(run)
     tree = parse_tree(commits[index].tree_json or b"")
-    node = next(node for node, _ in preorder(tree) if node.id == node_id)
-    value: object = (not node.passes) if field == "passes" else _other_attempts(node)
-    mutated = dumps_tree(_mutated(tree, node_id, field, value)).encode()
+    mutated = dumps_tree(_mutated(tree, node_id, lambda node: _tampered(node, field))).encode()
     relinked = _relink(run.run_id, _replaced(commits, index, tree_json=mutated))
     report = audit_run(run.run_id, start, relinked)
     hits = [f for f in report.findings if f.commit == commits[index].sha and f.node == node_id]
@@ -79,10 +82,27 @@ def test_any_single_runner_owned_field_mutation_is_found_on_its_node(
 
 
 def _replaced(
-    commits: tuple[CommitFacts, ...], index: int, **changes: object
+    commits: tuple[CommitFacts, ...],
+    index: int,
+    *,
+    message: str | None = None,
+    tree_json: bytes | None = None,
 ) -> tuple[CommitFacts, ...]:
-    """The commits with commit `index` changed as `changes` say."""
-    return (*commits[:index], attrs.evolve(commits[index], **changes), *commits[index + 1 :])
+    """The commits with commit `index` given this message or tree bytes."""
+    commit = commits[index]
+    changed = attrs.evolve(
+        commit,
+        message=commit.message if message is None else message,
+        tree_json=commit.tree_json if tree_json is None else tree_json,
+    )
+    return (*commits[:index], changed, *commits[index + 1 :])
+
+
+def _tampered(node: Node, field: str) -> Node:
+    """`node` with its runner-owned `field` (passes or attempts) changed to another value."""
+    if field == "passes":
+        return attrs.evolve(node, passes=not node.passes)
+    return attrs.evolve(node, attempts=_other_attempts(node))
 
 
 def _other_attempts(node: Node) -> int:
@@ -122,7 +142,7 @@ def test_a_hand_flipped_passes_is_a_hand_edit_and_an_untraced_pass(run: Run) -> 
     start, commits = run_commits(run)
     final = run.trees[-1]
     leaf = next(n for n, _ in preorder(final) if n.is_leaf and not n.passes)
-    flipped = _mutated(final, leaf.id, "passes", True)
+    flipped = _mutated(final, leaf.id, lambda n: attrs.evolve(n, passes=True))
     report = audit_run(run.run_id, start, (*commits, _hand_commit((start, *commits), flipped)))
     whats = {(f.commit, f.node, f.what) for f in report.findings}
     assert ("hand", leaf.id, "hand edit passes false -> true") in whats
@@ -139,7 +159,7 @@ def test_an_attempt_reset_is_a_hand_edit_naming_node_and_field(run: Run) -> None
     start, commits = run_commits(run)
     final = run.trees[-1]
     node = next(n for n, _ in preorder(final) if n.attempts)
-    reset = _mutated(final, node.id, "attempts", 0)
+    reset = _mutated(final, node.id, lambda n: attrs.evolve(n, attempts=0))
     report = audit_run(run.run_id, start, (*commits, _hand_commit((start, *commits), reset)))
     assert [f.line for f in report.findings] == [
         f"audit: finding commit=hand iter=- node={node.id} hand edit attempts {node.attempts} -> 0"
@@ -186,7 +206,9 @@ def test_an_iteration_that_edited_a_passed_node_is_found(run: Run, data: st.Data
     """Even with the chain re-linked over the edited bytes."""
     start, commits = run_commits(run)
     index, node_id = data.draw(st.sampled_from(_passed_in_both(run)))
-    edited = _mutated(run.steps[index].tree, node_id, "title", "edited by hand")
+    edited = _mutated(
+        run.steps[index].tree, node_id, lambda n: attrs.evolve(n, title="edited by hand")
+    )
     tampered = _replaced(commits, index, tree_json=dumps_tree(edited).encode())
     report = audit_run(run.run_id, start, _relink(run.run_id, tampered))
     assert any(

@@ -149,8 +149,10 @@ def _result_for(data: st.DataObject, machine: IterationMachine) -> Result:
         healthy, *failing = answers  # the first answer is the effect's success
         if data.draw(st.integers(0, 9), label="healthy") > 0:
             return data.draw(results[healthy])
-        return data.draw(st.one_of(*(results[kind] for kind in failing)))
-    return data.draw(st.one_of(*results.values()))
+        failed: st.SearchStrategy[Result] = st.one_of(*(results[kind] for kind in failing))
+        return data.draw(failed)
+    anything: st.SearchStrategy[Result] = st.one_of(*results.values())
+    return data.draw(anything)
 
 
 @given(facts, st.data(), st.sampled_from((1, 30, 60, 101)))

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
+from pyrsistent import pmap
 
 from runner_core import (
     AgentStatus,
@@ -265,7 +266,7 @@ def test_runs_are_valid_by_construction(run: Run) -> None:
         assert record.execution == executions[record.node_id]
         assert (record.status, record.guard) in TRANSITIONS
         assert step.state.next_iter == number + 1
-        assert step.state.executions == executions
+        assert step.state.executions == pmap(executions)
         started, ended = (datetime.fromisoformat(t) for t in (record.started_at, record.ended_at))
         assert ended - started == timedelta(milliseconds=record.duration_ms)
         assert started >= last_ended

@@ -9,7 +9,7 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+from jsonschema import Draft202012Validator
 
 from runner_core import AgentStatus, Node, tree_from_json
 from runner_core.testing import (

@@ -1,7 +1,8 @@
-"""Rules about the code itself: runner_core does no I/O, and no function is long.
+"""Rules about the code itself: runner_core does no I/O, and no function or module is long.
 
 runner_core decides and never acts (STYLE): none of its modules imports a module that does I/O
-or reads a clock, or calls the builtin `open`. No function anywhere reads over ~60 lines.
+or reads a clock, or calls the builtin `open`. No function anywhere reads over ~60 lines, and no
+module of runner_core or runner_shell over 500.
 """
 
 from __future__ import annotations
@@ -119,3 +120,30 @@ def test_no_function_is_longer_than_sixty_lines() -> None:
     ]
 
     assert long == []
+
+
+# "No module over 500 lines", generated code excepted.
+MAX_MODULE_LINES = 500
+GENERATED = {"runner_core/validation/_validators.py", "runner_core/tree/_node_validator.py"}
+# Not yet split; each leaves this list when it is, and the test fails until it does.
+LONG_MODULES_TO_SPLIT = {
+    "runner_core/history/records.py",
+    "runner_core/iteration/machine.py",
+    "runner_shell/step/runner.py",
+}
+
+
+def test_no_module_is_longer_than_five_hundred_lines() -> None:
+    sources = sorted(
+        path
+        for package in ("runner_core", "runner_shell")
+        for path in (ROOT / package).rglob("*.py")
+    )
+    long = {
+        str(path.relative_to(ROOT))
+        for path in sources
+        if len(path.read_text(encoding="utf-8").splitlines()) > MAX_MODULE_LINES
+    } - GENERATED
+
+    assert long - LONG_MODULES_TO_SPLIT == set()
+    assert LONG_MODULES_TO_SPLIT - long == set(), "split now: take it off LONG_MODULES_TO_SPLIT"

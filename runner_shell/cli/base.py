@@ -1,6 +1,7 @@
 """What every command of the `runner` CLI shares: the typer app and its `node` group, the global
 options (`-C`, `--version`), `--json`, and `guarded`, which turns every error a user can cause
-into one stderr line and its exit code. The commands live in app.py and steering.py.
+into one stderr line and its exit code. The commands live in running.py, ways_out.py,
+inspection.py and steering.py; app.py registers them in the order `runner --help` lists them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The operator's commands beside `runner tell` and `runner node ...`: `runner config`,
 `runner stop`, `runner answer`, `runner node add|edit` and `runner finish`.
 
-Registered on app.py's typer app when it is imported; each parses its arguments, calls
+Registered on base.py's typer app when app.py imports it; each parses its arguments, calls
 runner_shell.steer and prints the line runner_core renders. Decides nothing.
 """
 

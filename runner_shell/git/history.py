@@ -4,14 +4,14 @@ Three git processes whatever the run's length: `git log` lists the first-parent 
 shas and subjects, `git diff-tree --stdin` the paths each commit changed, and one
 `git cat-file --batch` reads each commit's exact message with tree.json, run_state.json and
 config.toml after it. A message may hold any byte, so nothing is parsed out of a formatted
-log. Decides nothing about the commits (runner_core.history.audit).
+log. Decides nothing about the commits (runner_core.history does).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from runner_core.history.audit import (
+from runner_core.history.commit_facts import (
     CONFIG_PATH,
     RUN_STATE_PATH,
     STATE_DIR,

@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 import attrs
 
-from runner_core.history.audit import CommitFacts, owned_field_warnings
+from runner_core.history.commit_facts import CommitFacts
+from runner_core.history.hand_edits import owned_field_warnings
 from runner_core.history.records import (
     DamagedRecord,
     ExecutionHistory,

@@ -1,7 +1,7 @@
 """The history commands: `runner audit`, `runner diff`, `runner logs restore`, `runner show`
 from git, and `runner validate`'s warning about hand-edited runner-owned fields.
 
-Gathers commits, snapshots and archived files and prints what runner_core.history.audit,
+Gathers commits, snapshots and archived files and prints what runner_core.history (audit),
 runner_core.tree.diff and runner_core.views (show, diff) decide. Never takes the runner lock;
 only `logs restore` writes, and only under `.runner/iterations/<run>/`.
 """
@@ -14,7 +14,9 @@ from typing import Any
 
 import typer
 
-from runner_core.history.audit import TREE_PATH, CommitFacts, audit_run, audit_to_json
+from runner_core.history.audit import audit_run
+from runner_core.history.commit_facts import TREE_PATH, CommitFacts
+from runner_core.history.findings import audit_to_json
 from runner_core.history.records import ExecutionRecord
 from runner_core.run.trailers import DamagedTrailer, parse_trailers, record_from_trailers
 from runner_core.tree.diff import TreeDiff, tree_diff

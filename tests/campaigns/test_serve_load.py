@@ -85,7 +85,9 @@ def test_twenty_clients_get_every_event_and_do_not_slow_the_loop(
         received = run_events(reader)
         assert received == [(event["type"], event) for event in expected]
         ids = [ident for ident, _, _ in list(reader.messages)]
-        assert ids == list(range(ids[0], ids[0] + len(ids)))  # nothing dropped in between
+        first = ids[0]
+        assert first is not None, ids
+        assert ids == list(range(first, first + len(ids)))  # nothing dropped in between
     baseline, with_clients = median_iteration_secs(alone), median_iteration_secs(watched)
     print(
         f"{CLIENTS} clients, each received all {len(expected)} events of the loop in order; "

@@ -356,7 +356,7 @@ def test_serve_on_port_0_binds_a_free_port_and_prints_it(project: Project) -> No
     project.prepare(node("root"))
     process = serve_process(project, "--port", "0")
     try:
-        assert process.stdout is not None
+        assert process.stdout is not None and process.stderr is not None
         first = process.stdout.readline()
         match = re.fullmatch(
             r"serve: http://127\.0\.0\.1:(\d+)/ \(read-only; Ctrl-C stops\)\n", first

@@ -74,9 +74,9 @@ def test_the_agent_works_in_a_checkout_of_its_own_not_the_run(project: Project) 
     where = '"$RUNNER_ITER_DIR/where"'
     hostile(project, f"git rev-parse --absolute-git-dir > {where}; pwd >> {where}")
     step_goes_on(project)
-    where = (project.iter_dir(1) / "where").read_text().splitlines()
-    assert where[0] != str(project.root / ".git") and where[0].endswith("/runner/slots/0/.git")
-    assert where[1] == where[0].removesuffix("/.git")
+    found = (project.iter_dir(1) / "where").read_text().splitlines()
+    assert found[0] != str(project.root / ".git") and found[0].endswith("/runner/slots/0/.git")
+    assert found[1] == found[0].removesuffix("/.git")
 
 
 # ---------------------------------------------------------------- row 1: signing

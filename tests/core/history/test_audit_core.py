@@ -13,16 +13,9 @@ import pytest
 from hypothesis import find
 
 from runner_core import dumps_tree
-from runner_core.history.audit import (
-    TREE_PATH,
-    AuditReport,
-    CommitFacts,
-    Finding,
-    OperatorEntry,
-    audit_run,
-    audit_to_json,
-    start_run_id,
-)
+from runner_core.history.audit import audit_run
+from runner_core.history.commit_facts import TREE_PATH, CommitFacts, start_run_id
+from runner_core.history.findings import AuditReport, Finding, OperatorEntry, audit_to_json
 from runner_core.history.records import ErrorKind, TokenUsage
 from runner_core.run.chain import chain_seed
 from runner_core.run.trailers import (

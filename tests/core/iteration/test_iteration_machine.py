@@ -47,7 +47,7 @@ from runner_core.iteration.machine import (
     set_aside_name,
     start_iteration,
 )
-from runner_core.iteration.plan import plan_step
+from runner_core.iteration.plan import RunPlan, plan_step
 from runner_core.iteration.ports import IterationPorts
 from runner_core.iteration.recovery import PENDING_GUARD_LOG, Journal, JournalPhase
 from runner_core.iteration.results import (
@@ -97,6 +97,7 @@ def facts(
         }
     )
     plan = plan_step(root, state, config.max_iterations)
+    assert isinstance(plan, RunPlan), plan
     return IterationFacts(
         run_id="run-1",
         plan=plan,
@@ -234,7 +235,7 @@ def test_a_decomposer_iteration_writes_the_planner_output_and_skips_the_guard() 
             "children": [{"title": "A", "goal": "a", "acceptance": [], "next": "execute"}],
         }
     )
-    results = {
+    results: dict[type, Result] = {
         RunAgent: AgentFinished(0, False, output, None),
         ReadConfig: ConfigRead(CONFIG_BYTES),
     }
@@ -528,7 +529,10 @@ def test_snapshots_link_to_the_previous_snapshot_when_tree_json_is_its_copy() ->
 
 
 def test_an_unchanged_tree_links_its_after_snapshot_to_its_before_snapshot() -> None:
-    results = {RunAgent: AgentFinished(1, False, None, None), ReadConfig: ConfigRead(CONFIG_BYTES)}
+    results: dict[type, Result] = {
+        RunAgent: AgentFinished(1, False, None, None),
+        ReadConfig: ConfigRead(CONFIG_BYTES),
+    }
     effects, _ = drive(start_iteration(facts()), results)
     files = {f.name: f for f in commit_of(effects).files}
 
@@ -601,6 +605,13 @@ class FakePorts:
 
     def restore_config(self, data: bytes) -> None:
         self.calls.append("restore")
+
+    def read_head(self) -> HeadRead:
+        self.calls.append("head")
+        return HeadRead(HEAD_BEFORE)
+
+    def restore_head(self, effect: RestoreHead) -> None:
+        self.calls.append("restore head")
 
     def count_executions(self) -> Mapping[str, int]:
         return {}

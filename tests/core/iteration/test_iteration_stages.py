@@ -112,8 +112,17 @@ def checked(start: IterationFacts | None = None) -> IterationFacts:
 def _runner_error_scenarios() -> list[
     tuple[IterationFacts, Mapping[type, Result | list[Result]], float]
 ]:
-    base = {ReadTree: TreeRead(edited_tree()), ReadConfig: ConfigRead(CONFIG_BYTES)}
-    return [(facts(), {**base, **param.values[0]}, 1.0) for param in RUNNER_ERRORS]
+    base: dict[type, Result] = {
+        ReadTree: TreeRead(edited_tree()),
+        ReadConfig: ConfigRead(CONFIG_BYTES),
+    }
+    return [(facts(), {**base, **_results_of(param.values[0])}, 1.0) for param in RUNNER_ERRORS]
+
+
+def _results_of(case: object) -> Mapping[type, Result]:
+    """The results a RUNNER_ERRORS case feeds the machine: its first value, a dict."""
+    assert isinstance(case, dict), case
+    return case
 
 
 def _ratchet(start: IterationFacts, **guard: object) -> IterationFacts:

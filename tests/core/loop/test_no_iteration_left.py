@@ -65,6 +65,7 @@ def test_a_usage_limit_on_the_last_iteration_tells_both_limits() -> None:
 
     built = decision_events(decision, ORIGIN, CONFIG, LIMITED, steps=1)
 
+    assert isinstance(decision, Stop)
     assert decision.status == "limit"
     assert [(event.type, event.figures["kind"]) for event in built] == [
         (EventType.LIMIT_REACHED, "rate_limited"),

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import pytest
 
 from runner_core import AgentStatus, GuardOutcome, Node
 from runner_core.history.records import ErrorKind, TokenUsage
+from runner_core.iteration.effects import Effect
 from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import StepPlan
@@ -114,7 +115,9 @@ def test_an_effect_without_an_answer_fails_naming_its_type(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def machine_with_a_new_effect(facts: IterationFacts) -> IterationMachine:
-        return attrs.evolve(start_iteration(facts), effect=EffectFromAnotherBranch())
+        # No effect of the union lacks an answer, so a stand-in goes where one would.
+        stand_in = cast(Effect, EffectFromAnotherBranch())
+        return attrs.evolve(start_iteration(facts), effect=stand_in)
 
     # The package's `runs` is the strategy, which hides the module of the same name.
     runs_module = sys.modules["runner_core.testing.runs"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pyrsistent import pmap
 
 from runner_core.iteration.recovery import Journal, JournalError, JournalPhase, journal_from_json
 from runner_core.run.state import RunStateError, run_state_from_json
@@ -80,7 +81,7 @@ def test_execution_counts_must_be_positive_integers(executions: Any) -> None:
 def test_execution_counts_read_back() -> None:
     state = run_state_from_json({"next_iter": 4, "executions": {"root.1": 2, "root": 1}})
 
-    assert state.executions == {"root.1": 2, "root": 1}
-    assert state.known_executions() == {"root.1": 2, "root": 1}
+    assert state.executions == pmap({"root.1": 2, "root": 1})
+    assert state.known_executions() == pmap({"root.1": 2, "root": 1})
     assert run_state_from_json({"next_iter": 4}).known_executions() is None
-    assert run_state_from_json({}).known_executions() == {}
+    assert run_state_from_json({}).known_executions() == pmap()

@@ -47,7 +47,10 @@ def both(project: Project, tmp_path: Path, command: str) -> tuple[tuple[int, str
 
 
 def with_tree(tree: dict[str, object]) -> Setup:
-    return lambda project: project.prepare(tree)
+    def setup(project: Project) -> None:
+        project.prepare(tree)
+
+    return setup
 
 
 def tree_text(text: str) -> Setup:

@@ -31,7 +31,7 @@ from runner_shell.step.lock_and_journal import exclusive_lock
 from runner_shell.store.event_log import append_events
 from runner_shell.store.files import FileTooLarge, NotRegularFile
 from runner_shell.store.layout import RunnerPaths
-from runner_shell.web import serve
+from runner_shell.views.reading import status_reading
 from runner_shell.web.hosts import allowed_hosts
 from runner_shell.web.serve import (
     CLIENT_QUEUE,
@@ -535,7 +535,6 @@ def test_agent_output_re_reads_only_the_overview_s_wait_not_the_status(
     run = project.prepare(leaves_tree())
     paths, repo = RunnerPaths(project.root), Repo(project.root)
     readings: list[int] = []
-    status_reading = serve.status_reading
 
     def counted(*args: Any) -> Any:
         readings.append(1)

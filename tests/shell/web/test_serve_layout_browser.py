@@ -79,5 +79,7 @@ def test_a_nested_node_is_indented_deeper_than_its_parent_with_no_csp_violation(
         figures = logged_browser.find_element(By.CSS_SELECTOR, '[data-id="root.1.1.1"] .figures')
         tree = logged_browser.find_element(By.ID, "tree")
         assert figures.rect["x"] + figures.rect["width"] <= tree.rect["x"] + tree.rect["width"] + 1
-        messages = [entry["message"] for entry in logged_browser.get_log("browser")]
+        # selenium leaves `get_log` unannotated.
+        log = logged_browser.get_log("browser")  # type: ignore[no-untyped-call]
+        messages = [entry["message"] for entry in log]
     assert not [m for m in messages if "Content Security Policy" in m], messages

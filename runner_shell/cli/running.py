@@ -1,0 +1,213 @@
+"""The commands that set a run up and drive it: `runner init`, `start`, `validate`, `select`,
+`step`, `loop`, `recover` and `demo`.
+
+Registered on base.py's typer app when app.py imports this module; each parses its arguments,
+calls the shell (commands.py holds the bodies the fast entry point shares) and prints the
+contract lines. Decides nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from runner_core.backends.registry import DEFAULT_BACKEND, backend_names
+from runner_core.iteration.prompt_pack import DEFAULT_PROMPT_BUDGET
+from runner_core.run.exit_codes import ExitCode
+from runner_core.tree.selection import select_leaf
+from runner_shell.cli import commands
+from runner_shell.cli.base import AsJson, PromptBudget, _fail, _paths, app, guarded
+from runner_shell.cli.commands import failure_of
+from runner_shell.errors import UserFacingError
+from runner_shell.git.repo import GitError
+from runner_shell.step.lock_and_journal import exclusive_lock
+
+
+@app.command()
+@guarded
+def init(
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing state files.")] = False,
+    guard: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--guard",
+            metavar="COMMAND",
+            help="Guard command: one shell-quoted string, or one --guard per word "
+            "(default: just ci).",
+        ),
+    ] = None,
+    backend: Annotated[
+        str,
+        typer.Option("--backend", metavar="NAME", help=f"Agent backend: one of {backend_names()}."),
+    ] = DEFAULT_BACKEND,
+    agent: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent",
+            metavar="COMMAND",
+            help="Agent command for backend=command: one shell-quoted string, or one --agent "
+            "per word (none: a template agent is written to .runner/agent.py).",
+        ),
+    ] = None,
+) -> None:
+    """Scaffold .runner/ with a default config, a placeholder GOAL.md and a root node."""
+    from runner_core import ConfigError, parse_config
+    from runner_core.run.config import command_words
+    from runner_core.run.template_agent import TEMPLATE_AGENT_PATH, init_agent_command
+    from runner_shell.setup.command_agent import write_template_agent
+    from runner_shell.setup.scaffold import init_runner, write_git_exclude
+
+    paths, repo = _paths()
+    try:
+        given = command_words("--agent", tuple(agent or ()))
+        agent_words, template = init_agent_command(backend, given)
+        data: dict[str, object] = {"agent": {"backend": backend, "command": list(agent_words)}}
+        if guard:
+            data["guard"] = {"command": list(command_words("--guard", tuple(guard)))}
+        config = parse_config(data)
+    except ConfigError as error:
+        raise UserFacingError(f"init: {error}") from None
+    # `init --force` rewrites the state files under a running loop's feet unless it waits its turn.
+    with exclusive_lock(repo):
+        init_runner(paths, force, config)
+        if template:
+            write_template_agent(paths)
+        write_git_exclude(repo)
+    typer.echo(
+        f"initialized {paths.relative(paths.runner_dir)}/ "
+        "(edit .runner/GOAL.md, then run 'runner start')"
+    )
+    if template:
+        typer.echo(f"init: agent={TEMPLATE_AGENT_PATH} (a template agent: edit it to call yours)")
+
+
+@app.command()
+@guarded
+def start(
+    new: Annotated[
+        bool, typer.Option("--new", help="Start another run from GOAL.md beside existing ones.")
+    ] = False,
+) -> None:
+    """Create or check out the run branch runner/<run-id> and commit the run's identity."""
+    from runner_shell.setup.scaffold import start_run
+
+    paths, repo = _paths()
+    with exclusive_lock(repo):
+        started = start_run(paths, repo, new)
+    said = "already started" if started.already else "started"
+    typer.echo(f"{said} run={started.run_id} branch={started.branch}")
+
+
+@app.command()
+@guarded
+def validate(as_json: AsJson = False) -> None:
+    """Check layout, config, tree and run identity."""
+    # The body lives in commands.py, shared with the launcher's fast path (entry.py).
+    if not as_json:
+        raise typer.Exit(commands.validate(typer.echo))
+    from runner_core.views.checks import validation_to_json
+
+    lines: list[str] = []
+    try:
+        code = commands.validate(lines.append)
+    except (UserFacingError, GitError, OSError) as error:
+        failure = failure_of(error)
+        if failure is None:
+            raise
+        # The document comes with the failure too, so a script reads one answer either way.
+        typer.echo(json.dumps(validation_to_json(lines, failure[0]), indent=2))
+        raise _fail(*failure) from None
+    typer.echo(json.dumps(validation_to_json(lines), indent=2))
+    raise typer.Exit(code)
+
+
+@app.command()
+@guarded
+def select(as_json: AsJson = False) -> None:
+    """Print the next leaf: exit 0 open, 2 complete, 3 stuck."""
+    if not as_json:
+        raise typer.Exit(commands.select(typer.echo))
+    from runner_core.views.checks import selection_to_json
+    from runner_shell.store.state_files import load_tree
+
+    selection = select_leaf(load_tree(_paths()[0]))
+    typer.echo(json.dumps(selection_to_json(selection), indent=2, ensure_ascii=False))
+    raise typer.Exit(commands.selection_exit_code(selection))
+
+
+@app.command()
+@guarded
+def step(prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET) -> None:
+    """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
+    raise typer.Exit(commands.step(typer.echo, prompt_budget))
+
+
+@app.command()
+@guarded
+def loop(
+    prompt_budget: PromptBudget = DEFAULT_PROMPT_BUDGET,
+    max_steps: Annotated[
+        int | None,
+        typer.Option("--max-steps", min=1, metavar="N", help="Stop (exit 0) after N steps."),
+    ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="On a terminal, do not show the agent's live output."),
+    ] = False,
+) -> None:
+    """Step until the tree is complete (0), a leaf is stuck (3) or the iteration limit (1)."""
+    from runner_shell.loop.command import LiveProgress, run_loop
+
+    paths, repo = _paths()
+    # The live line is for a person watching; piped output stays exactly the `loop:` lines.
+    live = LiveProgress(enabled=sys.stdout.isatty(), quiet=quiet)
+    with exclusive_lock(repo), live:
+        shown = live if live.enabled else None
+        code = run_loop(paths, repo, prompt_budget, live.emit, shown, max_steps)
+    if code == ExitCode.STUCK:
+        # The same way out as `runner step` gives: the stuck leaf's node commands.
+        from runner_core.tree.selection import select_leaf
+        from runner_shell.store.state_files import load_tree
+
+        raise _fail(commands.stuck_message(select_leaf(load_tree(paths))), code)
+    raise typer.Exit(code)
+
+
+@app.command()
+@guarded
+def recover() -> None:
+    """Finish an interrupted iteration: keep the agent's changes, restore state, log it."""
+    from runner_shell.step.recover import recover as recover_iteration
+
+    paths, repo = _paths()
+    with exclusive_lock(repo):
+        result = recover_iteration(paths, repo)
+    if result.kind is None or result.journal is None:
+        typer.echo("recover: status=clean")
+        return
+    journal = result.journal
+    killed = ",".join(str(pgid) for pgid in result.killed_groups) or "none"
+    typer.echo(
+        f"recover: status={result.kind.value} run={journal.run_id} iter={journal.iteration} "
+        f"node={journal.node_id} killed_process_groups={killed}"
+    )
+
+
+@app.command()
+@guarded
+def demo(
+    directory: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir", metavar="DIR", help="Where to build the demo repo (default: a new temp dir)."
+        ),
+    ] = None,
+) -> None:
+    """Build a throw-away repo and run init/start/loop on it with the built-in demo agent."""
+    from runner_shell.setup.demo import run_demo
+
+    raise typer.Exit(run_demo(directory))
