@@ -21,7 +21,7 @@ class GuardRuns:
     iteration log with the pending name it is written under."""
 
     baseline: TestReport | None = None
-    now: TestReport | None = None
+    report: TestReport | None = None  # the report of the run that judged the agent's work
     problem: str | None = None  # why the judged run's report could not be read
     reruns: tuple[TestReport, ...] = ()
     rerun_count: int = 0
@@ -38,7 +38,7 @@ class GuardRuns:
     def judged(
         self, report: TestReport | None, problem: str | None, exit_outcome: GuardOutcome
     ) -> GuardRuns:
-        return attrs.evolve(self, now=report, problem=problem, exit_outcome=exit_outcome)
+        return attrs.evolve(self, report=report, problem=problem, exit_outcome=exit_outcome)
 
     def rerun(self, report: TestReport | None) -> GuardRuns:
         reruns = self.reruns if report is None else (*self.reruns, report)
@@ -49,7 +49,7 @@ class GuardRuns:
 
     def tests_json(self) -> str | None:
         """tests.json's text, when the judged run wrote a readable report."""
-        if self.now is None:
+        if self.report is None:
             return None
-        figures = self.figures or figures_against(self.baseline or TestReport(), self.now)
-        return outcome_document(self.baseline, self.now, figures)
+        figures = self.figures or figures_against(self.baseline or TestReport(), self.report)
+        return outcome_document(self.baseline, self.report, figures)

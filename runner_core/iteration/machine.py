@@ -386,7 +386,7 @@ def _judged(machine: IterationMachine, now: ClockReading) -> IterationMachine:
     """Rerun the guard while a regressed test may be flaky, then conclude what it says."""
     facts, runs = machine.facts, machine.guard_runs
     if machine.remaining(now) > 0 and wants_rerun(
-        facts.config, runs.baseline, runs.now, runs.reruns, runs.rerun_count
+        facts.config, runs.baseline, runs.report, runs.reruns, runs.rerun_count
     ):
         number = runs.rerun_count + 1
         effect = _guard_effect(
@@ -397,7 +397,7 @@ def _judged(machine: IterationMachine, now: ClockReading) -> IterationMachine:
         facts.config,
         facts.node.acceptance,
         runs.baseline,
-        runs.now,
+        runs.report,
         runs.problem,
         runs.reruns,
         runs.exit_outcome,
@@ -588,7 +588,7 @@ def _commit(
         )
     )
     # A report describes the committed files only when they are all the agent and guard left.
-    tests = runs.now if machine.failure is None else None
+    tests = runs.report if machine.failure is None else None
     finished = Finished(outcome, record, machine.limit, tests)
     return machine._to(Stage.COMMITTING, effect, finished=finished)
 
