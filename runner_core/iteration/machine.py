@@ -58,6 +58,7 @@ from runner_core.iteration.guard_stage import (
 from runner_core.iteration.import_rules import ImportDecision, decide_import
 from runner_core.iteration.plan import (
     CONTEXT_FILES,
+    INTERRUPTED,
     AgentOutputError,
     IterationOutcome,
     Review,
@@ -253,7 +254,7 @@ def _after_baseline(
     assert isinstance(result, GuardFinished)
     machine = attrs.evolve(machine, journal=_with_process_group(machine, result.process_group))
     if result.interrupted is not None:
-        return _failed(machine, Failure.INTERRUPTED, f"interrupted by {result.interrupted}")
+        return _failed(machine, Failure.INTERRUPTED, f"{INTERRUPTED} by {result.interrupted}")
     # A base commit whose guard wrote no readable report passes no test: everything counts
     # as progress, nothing as a regression.
     baseline = result.report or TestReport()
@@ -302,7 +303,7 @@ def _after_agent(machine: IterationMachine, result: Result, now: ClockReading) -
         cost_usd=result.cost_usd,
     )
     if result.interrupted is not None:
-        return _failed(machine, Failure.INTERRUPTED, f"interrupted by {result.interrupted}")
+        return _failed(machine, Failure.INTERRUPTED, f"{INTERRUPTED} by {result.interrupted}")
     if result.limit is not None:
         message = f"{result.limit.kind.value}: {result.limit.message}"
         return _failed(attrs.evolve(machine, limit=result.limit), Failure.RATE_LIMITED, message)
@@ -374,7 +375,7 @@ def _after_guard(machine: IterationMachine, result: Result, now: ClockReading) -
         guard=guard_outcome(result.exit_code, result.timed_out),
     )
     if result.interrupted is not None:
-        return _failed(machine, Failure.INTERRUPTED, f"interrupted by {result.interrupted}")
+        return _failed(machine, Failure.INTERRUPTED, f"{INTERRUPTED} by {result.interrupted}")
     if result.timed_out:
         note = f"guard timed out after {effect.timeout_secs:.1f} s\n"
         return machine._to(Stage.GUARD_LOG, WriteIterationFile(PENDING_GUARD_LOG, note, True))
@@ -415,7 +416,7 @@ def _after_rerun(machine: IterationMachine, result: Result, now: ClockReading) -
     if isinstance(result, GuardFinished):
         machine = attrs.evolve(machine, journal=_with_process_group(machine, result.process_group))
         if result.interrupted is not None:
-            return _failed(machine, Failure.INTERRUPTED, f"interrupted by {result.interrupted}")
+            return _failed(machine, Failure.INTERRUPTED, f"{INTERRUPTED} by {result.interrupted}")
     # A rerun that could not start or wrote no report shows nothing flaky.
     report = result.report if isinstance(result, GuardFinished) else None
     return _judged(attrs.evolve(machine, guard_runs=machine.guard_runs.rerun(report)), now)

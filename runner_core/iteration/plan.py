@@ -291,6 +291,11 @@ class IterationOutcome:
     runner_error: str | None = None
 
     @property
+    def shown_status(self) -> str:
+        """The status the loop line and the commit subject show (see `shown_status`)."""
+        return shown_status(self.status.value, self.error_kind, self.runner_error)
+
+    @property
     def error_kind(self) -> str | None:
         if self.runner_error is not None:
             return "runner"
@@ -321,6 +326,18 @@ def conclude_runner_error(prev: Node, message: str) -> IterationOutcome:
     )
 
 
+# Every runner error of an iteration a signal or a dead runner stopped starts with this word
+# (the machine's `interrupted by SIGTERM`, recovery's `interrupted: the runner ...`).
+INTERRUPTED = "interrupted"
+
+
+def shown_status(status: str, error_kind: str | None, error: str | None) -> str:
+    """The status a loop line, `runner follow` and a commit subject show: `interrupted` for an
+    iteration that was stopped, else the agent's status (meta.json keeps `retry`)."""
+    stopped = error_kind == "runner" and (error or "").startswith(INTERRUPTED)
+    return INTERRUPTED if stopped else status
+
+
 def advance_run_state(state: RunState, outcome: IterationOutcome) -> RunState:
     """run_state after an iteration: next_iter + 1 and what the next prompt is told."""
     return attrs.evolve(
@@ -335,7 +352,7 @@ def advance_run_state(state: RunState, outcome: IterationOutcome) -> RunState:
 def commit_subject(run_id: str, iteration: int, node_id: str, outcome: IterationOutcome) -> str:
     return (
         f"chore(loop): run {run_id} iter {iteration} node {node_id} "
-        f"status={outcome.status.value} guard={outcome.guard.value}"
+        f"status={outcome.shown_status} guard={outcome.guard.value}"
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from runner_core.iteration.plan import INTERRUPTED
 from runner_core.run.identity import run_id_problem
 from runner_core.validation.documents import JOURNAL_SCHEMA_FILE, document_problem
 
@@ -116,7 +117,7 @@ def recovery_kind(journal: Journal, head_subject: str | None) -> RecoveryKind:
 
 def interrupted_message(journal: Journal) -> str:
     return (
-        f"interrupted: the runner (pid {journal.runner_pid}, '{journal.command}') stopped during "
+        f"{INTERRUPTED}: the runner (pid {journal.runner_pid}, '{journal.command}') stopped during "
         f"iteration {journal.iteration} ({journal.phase.value}) of node '{journal.node_id}'"
     )
 

@@ -18,6 +18,7 @@ import attrs
 
 from runner_core.guard.ratchet import TestFigures
 from runner_core.history.records import figures_from_json
+from runner_core.iteration.plan import shown_status
 from runner_core.iteration.recovery import Journal
 from runner_core.loop.budget import BudgetUse, NodeTotals, figure_text
 from runner_core.loop.events import Event, EventType
@@ -115,9 +116,8 @@ def _step(event: Event, f: Mapping[str, Any]) -> str:
     meta = f["meta"]
     node_id = str(event.node_id)
     tests = figures_from_json(meta.get("tests"))
-    return step_line(
-        "loop: step", event.run_id, event.iter, node_id, meta["status"], meta["guard"], tests
-    )
+    status = shown_status(meta["status"], meta.get("error_kind"), meta.get("error"))
+    return step_line("loop: step", event.run_id, event.iter, node_id, status, meta["guard"], tests)
 
 
 def _secs(milliseconds: int) -> str:

@@ -25,11 +25,11 @@ RunId = Annotated[
 
 @app.command()
 @guarded
-def status(as_json: AsJson = False) -> None:
+def status(as_json: AsJson = False, run: RunId = None) -> None:
     """Show the run, the next iteration, the selected and stuck leaves, and the tree."""
     from runner_shell.views.inspect import show_status
 
-    show_status(*_paths(), as_json)
+    show_status(*_paths(), as_json, run)
 
 
 @app.command()

@@ -715,6 +715,6 @@ def step_result_line(prefix: str, result: StepRan) -> str:
     from runner_core.views.follow import step_line
 
     outcome, plan = result.outcome, result.plan
-    status, guard = outcome.status.value, outcome.guard.value
+    status, guard = outcome.shown_status, outcome.guard.value
     node_id = plan.node.id
     return step_line(prefix, result.run_id, plan.iteration, node_id, status, guard, result.tests)

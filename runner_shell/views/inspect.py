@@ -44,15 +44,18 @@ def _refuse_no_run_checked_out(paths: RunnerPaths, repo: Repo) -> None:
         raise UserFacingError(no_run_checked_out_problem(repo.current_branch(), run_ids))
 
 
-def show_status(paths: RunnerPaths, repo: Repo, as_json: bool) -> None:
-    """`runner status`: where the current run stands; works before `runner start` too."""
-    _refuse_no_run_checked_out(paths, repo)
-    reading = status_reading(paths, repo)
+def show_status(paths: RunnerPaths, repo: Repo, as_json: bool, run: str | None = None) -> None:
+    """`runner status`: where the current run stands (works before `runner start` too), or
+    where another run's branch left it (`--run`)."""
+    if run is None:
+        _refuse_no_run_checked_out(paths, repo)
+    reading = status_reading(paths, repo, run=run)
     if as_json:
         print_json(status_to_json(reading.view))
     else:
         typer.echo("\n".join(render_status(reading.view)))
-        _night_status(reading.view, paths, reading.journal, reading.journal_alive)
+        if run is None:
+            _night_status(reading.view, paths, reading.journal, reading.journal_alive)
 
 
 def show_history(

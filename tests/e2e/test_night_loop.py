@@ -290,10 +290,13 @@ def test_a_signal_during_the_agent_leaves_a_committed_interrupted_iteration(
     stdout, _stderr = loop.communicate(timeout=30)
 
     assert loop.returncode == code
+    # The loop line and the commit subject say `interrupted`; meta.json keeps `retry`.
     assert lines(stdout) == [
-        f"loop: step run={run} iter=1 node=root status=retry guard=skipped",
+        f"loop: step run={run} iter=1 node=root status=interrupted guard=skipped",
         f"loop: status=interrupted run={run} exit={code}",
     ]
+    assert project.subjects()[-1].endswith("node root status=interrupted guard=skipped")
+    assert project.meta(1)["status"] == "retry"
     name = signal.Signals(signum).name
     assert project.meta(1)["error"] == f"interrupted by {name}"
     assert project.meta(1)["attempts_after"] == 0

@@ -357,6 +357,14 @@ def test_history_of_an_earlier_run_is_read_with_run(scenario: Scenario, tmp_path
     text = project.runner("metrics", "--run", scenario.run_id).stdout
     next_iteration = ("runner_next_iteration", (("run_id", scenario.run_id),))
     assert metric_samples(text)[next_iteration] == 7
+    # status --run: where the earlier run's branch left it, beside the current run.
+    status = json_output(project, "status", "--run", scenario.run_id)
+    assert (status["run_id"], status["next_iteration"]) == (scenario.run_id, 7)
+    assert json_output(project, "status")["run_id"] == second
+    assert (
+        f"status: run={scenario.run_id}"
+        in project.runner("status", "--run", scenario.run_id).stdout
+    )
 
 
 @pytest.mark.parametrize(
