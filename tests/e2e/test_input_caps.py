@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.e2e import PYTHON, Project, assert_one_error_line, lines, node
+from tests.helpers.e2e import IDENTITY, PYTHON, Project, assert_one_error_line, lines, node
 
 LEAF = node("root")
 # Far more than the runner needs for these commands, far less than reading /dev/zero whole.
@@ -132,3 +132,58 @@ def test_a_wait_file_time_out_of_range_is_a_recorded_failure_not_an_internal_err
     kinds = [json.loads(line)["type"] for line in events_log.read_text().splitlines()]
     assert "limit_reached" not in kinds
     assert project.meta(1)["error_kind"] == "runner"
+
+
+def git_repository(root: Path, project: Project) -> None:
+    """A repository at `root` with one commit, made with the tests' identity."""
+    root.mkdir()
+    (root / "README.md").write_text("# elsewhere\n", encoding="utf-8")
+    for args in (("init", "--quiet", "--initial-branch=main"), ("add", "-A")):
+        subprocess.run(["git", *args], cwd=root, env=project.env, check=True)
+    commit = ("commit", "--quiet", "-m", "initial commit")
+    subprocess.run(["git", *IDENTITY, *commit], cwd=root, env=project.env, check=True)
+
+
+def newline_refusal(path: Path) -> str:
+    return (
+        f"{str(path)!r}"[1:-1] + ": the runner does not work in a path holding a newline, as git "
+        "lists paths one a line (rename the directory)"
+    )
+
+
+def test_init_in_a_repository_whose_path_holds_a_newline_is_refused_in_one_line(
+    fresh_project: Project, tmp_path: Path
+) -> None:
+    (tmp_path / "a").mkdir()
+    root = tmp_path / "a\nb"
+    git_repository(root, fresh_project)
+
+    for where in (("-C", str(root)), ("-C", str(root / "."))):
+        result = fresh_project.runner(*where, "init")
+        assert assert_one_error_line(result) == newline_refusal(Path(where[1]).absolute())
+    assert list((tmp_path / "a").iterdir()) == []
+    assert sorted(path.name for path in root.iterdir()) == [".git", "README.md"]
+
+
+def test_demo_in_a_directory_whose_path_holds_a_newline_is_refused_before_it_is_made(
+    fresh_project: Project, tmp_path: Path
+) -> None:
+    directory = tmp_path / "d\nx"
+
+    result = fresh_project.runner("demo", "--dir", str(directory))
+
+    assert assert_one_error_line(result) == newline_refusal(directory)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["harness", "home", "repo"]
+
+
+def test_a_repository_whose_path_holds_a_carriage_return_works(
+    fresh_project: Project, tmp_path: Path
+) -> None:
+    root = tmp_path / "a\rb"
+    git_repository(root, fresh_project)
+
+    result = fresh_project.runner("-C", str(root), "init")
+
+    assert result.returncode == 0, result.stderr
+    assert (root / ".runner" / "state" / "config.toml").is_file()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a\rb", "harness", "home", "repo"]
