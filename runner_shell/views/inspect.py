@@ -25,6 +25,7 @@ from runner_shell.views.reading import (
     history_document,
     metrics_document,
     print_json,
+    print_lines,
     report_document,
     status_reading,
 )
@@ -51,7 +52,7 @@ def show_status(paths: RunnerPaths, repo: Repo, as_json: bool) -> None:
     if as_json:
         print_json(status_to_json(reading.view))
     else:
-        typer.echo("\n".join(render_status(reading.view)))
+        print_lines(render_status(reading.view))
         _night_status(reading.view, paths, reading.journal, reading.journal_alive)
 
 
@@ -63,7 +64,7 @@ def show_history(
     if as_json:
         print_json(shown.to_json())
     else:
-        typer.echo("\n".join(render_history(shown.run_id, shown.records, node, shown.actions)))
+        print_lines(render_history(shown.run_id, shown.records, node, shown.actions))
 
 
 def show_iteration(
@@ -82,10 +83,10 @@ def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) 
     if as_json:
         print_json(report_to_json(report, problems))
     else:
-        typer.echo("\n".join(render_report(report)))
+        print_lines(render_report(report))
         if run is None or run == load_run_state(paths).run_id:
             for line in question_lines(read_optional_text(paths.questions, GUIDANCE_SHOWN_BYTES)):
-                typer.echo(line)
+                print_lines((line,))
 
 
 def _night_status(
@@ -95,7 +96,7 @@ def _night_status(
 
     lines = running_status_lines(paths, journal) if alive else ()
     for line in (*lines, *budget_lines(view.budgets)):
-        typer.echo(line)
+        print_lines((line,))
 
 
 def show_metrics(paths: RunnerPaths, repo: Repo, run: str | None) -> None:
