@@ -187,3 +187,25 @@ def test_a_repository_whose_path_holds_a_carriage_return_works(
     assert result.returncode == 0, result.stderr
     assert (root / ".runner" / "state" / "config.toml").is_file()
     assert sorted(path.name for path in tmp_path.iterdir()) == ["a\rb", "harness", "home", "repo"]
+
+
+def test_follow_skips_a_sparse_hole_in_events_jsonl_with_a_note_and_replays_the_rest(
+    project: Project, tmp_path: Path
+) -> None:
+    run = project.prepare(LEAF)
+    project.agent_script({1: {"output": {"status": "done", "summary": "did it"}}})
+    assert project.runner("loop").returncode == 0
+    events_log = project.runner_dir / "iterations" / run / "events.jsonl"
+    recorded = events_log.read_bytes()
+    before = project.runner("follow")
+    sparse_file(events_log, 300 * 1024 * 1024)
+    with events_log.open("ab") as handle:
+        handle.write(b"\n" + recorded)
+
+    after = capped_runner(project, "follow")
+
+    assert after.returncode == before.returncode == 0, after.stderr
+    assert after.stdout == before.stdout
+    assert after.stderr == (
+        "runner: warning: line 1: over 4194304 bytes, skipped (no event is that long)\n"
+    )

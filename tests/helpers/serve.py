@@ -95,6 +95,7 @@ class SseReader:
     url: str
     messages: list[tuple[int | None, str, str]] = attrs.field(factory=list)
     said_hello: threading.Event = attrs.field(factory=threading.Event)
+    hello: dict[str, Any] | None = None
     stop: threading.Event = attrs.field(factory=threading.Event)
     thread: threading.Thread | None = None
 
@@ -121,6 +122,7 @@ class SseReader:
                     fields[key] = value
                     continue
                 if fields.get("event") == "hello":
+                    self.hello = json.loads(fields.get("data", "null"))
                     self.said_hello.set()
                 elif "event" in fields:
                     ident = int(fields["id"]) if "id" in fields else None
