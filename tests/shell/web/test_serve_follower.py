@@ -5,9 +5,7 @@ server's stderr and to every page, those that connect later included."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import resource
 import subprocess
 import time
 from collections.abc import Iterator
@@ -20,57 +18,10 @@ from runner_shell.git.repo import Repo
 from runner_shell.store.event_log import append_events
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.web.serve import Api, Broker, Client, Watcher
-from tests.helpers.e2e import PYTHON, Project, ProjectFactory
-from tests.helpers.serve import (
-    SseReader,
-    free_port,
-    leaves_tree,
-    script_leaves,
-    wait_until_answering,
-)
+from tests.helpers.e2e import ProjectFactory
+from tests.helpers.serve import SseReader, capped_server, completed_one_leaf, events_log
 
-# Far more than the server needs, far less than a 300 MB line read whole.
-MEMORY_CAP_BYTES = 1024 * 1024 * 1024
 HOLE_BYTES = 300 * 1024 * 1024
-
-
-def completed(tmp_path: Path, make_project: ProjectFactory) -> Project:
-    """A run a real loop completed: one leaf, done in one iteration."""
-    project = make_project(tmp_path, "started")
-    project.prepare(leaves_tree(1))
-    script_leaves(project, 1, sleep=0)
-    assert project.runner("loop").returncode == 0
-    return project
-
-
-def events_log(project: Project) -> Path:
-    return project.runner_dir / "iterations" / project.run_id / "events.jsonl"
-
-
-@contextlib.contextmanager
-def capped_server(project: Project) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """A real `runner serve` with its address space capped; yields it and its base URL."""
-
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP_BYTES, MEMORY_CAP_BYTES))
-
-    base = f"http://127.0.0.1:{free_port()}"
-    process = subprocess.Popen(
-        [PYTHON, "-m", "runner_shell", "serve", "--port", base.rsplit(":", 1)[1]],
-        cwd=project.root,
-        env=project.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=cap,
-    )
-    try:
-        wait_until_answering(process, base)
-        yield process, base
-    finally:
-        if process.poll() is None:
-            process.terminate()
-        process.communicate(timeout=10)
 
 
 def stderr_of(process: subprocess.Popen[str]) -> str:
@@ -88,7 +39,7 @@ def wait_for(condition: object, what: str, secs: float = 20) -> None:
 def test_the_events_after_a_sparse_hole_reach_the_pages(
     tmp_path: Path, make_project: ProjectFactory
 ) -> None:
-    project = completed(tmp_path, make_project)
+    project = completed_one_leaf(tmp_path, make_project)
     log = events_log(project)
     recorded = log.read_bytes()
     with log.open("r+b") as handle:
@@ -113,7 +64,7 @@ def test_the_events_after_a_sparse_hole_reach_the_pages(
 def test_a_follower_that_stops_says_why_on_stderr_and_to_every_page(
     tmp_path: Path, make_project: ProjectFactory
 ) -> None:
-    project = completed(tmp_path, make_project)
+    project = completed_one_leaf(tmp_path, make_project)
     log = events_log(project)
     log.unlink()
     os.mkfifo(log)
@@ -135,7 +86,7 @@ def test_a_follower_that_stops_says_why_on_stderr_and_to_every_page(
 def test_any_failure_of_the_follower_thread_is_said_never_a_silent_end(
     tmp_path: Path, make_project: ProjectFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    project = completed(tmp_path, make_project)
+    project = completed_one_leaf(tmp_path, make_project)
     paths, repo = RunnerPaths(project.root), Repo(project.root)
 
     def failing() -> Iterator[Event]:
