@@ -8,7 +8,7 @@ in their text) and never decides whether the process failed.
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from runner_core.backends._json import parse_json
@@ -34,6 +34,7 @@ class WaitFileError(ValueError):
     """A `RUNNER_WAIT_PATH` file that says neither `retry_after_secs` nor `retry_at`."""
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 WAIT_FILE_SHAPE = 'write {"retry_after_secs": <seconds>} or {"retry_at": "<ISO-8601 with zone>"}'
 
 
@@ -68,4 +69,13 @@ def _wait_file_time(value: Any) -> str:
         raise WaitFileError(problem) from None
     if moment.tzinfo is None:
         raise WaitFileError(problem)
-    return iso_utc(moment)
+    # No service asks to be retried before the epoch; a zone offset can also carry a time past
+    # the first or the last day a datetime holds.
+    try:
+        in_range = moment >= _EPOCH
+        text = iso_utc(moment)
+    except OverflowError:
+        in_range = False
+    if not in_range:
+        raise WaitFileError(f"retry_at is out of range (1970 to 9999 UTC), got {value!r}")
+    return text

@@ -31,8 +31,11 @@ class LimitSignal:
 
 
 def iso_utc(moment: datetime) -> str:
-    """`2026-11-22T15:52:00Z`: an aware datetime in UTC, to the second."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """`2026-11-22T15:52:00Z`: an aware datetime in UTC, to the second. The year has four
+    digits whatever the platform's strftime does with years before 1000, so the text always
+    reads back with `datetime.fromisoformat`."""
+    utc = moment.astimezone(UTC)
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}Z"
 
 
 # ---------------------------------------------------------------- the wait

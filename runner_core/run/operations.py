@@ -16,6 +16,7 @@ import attrs
 
 from runner_core.iteration.state_update import apply_state_updates
 from runner_core.run import trailers
+from runner_core.run.config import MAX_VALUES
 from runner_core.run.trailers import NodeOperation as NodeOperation  # re-exported; home: trailers
 from runner_core.tree.decompose import (
     ChildSpec,
@@ -99,8 +100,12 @@ def _replace(tree: Node, node_id: str, change: Node) -> Node:
 def retry_node(tree: Node, node_id: str, attempts: int) -> Node:
     """Give an open node `attempts` more attempts: `max_attempts = attempts used + N`."""
     node, _ = _open_node(tree, node_id, NodeOperation.RETRY)
+    # As many as a node may be given at all: config.toml's bound on max_attempts_default.
+    most = MAX_VALUES["max_attempts_default"]
     if attempts < 1:
         raise OperationError(f"node retry: --attempts must be at least 1, not {attempts}")
+    if attempts > most:
+        raise OperationError(f"node retry: --attempts must be at most {most}, not {attempts}")
     return _replace(tree, node_id, attrs.evolve(node, max_attempts=node.attempts + attempts))
 
 

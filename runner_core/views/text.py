@@ -1,7 +1,9 @@
-"""How the runner makes any text one line: error messages, excerpts and table cells.
+"""How the runner makes any text one line, and safe for a terminal: error messages, excerpts,
+table cells and the text views.
 
-Decides the one rule for flattening (whitespace runs become one space, cut with a mark) and for
-the line an error prints (control characters escaped, cut at MESSAGE_MAX_CHARS). Never prints.
+Decides the one rule for flattening (whitespace runs become one space, cut with a mark), for
+the line an error prints (control characters escaped, cut at MESSAGE_MAX_CHARS) and for what a
+text view may send to a terminal (what the agent wrote, escaped). Never prints.
 """
 
 from __future__ import annotations
@@ -23,9 +25,24 @@ def error_line(message: str) -> str:
     if len(message) > MESSAGE_MAX_CHARS:
         cut = len(message) - MESSAGE_MAX_CHARS
         message = f"{message[:MESSAGE_MAX_CHARS]} [... {cut} more characters]"
-    if message.isprintable():
-        return message
+    return _escaped(message, keep="")
+
+
+def terminal_text(text: str) -> str:
+    """`text` as a text view prints it: every character that is not printable escaped as
+    Python writes it (`\\x1b`, `\\u202e`), line breaks and tabs kept.
+
+    What an agent wrote (a summary, a title, a log line) reaches the terminal through this: a
+    control character would start an escape sequence (a title, a hyperlink, a cleared screen) and
+    a format character (the bidi overrides and isolates) would reorder what follows it.
+    """
+    return _escaped(text, keep="\n\t")
+
+
+def _escaped(text: str, keep: str) -> str:
+    if text.isprintable():
+        return text
     return "".join(
-        char if char.isprintable() else char.encode("unicode_escape").decode("ascii")
-        for char in message
+        char if char.isprintable() or char in keep else char.encode("unicode_escape").decode()
+        for char in text
     )

@@ -59,6 +59,20 @@ def _run(
     return result
 
 
+def _newline_refused(path: Path) -> GitError:
+    return GitError(
+        f"{path}: the runner does not work in a path holding a newline, as git lists paths "
+        "one a line (rename the directory)"
+    )
+
+
+def refuse_newline_path(path: Path) -> None:
+    """git answers with one path a line, so a path holding a newline would be read as two: the
+    runner would work in a directory beside the repository. Such a path is refused."""
+    if "\n" in str(path):
+        raise _newline_refused(path)
+
+
 def open_repo(start: Path) -> Repo:
     """The repository around `start`, its work tree and git directories found by one git call."""
     result = _run(
@@ -66,7 +80,11 @@ def open_repo(start: Path) -> Repo:
     )
     if result.returncode != 0:
         raise GitError(f"{start} is not inside a git repository (run 'git init' first)")
-    root, git_dir, common_dir = result.stdout.splitlines()[:3]
+    # Only a newline ends a line of git's answer: a path may hold any other line separator.
+    answer = result.stdout.removesuffix("\n").split("\n")
+    if len(answer) != 3:  # the work tree, or the git directory a .git file names, holds one
+        raise _newline_refused(start.absolute())
+    root, git_dir, common_dir = answer
     # A relative common directory is relative to where git ran.
     return Repo(Path(root), Path(git_dir), (start / common_dir).resolve())
 

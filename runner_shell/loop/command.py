@@ -22,6 +22,7 @@ import typer
 from runner_core.loop.events import EventType
 from runner_core.views.follow import event_text
 from runner_core.views.progress import progress_head, ticking_line
+from runner_core.views.text import terminal_text
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.loop.night_loop import LoopRun, run_night_loop
@@ -131,7 +132,7 @@ class LiveProgress:
         except (EventLogRefused, OSError):
             return ()  # the step reports a refused events.jsonl
         return tuple(
-            line
+            terminal_text(line)
             for event in events
             if event.type is EventType.AGENT_OUTPUT
             for line in event_text(event)

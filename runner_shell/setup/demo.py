@@ -14,7 +14,7 @@ import typer
 from runner_core import Config
 from runner_core.iteration.prompt_pack import DEFAULT_PROMPT_BUDGET
 from runner_shell.errors import UserFacingError
-from runner_shell.git.repo import Repo
+from runner_shell.git.repo import Repo, refuse_newline_path
 from runner_shell.loop.command import run_loop
 from runner_shell.setup.scaffold import init_runner, start_run
 from runner_shell.store.files import atomic_write_text
@@ -71,6 +71,7 @@ def refuse_used_directory(directory: Path) -> None:
 
 def run_demo(directory: Path | None) -> int:
     if directory is not None:
+        refuse_newline_path(directory.absolute())
         refuse_used_directory(directory)
     root = Path(tempfile.mkdtemp(prefix="runner-demo-")) if directory is None else directory
     root.mkdir(parents=True, exist_ok=True)

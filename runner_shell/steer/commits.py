@@ -33,7 +33,7 @@ from runner_shell.git.repo import Repo
 from runner_shell.loop.event_sink import sink_for
 from runner_shell.step.lock_and_journal import exclusive_lock
 from runner_shell.step.runner import Loaded, load_for_step
-from runner_shell.store.files import atomic_write_text
+from runner_shell.store.files import FileTooLarge, atomic_write_text, read_bytes_capped
 from runner_shell.store.iteration_log import utc_now
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import (
@@ -91,10 +91,19 @@ def apply_holding_lock(
     return Applied(loaded.run_id, before, after)
 
 
+# An operator's plan is read whole before it is parsed: no plan comes near this, and a device or
+# a huge file named by mistake is refused before it fills memory.
+OPERATOR_FILE_MAX_BYTES = SMALL_FILE_MAX_BYTES
+
+
 def read_operator_json(path: Path, option: str = "--from") -> Any:
     """The JSON document of an operator's file; one line naming the file when it is not."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bytes_capped(path, OPERATOR_FILE_MAX_BYTES).decode("utf-8")
+    except FileTooLarge as error:
+        raise UserFacingError(
+            f"{option} {path}: over {error.limit} bytes; a plan is at most that (make it smaller)"
+        ) from None
     except OSError as error:
         raise UserFacingError(f"{option} {path}: {error.strerror or error}") from None
     except UnicodeDecodeError as error:

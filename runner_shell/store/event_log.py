@@ -55,15 +55,24 @@ def _never() -> bool:
     return False
 
 
+# A line longer than this is no event the runner wrote (the largest, an iteration's meta, is at
+# most 1 MiB): a reader skips it with a note instead of holding it. The file is read a chunk at
+# a time, so a reader never holds more than a chunk and this much of one line.
+EVENT_LINE_MAX_BYTES = 4 * 1024 * 1024
+READ_CHUNK_BYTES = 1024 * 1024
+
+
 @attrs.define
 class EventTail:
     """A reader of a growing `events.jsonl`: each `read` returns the events of the whole lines
-    appended since the last one (a line is read once it is whole)."""
+    appended since the last one (a line is read once it is whole), a line at a time: an
+    over-long line (a sparse hole an agent made, say) is skipped with a note, never loaded."""
 
     path: Path
     offset: int = 0
     next_line: int = 1
     pending: bytes = b""
+    skipping: bool = False  # inside a line already noted as over-long, until its newline
 
     @classmethod
     def at_end(cls, path: Path) -> EventTail:
@@ -75,15 +84,39 @@ class EventTail:
             return cls(path)
 
     def read(self) -> tuple[tuple[Event, ...], tuple[str, ...], bool]:
-        """The new events, a warning per damaged new line, and whether the file grew."""
-        chunk = _read_from(self.path, self.offset)
-        self.offset += len(chunk)
-        whole, newline, self.pending = (self.pending + chunk).rpartition(b"\n")
-        if not newline:
-            return (), (), bool(chunk)
-        events, warnings = parse_event_lines(whole + b"\n", self.next_line)
-        self.next_line += whole.count(b"\n") + 1
-        return events, warnings, bool(chunk)
+        """The new events, a warning per damaged or over-long new line, and whether the file
+        grew."""
+        events: list[Event] = []
+        warnings: list[str] = []
+        grew = False
+        for chunk in _chunks_from(self.path, self.offset):
+            grew = True
+            self.offset += len(chunk)
+            self._take(chunk, events, warnings)
+        return tuple(events), tuple(warnings), grew
+
+    def _take(self, chunk: bytes, events: list[Event], warnings: list[str]) -> None:
+        *whole, rest = (self.pending + chunk).split(b"\n")
+        for line in whole:
+            if self.skipping:
+                self.skipping = False
+            elif len(line) > EVENT_LINE_MAX_BYTES:
+                warnings.append(_over_long(self.next_line))
+            else:
+                found, damaged = parse_event_lines(line + b"\n", self.next_line)
+                events += found
+                warnings += damaged
+            self.next_line += 1
+        self.pending = b""
+        if not self.skipping and len(rest) > EVENT_LINE_MAX_BYTES:
+            warnings.append(_over_long(self.next_line))
+            self.skipping = True
+        elif not self.skipping:
+            self.pending = rest
+
+
+def _over_long(line: int) -> str:
+    return f"line {line}: over {EVENT_LINE_MAX_BYTES} bytes, skipped (no event is that long)"
 
 
 def follow(
@@ -131,16 +164,27 @@ def follow_tail(
         sleep(poll_secs)
 
 
-def _read_from(path: Path, offset: int) -> bytes:
-    """The bytes of `path` from `offset`; none while it does not exist."""
+def follow_failure(error: Exception) -> str:
+    """Why following the file stopped, in one line: for a follower that must say so."""
+    if isinstance(error, EventLogRefused):  # a planted symlink or FIFO
+        return str(error)
+    if isinstance(error, OSError):  # a file where the run directory should be, or no access
+        return f"{error.filename}: {error.strerror or error}"
+    return f"{type(error).__name__}: {error}"
+
+
+def _chunks_from(path: Path, offset: int) -> Iterator[bytes]:
+    """The bytes of `path` from `offset`, a chunk at a time; none while it does not exist."""
     try:
-        with open_regular(path) as stream:
-            stream.seek(offset)
-            return stream.read()
+        stream = open_regular(path)
     except FileNotFoundError:
-        return b""
+        return
     except NotRegularFile as error:
         raise EventLogRefused(f"{path} {error.strerror} (remove it)") from None
+    with stream:
+        stream.seek(offset)
+        while chunk := stream.read(READ_CHUNK_BYTES):
+            yield chunk
 
 
 # How much of the file's end `last_events` reads: many times a loop's last events between two

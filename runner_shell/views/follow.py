@@ -28,6 +28,7 @@ from runner_core.views.follow import (
     running_lines,
     waiting_for_loop_line,
 )
+from runner_core.views.text import terminal_text
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.loop.event_sink import events_path
@@ -60,7 +61,7 @@ def follow_run(
             echo(event_line(event).rstrip("\n"))
         else:
             for line in event_text(event):
-                echo(line)
+                echo(terminal_text(line))
 
     tail = EventTail(events_path(paths, run))
     recorded, warnings, _ = tail.read()

@@ -39,7 +39,7 @@ from runner_shell.store.history_sources import agent_diff_stat, iteration_commit
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_run_state
 from runner_shell.views.iteration_files import read_iteration, read_iteration_at
-from runner_shell.views.reading import print_json, warn
+from runner_shell.views.reading import print_json, print_lines, warn
 
 
 def _run_id(paths: RunnerPaths, requested: str | None) -> str:
@@ -75,7 +75,7 @@ def show_audit(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) -
     if as_json:
         print_json(audit_to_json(report))
     else:
-        typer.echo("\n".join(report.lines()))
+        print_lines(report.lines())
     return 0 if report.clean else 1
 
 
@@ -152,7 +152,7 @@ def show_diff(
     if as_json:
         print_json(diff_document(run_id, iteration, diff, source))
     else:
-        typer.echo("\n".join(diff_lines(run_id, iteration, diff, source)))
+        print_lines(diff_lines(run_id, iteration, diff, source))
 
 
 # ---------------------------------------------------------------- runner logs restore
@@ -218,7 +218,7 @@ def show_sourced_iteration(
     if as_json:
         print_json({**shown.to_json(), **facet.to_json()})
     else:
-        typer.echo("\n".join([*render_show(shown, with_tests), *facet.lines()]))
+        print_lines([*render_show(shown, with_tests), *facet.lines()])
 
 
 def iteration_document(paths: RunnerPaths, repo: Repo, run_id: str, iteration: int) -> Any:

@@ -25,6 +25,7 @@ from runner_shell.views.reading import (
     history_document,
     metrics_document,
     print_json,
+    print_lines,
     report_document,
     status_reading,
 )
@@ -53,7 +54,7 @@ def show_status(paths: RunnerPaths, repo: Repo, as_json: bool, run: str | None =
     if as_json:
         print_json(status_to_json(reading.view))
     else:
-        typer.echo("\n".join(render_status(reading.view)))
+        print_lines(render_status(reading.view))
         if run is None:
             _night_status(reading.view, paths, reading.journal, reading.journal_alive)
 
@@ -66,7 +67,7 @@ def show_history(
     if as_json:
         print_json(shown.to_json())
     else:
-        typer.echo("\n".join(render_history(shown.run_id, shown.records, node, shown.actions)))
+        print_lines(render_history(shown.run_id, shown.records, node, shown.actions))
 
 
 def show_iteration(
@@ -90,10 +91,10 @@ def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) 
     if as_json:
         print_json(report_to_json(report, problems))
     else:
-        typer.echo("\n".join(render_report(report)))
+        print_lines(render_report(report))
         if run is None or run == load_run_state(paths).run_id:
             for line in question_lines(read_optional_text(paths.questions, GUIDANCE_SHOWN_BYTES)):
-                typer.echo(line)
+                print_lines((line,))
 
 
 def _night_status(
@@ -103,7 +104,7 @@ def _night_status(
 
     lines = running_status_lines(paths, journal) if alive else ()
     for line in (*lines, *budget_lines(view.budgets)):
-        typer.echo(line)
+        print_lines((line,))
 
 
 def show_metrics(paths: RunnerPaths, repo: Repo, run: str | None) -> None:

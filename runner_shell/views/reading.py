@@ -9,7 +9,7 @@ damaged or missing meta.json is a warning (by default one line on stderr) and is
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from runner_core.views.history import HistoryDocument, history_actions, history_
 from runner_core.views.metrics import metrics_text
 from runner_core.views.report import Report, RunFigures, build_report
 from runner_core.views.status import OperatorFacts, StatusView, running_node_id, status_view
+from runner_core.views.text import terminal_text
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.sandbox.status import sandbox_status
@@ -49,6 +50,12 @@ GUIDANCE_SHOWN_BYTES = 4 * 1024
 
 def warn(line: str) -> None:
     typer.echo(f"runner: warning: {line}", err=True)
+
+
+def print_lines(lines: Iterable[str]) -> None:
+    """A text view's lines, with whatever the agent wrote among them escaped for the terminal
+    (runner_core.views.text); `--json` documents are JSON-escaped instead."""
+    typer.echo(terminal_text("\n".join(lines)))
 
 
 def print_json(document: dict[str, Any]) -> None:

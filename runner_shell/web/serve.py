@@ -54,7 +54,7 @@ from runner_shell.git.log_archive import ArchiveError
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.git.run_branches import gather_runs
 from runner_shell.step.lock_and_journal import journal_path, lock_held
-from runner_shell.store.event_log import EventLogRefused, follow, last_events
+from runner_shell.store.event_log import follow, follow_failure, last_events
 from runner_shell.store.files import FileTooLarge, read_bytes_capped
 from runner_shell.store.iteration_log import iteration_dirs
 from runner_shell.store.layout import RunnerPaths
@@ -100,6 +100,8 @@ class Broker:
 
     clients: set[Client] = attrs.field(factory=set)
     sent: int = 0
+    # Why the run's events stopped reaching the pages: shown by each, a late one too (hello).
+    events_failure: str | None = None
 
     def publish(self, name: str, data: str) -> None:
         self.sent += 1
@@ -222,6 +224,9 @@ class Watcher:
         self.follower_stop.set()
         stop = self.follower_stop = threading.Event()
         self.following = run_id
+        if self.broker.events_failure is not None:  # the last run's: its pages hide it
+            self.broker.events_failure = None
+            self.broker.publish("events_failed", json.dumps({"error": None}))
         loop = asyncio.get_running_loop()
         events = follow(
             self.paths.events_log(run_id), stop=lambda: stop.is_set() or self.stop.is_set()
@@ -235,11 +240,15 @@ class Watcher:
                 line = event_line(event).rstrip("\n")
                 with contextlib.suppress(RuntimeError):  # the server's loop has closed
                     loop.call_soon_threadsafe(self.broker.publish, event.type.value, line)
-        except EventLogRefused as error:  # a planted symlink or FIFO: events stop, pages answer
-            print(failure_line(str(error)), file=sys.stderr, flush=True)
-        except OSError as error:  # a file where the run directory should be, or no access
-            why = error.strerror or str(error)
-            print(failure_line(f"{error.filename}: {why}"), file=sys.stderr, flush=True)
+        except Exception as error:  # a follower never ends without saying why
+            why = follow_failure(error)
+            print(failure_line(f"live events stopped: {why}"), file=sys.stderr, flush=True)
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._events_failed, why)
+
+    def _events_failed(self, why: str) -> None:
+        self.broker.events_failure = why
+        self.broker.publish("events_failed", json.dumps({"error": why}))
 
 
 async def client_messages(
@@ -249,7 +258,8 @@ async def client_messages(
     client = Client()
     broker.clients.add(client)
     try:
-        yield f"retry: 2000\nevent: hello\ndata: {json.dumps({'sent': broker.sent})}\n\n"
+        hello = {"sent": broker.sent, "events_failure": broker.events_failure}
+        yield f"retry: 2000\nevent: hello\ndata: {json.dumps(hello)}\n\n"
         while not client.dropped:
             try:
                 yield await asyncio.wait_for(client.queue.get(), HEARTBEAT_SECS)

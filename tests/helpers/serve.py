@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import json
+import resource
 import socket
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import attrs
 import httpx2 as httpx
 
-from tests.helpers.e2e import PYTHON, Project, node
+from tests.helpers.e2e import PYTHON, Project, ProjectFactory, node
 
 LEAVES = 3
 
@@ -95,6 +97,7 @@ class SseReader:
     url: str
     messages: list[tuple[int | None, str, str]] = attrs.field(factory=list)
     said_hello: threading.Event = attrs.field(factory=threading.Event)
+    hello: dict[str, Any] | None = None
     stop: threading.Event = attrs.field(factory=threading.Event)
     thread: threading.Thread | None = None
 
@@ -121,6 +124,7 @@ class SseReader:
                     fields[key] = value
                     continue
                 if fields.get("event") == "hello":
+                    self.hello = json.loads(fields.get("data", "null"))
                     self.said_hello.set()
                 elif "event" in fields:
                     ident = int(fields["id"]) if "id" in fields else None
@@ -129,3 +133,46 @@ class SseReader:
 
     def events(self, name: str) -> list[dict[str, Any]]:
         return [json.loads(data) for _, event, data in list(self.messages) if event == name]
+
+
+# Far more than the server needs, far less than a 300 MB line read whole.
+MEMORY_CAP_BYTES = 1024 * 1024 * 1024
+
+
+def completed_one_leaf(tmp_path: Path, make_project: ProjectFactory) -> Project:
+    """A run a real loop completed: one leaf, done in one iteration."""
+    project = make_project(tmp_path, "started")
+    project.prepare(leaves_tree(1))
+    script_leaves(project, 1, sleep=0)
+    assert project.runner("loop").returncode == 0
+    return project
+
+
+def events_log(project: Project) -> Path:
+    return project.runner_dir / "iterations" / project.run_id / "events.jsonl"
+
+
+@contextlib.contextmanager
+def capped_server(project: Project) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """A real `runner serve` with its address space capped; yields it and its base URL."""
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP_BYTES, MEMORY_CAP_BYTES))
+
+    base = f"http://127.0.0.1:{free_port()}"
+    process = subprocess.Popen(
+        [PYTHON, "-m", "runner_shell", "serve", "--port", base.rsplit(":", 1)[1]],
+        cwd=project.root,
+        env=project.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=cap,
+    )
+    try:
+        wait_until_answering(process, base)
+        yield process, base
+    finally:
+        if process.poll() is None:
+            process.terminate()
+        process.communicate(timeout=10)

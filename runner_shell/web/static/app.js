@@ -299,8 +299,18 @@ function appendOutput(event) {
   output.scrollTop = output.scrollHeight;
 }
 
+// The server's events follower stopped (it said why on its stderr too): the page still
+// answers, but without live events, and says so until a new run's events are followed.
+function showEventsFailure(why) {
+  const node = document.getElementById("events-failure");
+  node.hidden = !why;
+  node.textContent = why ? `live events stopped: ${why}` : "";
+}
+
 function subscribe() {
   const source = new EventSource("/api/events");
+  source.addEventListener("hello", (event) => showEventsFailure(JSON.parse(event.data).events_failure));
+  source.addEventListener("events_failed", (event) => showEventsFailure(JSON.parse(event.data).error));
   source.onopen = () => { text("live", "live"); soon(); };
   source.onerror = () => text("live", "reconnecting…");
   source.addEventListener("agent_output", appendOutput);
