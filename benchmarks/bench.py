@@ -753,6 +753,10 @@ def table(rows: Sequence[Row]) -> str:
     return bench_docs.full_table([record(row) for row in rows])
 
 
+# What a results file measured, relative to the repository root.
+CODE = (":/runner_core", ":/runner_shell", ":/benchmarks/*.py", ":/schemas", ":/pyproject.toml")
+
+
 def machine(label: str) -> dict[str, Any]:
     """Where and what was measured: the runner_core imported, and its git commit if any."""
     measured = Path(runner_core.__file__).resolve().parent
@@ -766,7 +770,8 @@ def machine(label: str) -> dict[str, Any]:
         "label": label or commit[:12] or str(measured),
         "runner_core": str(measured),
         "commit": commit,
-        "dirty": bool(commit and git("status", "--porcelain", "--untracked-files=no")),
+        # Whether the measured code differs from the commit (docs being regenerated do not).
+        "dirty": bool(commit and git("status", "--porcelain", "--untracked-files=no", *CODE)),
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
