@@ -563,6 +563,50 @@ def bench_cli(
     return rows
 
 
+TYPER_HELLO_SOURCE = """import typer
+
+app = typer.Typer()
+
+
+def show_version(value: bool) -> None:
+    if value:
+        typer.echo("hello 1.0")
+        raise typer.Exit(0)
+
+
+@app.command()
+def hello(
+    version: bool = typer.Option(False, "--version", callback=show_version, is_eager=True),
+) -> None:
+    typer.echo("hello")
+
+
+app()
+"""
+
+
+def bench_version(repeat: int, workdir: Path, log: Callable[[str], None]) -> list[Row]:
+    """`runner --version` beside a typer hello-world's `--version`: start-up alone."""
+    log("start: `runner --version` beside a typer hello-world's")
+    hello = workdir / "typer_hello.py"
+    hello.write_text(TYPER_HELLO_SOURCE, encoding="utf-8")
+    measured, floor = paired_processes(
+        process([*runner_command(), "--version"], workdir),
+        process([sys.executable, str(hello), "--version"], workdir),
+        repeat * SMALL_TREE_REPEAT_FACTOR,
+    )
+    return [
+        ratio_row(
+            "`runner --version` vs a typer hello-world's --version",
+            None,
+            measured,
+            floor,
+            1.0,
+            note="both are Python scripts started by the same interpreter",
+        )
+    ]
+
+
 def step_tree(leaves: int) -> str:
     root: dict[str, Any] = {
         "id": "root",
@@ -817,8 +861,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="1k and 10k nodes, 3 runs")
     parser.add_argument(
         "--only",
-        default="core,schema,cli,step,slot,rss",
-        help="comma-separated groups to run (core,schema,cli,step,slot,rss, and the heavy run,big)",
+        default="core,schema,start,cli,step,slot,rss",
+        help="comma-separated groups (core,schema,start,cli,step,slot,rss; the heavy run,big)",
     )
     parser.add_argument(
         "--run-length", type=int, default=1000, help="steps of the `run` group (default 1000)"
@@ -869,6 +913,8 @@ def run_groups(args: argparse.Namespace, log: Callable[[str], None]) -> list[Row
             rows += bench_core(sizes, repeat, log)
         if "schema" in groups:
             rows += bench_schema(process_sizes, repeat, log)
+        if "start" in groups:
+            rows += bench_version(repeat, workdir, log)
         if "cli" in groups:
             rows += bench_cli(process_sizes, repeat, workdir, log)
         if "step" in groups:

@@ -102,6 +102,7 @@ def test_a_block_the_results_cannot_fill_is_named(bench_docs: ModuleType) -> Non
 GROUP_ROWS = {
     "core": "core pipeline vs",
     "schema": "schema validation vs",
+    "start": "`runner --version` vs",
     "cli": "`runner select` vs",
     "step": 'sandbox "off") vs sh floor',
     "slot": "slot resets per second",
