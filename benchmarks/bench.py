@@ -41,6 +41,12 @@ from runner_core.tree import serialization as tree_json
 from runner_core.validation.immutability import check_passed_node_immutability
 from runner_core.validation.schema import TREE_SCHEMA_FILE, load_schema, validate_schema
 
+# One module whether run as a script or imported: steps.py imports this one as `bench`.
+sys.modules.setdefault("bench", sys.modules[__name__])
+
+import bench_docs  # noqa: E402
+import steps  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "latest.json"
 FULL_SIZES = (1_000, 10_000, 100_000, 1_000_000)
@@ -73,20 +79,14 @@ NOOP_AGENT = (
     "-c",
     """printf '{"status": "done", "summary": "no-op"}' > "$RUNNER_OUTPUT_PATH\"""",
 )
-GUARD_1GB_SOURCE = f"""\
+GUARD_LOUD_SOURCE = """\
 import sys
 line = b"g" * 1023 + b"\\n"
 chunk = line * 1024
 write = sys.stdout.buffer.write
-for _ in range({GUARD_OUTPUT_BYTES} // len(chunk)):
+for _ in range({output_bytes} // len(chunk)):
     write(chunk)
 """
-GIT_TRACE_WRAPPER = """\
-#!/bin/sh
-{ printf '%s\\0' "$@"; printf '\\036\\0'; } >> "$RUNNER_BENCH_GIT_TRACE"
-exec "$RUNNER_BENCH_REAL_GIT" "$@"
-"""
-
 
 # ---------------------------------------------------------------- trees
 
@@ -466,14 +466,21 @@ def run(
     return result.stdout
 
 
-def config_text(guard: Sequence[str], agent: Sequence[str], max_iterations: int = 100) -> str:
+def config_text(
+    guard: Sequence[str],
+    agent: Sequence[str],
+    max_iterations: int = 100,
+    sandbox_mode: str | None = None,
+) -> str:
     def toml_list(values: Sequence[str]) -> str:
         return "[" + ", ".join(json.dumps(value) for value in values) + "]"
 
+    sandbox = "" if sandbox_mode is None else f'\n[sandbox]\nmode = "{sandbox_mode}"\n'
     return (
         f"max_iterations = {max_iterations}\n\n"
         f"[guard]\ncommand = {toml_list(guard)}\n\n"
         f'[agent]\nbackend = "command"\ncommand = {toml_list(agent)}\n'
+        f"{sandbox}"
     )
 
 
@@ -483,8 +490,10 @@ def make_repo(
     guard: Sequence[str],
     agent: Sequence[str] = NOOP_AGENT,
     max_iterations: int = 100,
+    sandbox_mode: str | None = None,
 ) -> Path:
-    """A git repository with a started run whose tree.json and config.toml are the given ones."""
+    """A git repository with a started run whose tree.json and config.toml are the given ones
+    (`[sandbox] mode` the default unless `sandbox_mode` names one)."""
     directory.mkdir(parents=True)
     run(["git", "init", "--quiet", "--initial-branch=main"], directory)
     (directory / "README.md").write_text("bench\n", encoding="utf-8")
@@ -495,7 +504,9 @@ def make_repo(
     (directory / ".runner" / "GOAL.md").write_text("# Goal\n\nBenchmark.\n", encoding="utf-8")
     state = directory / ".runner" / "state"
     (state / "tree.json").write_text(tree, encoding="utf-8")
-    (state / "config.toml").write_text(config_text(guard, agent, max_iterations), encoding="utf-8")
+    (state / "config.toml").write_text(
+        config_text(guard, agent, max_iterations, sandbox_mode), encoding="utf-8"
+    )
     run([*runner, "start"], directory)
     assert not run(["git", "status", "--porcelain"], directory), "start left a dirty tree"
     return directory
@@ -542,7 +553,7 @@ def bench_cli(
             measured, floor_time = paired_processes(
                 process([*runner, command], repo), floor, repeat
             )
-            limit = 3.0 if command == "select" and size == 10_000 else None
+            limit = 1.5 if command == "select" and size == 10_000 else None
             rows.append(
                 ratio_row(
                     f"`runner {command}` vs python json.load", size, measured, floor_time, limit
@@ -550,6 +561,50 @@ def bench_cli(
             )
         shutil.rmtree(repo)
     return rows
+
+
+TYPER_HELLO_SOURCE = """import typer
+
+app = typer.Typer()
+
+
+def show_version(value: bool) -> None:
+    if value:
+        typer.echo("hello 1.0")
+        raise typer.Exit(0)
+
+
+@app.command()
+def hello(
+    version: bool = typer.Option(False, "--version", callback=show_version, is_eager=True),
+) -> None:
+    typer.echo("hello")
+
+
+app()
+"""
+
+
+def bench_version(repeat: int, workdir: Path, log: Callable[[str], None]) -> list[Row]:
+    """`runner --version` beside a typer hello-world's `--version`: start-up alone."""
+    log("start: `runner --version` beside a typer hello-world's")
+    hello = workdir / "typer_hello.py"
+    hello.write_text(TYPER_HELLO_SOURCE, encoding="utf-8")
+    measured, floor = paired_processes(
+        process([*runner_command(), "--version"], workdir),
+        process([sys.executable, str(hello), "--version"], workdir),
+        repeat * SMALL_TREE_REPEAT_FACTOR,
+    )
+    return [
+        ratio_row(
+            "`runner --version` vs a typer hello-world's --version",
+            None,
+            measured,
+            floor,
+            1.0,
+            note="both are Python scripts started by the same interpreter",
+        )
+    ]
 
 
 def step_tree(leaves: int) -> str:
@@ -579,132 +634,25 @@ def step_tree(leaves: int) -> str:
     return tree_text(root)
 
 
-def traced_git_calls(repo: Path, workdir: Path) -> list[list[str]]:
-    """Every git command one `runner step` runs, read from a `git` wrapper put first on PATH."""
-    bin_dir = workdir / "trace-bin"
-    bin_dir.mkdir()
-    wrapper = bin_dir / "git"
-    wrapper.write_text(GIT_TRACE_WRAPPER, encoding="utf-8")
-    wrapper.chmod(0o755)
-    trace = workdir / "git-trace"
-    real_git = shutil.which("git")
-    assert real_git is not None
-    env = {
-        **PROCESS_ENV,
-        "PATH": f"{bin_dir}{os.pathsep}{PROCESS_ENV.get('PATH', '')}",
-        "RUNNER_BENCH_GIT_TRACE": str(trace),
-        "RUNNER_BENCH_REAL_GIT": real_git,
-    }
-    run([*runner_command(), "step"], repo, env=env)
-    calls: list[list[str]] = [[]]
-    for field in trace.read_bytes().decode("utf-8").split("\0")[:-1]:
-        if field == "\x1e":
-            calls.append([])
-        else:
-            calls[-1].append(field)
-    return calls[:-1]
-
-
-def floor_script(git_calls: Sequence[Sequence[str]], output_path: Path) -> str:
-    """A shell script spawning what a step spawns: its git commands, the agent and `true`.
-
-    `git fast-import` (the log archive) reads its stream on stdin: the script gives it the
-    shortest stream its `--done` accepts, so the process is spawned and ends as in a step."""
-    spawns = [
-        ("printf 'done\\n' | " if call[:1] == ["fast-import"] else "") + shlex.join(["git", *call])
-        for call in git_calls
-    ]
-    first_write = next(
-        (i for i, call in enumerate(git_calls) if call[:1] in (["add"], ["commit"])),
-        len(spawns),
-    )
-    work = [
-        f"RUNNER_OUTPUT_PATH={shlex.quote(str(output_path))} {shlex.join(NOOP_AGENT)}",
-        "true",
-        "date +%s%N >> floor-counter.txt",
-    ]
-    identity = (
-        "export GIT_AUTHOR_NAME=runner GIT_COMMITTER_NAME=runner "
-        "GIT_AUTHOR_EMAIL=runner@localhost GIT_COMMITTER_EMAIL=runner@localhost"
-    )
-    lines = ["set -e", identity, *spawns[:first_write], *work, *spawns[first_write:]]
-    return "\n".join(lines) + "\n"
-
-
-def bench_step(repeat: int, workdir: Path, log: Callable[[str], None]) -> list[Row]:
-    log("step: repository with a no-op agent and guard `true`")
-    leaves = 2 * repeat + 8
-    repo = make_repo(workdir / "step", step_tree(leaves), ["true"])
-    git_calls = traced_git_calls(repo, workdir)
-    floor_repo = make_repo(workdir / "step-floor", step_tree(leaves), ["true"])
-    script = workdir / "floor.sh"
-    script.write_text(floor_script(git_calls, workdir / "floor-output.json"), encoding="utf-8")
-    measured, floor = paired_processes(
-        process([*runner_command(), "step"], repo), process(["sh", str(script)], floor_repo), repeat
-    )
-    return [
-        ratio_row(
-            "`runner step` (no-op agent, guard true) vs shell script",
-            None,
-            measured,
-            floor,
-            2.0,
-            note=f"the script spawns the same {len(git_calls)} git commands, the agent and `true`",
-        )
-    ]
-
-
-COMMIT_FLOOR_SCRIPT = """set -e
-export GIT_AUTHOR_NAME=runner GIT_COMMITTER_NAME=runner
-export GIT_AUTHOR_EMAIL=runner@localhost GIT_COMMITTER_EMAIL=runner@localhost
-RUNNER_OUTPUT_PATH={output} {agent}
-true
-date +%s%N >> floor-counter.txt
-git add -A
-git commit --quiet -m step
-"""
-
-
-def bench_step_vs_commit(repeat: int, workdir: Path, log: Callable[[str], None]) -> list[Row]:
-    """Issue 9's floor: the same agent and guard, one file written, `git add -A && git commit`."""
-    log("step: against a script running the agent, `true`, and one commit")
-    leaves = 2 * repeat + 8
-    repo = make_repo(workdir / "step-commit", step_tree(leaves), ["true"])
-    floor_repo = make_repo(workdir / "step-commit-floor", step_tree(leaves), ["true"])
-    script = workdir / "commit-floor.sh"
-    output = shlex.quote(str(workdir / "commit-floor-output.json"))
-    script.write_text(
-        COMMIT_FLOOR_SCRIPT.format(output=output, agent=shlex.join(NOOP_AGENT)), encoding="utf-8"
-    )
-    measured, floor = paired_processes(
-        process([*runner_command(), "step"], repo), process(["sh", str(script)], floor_repo), repeat
-    )
-    return [
-        ratio_row(
-            "`runner step` (no-op agent, guard true) vs agent + guard + one commit",
-            None,
-            measured,
-            floor,
-            4.0,
-            note="the script writes one file and runs `git add -A && git commit`",
-        )
-    ]
+EARLY_ITERATION = 10
 
 
 def bench_run_length(
     length: int, repeat: int, workdir: Path, log: Callable[[str], None]
 ) -> list[Row]:
-    """Whether an iteration costs the same late in a run as early: iteration `length` vs 10.
+    """Whether an iteration costs the same late in a run as early: iteration `length` vs 10
+    (vs `length` itself in a run shorter than that, which only checks the group runs).
 
     Two runs of the same tree: one is stepped to iteration `length`, the other to iteration
     10 (untimed); then steps of the two alternate, so a busy moment on the machine hits both.
     """
-    log(f"run: stepping one run to iteration {length} and another to 10 (a few minutes)")
+    early_at = min(EARLY_ITERATION, length)
+    log(f"run: stepping one run to iteration {length} and another to {early_at}")
     leaves = length + 2 * repeat + 10
     late = make_repo(workdir / "run-late", step_tree(leaves), ["true"], max_iterations=leaves)
     early = make_repo(workdir / "run-early", step_tree(leaves), ["true"], max_iterations=leaves)
-    for repo, steps in ((late, length - 1), (early, 9)):
-        for _ in range(steps):
+    for repo, count in ((late, length - 1), (early, early_at - 1)):
+        for _ in range(count):
             run([*runner_command(), "step"], repo)
     measured, floor = paired_processes(
         process([*runner_command(), "step"], late),
@@ -713,7 +661,7 @@ def bench_run_length(
     )
     return [
         ratio_row(
-            f"`runner step` at iteration {length} vs at iteration 10",
+            f"`runner step` at iteration {length} vs at iteration {early_at}",
             None,
             measured,
             floor,
@@ -759,7 +707,7 @@ def bench_big_step(size: int, repeat: int, workdir: Path, log: Callable[[str], N
             size,
             measured,
             floor,
-            1.2,
+            1.3,
             note="the floor is a Python script doing exactly that with json",
         ),
         Row(
@@ -789,12 +737,18 @@ def peak_rss_of(argv: Sequence[str], cwd: Path) -> int:
     return int(kib) * 1024
 
 
-def bench_rss(workdir: Path, log: Callable[[str], None]) -> list[Row]:
-    guard_script = workdir / "guard_1gb.py"
-    guard_script.write_text(GUARD_1GB_SOURCE, encoding="utf-8")
+def _amount(size: int) -> str:
+    return f"{size / 2**30:g} GiB" if size >= 2**30 else f"{size / 2**20:g} MiB"
+
+
+def bench_rss(output_bytes: int, workdir: Path, log: Callable[[str], None]) -> list[Row]:
+    """A step whose guard prints `output_bytes` (a whole number of MiB): its peak RSS and log."""
+    amount = _amount(output_bytes)
+    guard_script = workdir / "guard_loud.py"
+    guard_script.write_text(GUARD_LOUD_SOURCE.format(output_bytes=output_bytes), encoding="utf-8")
     loud = make_repo(workdir / "rss", step_tree(4), [sys.executable, str(guard_script)])
     quiet = make_repo(workdir / "rss-floor", step_tree(4), ["true"])
-    log("rss: one step whose guard prints 1 GiB, beside one whose guard prints nothing")
+    log(f"rss: one step whose guard prints {amount}, beside one whose guard prints nothing")
     started = time.perf_counter()
     peak = peak_rss_of([*runner_command(), "step"], loud)
     elapsed = time.perf_counter() - started
@@ -806,20 +760,20 @@ def bench_rss(workdir: Path, log: Callable[[str], None]) -> list[Row]:
     log_text = logs[0].read_text(encoding="utf-8")
     cut = re.search(r"\[truncated (\d+) bytes\]", log_text)
     printed = int(cut.group(1)) + cap if cut else 0
-    assert printed == GUARD_OUTPUT_BYTES, f"the guard printed {printed} bytes, not 1 GiB"
+    assert printed == output_bytes, f"the guard printed {printed} bytes, not {amount}"
     return [
         Row(
-            metric="peak RSS of `runner step`, guard prints 1 GiB",
+            metric=f"peak RSS of `runner step`, guard prints {amount}",
             size=None,
             runner=peak,
             floor=floor,
             unit="bytes",
             target="<= 64 MiB",
             met=peak <= RSS_LIMIT_BYTES,
-            note=f"floor: the same step with guard `true`; 1 GiB step took {elapsed:.1f} s",
+            note=f"floor: the same step with guard `true`; {amount} step took {elapsed:.1f} s",
         ),
         Row(
-            metric="guard.log size after 1 GiB of guard output",
+            metric=f"guard.log size after {amount} of guard output",
             size=None,
             runner=log_bytes,
             floor=cap,
@@ -834,45 +788,17 @@ def bench_rss(workdir: Path, log: Callable[[str], None]) -> list[Row]:
 # ---------------------------------------------------------------- reporting
 
 
-def _figure(value: float, unit: str) -> str:
-    if unit == "s":
-        return f"{value * 1000:.1f} ms" if value < 10 else f"{value:.1f} s"
-    if unit == "bytes":
-        return f"{value / 2**20:.1f} MiB" if value >= 2**20 else f"{value / 1000:.1f} kB"
-    return f"{value:.2f}x"
-
-
-def _size(size: int | None) -> str:
-    if size is None:
-        return "-"
-    return f"{size // 1_000_000}M" if size >= 1_000_000 else f"{size // 1000}k"
+def record(row: Row) -> dict[str, Any]:
+    """A row as the results file holds it."""
+    return {**attrs.asdict(row), "ratio": row.ratio, "figure": row.figure}
 
 
 def table(rows: Sequence[Row]) -> str:
-    header = ("metric", "nodes", "runner", "floor", "ratio", "target", "met")
-    lines = [header]
-    for row in rows:
-        met = "-" if row.met is None else ("yes" if row.met else "NO")
-        lines.append(
-            (
-                row.metric,
-                _size(row.size),
-                _figure(row.runner, row.unit),
-                _figure(row.floor, row.unit),
-                f"{row.ratio:.2f}",
-                row.target or "-",
-                met,
-            )
-        )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    out = []
-    for number, line in enumerate(lines):
-        out.append(
-            "| " + " | ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) + " |"
-        )
-        if number == 0:
-            out.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    return "\n".join(out)
+    return bench_docs.full_table([record(row) for row in rows])
+
+
+# What a results file measured, relative to the repository root.
+CODE = (":/runner_core", ":/runner_shell", ":/benchmarks/*.py", ":/schemas", ":/pyproject.toml")
 
 
 def machine(label: str) -> dict[str, Any]:
@@ -888,7 +814,8 @@ def machine(label: str) -> dict[str, Any]:
         "label": label or commit[:12] or str(measured),
         "runner_core": str(measured),
         "commit": commit,
-        "dirty": bool(commit and git("status", "--porcelain", "--untracked-files=no")),
+        # Whether the measured code differs from the commit (docs being regenerated do not).
+        "dirty": bool(commit and git("status", "--porcelain", "--untracked-files=no", *CODE)),
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
@@ -912,12 +839,15 @@ def compare(old_path: Path, new_path: Path) -> str:
         new_figure = row["figure"]
         if row["unit"] == "bytes":
             shown = f"{old_figure / 2**20:8.1f}M {new_figure / 2**20:8.1f}M"
+        elif row["unit"] in ("count", "/s"):
+            shown = f"{old_figure:9.1f} {new_figure:9.1f}"
         else:
             shown = f"{old_figure:8.2f}x {new_figure:8.2f}x"
         change = f"{new_figure / old_figure:8.2f}"
         if previous is None:
             shown, change = f"{'-':>9} {shown.split()[1]:>9}", f"{'-':>8}"
-        lines.append(f"{row['metric']:58} {_size(row['size']):>5} {shown} {change}")
+        size = bench_docs._size(row["size"])
+        lines.append(f"{row['metric']:58} {size:>5} {shown} {change}")
     return "\n".join(lines)
 
 
@@ -927,38 +857,55 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     parser.add_argument("--sizes", help="comma-separated node counts (default 1000,...,1000000)")
     parser.add_argument("--repeat", type=int, help="runs per median (default 5, quick 3)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write JSON")
+    parser.add_argument("--out", type=Path, help="where to write JSON (default results/latest)")
     parser.add_argument("--quick", action="store_true", help="1k and 10k nodes, 3 runs")
     parser.add_argument(
         "--only",
-        default="core,schema,cli,step,rss",
-        help="comma-separated groups to run (core,schema,cli,step,rss, and the heavy run,big)",
+        default="core,schema,start,cli,step,slot,rss",
+        help="comma-separated groups (core,schema,start,cli,step,slot,rss; the heavy run,big)",
     )
     parser.add_argument(
         "--run-length", type=int, default=1000, help="steps of the `run` group (default 1000)"
     )
+    parser.add_argument(
+        "--big-size", type=int, default=BIG_STEP_SIZE, help="nodes of the `big` group's tree"
+    )
+    parser.add_argument(
+        "--slot-files",
+        type=int,
+        default=steps.SLOT_FILES,
+        help=f"files of the `slot` group's repository (default {steps.SLOT_FILES})",
+    )
+    parser.add_argument(
+        "--guard-output",
+        type=int,
+        default=GUARD_OUTPUT_BYTES,
+        help="bytes the `rss` group's guard prints (default 1 GiB)",
+    )
     parser.add_argument("--label", default="", help="name of this run (default: the commit)")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"))
+    parser.add_argument(
+        "--write-docs",
+        action="store_true",
+        help="write docs/performance.json and regenerate the README's and docs' figures",
+    )
+    parser.add_argument(
+        "--docs-from", type=Path, metavar="RESULTS", help="regenerate the docs only, from RESULTS"
+    )
+    parser.add_argument(
+        "--ignore-targets", action="store_true", help="exit 0 even when a target is missed"
+    )
     return parser.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    if args.compare:
-        print(compare(*args.compare))
-        return 0
+def run_groups(args: argparse.Namespace, log: Callable[[str], None]) -> list[Row]:
     if args.sizes:
         sizes = tuple(int(size) for size in args.sizes.split(","))
     else:
         sizes = QUICK_SIZES if args.quick else FULL_SIZES
-    repeat = args.repeat or (3 if args.quick else 5)
-    groups = set(args.only.split(","))
+    groups = args.groups
+    repeat = args.repeat
     process_sizes = [size for size in sizes if size <= max(PROCESS_SIZES)]
-
-    def log(message: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-    started = time.perf_counter()
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="runner-bench-") as temp:
         workdir = Path(temp)
@@ -966,31 +913,69 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += bench_core(sizes, repeat, log)
         if "schema" in groups:
             rows += bench_schema(process_sizes, repeat, log)
+        if "start" in groups:
+            rows += bench_version(repeat, workdir, log)
         if "cli" in groups:
             rows += bench_cli(process_sizes, repeat, workdir, log)
         if "step" in groups:
-            rows += bench_step(repeat, workdir, log)
-            rows += bench_step_vs_commit(repeat, workdir, log)
+            rows += steps.bench_step(repeat, workdir, log)
+        if "slot" in groups:
+            rows += steps.bench_slot_reset(
+                args.slot_files, steps.SLOT_FILE_BYTES, repeat, workdir, log
+            )
         if "run" in groups:
             rows += bench_run_length(args.run_length, repeat, workdir, log)
         if "big" in groups:
-            rows += bench_big_step(BIG_STEP_SIZE, min(repeat, 3), workdir, log)
+            rows += bench_big_step(args.big_size, min(repeat, 3), workdir, log)
         if "rss" in groups:
-            rows += bench_rss(workdir, log)
+            rows += bench_rss(args.guard_output, workdir, log)
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Measure, print the table, write the results; 1 when a row misses its target."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse_args(argv)
+    if args.compare:
+        print(compare(*args.compare))
+        return 0
+    if args.docs_from:
+        for path in bench_docs.write_docs(args.docs_from):
+            print(f"rewrote {path.relative_to(bench_docs.ROOT)}")
+        return 0
+    args.repeat = args.repeat or (3 if args.quick else 5)
+    args.groups = set(args.only.split(","))
+
+    def log(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    rows = run_groups(args, log)
     elapsed = time.perf_counter() - started
     print(table(rows))
     results = {
+        "command": shlex.join(["python", "benchmarks/bench.py", *argv]),
         "machine": machine(args.label),
-        "args": {"sizes": list(sizes), "repeat": repeat, "groups": sorted(groups)},
+        "args": {"sizes": args.sizes, "repeat": args.repeat, "groups": sorted(args.groups)},
         "elapsed_s": round(elapsed, 1),
-        "results": [
-            {**attrs.asdict(row), "ratio": row.ratio, "figure": row.figure} for row in rows
-        ],
+        "results": [record(row) for row in rows],
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    log(f"done in {elapsed:.0f} s; results in {args.out}")
-    return 0
+    out = args.out or (bench_docs.RESULTS if args.write_docs else DEFAULT_OUT)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    log(f"done in {elapsed:.0f} s; results in {out}")
+    if args.write_docs:
+        for path in bench_docs.write_docs(out):
+            log(f"rewrote {path.relative_to(bench_docs.ROOT)}")
+    for row in rows:
+        if row.met is False:
+            log(f"target missed: {row.metric} ({bench_docs._size(row.size)}): {row.target}")
+    return exit_code(rows, args.ignore_targets)
+
+
+def exit_code(rows: Sequence[Row], ignore_targets: bool) -> int:
+    """1 when a row misses its target: a benchmark run is a check of every target."""
+    return 1 if not ignore_targets and any(row.met is False for row in rows) else 0
 
 
 if __name__ == "__main__":

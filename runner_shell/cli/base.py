@@ -46,9 +46,9 @@ PromptBudget = Annotated[
 
 def _show_version(value: bool) -> None:
     if value:
-        from importlib.metadata import version
+        from runner_shell.cli.version import version_line
 
-        typer.echo(f"runner {version('runner')}")
+        typer.echo(version_line())
         raise typer.Exit(0)
 
 

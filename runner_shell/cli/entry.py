@@ -1,4 +1,4 @@
-"""The `runner` executable: `runner select`, `validate` and `step` without loading typer.
+"""The `runner` executable: `runner select`, `validate`, `step` and `--version` without typer.
 
 Importing typer (with click, rich and pydantic) and dispatching through it costs about 100 ms,
 as much as `runner select` then spends reading, validating and selecting from a 10,000-node
@@ -6,6 +6,8 @@ tree, and more than a step with a quick agent spends besides its git commands. E
 `runner select`, `runner validate` or `runner step`, with no option, runs the shared body in
 commands.py here and prints the same bytes with the same exit code as the typer command; any
 other command line, `--help` and `--prompt-budget` included, goes to the typer CLI in cli.py.
+`runner --version` (or `-V`) alone prints `version_line()` (cli/version.py) here, as typer's
+option does.
 """
 
 from __future__ import annotations
@@ -18,12 +20,18 @@ from collections.abc import Callable
 from typing import TextIO
 
 FAST_COMMANDS = ("select", "validate", "step")
+VERSION_FLAGS = ("--version", "-V")
 
 
 def main() -> None:
     arguments = sys.argv[1:]
     if len(arguments) == 1 and arguments[0] in FAST_COMMANDS:
         sys.exit(_run_fast(arguments[0]))
+    if len(arguments) == 1 and arguments[0] in VERSION_FLAGS:
+        from runner_shell.cli.version import version_line
+
+        _write_line(sys.stdout, version_line())
+        sys.exit(0)
     from runner_shell.cli.app import main as typer_main
 
     typer_main()
