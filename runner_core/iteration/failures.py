@@ -29,6 +29,7 @@ class Failure(enum.StrEnum):
     RATE_LIMITED = "agent hit a usage or rate limit"
     INTERRUPTED = "interrupted by a signal"
     IMPORT_REFUSED = "the scratch checkout held what is never imported"
+    WAIT_FILE_REJECTED = "the agent's wait file is not a wait"
 
 
 # Beside state_update.TRANSITIONS: a runner error keeps every attempt and is never shown to
@@ -47,5 +48,6 @@ ERROR_KIND: PMap[Failure, ErrorKind] = pmap(
         Failure.RATE_LIMITED: ErrorKind.RUNNER,
         Failure.INTERRUPTED: ErrorKind.RUNNER,
         Failure.IMPORT_REFUSED: ErrorKind.AGENT,
+        Failure.WAIT_FILE_REJECTED: ErrorKind.AGENT,
     }
 )

@@ -307,6 +307,11 @@ def _after_agent(machine: IterationMachine, result: Result, now: ClockReading) -
     if result.limit is not None:
         message = f"{result.limit.kind.value}: {result.limit.message}"
         return _failed(attrs.evolve(machine, limit=result.limit), Failure.RATE_LIMITED, message)
+    if result.wait_problem is not None:
+        # The agent asked to wait, but not in a way the runner can honour: its error.
+        review = Review(AgentStatus.RETRY, "", None, f"wait file: {result.wait_problem}")
+        rejected = Failure.WAIT_FILE_REJECTED
+        return _end_checks(attrs.evolve(machine, review=review, failure=rejected))
     problem = agent_process_problem(
         # The configured budget, not what was left of it: that is the number a user can set.
         facts.role,

@@ -51,6 +51,7 @@ class AgentFinished:
     process_group: int | None = None
     limit: LimitSignal | None = None  # the usage or rate limit the backend recognised
     interrupted: str | None = None  # the signal that stopped the agent, when one did
+    wait_problem: str | None = None  # why the wait file a command agent wrote is not one
 
 
 @attrs.frozen(slots=True)

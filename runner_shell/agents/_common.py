@@ -61,6 +61,7 @@ class AgentRun:
     cached_input_tokens: int | None
     cost_usd: float | None
     limit: LimitSignal | None = None  # a usage or rate limit the agent hit
+    wait_problem: str | None = None  # why the wait file the agent wrote is not one
 
 
 class AgentBackend(Protocol):
@@ -76,6 +77,7 @@ def agent_run(
     problem: str | None,
     usage: Usage,
     limit: LimitSignal | None = None,
+    wait_problem: str | None = None,
 ) -> AgentRun:
     """The session's facts, its usage spread into the run's fields."""
     return AgentRun(
@@ -87,6 +89,7 @@ def agent_run(
         cached_input_tokens=usage.cached_input_tokens,
         cost_usd=usage.cost_usd,
         limit=limit,
+        wait_problem=wait_problem,
     )
 
 

@@ -43,23 +43,24 @@ class CommandBackend:
         process = _run_agent(request, self.command)
         text, problem = read_text(request.output_path, "output file", OUTPUT_LIMIT_BYTES)
         usage = _usage_from_file(request.usage_path)
-        return agent_run(
-            process, text, problem, usage, _wait_file_limit(process, request.wait_path)
-        )
+        limit, wait_problem = _wait_file_limit(process, request.wait_path)
+        return agent_run(process, text, problem, usage, limit, wait_problem)
 
 
-def _wait_file_limit(process: ProcessResult, path: Path | None) -> LimitSignal | None:
-    """The wait a `command` agent asked for: it wrote RUNNER_WAIT_PATH and exited non-zero.
-    A malformed file is no wait; the process failure stands as a runner error."""
+def _wait_file_limit(
+    process: ProcessResult, path: Path | None
+) -> tuple[LimitSignal | None, str | None]:
+    """The wait a `command` agent asked for (it wrote RUNNER_WAIT_PATH and exited non-zero),
+    or why the file it wrote is not a wait: the agent's error, which the core records."""
     if path is None or process.exit_code == 0 or process.timed_out:
-        return None
+        return None, None
     text, _problem = read_text(path, "wait file", _USAGE_LIMIT_BYTES)
     if text is None:
-        return None
+        return None, None
     try:
-        return wait_file_limit(text)
-    except WaitFileError:
-        return None
+        return wait_file_limit(text), None
+    except WaitFileError as error:
+        return None, str(error)
 
 
 def _usage_from_file(path: Path) -> Usage:

@@ -530,6 +530,7 @@ class ProcessAgentRunner:
             cost_usd=agent.cost_usd,
             process_group=started[0] if started else None,
             limit=agent.limit,
+            wait_problem=agent.wait_problem,
         )
 
 

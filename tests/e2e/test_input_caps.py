@@ -113,25 +113,23 @@ def test_retry_attempts_at_the_config_s_bound_are_given(project: Project) -> Non
     "retry_at",
     ["0001-01-01T00:00:00-23:59", "0001-01-01T00:00:00+23:59", "9999-12-31T23:59:59-23:59"],
 )
-def test_a_wait_file_time_out_of_range_is_a_recorded_failure_not_an_internal_error(
+def test_a_wait_file_time_out_of_range_is_the_agents_error_in_one_line(
     project: Project, retry_at: str
 ) -> None:
-    run = project.prepare(
-        LEAF, loop={"runner_error_backoff_secs": [0], "max_consecutive_runner_errors": 1}
-    )
+    run = project.prepare(LEAF)
     project.agent_script({1: {"wait": {"retry_at": retry_at}, "exit": 1}})
 
-    result = project.runner("loop")
+    result = project.runner("step")
 
-    assert assert_one_error_line(result) == "runner error: executor agent exited with status 1"
+    assert result.returncode == 0, result.stderr
     assert "internal error" not in result.stderr
-    assert lines(result.stdout)[0] == (
-        f"loop: step run={run} iter=1 node=root status=retry guard=skipped"
-    )
+    assert lines(result.stdout) == [f"step: run={run} iter=1 node=root status=retry guard=skipped"]
     events_log = project.runner_dir / "iterations" / run / "events.jsonl"
     kinds = [json.loads(line)["type"] for line in events_log.read_text().splitlines()]
     assert "limit_reached" not in kinds
-    assert project.meta(1)["error_kind"] == "runner"
+    meta = project.meta(1)
+    assert meta["error_kind"] == "agent" and meta["attempts_after"] == 1
+    assert meta["error"].startswith("wait file: ") and "\n" not in meta["error"]
 
 
 def git_repository(root: Path, project: Project) -> None:

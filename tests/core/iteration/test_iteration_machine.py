@@ -716,3 +716,14 @@ def test_the_iteration_events_come_from_the_core_in_order() -> None:
     assert {(event.run_id, event.iter, event.node_id) for event in heard} == {("run-1", 1, "leaf")}
     assert heard[2].figures["exit_code"] == 0 and heard[2].figures["duration_ms"] == 1000
     assert heard[-1].figures["meta"]["status"] == "done"
+
+
+def test_a_wait_file_that_is_not_a_wait_is_the_agents_error() -> None:
+    agent = AgentFinished(1, False, None, None, wait_problem="retry_at is out of range")
+    effects, _ = drive(start_iteration(facts()), {**EXECUTOR_RESULTS, RunAgent: agent})
+
+    outcome = outcome_of(effects).outcome
+    assert outcome.agent_error == "wait file: retry_at is out of range"
+    assert outcome.runner_error is None and outcome.guard is GuardOutcome.SKIPPED
+    assert outcome.tree.children[1].attempts == 1
+    assert RunGuard not in kinds(effects)
