@@ -1,6 +1,6 @@
 """Which open leaves may start now: the frontier of a run with several slots.
 
-The rule (the README's): leaves are taken in canonical order (depth-first, siblings by
+The rule (docs/parallel.md): leaves are taken in canonical order (depth-first, siblings by
 `(order, id)`, as `select_leaf` walks), skipping every leaf that has passed, is already
 running, or lies below a running node, until `slots` leaves are taken or a stuck leaf is met.
 Siblings do not wait for each other; a decomposer is a leaf like any other. A stuck leaf that
