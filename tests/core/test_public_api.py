@@ -72,7 +72,19 @@ def test_importing_runner_core_loads_none_of_its_modules() -> None:
 
 
 @pytest.mark.parametrize(
-    "room", ["tree", "validation", "iteration", "loop", "run", "history", "backends", "views"]
+    "room",
+    [
+        "tree",
+        "validation",
+        "iteration",
+        "loop",
+        "run",
+        "history",
+        "backends",
+        "views",
+        "guard",
+        "parallel",
+    ],
 )
 def test_every_room_says_what_it_offers(room: str) -> None:
     module = __import__(f"runner_core.{room}", fromlist=["_"])
