@@ -93,13 +93,19 @@ def start(
     ] = False,
 ) -> None:
     """Create or check out the run branch runner/<run-id> and commit the run's identity."""
+    from runner_shell.guard.start_baseline import start_baseline
     from runner_shell.setup.scaffold import start_run
+    from runner_shell.store.state_files import load_config
 
     paths, repo = _paths()
     with exclusive_lock(repo):
         started = start_run(paths, repo, new)
-    said = "already started" if started.already else "started"
-    typer.echo(f"{said} run={started.run_id} branch={started.branch}")
+        said = "already started" if started.already else "started"
+        typer.echo(f"{said} run={started.run_id} branch={started.branch}")
+        # A ratchet's first baseline: the guard's outcome on the start commit.
+        baseline = start_baseline(paths, repo, load_config(paths), started.run_id)
+    if baseline is not None:
+        typer.echo(baseline)
 
 
 @app.command()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.e2e import PYTHON, Project, node
+from tests.helpers.e2e import PYTHON, Project, lines, node
 
 NAMES = ("slugify", "add", "reverse", "is_even", "shout")
 BODIES = {
@@ -94,7 +94,9 @@ def _write_package(project: Project) -> None:
     (project.root / ".gitignore").write_text("__pycache__/\n.pytest_cache/\n", encoding="utf-8")
 
 
-def _configure(project: Project, mode: str, *extra: str, slugify_right: bool = False) -> None:
+def _configure(
+    project: Project, mode: str, *extra: str, slugify_right: bool = False, commit: bool = True
+) -> None:
     script = project.harness / "agent.py"
     script.write_text(
         f"NAMES = {NAMES!r}\nBODIES = {BODIES!r}\n" + AGENT,
@@ -119,7 +121,10 @@ def _configure(project: Project, mode: str, *extra: str, slugify_right: bool = F
     if slugify_right:
         (project.root / "notes").mkdir()
         (project.root / "notes" / "slugify.tried").write_text("tried\n", encoding="utf-8")
-    project.prepare(root)
+    if commit:
+        project.prepare(root)
+    else:
+        project.write_tree(root)
 
 
 def _loop(project: Project) -> str:
@@ -338,3 +343,20 @@ def test_a_test_that_fails_every_other_run_is_flaky_and_does_not_fail_the_leaf(
     assert document["tests"]["flaky"] == [{"id": "tests.test_flaky::test_flaky", "times": 1}]
     status = json.loads(project.runner("status", "--json").stdout)
     assert status["tests"]["last"]["flaky"] == ["tests.test_flaky::test_flaky"]
+
+
+def test_start_in_ratchet_mode_records_the_first_baseline(unstarted_project: Project) -> None:
+    project = unstarted_project
+    _configure(project, "ratchet", commit=False)
+    project.commit_setup()
+
+    started = project.runner("start", timeout=120)
+
+    assert started.returncode == 0, started.stderr
+    assert lines(started.stdout)[-1] == "start: baseline tests=1/6 (5 not passing at the start)"
+    project.runner("step", timeout=120)  # the decomposition
+    project.runner("step", timeout=120)  # the first executor finds the baseline known
+    assert not (project.iter_dir(2) / "guard.baseline.log").exists()
+    assert project.meta(2)["tests"]["reasons"] == [
+        "target test 'tests.test_funcs::test_slugify' failed"
+    ]
