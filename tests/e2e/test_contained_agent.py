@@ -448,7 +448,7 @@ def test_serve_stops_forwarding_a_planted_events_log_and_keeps_answering(project
     events = project.iter_dir(1).parent / "events.jsonl"
     events.parent.mkdir(parents=True, exist_ok=True)
     os.mkfifo(events)
-    refusal = f"runner: {events} is a FIFO, {NOT_READ}\n"
+    refusal = f"runner: live events stopped: {events} is a FIFO, {NOT_READ}\n"
     port = free_port()
     process = serve_process(project, "--port", str(port))
     said = ""
