@@ -188,7 +188,9 @@ def test_recover_logs_the_interrupted_iteration_as_a_runner_error(
     )
     assert not journal_file(project).exists()
     assert project.status() == ""
-    assert git_subjects(project)[-1] == subject(project.run_id, 1, "root.1", "retry", "skipped")
+    assert git_subjects(project)[-1] == subject(
+        project.run_id, 1, "root.1", "interrupted", "skipped"
+    )
     assert project.run_state()["next_iter"] == 2
     assert project.run_state()["last_summary"] == ""
     meta = project.meta(1)
@@ -279,7 +281,9 @@ def test_recover_removes_the_git_locks_a_killed_commit_left(project: Project) ->
 
     assert result.returncode == 0, result.stderr
     assert not branch_lock.exists()
-    assert git_subjects(project)[-1] == subject(project.run_id, 1, "root.1", "retry", "skipped")
+    assert git_subjects(project)[-1] == subject(
+        project.run_id, 1, "root.1", "interrupted", "skipped"
+    )
 
 
 def test_recover_removes_temp_files_a_killed_atomic_write_left(project: Project) -> None:
@@ -341,7 +345,9 @@ def test_a_damaged_journal_is_recovered_from_the_last_commit(project: Project) -
     assert result.stdout.startswith(
         f"recover: status=interrupted run={project.run_id} iter=1 node=root.1 "
     )
-    assert git_subjects(project)[-1] == subject(project.run_id, 1, "root.1", "retry", "skipped")
+    assert git_subjects(project)[-1] == subject(
+        project.run_id, 1, "root.1", "interrupted", "skipped"
+    )
     assert set(attempts(assert_state_valid(project)).values()) == {0}
     assert project.status() == ""
     assert not journal_file(project).exists()
