@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from runner_core.iteration.import_rules import FILE_MODE, Change
 from runner_shell.git.hardened import GitError, run_git
+from runner_shell.git.plumbing import BLOBS_DIR, BlobWriter
 from runner_shell.git.repo import Repo
 from runner_shell.store.files import remove_file_within
 
@@ -33,10 +34,6 @@ def _git(
     return result.stdout
 
 
-def write_blob(repo: Repo, data: bytes) -> str:
-    return _git(repo, ["hash-object", "-w", "--stdin", "--no-filters"], data).decode().strip()
-
-
 def commit_files(
     repo: Repo,
     branch: str,
@@ -47,7 +44,14 @@ def commit_files(
 ) -> str:
     """Commit on `branch` (at `base`) the base's tree with `changes` and `runner_files`
     (path, bytes) applied; the new commit's id. GitError when git fails or the branch moved."""
-    updates = [*changes, *(Change(p, FILE_MODE, write_blob(repo, d)) for p, d in runner_files)]
+    with BlobWriter(repo.root, repo.git_path(BLOBS_DIR)) as blobs:
+        for _, data in runner_files:
+            blobs.add(data)
+        oids = blobs.write()
+    written = (
+        Change(path, FILE_MODE, oid) for (path, _), oid in zip(runner_files, oids, strict=True)
+    )
+    updates = [*changes, *written]
     index = repo.git_path(COMMIT_INDEX)
     index.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):

@@ -44,7 +44,7 @@ from runner_shell.git.hardened import (
     run_git,
     start_git,
 )
-from runner_shell.git.plumbing import read_objects
+from runner_shell.git.plumbing import BLOBS_DIR, BlobWriter, read_objects
 from runner_shell.git.repo import Repo
 from runner_shell.store.files import FileTooLarge, NotRegularFile, read_bytes_capped_at
 
@@ -71,7 +71,9 @@ def list_scratch(repo: Repo, slot: Path, base: str) -> ScratchListing:
     kept_dirs = {parent for path in base_files for parent in _parents(path)}
     gitlinks = {path for path, entry in base_files.items() if entry.mode == GITLINK_MODE}
     level = [""]
-    with IgnoreRules(repo) as rules:
+    changed: list[ScratchEntry] = []
+    blobs = BlobWriter(repo.root, repo.git_path(BLOBS_DIR))
+    with IgnoreRules(repo) as rules, blobs:
         while level:
             seen = [item for directory in level for item in _entries_of(slot, directory)]
             ignored = rules.ignored(
@@ -92,9 +94,11 @@ def list_scratch(repo: Repo, slot: Path, base: str) -> ScratchListing:
                     entry, data = _read(slot, item, hashing)
                     if item.path in notes:
                         notes[item.path] = data
-                    if data is not None and _differs(entry, base_files.get(item.path)):
-                        _write_blob(repo, entry, data)
+                    if data is not None and _is_new_blob(entry, base_files.get(item.path)):
+                        blobs.add(data)
+                        changed.append(entry)
                     entries.append(entry)
+        _check_written(changed, blobs.write())
     listed = {entry.path: entry for entry in entries}
     return ScratchListing(
         tuple(entries), pmap(base_files), pmap(_notes(repo, base_files, listed, notes))
@@ -297,19 +301,15 @@ def _read(slot: Path, item: _Seen, hashing: str) -> tuple[ScratchEntry, bytes | 
     return ScratchEntry(item.path, kind, len(data), _blob_id(data, hashing)), data
 
 
-def _differs(entry: ScratchEntry, base: BaseEntry | None) -> bool:
-    """Whether the entry's blob may be new (a mode change alone reuses the base's blob)."""
-    return base is None or base.oid != entry.oid
+def _is_new_blob(entry: ScratchEntry, base: BaseEntry | None) -> bool:
+    """Whether the entry's blob may be new (a mode change alone reuses the base's blob) and is
+    to be written: the runner's own files are never imported, so never written."""
+    return (base is None or base.oid != entry.oid) and not is_runner_owned(entry.path)
 
 
-def _write_blob(repo: Repo, entry: ScratchEntry, data: bytes) -> None:
-    """Put `data` in the run's object store (never the runner's own files: those are not
-    imported), checked to be the blob the rules judged."""
-    if is_runner_owned(entry.path):
-        return
-    args = ["hash-object", "-w", "--stdin", "--no-filters"]
-    result = run_git(args, repo.root, stdin=data)
-    if result.returncode != 0:
-        raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
-    if result.stdout.strip().decode() != entry.oid:
-        raise GitError(f"git hash-object gave another id for {entry.path!r}")
+def _check_written(entries: list[ScratchEntry], oids: list[str]) -> None:
+    """The blobs git wrote are the ones the rules judged, whose bytes went into the run's
+    object store so the commit takes exactly them."""
+    for entry, oid in zip(entries, oids, strict=True):
+        if oid != entry.oid:
+            raise GitError(f"git hash-object gave another id for {entry.path!r}")
