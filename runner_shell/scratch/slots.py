@@ -66,14 +66,14 @@ def prepare_slot(
     if made:
         _make(slot)
     try:
-        _reset(repo, slot, base)
+        _reset(repo, slot, base, made)
     except GitError as error:
         if made:
             raise SlotError(f"scratch checkout {slot} could not be made: {error}") from None
         _make(slot)  # a reset the agent's leftovers defeat: start over
         made = True
         try:
-            _reset(repo, slot, base)
+            _reset(repo, slot, base, made)
         except GitError as again:
             raise SlotError(f"scratch checkout {slot} could not be made: {again}") from None
     if made:
@@ -120,19 +120,19 @@ def _git(slot: Path, *args: str, ok_codes: tuple[int, ...] = (0,)) -> bytes:
     return result.stdout
 
 
-def _reset(repo: Repo, slot: Path, base: str) -> None:
+def _reset(repo: Repo, slot: Path, base: str, made: bool) -> None:
     """A new `.git` borrowing the run's objects, then the work tree made the base's: tracked
     files rewritten where they differ, untracked files removed, ignored ones kept.
 
     git works from the runner's own index beside the slot, never the slot's: its stat data
     (from the last reset) send every file touched since to be rewritten, and a copy of it is
-    the agent's. Without one (the slot was just made), one is read from the base and
-    refreshed, so the reset rewrites only what differs from the base."""
+    the agent's. A slot just `made` is empty; any other without one gets one read from the
+    base and refreshed, so the reset rewrites only what differs from the base."""
     remove_tree(slot / ".git")
     objects = repo.common_path("objects")
     shutil.copytree(_empty_git(slot), slot / ".git", symlinks=True)
     atomic_write_bytes(slot / ".git/objects/info/alternates", os.fsencode(objects) + b"\n")
-    if not _index(slot).is_file():
+    if not made and not _index(slot).is_file():
         _git(slot, "read-tree", base)
         _git(slot, "update-index", "-q", "--refresh", ok_codes=(0, 1))
     _git(slot, "reset", "--quiet", "--hard", base)
