@@ -5,7 +5,7 @@ imported changes (blobs already in the object store) and the runner's own files,
 through a temporary index file (`read-tree`, `update-index --index-info`, `write-tree`,
 `commit-tree`) and `update-ref` with the base as the expected old value: no `git add`, no hook,
 and a branch moved meanwhile makes the commit fail rather than be lost. The run's work tree and
-index then follow, path by path, only where the commit changed them.
+index then follow, only where the commit changed them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from runner_core.iteration.import_rules import FILE_MODE, Change
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.plumbing import BLOBS_DIR, BlobWriter
 from runner_shell.git.repo import Repo
-from runner_shell.store.files import remove_file_within
 
 COMMIT_INDEX = "runner/commit-index"
 
@@ -90,22 +89,13 @@ def _index_info(updates: Sequence[Change]) -> bytes:
     return b"".join(lines)
 
 
-def follow_commit(repo: Repo, old: str, new: str) -> None:
-    """Bring the run's index and work tree from commit `old` to `new` where they differ: the
-    index is reset to HEAD, changed paths are written from it, deleted ones removed (never
-    through a symlink). Paths the commit did not change are left as they are."""
-    out = _git(repo, ["diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new])
-    fields = out.split(b"\0")
-    written: list[bytes] = []
-    deleted: list[str] = []
-    for status, path in zip(fields[0::2], fields[1::2], strict=False):
-        if status == b"D":
-            deleted.append(os.fsdecode(path))
-        elif status:
-            written.append(path)
-    _git(repo, ["reset", "--quiet", "--no-refresh"])
-    for gone in deleted:
-        remove_file_within(repo.root, gone)
-    if written:
-        stdin = b"".join(path + b"\0" for path in written)
-        _git(repo, ["checkout-index", "--force", "-z", "--stdin"], stdin)
+def follow_commit(repo: Repo, old: str, new: str, index_at_old: bool = True) -> None:
+    """Bring the run's index and work tree from commit `old` to `new` where they differ, in
+    one two-way `read-tree --reset -u`: changed paths are written, deleted ones removed (git
+    never unlinks through a symlink), and the index takes `new` only once the work tree has
+    it, so a kill midway leaves the index at `old`. Paths the commit did not change are left
+    as they are, in the index with their stat data. Unless `index_at_old` (after a kill, by
+    another version, the index may be anywhere between), it is put back to `old` first."""
+    if not index_at_old:
+        _git(repo, ["reset", "--quiet", "--no-refresh", old, "--", "."])
+    _git(repo, ["read-tree", "--reset", "-u", old, new])
