@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tests.helpers.e2e import Project, node
 
-MAX_GIT_PROCESSES_PER_STEP = 18
+MAX_GIT_PROCESSES_PER_STEP = 16
 
 WRAPPER = """#!/bin/sh
 printf '%s %s\\n' "$1" "$2" >> "{log}"
