@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from runner_core.iteration.import_rules import FILE_MODE, Change
 from runner_shell.git.hardened import GitError, run_git
@@ -40,9 +41,12 @@ def commit_files(
     changes: Sequence[Change],
     runner_files: Sequence[tuple[str, bytes]],
     message: str,
+    base_index: Callable[[Path], bool] | None = None,
 ) -> str:
     """Commit on `branch` (at `base`) the base's tree with `changes` and `runner_files`
-    (path, bytes) applied; the new commit's id. GitError when git fails or the branch moved."""
+    (path, bytes) applied; the new commit's id. GitError when git fails or the branch moved.
+    `base_index`, when given, copies an index known to hold the base's tree to the path it is
+    given and says whether it did: git then need not read the base's tree."""
     with BlobWriter(repo.root, repo.git_path(BLOBS_DIR)) as blobs:
         for _, data in runner_files:
             blobs.add(data)
@@ -57,7 +61,8 @@ def commit_files(
         index.unlink()
     try:
         with_index = {"GIT_INDEX_FILE": str(index)}
-        _git(repo, ["read-tree", base], env=with_index)
+        if base_index is None or not base_index(index):
+            _git(repo, ["read-tree", base], env=with_index)
         _git(repo, ["update-index", "-z", "--index-info"], _index_info(updates), env=with_index)
         tree = _git(repo, ["write-tree"], env=with_index).decode().strip()
     finally:

@@ -5,8 +5,8 @@ guard `true`); no `rev-parse --git-path` per file, and exactly one commit. The a
 checkout costs most of them: its reset (reset, clean; and the first time, the init of the
 empty `.git` it copies), the listing of what the agent left (ls-tree, one check-ignore, one
 hash-object for every changed file and the runner's own) and the commit built from files
-(read-tree, update-index, write-tree, commit-tree, update-ref, then the work tree brought up
-to it); docs/performance.md says what is left to fold.
+(update-index on a copy of the reset's index, write-tree, commit-tree, update-ref, then the
+work tree brought up to it); docs/performance.md says what is left to fold.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tests.helpers.e2e import Project, node
 
-MAX_GIT_PROCESSES_PER_STEP = 16
+MAX_GIT_PROCESSES_PER_STEP = 15
 
 WRAPPER = """#!/bin/sh
 printf '%s %s\\n' "$1" "$2" >> "{log}"
