@@ -5,19 +5,20 @@ imported changes (blobs already in the object store) and the runner's own files,
 through a temporary index file (`read-tree`, `update-index --index-info`, `write-tree`,
 `commit-tree`) and `update-ref` with the base as the expected old value: no `git add`, no hook,
 and a branch moved meanwhile makes the commit fail rather than be lost. The run's work tree and
-index then follow, path by path, only where the commit changed them.
+index then follow, only where the commit changed them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from runner_core.iteration.import_rules import FILE_MODE, Change
 from runner_shell.git.hardened import GitError, run_git
+from runner_shell.git.plumbing import BLOBS_DIR, BlobWriter
 from runner_shell.git.repo import Repo
-from runner_shell.store.files import remove_file_within
 
 COMMIT_INDEX = "runner/commit-index"
 
@@ -33,10 +34,6 @@ def _git(
     return result.stdout
 
 
-def write_blob(repo: Repo, data: bytes) -> str:
-    return _git(repo, ["hash-object", "-w", "--stdin", "--no-filters"], data).decode().strip()
-
-
 def commit_files(
     repo: Repo,
     branch: str,
@@ -44,17 +41,28 @@ def commit_files(
     changes: Sequence[Change],
     runner_files: Sequence[tuple[str, bytes]],
     message: str,
+    base_index: Callable[[Path], bool] | None = None,
 ) -> str:
     """Commit on `branch` (at `base`) the base's tree with `changes` and `runner_files`
-    (path, bytes) applied; the new commit's id. GitError when git fails or the branch moved."""
-    updates = [*changes, *(Change(p, FILE_MODE, write_blob(repo, d)) for p, d in runner_files)]
+    (path, bytes) applied; the new commit's id. GitError when git fails or the branch moved.
+    `base_index`, when given, copies an index known to hold the base's tree to the path it is
+    given and says whether it did: git then need not read the base's tree."""
+    with BlobWriter(repo.root, repo.git_path(BLOBS_DIR)) as blobs:
+        for _, data in runner_files:
+            blobs.add(data)
+        oids = blobs.write()
+    written = (
+        Change(path, FILE_MODE, oid) for (path, _), oid in zip(runner_files, oids, strict=True)
+    )
+    updates = [*changes, *written]
     index = repo.git_path(COMMIT_INDEX)
     index.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
         index.unlink()
     try:
         with_index = {"GIT_INDEX_FILE": str(index)}
-        _git(repo, ["read-tree", base], env=with_index)
+        if base_index is None or not base_index(index):
+            _git(repo, ["read-tree", base], env=with_index)
         _git(repo, ["update-index", "-z", "--index-info"], _index_info(updates), env=with_index)
         tree = _git(repo, ["write-tree"], env=with_index).decode().strip()
     finally:
@@ -86,22 +94,13 @@ def _index_info(updates: Sequence[Change]) -> bytes:
     return b"".join(lines)
 
 
-def follow_commit(repo: Repo, old: str, new: str) -> None:
-    """Bring the run's index and work tree from commit `old` to `new` where they differ: the
-    index is reset to HEAD, changed paths are written from it, deleted ones removed (never
-    through a symlink). Paths the commit did not change are left as they are."""
-    out = _git(repo, ["diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new])
-    fields = out.split(b"\0")
-    written: list[bytes] = []
-    deleted: list[str] = []
-    for status, path in zip(fields[0::2], fields[1::2], strict=False):
-        if status == b"D":
-            deleted.append(os.fsdecode(path))
-        elif status:
-            written.append(path)
-    _git(repo, ["reset", "--quiet", "--no-refresh"])
-    for gone in deleted:
-        remove_file_within(repo.root, gone)
-    if written:
-        stdin = b"".join(path + b"\0" for path in written)
-        _git(repo, ["checkout-index", "--force", "-z", "--stdin"], stdin)
+def follow_commit(repo: Repo, old: str, new: str, index_at_old: bool = True) -> None:
+    """Bring the run's index and work tree from commit `old` to `new` where they differ, in
+    one two-way `read-tree --reset -u`: changed paths are written, deleted ones removed (git
+    never unlinks through a symlink), and the index takes `new` only once the work tree has
+    it, so a kill midway leaves the index at `old`. Paths the commit did not change are left
+    as they are, in the index with their stat data. Unless `index_at_old` (after a kill, by
+    another version, the index may be anywhere between), it is put back to `old` first."""
+    if not index_at_old:
+        _git(repo, ["reset", "--quiet", "--no-refresh", old, "--", "."])
+    _git(repo, ["read-tree", "--reset", "-u", old, new])

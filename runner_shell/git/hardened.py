@@ -16,6 +16,7 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -182,6 +183,51 @@ def run_git(
         _kill_group(proc)
         raise
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def start_git(
+    args: Sequence[str], cwd: Path, *, filters: Iterable[str] = ()
+) -> subprocess.Popen[bytes]:
+    """`git <args>` contained as run_git's, left running to be spoken to through its stdin
+    and stdout (flushed after each answer); its stderr goes to a private temporary file. The
+    caller ends it, with `end_git`."""
+    env = contained_env(None, filters)
+    env["GIT_FLUSH"] = "1"
+    try:
+        return subprocess.Popen(
+            ["git", *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=tempfile.TemporaryFile(),
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed or not on PATH") from None
+
+
+def end_git(proc: subprocess.Popen[bytes], killed: bool = False) -> None:
+    """Kill `proc` and its group when `killed` (or when it does not end once its stdin is
+    closed, within the usual deadline), else wait for it."""
+    if killed:
+        _kill_group(proc)
+        return
+    if proc.stdin is not None:
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.close()
+    try:
+        proc.wait(timeout=GIT_TIMEOUT_SECS)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+def kill_git(proc: subprocess.Popen[bytes]) -> None:
+    """Kill `proc` and what it started, from any thread: its streams are left to its owner."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

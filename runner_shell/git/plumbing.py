@@ -7,13 +7,18 @@ work tree unless the command itself does. Decides nothing.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from types import TracebackType
 
 from runner_shell.git.hardened import GIT_TIMEOUT_SECS, run_git
 from runner_shell.git.repo import FALLBACK_EMAIL, FALLBACK_NAME, GitError
 
 ZERO_OID = "0" * 40
+# Where blobs wait, each in a private file, to be written by one git process (BlobWriter).
+BLOBS_DIR = "runner/blobs"
 
 # The archive's commits are the runner's own, whoever runs it.
 RUNNER_IDENTITY = {
@@ -66,3 +71,48 @@ def read_objects(
         blobs.append(out[position : position + size])
         position += size + 1
     return tuple(blobs)
+
+
+class BlobWriter:
+    """Blobs put into the object store by one `git hash-object -w --no-filters --stdin-paths`
+    for them all, each one's bytes held until then in a private file under `scratch` (in the
+    git directory, beyond an agent's reach): git stores exactly the bytes given."""
+
+    def __init__(self, root: Path, scratch: Path) -> None:
+        self._root = root
+        self._scratch = scratch
+        self._directory: Path | None = None
+        self._files: list[Path] = []
+
+    def __enter__(self) -> BlobWriter:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+
+    def add(self, data: bytes) -> None:
+        if self._directory is None:
+            self._scratch.mkdir(parents=True, exist_ok=True)
+            self._directory = Path(tempfile.mkdtemp(prefix="blobs-", dir=self._scratch))
+        path = self._directory / str(len(self._files))
+        path.write_bytes(data)
+        self._files.append(path)
+
+    def write(self) -> list[str]:
+        """The ids of the blobs added, in order, once git has stored them all."""
+        if not self._files:
+            return []
+        if any("\n" in str(path) for path in self._files):
+            raise GitError("git hash-object: a blob's file name holds a newline")
+        stdin = "".join(f"{path}\n" for path in self._files).encode()
+        args = ["hash-object", "-w", "--no-filters", "--stdin-paths"]
+        oids = git_bytes(self._root, args, stdin).decode().split()
+        if len(oids) != len(self._files):
+            raise GitError(f"git hash-object gave {len(oids)} ids for {len(self._files)} blobs")
+        return oids

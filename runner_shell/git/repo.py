@@ -21,6 +21,7 @@ from runner_shell.git.hardened import (
     run_git,
     without_user_config,
 )
+from runner_shell.git.head_files import head_from_files
 
 FALLBACK_NAME = "runner"
 FALLBACK_EMAIL = "runner@localhost"
@@ -153,7 +154,11 @@ class Repo:
         return found
 
     def head_if_any(self) -> GitHead | None:
-        """`head()`, or None before the first commit."""
+        """`head()`, or None before the first commit; read from git's files when they plainly
+        say (runner_shell.git.head_files), else asked of git."""
+        found = head_from_files(*self._dirs())
+        if found is not None:
+            return found
         result = self.git("rev-parse", "HEAD", "--symbolic-full-name", "HEAD", check=False)
         if result.returncode != 0:
             return None

@@ -3,20 +3,25 @@
 Walks the slot's work tree itself, one directory level at a time: every entry is lstat-ed
 from its directory's descriptor and no symlink is ever followed; the slot's own `.git` is
 skipped and never read (nor its config, index, refs or objects). Whether an entry is ignored
-is asked of the run's repository (`git check-ignore`, the base commit's rules), one git call
-per level; an ignored directory is not entered unless the base tracks files below it. A
-regular file is read with a cap and its git blob id computed here; the bytes of every file
-that differs from the base are written into the run's object store, so the commit takes
-exactly the bytes that were judged.
+is asked of the run's repository (`git check-ignore`, the base commit's rules), one git
+process answering level after level; an ignored directory is not entered unless the base
+tracks files below it. A regular file is read with a cap and its git blob id computed here;
+the bytes of every file that differs from the base are written into the run's object store,
+so the commit takes exactly the bytes that were judged.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import os
 import stat
+import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import attrs
 from pyrsistent import pmap
@@ -31,7 +36,15 @@ from runner_core.iteration.import_rules import (
     is_git_name,
     is_runner_owned,
 )
-from runner_shell.git.hardened import GitError, run_git
+from runner_shell.git.hardened import (
+    GIT_TIMEOUT_SECS,
+    GitError,
+    end_git,
+    kill_git,
+    run_git,
+    start_git,
+)
+from runner_shell.git.plumbing import BLOBS_DIR, BlobWriter, read_objects
 from runner_shell.git.repo import Repo
 from runner_shell.store.files import FileTooLarge, NotRegularFile, read_bytes_capped_at
 
@@ -52,35 +65,69 @@ class _Seen:
 def list_scratch(repo: Repo, slot: Path, base: str) -> ScratchListing:
     """The slot's entries that are not ignored, the base commit's files and the notes' bytes."""
     base_files = base_entries(repo, base)
-    hashing = _object_format(repo)
+    hashing = _object_format(base, base_files)
     entries: list[ScratchEntry] = []
-    notes: dict[str, tuple[bytes | None, bytes | None]] = {
-        path: (repo.file_at(base, path), None) for path in NOTES_FILES
-    }
+    notes: dict[str, bytes | None] = dict.fromkeys(NOTES_FILES)
     kept_dirs = {parent for path in base_files for parent in _parents(path)}
     gitlinks = {path for path, entry in base_files.items() if entry.mode == GITLINK_MODE}
     level = [""]
-    while level:
-        seen = [item for directory in level for item in _entries_of(slot, directory)]
-        ignored = _ignored(repo, [f"{s.path}/" if stat.S_ISDIR(s.mode) else s.path for s in seen])
-        level = []
-        for item in seen:
-            is_dir = stat.S_ISDIR(item.mode)
-            if (f"{item.path}/" if is_dir else item.path) in ignored and item.path not in kept_dirs:
-                continue
-            if is_git_name(item.name):
-                entries.append(ScratchEntry(item.path, EntryKind.GIT))
-            elif is_dir:
-                if item.path not in gitlinks:
-                    level.append(item.path)
-            else:
-                entry, data = _read(slot, item, hashing)
-                if item.path in notes:
-                    notes[item.path] = (notes[item.path][0], data)
-                if data is not None and _differs(entry, base_files.get(item.path)):
-                    _write_blob(repo, entry, data)
-                entries.append(entry)
-    return ScratchListing(tuple(entries), pmap(base_files), pmap(notes))
+    changed: list[ScratchEntry] = []
+    blobs = BlobWriter(repo.root, repo.git_path(BLOBS_DIR))
+    with IgnoreRules(repo) as rules, blobs:
+        while level:
+            seen = [item for directory in level for item in _entries_of(slot, directory)]
+            ignored = rules.ignored(
+                [f"{s.path}/" if stat.S_ISDIR(s.mode) else s.path for s in seen]
+            )
+            level = []
+            for item in seen:
+                is_dir = stat.S_ISDIR(item.mode)
+                named = f"{item.path}/" if is_dir else item.path
+                if named in ignored and item.path not in kept_dirs:
+                    continue
+                if is_git_name(item.name):
+                    entries.append(ScratchEntry(item.path, EntryKind.GIT))
+                elif is_dir:
+                    if item.path not in gitlinks:
+                        level.append(item.path)
+                else:
+                    entry, data = _read(slot, item, hashing)
+                    if item.path in notes:
+                        notes[item.path] = data
+                    if data is not None and _is_new_blob(entry, base_files.get(item.path)):
+                        blobs.add(data)
+                        changed.append(entry)
+                    entries.append(entry)
+        _check_written(changed, blobs.write())
+    listed = {entry.path: entry for entry in entries}
+    return ScratchListing(
+        tuple(entries), pmap(base_files), pmap(_notes(repo, base_files, listed, notes))
+    )
+
+
+def _notes(
+    repo: Repo,
+    base_files: dict[str, BaseEntry],
+    listed: dict[str, ScratchEntry],
+    scratch: dict[str, bytes | None],
+) -> dict[str, tuple[bytes | None, bytes | None]]:
+    """Each notes file's bytes in the base and in the slot. The base's are read from git only
+    where the slot's differ: a notes file the agent left as it was is its base's blob."""
+    unread = [
+        path
+        for path in NOTES_FILES
+        if path in base_files and (path not in listed or listed[path].oid != base_files[path].oid)
+    ]
+    read = dict(
+        zip(unread, read_objects(repo.root, [base_files[p].oid for p in unread]), strict=True)
+    )
+    return {
+        path: (
+            None if path not in base_files else read.get(path, scratch[path]),
+            scratch[path],
+        )
+        for path in NOTES_FILES
+    }
 
 
 def base_entries(repo: Repo, base: str) -> dict[str, BaseEntry]:
@@ -106,9 +153,10 @@ def _parents(path: str) -> Iterator[str]:
         yield "/".join(parts[:end])
 
 
-def _object_format(repo: Repo) -> str:
-    out = run_git(["rev-parse", "--show-object-format"], repo.root).stdout.strip()
-    return "sha256" if out == b"sha256" else "sha1"
+def _object_format(base: str, base_files: dict[str, BaseEntry]) -> str:
+    """The repository's hash, told by the length of the object ids git gave (no git call)."""
+    oid = next((entry.oid for entry in base_files.values()), base)
+    return "sha256" if len(oid) == 64 else "sha1"
 
 
 def _open_directory(slot: Path, relative: str) -> int:
@@ -140,18 +188,85 @@ def _entries_of(slot: Path, directory: str) -> list[_Seen]:
     return sorted(found, key=lambda item: item.path)
 
 
-def _ignored(repo: Repo, paths: list[str]) -> set[str]:
-    """Which of `paths` the base's ignore rules exclude (`dir/` for a directory); a file the
-    base tracks never is."""
-    if not paths:
-        return set()
-    # `./` first: a name starting with `:` is never read as pathspec magic.
-    stdin = b"".join(b"./" + os.fsencode(path) + b"\0" for path in paths)
-    args = ["check-ignore", "-z", "--stdin"]
-    result = run_git(args, repo.root, stdin=stdin, filters=repo.filters())
-    if result.returncode not in (0, 1):
-        raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
-    return {os.fsdecode(path).removeprefix("./") for path in result.stdout.split(b"\0") if path}
+class IgnoreRules:
+    """Which paths the base's ignore rules exclude (`dir/` for a directory; a file the base
+    tracks never is), asked of the run's repository level after level through one `git
+    check-ignore` process: it answers every path (`--non-matching --verbose`), in order."""
+
+    def __init__(self, repo: Repo) -> None:
+        self._repo = repo
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> IgnoreRules:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if self._proc is not None:
+            end_git(self._proc, killed=kind is not None)
+
+    def ignored(self, paths: list[str]) -> set[str]:
+        if not paths:
+            return set()
+        if self._proc is None:
+            self._proc = start_git(_CHECK_IGNORE, self._repo.root, filters=self._repo.filters())
+        proc = self._proc
+        assert proc.stdin is not None and isinstance(proc.stdout, io.BufferedReader)
+        # `./` first: a name starting with `:` is never read as pathspec magic.
+        stdin = b"".join(b"./" + os.fsencode(path) + b"\0" for path in paths)
+        writer = threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True)
+        deadline = threading.Timer(GIT_TIMEOUT_SECS, kill_git, (proc,))
+        writer.start()
+        deadline.start()
+        try:
+            fields = _read_fields(proc.stdout, 4 * len(paths))
+        finally:
+            deadline.cancel()
+            writer.join()
+        if fields is None:
+            raise GitError.failed(_CHECK_IGNORE, _complaint(proc))
+        # Each answer: source, line, pattern (`!` first when it re-includes), path.
+        patterns = fields[2::4]
+        return {
+            path
+            for path, rule in zip(paths, patterns, strict=True)
+            if rule and not rule.startswith(b"!")
+        }
+
+
+_CHECK_IGNORE = ("check-ignore", "-z", "--stdin", "--verbose", "--non-matching")
+
+
+def _feed(stream: IO[bytes], data: bytes) -> None:
+    with contextlib.suppress(OSError):  # git died: the reader reports it
+        stream.write(data)
+        stream.flush()
+
+
+def _read_fields(stream: io.BufferedReader, count: int) -> list[bytes] | None:
+    """The next `count` NUL-terminated fields of `stream`; None when it ends first."""
+    chunks: list[bytes] = []
+    seen = 0
+    while seen < count:
+        chunk = stream.read1(65536)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        seen += chunk.count(b"\0")
+    data = b"".join(chunks)
+    fields = data.split(b"\0")
+    if seen != count or fields[-1]:
+        return None  # more than was asked: not an answer
+    return fields[:-1]
+
+
+def _complaint(proc: subprocess.Popen[bytes]) -> str:
+    errors = proc.stderr
+    if errors is None:
+        return ""
+    kill_git(proc)
+    proc.wait()
+    errors.seek(0)
+    return errors.read(4096).decode("utf-8", "replace")
 
 
 def _blob_id(data: bytes, hashing: str) -> str:
@@ -186,19 +301,15 @@ def _read(slot: Path, item: _Seen, hashing: str) -> tuple[ScratchEntry, bytes | 
     return ScratchEntry(item.path, kind, len(data), _blob_id(data, hashing)), data
 
 
-def _differs(entry: ScratchEntry, base: BaseEntry | None) -> bool:
-    """Whether the entry's blob may be new (a mode change alone reuses the base's blob)."""
-    return base is None or base.oid != entry.oid
+def _is_new_blob(entry: ScratchEntry, base: BaseEntry | None) -> bool:
+    """Whether the entry's blob may be new (a mode change alone reuses the base's blob) and is
+    to be written: the runner's own files are never imported, so never written."""
+    return (base is None or base.oid != entry.oid) and not is_runner_owned(entry.path)
 
 
-def _write_blob(repo: Repo, entry: ScratchEntry, data: bytes) -> None:
-    """Put `data` in the run's object store (never the runner's own files: those are not
-    imported), checked to be the blob the rules judged."""
-    if is_runner_owned(entry.path):
-        return
-    args = ["hash-object", "-w", "--stdin", "--no-filters"]
-    result = run_git(args, repo.root, stdin=data)
-    if result.returncode != 0:
-        raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
-    if result.stdout.strip().decode() != entry.oid:
-        raise GitError(f"git hash-object gave another id for {entry.path!r}")
+def _check_written(entries: list[ScratchEntry], oids: list[str]) -> None:
+    """The blobs git wrote are the ones the rules judged, whose bytes went into the run's
+    object store so the commit takes exactly them."""
+    for entry, oid in zip(entries, oids, strict=True):
+        if oid != entry.oid:
+            raise GitError(f"git hash-object gave another id for {entry.path!r}")

@@ -33,6 +33,11 @@ SETUP_TIMEOUT_SECS = 1800.0
 SETUP_LOG_LIMIT_BYTES = 100_000
 
 
+# Each slot's last reset in this process: its base and its index's stat facts then. An index
+# nobody wrote since (a write moves its ctime) holds the base's tree, for the commit to build on.
+_LAST_RESETS: dict[Path, tuple[str, tuple[int, ...]]] = {}
+
+
 class SlotError(Exception):
     """A slot could not be made or reset; str() is one line naming the slot and why."""
 
@@ -44,6 +49,13 @@ def slot_path(repo: Repo, number: int = 0) -> Path:
 def _ready_marker(slot: Path) -> Path:
     """Beside the slot, out of the agent's reach: the slot was made and its setup ran."""
     return slot.parent / f"{slot.name}.ready"
+
+
+def _index(slot: Path) -> Path:
+    """Beside the slot, out of the agent's reach: the index of the slot's last reset, whose
+    stat data tell which files anyone touched since (a changed file's ctime moves, whatever
+    else it keeps)."""
+    return slot.parent / f"{slot.name}.index"
 
 
 def prepare_slot(
@@ -59,14 +71,14 @@ def prepare_slot(
     if made:
         _make(slot)
     try:
-        _reset(repo, slot, base)
+        _reset(repo, slot, base, made)
     except GitError as error:
         if made:
             raise SlotError(f"scratch checkout {slot} could not be made: {error}") from None
         _make(slot)  # a reset the agent's leftovers defeat: start over
         made = True
         try:
-            _reset(repo, slot, base)
+            _reset(repo, slot, base, made)
         except GitError as again:
             raise SlotError(f"scratch checkout {slot} could not be made: {again}") from None
     if made:
@@ -88,15 +100,24 @@ def remove_tree(path: Path) -> None:
         shutil.rmtree(path)
 
 
+def _new_git_dir(slot: Path) -> Path:
+    """Beside the slot, out of the agent's reach: an empty `.git` git itself made (it probes
+    the file system), copied into the slot at every reset instead of running `git init`."""
+    return slot.parent / f"{slot.name}.empty-git"
+
+
 def _make(slot: Path) -> None:
     _ready_marker(slot).unlink(missing_ok=True)
+    _index(slot).unlink(missing_ok=True)
+    remove_tree(_new_git_dir(slot))
     remove_tree(slot)
     make_directory(slot)
 
 
 def _git(slot: Path, *args: str, ok_codes: tuple[int, ...] = (0,)) -> bytes:
     env = dict(os.environ, GIT_DIR=str(slot / ".git"), GIT_WORK_TREE=str(slot))
-    for name in ("GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"):
+    env["GIT_INDEX_FILE"] = str(_index(slot))
+    for name in ("GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"):
         env.pop(name, None)
     result = run_git(args, slot, env=env, timeout=SLOT_GIT_TIMEOUT_SECS)
     if result.returncode not in ok_codes:
@@ -104,18 +125,68 @@ def _git(slot: Path, *args: str, ok_codes: tuple[int, ...] = (0,)) -> bytes:
     return result.stdout
 
 
-def _reset(repo: Repo, slot: Path, base: str) -> None:
+def _reset(repo: Repo, slot: Path, base: str, made: bool) -> None:
     """A new `.git` borrowing the run's objects, then the work tree made the base's: tracked
-    files rewritten where they differ, untracked files removed, ignored ones kept."""
+    files rewritten where they differ, untracked files removed, ignored ones kept.
+
+    git works from the runner's own index beside the slot, never the slot's: its stat data
+    (from the last reset) send every file touched since to be rewritten, and a copy of it is
+    the agent's. A slot just `made` is empty; any other without one gets one read from the
+    base and refreshed, so the reset rewrites only what differs from the base."""
     remove_tree(slot / ".git")
     objects = repo.common_path("objects")
-    _git(slot, "init", "--quiet", "--template=")
+    shutil.copytree(_empty_git(slot), slot / ".git", symlinks=True)
     atomic_write_bytes(slot / ".git/objects/info/alternates", os.fsencode(objects) + b"\n")
-    _git(slot, "read-tree", base)
-    # Stat data for the new index, so the reset rewrites only what differs from the base.
-    _git(slot, "update-index", "-q", "--refresh", ok_codes=(0, 1))
+    if not made and not _index(slot).is_file():
+        _git(slot, "read-tree", base)
+        _git(slot, "update-index", "-q", "--refresh", ok_codes=(0, 1))
     _git(slot, "reset", "--quiet", "--hard", base)
     _git(slot, "clean", "-ffdq")
+    shutil.copyfile(_index(slot), slot / ".git/index", follow_symlinks=False)
+    _LAST_RESETS[slot] = (base, _stat_facts(_index(slot)))
+
+
+def _stat_facts(path: Path) -> tuple[int, ...]:
+    facts = os.lstat(path)
+    return (
+        facts.st_dev,
+        facts.st_ino,
+        facts.st_mode,
+        facts.st_size,
+        facts.st_mtime_ns,
+        facts.st_ctime_ns,
+    )
+
+
+def copy_base_index(repo: Repo, base: str, target: Path, number: int = 0) -> bool:
+    """Copy to `target` the index of slot `number`'s last reset, when this process reset it to
+    `base` and nothing wrote it since (checked after the copy); whether it did."""
+    slot = slot_path(repo, number)
+    last = _LAST_RESETS.get(slot)
+    if last is None or last[0] != base:
+        return False
+    try:
+        shutil.copyfile(_index(slot), target, follow_symlinks=False)
+        return _stat_facts(_index(slot)) == last[1]
+    except OSError:
+        return False
+
+
+def _empty_git(slot: Path) -> Path:
+    """The empty `.git` to copy, made by `git init` (into a new directory renamed into place,
+    so a half-made one is never used) when it is not there."""
+    made = _new_git_dir(slot)
+    if not _is_plain_directory(made):
+        remove_tree(made)
+        partial = made.with_name(made.name + ".new")
+        remove_tree(partial)
+        env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
+        args = ("init", "--quiet", "--template=", str(partial))
+        result = run_git(args, slot.parent, env=env, timeout=SLOT_GIT_TIMEOUT_SECS)
+        if result.returncode != 0:
+            raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
+        os.rename(partial, made)
+    return made / ".git"
 
 
 def _set_up(slot: Path, setup: Sequence[str], sandbox: Sandbox | None) -> None:

@@ -237,7 +237,7 @@ def _follow_last_commit(repo: Repo) -> None:
     """A kill between the commit and the work tree's update: bring the work tree to it."""
     parent = repo.git("rev-parse", "--verify", "--quiet", "HEAD^", check=False).stdout.strip()
     if parent:
-        follow_commit(repo, parent, repo.head_sha())
+        follow_commit(repo, parent, repo.head_sha(), index_at_old=False)
 
 
 def _archive_committed(paths: RunnerPaths, journal: Journal) -> None:

@@ -9,6 +9,7 @@ file is reported and skipped, never fatal.
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from runner_core.tree.serialization import dumps_tree
 from runner_shell.git.file_commit import commit_files
 from runner_shell.git.log_archive import archive_after_commit
 from runner_shell.git.repo import Repo, StagingGuard
+from runner_shell.scratch.slots import copy_base_index
 from runner_shell.step.lock_and_journal import clear_journal, write_journal
 from runner_shell.store.files import (
     READ_ONLY,
@@ -67,7 +69,10 @@ def commit_iteration(
             for file in commit.files
             if file.place is Place.STATE
         ]
-        commit_files(repo, base.branch, base.sha, commit.changes, runner_files, commit.message)
+        base_index = functools.partial(copy_base_index, repo, base.sha)
+        commit_files(
+            repo, base.branch, base.sha, commit.changes, runner_files, commit.message, base_index
+        )
     else:
         repo.commit_all(commit.message, guard)
     archive_after_commit(paths.root, run_id, commit.committing.iteration, iter_dir)

@@ -2,11 +2,11 @@
 
 A `git` wrapper first on PATH logs every git command line of one real step (a no-op agent,
 guard `true`); no `rev-parse --git-path` per file, and exactly one commit. The agent's scratch
-checkout costs most of them: its reset (init, read-tree, update-index, reset, clean), the
-listing of what the agent left (ls-tree, check-ignore per directory level, hash-object per
-changed file) and the commit built from files (read-tree, update-index, write-tree,
-commit-tree, update-ref, then the work tree brought up to it); docs/performance.md says what
-is left to fold.
+checkout costs most of them: its reset (reset, clean; and the first time, the init of the
+empty `.git` it copies), the listing of what the agent left (ls-tree, one check-ignore, one
+hash-object for every changed file and the runner's own) and the commit built from files
+(update-index on a copy of the reset's index, write-tree, commit-tree, update-ref, then the
+work tree brought up to it); docs/performance.md says what is left to fold.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tests.helpers.e2e import Project, node
 
-MAX_GIT_PROCESSES_PER_STEP = 28
+MAX_GIT_PROCESSES_PER_STEP = 15
 
 WRAPPER = """#!/bin/sh
 printf '%s %s\\n' "$1" "$2" >> "{log}"
