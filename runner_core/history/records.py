@@ -18,6 +18,7 @@ import attrs
 from pyrsistent import PMap, pmap
 
 from runner_core.guard.ratchet import TestFigures
+from runner_core.history.meta_shape import plainly_valid
 from runner_core.iteration.state_update import TRANSITIONS
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome, Node, iter_preorder
 from runner_core.tree.selection import is_stuck
@@ -158,7 +159,7 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
     Every key of `META_FIELDS` must be present (the nullable ones as null); keys it does not
     know are ignored so the shell may add more. Raises `DamagedRecord` naming a bad key.
     """
-    found = document_problem(META_SCHEMA_FILE, meta)
+    found = None if plainly_valid(meta) else document_problem(META_SCHEMA_FILE, meta)
     if found is not None:
         raise DamagedRecord(found.field or "meta.json", found.problem)
     status, guard = AgentStatus(meta["status"]), GuardOutcome(meta["guard"])
