@@ -15,6 +15,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -24,13 +25,6 @@ from runner_core.history.records import (
     ExecutionRecord,
     record_from_meta,
 )
-from runner_core.iteration.effects import Commit, FileWrite, Place
-from runner_core.iteration.git_drift import GitHead
-from runner_core.tree.serialization import dumps_tree
-from runner_shell.git.file_commit import commit_files
-from runner_shell.git.log_archive import archive_after_commit
-from runner_shell.git.repo import Repo, StagingGuard
-from runner_shell.step.lock_and_journal import clear_journal, write_journal
 from runner_shell.store.files import (
     READ_ONLY,
     atomic_write_bytes,
@@ -41,6 +35,11 @@ from runner_shell.store.files import (
     rename_within,
 )
 from runner_shell.store.layout import EVENTS_FILE, RunnerPaths
+
+if TYPE_CHECKING:  # the writing half's; the views read history without importing them
+    from runner_core.iteration.effects import Commit, FileWrite
+    from runner_core.iteration.git_drift import GitHead
+    from runner_shell.git.repo import Repo, StagingGuard
 
 # A meta.json is a few hundred bytes; a larger one is damaged (or planted) and skipped unread.
 META_MAX_BYTES = 1024 * 1024
@@ -64,6 +63,11 @@ def commit_iteration(
     and ArchiveError when the archive does: the iteration is logged, and 'runner recover'
     finishes it.
     """
+    from runner_core.iteration.effects import Place
+    from runner_shell.git.file_commit import commit_files
+    from runner_shell.git.log_archive import archive_after_commit
+    from runner_shell.step.lock_and_journal import clear_journal, write_journal
+
     write_journal(repo, commit.writing)
     for file in commit.files:
         _write(paths, paths.run_dir(run_id), iter_dir, file)
@@ -86,6 +90,9 @@ def _bytes(file: FileWrite) -> bytes:
 
 
 def _write(paths: RunnerPaths, run_dir: Path, iter_dir: Path, file: FileWrite) -> None:
+    from runner_core.iteration.effects import Place
+    from runner_core.tree.serialization import dumps_tree
+
     base = {Place.STATE: paths.state_dir, Place.ITERATION: iter_dir, Place.RUN: run_dir}
     target = base[file.place] / file.name
     if file.rename_from is not None:
