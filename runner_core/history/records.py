@@ -136,6 +136,11 @@ class DamagedRecord(ValueError):
 
 
 _E = TypeVar("_E", bound=enum.Enum)
+
+# The schema has checked each value is one of these: a lookup, cheaper than the enum's call.
+_STATUSES = {member.value: member for member in AgentStatus}
+_GUARDS = {member.value: member for member in GuardOutcome}
+_ROLES = {member.value: member for member in AgentRole}
 _T = TypeVar("_T")
 
 
@@ -162,7 +167,7 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
     found = None if plainly_valid(meta) else document_problem(META_SCHEMA_FILE, meta)
     if found is not None:
         raise DamagedRecord(found.field or "meta.json", found.problem)
-    status, guard = AgentStatus(meta["status"]), GuardOutcome(meta["guard"])
+    status, guard = _STATUSES[meta["status"]], _GUARDS[meta["guard"]]
     if (status, guard) not in TRANSITIONS:
         raise DamagedRecord(
             "guard", f"guard={guard.value} is not possible with status={status.value}"
@@ -185,7 +190,7 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
         node_id=meta["node_id"],
         execution=meta["execution"],
         iteration=meta["iter"],
-        role=AgentRole(meta["role"]),
+        role=_ROLES[meta["role"]],
         started_at=_timestamp(meta["started_at"], "started_at"),
         ended_at=_timestamp(meta["ended_at"], "ended_at"),
         status=status,

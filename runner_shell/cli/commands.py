@@ -10,15 +10,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runner_core.iteration.preconditions import missing_state_file_problem
 from runner_core.run.exit_codes import ExitCode
-from runner_core.run.state import RunState
 from runner_core.tree.selection import Selection, SelectionStatus, select_leaf
 from runner_shell.errors import UserFacingError, exit_for_closed_stdout, os_error_message
 from runner_shell.git.repo import GitError, Repo, open_repo
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import MissingStateFile
+
+if TYPE_CHECKING:
+    from runner_core.run.state import RunState
 
 Echo = Callable[[str], None]
 

@@ -332,7 +332,8 @@ def open_regular(path: Path) -> BinaryIO:
 def read_bytes_capped(path: Path, limit: int) -> bytes:
     """The regular file's bytes, refusing (FileTooLarge) to load more than `limit` into memory."""
     with open_regular(path) as handle:
-        return _read_capped(handle.fileno(), path, limit)
+        fd = handle.fileno()
+        return _read_capped(fd, path, limit, os.fstat(fd).st_size)
 
 
 def read_bytes_capped_at(directory_fd: int, name: str, limit: int) -> bytes:
@@ -346,20 +347,19 @@ def read_bytes_capped_at(directory_fd: int, name: str, limit: int) -> bytes:
             raise NotRegularFile(Path(name), "a symlink") from None
         raise
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise NotRegularFile(Path(name), _kind(mode))
-        return _read_capped(fd, name, limit)
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise NotRegularFile(Path(name), _kind(status.st_mode))
+        return _read_capped(fd, name, limit, status.st_size)
     finally:
         os.close(fd)
 
 
-def _read_capped(fd: int, path: Path | str, limit: int) -> bytes:
-    """What is left of the open file, at most `limit` bytes (FileTooLarge beyond, naming
-    `path`). Asking for the size fstat gave, plus one to see a file that grew since, allocates
-    what the file holds rather than `limit` bytes: a reader of many small files pays for their
-    bytes only."""
-    size = os.fstat(fd).st_size
+def _read_capped(fd: int, path: Path | str, limit: int, size: int) -> bytes:
+    """What is left of the open file of `size` bytes (by fstat), at most `limit` bytes
+    (FileTooLarge beyond, naming `path`). Asking for `size` bytes, plus one to see a file that
+    grew since, allocates what the file holds rather than `limit` bytes: a reader of many small
+    files pays for their bytes only."""
     if size > limit:
         raise FileTooLarge(Path(path), size, limit)
     chunks = [os.read(fd, size + 1)]
