@@ -362,12 +362,12 @@ def _read_capped(fd: int, path: Path | str, limit: int, size: int) -> bytes:
     files pays for their bytes only."""
     if size > limit:
         raise FileTooLarge(Path(path), size, limit)
-    chunks = [os.read(fd, size + 1)]
-    read = len(chunks[0])
-    while read and read <= limit:  # a short read, or the file grew: read on to the end
+    chunk = os.read(fd, size + 1)
+    chunks, read = [chunk], len(chunk)
+    # Having read the `size` bytes fstat gave is the end: no second call to learn it. A file
+    # that grew since, or says 0 and has more (/proc), is read on to its end or the limit.
+    while chunk and read <= limit and not 0 < read == size:
         chunk = os.read(fd, limit + 1 - read)
-        if not chunk:
-            break
         chunks.append(chunk)
         read += len(chunk)
     if read > limit:
