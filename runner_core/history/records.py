@@ -370,11 +370,15 @@ class HistorySummary:
 
 
 def _sum_tokens(records: Iterable[ExecutionRecord]) -> TokenUsage:
-    total = TokenUsage()
+    # Summed as plain integers: one TokenUsage, not one per record, for the same total.
+    spent, produced, cached = 0, 0, 0
     for record in records:
-        if record.tokens is not None:
-            total = total + record.tokens
-    return total
+        tokens = record.tokens
+        if tokens is not None:
+            spent += tokens.input
+            produced += tokens.output
+            cached += tokens.cached
+    return TokenUsage(spent, produced, cached)
 
 
 def summarize(history: ExecutionHistory) -> HistorySummary:
