@@ -12,6 +12,7 @@ import enum
 import math
 from collections.abc import Iterable
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 import attrs
@@ -138,9 +139,9 @@ class DamagedRecord(ValueError):
 _E = TypeVar("_E", bound=enum.Enum)
 
 # The schema has checked each value is one of these: a lookup, cheaper than the enum's call.
-_STATUSES = {member.value: member for member in AgentStatus}
-_GUARDS = {member.value: member for member in GuardOutcome}
-_ROLES = {member.value: member for member in AgentRole}
+_STATUSES = MappingProxyType({member.value: member for member in AgentStatus})
+_GUARDS = MappingProxyType({member.value: member for member in GuardOutcome})
+_ROLES = MappingProxyType({member.value: member for member in AgentRole})
 _T = TypeVar("_T")
 
 
