@@ -46,6 +46,7 @@ sys.modules.setdefault("bench", sys.modules[__name__])
 
 import bench_docs  # noqa: E402
 import steps  # noqa: E402
+import views  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "latest.json"
@@ -917,6 +918,7 @@ def run_groups(args: argparse.Namespace, log: Callable[[str], None]) -> list[Row
             rows += bench_version(repeat, workdir, log)
         if "cli" in groups:
             rows += bench_cli(process_sizes, repeat, workdir, log)
+            rows += views.bench_views(process_sizes, repeat, workdir, log)
         if "step" in groups:
             rows += steps.bench_step(repeat, workdir, log)
         if "slot" in groups:

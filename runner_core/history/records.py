@@ -12,12 +12,14 @@ import enum
 import math
 from collections.abc import Iterable
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 import attrs
 from pyrsistent import PMap, pmap
 
 from runner_core.guard.ratchet import TestFigures
+from runner_core.history.meta_shape import plainly_valid
 from runner_core.iteration.state_update import TRANSITIONS
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome, Node, iter_preorder
 from runner_core.tree.selection import is_stuck
@@ -135,6 +137,11 @@ class DamagedRecord(ValueError):
 
 
 _E = TypeVar("_E", bound=enum.Enum)
+
+# The schema has checked each value is one of these: a lookup, cheaper than the enum's call.
+_STATUSES = MappingProxyType({member.value: member for member in AgentStatus})
+_GUARDS = MappingProxyType({member.value: member for member in GuardOutcome})
+_ROLES = MappingProxyType({member.value: member for member in AgentRole})
 _T = TypeVar("_T")
 
 
@@ -158,10 +165,10 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
     Every key of `META_FIELDS` must be present (the nullable ones as null); keys it does not
     know are ignored so the shell may add more. Raises `DamagedRecord` naming a bad key.
     """
-    found = document_problem(META_SCHEMA_FILE, meta)
+    found = None if plainly_valid(meta) else document_problem(META_SCHEMA_FILE, meta)
     if found is not None:
         raise DamagedRecord(found.field or "meta.json", found.problem)
-    status, guard = AgentStatus(meta["status"]), GuardOutcome(meta["guard"])
+    status, guard = _STATUSES[meta["status"]], _GUARDS[meta["guard"]]
     if (status, guard) not in TRANSITIONS:
         raise DamagedRecord(
             "guard", f"guard={guard.value} is not possible with status={status.value}"
@@ -184,7 +191,7 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
         node_id=meta["node_id"],
         execution=meta["execution"],
         iteration=meta["iter"],
-        role=AgentRole(meta["role"]),
+        role=_ROLES[meta["role"]],
         started_at=_timestamp(meta["started_at"], "started_at"),
         ended_at=_timestamp(meta["ended_at"], "ended_at"),
         status=status,
@@ -364,11 +371,15 @@ class HistorySummary:
 
 
 def _sum_tokens(records: Iterable[ExecutionRecord]) -> TokenUsage:
-    total = TokenUsage()
+    # Summed as plain integers: one TokenUsage, not one per record, for the same total.
+    spent, produced, cached = 0, 0, 0
     for record in records:
-        if record.tokens is not None:
-            total = total + record.tokens
-    return total
+        tokens = record.tokens
+        if tokens is not None:
+            spent += tokens.input
+            produced += tokens.output
+            cached += tokens.cached
+    return TokenUsage(spent, produced, cached)
 
 
 def summarize(history: ExecutionHistory) -> HistorySummary:

@@ -40,7 +40,12 @@ def terminal_text(text: str) -> str:
 
 
 def _escaped(text: str, keep: str) -> str:
-    if text.isprintable():
+    # A whole view is one string of many lines: asked of the string at once (the characters
+    # kept taken out), "is anything to escape?" is a C loop, not a Python one per character.
+    rest = text
+    for char in keep:
+        rest = rest.replace(char, "")
+    if rest.isprintable():
         return text
     return "".join(
         char if char.isprintable() or char in keep else char.encode("unicode_escape").decode()

@@ -10,16 +10,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from runner_core.iteration.plan import PlanKind
 from runner_core.iteration.preconditions import missing_state_file_problem
 from runner_core.run.exit_codes import ExitCode
-from runner_core.run.state import RunState
 from runner_core.tree.selection import Selection, SelectionStatus, select_leaf
 from runner_shell.errors import UserFacingError, exit_for_closed_stdout, os_error_message
 from runner_shell.git.repo import GitError, Repo, open_repo
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import MissingStateFile
+
+if TYPE_CHECKING:
+    from runner_core.run.state import RunState
 
 Echo = Callable[[str], None]
 
@@ -139,8 +141,33 @@ def limit_message(state: RunState, max_iterations: int) -> str:
     )
 
 
+def status(echo: Echo) -> int:
+    """`runner status`: the view prints its own lines (runner_shell.views.echo)."""
+    from runner_shell.views.inspect import show_status
+
+    show_status(*paths_and_repo(), as_json=False)
+    return ExitCode.OK
+
+
+def history(echo: Echo) -> int:
+    """`runner history`: every iteration of the current run, oldest first."""
+    from runner_shell.views.inspect import show_history
+
+    show_history(*paths_and_repo(), node=None, run=None, as_json=False)
+    return ExitCode.OK
+
+
+def report(echo: Echo) -> int:
+    """`runner report`: the current run's summary."""
+    from runner_shell.views.inspect import show_report
+
+    show_report(*paths_and_repo(), run=None, as_json=False)
+    return ExitCode.OK
+
+
 def step(echo: Echo, prompt_budget: int) -> int:
     """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
+    from runner_core.iteration.plan import PlanKind
     from runner_shell.loop.signals import Interrupts, signals_handled
     from runner_shell.sandbox.status import sandbox_at_start
     from runner_shell.step.lock_and_journal import exclusive_lock

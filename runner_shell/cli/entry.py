@@ -1,25 +1,28 @@
-"""The `runner` executable: `runner select`, `validate`, `step` and `--version` without typer.
+"""The `runner` executable: `runner select`, `validate`, `step`, `status`, `history`, `report`
+and `--version` without typer.
 
 Importing typer (with click, rich and pydantic) and dispatching through it costs about 100 ms,
 as much as `runner select` then spends reading, validating and selecting from a 10,000-node
 tree, and more than a step with a quick agent spends besides its git commands. Exactly
-`runner select`, `runner validate` or `runner step`, with no option, runs the shared body in
-commands.py here and prints the same bytes with the same exit code as the typer command; any
-other command line, `--help` and `--prompt-budget` included, goes to the typer CLI in cli.py.
+`runner select`, `validate`, `step`, `status`, `history` or `report`, with no option, runs the
+shared body in commands.py here and prints the same bytes with the same exit code as the typer
+command (the views write through runner_shell.views.echo either way); any other command line,
+`--help`, `--json` and `--prompt-budget` included, goes to the typer CLI in cli.py.
 `runner --version` (or `-V`) alone prints `version_line()` (cli/version.py) here, as typer's
 option does.
 """
 
 from __future__ import annotations
 
-import codecs
 import functools
 import os
 import sys
 from collections.abc import Callable
 from typing import TextIO
 
-FAST_COMMANDS = ("select", "validate", "step")
+from runner_shell.views.echo import write_line
+
+FAST_COMMANDS = ("select", "validate", "step", "status", "history", "report")
 VERSION_FLAGS = ("--version", "-V")
 
 
@@ -38,20 +41,8 @@ def main() -> None:
 
 
 def _write_line(stream: TextIO, line: str) -> None:
-    """What `typer.echo` does with a line of ours: write it, newline, flush.
-
-    Like click, a stream left on ASCII by a misconfigured environment gets UTF-8 instead.
-    """
-    text = line + "\n"
-    encoding = getattr(stream, "encoding", None) or "ascii"
-    buffer = getattr(stream, "buffer", None)
-    if codecs.lookup(encoding).name == "ascii" and buffer is not None:
-        stream.flush()
-        buffer.write(text.encode("utf-8", "replace"))
-        buffer.flush()
-        return
-    stream.write(text)
-    stream.flush()
+    """What `typer.echo` does with a line of ours (runner_shell.views.echo)."""
+    write_line(stream, line)
 
 
 def _run_fast(name: str) -> int:

@@ -17,16 +17,13 @@ import attrs
 from runner_core import Node
 from runner_core.iteration.events import operator_event
 from runner_core.run.guidance import guidance_commit_message, with_guidance
-from runner_core.run.identity import branch_for
 from runner_core.run.operations import (
     NodeOperation,
     OperationError,
     OperatorAction,
     checked,
     operation_message,
-    run_actions,
 )
-from runner_core.run.trailers import OP as TRAILER_OP
 from runner_core.tree.serialization import loads_json_strictly
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
@@ -126,12 +123,3 @@ def add_guidance(paths: RunnerPaths, repo: Repo, text: str) -> str:
         atomic_write_text(paths.guidance, updated)
         repo.commit_all(guidance_commit_message(run_id, repo.actor()))
     return run_id
-
-
-def operator_actions(repo: Repo, run_id: str | None) -> tuple[OperatorAction, ...]:
-    """The run's operator commits, oldest first: from its branch, else from HEAD's history."""
-    if run_id is None:
-        return ()
-    branch = branch_for(run_id)
-    ref = branch if repo.branch_exists(branch) else "HEAD"
-    return run_actions(repo.messages(f"^{TRAILER_OP}: ", ref), run_id)

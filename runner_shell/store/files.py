@@ -332,7 +332,8 @@ def open_regular(path: Path) -> BinaryIO:
 def read_bytes_capped(path: Path, limit: int) -> bytes:
     """The regular file's bytes, refusing (FileTooLarge) to load more than `limit` into memory."""
     with open_regular(path) as handle:
-        return _read_capped(handle, path, limit)
+        fd = handle.fileno()
+        return _read_capped(fd, path, limit, os.fstat(fd).st_size)
 
 
 def read_bytes_capped_at(directory_fd: int, name: str, limit: int) -> bytes:
@@ -345,22 +346,33 @@ def read_bytes_capped_at(directory_fd: int, name: str, limit: int) -> bytes:
         if error.errno == errno.ELOOP:
             raise NotRegularFile(Path(name), "a symlink") from None
         raise
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise NotRegularFile(Path(name), _kind(status.st_mode))
+        return _read_capped(fd, name, limit, status.st_size)
+    finally:
         os.close(fd)
-        raise NotRegularFile(Path(name), _kind(mode))
-    with os.fdopen(fd, "rb") as handle:
-        return _read_capped(handle, Path(name), limit)
 
 
-def _read_capped(handle: BinaryIO, path: Path, limit: int) -> bytes:
-    size = os.fstat(handle.fileno()).st_size
+def _read_capped(fd: int, path: Path | str, limit: int, size: int) -> bytes:
+    """What is left of the open file of `size` bytes (by fstat), at most `limit` bytes
+    (FileTooLarge beyond, naming `path`). Asking for `size` bytes, plus one to see a file that
+    grew since, allocates what the file holds rather than `limit` bytes: a reader of many small
+    files pays for their bytes only."""
     if size > limit:
-        raise FileTooLarge(path, size, limit)
-    data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise FileTooLarge(path, len(data), limit)
-    return data
+        raise FileTooLarge(Path(path), size, limit)
+    chunk = os.read(fd, size + 1)
+    chunks, read = [chunk], len(chunk)
+    # Having read the `size` bytes fstat gave is the end: no second call to learn it. A file
+    # that grew since, or says 0 and has more (/proc), is read on to its end or the limit.
+    while chunk and read <= limit and not 0 < read == size:
+        chunk = os.read(fd, limit + 1 - read)
+        chunks.append(chunk)
+        read += len(chunk)
+    if read > limit:
+        raise FileTooLarge(Path(path), read, limit)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def read_text_head(path: Path, limit: int) -> str:

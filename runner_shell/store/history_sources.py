@@ -31,8 +31,6 @@ from runner_core.run.trailers import (
     parse_trailers,
     record_from_trailers,
 )
-from runner_shell.git.history import NoStartCommit, read_run_commits
-from runner_shell.git.log_archive import ArchiveError, logs_ref, read_archived
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.store.iteration_log import iteration_dirs
 from runner_shell.store.layout import RunnerPaths
@@ -56,6 +54,8 @@ def run_rev(repo: Repo, run_id: str) -> str:
 
 def archived_history(paths: RunnerPaths, run_id: str) -> SourcedHistory | None:
     """The history the archive's meta.json files give; None when the run has no archive."""
+    from runner_shell.git.log_archive import ArchiveError, logs_ref, read_archived
+
     try:
         found = read_archived(paths.root, run_id, frozenset({"meta.json"}))
     except (ArchiveError, GitError) as error:
@@ -82,11 +82,15 @@ def archived_history(paths: RunnerPaths, run_id: str) -> SourcedHistory | None:
 def run_commits(repo: Repo, run_id: str) -> tuple[CommitFacts, tuple[CommitFacts, ...]]:
     """The run's start commit and every later commit of its branch (UserFacingError-free:
     `NoStartCommit` when the branch holds no start commit)."""
+    from runner_shell.git.history import read_run_commits
+
     return read_run_commits(repo.root, run_id, run_rev(repo, run_id))
 
 
 def trailer_history(repo: Repo, run_id: str) -> SourcedHistory:
     """The history the iteration commits' trailers give, from git alone."""
+    from runner_shell.git.history import NoStartCommit
+
     try:
         _, commits = run_commits(repo, run_id)
     except NoStartCommit as error:
@@ -110,6 +114,8 @@ def trailer_history(repo: Repo, run_id: str) -> SourcedHistory:
 def fallback_history(paths: RunnerPaths, repo: Repo, run_id: str) -> SourcedHistory | None:
     """The history from git when the run's iteration directories are gone; None when they
     are there."""
+    from runner_shell.git.log_archive import logs_ref
+
     if iteration_dirs(paths, run_id):
         return None
     run_dir = paths.relative(paths.run_dir(run_id))
@@ -133,6 +139,8 @@ def fill_missing(
     """`local` (what the iteration directories hold) with every iteration before `next_iter`
     it lacks taken from the archive ref, else the commit trailers, so a clone holding only some
     directories never undercounts; the warning says where the missing ones were read from."""
+    from runner_shell.git.log_archive import logs_ref
+
     missing = missing_iterations(local, run_id, next_iter)
     if not missing:
         return SourcedHistory(local, ())
@@ -177,6 +185,8 @@ def agent_diff_stat(repo: Repo, sha: str) -> tuple[str, ...]:
 
 def warn_hand_edits(repo: Repo, run_id: str, emit: Callable[[str], None] | None = None) -> None:
     """`runner validate`'s warnings, one line each on stderr; never changes its exit code."""
+    from runner_shell.git.history import NoStartCommit
+
     try:
         start, commits = run_commits(repo, run_id)
     except (NoStartCommit, GitError):

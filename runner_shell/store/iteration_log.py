@@ -8,10 +8,17 @@ file is reported and skipped, never fatal.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
 import json
+import os
+import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
 
 from runner_core.history.records import (
     DamagedRecord,
@@ -19,23 +26,21 @@ from runner_core.history.records import (
     ExecutionRecord,
     record_from_meta,
 )
-from runner_core.iteration.effects import Commit, FileWrite, Place
-from runner_core.iteration.git_drift import GitHead
-from runner_core.tree.serialization import dumps_tree
-from runner_shell.git.file_commit import commit_files
-from runner_shell.git.log_archive import archive_after_commit
-from runner_shell.git.repo import Repo, StagingGuard
-from runner_shell.scratch.slots import copy_base_index
-from runner_shell.step.lock_and_journal import clear_journal, write_journal
 from runner_shell.store.files import (
     READ_ONLY,
     atomic_write_bytes,
     atomic_write_text,
     link_if_sha256,
     read_bytes_capped,
+    read_bytes_capped_at,
     rename_within,
 )
 from runner_shell.store.layout import EVENTS_FILE, RunnerPaths
+
+if TYPE_CHECKING:  # the writing half's; the views read history without importing them
+    from runner_core.iteration.effects import Commit, FileWrite
+    from runner_core.iteration.git_drift import GitHead
+    from runner_shell.git.repo import Repo, StagingGuard
 
 # A meta.json is a few hundred bytes; a larger one is damaged (or planted) and skipped unread.
 META_MAX_BYTES = 1024 * 1024
@@ -59,6 +64,12 @@ def commit_iteration(
     and ArchiveError when the archive does: the iteration is logged, and 'runner recover'
     finishes it.
     """
+    from runner_core.iteration.effects import Place
+    from runner_shell.git.file_commit import commit_files
+    from runner_shell.git.log_archive import archive_after_commit
+    from runner_shell.scratch.slots import copy_base_index
+    from runner_shell.step.lock_and_journal import clear_journal, write_journal
+
     write_journal(repo, commit.writing)
     for file in commit.files:
         _write(paths, paths.run_dir(run_id), iter_dir, file)
@@ -84,6 +95,9 @@ def _bytes(file: FileWrite) -> bytes:
 
 
 def _write(paths: RunnerPaths, run_dir: Path, iter_dir: Path, file: FileWrite) -> None:
+    from runner_core.iteration.effects import Place
+    from runner_core.tree.serialization import dumps_tree
+
     base = {Place.STATE: paths.state_dir, Place.ITERATION: iter_dir, Place.RUN: run_dir}
     target = base[file.place] / file.name
     if file.rename_from is not None:
@@ -124,69 +138,132 @@ def count_executions(paths: RunnerPaths, run_id: str) -> dict[str, int]:
 # ---------------------------------------------------------------- reading it back
 
 
-def _is_iteration_dir(entry: Path) -> bool:
-    name = entry.name
-    return (
-        name.isascii()
-        and name.isdigit()
-        and str(int(name)) == name
-        and entry.is_dir()
-        and not entry.is_symlink()
+def _is_iteration_name(name: str) -> bool:
+    return name.isascii() and name.isdigit() and str(int(name)) == name
+
+
+def _is_iteration_dir(entry: os.DirEntry[str]) -> bool:
+    # Not following symlinks: d_type answers it without a stat() on most file systems.
+    return _is_iteration_name(entry.name) and entry.is_dir(follow_symlinks=False)
+
+
+def _is_events_log(entry: os.DirEntry[str]) -> bool:
+    return entry.name == EVENTS_FILE and entry.is_file(follow_symlinks=False)
+
+
+def _is_skipped_silently(name: str) -> bool:
+    return ".interrupted-" in name or name.startswith(".")
+
+
+@attrs.frozen(slots=True)
+class RunListing:
+    """What one listing of a run's directory found: its iteration directories (number, name)
+    by number, and the names of the entries that are neither one nor the events log, sorted."""
+
+    iterations: tuple[tuple[int, str], ...] = ()
+    unexpected: tuple[str, ...] = ()
+
+
+def list_run(paths: RunnerPaths, run_id: str) -> RunListing:
+    """The run's directory listed once; nothing when it is missing or a symlink."""
+    run_dir = paths.run_dir(run_id)
+    try:
+        if not stat.S_ISDIR(os.lstat(run_dir).st_mode):
+            return RunListing()
+    except OSError:
+        return RunListing()
+    with os.scandir(run_dir) as entries:
+        found = [(entry.name, _is_iteration_dir(entry), _is_events_log(entry)) for entry in entries]
+    iterations = sorted((int(name), name) for name, iteration, _ in found if iteration)
+    unexpected = sorted(
+        name
+        for name, iteration, events in found
+        if not iteration and not events and not _is_skipped_silently(name)
     )
-
-
-def _is_events_log(entry: Path) -> bool:
-    return entry.name == EVENTS_FILE and entry.is_file() and not entry.is_symlink()
+    return RunListing(tuple(iterations), tuple(unexpected))
 
 
 def iteration_dirs(paths: RunnerPaths, run_id: str) -> list[tuple[int, Path]]:
     """The run's iteration directories by number; anything else there is skipped."""
     run_dir = paths.run_dir(run_id)
-    if not run_dir.is_dir() or run_dir.is_symlink():
-        return []
-    found = [(int(entry.name), entry) for entry in run_dir.iterdir() if _is_iteration_dir(entry)]
-    return sorted(found)
+    return [(number, run_dir / name) for number, name in list_run(paths, run_id).iterations]
 
 
 def unexpected_entries(paths: RunnerPaths, run_id: str) -> tuple[str, ...]:
     """A warning for each entry of the run's directory that is not an iteration directory."""
+    return _unexpected_lines(paths, run_id, list_run(paths, run_id))
+
+
+def _unexpected_lines(paths: RunnerPaths, run_id: str, listing: RunListing) -> tuple[str, ...]:
     run_dir = paths.run_dir(run_id)
-    if not run_dir.is_dir() or run_dir.is_symlink():
-        return ()
     return tuple(
-        f"{paths.relative(entry)}: not an iteration directory; skipped"
-        for entry in sorted(run_dir.iterdir())
-        if not _is_iteration_dir(entry)
-        and not _is_events_log(entry)
-        and ".interrupted-" not in entry.name
-        and not entry.name.startswith(".")
+        f"{paths.relative(run_dir / name)}: not an iteration directory; skipped"
+        for name in listing.unexpected
     )
 
 
 def load_history(paths: RunnerPaths, run_id: str) -> tuple[ExecutionHistory, tuple[str, ...]]:
-    """The run's history from its meta.json files, and a line for each one that was skipped."""
+    """The run's history from its meta.json files, and a line for each one that was skipped.
+
+    One listing of the run's directory and one read of each meta.json: at thousands of
+    iterations this is what `runner status`, `history` and `report` spend their time on.
+    """
+    listing = list_run(paths, run_id)
+    run_dir = paths.run_dir(run_id)
     records: list[ExecutionRecord] = []
-    problems: list[str] = list(unexpected_entries(paths, run_id))
-    seen: set[int] = set()
-    for number, directory in iteration_dirs(paths, run_id):
-        meta_path = directory / "meta.json"
-        where = paths.relative(meta_path)
+    problems: list[str] = list(_unexpected_lines(paths, run_id, listing))
+    with _directory_fd(run_dir) as run_fd:
+        for number, name in listing.iterations:
+            found = _record_or_problem(paths, run_dir, run_id, run_fd, number, name)
+            if isinstance(found, str):
+                problems.append(found)
+            else:
+                records.append(found)
+    return ExecutionHistory(tuple(records)), tuple(problems)
+
+
+@contextlib.contextmanager
+def _directory_fd(directory: Path) -> Iterator[int | None]:
+    """The directory held open, to read its files by name; None when it cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        yield None
+        return
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _meta_bytes(directory_fd: int | None, run_dir: Path, name: str) -> bytes:
+    """The iteration's meta.json, read through the run directory's descriptor (no path built
+    or resolved per record); on any error, read again by path so the error names it as ever."""
+    if directory_fd is not None:
         try:
-            data = read_bytes_capped(meta_path, META_MAX_BYTES)
-            record = record_from_meta(json.loads(data.decode("utf-8")))
-        except FileNotFoundError:
-            problems.append(f"{where}: missing (iteration interrupted?)")
-            continue
-        except (OSError, UnicodeDecodeError, ValueError) as error:
-            reason = str(error) if isinstance(error, DamagedRecord) else f"unreadable: {error}"
-            problems.append(f"{where}: {reason}")
-            continue
-        if record.iteration != number or record.run_id != run_id or record.iteration in seen:
-            problems.append(f"{where}: names run {record.run_id} iter {record.iteration}")
-            continue
-        seen.add(record.iteration)
-        records.append(record)
-    return ExecutionHistory.of(records), tuple(problems)
+            return read_bytes_capped_at(directory_fd, f"{name}/meta.json", META_MAX_BYTES)
+        except OSError:
+            pass
+    return read_bytes_capped(run_dir / name / "meta.json", META_MAX_BYTES)
+
+
+def _record_or_problem(
+    paths: RunnerPaths, run_dir: Path, run_id: str, run_fd: int | None, number: int, name: str
+) -> ExecutionRecord | str:
+    """The record of iteration `number` (directory `name`), else the line saying why not."""
+    try:
+        data = _meta_bytes(run_fd, run_dir, name)
+        record = record_from_meta(json.loads(data.decode("utf-8")))
+    except FileNotFoundError:
+        return f"{paths.relative(run_dir / name / 'meta.json')}: missing (iteration interrupted?)"
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        reason = str(error) if isinstance(error, DamagedRecord) else f"unreadable: {error}"
+        return f"{paths.relative(run_dir / name / 'meta.json')}: {reason}"
+    # The listing holds each number once (the name is its canonical form).
+    if record.iteration != number or record.run_id != run_id:
+        where = paths.relative(run_dir / name / "meta.json")
+        return f"{where}: names run {record.run_id} iter {record.iteration}"
+    return record
 
 
 def known_runs(paths: RunnerPaths) -> tuple[str, ...]:

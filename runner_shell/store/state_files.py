@@ -9,21 +9,13 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from runner_core import (
-    Config,
-    ConfigError,
-    Node,
-    TreeValidationError,
-    dumps_tree,
-    parse_config,
-    parse_tree,
-)
 from runner_core.iteration.preconditions import missing_state_file_problem
 from runner_core.run.identity import RunIdentityError, empty_goal_problem, goal_run_id
-from runner_core.run.state import RunState, RunStateError, run_state_from_json, run_state_to_json
+from runner_core.tree.model import Node
 from runner_core.tree.serialization import TREE_MAX_BYTES as CORE_TREE_MAX_BYTES
+from runner_core.tree.serialization import TreeValidationError, dumps_tree, parse_tree
 from runner_shell.errors import UserFacingError
 from runner_shell.store.files import (
     FileTooLarge,
@@ -33,6 +25,10 @@ from runner_shell.store.files import (
     read_bytes_capped,
 )
 from runner_shell.store.layout import RunnerPaths
+
+if TYPE_CHECKING:  # imported where read: `runner select` reads neither the config nor the state
+    from runner_core.run.config import Config
+    from runner_core.run.state import RunState
 
 # Larger state files are refused instead of exhausting memory. The tree's limit is the core's:
 # the runner never writes a tree it could not read back.
@@ -101,6 +97,8 @@ def write_tree(paths: RunnerPaths, tree: Node) -> None:
 
 
 def load_config(paths: RunnerPaths) -> Config:
+    from runner_core.run.config import ConfigError, parse_config
+
     text = _read_text(paths, paths.config)
     name = paths.relative(paths.config)
     try:
@@ -114,6 +112,8 @@ def load_config(paths: RunnerPaths) -> Config:
 
 
 def load_run_state(paths: RunnerPaths) -> RunState:
+    from runner_core.run.state import RunStateError, run_state_from_json
+
     name = paths.relative(paths.run_state)
     text = _read_text(paths, paths.run_state)
     try:
@@ -127,6 +127,8 @@ def load_run_state(paths: RunnerPaths) -> RunState:
 
 
 def write_run_state(paths: RunnerPaths, state: RunState) -> None:
+    from runner_core.run.state import run_state_to_json
+
     atomic_write_text(paths.run_state, canonical_json(run_state_to_json(state)))
 
 

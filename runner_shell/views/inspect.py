@@ -6,8 +6,6 @@ lines (runner_core.views). Never takes the runner lock and never writes a file.
 
 from __future__ import annotations
 
-import typer
-
 from runner_core.iteration.recovery import Journal
 from runner_core.views.follow import budget_lines
 from runner_core.views.history import render_history
@@ -18,7 +16,6 @@ from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_run_state, read_optional_text
-from runner_shell.views.history import show_sourced_iteration
 from runner_shell.views.reading import (
     GUIDANCE_SHOWN_BYTES,
     choose_run,
@@ -81,6 +78,8 @@ def show_iteration(
     """`runner show ITER`: one iteration's meta, output and the heads of its logs, its commit and
     the diff stat of the agent's work, from git when the directory is gone
     (runner_shell.views.history)."""
+    from runner_shell.views.history import show_sourced_iteration
+
     run_id = choose_run(paths, load_run_state(paths), run)
     show_sourced_iteration(paths, repo, run_id, iteration, as_json, with_tests)
 
@@ -110,4 +109,6 @@ def _night_status(
 def show_metrics(paths: RunnerPaths, repo: Repo, run: str | None) -> None:
     """`runner metrics`: the report's figures in Prometheus text format, for a textfile
     collector (write to a temp file, then rename it into the collector's directory)."""
+    import typer
+
     typer.echo(metrics_document(paths, repo, run), nl=False)

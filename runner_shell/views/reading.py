@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import typer
 
 from runner_core import ExecutionHistory, Node, parse_tree
 from runner_core.iteration.recovery import Journal
 from runner_core.run.identity import branch_for, run_id_problem
+from runner_core.run.operations import OperatorAction, run_actions
 from runner_core.run.state import RunState, RunStateError, run_state_from_json
+from runner_core.run.trailers import OP as TRAILER_OP
 from runner_core.tree.model import nodes_by_id
 from runner_core.tree.serialization import TreeValidationError
 from runner_core.views.history import HistoryDocument, history_actions, history_records
@@ -30,7 +31,6 @@ from runner_core.views.text import terminal_text
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.sandbox.status import sandbox_status
-from runner_shell.steer.commits import operator_actions
 from runner_shell.step.lock_and_journal import journal_path, read_journal, runner_alive
 from runner_shell.store.files import read_bytes_capped
 from runner_shell.store.history_sources import fallback_history, fill_missing
@@ -43,23 +43,24 @@ from runner_shell.store.state_files import (
     load_tree,
     read_optional_text,
 )
+from runner_shell.views.echo import echo
 
 # How much of guidance.md and questions.md `runner status` shows.
 GUIDANCE_SHOWN_BYTES = 4 * 1024
 
 
 def warn(line: str) -> None:
-    typer.echo(f"runner: warning: {line}", err=True)
+    echo(f"runner: warning: {line}", err=True)
 
 
 def print_lines(lines: Iterable[str]) -> None:
     """A text view's lines, with whatever the agent wrote among them escaped for the terminal
     (runner_core.views.text); `--json` documents are JSON-escaped instead."""
-    typer.echo(terminal_text("\n".join(lines)))
+    echo(terminal_text("\n".join(lines)))
 
 
 def print_json(document: dict[str, Any]) -> None:
-    typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
+    echo(json.dumps(document, indent=2, ensure_ascii=False))
 
 
 def _journal(repo: Repo, warning: Callable[[str], None] = warn) -> Journal | None:
@@ -88,6 +89,15 @@ def choose_run(paths: RunnerPaths, state: RunState, requested: str | None) -> st
     return requested
 
 
+def operator_actions(repo: Repo, run_id: str | None) -> tuple[OperatorAction, ...]:
+    """The run's operator commits, oldest first: from its branch, else from HEAD's history."""
+    if run_id is None:
+        return ()
+    branch = branch_for(run_id)
+    ref = branch if repo.branch_exists(branch) else "HEAD"
+    return run_actions(repo.messages(f"^{TRAILER_OP}: ", ref), run_id)
+
+
 def _history(
     paths: RunnerPaths,
     run_id: str,
@@ -102,12 +112,15 @@ def _history(
     read from its archive ref, else its commit trailers, with a warning naming the source; the
     iterations its directories lack are read from there too.
     """
-    fallback = None if repo is None or next_iter <= 1 else fallback_history(paths, repo, run_id)
-    if fallback is not None:
-        if fallback.warning is not None:
-            warning(fallback.warning)
-        return fallback.history, fallback.problems
     history, problems = load_history(paths, run_id)
+    # Only a run without iteration directories reads from git instead, and those give no
+    # record: the directory is listed once for the common case.
+    if not history.records and repo is not None and next_iter > 1:
+        fallback = fallback_history(paths, repo, run_id)
+        if fallback is not None:
+            if fallback.warning is not None:
+                warning(fallback.warning)
+            return fallback.history, fallback.problems
     if journal is not None and journal.run_id == run_id:
         meta = paths.iter_dir(run_id, journal.iteration) / "meta.json"
         in_progress = f"{paths.relative(meta)}: missing"
