@@ -21,8 +21,9 @@ _CHOICES = (
 )
 _ERROR_KINDS = frozenset({"agent", "runner"})
 _NULLABLE = ("error_kind", "error", "tokens", "cost_usd")
-_TOKEN_FIELDS = ("input", "output", "cached")
-_FIGURE_COUNTS = (
+# The token and test-figure counts of meta.json: records.py reads and writes them by these.
+TOKEN_FIELDS: tuple[str, ...] = ("input", "output", "cached")
+FIGURE_FIELDS: tuple[str, ...] = (
     "passed",
     "failed",
     "skipped",
@@ -52,14 +53,14 @@ def _counts(document: dict[str, Any], names: tuple[str, ...]) -> bool:
 
 
 def _tokens_plain(tokens: Any) -> bool:
-    return tokens is None or (type(tokens) is dict and _counts(tokens, _TOKEN_FIELDS))
+    return tokens is None or (type(tokens) is dict and _counts(tokens, TOKEN_FIELDS))
 
 
 def _tests_plain(meta: dict[str, Any]) -> bool:
     if "tests" not in meta:
         return True
     tests = meta["tests"]
-    if type(tests) is not dict or not _counts(tests, _FIGURE_COUNTS):
+    if type(tests) is not dict or not _counts(tests, FIGURE_FIELDS):
         return False
     return _strings(tests.get("flaky")) and _strings(tests.get("reasons"))
 

@@ -19,7 +19,7 @@ import attrs
 from pyrsistent import PMap, pmap
 
 from runner_core.guard.ratchet import TestFigures
-from runner_core.history.meta_shape import plainly_valid
+from runner_core.history.meta_shape import FIGURE_FIELDS, TOKEN_FIELDS, plainly_valid
 from runner_core.iteration.state_update import TRANSITIONS
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome, Node, iter_preorder
 from runner_core.tree.selection import is_stuck
@@ -111,19 +111,6 @@ META_FIELDS: tuple[str, ...] = (
     "attempts_before",
     "attempts_after",
     "backend",
-)
-
-TOKEN_FIELDS: tuple[str, ...] = ("input", "output", "cached")
-FIGURE_FIELDS: tuple[str, ...] = (
-    "passed",
-    "failed",
-    "skipped",
-    "total",
-    "newly_passing",
-    "regressed",
-    "removed",
-    "targets_passed",
-    "targets_total",
 )
 
 
