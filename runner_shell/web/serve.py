@@ -54,7 +54,7 @@ from runner_shell.git.log_archive import ArchiveError
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.git.run_branches import gather_runs
 from runner_shell.step.lock_and_journal import journal_path, lock_held
-from runner_shell.store.event_log import follow, follow_failure, last_events
+from runner_shell.store.event_log import EventTail, follow_failure, follow_tail, last_events
 from runner_shell.store.files import FileTooLarge, read_bytes_capped
 from runner_shell.store.iteration_log import iteration_dirs
 from runner_shell.store.layout import RunnerPaths
@@ -214,13 +214,19 @@ class Watcher:
     def _follow_run(self) -> None:
         """Tail the events.jsonl of `serve --run`, else of the current run once it is known, and
         of the next run once `runner start` begins one: the old run's follower is stopped (it
-        ends once it has sent what its file holds)."""
+        ends once it has sent what its file holds).
+
+        The first run followed is read from its end: what it already holds is in the documents
+        every page reads, and replaying a long run's events would flood every client that
+        connected early. A run begun while serving is read from its first event."""
         run_id = self.api.run
         if run_id is None:
             with contextlib.suppress(UserFacingError, OSError):
                 run_id = load_run_state(self.paths).run_id
         if run_id is None or run_id == self.following:
             return
+        path = self.paths.events_log(run_id)
+        tail = EventTail(path) if self.following is not None else EventTail.at_end(path)
         self.follower_stop.set()
         stop = self.follower_stop = threading.Event()
         self.following = run_id
@@ -228,9 +234,7 @@ class Watcher:
             self.broker.events_failure = None
             self.broker.publish("events_failed", json.dumps({"error": None}))
         loop = asyncio.get_running_loop()
-        events = follow(
-            self.paths.events_log(run_id), stop=lambda: stop.is_set() or self.stop.is_set()
-        )
+        events = follow_tail(tail, stop=lambda: stop.is_set() or self.stop.is_set())
         thread = threading.Thread(target=self._forward, args=(events, loop), daemon=True)
         thread.start()
 

@@ -439,6 +439,12 @@ async def first_view(client: Client) -> dict[str, Any]:
             return json.loads(fields["data"])  # type: ignore[no-any-return]
 
 
+async def following(watcher: Watcher) -> None:
+    """Once the watcher follows a run's events: what is appended from then on reaches clients."""
+    while watcher.following is None:
+        await asyncio.sleep(0.05)
+
+
 def view_after_a_failed_reading(project: Project) -> dict[str, Any]:
     """The `view` a Watcher publishes when the pages last saw the run running and its first
     reading of the documents failed, so that the view comes from a later poll."""
@@ -502,6 +508,12 @@ def test_the_event_stream_follows_the_next_run_once_runner_start_begins_it(
             if f"\nevent: {kind}\n" in message and f'"run_id":"{run}"' in message:
                 return
 
+    async def tell(paths: RunnerPaths, run: str, iteration: int, text: str) -> None:
+        origin = EventOrigin(run, iteration, None, "2026-01-01T00:00:00Z")
+        events_log = paths.events_log(run)
+        events_log.parent.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(append_events, events_log, [operator(origin, "tell", text)])
+
     async def scenario() -> str:
         paths, repo = RunnerPaths(project.root), Repo(project.root)
         broker, client = Broker(), Client()
@@ -509,14 +521,13 @@ def test_the_event_stream_follows_the_next_run_once_runner_start_begins_it(
         watcher = Watcher(paths, repo, Api(paths, repo, None), broker)
         task = asyncio.create_task(watcher.run_forever())
         try:
-            await asyncio.wait_for(event_of(client, first, "complete"), timeout=10)
+            await asyncio.wait_for(following(watcher), timeout=10)
+            await tell(paths, first, 9, "hi")
+            await asyncio.wait_for(event_of(client, first, "operator"), timeout=10)
             started = await asyncio.to_thread(project.runner, "start", "--new")
             assert started.returncode == 0, started.stderr
             second = project.run_id
-            origin = EventOrigin(second, 1, None, "2026-01-01T00:00:00Z")
-            events_log = paths.events_log(second)
-            events_log.parent.mkdir(parents=True, exist_ok=True)
-            append_events(events_log, [operator(origin, "tell", "hi")])
+            await tell(paths, second, 1, "hi")
             await asyncio.wait_for(event_of(client, second, "operator"), timeout=10)
             return second
         finally:
@@ -524,6 +535,40 @@ def test_the_event_stream_follows_the_next_run_once_runner_start_begins_it(
             task.cancel()
 
     assert asyncio.run(scenario()) != first
+
+
+def test_a_long_run_s_past_events_are_never_replayed_to_the_pages_only_what_follows(
+    tmp_path: Path, make_project: ProjectFactory
+) -> None:
+    project = completed_run(tmp_path, make_project)
+    paths, repo = RunnerPaths(project.root), Repo(project.root)
+    origin = EventOrigin(project.run_id, 9, None, "2026-01-01T00:00:00Z")
+    past = [operator(origin, "tell", f"past {n}") for n in range(CLIENT_QUEUE + 10)]
+    append_events(paths.events_log(project.run_id), past)
+
+    async def scenario() -> tuple[list[str], bool]:
+        broker, client = Broker(), Client()
+        broker.clients.add(client)
+        watcher = Watcher(paths, repo, Api(paths, repo, None), broker)
+        task = asyncio.create_task(watcher.run_forever())
+        try:
+            await asyncio.wait_for(following(watcher), timeout=10)
+            now = [operator(origin, "tell", "now")]
+            await asyncio.to_thread(append_events, paths.events_log(project.run_id), now)
+            told: list[str] = []
+            while "now" not in told:
+                message = await asyncio.wait_for(client.queue.get(), timeout=10)
+                if "\nevent: operator\n" in message:
+                    told.append(json.loads(message.split("data: ", 1)[1])["detail"])
+            return told, client.dropped
+        finally:
+            watcher.stop.set()
+            task.cancel()
+
+    told, dropped = asyncio.run(scenario())
+
+    assert told == ["now"]
+    assert not dropped
 
 
 def test_agent_output_re_reads_only_the_overview_s_wait_not_the_status(

@@ -42,14 +42,16 @@ def test_the_events_after_a_sparse_hole_reach_the_pages(
     project = completed_one_leaf(tmp_path, make_project)
     log = events_log(project)
     recorded = log.read_bytes()
-    with log.open("r+b") as handle:
-        handle.truncate(HOLE_BYTES)
-    with log.open("ab") as handle:
-        handle.write(b"\n" + recorded)
 
     with capped_server(project) as (process, base):
         reader = SseReader(f"{base}/api/events").start()
         assert reader.said_hello.wait(10)
+        # The follower reads from where the log ended when the server started: the hole comes
+        # after that, as an agent would make it during the run.
+        with log.open("r+b") as handle:
+            handle.truncate(len(recorded) + HOLE_BYTES)
+        with log.open("ab") as handle:
+            handle.write(b"\n" + recorded)
         origin = EventOrigin(project.run_id, 2, None, "2026-01-01T00:00:00Z")
         append_events(log, [operator(origin, "tell", "after the hole")])
         wait_for(lambda: reader.events("operator"), "the event after the hole never came")
