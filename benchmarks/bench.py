@@ -89,6 +89,16 @@ for _ in range({output_bytes} // len(chunk)):
     write(chunk)
 """
 
+# The agent that prints: the same bytes as the loud guard, then its output file.
+AGENT_LOUD_SOURCE = (
+    GUARD_LOUD_SOURCE
+    + """import os
+with open(os.environ["RUNNER_OUTPUT_PATH"], "w", encoding="utf-8") as handle:
+    handle.write('{{"status": "done", "summary": "loud"}}')
+"""
+)
+AGENT_OUTPUT_TARGET = 1.1
+
 # ---------------------------------------------------------------- trees
 
 
@@ -232,7 +242,7 @@ class Row:
     size: int | None
     runner: float
     floor: float
-    unit: str  # "s", "x" (a ratio of medians) or "bytes"
+    unit: str  # "s", "x" (a ratio of medians), "bytes", "count", "/s" or "%" (of one core)
     target: str  # e.g. "<= 2x", "" for figures reported without a target
     met: bool | None
     runner_runs: tuple[float, ...] = ()
@@ -773,6 +783,7 @@ def bench_rss(output_bytes: int, workdir: Path, log: Callable[[str], None]) -> l
             met=peak <= RSS_LIMIT_BYTES,
             note=f"floor: the same step with guard `true`; {amount} step took {elapsed:.1f} s",
         ),
+        *bench_agent_output(output_bytes, workdir, log),
         Row(
             metric=f"guard.log size after {amount} of guard output",
             size=None,
@@ -782,6 +793,53 @@ def bench_rss(output_bytes: int, workdir: Path, log: Callable[[str], None]) -> l
             target=f"<= cap + {LOG_OVERHEAD_BYTES} B",
             met=log_bytes <= cap + LOG_OVERHEAD_BYTES,
             note="floor: guard_output_limit_bytes",
+        ),
+    ]
+
+
+def bench_agent_output(output_bytes: int, workdir: Path, log: Callable[[str], None]) -> list[Row]:
+    """A step whose agent prints `output_bytes` on stdout vs a no-op step plus the same agent
+    piped into `cat`: what the runner adds to reading an agent's output (the capped log, the
+    raw copy, the live output events), its fixed cost per step left out."""
+    amount = _amount(output_bytes)
+    agent_script = workdir / "agent_loud.py"
+    agent_script.write_text(AGENT_LOUD_SOURCE.format(output_bytes=output_bytes), encoding="utf-8")
+    agent = (sys.executable, str(agent_script))
+    leaves = step_tree(2 * 4)
+    loud = make_repo(workdir / "agent-loud", leaves, ["true"], agent, sandbox_mode="off")
+    quiet = make_repo(workdir / "agent-quiet", leaves, ["true"], sandbox_mode="off")
+    floor_dir = workdir / "agent-loud-floor"
+    floor_dir.mkdir()
+    output = shlex.quote(str(floor_dir / "output.json"))
+    pipe = f"RUNNER_OUTPUT_PATH={output} {shlex.join(agent)} | cat > /dev/null"
+    log(f"rss: one step whose agent prints {amount}, beside a no-op step + the agent into cat")
+    quiet_step = process([*runner_command(), "step"], quiet)
+
+    def floor() -> None:
+        quiet_step()
+        subprocess.run(["sh", "-c", pipe], cwd=floor_dir, env=PROCESS_ENV, check=True)
+
+    measured, floor_time = paired_times(process([*runner_command(), "step"], loud), floor, 3)
+    peak = peak_rss_of([*runner_command(), "step"], loud)
+    floor_peak = peak_rss_of(["sh", "-c", pipe], floor_dir)
+    return [
+        ratio_row(
+            f"`runner step` whose agent prints {amount} vs a no-op step + the agent into cat",
+            None,
+            measured,
+            floor_time,
+            AGENT_OUTPUT_TARGET,
+            note="sandbox off: the sandbox's own cost is the step rows'",
+        ),
+        Row(
+            metric=f"peak RSS of `runner step`, agent prints {amount}",
+            size=None,
+            runner=peak,
+            floor=floor_peak,
+            unit="bytes",
+            target="<= 64 MiB",
+            met=peak <= RSS_LIMIT_BYTES,
+            note="floor: the agent piped into cat",
         ),
     ]
 
@@ -840,7 +898,7 @@ def compare(old_path: Path, new_path: Path) -> str:
         new_figure = row["figure"]
         if row["unit"] == "bytes":
             shown = f"{old_figure / 2**20:8.1f}M {new_figure / 2**20:8.1f}M"
-        elif row["unit"] in ("count", "/s"):
+        elif row["unit"] in ("count", "/s", "%"):
             shown = f"{old_figure:9.1f} {new_figure:9.1f}"
         else:
             shown = f"{old_figure:8.2f}x {new_figure:8.2f}x"

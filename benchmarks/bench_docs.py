@@ -34,6 +34,8 @@ def _figure(value: float, unit: str) -> str:
         return f"{value:.0f}"
     if unit == "/s":
         return f"{value:.1f}/s"
+    if unit == "%":
+        return f"{value:.1f}%"
     return f"{value:.2f}x"
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import bench
 import bench_docs
+import serve
 
 # The views rows run at sizes up to this many iterations (their repositories' files and
 # commits are written per iteration).
@@ -157,4 +158,6 @@ def bench_views(
                     limit,
                 )
             )
+        if size == TARGET_ITERATIONS:
+            rows.append(serve.bench_serve_idle(repo, run_dir, size, log))
     return rows

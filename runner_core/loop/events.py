@@ -448,19 +448,44 @@ class OutputEmission:
 
 
 def add_output(
-    pending: PendingOutput, lines: tuple[str, ...], policy: OutputPolicy
+    pending: PendingOutput, lines: tuple[str, ...], policy: OutputPolicy, *, earlier: int = 0
 ) -> PendingOutput:
-    """Pending output with `lines` added, keeping only the newest `max_lines` lines."""
-    clipped = tuple(_clip(line, policy.max_line_chars) for line in lines)
+    """Pending output with `lines` added, keeping only the newest `max_lines` lines.
+
+    `earlier` counts lines that arrived before `lines` and were not passed: a reader given more
+    than `max_lines` lines at once need decode only the newest (`newest_kept`), since no older
+    one can be kept; they count as dropped."""
+    clipped = tuple(_clip(line, policy.max_line_chars) for line in lines[-policy.max_lines :])
+    earlier += len(lines) - len(clipped)
+    if earlier:
+        pending = PendingOutput((), pending.dropped + len(pending.lines) + earlier)
     together = pending.lines + clipped
     excess = max(0, len(together) - policy.max_lines)
     return PendingOutput(together[excess:], pending.dropped + excess)
+
+
+def newest_kept(policy: OutputPolicy) -> int:
+    """How many of the newest lines read at once `add_output` can keep: a reader need not decode
+    the others, only count them (`earlier`)."""
+    return policy.max_lines
+
+
+def partial_line_kept_bytes(policy: OutputPolicy) -> int:
+    """How much of a line still being read a reader need hold: enough bytes for more than
+    `max_line_chars` characters of UTF-8, so that the line is clipped as a whole one would be."""
+    return 4 * (policy.max_line_chars + 1)
 
 
 def _clip(line: str, limit: int) -> str:
     if len(line) <= limit:
         return line
     return line[: max(0, limit - 1)] + "…"
+
+
+def output_due(last_emit_at: float | None, now: float, policy: OutputPolicy) -> bool:
+    """Whether `min_interval_secs` passed since the last emission (none yet: it has). Until it
+    has, a reader may hold what it reads undecoded: nothing is emitted before then."""
+    return last_emit_at is None or now - last_emit_at >= policy.min_interval_secs
 
 
 def decide_output(
@@ -478,7 +503,6 @@ def decide_output(
     """
     if not pending.lines and not pending.dropped:
         return OutputEmission(None, 0, pending)
-    due = last_emit_at is None or now - last_emit_at >= policy.min_interval_secs
-    if not (due or final):
+    if not (output_due(last_emit_at, now, policy) or final):
         return OutputEmission(None, 0, pending)
     return OutputEmission(pending.lines, pending.dropped, PendingOutput())

@@ -19,6 +19,9 @@ from runner_core.loop.events import (
     add_output,
     agent_output,
     decide_output,
+    newest_kept,
+    output_due,
+    partial_line_kept_bytes,
 )
 from runner_shell.loop.event_sink import Emitter
 from runner_shell.store.iteration_log import utc_now
@@ -35,11 +38,25 @@ class OutputEvents:
     pending: PendingOutput = attrs.field(factory=PendingOutput)
     partial: bytes = b""
     last_emit: float | None = None
+    # The newest whole lines read since they were last added to `pending`, still undecoded,
+    # and how many older ones were read meanwhile: only the newest can ever be kept.
+    unread: tuple[bytes, ...] = ()
+    unread_earlier: int = 0
 
     def feed(self, piece: bytes) -> None:
-        *whole, self.partial = (self.partial + piece).split(b"\n")
-        lines = tuple(line.decode("utf-8", errors="replace") for line in whole)
-        self.pending = add_output(self.pending, lines, self.policy)
+        # Lines are decoded only when an event is due (at most once per interval), and only the
+        # newest that can be kept; a line with no end yet is held only as far as it can be shown.
+        keep = newest_kept(self.policy)
+        parts = (self.partial + piece).rsplit(b"\n", keep + 1)
+        if len(parts) == keep + 2:
+            self.unread_earlier += parts[0].count(b"\n") + 1 + len(self.unread)
+            self.unread = ()
+            parts = parts[1:]
+        *whole, partial = parts
+        self.partial = partial[: partial_line_kept_bytes(self.policy)]
+        together = self.unread + tuple(whole)
+        self.unread_earlier += max(0, len(together) - keep)
+        self.unread = together[-keep:] if len(together) > keep else together
         self._emit(final=False)
 
     def close(self) -> None:
@@ -49,6 +66,11 @@ class OutputEvents:
 
     def _emit(self, *, final: bool) -> None:
         now = time.monotonic()
+        if not final and not output_due(self.last_emit, now, self.policy):
+            return
+        lines = tuple(line.decode("utf-8", errors="replace") for line in self.unread)
+        self.pending = add_output(self.pending, lines, self.policy, earlier=self.unread_earlier)
+        self.unread, self.unread_earlier = (), 0
         emission = decide_output(self.pending, self.last_emit, now, self.policy, final=final)
         self.pending = emission.pending
         if emission.lines is None:

@@ -11,6 +11,7 @@ reads meaning into what the child printed and never decides whether a step passe
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import selectors
 import shutil
@@ -26,7 +27,11 @@ import attrs
 from runner_shell.sandbox.bwrap import Confinement, launch
 from runner_shell.store.files import PendingFile, atomic_write_bytes, open_truncate
 
-_READ_CHUNK_BYTES = 64 * 1024
+_READ_CHUNK_BYTES = 1024 * 1024
+# A loud child fills a pipe of the default 64 KiB in no time: a larger one lets it write on
+# while the runner reads a megabyte at a time (Linux; up to /proc/sys/fs/pipe-max-size).
+_PIPE_BYTES = 1024 * 1024
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 # The longest we sleep without re-checking whether the direct child has exited.
 _EXIT_POLL_SECS = 0.05
 # A wake-up later than planned by more than this: the runner itself was stopped or starved.
@@ -352,6 +357,8 @@ def _drain_and_wait(
     with selectors.DefaultSelector() as selector:
         for pipe, capture in ((proc.stdout, stdout), (proc.stderr, stderr)):
             os.set_blocking(pipe.fileno(), False)
+            with contextlib.suppress(OSError):  # a smaller limit: the default size serves
+                fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, _PIPE_BYTES)
             selector.register(pipe.fileno(), selectors.EVENT_READ, capture)
         while True:
             now = time.monotonic()

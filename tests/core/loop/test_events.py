@@ -217,6 +217,14 @@ def test_pending_output_keeps_the_newest_lines_and_counts_the_dropped() -> None:
     assert pending == PendingOutput(("3", "4", "5"), 2)
 
 
+def test_lines_read_before_those_passed_count_as_dropped_with_the_pending_ones() -> None:
+    pending = add_output(PendingOutput(), ("1", "2"), POLICY)
+    assert add_output(pending, ("9",), POLICY, earlier=4) == PendingOutput(("9",), 6)
+    assert add_output(pending, ("3",), POLICY) == PendingOutput(("1", "2", "3"), 0)
+    many = tuple(str(n) for n in range(10))
+    assert add_output(pending, many, POLICY) == add_output(pending, many[-3:], POLICY, earlier=7)
+
+
 def test_a_long_line_is_clipped_with_an_ellipsis() -> None:
     assert add_output(PendingOutput(), ("abcdefgh", "abcde"), POLICY).lines == ("abcd…", "abcde")
 
