@@ -27,16 +27,20 @@ class HomeFiles:
 @attrs.frozen(slots=True)
 class BackendInfo:
     """One backend: its `name` in config.toml, the `program` it runs unless `[agent] command`
-    replaces it (None: the command must name one), and the `home` files its CLI reads."""
+    replaces it (None: the command must name one), the `home` files its CLI reads, and the
+    `sandboxed_env` variables that tell its CLI it runs in a sandbox made on purpose."""
 
     name: str
     program: str | None
     home: tuple[HomeFiles, ...] = ()
+    sandboxed_env: tuple[tuple[str, str], ...] = ()
 
 
 # In the order the config's comment lists them, the default first. Codex reads $CODEX_HOME
 # (default ~/.codex); Claude Code reads $CLAUDE_CONFIG_DIR (default ~/.claude) and its global
-# state .claude.json (in $CLAUDE_CONFIG_DIR, default ~).
+# state .claude.json (in $CLAUDE_CONFIG_DIR, default ~). Claude Code run by root refuses
+# bypassPermissions unless told it is inside bubblewrap (CLAUDE_CODE_BUBBLEWRAP), which is true
+# of every session the sandbox confines.
 BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
     {
         info.name: info
@@ -57,6 +61,7 @@ BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
                     ),
                     HomeFiles("CLAUDE_CONFIG_DIR", "", (".claude.json",)),
                 ),
+                (("CLAUDE_CODE_BUBBLEWRAP", "1"),),
             ),
             BackendInfo("command", None),
         )

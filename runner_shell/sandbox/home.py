@@ -44,7 +44,8 @@ def prepare_home(home: Path, backend: str, environ: Mapping[str, str]) -> dict[s
 
     `home` is a directory the runner made (never the real HOME); it is emptied first. A file
     the operator does not have is left out. The environment names `home` as HOME and drops
-    the variables that would point the backend back at the operator's own directories.
+    the variables that would point the backend back at the operator's own directories, and
+    sets those that tell the backend's CLI it is sandboxed (docs/sandbox.md).
     """
     real_home = Path(environ.get("HOME") or os.path.expanduser("~"))
     if home.resolve() == real_home.resolve():
@@ -58,6 +59,7 @@ def prepare_home(home: Path, backend: str, environ: Mapping[str, str]) -> dict[s
         for name in files.names:
             _copy_if_present(source_dir / name, target_dir / name)
     env = {name: value for name, value in environ.items() if name not in _MOVED_AWAY}
+    env.update(BACKENDS[backend].sandboxed_env)
     env["HOME"] = str(home)
     return env
 

@@ -120,3 +120,10 @@ def test_the_real_home_is_never_used_as_the_private_one(real_home: Path) -> None
         prepare_home(real_home, "codex", {"HOME": str(real_home)})
 
     assert (real_home / ".ssh" / "id_ed25519").exists()
+
+
+def test_a_claude_session_is_told_it_runs_in_bubblewrap(real_home: Path, private: Path) -> None:
+    # Claude Code run by root refuses bypassPermissions outside a sandbox it is told of.
+    env = prepare_home(private, "claude", {"HOME": str(real_home), "ANTHROPIC_API_KEY": "k"})
+
+    assert env == {"HOME": str(private), "ANTHROPIC_API_KEY": "k", "CLAUDE_CODE_BUBBLEWRAP": "1"}

@@ -1,0 +1,185 @@
+"""The real Codex CLI and Claude Code drive a sandboxed step against a scripted model on loopback.
+
+The CLIs are the pinned npm packages `.ci/run` installs; RUNNER_REAL_AGENT_BIN names their bin
+directory. Each is configured as its user would configure it in the HOME the runner copies
+into the sandbox: codex through `~/.codex/config.toml` (a custom provider whose `base_url` is
+the scripted server), Claude Code through `~/.claude/settings.json` (its `env`). The model's
+first turn runs a shell command through the CLI's own tool, its second ends with the executor's
+JSON; the step must import the file the command wrote, record the tokens the server reported,
+and the command must have run inside bubblewrap with the run's repository out of sight.
+
+Skipped without RUNNER_REAL_AGENT_BIN or bubblewrap, except under CI=true, where it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner_shell.sandbox.status import probe
+from tests.helpers import ROOT
+from tests.helpers.e2e import Project, node
+from tests.helpers.scripted_model import (
+    CACHED_TOKENS,
+    INPUT_TOKENS,
+    OUTPUT_TOKENS,
+    ScriptedModel,
+)
+
+AGENT_BIN = os.environ.get("RUNNER_REAL_AGENT_BIN", "")
+IN_CI = os.environ.get("CI") == "true"
+BWRAP = probe()
+FINAL = {"status": "done", "summary": "wrote hello.txt"}
+# The tool call's two requests each report the same usage; both CLIs sum them.
+MODEL_TURNS = 2
+REPORTED_TOKENS = {
+    "input": MODEL_TURNS * INPUT_TOKENS,
+    "output": MODEL_TURNS * OUTPUT_TOKENS,
+    "cached": MODEL_TURNS * CACHED_TOKENS,
+}
+
+pytestmark = [
+    pytest.mark.real_cli,
+    pytest.mark.skipif(
+        not AGENT_BIN and not IN_CI,
+        reason="RUNNER_REAL_AGENT_BIN is not set (.ci/run installs the real CLIs)",
+    ),
+    pytest.mark.skipif(
+        BWRAP.bwrap is None and not IN_CI,
+        reason=f"bubblewrap is not usable here: {BWRAP.problem}",
+    ),
+]
+
+
+def scripted_command(project: Project) -> str:
+    """What the model asks the agent's shell to run: the file the step must import, and what
+    shows where it ran (PID 1 of its namespace, what it sees of the run's repository)."""
+    return (
+        "echo hi > hello.txt && "
+        "{ tr '\\0' ' ' < /proc/1/cmdline; echo; "
+        f"ls -A '{project.root}' | tr '\\n' ' '; echo; cat '{project.root}/README.md'; }}"
+        " > sandbox.txt 2>&1"
+    )
+
+
+def real_cli(name: str) -> str:
+    if not AGENT_BIN:
+        pytest.fail("CI=true but RUNNER_REAL_AGENT_BIN is not set: .ci/run installs the CLIs")
+    program = Path(AGENT_BIN) / name
+    assert os.access(program, os.X_OK), f"{program} is not installed"
+    return str(program)
+
+
+def configure(project: Project, backend: str) -> None:
+    """A run on two leaves whose agent is `backend`'s real CLI, found on PATH, in bubblewrap."""
+    real_cli(backend)
+    project.prepare(
+        node("root", next_="decompose", children=[node("root.1"), node("root.2", order=1)]),
+        sandbox={"mode": "bwrap"},
+        iteration_timeout_secs=60,
+    )
+    text = project.config_path.read_text(encoding="utf-8")
+    agent_table = text.index("\n[agent]\n")
+    project.config_path.write_text(
+        text[:agent_table] + f'\n[agent]\nbackend = "{backend}"\n', encoding="utf-8"
+    )
+    project.commit_setup(f"use the real {backend}")
+    project.env["PATH"] = f"{AGENT_BIN}{os.pathsep}{project.env['PATH']}"
+
+
+def step_and_check(project: Project, model: ScriptedModel, program: str) -> dict[str, Any]:
+    """One step of `program`; the facts both CLIs must leave. Returns the iteration's meta.json."""
+    before = project.head()
+    result = project.runner("step", timeout=90)
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    record = project.meta(project.run_state()["next_iter"] - 1)
+    log = project.iter_dir(record["iter"]) / "executor.log"
+    assert (record["status"], record["error"]) == ("done", None), log.read_text(errors="replace")
+    assert record["guard"] == "pass", record
+    assert len(model.model_requests("")) >= MODEL_TURNS, model.requests
+    changed = project.git("diff", "--name-only", before, "HEAD").split()
+    assert "hello.txt" in changed and "sandbox.txt" in changed, changed
+    assert project.git("show", "HEAD:hello.txt") == "hi\n"
+    init_line, repo_entries, readme = project.git("show", "HEAD:sandbox.txt").splitlines()
+    # PID 1 of the command's namespace is the bubblewrap that started the CLI.
+    assert init_line.split()[0].endswith("bwrap") and f" -- {program} " in init_line, init_line
+    # Of the run's repository only the mount points of the iteration's binds are there.
+    assert set(repo_entries.split()) <= {".git", ".runner"}, repo_entries
+    assert "No such file" in readme, readme
+    return record
+
+
+def test_the_real_codex_cli_runs_a_sandboxed_step(project: Project) -> None:
+    configure(project, "codex")
+    with ScriptedModel(scripted_command(project), json.dumps(FINAL)) as model:
+        codex_home = Path(project.env["HOME"]) / ".codex"
+        codex_home.mkdir(parents=True, exist_ok=True)
+        (codex_home / "config.toml").write_text(
+            "\n".join(
+                (
+                    'model = "scripted-model"',
+                    'model_provider = "scripted"',
+                    "check_for_update_on_startup = false",
+                    "[analytics]",
+                    "enabled = false",
+                    "[model_providers.scripted]",
+                    'name = "scripted model on loopback"',
+                    f'base_url = "{model.url}/v1"',
+                    'env_key = "SCRIPTED_MODEL_API_KEY"',
+                    'wire_api = "responses"',
+                    "",
+                )
+            ),
+            encoding="utf-8",
+        )
+        project.env["SCRIPTED_MODEL_API_KEY"] = "dummy-key"
+
+        record = step_and_check(project, model, "codex exec")
+
+    requests = model.model_requests("/v1/responses")
+    assert len(requests) == MODEL_TURNS, model.requests
+    # codex constrains the last message by the runner's output schema.
+    schema = requests[-1]["body"]["text"]["format"]["schema"]
+    assert schema["required"] == ["status", "summary"], schema
+    assert record["tokens"] == REPORTED_TOKENS, record
+
+
+def test_real_claude_code_runs_a_sandboxed_step(project: Project) -> None:
+    configure(project, "claude")
+    with ScriptedModel(scripted_command(project), json.dumps(FINAL)) as model:
+        claude_dir = Path(project.env["HOME"]) / ".claude"
+        claude_dir.mkdir(parents=True, exist_ok=True)
+        settings = {
+            "env": {
+                "ANTHROPIC_BASE_URL": model.url,
+                "ANTHROPIC_API_KEY": "dummy-key",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            }
+        }
+        (claude_dir / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+
+        record = step_and_check(project, model, "claude -p")
+
+    turns = model.model_requests("/v1/messages")
+    assert len(turns) == MODEL_TURNS, model.requests
+    assert record["tokens"] == REPORTED_TOKENS, record
+    result = json.loads((project.iter_dir(record["iter"]) / "claude_result.json").read_text())
+    assert record["cost_usd"] == result["total_cost_usd"] > 0, (record, result)
+
+
+def test_the_real_clis_are_the_pinned_versions() -> None:
+    """The versions .ci/run pins are the ones the tests above ran."""
+    pins = dict(
+        line.split("=", 1)
+        for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+        if line.startswith(("codex_version=", "claude_version="))
+    )
+    codex = subprocess.run([real_cli("codex"), "--version"], capture_output=True, text=True)
+    claude = subprocess.run([real_cli("claude"), "--version"], capture_output=True, text=True)
+    assert codex.stdout.split() == ["codex-cli", pins["codex_version"]], codex
+    assert claude.stdout.split()[0] == pins["claude_version"], claude
