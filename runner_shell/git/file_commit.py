@@ -42,9 +42,10 @@ def commit_files(
     runner_files: Sequence[tuple[str, bytes]],
     message: str,
     base_index: Callable[[Path], bool] | None = None,
-) -> str:
+) -> list[str]:
     """Commit on `branch` (at `base`) the base's tree with `changes` and `runner_files`
-    (path, bytes) applied; the new commit's id. GitError when git fails or the branch moved.
+    (path, bytes) applied; the blob ids of `runner_files`, in order, now stored and committed.
+    GitError when git fails or the branch moved.
     `base_index`, when given, copies an index known to hold the base's tree to the path it is
     given and says whether it did: git then need not read the base's tree."""
     with BlobWriter(repo.root, repo.git_path(BLOBS_DIR)) as blobs:
@@ -80,7 +81,7 @@ def commit_files(
     subject = message.splitlines()[0] if message else ""
     _git(repo, ["update-ref", "-m", f"runner: {subject}", f"refs/heads/{branch}", commit, base])
     follow_commit(repo, base, commit)
-    return commit
+    return oids
 
 
 def _index_info(updates: Sequence[Change]) -> bytes:

@@ -9,6 +9,10 @@ touched and identical bytes are one blob; through plumbing, archiving twice adds
 
 from __future__ import annotations
 
+import hashlib
+import os
+import stat
+from collections.abc import Mapping
 from pathlib import Path
 
 from runner_core.run.config import MAX_RERUNS
@@ -61,8 +65,10 @@ class NothingToArchive(ArchiveError):
     """The iteration directory holds no file to archive: it is gone, or was emptied."""
 
 
-def _files_to_archive(directory: Path) -> list[tuple[str, bytes]]:
-    files = _archived_files(directory)
+def _files_to_archive(
+    directory: Path, skip: frozenset[str] = frozenset()
+) -> list[tuple[str, bytes]]:
+    files = _archived_files(directory, skip)
     if not files:
         raise NothingToArchive(f"{directory}: no iteration files to archive")
     return files
@@ -77,12 +83,12 @@ def _tip(root: Path, ref: str) -> str | None:
     return out.decode().strip() or None
 
 
-def _archived_files(directory: Path) -> list[tuple[str, bytes]]:
+def _archived_files(directory: Path, skip: frozenset[str]) -> list[tuple[str, bytes]]:
     """The iteration's regular files with archived names, `(name, bytes)`, each read once from
     one descriptor: a symlink, FIFO or other there, or a file past the cap, is left out unread
     (a daemon may swap one in at any moment)."""
     files = []
-    for name in sorted(ARCHIVED_NAMES):
+    for name in sorted(ARCHIVED_NAMES - skip):
         try:
             files.append((name, read_bytes_capped(directory / name, ARCHIVED_FILE_MAX_BYTES)))
         except (FileNotFoundError, NotRegularFile, FileTooLarge):
@@ -144,11 +150,22 @@ def _data(payload: bytes) -> tuple[bytes, bytes, bytes]:
     return b"data %d\n" % len(payload), payload, b"\n"
 
 
+# An archived file's bytes in a fast-import stream: inline, or a blob already in the store.
+Content = bytes | str
+# Files smaller than this are inlined: hashing them to find a known blob saves nothing.
+REFERENCE_MIN_BYTES = 64 * 1024
+
+
 def _import_stream(
-    run_id: str, iteration: int, files: list[tuple[str, bytes]], parented: bool
+    run_id: str,
+    iteration: int,
+    files: list[tuple[str, Content]],
+    parented: bool,
+    copies: tuple[tuple[str, str], ...] = (),
 ) -> bytes:
     """A `git fast-import` stream of one archive commit: the parent's tree (when `parented`)
-    with `<iteration>/` replaced by the iteration's files."""
+    with `<iteration>/` replaced by the iteration's files, each inline (bytes) or by the id of
+    a blob already stored (str), and `copies` (name, path in the parent's tree) copied."""
     ref = logs_ref(run_id)
     parts = [
         f"commit {ref}\n".encode(),
@@ -158,20 +175,67 @@ def _import_stream(
     if parented:
         parts.append(f"from {ref}^0\n".encode())
     parts.append(f"D {iteration}\n".encode())
+    for name, source in copies:
+        parts.append(f"C {source} {iteration}/{name}\n".encode())
     for name, data in files:
+        if isinstance(data, str):
+            parts.append(f"M 100644 {data} {iteration}/{name}\n".encode())
+            continue
         parts.append(f"M 100644 inline {iteration}/{name}\n".encode())
         parts.extend(_data(data))
     parts.append(b"\ndone\n")
     return b"".join(parts)
 
 
-def archive_after_commit(root: Path, run_id: str, iteration: int, directory: Path) -> None:
+def _same_file(one: Path, other: Path) -> bool:
+    """Whether the two names are links of one regular file (never followed through a symlink)."""
+    try:
+        first, second = os.stat(one, follow_symlinks=False), os.stat(other, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISREG(first.st_mode) and (first.st_dev, first.st_ino) == (
+        second.st_dev,
+        second.st_ino,
+    )
+
+
+def _referenced(
+    files: list[tuple[str, bytes]], known_blobs: Mapping[str, str]
+) -> list[tuple[str, Content]]:
+    """Each large file whose bytes are a blob known to be stored (by SHA-256) named by that
+    blob's id: git neither receives nor deltifies a tree snapshot it already holds."""
+    out: list[tuple[str, Content]] = []
+    for name, data in files:
+        oid = None
+        if len(data) >= REFERENCE_MIN_BYTES and known_blobs:
+            oid = known_blobs.get(hashlib.sha256(data).hexdigest())
+        out.append((name, data if oid is None else oid))
+    return out
+
+
+def archive_after_commit(
+    root: Path,
+    run_id: str,
+    iteration: int,
+    directory: Path,
+    known_blobs: Mapping[str, str] | None = None,
+) -> None:
     """Archive the iteration a step has just committed, in one git process in the usual case:
     one `git fast-import` on top of the ref, which exists from iteration 2 on. When that guess
     is wrong (a clone without the refs, an iteration archived before), the careful plumbing
-    of `archive_iteration` does it instead."""
-    files = _files_to_archive(directory)
-    stream = _import_stream(run_id, iteration, files, parented=iteration > 1)
+    of `archive_iteration` does it instead.
+
+    Tree snapshots are not sent again: `known_blobs` (SHA-256 of bytes → blob id) names the
+    blobs the commit just stored (tree.after.json is the committed tree.json), and a
+    tree.before.json that is a link of the previous iteration's tree.after.json is copied from
+    the previous archive commit, which holds those bytes."""
+    copies: tuple[tuple[str, str], ...] = ()
+    previous = directory.parent / str(iteration - 1) / "tree.after.json"
+    if iteration > 1 and _same_file(directory / "tree.before.json", previous):
+        copies = (("tree.before.json", f"{iteration - 1}/tree.after.json"),)
+    files = _files_to_archive(directory, frozenset(name for name, _ in copies))
+    contents = _referenced(files, known_blobs or {})
+    stream = _import_stream(run_id, iteration, contents, parented=iteration > 1, copies=copies)
     try:
         git_bytes(root, ["fast-import", "--quiet", "--done", "--date-format=now"], stream)
     except GitError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import functools
+import hashlib
 import json
 import os
 import stat
@@ -66,7 +67,7 @@ def commit_iteration(
     """
     from runner_core.iteration.effects import Place
     from runner_shell.git.file_commit import commit_files
-    from runner_shell.git.log_archive import archive_after_commit
+    from runner_shell.git.log_archive import REFERENCE_MIN_BYTES, archive_after_commit
     from runner_shell.scratch.slots import copy_base_index
     from runner_shell.step.lock_and_journal import clear_journal, write_journal
 
@@ -81,12 +82,18 @@ def commit_iteration(
             if file.place is Place.STATE
         ]
         base_index = functools.partial(copy_base_index, repo, base.sha)
-        commit_files(
+        oids = commit_files(
             repo, base.branch, base.sha, commit.changes, runner_files, commit.message, base_index
         )
+        known_blobs = {
+            hashlib.sha256(data).hexdigest(): oid
+            for (_, data), oid in zip(runner_files, oids, strict=True)
+            if len(data) >= REFERENCE_MIN_BYTES
+        }
     else:
         repo.commit_all(commit.message, guard)
-    archive_after_commit(paths.root, run_id, commit.committing.iteration, iter_dir)
+        known_blobs = {}
+    archive_after_commit(paths.root, run_id, commit.committing.iteration, iter_dir, known_blobs)
     clear_journal(repo)
 
 

@@ -178,3 +178,46 @@ def test_a_file_past_the_largest_an_iteration_writes_is_left_out_unread(
 
     names = git(repo, "ls-tree", "-r", "--name-only", logs_ref(RUN)).split()
     assert "1/guard.log" not in names and "1/meta.json" in names
+
+
+def big_snapshot(seed: str) -> bytes:
+    """A tree snapshot past the size from which stored blobs are referenced, not re-sent."""
+    return (f'{{"id": "{seed}"}}\n' * (log_archive.REFERENCE_MIN_BYTES // 8)).encode()
+
+
+def test_snapshots_git_already_holds_are_referenced_and_restore_to_identical_bytes(
+    repo: Path, tmp_path: Path
+) -> None:
+    first, second = big_snapshot("a"), big_snapshot("b")
+    stored = git(repo, "hash-object", "-w", "--stdin", stdin=second.decode()).strip()
+    one = write_iteration(repo, 1)
+    (one / "tree.after.json").write_bytes(first)
+    archive_after_commit(repo, RUN, 1, one)
+    two = write_iteration(repo, 2)
+    (two / "tree.after.json").write_bytes(second)
+    os.link(one / "tree.after.json", two / "tree.before.json")
+    known = {log_archive.hashlib.sha256(second).hexdigest(): stored}
+    archive_after_commit(repo, RUN, 2, two, known)
+    before = snapshot(repo / ".runner" / "iterations" / RUN)
+
+    tree = git(repo, "ls-tree", "-r", logs_ref(RUN))
+    restored_dir = tmp_path / "restored"
+    restore(repo, RUN, restored_dir)
+
+    blobs = {line.split("\t")[1]: line.split()[2] for line in tree.splitlines()}
+    assert blobs["2/tree.after.json"] == stored
+    assert blobs["2/tree.before.json"] == blobs["1/tree.after.json"]
+    assert snapshot(restored_dir) == before
+
+
+def test_a_snapshot_that_is_no_link_of_the_last_one_is_archived_as_it_is(repo: Path) -> None:
+    one = write_iteration(repo, 1)
+    (one / "tree.after.json").write_bytes(big_snapshot("a"))
+    archive_after_commit(repo, RUN, 1, one)
+    two = write_iteration(repo, 2)
+    (two / "tree.before.json").write_bytes(big_snapshot("c"))  # a copy that differs, not a link
+    archive_after_commit(repo, RUN, 2, two, {"0" * 64: "1" * 40})
+
+    archived = git(repo, "show", f"{logs_ref(RUN)}:2/tree.before.json")
+
+    assert archived.encode() == big_snapshot("c")
