@@ -3,6 +3,7 @@ travels with a fetch of refs/runner/*; restore refuses what the runner never arc
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -196,7 +197,7 @@ def test_snapshots_git_already_holds_are_referenced_and_restore_to_identical_byt
     two = write_iteration(repo, 2)
     (two / "tree.after.json").write_bytes(second)
     os.link(one / "tree.after.json", two / "tree.before.json")
-    known = {log_archive.hashlib.sha256(second).hexdigest(): stored}
+    known = {hashlib.sha256(second).hexdigest(): stored}
     archive_after_commit(repo, RUN, 2, two, known)
     before = snapshot(repo / ".runner" / "iterations" / RUN)
 
