@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from runner_core.iteration.plan import review_execution
 from runner_core.testing import EditedTree, agent_edits, preorder, trees
 from runner_core.tree.model import Node, sort_children
 from runner_core.tree.serialization import dumps_tree
@@ -48,3 +51,34 @@ def test_the_review_holds_each_layers_errors_in_its_order(
     assert by_layer == expected
     assert {f.layer for f in review.findings} <= set(expected)
     assert review.tree == after
+
+
+untouched = trees(max_nodes=12).flatmap(
+    lambda tree: st.tuples(
+        st.just(tree),
+        st.sampled_from([node.id for node, _ in preorder(tree)]),
+        st.sampled_from(["done", "retry"]),
+    )
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(untouched)
+def test_a_tree_left_byte_for_byte_is_reviewed_as_if_it_were_parsed_again(
+    case: tuple[Node, str, str],
+) -> None:
+    """Knowing the bytes the tree was read from skips parsing an untouched tree.json, never
+    changing the verdict: the same status, error and tree as the full review."""
+    prev, selected, status = case
+    text = dumps_tree(prev)
+    output = {"status": status, "summary": "s"}
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    full = review_execution(prev, selected, output, text)
+    known = review_execution(prev, selected, output, text, prev_sha256=digest)
+
+    assert (known.status, known.agent_error, known.tree) == (
+        full.status,
+        full.agent_error,
+        full.tree,
+    )

@@ -9,6 +9,7 @@ agent and guard between these calls and writes what they return; nothing here do
 from __future__ import annotations
 
 import enum
+import hashlib
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, NoReturn
 
@@ -194,18 +195,27 @@ def review_execution(
     output: Any,
     tree_text: str | bytes,
     tree_unreadable: str | None = None,
+    prev_sha256: str | None = None,
 ) -> Review:
     """Judge an executor's output and the tree.json it left behind.
 
     Raises `AgentOutputError` for output of the wrong shape (a runner error); every problem
     with the tree becomes an agent error of a `retry`, including `tree_unreadable`: why the
-    shell could not read tree.json at all (deleted, too large).
+    shell could not read tree.json at all (deleted, too large). `prev_sha256`, the SHA-256 of
+    the bytes `prev` was read from: a tree.json the agent left byte for byte as it was is
+    `prev` itself, valid already, so it is neither parsed nor compared again.
     """
     status, summary = parse_executor_output(output)
     if tree_unreadable is not None:
         return Review(
             AgentStatus.RETRY, summary, None, f"tree.json after the agent: {tree_unreadable}"
         )
+    if prev_sha256 is not None and _sha256(tree_text) == prev_sha256:
+        unchanged = validate_status_invariants(prev, prev, selected_id, status)
+        if unchanged:
+            problems = layer_problems((("status invariants failed", unchanged),))
+            return Review(AgentStatus.RETRY, summary, None, "; ".join(problems))
+        return Review(status, summary, prev)
     try:
         candidate = parse_tree(tree_text)
     except TreeValidationError as error:
@@ -231,6 +241,10 @@ def review_execution(
     if problems:
         return Review(AgentStatus.RETRY, summary, None, "; ".join(problems))
     return Review(status, summary, candidate)
+
+
+def _sha256(text: str | bytes) -> str:
+    return hashlib.sha256(text.encode("utf-8") if isinstance(text, str) else text).hexdigest()
 
 
 def review_decomposition(
