@@ -126,9 +126,7 @@ def test_no_function_is_longer_than_sixty_lines() -> None:
 MAX_MODULE_LINES = 500
 GENERATED = {"runner_core/validation/_validators.py", "runner_core/tree/_node_validator.py"}
 # Not yet split; each leaves this list when it is, and the test fails until it does.
-LONG_MODULES_TO_SPLIT = {
-    "runner_shell/step/runner.py",
-}
+LONG_MODULES_TO_SPLIT: frozenset[str] = frozenset()
 
 
 def test_no_module_is_longer_than_five_hundred_lines() -> None:
