@@ -43,6 +43,7 @@ from runner_core.iteration.machine_state import MachineState
 from runner_core.iteration.recovery import Journal, JournalPhase
 from runner_core.iteration.results import ANSWERS, IoFailed, Result
 from runner_core.iteration.stages import IterationMachineError, Stage
+from runner_core.run.identity import first_unused
 
 
 @attrs.frozen(slots=True)
@@ -91,10 +92,7 @@ def set_aside_name(name: str, entries: frozenset[str]) -> str | None:
     """A left-over directory of an interrupted iteration is kept for inspection, not reused."""
     if name not in entries:
         return None
-    n = 1
-    while f"{name}.interrupted-{n}" in entries:
-        n += 1
-    return f"{name}.interrupted-{n}"
+    return first_unused(entries, lambda n: f"{name}.interrupted-{n}", 1)
 
 
 _Step = Callable[[IterationMachine, Result, ClockReading], IterationMachine]
