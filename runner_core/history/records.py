@@ -1,9 +1,9 @@
 """Execution history: what the iterations of a run amount to.
 
-Decides how a `meta.json` object reads as an `ExecutionRecord`, what a history of records
-sums to (counts, success rate, durations, tokens, cost), the per-node table, and the display
-state of every node given the tree. Never reads the iteration log or the clock: the shell hands
-in parsed `meta.json` objects and the timestamps it wrote there.
+Decides what a history of records sums to (counts, success rate, durations, tokens, cost), the
+per-node table, and the display state of every node given the tree. One record and its
+`meta.json` form are `execution`'s (re-exported here). Never reads the iteration log or the
+clock: the shell hands in parsed `meta.json` objects and the timestamps it wrote there.
 """
 
 from __future__ import annotations
@@ -11,251 +11,23 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Iterable
-from datetime import datetime
-from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 from pyrsistent import PMap, pmap
 
-from runner_core.guard.ratchet import TestFigures
-from runner_core.history.meta_shape import FIGURE_FIELDS, TOKEN_FIELDS, plainly_valid
-from runner_core.iteration.state_update import TRANSITIONS
-from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome, Node, iter_preorder
+from runner_core.history.execution import META_FIELDS as META_FIELDS
+from runner_core.history.execution import DamagedRecord as DamagedRecord
+from runner_core.history.execution import ErrorKind as ErrorKind
+from runner_core.history.execution import ExecutionRecord as ExecutionRecord
+from runner_core.history.execution import TokenUsage as TokenUsage
+from runner_core.history.execution import figures_from_json as figures_from_json
+from runner_core.history.execution import figures_to_json as figures_to_json
+from runner_core.history.execution import record_from_meta as record_from_meta
+from runner_core.history.execution import record_to_meta as record_to_meta
+from runner_core.history.execution import tokens_to_json as tokens_to_json
+from runner_core.tree.model import AgentStatus, GuardOutcome, Node, iter_preorder
 from runner_core.tree.selection import is_stuck
-from runner_core.validation.documents import META_SCHEMA_FILE, document_problem
-
-# ---------------------------------------------------------------- one execution
-
-
-@attrs.frozen(slots=True)
-class TokenUsage:
-    input: int = 0
-    output: int = 0
-    cached: int = 0
-
-    def __add__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(
-            self.input + other.input, self.output + other.output, self.cached + other.cached
-        )
-
-
-class ErrorKind(enum.StrEnum):
-    AGENT = "agent"
-    RUNNER = "runner"
-
-
-@attrs.frozen(slots=True)
-class ExecutionRecord:
-    """One iteration of a run, as its `meta.json` tells it.
-
-    `execution` numbers the node's executions 1, 2, ...; `iteration` is the run's counter.
-    The timestamps are the ISO-8601 strings the shell wrote; nothing here reads a clock.
-    """
-
-    run_id: str
-    node_id: str
-    execution: int
-    iteration: int
-    role: AgentRole
-    started_at: str
-    ended_at: str
-    status: AgentStatus
-    guard: GuardOutcome
-    error_kind: ErrorKind | None
-    error: str | None
-    tokens: TokenUsage | None
-    cost_usd: float | None
-    duration_ms: int
-    attempts_before: int
-    attempts_after: int
-    backend: str
-    tests: TestFigures | None = None  # the guard's test figures, when it wrote a report
-
-    @property
-    def successful(self) -> bool:
-        """Guards passed on `done`, or a decomposition the runner accepted."""
-        if self.status is AgentStatus.DONE:
-            return self.guard is GuardOutcome.PASS and self.error is None
-        return self.status is AgentStatus.DECOMPOSED and self.error is None
-
-    @property
-    def failed(self) -> bool:
-        """Anything else: a failed guard, a retry, an agent or runner error."""
-        return not self.successful
-
-    @property
-    def consumed_attempt(self) -> bool:
-        return self.attempts_after > self.attempts_before
-
-
-# ---------------------------------------------------------------- meta.json
-
-
-# meta.json keys in the order the shell writes them.
-META_FIELDS: tuple[str, ...] = (
-    "run_id",
-    "iter",
-    "node_id",
-    "role",
-    "status",
-    "guard",
-    "execution",
-    "started_at",
-    "ended_at",
-    "duration_ms",
-    "error_kind",
-    "error",
-    "tokens",
-    "cost_usd",
-    "attempts_before",
-    "attempts_after",
-    "backend",
-)
-
-
-class DamagedRecord(ValueError):
-    """A `meta.json` that is not an execution record; `field` names the offending key."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        self.field = field
-        self.problem = problem
-        super().__init__(f"{field}: {problem}")
-
-
-_E = TypeVar("_E", bound=enum.Enum)
-
-# The schema has checked each value is one of these: a lookup, cheaper than the enum's call.
-_STATUSES = MappingProxyType({member.value: member for member in AgentStatus})
-_GUARDS = MappingProxyType({member.value: member for member in GuardOutcome})
-_ROLES = MappingProxyType({member.value: member for member in AgentRole})
-_T = TypeVar("_T")
-
-
-def _timestamp(value: str, name: str) -> str:
-    try:
-        datetime.fromisoformat(value)
-    except ValueError:
-        raise DamagedRecord(name, f"must be an ISO-8601 timestamp, got {value!r}") from None
-    return value
-
-
-def _cost(value: float | None) -> float | None:
-    if value is not None and not math.isfinite(value):
-        raise DamagedRecord("cost_usd", f"must be a number >= 0 or null, got {value!r}")
-    return None if value is None else float(value)
-
-
-def record_from_meta(meta: Any) -> ExecutionRecord:
-    """The record a parsed `meta.json` describes.
-
-    Every key of `META_FIELDS` must be present (the nullable ones as null); keys it does not
-    know are ignored so the shell may add more. Raises `DamagedRecord` naming a bad key.
-    """
-    found = None if plainly_valid(meta) else document_problem(META_SCHEMA_FILE, meta)
-    if found is not None:
-        raise DamagedRecord(found.field or "meta.json", found.problem)
-    status, guard = _STATUSES[meta["status"]], _GUARDS[meta["guard"]]
-    if (status, guard) not in TRANSITIONS:
-        raise DamagedRecord(
-            "guard", f"guard={guard.value} is not possible with status={status.value}"
-        )
-    error_kind = None if meta["error_kind"] is None else ErrorKind(meta["error_kind"])
-    if (error_kind is None) != (meta["error"] is None):
-        raise DamagedRecord(
-            "error_kind" if error_kind is None else "error",
-            "error_kind and error must both be set or both be null",
-        )
-    attempts_before, attempts_after = meta["attempts_before"], meta["attempts_after"]
-    if attempts_after not in (attempts_before, attempts_before + 1):
-        raise DamagedRecord(
-            "attempts_after",
-            f"must be attempts_before ({attempts_before}) or one more, got {attempts_after}",
-        )
-    tokens = meta["tokens"]
-    return ExecutionRecord(
-        run_id=meta["run_id"],
-        node_id=meta["node_id"],
-        execution=meta["execution"],
-        iteration=meta["iter"],
-        role=_ROLES[meta["role"]],
-        started_at=_timestamp(meta["started_at"], "started_at"),
-        ended_at=_timestamp(meta["ended_at"], "ended_at"),
-        status=status,
-        guard=guard,
-        error_kind=error_kind,
-        error=meta["error"],
-        tokens=None if tokens is None else TokenUsage(*(tokens[key] for key in TOKEN_FIELDS)),
-        cost_usd=_cost(meta["cost_usd"]),
-        duration_ms=meta["duration_ms"],
-        attempts_before=attempts_before,
-        attempts_after=attempts_after,
-        backend=meta["backend"],
-        tests=_figures(meta.get("tests")),
-    )
-
-
-def tokens_to_json(tokens: TokenUsage) -> dict[str, int]:
-    return {"input": tokens.input, "output": tokens.output, "cached": tokens.cached}
-
-
-def figures_from_json(value: Any) -> TestFigures | None:
-    """The figures of meta.json's `tests` object; None when absent or not of its shape."""
-    if not isinstance(value, dict) or any(
-        not isinstance(value.get(name), int) for name in FIGURE_FIELDS
-    ):
-        return None
-    if not all(isinstance(value.get(key), list) for key in ("flaky", "reasons")):
-        return None
-    return _figures(value)
-
-
-def _figures(value: Any) -> TestFigures | None:
-    if value is None:
-        return None
-    counts = {name: value[name] for name in FIGURE_FIELDS}
-    return TestFigures(**counts, flaky=tuple(value["flaky"]), reasons=tuple(value["reasons"]))
-
-
-def figures_to_json(figures: TestFigures) -> dict[str, Any]:
-    """The `tests` object of meta.json, `status --json` and the events."""
-    return {
-        **{name: getattr(figures, name) for name in FIGURE_FIELDS},
-        "flaky": list(figures.flaky),
-        "reasons": list(figures.reasons),
-    }
-
-
-def record_to_meta(record: ExecutionRecord) -> dict[str, Any]:
-    """The `meta.json` object of a record, keys in `META_FIELDS` order (then `tests`, present
-    only when the guard wrote a report)."""
-    meta = _meta_fields(record)
-    if record.tests is not None:
-        meta["tests"] = figures_to_json(record.tests)
-    return meta
-
-
-def _meta_fields(record: ExecutionRecord) -> dict[str, Any]:
-    return {
-        "run_id": record.run_id,
-        "iter": record.iteration,
-        "node_id": record.node_id,
-        "role": record.role.value,
-        "status": record.status.value,
-        "guard": record.guard.value,
-        "execution": record.execution,
-        "started_at": record.started_at,
-        "ended_at": record.ended_at,
-        "duration_ms": record.duration_ms,
-        "error_kind": record.error_kind.value if record.error_kind is not None else None,
-        "error": record.error,
-        "tokens": tokens_to_json(record.tokens) if record.tokens is not None else None,
-        "cost_usd": record.cost_usd,
-        "attempts_before": record.attempts_before,
-        "attempts_after": record.attempts_after,
-        "backend": record.backend,
-    }
-
 
 # ---------------------------------------------------------------- a history
 

@@ -8,7 +8,7 @@ on text only; the shell reads GOAL.md and asks git for the HEAD sha and the exis
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 import attrs
 
@@ -48,10 +48,15 @@ def generate_run_id(head_sha: str, taken: Collection[str]) -> str:
     base = f"run-{head_sha[:8]}"
     if base not in taken:
         return base
-    n = 2
-    while f"{base}-{n}" in taken:
+    return first_unused(taken, lambda n: f"{base}-{n}", 2)
+
+
+def first_unused(taken: Collection[str], name: Callable[[int], str], start: int) -> str:
+    """`name(start)`, else `name(start + 1)`, ...: the first of them `taken` does not hold."""
+    n = start
+    while name(n) in taken:
         n += 1
-    return f"{base}-{n}"
+    return name(n)
 
 
 @attrs.frozen(slots=True)

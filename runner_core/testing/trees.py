@@ -109,6 +109,20 @@ def trees(
     )
 
 
+def _passes(
+    draw: st.DrawFn,
+    children: list[Node],
+    derived_passes: bool,
+    leaf_passes: st.SearchStrategy[bool] | None,
+    own_passes: st.SearchStrategy[bool],
+) -> bool:
+    """A node's `passes`: all of its children's when derived, else drawn (a leaf's from
+    `leaf_passes` when given)."""
+    if children and derived_passes:
+        return all(child.passes for child in children)
+    return draw(leaf_passes if leaf_passes is not None and not children else own_passes)
+
+
 @st.composite
 def _trees(
     draw: st.DrawFn,
@@ -150,10 +164,7 @@ def _trees(
         if canonical:
             children.sort(key=lambda child: (child.order, child.id))
         max_attempts = draw(st.integers(1, max_attempts_cap))
-        if children and derived_passes:
-            passes = all(child.passes for child in children)
-        else:
-            passes = draw(leaf_passes if leaf_passes is not None and not children else own_passes)
+        passes = _passes(draw, children, derived_passes, leaf_passes, own_passes)
         spent = draw(st.integers(0, max_attempts) if attempts is None else attempts)
         return Node(
             id=node_id,

@@ -268,6 +268,29 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
 # ---------------------------------------------------------------- the lines
 
 
+def _activity_lines(view: StatusView) -> list[str]:
+    """The sandbox, the last guard's tests, and the iteration running or cut short."""
+    lines = []
+    if view.sandbox is not None:
+        lines.append(f"status: sandbox={view.sandbox}")
+    if view.tests is not None:
+        flaky = len(view.tests.flaky)
+        lines.append(f"status: last {view.tests.last.line()} flaky_tests={flaky}")
+    running = view.running
+    if running is not None:
+        lines.append(
+            f"status: running iter={running.iteration} node={running.node_id} "
+            f"phase={running.phase.value} started_at={running.started_at}"
+        )
+    cut = view.interrupted
+    if cut is not None:
+        lines.append(
+            f"status: interrupted iter={cut.iteration} node={cut.node_id} phase={cut.phase.value} "
+            f"started_at={cut.started_at} (its runner is gone; run 'runner recover')"
+        )
+    return lines
+
+
 def render_status(view: StatusView) -> list[str]:
     out = []
     if view.run_id is None:
@@ -299,23 +322,7 @@ def render_status(view: StatusView) -> list[str]:
         out.append(f"status: last status={state.last_status.value} guard={guard}")
     if state.last_summary:
         out.append(f"status: last_summary={flatten(state.last_summary, 100)}")
-    if view.sandbox is not None:
-        out.append(f"status: sandbox={view.sandbox}")
-    if view.tests is not None:
-        flaky = len(view.tests.flaky)
-        out.append(f"status: last {view.tests.last.line()} flaky_tests={flaky}")
-    running = view.running
-    if running is not None:
-        out.append(
-            f"status: running iter={running.iteration} node={running.node_id} "
-            f"phase={running.phase.value} started_at={running.started_at}"
-        )
-    cut = view.interrupted
-    if cut is not None:
-        out.append(
-            f"status: interrupted iter={cut.iteration} node={cut.node_id} phase={cut.phase.value} "
-            f"started_at={cut.started_at} (its runner is gone; run 'runner recover')"
-        )
+    out.extend(_activity_lines(view))
     out.extend(f"status: operator {action_text(action)}" for action in view.operator_actions)
     if view.guidance is not None:
         out.append("guidance:")

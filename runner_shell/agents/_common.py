@@ -93,6 +93,13 @@ def agent_run(
     )
 
 
+def kept_stdout_path(request: AgentRequest, name: str) -> Path:
+    """Where a backend keeps the session's raw stdout: `name` in the iteration directory, or
+    `planner_<name>` for a decomposer, as its log is `planner_executor.log`."""
+    prefix = "planner_" if request.role is AgentRole.DECOMPOSER else ""
+    return request.iter_dir / f"{prefix}{name}"
+
+
 def remove_stale(*paths: Path) -> None:
     """Delete what an earlier session left at `paths`."""
     # Whatever is found after the run must have been written by this run.

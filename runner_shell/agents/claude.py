@@ -23,7 +23,6 @@ from runner_core.backends.claude import (
     last_json_object,
 )
 from runner_core.backends.registry import agent_argv
-from runner_core.tree.model import AgentRole
 from runner_shell.agents._common import (
     OUTPUT_LIMIT_BYTES,
     AgentRequest,
@@ -31,6 +30,7 @@ from runner_shell.agents._common import (
     _run_agent,
     agent_run,
     excerpt,
+    kept_stdout_path,
     local_tz,
     read_text,
     remove_stale,
@@ -42,11 +42,6 @@ from runner_shell.store.files import atomic_write_text
 # still denies shell commands (tests, git). bypassPermissions (the canonical spelling of
 # --dangerously-skip-permissions) lets the agent edit files and run commands unattended.
 _CLAUDE_PRINT_ARGS = ("-p", "--output-format", "json", "--permission-mode", "bypassPermissions")
-
-_CLAUDE_RESULT_FILE = {
-    AgentRole.EXECUTOR: "claude_result.json",
-    AgentRole.DECOMPOSER: "planner_claude_result.json",
-}
 
 
 @attrs.frozen(slots=True)
@@ -64,7 +59,7 @@ class ClaudeBackend:
         return (*agent_argv(self.name, self.command), *_CLAUDE_PRINT_ARGS)
 
     def run(self, request: AgentRequest) -> AgentRun:
-        result_path = request.iter_dir / _CLAUDE_RESULT_FILE[request.role]
+        result_path = kept_stdout_path(request, "claude_result.json")
         remove_stale(request.output_path, request.usage_path, result_path)
         process = _run_agent(
             request,

@@ -17,7 +17,6 @@ import attrs
 from runner_core.backends.codex import CodexEnding, codex_event, codex_message_limit, usage_after
 from runner_core.backends.registry import agent_argv
 from runner_core.backends.usage import Usage
-from runner_core.tree.model import AgentRole
 from runner_shell.agents._common import (
     OUTPUT_LIMIT_BYTES,
     AgentRequest,
@@ -25,6 +24,7 @@ from runner_shell.agents._common import (
     _run_agent,
     agent_run,
     excerpt,
+    kept_stdout_path,
     local_tz,
     read_text,
     remove_stale,
@@ -38,11 +38,6 @@ _EVENT_LINE_LIMIT_BYTES = 1024 * 1024
 # run its tests; no git check, the runner has done it; JSONL events on stdout; the final message
 # constrained by the schema and written to a file; the prompt ("-") read from stdin.
 _CODEX_EXEC_ARGS = ("exec", "--sandbox", "danger-full-access", "--skip-git-repo-check", "--json")
-
-_CODEX_STREAM_FILE = {
-    AgentRole.EXECUTOR: "stream.jsonl",
-    AgentRole.DECOMPOSER: "planner_stream.jsonl",
-}
 
 
 @attrs.frozen(slots=True)
@@ -64,7 +59,7 @@ class CodexBackend:
         )
 
     def run(self, request: AgentRequest) -> AgentRun:
-        stream_path = request.iter_dir / _CODEX_STREAM_FILE[request.role]
+        stream_path = kept_stdout_path(request, "stream.jsonl")
         remove_stale(request.output_path, request.usage_path, stream_path)
         process = _run_agent(request, self.argv(request), stdout_copy_path=stream_path)
         usage, failure = _codex_stream_facts(stream_path)

@@ -93,20 +93,13 @@ def run_process(
     exists; its pid is also its process group id. With a `confinement` the child runs in the
     sandbox (with exactly `env`, in its work directory); the pid is then bubblewrap's.
     """
-    argv_t = tuple(argv)
-    if not argv_t:
-        raise SpawnError(argv_t, f"the command is empty ({_CONFIG_HINT})")
-    if limit_bytes < 0 or stdout_copy_limit_bytes < 0:
-        raise ValueError("byte limits must not be negative")
-
+    argv_t = _checked_argv(argv, limit_bytes, stdout_copy_limit_bytes)
     stdout_copy = PendingFile(stdout_copy_path) if stdout_copy_path is not None else None
     try:
         proc = _spawn(argv_t, cwd=cwd, env=env, stdin_path=stdin_path, confinement=confinement)
         started = time.monotonic()
         live = _open_live_log(proc, log_path, on_output)
-        copy = stdout_copy.file if stdout_copy is not None else None
-        stdout = _StreamCapture(limit_bytes, copy, stdout_copy_limit_bytes, live=live)
-        stderr = _StreamCapture(limit_bytes, live=live)
+        stdout, stderr = _captures(limit_bytes, stdout_copy, stdout_copy_limit_bytes, live)
         try:
             if on_start is not None:
                 on_start(proc.pid)
@@ -134,6 +127,26 @@ def run_process(
         stdout_bytes=stdout.total,
         stderr_bytes=stderr.total,
     )
+
+
+def _checked_argv(argv: Sequence[str], limit_bytes: int, copy_limit_bytes: int) -> tuple[str, ...]:
+    """`argv` as run; SpawnError when it is empty, ValueError when a byte limit is negative."""
+    argv_t = tuple(argv)
+    if not argv_t:
+        raise SpawnError(argv_t, f"the command is empty ({_CONFIG_HINT})")
+    if limit_bytes < 0 or copy_limit_bytes < 0:
+        raise ValueError("byte limits must not be negative")
+    return argv_t
+
+
+def _captures(
+    limit_bytes: int, copy: PendingFile | None, copy_limit_bytes: int, live: _LiveLog
+) -> tuple[_StreamCapture, _StreamCapture]:
+    """The captures of stdout (with its raw copy, when asked) and stderr, both shown live."""
+    stdout = _StreamCapture(
+        limit_bytes, copy.file if copy is not None else None, copy_limit_bytes, live=live
+    )
+    return stdout, _StreamCapture(limit_bytes, live=live)
 
 
 def _open_live_log(

@@ -3,14 +3,15 @@
 runner_core.iteration decides everything (may the step run, which node, the context, the
 deadline, what the agent's work amounts to, runner versus agent error, the files and the
 commit); `interpret` below carries out each effect the machine asks for and feeds the result
-back. Reading `perform`, one sees every side effect of an iteration.
+back. Reading `perform`, one sees every side effect of an iteration; the ports it goes through
+are `agent_and_guard` (processes) and `iteration_store` (files, journal, git).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from string import Template
 from typing import ClassVar, Literal, assert_never
@@ -18,7 +19,6 @@ from typing import ClassVar, Literal, assert_never
 import attrs
 
 from runner_core.guard.ratchet import TestFigures
-from runner_core.history.records import TokenUsage
 from runner_core.iteration import events as iteration_events
 from runner_core.iteration.effects import (
     Abort,
@@ -41,7 +41,6 @@ from runner_core.iteration.effects import (
 )
 from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
 from runner_core.iteration.git_drift import GitHead
-from runner_core.iteration.guard_stage import JUDGE_REPORT, GuardRun
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import (
     CompletePlan,
@@ -56,57 +55,38 @@ from runner_core.iteration.plan import (
 from runner_core.iteration.ports import IterationPorts
 from runner_core.iteration.preconditions import location_problem, step_precondition_problem
 from runner_core.iteration.recovery import Journal, interrupted_problem
-from runner_core.iteration.results import (
-    AgentFinished,
-    ConfigRead,
-    Done,
-    ExecutionsCounted,
-    GuardFinished,
-    HeadRead,
-    IoFailed,
-    NotStarted,
-    Result,
-    ScratchListed,
-    TreeRead,
-)
+from runner_core.iteration.results import Done, ExecutionsCounted, IoFailed, Result
 from runner_core.iteration.step_outcome import step_exit_code
 from runner_core.loop.usage_limits import LimitSignal
 from runner_core.run.config import Config
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentRole, Node
 from runner_core.views.loop_lines import budget_refusal
-from runner_shell.agents.session import AgentRequest, backend_for
 from runner_shell.errors import UserFacingError
-from runner_shell.git.log_archive import ArchiveError
 from runner_shell.git.repo import GitError, Repo
-from runner_shell.guard.baselines import discard_report, keep_baseline, known_baseline, take_report
+from runner_shell.guard.baselines import keep_baseline, known_baseline
 from runner_shell.loop.budgets import reached_budget
 from runner_shell.loop.event_sink import Emitter, IterationEvents, sink_for
 from runner_shell.loop.output_events import LiveOutput
-from runner_shell.loop.signals import Interrupted, interruptible
 from runner_shell.sandbox.status import sandbox_status
-from runner_shell.scratch.listing import list_scratch
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
 from runner_shell.step import protected_files
-from runner_shell.step.lock_and_journal import current_command, read_journal, write_journal
-from runner_shell.step.processes import SpawnError, run_process
+from runner_shell.step.agent_and_guard import WAIT_FILE as WAIT_FILE
+from runner_shell.step.agent_and_guard import ProcessAgentRunner as ProcessAgentRunner
+from runner_shell.step.agent_and_guard import ProcessGuardRunner as ProcessGuardRunner
+from runner_shell.step.agent_and_guard import schema_path as schema_path
+from runner_shell.step.iteration_store import DiskIterationStore as DiskIterationStore
+from runner_shell.step.iteration_store import SlotLister as SlotLister
+from runner_shell.step.lock_and_journal import current_command, read_journal
 from runner_shell.step.repository_checks import (
     check_programs,
     check_tree_writable,
     location_facts,
     with_run_files,
 )
-from runner_shell.store.files import (
-    append_bytes,
-    atomic_write_bytes,
-    atomic_write_text,
-    make_directory,
-    read_text_head,
-    rename_within,
-    sha256_of_regular,
-)
-from runner_shell.store.iteration_log import commit_iteration, count_executions, utc_now
+from runner_shell.store.files import read_text_head, sha256_of_regular
+from runner_shell.store.iteration_log import utc_now
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import (
     load_config,
@@ -115,13 +95,10 @@ from runner_shell.store.state_files import (
     read_bytes,
     read_goal,
     read_optional_text,
-    read_tree_bytes,
 )
 
 # How much of the previous guard.log is handed to the next attempt as failure.md.
 FAILURE_LOG_MAX_BYTES = 1024 * 1024
-# RUNNER_WAIT_PATH: where a `command` agent asks the loop to wait out a limit.
-WAIT_FILE = "wait.json"
 
 
 @attrs.frozen(slots=True)
@@ -304,10 +281,6 @@ def _left_over(iter_dir: Path) -> frozenset[str]:
     )
 
 
-def schema_path(paths: RunnerPaths, role: AgentRole) -> Path:
-    return paths.decomposer_schema if role is AgentRole.DECOMPOSER else paths.executor_schema
-
-
 def _prompt_parts(
     paths: RunnerPaths, config: Config, role: AgentRole, iter_dir: Path, budget: int
 ) -> PromptParts:
@@ -447,268 +420,6 @@ def shell_ports(
         ),
         scratch=scratch,
     )
-
-
-@attrs.frozen(slots=True)
-class SlotLister:
-    """Lists the scratch checkout against the base commit for the core's import rules."""
-
-    repo: Repo
-    slot: Path
-    base: str
-
-    def list_scratch(self) -> ScratchListed:
-        try:
-            return ScratchListed(list_scratch(self.repo, self.slot, self.base))
-        except GitError as error:
-            raise OSError(str(error)) from None
-
-
-@attrs.frozen(slots=True)
-class ProcessAgentRunner:
-    """Runs the configured backend; records its process group in the journal as it starts."""
-
-    paths: RunnerPaths
-    repo: Repo
-    config: Config
-    iter_dir: Path
-    output: LiveOutput | None = None
-    work_dir: Path | None = None  # where the agent works: the scratch checkout, or the root
-    sandbox: Sandbox | None = None  # how its session is confined
-
-    def run_agent(self, effect: RunAgent, journal: Journal) -> AgentFinished | NotStarted:
-        started: list[int] = []
-        output_path = self.iter_dir / effect.output_name
-        usage_path = self.iter_dir / effect.usage_name
-        schema = schema_path(self.paths, effect.role)
-        env = dict(os.environ)
-        env.update(
-            effect.env,
-            RUNNER_OUTPUT_PATH=str(output_path),
-            RUNNER_OUTPUT_SCHEMA=str(schema),
-            RUNNER_ITER_DIR=str(self.iter_dir),
-            RUNNER_USAGE_PATH=str(usage_path),
-            RUNNER_WAIT_PATH=str(self.iter_dir / WAIT_FILE),
-        )
-        request = AgentRequest(
-            role=effect.role,
-            repo_root=self.work_dir or self.paths.root,
-            iter_dir=self.iter_dir,
-            prompt_path=self.iter_dir / effect.prompt_name,
-            output_path=output_path,
-            schema_path=schema,
-            usage_path=usage_path,
-            log_path=self.iter_dir / effect.log_name,
-            env=env,
-            timeout_secs=effect.timeout_secs,
-            limit_bytes=effect.limit_bytes,
-            on_start=_tracker(self.repo, journal, started),
-            wait_path=self.iter_dir / WAIT_FILE,
-            on_output=None if self.output is None else self.output.start(effect.log_name),
-            sandbox=self.sandbox,
-            backend=self.config.agent_backend,
-        )
-        try:
-            with interruptible():
-                agent = backend_for(self.config.agent_backend, self.config.agent_command).run(
-                    request
-                )
-        except SpawnError as error:
-            return NotStarted(str(error))
-        except Interrupted as signal_:
-            group = started[0] if started else None
-            return AgentFinished(None, False, None, None, None, None, group, None, signal_.name)
-        finally:
-            if self.output is not None:
-                self.output.flush()
-        return AgentFinished(
-            exit_code=agent.process.exit_code,
-            timed_out=agent.process.timed_out,
-            output_text=agent.output_text,
-            output_problem=agent.output_problem,
-            tokens=_tokens(agent.input_tokens, agent.output_tokens, agent.cached_input_tokens),
-            cost_usd=agent.cost_usd,
-            process_group=started[0] if started else None,
-            limit=agent.limit,
-            wait_problem=agent.wait_problem,
-        )
-
-
-def _tracker(repo: Repo, journal: Journal, started: list[int]) -> Callable[[int], None]:
-    """Write the journal with the new process group the moment it exists, for recovery."""
-
-    def track(pgid: int) -> None:
-        started.append(pgid)
-        write_journal(repo, attrs.evolve(journal, process_groups=(*journal.process_groups, pgid)))
-
-    return track
-
-
-def _tokens(input_: int | None, output: int | None, cached: int | None) -> TokenUsage | None:
-    if input_ is None and output is None and cached is None:
-        return None
-    return TokenUsage(input_ or 0, output or 0, cached or 0)
-
-
-@attrs.frozen(slots=True)
-class ProcessGuardRunner:
-    root: Path
-    repo: Repo
-    iter_dir: Path
-    output: LiveOutput | None = None
-    network: bool = False  # `[guard] network`: a guard runs offline unless allowed
-    sandbox: Sandbox | None = None  # how the guard is confined
-    base: str | None = None  # the commit the scratch checkout is reset to after a baseline
-    setup: tuple[str, ...] = ()  # the slot's `[sandbox] setup`, should the reset remake it
-
-    def run_guard(self, effect: RunGuard, journal: Journal) -> GuardFinished | NotStarted:
-        report_path = self.iter_dir / (effect.report_name or JUDGE_REPORT)
-        discard_report(report_path)  # a stale or planted report never counts
-        finished = self._run(effect, journal, report_path)
-        report, problem = take_report(report_path)
-        if effect.purpose is GuardRun.BASELINE and self.base is not None:
-            if report is not None:
-                keep_baseline(self.repo, self.base, report)
-            try:  # what the guard left at the base is not the agent's to find
-                prepare_slot(self.repo, self.base, self.setup, sandbox=self.sandbox)
-            except (SlotError, GitError) as error:
-                raise OSError(f"the scratch checkout could not be reset: {error}") from None
-        if isinstance(finished, NotStarted) or effect.report_name is None:
-            return finished
-        return attrs.evolve(finished, report=report, report_problem=problem)
-
-    def _run(
-        self, effect: RunGuard, journal: Journal, report_path: Path
-    ) -> GuardFinished | NotStarted:
-        started: list[int] = []
-        # RUNNER_ITER_DIR marks the guard and what it leaves running as this iteration's.
-        env = {
-            **os.environ,
-            **dict(effect.env),
-            "RUNNER_ITER_DIR": str(self.iter_dir),
-            "RUNNER_GUARD_REPORT": str(report_path),
-        }
-        confinement = None
-        if self.sandbox is not None:
-            env = self.sandbox.guard_env(env)
-            confinement = self.sandbox.confine(
-                effect.argv, self.root, (self.iter_dir,), self.network, "guard"
-            )
-        argv = effect.argv
-        try:
-            with interruptible():
-                result = run_process(
-                    argv,
-                    cwd=self.root,
-                    env=env,
-                    stdin_path=None,
-                    timeout_secs=effect.timeout_secs,
-                    log_path=self.iter_dir / effect.log_name,
-                    limit_bytes=effect.limit_bytes,
-                    on_start=_tracker(self.repo, journal, started),
-                    on_output=None if self.output is None else self.output.start("guard.log"),
-                    confinement=confinement,
-                )
-        except SpawnError as error:
-            return NotStarted(str(error))
-        except Interrupted as signal_:
-            return GuardFinished(None, False, started[0] if started else None, signal_.name)
-        finally:
-            if self.output is not None:
-                self.output.flush()
-        return GuardFinished(result.exit_code, result.timed_out, started[0] if started else None)
-
-
-@attrs.frozen(slots=True)
-class DiskIterationStore:
-    """The iteration's files under `.runner/`, the journal in the git directory, the commit."""
-
-    paths: RunnerPaths
-    repo: Repo
-    run_id: str
-    iter_dir: Path
-    protected: protected_files.Snapshot = ()  # put back right before the commit
-    slot: Path | None = None  # the agent's scratch checkout: its tree and context live there
-    base: GitHead | None = None  # with a slot: the commit the iteration's commit builds on
-
-    def prepare(self, effect: PrepareIterationDir) -> None:
-        if effect.set_aside_as is not None:
-            rename_within(self.iter_dir.parent, self.iter_dir.name, effect.set_aside_as)
-        make_directory(self.iter_dir)
-
-    def write_context(self, effect: WriteContext) -> None:
-        roots = (self.paths, *(() if self.slot is None else (RunnerPaths(self.slot),)))
-        for paths in roots:
-            if paths.context_dir.is_symlink():  # runner-owned: an agent's symlink goes, unfollowed
-                paths.context_dir.unlink()
-            make_directory(paths.context_dir)
-            for name, text in effect.files:
-                atomic_write_text(paths.context_dir / name, text)
-            for name in effect.remove:
-                (paths.context_dir / name).unlink(missing_ok=True)
-
-    def write_journal(self, journal: Journal) -> None:
-        write_journal(self.repo, journal)
-
-    def write_iteration_file(self, effect: WriteIterationFile) -> None:
-        target = self.iter_dir / effect.name
-        if effect.append:
-            append_bytes(target, effect.text.encode("utf-8"))
-        else:
-            atomic_write_text(target, effect.text)
-
-    def read_tree(self) -> TreeRead:
-        try:
-            worked_in = self.paths if self.slot is None else RunnerPaths(self.slot)
-            return TreeRead(read_tree_bytes(worked_in))
-        except UserFacingError as error:  # the agent deleted it, or grew it past the limit
-            return TreeRead(b"", str(error))
-
-    def read_config(self) -> ConfigRead:
-        try:
-            return ConfigRead(read_bytes(self.paths.config))
-        except OSError:  # deleted or replaced by the agent
-            return ConfigRead(None)
-
-    def restore_config(self, data: bytes) -> None:
-        atomic_write_bytes(self.paths.config, data)
-
-    def read_head(self) -> HeadRead:
-        try:
-            return HeadRead(self.repo.head())
-        except GitError as error:
-            raise OSError(str(error)) from None
-
-    def restore_head(self, effect: RestoreHead) -> None:
-        try:
-            self.repo.rescue_and_reset(effect.branch, effect.sha, effect.rescue_ref)
-        except GitError as error:
-            raise OSError(str(error)) from None
-
-    def count_executions(self) -> Mapping[str, int]:
-        return count_executions(self.paths, self.run_id)
-
-    def commit(self, effect: Commit) -> None:
-        try:
-            commit_iteration(
-                self.paths,
-                self.repo,
-                self.run_id,
-                self.iter_dir,
-                effect,
-                protected_files.ProtectedStaging(self.paths, self.protected, self.run_id),
-                self.base,
-            )
-        except GitError as error:
-            raise UserFacingError(
-                f"iteration {effect.committing.iteration} was logged but not committed: {error} "
-                "(fix the problem, then run 'runner recover')"
-            ) from None
-        except ArchiveError as error:
-            raise UserFacingError(
-                f"iteration {effect.committing.iteration} was committed but its logs were not "
-                f"archived: {error} (fix the problem, then run 'runner recover')"
-            ) from None
 
 
 def step_result_line(prefix: str, result: StepRan) -> str:

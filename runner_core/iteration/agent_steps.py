@@ -1,0 +1,207 @@
+"""The stages of an iteration up to the agent's answer: the iteration directory, the context,
+the journal, a ratchet's baseline, the prompt, the agent's run, and what it handed back.
+
+Decides what the agent is told (environment, deadline, file names), whether its finish is a
+runner error (not started, interrupted, a process problem) or the agent's (bad output, a
+rejected wait file, tree or decomposition), and when the guard judges its work. Never runs the
+agent or writes a file: the shell's ports do and hand back the results.
+"""
+
+from __future__ import annotations
+
+import json
+
+import attrs
+
+from runner_core.guard.report import TestReport
+from runner_core.iteration.effects import (
+    ReadTree,
+    RunAgent,
+    WriteContext,
+    WriteIterationFile,
+    WriteJournal,
+)
+from runner_core.iteration.end_steps import end_checks, failed, not_started
+from runner_core.iteration.facts import ClockReading
+from runner_core.iteration.failures import Failure
+from runner_core.iteration.guard_stage import (
+    BASELINE_LOG,
+    BASELINE_REPORT,
+    JUDGE_REPORT,
+    RATCHET,
+    GuardRun,
+    judging_text,
+    needs_baseline,
+)
+from runner_core.iteration.guard_steps import guard_effect
+from runner_core.iteration.machine_state import ExecutorOutput, M, MachineState, with_process_group
+from runner_core.iteration.plan import (
+    CONTEXT_FILES,
+    INTERRUPTED,
+    AgentOutputError,
+    Review,
+    agent_process_problem,
+    context_files,
+    parse_agent_output,
+    review_decomposition,
+    review_execution,
+)
+from runner_core.iteration.prompt_pack import prompt_text
+from runner_core.iteration.recovery import PENDING_GUARD_LOG, agent_log_name
+from runner_core.iteration.results import (
+    AgentFinished,
+    GuardFinished,
+    IoFailed,
+    NotStarted,
+    Result,
+    TreeRead,
+)
+from runner_core.iteration.stages import Stage
+from runner_core.tree.model import AgentRole, AgentStatus
+
+
+def _context(machine: MachineState) -> dict[str, str]:
+    facts = machine.facts
+    return context_files(facts.node, facts.goal, facts.state, facts.failure_log)
+
+
+def after_prepare(machine: M, result: Result, now: ClockReading) -> M:
+    files = _context(machine)
+    remove = tuple(name for name in CONTEXT_FILES if name not in files)
+    return machine._to(Stage.CONTEXT, WriteContext(tuple(files.items()), remove))
+
+
+def after_context(machine: M, result: Result, now: ClockReading) -> M:
+    # Durable before the agent starts: a kill from here on is found by 'runner recover'.
+    return machine._to(Stage.JOURNAL, WriteJournal(machine.journal))
+
+
+def after_journal(machine: M, result: Result, now: ClockReading) -> M:
+    facts = machine.facts
+    if needs_baseline(facts.config, facts.role, machine.guard_runs.baseline):
+        effect = guard_effect(machine, now, GuardRun.BASELINE, BASELINE_REPORT, BASELINE_LOG)
+        return machine._to(
+            Stage.BASELINE, effect, guard_runs=machine.guard_runs.logged(BASELINE_LOG)
+        )
+    return _prompt(machine)
+
+
+def _prompt(machine: M) -> M:
+    facts = machine.facts
+    tests = None
+    if facts.config.guard_mode == RATCHET and facts.role is AgentRole.EXECUTOR:
+        tests = judging_text(facts.node.acceptance, machine.guard_runs.baseline)
+    prompt = WriteIterationFile("prompt.md", prompt_text(facts, tests))
+    return machine._to(Stage.PROMPT, prompt)
+
+
+def after_baseline(machine: M, result: Result, now: ClockReading) -> M:
+    if isinstance(result, NotStarted | IoFailed):
+        return failed(machine, not_started(result, Failure.GUARD_NOT_STARTED), result.message)
+    assert isinstance(result, GuardFinished)
+    machine = attrs.evolve(machine, journal=with_process_group(machine, result.process_group))
+    if result.interrupted is not None:
+        return failed(machine, Failure.INTERRUPTED, f"{INTERRUPTED} by {result.interrupted}")
+    # A base commit whose guard wrote no readable report passes no test: everything counts
+    # as progress, nothing as a regression.
+    baseline = result.report or TestReport()
+    return _prompt(attrs.evolve(machine, guard_runs=machine.guard_runs.measured(baseline)))
+
+
+def after_prompt(machine: M, result: Result, now: ClockReading) -> M:
+    if isinstance(result, IoFailed):
+        return failed(machine, Failure.IO, result.message)
+    facts = machine.facts
+    env = (
+        ("RUNNER_ROLE", facts.role.value),
+        ("RUNNER_RUN_ID", facts.run_id),
+        ("RUNNER_ITER", str(facts.plan.iteration)),
+        ("RUNNER_NODE_ID", facts.node.id),
+    )
+    effect = RunAgent(
+        role=facts.role,
+        env=env,
+        timeout_secs=machine.remaining(now),
+        limit_bytes=facts.config.executor_output_limit_bytes,
+        prompt_name="prompt.md",
+        output_name="agent_output.json",
+        usage_name="usage.json",
+        log_name=agent_log_name(facts.role.value),
+    )
+    return machine._to(Stage.AGENT, effect)
+
+
+def after_agent(machine: M, result: Result, now: ClockReading) -> M:
+    if isinstance(result, NotStarted | IoFailed):
+        return failed(machine, not_started(result, Failure.AGENT_NOT_STARTED), result.message)
+    assert isinstance(result, AgentFinished)
+    facts = machine.facts
+    machine = attrs.evolve(
+        machine,
+        journal=with_process_group(machine, result.process_group),
+        tokens=result.tokens,
+        cost_usd=result.cost_usd,
+    )
+    if result.interrupted is not None:
+        return failed(machine, Failure.INTERRUPTED, f"{INTERRUPTED} by {result.interrupted}")
+    if result.limit is not None:
+        message = f"{result.limit.kind.value}: {result.limit.message}"
+        return failed(attrs.evolve(machine, limit=result.limit), Failure.RATE_LIMITED, message)
+    if result.wait_problem is not None:
+        # The agent asked to wait, but not in a way the runner can honour: its error.
+        review = Review(AgentStatus.RETRY, "", None, f"wait file: {result.wait_problem}")
+        rejected = Failure.WAIT_FILE_REJECTED
+        return end_checks(attrs.evolve(machine, review=review, failure=rejected))
+    problem = agent_process_problem(
+        # The configured budget, not what was left of it: that is the number a user can set.
+        facts.role,
+        result.exit_code,
+        result.timed_out,
+        facts.config.iteration_timeout_secs,
+    )
+    if problem is not None:
+        return failed(machine, Failure.AGENT_PROCESS, problem)
+    try:
+        output = parse_agent_output(facts.role, result.output_text, result.output_problem)
+        if facts.role is AgentRole.EXECUTOR:
+            return machine._to(Stage.TREE, ReadTree(), output=ExecutorOutput(output))
+        review = review_decomposition(
+            facts.tree, facts.node.id, output, facts.config.max_attempts_default
+        )
+    except AgentOutputError as error:
+        return failed(machine, Failure.AGENT_OUTPUT, str(error))
+    text = json.dumps(output, indent=2, ensure_ascii=False) + "\n"
+    failure = Failure.DECOMPOSITION_REJECTED if review.agent_error is not None else None
+    effect = WriteIterationFile("planner_output.json", text)
+    return machine._to(Stage.PLANNER_OUTPUT, effect, review=review, failure=failure)
+
+
+def after_planner_output(machine: M, result: Result, now: ClockReading) -> M:
+    if isinstance(result, IoFailed):
+        return failed(machine, Failure.IO, result.message)
+    return end_checks(machine)
+
+
+def after_tree(machine: M, result: Result, now: ClockReading) -> M:
+    if isinstance(result, IoFailed):
+        return failed(machine, Failure.IO, result.message)
+    assert isinstance(result, TreeRead)
+    facts, output = machine.facts, machine.output
+    assert output is not None  # TREE follows only an executor's output
+    try:
+        review = review_execution(
+            facts.tree, facts.node.id, output.value, result.data, result.problem
+        )
+    except AgentOutputError as error:
+        return failed(machine, Failure.AGENT_OUTPUT, str(error))
+    failure = Failure.TREE_REJECTED if review.agent_error is not None else None
+    machine = attrs.evolve(machine, review=review, output=None, failure=failure)
+    if not review.needs_guard:
+        return end_checks(machine)
+    if machine.remaining(now) <= 0:
+        # The agent ended in time, so the runner itself lost the guard's share (suspended,
+        # starved): the guard never got its time, which is no failed attempt.
+        message = "the iteration's deadline passed before the guard could run (was the runner"
+        return failed(machine, Failure.GUARD_NO_TIME, message + " suspended?)")
+    effect_ = guard_effect(machine, now, GuardRun.JUDGE, JUDGE_REPORT, PENDING_GUARD_LOG)
+    return machine._to(Stage.GUARD, effect_)

@@ -1,0 +1,213 @@
+"""The end of an iteration: from the agent's part being over to the commit.
+
+Decides the order of the end checks (list the scratch checkout, read HEAD, read config.toml,
+count executions), what a refused import, a moved HEAD or a changed config.toml does to the
+iteration, what a runner error ends with, and the record and write-set of the commit. Never
+lists, reads, restores or commits anything: the shell's ports do, and hand back the results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from runner_core.history.records import ErrorKind
+from runner_core.iteration.effects import (
+    Abort,
+    CountExecutions,
+    Finished,
+    ListScratch,
+    ReadConfig,
+    ReadHead,
+    RestoreConfig,
+    RestoreHead,
+)
+from runner_core.iteration.execution_record import Measured, execution_record
+from runner_core.iteration.facts import ClockReading
+from runner_core.iteration.failures import ERROR_KIND, Failure
+from runner_core.iteration.git_drift import head_moved_problem, rescue_ref
+from runner_core.iteration.import_rules import ImportDecision, decide_import
+from runner_core.iteration.machine_state import M, MachineState
+from runner_core.iteration.plan import (
+    IterationOutcome,
+    Review,
+    advance_run_state,
+    conclude,
+    conclude_runner_error,
+)
+from runner_core.iteration.results import (
+    ConfigRead,
+    ExecutionsCounted,
+    HeadRead,
+    IoFailed,
+    Result,
+    ScratchListed,
+)
+from runner_core.iteration.scratch_stage import guarded_import, refused_review
+from runner_core.iteration.stages import Stage
+from runner_core.iteration.write_set import IterationEnd, final_write_set
+from runner_core.run.state import with_execution
+from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
+from runner_core.views.text import flatten
+
+
+def failed(machine: M, failure: Failure, message: str) -> M:
+    """A failure of the run itself (ERROR_KIND says which): the previous tree and every
+    attempt are kept; go straight to the end."""
+    assert ERROR_KIND[failure] is ErrorKind.RUNNER, failure
+    error = flatten(message) or failure.value
+    return end_checks(attrs.evolve(machine, runner_error=error, failure=failure, output=None))
+
+
+def not_started(result: Result, failure: Failure) -> Failure:
+    return Failure.IO if isinstance(result, IoFailed) else failure
+
+
+def end_checks(machine: M) -> M:
+    """The agent's part is over: list the scratch checkout the agent worked in, then read HEAD
+    when the shell checks it, else config.toml."""
+    if machine.facts.scratch and machine.imported is None:
+        return machine._to(Stage.IMPORT, ListScratch(), imported=ImportDecision())
+    if machine.facts.head is not None:
+        return machine._to(Stage.HEAD, ReadHead())
+    return _check_config(machine)
+
+
+def after_import(machine: M, result: Result, now: ClockReading) -> M:
+    if isinstance(result, IoFailed):
+        return failed(machine, Failure.IO, result.message)
+    assert isinstance(result, ScratchListed)
+    facts = machine.facts
+    decision = decide_import(result.listing)
+    if facts.role is AgentRole.EXECUTOR:
+        decision = guarded_import(decision, facts.config.guard_protected, facts.node.acceptance)
+    machine = attrs.evolve(machine, imported=decision)
+    review = refused_review(decision)
+    runner_error = machine.failure is not None and ERROR_KIND[machine.failure] is ErrorKind.RUNNER
+    if review is not None and not runner_error:
+        machine = attrs.evolve(
+            machine,
+            review=review,
+            failure=Failure.IMPORT_REFUSED,
+            guard=GuardOutcome.SKIPPED,
+            output=None,
+        )
+    return end_checks(machine)
+
+
+def _check_config(machine: M) -> M:
+    return machine._to(Stage.CONFIG, ReadConfig())
+
+
+def after_head(machine: M, result: Result, now: ClockReading) -> M:
+    before = machine.facts.head
+    assert before is not None
+    if isinstance(result, IoFailed):
+        return machine._to(Stage.DONE, Abort(result.message))
+    assert isinstance(result, HeadRead)
+    problem = head_moved_problem(before, result.head)
+    if problem is None or before.branch is None:
+        return _check_config(machine)
+    facts = machine.facts
+    rescue = rescue_ref(facts.run_id, facts.plan.iteration)
+    review = Review(AgentStatus.RETRY, "", None, f"{problem}; its commits are kept as {rescue}")
+    machine = attrs.evolve(
+        machine,
+        review=review,
+        failure=Failure.HEAD_MOVED,
+        runner_error=None,
+        guard=GuardOutcome.SKIPPED,
+        output=None,
+    )
+    return machine._to(Stage.HEAD_RESTORE, RestoreHead(before.branch, before.sha, rescue))
+
+
+def after_head_restore(machine: M, result: Result, now: ClockReading) -> M:
+    if isinstance(result, IoFailed):
+        return machine._to(Stage.DONE, Abort(result.message))
+    return _check_config(machine)
+
+
+def after_config(machine: M, result: Result, now: ClockReading) -> M:
+    kept = isinstance(result, ConfigRead) and result.data == machine.facts.config_bytes
+    if not kept:
+        return machine._to(Stage.RESTORE, RestoreConfig(machine.facts.config_bytes))
+    return _count_or_commit(machine, now)
+
+
+def after_restore(machine: M, result: Result, now: ClockReading) -> M:
+    return _count_or_commit(machine, now)
+
+
+def _count_or_commit(machine: M, now: ClockReading) -> M:
+    counts = machine.facts.state.known_executions()
+    if counts is None:
+        return machine._to(Stage.COUNTING, CountExecutions())
+    return _commit(machine, counts, now)
+
+
+def after_counting(machine: M, result: Result, now: ClockReading) -> M:
+    counts = result.counts if isinstance(result, ExecutionsCounted) else None
+    if counts is None:
+        assert isinstance(result, IoFailed)
+        return machine._to(Stage.DONE, Abort(result.message))
+    return _commit(machine, counts, now)
+
+
+def outcome_of(machine: MachineState) -> IterationOutcome:
+    facts = machine.facts
+    if machine.review is None or (
+        machine.failure is not None and ERROR_KIND[machine.failure] is ErrorKind.RUNNER
+    ):
+        return conclude_runner_error(facts.tree, machine.runner_error or "runner error")
+    return conclude(facts.tree, facts.node.id, machine.review, machine.guard)
+
+
+def _commit(machine: M, counts: Mapping[str, int], now: ClockReading) -> M:
+    facts = machine.facts
+    outcome = outcome_of(machine)
+    measured = Measured(
+        started_at=facts.started.utc,
+        ended_at=now.utc,
+        duration_ms=max(int((now.monotonic - facts.started.monotonic) * 1000), 0),
+        tokens=machine.tokens,
+        cost_usd=machine.cost_usd,
+    )
+    record = execution_record(
+        facts.run_id,
+        facts.plan.iteration,
+        facts.node,
+        facts.role,
+        outcome,
+        counts,
+        measured,
+        facts.config.agent_backend,
+        machine.guard_runs.figures,
+    )
+    runs = machine.guard_runs
+    effect = final_write_set(
+        IterationEnd(
+            run_id=facts.run_id,
+            iteration=facts.plan.iteration,
+            node_id=facts.node.id,
+            prev_tree=facts.tree,
+            prev_snapshot_sha256=facts.previous_snapshot_sha256,
+            state=with_execution(advance_run_state(facts.state, outcome), facts.node.id, counts),
+            outcome=outcome,
+            record=record,
+            journal=machine.journal,
+            imported=machine.imported or ImportDecision(),
+            tests_json=runs.tests_json(),
+            guard_logs=runs.logs,
+        )
+    )
+    # A report describes the committed files only when they are all the agent and guard left.
+    tests = runs.report if machine.failure is None else None
+    finished = Finished(outcome, record, machine.limit, tests)
+    return machine._to(Stage.COMMITTING, effect, finished=finished)
+
+
+def after_commit(machine: M, result: Result, now: ClockReading) -> M:
+    assert machine.finished is not None
+    return machine._to(Stage.DONE, machine.finished)

@@ -1,0 +1,117 @@
+"""The guard's stages of an iteration: judging the agent's work, rerunning a test that may be
+flaky, and writing the note the guard log ends with.
+
+Decides what each guard run is asked to do (command, deadline, log and report names), what its
+finish means for the iteration (interrupted, timed out, judged), and when to rerun it. What the
+reports add up to is `guard_stage`'s; this module never runs a guard or reads a report.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from runner_core.iteration.effects import RunGuard, WriteIterationFile
+from runner_core.iteration.end_steps import end_checks, failed, not_started
+from runner_core.iteration.facts import ClockReading
+from runner_core.iteration.failures import Failure
+from runner_core.iteration.guard_stage import (
+    GuardRun,
+    guard_env,
+    judge_guard,
+    pending,
+    rerun_log,
+    rerun_report,
+    wants_rerun,
+)
+from runner_core.iteration.machine_state import M, MachineState, with_process_group
+from runner_core.iteration.plan import INTERRUPTED, guard_outcome
+from runner_core.iteration.recovery import PENDING_GUARD_LOG
+from runner_core.iteration.results import GuardFinished, IoFailed, NotStarted, Result
+from runner_core.iteration.stages import Stage
+
+
+def guard_effect(
+    machine: MachineState, now: ClockReading, purpose: GuardRun, report: str, log: str
+) -> RunGuard:
+    """A guard run of `purpose`, given what is left of the iteration's deadline."""
+    facts = machine.facts
+    env = guard_env(
+        facts.run_id,
+        facts.plan.iteration,
+        facts.node.id,
+        facts.plan.selection.path or facts.node.id,
+        facts.role,
+        facts.node.acceptance,
+    )
+    config = facts.config
+    return RunGuard(
+        config.guard_command,
+        machine.remaining(now),
+        config.guard_output_limit_bytes,
+        log if purpose is GuardRun.JUDGE else pending(log),
+        env,
+        report,
+        purpose,
+    )
+
+
+def after_guard(machine: M, result: Result, now: ClockReading) -> M:
+    if isinstance(result, NotStarted | IoFailed):
+        return failed(machine, not_started(result, Failure.GUARD_NOT_STARTED), result.message)
+    effect = machine.effect
+    assert isinstance(result, GuardFinished) and isinstance(effect, RunGuard)
+    machine = attrs.evolve(
+        machine,
+        journal=with_process_group(machine, result.process_group),
+        guard=guard_outcome(result.exit_code, result.timed_out),
+    )
+    if result.interrupted is not None:
+        return failed(machine, Failure.INTERRUPTED, f"{INTERRUPTED} by {result.interrupted}")
+    if result.timed_out:
+        note = f"guard timed out after {effect.timeout_secs:.1f} s\n"
+        return machine._to(Stage.GUARD_LOG, WriteIterationFile(PENDING_GUARD_LOG, note, True))
+    runs = machine.guard_runs.judged(result.report, result.report_problem, machine.guard)
+    return _judged(attrs.evolve(machine, guard_runs=runs), now)
+
+
+def _judged(machine: M, now: ClockReading) -> M:
+    """Rerun the guard while a regressed test may be flaky, then conclude what it says."""
+    facts, runs = machine.facts, machine.guard_runs
+    if machine.remaining(now) > 0 and wants_rerun(
+        facts.config, runs.baseline, runs.report, runs.reruns, runs.rerun_count
+    ):
+        number = runs.rerun_count + 1
+        effect = guard_effect(machine, now, GuardRun.RERUN, rerun_report(number), rerun_log(number))
+        return machine._to(Stage.RERUN, effect, guard_runs=runs.logged(rerun_log(number)))
+    judgement = judge_guard(
+        facts.config,
+        facts.node.acceptance,
+        runs.baseline,
+        runs.report,
+        runs.problem,
+        runs.reruns,
+        runs.exit_outcome,
+    )
+    machine = attrs.evolve(
+        machine, guard=judgement.outcome, guard_runs=runs.concluded(judgement.figures)
+    )
+    if judgement.note is None:
+        return end_checks(machine)
+    note = WriteIterationFile(PENDING_GUARD_LOG, judgement.note, True)
+    return machine._to(Stage.GUARD_LOG, note)
+
+
+def after_rerun(machine: M, result: Result, now: ClockReading) -> M:
+    if isinstance(result, GuardFinished):
+        machine = attrs.evolve(machine, journal=with_process_group(machine, result.process_group))
+        if result.interrupted is not None:
+            return failed(machine, Failure.INTERRUPTED, f"{INTERRUPTED} by {result.interrupted}")
+    # A rerun that could not start or wrote no report shows nothing flaky.
+    report = result.report if isinstance(result, GuardFinished) else None
+    return _judged(attrs.evolve(machine, guard_runs=machine.guard_runs.rerun(report)), now)
+
+
+def after_guard_log(machine: M, result: Result, now: ClockReading) -> M:
+    if isinstance(result, IoFailed):
+        return failed(machine, Failure.IO, result.message)
+    return end_checks(machine)

@@ -1,0 +1,195 @@
+"""The ports that run an iteration's processes: the agent, through its backend, and the guard.
+
+Each starts its process in the run's checkout or the scratch checkout (confined when a sandbox
+is set), writes the journal the moment a process group exists so that `runner recover` can end
+it, and answers the core's result. Never decides what a finish means: the machine does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+
+from runner_core.history.records import TokenUsage
+from runner_core.iteration.effects import RunAgent, RunGuard
+from runner_core.iteration.guard_stage import JUDGE_REPORT, GuardRun
+from runner_core.iteration.recovery import Journal
+from runner_core.iteration.results import AgentFinished, GuardFinished, NotStarted
+from runner_core.run.config import Config
+from runner_core.tree.model import AgentRole
+from runner_shell.agents.session import AgentRequest, backend_for
+from runner_shell.git.repo import GitError, Repo
+from runner_shell.guard.baselines import discard_report, keep_baseline, take_report
+from runner_shell.loop.output_events import LiveOutput
+from runner_shell.loop.signals import Interrupted, interruptible
+from runner_shell.scratch.sandbox import Sandbox
+from runner_shell.scratch.slots import SlotError, prepare_slot
+from runner_shell.step.lock_and_journal import write_journal
+from runner_shell.step.processes import SpawnError, run_process
+from runner_shell.store.layout import RunnerPaths
+
+# RUNNER_WAIT_PATH: where a `command` agent asks the loop to wait out a limit.
+WAIT_FILE = "wait.json"
+
+
+def schema_path(paths: RunnerPaths, role: AgentRole) -> Path:
+    """The JSON Schema the role's final output must match (RUNNER_OUTPUT_SCHEMA)."""
+    return paths.decomposer_schema if role is AgentRole.DECOMPOSER else paths.executor_schema
+
+
+@attrs.frozen(slots=True)
+class ProcessAgentRunner:
+    """Runs the configured backend; records its process group in the journal as it starts."""
+
+    paths: RunnerPaths
+    repo: Repo
+    config: Config
+    iter_dir: Path
+    output: LiveOutput | None = None
+    work_dir: Path | None = None  # where the agent works: the scratch checkout, or the root
+    sandbox: Sandbox | None = None  # how its session is confined
+
+    def run_agent(self, effect: RunAgent, journal: Journal) -> AgentFinished | NotStarted:
+        started: list[int] = []
+        output_path = self.iter_dir / effect.output_name
+        usage_path = self.iter_dir / effect.usage_name
+        schema = schema_path(self.paths, effect.role)
+        env = dict(os.environ)
+        env.update(
+            effect.env,
+            RUNNER_OUTPUT_PATH=str(output_path),
+            RUNNER_OUTPUT_SCHEMA=str(schema),
+            RUNNER_ITER_DIR=str(self.iter_dir),
+            RUNNER_USAGE_PATH=str(usage_path),
+            RUNNER_WAIT_PATH=str(self.iter_dir / WAIT_FILE),
+        )
+        request = AgentRequest(
+            role=effect.role,
+            repo_root=self.work_dir or self.paths.root,
+            iter_dir=self.iter_dir,
+            prompt_path=self.iter_dir / effect.prompt_name,
+            output_path=output_path,
+            schema_path=schema,
+            usage_path=usage_path,
+            log_path=self.iter_dir / effect.log_name,
+            env=env,
+            timeout_secs=effect.timeout_secs,
+            limit_bytes=effect.limit_bytes,
+            on_start=_tracker(self.repo, journal, started),
+            wait_path=self.iter_dir / WAIT_FILE,
+            on_output=None if self.output is None else self.output.start(effect.log_name),
+            sandbox=self.sandbox,
+            backend=self.config.agent_backend,
+        )
+        try:
+            with interruptible():
+                agent = backend_for(self.config.agent_backend, self.config.agent_command).run(
+                    request
+                )
+        except SpawnError as error:
+            return NotStarted(str(error))
+        except Interrupted as signal_:
+            group = started[0] if started else None
+            return AgentFinished(None, False, None, None, None, None, group, None, signal_.name)
+        finally:
+            if self.output is not None:
+                self.output.flush()
+        return AgentFinished(
+            exit_code=agent.process.exit_code,
+            timed_out=agent.process.timed_out,
+            output_text=agent.output_text,
+            output_problem=agent.output_problem,
+            tokens=_tokens(agent.input_tokens, agent.output_tokens, agent.cached_input_tokens),
+            cost_usd=agent.cost_usd,
+            process_group=started[0] if started else None,
+            limit=agent.limit,
+            wait_problem=agent.wait_problem,
+        )
+
+
+def _tracker(repo: Repo, journal: Journal, started: list[int]) -> Callable[[int], None]:
+    """Write the journal with the new process group the moment it exists, for recovery."""
+
+    def track(pgid: int) -> None:
+        started.append(pgid)
+        write_journal(repo, attrs.evolve(journal, process_groups=(*journal.process_groups, pgid)))
+
+    return track
+
+
+def _tokens(input_: int | None, output: int | None, cached: int | None) -> TokenUsage | None:
+    if input_ is None and output is None and cached is None:
+        return None
+    return TokenUsage(input_ or 0, output or 0, cached or 0)
+
+
+@attrs.frozen(slots=True)
+class ProcessGuardRunner:
+    root: Path
+    repo: Repo
+    iter_dir: Path
+    output: LiveOutput | None = None
+    network: bool = False  # `[guard] network`: a guard runs offline unless allowed
+    sandbox: Sandbox | None = None  # how the guard is confined
+    base: str | None = None  # the commit the scratch checkout is reset to after a baseline
+    setup: tuple[str, ...] = ()  # the slot's `[sandbox] setup`, should the reset remake it
+
+    def run_guard(self, effect: RunGuard, journal: Journal) -> GuardFinished | NotStarted:
+        report_path = self.iter_dir / (effect.report_name or JUDGE_REPORT)
+        discard_report(report_path)  # a stale or planted report never counts
+        finished = self._run(effect, journal, report_path)
+        report, problem = take_report(report_path)
+        if effect.purpose is GuardRun.BASELINE and self.base is not None:
+            if report is not None:
+                keep_baseline(self.repo, self.base, report)
+            try:  # what the guard left at the base is not the agent's to find
+                prepare_slot(self.repo, self.base, self.setup, sandbox=self.sandbox)
+            except (SlotError, GitError) as error:
+                raise OSError(f"the scratch checkout could not be reset: {error}") from None
+        if isinstance(finished, NotStarted) or effect.report_name is None:
+            return finished
+        return attrs.evolve(finished, report=report, report_problem=problem)
+
+    def _run(
+        self, effect: RunGuard, journal: Journal, report_path: Path
+    ) -> GuardFinished | NotStarted:
+        started: list[int] = []
+        # RUNNER_ITER_DIR marks the guard and what it leaves running as this iteration's.
+        env = {
+            **os.environ,
+            **dict(effect.env),
+            "RUNNER_ITER_DIR": str(self.iter_dir),
+            "RUNNER_GUARD_REPORT": str(report_path),
+        }
+        confinement = None
+        if self.sandbox is not None:
+            env = self.sandbox.guard_env(env)
+            confinement = self.sandbox.confine(
+                effect.argv, self.root, (self.iter_dir,), self.network, "guard"
+            )
+        argv = effect.argv
+        try:
+            with interruptible():
+                result = run_process(
+                    argv,
+                    cwd=self.root,
+                    env=env,
+                    stdin_path=None,
+                    timeout_secs=effect.timeout_secs,
+                    log_path=self.iter_dir / effect.log_name,
+                    limit_bytes=effect.limit_bytes,
+                    on_start=_tracker(self.repo, journal, started),
+                    on_output=None if self.output is None else self.output.start("guard.log"),
+                    confinement=confinement,
+                )
+        except SpawnError as error:
+            return NotStarted(str(error))
+        except Interrupted as signal_:
+            return GuardFinished(None, False, started[0] if started else None, signal_.name)
+        finally:
+            if self.output is not None:
+                self.output.flush()
+        return GuardFinished(result.exit_code, result.timed_out, started[0] if started else None)

@@ -1,0 +1,148 @@
+"""The ports that read and write an iteration's state: its files under `.runner/`, the journal,
+HEAD, config.toml, the commit, and the listing of the scratch checkout.
+
+Each carries out one effect as asked and turns git's and the disk's failures into `OSError`
+(which the interpreter answers as `IoFailed`) or a `UserFacingError` naming the fix. Never
+decides what to write or commit: the machine's effects say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+from runner_core.iteration.effects import (
+    Commit,
+    PrepareIterationDir,
+    RestoreHead,
+    WriteContext,
+    WriteIterationFile,
+)
+from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.recovery import Journal
+from runner_core.iteration.results import ConfigRead, HeadRead, ScratchListed, TreeRead
+from runner_shell.errors import UserFacingError
+from runner_shell.git.log_archive import ArchiveError
+from runner_shell.git.repo import GitError, Repo
+from runner_shell.scratch.listing import list_scratch
+from runner_shell.step import protected_files
+from runner_shell.step.lock_and_journal import write_journal
+from runner_shell.store.files import (
+    append_bytes,
+    atomic_write_bytes,
+    atomic_write_text,
+    make_directory,
+    rename_within,
+)
+from runner_shell.store.iteration_log import commit_iteration, count_executions
+from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.state_files import read_bytes, read_tree_bytes
+
+
+@attrs.frozen(slots=True)
+class SlotLister:
+    """Lists the scratch checkout against the base commit for the core's import rules."""
+
+    repo: Repo
+    slot: Path
+    base: str
+
+    def list_scratch(self) -> ScratchListed:
+        try:
+            return ScratchListed(list_scratch(self.repo, self.slot, self.base))
+        except GitError as error:
+            raise OSError(str(error)) from None
+
+
+@attrs.frozen(slots=True)
+class DiskIterationStore:
+    """The iteration's files under `.runner/`, the journal in the git directory, the commit."""
+
+    paths: RunnerPaths
+    repo: Repo
+    run_id: str
+    iter_dir: Path
+    protected: protected_files.Snapshot = ()  # put back right before the commit
+    slot: Path | None = None  # the agent's scratch checkout: its tree and context live there
+    base: GitHead | None = None  # with a slot: the commit the iteration's commit builds on
+
+    def prepare(self, effect: PrepareIterationDir) -> None:
+        if effect.set_aside_as is not None:
+            rename_within(self.iter_dir.parent, self.iter_dir.name, effect.set_aside_as)
+        make_directory(self.iter_dir)
+
+    def write_context(self, effect: WriteContext) -> None:
+        roots = (self.paths, *(() if self.slot is None else (RunnerPaths(self.slot),)))
+        for paths in roots:
+            if paths.context_dir.is_symlink():  # runner-owned: an agent's symlink goes, unfollowed
+                paths.context_dir.unlink()
+            make_directory(paths.context_dir)
+            for name, text in effect.files:
+                atomic_write_text(paths.context_dir / name, text)
+            for name in effect.remove:
+                (paths.context_dir / name).unlink(missing_ok=True)
+
+    def write_journal(self, journal: Journal) -> None:
+        write_journal(self.repo, journal)
+
+    def write_iteration_file(self, effect: WriteIterationFile) -> None:
+        target = self.iter_dir / effect.name
+        if effect.append:
+            append_bytes(target, effect.text.encode("utf-8"))
+        else:
+            atomic_write_text(target, effect.text)
+
+    def read_tree(self) -> TreeRead:
+        try:
+            worked_in = self.paths if self.slot is None else RunnerPaths(self.slot)
+            return TreeRead(read_tree_bytes(worked_in))
+        except UserFacingError as error:  # the agent deleted it, or grew it past the limit
+            return TreeRead(b"", str(error))
+
+    def read_config(self) -> ConfigRead:
+        try:
+            return ConfigRead(read_bytes(self.paths.config))
+        except OSError:  # deleted or replaced by the agent
+            return ConfigRead(None)
+
+    def restore_config(self, data: bytes) -> None:
+        atomic_write_bytes(self.paths.config, data)
+
+    def read_head(self) -> HeadRead:
+        try:
+            return HeadRead(self.repo.head())
+        except GitError as error:
+            raise OSError(str(error)) from None
+
+    def restore_head(self, effect: RestoreHead) -> None:
+        try:
+            self.repo.rescue_and_reset(effect.branch, effect.sha, effect.rescue_ref)
+        except GitError as error:
+            raise OSError(str(error)) from None
+
+    def count_executions(self) -> Mapping[str, int]:
+        return count_executions(self.paths, self.run_id)
+
+    def commit(self, effect: Commit) -> None:
+        try:
+            commit_iteration(
+                self.paths,
+                self.repo,
+                self.run_id,
+                self.iter_dir,
+                effect,
+                protected_files.ProtectedStaging(self.paths, self.protected, self.run_id),
+                self.base,
+            )
+        except GitError as error:
+            raise UserFacingError(
+                f"iteration {effect.committing.iteration} was logged but not committed: {error} "
+                "(fix the problem, then run 'runner recover')"
+            ) from None
+        except ArchiveError as error:
+            raise UserFacingError(
+                f"iteration {effect.committing.iteration} was committed but its logs were not "
+                f"archived: {error} (fix the problem, then run 'runner recover')"
+            ) from None
