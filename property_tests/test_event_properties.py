@@ -13,13 +13,15 @@ from runner_core.loop.events import (
     FIGURE_KINDS,
     Event,
     EventType,
+    event_line,
+    make_event,
+    parse_event_lines,
+)
+from runner_core.loop.output import (
     OutputPolicy,
     PendingOutput,
     add_output,
     decide_output,
-    event_line,
-    make_event,
-    parse_event_lines,
 )
 
 json_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=8)

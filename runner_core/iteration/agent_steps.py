@@ -190,7 +190,7 @@ def after_tree(machine: M, result: Result, now: ClockReading) -> M:
     assert output is not None  # TREE follows only an executor's output
     try:
         review = review_execution(
-            facts.tree, facts.node.id, output.value, result.data, result.problem
+            facts.tree, facts.node.id, output.value, result.data, result.problem, facts.tree_sha256
         )
     except AgentOutputError as error:
         return failed(machine, Failure.AGENT_OUTPUT, str(error))

@@ -65,6 +65,7 @@ class IterationFacts:
     head: GitHead | None = None  # the branch and commit before the agent; None: not checked
     scratch: bool = False  # the agent worked in a scratch checkout, imported as files
     baseline: TestReport | None = None  # the guard's report at the base commit, when known
+    tree_sha256: str | None = None  # of the bytes `tree` was read from: an untouched one is it
 
     @property
     def node(self) -> Node:

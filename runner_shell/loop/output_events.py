@@ -14,10 +14,12 @@ import attrs
 
 from runner_core.loop.events import (
     EventOrigin,
+    agent_output,
+)
+from runner_core.loop.output import (
     OutputPolicy,
     PendingOutput,
     add_output,
-    agent_output,
     decide_output,
     newest_kept,
     output_due,

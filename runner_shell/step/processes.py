@@ -369,10 +369,7 @@ def _drain_and_wait(
     woke_by = time.monotonic()  # when this loop expected to run again at the latest
     with selectors.DefaultSelector() as selector:
         for pipe, capture in ((proc.stdout, stdout), (proc.stderr, stderr)):
-            os.set_blocking(pipe.fileno(), False)
-            with contextlib.suppress(OSError):  # a smaller limit: the default size serves
-                fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, _PIPE_BYTES)
-            selector.register(pipe.fileno(), selectors.EVENT_READ, capture)
+            _watch(selector, pipe.fileno(), capture)
         while True:
             now = time.monotonic()
             # The runner was stopped (Ctrl-Z, SIGSTOP) or starved: the child's share of time
@@ -409,6 +406,13 @@ def _drain_and_wait(
                 continue
             for key, _events in selector.select(wait_secs):
                 _read_once(selector, key)
+
+
+def _watch(selector: selectors.BaseSelector, fd: int, capture: _StreamCapture) -> None:
+    os.set_blocking(fd, False)
+    with contextlib.suppress(OSError):  # a smaller limit: the default size serves
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_BYTES)
+    selector.register(fd, selectors.EVENT_READ, capture)
 
 
 def _earliest(first: float, *moments: float | None) -> float:

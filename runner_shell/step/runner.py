@@ -91,7 +91,7 @@ from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import (
     load_config,
     load_run_state,
-    load_tree,
+    load_tree_and_sha256,
     read_bytes,
     read_goal,
     read_optional_text,
@@ -148,6 +148,7 @@ class Loaded:
     tree: Node
     run_id: str
     head: GitHead  # the branch and commit before the iteration
+    tree_sha256: str | None = None  # of the bytes `tree` was parsed from
 
 
 def load_for_step(paths: RunnerPaths, repo: Repo) -> Loaded:
@@ -173,7 +174,8 @@ def load_for_step(paths: RunnerPaths, repo: Repo) -> Loaded:
     assert state.run_id is not None
     if head is None:
         raise GitError("the repository has no commits yet; make a first commit")
-    return Loaded(config, state, load_tree(paths), state.run_id, head)
+    tree, tree_sha256 = load_tree_and_sha256(paths)
+    return Loaded(config, state, tree, state.run_id, head, tree_sha256)
 
 
 def run_step(
@@ -248,7 +250,7 @@ def gather(paths: RunnerPaths, loaded: Loaded, plan: RunPlan, budget: int) -> It
         failure_log = read_text_head(previous / "guard.log", FAILURE_LOG_MAX_BYTES)
     entries = _left_over(paths.iter_dir(run_id, plan.iteration))
     snapshot_sha256 = sha256_of_regular(previous / "tree.after.json")
-    is_previous = snapshot_sha256 is not None and sha256_of_regular(paths.tree) == snapshot_sha256
+    is_previous = snapshot_sha256 is not None and loaded.tree_sha256 == snapshot_sha256
     iter_dir = paths.iter_dir(run_id, plan.iteration)
     return IterationFacts(
         run_id=run_id,
@@ -256,6 +258,7 @@ def gather(paths: RunnerPaths, loaded: Loaded, plan: RunPlan, budget: int) -> It
         config=loaded.config,
         state=state,
         tree=loaded.tree,
+        tree_sha256=loaded.tree_sha256,
         goal=read_goal(paths),
         failure_log=failure_log,
         config_bytes=read_bytes(paths.config),

@@ -6,6 +6,7 @@ The content rules (schema, invariants, config values) are runner_core's; this on
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tomllib
 from pathlib import Path
@@ -81,8 +82,14 @@ def read_tree_bytes(paths: RunnerPaths) -> bytes:
 
 
 def load_tree(paths: RunnerPaths) -> Node:
+    return load_tree_and_sha256(paths)[0]
+
+
+def load_tree_and_sha256(paths: RunnerPaths) -> tuple[Node, str]:
+    """The tree and the SHA-256 of the very bytes it was parsed from."""
+    data = read_tree_bytes(paths)
     try:
-        return parse_tree(read_tree_bytes(paths))
+        return parse_tree(data), hashlib.sha256(data).hexdigest()
     except TreeValidationError as error:
         raise UserFacingError(f"{paths.relative(paths.tree)}: {error}") from None
 

@@ -17,13 +17,15 @@ from runner_core.loop.events import (
     Event,
     EventOrigin,
     EventType,
+    event_line,
+    make_event,
+    parse_event_lines,
+)
+from runner_core.loop.output import (
     OutputPolicy,
     PendingOutput,
     add_output,
     decide_output,
-    event_line,
-    make_event,
-    parse_event_lines,
 )
 
 AT = "2026-11-22T02:00:00Z"

@@ -10,7 +10,13 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core.loop.events import Event, EventOrigin, OutputPolicy
+from runner_core.loop.events import (
+    Event,
+    EventOrigin,
+)
+from runner_core.loop.output import (
+    OutputPolicy,
+)
 from runner_shell.loop.output_events import OutputEvents
 
 ORIGIN = EventOrigin("run", 1, None, "2026-01-01T00:00:00Z")
