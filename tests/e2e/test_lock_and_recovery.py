@@ -372,7 +372,10 @@ import os, pathlib, subprocess, sys, time
 daemon = subprocess.Popen(
     [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
 )
-pathlib.Path(os.environ["RUNNER_TEST_HARNESS"], "daemon.pid").write_text(str(daemon.pid))
+# Written whole, then renamed: the test reads the file as soon as it exists.
+harness = pathlib.Path(os.environ["RUNNER_TEST_HARNESS"])
+(harness / "daemon.pid.tmp").write_text(str(daemon.pid))
+os.replace(harness / "daemon.pid.tmp", harness / "daemon.pid")
 time.sleep(60)
 """
 

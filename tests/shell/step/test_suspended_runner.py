@@ -13,16 +13,17 @@ from pathlib import Path
 
 from tests.helpers import ROOT
 
-WATCHER = """
+CHILD = "import time; open('started', 'w').close(); time.sleep(3); print('finished')"
+WATCHER = f"""
 import json, os, sys
 from pathlib import Path
 from runner_shell.step.processes import run_process
 result = run_process(
-    [sys.executable, "-c", "import time; time.sleep(4); print('finished')"],
+    [sys.executable, "-c", {CHILD!r}],
     cwd=Path.cwd(), env=dict(os.environ), stdin_path=None, timeout_secs=2.0,
     log_path=Path(sys.argv[1]), limit_bytes=10_000,
 )
-print(json.dumps({"timed_out": result.timed_out, "exit_code": result.exit_code}))
+print(json.dumps({{"timed_out": result.timed_out, "exit_code": result.exit_code}}))
 """
 
 
@@ -35,10 +36,14 @@ def test_a_child_keeps_its_share_while_the_runner_is_stopped(tmp_path: Path) -> 
         stdout=subprocess.PIPE,
         text=True,
     )
-    time.sleep(0.7)  # the child has started and the watcher waits for it
+    deadline = time.monotonic() + 30  # a loaded machine may take long to start them
+    while not (tmp_path / "started").exists():
+        assert watcher.poll() is None and time.monotonic() < deadline, "the child never started"
+        time.sleep(0.05)
+    time.sleep(0.3)  # the watcher waits for the child
     os.kill(watcher.pid, signal.SIGSTOP)
     try:
-        time.sleep(3.5)  # past the child's 2 s deadline, while the child runs on
+        time.sleep(4.0)  # past the child's 2 s deadline, while the child runs on
     finally:
         os.kill(watcher.pid, signal.SIGCONT)
     out, _ = watcher.communicate(timeout=30)
