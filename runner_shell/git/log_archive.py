@@ -9,13 +9,16 @@ touched and identical bytes are one blob; through plumbing, archiving twice adds
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from runner_core.run.config import MAX_RERUNS
+from runner_shell.git.hardened import end_git, start_git
 from runner_shell.git.plumbing import ZERO_OID, git_bytes, read_objects
 from runner_shell.git.repo import FALLBACK_EMAIL, FALLBACK_NAME, GitError
 from runner_shell.store.files import (
@@ -53,7 +56,9 @@ ARCHIVED_NAMES: frozenset[str] = frozenset(
 
 # The largest an iteration file may be: a log keeps up to 64 MiB of each of two streams (the
 # config's ceiling), which decoding with replacement characters may triple, and a tree snapshot
-# is at most 128 MiB. Anything larger is not the runner's and is left out unread.
+# is at most 128 MiB. Anything larger is not the runner's and is left out unread. The files are
+# read and handed to git one at a time, so that many of them near the cap (sparse files the
+# agent made under these names) cost the memory of one, never of all.
 ARCHIVED_FILE_MAX_BYTES = 2 * 3 * 64 * 1024 * 1024 + 1024 * 1024
 
 
@@ -67,11 +72,14 @@ class NothingToArchive(ArchiveError):
 
 def _files_to_archive(
     directory: Path, skip: frozenset[str] = frozenset()
-) -> list[tuple[str, bytes]]:
+) -> Iterator[tuple[str, bytes]]:
+    """The iteration's archived files, each read when the caller comes to it; NothingToArchive
+    at once when there is none."""
     files = _archived_files(directory, skip)
-    if not files:
+    first = next(files, None)
+    if first is None:
         raise NothingToArchive(f"{directory}: no iteration files to archive")
-    return files
+    return itertools.chain((first,), files)
 
 
 def logs_ref(run_id: str) -> str:
@@ -83,17 +91,16 @@ def _tip(root: Path, ref: str) -> str | None:
     return out.decode().strip() or None
 
 
-def _archived_files(directory: Path, skip: frozenset[str]) -> list[tuple[str, bytes]]:
+def _archived_files(directory: Path, skip: frozenset[str]) -> Iterator[tuple[str, bytes]]:
     """The iteration's regular files with archived names, `(name, bytes)`, each read once from
     one descriptor: a symlink, FIFO or other there, or a file past the cap, is left out unread
     (a daemon may swap one in at any moment)."""
-    files = []
     for name in sorted(ARCHIVED_NAMES - skip):
         try:
-            files.append((name, read_bytes_capped(directory / name, ARCHIVED_FILE_MAX_BYTES)))
+            data = read_bytes_capped(directory / name, ARCHIVED_FILE_MAX_BYTES)
         except (FileNotFoundError, NotRegularFile, FileTooLarge):
             continue
-    return files
+        yield name, data
 
 
 def _mktree(root: Path, entries: list[tuple[str, str, str, str]]) -> str:
@@ -159,32 +166,48 @@ REFERENCE_MIN_BYTES = 64 * 1024
 def _import_stream(
     run_id: str,
     iteration: int,
-    files: list[tuple[str, Content]],
+    files: Iterator[tuple[str, Content]],
     parented: bool,
     copies: tuple[tuple[str, str], ...] = (),
-) -> bytes:
-    """A `git fast-import` stream of one archive commit: the parent's tree (when `parented`)
-    with `<iteration>/` replaced by the iteration's files, each inline (bytes) or by the id of
-    a blob already stored (str), and `copies` (name, path in the parent's tree) copied."""
+) -> Iterator[bytes]:
+    """A `git fast-import` stream of one archive commit, in parts, each file read only when
+    its part is wanted: the parent's tree (when `parented`) with `<iteration>/` replaced by
+    the iteration's files, each inline (bytes) or by the id of a blob already stored (str),
+    and `copies` (name, path in the parent's tree) copied."""
     ref = logs_ref(run_id)
-    parts = [
-        f"commit {ref}\n".encode(),
-        f"committer {FALLBACK_NAME} <{FALLBACK_EMAIL}> now\n".encode(),
-        *_data(_message(run_id, iteration)),
-    ]
+    yield f"commit {ref}\n".encode()
+    yield f"committer {FALLBACK_NAME} <{FALLBACK_EMAIL}> now\n".encode()
+    yield from _data(_message(run_id, iteration))
     if parented:
-        parts.append(f"from {ref}^0\n".encode())
-    parts.append(f"D {iteration}\n".encode())
+        yield f"from {ref}^0\n".encode()
+    yield f"D {iteration}\n".encode()
     for name, source in copies:
-        parts.append(f"C {source} {iteration}/{name}\n".encode())
+        yield f"C {source} {iteration}/{name}\n".encode()
     for name, data in files:
         if isinstance(data, str):
-            parts.append(f"M 100644 {data} {iteration}/{name}\n".encode())
+            yield f"M 100644 {data} {iteration}/{name}\n".encode()
             continue
-        parts.append(f"M 100644 inline {iteration}/{name}\n".encode())
-        parts.extend(_data(data))
-    parts.append(b"\ndone\n")
-    return b"".join(parts)
+        yield f"M 100644 inline {iteration}/{name}\n".encode()
+        yield from _data(data)
+    yield b"\ndone\n"
+
+
+def _fast_import(root: Path, parts: Iterator[bytes]) -> None:
+    """Feed `parts` to one `git fast-import` as they come; GitError when it fails."""
+    args = ("fast-import", "--quiet", "--done", "--date-format=now")
+    proc = start_git(args, root)
+    assert proc.stdin is not None
+    try:
+        for part in parts:
+            proc.stdin.write(part)
+    except BrokenPipeError:  # git ended early: its exit status says why
+        pass
+    finally:
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.close()
+        end_git(proc)
+    if proc.returncode != 0:
+        raise GitError.failed(args, "git fast-import failed")
 
 
 def _same_file(one: Path, other: Path) -> bool:
@@ -200,17 +223,15 @@ def _same_file(one: Path, other: Path) -> bool:
 
 
 def _referenced(
-    files: list[tuple[str, bytes]], known_blobs: Mapping[str, str]
-) -> list[tuple[str, Content]]:
+    files: Iterator[tuple[str, bytes]], known_blobs: Mapping[str, str]
+) -> Iterator[tuple[str, Content]]:
     """Each large file whose bytes are a blob known to be stored (by SHA-256) named by that
     blob's id: git neither receives nor deltifies a tree snapshot it already holds."""
-    out: list[tuple[str, Content]] = []
     for name, data in files:
         oid = None
         if len(data) >= REFERENCE_MIN_BYTES and known_blobs:
             oid = known_blobs.get(hashlib.sha256(data).hexdigest())
-        out.append((name, data if oid is None else oid))
-    return out
+        yield name, data if oid is None else oid
 
 
 def archive_after_commit(
@@ -237,7 +258,7 @@ def archive_after_commit(
     contents = _referenced(files, known_blobs or {})
     stream = _import_stream(run_id, iteration, contents, parented=iteration > 1, copies=copies)
     try:
-        git_bytes(root, ["fast-import", "--quiet", "--done", "--date-format=now"], stream)
+        _fast_import(root, stream)
     except GitError:
         try:
             archive_iteration(root, run_id, iteration, directory)

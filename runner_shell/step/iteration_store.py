@@ -97,7 +97,7 @@ class DiskIterationStore:
     def read_tree(self) -> TreeRead:
         try:
             worked_in = self.paths if self.slot is None else RunnerPaths(self.slot)
-            return TreeRead(read_tree_bytes(worked_in))
+            return TreeRead(read_tree_bytes(worked_in, fixes=self.slot is None))
         except UserFacingError as error:  # the agent deleted it, or grew it past the limit
             return TreeRead(b"", str(error))
 

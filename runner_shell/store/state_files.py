@@ -49,19 +49,23 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
 
 
-def _read(paths: RunnerPaths, path: Path, limit: int) -> bytes:
+def _read(paths: RunnerPaths, path: Path, limit: int, fixes: bool = True) -> bytes:
+    """`path`'s bytes; a problem ends in its fix unless `fixes` is false (a file the agent left
+    in its scratch checkout, which the runner resets: no fix is the operator's to make)."""
     name = paths.relative(path)
     try:
         return read_bytes_capped(path, limit)
     except FileNotFoundError:
+        if not fixes:
+            raise UserFacingError(f"{name} is missing") from None
         raise MissingStateFile(name) from None
     except NotRegularFile as error:  # a directory too: open_regular opens it, then refuses it
-        raise UserFacingError(
-            f"{name} {error.strerror} (restore it with 'git checkout -- {name}')"
-        ) from None
+        fix = f" (restore it with 'git checkout -- {name}')" if fixes else ""
+        raise UserFacingError(f"{name} {error.strerror}{fix}") from None
     except FileTooLarge as error:
+        fix = " (make it smaller)" if fixes else ""
         raise UserFacingError(
-            f"{name} is {error.size} bytes; at most {error.limit} are read (make it smaller)"
+            f"{name} is {error.size} bytes; at most {error.limit} are read{fix}"
         ) from None
     except OSError as error:
         raise UserFacingError(f"{name} cannot be read: {error.strerror or error}") from None
@@ -77,8 +81,8 @@ def _read_text(paths: RunnerPaths, path: Path, limit: int = SMALL_FILE_MAX_BYTES
         ) from None
 
 
-def read_tree_bytes(paths: RunnerPaths) -> bytes:
-    return _read(paths, paths.tree, TREE_MAX_BYTES)
+def read_tree_bytes(paths: RunnerPaths, fixes: bool = True) -> bytes:
+    return _read(paths, paths.tree, TREE_MAX_BYTES, fixes)
 
 
 def load_tree(paths: RunnerPaths) -> Node:

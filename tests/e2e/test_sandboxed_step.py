@@ -69,12 +69,16 @@ def test_the_run_repository_is_not_reachable_from_the_sandbox(project: Project) 
 def test_nothing_the_agent_started_outlives_its_session(project: Project) -> None:
     marker = f"runner-sandbox-daemon-{os.getpid()}"
     script = (
-        f"setsid sh -c 'exec -a {marker} sleep 300' </dev/null >/dev/null 2>&1 & "
-        f"(sh -c 'exec -a {marker} sleep 300' &) ; sleep 0.2"
+        # python3, not `exec -a`: the sh of Debian (dash) has no `-a`, and nothing would start.
+        f"setsid python3 -c 'import time; time.sleep(300)' {marker} </dev/null >/dev/null 2>&1 & "
+        f"(python3 -c 'import time; time.sleep(300)' {marker} &) ; sleep 0.5; "
+        'pgrep -c -x python3 > "$RUNNER_ITER_DIR/started"'
     )
     sandboxed(project, script)
 
-    step(project)
+    record = step(project)
+
+    assert (project.iter_dir(record["iter"]) / "started").read_text().strip() == "2"
 
     time.sleep(0.5)
     alive = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
