@@ -15,12 +15,23 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import attrs
+
 from runner_core.iteration.import_rules import FILE_MODE, Change
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.plumbing import BLOBS_DIR, BlobWriter
 from runner_shell.git.repo import Repo
 
 COMMIT_INDEX = "runner/commit-index"
+
+
+@attrs.frozen(slots=True)
+class FileCommit:
+    """The new commit, and the ids of the runner's files' blobs in the order given (stored and
+    committed: the log archive names them instead of sending their bytes again)."""
+
+    commit: str
+    blobs: tuple[str, ...]
 
 
 def _git(
@@ -42,10 +53,9 @@ def commit_files(
     runner_files: Sequence[tuple[str, bytes]],
     message: str,
     base_index: Callable[[Path], bool] | None = None,
-) -> list[str]:
+) -> FileCommit:
     """Commit on `branch` (at `base`) the base's tree with `changes` and `runner_files`
-    (path, bytes) applied; the blob ids of `runner_files`, in order, now stored and committed.
-    GitError when git fails or the branch moved.
+    (path, bytes) applied. GitError when git fails or the branch moved.
     `base_index`, when given, copies an index known to hold the base's tree to the path it is
     given and says whether it did: git then need not read the base's tree."""
     with BlobWriter(repo.root, repo.git_path(BLOBS_DIR)) as blobs:
@@ -81,7 +91,7 @@ def commit_files(
     subject = message.splitlines()[0] if message else ""
     _git(repo, ["update-ref", "-m", f"runner: {subject}", f"refs/heads/{branch}", commit, base])
     follow_commit(repo, base, commit)
-    return oids
+    return FileCommit(commit, tuple(oids))
 
 
 def _index_info(updates: Sequence[Change]) -> bytes:

@@ -82,12 +82,12 @@ def commit_iteration(
             if file.place is Place.STATE
         ]
         base_index = functools.partial(copy_base_index, repo, base.sha)
-        oids = commit_files(
+        committed = commit_files(
             repo, base.branch, base.sha, commit.changes, runner_files, commit.message, base_index
         )
         known_blobs = {
             hashlib.sha256(data).hexdigest(): oid
-            for (_, data), oid in zip(runner_files, oids, strict=True)
+            for (_, data), oid in zip(runner_files, committed.blobs, strict=True)
             if len(data) >= REFERENCE_MIN_BYTES
         }
     else:

@@ -55,7 +55,9 @@ def test_a_commit_never_takes_an_entry_forged_into_the_slots_index(repo: Repo) -
     forge(repo)
 
     base_index = functools.partial(copy_base_index, repo, base)
-    commit = commit_files(repo, "runner/r", base, (), [("state.json", b"{}\n")], "s\n", base_index)
+    commit = commit_files(
+        repo, "runner/r", base, (), [("state.json", b"{}\n")], "s\n", base_index
+    ).commit
 
     files = git(repo.root, "ls-tree", "-r", "--name-only", commit).split()
     assert sorted(files) == [".gitignore", "kept.txt", "state.json"]
@@ -66,9 +68,10 @@ def test_a_commit_from_the_reset_index_has_the_tree_read_tree_gives(repo: Repo) 
     prepare_slot(repo, base)
     base_index = functools.partial(copy_base_index, repo, base)
 
-    one = commit_files(repo, "runner/r", base, (), [("a/state.json", b"{}\n")], "s\n", base_index)
+    files = [("a/state.json", b"{}\n")]
+    one = commit_files(repo, "runner/r", base, (), files, "s\n", base_index).commit
     git(repo.root, "update-ref", "refs/heads/runner/r", base, one)
-    other = commit_files(repo, "runner/r", base, (), [("a/state.json", b"{}\n")], "s\n")
+    other = commit_files(repo, "runner/r", base, (), files, "s\n").commit
 
     assert git(repo.root, "rev-parse", f"{one}^{{tree}}") == git(
         repo.root, "rev-parse", f"{other}^{{tree}}"
