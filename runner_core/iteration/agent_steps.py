@@ -161,6 +161,9 @@ def after_agent(machine: M, result: Result, now: ClockReading) -> M:
     )
     if problem is not None:
         return failed(machine, Failure.AGENT_PROCESS, problem)
+    if result.output_text is None and result.output_planted:
+        review = Review(AgentStatus.RETRY, "", None, f"output: {result.output_problem}")
+        return end_checks(attrs.evolve(machine, review=review, failure=Failure.OUTPUT_PLANTED))
     try:
         output = parse_agent_output(facts.role, result.output_text, result.output_problem)
         if facts.role is AgentRole.EXECUTOR:

@@ -30,6 +30,7 @@ class Failure(enum.StrEnum):
     INTERRUPTED = "interrupted by a signal"
     IMPORT_REFUSED = "the scratch checkout held what is never imported"
     WAIT_FILE_REJECTED = "the agent's wait file is not a wait"
+    OUTPUT_PLANTED = "the agent's output file is a symlink, FIFO or directory"
 
 
 # Beside state_update.TRANSITIONS: a runner error keeps every attempt and is never shown to
@@ -49,5 +50,7 @@ ERROR_KIND: PMap[Failure, ErrorKind] = pmap(
         Failure.INTERRUPTED: ErrorKind.RUNNER,
         Failure.IMPORT_REFUSED: ErrorKind.AGENT,
         Failure.WAIT_FILE_REJECTED: ErrorKind.AGENT,
+        # The runner never makes one: the agent put it there, which no CLI failure explains.
+        Failure.OUTPUT_PLANTED: ErrorKind.AGENT,
     }
 )

@@ -52,6 +52,9 @@ class AgentFinished:
     limit: LimitSignal | None = None  # the usage or rate limit the backend recognised
     interrupted: str | None = None  # the signal that stopped the agent, when one did
     wait_problem: str | None = None  # why the wait file a command agent wrote is not one
+    # The output file was a symlink, FIFO or directory when read (`output_problem` says which
+    # file): something only the agent makes.
+    output_planted: bool = False
 
 
 @attrs.frozen(slots=True)

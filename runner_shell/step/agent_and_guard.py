@@ -8,6 +8,7 @@ it, and answers the core's result. Never decides what a finish means: the machin
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -107,7 +108,16 @@ class ProcessAgentRunner:
             process_group=started[0] if started else None,
             limit=agent.limit,
             wait_problem=agent.wait_problem,
+            output_planted=agent.output_text is None and _planted(request.output_path),
         )
+
+
+def _planted(path: Path) -> bool:
+    """Whether something other than a regular file stands at `path` (never followed)."""
+    try:
+        return not stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _tracker(repo: Repo, journal: Journal, started: list[int]) -> Callable[[int], None]:

@@ -43,3 +43,28 @@ def test_a_tree_the_agent_broke_is_its_error_without_an_operator_fix(
     assert record["error"] == error
     assert project.tree()["children"][0]["attempts"] == 1
     assert cli(project, "step").returncode == 0  # the run's own tree was never touched
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        'ln -s /etc/hostname "$RUNNER_OUTPUT_PATH"',
+        'mkfifo "$RUNNER_OUTPUT_PATH"',
+        'mkdir "$RUNNER_OUTPUT_PATH"',
+    ],
+    ids=["symlink", "fifo", "directory"],
+)
+def test_an_output_file_the_agent_made_no_regular_file_is_its_error_and_the_loop_goes_on(
+    project: Project, script: str
+) -> None:
+    project.prepare(TWO_LEAVES, agent_command=["sh", "-c", f"cat > /dev/null\n{script}"])
+
+    result = cli(project, "step")
+
+    assert result.returncode == 0, result.stderr
+    record = project.meta(1)
+    assert record["error_kind"] == "agent"
+    assert record["error"].startswith("output: output file ")
+    assert record["error"].endswith("is not a regular file")
+    assert project.tree()["children"][0]["attempts"] == 1
+    assert cli(project, "step").returncode == 0

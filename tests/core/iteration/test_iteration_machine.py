@@ -727,3 +727,24 @@ def test_a_wait_file_that_is_not_a_wait_is_the_agents_error() -> None:
     assert outcome.runner_error is None and outcome.guard is GuardOutcome.SKIPPED
     assert outcome.tree.children[1].attempts == 1
     assert RunGuard not in kinds(effects)
+
+
+def test_an_output_file_the_agent_made_a_symlink_or_fifo_is_its_error() -> None:
+    problem = "output file /it/output.json is not a regular file"
+    agent = AgentFinished(0, False, None, problem, output_planted=True)
+    effects, _ = drive(start_iteration(facts()), {**EXECUTOR_RESULTS, RunAgent: agent})
+
+    outcome = outcome_of(effects).outcome
+    assert outcome.agent_error == f"output: {problem}"
+    assert outcome.runner_error is None and outcome.guard is GuardOutcome.SKIPPED
+    assert outcome.tree.children[1].attempts == 1
+    assert RunGuard not in kinds(effects)
+
+
+def test_an_output_file_missing_or_not_json_stays_a_runner_error() -> None:
+    agent = AgentFinished(0, False, None, "output file /it/output.json does not exist")
+    effects, _ = drive(start_iteration(facts()), {**EXECUTOR_RESULTS, RunAgent: agent})
+
+    outcome = outcome_of(effects).outcome
+    assert outcome.agent_error is None and outcome.runner_error is not None
+    assert outcome.tree.children[1].attempts == 0
