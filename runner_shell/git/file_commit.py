@@ -50,12 +50,12 @@ def commit_files(
     branch: str,
     base: str,
     changes: Sequence[Change],
-    runner_files: Sequence[tuple[str, bytes]],
+    runner_files: Sequence[tuple[str, bytes | str]],
     message: str,
     base_index: Callable[[Path], bool] | None = None,
 ) -> FileCommit:
     """Commit on `branch` (at `base`) the base's tree with `changes` and `runner_files`
-    (path, bytes) applied. GitError when git fails or the branch moved.
+    (path, bytes or text to store as UTF-8) applied. GitError when git fails or the branch moved.
     `base_index`, when given, copies an index known to hold the base's tree to the path it is
     given and says whether it did: git then need not read the base's tree."""
     with BlobWriter(repo.root, repo.git_path(BLOBS_DIR)) as blobs:

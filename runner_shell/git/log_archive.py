@@ -10,7 +10,6 @@ touched and identical bytes are one blob; through plumbing, archiving twice adds
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import itertools
 import os
 import stat
@@ -159,8 +158,6 @@ def _data(payload: bytes) -> tuple[bytes, bytes, bytes]:
 
 # An archived file's bytes in a fast-import stream: inline, or a blob already in the store.
 Content = bytes | str
-# Files smaller than this are inlined: hashing them to find a known blob saves nothing.
-REFERENCE_MIN_BYTES = 64 * 1024
 
 
 def _import_stream(
@@ -222,40 +219,30 @@ def _same_file(one: Path, other: Path) -> bool:
     )
 
 
-def _referenced(
-    files: Iterator[tuple[str, bytes]], known_blobs: Mapping[str, str]
-) -> Iterator[tuple[str, Content]]:
-    """Each large file whose bytes are a blob known to be stored (by SHA-256) named by that
-    blob's id: git neither receives nor deltifies a tree snapshot it already holds."""
-    for name, data in files:
-        oid = None
-        if len(data) >= REFERENCE_MIN_BYTES and known_blobs:
-            oid = known_blobs.get(hashlib.sha256(data).hexdigest())
-        yield name, data if oid is None else oid
-
-
 def archive_after_commit(
     root: Path,
     run_id: str,
     iteration: int,
     directory: Path,
-    known_blobs: Mapping[str, str] | None = None,
+    committed: Mapping[str, str] | None = None,
 ) -> None:
     """Archive the iteration a step has just committed, in one git process in the usual case:
     one `git fast-import` on top of the ref, which exists from iteration 2 on. When that guess
     is wrong (a clone without the refs, an iteration archived before), the careful plumbing
     of `archive_iteration` does it instead.
 
-    Tree snapshots are not sent again: `known_blobs` (SHA-256 of bytes → blob id) names the
-    blobs the commit just stored (tree.after.json is the committed tree.json), and a
-    tree.before.json that is a link of the previous iteration's tree.after.json is copied from
-    the previous archive commit, which holds those bytes."""
+    Tree snapshots are not read or sent again: `committed` names the files the runner wrote
+    from the text of a file the commit just stored (tree.after.json is tree.json's), with that
+    blob's id, and a tree.before.json that is a link of the previous iteration's
+    tree.after.json is copied from the previous archive commit, which holds those bytes."""
+    committed = committed or {}
     copies: tuple[tuple[str, str], ...] = ()
     previous = directory.parent / str(iteration - 1) / "tree.after.json"
     if iteration > 1 and _same_file(directory / "tree.before.json", previous):
         copies = (("tree.before.json", f"{iteration - 1}/tree.after.json"),)
-    files = _files_to_archive(directory, frozenset(name for name, _ in copies))
-    contents = _referenced(files, known_blobs or {})
+    skip = frozenset(name for name, _ in copies) | frozenset(committed)
+    named: list[tuple[str, Content]] = sorted(committed.items())
+    contents = itertools.chain(named, _files_to_archive(directory, skip))
     stream = _import_stream(run_id, iteration, contents, parented=iteration > 1, copies=copies)
     try:
         _fast_import(root, stream)

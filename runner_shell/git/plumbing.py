@@ -15,6 +15,7 @@ from types import TracebackType
 
 from runner_shell.git.hardened import GIT_TIMEOUT_SECS, run_git
 from runner_shell.git.repo import FALLBACK_EMAIL, FALLBACK_NAME, GitError
+from runner_shell.store.files import encoded_slices
 
 ZERO_OID = "0" * 40
 # Where blobs wait, each in a private file, to be written by one git process (BlobWriter).
@@ -96,12 +97,18 @@ class BlobWriter:
         if self._directory is not None:
             shutil.rmtree(self._directory, ignore_errors=True)
 
-    def add(self, data: bytes) -> None:
+    def add(self, data: bytes | str) -> None:
+        """A blob of `data` (text: its UTF-8, written a slice at a time)."""
         if self._directory is None:
             self._scratch.mkdir(parents=True, exist_ok=True)
             self._directory = Path(tempfile.mkdtemp(prefix="blobs-", dir=self._scratch))
         path = self._directory / str(len(self._files))
-        path.write_bytes(data)
+        with open(path, "wb") as handle:
+            if isinstance(data, bytes):
+                handle.write(data)
+            else:
+                for piece in encoded_slices(data):
+                    handle.write(piece)
         self._files.append(path)
 
     def write(self) -> list[str]:

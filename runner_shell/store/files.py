@@ -11,6 +11,7 @@ import errno
 import hashlib
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -178,12 +179,18 @@ _TEXT_SLICE_CHARS = 1 << 20
 _HASH_CHUNK_BYTES = 1 << 20
 
 
+def encoded_slices(text: str) -> Iterator[bytes]:
+    """`text` as UTF-8, a slice at a time: a large text is never held twice, as str and bytes."""
+    for start in range(0, len(text), _TEXT_SLICE_CHARS):
+        yield text[start : start + _TEXT_SLICE_CHARS].encode("utf-8")
+
+
 def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
     """`atomic_write_bytes` of `text` as UTF-8, encoded slice by slice as it is written."""
     pending = PendingFile(path, mode)
     try:
-        for start in range(0, len(text), _TEXT_SLICE_CHARS):
-            pending.write(text[start : start + _TEXT_SLICE_CHARS].encode("utf-8"))
+        for piece in encoded_slices(text):
+            pending.write(piece)
         pending.commit()
     except BaseException:
         pending.discard()

@@ -11,11 +11,10 @@ from __future__ import annotations
 import contextlib
 import datetime
 import functools
-import hashlib
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,7 +66,7 @@ def commit_iteration(
     """
     from runner_core.iteration.effects import Place
     from runner_shell.git.file_commit import commit_files
-    from runner_shell.git.log_archive import REFERENCE_MIN_BYTES, archive_after_commit
+    from runner_shell.git.log_archive import archive_after_commit
     from runner_shell.scratch.slots import copy_base_index
     from runner_shell.step.lock_and_journal import clear_journal, write_journal
 
@@ -75,30 +74,38 @@ def commit_iteration(
     for file in commit.files:
         _write(paths, paths.run_dir(run_id), iter_dir, file)
     write_journal(repo, commit.committing)
+    committed: dict[str, str] = {}
     if base is not None and base.branch is not None:
-        runner_files = [
-            (paths.relative(paths.state_dir / file.name), _bytes(file))
-            for file in commit.files
-            if file.place is Place.STATE
-        ]
+        state = [file for file in commit.files if file.place is Place.STATE]
+        runner_files = [(paths.relative(paths.state_dir / f.name), f.data) for f in state]
         base_index = functools.partial(copy_base_index, repo, base.sha)
-        committed = commit_files(
+        blobs = commit_files(
             repo, base.branch, base.sha, commit.changes, runner_files, commit.message, base_index
-        )
-        known_blobs = {
-            hashlib.sha256(data).hexdigest(): oid
-            for (_, data), oid in zip(runner_files, committed.blobs, strict=True)
-            if len(data) >= REFERENCE_MIN_BYTES
-        }
+        ).blobs
+        committed = _committed_snapshots(commit.files, state, blobs)
     else:
         repo.commit_all(commit.message, guard)
-        known_blobs = {}
-    archive_after_commit(paths.root, run_id, commit.committing.iteration, iter_dir, known_blobs)
+    archive_after_commit(paths.root, run_id, commit.committing.iteration, iter_dir, committed)
     clear_journal(repo)
 
 
-def _bytes(file: FileWrite) -> bytes:
-    return file.data.encode("utf-8") if isinstance(file.data, str) else file.data
+def _committed_snapshots(
+    files: Sequence[FileWrite], state: Sequence[FileWrite], blobs: Sequence[str]
+) -> dict[str, str]:
+    """The iteration files written from the very text of a state file just committed (the
+    tree snapshot after is tree.json's), by name, with that blob's id: the log archive names the
+    blob instead of reading and sending the file again."""
+    from runner_core.iteration.effects import Place
+
+    by_text = {id(file.data): blob for file, blob in zip(state, blobs, strict=True) if file.data}
+    return {
+        file.name: by_text[id(file.data)]
+        for file in files
+        if file.place is Place.ITERATION
+        and file.rename_from is None
+        and file.fallback_tree is None
+        and id(file.data) in by_text
+    }
 
 
 def _write(paths: RunnerPaths, run_dir: Path, iter_dir: Path, file: FileWrite) -> None:

@@ -3,7 +3,6 @@ travels with a fetch of refs/runner/*; restore refuses what the runner never arc
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -182,11 +181,11 @@ def test_a_file_past_the_largest_an_iteration_writes_is_left_out_unread(
 
 
 def big_snapshot(seed: str) -> bytes:
-    """A tree snapshot past the size from which stored blobs are referenced, not re-sent."""
-    return (f'{{"id": "{seed}"}}\n' * (log_archive.REFERENCE_MIN_BYTES // 8)).encode()
+    """A tree snapshot of some size: one git would deltify if it were sent again."""
+    return (f'{{"id": "{seed}"}}\n' * 8192).encode()
 
 
-def test_snapshots_git_already_holds_are_referenced_and_restore_to_identical_bytes(
+def test_snapshots_git_already_holds_are_named_and_restore_to_identical_bytes(
     repo: Path, tmp_path: Path
 ) -> None:
     first, second = big_snapshot("a"), big_snapshot("b")
@@ -197,8 +196,7 @@ def test_snapshots_git_already_holds_are_referenced_and_restore_to_identical_byt
     two = write_iteration(repo, 2)
     (two / "tree.after.json").write_bytes(second)
     os.link(one / "tree.after.json", two / "tree.before.json")
-    known = {hashlib.sha256(second).hexdigest(): stored}
-    archive_after_commit(repo, RUN, 2, two, known)
+    archive_after_commit(repo, RUN, 2, two, {"tree.after.json": stored})
     before = snapshot(repo / ".runner" / "iterations" / RUN)
 
     tree = git(repo, "ls-tree", "-r", logs_ref(RUN))
@@ -211,13 +209,25 @@ def test_snapshots_git_already_holds_are_referenced_and_restore_to_identical_byt
     assert snapshot(restored_dir) == before
 
 
+def test_a_named_blob_is_archived_by_its_id_without_the_file_being_read(repo: Path) -> None:
+    stored = git(repo, "hash-object", "-w", "--stdin", stdin="the committed bytes\n").strip()
+    one = write_iteration(repo, 1)
+    (one / "tree.after.json").unlink()
+    os.mkfifo(one / "tree.after.json")  # read, it would block or be left out
+
+    archive_after_commit(repo, RUN, 1, one, {"tree.after.json": stored})
+
+    archived = git(repo, "show", f"{logs_ref(RUN)}:1/tree.after.json")
+    assert archived == "the committed bytes\n"
+
+
 def test_a_snapshot_that_is_no_link_of_the_last_one_is_archived_as_it_is(repo: Path) -> None:
     one = write_iteration(repo, 1)
     (one / "tree.after.json").write_bytes(big_snapshot("a"))
     archive_after_commit(repo, RUN, 1, one)
     two = write_iteration(repo, 2)
     (two / "tree.before.json").write_bytes(big_snapshot("c"))  # a copy that differs, not a link
-    archive_after_commit(repo, RUN, 2, two, {"0" * 64: "1" * 40})
+    archive_after_commit(repo, RUN, 2, two)
 
     archived = git(repo, "show", f"{logs_ref(RUN)}:2/tree.before.json")
 
