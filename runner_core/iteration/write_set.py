@@ -78,7 +78,7 @@ def final_write_set(end: IterationEnd) -> Commit:
         files.append(FileWrite(Place.ITERATION, "import.log", note.encode("utf-8")))
     files.extend(_snapshots(end, after))
     # The chain links this commit to the last one through run_state: no git history is read.
-    link = chain_link(end.state.chain or chain_seed(end.run_id), end.record, after.encode("utf-8"))
+    link = chain_link(end.state.chain or chain_seed(end.run_id), end.record, after)
     state = _json_bytes(run_state_to_json(attrs.evolve(end.state, chain=link)))
     files.append(FileWrite(Place.STATE, "run_state.json", state))
     subject = commit_subject(end.run_id, end.iteration, end.node_id, outcome)

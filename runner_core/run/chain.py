@@ -35,14 +35,23 @@ def canonical_record(record: ExecutionRecord) -> bytes:
     return str(len(body)).encode("ascii") + b"\n" + body
 
 
-def chain_link(previous: str, record: ExecutionRecord, tree_after: bytes) -> str:
-    """The chain value of an iteration commit, given the previous one."""
+# A text tree is hashed as UTF-8 this many characters at a time: never held as str and bytes.
+_SLICE_CHARS = 1 << 20
+
+
+def chain_link(previous: str, record: ExecutionRecord, tree_after: bytes | str) -> str:
+    """The chain value of an iteration commit, given the previous one (the tree after it as
+    bytes, or as the text whose UTF-8 they are: the same value either way)."""
     if not is_chain_value(previous):
         raise ValueError(f"a chain value is 64 lowercase hex digits, got {previous!r}")
     digest = hashlib.sha256()
     digest.update(previous.encode("ascii") + b"\n")
     digest.update(canonical_record(record) + b"\n")
-    digest.update(tree_after)
+    if isinstance(tree_after, bytes):
+        digest.update(tree_after)
+    else:
+        for start in range(0, len(tree_after), _SLICE_CHARS):
+            digest.update(tree_after[start : start + _SLICE_CHARS].encode("utf-8"))
     return digest.hexdigest()
 
 

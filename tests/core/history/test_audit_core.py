@@ -17,7 +17,7 @@ from runner_core.history.audit import audit_run
 from runner_core.history.commit_facts import TREE_PATH, CommitFacts, start_run_id
 from runner_core.history.findings import AuditReport, Finding, OperatorEntry, audit_to_json
 from runner_core.history.records import ErrorKind, TokenUsage
-from runner_core.run.chain import chain_seed
+from runner_core.run.chain import chain_link, chain_seed
 from runner_core.run.trailers import (
     DamagedTrailer,
     parse_trailers,
@@ -108,6 +108,14 @@ def test_a_damaged_trailer_is_named(good: str, bad: str, error: str) -> None:
 def test_the_chain_seed_is_pinned() -> None:
     assert chain_seed("run-1") == chain_seed("run-1") != chain_seed("run-2")
     assert len(chain_seed("run-1")) == 64
+
+
+def test_a_chain_link_of_a_text_tree_is_the_link_of_its_utf8_bytes() -> None:
+    # Over a megabyte of text, multi-byte characters across the slices it is hashed in.
+    text = "é€😀\n" * 400_000
+    seed = chain_seed("run-1")
+
+    assert chain_link(seed, FULL, text) == chain_link(seed, FULL, text.encode("utf-8"))
 
 
 def test_start_run_id_reads_the_start_subject_only() -> None:
