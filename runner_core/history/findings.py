@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from runner_core.tree.diff import ChangeKind, NodeChange
+from runner_core.validation.finding import Finding as ValidationFinding
 
 # A problem on one commit, before it knows its commit: (node id or "", what).
 Problem = tuple[str, str]
@@ -72,6 +73,11 @@ class AuditReport:
 
 
 _QUOTED = re.compile(r"'([^']*)'")
+
+
+def finding_problems(findings: Sequence[ValidationFinding]) -> tuple[Problem, ...]:
+    """Validator findings as problems on the node each one names (an id may hold a quote)."""
+    return tuple((finding.node_id or "", finding.message) for finding in findings)
 
 
 def named_problems(messages: Sequence[str]) -> tuple[Problem, ...]:

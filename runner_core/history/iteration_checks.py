@@ -9,14 +9,14 @@ and whether its number follows. Never carries anything from commit to commit: au
 from __future__ import annotations
 
 from runner_core.history.commit_facts import RUNNER_OWNED
-from runner_core.history.findings import Problem, named_problems, shown
+from runner_core.history.findings import Problem, finding_problems, shown
 from runner_core.history.records import ErrorKind, ExecutionRecord
 from runner_core.iteration.state_update import UnknownSelectedNode, apply_state_updates
 from runner_core.run.state import RunStateError, run_state_from_json
 from runner_core.tree.diff import ChangeKind, tree_diff
 from runner_core.tree.model import AgentStatus, GuardOutcome, Node, iter_preorder, nodes_by_id
 from runner_core.tree.serialization import loads_json_strictly
-from runner_core.validation.immutability import check_passed_node_immutability
+from runner_core.validation.immutability import passed_node_findings
 
 
 def _owned_problems(after: Node, expected: Node) -> tuple[Problem, ...]:
@@ -95,7 +95,7 @@ def replay_problems(prev: Node, after: Node, record: ExecutionRecord) -> tuple[P
         *kept,
         *_owned_problems(after, expected),
         *_attempts_problems(prev, after, record),
-        *named_problems(check_passed_node_immutability(prev, after)),
+        *finding_problems(passed_node_findings(prev, after)),
     )
 
 

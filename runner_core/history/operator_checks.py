@@ -14,12 +14,12 @@ from types import MappingProxyType
 from typing import Any
 
 from runner_core.history.commit_facts import CONFIG_PATH
-from runner_core.history.findings import Problem, change_text, named_problems
+from runner_core.history.findings import Problem, change_text, finding_problems, named_problems
 from runner_core.run.config_change import only_key_changed
 from runner_core.run.trailers import OperatorTrailers
 from runner_core.tree.diff import ChangeKind, NodeChange, tree_diff
 from runner_core.tree.model import Node, iter_preorder, nodes_by_id
-from runner_core.validation.immutability import check_passed_node_immutability
+from runner_core.validation.immutability import passed_node_findings
 from runner_core.validation.invariants import validate_invariants
 
 
@@ -87,7 +87,7 @@ def operator_problems(prev: Node, after: Node, action: OperatorTrailers) -> tupl
     ]
     if action.op == "skip" and action.node_id in nodes_by_id(after):
         problems.append((action.node_id, "operator skip left the node in the tree"))
-    problems.extend(named_problems(check_passed_node_immutability(prev, after)))
+    problems.extend(finding_problems(passed_node_findings(prev, after)))
     problems.extend(named_problems(validate_invariants(after)))
     return tuple(problems)
 
