@@ -86,14 +86,19 @@ def read_tree_bytes(paths: RunnerPaths, fixes: bool = True) -> bytes:
 
 
 def load_tree(paths: RunnerPaths) -> Node:
-    return load_tree_and_sha256(paths)[0]
+    return _parsed_tree(paths, read_tree_bytes(paths))
 
 
 def load_tree_and_sha256(paths: RunnerPaths) -> tuple[Node, str]:
-    """The tree and the SHA-256 of the very bytes it was parsed from."""
+    """The tree and the SHA-256 of the very bytes it was parsed from (a step's: the views and
+    `select` call `load_tree`, which hashes nothing)."""
     data = read_tree_bytes(paths)
+    return _parsed_tree(paths, data), hashlib.sha256(data).hexdigest()
+
+
+def _parsed_tree(paths: RunnerPaths, data: bytes) -> Node:
     try:
-        return parse_tree(data), hashlib.sha256(data).hexdigest()
+        return parse_tree(data)
     except TreeValidationError as error:
         raise UserFacingError(f"{paths.relative(paths.tree)}: {error}") from None
 
