@@ -31,6 +31,8 @@ class Failure(enum.StrEnum):
     IMPORT_REFUSED = "the scratch checkout held what is never imported"
     WAIT_FILE_REJECTED = "the agent's wait file is not a wait"
     OUTPUT_PLANTED = "the agent's output file is a symlink, FIFO or directory"
+    MERGE_CONFLICT = "a parallel job's tree or files do not merge onto the run branch"
+    MERGE_GUARD = "a parallel job's guard fails once the work merged meanwhile is in"
 
 
 # Beside state_update.TRANSITIONS: a runner error keeps every attempt and is never shown to
@@ -52,5 +54,8 @@ ERROR_KIND: PMap[Failure, ErrorKind] = pmap(
         Failure.WAIT_FILE_REJECTED: ErrorKind.AGENT,
         # The runner never makes one: the agent put it there, which no CLI failure explains.
         Failure.OUTPUT_PLANTED: ErrorKind.AGENT,
+        # Another job's work met this one's: no attempt is used, the leaf runs again.
+        Failure.MERGE_CONFLICT: ErrorKind.RUNNER,
+        Failure.MERGE_GUARD: ErrorKind.RUNNER,
     }
 )

@@ -118,6 +118,8 @@ class Config:
     budget: BudgetConfig = BudgetConfig()
     hooks: HooksConfig = HooksConfig()
     sandbox: SandboxConfig = SandboxConfig()
+    # `[parallel] slots`: how many leaves run at once (docs/parallel.md); 1 is one at a time.
+    parallel_slots: int = 1
 
 
 class ConfigError(ValueError):
@@ -220,6 +222,7 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         budget=parse_budget(_table(data, "budget")),
         hooks=parse_hooks(_table(data, "hooks")),
         sandbox=parse_sandbox(_table(data, "sandbox")),
+        parallel_slots=parse_parallel(_table(data, "parallel")),
         **numbers,
     )
 
@@ -258,6 +261,7 @@ def render_config(config: Config) -> str:
         f'command = {toml_list(config.agent_command)}  # argv for backend = "command"\n'
         + render_loop_tables(config, toml_list)
         + render_sandbox_table(config.sandbox, toml_list)
+        + render_parallel_table(config.parallel_slots)
     )
 
 
@@ -276,7 +280,8 @@ def command_words(key: str, values: tuple[str, ...]) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------- [loop], [budget], [hooks], ...
 
-_OTHERTABLE_KEYS = ("loop", "budget", "hooks", "sandbox")
+_OTHERTABLE_KEYS = ("loop", "budget", "hooks", "sandbox", "parallel")
+MAX_SLOTS = 64
 _HOOK_EXAMPLE = '["notify-send", "runner"]'
 _MAX_RUNNER_ERRORS = 1000
 _MAX_BACKOFF_STEPS = 100
@@ -463,3 +468,16 @@ def render_sandbox_table(
             if paths
         )
     )
+
+
+def parse_parallel(section: Mapping[str, Any]) -> int:
+    """`[parallel] slots` from parsed TOML: how many leaves run at once, 1 to MAX_SLOTS."""
+    _known_keys("parallel", section, ("slots",))
+    return _bounded_int("parallel.slots", section.get("slots", 1), 1, MAX_SLOTS)
+
+
+def render_parallel_table(slots: int) -> str:
+    """The `[parallel]` table, written only when it says more than one slot."""
+    if slots == 1:
+        return ""
+    return f"\n[parallel]\nslots = {slots}  # leaves run at once; see docs/parallel.md\n"

@@ -187,20 +187,21 @@ def loop(
 @guarded
 def recover() -> None:
     """Finish an interrupted iteration: keep the agent's changes, restore state, log it."""
-    from runner_shell.step.recover import recover as recover_iteration
+    from runner_shell.step.recover import recover_all
 
     paths, repo = _paths()
     with exclusive_lock(repo):
-        result = recover_iteration(paths, repo)
-    if result.kind is None or result.journal is None:
+        results = recover_all(paths, repo)
+    if not results:
         typer.echo("recover: status=clean")
-        return
-    journal = result.journal
-    killed = ",".join(str(pgid) for pgid in result.killed_groups) or "none"
-    typer.echo(
-        f"recover: status={result.kind.value} run={journal.run_id} iter={journal.iteration} "
-        f"node={journal.node_id} killed_process_groups={killed}"
-    )
+    for result in results:
+        journal = result.journal
+        assert result.kind is not None and journal is not None
+        killed = ",".join(str(pgid) for pgid in result.killed_groups) or "none"
+        typer.echo(
+            f"recover: status={result.kind.value} run={journal.run_id} iter={journal.iteration} "
+            f"node={journal.node_id} killed_process_groups={killed}"
+        )
 
 
 @app.command()

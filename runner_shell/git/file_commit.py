@@ -65,20 +65,7 @@ def commit_files(
     written = (
         Change(path, FILE_MODE, oid) for (path, _), oid in zip(runner_files, oids, strict=True)
     )
-    updates = [*changes, *written]
-    index = repo.git_path(COMMIT_INDEX)
-    index.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileNotFoundError):
-        index.unlink()
-    try:
-        with_index = {"GIT_INDEX_FILE": str(index)}
-        if base_index is None or not base_index(index):
-            _git(repo, ["read-tree", base], env=with_index)
-        _git(repo, ["update-index", "-z", "--index-info"], _index_info(updates), env=with_index)
-        tree = _git(repo, ["write-tree"], env=with_index).decode().strip()
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            index.unlink()
+    tree = tree_with(repo, base, [*changes, *written], base_index)
     name, email = repo.identity()
     identity = {
         "GIT_AUTHOR_NAME": name,
@@ -92,6 +79,29 @@ def commit_files(
     _git(repo, ["update-ref", "-m", f"runner: {subject}", f"refs/heads/{branch}", commit, base])
     follow_commit(repo, base, commit)
     return FileCommit(commit, tuple(oids))
+
+
+def tree_with(
+    repo: Repo,
+    base: str,
+    updates: Sequence[Change],
+    base_index: Callable[[Path], bool] | None = None,
+) -> str:
+    """The id of the tree that is commit `base`'s with `updates` applied, made through a
+    temporary index file (no work tree is read or written)."""
+    index = repo.git_path(COMMIT_INDEX)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        index.unlink()
+    try:
+        with_index = {"GIT_INDEX_FILE": str(index)}
+        if base_index is None or not base_index(index):
+            _git(repo, ["read-tree", base], env=with_index)
+        _git(repo, ["update-index", "-z", "--index-info"], _index_info(updates), env=with_index)
+        return _git(repo, ["write-tree"], env=with_index).decode().strip()
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            index.unlink()
 
 
 def _index_info(updates: Sequence[Change]) -> bytes:

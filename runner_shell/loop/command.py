@@ -26,6 +26,7 @@ from runner_core.views.text import terminal_text
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.loop.night_loop import LoopRun, run_night_loop
+from runner_shell.loop.parallel_loop import run_parallel_loop
 from runner_shell.sandbox.status import sandbox_at_start
 from runner_shell.store.event_log import EventLogRefused, EventTail
 from runner_shell.store.layout import RunnerPaths
@@ -68,7 +69,10 @@ def run_loop(
             live.show(_progress_head(paths))
 
     run = LoopRun(paths, repo, prompt_budget, emit, state.next_iter)
-    return run_night_loop(run, show if live is not None else None, max_steps)
+    # More than one slot: the jobs and their merge queue (docs/parallel.md).
+    parallel = load_config(paths).parallel_slots > 1 and state.run_id is not None
+    loop = run_parallel_loop if parallel else run_night_loop
+    return loop(run, show if live is not None else None, max_steps)
 
 
 class LiveProgress:

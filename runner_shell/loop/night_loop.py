@@ -57,7 +57,7 @@ class LoopRun:
     started_at: int
 
 
-def _now() -> datetime:
+def loop_now() -> datetime:
     return datetime.now(UTC)
 
 
@@ -67,20 +67,20 @@ def run_night_loop(run: LoopRun, progress: Callable[[], None] | None, max_steps:
         try:
             return _steps(run, progress, max_steps)
         except Interrupted as signal_:
-            return _interrupted(run, signal_.exit_code)
+            return interrupted(run, signal_.exit_code)
 
 
-def _interrupted(run: LoopRun, code: int) -> int:
+def interrupted(run: LoopRun, code: int) -> int:
     run.emit(loop_lines.interrupted_line(load_run_state(run.paths).run_id, code))
     return code
 
 
-def _origin(run_id: str, iteration: int) -> EventOrigin:
+def loop_origin(run_id: str, iteration: int) -> EventOrigin:
     """Where a loop event happens: the step's iteration, else the next one, at this time."""
-    return EventOrigin(run_id, iteration, None, iso_utc(_now()))
+    return EventOrigin(run_id, iteration, None, iso_utc(loop_now()))
 
 
-def _announce_start(run: LoopRun) -> None:
+def announce_start(run: LoopRun) -> None:
     """The `loop_started` event, where `runner follow` begins its replay of this loop; an
     `events.jsonl` that cannot take it is the step's to report."""
     run_id = load_run_state(run.paths).run_id
@@ -88,13 +88,13 @@ def _announce_start(run: LoopRun) -> None:
         return  # the step reports that there is no run
     with contextlib.suppress(EventLogRefused):
         sink = sink_for(run.paths, load_config(run.paths), run_id)
-        sink.emit((loop_started(_origin(run_id, run.started_at)),), fsync=True)
+        sink.emit((loop_started(loop_origin(run_id, run.started_at)),), fsync=True)
 
 
 def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | None) -> int:
     state, steps = policy.LoopState(), 0
     clear_stop_request(run.repo)
-    _announce_start(run)
+    announce_start(run)
     while True:
         if progress is not None:
             progress()
@@ -103,7 +103,7 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
             run.paths, run.repo, run_state, config, steps, run.started_at, run.emit
         )
         if code is None:
-            code = _budget_stop(run, run_state, config, state, steps)
+            code = budget_stop(run, run_state, config, state, steps)
         if code is not None:
             return code
         asked = read_questions(run.paths)
@@ -114,15 +114,23 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
             announce_new_questions(run.paths, config, result.run_id, result.plan.iteration, asked)
         pending = Interrupts.exit_code()
         if pending is not None:
-            return _interrupted(run, pending)
+            return interrupted(run, pending)
         step = loop_step_result(result.plan, result.outcome, result.limit)
         ran = result.kind is PlanKind.RUN
         left = config.max_iterations - result.plan.iteration if ran else None
         decision = policy.after_step(
-            state, step, config.loop, _now(), steps=steps, max_steps=max_steps, iterations_left=left
+            state,
+            step,
+            config.loop,
+            loop_now(),
+            steps=steps,
+            max_steps=max_steps,
+            iterations_left=left,
         )
         # A step's plan holds its iteration, or the next one when no agent ran.
-        origin = attrs.evolve(_origin(result.run_id, result.plan.iteration), node_id=step.node_id)
+        origin = attrs.evolve(
+            loop_origin(result.run_id, result.plan.iteration), node_id=step.node_id
+        )
         sink_for(run.paths, config, result.run_id).emit(
             policy.decision_events(decision, origin, config.loop, step, steps), fsync=True
         )
@@ -134,14 +142,14 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
                 run.emit(loop_lines.wait_line(result.run_id, wait, reason))
                 sleep_interruptibly(wait.secs)
             case policy.Decompose(node_id=node_id):
-                _hand_to_decomposer(run, node_id)
+                hand_to_decomposer(run, node_id)
             case policy.Stop():
-                return _stopped(run, config, result, step, decision, steps)
+                return stopped(run, config, result, step, decision, steps)
             case _:
                 assert_never(decision)
 
 
-def _budget_stop(
+def budget_stop(
     run: LoopRun, run_state: RunState, config: Config, state: policy.LoopState, steps: int
 ) -> int | None:
     """The loop's exit code when a reached `[budget]` stops it before the next step."""
@@ -152,7 +160,7 @@ def _budget_stop(
     decision = policy.before_step(config.budget, summary, state)
     match decision:
         case policy.Stop(budget=BudgetUse() as use):
-            origin = _origin(run_id, run_state.next_iter)
+            origin = loop_origin(run_id, run_state.next_iter)
             sink_for(run.paths, config, run_id).emit(
                 policy.decision_events(decision, origin, config.loop, None, steps), fsync=True
             )
@@ -162,7 +170,7 @@ def _budget_stop(
             return None
 
 
-def _stopped(
+def stopped(
     run: LoopRun,
     config: Config,
     result: StepResult,
@@ -195,7 +203,7 @@ def _stopped(
     return stop.exit_code
 
 
-def _hand_to_decomposer(run: LoopRun, node_id: str) -> None:
+def hand_to_decomposer(run: LoopRun, node_id: str) -> None:
     """`on_stuck = "decompose"`: the leaf's next iteration is the decomposer's, committed and
     told as the operator's `node decompose` is (the loop already holds the lock)."""
     apply_holding_lock(

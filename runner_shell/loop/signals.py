@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from types import FrameType
@@ -68,11 +69,27 @@ def signals_handled() -> Iterator[None]:
         Interrupts.raising = False
 
 
+def in_a_job() -> bool:
+    """Whether this thread is one of a parallel loop's jobs: only the main thread hears a
+    signal, so a job's processes stop by `raise_if_interrupted` instead."""
+    return threading.current_thread() is not threading.main_thread()
+
+
+def raise_if_interrupted() -> None:
+    """In a job's thread, a signal the main thread heard raises `Interrupted` here."""
+    if Interrupts.pending is not None and in_a_job():
+        raise Interrupted(Interrupts.pending)
+
+
 @contextlib.contextmanager
 def interruptible() -> Iterator[None]:
-    """A signal inside the block raises `Interrupted` there; one already pending, at once."""
+    """A signal inside the block raises `Interrupted` there; one already pending, at once.
+    In a job's thread the process runner asks `raise_if_interrupted` as it waits instead."""
     if Interrupts.pending is not None:
         raise Interrupted(Interrupts.pending)
+    if in_a_job():
+        yield
+        return
     Interrupts.raising = True
     try:
         yield

@@ -52,6 +52,7 @@ class ProcessAgentRunner:
     output: LiveOutput | None = None
     work_dir: Path | None = None  # where the agent works: the scratch checkout, or the root
     sandbox: Sandbox | None = None  # how its session is confined
+    journal_file: Path | None = None  # a parallel job's journal, else the run's
 
     def run_agent(self, effect: RunAgent, journal: Journal) -> AgentFinished | NotStarted:
         started: list[int] = []
@@ -79,7 +80,7 @@ class ProcessAgentRunner:
             env=env,
             timeout_secs=effect.timeout_secs,
             limit_bytes=effect.limit_bytes,
-            on_start=_tracker(self.repo, journal, started),
+            on_start=_tracker(self.repo, journal, started, self.journal_file),
             wait_path=self.iter_dir / WAIT_FILE,
             on_output=None if self.output is None else self.output.start(effect.log_name),
             sandbox=self.sandbox,
@@ -120,12 +121,15 @@ def _planted(path: Path) -> bool:
         return False
 
 
-def _tracker(repo: Repo, journal: Journal, started: list[int]) -> Callable[[int], None]:
+def _tracker(
+    repo: Repo, journal: Journal, started: list[int], path: Path | None
+) -> Callable[[int], None]:
     """Write the journal with the new process group the moment it exists, for recovery."""
 
     def track(pgid: int) -> None:
         started.append(pgid)
-        write_journal(repo, attrs.evolve(journal, process_groups=(*journal.process_groups, pgid)))
+        groups = (*journal.process_groups, pgid)
+        write_journal(repo, attrs.evolve(journal, process_groups=groups), path)
 
     return track
 
@@ -146,6 +150,8 @@ class ProcessGuardRunner:
     sandbox: Sandbox | None = None  # how the guard is confined
     base: str | None = None  # the commit the scratch checkout is reset to after a baseline
     setup: tuple[str, ...] = ()  # the slot's `[sandbox] setup`, should the reset remake it
+    slot_number: int = 0  # which slot `root` is, for that reset
+    journal_file: Path | None = None  # a parallel job's journal, else the run's
 
     def run_guard(self, effect: RunGuard, journal: Journal) -> GuardFinished | NotStarted:
         report_path = self.iter_dir / (effect.report_name or JUDGE_REPORT)
@@ -156,7 +162,7 @@ class ProcessGuardRunner:
             if report is not None:
                 keep_baseline(self.repo, self.base, report)
             try:  # what the guard left at the base is not the agent's to find
-                prepare_slot(self.repo, self.base, self.setup, sandbox=self.sandbox)
+                prepare_slot(self.repo, self.base, self.setup, self.slot_number, self.sandbox)
             except (SlotError, GitError) as error:
                 raise OSError(f"the scratch checkout could not be reset: {error}") from None
         if isinstance(finished, NotStarted) or effect.report_name is None:
@@ -191,7 +197,7 @@ class ProcessGuardRunner:
                     timeout_secs=effect.timeout_secs,
                     log_path=self.iter_dir / effect.log_name,
                     limit_bytes=effect.limit_bytes,
-                    on_start=_tracker(self.repo, journal, started),
+                    on_start=_tracker(self.repo, journal, started, self.journal_file),
                     on_output=None if self.output is None else self.output.start("guard.log"),
                     confinement=confinement,
                 )

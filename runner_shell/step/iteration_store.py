@@ -67,6 +67,7 @@ class DiskIterationStore:
     protected: protected_files.Snapshot = ()  # put back right before the commit
     slot: Path | None = None  # the agent's scratch checkout: its tree and context live there
     base: GitHead | None = None  # with a slot: the commit the iteration's commit builds on
+    journal_file: Path | None = None  # a parallel job's journal while it runs, else the run's
 
     def prepare(self, effect: PrepareIterationDir) -> None:
         if effect.set_aside_as is not None:
@@ -85,7 +86,7 @@ class DiskIterationStore:
                 (paths.context_dir / name).unlink(missing_ok=True)
 
     def write_journal(self, journal: Journal) -> None:
-        write_journal(self.repo, journal)
+        write_journal(self.repo, journal, self.journal_file)
 
     def write_iteration_file(self, effect: WriteIterationFile) -> None:
         target = self.iter_dir / effect.name

@@ -206,8 +206,36 @@ def _damaged(path: Path, why: str) -> DamagedJournal:
     )
 
 
-def write_journal(repo: Repo, journal: Journal) -> None:
-    atomic_write_text(journal_path(repo), json.dumps(journal_to_json(journal), indent=2) + "\n")
+def job_journal_path(repo: Repo, iteration: int) -> Path:
+    """Where a parallel job's journal is kept while it runs in its slot (docs/parallel.md);
+    its merge writes the run's journal as any iteration's commit does."""
+    return repo.common_path(f"{JOB_JOURNALS}/{iteration}.json")
+
+
+JOB_JOURNALS = "runner-jobs"
+
+
+def job_place_path(repo: Repo, iteration: int) -> Path:
+    """Beside a job's journal: its slot's number and the commit it started at, for recovery."""
+    return repo.common_path(f"{JOB_JOURNALS}/{iteration}.place")
+
+
+def job_journals(repo: Repo) -> tuple[tuple[int, Path], ...]:
+    """The journals parallel jobs left, by iteration: none once every job has merged."""
+    directory = repo.common_path(JOB_JOURNALS)
+    if not directory.is_dir() or directory.is_symlink():
+        return ()
+    found = []
+    for path in directory.glob("*.json"):
+        if path.stem.isdigit():
+            found.append((int(path.stem), path))
+    return tuple(sorted(found))
+
+
+def write_journal(repo: Repo, journal: Journal, path: Path | None = None) -> None:
+    """The run's journal, or a parallel job's at `path`."""
+    text = json.dumps(journal_to_json(journal), indent=2) + "\n"
+    atomic_write_text(journal_path(repo) if path is None else path, text)
     # `running`, `writing`, `committing`; `running+1` once the agent runs, `running+2` the guard.
     groups = len(journal.process_groups) if journal.phase is JournalPhase.RUNNING else 0
     crash_point(journal.phase.value + (f"+{groups}" if groups else ""))

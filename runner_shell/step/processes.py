@@ -24,6 +24,7 @@ from typing import BinaryIO
 
 import attrs
 
+from runner_shell.loop.signals import raise_if_interrupted
 from runner_shell.sandbox.bwrap import Confinement, launch
 from runner_shell.store.files import PendingFile, atomic_write_bytes, open_truncate
 
@@ -371,6 +372,7 @@ def _drain_and_wait(
         for pipe, capture in ((proc.stdout, stdout), (proc.stderr, stderr)):
             _watch(selector, pipe.fileno(), capture)
         while True:
+            raise_if_interrupted()  # a parallel job's process ends with the loop's signal
             now = time.monotonic()
             # The runner was stopped (Ctrl-Z, SIGSTOP) or starved: the child's share of time
             # does not shrink by what the runner lost.

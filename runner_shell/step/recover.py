@@ -43,6 +43,8 @@ from runner_shell.scratch.slots import slot_path
 from runner_shell.step.lock_and_journal import (
     DamagedJournal,
     clear_journal,
+    job_journals,
+    job_place_path,
     journal_path,
     read_journal,
 )
@@ -163,7 +165,35 @@ def _journal_to_recover(paths: RunnerPaths, repo: Repo) -> Journal | None:
         return journal
 
 
-def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
+def recover_all(paths: RunnerPaths, repo: Repo) -> tuple[Recovered, ...]:
+    """The run's interrupted iteration, then every parallel job's, in iteration order; a job
+    whose iteration was already committed leaves only its journal, which goes."""
+    recovered = [found] if (found := recover(paths, repo)).kind is not None else []
+    for iteration, path in job_journals(repo):
+        place = job_place_path(repo, iteration)
+        if iteration < load_run_state(paths).next_iter:
+            path.unlink(missing_ok=True)
+            place.unlink(missing_ok=True)
+            continue
+        job = _job_place(place)
+        os.replace(path, journal_path(repo))
+        recovered.append(recover(paths, repo, job))
+        place.unlink(missing_ok=True)
+    return tuple(recovered)
+
+
+def _job_place(path: Path) -> tuple[int, str] | None:
+    """A job's slot number and start commit, as its loop wrote them; None when unreadable."""
+    try:
+        slot, base = path.read_text(encoding="ascii").split()
+        return int(slot), base
+    except (OSError, ValueError):
+        return None
+
+
+def recover(paths: RunnerPaths, repo: Repo, job: tuple[int, str] | None = None) -> Recovered:
+    """The run's interrupted iteration recovered; a parallel `job`'s (its slot and start
+    commit) keeps its agent's work only while the run branch is still at that commit."""
     journal = _journal_to_recover(paths, repo)
     if journal is None:
         return Recovered(None)
@@ -214,17 +244,19 @@ def recover(paths: RunnerPaths, repo: Repo) -> Recovered:
     end = interrupted_end(journal, tree, state, counts, measured, config.agent_backend)
     try:
         head = repo.head()
-        end = attrs.evolve(end, imported=_scratch_import(repo, head.sha))
+        slot, base = job if job is not None else (0, head.sha)
+        imported = _scratch_import(repo, head.sha, slot) if base == head.sha else ImportDecision()
+        end = attrs.evolve(end, imported=imported)
         commit_iteration(paths, repo, journal.run_id, iter_dir, final_write_set(end), base=head)
     except GitError as error:
         raise UserFacingError(f"recovery could not commit: {error}") from None
     return Recovered(kind, journal, killed)
 
 
-def _scratch_import(repo: Repo, base: str) -> ImportDecision:
+def _scratch_import(repo: Repo, base: str, number: int = 0) -> ImportDecision:
     """What the interrupted agent left in its scratch checkout, as the import rules take it:
     its work is kept as a finished iteration's would be (nothing, when they refuse it)."""
-    slot = slot_path(repo)
+    slot = slot_path(repo, number)
     if not slot.is_dir() or slot.is_symlink():
         return ImportDecision()
     try:

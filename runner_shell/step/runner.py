@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from string import Template
 from typing import ClassVar, Literal, assert_never
@@ -78,7 +78,7 @@ from runner_shell.step.agent_and_guard import ProcessGuardRunner as ProcessGuard
 from runner_shell.step.agent_and_guard import schema_path as schema_path
 from runner_shell.step.iteration_store import DiskIterationStore as DiskIterationStore
 from runner_shell.step.iteration_store import SlotLister as SlotLister
-from runner_shell.step.lock_and_journal import current_command, read_journal
+from runner_shell.step.lock_and_journal import current_command, job_journals, read_journal
 from runner_shell.step.repository_checks import (
     check_programs,
     check_tree_writable,
@@ -156,6 +156,13 @@ def load_for_step(paths: RunnerPaths, repo: Repo) -> Loaded:
     journal = read_journal(repo)
     if journal is not None:
         raise UserFacingError(interrupted_problem(journal))
+    jobs = job_journals(repo)
+    if jobs:
+        numbers = ", ".join(str(number) for number, _ in jobs)
+        raise UserFacingError(
+            f"parallel jobs were interrupted (iterations {numbers}); "
+            "run 'runner recover' to record them as interrupted"
+        )
     operation = repo.operation_in_progress()
     if operation is not None:
         raise UserFacingError(f"git is in the middle of {operation}; finish or abort it first")
@@ -311,8 +318,26 @@ def interpret(
 ) -> Finished:
     """Carry out the machine's effects, feeding each result back, until it has committed;
     `sink` hears the events the core says each effect and result make."""
+    machine = drive(machine, ports, sink)
+    effect = machine.effect
+    assert isinstance(effect, Finished)
+    if sink is not None:
+        sink.emit(iteration_events.finished(machine, ports.clock.now().utc), fsync=True)
+    return effect
+
+
+def drive(
+    machine: IterationMachine,
+    ports: IterationPorts,
+    sink: Emitter | None = None,
+    until: Callable[[IterationMachine], bool] | None = None,
+) -> IterationMachine:
+    """Carry out the machine's effects until it has finished, or until `until` says stop
+    there (a parallel job stops where only the merge queue may go on)."""
     backend = machine.facts.config.agent_backend
     while not isinstance(effect := machine.effect, Finished):
+        if until is not None and until(machine):
+            return machine
         if isinstance(effect, Abort):
             raise UserFacingError(effect.message)
         before = ports.clock.now()
@@ -324,9 +349,7 @@ def interpret(
             elapsed = now.monotonic - before.monotonic
             sink.emit(iteration_events.after_result(machine, result, now.utc, elapsed))
         machine = machine.feed(result, now)
-    if sink is not None:
-        sink.emit(iteration_events.finished(machine, ports.clock.now().utc), fsync=True)
-    return effect
+    return machine
 
 
 def refuse_over_budget(paths: RunnerPaths, config: Config, run_id: str) -> None:
@@ -384,6 +407,14 @@ class SystemClock:
         return ClockReading(time.monotonic(), utc_now())
 
 
+@attrs.frozen(slots=True)
+class JobPlace:
+    """Where a parallel job works: its slot's number and its own journal (docs/parallel.md)."""
+
+    slot_number: int
+    journal_file: Path
+
+
 def shell_ports(
     paths: RunnerPaths,
     repo: Repo,
@@ -391,17 +422,23 @@ def shell_ports(
     sink: Emitter | None = None,
     slot: Path | None = None,
     sandbox: Sandbox | None = None,
+    job: JobPlace | None = None,
 ) -> IterationPorts:
     """The ports of an iteration; with a `slot`, the agent and guard work in it and the store
-    imports from it, else they work in the run's own checkout."""
+    imports from it, else they work in the run's own checkout. A parallel `job` keeps its
+    journal apart until its merge."""
     iter_dir = paths.iter_dir(facts.run_id, facts.plan.iteration)
     output = None if sink is None else LiveOutput(sink, iteration_events.origin(facts, ""))
     work_dir = paths.root if slot is None else slot
     network = facts.config.guard_network
     scratch = None if slot is None or facts.head is None else SlotLister(repo, slot, facts.head.sha)
+    journal_file = None if job is None else job.journal_file
+    agents = ProcessAgentRunner(
+        paths, repo, facts.config, iter_dir, output, work_dir, sandbox, journal_file
+    )
     return IterationPorts(
         clock=SystemClock(),
-        agents=ProcessAgentRunner(paths, repo, facts.config, iter_dir, output, work_dir, sandbox),
+        agents=agents,
         guards=ProcessGuardRunner(
             work_dir,
             repo,
@@ -411,6 +448,8 @@ def shell_ports(
             sandbox,
             None if slot is None or facts.head is None else facts.head.sha,
             facts.config.sandbox.setup,
+            0 if job is None else job.slot_number,
+            journal_file,
         ),
         store=DiskIterationStore(
             paths,
@@ -420,6 +459,7 @@ def shell_ports(
             protected_files.snapshot(paths),
             slot,
             facts.head if slot is not None else None,
+            journal_file,
         ),
         scratch=scratch,
     )

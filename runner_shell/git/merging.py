@@ -1,0 +1,83 @@
+"""Git's part of a parallel job's merge: the entries of its paths at two commits, a file changed
+on both sides merged line by line, and the merged result as a commit no branch points to.
+
+What merges and what conflicts is runner_core.parallel.job_merge's decision; this reads and
+writes git objects only (hardened git with a deadline), never a work tree or a ref.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from runner_core.iteration.import_rules import Change
+from runner_core.parallel.job_merge import Entry
+from runner_shell.git.file_commit import tree_with
+from runner_shell.git.hardened import GitError, run_git
+from runner_shell.git.repo import Repo
+
+# Paths per `git ls-tree` call: argv stays far below the system's limit.
+_PATHS_PER_CALL = 500
+
+
+def _git(repo: Repo, args: Sequence[str], stdin: bytes | None = None, ok: int = 0) -> bytes:
+    result = run_git(args, repo.root, stdin=stdin, filters=repo.filters())
+    if not 0 <= result.returncode <= ok:
+        raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
+    return result.stdout
+
+
+def entries_at(repo: Repo, commit: str, paths: Sequence[str]) -> dict[str, Entry]:
+    """Each of `paths` at `commit`: its mode and blob id; a path it does not have is left out."""
+    found: dict[str, Entry] = {}
+    for start in range(0, len(paths), _PATHS_PER_CALL):
+        chunk = paths[start : start + _PATHS_PER_CALL]
+        out = _git(repo, ["ls-tree", "-r", "-z", "--full-tree", commit, "--", *chunk])
+        for record in out.split(b"\0"):
+            if not record:
+                continue
+            meta, _, raw_path = record.partition(b"\t")
+            mode, _kind, oid = meta.decode("ascii").split(" ")
+            found[os.fsdecode(raw_path)] = (mode, oid)
+    wanted = set(paths)
+    return {path: entry for path, entry in found.items() if path in wanted}
+
+
+def merge_lines(repo: Repo, base: str, head: str, mine: str) -> str | None:
+    """The blob of the three-way line merge of blobs `head` and `mine` from `base` (git
+    merge-file), stored in the repository; None when the two sides' changes overlap."""
+    with tempfile.TemporaryDirectory(prefix="runner-merge-") as scratch:
+        names = []
+        for label, oid in (("head", head), ("base", base), ("mine", mine)):
+            path = Path(scratch) / label
+            path.write_bytes(_git(repo, ["cat-file", "blob", oid]))
+            names.append(str(path))
+        # Exit status: the number of conflicts (capped at 127); negative on an error.
+        result = run_git(["merge-file", "-p", "--quiet", *names], repo.root, filters=())
+        if result.returncode != 0:
+            if result.returncode >= 128 or result.returncode < 0:
+                raise GitError.failed(["merge-file"], result.stderr.decode("utf-8", "replace"))
+            return None
+        merged = result.stdout
+    return _git(repo, ["hash-object", "-w", "--stdin"], merged).decode("ascii").strip()
+
+
+def merged_commit(repo: Repo, head: str, changes: Sequence[Change], message: str) -> str:
+    """A commit on top of `head` with `changes` applied, which no branch points to: the
+    checkout a merged job's guard runs in again."""
+    tree = tree_with(repo, head, changes)
+    name, email = repo.identity()
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME=name,
+        GIT_AUTHOR_EMAIL=email,
+        GIT_COMMITTER_NAME=name,
+        GIT_COMMITTER_EMAIL=email,
+    )
+    args = ["commit-tree", tree, "-p", head, "-F", "-"]
+    result = run_git(args, repo.root, env=env, stdin=message.encode(), filters=repo.filters())
+    if result.returncode != 0:
+        raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
+    return result.stdout.decode("ascii").strip()

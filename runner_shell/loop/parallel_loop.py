@@ -1,0 +1,493 @@
+"""`runner loop` with `[parallel] slots` above one: several leaves at once, merged in order.
+
+The frontier (runner_core.parallel.frontier) says which leaves start; each job is one iteration,
+numbered when it is scheduled, whose machine runs in a thread of its own in its own sandboxed
+slot from the run branch's head as it was then, and stops where only the merge queue may go on
+(`job_merge.waits_to_merge`). Jobs merge in iteration order (`queue.next_to_merge`): the
+head's side is read, the job's tree and files are merged onto it as `job_merge` decides, the
+guard runs again on the merged result when other work merged since the job started, and the
+machine then commits as a one-slot iteration does. The policy hears each merged job as it hears
+a step; a stop, a budget, a usage limit or a signal stops scheduling and lets the running jobs
+end (a signal stops their processes: they commit as interrupted, in order). See
+docs/parallel.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import assert_never
+
+import attrs
+
+from runner_core.guard.report import TestReport
+from runner_core.iteration.failures import Failure
+from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.import_rules import ImportDecision
+from runner_core.iteration.machine import IterationMachine, start_iteration
+from runner_core.iteration.plan import PlanKind, RunPlan
+from runner_core.iteration.ports import IterationPorts
+from runner_core.iteration.results import GuardFinished
+from runner_core.iteration.step_outcome import loop_step_result
+from runner_core.loop import policy as policy
+from runner_core.loop.events import Event
+from runner_core.parallel.frontier import FrontierLeaf, frontier
+from runner_core.parallel.job_merge import (
+    HeadSide,
+    broke_after_merge,
+    conflict_line,
+    merge_files,
+    merge_guard,
+    merge_guard_passed,
+    merge_rerun,
+    onto_head,
+    refused,
+    waits_to_merge,
+)
+from runner_core.parallel.queue import needs_guard_again, next_to_merge
+from runner_core.tree.model import AgentRole, NodeNext
+from runner_core.tree.selection import Selection, SelectionStatus
+from runner_core.views import loop_lines
+from runner_shell.errors import UserFacingError
+from runner_shell.git.merging import entries_at, merge_lines, merged_commit
+from runner_shell.guard.baselines import keep_baseline, known_baseline
+from runner_shell.loop.event_sink import IterationEvents, sink_for
+from runner_shell.loop.night_loop import (
+    LoopRun,
+    announce_start,
+    budget_stop,
+    hand_to_decomposer,
+    interrupted,
+    loop_now,
+    loop_origin,
+    stopped,
+)
+from runner_shell.loop.signals import Interrupted, Interrupts, interruptible, signals_handled
+from runner_shell.scratch.sandbox import Sandbox
+from runner_shell.scratch.slots import SlotError, prepare_slot
+from runner_shell.steer.stop import clear_stop_request, pause_if_requested
+from runner_shell.step.agent_and_guard import ProcessGuardRunner
+from runner_shell.step.lock_and_journal import job_journal_path, job_place_path
+from runner_shell.step.repository_checks import check_programs
+from runner_shell.step.runner import (
+    JobPlace,
+    Loaded,
+    StepRan,
+    drive,
+    gather,
+    interpret,
+    load_for_step,
+    run_step,
+    shell_ports,
+    step_result_line,
+    step_sandbox,
+)
+from runner_shell.store.files import atomic_write_text, sha256_of_regular
+from runner_shell.store.state_files import (
+    load_config,
+    load_run_state,
+    load_tree_and_sha256,
+    read_bytes,
+)
+
+# How often the waiting loop looks up when no job finishes (a stop request, a wait's end).
+_POLL_SECS = 1.0
+
+
+class _LockedEvents:
+    """One run's event log shared by every job's thread: a job's events are appended whole."""
+
+    def __init__(self, events: IterationEvents, lock: threading.Lock) -> None:
+        self.events, self.lock = events, lock
+
+    def emit(self, events: Iterable[Event], *, fsync: bool = False) -> None:
+        with self.lock:
+            self.events.emit(events, fsync=fsync)
+
+
+@attrs.define
+class Job:
+    """A scheduled iteration: where it runs, and what its thread left when it ended."""
+
+    iteration: int
+    path: str
+    slot: int
+    base: GitHead
+    events: _LockedEvents
+    sandbox: Sandbox | None
+    slot_dir: Path
+    merged_before: int  # the last iteration merged when it started
+    machine: IterationMachine | None = None
+    error: BaseException | None = None
+
+
+@attrs.define
+class _Loop:
+    """What the parallel loop holds between two looks at its jobs."""
+
+    run: LoopRun
+    slots: int
+    max_steps: int | None
+    lock: threading.Lock = attrs.field(factory=threading.Lock)
+    done: queue.Queue[int] = attrs.field(factory=queue.Queue)
+    jobs: dict[int, Job] = attrs.field(factory=dict)
+    finished: set[int] = attrs.field(factory=set)
+    merged_upto: int = 0
+    scheduled: int = 0
+    steps: int = 0
+    state: policy.LoopState = attrs.field(factory=policy.LoopState)
+    resume_at: float = 0.0  # a usage-limit or backoff wait: nothing starts before then
+    ending: int | None = None  # the exit code, once the loop stops scheduling
+    failure: BaseException | None = None  # a job's error, raised once every job has merged
+
+
+def run_parallel_loop(
+    run: LoopRun, progress: Callable[[], None] | None, max_steps: int | None
+) -> int:
+    """Run jobs in `[parallel] slots` slots until the policy stops the loop; see the module."""
+    with signals_handled():
+        loaded = load_for_step(run.paths, run.repo)
+        loop = _Loop(run, loaded.config.parallel_slots, max_steps)
+        loop.merged_upto = loaded.state.next_iter - 1
+        clear_stop_request(run.repo)
+        announce_start(run)
+        try:
+            return _go(loop, progress)
+        except Interrupted as signal_:
+            _drain(loop)
+            return interrupted(run, signal_.exit_code)
+
+
+def _go(loop: _Loop, progress: Callable[[], None] | None) -> int:
+    while True:
+        if progress is not None:
+            progress()
+        _merge_finished(loop)
+        if loop.failure is not None and not loop.jobs:
+            raise loop.failure
+        if loop.ending is not None and not loop.jobs:
+            return loop.ending
+        if loop.ending is None and loop.failure is None and _may_start(loop):
+            ending = _schedule(loop)
+            if ending is not None and not loop.jobs:
+                return ending
+            loop.ending = ending
+        _wait_for_a_job(loop)
+
+
+def _may_start(loop: _Loop) -> bool:
+    return len(loop.jobs) < loop.slots and time.monotonic() >= loop.resume_at
+
+
+def _wait_for_a_job(loop: _Loop) -> None:
+    with interruptible(), contextlib.suppress(queue.Empty):
+        loop.finished.add(loop.done.get(timeout=_POLL_SECS))
+    pending = Interrupts.exit_code()
+    if pending is not None:
+        raise Interrupted(pending - 128)
+
+
+def _drain(loop: _Loop) -> None:
+    """After a signal: every running job's processes stop; each is committed, in order."""
+    while loop.jobs:
+        with contextlib.suppress(queue.Empty):
+            loop.finished.add(loop.done.get(timeout=_POLL_SECS))
+        _merge_finished(loop, policy_hears=False)
+
+
+# ---------------------------------------------------------------- scheduling
+
+
+def _schedule(loop: _Loop) -> int | None:
+    """Start jobs on the frontier's leaves; the loop's exit code when it must stop instead."""
+    run = loop.run
+    run_state, config = load_run_state(run.paths), load_config(run.paths)
+    code = pause_if_requested(
+        run.paths, run.repo, run_state, config, loop.steps, run.started_at, run.emit
+    )
+    if code is None:
+        code = budget_stop(run, run_state, config, loop.state, loop.steps)
+    if code is not None:
+        return code
+    tree, tree_sha256 = load_tree_and_sha256(run.paths)
+    running = frozenset(job.path for job in loop.jobs.values())
+    free = loop.slots - len(loop.jobs)
+    next_iter = max(run_state.next_iter, loop.scheduled + 1, loop.merged_upto + 1)
+    room = config.max_iterations - next_iter + 1
+    if loop.max_steps is not None:
+        room = min(room, loop.max_steps - loop.steps - len(loop.jobs))
+    leaves = frontier(tree, max(min(free, room), 0), running).leaves
+    if not leaves:
+        if loop.jobs:
+            return None
+        return _one_slot_step(loop)
+    assert run_state.run_id is not None
+    loaded = Loaded(config, run_state, tree, run_state.run_id, run.repo.head(), tree_sha256)
+    check_programs(config, run.paths.root)
+    used = {job.slot for job in loop.jobs.values()}
+    free_slots = [number for number in range(loop.slots) if number not in used]
+    for number, (leaf, slot) in enumerate(zip(leaves, free_slots, strict=False)):
+        _start(loop, loaded, leaf, next_iter + number, slot)
+    return None
+
+
+def _one_slot_step(loop: _Loop) -> int | None:
+    """Nothing runs and no leaf may start: the tree is complete, its leaf stuck or the
+    iteration limit reached, which a one-slot step tells the policy as it always does."""
+    run = loop.run
+    result = run_step(run.paths, run.repo, run.prompt_budget)
+    config = load_config(run.paths)
+    if result.kind is PlanKind.RUN:  # a leaf the frontier did not offer: told as any step
+        assert isinstance(result, StepRan)
+        return _after_merge(loop, result, config.max_iterations)
+    step = loop_step_result(result.plan, result.outcome, result.limit)
+    decision = policy.after_step(
+        loop.state, step, config.loop, loop_now(), steps=loop.steps, max_steps=loop.max_steps
+    )
+    origin = attrs.evolve(loop_origin(result.run_id, result.plan.iteration), node_id=step.node_id)
+    sink_for(run.paths, config, result.run_id).emit(
+        policy.decision_events(decision, origin, config.loop, step, loop.steps), fsync=True
+    )
+    loop.state = decision.state
+    match decision:
+        case policy.Decompose(node_id=node_id):
+            hand_to_decomposer(run, node_id)
+            return None
+        case policy.Stop():
+            return _stop(loop, lambda: stopped(run, config, result, step, decision, loop.steps))
+        case policy.Continue() | policy.Wait():
+            return None
+        case _:
+            assert_never(decision)
+
+
+def _start(loop: _Loop, loaded: Loaded, leaf: FrontierLeaf, iteration: int, slot: int) -> None:
+    run = loop.run
+    node = leaf.node
+    role = AgentRole.DECOMPOSER if node.next is NodeNext.DECOMPOSE else AgentRole.EXECUTOR
+    plan = RunPlan(Selection(SelectionStatus.OPEN, node, leaf.path), iteration, node, role)
+    facts = attrs.evolve(
+        gather(run.paths, loaded, plan, run.prompt_budget),
+        head=loaded.head,
+        scratch=True,
+        baseline=known_baseline(run.repo, loaded.head.sha),
+    )
+    sink = IterationEvents(sink_for(run.paths, loaded.config, loaded.run_id))
+    sink.check()
+    sandbox = _slot_sandbox(step_sandbox(run.paths, run.repo, loaded.config), slot)
+    try:
+        slot_dir = prepare_slot(
+            run.repo, loaded.head.sha, loaded.config.sandbox.setup, slot, sandbox
+        )
+    except (SlotError, OSError) as error:
+        raise UserFacingError(
+            f"the agent's scratch checkout could not be prepared: {error}"
+        ) from None
+    events = _LockedEvents(sink, loop.lock)
+    job = Job(iteration, leaf.path, slot, loaded.head, events, sandbox, slot_dir, loop.merged_upto)
+    loop.jobs[iteration] = job
+    loop.scheduled = max(loop.scheduled, iteration)
+    place = JobPlace(slot, job_journal_path(run.repo, iteration))
+    place.journal_file.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(job_place_path(run.repo, iteration), f"{slot} {loaded.head.sha}\n")
+    ports = shell_ports(run.paths, run.repo, facts, job.events, slot_dir, sandbox, place)
+    thread = threading.Thread(
+        target=_run_job,
+        args=(job, start_iteration(facts), ports, loop.done),
+        name=f"runner-job-{iteration}",
+        daemon=True,
+    )
+    thread.start()
+
+
+def _slot_sandbox(sandbox: Sandbox | None, slot: int) -> Sandbox | None:
+    """Each slot's processes get private HOMEs of their own: two agents never share one."""
+    if sandbox is None:
+        return None
+    return attrs.evolve(sandbox, homes=sandbox.homes.parent / f"homes-{slot}")
+
+
+def _run_job(
+    job: Job, machine: IterationMachine, ports: IterationPorts, done: queue.Queue[int]
+) -> None:
+    try:
+        job.machine = drive(machine, ports, job.events, waits_to_merge)
+    except BaseException as error:  # handed to the main thread, which raises it in turn
+        job.error = error
+    finally:
+        done.put(job.iteration)
+
+
+# ---------------------------------------------------------------- the merge queue
+
+
+def _merge_finished(loop: _Loop, policy_hears: bool = True) -> None:
+    """Merge every finished job whose turn it is, in iteration order."""
+    while True:
+        scheduled = tuple(sorted(loop.jobs))
+        number = next_to_merge(frozenset(loop.finished), loop.merged_upto, scheduled)
+        if number is None:
+            return
+        job = loop.jobs.pop(number)
+        loop.finished.discard(number)
+        loop.merged_upto = number
+        if job.error is not None or job.machine is None:
+            loop.failure = loop.failure or job.error or RuntimeError("a job ended without a result")
+            loop.ending = loop.ending if loop.ending is not None else 1
+            continue
+        result, rerun = _merge(loop, job, job.machine)
+        job_journal_path(loop.run.repo, number).unlink(missing_ok=True)
+        job_place_path(loop.run.repo, number).unlink(missing_ok=True)
+        loop.steps += 1
+        loop.run.emit(step_result_line("loop: step", result))
+        if policy_hears and not rerun and loop.ending is None:
+            loop.ending = _after_merge(loop, result, load_config(loop.run.paths).max_iterations)
+
+
+def _head_side(loop: _Loop) -> HeadSide:
+    paths, repo = loop.run.paths, loop.run.repo
+    state = load_run_state(paths)
+    tree, tree_sha256 = load_tree_and_sha256(paths)
+    previous = None
+    if state.run_id is not None:
+        snapshot = paths.iter_dir(state.run_id, state.next_iter - 1) / "tree.after.json"
+        found = sha256_of_regular(snapshot)
+        previous = found if found is not None and found == tree_sha256 else None
+    return HeadSide(repo.head(), tree, tree_sha256, state, read_bytes(paths.config), previous)
+
+
+def _merge(loop: _Loop, job: Job, machine: IterationMachine) -> tuple[StepRan, bool]:
+    """Job `job`'s merge onto the head and its commit; whether it is a merge's rerun."""
+    run = loop.run
+    side = _head_side(loop)
+    if needs_guard_again(job.base.sha, side.head.sha):
+        machine = _merged_onto(loop, job, onto_head(machine, side), side)
+    ports = shell_ports(run.paths, run.repo, machine.facts, job.events, job.slot_dir, job.sandbox)
+    finished = interpret(machine, ports, job.events)
+    if finished.tests is not None:
+        keep_baseline(run.repo, run.repo.head_sha(), finished.tests)
+    facts = machine.facts
+    result = StepRan(
+        facts.run_id, facts.plan, finished.outcome, finished.limit, finished.record.tests
+    )
+    return result, merge_rerun(machine)
+
+
+def _merged_onto(
+    loop: _Loop, job: Job, machine: IterationMachine, side: HeadSide
+) -> IterationMachine:
+    """The job's files merged onto the head's, and its pass checked again on the result."""
+    repo = loop.run.repo
+    imported = machine.imported or ImportDecision()
+    if merge_rerun(machine) or not imported.changes:
+        return _guarded_again(loop, job, machine, side)
+    paths = [change.path for change in imported.changes]
+    merge = merge_files(
+        imported.changes,
+        entries_at(repo, job.base.sha, paths),
+        entries_at(repo, side.head.sha, paths),
+    )
+    base_entries = entries_at(repo, job.base.sha, [change.path for change in merge.both])
+    head_entries = entries_at(repo, side.head.sha, [change.path for change in merge.both])
+    joined = list(merge.clean)
+    conflicts = list(merge.conflicts)
+    for change in merge.both:
+        base_entry, head_entry = base_entries[change.path], head_entries[change.path]
+        assert base_entry is not None and head_entry is not None and change.oid is not None
+        oid = merge_lines(repo, base_entry[1], head_entry[1], change.oid)
+        if oid is None:
+            conflicts.append(change.path)
+        else:
+            joined.append(attrs.evolve(change, oid=oid))
+    if conflicts:
+        return refused(machine, Failure.MERGE_CONFLICT, conflict_line(conflicts))
+    changes = tuple(sorted(joined, key=lambda change: change.path))
+    machine = attrs.evolve(machine, imported=attrs.evolve(imported, changes=changes))
+    return _guarded_again(loop, job, machine, side)
+
+
+def _guarded_again(
+    loop: _Loop, job: Job, machine: IterationMachine, side: HeadSide
+) -> IterationMachine:
+    """A job that passed alone passes only if its guard passes on the merged result too."""
+    effect = merge_guard(machine)
+    if effect is None:
+        return machine
+    run = loop.run
+    imported = machine.imported or ImportDecision()
+    facts = machine.facts
+    commit = merged_commit(
+        run.repo,
+        side.head.sha,
+        imported.changes,
+        f"runner: merge of iteration {facts.plan.iteration}",
+    )
+    slot_dir = prepare_slot(run.repo, commit, facts.config.sandbox.setup, job.slot, job.sandbox)
+    iter_dir = run.paths.iter_dir(facts.run_id, facts.plan.iteration)
+    guards = ProcessGuardRunner(
+        slot_dir,
+        run.repo,
+        iter_dir,
+        None,
+        facts.config.guard_network,
+        job.sandbox,
+        commit,
+        facts.config.sandbox.setup,
+        job.slot,
+        job_journal_path(run.repo, facts.plan.iteration),
+    )
+    result = guards.run_guard(effect, machine.journal)
+    baseline: TestReport | None = known_baseline(run.repo, side.head.sha)
+    if isinstance(result, GuardFinished) and merge_guard_passed(machine, baseline, result):
+        return machine
+    since = tuple(range(job.merged_before + 1, facts.plan.iteration))
+    return refused(machine, Failure.MERGE_GUARD, broke_after_merge(since))
+
+
+def _after_merge(loop: _Loop, result: StepRan, max_iterations: int) -> int | None:
+    """What the policy makes of a merged job, as of a one-slot step; the exit code of a stop."""
+    run = loop.run
+    config = load_config(run.paths)
+    step = loop_step_result(result.plan, result.outcome, result.limit)
+    left = max_iterations - result.plan.iteration
+    decision = policy.after_step(
+        loop.state,
+        step,
+        config.loop,
+        loop_now(),
+        steps=loop.steps,
+        max_steps=loop.max_steps,
+        iterations_left=left,
+    )
+    origin = attrs.evolve(loop_origin(result.run_id, result.plan.iteration), node_id=step.node_id)
+    sink_for(run.paths, config, result.run_id).emit(
+        policy.decision_events(decision, origin, config.loop, step, loop.steps), fsync=True
+    )
+    loop.state = decision.state
+    match decision:
+        case policy.Continue():
+            return None
+        case policy.Wait(wait=wait, reason=reason):
+            run.emit(loop_lines.wait_line(result.run_id, wait, reason))
+            loop.resume_at = time.monotonic() + wait.secs
+            return None
+        case policy.Decompose(node_id=node_id):
+            hand_to_decomposer(run, node_id)
+            return None
+        case policy.Stop():
+            return _stop(loop, lambda: stopped(run, config, result, step, decision, loop.steps))
+        case _:
+            assert_never(decision)
+
+
+def _stop(loop: _Loop, tell: Callable[[], int]) -> int:
+    """The stop's exit code; a runner error's line waits until the running jobs have merged."""
+    try:
+        return tell()
+    except UserFacingError as error:
+        loop.failure = loop.failure or error
+        return 1

@@ -1,0 +1,316 @@
+"""`runner loop` with `[parallel] slots`: jobs in their own slots, merged in iteration order.
+
+The fake agent here is keyed by node and attempt, not by iteration: what it does depends only
+on the leaf it is given and how many attempts that leaf has used, so the same scenario run with
+one slot and with four must end in the same tree, the same passes and the same attempts.
+`nodes.json` maps a node id to a list of actions, one per attempt (the last repeats): `files`
+({path: text}), `append` ({path: line} added at the file's end), `sleep`, `status` (the
+executor's status, `done` by default), `output` (the whole output, for a decomposer).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from tests.helpers.e2e import Project, child_spec, node
+
+NODE_AGENT = r"""
+import json, os, sys, time
+from pathlib import Path
+
+harness = Path(os.environ["RUNNER_TEST_HARNESS"])
+node_id = os.environ["RUNNER_NODE_ID"]
+sys.stdin.read()
+tree = json.loads(Path(".runner/state/tree.json").read_text(encoding="utf-8"))
+
+def find(item):
+    if item["id"] == node_id:
+        return item
+    for child in item["children"]:
+        found = find(child)
+        if found is not None:
+            return found
+    return None
+
+attempt = find(tree)["attempts"]
+actions = json.loads((harness / "nodes.json").read_text(encoding="utf-8")).get(node_id, [{}])
+action = actions[min(attempt, len(actions) - 1)]
+with open(harness / "runs.txt", "a", encoding="utf-8") as runs:
+    runs.write(f"{node_id} {attempt} start {time.time()}\n")
+for name, text in action.get("files", {}).items():
+    Path(name).parent.mkdir(parents=True, exist_ok=True)
+    Path(name).write_text(text, encoding="utf-8")
+for name, line in action.get("append", {}).items():
+    path = Path(name)
+    before = path.read_text(encoding="utf-8") if path.exists() else ""
+    path.write_text(before + line + "\n", encoding="utf-8")
+time.sleep(action.get("sleep", 0))
+output = {"status": action.get("status", "done"), "summary": f"{node_id} attempt {attempt}"}
+output = action.get("output", output)
+Path(os.environ["RUNNER_OUTPUT_PATH"]).write_text(json.dumps(output), encoding="utf-8")
+"""
+
+# Passes unless every file of one of fail_if.json's lists is there: work that breaks together.
+NODE_GUARD = r"""
+import json, os, sys
+from pathlib import Path
+
+harness = Path(os.environ["RUNNER_TEST_HARNESS"])
+rules_path = harness / "fail_if.json"
+rules = json.loads(rules_path.read_text()) if rules_path.exists() else []
+for together in rules:
+    if all(Path(name).exists() for name in together):
+        print(f"{together} are there together")
+        sys.exit(1)
+sys.exit(0)
+"""
+
+
+def _flat_tree(leaves: Sequence[str]) -> dict[str, Any]:
+    return node(
+        "root",
+        children=[node(leaf, order=index) for index, leaf in enumerate(leaves)],
+    )
+
+
+def _setup(
+    project: Project,
+    tree: Mapping[str, Any],
+    actions: Mapping[str, Sequence[Mapping[str, Any]]],
+    slots: int,
+    fail_if: Sequence[Sequence[str]] | None = None,
+) -> None:
+    agent = project.harness / "node_agent.py"
+    agent.write_text(NODE_AGENT, encoding="utf-8")
+    guard = project.harness / "node_guard.py"
+    guard.write_text(NODE_GUARD, encoding="utf-8")
+    (project.harness / "nodes.json").write_text(json.dumps(actions), encoding="utf-8")
+    if fail_if is not None:
+        (project.harness / "fail_if.json").write_text(json.dumps(fail_if), encoding="utf-8")
+    config: dict[str, Any] = {
+        "agent_command": [sys.executable, str(agent)],
+        "guard_command": [sys.executable, str(guard)],
+    }
+    if slots > 1:
+        config["parallel"] = {"slots": slots}
+    project.prepare(tree, **config)
+
+
+def _loop(project: Project, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return project.runner("loop", timeout=timeout)
+
+
+def _outcome(project: Project) -> tuple[str, dict[str, tuple[bool, int]]]:
+    """tree.json's bytes and each node's passes and attempts."""
+    text = project.tree_path.read_text(encoding="utf-8")
+    found: dict[str, tuple[bool, int]] = {}
+
+    def walk(item: Mapping[str, Any]) -> None:
+        found[item["id"]] = (item["passes"], item["attempts"])
+        for child in item["children"]:
+            walk(child)
+
+    walk(json.loads(text))
+    return text, found
+
+
+def _starts(project: Project) -> list[tuple[str, float]]:
+    lines = (project.harness / "runs.txt").read_text(encoding="utf-8").splitlines()
+    return [(line.split()[0], float(line.split()[3])) for line in lines]
+
+
+def test_four_leaves_run_at_once_and_merge_in_order(project: Project) -> None:
+    leaves = ["a", "b", "c", "d"]
+    actions = {leaf: [{"files": {f"src/{leaf}.txt": f"{leaf}\n"}, "sleep": 2}] for leaf in leaves}
+    _setup(project, _flat_tree(leaves), actions, slots=4)
+    started = time.monotonic()
+    result = _loop(project)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stderr
+    _, found = _outcome(project)
+    assert all(found[leaf] == (True, 0) for leaf in leaves), found
+    assert found["root"] == (True, 0)
+    for leaf in leaves:
+        assert (project.root / "src" / f"{leaf}.txt").read_text() == f"{leaf}\n"
+    subjects = project.subjects()
+    numbered = [subject for subject in subjects if "iter" in subject]
+    assert len(numbered) == 4, subjects
+    starts = [moment for _, moment in _starts(project)]
+    assert max(starts) - min(starts) < 1.5, "the four leaves did not start together"
+    assert elapsed < 4 * 2, elapsed
+    assert project.status() == ""
+    _audit_finds_only_the_setup(project)
+
+
+def _audit_finds_only_the_setup(project: Project) -> None:
+    """The audit replays every merged iteration; only the test's own setup commit is a hand edit."""
+    audit = project.runner("audit")
+    findings = [line for line in audit.stdout.splitlines() if line.startswith("audit: finding ")]
+    assert all(" iter=- " in line for line in findings), audit.stdout
+
+
+def test_two_jobs_editing_one_line_conflict_and_the_later_runs_again(project: Project) -> None:
+    project.root.joinpath("shared.txt").write_text("zero\n", encoding="utf-8")
+    actions = {
+        "a": [{"files": {"shared.txt": "from a\n"}, "sleep": 1}],
+        "b": [{"files": {"shared.txt": "from b\n"}, "sleep": 1}],
+    }
+    _setup(project, _flat_tree(["a", "b"]), actions, slots=2)
+    result = _loop(project)
+    assert result.returncode == 0, result.stderr
+    _, found = _outcome(project)
+    assert found["a"] == (True, 0) and found["b"] == (True, 0), found
+    assert (project.root / "shared.txt").read_text() == "from b\n"
+    meta = project.meta(2)
+    assert meta["error_kind"] == "runner", meta
+    assert "files do not merge" in (project.iter_dir(2) / "runner_error.log").read_text()
+    # b ran twice: once beside a (its work not merged), once on a's result.
+    assert [name for name, _ in _starts(project)].count("b") == 2
+    _audit_finds_only_the_setup(project)
+
+
+def test_edits_to_different_lines_of_one_file_merge(project: Project) -> None:
+    project.root.joinpath("shared.txt").write_text("1\n2\n3\n4\n5\n", encoding="utf-8")
+    actions = {
+        "a": [{"files": {"shared.txt": "1a\n2\n3\n4\n5\n"}, "sleep": 1}],
+        "b": [{"files": {"shared.txt": "1\n2\n3\n4\n5b\n"}, "sleep": 1}],
+    }
+    _setup(project, _flat_tree(["a", "b"]), actions, slots=2)
+    result = _loop(project)
+    assert result.returncode == 0, result.stderr
+    assert (project.root / "shared.txt").read_text() == "1a\n2\n3\n4\n5b\n"
+    assert len([name for name, _ in _starts(project)]) == 2
+
+
+def test_jobs_that_pass_alone_and_break_together_run_again(project: Project) -> None:
+    actions = {
+        "a": [{"files": {"a.flag": "a\n"}, "sleep": 1}],
+        "b": [{"files": {"b.flag": "b\n"}, "sleep": 1}],
+    }
+    _setup(project, _flat_tree(["a", "b"]), actions, slots=2, fail_if=[["a.flag", "b.flag"]])
+    result = _loop(project)
+    # b passes alone but not after a: the merged guard fails, b runs again (no attempt used),
+    # and on a's result its own guard fails: an attempt each time, until it is stuck.
+    _, found = _outcome(project)
+    assert found["a"] == (True, 0), found
+    assert found["b"][0] is False, found
+    meta = project.meta(2)
+    assert meta["error_kind"] == "runner", meta
+    assert "once iterations 1 are merged" in (project.iter_dir(2) / "runner_error.log").read_text()
+    assert (project.iter_dir(2) / "guard.merged.log").is_file()
+    assert found["b"] == (False, 3), found  # each later attempt fails on a's result alone
+    assert result.returncode != 0
+
+
+def _scenario() -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """Two subtrees, a leaf that fails once, a decomposer beside executors, a stuck-free end."""
+    tree = node(
+        "root",
+        children=[
+            node("p", order=0, children=[node("p1", order=0), node("p2", order=1)]),
+            node(
+                "q", order=1, children=[node("q1", order=0), node("q2", order=1, next_="decompose")]
+            ),
+            node("r", order=2),
+        ],
+    )
+    children = [child_spec("first"), child_spec("second")]
+    actions: dict[str, list[dict[str, Any]]] = {
+        "p1": [{"files": {"p1.txt": "p1\n"}, "sleep": 0.5}],
+        "p2": [{"status": "retry", "sleep": 0.3}, {"files": {"p2.txt": "p2\n"}}],
+        "q1": [{"files": {"q1.txt": "q1\n"}, "sleep": 0.2}],
+        "q2": [{"output": {"summary": "split", "children": children}}],
+        "q2.1": [{"files": {"q2-1.txt": "first\n"}}],
+        "q2.2": [{"files": {"q2-2.txt": "second\n"}, "sleep": 0.4}],
+        "r": [{"files": {"r.txt": "r\n"}, "sleep": 0.1}],
+    }
+    return tree, actions
+
+
+@pytest.mark.parametrize("slots", [1, 4])
+def test_one_slot_and_four_end_alike(project: Project, slots: int) -> None:
+    tree, actions = _scenario()
+    _setup(project, tree, actions, slots=slots)
+    result = _loop(project, timeout=180)
+    assert result.returncode == 0, result.stderr
+    text, found = _outcome(project)
+    files = sorted(path.name for path in project.root.glob("*.txt"))
+    expected = _EXPECTED.setdefault("outcome", (text, found, files))
+    assert (text, found, files) == expected
+    _audit_finds_only_the_setup(project)
+
+
+# The first parametrisation's outcome, which the other must equal byte for byte.
+_EXPECTED: dict[str, tuple[str, dict[str, tuple[bool, int]], list[str]]] = {}
+
+
+def test_a_runner_error_stops_the_loop_once_the_running_jobs_have_merged(
+    project: Project,
+) -> None:
+    actions: dict[str, list[dict[str, Any]]] = {
+        "a": [{"output": {"nonsense": 1}}],
+        "b": [{"files": {"b.txt": "b\n"}, "sleep": 2}],
+    }
+    _setup(project, _flat_tree(["a", "b"]), actions, slots=2)
+    project.set_config(
+        agent_command=[sys.executable, str(project.harness / "node_agent.py")],
+        guard_command=[sys.executable, str(project.harness / "node_guard.py")],
+        parallel={"slots": 2},
+        loop={"max_consecutive_runner_errors": 1},
+    )
+    project.commit_setup()
+    result = _loop(project, timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith("runner: runner error: "), result.stderr
+    _, found = _outcome(project)
+    assert found["b"] == (True, 0), found  # b, running when a failed, finished and merged
+    assert project.status() == ""
+
+
+def test_kill_9_with_four_jobs_running_then_recover_and_loop(project: Project) -> None:
+    leaves = ["a", "b", "c", "d"]
+    first = {leaf: [{"files": {f"{leaf}.txt": "x\n"}, "sleep": 30}] for leaf in leaves}
+    _setup(project, _flat_tree(leaves), first, slots=4)
+    loop = subprocess.Popen(
+        [sys.executable, "-m", "runner_shell", "loop"],
+        cwd=project.root,
+        env=project.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    runs = project.harness / "runs.txt"
+    while time.monotonic() < deadline:
+        if runs.exists() and len(runs.read_text().splitlines()) == 4:
+            break
+        time.sleep(0.1)
+    time.sleep(0.5)
+    loop.kill()
+    loop.wait(timeout=10)
+    refused = project.runner("loop")
+    assert refused.returncode == 1
+    assert "run 'runner recover'" in refused.stderr, refused.stderr
+    recovered = project.runner("recover")
+    assert recovered.returncode == 0, recovered.stderr
+    assert len(recovered.stdout.splitlines()) == 4, recovered.stdout
+    _, found = _outcome(project)
+    assert all(found[leaf] == (False, 0) for leaf in leaves), found  # no attempt consumed
+    assert project.status() == ""
+    (project.harness / "nodes.json").write_text(
+        json.dumps({leaf: [{"files": {f"{leaf}.txt": "y\n"}}] for leaf in leaves}),
+        encoding="utf-8",
+    )
+    result = _loop(project)
+    assert result.returncode == 0, result.stderr
+    _, found = _outcome(project)
+    assert all(found[leaf] == (True, 0) for leaf in leaves), found
+    assert project.runner("audit").returncode in (0, 1)
+    _audit_finds_only_the_setup(project)
