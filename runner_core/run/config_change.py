@@ -47,6 +47,7 @@ def config_keys() -> tuple[str, ...]:
                 *(f"loop.{name}" for name in attrs.fields_dict(LoopConfig)),
                 *(f"budget.{name}" for name in attrs.fields_dict(BudgetConfig)),
                 *(f"hooks.{name}" for name in HOOK_NAMES),
+                "parallel.slots",
             }
         )
     )
