@@ -59,3 +59,8 @@ ERROR_KIND: PMap[Failure, ErrorKind] = pmap(
         Failure.MERGE_GUARD: ErrorKind.RUNNER,
     }
 )
+
+
+# A parallel job whose work met another's: its leaf runs again on the new head. The loop does
+# not count it as the runner failing, and the report totals what such reruns cost.
+MERGE_RERUNS = frozenset({Failure.MERGE_CONFLICT, Failure.MERGE_GUARD})

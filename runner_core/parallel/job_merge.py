@@ -19,7 +19,7 @@ import attrs
 from runner_core.guard.report import TestReport
 from runner_core.history.records import ErrorKind
 from runner_core.iteration.effects import RunGuard
-from runner_core.iteration.failures import ERROR_KIND, Failure
+from runner_core.iteration.failures import ERROR_KIND, MERGE_RERUNS, Failure
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.guard_stage import GuardRun, guard_env, judge_guard
 from runner_core.iteration.import_rules import EXECUTABLE_MODE, FILE_MODE, Change, ImportDecision
@@ -192,7 +192,7 @@ MERGE_GUARD_REPORT = ".guard-report.merged.xml"
 def merge_rerun(machine: IterationMachine) -> bool:
     """Whether the job ends as a merge's rerun: its leaf runs again on the new head, and the
     loop's policy does not count it as the runner's failure (no backoff, no stop)."""
-    return machine.failure in (Failure.MERGE_CONFLICT, Failure.MERGE_GUARD)
+    return machine.failure in MERGE_RERUNS
 
 
 def merge_guard(machine: IterationMachine) -> RunGuard | None:
