@@ -67,8 +67,9 @@ def waits_to_merge(machine: IterationMachine) -> bool:
 
 
 def onto_head(machine: IterationMachine, side: HeadSide) -> IterationMachine:
-    """The job's machine as if it had started from the head: its facts are the head's, and an
-    agent's tree is merged onto the head's tree; a tree that does not merge is a runner error."""
+    """The job's machine as if it had started from the head: its facts are the head's, its run
+    state says its own iteration runs next, and when the head moved an agent's tree is merged
+    onto the head's tree; a tree that does not merge is a runner error."""
     assert waits_to_merge(machine), machine.stage
     facts = machine.facts
     moved = attrs.evolve(
@@ -77,14 +78,15 @@ def onto_head(machine: IterationMachine, side: HeadSide) -> IterationMachine:
             facts,
             tree=side.tree,
             tree_sha256=side.tree_sha256,
-            state=side.state,
+            state=attrs.evolve(side.state, next_iter=facts.plan.iteration),
             head=side.head,
             config_bytes=side.config_bytes,
             previous_snapshot_sha256=side.previous_snapshot_sha256,
         ),
     )
     review = machine.review
-    if review is None or review.tree is None or _runner_error(machine):
+    unmoved = facts.head is not None and facts.head.sha == side.head.sha
+    if unmoved or review is None or review.tree is None or _runner_error(machine):
         return moved
     merged = merged_review(facts.tree, side.tree, facts.node.id, review, machine.guard)
     if isinstance(merged, str):

@@ -30,7 +30,6 @@ from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.import_rules import ImportDecision
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import PlanKind, RunPlan
-from runner_core.iteration.ports import IterationPorts
 from runner_core.iteration.results import GuardFinished
 from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
@@ -68,7 +67,7 @@ from runner_shell.loop.night_loop import (
 )
 from runner_shell.loop.signals import Interrupted, Interrupts, interruptible, signals_handled
 from runner_shell.scratch.sandbox import Sandbox
-from runner_shell.scratch.slots import SlotError, prepare_slot
+from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested
 from runner_shell.step.agent_and_guard import ProcessGuardRunner
 from runner_shell.step.lock_and_journal import job_journal_path, job_place_path
@@ -163,24 +162,41 @@ def run_parallel_loop(
 
 
 def _go(loop: _Loop, progress: Callable[[], None] | None) -> int:
+    """Keep every slot busy, then merge the next job whose turn it is, one at a time: a merge
+    (its commit, its guard run again) never keeps a free slot waiting for long."""
     while True:
         if progress is not None:
             progress()
-        _merge_finished(loop)
-        if loop.failure is not None and not loop.jobs:
-            raise loop.failure
-        if loop.ending is not None and not loop.jobs:
-            return loop.ending
+        _collect(loop)
         if loop.ending is None and loop.failure is None and _may_start(loop):
             ending = _schedule(loop)
             if ending is not None and not loop.jobs:
                 return ending
             loop.ending = ending
+        if _merge_next(loop):
+            continue
+        if loop.failure is not None and not loop.jobs:
+            raise loop.failure
+        if loop.ending is not None and not loop.jobs:
+            return loop.ending
         _wait_for_a_job(loop)
 
 
+def _collect(loop: _Loop) -> None:
+    """Take note of every job whose thread has ended since the last look, without waiting."""
+    with contextlib.suppress(queue.Empty):
+        while True:
+            loop.finished.add(loop.done.get_nowait())
+
+
+def _busy(loop: _Loop) -> list[Job]:
+    """The jobs whose agent or guard still runs: a job waiting for its turn to merge holds no
+    slot (its work is listed already; its guard runs again, if it must, in the merge slot)."""
+    return [job for number, job in loop.jobs.items() if number not in loop.finished]
+
+
 def _may_start(loop: _Loop) -> bool:
-    return len(loop.jobs) < loop.slots and time.monotonic() >= loop.resume_at
+    return len(_busy(loop)) < loop.slots and time.monotonic() >= loop.resume_at
 
 
 def _wait_for_a_job(loop: _Loop) -> None:
@@ -196,7 +212,8 @@ def _drain(loop: _Loop) -> None:
     while loop.jobs:
         with contextlib.suppress(queue.Empty):
             loop.finished.add(loop.done.get(timeout=_POLL_SECS))
-        _merge_finished(loop, policy_hears=False)
+        while _merge_next(loop, policy_hears=False):
+            _collect(loop)
 
 
 # ---------------------------------------------------------------- scheduling
@@ -215,7 +232,8 @@ def _schedule(loop: _Loop) -> int | None:
         return code
     tree, tree_sha256 = load_tree_and_sha256(run.paths)
     running = frozenset(job.path for job in loop.jobs.values())
-    free = loop.slots - len(loop.jobs)
+    busy = _busy(loop)
+    free = loop.slots - len(busy)
     next_iter = max(run_state.next_iter, loop.scheduled + 1, loop.merged_upto + 1)
     room = config.max_iterations - next_iter + 1
     if loop.max_steps is not None:
@@ -228,7 +246,7 @@ def _schedule(loop: _Loop) -> int | None:
     assert run_state.run_id is not None
     loaded = Loaded(config, run_state, tree, run_state.run_id, run.repo.head(), tree_sha256)
     check_programs(config, run.paths.root)
-    used = {job.slot for job in loop.jobs.values()}
+    used = {job.slot for job in busy}
     free_slots = [number for number in range(loop.slots) if number not in used]
     for number, (leaf, slot) in enumerate(zip(leaves, free_slots, strict=False)):
         _start(loop, loaded, leaf, next_iter + number, slot)
@@ -266,42 +284,60 @@ def _one_slot_step(loop: _Loop) -> int | None:
 
 
 def _start(loop: _Loop, loaded: Loaded, leaf: FrontierLeaf, iteration: int, slot: int) -> None:
+    """Job `iteration` on `leaf` in slot `slot`: its journal's place is written here, the rest
+    of its start (facts, the slot's reset) happens in its own thread, beside the others."""
     run = loop.run
     node = leaf.node
     role = AgentRole.DECOMPOSER if node.next is NodeNext.DECOMPOSE else AgentRole.EXECUTOR
     plan = RunPlan(Selection(SelectionStatus.OPEN, node, leaf.path), iteration, node, role)
-    facts = attrs.evolve(
-        gather(run.paths, loaded, plan, run.prompt_budget),
-        head=loaded.head,
-        scratch=True,
-        baseline=known_baseline(run.repo, loaded.head.sha),
-    )
     sink = IterationEvents(sink_for(run.paths, loaded.config, loaded.run_id))
     sink.check()
     sandbox = _slot_sandbox(step_sandbox(run.paths, run.repo, loaded.config), slot)
-    try:
-        slot_dir = prepare_slot(
-            run.repo, loaded.head.sha, loaded.config.sandbox.setup, slot, sandbox
-        )
-    except (SlotError, OSError) as error:
-        raise UserFacingError(
-            f"the agent's scratch checkout could not be prepared: {error}"
-        ) from None
     events = _LockedEvents(sink, loop.lock)
+    slot_dir = slot_path(run.repo, slot)
     job = Job(iteration, leaf.path, slot, loaded.head, events, sandbox, slot_dir, loop.merged_upto)
     loop.jobs[iteration] = job
     loop.scheduled = max(loop.scheduled, iteration)
     place = JobPlace(slot, job_journal_path(run.repo, iteration))
     place.journal_file.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(job_place_path(run.repo, iteration), f"{slot} {loaded.head.sha}\n")
-    ports = shell_ports(run.paths, run.repo, facts, job.events, slot_dir, sandbox, place)
     thread = threading.Thread(
         target=_run_job,
-        args=(job, start_iteration(facts), ports, loop.done),
+        args=(loop, job, loaded, plan, place),
         name=f"runner-job-{iteration}",
         daemon=True,
     )
     thread.start()
+
+
+def _run_job(loop: _Loop, job: Job, loaded: Loaded, plan: RunPlan, place: JobPlace) -> None:
+    """A job's thread: its facts, its slot at the head of its time, its machine up to the
+    merge; whatever it raises is handed to the main thread, which raises it in turn."""
+    run = loop.run
+    try:
+        facts = attrs.evolve(
+            gather(run.paths, loaded, plan, run.prompt_budget),
+            head=loaded.head,
+            scratch=True,
+            baseline=known_baseline(run.repo, loaded.head.sha),
+        )
+        setup = loaded.config.sandbox.setup
+        try:
+            prepare_slot(run.repo, loaded.head.sha, setup, job.slot, job.sandbox)
+        except (SlotError, OSError) as error:
+            raise UserFacingError(
+                f"the agent's scratch checkout could not be prepared: {error}"
+            ) from None
+        ports = shell_ports(
+            run.paths, run.repo, facts, job.events, job.slot_dir, job.sandbox, place
+        )
+        job.machine = drive(start_iteration(facts), ports, job.events, waits_to_merge)
+        # The slot is free for the next job: recovery must not take that job's work for this.
+        atomic_write_text(job_place_path(run.repo, job.iteration), f"-1 {job.base.sha}\n")
+    except BaseException as error:
+        job.error = error
+    finally:
+        loop.done.put(job.iteration)
 
 
 def _slot_sandbox(sandbox: Sandbox | None, slot: int) -> Sandbox | None:
@@ -311,41 +347,30 @@ def _slot_sandbox(sandbox: Sandbox | None, slot: int) -> Sandbox | None:
     return attrs.evolve(sandbox, homes=sandbox.homes.parent / f"homes-{slot}")
 
 
-def _run_job(
-    job: Job, machine: IterationMachine, ports: IterationPorts, done: queue.Queue[int]
-) -> None:
-    try:
-        job.machine = drive(machine, ports, job.events, waits_to_merge)
-    except BaseException as error:  # handed to the main thread, which raises it in turn
-        job.error = error
-    finally:
-        done.put(job.iteration)
-
-
 # ---------------------------------------------------------------- the merge queue
 
 
-def _merge_finished(loop: _Loop, policy_hears: bool = True) -> None:
-    """Merge every finished job whose turn it is, in iteration order."""
-    while True:
-        scheduled = tuple(sorted(loop.jobs))
-        number = next_to_merge(frozenset(loop.finished), loop.merged_upto, scheduled)
-        if number is None:
-            return
-        job = loop.jobs.pop(number)
-        loop.finished.discard(number)
-        loop.merged_upto = number
-        if job.error is not None or job.machine is None:
-            loop.failure = loop.failure or job.error or RuntimeError("a job ended without a result")
-            loop.ending = loop.ending if loop.ending is not None else 1
-            continue
-        result, rerun = _merge(loop, job, job.machine)
-        job_journal_path(loop.run.repo, number).unlink(missing_ok=True)
-        job_place_path(loop.run.repo, number).unlink(missing_ok=True)
-        loop.steps += 1
-        loop.run.emit(step_result_line("loop: step", result))
-        if policy_hears and not rerun and loop.ending is None:
-            loop.ending = _after_merge(loop, result, load_config(loop.run.paths).max_iterations)
+def _merge_next(loop: _Loop, policy_hears: bool = True) -> bool:
+    """Merge the finished job whose turn it is, if there is one (whether one was)."""
+    scheduled = tuple(sorted(loop.jobs))
+    number = next_to_merge(frozenset(loop.finished), loop.merged_upto, scheduled)
+    if number is None:
+        return False
+    job = loop.jobs.pop(number)
+    loop.finished.discard(number)
+    loop.merged_upto = number
+    if job.error is not None or job.machine is None:
+        loop.failure = loop.failure or job.error or RuntimeError("a job ended without a result")
+        loop.ending = loop.ending if loop.ending is not None else 1
+        return True
+    result, rerun = _merge(loop, job, job.machine)
+    job_journal_path(loop.run.repo, number).unlink(missing_ok=True)
+    job_place_path(loop.run.repo, number).unlink(missing_ok=True)
+    loop.steps += 1
+    loop.run.emit(step_result_line("loop: step", result))
+    if policy_hears and not rerun and loop.ending is None:
+        loop.ending = _after_merge(loop, result, load_config(loop.run.paths).max_iterations)
+    return True
 
 
 def _head_side(loop: _Loop) -> HeadSide:
@@ -364,8 +389,9 @@ def _merge(loop: _Loop, job: Job, machine: IterationMachine) -> tuple[StepRan, b
     """Job `job`'s merge onto the head and its commit; whether it is a merge's rerun."""
     run = loop.run
     side = _head_side(loop)
+    machine = onto_head(machine, side)
     if needs_guard_again(job.base.sha, side.head.sha):
-        machine = _merged_onto(loop, job, onto_head(machine, side), side)
+        machine = _merged_onto(loop, job, machine, side)
     ports = shell_ports(run.paths, run.repo, machine.facts, job.events, job.slot_dir, job.sandbox)
     finished = interpret(machine, ports, job.events)
     if finished.tests is not None:
@@ -426,7 +452,9 @@ def _guarded_again(
         imported.changes,
         f"runner: merge of iteration {facts.plan.iteration}",
     )
-    slot_dir = prepare_slot(run.repo, commit, facts.config.sandbox.setup, job.slot, job.sandbox)
+    # One slot past the jobs' own is the merge queue's: merges run one at a time.
+    number, sandbox = loop.slots, _slot_sandbox(job.sandbox, loop.slots)
+    slot_dir = prepare_slot(run.repo, commit, facts.config.sandbox.setup, number, sandbox)
     iter_dir = run.paths.iter_dir(facts.run_id, facts.plan.iteration)
     guards = ProcessGuardRunner(
         slot_dir,
@@ -434,10 +462,10 @@ def _guarded_again(
         iter_dir,
         None,
         facts.config.guard_network,
-        job.sandbox,
+        sandbox,
         commit,
         facts.config.sandbox.setup,
-        job.slot,
+        number,
         job_journal_path(run.repo, facts.plan.iteration),
     )
     result = guards.run_guard(effect, machine.journal)

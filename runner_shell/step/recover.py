@@ -182,13 +182,14 @@ def recover_all(paths: RunnerPaths, repo: Repo) -> tuple[Recovered, ...]:
     return tuple(recovered)
 
 
-def _job_place(path: Path) -> tuple[int, str] | None:
-    """A job's slot number and start commit, as its loop wrote them; None when unreadable."""
+def _job_place(path: Path) -> tuple[int, str]:
+    """A job's slot number and start commit, as its loop wrote them; slot -1 when its slot
+    holds another job's work by now, or the file cannot be read: nothing is taken from it."""
     try:
         slot, base = path.read_text(encoding="ascii").split()
         return int(slot), base
     except (OSError, ValueError):
-        return None
+        return -1, ""
 
 
 def recover(paths: RunnerPaths, repo: Repo, job: tuple[int, str] | None = None) -> Recovered:
@@ -245,7 +246,8 @@ def recover(paths: RunnerPaths, repo: Repo, job: tuple[int, str] | None = None) 
     try:
         head = repo.head()
         slot, base = job if job is not None else (0, head.sha)
-        imported = _scratch_import(repo, head.sha, slot) if base == head.sha else ImportDecision()
+        kept = slot >= 0 and base == head.sha
+        imported = _scratch_import(repo, head.sha, slot) if kept else ImportDecision()
         end = attrs.evolve(end, imported=imported)
         commit_iteration(paths, repo, journal.run_id, iter_dir, final_write_set(end), base=head)
     except GitError as error:
