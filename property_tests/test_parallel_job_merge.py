@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import attrs
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner_core import Node, SelectionStatus, select_leaf
+from runner_core.history.records import ExecutionHistory, TokenUsage
 from runner_core.iteration.import_rules import EXECUTABLE_MODE, FILE_MODE, Change
 from runner_core.iteration.plan import Review, conclude
+from runner_core.loop.budget import InFlight, with_in_flight
 from runner_core.parallel.frontier import frontier
 from runner_core.parallel.job_merge import Entry, merge_files, merged_review
 from runner_core.parallel.queue import next_to_merge
@@ -144,3 +147,31 @@ def test_a_job_on_an_unmoved_head_commits_its_own_tree(drawn: Node) -> None:
     assert isinstance(merged, Review)
     alone = conclude(tree, node_id, review, GuardOutcome.PASS).tree
     assert conclude(tree, node_id, merged, GuardOutcome.PASS).tree == alone
+
+
+in_flight = st.builds(
+    InFlight,
+    st.floats(0, 1e5),
+    st.one_of(
+        st.none(),
+        st.builds(TokenUsage, st.integers(0, 10**6), st.integers(0, 10**6), st.integers(0, 10**6)),
+    ),
+    st.one_of(st.none(), st.floats(0, 1e3)),
+)
+
+
+@given(st.lists(in_flight, max_size=6))
+def test_jobs_in_flight_only_add_to_what_a_budget_sees(jobs: list[InFlight]) -> None:
+    """Counting jobs not yet committed never lowers a figure, adds exactly their seconds and
+    tokens, and counts nothing when there is none."""
+    summary = ExecutionHistory().summary()
+    counted = with_in_flight(summary, tuple(jobs))
+    if not jobs:
+        assert counted == summary
+    assert counted.total_duration == pytest.approx(sum(job.secs for job in jobs))
+    assert counted.total_tokens.input == sum(job.tokens.input for job in jobs if job.tokens)
+    assert counted.total_tokens.output == sum(job.tokens.output for job in jobs if job.tokens)
+    costs = [job.cost_usd for job in jobs if job.cost_usd is not None]
+    assert counted.total_cost_usd == (
+        pytest.approx(sum(costs)) if costs else summary.total_cost_usd
+    )

@@ -80,6 +80,39 @@ def budget_uses(budget: BudgetConfig, summary: HistorySummary) -> tuple[BudgetUs
     )
 
 
+@attrs.frozen(slots=True)
+class InFlight:
+    """A parallel job not yet committed, and what it has spent so far as far as is known: the
+    seconds since it started; its tokens and cost once its agent has reported them."""
+
+    secs: float
+    tokens: TokenUsage | None = None
+    cost_usd: float | None = None
+
+
+def with_in_flight(summary: HistorySummary, jobs: tuple[InFlight, ...]) -> HistorySummary:
+    """The run's spending with its jobs in flight counted: a budget is checked before each job
+    starts against what is committed plus what the running jobs have spent."""
+    if not jobs:
+        return summary
+    tokens = summary.total_tokens
+    spent, produced, cached = tokens.input, tokens.output, tokens.cached
+    costs = [job.cost_usd for job in jobs if job.cost_usd is not None]
+    for job in jobs:
+        if job.tokens is not None:
+            spent, produced = spent + job.tokens.input, produced + job.tokens.output
+            cached += job.tokens.cached
+    cost = summary.total_cost_usd
+    if costs:
+        cost = float(sum((Fraction(value) for value in costs), Fraction(cost or 0.0)))
+    return attrs.evolve(
+        summary,
+        total_duration=summary.total_duration + sum(job.secs for job in jobs),
+        total_tokens=TokenUsage(spent, produced, cached),
+        total_cost_usd=cost,
+    )
+
+
 def exhausted_budget(budget: BudgetConfig, summary: HistorySummary) -> BudgetUse | None:
     """The first budget the run has reached (spent >= limit), None while every one has room."""
     return next((use for use in budget_uses(budget, summary) if use.exhausted), None)

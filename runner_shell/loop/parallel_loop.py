@@ -33,6 +33,7 @@ from runner_core.iteration.plan import PlanKind, RunPlan
 from runner_core.iteration.results import GuardFinished
 from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
+from runner_core.loop.budget import InFlight, exhausted_budget, with_in_flight
 from runner_core.loop.events import Event
 from runner_core.parallel.frontier import FrontierLeaf, frontier
 from runner_core.parallel.job_merge import (
@@ -48,12 +49,15 @@ from runner_core.parallel.job_merge import (
     waits_to_merge,
 )
 from runner_core.parallel.queue import needs_guard_again, next_to_merge
+from runner_core.run.config import NO_BUDGET, Config
+from runner_core.run.state import RunState
 from runner_core.tree.model import AgentRole, NodeNext
 from runner_core.tree.selection import Selection, SelectionStatus
 from runner_core.views import loop_lines
 from runner_shell.errors import UserFacingError
 from runner_shell.git.merging import entries_at, merge_lines, merged_commit
 from runner_shell.guard.baselines import keep_baseline, known_baseline
+from runner_shell.loop.budgets import budget_summary
 from runner_shell.loop.event_sink import IterationEvents, sink_for
 from runner_shell.loop.night_loop import (
     LoopRun,
@@ -68,7 +72,7 @@ from runner_shell.loop.night_loop import (
 from runner_shell.loop.signals import Interrupted, Interrupts, interruptible, signals_handled
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
-from runner_shell.steer.stop import clear_stop_request, pause_if_requested
+from runner_shell.steer.stop import clear_stop_request, pause_if_requested, stop_request_path
 from runner_shell.step.agent_and_guard import ProcessGuardRunner
 from runner_shell.step.lock_and_journal import job_journal_path, job_place_path
 from runner_shell.step.repository_checks import check_programs
@@ -120,6 +124,8 @@ class Job:
     sandbox: Sandbox | None
     slot_dir: Path
     merged_before: int  # the last iteration merged when it started
+    started: float = attrs.field(factory=time.monotonic)
+    ended: float | None = None  # when its thread ended: its time stops counting then
     machine: IterationMachine | None = None
     error: BaseException | None = None
 
@@ -141,6 +147,7 @@ class _Loop:
     state: policy.LoopState = attrs.field(factory=policy.LoopState)
     resume_at: float = 0.0  # a usage-limit or backoff wait: nothing starts before then
     ending: int | None = None  # the exit code, once the loop stops scheduling
+    draining: bool = False  # a stop or budget was met: no job starts until the others merged
     failure: BaseException | None = None  # a job's error, raised once every job has merged
 
 
@@ -168,7 +175,10 @@ def _go(loop: _Loop, progress: Callable[[], None] | None) -> int:
         if progress is not None:
             progress()
         _collect(loop)
-        if loop.ending is None and loop.failure is None and _may_start(loop):
+        if loop.draining and not loop.jobs:
+            loop.draining = False  # every job merged: the stop is checked and told now
+        stopping = loop.ending is not None or loop.failure is not None or loop.draining
+        if not stopping and _may_start(loop):
             ending = _schedule(loop)
             if ending is not None and not loop.jobs:
                 return ending
@@ -187,6 +197,26 @@ def _collect(loop: _Loop) -> None:
     with contextlib.suppress(queue.Empty):
         while True:
             loop.finished.add(loop.done.get_nowait())
+
+
+def _must_stop(loop: _Loop, run_state: RunState, config: Config) -> bool:
+    """Whether a stop request or a `[budget]` (counting the jobs not yet committed) ends the
+    scheduling now; it is told, and the request taken, once no job runs."""
+    if stop_request_path(loop.run.repo).exists():
+        return True
+    if run_state.run_id is None or config.budget == NO_BUDGET:
+        return False
+    flying = tuple(_in_flight(job) for job in loop.jobs.values())
+    summary = with_in_flight(budget_summary(loop.run.paths, config, run_state.run_id), flying)
+    return exhausted_budget(config.budget, summary) is not None
+
+
+def _in_flight(job: Job) -> InFlight:
+    """What a job not yet committed has spent: its time so far, its agent's figures once in."""
+    secs = (job.ended or time.monotonic()) - job.started
+    if job.machine is None:
+        return InFlight(secs)
+    return InFlight(secs, job.machine.tokens, job.machine.cost_usd)
 
 
 def _busy(loop: _Loop) -> list[Job]:
@@ -223,6 +253,9 @@ def _schedule(loop: _Loop) -> int | None:
     """Start jobs on the frontier's leaves; the loop's exit code when it must stop instead."""
     run = loop.run
     run_state, config = load_run_state(run.paths), load_config(run.paths)
+    if loop.jobs and _must_stop(loop, run_state, config):
+        loop.draining = True  # told once the running jobs have merged, as the last line
+        return None
     code = pause_if_requested(
         run.paths, run.repo, run_state, config, loop.steps, run.started_at, run.emit
     )
@@ -337,6 +370,7 @@ def _run_job(loop: _Loop, job: Job, loaded: Loaded, plan: RunPlan, place: JobPla
     except BaseException as error:
         job.error = error
     finally:
+        job.ended = time.monotonic()
         loop.done.put(job.iteration)
 
 

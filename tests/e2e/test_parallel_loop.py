@@ -314,3 +314,30 @@ def test_kill_9_with_four_jobs_running_then_recover_and_loop(project: Project) -
     assert all(found[leaf] == (True, 0) for leaf in leaves), found
     assert project.runner("audit").returncode in (0, 1)
     _audit_finds_only_the_setup(project)
+
+
+def test_a_budget_counts_the_time_of_jobs_not_yet_committed(project: Project) -> None:
+    """a runs long; b and c finish at once but wait for a to merge. Their time and a's so far
+    reach `max_wall_secs` before anything is committed, so d never starts."""
+    actions: dict[str, list[dict[str, Any]]] = {
+        "a": [{"sleep": 5}],
+        "b": [{"sleep": 0.3}],
+        "c": [{"sleep": 0.3}],
+        "d": [{"sleep": 0.3}],
+    }
+    _setup(project, _flat_tree(["a", "b", "c", "d"]), {}, slots=2)
+    (project.harness / "nodes.json").write_text(json.dumps(actions), encoding="utf-8")
+    project.set_config(
+        agent_command=[sys.executable, str(project.harness / "node_agent.py")],
+        guard_command=[sys.executable, str(project.harness / "node_guard.py")],
+        parallel={"slots": 2},
+        budget={"max_wall_secs": 2},
+    )
+    project.commit_setup()
+    result = _loop(project)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.splitlines()[-1:] and result.stdout.splitlines()[-1].startswith(
+        "loop: status=budget "
+    ), (result.stdout, result.stderr)
+    assert "d" not in [name for name, _ in _starts(project)]
+    assert project.status() == ""
