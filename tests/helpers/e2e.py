@@ -305,6 +305,10 @@ class Project:
         if self.sandbox_mode is not None:
             sandbox.setdefault("mode", self.sandbox_mode)
         values["sandbox"] = sandbox
+        # RUNNER_TEST_SLOTS runs the suite's scenarios with `[parallel] slots` (.ci/run does).
+        slots = os.environ.get("RUNNER_TEST_SLOTS")
+        if slots is not None and "parallel" not in values:
+            values["parallel"] = {"slots": int(slots)}
         tables = {key: value for key, value in values.items() if isinstance(value, dict)}
         toml = [
             f"{key} = {json.dumps(value)}" for key, value in values.items() if key not in tables
