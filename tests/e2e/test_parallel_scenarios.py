@@ -9,11 +9,13 @@ themselves, whatever RUNNER_TEST_SLOTS says.
 from __future__ import annotations
 
 import json
+import signal
 
 import pytest
 
 from runner_core.run.questions import QUESTIONS_HEADER
-from tests.helpers.e2e import PYTHON, Project, node
+from tests.helpers.crash import spawn, wait_for_processes
+from tests.helpers.e2e import PYTHON, Project, lines, node
 
 DONE = {"status": "done", "summary": "did it"}
 TWO_LEAVES = node("root", next_="decompose", children=[node("root.1"), node("root.2", order=1)])
@@ -45,3 +47,65 @@ def test_a_question_asked_by_a_parallel_job_fires_on_question(project: Project) 
     assert "question" in types
     event = json.loads(seen.read_text(encoding="utf-8"))
     assert (event["type"], event["questions"]) == ("question", "- Which database?\n")
+
+
+def _iterations_of(project: Project, node_id: str) -> list[int]:
+    """The iterations whose agent ran on `node_id`, in order, from the fake agent's records."""
+    found = []
+    for path in (project.harness / "records").glob("*.json"):
+        env = json.loads(path.read_text(encoding="utf-8"))["env"]
+        if env["RUNNER_NODE_ID"] == node_id:
+            found.append(int(env["RUNNER_ITER"]))
+    return sorted(found)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="failure.md comes from iteration n-1, another leaf's job when jobs interleave",
+)
+def test_the_retry_of_a_parallel_job_whose_guard_failed_gets_failure_md(project: Project) -> None:
+    """As test_cli_loop's failure.md scenario, with two slots: root.1's guard fails in iteration
+    1 while root.2 still runs as iteration 2, so root.1's next attempt is iteration 3; its agent
+    must get iteration 1's guard.log as failure.md, as a one-slot retry does."""
+    project.prepare(TWO_LEAVES, parallel={"slots": 2})
+    project.agent_script_by_node(
+        {
+            ("root.1", 1): {"files": {"a.txt": "wrong\n"}, "output": DONE},
+            ("root.1", 2): {"files": {"a.txt": "A\n"}, "output": DONE},
+            ("root.2", 1): {"sleep": 3, "output": DONE},
+        }
+    )
+    project.guard_script_by_iteration({1: {"exit": 1, "stdout": "a.txt is wrong\n"}}, default={})
+
+    result = project.runner("loop")
+
+    assert result.returncode == 0, result.stderr
+    first, retry = _iterations_of(project, "root.1")
+    guard_log = (project.iter_dir(first) / "guard.log").read_text(encoding="utf-8")
+    assert "a.txt is wrong" in guard_log
+    assert project.record(retry)["context"].get("failure.md") == guard_log
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="status reads only the run's journal, not the journals of the jobs a kill -9 left",
+)
+def test_status_after_kill_9_of_a_parallel_loop_says_interrupted(project: Project) -> None:
+    """As test_cli_runs_and_status's kill -9 scenario, with two slots: `status` names the
+    interrupted iteration and says to run `runner recover`, which step and loop require."""
+    project.prepare(TWO_LEAVES, parallel={"slots": 2})
+    slow = {"sleep": 30, "output": DONE}
+    project.agent_script_by_node({("root.1", 1): slow, ("root.2", 1): slow})
+    loop = spawn(project, "loop")
+    wait_for_processes(project, 1)
+    loop.send_signal(signal.SIGKILL)
+    loop.wait()
+    assert project.runner("step").returncode != 0  # refused until `runner recover`
+
+    document = json.loads(project.runner("status", "--json").stdout)
+
+    assert document["interrupted"] is not None
+    out = lines(project.runner("status").stdout)
+    interrupted = [line for line in out if line.startswith("status: interrupted")]
+    assert len(interrupted) == 1 and "run 'runner recover'" in interrupted[0]
+    assert project.runner("recover").returncode == 0
