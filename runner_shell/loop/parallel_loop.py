@@ -226,7 +226,15 @@ def _busy(loop: _Loop) -> list[Job]:
 
 
 def _may_start(loop: _Loop) -> bool:
-    return len(_busy(loop)) < loop.slots and time.monotonic() >= loop.resume_at
+    """A free slot, no wait running, and no finished job that hit a usage limit: its merge
+    tells the policy, whose wait pauses the scheduling (the running jobs go on)."""
+    limited = any(
+        job.machine is not None and job.machine.limit is not None
+        for number, job in loop.jobs.items()
+        if number in loop.finished
+    )
+    free = len(_busy(loop)) < loop.slots
+    return free and not limited and time.monotonic() >= loop.resume_at
 
 
 def _wait_for_a_job(loop: _Loop) -> None:
