@@ -409,3 +409,22 @@ def test_ctrl_c_stops_every_running_job_and_commits_each_as_interrupted(project:
     assert project.status() == ""
     assert not list((project.root / ".git" / "runner-jobs").glob("*.json"))
     assert out.splitlines()[-1].startswith("loop: status=interrupted"), out
+
+
+def test_a_stuck_leaf_while_others_run_stops_the_loop_once_they_have_merged(
+    project: Project,
+) -> None:
+    tree = node("root", children=[node("a", order=0, max_attempts=2), node("b", order=1)])
+    actions: dict[str, list[dict[str, Any]]] = {
+        "a": [{"status": "retry"}],
+        "b": [{"files": {"b.txt": "b\n"}, "sleep": 2}],
+    }
+    _setup(project, tree, actions, slots=2)
+    result = _loop(project)
+    out = result.stdout.splitlines()
+    assert out[-1] == f"loop: status=stuck run={project.run_id} id=a path=root/a attempts=2/2"
+    assert result.returncode == 3
+    _, found = _outcome(project)
+    assert found["a"] == (False, 2) and found["b"] == (True, 0), found
+    assert (project.root / "b.txt").read_text() == "b\n"
+    assert project.status() == ""
