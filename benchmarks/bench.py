@@ -947,8 +947,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--parallel-leaves",
         type=int,
-        default=parallel.LEAVES,
-        help=f"leaves of the `parallel` group's tree (default {parallel.LEAVES})",
+        help=f"leaves of the `parallel` group's tree (default {parallel.LEAVES}, quick "
+        f"{parallel.QUICK_LEAVES})",
     )
     parser.add_argument(
         "--parallel-sleep",
@@ -1011,8 +1011,11 @@ def run_groups(args: argparse.Namespace, log: Callable[[str], None]) -> list[Row
             rows += bench_rss(args.guard_output, workdir, log)
         if "parallel" in groups:
             slot_counts = [int(slots) for slots in args.parallel_slots.split(",")]
+            leaves = args.parallel_leaves or (
+                parallel.QUICK_LEAVES if args.quick else parallel.LEAVES
+            )
             rows += parallel.bench_parallel(
-                args.parallel_leaves, args.parallel_sleep, slot_counts, repeat, workdir, log
+                leaves, args.parallel_sleep, slot_counts, repeat, workdir, log
             )
     return rows
 
