@@ -83,3 +83,17 @@ def test_the_parallel_group_runs_at_a_tiny_size(tmp_path: Path) -> None:
     fraction = rows[2]
     assert fraction["target"] == ">= 0.85x"
     assert fraction["runner"] == pytest.approx(0.2 / rows[1]["runner"])
+
+
+def test_the_main_thread_profile_runs_at_a_tiny_size(tmp_path: Path) -> None:
+    tiny = ["--leaves", "2", "--slots", "2", "--sleep", "0.2"]
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "parallel_profile.py"), *tiny],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "main thread, inclusive" in result.stdout
+    assert "fraction of ideal" in result.stdout
