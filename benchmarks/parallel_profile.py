@@ -58,7 +58,7 @@ class MainThreadClock:
     """Inclusive wall time and calls of wrapped functions, on the main thread only."""
 
     def __init__(self) -> None:
-        self.secs: collections.Counter[str] = collections.Counter()
+        self.secs: collections.defaultdict[str, float] = collections.defaultdict(float)
         self.calls: collections.Counter[str] = collections.Counter()
 
     def wrap(self, module_name: str, attribute: str) -> bool:
@@ -89,7 +89,7 @@ class MainThreadClock:
 
     def lines(self, wall: float) -> list[str]:
         lines = [f"{'main thread, inclusive':44} {'calls':>5} {'total':>8} {'per call':>9}"]
-        for label, secs in self.secs.most_common():
+        for label, secs in sorted(self.secs.items(), key=lambda item: -item[1]):
             calls = self.calls[label]
             lines.append(f"{label:44} {calls:5d} {secs:7.2f}s {secs / calls * 1000:7.1f}ms")
         lines.append(f"{'`runner loop` wall time':44} {'':5} {wall:7.2f}s")
