@@ -1,9 +1,10 @@
 """Execution history: what the iterations of a run amount to.
 
 Decides what a history of records sums to (counts, success rate, durations, tokens, cost,
-what its merge reruns cost), the per-node table, and the display state of every node given the tree. One record and its
-`meta.json` form are `execution`'s (re-exported here). Never reads the iteration log or the
-clock: the shell hands in parsed `meta.json` objects and the timestamps it wrote there.
+what its merge reruns cost), the per-node table, and the display state of every node given the
+tree. One record and its `meta.json` form are `execution`'s (re-exported here). Never reads the
+iteration log or the clock: the shell hands in parsed `meta.json` objects and the timestamps it
+wrote there.
 """
 
 from __future__ import annotations
