@@ -68,6 +68,8 @@ class ExecutionRecord:
     attempts_after: int
     backend: str
     tests: TestFigures | None = None  # the guard's test figures, when it wrote a report
+    # A parallel job whose work met another's, run again on the new head: what parallelism cost.
+    merge_rerun: bool = False
 
     @property
     def successful(self) -> bool:
@@ -186,6 +188,7 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
         attempts_after=attempts_after,
         backend=meta["backend"],
         tests=_figures(meta.get("tests")),
+        merge_rerun=meta.get("merge_rerun", False),
     )
 
 
@@ -222,10 +225,13 @@ def figures_to_json(figures: TestFigures) -> dict[str, Any]:
 
 def record_to_meta(record: ExecutionRecord) -> dict[str, Any]:
     """The `meta.json` object of a record, keys in `META_FIELDS` order (then `tests`, present
-    only when the guard wrote a report)."""
+    only when the guard wrote a report, and `merge_rerun`, only when true: a one-slot run's
+    records keep the bytes they always had)."""
     meta = _meta_fields(record)
     if record.tests is not None:
         meta["tests"] = figures_to_json(record.tests)
+    if record.merge_rerun:
+        meta["merge_rerun"] = True
     return meta
 
 

@@ -90,4 +90,6 @@ def plainly_valid(meta: Any) -> bool:
         return False
     if cost is not None and not (type(cost) in (int, float) and cost >= 0):
         return False
+    if type(meta.get("merge_rerun", False)) is not bool:
+        return False
     return _tokens_plain(meta["tokens"]) and _tests_plain(meta)

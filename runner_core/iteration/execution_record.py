@@ -38,6 +38,7 @@ def execution_record(
     measured: Measured,
     backend: str,
     tests: TestFigures | None = None,
+    merge_rerun: bool = False,
 ) -> ExecutionRecord:
     """meta.json of the iteration; `node` is the selected node as it was before it."""
     return ExecutionRecord(
@@ -59,6 +60,7 @@ def execution_record(
         attempts_after=attempts_after(outcome.tree, node),
         backend=backend,
         tests=tests,
+        merge_rerun=merge_rerun,
     )
 
 
