@@ -185,6 +185,7 @@ def _commit(machine: M, counts: Mapping[str, int], now: ClockReading) -> M:
         facts.config.agent_backend,
         machine.guard_runs.figures,
         merge_rerun=machine.failure in MERGE_RERUNS,
+        job_base=facts.job_base,
     )
     runs = machine.guard_runs
     effect = final_write_set(

@@ -39,6 +39,7 @@ def execution_record(
     backend: str,
     tests: TestFigures | None = None,
     merge_rerun: bool = False,
+    job_base: str | None = None,
 ) -> ExecutionRecord:
     """meta.json of the iteration; `node` is the selected node as it was before it."""
     return ExecutionRecord(
@@ -61,6 +62,7 @@ def execution_record(
         backend=backend,
         tests=tests,
         merge_rerun=merge_rerun,
+        job_base=job_base,
     )
 
 

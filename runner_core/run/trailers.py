@@ -44,6 +44,8 @@ ERROR_MESSAGE = "Runner-Error-Message"
 BACKEND = "Runner-Backend"
 # `true` on a parallel job's rerun after a merge; absent otherwise.
 MERGE_RERUN = "Runner-Merge-Rerun"
+# A parallel job's start commit, which the audit merges its iteration from again.
+JOB_BASE = "Runner-Job-Base"
 CHAIN = "Runner-Chain"
 OP = "Runner-Op"
 ACTOR = "Runner-Actor"
@@ -73,8 +75,11 @@ RECORD_TRAILERS: tuple[str, ...] = (
     ERROR_MESSAGE,
     BACKEND,
     MERGE_RERUN,
+    JOB_BASE,
 )
-OPTIONAL_TRAILERS: frozenset[str] = frozenset({TOKENS, COST_USD, ERROR, ERROR_MESSAGE, MERGE_RERUN})
+OPTIONAL_TRAILERS: frozenset[str] = frozenset(
+    {TOKENS, COST_USD, ERROR, ERROR_MESSAGE, MERGE_RERUN, JOB_BASE}
+)
 KNOWN_TRAILERS: frozenset[str] = frozenset(
     {*RECORD_TRAILERS, CHAIN, OP, ACTOR, NEXT_ITER, CONFIG, BASE}
 )
@@ -100,6 +105,7 @@ _TRAILER_OF_FIELD: Mapping[str, str] = MappingProxyType(
         "error": ERROR_MESSAGE,
         "backend": BACKEND,
         "merge_rerun": MERGE_RERUN,
+        "job_base": JOB_BASE,
     }
 )
 
@@ -174,6 +180,7 @@ def record_trailers(record: ExecutionRecord) -> tuple[tuple[str, str], ...]:
         ERROR_MESSAGE: None if meta["error"] is None else json.dumps(meta["error"]),
         BACKEND: meta["backend"],
         MERGE_RERUN: "true" if meta.get("merge_rerun") else None,
+        JOB_BASE: meta.get("job_base"),
     }
     return tuple((name, value) for name, value in values.items() if value is not None)
 
@@ -243,6 +250,7 @@ def _meta_of(trailers: Mapping[str, str]) -> dict[str, Any]:
         "attempts_after": attempts[1],
         "backend": trailers[BACKEND],
         **_merge_rerun(trailers),
+        **({"job_base": trailers[JOB_BASE]} if JOB_BASE in trailers else {}),
     }
 
 

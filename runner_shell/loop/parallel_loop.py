@@ -361,6 +361,7 @@ def _run_job(loop: _Loop, job: Job, loaded: Loaded, plan: RunPlan, place: JobPla
             head=loaded.head,
             scratch=True,
             baseline=known_baseline(run.repo, loaded.head.sha),
+            job_base=loaded.head.sha,
         )
         setup = loaded.config.sandbox.setup
         try:

@@ -153,6 +153,11 @@ def test_four_leaves_run_at_once_and_merge_in_order(project: Project) -> None:
     assert max(starts) - min(starts) < 1.5, "the four leaves did not start together"
     assert elapsed < 4 * 2, elapsed
     assert project.status() == ""
+    # Each job names the commit it started from; the audit merges it from there again.
+    start = project.git("rev-list", "-n", "1", "HEAD~4").strip()
+    assert [project.meta(number)["job_base"] for number in (1, 2, 3, 4)] == [start] * 4
+    trailer = project.git("log", "-1", "--format=%(trailers:key=Runner-Job-Base,valueonly)")
+    assert trailer.strip() == start
     _audit_finds_only_the_setup(project)
 
 
