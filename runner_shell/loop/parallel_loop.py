@@ -69,7 +69,13 @@ from runner_shell.loop.night_loop import (
     loop_origin,
     stopped,
 )
-from runner_shell.loop.signals import Interrupted, Interrupts, interruptible, signals_handled
+from runner_shell.loop.signals import (
+    Interrupted,
+    Interrupts,
+    interruptible,
+    signals_handled,
+    stop_jobs,
+)
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested, stop_request_path
@@ -99,6 +105,8 @@ from runner_shell.store.state_files import (
 
 # How often the waiting loop looks up when no job finishes (a stop request, a wait's end).
 _POLL_SECS = 1.0
+# How long a failed loop waits for its jobs' processes to stop (each gets a grace period).
+_ABANDON_SECS = 30.0
 
 
 class _LockedEvents:
@@ -166,6 +174,19 @@ def run_parallel_loop(
         except Interrupted as signal_:
             _drain(loop)
             return interrupted(run, signal_.exit_code)
+        except BaseException:
+            _abandon(loop)
+            raise
+
+
+def _abandon(loop: _Loop) -> None:
+    """The loop itself failed with jobs running: their processes stop and their threads end,
+    and their journals stay for `runner recover` (nothing is merged past a failure)."""
+    stop_jobs()
+    deadline = time.monotonic() + _ABANDON_SECS
+    while len(loop.finished) < len(loop.jobs) and time.monotonic() < deadline:
+        with contextlib.suppress(queue.Empty):
+            loop.finished.add(loop.done.get(timeout=_POLL_SECS))
 
 
 def _go(loop: _Loop, progress: Callable[[], None] | None) -> int:

@@ -433,3 +433,45 @@ def test_a_stuck_leaf_while_others_run_stops_the_loop_once_they_have_merged(
     assert found["a"] == (False, 2) and found["b"] == (True, 0), found
     assert (project.root / "b.txt").read_text() == "b\n"
     assert project.status() == ""
+
+
+def test_a_loop_that_fails_with_jobs_running_stops_them_and_leaves_them_to_recover(
+    project: Project,
+) -> None:
+    """events.jsonl replaced by a directory: the next job cannot start, so the loop ends in one
+    line, the running job's agent is stopped at once, and `runner recover` records it."""
+    actions: dict[str, list[dict[str, Any]]] = {
+        "a": [{"sleep": 30}],
+        "b": [{"sleep": 1}],
+        "c": [{}],
+    }
+    _setup(project, _flat_tree(["a", "b", "c"]), actions, slots=2)
+    loop = subprocess.Popen(
+        [sys.executable, "-m", "runner_shell", "loop"],
+        cwd=project.root,
+        env=project.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    runs = project.harness / "runs.txt"
+    deadline = time.monotonic() + 30
+    while not (runs.exists() and len(runs.read_text().splitlines()) == 2):
+        assert time.monotonic() < deadline, "the two jobs did not start"
+        time.sleep(0.05)
+    events = project.runner_dir / "iterations" / project.run_id / "events.jsonl"
+    events.unlink()
+    events.mkdir()
+    started = time.monotonic()
+    _, err = loop.communicate(timeout=60)
+    assert time.monotonic() - started < 20, "the running job's agent was not stopped"
+    assert loop.returncode == 1
+    assert len(err.strip().splitlines()) == 1 and "events.jsonl" in err, err
+    events.rmdir()
+    refused = project.runner("loop")
+    assert "run 'runner recover'" in refused.stderr, refused.stderr
+    recovered = project.runner("recover")
+    assert recovered.returncode == 0, recovered.stderr
+    _, found = _outcome(project)
+    assert found["a"] == (False, 0), found
+    assert project.status() == ""
