@@ -127,3 +127,29 @@ def test_follow_tags_the_lines_of_interleaved_jobs(
     for node_id, iteration in jobs.items():
         tag = f"  [iter={iteration} node={node_id}] | {node_id} tick"
         assert any(line.startswith(tag) for line in lines), lines
+
+
+def test_after_kill_9_both_jobs_show_interrupted_until_recovered(
+    project: Project, running_loop: subprocess.Popen[bytes]
+) -> None:
+    jobs = wait_for_jobs(project, 2)["jobs"]
+    running_loop.kill()
+    running_loop.wait(timeout=10)
+    document = status_json(project)
+    assert document["running"] is None
+    assert document["interrupted"] == {key: jobs[0][key] for key in document["interrupted"]}
+    assert [(job["iteration"], job["alive"]) for job in document["jobs"]] == [
+        (job["iteration"], False) for job in jobs
+    ]
+    assert "running" not in {row["state"] for row in document["tree"]}
+    text = project.runner("status").stdout.splitlines()
+    cut = [line for line in text if line.startswith("status: interrupted ")]
+    assert [line.split()[2:4] for line in cut] == [
+        [f"iter={job['iteration']}", f"node={job['node_id']}"] for job in jobs
+    ]
+    assert all(line.endswith("(its runner is gone; run 'runner recover')") for line in cut)
+    assert not any(line.startswith("running: ") for line in text)
+    recovered = project.runner("recover")
+    assert recovered.returncode == 0, recovered.stderr
+    after = status_json(project)
+    assert "jobs" not in after and after["interrupted"] is None
