@@ -306,6 +306,7 @@ function showJobs(jobs) {
       el("h3", {}, badge, ` iter ${job.iteration} `, iterNode(job.node_id),
         ` ${job.role} ${job.phase} since ${job.started_at}`), output);
   }));
+  for (const output of document.querySelectorAll("#jobs pre")) output.scrollTop = output.scrollHeight;
 }
 const iterNode = (id) => el("a", { href: `#node/${encodeURIComponent(id)}` }, id);
 
