@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from runner_core.history.records import ExecutionHistory, NodeDisplayState, display_states
-from runner_core.iteration.recovery import Journal
+from runner_core.iteration.recovery import Journal, job_committed
 from runner_core.loop.budget import BudgetUse, budget_use_to_json, budget_uses
 from runner_core.run.config import NO_BUDGET, BudgetConfig
 from runner_core.run.identity import branch_for
@@ -96,7 +96,8 @@ def running_jobs(
     found: dict[int, RunningJob] = {}
     for job in job_journals:
         journal = job.journal
-        if running_node_id(journal, run_id) is not None and journal.iteration >= next_iteration:
+        ours = running_node_id(journal, run_id) is not None
+        if ours and not job_committed(journal.iteration, next_iteration):
             found.setdefault(journal.iteration, job)
     if run_journal is not None and running_node_id(run_journal.journal, run_id) is not None:
         found[run_journal.journal.iteration] = run_journal

@@ -329,12 +329,13 @@ def test_kill_9_with_four_jobs_running_then_recover_and_loop(project: Project) -
 
 
 def test_a_budget_counts_the_time_of_jobs_not_yet_committed(project: Project) -> None:
-    """a runs long; b and c finish at once but wait for a to merge. Their time and a's so far
-    reach `max_wall_secs` before anything is committed, so d never starts."""
+    """a runs long; b (and c, if b's time leaves room for it) finish but wait for a to merge.
+    Their time and a's so far reach `max_wall_secs` before anything is committed, so d never
+    starts: by the time c could have ended, a alone has run for 2 s."""
     actions: dict[str, list[dict[str, Any]]] = {
-        "a": [{"sleep": 5}],
+        "a": [{"sleep": 6}],
         "b": [{"sleep": 0.3}],
-        "c": [{"sleep": 0.3}],
+        "c": [{"sleep": 2}],
         "d": [{"sleep": 0.3}],
     }
     _setup(project, _flat_tree(["a", "b", "c", "d"]), {}, slots=2)
