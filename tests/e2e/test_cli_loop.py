@@ -29,6 +29,7 @@ from tests.helpers.e2e import (
     find_node,
     lines,
     node,
+    slots_under_test,
 )
 
 GUARD_FAILURE = "GUARD-FAILURE: a.txt says 'wrong', expected 'A'"
@@ -37,14 +38,28 @@ DECOMPOSITION = {
     "summary": "Split into A and B.",
     "children": [child_spec("Write A"), child_spec("Write B")],
 }
-# iteration -> (node, status, guard)
-EXPECTED_STEPS = {
-    1: ("root", "decomposed", "skipped"),
-    2: ("root.1", "done", "fail"),
-    3: ("root.1", "done", "pass"),
-    4: ("root.2", "retry", "skipped"),
-    5: ("root.2", "done", "pass"),
+# (node, the agent's n-th run on it) -> (status, guard)
+RUNS = {
+    ("root", 1): ("decomposed", "skipped"),
+    ("root.1", 1): ("done", "fail"),
+    ("root.1", 2): ("done", "pass"),
+    ("root.2", 1): ("retry", "skipped"),
+    ("root.2", 2): ("done", "pass"),
 }
+# The runs in iteration order. One slot takes the first open leaf each time. With several
+# slots, root.1 and root.2 start together once the decomposition merged, and each node's next
+# run starts as soon as its previous one merged, so the iterations interleave.
+ORDER = (
+    [("root", 1), ("root.1", 1), ("root.1", 2), ("root.2", 1), ("root.2", 2)]
+    if slots_under_test() == 1
+    else [("root", 1), ("root.1", 1), ("root.2", 1), ("root.1", 2), ("root.2", 2)]
+)
+ITERATION = {run: n for n, run in enumerate(ORDER, start=1)}
+# iteration -> (node, status, guard)
+EXPECTED_STEPS = {n: (run[0], *RUNS[run]) for run, n in ITERATION.items()}
+# The guard runs for each `done`; with several slots, again on the merged result for the two
+# jobs (root.1's and root.2's second runs) whose start commit another job's merge moved.
+GUARD_CALLS = 3 if slots_under_test() == 1 else 5
 
 
 @pytest.fixture(scope="module")
@@ -52,17 +67,33 @@ def full_loop(
     tmp_path_factory: pytest.TempPathFactory, make_project: ProjectFactory
 ) -> tuple[Project, subprocess.CompletedProcess[str]]:
     project = make_project(tmp_path_factory.mktemp("full-loop"), "started")
-    project.agent_script(
+    project.agent_script_by_node(
         {
-            1: {"output": DECOMPOSITION, "stdout": "planning\n"},
-            2: {"files": {"a.txt": "wrong\n"}, "output": {"status": "done", "summary": "Wrote a."}},
-            3: {"files": {"a.txt": "A\n"}, "output": {"status": "done", "summary": "Fixed a."}},
-            4: {"output": {"status": "retry", "summary": RETRY_NOTE}},
-            5: {"files": {"b.txt": "B\n"}, "output": {"status": "done", "summary": "Wrote b."}},
+            ("root", 1): {"output": DECOMPOSITION, "stdout": "planning\n"},
+            ("root.1", 1): {
+                "files": {"a.txt": "wrong\n"},
+                "output": {"status": "done", "summary": "Wrote a."},
+            },
+            ("root.1", 2): {
+                "files": {"a.txt": "A\n"},
+                "output": {"status": "done", "summary": "Fixed a."},
+            },
+            ("root.2", 1): {"output": {"status": "retry", "summary": RETRY_NOTE}},
+            ("root.2", 2): {
+                "files": {"b.txt": "B\n"},
+                "output": {"status": "done", "summary": "Wrote b."},
+            },
         }
     )
-    project.guard_script(
-        [{"exit": 1, "stdout": GUARD_FAILURE + "\n", "stderr": "1 failed\n"}, {"stdout": "ok\n"}]
+    project.guard_script_by_iteration(
+        {
+            ITERATION["root.1", 1]: {
+                "exit": 1,
+                "stdout": GUARD_FAILURE + "\n",
+                "stderr": "1 failed\n",
+            }
+        },
+        default={"stdout": "ok\n"},
     )
     return project, project.runner("loop")
 
@@ -128,15 +159,15 @@ def test_guard_output_reaches_the_next_attempt_through_failure_md(
     full_loop: tuple[Project, subprocess.CompletedProcess[str]],
 ) -> None:
     project, _ = full_loop
-    guard_log = (project.iter_dir(2) / "guard.log").read_text(encoding="utf-8")
+    guard_log = (project.iter_dir(ITERATION["root.1", 1]) / "guard.log").read_text(encoding="utf-8")
 
-    retry = project.record(3)
+    retry = project.record(ITERATION["root.1", 2])
 
     assert GUARD_FAILURE in guard_log
     assert retry["context"]["failure.md"] == guard_log
     assert GUARD_FAILURE in retry["prompt"]
-    assert "failure.md" not in project.record(2)["context"]
-    assert "failure.md" not in project.record(4)["context"]
+    assert "failure.md" not in project.record(ITERATION["root.1", 1])["context"]
+    assert "failure.md" not in project.record(ITERATION["root.2", 1])["context"]
 
 
 def test_retry_summary_reaches_the_next_attempt_through_history_md(
@@ -144,11 +175,11 @@ def test_retry_summary_reaches_the_next_attempt_through_history_md(
 ) -> None:
     project, _ = full_loop
 
-    retry = project.record(5)
+    retry = project.record(ITERATION["root.2", 2])
 
     assert retry["context"]["history.md"] == RETRY_NOTE + "\n"
     assert RETRY_NOTE in retry["prompt"]
-    for earlier in (1, 2, 3, 4):
+    for earlier in range(1, ITERATION["root.2", 2]):
         assert "history.md" not in project.record(earlier)["context"], earlier
 
 
@@ -180,7 +211,7 @@ def test_the_prompt_arrives_on_stdin_and_names_the_selected_node(
 ) -> None:
     project, _ = full_loop
 
-    prompt = project.record(2)["prompt"]
+    prompt = project.record(ITERATION["root.1", 1])["prompt"]
 
     assert "root/root.1" in prompt
     assert "Write A" in prompt
@@ -216,8 +247,12 @@ def parse_utc(text: str) -> datetime.datetime:
             {"planner_output.json", "planner_executor.log"},
             {"executor.log", "guard.log"},
         ),
-        (2, {"executor.log", "guard.log"}, {"planner_output.json", "planner_executor.log"}),
-        (4, {"executor.log"}, {"guard.log", "planner_output.json"}),
+        (
+            ITERATION["root.1", 1],
+            {"executor.log", "guard.log"},
+            {"planner_output.json", "planner_executor.log"},
+        ),
+        (ITERATION["root.2", 1], {"executor.log"}, {"guard.log", "planner_output.json"}),
     ],
     ids=["decompose", "execute-done", "execute-retry"],
 )
@@ -240,7 +275,10 @@ def test_output_json_holds_the_status_and_summary(
 ) -> None:
     project, _ = full_loop
 
-    outputs = [read_json(project.iter_dir(n) / "output.json") for n in (1, 4, 5)]
+    outputs = [
+        read_json(project.iter_dir(n) / "output.json")
+        for n in (1, ITERATION["root.2", 1], ITERATION["root.2", 2])
+    ]
 
     assert outputs == [
         {"status": "decomposed", "summary": "Split into A and B."},
@@ -258,7 +296,7 @@ def test_the_decomposer_output_and_agent_output_are_logged(
     planner_log = (project.iter_dir(1) / "planner_executor.log").read_text(encoding="utf-8")
     assert planner_log.startswith("=== stdout ===\nplanning\n")
     assert "=== stderr ===" in planner_log
-    guard_log = (project.iter_dir(2) / "guard.log").read_text(encoding="utf-8")
+    guard_log = (project.iter_dir(ITERATION["root.1", 1]) / "guard.log").read_text(encoding="utf-8")
     assert guard_log.startswith(f"=== stdout ===\n{GUARD_FAILURE}\n")
     assert "=== stderr ===\n1 failed\n" in guard_log
 
@@ -306,7 +344,7 @@ def test_attempts_count_the_guard_failure_and_the_retry(
         "executions": {"root": 1, "root.1": 2, "root.2": 2},
         "chain": project.head_chain(),
     }
-    assert project.guard_calls() == 3
+    assert project.guard_calls() == GUARD_CALLS
 
 
 def read_json(path: Path) -> Any:

@@ -132,6 +132,9 @@ def _loop(project: Project) -> str:
     return result.stdout + result.stderr
 
 
+# One slot: the first leaf's guard meets the others' unwritten functions. With several slots
+# the five leaves run side by side, so no leaf waits behind the others and the run completes.
+@pytest.mark.one_slot
 def test_in_exit_mode_the_first_leaf_is_stuck_behind_the_others_tests(project: Project) -> None:
     _configure(project, "exit")
 
@@ -141,6 +144,10 @@ def test_in_exit_mode_the_first_leaf_is_stuck_behind_the_others_tests(project: P
     assert "root.1 attempts=3/3" in output or "attempts=3/3" in output
 
 
+# One slot: it pins the iterations' numbers and that a later executor finds the first one's
+# baseline known. With several slots the five executors start together from one commit, each
+# measuring its baseline, and their retries are numbered as they are scheduled.
+@pytest.mark.one_slot
 def test_in_ratchet_mode_every_leaf_passes_on_the_attempt_its_own_test_passes(
     project: Project,
 ) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import tomllib
 
+import pytest
+
 from runner_core.run.questions import QUESTIONS_HEADER
 from tests.helpers.crash import spawn, wait_for_processes
 from tests.helpers.e2e import PYTHON, Project, assert_one_error_line, find_node, lines, node
@@ -113,6 +115,9 @@ def test_tell_file_is_capped_at_one_mebibyte(project: Project) -> None:
 # ---------------------------------------------------------------- runner stop
 
 
+# One slot: the stop pauses the loop after the one iteration running. With several slots both
+# leaves run at once and a stop lets every running job merge first (docs/parallel.md).
+@pytest.mark.one_slot
 def test_stop_pauses_the_loop_after_its_iteration_and_loop_resumes(project: Project) -> None:
     run = project.prepare(TWO_LEAVES)
     project.agent_script({1: {"sleep": 2, "output": DONE}, 2: {"output": DONE}})

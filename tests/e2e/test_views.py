@@ -70,6 +70,13 @@ def metric_samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], f
     return found
 
 
+# The scenario's agent and guard are scripted by iteration and these tests pin what each
+# numbered iteration did. With several slots the three leaves run at once and the iterations are
+# numbered as they are scheduled, so these run with one slot until the scenario is rewritten
+# keyed by node (tests/helpers/e2e.py `agent_script_by_node`).
+ITERATION_NUMBERED = pytest.mark.one_slot
+
+
 @attrs.frozen
 class Scenario:
     project: Project
@@ -125,6 +132,7 @@ def clone(scenario: Scenario, tmp_path: Path) -> Project:
 # ---------------------------------------------------------------- the scenario itself
 
 
+@ITERATION_NUMBERED
 def test_scenario_loop_lines_are_unchanged_when_stdout_is_not_a_terminal(
     scenario: Scenario,
 ) -> None:
@@ -146,6 +154,7 @@ def test_scenario_loop_lines_are_unchanged_when_stdout_is_not_a_terminal(
 # ---------------------------------------------------------------- runner status
 
 
+@ITERATION_NUMBERED
 def test_status_names_run_progress_selected_leaf_and_draws_the_tree(scenario: Scenario) -> None:
     result = scenario.project.runner("status")
     run = scenario.run_id
@@ -167,6 +176,7 @@ def test_status_names_run_progress_selected_leaf_and_draws_the_tree(scenario: Sc
     ]
 
 
+@ITERATION_NUMBERED
 def test_status_json_is_valid_and_carries_the_same_facts(scenario: Scenario) -> None:
     document = json_output(scenario.project, "status")
     assert (document["run"], document["run_id"]) == ("started", scenario.run_id)
@@ -243,6 +253,7 @@ def test_status_shows_the_node_of_an_iteration_in_progress_as_running(project: P
 # ---------------------------------------------------------------- runner history
 
 
+@ITERATION_NUMBERED
 def test_history_lists_one_row_per_iteration_with_tokens_and_error_kind(
     scenario: Scenario,
 ) -> None:
@@ -277,6 +288,7 @@ def test_history_lists_one_row_per_iteration_with_tokens_and_error_kind(
     assert errors[5] == "runner: executor agent exited with status 3"
 
 
+@ITERATION_NUMBERED
 def test_history_json_of_one_node_is_valid(scenario: Scenario) -> None:
     document = json_output(scenario.project, "history", "--node", "root.2")
     assert document["node"] == "root.2"
@@ -295,6 +307,7 @@ def test_history_json_of_one_node_is_valid(scenario: Scenario) -> None:
     assert document["warnings"] == []
 
 
+@ITERATION_NUMBERED
 def test_history_skips_damaged_and_missing_meta_json_with_a_warning_each(
     scenario: Scenario, tmp_path: Path
 ) -> None:
@@ -332,6 +345,7 @@ def test_history_skips_damaged_and_missing_meta_json_with_a_warning_each(
     assert report["summary"]["total_executions"] == 6
 
 
+@ITERATION_NUMBERED
 def test_history_of_an_earlier_run_is_read_with_run(scenario: Scenario, tmp_path: Path) -> None:
     project = clone(scenario, tmp_path)
     goal = project.goal_path.read_text(encoding="utf-8")
@@ -389,6 +403,7 @@ def test_history_before_start_is_one_error_line(unstarted_project: Project) -> N
 # ---------------------------------------------------------------- runner show
 
 
+@ITERATION_NUMBERED
 def test_show_prints_meta_output_files_and_log_heads(scenario: Scenario) -> None:
     result = scenario.project.runner("show", "2")
     assert result.returncode == 0, result.stderr
@@ -405,6 +420,7 @@ def test_show_prints_meta_output_files_and_log_heads(scenario: Scenario) -> None
     assert f"[… more in .runner/iterations/{scenario.run_id}/2/guard.log]" in out
 
 
+@ITERATION_NUMBERED
 def test_show_json_is_valid_and_bounds_every_log(scenario: Scenario) -> None:
     document = json_output(scenario.project, "show", "6")
     assert document["meta"]["error_kind"] == "runner"
@@ -441,6 +457,7 @@ def test_log_head_never_reads_past_its_byte_budget(tmp_path: Path) -> None:
     assert log_head(log, log.stat().st_size) == (("only",), False)
 
 
+@ITERATION_NUMBERED
 def test_show_of_an_unknown_iteration_is_one_error_line(scenario: Scenario) -> None:
     line = assert_one_error_line(scenario.project.runner("show", "99"))
     assert line == (f"no iteration 99 in run {scenario.run_id} (iterations on disk: 1-6)")
@@ -449,6 +466,7 @@ def test_show_of_an_unknown_iteration_is_one_error_line(scenario: Scenario) -> N
 # ---------------------------------------------------------------- runner report
 
 
+@ITERATION_NUMBERED
 def test_report_json_sums_the_run(scenario: Scenario) -> None:
     document = json_output(scenario.project, "report")
     summary = document["summary"]
@@ -483,6 +501,7 @@ def test_report_json_sums_the_run(scenario: Scenario) -> None:
     ]
 
 
+@ITERATION_NUMBERED
 def test_report_prints_summary_nodes_slowest_and_most_retried(scenario: Scenario) -> None:
     result = scenario.project.runner("report")
     assert result.returncode == 0, result.stderr
@@ -503,6 +522,7 @@ def test_report_prints_summary_nodes_slowest_and_most_retried(scenario: Scenario
 # ---------------------------------------------------------------- runner metrics
 
 
+@ITERATION_NUMBERED
 def test_metrics_parse_as_prometheus_text_with_the_runs_figures(scenario: Scenario) -> None:
     result = scenario.project.runner("metrics")
     assert result.returncode == 0, result.stderr

@@ -91,15 +91,18 @@ def read_journal(project: Project) -> Journal | None:
 
 
 def wait_for_processes(project: Project, count: int, timeout: float = 30) -> Journal:
-    """The journal once it names `count` process groups (the agent, then the guard) running."""
+    """The journal once it names `count` process groups (the agent, then the guard) running:
+    the run's, or with `[parallel] slots` the first job's that does (docs/parallel.md)."""
     give_up_at = time.monotonic() + timeout
     while time.monotonic() < give_up_at:
-        try:
-            journal = read_journal(project)
-        except ValueError:  # caught between the write and the rename: try again
-            journal = None
-        if journal is not None and len(journal.process_groups) >= count:
-            return journal
+        jobs = sorted((project.root / ".git" / "runner-jobs").glob("*.json"))
+        for path in [journal_file(project), *jobs]:
+            try:
+                journal = journal_from_json(json.loads(path.read_text(encoding="utf-8")))
+            except (FileNotFoundError, ValueError):  # not yet, or between write and rename
+                continue
+            if len(journal.process_groups) >= count:
+                return journal
         time.sleep(0.02)
     raise AssertionError(f"no journal naming {count} process group(s) after {timeout} s")
 

@@ -15,10 +15,15 @@ passes on to them with the rest of its environment:
   `stdout_bytes` (that many "x"), `stderr`, `grandchild_pid_file` (start a sleeping child and
   write its pid there), `sleep`, `output` (JSON written to RUNNER_OUTPUT_PATH) or `output_text`
   (raw), `exit`. Every run of the agent first leaves `records/<iter>.json` with its RUNNER_*
-  variables, its prompt and the `.runner/context/` files it saw.
+  variables, its prompt and the `.runner/context/` files it saw. An iteration with no action
+  takes the one keyed `<node id>#<n>` for the agent's n-th run on its node (RUNNER_NODE_ID,
+  counted in `node_runs/`): with `[parallel] slots` above one, leaves run side by side and the
+  iteration numbers interleave, while each node's own runs keep their order.
 - `guard.json` is a list with one entry per guard call (the last entry repeats): `stdout`,
   `stdout_bytes` (that many "g"), `stderr`, `sleep`, `exit`. Calls are counted in
-  `guard_calls.txt`.
+  `guard_calls.txt`. It may instead be an object keyed by iteration (RUNNER_ITER), with
+  `"default"` for the iterations it does not list: the call order of guards that run at once,
+  or again after a merge, is not the iterations' order.
 """
 
 from __future__ import annotations
@@ -66,7 +71,14 @@ records.mkdir(exist_ok=True)
     encoding="utf-8",
 )
 script = json.loads((harness / "agent.json").read_text(encoding="utf-8"))
-action = script.get(iteration)
+node_id = os.environ.get("RUNNER_NODE_ID", "")
+node_runs = harness / "node_runs"
+node_runs.mkdir(exist_ok=True)
+runs_path = node_runs / node_id
+runs = int(runs_path.read_text()) + 1 if node_id and runs_path.exists() else 1
+if node_id:
+    runs_path.write_text(str(runs))
+action = script.get(iteration, script.get(f"{node_id}#{runs}"))
 if action is None:
     print(f"fake agent: no action for iteration {iteration}", file=sys.stderr)
     sys.exit(97)
@@ -126,7 +138,7 @@ sys.exit(action.get("exit", 0))
 '''
 
 GUARD_SOURCE = r'''
-"""Fake guard for runner's e2e tests: does what entry n of guard.json says on its n-th call."""
+"""Fake guard for runner's e2e tests: does what guard.json says for its call or iteration."""
 
 import json
 import os
@@ -140,7 +152,10 @@ calls = int(calls_path.read_text()) if calls_path.exists() else 0
 calls_path.write_text(str(calls + 1))
 script_path = harness / "guard.json"
 script = json.loads(script_path.read_text()) if script_path.exists() else [{}]
-action = script[min(calls, len(script) - 1)]
+if isinstance(script, dict):
+    action = script.get(os.environ["RUNNER_ITER"], script.get("default", {}))
+else:
+    action = script[min(calls, len(script) - 1)]
 sys.stdout.write(action.get("stdout", ""))
 sys.stdout.write("g" * action.get("stdout_bytes", 0))
 sys.stderr.write(action.get("stderr", ""))
@@ -206,6 +221,11 @@ def find_node(tree: Mapping[str, Any], node_id: str) -> dict[str, Any]:
             return dict(item)
         stack.extend(item["children"])
     raise KeyError(node_id)
+
+
+def slots_under_test() -> int:
+    """The `[parallel] slots` the e2e scenarios run with: RUNNER_TEST_SLOTS, 1 when unset."""
+    return int(os.environ.get("RUNNER_TEST_SLOTS", "1"))
 
 
 def process_alive(pid: int) -> bool:
@@ -306,9 +326,8 @@ class Project:
             sandbox.setdefault("mode", self.sandbox_mode)
         values["sandbox"] = sandbox
         # RUNNER_TEST_SLOTS runs the suite's scenarios with `[parallel] slots` (.ci/run does).
-        slots = os.environ.get("RUNNER_TEST_SLOTS")
-        if slots is not None and "parallel" not in values:
-            values["parallel"] = {"slots": int(slots)}
+        if "RUNNER_TEST_SLOTS" in os.environ and "parallel" not in values:
+            values["parallel"] = {"slots": slots_under_test()}
         tables = {key: value for key, value in values.items() if isinstance(value, dict)}
         toml = [
             f"{key} = {json.dumps(value)}" for key, value in values.items() if key not in tables
@@ -326,8 +345,22 @@ class Project:
         text = json.dumps({str(iteration): action for iteration, action in actions.items()})
         (self.harness / "agent.json").write_text(text, encoding="utf-8")
 
+    def agent_script_by_node(self, runs: Mapping[tuple[str, int], Mapping[str, Any]]) -> None:
+        """The agent's n-th run on a node does `runs[(node id, n)]`, whatever its iteration."""
+        text = json.dumps({f"{node_id}#{n}": action for (node_id, n), action in runs.items()})
+        (self.harness / "agent.json").write_text(text, encoding="utf-8")
+
     def guard_script(self, calls: Sequence[Mapping[str, Any]]) -> None:
         (self.harness / "guard.json").write_text(json.dumps(list(calls)), encoding="utf-8")
+
+    def guard_script_by_iteration(
+        self, iterations: Mapping[int, Mapping[str, Any]], default: Mapping[str, Any]
+    ) -> None:
+        """The guard of iteration n (its own run or its run again after a merge) does
+        `iterations[n]`, any other iteration's does `default`."""
+        script = {str(n): dict(action) for n, action in iterations.items()}
+        script["default"] = dict(default)
+        (self.harness / "guard.json").write_text(json.dumps(script), encoding="utf-8")
 
     # ---------------------------------------------------------------- reading back
 
