@@ -53,6 +53,7 @@ from runner_shell.loop.night_loop import (
     stopped,
 )
 from runner_shell.loop.parallel_jobs import Job, JobEvents, in_flight, merge_job, slot_sandbox
+from runner_shell.loop.questions import announce_new_questions, read_questions
 from runner_shell.loop.signals import (
     Interrupted,
     Interrupts,
@@ -108,6 +109,7 @@ class _Loop:
     ending: int | None = None  # the exit code, once the loop stops scheduling
     draining: bool = False  # a stop or budget was met: no job starts until the others merged
     failure: BaseException | None = None  # a job's error, raised once every job has merged
+    asked: str | None = None  # questions.md after the last merge: a job's new ones are told
 
 
 def run_parallel_loop(
@@ -118,6 +120,7 @@ def run_parallel_loop(
         loaded = load_for_step(run.paths, run.repo)
         loop = _Loop(run, loaded.config.parallel_slots, max_steps)
         loop.merged_upto = loaded.state.next_iter - 1
+        loop.asked = read_questions(run.paths)
         clear_stop_request(run.repo)
         announce_start(run)
         try:
@@ -368,6 +371,9 @@ def _merge_next(loop: _Loop, policy_hears: bool = True) -> bool:
     job_place_path(loop.run.repo, number).unlink(missing_ok=True)
     loop.steps += 1
     loop.run.emit(step_result_line("loop: step", result))
+    paths = loop.run.paths
+    announce_new_questions(paths, load_config(paths), result.run_id, number, loop.asked)
+    loop.asked = read_questions(paths)
     if policy_hears and not rerun and loop.ending is None:
         loop.ending = _after_merge(loop, result, load_config(loop.run.paths).max_iterations)
     return True
