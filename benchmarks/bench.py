@@ -45,6 +45,7 @@ from runner_core.validation.schema import TREE_SCHEMA_FILE, load_schema, validat
 sys.modules.setdefault("bench", sys.modules[__name__])
 
 import bench_docs  # noqa: E402
+import parallel  # noqa: E402
 import steps  # noqa: E402
 import views  # noqa: E402
 
@@ -502,9 +503,10 @@ def make_repo(
     agent: Sequence[str] = NOOP_AGENT,
     max_iterations: int = 100,
     sandbox_mode: str | None = None,
+    extra_config: str = "",
 ) -> Path:
     """A git repository with a started run whose tree.json and config.toml are the given ones
-    (`[sandbox] mode` the default unless `sandbox_mode` names one)."""
+    (`[sandbox] mode` the default unless `sandbox_mode` names one; `extra_config` appended)."""
     directory.mkdir(parents=True)
     run(["git", "init", "--quiet", "--initial-branch=main"], directory)
     (directory / "README.md").write_text("bench\n", encoding="utf-8")
@@ -516,7 +518,7 @@ def make_repo(
     state = directory / ".runner" / "state"
     (state / "tree.json").write_text(tree, encoding="utf-8")
     (state / "config.toml").write_text(
-        config_text(guard, agent, max_iterations, sandbox_mode), encoding="utf-8"
+        config_text(guard, agent, max_iterations, sandbox_mode) + extra_config, encoding="utf-8"
     )
     run([*runner, "start"], directory)
     assert not run(["git", "status", "--porcelain"], directory), "start left a dirty tree"
@@ -920,8 +922,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="1k and 10k nodes, 3 runs")
     parser.add_argument(
         "--only",
-        default="core,schema,start,cli,step,slot,rss",
-        help="comma-separated groups (core,schema,start,cli,step,slot,rss; the heavy run,big)",
+        default="core,schema,start,cli,step,slot,rss,parallel",
+        help="comma-separated groups (core,schema,start,cli,step,slot,rss,parallel; the heavy "
+        "run,big)",
     )
     parser.add_argument(
         "--run-length", type=int, default=1000, help="steps of the `run` group (default 1000)"
@@ -940,6 +943,23 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         type=int,
         default=GUARD_OUTPUT_BYTES,
         help="bytes the `rss` group's guard prints (default 1 GiB)",
+    )
+    parser.add_argument(
+        "--parallel-leaves",
+        type=int,
+        help=f"leaves of the `parallel` group's tree (default {parallel.LEAVES}, quick "
+        f"{parallel.QUICK_LEAVES})",
+    )
+    parser.add_argument(
+        "--parallel-sleep",
+        type=float,
+        default=parallel.SLEEP_SECS,
+        help=f"seconds the `parallel` group's agent sleeps (default {parallel.SLEEP_SECS:g})",
+    )
+    parser.add_argument(
+        "--parallel-slots",
+        default=",".join(map(str, parallel.SLOTS)),
+        help="comma-separated `[parallel] slots` of the `parallel` group (default 1,4,8)",
     )
     parser.add_argument("--label", default="", help="name of this run (default: the commit)")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"))
@@ -989,6 +1009,14 @@ def run_groups(args: argparse.Namespace, log: Callable[[str], None]) -> list[Row
             rows += bench_big_step(args.big_size, min(repeat, 3), workdir, log)
         if "rss" in groups:
             rows += bench_rss(args.guard_output, workdir, log)
+        if "parallel" in groups:
+            slot_counts = [int(slots) for slots in args.parallel_slots.split(",")]
+            leaves = args.parallel_leaves or (
+                parallel.QUICK_LEAVES if args.quick else parallel.LEAVES
+            )
+            rows += parallel.bench_parallel(
+                leaves, args.parallel_sleep, slot_counts, repeat, workdir, log
+            )
     return rows
 
 

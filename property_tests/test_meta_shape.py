@@ -78,7 +78,7 @@ def valid_meta() -> st.SearchStrategy[dict[str, Any]]:
             "attempts_after": st.integers(0, 4),
             "backend": st.sampled_from(["command", "codex"]),
         },
-        optional={"tests": tests, "extra": odd_values},
+        optional={"tests": tests, "extra": odd_values, "merge_rerun": st.booleans()},
     )
 
 

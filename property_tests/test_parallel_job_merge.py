@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from property_tests.test_parallel_properties import three_trees
 from runner_core import Node, SelectionStatus, select_leaf
+from runner_core.history.iteration_checks import merge_replay_problems
 from runner_core.history.records import ExecutionHistory, TokenUsage
 from runner_core.iteration.import_rules import EXECUTABLE_MODE, FILE_MODE, Change
 from runner_core.iteration.plan import Review, conclude
@@ -19,7 +21,7 @@ from runner_core.parallel.frontier import frontier
 from runner_core.parallel.job_merge import Entry, merge_files, merged_review
 from runner_core.parallel.queue import next_to_merge
 from runner_core.parallel.tree_merge import TreeConflict, merge_trees
-from runner_core.testing import trees
+from runner_core.testing import EditedTree, trees
 from runner_core.tree.model import AgentStatus, GuardOutcome, nodes_by_id
 
 # Which attempt of which node passes: (node id, attempts used so far) -> the guard's outcome.
@@ -175,3 +177,32 @@ def test_jobs_in_flight_only_add_to_what_a_budget_sees(jobs: list[InFlight]) -> 
     assert counted.total_cost_usd == (
         pytest.approx(sum(costs)) if costs else summary.total_cost_usd
     )
+
+
+@given(three_trees())
+def test_every_merge_the_loop_makes_replays_clean_in_the_audit(
+    case: tuple[Node, EditedTree, EditedTree],
+) -> None:
+    """The audit merges a job's commit onto its parent from the job's base again: a merge the
+    loop made always gives itself back, so a clean parallel run has no finding."""
+    base, ours, theirs = case[0], case[1].tree, case[2].tree
+    merged = merge_trees(base, ours, theirs)
+    if isinstance(merged, TreeConflict):
+        return
+    assert merge_replay_problems(base, ours, merged) == ()
+
+
+@given(three_trees())
+def test_a_commit_that_drops_work_merged_since_its_base_is_found(
+    case: tuple[Node, EditedTree, EditedTree],
+) -> None:
+    """A job's commit that is its own tree, as if nothing had merged meanwhile, loses the
+    head's changes: whenever the head changed a node the job did not, the audit names it."""
+    base, ours, theirs = case[0], case[1].tree, case[2].tree
+    merged = merge_trees(base, ours, theirs)
+    settled_theirs = merge_trees(base, base, theirs)
+    if isinstance(merged, TreeConflict) or isinstance(settled_theirs, TreeConflict):
+        return
+    if merged == settled_theirs:
+        return
+    assert merge_replay_problems(base, ours, settled_theirs) != ()

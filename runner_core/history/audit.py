@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import attrs
+from pyrsistent import PMap, pmap
 
 from runner_core.history.commit_facts import (
     QUESTIONS_PATH,
@@ -23,6 +24,7 @@ from runner_core.history.commit_facts import (
 from runner_core.history.findings import AuditReport, Finding, OperatorEntry, Problem
 from runner_core.history.hand_edits import hand_edit_problems
 from runner_core.history.iteration_checks import (
+    merge_replay_problems,
     numbering_problems,
     replay_problems,
     run_state_problems,
@@ -53,6 +55,8 @@ class _Walk:
     passed_by: Mapping[str, int] = attrs.field(factory=dict)
     iterations: int = 0
     config: bytes | None = None
+    # Every commit walked so far and its tree.json: a parallel job's base is one of them.
+    earlier: PMap[str, bytes | None] = attrs.field(factory=pmap)
 
 
 def _iteration(
@@ -88,6 +92,7 @@ def _iteration(
         problems.append(("", unreadable))
     elif walk.tree is not None and after is not None:
         problems.extend(replay_problems(walk.tree, after, record))
+        problems.extend(_merge_problems(walk, walk.tree, after, record.job_base))
     problems.extend(run_state_problems(commit.run_state_json, run_id, record, claimed))
     passed_by = dict(walk.passed_by)
     if (record.status, record.guard, record.error_kind) == (
@@ -104,8 +109,21 @@ def _iteration(
         passed_by,
         walk.iterations + 1,
         commit.config_toml,
+        walk.earlier,
     )
     return following, record.iteration, tuple(problems)
+
+
+def _merge_problems(
+    walk: _Walk, parent: Node, after: Node, job_base: str | None
+) -> tuple[Problem, ...]:
+    """A parallel job's merge replayed from the commit it started at (`Runner-Job-Base`)."""
+    if job_base is None:
+        return ()
+    if job_base not in walk.earlier:
+        return (("", f"Runner-Job-Base {job_base} is no earlier commit of this run"),)
+    base, _ = tree_of(walk.earlier[job_base])
+    return () if base is None else merge_replay_problems(base, parent, after)
 
 
 def _operator_commit(
@@ -163,7 +181,8 @@ def _passed_leaves(tree: Node) -> frozenset[str]:
 def audit_run(run_id: str, start: CommitFacts, commits: Sequence[CommitFacts]) -> AuditReport:
     """Check a run from its start commit and every later commit of its branch, in order."""
     initial, unreadable = tree_of(start.tree_json)
-    walk = _Walk(initial, chain_seed(run_id), 1, config=start.config_toml)
+    earlier = pmap({start.sha: start.tree_json})
+    walk = _Walk(initial, chain_seed(run_id), 1, config=start.config_toml, earlier=earlier)
     findings: list[Finding] = []
     if unreadable is not None:
         findings.append(Finding(0, "", f"start commit: {unreadable}", start.sha, None))
@@ -175,6 +194,7 @@ def audit_run(run_id: str, start: CommitFacts, commits: Sequence[CommitFacts]) -
             findings.append(Finding(position, "", str(error), commit.sha, None))
             trailers = {}
         walk, iteration, problems, entry = _classify(walk, run_id, commit, trailers)
+        walk = attrs.evolve(walk, earlier=walk.earlier.set(commit.sha, commit.tree_json))
         findings.extend(
             Finding(position, node, what, commit.sha, iteration) for node, what in problems
         )

@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from runner_core.guard.ratchet import TestFigures
-from runner_core.history.meta_shape import FIGURE_FIELDS, TOKEN_FIELDS, plainly_valid
+from runner_core.history.meta_shape import FIGURE_FIELDS, TOKEN_FIELDS, is_commit_id, plainly_valid
 from runner_core.iteration.state_update import TRANSITIONS
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
 from runner_core.validation.documents import META_SCHEMA_FILE, document_problem
@@ -68,6 +68,10 @@ class ExecutionRecord:
     attempts_after: int
     backend: str
     tests: TestFigures | None = None  # the guard's test figures, when it wrote a report
+    # A parallel job whose work met another's, run again on the new head: what parallelism cost.
+    merge_rerun: bool = False
+    # A parallel job's: the commit it started from, which the audit merges it from again.
+    job_base: str | None = None
 
     @property
     def successful(self) -> bool:
@@ -167,6 +171,9 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
             f"must be attempts_before ({attempts_before}) or one more, got {attempts_after}",
         )
     tokens = meta["tokens"]
+    job_base = meta.get("job_base")
+    if job_base is not None and not is_commit_id(job_base):
+        raise DamagedRecord("job_base", f"must be a commit id, got {job_base!r}")
     return ExecutionRecord(
         run_id=meta["run_id"],
         node_id=meta["node_id"],
@@ -186,6 +193,8 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
         attempts_after=attempts_after,
         backend=meta["backend"],
         tests=_figures(meta.get("tests")),
+        merge_rerun=meta.get("merge_rerun", False),
+        job_base=job_base,
     )
 
 
@@ -222,10 +231,16 @@ def figures_to_json(figures: TestFigures) -> dict[str, Any]:
 
 def record_to_meta(record: ExecutionRecord) -> dict[str, Any]:
     """The `meta.json` object of a record, keys in `META_FIELDS` order (then `tests`, present
-    only when the guard wrote a report)."""
+    only when the guard wrote a report, `merge_rerun`, only when true, and `job_base`, only
+    for a parallel job: a one-slot run's
+    records keep the bytes they always had)."""
     meta = _meta_fields(record)
     if record.tests is not None:
         meta["tests"] = figures_to_json(record.tests)
+    if record.merge_rerun:
+        meta["merge_rerun"] = True
+    if record.job_base is not None:
+        meta["job_base"] = record.job_base
     return meta
 
 

@@ -12,6 +12,7 @@ from runner_core.history.commit_facts import RUNNER_OWNED
 from runner_core.history.findings import Problem, finding_problems, shown
 from runner_core.history.records import ErrorKind, ExecutionRecord
 from runner_core.iteration.state_update import UnknownSelectedNode, apply_state_updates
+from runner_core.parallel.tree_merge import TreeConflict, merge_trees
 from runner_core.run.state import RunStateError, run_state_from_json
 from runner_core.tree.diff import ChangeKind, tree_diff
 from runner_core.tree.model import AgentStatus, GuardOutcome, Node, iter_preorder, nodes_by_id
@@ -140,3 +141,16 @@ def numbering_problems(next_iter: int, run_id: str, record: ExecutionRecord) -> 
             )
         )
     return tuple(problems)
+
+
+def merge_replay_problems(base: Node, parent: Node, after: Node) -> tuple[Problem, ...]:
+    """A parallel job's commit against the tree it started from (`base`) and the one it was
+    merged onto (`parent`): merging `after` onto `parent` from `base` again must give `after`
+    itself, so no change merged since the job started was dropped or overwritten."""
+    replayed = merge_trees(base, parent, after)
+    if isinstance(replayed, TreeConflict):
+        return (("", f"the merge does not replay from its base: {replayed.line}"),)
+    if replayed != after:
+        lost = sorted({change.node_id for change in tree_diff(replayed, after).changes})
+        return tuple((node_id, "the merge drops work merged since its base") for node_id in lost)
+    return ()

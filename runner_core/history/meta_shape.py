@@ -90,4 +90,17 @@ def plainly_valid(meta: Any) -> bool:
         return False
     if cost is not None and not (type(cost) in (int, float) and cost >= 0):
         return False
+    if type(meta.get("merge_rerun", False)) is not bool:
+        return False
+    if "job_base" in meta and not is_commit_id(meta["job_base"]):
+        return False
     return _tokens_plain(meta["tokens"]) and _tests_plain(meta)
+
+
+def is_commit_id(value: object) -> bool:
+    """A full commit id, SHA-1 or SHA-256, in lowercase hex."""
+    return (
+        isinstance(value, str)
+        and len(value) in (40, 64)
+        and all(char in "0123456789abcdef" for char in value)
+    )

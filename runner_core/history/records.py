@@ -1,9 +1,10 @@
 """Execution history: what the iterations of a run amount to.
 
-Decides what a history of records sums to (counts, success rate, durations, tokens, cost), the
-per-node table, and the display state of every node given the tree. One record and its
-`meta.json` form are `execution`'s (re-exported here). Never reads the iteration log or the
-clock: the shell hands in parsed `meta.json` objects and the timestamps it wrote there.
+Decides what a history of records sums to (counts, success rate, durations, tokens, cost,
+what its merge reruns cost), the per-node table, and the display state of every node given the
+tree. One record and its `meta.json` form are `execution`'s (re-exported here). Never reads the
+iteration log or the clock: the shell hands in parsed `meta.json` objects and the timestamps it
+wrote there.
 """
 
 from __future__ import annotations
@@ -110,6 +111,20 @@ class ExecutionHistory:
 
 
 @attrs.frozen(slots=True)
+class MergeReruns:
+    """What the iterations run again after a merge cost (README, Running leaves in parallel):
+    agent time, tokens and spend no sequential run would have paid."""
+
+    count: int
+    duration_ms: int
+    tokens: TokenUsage
+    cost_usd: float | None
+
+
+NO_MERGE_RERUNS = MergeReruns(0, 0, TokenUsage(), None)
+
+
+@attrs.frozen(slots=True)
 class HistorySummary:
     """The execution summary's figures, then what the runner's iterations add to them."""
 
@@ -127,6 +142,20 @@ class HistorySummary:
     guard_passes: int
     guard_failures: int
     total_cost_usd: float | None
+    merge_reruns: MergeReruns = NO_MERGE_RERUNS
+
+
+def merge_reruns(records: Iterable[ExecutionRecord]) -> MergeReruns:
+    """The merge reruns among `records`, summed: the one home of both the per-node and the
+    run's figures, so the nodes' add up to the run's."""
+    reruns = [record for record in records if record.merge_rerun]
+    costs = [record.cost_usd for record in reruns if record.cost_usd is not None]
+    return MergeReruns(
+        count=len(reruns),
+        duration_ms=sum(record.duration_ms for record in reruns),
+        tokens=_sum_tokens(reruns),
+        cost_usd=math.fsum(costs) if costs else None,
+    )
 
 
 def _sum_tokens(records: Iterable[ExecutionRecord]) -> TokenUsage:
@@ -165,6 +194,7 @@ def summarize(history: ExecutionHistory) -> HistorySummary:
         guard_failures=sum(1 for record in records if record.guard is GuardOutcome.FAIL),
         # fsum is exactly rounded, so the total does not depend on the order of the costs.
         total_cost_usd=math.fsum(costs) if costs else None,
+        merge_reruns=merge_reruns(records),
     )
 
 
@@ -203,6 +233,7 @@ class NodeStats:
     last_iteration: int
     last_status: AgentStatus
     last_guard: GuardOutcome
+    merge_reruns: MergeReruns = NO_MERGE_RERUNS
 
 
 def _stats_of(node_id: str, records: tuple[ExecutionRecord, ...]) -> NodeStats:
@@ -219,6 +250,7 @@ def _stats_of(node_id: str, records: tuple[ExecutionRecord, ...]) -> NodeStats:
         last_iteration=last.iteration,
         last_status=last.status,
         last_guard=last.guard,
+        merge_reruns=merge_reruns(records),
     )
 
 

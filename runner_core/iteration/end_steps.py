@@ -25,7 +25,7 @@ from runner_core.iteration.effects import (
 )
 from runner_core.iteration.execution_record import Measured, execution_record
 from runner_core.iteration.facts import ClockReading
-from runner_core.iteration.failures import ERROR_KIND, Failure
+from runner_core.iteration.failures import ERROR_KIND, MERGE_RERUNS, Failure
 from runner_core.iteration.git_drift import head_moved_problem, rescue_ref
 from runner_core.iteration.import_rules import ImportDecision, decide_import
 from runner_core.iteration.machine_state import M, MachineState
@@ -184,6 +184,8 @@ def _commit(machine: M, counts: Mapping[str, int], now: ClockReading) -> M:
         measured,
         facts.config.agent_backend,
         machine.guard_runs.figures,
+        merge_rerun=machine.failure in MERGE_RERUNS,
+        job_base=facts.job_base,
     )
     runs = machine.guard_runs
     effect = final_write_set(

@@ -38,6 +38,8 @@ def execution_record(
     measured: Measured,
     backend: str,
     tests: TestFigures | None = None,
+    merge_rerun: bool = False,
+    job_base: str | None = None,
 ) -> ExecutionRecord:
     """meta.json of the iteration; `node` is the selected node as it was before it."""
     return ExecutionRecord(
@@ -59,6 +61,8 @@ def execution_record(
         attempts_after=attempts_after(outcome.tree, node),
         backend=backend,
         tests=tests,
+        merge_rerun=merge_rerun,
+        job_base=job_base,
     )
 
 

@@ -66,6 +66,7 @@ class IterationFacts:
     scratch: bool = False  # the agent worked in a scratch checkout, imported as files
     baseline: TestReport | None = None  # the guard's report at the base commit, when known
     tree_sha256: str | None = None  # of the bytes `tree` was read from: an untouched one is it
+    job_base: str | None = None  # a parallel job's start commit, kept when its head moves on
 
     @property
     def node(self) -> Node:

@@ -122,6 +122,12 @@ def interrupted_message(journal: Journal) -> str:
     )
 
 
+def job_committed(iteration: int, next_iter: int) -> bool:
+    """Whether a parallel job's journal is of an iteration already committed (its loop died
+    before removing it): the journal is stale, the job neither runs nor needs recovering."""
+    return iteration < next_iter
+
+
 def interrupted_problem(journal: Journal) -> str:
     """The line step/loop/validate print while an interrupted iteration waits for recovery."""
     return (

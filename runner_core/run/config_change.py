@@ -67,8 +67,9 @@ def typed_value(key: str, text: str) -> Any:
         value = tomllib.loads(f"value = {text}")["value"]
     except tomllib.TOMLDecodeError:
         value = text
-    if key in ARGV_KEYS and isinstance(value, str):
-        return list(command_words(key, (value,)))
+    if key in ARGV_KEYS and not isinstance(value, list):
+        # `true`, `5`: a command's words, never a TOML boolean or number (`guard.command true`).
+        return list(command_words(key, (value if isinstance(value, str) else text,)))
     return value
 
 

@@ -42,6 +42,10 @@ COST_USD = "Runner-Cost-Usd"
 ERROR = "Runner-Error"
 ERROR_MESSAGE = "Runner-Error-Message"
 BACKEND = "Runner-Backend"
+# `true` on a parallel job's rerun after a merge; absent otherwise.
+MERGE_RERUN = "Runner-Merge-Rerun"
+# A parallel job's start commit, which the audit merges its iteration from again.
+JOB_BASE = "Runner-Job-Base"
 CHAIN = "Runner-Chain"
 OP = "Runner-Op"
 ACTOR = "Runner-Actor"
@@ -70,8 +74,12 @@ RECORD_TRAILERS: tuple[str, ...] = (
     ERROR,
     ERROR_MESSAGE,
     BACKEND,
+    MERGE_RERUN,
+    JOB_BASE,
 )
-OPTIONAL_TRAILERS: frozenset[str] = frozenset({TOKENS, COST_USD, ERROR, ERROR_MESSAGE})
+OPTIONAL_TRAILERS: frozenset[str] = frozenset(
+    {TOKENS, COST_USD, ERROR, ERROR_MESSAGE, MERGE_RERUN, JOB_BASE}
+)
 KNOWN_TRAILERS: frozenset[str] = frozenset(
     {*RECORD_TRAILERS, CHAIN, OP, ACTOR, NEXT_ITER, CONFIG, BASE}
 )
@@ -96,6 +104,8 @@ _TRAILER_OF_FIELD: Mapping[str, str] = MappingProxyType(
         "error_kind": ERROR,
         "error": ERROR_MESSAGE,
         "backend": BACKEND,
+        "merge_rerun": MERGE_RERUN,
+        "job_base": JOB_BASE,
     }
 )
 
@@ -169,6 +179,8 @@ def record_trailers(record: ExecutionRecord) -> tuple[tuple[str, str], ...]:
         # An error message may hold newlines: a JSON string keeps it on one line, exactly.
         ERROR_MESSAGE: None if meta["error"] is None else json.dumps(meta["error"]),
         BACKEND: meta["backend"],
+        MERGE_RERUN: "true" if meta.get("merge_rerun") else None,
+        JOB_BASE: meta.get("job_base"),
     }
     return tuple((name, value) for name, value in values.items() if value is not None)
 
@@ -237,7 +249,17 @@ def _meta_of(trailers: Mapping[str, str]) -> dict[str, Any]:
         "attempts_before": attempts[0],
         "attempts_after": attempts[1],
         "backend": trailers[BACKEND],
+        **_merge_rerun(trailers),
+        **({"job_base": trailers[JOB_BASE]} if JOB_BASE in trailers else {}),
     }
+
+
+def _merge_rerun(trailers: Mapping[str, str]) -> dict[str, bool]:
+    if MERGE_RERUN not in trailers:
+        return {}
+    if trailers[MERGE_RERUN] != "true":
+        raise DamagedTrailer(MERGE_RERUN, f"must be true, got {trailers[MERGE_RERUN]!r}")
+    return {"merge_rerun": True}
 
 
 def record_from_trailers(trailers: Mapping[str, str]) -> ExecutionRecord:

@@ -2,7 +2,8 @@
 
 Decides which recorded events `runner follow` replays before it follows the new ones (the
 current loop's, the last N, or those from an iteration on), the text line of each event (the
-`loop:` lines of `runner loop` plus agent and guard progress), the running iteration's lines
+`loop:` lines of `runner loop` plus agent and guard progress, tagged with their iteration while
+a parallel run's jobs interleave), the running iteration's lines
 (elapsed time, last lines of its log) and the budget lines (spent vs limit). Never reads files
 or the clock: the shell passes events, the journal, the times and the log's last lines.
 """
@@ -176,6 +177,45 @@ def event_text(event: Event) -> tuple[str, ...]:
         skipped = (f"  | ... {dropped} lines not shown",) if dropped else ()
         return skipped + tuple(f"  | {line}" for line in event.figures["lines"])
     return (_LINES[event.type](event, event.figures),)
+
+
+# The events of one iteration whose lines do not name it: while the jobs of a parallel run
+# interleave in events.jsonl, `runner follow` tags them with their iteration and node.
+_UNNAMED = frozenset(
+    {
+        EventType.AGENT_STARTED,
+        EventType.AGENT_OUTPUT,
+        EventType.AGENT_FINISHED,
+        EventType.GUARD_STARTED,
+        EventType.GUARD_FINISHED,
+    }
+)
+
+
+def in_flight_after(in_flight: frozenset[int], event: Event) -> frozenset[int]:
+    """The iterations started and not yet finished once `event` is read: a loop's start or end
+    leaves none (a killed runner's iterations never finish in the log)."""
+    if event.type is EventType.LOOP_STARTED or ends_the_loop(event):
+        return frozenset()
+    if event.type is EventType.ITERATION_STARTED:
+        return in_flight | {event.iter}
+    if event.type is EventType.ITERATION_FINISHED:
+        return in_flight - {event.iter}
+    return in_flight
+
+
+def followed_text(
+    in_flight: frozenset[int], event: Event
+) -> tuple[frozenset[int], tuple[str, ...]]:
+    """`event_text`, with each line of an iteration's agent and guard tagged `[iter=N node=X]`
+    while more than one iteration is in flight (so a one-slot run's lines never change); and
+    the iterations in flight after it."""
+    after = in_flight_after(in_flight, event)
+    lines = event_text(event)
+    if len(after) < 2 or event.type not in _UNNAMED:
+        return after, lines
+    tag = f"[iter={event.iter} node={event.node_id}]"
+    return after, tuple(f"  {tag} {line.removeprefix('  ')}" for line in lines)
 
 
 def running_lines(journal: Journal, now: datetime, tail: tuple[str, ...]) -> tuple[str, ...]:

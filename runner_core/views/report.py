@@ -16,6 +16,7 @@ from runner_core.history.records import (
     ExecutionHistory,
     ExecutionRecord,
     HistorySummary,
+    MergeReruns,
     NodeDisplayState,
     NodeStats,
     display_states,
@@ -155,6 +156,28 @@ def _node_row_json(row: NodeReportRow) -> dict[str, Any]:
     }
 
 
+def _reruns_json(reruns: MergeReruns) -> dict[str, Any]:
+    return {
+        "count": reruns.count,
+        "duration_ms": reruns.duration_ms,
+        "tokens": tokens_to_json(reruns.tokens),
+        "cost_usd": reruns.cost_usd,
+    }
+
+
+def _merge_reruns_json(report: Report) -> dict[str, Any]:
+    """`merge_reruns`, only in a run that had one: what parallelism cost, per node and in all."""
+    total = report.summary.merge_reruns
+    if total.count == 0:
+        return {}
+    nodes = [
+        {"node_id": row.stats.node_id, **_reruns_json(row.stats.merge_reruns)}
+        for row in report.nodes
+        if row.stats.merge_reruns.count > 0
+    ]
+    return {"merge_reruns": {**_reruns_json(total), "nodes": nodes}}
+
+
 def report_to_json(report: Report, warnings: Sequence[str] = ()) -> dict[str, Any]:
     """`runner report --json`; schemas/views/report.schema.json documents every key."""
     return {
@@ -185,6 +208,7 @@ def report_to_json(report: Report, warnings: Sequence[str] = ()) -> dict[str, An
         },
         "budgets": [budget_use_to_json(use) for use in report.budgets],
         "subtree_totals": [totals_to_json(totals) for totals in report.subtree_totals],
+        **_merge_reruns_json(report),
         "tests": suite_to_json(report.tests),
         "warnings": list(warnings),
     }
@@ -229,6 +253,30 @@ def _retried_rows(retried: Sequence[NodeStats]) -> list[tuple[str, ...]]:
     return [(s.node_id, str(s.attempts_consumed), str(s.executions)) for s in retried]
 
 
+def _reruns_cells(reruns: MergeReruns) -> tuple[str, ...]:
+    cost = "-" if reruns.cost_usd is None else f"{reruns.cost_usd:.4f}"
+    return (str(reruns.count), duration_text(reruns.duration_ms), tokens_text(reruns.tokens), cost)
+
+
+def merge_rerun_lines(report: Report) -> list[str]:
+    """Each node's iterations run again after a merge, then the run's: none in a run without."""
+    total = report.summary.merge_reruns
+    if total.count == 0:
+        return []
+    rows = [
+        (row.stats.node_id, *_reruns_cells(row.stats.merge_reruns))
+        for row in report.nodes
+        if row.stats.merge_reruns.count > 0
+    ]
+    heads = ("NODE", "RERUNS", "DURATION", "TOKENS in/out/cached", "COST_USD")
+    count, duration, tokens, cost = _reruns_cells(total)
+    return [
+        "merge reruns:",
+        *table(heads, rows, indent="  "),
+        f"  total: reruns={count} duration={duration} tokens={tokens} cost_usd={cost}",
+    ]
+
+
 def render_report(report: Report) -> list[str]:
     summary = report.summary
     tokens = summary.total_tokens
@@ -258,6 +306,7 @@ def render_report(report: Report) -> list[str]:
         out += table((*headers, "TOKENS in/out/cached"), _node_rows(report), indent="  ")
     else:
         out.append("  none")
+    out += merge_rerun_lines(report)
     out += budget_lines(report.budgets)
     if report.subtree_totals:
         out += rolled_up_lines(report.subtree_totals)

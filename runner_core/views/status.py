@@ -9,13 +9,13 @@ shell gathers the tree, run state, journal, history and operator facts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
 from runner_core.history.records import ExecutionHistory, NodeDisplayState, display_states
-from runner_core.iteration.recovery import Journal
+from runner_core.iteration.recovery import Journal, job_committed
 from runner_core.loop.budget import BudgetUse, budget_use_to_json, budget_uses
 from runner_core.run.config import NO_BUDGET, BudgetConfig
 from runner_core.run.identity import branch_for
@@ -69,6 +69,59 @@ def running_node_id(journal: Journal | None, run_id: str | None) -> str | None:
     return journal.node_id
 
 
+# ---------------------------------------------------------------- parallel jobs
+
+
+@attrs.frozen(slots=True)
+class RunningJob:
+    """An iteration in flight in a parallel run, and whether the runner that wrote its journal
+    is alive (a dead one's job is interrupted, as a one-slot iteration's is)."""
+
+    journal: Journal
+    alive: bool
+
+
+def running_jobs(
+    run_id: str | None,
+    next_iteration: int,
+    run_journal: RunningJob | None,
+    job_journals: Iterable[RunningJob],
+) -> tuple[RunningJob, ...]:
+    """Every iteration of this run in flight, in iteration order, each once.
+
+    A parallel job keeps its own journal while it runs; while it is merged the run's journal
+    names it too, and that one wins (its phase is the later). A job journal of an iteration
+    already committed (`< next_iteration`) is one its loop had not yet removed: not in flight.
+    """
+    found: dict[int, RunningJob] = {}
+    for job in job_journals:
+        journal = job.journal
+        ours = running_node_id(journal, run_id) is not None
+        if ours and not job_committed(journal.iteration, next_iteration):
+            found.setdefault(journal.iteration, job)
+    if run_journal is not None and running_node_id(run_journal.journal, run_id) is not None:
+        found[run_journal.journal.iteration] = run_journal
+    return tuple(found[number] for number in sorted(found))
+
+
+def _display_states(
+    tree: Node, history: ExecutionHistory, running_ids: tuple[str, ...]
+) -> dict[str, NodeDisplayState]:
+    """`display_states` with every node in `running_ids` running: a node runs when any job's
+    reading says so (it, or a node below it, is that job's), and the others read as they would
+    with nothing running; nodes outside the tree follow the tree's, sorted by id."""
+    if len(running_ids) < 2:
+        return display_states(tree, history, running_ids[0] if running_ids else None)
+    states = display_states(tree, history, None)
+    for node_id in running_ids:
+        for key, shown in display_states(tree, history, node_id).items():
+            if shown is NodeDisplayState.RUNNING:
+                states[key] = shown
+    in_tree = [node.id for node, _ in iter_preorder(tree)]
+    kept = dict.fromkeys(in_tree)
+    return {key: states[key] for key in [*kept, *sorted(set(states) - set(kept))]}
+
+
 # ---------------------------------------------------------------- runner status
 
 
@@ -98,6 +151,9 @@ class StatusView:
     sandbox: str | None = None
     # The guard's test figures over the run, once a guard has written a report.
     tests: SuiteView | None = None
+    # Every iteration in flight of a parallel run, by iteration; None when no parallel job
+    # has a journal (a one-slot run), and then `running`/`interrupted` say it all.
+    jobs: tuple[RunningJob, ...] | None = None
 
     @property
     def branch(self) -> str | None:
@@ -112,6 +168,8 @@ class OperatorFacts:
     guidance: str | None = None
     questions: str | None = None
     actions: tuple[OperatorAction, ...] = ()
+    # The journals parallel jobs left, each with whether its runner is alive.
+    jobs: tuple[RunningJob, ...] = ()
 
 
 def _tree_rows(
@@ -155,10 +213,13 @@ def status_view(
     A journal counts only when it names this run: its node is then `running` while its runner
     is alive; once that runner is dead the iteration is `interrupted` and nothing runs.
     """
-    named = journal if running_node_id(journal, state.run_id) is not None else None
-    live = named if operator.journal_alive else None
-    running_id = running_node_id(live, state.run_id)
-    states = display_states(tree, history, running_id)
+    live, cut, jobs = _in_flight(state, journal, operator)
+    running_ids: tuple[str, ...]
+    if jobs is None:
+        running_ids = () if live is None else (live.node_id,)
+    else:
+        running_ids = tuple(job.journal.node_id for job in jobs if job.alive)
+    states = _display_states(tree, history, running_ids)
     rows, stuck = _tree_rows(tree, history, states)
     in_tree = {row.id for row in rows}
     removed = tuple(
@@ -185,13 +246,35 @@ def status_view(
         running=live,
         tree=tuple(rows),
         removed=removed,
-        interrupted=named if live is None else None,
+        interrupted=cut,
         guidance=operator.guidance,
         questions=open_questions(operator.questions),
         operator_actions=operator.actions,
         budgets=budget_uses(budget, history.summary()),
         tests=suite_view(history.records),
+        jobs=jobs,
     )
+
+
+def _in_flight(
+    state: RunState, journal: Journal | None, operator: OperatorFacts
+) -> tuple[Journal | None, Journal | None, tuple[RunningJob, ...] | None]:
+    """The iteration running, the one interrupted and, in a parallel run, every job in flight.
+
+    With jobs, `running` is the oldest live one and `interrupted` the oldest whose runner died:
+    the iteration a one-slot reader of those fields would see.
+    """
+    named = journal if running_node_id(journal, state.run_id) is not None else None
+    live = named if operator.journal_alive else None
+    cut = named if live is None else None
+    of_jobs = running_jobs(state.run_id, state.next_iter, None, operator.jobs)
+    if not of_jobs:
+        return live, cut, None
+    run_job = None if named is None else RunningJob(named, operator.journal_alive)
+    jobs = running_jobs(state.run_id, state.next_iter, run_job, of_jobs)
+    live = next((job.journal for job in jobs if job.alive), None)
+    cut = next((job.journal for job in jobs if not job.alive), None)
+    return live, cut, jobs
 
 
 def _leaf_ref_json(ref: LeafRef) -> dict[str, Any]:
@@ -211,6 +294,10 @@ def _running_json(journal: Journal) -> dict[str, Any]:
         "phase": journal.phase.value,
         "started_at": journal.started_at,
     }
+
+
+def _job_json(job: RunningJob) -> dict[str, Any]:
+    return {**_running_json(job.journal), "alive": job.alive}
 
 
 def _tree_row_json(row: TreeRow) -> dict[str, Any]:
@@ -235,7 +322,7 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
     ref = _leaf_ref_json(view.selected) if view.selected is not None else None
     selected.update(ref or dict.fromkeys(("id", "path", "attempts", "max_attempts")))
     state = view.state
-    return {
+    document = {
         "run": "not-started" if view.run_id is None else "started",
         "run_id": view.run_id,
         "branch": view.branch,
@@ -263,6 +350,9 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "sandbox": view.sandbox,
         "tests": suite_to_json(view.tests),
     }
+    if view.jobs is not None:  # a one-slot run's document keeps its keys
+        document["jobs"] = [_job_json(job) for job in view.jobs]
+    return document
 
 
 # ---------------------------------------------------------------- the lines
@@ -276,19 +366,29 @@ def _activity_lines(view: StatusView) -> list[str]:
     if view.tests is not None:
         flaky = len(view.tests.flaky)
         lines.append(f"status: last {view.tests.last.line()} flaky_tests={flaky}")
-    running = view.running
-    if running is not None:
-        lines.append(
-            f"status: running iter={running.iteration} node={running.node_id} "
-            f"phase={running.phase.value} started_at={running.started_at}"
-        )
-    cut = view.interrupted
-    if cut is not None:
-        lines.append(
-            f"status: interrupted iter={cut.iteration} node={cut.node_id} phase={cut.phase.value} "
-            f"started_at={cut.started_at} (its runner is gone; run 'runner recover')"
-        )
+    if view.jobs is None:
+        shown = [RunningJob(journal, True) for journal in (view.running,) if journal is not None]
+        cut = view.interrupted
+        shown.extend(RunningJob(journal, False) for journal in (cut,) if journal is not None)
+    else:
+        shown = list(view.jobs)
+    lines.extend(_job_line(job) for job in shown)
     return lines
+
+
+def _job_line(job: RunningJob) -> str:
+    """An iteration in flight; one whose runner died waits for `runner recover`."""
+    journal = job.journal
+    if job.alive:
+        return (
+            f"status: running iter={journal.iteration} node={journal.node_id} "
+            f"phase={journal.phase.value} started_at={journal.started_at}"
+        )
+    return (
+        f"status: interrupted iter={journal.iteration} node={journal.node_id} "
+        f"phase={journal.phase.value} started_at={journal.started_at} "
+        "(its runner is gone; run 'runner recover')"
+    )
 
 
 def render_status(view: StatusView) -> list[str]:

@@ -96,7 +96,7 @@ def validate(echo: Echo) -> int:
     """Check layout, config, tree and run identity; say which sandbox the agent gets."""
     from runner_core.iteration.recovery import interrupted_problem
     from runner_shell.sandbox.status import sandbox_status
-    from runner_shell.step.lock_and_journal import read_journal, runner_alive
+    from runner_shell.step.lock_and_journal import job_journals, read_journal, runner_alive
     from runner_shell.step.repository_checks import check_layout, check_programs, check_run_identity
     from runner_shell.store.state_files import load_config, load_tree
 
@@ -112,6 +112,10 @@ def validate(echo: Echo) -> int:
     # validate never takes the lock: a journal whose runner is alive is an iteration in progress.
     if journal is not None and not runner_alive(journal.runner_pid):
         raise UserFacingError(interrupted_problem(journal))
+    for _, job_path in job_journals(repo):  # a parallel job's, the same way
+        job = read_journal(repo, job_path)
+        if job is not None and not runner_alive(job.runner_pid):
+            raise UserFacingError(interrupted_problem(job))
     run_id = check_run_identity(paths, repo)
     if run_id is None:
         echo("validate: run=not-started")

@@ -18,45 +18,28 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable
-from pathlib import Path
+from collections.abc import Callable
 from typing import assert_never
 
 import attrs
 
-from runner_core.guard.report import TestReport
-from runner_core.iteration.failures import Failure
-from runner_core.iteration.git_drift import GitHead
-from runner_core.iteration.import_rules import ImportDecision
-from runner_core.iteration.machine import IterationMachine, start_iteration
+from runner_core.iteration.machine import start_iteration
 from runner_core.iteration.plan import PlanKind, RunPlan
-from runner_core.iteration.results import GuardFinished
 from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
-from runner_core.loop.budget import InFlight, exhausted_budget, with_in_flight
-from runner_core.loop.events import Event
+from runner_core.loop.budget import exhausted_budget, with_in_flight
 from runner_core.parallel.frontier import FrontierLeaf, frontier
 from runner_core.parallel.job_merge import (
-    HeadSide,
-    broke_after_merge,
-    conflict_line,
-    merge_files,
-    merge_guard,
-    merge_guard_passed,
-    merge_rerun,
-    onto_head,
-    refused,
     waits_to_merge,
 )
-from runner_core.parallel.queue import needs_guard_again, next_to_merge
+from runner_core.parallel.queue import next_to_merge
 from runner_core.run.config import NO_BUDGET, Config
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentRole, NodeNext
 from runner_core.tree.selection import Selection, SelectionStatus
 from runner_core.views import loop_lines
 from runner_shell.errors import UserFacingError
-from runner_shell.git.merging import entries_at, merge_lines, merged_commit
-from runner_shell.guard.baselines import keep_baseline, known_baseline
+from runner_shell.guard.baselines import known_baseline
 from runner_shell.loop.budgets import budget_summary
 from runner_shell.loop.event_sink import IterationEvents, sink_for
 from runner_shell.loop.night_loop import (
@@ -69,11 +52,17 @@ from runner_shell.loop.night_loop import (
     loop_origin,
     stopped,
 )
-from runner_shell.loop.signals import Interrupted, Interrupts, interruptible, signals_handled
-from runner_shell.scratch.sandbox import Sandbox
+from runner_shell.loop.parallel_jobs import Job, JobEvents, in_flight, merge_job, slot_sandbox
+from runner_shell.loop.questions import announce_new_questions, read_questions
+from runner_shell.loop.signals import (
+    Interrupted,
+    Interrupts,
+    interruptible,
+    signals_handled,
+    stop_jobs,
+)
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested, stop_request_path
-from runner_shell.step.agent_and_guard import ProcessGuardRunner
 from runner_shell.step.lock_and_journal import job_journal_path, job_place_path
 from runner_shell.step.repository_checks import check_programs
 from runner_shell.step.runner import (
@@ -82,52 +71,23 @@ from runner_shell.step.runner import (
     StepRan,
     drive,
     gather,
-    interpret,
     load_for_step,
     run_step,
     shell_ports,
     step_result_line,
     step_sandbox,
 )
-from runner_shell.store.files import atomic_write_text, sha256_of_regular
+from runner_shell.store.files import atomic_write_text
 from runner_shell.store.state_files import (
     load_config,
     load_run_state,
     load_tree_and_sha256,
-    read_bytes,
 )
 
 # How often the waiting loop looks up when no job finishes (a stop request, a wait's end).
 _POLL_SECS = 1.0
-
-
-class _LockedEvents:
-    """One run's event log shared by every job's thread: a job's events are appended whole."""
-
-    def __init__(self, events: IterationEvents, lock: threading.Lock) -> None:
-        self.events, self.lock = events, lock
-
-    def emit(self, events: Iterable[Event], *, fsync: bool = False) -> None:
-        with self.lock:
-            self.events.emit(events, fsync=fsync)
-
-
-@attrs.define
-class Job:
-    """A scheduled iteration: where it runs, and what its thread left when it ended."""
-
-    iteration: int
-    path: str
-    slot: int
-    base: GitHead
-    events: _LockedEvents
-    sandbox: Sandbox | None
-    slot_dir: Path
-    merged_before: int  # the last iteration merged when it started
-    started: float = attrs.field(factory=time.monotonic)
-    ended: float | None = None  # when its thread ended: its time stops counting then
-    machine: IterationMachine | None = None
-    error: BaseException | None = None
+# How long a failed loop waits for its jobs' processes to stop (each gets a grace period).
+_ABANDON_SECS = 30.0
 
 
 @attrs.define
@@ -149,6 +109,7 @@ class _Loop:
     ending: int | None = None  # the exit code, once the loop stops scheduling
     draining: bool = False  # a stop or budget was met: no job starts until the others merged
     failure: BaseException | None = None  # a job's error, raised once every job has merged
+    asked: str | None = None  # questions.md after the last merge: a job's new ones are told
 
 
 def run_parallel_loop(
@@ -159,6 +120,7 @@ def run_parallel_loop(
         loaded = load_for_step(run.paths, run.repo)
         loop = _Loop(run, loaded.config.parallel_slots, max_steps)
         loop.merged_upto = loaded.state.next_iter - 1
+        loop.asked = read_questions(run.paths)
         clear_stop_request(run.repo)
         announce_start(run)
         try:
@@ -166,6 +128,19 @@ def run_parallel_loop(
         except Interrupted as signal_:
             _drain(loop)
             return interrupted(run, signal_.exit_code)
+        except BaseException:
+            _abandon(loop)
+            raise
+
+
+def _abandon(loop: _Loop) -> None:
+    """The loop itself failed with jobs running: their processes stop and their threads end,
+    and their journals stay for `runner recover` (nothing is merged past a failure)."""
+    stop_jobs()
+    deadline = time.monotonic() + _ABANDON_SECS
+    while len(loop.finished) < len(loop.jobs) and time.monotonic() < deadline:
+        with contextlib.suppress(queue.Empty):
+            loop.finished.add(loop.done.get(timeout=_POLL_SECS))
 
 
 def _go(loop: _Loop, progress: Callable[[], None] | None) -> int:
@@ -206,17 +181,9 @@ def _must_stop(loop: _Loop, run_state: RunState, config: Config) -> bool:
         return True
     if run_state.run_id is None or config.budget == NO_BUDGET:
         return False
-    flying = tuple(_in_flight(job) for job in loop.jobs.values())
+    flying = tuple(in_flight(job) for job in loop.jobs.values())
     summary = with_in_flight(budget_summary(loop.run.paths, config, run_state.run_id), flying)
     return exhausted_budget(config.budget, summary) is not None
-
-
-def _in_flight(job: Job) -> InFlight:
-    """What a job not yet committed has spent: its time so far, its agent's figures once in."""
-    secs = (job.ended or time.monotonic()) - job.started
-    if job.machine is None:
-        return InFlight(secs)
-    return InFlight(secs, job.machine.tokens, job.machine.cost_usd)
 
 
 def _busy(loop: _Loop) -> list[Job]:
@@ -226,7 +193,15 @@ def _busy(loop: _Loop) -> list[Job]:
 
 
 def _may_start(loop: _Loop) -> bool:
-    return len(_busy(loop)) < loop.slots and time.monotonic() >= loop.resume_at
+    """A free slot, no wait running, and no finished job that hit a usage limit: its merge
+    tells the policy, whose wait pauses the scheduling (the running jobs go on)."""
+    limited = any(
+        job.machine is not None and job.machine.limit is not None
+        for number, job in loop.jobs.items()
+        if number in loop.finished
+    )
+    free = len(_busy(loop)) < loop.slots
+    return free and not limited and time.monotonic() >= loop.resume_at
 
 
 def _wait_for_a_job(loop: _Loop) -> None:
@@ -325,8 +300,8 @@ def _start(loop: _Loop, loaded: Loaded, leaf: FrontierLeaf, iteration: int, slot
     plan = RunPlan(Selection(SelectionStatus.OPEN, node, leaf.path), iteration, node, role)
     sink = IterationEvents(sink_for(run.paths, loaded.config, loaded.run_id))
     sink.check()
-    sandbox = _slot_sandbox(step_sandbox(run.paths, run.repo, loaded.config), slot)
-    events = _LockedEvents(sink, loop.lock)
+    sandbox = slot_sandbox(step_sandbox(run.paths, run.repo, loaded.config), slot)
+    events = JobEvents(sink, loop.lock)
     slot_dir = slot_path(run.repo, slot)
     job = Job(iteration, leaf.path, slot, loaded.head, events, sandbox, slot_dir, loop.merged_upto)
     loop.jobs[iteration] = job
@@ -353,6 +328,7 @@ def _run_job(loop: _Loop, job: Job, loaded: Loaded, plan: RunPlan, place: JobPla
             head=loaded.head,
             scratch=True,
             baseline=known_baseline(run.repo, loaded.head.sha),
+            job_base=loaded.head.sha,
         )
         setup = loaded.config.sandbox.setup
         try:
@@ -374,13 +350,6 @@ def _run_job(loop: _Loop, job: Job, loaded: Loaded, plan: RunPlan, place: JobPla
         loop.done.put(job.iteration)
 
 
-def _slot_sandbox(sandbox: Sandbox | None, slot: int) -> Sandbox | None:
-    """Each slot's processes get private HOMEs of their own: two agents never share one."""
-    if sandbox is None:
-        return None
-    return attrs.evolve(sandbox, homes=sandbox.homes.parent / f"homes-{slot}")
-
-
 # ---------------------------------------------------------------- the merge queue
 
 
@@ -397,117 +366,17 @@ def _merge_next(loop: _Loop, policy_hears: bool = True) -> bool:
         loop.failure = loop.failure or job.error or RuntimeError("a job ended without a result")
         loop.ending = loop.ending if loop.ending is not None else 1
         return True
-    result, rerun = _merge(loop, job, job.machine)
+    result, rerun = merge_job(loop.run, loop.slots, job, job.machine)
     job_journal_path(loop.run.repo, number).unlink(missing_ok=True)
     job_place_path(loop.run.repo, number).unlink(missing_ok=True)
     loop.steps += 1
     loop.run.emit(step_result_line("loop: step", result))
+    paths = loop.run.paths
+    announce_new_questions(paths, load_config(paths), result.run_id, number, loop.asked)
+    loop.asked = read_questions(paths)
     if policy_hears and not rerun and loop.ending is None:
         loop.ending = _after_merge(loop, result, load_config(loop.run.paths).max_iterations)
     return True
-
-
-def _head_side(loop: _Loop) -> HeadSide:
-    paths, repo = loop.run.paths, loop.run.repo
-    state = load_run_state(paths)
-    tree, tree_sha256 = load_tree_and_sha256(paths)
-    previous = None
-    if state.run_id is not None:
-        snapshot = paths.iter_dir(state.run_id, state.next_iter - 1) / "tree.after.json"
-        found = sha256_of_regular(snapshot)
-        previous = found if found is not None and found == tree_sha256 else None
-    return HeadSide(repo.head(), tree, tree_sha256, state, read_bytes(paths.config), previous)
-
-
-def _merge(loop: _Loop, job: Job, machine: IterationMachine) -> tuple[StepRan, bool]:
-    """Job `job`'s merge onto the head and its commit; whether it is a merge's rerun."""
-    run = loop.run
-    side = _head_side(loop)
-    machine = onto_head(machine, side)
-    if needs_guard_again(job.base.sha, side.head.sha):
-        machine = _merged_onto(loop, job, machine, side)
-    ports = shell_ports(run.paths, run.repo, machine.facts, job.events, job.slot_dir, job.sandbox)
-    finished = interpret(machine, ports, job.events)
-    if finished.tests is not None:
-        keep_baseline(run.repo, run.repo.head_sha(), finished.tests)
-    facts = machine.facts
-    result = StepRan(
-        facts.run_id, facts.plan, finished.outcome, finished.limit, finished.record.tests
-    )
-    return result, merge_rerun(machine)
-
-
-def _merged_onto(
-    loop: _Loop, job: Job, machine: IterationMachine, side: HeadSide
-) -> IterationMachine:
-    """The job's files merged onto the head's, and its pass checked again on the result."""
-    repo = loop.run.repo
-    imported = machine.imported or ImportDecision()
-    if merge_rerun(machine) or not imported.changes:
-        return _guarded_again(loop, job, machine, side)
-    paths = [change.path for change in imported.changes]
-    merge = merge_files(
-        imported.changes,
-        entries_at(repo, job.base.sha, paths),
-        entries_at(repo, side.head.sha, paths),
-    )
-    base_entries = entries_at(repo, job.base.sha, [change.path for change in merge.both])
-    head_entries = entries_at(repo, side.head.sha, [change.path for change in merge.both])
-    joined = list(merge.clean)
-    conflicts = list(merge.conflicts)
-    for change in merge.both:
-        base_entry, head_entry = base_entries[change.path], head_entries[change.path]
-        assert base_entry is not None and head_entry is not None and change.oid is not None
-        oid = merge_lines(repo, base_entry[1], head_entry[1], change.oid)
-        if oid is None:
-            conflicts.append(change.path)
-        else:
-            joined.append(attrs.evolve(change, oid=oid))
-    if conflicts:
-        return refused(machine, Failure.MERGE_CONFLICT, conflict_line(conflicts))
-    changes = tuple(sorted(joined, key=lambda change: change.path))
-    machine = attrs.evolve(machine, imported=attrs.evolve(imported, changes=changes))
-    return _guarded_again(loop, job, machine, side)
-
-
-def _guarded_again(
-    loop: _Loop, job: Job, machine: IterationMachine, side: HeadSide
-) -> IterationMachine:
-    """A job that passed alone passes only if its guard passes on the merged result too."""
-    effect = merge_guard(machine)
-    if effect is None:
-        return machine
-    run = loop.run
-    imported = machine.imported or ImportDecision()
-    facts = machine.facts
-    commit = merged_commit(
-        run.repo,
-        side.head.sha,
-        imported.changes,
-        f"runner: merge of iteration {facts.plan.iteration}",
-    )
-    # One slot past the jobs' own is the merge queue's: merges run one at a time.
-    number, sandbox = loop.slots, _slot_sandbox(job.sandbox, loop.slots)
-    slot_dir = prepare_slot(run.repo, commit, facts.config.sandbox.setup, number, sandbox)
-    iter_dir = run.paths.iter_dir(facts.run_id, facts.plan.iteration)
-    guards = ProcessGuardRunner(
-        slot_dir,
-        run.repo,
-        iter_dir,
-        None,
-        facts.config.guard_network,
-        sandbox,
-        commit,
-        facts.config.sandbox.setup,
-        number,
-        job_journal_path(run.repo, facts.plan.iteration),
-    )
-    result = guards.run_guard(effect, machine.journal)
-    baseline: TestReport | None = known_baseline(run.repo, side.head.sha)
-    if isinstance(result, GuardFinished) and merge_guard_passed(machine, baseline, result):
-        return machine
-    since = tuple(range(job.merged_before + 1, facts.plan.iteration))
-    return refused(machine, Failure.MERGE_GUARD, broke_after_merge(since))
 
 
 def _after_merge(loop: _Loop, result: StepRan, max_iterations: int) -> int | None:

@@ -38,6 +38,8 @@ class Interrupts:
 
     pending: int | None = None
     raising: bool = False
+    # Set when the loop itself fails with jobs running: they stop as if signalled.
+    jobs_stopped: int | None = None
 
     @classmethod
     def handle(cls, signum: int, _frame: FrameType | None) -> None:
@@ -58,7 +60,7 @@ class Interrupts:
 def signals_handled() -> Iterator[None]:
     """SIGINT, SIGTERM and SIGHUP are the runner's while the block runs."""
     previous = {signum: signal.getsignal(signum) for signum in HANDLED_SIGNALS}
-    Interrupts.pending, Interrupts.raising = None, False
+    Interrupts.pending, Interrupts.raising, Interrupts.jobs_stopped = None, False, None
     for signum in HANDLED_SIGNALS:
         signal.signal(signum, Interrupts.handle)
     try:
@@ -76,9 +78,16 @@ def in_a_job() -> bool:
 
 
 def raise_if_interrupted() -> None:
-    """In a job's thread, a signal the main thread heard raises `Interrupted` here."""
-    if Interrupts.pending is not None and in_a_job():
-        raise Interrupted(Interrupts.pending)
+    """In a job's thread, a signal the main thread heard (or `stop_jobs`) raises `Interrupted`
+    here."""
+    signum = Interrupts.pending or Interrupts.jobs_stopped
+    if signum is not None and in_a_job():
+        raise Interrupted(signum)
+
+
+def stop_jobs() -> None:
+    """Stop every parallel job's processes as SIGTERM would, without the loop hearing one."""
+    Interrupts.jobs_stopped = signal.SIGTERM
 
 
 @contextlib.contextmanager

@@ -185,8 +185,9 @@ class DamagedJournal(UserFacingError):
     """A journal file that is not a journal (hand-edited, or a broken disk)."""
 
 
-def read_journal(repo: Repo) -> Journal | None:
-    path = journal_path(repo)
+def read_journal(repo: Repo, path: Path | None = None) -> Journal | None:
+    """The run's journal, or a parallel job's at `path`; None when there is none."""
+    path = journal_path(repo) if path is None else path
     try:
         data = read_bytes_capped(path, JOURNAL_MAX_BYTES)
     except FileNotFoundError:
@@ -220,9 +221,14 @@ def job_place_path(repo: Repo, iteration: int) -> Path:
     return repo.common_path(f"{JOB_JOURNALS}/{iteration}.place")
 
 
+def job_journals_dir(repo: Repo) -> Path:
+    """Where parallel jobs keep their journals: it changes as each is written or removed."""
+    return repo.common_path(JOB_JOURNALS)
+
+
 def job_journals(repo: Repo) -> tuple[tuple[int, Path], ...]:
     """The journals parallel jobs left, by iteration: none once every job has merged."""
-    directory = repo.common_path(JOB_JOURNALS)
+    directory = job_journals_dir(repo)
     if not directory.is_dir() or directory.is_symlink():
         return ()
     found = []

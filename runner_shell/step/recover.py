@@ -29,6 +29,7 @@ from runner_core.iteration.recovery import (
     Journal,
     JournalPhase,
     RecoveryKind,
+    job_committed,
     recovery_kind,
 )
 from runner_core.iteration.write_set import final_write_set
@@ -171,7 +172,7 @@ def recover_all(paths: RunnerPaths, repo: Repo) -> tuple[Recovered, ...]:
     recovered = [found] if (found := recover(paths, repo)).kind is not None else []
     for iteration, path in job_journals(repo):
         place = job_place_path(repo, iteration)
-        if iteration < load_run_state(paths).next_iter:
+        if job_committed(iteration, load_run_state(paths).next_iter):
             path.unlink(missing_ok=True)
             place.unlink(missing_ok=True)
             continue
@@ -216,12 +217,7 @@ def recover(paths: RunnerPaths, repo: Repo, job: tuple[int, str] | None = None) 
         _follow_last_commit(repo)
         clear_journal(repo)
         return Recovered(kind, journal, killed)
-    for state_file in (paths.tree, paths.run_state, paths.config):
-        relative = paths.relative(state_file)
-        committed = repo.file_at_head(relative)
-        if committed is None:
-            raise UserFacingError(f"{relative} is not in the last commit; cannot restore it")
-        atomic_write_bytes(state_file, committed)
+    _restore_state_files(paths, repo)
     tree = load_tree(paths)
     state = load_run_state(paths)
     config = load_config(paths)
@@ -253,6 +249,16 @@ def recover(paths: RunnerPaths, repo: Repo, job: tuple[int, str] | None = None) 
     except GitError as error:
         raise UserFacingError(f"recovery could not commit: {error}") from None
     return Recovered(kind, journal, killed)
+
+
+def _restore_state_files(paths: RunnerPaths, repo: Repo) -> None:
+    """The runner-owned state files as the last commit has them: the last good iteration's."""
+    for state_file in (paths.tree, paths.run_state, paths.config):
+        relative = paths.relative(state_file)
+        committed = repo.file_at_head(relative)
+        if committed is None:
+            raise UserFacingError(f"{relative} is not in the last commit; cannot restore it")
+        atomic_write_bytes(state_file, committed)
 
 
 def _scratch_import(repo: Repo, base: str, number: int = 0) -> ImportDecision:

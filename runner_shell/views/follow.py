@@ -22,7 +22,7 @@ from runner_core.views.follow import (
     STATUS_TAIL_LINES,
     CurrentLoop,
     Replay,
-    event_text,
+    followed_text,
     loop_has_begun,
     replayed,
     running_lines,
@@ -56,11 +56,14 @@ def follow_run(
     if run is None:
         raise UserFacingError("no run to follow (run 'runner start', or pass --run RUN_ID)")
 
+    in_flight: list[frozenset[int]] = [frozenset()]
+
     def show(event: Event) -> None:
+        in_flight[0], lines = followed_text(in_flight[0], event)
         if as_json:
             echo(event_line(event).rstrip("\n"))
         else:
-            for line in event_text(event):
+            for line in lines:
                 echo(terminal_text(line))
 
     tail = EventTail(events_path(paths, run))

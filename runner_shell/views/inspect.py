@@ -101,7 +101,11 @@ def _night_status(
 ) -> None:
     from runner_shell.views.follow import running_status_lines
 
-    lines = running_status_lines(paths, journal) if alive else ()
+    if view.jobs is None:
+        lines = running_status_lines(paths, journal) if alive else ()
+    else:  # a parallel run: each live job's elapsed time and last lines, in iteration order
+        running = (job.journal for job in view.jobs if job.alive)
+        lines = tuple(line for each in running for line in running_status_lines(paths, each))
     for line in (*lines, *budget_lines(view.budgets)):
         print_lines((line,))
 

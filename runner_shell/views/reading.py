@@ -26,12 +26,24 @@ from runner_core.tree.serialization import TreeValidationError
 from runner_core.views.history import HistoryDocument, history_actions, history_records
 from runner_core.views.metrics import metrics_text
 from runner_core.views.report import Report, RunFigures, build_report
-from runner_core.views.status import OperatorFacts, StatusView, running_node_id, status_view
+from runner_core.views.status import (
+    OperatorFacts,
+    RunningJob,
+    StatusView,
+    running_node_id,
+    status_view,
+)
 from runner_core.views.text import terminal_text
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.sandbox.status import sandbox_status
-from runner_shell.step.lock_and_journal import journal_path, read_journal, runner_alive
+from runner_shell.step.lock_and_journal import (
+    job_journals,
+    job_journals_dir,
+    journal_path,
+    read_journal,
+    runner_alive,
+)
 from runner_shell.store.files import read_bytes_capped
 from runner_shell.store.history_sources import fallback_history, fill_missing
 from runner_shell.store.iteration_log import iteration_dirs, known_runs, load_history
@@ -63,13 +75,27 @@ def print_json(document: dict[str, Any]) -> None:
     echo(json.dumps(document, indent=2, ensure_ascii=False))
 
 
-def _journal(repo: Repo, warning: Callable[[str], None] = warn) -> Journal | None:
-    """The journal of an iteration in progress; a damaged one is a warning here, not an error."""
+def _journal(
+    repo: Repo, warning: Callable[[str], None] = warn, path: Path | None = None
+) -> Journal | None:
+    """The journal of an iteration in progress (a parallel job's at `path`); a damaged one is a
+    warning here, not an error."""
     try:
-        return read_journal(repo)
+        return read_journal(repo, path)
     except UserFacingError as error:
         warning(str(error))
         return None
+
+
+def _job_journals(repo: Repo, warning: Callable[[str], None] = warn) -> tuple[Journal, ...]:
+    """The journals of a parallel run's jobs in flight, by iteration (none in a one-slot run)."""
+    found = (_journal(repo, warning, path) for _, path in job_journals(repo))
+    return tuple(journal for journal in found if journal is not None)
+
+
+def _in_flight(journal: Journal | None, jobs: tuple[Journal, ...]) -> tuple[Journal, ...]:
+    """Every journal of an iteration in progress: the run's, then its parallel jobs'."""
+    return (*(() if journal is None else (journal,)), *jobs)
 
 
 def choose_run(paths: RunnerPaths, state: RunState, requested: str | None) -> str:
@@ -101,12 +127,13 @@ def operator_actions(repo: Repo, run_id: str | None) -> tuple[OperatorAction, ..
 def _history(
     paths: RunnerPaths,
     run_id: str,
-    journal: Journal | None,
+    journals: tuple[Journal, ...],
     repo: Repo | None = None,
     next_iter: int = 1,
     warning: Callable[[str], None] = warn,
 ) -> tuple[ExecutionHistory, tuple[str, ...]]:
-    """The run's history; the iteration in progress has no meta.json yet and is not a warning.
+    """The run's history; the iterations in progress (`journals`) have no meta.json yet and
+    are not a warning.
 
     With `repo`, a run that has iterations (`next_iter` > 1) but no iteration directories is
     read from its archive ref, else its commit trailers, with a warning naming the source; the
@@ -121,10 +148,11 @@ def _history(
             if fallback.warning is not None:
                 warning(fallback.warning)
             return fallback.history, fallback.problems
-    if journal is not None and journal.run_id == run_id:
-        meta = paths.iter_dir(run_id, journal.iteration) / "meta.json"
-        in_progress = f"{paths.relative(meta)}: missing"
-        problems = tuple(line for line in problems if not line.startswith(in_progress))
+    for journal in journals:
+        if journal.run_id == run_id:
+            meta = paths.iter_dir(run_id, journal.iteration) / "meta.json"
+            in_progress = f"{paths.relative(meta)}: missing"
+            problems = tuple(line for line in problems if not line.startswith(in_progress))
     if repo is not None and next_iter > 1:
         filled = fill_missing(paths, repo, run_id, next_iter, history)
         if filled.warning is not None:
@@ -140,7 +168,7 @@ def run_history(
     from git when the current run's iteration directories are gone, as every view reads it."""
     state = load_run_state(paths)
     next_iter = state.next_iter if state.run_id == run_id else 1
-    return _history(paths, run_id, _journal(repo), repo, next_iter)
+    return _history(paths, run_id, _in_flight(_journal(repo), _job_journals(repo)), repo, next_iter)
 
 
 def _last_tree(paths: RunnerPaths, run_id: str) -> Node | None:
@@ -166,7 +194,8 @@ def run_figures(
     config = load_config(paths)
     journal = _journal(repo)
     current = run_id == state.run_id
-    history, problems = _history(paths, run_id, journal, repo, state.next_iter if current else 2)
+    in_flight = _in_flight(journal, _job_journals(repo))
+    history, problems = _history(paths, run_id, in_flight, repo, state.next_iter if current else 2)
     if run_id == state.run_id:
         tree: Node | None = load_tree(paths)
         next_iteration = state.next_iter
@@ -214,6 +243,7 @@ def status_sources(paths: RunnerPaths, repo: Repo) -> tuple[Path, ...]:
         paths.guidance,
         paths.questions,
         journal_path(repo),
+        job_journals_dir(repo),
         repo.git_path("HEAD"),
         repo.git_path("logs/HEAD"),
     )
@@ -249,8 +279,10 @@ def status_reading(
     journal = _journal(repo, warning)
     if journal is not None and journal.run_id != state.run_id:
         journal = None  # another run's iteration in progress is not this run's
+    jobs = _job_journals(repo, warning)
+    in_flight = _in_flight(journal, jobs)
     history, problems = (
-        _history(paths, state.run_id, journal, repo, state.next_iter, warning)
+        _history(paths, state.run_id, in_flight, repo, state.next_iter, warning)
         if state.run_id is not None
         else (ExecutionHistory(), ())
     )
@@ -261,6 +293,7 @@ def status_reading(
         guidance=read_optional_text(paths.guidance, GUIDANCE_SHOWN_BYTES),
         questions=read_optional_text(paths.questions, GUIDANCE_SHOWN_BYTES),
         actions=operator_actions(repo, state.run_id),
+        jobs=tuple(RunningJob(job, runner_alive(job.runner_pid)) for job in jobs),
     )
     view = attrs.evolve(
         status_view(tree, state, config.max_iterations, history, journal, operator, config.budget),
@@ -276,7 +309,9 @@ def history_document(
     state = load_run_state(paths)
     run_id = choose_run(paths, state, run)
     next_iter = state.next_iter if run_id == state.run_id else 2
-    history, problems = _history(paths, run_id, _journal(repo), repo, next_iter)
+    history, problems = _history(
+        paths, run_id, _in_flight(_journal(repo), _job_journals(repo)), repo, next_iter
+    )
     for line in problems:
         warn(line)
     records = history_records(history, node)

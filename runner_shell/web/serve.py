@@ -2,7 +2,7 @@
 
 Serves the page (runner_shell/static), the `--json` documents of the terminal views built by
 the same functions, and `/api/events`: every line of the run's `events.jsonl` plus a `state`
-event whenever run_state.json, tree.json or the journal change. Never takes the runner lock,
+event whenever run_state.json, tree.json or a journal change. Never takes the runner lock,
 never writes a file, answers only GET and HEAD, and only to requests naming the bound host.
 Imported only by `runner serve`, so other commands never load Starlette.
 """
@@ -53,7 +53,7 @@ from runner_shell.errors import UserFacingError, failure_line, os_error_message
 from runner_shell.git.log_archive import ArchiveError
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.git.run_branches import gather_runs
-from runner_shell.step.lock_and_journal import journal_path, lock_held
+from runner_shell.step.lock_and_journal import job_journals_dir, journal_path, lock_held
 from runner_shell.store.event_log import EventTail, follow_failure, follow_tail, last_events
 from runner_shell.store.files import FileTooLarge, read_bytes_capped
 from runner_shell.store.iteration_log import iteration_dirs
@@ -169,6 +169,7 @@ class Watcher:
             "run_state": self.paths.run_state,
             "tree": self.paths.tree,
             "journal": journal_path(self.repo),
+            "jobs": job_journals_dir(self.repo),
         }
 
     def _readings(self, files: dict[str, Path]) -> dict[str, object]:

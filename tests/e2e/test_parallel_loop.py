@@ -5,12 +5,14 @@ on the leaf it is given and how many attempts that leaf has used, so the same sc
 one slot and with four must end in the same tree, the same passes and the same attempts.
 `nodes.json` maps a node id to a list of actions, one per attempt (the last repeats): `files`
 ({path: text}), `append` ({path: line} added at the file's end), `sleep`, `status` (the
-executor's status, `done` by default), `output` (the whole output, for a decomposer).
+executor's status, `done` by default), `output` (the whole output, for a decomposer),
+`wait_once` (the first run only writes this wait file and exits 1: a usage limit).
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -52,6 +54,11 @@ for name, line in action.get("append", {}).items():
     before = path.read_text(encoding="utf-8") if path.exists() else ""
     path.write_text(before + line + "\n", encoding="utf-8")
 time.sleep(action.get("sleep", 0))
+marker = harness / f"{node_id}.waited"
+if "wait_once" in action and not marker.exists():
+    marker.write_text("1")
+    Path(os.environ["RUNNER_WAIT_PATH"]).write_text(json.dumps(action["wait_once"]))
+    sys.exit(1)
 output = {"status": action.get("status", "done"), "summary": f"{node_id} attempt {attempt}"}
 output = action.get("output", output)
 Path(os.environ["RUNNER_OUTPUT_PATH"]).write_text(json.dumps(output), encoding="utf-8")
@@ -146,6 +153,11 @@ def test_four_leaves_run_at_once_and_merge_in_order(project: Project) -> None:
     assert max(starts) - min(starts) < 1.5, "the four leaves did not start together"
     assert elapsed < 4 * 2, elapsed
     assert project.status() == ""
+    # Each job names the commit it started from; the audit merges it from there again.
+    start = project.git("rev-list", "-n", "1", "HEAD~4").strip()
+    assert [project.meta(number)["job_base"] for number in (1, 2, 3, 4)] == [start] * 4
+    trailer = project.git("log", "-1", "--format=%(trailers:key=Runner-Job-Base,valueonly)")
+    assert trailer.strip() == start
     _audit_finds_only_the_setup(project)
 
 
@@ -317,12 +329,13 @@ def test_kill_9_with_four_jobs_running_then_recover_and_loop(project: Project) -
 
 
 def test_a_budget_counts_the_time_of_jobs_not_yet_committed(project: Project) -> None:
-    """a runs long; b and c finish at once but wait for a to merge. Their time and a's so far
-    reach `max_wall_secs` before anything is committed, so d never starts."""
+    """a runs long; b (and c, if b's time leaves room for it) finish but wait for a to merge.
+    Their time and a's so far reach `max_wall_secs` before anything is committed, so d never
+    starts: by the time c could have ended, a alone has run for 2 s."""
     actions: dict[str, list[dict[str, Any]]] = {
-        "a": [{"sleep": 5}],
+        "a": [{"sleep": 6}],
         "b": [{"sleep": 0.3}],
-        "c": [{"sleep": 0.3}],
+        "c": [{"sleep": 2}],
         "d": [{"sleep": 0.3}],
     }
     _setup(project, _flat_tree(["a", "b", "c", "d"]), {}, slots=2)
@@ -340,4 +353,126 @@ def test_a_budget_counts_the_time_of_jobs_not_yet_committed(project: Project) ->
         "loop: status=budget "
     ), (result.stdout, result.stderr)
     assert "d" not in [name for name, _ in _starts(project)]
+    assert project.status() == ""
+
+
+def test_a_usage_limit_pauses_scheduling_while_the_running_jobs_finish(project: Project) -> None:
+    actions: dict[str, list[dict[str, Any]]] = {
+        "a": [{"wait_once": {"retry_after_secs": 3}}],
+        "b": [{"files": {"b.txt": "b\n"}, "sleep": 1}],
+        "c": [{"files": {"c.txt": "c\n"}}],
+    }
+    _setup(project, _flat_tree(["a", "b", "c"]), actions, slots=2)
+    project.set_config(
+        agent_command=[sys.executable, str(project.harness / "node_agent.py")],
+        guard_command=[sys.executable, str(project.harness / "node_guard.py")],
+        parallel={"slots": 2},
+        loop={"max_wait_secs": 10},
+    )
+    project.commit_setup()
+    result = _loop(project)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.splitlines()
+    assert out[0].endswith("iter=1 node=a status=retry guard=skipped")
+    assert out[1].startswith(f"loop: wait run={project.run_id} reason=rate_limited until=")
+    _, found = _outcome(project)
+    assert all(found[leaf] == (True, 0) for leaf in "abc"), found  # the limit used no attempt
+    first_a, again = [moment for name, moment in _starts(project) if name == "a"]
+    first_c = next(moment for name, moment in _starts(project) if name == "c")
+    # b, running when a hit its limit, finished; nothing started during the 3 s wait.
+    assert first_c >= first_a + 2.5 and again >= first_a + 2.5, _starts(project)
+
+
+def test_ctrl_c_stops_every_running_job_and_commits_each_as_interrupted(project: Project) -> None:
+    leaves = ["a", "b", "c"]
+    _setup(project, _flat_tree(leaves), {leaf: [{"sleep": 30}] for leaf in leaves}, slots=3)
+    loop = subprocess.Popen(
+        [sys.executable, "-m", "runner_shell", "loop"],
+        cwd=project.root,
+        env=project.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    runs = project.harness / "runs.txt"
+    deadline = time.monotonic() + 30
+    while not (runs.exists() and len(runs.read_text().splitlines()) == 3):
+        assert time.monotonic() < deadline, "the three jobs did not start"
+        time.sleep(0.1)
+    started = time.monotonic()
+    loop.send_signal(signal.SIGINT)
+    out, err = loop.communicate(timeout=30)
+    assert time.monotonic() - started < 15, "the jobs' agents were not stopped"
+    assert loop.returncode == 130, err
+    subjects = project.subjects()[-3:]
+    assert [subject.split(" node ")[1].split()[0] for subject in subjects] == leaves
+    assert all("status=interrupted" in subject for subject in subjects), subjects
+    for iteration in (1, 2, 3):
+        error = (project.iter_dir(iteration) / "runner_error.log").read_text()
+        assert "interrupted by SIGINT" in error
+    _, found = _outcome(project)
+    assert all(found[leaf] == (False, 0) for leaf in leaves), found
+    assert project.status() == ""
+    assert not list((project.root / ".git" / "runner-jobs").glob("*.json"))
+    assert out.splitlines()[-1].startswith("loop: status=interrupted"), out
+
+
+def test_a_stuck_leaf_while_others_run_stops_the_loop_once_they_have_merged(
+    project: Project,
+) -> None:
+    tree = node("root", children=[node("a", order=0, max_attempts=2), node("b", order=1)])
+    actions: dict[str, list[dict[str, Any]]] = {
+        "a": [{"status": "retry"}],
+        "b": [{"files": {"b.txt": "b\n"}, "sleep": 2}],
+    }
+    _setup(project, tree, actions, slots=2)
+    result = _loop(project)
+    out = result.stdout.splitlines()
+    assert out[-1] == f"loop: status=stuck run={project.run_id} id=a path=root/a attempts=2/2"
+    assert result.returncode == 3
+    _, found = _outcome(project)
+    assert found["a"] == (False, 2) and found["b"] == (True, 0), found
+    assert (project.root / "b.txt").read_text() == "b\n"
+    assert project.status() == ""
+
+
+def test_a_loop_that_fails_with_jobs_running_stops_them_and_leaves_them_to_recover(
+    project: Project,
+) -> None:
+    """events.jsonl replaced by a directory: the next job cannot start, so the loop ends in one
+    line, the running job's agent is stopped at once, and `runner recover` records it."""
+    actions: dict[str, list[dict[str, Any]]] = {
+        "a": [{"sleep": 30}],
+        "b": [{"sleep": 1}],
+        "c": [{}],
+    }
+    _setup(project, _flat_tree(["a", "b", "c"]), actions, slots=2)
+    loop = subprocess.Popen(
+        [sys.executable, "-m", "runner_shell", "loop"],
+        cwd=project.root,
+        env=project.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    runs = project.harness / "runs.txt"
+    deadline = time.monotonic() + 30
+    while not (runs.exists() and len(runs.read_text().splitlines()) == 2):
+        assert time.monotonic() < deadline, "the two jobs did not start"
+        time.sleep(0.05)
+    events = project.runner_dir / "iterations" / project.run_id / "events.jsonl"
+    events.unlink()
+    events.mkdir()
+    started = time.monotonic()
+    _, err = loop.communicate(timeout=60)
+    assert time.monotonic() - started < 20, "the running job's agent was not stopped"
+    assert loop.returncode == 1
+    assert len(err.strip().splitlines()) == 1 and "events.jsonl" in err, err
+    events.rmdir()
+    refused = project.runner("loop")
+    assert "run 'runner recover'" in refused.stderr, refused.stderr
+    recovered = project.runner("recover")
+    assert recovered.returncode == 0, recovered.stderr
+    _, found = _outcome(project)
+    assert found["a"] == (False, 0), found
     assert project.status() == ""

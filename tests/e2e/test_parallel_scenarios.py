@@ -1,6 +1,5 @@
-"""Scenarios of the end-to-end suite where a loop with `[parallel] slots` does not yet end as the
-one-slot loop does: each is the smallest run showing it, kept as an expected failure until the
-parallel loop (runner_shell/loop/parallel_loop.py) is fixed; `strict` makes the fix visible.
+"""Scenarios of the end-to-end suite where a loop with `[parallel] slots` once did not end as the
+one-slot loop does: each is the smallest run that showed it, kept so it stays fixed.
 
 The one-slot counterpart of each is named in its docstring; these set `[parallel] slots`
 themselves, whatever RUNNER_TEST_SLOTS says.
@@ -11,8 +10,6 @@ from __future__ import annotations
 import json
 import signal
 
-import pytest
-
 from runner_core.run.questions import QUESTIONS_HEADER
 from tests.helpers.crash import spawn, wait_for_processes
 from tests.helpers.e2e import PYTHON, Project, lines, node
@@ -21,10 +18,6 @@ DONE = {"status": "done", "summary": "did it"}
 TWO_LEAVES = node("root", next_="decompose", children=[node("root.1"), node("root.2", order=1)])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the parallel loop never reads questions.md after a merge: no question event",
-)
 def test_a_question_asked_by_a_parallel_job_fires_on_question(project: Project) -> None:
     """As test_steering's questions scenario, with two slots: a job's new question fires the
     `on_question` hook once its iteration has merged, as a one-slot step's does."""

@@ -68,6 +68,7 @@ function showOverview(status, overview) {
   const suite = status.tests;
   document.getElementById("tests-label").hidden = document.getElementById("tests").hidden = !suite;
   if (suite) text("tests", `${testsText(suite.last)}` + (suite.flaky.length ? `, ${suite.flaky.length} flaky` : ""));
+  showJobs(status.jobs || []);
   const guidance = document.getElementById("guidance");
   guidance.hidden = !status.guidance;
   guidance.textContent = status.guidance ? `guidance: ${status.guidance}` : "";
@@ -287,12 +288,42 @@ function soon() {
   pending = setTimeout(() => { pending = null; refresh().catch(() => {}); }, 150);
 }
 
+// A parallel run's jobs (the status document's `jobs`), each with its agent's live output,
+// kept by iteration from the agent_output events (each names its iteration); while jobs are
+// listed their panels stand in for the one agent output panel.
+const jobOutput = new Map();
+let jobsShown = false;
+
+function showJobs(jobs) {
+  jobsShown = jobs.length > 0;
+  document.getElementById("live-jobs").hidden = !jobsShown;
+  if (jobsShown) document.getElementById("live-output").hidden = true;
+  document.getElementById("jobs").replaceChildren(...jobs.map((job) => {
+    const badge = el("span", {});
+    setBadge(badge, job.alive ? "running" : "interrupted");
+    const output = el("pre", { class: "job-output" }, (jobOutput.get(job.iteration) || []).join("\n"));
+    return el("div", { class: "job", "data-iter": String(job.iteration) },
+      el("h3", {}, badge, ` iter ${job.iteration} `, iterNode(job.node_id),
+        ` ${job.role} ${job.phase} since ${job.started_at}`), output);
+  }));
+  for (const output of document.querySelectorAll("#jobs pre")) output.scrollTop = output.scrollHeight;
+}
+const iterNode = (id) => el("a", { href: `#node/${encodeURIComponent(id)}` }, id);
+
+function appendJobOutput(iteration, lines) {
+  const kept = (jobOutput.get(iteration) || []).concat(lines).slice(-OUTPUT_LINES);
+  jobOutput.set(iteration, kept);
+  const output = document.querySelector(`.job[data-iter="${iteration}"] pre`);
+  if (output) { output.textContent = kept.join("\n"); output.scrollTop = output.scrollHeight; }
+}
+
 // The guard's output has its own panel: it is not the agent's.
 function appendOutput(event) {
   const body = JSON.parse(event.data);
   const guard = body.source === "guard";
+  if (!guard) appendJobOutput(body.iter, body.lines || []);
   const output = document.getElementById(guard ? "guard-output" : "output");
-  document.getElementById(guard ? "live-guard" : "live-output").hidden = false;
+  document.getElementById(guard ? "live-guard" : "live-output").hidden = guard ? false : jobsShown;
   const before = output.textContent ? output.textContent.split("\n") : [];
   const lines = before.concat(body.lines || []);
   output.textContent = lines.slice(-OUTPUT_LINES).join("\n");
@@ -316,7 +347,9 @@ function subscribe() {
   source.addEventListener("agent_output", appendOutput);
   source.addEventListener("view", (event) => applyView(JSON.parse(event.data)));
   source.addEventListener("iteration_finished", (event) => {
-    addHistoryRow(JSON.parse(event.data).meta);
+    const body = JSON.parse(event.data);
+    jobOutput.delete(body.iter);
+    addHistoryRow(body.meta);
   });
   for (const name of ["iteration_started", "iteration_finished", "agent_started",
     "agent_finished", "guard_started", "guard_finished", "waiting", "runner_error", "stuck",

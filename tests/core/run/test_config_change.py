@@ -91,3 +91,14 @@ def test_the_commit_names_run_key_and_actor() -> None:
         "Runner-Config": "guard.command",
         "Runner-Actor": "ann <a@x>",
     }
+
+
+@pytest.mark.parametrize(
+    ("text", "argv"), [("true", ["true"]), ("5", ["5"]), ("false -x", ["false", "-x"])]
+)
+def test_a_command_key_reads_a_bare_word_as_a_program_not_a_toml_value(
+    text: str, argv: list[str]
+) -> None:
+    """`runner config set guard.command true` means the program `true`, not a boolean."""
+    assert typed_value("guard.command", text) == argv
+    assert typed_value("agent.command", text) == argv

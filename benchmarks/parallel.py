@@ -1,0 +1,175 @@
+"""The `parallel` group of bench.py: `runner loop` on a flat tree whose agent sleeps, with
+`[parallel] slots` = 1, 4 and 8, beside the ideal wall time for that tree and that many slots.
+
+The agent does nothing but sleep (after writing one file of its own, so every merge has a file
+to bring in), so with N slots the loop could at best finish in the tree's ideal makespan:
+the frontier's rounds times the agent's sleep. Everything above that is what the loop does
+one job at a time on its main thread (a job's slot reset and prompt, each merge's commit) and
+what the processes of many slots cost on a machine with few cores. Each figure is the ideal
+divided by the measured time: 1 when the loop adds nothing, 0.5 when it doubles the time.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import bench
+import steps
+
+from runner_core import Node, parse_tree
+from runner_core.parallel.frontier import frontier
+
+LEAVES = 32
+QUICK_LEAVES = 8  # with --quick: one round at 8 slots still, in a quarter of the time
+SLEEP_SECS = 2.0
+SLOTS = (1, 4, 8)
+# The least fraction of the ideal speed-up a run with more than one slot must reach.
+FRACTION_TARGET = 0.85
+# Runs per median with more than one slot; one slot is run once (its 64 s are most of the
+# group's time, and its figure has no target).
+MAX_REPEAT = 3
+
+
+def sleeping_agent(secs: float) -> tuple[str, ...]:
+    """A command agent that writes a file named for its node, sleeps, and reports done."""
+    script = (
+        'printf "%s\\n" "$RUNNER_NODE_ID" > "leaf-$RUNNER_NODE_ID.txt"\n'
+        f"sleep {secs:g}\n"
+        """printf '{"status": "done", "summary": "slept"}' > "$RUNNER_OUTPUT_PATH"\n"""
+    )
+    return ("sh", "-c", script)
+
+
+def frontier_rounds(tree: Node, slots: int) -> int:
+    """How many rounds of the frontier the tree's open leaves take with `slots` slots, when
+    every job passes at its first attempt and adds no children (the ideal run).
+
+    Jobs that take the same time start and end together, so a round is one filling of the
+    free slots by the frontier rule (`runner_core.parallel.frontier`) and the ideal makespan is
+    rounds x one job's time. A finished leaf is handed to the rule as running, which it skips
+    as it skips a passed one; a stuck leaf ends the walk and, nothing else running, the run.
+    """
+    done: frozenset[str] = frozenset()
+    rounds = 0
+    while True:
+        leaves = frontier(tree, slots, done).leaves
+        if not leaves:
+            return rounds
+        done |= {leaf.path for leaf in leaves}
+        rounds += 1
+
+
+def ideal_secs(tree_text: str, slots: int, job_secs: float) -> float:
+    """The least wall time a run of `tree_text` with `slots` slots can take: its critical path
+    under the frontier rule, each job `job_secs` long and the runner free."""
+    return frontier_rounds(parse_tree(tree_text), slots) * job_secs
+
+
+def loop_repo(
+    workdir: Path, tree_text: str, slots: int, sleep: float, sandbox_mode: str, run: int
+) -> Path:
+    """A started run whose agent sleeps and whose config asks for `slots` slots; its
+    iteration limit leaves room for every leaf (one slot's rounds are its open leaves)."""
+    return bench.make_repo(
+        workdir / f"parallel-{slots}-{run}",
+        tree_text,
+        ["true"],
+        sleeping_agent(sleep),
+        max_iterations=max(100, 2 * frontier_rounds(parse_tree(tree_text), 1)),
+        sandbox_mode=sandbox_mode,
+        extra_config=f"\n[parallel]\nslots = {slots}\n",
+    )
+
+
+def timed_loop(repo: Path) -> float:
+    """The wall time of one `runner loop` to the tree's end; the run must have completed it."""
+    started = time.perf_counter()
+    bench.process([*bench.runner_command(), "loop"], repo)()
+    elapsed = time.perf_counter() - started
+    left = parse_tree((repo / ".runner" / "state" / "tree.json").read_text(encoding="utf-8"))
+    if not left.passes:
+        raise RuntimeError(f"`runner loop` in {repo} ended before every leaf passed")
+    return elapsed
+
+
+def bench_parallel(
+    leaves: int,
+    sleep: float,
+    slot_counts: Sequence[int],
+    repeat: int,
+    workdir: Path,
+    log: Callable[[str], None],
+) -> list[bench.Row]:
+    """`runner loop` with each slot count beside the ideal; the speed-up against one slot."""
+    problem = steps.bwrap_problem()
+    mode = "bwrap" if problem is None else "off"
+    if problem is not None:
+        log(f"parallel: bubblewrap is not usable here ({problem}); the sandbox is off")
+    text = bench.step_tree(leaves)
+    size = f'{leaves} leaves x {sleep:g} s, sandbox "{mode}"'
+    rows: list[bench.Row] = []
+    one: tuple[float, float] | None = None  # one slot's wall time and ideal, once measured
+    for slots in sorted(slot_counts):
+        runs = 1 if slots == 1 else min(repeat, MAX_REPEAT)
+        ideal = ideal_secs(text, slots, sleep)
+        log(f"parallel: `runner loop`, {size}, slots = {slots}: {runs} run(s), ideal {ideal:g} s")
+        times = [timed_loop(loop_repo(workdir, text, slots, sleep, mode, n)) for n in range(runs)]
+        measured = (statistics.median(times), tuple(times))
+        name = f"`runner loop` ({size}) with slots = {slots}"
+        rows += slot_rows(name, slots, measured, ideal, one)
+        if slots == 1:
+            one = (measured[0], ideal)
+    return rows
+
+
+def slot_rows(
+    name: str, slots: int, measured: bench.Timing, ideal: float, one: tuple[float, float] | None
+) -> list[bench.Row]:
+    """The wall time beside the ideal; with more than one slot, the fraction of the ideal
+    reached (the target), and the speed-up against one slot beside the ideal speed-up."""
+    wall = measured[0]
+    rows = [
+        bench.Row(
+            metric=f"{name}: wall time vs ideal",
+            size=None,
+            runner=wall,
+            floor=ideal,
+            unit="s",
+            target="",
+            met=None,
+            runner_runs=measured[1],
+            note="ideal: the critical path, rounds of the frontier x the agent's sleep",
+        )
+    ]
+    if slots == 1:
+        return rows
+    fraction = ideal / wall
+    rows.append(
+        bench.Row(
+            metric=f"{name}: fraction of ideal speed-up (ideal / wall time)",
+            size=None,
+            runner=fraction,
+            floor=1.0,
+            unit="x",
+            target=f">= {FRACTION_TARGET:g}x",
+            met=fraction >= FRACTION_TARGET,
+            note=f"wall {wall:.1f} s, ideal {ideal:g} s",
+        )
+    )
+    if one is not None:
+        rows.append(
+            bench.Row(
+                metric=f"{name}: speed-up vs one slot",
+                size=None,
+                runner=one[0] / wall,
+                floor=one[1] / ideal,
+                unit="x",
+                target="",
+                met=None,
+                note="floor: the ideal speed-up, one slot's ideal / this one's",
+            )
+        )
+    return rows

@@ -1,0 +1,195 @@
+"""A parallel job, and its merge onto the run branch when its turn comes.
+
+A `Job` is what the loop knows of a scheduled iteration: its slot, the commit it started at,
+its events' shared log, and what its thread left. `merge_job` carries out what
+runner_core.parallel.job_merge decides for it: the head's side read, the job's facts moved onto
+it, its files merged (`git merge-file` for a file both sides changed), its guard run again in
+the merge queue's own slot when other work merged since it started, then the commit as any
+iteration's (docs/parallel.md). It never decides which job merges when: the loop does.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import attrs
+
+from runner_core.guard.report import TestReport
+from runner_core.iteration.failures import Failure
+from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.import_rules import ImportDecision
+from runner_core.iteration.machine import IterationMachine
+from runner_core.iteration.results import GuardFinished
+from runner_core.loop.budget import InFlight
+from runner_core.loop.events import Event
+from runner_core.parallel.job_merge import (
+    HeadSide,
+    broke_after_merge,
+    conflict_line,
+    merge_files,
+    merge_guard,
+    merge_guard_passed,
+    merge_rerun,
+    onto_head,
+    refused,
+)
+from runner_core.parallel.queue import needs_guard_again
+from runner_shell.git.merging import entries_at, merge_lines, merged_commit
+from runner_shell.guard.baselines import keep_baseline, known_baseline
+from runner_shell.loop.event_sink import IterationEvents
+from runner_shell.loop.night_loop import LoopRun
+from runner_shell.scratch.sandbox import Sandbox
+from runner_shell.scratch.slots import prepare_slot
+from runner_shell.step.agent_and_guard import ProcessGuardRunner
+from runner_shell.step.lock_and_journal import job_journal_path
+from runner_shell.step.runner import StepRan, interpret, shell_ports
+from runner_shell.store.files import sha256_of_regular
+from runner_shell.store.state_files import load_run_state, load_tree_and_sha256, read_bytes
+
+
+class JobEvents:
+    """One run's event log shared by every job's thread: a job's events are appended whole."""
+
+    def __init__(self, events: IterationEvents, lock: threading.Lock) -> None:
+        self.events, self.lock = events, lock
+
+    def emit(self, events: Iterable[Event], *, fsync: bool = False) -> None:
+        with self.lock:
+            self.events.emit(events, fsync=fsync)
+
+
+@attrs.define
+class Job:
+    """A scheduled iteration: where it runs, and what its thread left when it ended."""
+
+    iteration: int
+    path: str
+    slot: int
+    base: GitHead
+    events: JobEvents
+    sandbox: Sandbox | None
+    slot_dir: Path
+    merged_before: int  # the last iteration merged when it started
+    started: float = attrs.field(factory=time.monotonic)
+    ended: float | None = None  # when its thread ended: its time stops counting then
+    machine: IterationMachine | None = None
+    error: BaseException | None = None
+
+
+def in_flight(job: Job) -> InFlight:
+    """What a job not yet committed has spent: its time so far, its agent's figures once in."""
+    secs = (job.ended or time.monotonic()) - job.started
+    if job.machine is None:
+        return InFlight(secs)
+    return InFlight(secs, job.machine.tokens, job.machine.cost_usd)
+
+
+def slot_sandbox(sandbox: Sandbox | None, slot: int) -> Sandbox | None:
+    """Each slot's processes get private HOMEs of their own: two agents never share one."""
+    if sandbox is None:
+        return None
+    return attrs.evolve(sandbox, homes=sandbox.homes.parent / f"homes-{slot}")
+
+
+def head_side(run: LoopRun) -> HeadSide:
+    """The run branch as the job whose turn it is finds it."""
+    paths, repo = run.paths, run.repo
+    state = load_run_state(paths)
+    tree, tree_sha256 = load_tree_and_sha256(paths)
+    previous = None
+    if state.run_id is not None:
+        snapshot = paths.iter_dir(state.run_id, state.next_iter - 1) / "tree.after.json"
+        found = sha256_of_regular(snapshot)
+        previous = found if found is not None and found == tree_sha256 else None
+    return HeadSide(repo.head(), tree, tree_sha256, state, read_bytes(paths.config), previous)
+
+
+def merge_job(
+    run: LoopRun, slots: int, job: Job, machine: IterationMachine
+) -> tuple[StepRan, bool]:
+    """Job `job`'s merge onto the head and its commit (`slots`: the jobs' slots, the merge
+    queue's is the next); whether it is a merge's rerun."""
+    side = head_side(run)
+    machine = onto_head(machine, side)
+    if needs_guard_again(job.base.sha, side.head.sha):
+        machine = _merged_onto(run, slots, job, machine, side)
+    ports = shell_ports(run.paths, run.repo, machine.facts, job.events, job.slot_dir, job.sandbox)
+    finished = interpret(machine, ports, job.events)
+    if finished.tests is not None:
+        keep_baseline(run.repo, run.repo.head_sha(), finished.tests)
+    facts = machine.facts
+    result = StepRan(
+        facts.run_id, facts.plan, finished.outcome, finished.limit, finished.record.tests
+    )
+    return result, merge_rerun(machine)
+
+
+def _merged_onto(
+    run: LoopRun, slots: int, job: Job, machine: IterationMachine, side: HeadSide
+) -> IterationMachine:
+    """The job's files merged onto the head's, and its pass checked again on the result."""
+    repo = run.repo
+    imported = machine.imported or ImportDecision()
+    if merge_rerun(machine) or not imported.changes:
+        return _guarded_again(run, slots, job, machine, side)
+    paths = [change.path for change in imported.changes]
+    base_entries = entries_at(repo, job.base.sha, paths)
+    head_entries = entries_at(repo, side.head.sha, paths)
+    merge = merge_files(imported.changes, base_entries, head_entries)
+    joined = list(merge.clean)
+    conflicts = list(merge.conflicts)
+    for change in merge.both:
+        base_entry, head_entry = base_entries[change.path], head_entries[change.path]
+        assert base_entry is not None and head_entry is not None and change.oid is not None
+        oid = merge_lines(repo, base_entry[1], head_entry[1], change.oid)
+        if oid is None:
+            conflicts.append(change.path)
+        else:
+            joined.append(attrs.evolve(change, oid=oid))
+    if conflicts:
+        return refused(machine, Failure.MERGE_CONFLICT, conflict_line(conflicts))
+    changes = tuple(sorted(joined, key=lambda change: change.path))
+    machine = attrs.evolve(machine, imported=attrs.evolve(imported, changes=changes))
+    return _guarded_again(run, slots, job, machine, side)
+
+
+def _guarded_again(
+    run: LoopRun, slots: int, job: Job, machine: IterationMachine, side: HeadSide
+) -> IterationMachine:
+    """A job that passed alone passes only if its guard passes on the merged result too."""
+    effect = merge_guard(machine)
+    if effect is None:
+        return machine
+    imported = machine.imported or ImportDecision()
+    facts = machine.facts
+    commit = merged_commit(
+        run.repo,
+        side.head.sha,
+        imported.changes,
+        f"runner: merge of iteration {facts.plan.iteration}",
+    )
+    # One slot past the jobs' own is the merge queue's: merges run one at a time.
+    number, sandbox = slots, slot_sandbox(job.sandbox, slots)
+    slot_dir = prepare_slot(run.repo, commit, facts.config.sandbox.setup, number, sandbox)
+    iter_dir = run.paths.iter_dir(facts.run_id, facts.plan.iteration)
+    guards = ProcessGuardRunner(
+        slot_dir,
+        run.repo,
+        iter_dir,
+        None,
+        facts.config.guard_network,
+        sandbox,
+        commit,
+        facts.config.sandbox.setup,
+        number,
+        job_journal_path(run.repo, facts.plan.iteration),
+    )
+    result = guards.run_guard(effect, machine.journal)
+    baseline: TestReport | None = known_baseline(run.repo, side.head.sha)
+    if isinstance(result, GuardFinished) and merge_guard_passed(machine, baseline, result):
+        return machine
+    since = tuple(range(job.merged_before + 1, facts.plan.iteration))
+    return refused(machine, Failure.MERGE_GUARD, broke_after_merge(since))
