@@ -104,9 +104,9 @@ def _setup(
     config: dict[str, Any] = {
         "agent_command": [sys.executable, str(agent)],
         "guard_command": [sys.executable, str(guard)],
+        # Written for one slot too: RUNNER_TEST_SLOTS gives more to a config that names none.
+        "parallel": {"slots": slots},
     }
-    if slots > 1:
-        config["parallel"] = {"slots": slots}
     project.prepare(tree, **config)
 
 
