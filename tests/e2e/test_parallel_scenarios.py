@@ -83,13 +83,9 @@ def test_the_retry_of_a_parallel_job_whose_guard_failed_gets_failure_md(project:
     assert project.record(retry)["context"].get("failure.md") == guard_log
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="status reads only the run's journal, not the journals of the jobs a kill -9 left",
-)
 def test_status_after_kill_9_of_a_parallel_loop_says_interrupted(project: Project) -> None:
-    """As test_cli_runs_and_status's kill -9 scenario, with two slots: `status` names the
-    interrupted iteration and says to run `runner recover`, which step and loop require."""
+    """As test_cli_runs_and_status's kill -9 scenario, with two slots: `status` names each
+    interrupted job's iteration and says to run `runner recover`, which step and loop require."""
     project.prepare(TWO_LEAVES, parallel={"slots": 2})
     slow = {"sleep": 30, "output": DONE}
     project.agent_script_by_node({("root.1", 1): slow, ("root.2", 1): slow})
@@ -104,8 +100,13 @@ def test_status_after_kill_9_of_a_parallel_loop_says_interrupted(project: Projec
     assert document["interrupted"] is not None
     out = lines(project.runner("status").stdout)
     interrupted = [line for line in out if line.startswith("status: interrupted")]
-    assert len(interrupted) == 1 and "run 'runner recover'" in interrupted[0]
+    assert [line.split()[2:4] for line in interrupted] == [
+        ["iter=1", "node=root.1"],
+        ["iter=2", "node=root.2"],
+    ]
+    assert all("run 'runner recover'" in line for line in interrupted)
     assert project.runner("recover").returncode == 0
+    assert json.loads(project.runner("status", "--json").stdout)["interrupted"] is None
 
 
 @pytest.mark.xfail(

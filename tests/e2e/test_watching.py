@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.helpers.e2e import PYTHON, Project, lines, node
+import pytest
+
+from tests.helpers.e2e import PYTHON, Project, lines, node, slots_under_test
 
 LEAF = node("root", max_attempts=1)
 DONE = {"status": "done", "summary": "did it"}
@@ -250,6 +252,11 @@ def _clone_without_runner_refs(project: Project, base: Path) -> Project:
     return copy
 
 
+@pytest.mark.xfail(
+    slots_under_test() > 1,
+    strict=True,
+    reason="parallel loop: jobs started together overspend a budget (test_parallel_scenarios.py)",
+)
 def test_a_clone_without_the_runner_refs_counts_every_iteration_once_and_stops_at_the_budget(
     project: Project, tmp_path: Path
 ) -> None:
