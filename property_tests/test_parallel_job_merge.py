@@ -154,6 +154,7 @@ def test_a_job_on_an_unmoved_head_commits_its_own_tree(drawn: Node) -> None:
 in_flight = st.builds(
     InFlight,
     st.floats(0, 1e5),
+    st.just(True),
     st.one_of(
         st.none(),
         st.builds(TokenUsage, st.integers(0, 10**6), st.integers(0, 10**6), st.integers(0, 10**6)),
@@ -206,3 +207,22 @@ def test_a_commit_that_drops_work_merged_since_its_base_is_found(
     if merged == settled_theirs:
         return
     assert merge_replay_problems(base, ours, settled_theirs) != ()
+
+
+@given(st.integers(1, 50), st.integers(0, 10**6), st.floats(0, 1e3), st.integers(1, 8))
+def test_a_running_job_counts_as_the_runs_mean_iteration(
+    runs: int, tokens: int, cost: float, running: int
+) -> None:
+    """Jobs whose agents still run count at the run's mean spend per committed iteration, so
+    a budget stops the scheduling before their own figures are in."""
+    summary = attrs.evolve(
+        ExecutionHistory().summary(),
+        total_executions=runs,
+        total_tokens=TokenUsage(tokens, tokens, 0),
+        total_cost_usd=cost,
+    )
+    counted = with_in_flight(summary, tuple(InFlight(1.0) for _ in range(running)))
+    assert counted.total_tokens.input == tokens + running * (tokens // runs)
+    assert counted.total_cost_usd == pytest.approx(cost + running * cost / runs)
+    nothing_yet = with_in_flight(ExecutionHistory().summary(), (InFlight(1.0),))
+    assert nothing_yet.total_cost_usd == ExecutionHistory().summary().total_cost_usd

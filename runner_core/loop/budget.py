@@ -82,23 +82,35 @@ def budget_uses(budget: BudgetConfig, summary: HistorySummary) -> tuple[BudgetUs
 
 @attrs.frozen(slots=True)
 class InFlight:
-    """A parallel job not yet committed, and what it has spent so far as far as is known: the
-    seconds since it started; its tokens and cost once its agent has reported them."""
+    """A parallel job not yet committed: the seconds since it started, and, once its agent has
+    ended (`reported`), the tokens and cost it reported."""
 
     secs: float
+    reported: bool = False
     tokens: TokenUsage | None = None
     cost_usd: float | None = None
 
 
 def with_in_flight(summary: HistorySummary, jobs: tuple[InFlight, ...]) -> HistorySummary:
     """The run's spending with its jobs in flight counted: a budget is checked before each job
-    starts against what is committed plus what the running jobs have spent."""
+    starts against what is committed plus what the running jobs have spent. A job whose agent
+    still runs is counted at the mean of the iterations whose figures are in (committed, and
+    jobs whose agents have ended), so that a budget stops the scheduling before the running
+    jobs' spend is known, not after."""
     if not jobs:
         return summary
+    reported = _added(summary, tuple(job for job in jobs if job.reported))
+    runs = summary.total_executions + sum(1 for job in jobs if job.reported)
+    return _added(
+        summary, tuple(job if job.reported else _estimated(job, reported, runs) for job in jobs)
+    )
+
+
+def _added(summary: HistorySummary, counted: tuple[InFlight, ...]) -> HistorySummary:
     tokens = summary.total_tokens
     spent, produced, cached = tokens.input, tokens.output, tokens.cached
-    costs = [job.cost_usd for job in jobs if job.cost_usd is not None]
-    for job in jobs:
+    costs = [job.cost_usd for job in counted if job.cost_usd is not None]
+    for job in counted:
         if job.tokens is not None:
             spent, produced = spent + job.tokens.input, produced + job.tokens.output
             cached += job.tokens.cached
@@ -107,10 +119,21 @@ def with_in_flight(summary: HistorySummary, jobs: tuple[InFlight, ...]) -> Histo
         cost = float(sum((Fraction(value) for value in costs), Fraction(cost or 0.0)))
     return attrs.evolve(
         summary,
-        total_duration=summary.total_duration + sum(job.secs for job in jobs),
+        total_duration=summary.total_duration + sum(job.secs for job in counted),
         total_tokens=TokenUsage(spent, produced, cached),
         total_cost_usd=cost,
     )
+
+
+def _estimated(job: InFlight, summary: HistorySummary, runs: int) -> InFlight:
+    """A running job's spend taken as the mean of the `runs` iterations `summary` sums (none
+    yet: nothing)."""
+    if runs == 0:
+        return job
+    total = summary.total_tokens
+    tokens = TokenUsage(total.input // runs, total.output // runs, total.cached // runs)
+    cost = None if summary.total_cost_usd is None else summary.total_cost_usd / runs
+    return attrs.evolve(job, tokens=tokens, cost_usd=cost)
 
 
 def exhausted_budget(budget: BudgetConfig, summary: HistorySummary) -> BudgetUse | None:

@@ -84,7 +84,7 @@ def in_flight(job: Job) -> InFlight:
     secs = (job.ended or time.monotonic()) - job.started
     if job.machine is None:
         return InFlight(secs)
-    return InFlight(secs, job.machine.tokens, job.machine.cost_usd)
+    return InFlight(secs, True, job.machine.tokens, job.machine.cost_usd)
 
 
 def slot_sandbox(sandbox: Sandbox | None, slot: int) -> Sandbox | None:

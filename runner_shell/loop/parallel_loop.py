@@ -24,7 +24,7 @@ from typing import assert_never
 import attrs
 
 from runner_core.iteration.machine import start_iteration
-from runner_core.iteration.plan import PlanKind, RunPlan
+from runner_core.iteration.plan import PlanKind, RunPlan, advance_run_state
 from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
 from runner_core.loop.budget import exhausted_budget, with_in_flight
@@ -110,6 +110,8 @@ class _Loop:
     draining: bool = False  # a stop or budget was met: no job starts until the others merged
     failure: BaseException | None = None  # a job's error, raised once every job has merged
     asked: str | None = None  # questions.md after the last merge: a job's new ones are told
+    # Each node's last iteration and what it left to tell its next (history.md, failure.md).
+    told: dict[str, tuple[int, RunState]] = attrs.field(factory=dict)
 
 
 def run_parallel_loop(
@@ -121,6 +123,7 @@ def run_parallel_loop(
         loop = _Loop(run, loaded.config.parallel_slots, max_steps)
         loop.merged_upto = loaded.state.next_iter - 1
         loop.asked = read_questions(run.paths)
+        loop.told = _last_told(run, loaded.state)
         clear_stop_request(run.repo)
         announce_start(run)
         try:
@@ -291,11 +294,40 @@ def _one_slot_step(loop: _Loop) -> int | None:
             assert_never(decision)
 
 
+def _last_told(run: LoopRun, state: RunState) -> dict[str, tuple[int, RunState]]:
+    """The run's last iteration, when it is the head commit, as its node's last: what it left
+    reaches that node's next job as it reaches a one-slot loop's next step."""
+    if state.next_iter <= 1:
+        return {}
+    format_ = "%(trailers:key=Runner-Iter,valueonly)%x00%(trailers:key=Runner-Node,valueonly)"
+    shown = run.repo.git("log", "-1", f"--format={format_}", check=False).stdout
+    iteration, _, node_id = (part.strip() for part in shown.partition("\0"))
+    if iteration != str(state.next_iter - 1) or not node_id:
+        return {}
+    return {node_id: (state.next_iter - 1, state)}
+
+
+def _told_state(loop: _Loop, state: RunState, node_id: str) -> tuple[RunState, int | None]:
+    """The run state a job on `node_id` is told, and the iteration it tells of: its node's
+    last, not the run's, which with jobs side by side is often another leaf's."""
+    told = loop.told.get(node_id)
+    last = RunState() if told is None else told[1]
+    kept = attrs.evolve(
+        state,
+        last_status=last.last_status,
+        last_summary=last.last_summary,
+        last_guard=last.last_guard,
+    )
+    return kept, None if told is None else told[0]
+
+
 def _start(loop: _Loop, loaded: Loaded, leaf: FrontierLeaf, iteration: int, slot: int) -> None:
     """Job `iteration` on `leaf` in slot `slot`: its journal's place is written here, the rest
     of its start (facts, the slot's reset) happens in its own thread, beside the others."""
     run = loop.run
     node = leaf.node
+    state, told = _told_state(loop, loaded.state, node.id)
+    loaded = attrs.evolve(loaded, state=state)
     role = AgentRole.DECOMPOSER if node.next is NodeNext.DECOMPOSE else AgentRole.EXECUTOR
     plan = RunPlan(Selection(SelectionStatus.OPEN, node, leaf.path), iteration, node, role)
     sink = IterationEvents(sink_for(run.paths, loaded.config, loaded.run_id))
@@ -311,20 +343,22 @@ def _start(loop: _Loop, loaded: Loaded, leaf: FrontierLeaf, iteration: int, slot
     atomic_write_text(job_place_path(run.repo, iteration), f"{slot} {loaded.head.sha}\n")
     thread = threading.Thread(
         target=_run_job,
-        args=(loop, job, loaded, plan, place),
+        args=(loop, job, loaded, plan, place, told),
         name=f"runner-job-{iteration}",
         daemon=True,
     )
     thread.start()
 
 
-def _run_job(loop: _Loop, job: Job, loaded: Loaded, plan: RunPlan, place: JobPlace) -> None:
+def _run_job(
+    loop: _Loop, job: Job, loaded: Loaded, plan: RunPlan, place: JobPlace, told: int | None
+) -> None:
     """A job's thread: its facts, its slot at the head of its time, its machine up to the
     merge; whatever it raises is handed to the main thread, which raises it in turn."""
     run = loop.run
     try:
         facts = attrs.evolve(
-            gather(run.paths, loaded, plan, run.prompt_budget),
+            gather(run.paths, loaded, plan, run.prompt_budget, told),
             head=loaded.head,
             scratch=True,
             baseline=known_baseline(run.repo, loaded.head.sha),
@@ -370,6 +404,7 @@ def _merge_next(loop: _Loop, policy_hears: bool = True) -> bool:
     job_journal_path(loop.run.repo, number).unlink(missing_ok=True)
     job_place_path(loop.run.repo, number).unlink(missing_ok=True)
     loop.steps += 1
+    loop.told[result.plan.node.id] = (number, advance_run_state(RunState(), result.outcome))
     loop.run.emit(step_result_line("loop: step", result))
     paths = loop.run.paths
     announce_new_questions(paths, load_config(paths), result.run_id, number, loop.asked)

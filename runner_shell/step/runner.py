@@ -248,13 +248,18 @@ def _template(name: str, values: Mapping[str, str]) -> str:
     return Template(text).safe_substitute(values)
 
 
-def gather(paths: RunnerPaths, loaded: Loaded, plan: RunPlan, budget: int) -> IterationFacts:
-    """Everything the machine needs to know before the iteration starts."""
+def gather(
+    paths: RunnerPaths, loaded: Loaded, plan: RunPlan, budget: int, told: int | None = None
+) -> IterationFacts:
+    """Everything the machine needs to know before the iteration starts. `told`: the iteration
+    whose outcome `loaded.state` tells the agent of (a parallel job's node's last), else the
+    previous one."""
     state, run_id = loaded.state, loaded.run_id
     failure_log = None
     previous = paths.iter_dir(run_id, plan.iteration - 1)
-    if needs_failure_log(state) and (previous / "guard.log").exists():
-        failure_log = read_text_head(previous / "guard.log", FAILURE_LOG_MAX_BYTES)
+    failed = previous if told is None else paths.iter_dir(run_id, told)
+    if needs_failure_log(state) and (failed / "guard.log").exists():
+        failure_log = read_text_head(failed / "guard.log", FAILURE_LOG_MAX_BYTES)
     entries = _left_over(paths.iter_dir(run_id, plan.iteration))
     snapshot_sha256 = sha256_of_regular(previous / "tree.after.json")
     is_previous = snapshot_sha256 is not None and loaded.tree_sha256 == snapshot_sha256
