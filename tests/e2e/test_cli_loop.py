@@ -155,11 +155,6 @@ def test_the_agents_work_is_committed_and_the_logs_are_not(
     assert ".runner/state/tree.json" in tracked
 
 
-@pytest.mark.xfail(
-    slots_under_test() > 1,
-    strict=True,
-    reason="parallel loop: failure.md comes from iteration n-1 (test_parallel_scenarios.py)",
-)
 def test_guard_output_reaches_the_next_attempt_through_failure_md(
     full_loop: tuple[Project, subprocess.CompletedProcess[str]],
 ) -> None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 
+from runner_core.iteration.recovery import journal_from_json
 from runner_core.run.questions import QUESTIONS_HEADER
 from tests.helpers.crash import spawn, wait_for_processes
 from tests.helpers.e2e import PYTHON, Project, lines, node
@@ -76,6 +78,23 @@ def test_the_retry_of_a_parallel_job_whose_guard_failed_gets_failure_md(project:
     assert project.record(retry)["context"].get("failure.md") == guard_log
 
 
+def _wait_for_agents_of_both_jobs(project: Project, timeout: float = 30) -> None:
+    """Until the journals of jobs 1 and 2 each name their agent: the first may start alone."""
+    give_up_at = time.monotonic() + timeout
+    while time.monotonic() < give_up_at:
+        groups = []
+        for path in sorted((project.root / ".git" / "runner-jobs").glob("*.json")):
+            try:
+                journal = journal_from_json(json.loads(path.read_text(encoding="utf-8")))
+            except (FileNotFoundError, ValueError):  # between the write and the rename
+                continue
+            groups.append(len(journal.process_groups))
+        if len(groups) == 2 and min(groups) >= 1:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"both jobs' agents not running after {timeout} s")
+
+
 def test_status_after_kill_9_of_a_parallel_loop_says_interrupted(project: Project) -> None:
     """As test_cli_runs_and_status's kill -9 scenario, with two slots: `status` names the
     interrupted iteration and says to run `runner recover`, which step and loop require."""
@@ -84,6 +103,7 @@ def test_status_after_kill_9_of_a_parallel_loop_says_interrupted(project: Projec
     project.agent_script_by_node({("root.1", 1): slow, ("root.2", 1): slow})
     loop = spawn(project, "loop")
     wait_for_processes(project, 1)
+    _wait_for_agents_of_both_jobs(project)
     loop.send_signal(signal.SIGKILL)
     loop.wait()
     assert project.runner("step").returncode != 0  # refused until `runner recover`
