@@ -34,6 +34,13 @@ def guard_effect(
     machine: MachineState, now: ClockReading, purpose: GuardRun, report: str, log: str
 ) -> RunGuard:
     """A guard run of `purpose`, given what is left of the iteration's deadline."""
+    return timed_guard_effect(machine, machine.remaining(now), purpose, report, log)
+
+
+def timed_guard_effect(
+    machine: MachineState, timeout_secs: float, purpose: GuardRun, report: str, log: str
+) -> RunGuard:
+    """A guard run of `purpose` with `timeout_secs`: what every guard of the node is told."""
     facts = machine.facts
     env = guard_env(
         facts.run_id,
@@ -46,7 +53,7 @@ def guard_effect(
     config = facts.config
     return RunGuard(
         config.guard_command,
-        machine.remaining(now),
+        timeout_secs,
         config.guard_output_limit_bytes,
         log if purpose is GuardRun.JUDGE else pending(log),
         env,

@@ -21,7 +21,8 @@ from runner_core.history.records import ErrorKind
 from runner_core.iteration.effects import RunGuard
 from runner_core.iteration.failures import ERROR_KIND, MERGE_RERUNS, Failure
 from runner_core.iteration.git_drift import GitHead
-from runner_core.iteration.guard_stage import GuardRun, guard_env, judge_guard
+from runner_core.iteration.guard_stage import GuardRun, judge_guard
+from runner_core.iteration.guard_steps import timed_guard_effect
 from runner_core.iteration.import_rules import EXECUTABLE_MODE, FILE_MODE, Change, ImportDecision
 from runner_core.iteration.machine import IterationMachine
 from runner_core.iteration.plan import Review, conclude, guard_outcome, layer_problems
@@ -209,24 +210,8 @@ def merge_guard(machine: IterationMachine) -> RunGuard | None:
     )
     if not passing:
         return None
-    config = facts.config
-    env = guard_env(
-        facts.run_id,
-        facts.plan.iteration,
-        facts.node.id,
-        facts.plan.selection.path or facts.node.id,
-        facts.role,
-        facts.node.acceptance,
-    )
-    return RunGuard(
-        config.guard_command,
-        float(config.iteration_timeout_secs),
-        config.guard_output_limit_bytes,
-        MERGE_GUARD_LOG,
-        env,
-        MERGE_GUARD_REPORT,
-        GuardRun.JUDGE,
-    )
+    timeout = float(facts.config.iteration_timeout_secs)
+    return timed_guard_effect(machine, timeout, GuardRun.JUDGE, MERGE_GUARD_REPORT, MERGE_GUARD_LOG)
 
 
 def merge_guard_passed(
