@@ -128,6 +128,24 @@ def _outcome(project: Project) -> tuple[str, dict[str, tuple[bool, int]]]:
     return text, found
 
 
+def _loop_with_agents_running(project: Project, count: int) -> subprocess.Popen[str]:
+    """`runner loop` in the background, once `count` agents have started (runs.txt)."""
+    loop = subprocess.Popen(
+        [sys.executable, "-m", "runner_shell", "loop"],
+        cwd=project.root,
+        env=project.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    runs = project.harness / "runs.txt"
+    deadline = time.monotonic() + 30
+    while not (runs.exists() and len(runs.read_text().splitlines()) == count):
+        assert time.monotonic() < deadline, f"the {count} jobs did not start"
+        time.sleep(0.05)
+    return loop
+
+
 def _starts(project: Project) -> list[tuple[str, float]]:
     lines = (project.harness / "runs.txt").read_text(encoding="utf-8").splitlines()
     return [(line.split()[0], float(line.split()[3])) for line in lines]
@@ -290,20 +308,7 @@ def test_kill_9_with_four_jobs_running_then_recover_and_loop(project: Project) -
     leaves = ["a", "b", "c", "d"]
     first = {leaf: [{"files": {f"{leaf}.txt": "x\n"}, "sleep": 30}] for leaf in leaves}
     _setup(project, _flat_tree(leaves), first, slots=4)
-    loop = subprocess.Popen(
-        [sys.executable, "-m", "runner_shell", "loop"],
-        cwd=project.root,
-        env=project.env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 30
-    runs = project.harness / "runs.txt"
-    while time.monotonic() < deadline:
-        if runs.exists() and len(runs.read_text().splitlines()) == 4:
-            break
-        time.sleep(0.1)
+    loop = _loop_with_agents_running(project, 4)
     time.sleep(0.5)
     loop.kill()
     loop.wait(timeout=10)
@@ -386,19 +391,7 @@ def test_a_usage_limit_pauses_scheduling_while_the_running_jobs_finish(project: 
 def test_ctrl_c_stops_every_running_job_and_commits_each_as_interrupted(project: Project) -> None:
     leaves = ["a", "b", "c"]
     _setup(project, _flat_tree(leaves), {leaf: [{"sleep": 30}] for leaf in leaves}, slots=3)
-    loop = subprocess.Popen(
-        [sys.executable, "-m", "runner_shell", "loop"],
-        cwd=project.root,
-        env=project.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    runs = project.harness / "runs.txt"
-    deadline = time.monotonic() + 30
-    while not (runs.exists() and len(runs.read_text().splitlines()) == 3):
-        assert time.monotonic() < deadline, "the three jobs did not start"
-        time.sleep(0.1)
+    loop = _loop_with_agents_running(project, 3)
     started = time.monotonic()
     loop.send_signal(signal.SIGINT)
     out, err = loop.communicate(timeout=30)
@@ -447,19 +440,7 @@ def test_a_loop_that_fails_with_jobs_running_stops_them_and_leaves_them_to_recov
         "c": [{}],
     }
     _setup(project, _flat_tree(["a", "b", "c"]), actions, slots=2)
-    loop = subprocess.Popen(
-        [sys.executable, "-m", "runner_shell", "loop"],
-        cwd=project.root,
-        env=project.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    runs = project.harness / "runs.txt"
-    deadline = time.monotonic() + 30
-    while not (runs.exists() and len(runs.read_text().splitlines()) == 2):
-        assert time.monotonic() < deadline, "the two jobs did not start"
-        time.sleep(0.05)
+    loop = _loop_with_agents_running(project, 2)
     events = project.runner_dir / "iterations" / project.run_id / "events.jsonl"
     events.unlink()
     events.mkdir()
