@@ -34,17 +34,17 @@ import parallel
 TIMED = (
     ("runner_shell.loop.parallel_loop", "_schedule"),
     ("runner_shell.loop.parallel_loop", "_start"),
-    ("runner_shell.loop.parallel_loop", "gather"),
-    ("runner_shell.loop.parallel_loop", "prepare_slot"),
-    ("runner_shell.loop.parallel_loop", "_merge"),
-    ("runner_shell.loop.parallel_loop", "_head_side"),
-    ("runner_shell.loop.parallel_loop", "_merged_onto"),
-    ("runner_shell.loop.parallel_loop", "entries_at"),
-    ("runner_shell.loop.parallel_loop", "_guarded_again"),
-    ("runner_shell.loop.parallel_loop", "merged_commit"),
-    ("runner_shell.loop.parallel_loop", "interpret"),
+    ("runner_shell.loop.parallel_loop", "_merge_next"),
+    ("runner_shell.loop.parallel_loop", "merge_job"),
     ("runner_shell.loop.parallel_loop", "_after_merge"),
     ("runner_shell.loop.parallel_loop", "_wait_for_a_job"),
+    ("runner_shell.loop.parallel_jobs", "head_side"),
+    ("runner_shell.loop.parallel_jobs", "_merged_onto"),
+    ("runner_shell.loop.parallel_jobs", "entries_at"),
+    ("runner_shell.loop.parallel_jobs", "_guarded_again"),
+    ("runner_shell.loop.parallel_jobs", "merged_commit"),
+    ("runner_shell.loop.parallel_jobs", "prepare_slot"),
+    ("runner_shell.loop.parallel_jobs", "interpret"),
     ("runner_shell.step.agent_and_guard", "ProcessGuardRunner.run_guard"),
     ("runner_shell.step.iteration_store", "commit_iteration"),
     ("runner_shell.git.file_commit", "commit_files"),
@@ -128,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         wall = run_loop(repo)
     ideal = parallel.ideal_secs(text, args.slots, args.sleep)
     print("\n".join(clock.lines(wall)))
-    print(f"ideal {ideal:g} s; fraction of ideal {ideal / wall:.2f}")
+    print(f"ideal {ideal:g} s; ideal / wall time {ideal / wall:.2f}")
     if missing:
         print(f"not in this version of the loop: {', '.join(missing)}")
     return 0

@@ -76,13 +76,16 @@ def test_the_parallel_group_runs_at_a_tiny_size(tmp_path: Path) -> None:
     assert [metric.split(": ")[-1] for metric in metrics] == [
         "wall time vs ideal",
         "wall time vs ideal",
-        "fraction of ideal speed-up (ideal / wall time)",
+        "ideal / wall time",
         "speed-up vs one slot",
+        "fraction of ideal speed-up (speed-up / ideal speed-up)",
     ], metrics
-    assert [row["floor"] for row in rows] == pytest.approx([0.4, 0.2, 1.0, 2.0])
-    fraction = rows[2]
-    assert fraction["target"] == ">= 0.85x"
-    assert fraction["runner"] == pytest.approx(0.2 / rows[1]["runner"])
+    assert [row["floor"] for row in rows] == pytest.approx([0.4, 0.2, 1.0, 2.0, 1.0])
+    assert rows[2]["runner"] == pytest.approx(0.2 / rows[1]["runner"])
+    assert [row["target"] for row in rows] == ["", "", "", "", ">= 0.85x"]
+    speed_up = rows[0]["runner"] / rows[1]["runner"]
+    assert rows[3]["runner"] == pytest.approx(speed_up)
+    assert rows[4]["runner"] == pytest.approx(speed_up / 2.0)
 
 
 def test_the_main_thread_profile_runs_at_a_tiny_size(tmp_path: Path) -> None:
@@ -96,4 +99,4 @@ def test_the_main_thread_profile_runs_at_a_tiny_size(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "main thread, inclusive" in result.stdout
-    assert "fraction of ideal" in result.stdout
+    assert "ideal / wall time" in result.stdout
