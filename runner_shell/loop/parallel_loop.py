@@ -33,6 +33,7 @@ from runner_core.parallel.job_merge import (
     waits_to_merge,
 )
 from runner_core.parallel.queue import next_to_merge
+from runner_core.parallel.scheduling import JobSlot, may_start, plan_starts, told_state
 from runner_core.run.config import NO_BUDGET, Config
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentRole, NodeNext
@@ -102,7 +103,6 @@ class _Loop:
     jobs: dict[int, Job] = attrs.field(factory=dict)
     finished: set[int] = attrs.field(factory=set)
     merged_upto: int = 0
-    scheduled: int = 0
     steps: int = 0
     state: policy.LoopState = attrs.field(factory=policy.LoopState)
     resume_at: float = 0.0  # a usage-limit or backoff wait: nothing starts before then
@@ -156,7 +156,9 @@ def _go(loop: _Loop, progress: Callable[[], None] | None) -> int:
         if loop.draining and not loop.jobs:
             loop.draining = False  # every job merged: the stop is checked and told now
         stopping = loop.ending is not None or loop.failure is not None or loop.draining
-        if not stopping and _may_start(loop):
+        if not stopping and may_start(
+            loop.slots, _job_slots(loop), time.monotonic(), loop.resume_at
+        ):
             ending = _schedule(loop)
             if ending is not None and not loop.jobs:
                 return ending
@@ -189,22 +191,19 @@ def _must_stop(loop: _Loop, run_state: RunState, config: Config) -> bool:
     return exhausted_budget(config.budget, summary) is not None
 
 
-def _busy(loop: _Loop) -> list[Job]:
-    """The jobs whose agent or guard still runs: a job waiting for its turn to merge holds no
-    slot (its work is listed already; its guard runs again, if it must, in the merge slot)."""
-    return [job for number, job in loop.jobs.items() if number not in loop.finished]
-
-
-def _may_start(loop: _Loop) -> bool:
-    """A free slot, no wait running, and no finished job that hit a usage limit: its merge
-    tells the policy, whose wait pauses the scheduling (the running jobs go on)."""
-    limited = any(
-        job.machine is not None and job.machine.limit is not None
-        for number, job in loop.jobs.items()
-        if number in loop.finished
+def _job_slots(loop: _Loop) -> tuple[JobSlot, ...]:
+    """The jobs not yet merged as scheduling sees them: a job waiting for its turn to merge
+    holds no slot (its work is listed already; its guard runs again, if it must, in the merge
+    slot), and one that ended at a usage limit pauses the starting."""
+    return tuple(
+        JobSlot(
+            number,
+            job.slot,
+            finished=number in loop.finished,
+            limited=job.machine is not None and job.machine.limit is not None,
+        )
+        for number, job in sorted(loop.jobs.items())
     )
-    free = len(_busy(loop)) < loop.slots
-    return free and not limited and time.monotonic() >= loop.resume_at
 
 
 def _wait_for_a_job(loop: _Loop) -> None:
@@ -243,13 +242,16 @@ def _schedule(loop: _Loop) -> int | None:
         return code
     tree, tree_sha256 = load_tree_and_sha256(run.paths)
     running = frozenset(job.path for job in loop.jobs.values())
-    busy = _busy(loop)
-    free = loop.slots - len(busy)
-    next_iter = max(run_state.next_iter, loop.scheduled + 1, loop.merged_upto + 1)
-    room = config.max_iterations - next_iter + 1
-    if loop.max_steps is not None:
-        room = min(room, loop.max_steps - loop.steps - len(loop.jobs))
-    leaves = frontier(tree, max(min(free, room), 0), running).leaves
+    starts = plan_starts(
+        loop.slots,
+        _job_slots(loop),
+        run_state.next_iter,
+        loop.merged_upto,
+        max_iterations=config.max_iterations,
+        max_steps=loop.max_steps,
+        steps=loop.steps,
+    )
+    leaves = frontier(tree, len(starts.slots), running).leaves
     if not leaves:
         if loop.jobs:
             return None
@@ -257,10 +259,8 @@ def _schedule(loop: _Loop) -> int | None:
     assert run_state.run_id is not None
     loaded = Loaded(config, run_state, tree, run_state.run_id, run.repo.head(), tree_sha256)
     check_programs(config, run.paths.root)
-    used = {job.slot for job in busy}
-    free_slots = [number for number in range(loop.slots) if number not in used]
-    for number, (leaf, slot) in enumerate(zip(leaves, free_slots, strict=False)):
-        _start(loop, loaded, leaf, next_iter + number, slot)
+    for number, (leaf, slot) in enumerate(zip(leaves, starts.slots, strict=False)):
+        _start(loop, loaded, leaf, starts.first + number, slot)
     return None
 
 
@@ -307,26 +307,12 @@ def _last_told(run: LoopRun, state: RunState) -> dict[str, tuple[int, RunState]]
     return {node_id: (state.next_iter - 1, state)}
 
 
-def _told_state(loop: _Loop, state: RunState, node_id: str) -> tuple[RunState, int | None]:
-    """The run state a job on `node_id` is told, and the iteration it tells of: its node's
-    last, not the run's, which with jobs side by side is often another leaf's."""
-    told = loop.told.get(node_id)
-    last = RunState() if told is None else told[1]
-    kept = attrs.evolve(
-        state,
-        last_status=last.last_status,
-        last_summary=last.last_summary,
-        last_guard=last.last_guard,
-    )
-    return kept, None if told is None else told[0]
-
-
 def _start(loop: _Loop, loaded: Loaded, leaf: FrontierLeaf, iteration: int, slot: int) -> None:
     """Job `iteration` on `leaf` in slot `slot`: its journal's place is written here, the rest
     of its start (facts, the slot's reset) happens in its own thread, beside the others."""
     run = loop.run
     node = leaf.node
-    state, told = _told_state(loop, loaded.state, node.id)
+    state, told = told_state(loop.told, loaded.state, node.id)
     loaded = attrs.evolve(loaded, state=state)
     role = AgentRole.DECOMPOSER if node.next is NodeNext.DECOMPOSE else AgentRole.EXECUTOR
     plan = RunPlan(Selection(SelectionStatus.OPEN, node, leaf.path), iteration, node, role)
@@ -337,7 +323,6 @@ def _start(loop: _Loop, loaded: Loaded, leaf: FrontierLeaf, iteration: int, slot
     slot_dir = slot_path(run.repo, slot)
     job = Job(iteration, leaf.path, slot, loaded.head, events, sandbox, slot_dir, loop.merged_upto)
     loop.jobs[iteration] = job
-    loop.scheduled = max(loop.scheduled, iteration)
     place = JobPlace(slot, job_journal_path(run.repo, iteration))
     place.journal_file.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(job_place_path(run.repo, iteration), f"{slot} {loaded.head.sha}\n")

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.e2e import Project, child_spec, node
+from tests.helpers.e2e import Project, assert_one_error_line, child_spec, node
 
 NODE_AGENT = r"""
 import json, os, sys, time
@@ -457,3 +457,25 @@ def test_a_loop_that_fails_with_jobs_running_stops_them_and_leaves_them_to_recov
     _, found = _outcome(project)
     assert found["a"] == (False, 0), found
     assert project.status() == ""
+
+
+def test_tell_and_node_commands_wait_for_the_loop_as_with_one_slot(project: Project) -> None:
+    """Steering takes the lock the loop holds for its whole run: refused in one line while
+    jobs run; once `runner stop` let the running jobs merge and the loop end, each goes in."""
+    leaves = ["a", "b", "c"]
+    _setup(project, _flat_tree(leaves), {leaf: [{"sleep": 3}] for leaf in leaves}, slots=2)
+    loop = _loop_with_agents_running(project, 2)
+    try:
+        for command in (("tell", "Use tabs."), ("node", "skip", "c")):
+            refused = project.runner(*command)
+            assert "another runner holds the lock" in assert_one_error_line(refused)
+        assert project.runner("stop").returncode == 0
+    finally:
+        out, err = loop.communicate(timeout=60)
+    assert loop.returncode == 0, err
+    assert out.splitlines()[-1].startswith("loop: status=paused"), out
+    _, found = _outcome(project)
+    assert (found["a"], found["b"], found["c"]) == ((True, 0), (True, 0), (False, 0)), found
+    assert project.runner("tell", "Use tabs.").returncode == 0
+    assert project.runner("node", "skip", "c").returncode == 0
+    _audit_finds_only_the_setup(project)
