@@ -40,7 +40,7 @@ TIMED = (
     ("runner_shell.loop.parallel_loop", "_wait_for_a_job"),
     ("runner_shell.loop.parallel_jobs", "head_side"),
     ("runner_shell.loop.parallel_jobs", "_merged_onto"),
-    ("runner_shell.loop.parallel_jobs", "entries_at"),
+    ("runner_shell.loop.parallel_jobs", "carry_onto"),
     ("runner_shell.loop.parallel_jobs", "_guarded_again"),
     ("runner_shell.loop.parallel_jobs", "merged_commit"),
     ("runner_shell.loop.parallel_jobs", "prepare_slot"),

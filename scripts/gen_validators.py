@@ -38,6 +38,7 @@ SCHEMA_FILES = (
     "run_state.schema.json",
     "journal.schema.json",
     "meta.schema.json",
+    "job_changes.schema.json",
 )
 
 

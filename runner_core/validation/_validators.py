@@ -603,6 +603,99 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
     return data
 
 
+def validate_https___runner_invalid_schemas_job_changes_schema_json(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (dict)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object", value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', '$id': 'https://runner.invalid/schemas/job_changes.schema.json', 'title': "what a finished parallel job's agent left, listed before its slot went to the next job (in the git directory)", 'description': 'is not a JSON object', 'type': 'object', 'required': ['iter', 'base', 'changes', 'discarded', 'agent_error'], 'additionalProperties': False, 'properties': {'iter': {'description': 'must be an iteration number', 'type': 'integer', 'minimum': 1}, 'base': {'description': 'must be the commit the job started at', 'type': 'string', 'minLength': 40, 'maxLength': 64}, 'changes': {'description': 'must be a list of changes', 'type': 'array', 'items': {'description': 'must be a change: path, mode and oid', 'type': 'object', 'required': ['path', 'mode', 'oid'], 'additionalProperties': False, 'properties': {'path': {'description': 'must be a path', 'type': 'string', 'minLength': 1}, 'mode': {'description': 'must be a file mode or null, got {value!r}', 'enum': ['100644', '100755', '120000', None]}, 'oid': {'description': 'must be a blob id or null', 'type': ['string', 'null'], 'minLength': 40, 'maxLength': 64}}}}, 'discarded': {'description': 'must be a list of paths', 'type': 'array', 'items': {'type': 'string'}}, 'agent_error': {'description': 'must be str or null', 'type': ['string', 'null']}}}, rule='type')
+    data_is_dict = isinstance(data, dict)
+    if data_is_dict:
+        data__missing_keys = set(['iter', 'base', 'changes', 'discarded', 'agent_error']) - data.keys()
+        if data__missing_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain " + (str(sorted(data__missing_keys)) + " properties"), value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', '$id': 'https://runner.invalid/schemas/job_changes.schema.json', 'title': "what a finished parallel job's agent left, listed before its slot went to the next job (in the git directory)", 'description': 'is not a JSON object', 'type': 'object', 'required': ['iter', 'base', 'changes', 'discarded', 'agent_error'], 'additionalProperties': False, 'properties': {'iter': {'description': 'must be an iteration number', 'type': 'integer', 'minimum': 1}, 'base': {'description': 'must be the commit the job started at', 'type': 'string', 'minLength': 40, 'maxLength': 64}, 'changes': {'description': 'must be a list of changes', 'type': 'array', 'items': {'description': 'must be a change: path, mode and oid', 'type': 'object', 'required': ['path', 'mode', 'oid'], 'additionalProperties': False, 'properties': {'path': {'description': 'must be a path', 'type': 'string', 'minLength': 1}, 'mode': {'description': 'must be a file mode or null, got {value!r}', 'enum': ['100644', '100755', '120000', None]}, 'oid': {'description': 'must be a blob id or null', 'type': ['string', 'null'], 'minLength': 40, 'maxLength': 64}}}}, 'discarded': {'description': 'must be a list of paths', 'type': 'array', 'items': {'type': 'string'}}, 'agent_error': {'description': 'must be str or null', 'type': ['string', 'null']}}}, rule='required')
+        data_keys = set(data.keys())
+        if "iter" in data_keys:
+            data_keys.remove("iter")
+            data__iter = data["iter"]
+            if not isinstance(data__iter, (int)) and not (isinstance(data__iter, float) and data__iter.is_integer()) or isinstance(data__iter, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".iter must be integer", value=data__iter, name="" + (name_prefix or "data") + ".iter", definition={'description': 'must be an iteration number', 'type': 'integer', 'minimum': 1}, rule='type')
+            if isinstance(data__iter, (int, float, Decimal)) and not isinstance(data__iter, bool):
+                if data__iter < 1:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".iter must be bigger than or equal to 1", value=data__iter, name="" + (name_prefix or "data") + ".iter", definition={'description': 'must be an iteration number', 'type': 'integer', 'minimum': 1}, rule='minimum')
+        if "base" in data_keys:
+            data_keys.remove("base")
+            data__base = data["base"]
+            if not isinstance(data__base, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".base must be string", value=data__base, name="" + (name_prefix or "data") + ".base", definition={'description': 'must be the commit the job started at', 'type': 'string', 'minLength': 40, 'maxLength': 64}, rule='type')
+            if isinstance(data__base, str):
+                data__base_len = len(data__base)
+                if data__base_len < 40:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".base must be longer than or equal to 40 characters", value=data__base, name="" + (name_prefix or "data") + ".base", definition={'description': 'must be the commit the job started at', 'type': 'string', 'minLength': 40, 'maxLength': 64}, rule='minLength')
+                if data__base_len > 64:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".base must be shorter than or equal to 64 characters", value=data__base, name="" + (name_prefix or "data") + ".base", definition={'description': 'must be the commit the job started at', 'type': 'string', 'minLength': 40, 'maxLength': 64}, rule='maxLength')
+        if "changes" in data_keys:
+            data_keys.remove("changes")
+            data__changes = data["changes"]
+            if not isinstance(data__changes, (list, tuple)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".changes must be array", value=data__changes, name="" + (name_prefix or "data") + ".changes", definition={'description': 'must be a list of changes', 'type': 'array', 'items': {'description': 'must be a change: path, mode and oid', 'type': 'object', 'required': ['path', 'mode', 'oid'], 'additionalProperties': False, 'properties': {'path': {'description': 'must be a path', 'type': 'string', 'minLength': 1}, 'mode': {'description': 'must be a file mode or null, got {value!r}', 'enum': ['100644', '100755', '120000', None]}, 'oid': {'description': 'must be a blob id or null', 'type': ['string', 'null'], 'minLength': 40, 'maxLength': 64}}}}, rule='type')
+            data__changes_is_list = isinstance(data__changes, (list, tuple))
+            if data__changes_is_list:
+                data__changes_len = len(data__changes)
+                for data__changes_x, data__changes_item in enumerate(data__changes):
+                    if not isinstance(data__changes_item, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".changes[{data__changes_x}]".format(**locals()) + " must be object", value=data__changes_item, name="" + (name_prefix or "data") + ".changes[{data__changes_x}]".format(**locals()) + "", definition={'description': 'must be a change: path, mode and oid', 'type': 'object', 'required': ['path', 'mode', 'oid'], 'additionalProperties': False, 'properties': {'path': {'description': 'must be a path', 'type': 'string', 'minLength': 1}, 'mode': {'description': 'must be a file mode or null, got {value!r}', 'enum': ['100644', '100755', '120000', None]}, 'oid': {'description': 'must be a blob id or null', 'type': ['string', 'null'], 'minLength': 40, 'maxLength': 64}}}, rule='type')
+                    data__changes_item_is_dict = isinstance(data__changes_item, dict)
+                    if data__changes_item_is_dict:
+                        data__changes_item__missing_keys = set(['path', 'mode', 'oid']) - data__changes_item.keys()
+                        if data__changes_item__missing_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".changes[{data__changes_x}]".format(**locals()) + " must contain " + (str(sorted(data__changes_item__missing_keys)) + " properties"), value=data__changes_item, name="" + (name_prefix or "data") + ".changes[{data__changes_x}]".format(**locals()) + "", definition={'description': 'must be a change: path, mode and oid', 'type': 'object', 'required': ['path', 'mode', 'oid'], 'additionalProperties': False, 'properties': {'path': {'description': 'must be a path', 'type': 'string', 'minLength': 1}, 'mode': {'description': 'must be a file mode or null, got {value!r}', 'enum': ['100644', '100755', '120000', None]}, 'oid': {'description': 'must be a blob id or null', 'type': ['string', 'null'], 'minLength': 40, 'maxLength': 64}}}, rule='required')
+                        data__changes_item_keys = set(data__changes_item.keys())
+                        if "path" in data__changes_item_keys:
+                            data__changes_item_keys.remove("path")
+                            data__changes_item__path = data__changes_item["path"]
+                            if not isinstance(data__changes_item__path, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".changes[{data__changes_x}].path".format(**locals()) + " must be string", value=data__changes_item__path, name="" + (name_prefix or "data") + ".changes[{data__changes_x}].path".format(**locals()) + "", definition={'description': 'must be a path', 'type': 'string', 'minLength': 1}, rule='type')
+                            if isinstance(data__changes_item__path, str):
+                                data__changes_item__path_len = len(data__changes_item__path)
+                                if data__changes_item__path_len < 1:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".changes[{data__changes_x}].path".format(**locals()) + " must be longer than or equal to 1 characters", value=data__changes_item__path, name="" + (name_prefix or "data") + ".changes[{data__changes_x}].path".format(**locals()) + "", definition={'description': 'must be a path', 'type': 'string', 'minLength': 1}, rule='minLength')
+                        if "mode" in data__changes_item_keys:
+                            data__changes_item_keys.remove("mode")
+                            data__changes_item__mode = data__changes_item["mode"]
+                            if not (isinstance(data__changes_item__mode, str) and data__changes_item__mode == '100644' or isinstance(data__changes_item__mode, str) and data__changes_item__mode == '100755' or isinstance(data__changes_item__mode, str) and data__changes_item__mode == '120000' or data__changes_item__mode is None):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".changes[{data__changes_x}].mode".format(**locals()) + " must be one of ['100644', '100755', '120000', None]", value=data__changes_item__mode, name="" + (name_prefix or "data") + ".changes[{data__changes_x}].mode".format(**locals()) + "", definition={'description': 'must be a file mode or null, got {value!r}', 'enum': ['100644', '100755', '120000', None]}, rule='enum')
+                        if "oid" in data__changes_item_keys:
+                            data__changes_item_keys.remove("oid")
+                            data__changes_item__oid = data__changes_item["oid"]
+                            if not isinstance(data__changes_item__oid, (str, NoneType)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".changes[{data__changes_x}].oid".format(**locals()) + " must be string or null", value=data__changes_item__oid, name="" + (name_prefix or "data") + ".changes[{data__changes_x}].oid".format(**locals()) + "", definition={'description': 'must be a blob id or null', 'type': ['string', 'null'], 'minLength': 40, 'maxLength': 64}, rule='type')
+                            if isinstance(data__changes_item__oid, str):
+                                data__changes_item__oid_len = len(data__changes_item__oid)
+                                if data__changes_item__oid_len < 40:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".changes[{data__changes_x}].oid".format(**locals()) + " must be longer than or equal to 40 characters", value=data__changes_item__oid, name="" + (name_prefix or "data") + ".changes[{data__changes_x}].oid".format(**locals()) + "", definition={'description': 'must be a blob id or null', 'type': ['string', 'null'], 'minLength': 40, 'maxLength': 64}, rule='minLength')
+                                if data__changes_item__oid_len > 64:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".changes[{data__changes_x}].oid".format(**locals()) + " must be shorter than or equal to 64 characters", value=data__changes_item__oid, name="" + (name_prefix or "data") + ".changes[{data__changes_x}].oid".format(**locals()) + "", definition={'description': 'must be a blob id or null', 'type': ['string', 'null'], 'minLength': 40, 'maxLength': 64}, rule='maxLength')
+                        if data__changes_item_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".changes[{data__changes_x}]".format(**locals()) + " must not contain "+str(data__changes_item_keys)+" properties", value=data__changes_item, name="" + (name_prefix or "data") + ".changes[{data__changes_x}]".format(**locals()) + "", definition={'description': 'must be a change: path, mode and oid', 'type': 'object', 'required': ['path', 'mode', 'oid'], 'additionalProperties': False, 'properties': {'path': {'description': 'must be a path', 'type': 'string', 'minLength': 1}, 'mode': {'description': 'must be a file mode or null, got {value!r}', 'enum': ['100644', '100755', '120000', None]}, 'oid': {'description': 'must be a blob id or null', 'type': ['string', 'null'], 'minLength': 40, 'maxLength': 64}}}, rule='additionalProperties')
+        if "discarded" in data_keys:
+            data_keys.remove("discarded")
+            data__discarded = data["discarded"]
+            if not isinstance(data__discarded, (list, tuple)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".discarded must be array", value=data__discarded, name="" + (name_prefix or "data") + ".discarded", definition={'description': 'must be a list of paths', 'type': 'array', 'items': {'type': 'string'}}, rule='type')
+            data__discarded_is_list = isinstance(data__discarded, (list, tuple))
+            if data__discarded_is_list:
+                data__discarded_len = len(data__discarded)
+                for data__discarded_x, data__discarded_item in enumerate(data__discarded):
+                    if not isinstance(data__discarded_item, (str)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".discarded[{data__discarded_x}]".format(**locals()) + " must be string", value=data__discarded_item, name="" + (name_prefix or "data") + ".discarded[{data__discarded_x}]".format(**locals()) + "", definition={'type': 'string'}, rule='type')
+        if "agent_error" in data_keys:
+            data_keys.remove("agent_error")
+            data__agenterror = data["agent_error"]
+            if not isinstance(data__agenterror, (str, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".agent_error must be string or null", value=data__agenterror, name="" + (name_prefix or "data") + ".agent_error", definition={'description': 'must be str or null', 'type': ['string', 'null']}, rule='type')
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties", value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', '$id': 'https://runner.invalid/schemas/job_changes.schema.json', 'title': "what a finished parallel job's agent left, listed before its slot went to the next job (in the git directory)", 'description': 'is not a JSON object', 'type': 'object', 'required': ['iter', 'base', 'changes', 'discarded', 'agent_error'], 'additionalProperties': False, 'properties': {'iter': {'description': 'must be an iteration number', 'type': 'integer', 'minimum': 1}, 'base': {'description': 'must be the commit the job started at', 'type': 'string', 'minLength': 40, 'maxLength': 64}, 'changes': {'description': 'must be a list of changes', 'type': 'array', 'items': {'description': 'must be a change: path, mode and oid', 'type': 'object', 'required': ['path', 'mode', 'oid'], 'additionalProperties': False, 'properties': {'path': {'description': 'must be a path', 'type': 'string', 'minLength': 1}, 'mode': {'description': 'must be a file mode or null, got {value!r}', 'enum': ['100644', '100755', '120000', None]}, 'oid': {'description': 'must be a blob id or null', 'type': ['string', 'null'], 'minLength': 40, 'maxLength': 64}}}}, 'discarded': {'description': 'must be a list of paths', 'type': 'array', 'items': {'type': 'string'}}, 'agent_error': {'description': 'must be str or null', 'type': ['string', 'null']}}}, rule='additionalProperties')
+    return data
+
+
 # The compiled validator of each schema, by its name under schemas/.
 VALIDATORS = MappingProxyType({
     'task_tree/v1.schema.json': validate_https___runner_invalid_schemas_task_tree_v1_schema_json,
@@ -611,6 +704,7 @@ VALIDATORS = MappingProxyType({
     'run_state.schema.json': validate_https___runner_invalid_schemas_run_state_schema_json,
     'journal.schema.json': validate_https___runner_invalid_schemas_journal_schema_json,
     'meta.schema.json': validate_https___runner_invalid_schemas_meta_schema_json,
+    'job_changes.schema.json': validate_https___runner_invalid_schemas_job_changes_schema_json,
 })
 
 # What each schema's text was when this module was generated.
@@ -621,4 +715,5 @@ SCHEMA_SHA256 = MappingProxyType({
     'run_state.schema.json': '571e7a4090ad140291bcbe6284db4581d70c6cf8764c2101438289744af5d085',
     'journal.schema.json': '6195737c68265febf290f21b388bf65cf7701cf46665eb46267aa8f1a17bfebc',
     'meta.schema.json': '16d8f7d07b6ac7de7850682b6734576fe4d3e4265fbf74d3c47d23bd5fa11f40',
+    'job_changes.schema.json': '158302c99136aba7050a257c6ce8926c349cac13cba68c9f305e71d37fb412e1',
 })

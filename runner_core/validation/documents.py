@@ -16,6 +16,7 @@ import attrs
 RUN_STATE_SCHEMA_FILE = "run_state.schema.json"
 JOURNAL_SCHEMA_FILE = "journal.schema.json"
 META_SCHEMA_FILE = "meta.schema.json"
+JOB_CHANGES_SCHEMA_FILE = "job_changes.schema.json"
 
 
 @attrs.frozen(slots=True)

@@ -202,6 +202,14 @@ def recover() -> None:
             f"recover: status={result.kind.value} run={journal.run_id} iter={journal.iteration} "
             f"node={journal.node_id} killed_process_groups={killed}"
         )
+        if result.dropped:
+            from runner_core.iteration.import_rules import shown
+
+            named = ", ".join(shown(path) for path in result.dropped)
+            typer.echo(
+                f"recover: iter={journal.iteration} not kept, changed by work merged since "
+                f"it started: {named}"
+            )
 
 
 @app.command()

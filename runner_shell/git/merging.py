@@ -1,5 +1,6 @@
 """Git's part of a parallel job's merge: the entries of its paths at two commits, a file changed
-on both sides merged line by line, and the merged result as a commit no branch points to.
+on both sides merged line by line, a job's changes carried onto a later head (its merge, and
+its recovery after a kill), and the merged result as a commit no branch points to.
 
 What merges and what conflicts is runner_core.parallel.job_merge's decision; this reads and
 writes git objects only (hardened git with a deadline), never a work tree or a ref.
@@ -12,8 +13,10 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
+
 from runner_core.iteration.import_rules import Change
-from runner_core.parallel.job_merge import Entry
+from runner_core.parallel.job_merge import Entry, merge_files
 from runner_shell.git.file_commit import tree_with
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
@@ -43,6 +46,29 @@ def entries_at(repo: Repo, commit: str, paths: Sequence[str]) -> dict[str, Entry
             found[os.fsdecode(raw_path)] = (mode, oid)
     wanted = set(paths)
     return {path: entry for path, entry in found.items() if path in wanted}
+
+
+def carry_onto(
+    repo: Repo, base: str, head: str, changes: Sequence[Change]
+) -> tuple[tuple[Change, ...], tuple[str, ...]]:
+    """`changes` made from commit `base`, merged onto commit `head` as
+    runner_core.parallel.job_merge.merge_files says, a file changed on both sides line by
+    line: the changes to apply to `head` (sorted by path) and the paths that conflict."""
+    paths = [change.path for change in changes]
+    base_entries = entries_at(repo, base, paths)
+    head_entries = entries_at(repo, head, paths)
+    merge = merge_files(changes, base_entries, head_entries)
+    joined = list(merge.clean)
+    conflicts = list(merge.conflicts)
+    for change in merge.both:
+        base_entry, head_entry = base_entries[change.path], head_entries[change.path]
+        assert base_entry is not None and head_entry is not None and change.oid is not None
+        oid = merge_lines(repo, base_entry[1], head_entry[1], change.oid)
+        if oid is None:
+            conflicts.append(change.path)
+        else:
+            joined.append(attrs.evolve(change, oid=oid))
+    return tuple(sorted(joined, key=lambda change: change.path)), tuple(sorted(conflicts))
 
 
 def merge_lines(repo: Repo, base: str, head: str, mine: str) -> str | None:

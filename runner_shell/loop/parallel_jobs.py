@@ -29,7 +29,6 @@ from runner_core.parallel.job_merge import (
     HeadSide,
     broke_after_merge,
     conflict_line,
-    merge_files,
     merge_guard,
     merge_guard_passed,
     merge_rerun,
@@ -37,7 +36,7 @@ from runner_core.parallel.job_merge import (
     refused,
 )
 from runner_core.parallel.queue import needs_guard_again
-from runner_shell.git.merging import entries_at, merge_lines, merged_commit
+from runner_shell.git.merging import carry_onto, merged_commit
 from runner_shell.guard.baselines import keep_baseline, known_baseline
 from runner_shell.loop.event_sink import IterationEvents
 from runner_shell.loop.night_loop import LoopRun
@@ -135,23 +134,9 @@ def _merged_onto(
     imported = machine.imported or ImportDecision()
     if merge_rerun(machine) or not imported.changes:
         return _guarded_again(run, slots, job, machine, side)
-    paths = [change.path for change in imported.changes]
-    base_entries = entries_at(repo, job.base.sha, paths)
-    head_entries = entries_at(repo, side.head.sha, paths)
-    merge = merge_files(imported.changes, base_entries, head_entries)
-    joined = list(merge.clean)
-    conflicts = list(merge.conflicts)
-    for change in merge.both:
-        base_entry, head_entry = base_entries[change.path], head_entries[change.path]
-        assert base_entry is not None and head_entry is not None and change.oid is not None
-        oid = merge_lines(repo, base_entry[1], head_entry[1], change.oid)
-        if oid is None:
-            conflicts.append(change.path)
-        else:
-            joined.append(attrs.evolve(change, oid=oid))
+    changes, conflicts = carry_onto(repo, job.base.sha, side.head.sha, imported.changes)
     if conflicts:
         return refused(machine, Failure.MERGE_CONFLICT, conflict_line(conflicts))
-    changes = tuple(sorted(joined, key=lambda change: change.path))
     machine = attrs.evolve(machine, imported=attrs.evolve(imported, changes=changes))
     return _guarded_again(run, slots, job, machine, side)
 

@@ -29,6 +29,7 @@ from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
 from runner_core.loop.budget import exhausted_budget, with_in_flight
 from runner_core.parallel.frontier import FrontierLeaf, frontier
+from runner_core.parallel.job_changes import JobChanges
 from runner_core.parallel.job_merge import (
     waits_to_merge,
 )
@@ -64,7 +65,12 @@ from runner_shell.loop.signals import (
 )
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested, stop_request_path
-from runner_shell.step.lock_and_journal import job_journal_path, job_place_path
+from runner_shell.step.lock_and_journal import (
+    job_changes_path,
+    job_journal_path,
+    job_place_path,
+    write_job_changes,
+)
 from runner_shell.step.repository_checks import check_programs
 from runner_shell.step.runner import (
     JobPlace,
@@ -360,7 +366,12 @@ def _run_job(
             run.paths, run.repo, facts, job.events, job.slot_dir, job.sandbox, place
         )
         job.machine = drive(start_iteration(facts), ports, job.events, waits_to_merge)
-        # The slot is free for the next job: recovery must not take that job's work for this.
+        # The slot is free for the next job: recovery must not take that job's work for this,
+        # but this one's, listed already, from beside its journal.
+        if job.machine.imported is not None:
+            write_job_changes(
+                run.repo, JobChanges(job.iteration, job.base.sha, job.machine.imported)
+            )
         atomic_write_text(job_place_path(run.repo, job.iteration), f"-1 {job.base.sha}\n")
     except BaseException as error:
         job.error = error
@@ -386,8 +397,8 @@ def _merge_next(loop: _Loop, policy_hears: bool = True) -> bool:
         loop.ending = loop.ending if loop.ending is not None else 1
         return True
     result, rerun = merge_job(loop.run, loop.slots, job, job.machine)
-    job_journal_path(loop.run.repo, number).unlink(missing_ok=True)
-    job_place_path(loop.run.repo, number).unlink(missing_ok=True)
+    for path in (job_journal_path, job_place_path, job_changes_path):
+        path(loop.run.repo, number).unlink(missing_ok=True)
     loop.steps += 1
     loop.told[result.plan.node.id] = (number, advance_run_state(RunState(), result.outcome))
     loop.run.emit(step_result_line("loop: step", result))

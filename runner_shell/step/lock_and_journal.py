@@ -25,12 +25,20 @@ from runner_core.iteration.recovery import (
     journal_from_json,
     journal_to_json,
 )
+from runner_core.parallel.job_changes import (
+    JobChanges,
+    JobChangesError,
+    job_changes_from_json,
+    job_changes_json,
+)
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.store.files import atomic_write_text, read_bytes_capped, read_text_head
 
 # A journal is a few hundred bytes.
 JOURNAL_MAX_BYTES = 1024 * 1024
+# A job's changes: a line per path its agent changed.
+JOB_CHANGES_MAX_BYTES = 64 * 1024 * 1024
 
 
 def journal_path(repo: Repo) -> Path:
@@ -219,6 +227,39 @@ JOB_JOURNALS = "runner-jobs"
 def job_place_path(repo: Repo, iteration: int) -> Path:
     """Beside a job's journal: its slot's number and the commit it started at, for recovery."""
     return repo.common_path(f"{JOB_JOURNALS}/{iteration}.place")
+
+
+def job_changes_path(repo: Repo, iteration: int) -> Path:
+    """Beside a finished job's journal: what its agent left, once its slot is another job's."""
+    return repo.common_path(f"{JOB_JOURNALS}/{iteration}.changes")
+
+
+def write_job_changes(repo: Repo, changes: JobChanges) -> None:
+    text = json.dumps(job_changes_json(changes), sort_keys=True, separators=(",", ":")) + "\n"
+    atomic_write_text(job_changes_path(repo, changes.iteration), text)
+
+
+def read_job_changes(repo: Repo, iteration: int) -> JobChanges | None:
+    """Job `iteration`'s changes as its loop wrote them; None when it wrote none. A file that
+    is not one it wrote is a `UserFacingError` naming it and the way on."""
+    path = job_changes_path(repo, iteration)
+    try:
+        data = read_bytes_capped(path, JOB_CHANGES_MAX_BYTES)
+        found = job_changes_from_json(json.loads(data.decode("utf-8")))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, JobChangesError) as error:  # JobChangesError: a ValueError
+        why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise UserFacingError(
+            f"{path} is damaged ({why}); delete it to recover iteration {iteration} "
+            "without its agent's work"
+        ) from None
+    if found.iteration != iteration:
+        raise UserFacingError(
+            f"{path} is about iteration {found.iteration}, not {iteration}; delete it to "
+            f"recover iteration {iteration} without its agent's work"
+        )
+    return found
 
 
 def job_journals_dir(repo: Repo) -> Path:

@@ -38,15 +38,18 @@ from runner_core.tree.model import nodes_by_id
 from runner_shell.errors import UserFacingError
 from runner_shell.git.file_commit import follow_commit
 from runner_shell.git.log_archive import ArchiveError, NothingToArchive, archive_iteration
+from runner_shell.git.merging import carry_onto
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.scratch.listing import list_scratch
 from runner_shell.scratch.slots import slot_path
 from runner_shell.step.lock_and_journal import (
     DamagedJournal,
     clear_journal,
+    job_changes_path,
     job_journals,
     job_place_path,
     journal_path,
+    read_job_changes,
     read_journal,
 )
 from runner_shell.step.processes import terminate_process_group
@@ -61,6 +64,8 @@ class Recovered:
     kind: RecoveryKind | None  # None: there was nothing to recover
     journal: Journal | None = None
     killed_groups: tuple[int, ...] = ()
+    # A parallel job's changed paths not kept: work merged since its start changed them too.
+    dropped: tuple[str, ...] = ()
 
 
 def _remove_stale_index_lock(repo: Repo) -> None:
@@ -172,14 +177,17 @@ def recover_all(paths: RunnerPaths, repo: Repo) -> tuple[Recovered, ...]:
     recovered = [found] if (found := recover(paths, repo)).kind is not None else []
     for iteration, path in job_journals(repo):
         place = job_place_path(repo, iteration)
+        left = (place, job_changes_path(repo, iteration))
         if job_committed(iteration, load_run_state(paths).next_iter):
             path.unlink(missing_ok=True)
-            place.unlink(missing_ok=True)
+            for other in left:
+                other.unlink(missing_ok=True)
             continue
         job = _job_place(place)
         os.replace(path, journal_path(repo))
         recovered.append(recover(paths, repo, job))
-        place.unlink(missing_ok=True)
+        for other in left:
+            other.unlink(missing_ok=True)
     return tuple(recovered)
 
 
@@ -241,14 +249,37 @@ def recover(paths: RunnerPaths, repo: Repo, job: tuple[int, str] | None = None) 
     end = interrupted_end(journal, tree, state, counts, measured, config.agent_backend)
     try:
         head = repo.head()
-        slot, base = job if job is not None else (0, head.sha)
-        kept = slot >= 0 and base == head.sha
-        imported = _scratch_import(repo, head.sha, slot) if kept else ImportDecision()
+        imported, dropped = _kept_work(repo, head.sha, journal.iteration, job)
         end = attrs.evolve(end, imported=imported)
         commit_iteration(paths, repo, journal.run_id, iter_dir, final_write_set(end), base=head)
     except GitError as error:
         raise UserFacingError(f"recovery could not commit: {error}") from None
-    return Recovered(kind, journal, killed)
+    return Recovered(kind, journal, killed, dropped)
+
+
+def _kept_work(
+    repo: Repo, head: str, iteration: int, job: tuple[int, str] | None
+) -> tuple[ImportDecision, tuple[str, ...]]:
+    """What the interrupted agent left, as the import rules take it, on the head: a one-slot
+    iteration's or a running job's from its slot, a finished job's from beside its journal
+    (its slot is another's by now); a job's carried onto the head from the commit it started
+    at, as its merge would have, with the paths that conflict left out (and named)."""
+    if job is None:
+        return _scratch_import(repo, head), ()
+    slot, base = job
+    if not base:
+        return ImportDecision(), ()
+    if slot >= 0:
+        imported = _scratch_import(repo, base, slot)
+    else:
+        found = read_job_changes(repo, iteration)
+        if found is None or found.base != base:
+            return ImportDecision(), ()
+        imported = found.imported
+    if base == head or not imported.changes:
+        return imported, ()
+    changes, conflicts = carry_onto(repo, base, head, imported.changes)
+    return attrs.evolve(imported, changes=changes), conflicts
 
 
 def _restore_state_files(paths: RunnerPaths, repo: Repo) -> None:

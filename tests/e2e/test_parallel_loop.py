@@ -321,6 +321,8 @@ def test_kill_9_with_four_jobs_running_then_recover_and_loop(project: Project) -
     _, found = _outcome(project)
     assert all(found[leaf] == (False, 0) for leaf in leaves), found  # no attempt consumed
     assert project.status() == ""
+    for leaf in leaves:  # every agent's work is kept, each carried onto the head in turn
+        assert (project.root / f"{leaf}.txt").read_text(encoding="utf-8") == "x\n"
     (project.harness / "nodes.json").write_text(
         json.dumps({leaf: [{"files": {f"{leaf}.txt": "y\n"}}] for leaf in leaves}),
         encoding="utf-8",
@@ -479,3 +481,55 @@ def test_tell_and_node_commands_wait_for_the_loop_as_with_one_slot(project: Proj
     assert project.runner("tell", "Use tabs.").returncode == 0
     assert project.runner("node", "skip", "c").returncode == 0
     _audit_finds_only_the_setup(project)
+
+
+def test_recover_keeps_a_finished_jobs_work_after_its_slot_went_to_another(
+    project: Project,
+) -> None:
+    """Job 2 finished and freed its slot, where job 3 now runs, while job 1 still ran: after
+    kill -9 its work comes from what was listed when it finished, not from the slot."""
+    actions = {
+        "a": [{"files": {"a.txt": "a\n"}, "sleep": 30}],
+        "b": [{"files": {"b.txt": "b\n"}}],
+        "c": [{"files": {"c.txt": "c\n"}, "sleep": 30}],
+    }
+    _setup(project, _flat_tree(["a", "b", "c"]), actions, slots=2)
+    loop = _loop_with_agents_running(project, 3)
+    time.sleep(0.5)
+    loop.kill()
+    loop.wait(timeout=10)
+    recovered = project.runner("recover")
+    assert recovered.returncode == 0, recovered.stderr
+    assert len(recovered.stdout.splitlines()) == 3, recovered.stdout
+    for leaf in ("a", "b", "c"):
+        assert (project.root / f"{leaf}.txt").read_text(encoding="utf-8") == f"{leaf}\n"
+    assert not list((project.root / ".git" / "runner-jobs").iterdir())
+    assert project.status() == ""
+
+
+def test_recover_names_a_running_jobs_file_that_work_merged_since_changed(
+    project: Project,
+) -> None:
+    """Job 1 merged a line job 2 also changed before the kill: job 2's other files are kept
+    on the head; that one is left out, and named."""
+    project.root.joinpath("shared.txt").write_text("zero\n", encoding="utf-8")
+    actions = {
+        "a": [{"files": {"shared.txt": "from a\n"}, "sleep": 0.5}],
+        "b": [{"files": {"shared.txt": "from b\n", "b.txt": "b\n"}, "sleep": 30}],
+    }
+    _setup(project, _flat_tree(["a", "b"]), actions, slots=2)
+    loop = _loop_with_agents_running(project, 2)
+    deadline = time.monotonic() + 30
+    while not any(" iter 1 " in subject for subject in project.subjects()):
+        assert time.monotonic() < deadline, "job 1 did not merge"
+        time.sleep(0.1)
+    loop.kill()
+    loop.wait(timeout=10)
+    recovered = project.runner("recover")
+    assert recovered.returncode == 0, recovered.stderr
+    assert recovered.stdout.splitlines()[-1] == (
+        "recover: iter=2 not kept, changed by work merged since it started: shared.txt"
+    ), recovered.stdout
+    assert (project.root / "shared.txt").read_text(encoding="utf-8") == "from a\n"
+    assert (project.root / "b.txt").read_text(encoding="utf-8") == "b\n"
+    assert project.status() == ""
