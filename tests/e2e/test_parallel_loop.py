@@ -488,7 +488,7 @@ def test_recover_keeps_a_finished_jobs_work_after_its_slot_went_to_another(
 ) -> None:
     """Job 2 finished and freed its slot, where job 3 now runs, while job 1 still ran: after
     kill -9 its work comes from what was listed when it finished, not from the slot."""
-    actions = {
+    actions: dict[str, list[dict[str, Any]]] = {
         "a": [{"files": {"a.txt": "a\n"}, "sleep": 30}],
         "b": [{"files": {"b.txt": "b\n"}}],
         "c": [{"files": {"c.txt": "c\n"}, "sleep": 30}],
