@@ -465,7 +465,13 @@ def test_tell_and_node_commands_wait_for_the_loop_as_with_one_slot(project: Proj
     """Steering takes the lock the loop holds for its whole run: refused in one line while
     jobs run; once `runner stop` let the running jobs merge and the loop end, each goes in."""
     leaves = ["a", "b", "c"]
-    _setup(project, _flat_tree(leaves), {leaf: [{"sleep": 3}] for leaf in leaves}, slots=2)
+    # a and b outlast the three commands below even on a loaded machine: c never starts.
+    actions: dict[str, list[dict[str, Any]]] = {
+        "a": [{"sleep": 10}],
+        "b": [{"sleep": 10}],
+        "c": [{}],
+    }
+    _setup(project, _flat_tree(leaves), actions, slots=2)
     loop = _loop_with_agents_running(project, 2)
     try:
         for command in (("tell", "Use tabs."), ("node", "skip", "c")):
