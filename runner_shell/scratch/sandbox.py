@@ -9,10 +9,11 @@ bubblewrap unusable under "auto") there is no confinement and the process runs a
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -83,17 +84,27 @@ def runtime_paths(argv: Sequence[str]) -> tuple[Path, ...]:
     hidden repository: the directory of its program and of every absolute path in its argv,
     and the Python the runner runs on (its prefixes and import path, for the demo agent and
     for tools installed beside the runner). Read-only, resolved, existing directories only."""
-    found: set[Path] = set()
     program = shutil.which(argv[0]) if argv else None
     named = [program] if program else []
     named.extend(arg for arg in argv[1:] if os.path.isabs(arg))
-    # The runner's own packages, for the demo agent (an editable install's source included).
-    own = (Path(__file__).resolve().parents[2],)
-    for text in (*named, sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path, *map(str, own)):
+    return tuple(sorted({*_directories(named), *_runner_paths(tuple(sys.path))}))
+
+
+@functools.cache
+def _runner_paths(import_path: tuple[str, ...]) -> frozenset[Path]:
+    """The Python the runner runs on and its packages (an editable install's source included),
+    for the demo agent: resolved once for each import path the process has."""
+    own = str(Path(__file__).resolve().parents[2])
+    return _directories((sys.prefix, sys.base_prefix, sys.exec_prefix, *import_path, own))
+
+
+def _directories(texts: Iterable[str]) -> frozenset[Path]:
+    found: set[Path] = set()
+    for text in texts:
         if not text:
             continue
         path = Path(text).resolve()
         directory = path if path.is_dir() else path.parent
         if directory.is_dir() and directory != Path("/"):
             found.add(directory)
-    return tuple(sorted(found))
+    return frozenset(found)
