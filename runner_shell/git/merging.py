@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -19,7 +19,7 @@ from runner_core.iteration.import_rules import Change
 from runner_core.parallel.job_merge import Entry, merge_files
 from runner_shell.git.file_commit import tree_with
 from runner_shell.git.hardened import GitError, run_git
-from runner_shell.git.repo import Repo
+from runner_shell.git.repo import FALLBACK_EMAIL, FALLBACK_NAME, Repo
 
 # Paths per `git ls-tree` call: argv stays far below the system's limit.
 _PATHS_PER_CALL = 500
@@ -49,13 +49,20 @@ def entries_at(repo: Repo, commit: str, paths: Sequence[str]) -> dict[str, Entry
 
 
 def carry_onto(
-    repo: Repo, base: str, head: str, changes: Sequence[Change]
+    repo: Repo,
+    base: str,
+    head: str,
+    changes: Sequence[Change],
+    base_entries: Mapping[str, Entry] | None = None,
 ) -> tuple[tuple[Change, ...], tuple[str, ...]]:
     """`changes` made from commit `base`, merged onto commit `head` as
     runner_core.parallel.job_merge.merge_files says, a file changed on both sides line by
-    line: the changes to apply to `head` (sorted by path) and the paths that conflict."""
+    line: the changes to apply to `head` (sorted by path) and the paths that conflict.
+    `base_entries`, when given, is what `entries_at(repo, base, paths)` of the changes' paths
+    gave (a job reads it in its own thread, while the merge queue is busy with others)."""
     paths = [change.path for change in changes]
-    base_entries = entries_at(repo, base, paths)
+    if base_entries is None:
+        base_entries = entries_at(repo, base, paths)
     head_entries = entries_at(repo, head, paths)
     merge = merge_files(changes, base_entries, head_entries)
     joined = list(merge.clean)
@@ -94,13 +101,13 @@ def merged_commit(repo: Repo, head: str, changes: Sequence[Change], message: str
     """A commit on top of `head` with `changes` applied, which no branch points to: the
     checkout a merged job's guard runs in again."""
     tree = tree_with(repo, head, changes)
-    name, email = repo.identity()
+    # No branch takes it and no one reads its author: the runner's identity, without asking git.
     env = dict(
         os.environ,
-        GIT_AUTHOR_NAME=name,
-        GIT_AUTHOR_EMAIL=email,
-        GIT_COMMITTER_NAME=name,
-        GIT_COMMITTER_EMAIL=email,
+        GIT_AUTHOR_NAME=FALLBACK_NAME,
+        GIT_AUTHOR_EMAIL=FALLBACK_EMAIL,
+        GIT_COMMITTER_NAME=FALLBACK_NAME,
+        GIT_COMMITTER_EMAIL=FALLBACK_EMAIL,
     )
     args = ["commit-tree", tree, "-p", head, "-F", "-"]
     result = run_git(args, repo.root, env=env, stdin=message.encode(), filters=repo.filters())

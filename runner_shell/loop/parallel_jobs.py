@@ -26,6 +26,7 @@ from runner_core.iteration.results import GuardFinished
 from runner_core.loop.budget import InFlight
 from runner_core.loop.events import Event
 from runner_core.parallel.job_merge import (
+    Entry,
     HeadSide,
     broke_after_merge,
     conflict_line,
@@ -36,7 +37,7 @@ from runner_core.parallel.job_merge import (
     refused,
 )
 from runner_core.parallel.queue import needs_guard_again
-from runner_shell.git.merging import carry_onto, merged_commit
+from runner_shell.git.merging import carry_onto, entries_at, merged_commit
 from runner_shell.guard.baselines import keep_baseline, known_baseline
 from runner_shell.loop.event_sink import IterationEvents
 from runner_shell.loop.night_loop import LoopRun
@@ -76,6 +77,18 @@ class Job:
     ended: float | None = None  # when its thread ended: its time stops counting then
     machine: IterationMachine | None = None
     error: BaseException | None = None
+    # Its changed paths' entries at its base, read in its thread: (the paths, what was found).
+    base_entries: tuple[tuple[str, ...], dict[str, Entry]] | None = None
+
+
+def read_base_entries(run: LoopRun, job: Job) -> None:
+    """What the job's changed paths were at its base, read by its own thread once its machine
+    stops at the merge: the merge queue, one job at a time, then reads only the head's side."""
+    imported = None if job.machine is None else job.machine.imported
+    if imported is None or not imported.changes:
+        return
+    paths = tuple(change.path for change in imported.changes)
+    job.base_entries = (paths, entries_at(run.repo, job.base.sha, paths))
 
 
 def in_flight(job: Job) -> InFlight:
@@ -134,7 +147,9 @@ def _merged_onto(
     imported = machine.imported or ImportDecision()
     if merge_rerun(machine) or not imported.changes:
         return _guarded_again(run, slots, job, machine, side)
-    changes, conflicts = carry_onto(repo, job.base.sha, side.head.sha, imported.changes)
+    paths = tuple(change.path for change in imported.changes)
+    known = job.base_entries[1] if job.base_entries and job.base_entries[0] == paths else None
+    changes, conflicts = carry_onto(repo, job.base.sha, side.head.sha, imported.changes, known)
     if conflicts:
         return refused(machine, Failure.MERGE_CONFLICT, conflict_line(conflicts))
     machine = attrs.evolve(machine, imported=attrs.evolve(imported, changes=changes))

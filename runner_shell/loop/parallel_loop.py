@@ -54,7 +54,14 @@ from runner_shell.loop.night_loop import (
     loop_origin,
     stopped,
 )
-from runner_shell.loop.parallel_jobs import Job, JobEvents, in_flight, merge_job, slot_sandbox
+from runner_shell.loop.parallel_jobs import (
+    Job,
+    JobEvents,
+    in_flight,
+    merge_job,
+    read_base_entries,
+    slot_sandbox,
+)
 from runner_shell.loop.questions import announce_new_questions, read_questions
 from runner_shell.loop.signals import (
     Interrupted,
@@ -366,6 +373,7 @@ def _run_job(
             run.paths, run.repo, facts, job.events, job.slot_dir, job.sandbox, place
         )
         job.machine = drive(start_iteration(facts), ports, job.events, waits_to_merge)
+        read_base_entries(run, job)
         # The slot is free for the next job: recovery must not take that job's work for this,
         # but this one's, listed already, from beside its journal.
         if job.machine.imported is not None:
