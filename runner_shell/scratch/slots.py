@@ -136,7 +136,9 @@ def _reset(repo: Repo, slot: Path, base: str, made: bool) -> None:
     remove_tree(slot / ".git")
     objects = repo.common_path("objects")
     shutil.copytree(_empty_git(slot), slot / ".git", symlinks=True)
-    atomic_write_bytes(slot / ".git/objects/info/alternates", os.fsencode(objects) + b"\n")
+    # Remade at every reset: a crash loses nothing the next reset does not write again.
+    alternates = slot / ".git/objects/info/alternates"
+    atomic_write_bytes(alternates, os.fsencode(objects) + b"\n", durable=False)
     if not made and not _index(slot).is_file():
         _git(slot, "read-tree", base)
         _git(slot, "update-index", "-q", "--refresh", ok_codes=(0, 1))

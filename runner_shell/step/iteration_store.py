@@ -81,7 +81,8 @@ class DiskIterationStore:
                 paths.context_dir.unlink()
             make_directory(paths.context_dir)
             for name, text in effect.files:
-                atomic_write_text(paths.context_dir / name, text)
+                # Written anew for every iteration: a crash loses nothing worth an fsync.
+                atomic_write_text(paths.context_dir / name, text, durable=False)
             for name in effect.remove:
                 (paths.context_dir / name).unlink(missing_ok=True)
 

@@ -57,11 +57,29 @@ def _repository_top(directory: Path) -> Path:
     it made (`.runner/iterations/<run>` -> a directory holding `.git`), and trusting it would
     follow that symlink. The repository's own `.git` is always at or above any planted one.
     """
+    text = str(directory)
+    for top in sorted((top for top in _KNOWN_TOPS if _is_within(text, top)), key=len):
+        if os.path.lexists(os.path.join(top, ".git")):
+            return Path(top)
     candidates = (directory, *directory.parents)
     for candidate in reversed(candidates):
         if os.path.lexists(candidate / ".git"):
+            if len(_KNOWN_TOPS) >= _KNOWN_TOPS_KEPT:
+                _KNOWN_TOPS.clear()
+            _KNOWN_TOPS.add(str(candidate))
             return candidate
     return next(candidate for candidate in candidates if candidate.is_dir())
+
+
+# The tops found so far. What lies above one is outside the repository, beyond an agent's
+# reach, and was looked at when it was found: a write below it starts there once its `.git` is
+# seen still in place, instead of looking at every ancestor from `/` again.
+_KNOWN_TOPS: set[str] = set()
+_KNOWN_TOPS_KEPT = 64
+
+
+def _is_within(text: str, top: str) -> bool:
+    return text == top or text.startswith(top if top.endswith("/") else top + "/")
 
 
 def open_directory(directory: Path) -> int:
@@ -74,22 +92,29 @@ def open_directory(directory: Path) -> int:
     try:
         for part in directory.relative_to(top).parts:
             reached = reached / part
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(part, 0o777, dir_fd=fd)
-            try:
-                child = os.open(
-                    part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd
-                )
-            except (NotADirectoryError, OSError) as error:
-                if error.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise UnsafePath(reached) from None
-                raise
+            child = _open_child(fd, part, reached)
             os.close(fd)
             fd = child
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _open_child(fd: int, part: str, reached: Path) -> int:
+    """Directory `part` of `fd` opened without following a symlink, made first if missing."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        try:
+            return os.open(part, flags, dir_fd=fd)
+        except FileNotFoundError:
+            with contextlib.suppress(FileExistsError):  # made meanwhile by another writer
+                os.mkdir(part, 0o777, dir_fd=fd)
+            return os.open(part, flags, dir_fd=fd)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise UnsafePath(reached) from None
+        raise
 
 
 def make_directory(directory: Path) -> None:
@@ -107,9 +132,11 @@ def _named(error: OSError, path: Path) -> OSError:
 class PendingFile:
     """A temporary file beside `path` that replaces it only when committed: the one atomic write.
 
-    Commit is fsync, rename, fsync of the directory; the file keeps the mode `path` had, or
-    gets `mode`, or the umask's for a new file. The directory is reached without following a
-    symlink, and the temporary file is never a symlink's target.
+    Commit is fsync, rename, fsync of the directory (a file that is not `durable`, remade
+    whenever it is needed, skips the fsyncs: readers still see one or the other, whole); the
+    file keeps the mode `path` had, or gets `mode`, or the umask's for a new file. The
+    directory is reached without following a symlink, and the temporary file is never a
+    symlink's target.
     """
 
     def __init__(self, path: Path, mode: int | None = None) -> None:
@@ -137,18 +164,20 @@ class PendingFile:
         except OSError as error:
             raise _named(error, self.path) from None
 
-    def commit(self) -> None:
+    def commit(self, durable: bool = True) -> None:
         try:
             self.file.flush()
-            os.fsync(self.file.fileno())
+            if durable:
+                os.fsync(self.file.fileno())
             self.file.close()
             os.replace(
                 self._temp_name, self.path.name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd
             )
         except OSError as error:
             raise _named(error, self.path) from None
-        with contextlib.suppress(OSError):  # the rename is durable only once the entry is
-            os.fsync(self._dir_fd)
+        if durable:
+            with contextlib.suppress(OSError):  # the rename is durable only once the entry is
+                os.fsync(self._dir_fd)
         os.close(self._dir_fd)
         self._dir_fd = -1
 
@@ -162,12 +191,15 @@ class PendingFile:
             self._dir_fd = -1
 
 
-def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
-    """`path` holds either its old bytes or `data`, never a torn mix."""
+def atomic_write_bytes(
+    path: Path, data: bytes, mode: int | None = None, *, durable: bool = True
+) -> None:
+    """`path` holds either its old bytes or `data`, never a torn mix; on disk before this
+    returns unless not `durable` (a file remade whenever it is needed: see PendingFile)."""
     pending = PendingFile(path, mode)
     try:
         pending.write(data)
-        pending.commit()
+        pending.commit(durable)
     except BaseException:
         pending.discard()
         raise
@@ -185,13 +217,15 @@ def encoded_slices(text: str) -> Iterator[bytes]:
         yield text[start : start + _TEXT_SLICE_CHARS].encode("utf-8")
 
 
-def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
+def atomic_write_text(
+    path: Path, text: str, mode: int | None = None, *, durable: bool = True
+) -> None:
     """`atomic_write_bytes` of `text` as UTF-8, encoded slice by slice as it is written."""
     pending = PendingFile(path, mode)
     try:
         for piece in encoded_slices(text):
             pending.write(piece)
-        pending.commit()
+        pending.commit(durable)
     except BaseException:
         pending.discard()
         raise
