@@ -58,7 +58,8 @@ def _repository_top(directory: Path) -> Path:
     follow that symlink. The repository's own `.git` is always at or above any planted one.
     """
     text = str(directory)
-    for top in sorted((top for top in _KNOWN_TOPS if _is_within(text, top)), key=len):
+    # A copy, taken at once: a job's thread may add a top meanwhile.
+    for top in sorted((top for top in tuple(_KNOWN_TOPS) if _is_within(text, top)), key=len):
         if os.path.lexists(os.path.join(top, ".git")):
             return Path(top)
     candidates = (directory, *directory.parents)
