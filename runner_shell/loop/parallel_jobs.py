@@ -22,7 +22,8 @@ from runner_core.iteration.failures import Failure
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.import_rules import ImportDecision
 from runner_core.iteration.machine import IterationMachine
-from runner_core.iteration.results import GuardFinished
+from runner_core.iteration.ports import ScratchPort
+from runner_core.iteration.results import GuardFinished, ScratchListed
 from runner_core.loop.budget import InFlight
 from runner_core.loop.events import Event
 from runner_core.parallel.job_merge import (
@@ -37,7 +38,7 @@ from runner_core.parallel.job_merge import (
     refused,
 )
 from runner_core.parallel.queue import needs_guard_again
-from runner_shell.git.merging import carry_onto, entries_at, merged_commit
+from runner_shell.git.merging import carry_onto, merged_commit
 from runner_shell.guard.baselines import keep_baseline, known_baseline
 from runner_shell.loop.event_sink import IterationEvents
 from runner_shell.loop.night_loop import LoopRun
@@ -81,14 +82,32 @@ class Job:
     base_entries: tuple[tuple[str, ...], dict[str, Entry]] | None = None
 
 
-def read_base_entries(run: LoopRun, job: Job) -> None:
-    """What the job's changed paths were at its base, read by its own thread once its machine
-    stops at the merge: the merge queue, one job at a time, then reads only the head's side."""
+@attrs.define
+class KeptListing:
+    """A job's scratch port that keeps the listing it gave: the base's entries in it spare the
+    merge queue's thread reading them again."""
+
+    inner: ScratchPort
+    listed: ScratchListed | None = None
+
+    def list_scratch(self) -> ScratchListed:
+        self.listed = self.inner.list_scratch()
+        return self.listed
+
+
+def keep_base_entries(job: Job, kept: KeptListing) -> None:
+    """What the job's changed paths were at its base, as its listing read them, once its
+    machine stops at the merge: the merge queue, one job at a time, then reads only the head's
+    side."""
     imported = None if job.machine is None else job.machine.imported
-    if imported is None or not imported.changes:
+    if imported is None or not imported.changes or kept.listed is None:
         return
+    base = kept.listed.listing.base
     paths = tuple(change.path for change in imported.changes)
-    job.base_entries = (paths, entries_at(run.repo, job.base.sha, paths))
+    found: dict[str, Entry] = {
+        path: (base[path].mode, base[path].oid) for path in paths if path in base
+    }
+    job.base_entries = (paths, found)
 
 
 def in_flight(job: Job) -> InFlight:

@@ -57,9 +57,10 @@ from runner_shell.loop.night_loop import (
 from runner_shell.loop.parallel_jobs import (
     Job,
     JobEvents,
+    KeptListing,
     in_flight,
+    keep_base_entries,
     merge_job,
-    read_base_entries,
     slot_sandbox,
 )
 from runner_shell.loop.questions import announce_new_questions, read_questions
@@ -372,8 +373,11 @@ def _run_job(
         ports = shell_ports(
             run.paths, run.repo, facts, job.events, job.slot_dir, job.sandbox, place
         )
+        assert ports.scratch is not None
+        kept = KeptListing(ports.scratch)
+        ports = attrs.evolve(ports, scratch=kept)
         job.machine = drive(start_iteration(facts), ports, job.events, waits_to_merge)
-        read_base_entries(run, job)
+        keep_base_entries(job, kept)
         # The slot is free for the next job: recovery must not take that job's work for this,
         # but this one's, listed already, from beside its journal.
         if job.machine.imported is not None:
