@@ -11,9 +11,13 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
+
+from runner_shell.store.directories import UnsafePath as UnsafePath
+from runner_shell.store.directories import make_directory as make_directory
+from runner_shell.store.directories import open_directory as open_directory
 
 
 def _current_umask() -> int:
@@ -36,91 +40,6 @@ def _mode_for(directory_fd: int, name: str) -> int:
     except OSError:
         return _FILE_MODE
     return stat.S_IMODE(facts.st_mode) if stat.S_ISREG(facts.st_mode) else _FILE_MODE
-
-
-class UnsafePath(OSError):
-    """A directory on the way to a runner file is a symlink or not a directory: never followed."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(
-            errno.ELOOP,
-            "is a symlink or not a directory; the runner never writes through it (remove it)",
-            str(path),
-        )
-
-
-def _repository_top(directory: Path) -> Path:
-    """The outermost ancestor holding `.git`, below which no symlink is followed; outside a
-    repository, the nearest ancestor that exists.
-
-    Outermost first: a `.git` lower down may have been planted by the agent, behind a symlink
-    it made (`.runner/iterations/<run>` -> a directory holding `.git`), and trusting it would
-    follow that symlink. The repository's own `.git` is always at or above any planted one.
-    """
-    text = str(directory)
-    # A copy, taken at once: a job's thread may add a top meanwhile.
-    for top in sorted((top for top in tuple(_KNOWN_TOPS) if _is_within(text, top)), key=len):
-        if os.path.lexists(os.path.join(top, ".git")):
-            return Path(top)
-    candidates = (directory, *directory.parents)
-    for candidate in reversed(candidates):
-        if os.path.lexists(candidate / ".git"):
-            if len(_KNOWN_TOPS) >= _KNOWN_TOPS_KEPT:
-                _KNOWN_TOPS.clear()
-            _KNOWN_TOPS.add(str(candidate))
-            return candidate
-    return next(candidate for candidate in candidates if candidate.is_dir())
-
-
-# The tops found so far. What lies above one is outside the repository, beyond an agent's
-# reach, and was looked at when it was found: a write below it starts there once its `.git` is
-# seen still in place, instead of looking at every ancestor from `/` again.
-_KNOWN_TOPS: set[str] = set()
-_KNOWN_TOPS_KEPT = 64
-
-
-def _is_within(text: str, top: str) -> bool:
-    return text == top or text.startswith(top if top.endswith("/") else top + "/")
-
-
-def open_directory(directory: Path) -> int:
-    """An fd of `directory`, made as needed, reached from the repository's top one component
-    at a time without following a symlink (O_NOFOLLOW): a write never leaves the repository."""
-    directory = Path(os.path.abspath(directory))
-    top = _repository_top(directory)
-    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    reached = top
-    try:
-        for part in directory.relative_to(top).parts:
-            reached = reached / part
-            child = _open_child(fd, part, reached)
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _open_child(fd: int, part: str, reached: Path) -> int:
-    """Directory `part` of `fd` opened without following a symlink, made first if missing."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        try:
-            return os.open(part, flags, dir_fd=fd)
-        except FileNotFoundError:
-            with contextlib.suppress(FileExistsError):  # made meanwhile by another writer
-                os.mkdir(part, 0o777, dir_fd=fd)
-            return os.open(part, flags, dir_fd=fd)
-    except OSError as error:
-        if error.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise UnsafePath(reached) from None
-        raise
-
-
-def make_directory(directory: Path) -> None:
-    """`directory` and its missing parents, none of them reached through a symlink."""
-    os.close(open_directory(directory))
 
 
 def _named(error: OSError, path: Path) -> OSError:
@@ -165,7 +84,9 @@ class PendingFile:
         except OSError as error:
             raise _named(error, self.path) from None
 
-    def commit(self, durable: bool = True) -> None:
+    def commit(self, durable: bool = True, sync_directory: bool = True) -> None:
+        """Replace `path`; without `sync_directory` the rename is on disk only once the caller
+        has synced the directory (`sync_directories`: one fsync for several files)."""
         try:
             self.file.flush()
             if durable:
@@ -176,7 +97,7 @@ class PendingFile:
             )
         except OSError as error:
             raise _named(error, self.path) from None
-        if durable:
+        if durable and sync_directory:
             with contextlib.suppress(OSError):  # the rename is durable only once the entry is
                 os.fsync(self._dir_fd)
         os.close(self._dir_fd)
@@ -193,14 +114,20 @@ class PendingFile:
 
 
 def atomic_write_bytes(
-    path: Path, data: bytes, mode: int | None = None, *, durable: bool = True
+    path: Path,
+    data: bytes,
+    mode: int | None = None,
+    *,
+    durable: bool = True,
+    sync_directory: bool = True,
 ) -> None:
     """`path` holds either its old bytes or `data`, never a torn mix; on disk before this
-    returns unless not `durable` (a file remade whenever it is needed: see PendingFile)."""
+    returns unless not `durable` (a file remade whenever it is needed: see PendingFile) or not
+    `sync_directory` (the caller syncs its directory: `sync_directories`)."""
     pending = PendingFile(path, mode)
     try:
         pending.write(data)
-        pending.commit(durable)
+        pending.commit(durable, sync_directory)
     except BaseException:
         pending.discard()
         raise
@@ -219,17 +146,32 @@ def encoded_slices(text: str) -> Iterator[bytes]:
 
 
 def atomic_write_text(
-    path: Path, text: str, mode: int | None = None, *, durable: bool = True
+    path: Path,
+    text: str,
+    mode: int | None = None,
+    *,
+    durable: bool = True,
+    sync_directory: bool = True,
 ) -> None:
     """`atomic_write_bytes` of `text` as UTF-8, encoded slice by slice as it is written."""
     pending = PendingFile(path, mode)
     try:
         for piece in encoded_slices(text):
             pending.write(piece)
-        pending.commit(durable)
+        pending.commit(durable, sync_directory)
     except BaseException:
         pending.discard()
         raise
+
+
+def sync_directories(directories: Iterable[Path]) -> None:
+    """Each directory's entries on disk (renames into it, files made in it), once each."""
+    for directory in dict.fromkeys(directories):
+        fd = open_directory(directory)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def rename_within(directory: Path, source: str, target: str) -> bool:

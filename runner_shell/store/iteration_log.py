@@ -34,6 +34,7 @@ from runner_shell.store.files import (
     read_bytes_capped,
     read_bytes_capped_at,
     rename_within,
+    sync_directories,
 )
 from runner_shell.store.layout import EVENTS_FILE, RunnerPaths
 
@@ -71,8 +72,8 @@ def commit_iteration(
     from runner_shell.step.lock_and_journal import clear_journal, write_journal
 
     write_journal(repo, commit.writing)
-    for file in commit.files:
-        _write(paths, paths.run_dir(run_id), iter_dir, file)
+    written = [_write(paths, paths.run_dir(run_id), iter_dir, file) for file in commit.files]
+    sync_directories(written)  # once each, before the journal says they are all there
     write_journal(repo, commit.committing)
     committed: dict[str, str] = {}
     if base is not None and base.branch is not None:
@@ -108,7 +109,8 @@ def _committed_snapshots(
     }
 
 
-def _write(paths: RunnerPaths, run_dir: Path, iter_dir: Path, file: FileWrite) -> None:
+def _write(paths: RunnerPaths, run_dir: Path, iter_dir: Path, file: FileWrite) -> Path:
+    """Write `file`; the directory whose entry changed, for the caller to sync."""
     from runner_core.iteration.effects import Place
     from runner_core.tree.serialization import dumps_tree
 
@@ -116,7 +118,7 @@ def _write(paths: RunnerPaths, run_dir: Path, iter_dir: Path, file: FileWrite) -
     target = base[file.place] / file.name
     if file.rename_from is not None:
         rename_within(iter_dir, file.rename_from, file.name)
-        return
+        return iter_dir
     mode = READ_ONLY if file.read_only else None
     link, sha256 = file.link_from, file.link_sha256
     if (
@@ -124,14 +126,15 @@ def _write(paths: RunnerPaths, run_dir: Path, iter_dir: Path, file: FileWrite) -
         and sha256 is not None
         and link_if_sha256(run_dir / link, target, sha256, mode)
     ):
-        return
+        return target.parent
     data = file.data
     if file.fallback_tree is not None:  # the snapshot to link to is gone or was changed
         data = dumps_tree(file.fallback_tree)
     if isinstance(data, str):
-        atomic_write_text(target, data, mode)
+        atomic_write_text(target, data, mode, sync_directory=False)
     else:
-        atomic_write_bytes(target, data, mode)
+        atomic_write_bytes(target, data, mode, sync_directory=False)
+    return target.parent
 
 
 def utc_now() -> str:

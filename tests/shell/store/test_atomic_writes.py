@@ -3,6 +3,7 @@ lower down stand in for it, and a write that skips its fsyncs still replaces a f
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -49,3 +50,30 @@ def test_a_write_without_fsyncs_replaces_the_file_whole(tmp_path: Path) -> None:
     atomic_write_bytes(target, b"new\n" * 1000, durable=False)
     assert target.read_bytes() == b"new\n" * 1000
     assert [p.name for p in target.parent.iterdir()] == ["goal.md"]
+
+
+def test_files_written_without_their_directory_synced_are_there_once_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner_shell.store import files
+
+    repo = _repository(tmp_path / "repo")
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    directory = repo / ".runner" / "iterations" / "run-1" / "1"
+    for name in ("meta.json", "output.json", "tree.after.json"):
+        atomic_write_text(directory / name, "{}\n", sync_directory=False)
+    assert len(synced) == 3  # each file, no directory
+    files.sync_directories([directory, directory, directory.parent])
+    assert len(synced) == 5  # each directory once
+    assert sorted(p.name for p in directory.iterdir()) == [
+        "meta.json",
+        "output.json",
+        "tree.after.json",
+    ]
