@@ -139,11 +139,11 @@ def fill_missing(
     """`local` (what the iteration directories hold) with every iteration before `next_iter`
     it lacks taken from the archive ref, else the commit trailers, so a clone holding only some
     directories never undercounts; the warning says where the missing ones were read from."""
-    from runner_shell.git.log_archive import logs_ref
-
     missing = missing_iterations(local, run_id, next_iter)
     if not missing:
         return SourcedHistory(local, ())
+    from runner_shell.git.log_archive import logs_ref  # only a run lacking iterations needs git's
+
     run_dir = paths.relative(paths.run_dir(run_id))
     lacking = f"{run_dir}/ lacks iterations {iteration_ranges(missing)}"
     archived = archived_history(paths, run_id)
