@@ -8,6 +8,7 @@ hands in the summary, the tree and the parsed `BudgetConfig`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -172,9 +173,18 @@ class NodeTotals:
         )
 
 
+def exact_sum(costs: Sequence[float]) -> Fraction:
+    """The exact sum of `costs`, as adding their `Fraction`s gives, at a fraction of the cost:
+    a float is an integer over a power of two, so every denominator divides the largest and
+    the numerators add as integers."""
+    ratios = [cost.as_integer_ratio() for cost in costs]
+    denominator = max((below for _, below in ratios), default=1)
+    return Fraction(sum(above * (denominator // below) for above, below in ratios), denominator)
+
+
 def _own_totals(stats: NodeStats | None, records: tuple[ExecutionRecord, ...]) -> NodeTotals:
-    costs = [Fraction(record.cost_usd) for record in records if record.cost_usd is not None]
-    cost = sum(costs, Fraction(0)) if costs else None
+    costs = [record.cost_usd for record in records if record.cost_usd is not None]
+    cost = exact_sum(costs) if costs else None
     if stats is None:
         return NodeTotals("", 0, 0, 0, TokenUsage(), cost)
     return NodeTotals(
