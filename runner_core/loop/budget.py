@@ -8,7 +8,7 @@ hands in the summary, the tree and the parsed `BudgetConfig`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -210,13 +210,17 @@ def totals_to_json(totals: NodeTotals) -> dict[str, Any]:
     }
 
 
-def rolled_up_totals(tree: Node, history: ExecutionHistory) -> dict[str, NodeTotals]:
+def rolled_up_totals(
+    tree: Node, history: ExecutionHistory, stats_rows: Iterable[NodeStats] | None = None
+) -> dict[str, NodeTotals]:
     """Every node of `tree`, in canonical pre-order, with its subtree's executions added to its own.
 
     Executions of nodes no longer in the tree count nowhere here; the run's summary has them.
+    `stats_rows`, when given, is `node_stats(history)` already computed (the report's, once).
     """
     nodes = [node for node, _, _ in canonical_preorder(tree)]
-    stats = {row.node_id: row for row in node_stats(history)}
+    rows = node_stats(history) if stats_rows is None else stats_rows
+    stats = {row.node_id: row for row in rows}
     totals: dict[str, NodeTotals] = {}
     # Reversed pre-order reaches every child before its parent.
     for node in reversed(nodes):
