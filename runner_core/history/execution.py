@@ -128,6 +128,9 @@ class DamagedRecord(ValueError):
 _STATUSES = MappingProxyType({member.value: member for member in AgentStatus})
 _GUARDS = MappingProxyType({member.value: member for member in GuardOutcome})
 _ROLES = MappingProxyType({member.value: member for member in AgentRole})
+# The (status, guard) pairs of the state-update table, as a set: a record reader asks of each
+# record whether its pair is one, and a pmap answers that in Python, a frozenset in C.
+_POSSIBLE_OUTCOMES = frozenset(TRANSITIONS)
 
 
 def _timestamp(value: str, name: str) -> str:
@@ -154,7 +157,7 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
     if found is not None:
         raise DamagedRecord(found.field or "meta.json", found.problem)
     status, guard = _STATUSES[meta["status"]], _GUARDS[meta["guard"]]
-    if (status, guard) not in TRANSITIONS:
+    if (status, guard) not in _POSSIBLE_OUTCOMES:
         raise DamagedRecord(
             "guard", f"guard={guard.value} is not possible with status={status.value}"
         )

@@ -273,10 +273,15 @@ def slowest(history: ExecutionHistory, n: int) -> tuple[ExecutionRecord, ...]:
     return tuple(ranked[:n])
 
 
-def most_retried(history: ExecutionHistory, n: int) -> tuple[NodeStats, ...]:
-    """The `n` nodes that consumed the most attempts (ties by node id); none with zero."""
+def most_retried(
+    history: ExecutionHistory, n: int, stats: Iterable[NodeStats] | None = None
+) -> tuple[NodeStats, ...]:
+    """The `n` nodes that consumed the most attempts (ties by node id); none with zero.
+
+    `stats`, when given, is `node_stats(history)` already computed (the report's, once)."""
     _check_limit(n)
-    retried = [stats for stats in node_stats(history) if stats.attempts_consumed > 0]
+    rows = node_stats(history) if stats is None else stats
+    retried = [row for row in rows if row.attempts_consumed > 0]
     retried.sort(key=lambda stats: (-stats.attempts_consumed, stats.node_id))
     return tuple(retried[:n])
 

@@ -37,7 +37,6 @@ from runner_core.iteration.guard_steps import guard_effect
 from runner_core.iteration.machine_state import ExecutorOutput, M, MachineState, with_process_group
 from runner_core.iteration.plan import (
     CONTEXT_FILES,
-    INTERRUPTED,
     AgentOutputError,
     Review,
     agent_process_problem,
@@ -47,7 +46,7 @@ from runner_core.iteration.plan import (
     review_execution,
 )
 from runner_core.iteration.prompt_pack import prompt_text
-from runner_core.iteration.recovery import PENDING_GUARD_LOG, agent_log_name
+from runner_core.iteration.recovery import INTERRUPTED, PENDING_GUARD_LOG, agent_log_name
 from runner_core.iteration.results import (
     AgentFinished,
     GuardFinished,

@@ -24,8 +24,8 @@ from runner_core.iteration.guard_stage import (
     wants_rerun,
 )
 from runner_core.iteration.machine_state import M, MachineState, with_process_group
-from runner_core.iteration.plan import INTERRUPTED, guard_outcome
-from runner_core.iteration.recovery import PENDING_GUARD_LOG
+from runner_core.iteration.plan import guard_outcome
+from runner_core.iteration.recovery import INTERRUPTED, PENDING_GUARD_LOG
 from runner_core.iteration.results import GuardFinished, IoFailed, NotStarted, Result
 from runner_core.iteration.stages import Stage
 

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal, NoReturn
 
 import attrs
 
+from runner_core.iteration.recovery import INTERRUPTED
 from runner_core.iteration.state_update import StateUpdateSummary, apply_state_updates
 from runner_core.run.identity import parse_frontmatter
 from runner_core.run.state import RunState
@@ -338,11 +339,6 @@ def conclude_runner_error(prev: Node, message: str) -> IterationOutcome:
     return IterationOutcome(
         prev, AgentStatus.RETRY, GuardOutcome.SKIPPED, "", None, runner_error=message
     )
-
-
-# Every runner error of an iteration a signal or a dead runner stopped starts with this word
-# (the machine's `interrupted by SIGTERM`, recovery's `interrupted: the runner ...`).
-INTERRUPTED = "interrupted"
 
 
 def shown_status(status: str, error_kind: str | None, error: str | None) -> str:

@@ -12,7 +12,6 @@ from typing import Any
 
 import attrs
 
-from runner_core.iteration.plan import INTERRUPTED
 from runner_core.run.identity import run_id_problem
 from runner_core.validation.documents import JOURNAL_SCHEMA_FILE, document_problem
 
@@ -101,6 +100,11 @@ def journal_from_json(obj: Any) -> Journal:
         process_groups=tuple(obj["process_groups"]),
         commit_subject=obj.get("commit_subject"),
     )
+
+
+# Every runner error of an iteration a signal or a dead runner stopped starts with this word
+# (the machine's `interrupted by SIGTERM`, recovery's `interrupted: the runner ...`).
+INTERRUPTED = "interrupted"
 
 
 class RecoveryKind(enum.StrEnum):

@@ -8,6 +8,7 @@ hands in the summary, the tree and the parsed `BudgetConfig`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -172,9 +173,18 @@ class NodeTotals:
         )
 
 
+def exact_sum(costs: Sequence[float]) -> Fraction:
+    """The exact sum of `costs`, as adding their `Fraction`s gives, at a fraction of the cost:
+    a float is an integer over a power of two, so every denominator divides the largest and
+    the numerators add as integers."""
+    ratios = [cost.as_integer_ratio() for cost in costs]
+    denominator = max((below for _, below in ratios), default=1)
+    return Fraction(sum(above * (denominator // below) for above, below in ratios), denominator)
+
+
 def _own_totals(stats: NodeStats | None, records: tuple[ExecutionRecord, ...]) -> NodeTotals:
-    costs = [Fraction(record.cost_usd) for record in records if record.cost_usd is not None]
-    cost = sum(costs, Fraction(0)) if costs else None
+    costs = [record.cost_usd for record in records if record.cost_usd is not None]
+    cost = exact_sum(costs) if costs else None
     if stats is None:
         return NodeTotals("", 0, 0, 0, TokenUsage(), cost)
     return NodeTotals(
@@ -200,13 +210,17 @@ def totals_to_json(totals: NodeTotals) -> dict[str, Any]:
     }
 
 
-def rolled_up_totals(tree: Node, history: ExecutionHistory) -> dict[str, NodeTotals]:
+def rolled_up_totals(
+    tree: Node, history: ExecutionHistory, stats_rows: Iterable[NodeStats] | None = None
+) -> dict[str, NodeTotals]:
     """Every node of `tree`, in canonical pre-order, with its subtree's executions added to its own.
 
     Executions of nodes no longer in the tree count nowhere here; the run's summary has them.
+    `stats_rows`, when given, is `node_stats(history)` already computed (the report's, once).
     """
     nodes = [node for node, _, _ in canonical_preorder(tree)]
-    stats = {row.node_id: row for row in node_stats(history)}
+    rows = node_stats(history) if stats_rows is None else stats_rows
+    stats = {row.node_id: row for row in rows}
     totals: dict[str, NodeTotals] = {}
     # Reversed pre-order reaches every child before its parent.
     for node in reversed(nodes):

@@ -33,12 +33,12 @@ def plain_node_reader(node_type, init, members, refuse):
             and (type(v1) is int)
             and (type(v2) is str)
             and (type(v3) is str)
-            and (type(v4) is list and all([type(item) is str for item in v4]))
+            and (type(v4) is list and {str}.issuperset(map(type, v4)))
             and (type(v5) is str and v5 in ('execute', 'decompose'))
             and (type(v6) is bool)
             and (type(v7) is int and v7 >= 0)
             and (type(v8) is int and v8 >= 0)
-            and (type(v9) is list and all([type(item) is node_type for item in v9]))
+            and (type(v9) is list and {node_type}.issuperset(map(type, v9)))
         ):
             raise refuse
         node = new(node_type)

@@ -90,13 +90,15 @@ def render_history(
     headers = ("ITER", "NODE", "ROLE", "STATUS", "GUARD", "DURATION", "TOKENS in/out/cached")
     # The TESTS column appears once a guard has written a report (README, "Designing guards").
     tested = any(record.tests is not None for record in records)
+    # A StrEnum member is the text of its value: laid out as it is, without a `.value` lookup
+    # (an enum property) per cell of a table that may run to tens of thousands of rows.
     rows = [
         (
             str(record.iteration),
             record.node_id,
-            record.role.value,
-            record.status.value,
-            record.guard.value,
+            record.role,
+            record.status,
+            record.guard,
             *((_tests_text(record),) if tested else ()),
             duration_text(record.duration_ms),
             tokens_text(record.tokens),

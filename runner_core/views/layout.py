@@ -28,12 +28,11 @@ def tokens_text(tokens: TokenUsage | None) -> str:
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]], indent: str = "") -> list[str]:
-    """Left-aligned columns two spaces apart, no trailing blanks."""
-    body = [list(headers), *(list(row) for row in rows)]
-    widths = [max(len(row[i]) for row in body) for i in range(len(headers))]
-    return [
-        (
-            indent + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        ).rstrip()
-        for row in body
-    ]
+    """Left-aligned columns two spaces apart, no trailing blanks.
+
+    Written with `map` over whole columns and rows: `runner history` lays out a row per
+    iteration, tens of thousands of cells at a time.
+    """
+    body = [tuple(headers), *map(tuple, rows)]
+    widths = [max(map(len, column)) for column in zip(*body, strict=True)]
+    return [(indent + "  ".join(map(str.ljust, row, widths))).rstrip() for row in body]

@@ -95,7 +95,9 @@ class Report:
 
 def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
     """Executed nodes in the tree's canonical order, then the ones it lost, sorted by id."""
-    stats = {row.node_id: row for row in node_stats(figures.history)}
+    # Computed once: the per-node table, the most retried and the subtree totals all read it.
+    stats_rows = node_stats(figures.history)
+    stats = {row.node_id: row for row in stats_rows}
     states = figures.states()
     placed: dict[str, tuple[str, Node]] = {}
     if figures.tree is not None:
@@ -124,11 +126,11 @@ def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
         summary=summary,
         nodes=tuple(rows),
         slowest=slowest(figures.history, top),
-        most_retried=most_retried(figures.history, top),
+        most_retried=most_retried(figures.history, top, stats_rows),
         operator_actions=figures.operator_actions,
         budgets=budget_uses(figures.budget, summary),
         subtree_totals=(
-            tuple(rolled_up_totals(figures.tree, figures.history).values())
+            tuple(rolled_up_totals(figures.tree, figures.history, stats_rows).values())
             if figures.tree is not None
             else ()
         ),

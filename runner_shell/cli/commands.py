@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runner_core.iteration.preconditions import missing_state_file_problem
 from runner_core.run.exit_codes import ExitCode
 from runner_core.tree.selection import Selection, SelectionStatus, select_leaf
 from runner_shell.errors import UserFacingError, exit_for_closed_stdout, os_error_message
@@ -54,6 +53,8 @@ def stderr_line(line: str) -> None:
 
 def missing_file_message(error: MissingStateFile) -> str:
     """A missing state file git still has is restored with git, not re-initialised."""
+    from runner_core.iteration.preconditions import missing_state_file_problem
+
     try:
         in_head = open_repo(Path.cwd()).file_at_head(error.name) is not None
     except GitError:

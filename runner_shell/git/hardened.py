@@ -17,7 +17,6 @@ import re
 import select
 import signal
 import subprocess
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -192,6 +191,8 @@ def start_git(
     """`git <args>` contained as run_git's, left running to be spoken to through its stdin
     and stdout (flushed after each answer); its stderr goes to a private temporary file. The
     caller ends it, with `end_git`."""
+    import tempfile  # here: every other git command, and so every read-only one, spares it
+
     env = contained_env(None, filters)
     env["GIT_FLUSH"] = "1"
     try:

@@ -11,9 +11,8 @@ import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from runner_core.iteration.git_drift import GitHead
 from runner_shell.git.hardened import GitError as GitError
 from runner_shell.git.hardened import (
     config_files,
@@ -21,7 +20,9 @@ from runner_shell.git.hardened import (
     run_git,
     without_user_config,
 )
-from runner_shell.git.head_files import head_from_files
+
+if TYPE_CHECKING:  # imported where used: finding the repository needs neither
+    from runner_core.iteration.git_drift import GitHead
 
 FALLBACK_NAME = "runner"
 FALLBACK_EMAIL = "runner@localhost"
@@ -156,6 +157,9 @@ class Repo:
     def head_if_any(self) -> GitHead | None:
         """`head()`, or None before the first commit; read from git's files when they plainly
         say (runner_shell.git.head_files), else asked of git."""
+        from runner_core.iteration.git_drift import GitHead
+        from runner_shell.git.head_files import head_from_files
+
         found = head_from_files(*self._dirs())
         if found is not None:
             return found

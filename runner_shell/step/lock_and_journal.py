@@ -17,6 +17,7 @@ import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runner_core.iteration.recovery import (
     Journal,
@@ -25,15 +26,14 @@ from runner_core.iteration.recovery import (
     journal_from_json,
     journal_to_json,
 )
-from runner_core.parallel.job_changes import (
-    JobChanges,
-    JobChangesError,
-    job_changes_from_json,
-    job_changes_json,
-)
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.store.files import atomic_write_text, read_bytes_capped, read_text_head
+
+# A parallel job's changes file is read and written by the jobs and `recover` alone: the views
+# and `validate`, which read journals, spare its rules' import.
+if TYPE_CHECKING:
+    from runner_core.parallel.job_changes import JobChanges
 
 # A journal is a few hundred bytes.
 JOURNAL_MAX_BYTES = 1024 * 1024
@@ -235,6 +235,8 @@ def job_changes_path(repo: Repo, iteration: int) -> Path:
 
 
 def write_job_changes(repo: Repo, changes: JobChanges) -> None:
+    from runner_core.parallel.job_changes import job_changes_json
+
     text = json.dumps(job_changes_json(changes), sort_keys=True, separators=(",", ":")) + "\n"
     atomic_write_text(job_changes_path(repo, changes.iteration), text)
 
@@ -242,6 +244,8 @@ def write_job_changes(repo: Repo, changes: JobChanges) -> None:
 def read_job_changes(repo: Repo, iteration: int) -> JobChanges | None:
     """Job `iteration`'s changes as its loop wrote them; None when it wrote none. A file that
     is not one it wrote is a `UserFacingError` naming it and the way on."""
+    from runner_core.parallel.job_changes import JobChangesError, job_changes_from_json
+
     path = job_changes_path(repo, iteration)
     try:
         data = read_bytes_capped(path, JOB_CHANGES_MAX_BYTES)

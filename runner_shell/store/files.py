@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import stat
 from collections.abc import Iterable, Iterator
@@ -253,6 +252,8 @@ def sha256_of_regular(path: Path) -> str | None:
 
 def _digest(handle: BinaryIO) -> str | None:
     """The open file's SHA-256, read in slices; None when its size or mtime moved meanwhile."""
+    import hashlib  # here: the commands that only read files never hash one
+
     before = os.fstat(handle.fileno())
     digest = hashlib.sha256()
     while chunk := handle.read(_HASH_CHUNK_BYTES):

@@ -15,7 +15,6 @@ from collections.abc import Callable
 import attrs
 
 from runner_core.history.commit_facts import CommitFacts
-from runner_core.history.hand_edits import owned_field_warnings
 from runner_core.history.records import (
     DamagedRecord,
     ExecutionHistory,
@@ -139,11 +138,11 @@ def fill_missing(
     """`local` (what the iteration directories hold) with every iteration before `next_iter`
     it lacks taken from the archive ref, else the commit trailers, so a clone holding only some
     directories never undercounts; the warning says where the missing ones were read from."""
-    from runner_shell.git.log_archive import logs_ref
-
     missing = missing_iterations(local, run_id, next_iter)
     if not missing:
         return SourcedHistory(local, ())
+    from runner_shell.git.log_archive import logs_ref  # only a run lacking iterations needs git's
+
     run_dir = paths.relative(paths.run_dir(run_id))
     lacking = f"{run_dir}/ lacks iterations {iteration_ranges(missing)}"
     archived = archived_history(paths, run_id)
@@ -185,6 +184,8 @@ def agent_diff_stat(repo: Repo, sha: str) -> tuple[str, ...]:
 
 def warn_hand_edits(repo: Repo, run_id: str, emit: Callable[[str], None] | None = None) -> None:
     """`runner validate`'s warnings, one line each on stderr; never changes its exit code."""
+    # Here: reading a history (every view) needs neither the audit of hand edits nor tree diffs.
+    from runner_core.history.hand_edits import owned_field_warnings
     from runner_shell.git.history import NoStartCommit
 
     try:

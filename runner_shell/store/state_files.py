@@ -6,14 +6,10 @@ The content rules (schema, invariants, config values) are runner_core's; this on
 
 from __future__ import annotations
 
-import hashlib
 import json
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runner_core.iteration.preconditions import missing_state_file_problem
-from runner_core.run.identity import RunIdentityError, empty_goal_problem, goal_run_id
 from runner_core.tree.model import Node
 from runner_core.tree.serialization import TREE_MAX_BYTES as CORE_TREE_MAX_BYTES
 from runner_core.tree.serialization import TreeValidationError, dumps_tree, parse_tree
@@ -27,6 +23,8 @@ from runner_shell.store.files import (
 )
 from runner_shell.store.layout import RunnerPaths
 
+# tomllib, hashlib and the wording of identity and missing-file problems are imported where
+# used: `runner select` and the views read none of them, and each import is start-up they pay.
 if TYPE_CHECKING:  # imported where read: `runner select` reads neither the config nor the state
     from runner_core.run.config import Config
     from runner_core.run.state import RunState
@@ -41,6 +39,8 @@ class MissingStateFile(UserFacingError):
     """A runner file that is not there; `failure_of` words the hint once it has asked git."""
 
     def __init__(self, name: str) -> None:
+        from runner_core.iteration.preconditions import missing_state_file_problem
+
         super().__init__(missing_state_file_problem(name, in_head=False))
         self.name = name
 
@@ -92,6 +92,8 @@ def load_tree(paths: RunnerPaths) -> Node:
 def load_tree_and_sha256(paths: RunnerPaths) -> tuple[Node, str]:
     """The tree and the SHA-256 of the very bytes it was parsed from (a step's: the views and
     `select` call `load_tree`, which hashes nothing)."""
+    import hashlib
+
     data = read_tree_bytes(paths)
     return _parsed_tree(paths, data), hashlib.sha256(data).hexdigest()
 
@@ -113,6 +115,8 @@ def write_tree(paths: RunnerPaths, tree: Node) -> None:
 
 
 def load_config(paths: RunnerPaths) -> Config:
+    import tomllib
+
     from runner_core.run.config import ConfigError, parse_config
 
     text = _read_text(paths, paths.config)
@@ -155,6 +159,8 @@ def read_goal(paths: RunnerPaths) -> str:
 def load_goal_id(paths: RunnerPaths, text: str | None = None) -> str | None:
     """GOAL.md's run id; a GOAL.md without a goal is refused here, before a run starts or a
     step runs."""
+    from runner_core.run.identity import RunIdentityError, empty_goal_problem, goal_run_id
+
     goal = read_goal(paths) if text is None else text
     try:
         run_id = goal_run_id(goal)

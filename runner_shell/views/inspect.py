@@ -6,12 +6,8 @@ lines (runner_core.views). Never takes the runner lock and never writes a file.
 
 from __future__ import annotations
 
-from runner_core.iteration.recovery import Journal
-from runner_core.views.follow import budget_lines
-from runner_core.views.history import render_history
-from runner_core.views.report import render_report, report_to_json
-from runner_core.views.status import StatusView, render_status, status_to_json
-from runner_core.views.steering import question_lines
+from typing import TYPE_CHECKING
+
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.store.layout import RunnerPaths
@@ -26,6 +22,12 @@ from runner_shell.views.reading import (
     report_document,
     status_reading,
 )
+
+# Each command imports the core view it prints where it prints it: `runner history` spares the
+# status and report views, start-up each read would pay.
+if TYPE_CHECKING:
+    from runner_core.iteration.recovery import Journal
+    from runner_core.views.status import StatusView
 
 
 def _refuse_no_run_checked_out(paths: RunnerPaths, repo: Repo) -> None:
@@ -45,6 +47,8 @@ def _refuse_no_run_checked_out(paths: RunnerPaths, repo: Repo) -> None:
 def show_status(paths: RunnerPaths, repo: Repo, as_json: bool, run: str | None = None) -> None:
     """`runner status`: where the current run stands (works before `runner start` too), or
     where another run's branch left it (`--run`)."""
+    from runner_core.views.status import render_status, status_to_json
+
     if run is None:
         _refuse_no_run_checked_out(paths, repo)
     reading = status_reading(paths, repo, run=run)
@@ -60,6 +64,8 @@ def show_history(
     paths: RunnerPaths, repo: Repo, node: str | None, run: str | None, as_json: bool
 ) -> None:
     """`runner history`: one row per iteration of the run, oldest first."""
+    from runner_core.views.history import render_history
+
     shown = history_document(paths, repo, node, run)
     if as_json:
         print_json(shown.to_json())
@@ -86,6 +92,9 @@ def show_iteration(
 
 def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) -> None:
     """`runner report`: the run's summary, the per-node table, the slowest and most retried."""
+    from runner_core.views.report import render_report, report_to_json
+    from runner_core.views.steering import question_lines
+
     report, problems = report_document(paths, repo, run)
     if as_json:
         print_json(report_to_json(report, problems))
@@ -99,6 +108,7 @@ def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) 
 def _night_status(
     view: StatusView, paths: RunnerPaths, journal: Journal | None, alive: bool
 ) -> None:
+    from runner_core.views.follow import budget_lines
     from runner_shell.views.follow import running_status_lines
 
     if view.jobs is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -24,19 +24,9 @@ from runner_core.run.trailers import OP as TRAILER_OP
 from runner_core.tree.model import nodes_by_id
 from runner_core.tree.serialization import TreeValidationError
 from runner_core.views.history import HistoryDocument, history_actions, history_records
-from runner_core.views.metrics import metrics_text
-from runner_core.views.report import Report, RunFigures, build_report
-from runner_core.views.status import (
-    OperatorFacts,
-    RunningJob,
-    StatusView,
-    running_node_id,
-    status_view,
-)
 from runner_core.views.text import terminal_text
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
-from runner_shell.sandbox.status import sandbox_status
 from runner_shell.step.lock_and_journal import (
     job_journals,
     job_journals_dir,
@@ -56,6 +46,12 @@ from runner_shell.store.state_files import (
     read_optional_text,
 )
 from runner_shell.views.echo import echo
+
+# Each command imports the views it shows where it builds them: `runner history` spares the
+# status, report and metrics views and the sandbox probe, start-up each read would pay.
+if TYPE_CHECKING:
+    from runner_core.views.report import Report, RunFigures
+    from runner_core.views.status import StatusView
 
 # How much of guidance.md and questions.md `runner status` shows.
 GUIDANCE_SHOWN_BYTES = 4 * 1024
@@ -189,6 +185,9 @@ def run_figures(
     The current run is read from `.runner/state/`; an earlier run from its iteration log (its
     latest `tree.after.json`, next iteration after its last), with today's max_iterations.
     """
+    from runner_core.views.report import RunFigures
+    from runner_core.views.status import running_node_id
+
     state = load_run_state(paths)
     run_id = choose_run(paths, state, requested)
     config = load_config(paths)
@@ -274,6 +273,9 @@ def status_reading(
     """Read the run once for its status view: its state, tree, config, journal and history;
     each problem met on the way is given to `warning` (by default a line on stderr). `run`
     names another run than the current one (`serve --run`, `?run=`)."""
+    from runner_core.views.status import OperatorFacts, RunningJob, status_view
+    from runner_shell.sandbox.status import sandbox_status
+
     state, tree = run_files(paths, repo, run)
     config = load_config(paths)
     journal = _journal(repo, warning)
@@ -330,6 +332,8 @@ def report_document(
     paths: RunnerPaths, repo: Repo, run: str | None
 ) -> tuple[Report, tuple[str, ...]]:
     """The report of `runner report` and `GET /api/report`, and its warnings (also on stderr)."""
+    from runner_core.views.report import build_report
+
     figures, problems = run_figures(paths, repo, run)
     for line in problems:
         warn(line)
@@ -338,6 +342,8 @@ def report_document(
 
 def metrics_document(paths: RunnerPaths, repo: Repo, run: str | None) -> str:
     """`runner metrics` and `GET /metrics`: the Prometheus text; warns on stderr."""
+    from runner_core.views.metrics import metrics_text
+
     figures, problems = run_figures(paths, repo, run)
     for line in problems:
         warn(line)

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from runner_core.history.records import ExecutionHistory, TokenUsage, summarize
-from runner_core.loop.budget import BudgetUse, budget_uses, exhausted_budget, rolled_up_totals
+from runner_core.loop.budget import (
+    BudgetUse,
+    budget_uses,
+    exact_sum,
+    exhausted_budget,
+    rolled_up_totals,
+)
 from runner_core.run.config import BudgetConfig
 from runner_core.tree.model import AgentStatus, GuardOutcome
 from tests.helpers.records import record
@@ -98,3 +108,8 @@ def test_a_parent_rolls_up_its_subtree_s_tokens_cost_duration_and_attempts() -> 
     assert parent.cost_usd == pytest.approx(0.3)
     assert totals["root"].executions == 4
     assert totals["root.2"].executions == 0 and totals["root.2"].cost_usd is None
+
+
+@given(st.lists(st.floats(min_value=0, allow_nan=False, allow_infinity=False)))
+def test_costs_sum_exactly_as_their_fractions_do(costs: list[float]) -> None:
+    assert exact_sum(costs) == sum(map(Fraction, costs), Fraction(0))
