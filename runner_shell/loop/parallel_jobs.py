@@ -139,18 +139,20 @@ def head_side(run: LoopRun) -> HeadSide:
 
 
 def merge_job(
-    run: LoopRun, slots: int, job: Job, machine: IterationMachine
+    run: LoopRun, slots: int, job: Job, machine: IterationMachine, state_lock: threading.Lock
 ) -> tuple[StepRan, bool]:
     """Job `job`'s merge onto the head and its commit (`slots`: the jobs' slots, the merge
-    queue's is the next); whether it is a merge's rerun."""
+    queue's is the next); whether it is a merge's rerun. What it writes (the state files, the
+    commit, the head's baseline) it writes holding `state_lock`, which scheduling holds too."""
     side = head_side(run)
     machine = onto_head(machine, side)
     if needs_guard_again(job.base.sha, side.head.sha):
         machine = _merged_onto(run, slots, job, machine, side)
     ports = shell_ports(run.paths, run.repo, machine.facts, job.events, job.slot_dir, job.sandbox)
-    finished = interpret(machine, ports, job.events)
-    if finished.tests is not None:
-        keep_baseline(run.repo, run.repo.head_sha(), finished.tests)
+    with state_lock:
+        finished = interpret(machine, ports, job.events)
+        if finished.tests is not None:
+            keep_baseline(run.repo, run.repo.head_sha(), finished.tests)
     facts = machine.facts
     result = StepRan(
         facts.run_id, facts.plan, finished.outcome, finished.limit, finished.record.tests

@@ -3,7 +3,8 @@
 The frontier (runner_core.parallel.frontier) says which leaves start; each job is one iteration,
 numbered when it is scheduled, whose machine runs in a thread of its own in its own sandboxed
 slot from the run branch's head as it was then, and stops where only the merge queue may go on
-(`job_merge.waits_to_merge`). Jobs merge in iteration order (`queue.next_to_merge`): the
+(`job_merge.waits_to_merge`). Jobs merge in iteration order (`queue.next_to_merge`), in the
+merge queue's thread (loop/parallel_merges.py) while the loop goes on starting jobs: the
 head's side is read, the job's tree and files are merged onto it as `job_merge` decides, the
 guard runs again on the merged result when other work merged since the job started, and the
 machine then commits as a one-slot iteration does. The policy hears each merged job as it hears
@@ -24,7 +25,7 @@ from typing import assert_never
 import attrs
 
 from runner_core.iteration.machine import start_iteration
-from runner_core.iteration.plan import PlanKind, RunPlan, advance_run_state
+from runner_core.iteration.plan import PlanKind, RunPlan
 from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
 from runner_core.loop.budget import exhausted_budget, with_in_flight
@@ -33,13 +34,11 @@ from runner_core.parallel.job_changes import JobChanges
 from runner_core.parallel.job_merge import (
     waits_to_merge,
 )
-from runner_core.parallel.queue import next_to_merge
 from runner_core.parallel.scheduling import JobSlot, may_start, plan_starts, told_state
 from runner_core.run.config import NO_BUDGET, Config
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentRole, NodeNext
 from runner_core.tree.selection import Selection, SelectionStatus
-from runner_core.views import loop_lines
 from runner_shell.errors import UserFacingError
 from runner_shell.guard.baselines import known_baseline
 from runner_shell.loop.budgets import budget_summary
@@ -60,10 +59,16 @@ from runner_shell.loop.parallel_jobs import (
     KeptListing,
     in_flight,
     keep_base_entries,
-    merge_job,
     slot_sandbox,
 )
-from runner_shell.loop.questions import announce_new_questions, read_questions
+from runner_shell.loop.parallel_merges import (
+    ParallelLoop,
+    after_merge,
+    end_merging,
+    merge_next,
+    stop_told,
+)
+from runner_shell.loop.questions import read_questions
 from runner_shell.loop.signals import (
     Interrupted,
     Interrupts,
@@ -74,7 +79,6 @@ from runner_shell.loop.signals import (
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested, stop_request_path
 from runner_shell.step.lock_and_journal import (
-    job_changes_path,
     job_journal_path,
     job_place_path,
     write_job_changes,
@@ -89,7 +93,6 @@ from runner_shell.step.runner import (
     load_for_step,
     run_step,
     shell_ports,
-    step_result_line,
     step_sandbox,
 )
 from runner_shell.store.files import atomic_write_text
@@ -105,36 +108,13 @@ _POLL_SECS = 1.0
 _ABANDON_SECS = 30.0
 
 
-@attrs.define
-class _Loop:
-    """What the parallel loop holds between two looks at its jobs."""
-
-    run: LoopRun
-    slots: int
-    max_steps: int | None
-    lock: threading.Lock = attrs.field(factory=threading.Lock)
-    done: queue.Queue[int] = attrs.field(factory=queue.Queue)
-    jobs: dict[int, Job] = attrs.field(factory=dict)
-    finished: set[int] = attrs.field(factory=set)
-    merged_upto: int = 0
-    steps: int = 0
-    state: policy.LoopState = attrs.field(factory=policy.LoopState)
-    resume_at: float = 0.0  # a usage-limit or backoff wait: nothing starts before then
-    ending: int | None = None  # the exit code, once the loop stops scheduling
-    draining: bool = False  # a stop or budget was met: no job starts until the others merged
-    failure: BaseException | None = None  # a job's error, raised once every job has merged
-    asked: str | None = None  # questions.md after the last merge: a job's new ones are told
-    # Each node's last iteration and what it left to tell its next (history.md, failure.md).
-    told: dict[str, tuple[int, RunState]] = attrs.field(factory=dict)
-
-
 def run_parallel_loop(
     run: LoopRun, progress: Callable[[], None] | None, max_steps: int | None
 ) -> int:
     """Run jobs in `[parallel] slots` slots until the policy stops the loop; see the module."""
     with signals_handled():
         loaded = load_for_step(run.paths, run.repo)
-        loop = _Loop(run, loaded.config.parallel_slots, max_steps)
+        loop = ParallelLoop(run, loaded.config.parallel_slots, max_steps)
         loop.merged_upto = loaded.state.next_iter - 1
         loop.asked = read_questions(run.paths)
         loop.told = _last_told(run, loaded.state)
@@ -150,19 +130,23 @@ def run_parallel_loop(
             raise
 
 
-def _abandon(loop: _Loop) -> None:
+def _abandon(loop: ParallelLoop) -> None:
     """The loop itself failed with jobs running: their processes stop and their threads end,
     and their journals stay for `runner recover` (nothing is merged past a failure)."""
     stop_jobs()
     deadline = time.monotonic() + _ABANDON_SECS
+    if loop.merging is not None:  # its job's journal stays too: nothing is booked
+        loop.merging.ended.wait(_ABANDON_SECS)
+        loop.jobs.pop(loop.merging.job.iteration, None)
     while len(loop.finished) < len(loop.jobs) and time.monotonic() < deadline:
         with contextlib.suppress(queue.Empty):
-            loop.finished.add(loop.done.get(timeout=_POLL_SECS))
+            loop.heard(loop.done.get(timeout=_POLL_SECS))
 
 
-def _go(loop: _Loop, progress: Callable[[], None] | None) -> int:
-    """Keep every slot busy, then merge the next job whose turn it is, one at a time: a merge
-    (its commit, its guard run again) never keeps a free slot waiting for long."""
+def _go(loop: ParallelLoop, progress: Callable[[], None] | None) -> int:
+    """Keep every slot busy, then merge the next job whose turn it is, one at a time in the
+    merge queue's thread: a merge (its commit, its guard run again) keeps no free slot
+    waiting."""
     while True:
         if progress is not None:
             progress()
@@ -177,7 +161,7 @@ def _go(loop: _Loop, progress: Callable[[], None] | None) -> int:
             if ending is not None and not loop.jobs:
                 return ending
             loop.ending = ending
-        if _merge_next(loop):
+        if merge_next(loop):
             continue
         if loop.failure is not None and not loop.jobs:
             raise loop.failure
@@ -186,14 +170,14 @@ def _go(loop: _Loop, progress: Callable[[], None] | None) -> int:
         _wait_for_a_job(loop)
 
 
-def _collect(loop: _Loop) -> None:
+def _collect(loop: ParallelLoop) -> None:
     """Take note of every job whose thread has ended since the last look, without waiting."""
     with contextlib.suppress(queue.Empty):
         while True:
-            loop.finished.add(loop.done.get_nowait())
+            loop.heard(loop.done.get_nowait())
 
 
-def _must_stop(loop: _Loop, run_state: RunState, config: Config) -> bool:
+def _must_stop(loop: ParallelLoop, run_state: RunState, config: Config) -> bool:
     """Whether a stop request or a `[budget]` (counting the jobs not yet committed) ends the
     scheduling now; it is told, and the request taken, once no job runs."""
     if stop_request_path(loop.run.repo).exists():
@@ -205,7 +189,7 @@ def _must_stop(loop: _Loop, run_state: RunState, config: Config) -> bool:
     return exhausted_budget(config.budget, summary) is not None
 
 
-def _job_slots(loop: _Loop) -> tuple[JobSlot, ...]:
+def _job_slots(loop: ParallelLoop) -> tuple[JobSlot, ...]:
     """The jobs not yet merged as scheduling sees them: a job waiting for its turn to merge
     holds no slot (its work is listed already; its guard runs again, if it must, in the merge
     slot), and one that ended at a usage limit pauses the starting."""
@@ -220,28 +204,36 @@ def _job_slots(loop: _Loop) -> tuple[JobSlot, ...]:
     )
 
 
-def _wait_for_a_job(loop: _Loop) -> None:
+def _wait_for_a_job(loop: ParallelLoop) -> None:
     with interruptible(), contextlib.suppress(queue.Empty):
-        loop.finished.add(loop.done.get(timeout=_POLL_SECS))
+        loop.heard(loop.done.get(timeout=_POLL_SECS))
     pending = Interrupts.exit_code()
     if pending is not None:
         raise Interrupted(pending - 128)
 
 
-def _drain(loop: _Loop) -> None:
-    """After a signal: every running job's processes stop; each is committed, in order."""
+def _drain(loop: ParallelLoop) -> None:
+    """After a signal: every running job's processes stop; each is committed, in order, on
+    this thread once the merge in flight has ended."""
+    end_merging(loop)
     while loop.jobs:
         with contextlib.suppress(queue.Empty):
-            loop.finished.add(loop.done.get(timeout=_POLL_SECS))
-        while _merge_next(loop, policy_hears=False):
+            loop.heard(loop.done.get(timeout=_POLL_SECS))
+        while merge_next(loop, policy_hears=False, in_thread=False):
             _collect(loop)
 
 
 # ---------------------------------------------------------------- scheduling
 
 
-def _schedule(loop: _Loop) -> int | None:
-    """Start jobs on the frontier's leaves; the loop's exit code when it must stop instead."""
+def _schedule(loop: ParallelLoop) -> int | None:
+    """Start jobs on the frontier's leaves; the loop's exit code when it must stop instead.
+    What it reads (state, tree, head) a merge in flight writes only under the same lock."""
+    with loop.state_lock:
+        return _schedule_locked(loop)
+
+
+def _schedule_locked(loop: ParallelLoop) -> int | None:
     run = loop.run
     run_state, config = load_run_state(run.paths), load_config(run.paths)
     if loop.jobs and _must_stop(loop, run_state, config):
@@ -278,7 +270,7 @@ def _schedule(loop: _Loop) -> int | None:
     return None
 
 
-def _one_slot_step(loop: _Loop) -> int | None:
+def _one_slot_step(loop: ParallelLoop) -> int | None:
     """Nothing runs and no leaf may start: the tree is complete, its leaf stuck or the
     iteration limit reached, which a one-slot step tells the policy as it always does."""
     run = loop.run
@@ -286,7 +278,7 @@ def _one_slot_step(loop: _Loop) -> int | None:
     config = load_config(run.paths)
     if result.kind is PlanKind.RUN:  # a leaf the frontier did not offer: told as any step
         assert isinstance(result, StepRan)
-        return _after_merge(loop, result, config.max_iterations)
+        return after_merge(loop, result, config.max_iterations)
     step = loop_step_result(result.plan, result.outcome, result.limit)
     decision = policy.after_step(
         loop.state, step, config.loop, loop_now(), steps=loop.steps, max_steps=loop.max_steps
@@ -301,7 +293,7 @@ def _one_slot_step(loop: _Loop) -> int | None:
             hand_to_decomposer(run, node_id)
             return None
         case policy.Stop():
-            return _stop(loop, lambda: stopped(run, config, result, step, decision, loop.steps))
+            return stop_told(loop, lambda: stopped(run, config, result, step, decision, loop.steps))
         case policy.Continue() | policy.Wait():
             return None
         case _:
@@ -321,7 +313,9 @@ def _last_told(run: LoopRun, state: RunState) -> dict[str, tuple[int, RunState]]
     return {node_id: (state.next_iter - 1, state)}
 
 
-def _start(loop: _Loop, loaded: Loaded, leaf: FrontierLeaf, iteration: int, slot: int) -> None:
+def _start(
+    loop: ParallelLoop, loaded: Loaded, leaf: FrontierLeaf, iteration: int, slot: int
+) -> None:
     """Job `iteration` on `leaf` in slot `slot`: its journal's place is written here, the rest
     of its start (facts, the slot's reset) happens in its own thread, beside the others."""
     run = loop.run
@@ -350,7 +344,7 @@ def _start(loop: _Loop, loaded: Loaded, leaf: FrontierLeaf, iteration: int, slot
 
 
 def _run_job(
-    loop: _Loop, job: Job, loaded: Loaded, plan: RunPlan, place: JobPlace, told: int | None
+    loop: ParallelLoop, job: Job, loaded: Loaded, plan: RunPlan, place: JobPlace, told: int | None
 ) -> None:
     """A job's thread: its facts, its slot at the head of its time, its machine up to the
     merge; whatever it raises is handed to the main thread, which raises it in turn."""
@@ -390,78 +384,3 @@ def _run_job(
     finally:
         job.ended = time.monotonic()
         loop.done.put(job.iteration)
-
-
-# ---------------------------------------------------------------- the merge queue
-
-
-def _merge_next(loop: _Loop, policy_hears: bool = True) -> bool:
-    """Merge the finished job whose turn it is, if there is one (whether one was)."""
-    scheduled = tuple(sorted(loop.jobs))
-    number = next_to_merge(frozenset(loop.finished), loop.merged_upto, scheduled)
-    if number is None:
-        return False
-    job = loop.jobs.pop(number)
-    loop.finished.discard(number)
-    loop.merged_upto = number
-    if job.error is not None or job.machine is None:
-        loop.failure = loop.failure or job.error or RuntimeError("a job ended without a result")
-        loop.ending = loop.ending if loop.ending is not None else 1
-        return True
-    result, rerun = merge_job(loop.run, loop.slots, job, job.machine)
-    for path in (job_journal_path, job_place_path, job_changes_path):
-        path(loop.run.repo, number).unlink(missing_ok=True)
-    loop.steps += 1
-    loop.told[result.plan.node.id] = (number, advance_run_state(RunState(), result.outcome))
-    loop.run.emit(step_result_line("loop: step", result))
-    paths = loop.run.paths
-    announce_new_questions(paths, load_config(paths), result.run_id, number, loop.asked)
-    loop.asked = read_questions(paths)
-    if policy_hears and not rerun and loop.ending is None:
-        loop.ending = _after_merge(loop, result, load_config(loop.run.paths).max_iterations)
-    return True
-
-
-def _after_merge(loop: _Loop, result: StepRan, max_iterations: int) -> int | None:
-    """What the policy makes of a merged job, as of a one-slot step; the exit code of a stop."""
-    run = loop.run
-    config = load_config(run.paths)
-    step = loop_step_result(result.plan, result.outcome, result.limit)
-    left = max_iterations - result.plan.iteration
-    decision = policy.after_step(
-        loop.state,
-        step,
-        config.loop,
-        loop_now(),
-        steps=loop.steps,
-        max_steps=loop.max_steps,
-        iterations_left=left,
-    )
-    origin = attrs.evolve(loop_origin(result.run_id, result.plan.iteration), node_id=step.node_id)
-    sink_for(run.paths, config, result.run_id).emit(
-        policy.decision_events(decision, origin, config.loop, step, loop.steps), fsync=True
-    )
-    loop.state = decision.state
-    match decision:
-        case policy.Continue():
-            return None
-        case policy.Wait(wait=wait, reason=reason):
-            run.emit(loop_lines.wait_line(result.run_id, wait, reason))
-            loop.resume_at = time.monotonic() + wait.secs
-            return None
-        case policy.Decompose(node_id=node_id):
-            hand_to_decomposer(run, node_id)
-            return None
-        case policy.Stop():
-            return _stop(loop, lambda: stopped(run, config, result, step, decision, loop.steps))
-        case _:
-            assert_never(decision)
-
-
-def _stop(loop: _Loop, tell: Callable[[], int]) -> int:
-    """The stop's exit code; a runner error's line waits until the running jobs have merged."""
-    try:
-        return tell()
-    except UserFacingError as error:
-        loop.failure = loop.failure or error
-        return 1
