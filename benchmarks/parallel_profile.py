@@ -1,12 +1,13 @@
-"""Where a parallel `runner loop` spends its main thread's time, beyond the sleeping agents.
+"""Where a parallel `runner loop` spends its own threads' time, beyond the sleeping agents.
 
     python benchmarks/parallel_profile.py [--leaves 32] [--slots 8] [--sleep 2] [--sandbox bwrap]
 
 Builds the `parallel` group's run (benchmarks/parallel.py), runs `runner loop` in this process
-and prints, for each function the loop calls, the calls made on the main thread and their
-inclusive wall time. The main thread starts and merges every job one at a time, so its busy
-time bounds what the slots can win: with jobs of S seconds and N slots, a job's share of it
-must stay well under S / N. Functions a version of the loop does not have are left out.
+and prints, for each function the loop calls, the calls made on the loop's main thread and on
+the merge queue's thread, and their inclusive wall time. The merge queue merges every job one
+at a time, so its busy time bounds what the slots can win: with jobs of S seconds and N slots,
+a job's share of it must stay well under S / N. Functions a version of the loop does not have
+are left out.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ TIMED = (
     ("runner_shell.loop.parallel_loop", "_merge_next"),
     ("runner_shell.loop.parallel_loop", "merge_job"),
     ("runner_shell.loop.parallel_loop", "_after_merge"),
+    ("runner_shell.loop.parallel_merges", "merge_next"),
+    ("runner_shell.loop.parallel_merges", "merge_job"),
+    ("runner_shell.loop.parallel_merges", "after_merge"),
     ("runner_shell.loop.parallel_loop", "_wait_for_a_job"),
     ("runner_shell.loop.parallel_jobs", "head_side"),
     ("runner_shell.loop.parallel_jobs", "_merged_onto"),
@@ -55,7 +59,8 @@ TIMED = (
 
 
 class MainThreadClock:
-    """Inclusive wall time and calls of wrapped functions, on the main thread only."""
+    """Inclusive wall time and calls of wrapped functions, on the loop's main thread and (its
+    label marked) on the merge queue's, not in the jobs' threads."""
 
     def __init__(self) -> None:
         self.secs: collections.defaultdict[str, float] = collections.defaultdict(float)
@@ -76,23 +81,27 @@ class MainThreadClock:
     def _timed(self, inner: Callable[..., Any], label: str) -> Callable[..., Any]:
         @functools.wraps(inner)
         def timed(*args: Any, **kwargs: Any) -> Any:
-            if threading.current_thread() is not threading.main_thread():
+            thread = threading.current_thread()
+            merging = thread.name.startswith("runner-merge-")
+            if thread is not threading.main_thread() and not merging:
                 return inner(*args, **kwargs)
+            where = f"[merge] {label}" if merging else label
             started = time.perf_counter()
             try:
                 return inner(*args, **kwargs)
             finally:
-                self.secs[label] += time.perf_counter() - started
-                self.calls[label] += 1
+                self.secs[where] += time.perf_counter() - started
+                self.calls[where] += 1
 
         return timed
 
     def lines(self, wall: float) -> list[str]:
-        lines = [f"{'main thread, inclusive':44} {'calls':>5} {'total':>8} {'per call':>9}"]
+        heading = "loop and [merge] threads, inclusive"
+        lines = [f"{heading:56} {'calls':>5} {'total':>8} {'per call':>9}"]
         for label, secs in sorted(self.secs.items(), key=lambda item: -item[1]):
             calls = self.calls[label]
-            lines.append(f"{label:44} {calls:5d} {secs:7.2f}s {secs / calls * 1000:7.1f}ms")
-        lines.append(f"{'`runner loop` wall time':44} {'':5} {wall:7.2f}s")
+            lines.append(f"{label:56} {calls:5d} {secs:7.2f}s {secs / calls * 1000:7.1f}ms")
+        lines.append(f"{'`runner loop` wall time':56} {'':5} {wall:7.2f}s")
         return lines
 
 

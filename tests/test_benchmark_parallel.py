@@ -98,5 +98,6 @@ def test_the_main_thread_profile_runs_at_a_tiny_size(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert "main thread, inclusive" in result.stdout
+    assert "loop and [merge] threads, inclusive" in result.stdout
+    assert "[merge] parallel_merges.merge_job" in result.stdout
     assert "ideal / wall time" in result.stdout
