@@ -123,9 +123,16 @@ def atomic_write_bytes(
     """`path` holds either its old bytes or `data`, never a torn mix; on disk before this
     returns unless not `durable` (a file remade whenever it is needed: see PendingFile) or not
     `sync_directory` (the caller syncs its directory: `sync_directories`)."""
+    _write_pieces(path, (data,), mode, durable, sync_directory)
+
+
+def _write_pieces(
+    path: Path, pieces: Iterable[bytes], mode: int | None, durable: bool, sync_directory: bool
+) -> None:
     pending = PendingFile(path, mode)
     try:
-        pending.write(data)
+        for piece in pieces:
+            pending.write(piece)
         pending.commit(durable, sync_directory)
     except BaseException:
         pending.discard()
@@ -153,14 +160,7 @@ def atomic_write_text(
     sync_directory: bool = True,
 ) -> None:
     """`atomic_write_bytes` of `text` as UTF-8, encoded slice by slice as it is written."""
-    pending = PendingFile(path, mode)
-    try:
-        for piece in encoded_slices(text):
-            pending.write(piece)
-        pending.commit(durable, sync_directory)
-    except BaseException:
-        pending.discard()
-        raise
+    _write_pieces(path, encoded_slices(text), mode, durable, sync_directory)
 
 
 def sync_directories(directories: Iterable[Path]) -> None:
