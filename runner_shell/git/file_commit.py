@@ -1,28 +1,25 @@
 """The iteration's commit built from files, never from a work tree an agent touched.
 
 The run's branch moves from the base commit to a commit whose tree is the base's with the
-imported changes (blobs already in the object store) and the runner's own files, made
-through a temporary index file (`read-tree`, `update-index --index-info`, `write-tree`,
-`commit-tree`) and `update-ref` with the base as the expected old value: no `git add`, no hook,
-and a branch moved meanwhile makes the commit fail rather than be lost. The run's work tree and
-index then follow, only where the commit changed them.
+imported changes (blobs already in the object store) and the runner's own files, written by
+one `git fast-import` (runner_shell/git/fast_commit.py), then `update-ref` with the base as the
+expected old value: no `git add`, no index, no hook, and a branch moved meanwhile makes the
+commit fail rather than be lost. The run's work tree and index then follow, only where the
+commit changed them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 import attrs
 
 from runner_core.iteration.import_rules import FILE_MODE, Change
+from runner_shell.git.fast_commit import INLINE_LIMIT_BYTES, PENDING_REF, import_commit
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.plumbing import BLOBS_DIR, BlobWriter
 from runner_shell.git.repo import Repo
-
-COMMIT_INDEX = "runner/commit-index"
 
 
 @attrs.frozen(slots=True)
@@ -52,67 +49,34 @@ def commit_files(
     changes: Sequence[Change],
     runner_files: Sequence[tuple[str, bytes | str]],
     message: str,
-    base_index: Callable[[Path], bool] | None = None,
 ) -> FileCommit:
     """Commit on `branch` (at `base`) the base's tree with `changes` and `runner_files`
     (path, bytes or text to store as UTF-8) applied. GitError when git fails or the branch moved.
-    `base_index`, when given, copies an index known to hold the base's tree to the path it is
-    given and says whether it did: git then need not read the base's tree."""
-    with BlobWriter(repo.root, repo.git_path(BLOBS_DIR)) as blobs:
-        for _, data in runner_files:
-            blobs.add(data)
-        oids = blobs.write()
-    written = (
-        Change(path, FILE_MODE, oid) for (path, _), oid in zip(runner_files, oids, strict=True)
-    )
-    tree = tree_with(repo, base, [*changes, *written], base_index)
-    name, email = repo.identity()
-    identity = {
-        "GIT_AUTHOR_NAME": name,
-        "GIT_AUTHOR_EMAIL": email,
-        "GIT_COMMITTER_NAME": name,
-        "GIT_COMMITTER_EMAIL": email,
-    }
-    commit_args = ["commit-tree", tree, "-p", base, "-F", "-"]
-    commit = _git(repo, commit_args, message.encode("utf-8"), identity).decode().strip()
+
+    One `git fast-import` writes the tree and the commit (runner files up to a size inline,
+    larger ones stored by `hash-object` first); one `update-ref` transaction moves the branch
+    from the base and drops the pending ref fast-import wrote."""
+    large = [index for index, (_, data) in enumerate(runner_files) if _large(data)]
+    stored: dict[int, str] = {}
+    if large:
+        with BlobWriter(repo.root, repo.git_path(BLOBS_DIR)) as blobs:
+            for index in large:
+                blobs.add(runner_files[index][1])
+            stored = dict(zip(large, blobs.write(), strict=True))
+    kept = [Change(runner_files[i][0], FILE_MODE, oid) for i, oid in stored.items()]
+    inline = [file for index, file in enumerate(runner_files) if index not in stored]
+    imported = import_commit(repo, base, [*changes, *kept], inline, repo.identity(), message)
+    commit, sent = imported.commit, iter(imported.blobs)
+    oids = tuple(stored[i] if i in stored else next(sent) for i in range(len(runner_files)))
     subject = message.splitlines()[0] if message else ""
-    _git(repo, ["update-ref", "-m", f"runner: {subject}", f"refs/heads/{branch}", commit, base])
+    moves = f"update refs/heads/{branch} {commit} {base}\ndelete {PENDING_REF} {commit}\n"
+    _git(repo, ["update-ref", "-m", f"runner: {subject}", "--stdin"], moves.encode())
     follow_commit(repo, base, commit)
-    return FileCommit(commit, tuple(oids))
+    return FileCommit(commit, oids)
 
 
-def tree_with(
-    repo: Repo,
-    base: str,
-    updates: Sequence[Change],
-    base_index: Callable[[Path], bool] | None = None,
-) -> str:
-    """The id of the tree that is commit `base`'s with `updates` applied, made through a
-    temporary index file (no work tree is read or written)."""
-    index = repo.git_path(COMMIT_INDEX)
-    index.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileNotFoundError):
-        index.unlink()
-    try:
-        with_index = {"GIT_INDEX_FILE": str(index)}
-        if base_index is None or not base_index(index):
-            _git(repo, ["read-tree", base], env=with_index)
-        _git(repo, ["update-index", "-z", "--index-info"], _index_info(updates), env=with_index)
-        return _git(repo, ["write-tree"], env=with_index).decode().strip()
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            index.unlink()
-
-
-def _index_info(updates: Sequence[Change]) -> bytes:
-    lines = []
-    for change in updates:
-        path = os.fsencode(change.path)
-        if change.mode is None or change.oid is None:
-            lines.append(b"0 " + b"0" * 40 + b"\t" + path + b"\0")
-        else:
-            lines.append(f"{change.mode} {change.oid}\t".encode() + path + b"\0")
-    return b"".join(lines)
+def _large(data: bytes | str) -> bool:
+    return len(data) > INLINE_LIMIT_BYTES
 
 
 def follow_commit(repo: Repo, old: str, new: str, index_at_old: bool = True) -> None:

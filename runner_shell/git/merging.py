@@ -3,7 +3,8 @@ on both sides merged line by line, a job's changes carried onto a later head (it
 its recovery after a kill), and the merged result as a commit no branch points to.
 
 What merges and what conflicts is runner_core.parallel.job_merge's decision; this reads and
-writes git objects only (hardened git with a deadline), never a work tree or a ref.
+writes git objects only (hardened git with a deadline), never a work tree or a ref other than
+the pending one a fast-import commit takes (runner_shell/git/fast_commit.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import attrs
 
 from runner_core.iteration.import_rules import Change
 from runner_core.parallel.job_merge import Entry, merge_files
-from runner_shell.git.file_commit import tree_with
+from runner_shell.git.fast_commit import import_commit
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import FALLBACK_EMAIL, FALLBACK_NAME, Repo
 
@@ -98,19 +99,8 @@ def merge_lines(repo: Repo, base: str, head: str, mine: str) -> str | None:
 
 
 def merged_commit(repo: Repo, head: str, changes: Sequence[Change], message: str) -> str:
-    """A commit on top of `head` with `changes` applied, which no branch points to: the
-    checkout a merged job's guard runs in again."""
-    tree = tree_with(repo, head, changes)
-    # No branch takes it and no one reads its author: the runner's identity, without asking git.
-    env = dict(
-        os.environ,
-        GIT_AUTHOR_NAME=FALLBACK_NAME,
-        GIT_AUTHOR_EMAIL=FALLBACK_EMAIL,
-        GIT_COMMITTER_NAME=FALLBACK_NAME,
-        GIT_COMMITTER_EMAIL=FALLBACK_EMAIL,
-    )
-    args = ["commit-tree", tree, "-p", head, "-F", "-"]
-    result = run_git(args, repo.root, env=env, stdin=message.encode(), filters=repo.filters())
-    if result.returncode != 0:
-        raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
-    return result.stdout.decode("ascii").strip()
+    """A commit on top of `head` with `changes` applied, which no branch points to (only the
+    pending ref, until the next commit takes it): the checkout a merged job's guard runs in
+    again. No one reads its author: the runner's identity, without asking git."""
+    identity = (FALLBACK_NAME, FALLBACK_EMAIL)
+    return import_commit(repo, head, changes, (), identity, message).commit

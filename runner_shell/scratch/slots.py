@@ -33,11 +33,6 @@ SETUP_TIMEOUT_SECS = 1800.0
 SETUP_LOG_LIMIT_BYTES = 100_000
 
 
-# Each slot's last reset in this process: its base and its index's stat facts then. An index
-# nobody wrote since (a write moves its ctime) holds the base's tree, for the commit to build on.
-_LAST_RESETS: dict[Path, tuple[str, tuple[int, ...]]] = {}
-
-
 class SlotError(Exception):
     """A slot could not be made or reset; str() is one line naming the slot and why."""
 
@@ -145,33 +140,6 @@ def _reset(repo: Repo, slot: Path, base: str, made: bool) -> None:
     _git(slot, "reset", "--quiet", "--hard", base)
     _git(slot, "clean", "-ffdq")
     shutil.copyfile(_index(slot), slot / ".git/index", follow_symlinks=False)
-    _LAST_RESETS[slot] = (base, _stat_facts(_index(slot)))
-
-
-def _stat_facts(path: Path) -> tuple[int, ...]:
-    facts = os.lstat(path)
-    return (
-        facts.st_dev,
-        facts.st_ino,
-        facts.st_mode,
-        facts.st_size,
-        facts.st_mtime_ns,
-        facts.st_ctime_ns,
-    )
-
-
-def copy_base_index(repo: Repo, base: str, target: Path, number: int = 0) -> bool:
-    """Copy to `target` the index of slot `number`'s last reset, when this process reset it to
-    `base` and nothing wrote it since (checked after the copy); whether it did."""
-    slot = slot_path(repo, number)
-    last = _LAST_RESETS.get(slot)
-    if last is None or last[0] != base:
-        return False
-    try:
-        shutil.copyfile(_index(slot), target, follow_symlinks=False)
-        return _stat_facts(_index(slot)) == last[1]
-    except OSError:
-        return False
 
 
 def _empty_git(slot: Path) -> Path:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import functools
 import json
 import os
 import stat
@@ -68,7 +67,6 @@ def commit_iteration(
     from runner_core.iteration.effects import Place
     from runner_shell.git.file_commit import commit_files
     from runner_shell.git.log_archive import archive_after_commit
-    from runner_shell.scratch.slots import copy_base_index
     from runner_shell.step.lock_and_journal import clear_journal, write_journal
 
     write_journal(repo, commit.writing)
@@ -79,9 +77,8 @@ def commit_iteration(
     if base is not None and base.branch is not None:
         state = [file for file in commit.files if file.place is Place.STATE]
         runner_files = [(paths.relative(paths.state_dir / f.name), f.data) for f in state]
-        base_index = functools.partial(copy_base_index, repo, base.sha)
         blobs = commit_files(
-            repo, base.branch, base.sha, commit.changes, runner_files, commit.message, base_index
+            repo, base.branch, base.sha, commit.changes, runner_files, commit.message
         ).blobs
         committed = _committed_snapshots(commit.files, state, blobs)
     else:
