@@ -6,14 +6,15 @@ commit-tree), fast-import takes one, and reads only the base's subtrees a change
 fast-import must name a ref for its commit: it takes `refs/runner/pending`, which the caller
 moves the real branch from (in one `update-ref` transaction that also deletes it) or leaves for
 the next commit to reuse; the new objects' ids come back through an exported marks file in
-the git directory, out of an agent's reach. No hook, filter or config of the repository's
-runs (runner_shell/git/hardened.py), and the message is kept byte for byte.
+the git directory (one per thread, removed once read), out of an agent's reach. No hook,
+filter or config of the repository's runs (runner_shell/git/hardened.py), and the message is
+kept byte for byte.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
+import threading
 from collections.abc import Iterator, Sequence
 
 import attrs
@@ -24,7 +25,6 @@ from runner_shell.git.repo import Repo
 from runner_shell.store.files import encoded_slices
 
 PENDING_REF = "refs/runner/pending"
-MARKS_FILE = "runner/fast-commit.marks"
 
 # The largest new file sent inline; a larger one is stored by hash-object first (git would
 # otherwise deflate it twice: into fast-import's pack, then loose by unpack-objects).
@@ -102,10 +102,9 @@ def import_commit(
 ) -> ImportedCommit:
     """A commit (on `refs/runner/pending`) of `base`'s tree with `changes` (blobs already
     stored) and `inline` (path, bytes or text) applied; GitError when git fails."""
-    marks = repo.git_path(MARKS_FILE)
+    marks = repo.git_path(f"runner/fast-commit-{threading.get_ident()}.marks")
     marks.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileNotFoundError):
-        marks.unlink()
+    marks.unlink(missing_ok=True)
     args = (
         "fast-import",
         "--quiet",
@@ -125,7 +124,12 @@ def import_commit(
         end_git(proc)
     if proc.returncode != 0:
         raise GitError.failed(args, f"git fast-import exited {proc.returncode}")
-    return _marked(marks.read_bytes(), len(inline))
+    try:
+        return _marked(marks.read_bytes(), len(inline))
+    except OSError as error:
+        raise GitError(f"git fast-import left no marks file: {error.strerror}") from None
+    finally:
+        marks.unlink(missing_ok=True)
 
 
 def _marked(text: bytes, inline: int) -> ImportedCommit:

@@ -98,6 +98,7 @@ def test_the_branch_moves_the_pending_ref_goes_and_each_files_blob_is_named(
     assert git(repo.root, "rev-parse", f"{made.commit}^").strip() == base
     pending = ["git", "rev-parse", "-q", "--verify", PENDING_REF]
     assert subprocess.run(pending, cwd=repo.root, capture_output=True).returncode != 0
+    assert not list(repo.git_path("runner").glob("*.marks"))
     expected = [blob_of(repo, d if isinstance(d, bytes) else d.encode()) for _, d in files]
     assert list(made.blobs) == expected
     message = git(repo.root, "cat-file", "commit", made.commit).partition("\n\n")[2]
