@@ -16,15 +16,18 @@ import contextlib
 import hashlib
 import io
 import os
+import re
 import stat
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
 import attrs
 from pyrsistent import pmap
+from pyrsistent.typing import PMap
 
 from runner_core.iteration.import_rules import (
     GITLINK_MODE,
@@ -64,12 +67,11 @@ class _Seen:
 
 def list_scratch(repo: Repo, slot: Path, base: str) -> ScratchListing:
     """The slot's entries that are not ignored, the base commit's files and the notes' bytes."""
-    base_files = base_entries(repo, base)
+    base_listed = _base_listing(repo, base)
+    base_files, kept_dirs, gitlinks = base_listed.files, base_listed.dirs, base_listed.gitlinks
     hashing = _object_format(base, base_files)
     entries: list[ScratchEntry] = []
     notes: dict[str, bytes | None] = dict.fromkeys(NOTES_FILES)
-    kept_dirs = {parent for path in base_files for parent in _parents(path)}
-    gitlinks = {path for path, entry in base_files.items() if entry.mode == GITLINK_MODE}
     level = [""]
     changed: list[ScratchEntry] = []
     blobs = BlobWriter(repo.root, repo.git_path(BLOBS_DIR))
@@ -100,14 +102,63 @@ def list_scratch(repo: Repo, slot: Path, base: str) -> ScratchListing:
                     entries.append(entry)
         _check_written(changed, blobs.write())
     listed = {entry.path: entry for entry in entries}
-    return ScratchListing(
-        tuple(entries), pmap(base_files), pmap(_notes(repo, base_files, listed, notes))
+    return ScratchListing(tuple(entries), base_files, pmap(_notes(repo, base_files, listed, notes)))
+
+
+@attrs.frozen(slots=True)
+class _BaseListing:
+    """A commit's files, the directories above them and its submodules' paths."""
+
+    files: PMap[str, BaseEntry]
+    dirs: frozenset[str]
+    gitlinks: frozenset[str]
+
+
+@attrs.define
+class _Listed:
+    """One commit's listing, read by the first thread to ask while the others wait for it."""
+
+    lock: threading.Lock = attrs.field(factory=threading.Lock)
+    listing: _BaseListing | None = None
+
+
+# The commits listed last, by object store and id: a commit never changes, and the parallel
+# loop's jobs started at one head list their slots against it at about the same time
+# (docs/parallel.md). A few are kept: the head moves on as jobs merge.
+_BASE_LISTINGS: OrderedDict[tuple[str, str], _Listed] = OrderedDict()
+_BASE_LISTINGS_KEPT = 4
+_BASE_LISTINGS_LOCK = threading.Lock()
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def _base_listing(repo: Repo, base: str) -> _BaseListing:
+    """Commit `base`'s listing, read once for every slot listed against it (a name that is
+    not an object id, which could move, is read every time)."""
+    if not _OBJECT_ID.fullmatch(base):
+        return _listing_of(base_entries(repo, base))
+    key = (str(repo.common_path("objects")), base)
+    with _BASE_LISTINGS_LOCK:
+        listed = _BASE_LISTINGS.pop(key, None) or _Listed()
+        _BASE_LISTINGS[key] = listed
+        while len(_BASE_LISTINGS) > _BASE_LISTINGS_KEPT:
+            _BASE_LISTINGS.popitem(last=False)
+    with listed.lock:
+        if listed.listing is None:
+            listed.listing = _listing_of(base_entries(repo, base))
+        return listed.listing
+
+
+def _listing_of(files: dict[str, BaseEntry]) -> _BaseListing:
+    return _BaseListing(
+        pmap(files),
+        frozenset(parent for path in files for parent in _parents(path)),
+        frozenset(path for path, entry in files.items() if entry.mode == GITLINK_MODE),
     )
 
 
 def _notes(
     repo: Repo,
-    base_files: dict[str, BaseEntry],
+    base_files: Mapping[str, BaseEntry],
     listed: dict[str, ScratchEntry],
     scratch: dict[str, bytes | None],
 ) -> dict[str, tuple[bytes | None, bytes | None]]:
@@ -153,7 +204,7 @@ def _parents(path: str) -> Iterator[str]:
         yield "/".join(parts[:end])
 
 
-def _object_format(base: str, base_files: dict[str, BaseEntry]) -> str:
+def _object_format(base: str, base_files: Mapping[str, BaseEntry]) -> str:
     """The repository's hash, told by the length of the object ids git gave (no git call)."""
     oid = next((entry.oid for entry in base_files.values()), base)
     return "sha256" if len(oid) == 64 else "sha1"

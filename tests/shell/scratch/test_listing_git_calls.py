@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
 
@@ -72,3 +74,25 @@ def test_the_notes_base_text_is_the_slots_when_unchanged_and_gits_when_grown(
 
     (slot / NOTES_FILES[0]).unlink()
     assert list_scratch(repo, slot, base).notes[NOTES_FILES[0]] == (b"# assumptions\n", None)
+
+
+def test_a_commits_files_are_read_once_for_every_slot_listed_against_it(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner_shell.git.hardened import run_git as real_run_git
+    from runner_shell.scratch import listing
+
+    asked: list[str] = []
+
+    def run_git(args: Sequence[str], cwd: Path) -> CompletedProcess[bytes]:
+        asked.append(args[0])
+        return real_run_git(args, cwd)
+
+    monkeypatch.setattr(listing, "run_git", run_git)
+    base = repo.head_sha()
+    first = list_scratch(repo, prepare_slot(repo, base, number=0), base)
+    second = list_scratch(repo, prepare_slot(repo, base, number=1), base)
+    assert second.base == first.base and ".gitignore" in first.base
+    assert asked.count("ls-tree") == 1
+    list_scratch(repo, prepare_slot(repo, base, number=0), "HEAD")  # a name: it may move
+    assert asked.count("ls-tree") == 2

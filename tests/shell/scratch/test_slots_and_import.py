@@ -44,6 +44,20 @@ def test_a_slot_is_a_checkout_of_the_base_with_its_own_git_outside_the_work_tree
     assert repo.dirty_paths() == ()
 
 
+def test_the_slots_lean_git_directory_serves_the_agents_git(repo: Repo) -> None:
+    slot = prepare_slot(repo, head(repo))
+    slot = prepare_slot(repo, head(repo))
+    assert not (slot / ".git/logs").exists()  # the reset's move is logged nowhere
+    assert not (slot / ".git/objects/pack").exists()
+    assert git(slot, "status", "--porcelain") == ""
+    git(slot, "tag", "before")
+    ident = ("-c", "user.name=agent", "-c", "user.email=agent@example.invalid")
+    git(slot, *ident, "commit", "-q", "--allow-empty", "-m", "agent's")
+    git(slot, "gc", "-q")
+    assert git(slot, "rev-parse", "before").strip() == head(repo)
+    assert git(slot, "rev-parse", "HEAD~1").strip() == head(repo)
+
+
 def test_a_reset_keeps_ignored_files_and_undoes_the_rest(repo: Repo) -> None:
     slot = prepare_slot(repo, head(repo))
     (slot / "venv").mkdir()
