@@ -124,9 +124,12 @@ class _Listed:
 
 # The commits listed last, by object store and id: a commit never changes, and the parallel
 # loop's jobs started at one head list their slots against it at about the same time
-# (docs/parallel.md). A few are kept: the head moves on as jobs merge.
+# (docs/parallel.md). A few are kept, the newest first, and no more files than a large
+# repository's in all: the head moves on as jobs merge, and a one-slot run never lists a
+# commit twice.
 _BASE_LISTINGS: OrderedDict[tuple[str, str], _Listed] = OrderedDict()
 _BASE_LISTINGS_KEPT = 4
+_BASE_LISTINGS_FILES = 200_000
 _BASE_LISTINGS_LOCK = threading.Lock()
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
@@ -145,7 +148,20 @@ def _base_listing(repo: Repo, base: str) -> _BaseListing:
     with listed.lock:
         if listed.listing is None:
             listed.listing = _listing_of(base_entries(repo, base))
-        return listed.listing
+    with _BASE_LISTINGS_LOCK:
+        _forget_beyond(_BASE_LISTINGS_FILES)
+    return listed.listing
+
+
+def _forget_beyond(files: int) -> None:
+    """Forget listings, the newest kept first, past `files` files in all (one being read
+    counts none: its readers hold it)."""
+    held = 0
+    for key in reversed(tuple(_BASE_LISTINGS)):
+        listing = _BASE_LISTINGS[key].listing
+        held += 0 if listing is None else len(listing.files)
+        if held > files:
+            del _BASE_LISTINGS[key]
 
 
 def _listing_of(files: dict[str, BaseEntry]) -> _BaseListing:

@@ -96,3 +96,23 @@ def test_a_commits_files_are_read_once_for_every_slot_listed_against_it(
     assert asked.count("ls-tree") == 1
     list_scratch(repo, prepare_slot(repo, base, number=0), "HEAD")  # a name: it may move
     assert asked.count("ls-tree") == 2
+
+
+def test_a_listing_past_the_file_budget_is_not_kept(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner_shell.git.hardened import run_git as real_run_git
+    from runner_shell.scratch import listing
+
+    asked: list[str] = []
+
+    def run_git(args: Sequence[str], cwd: Path) -> CompletedProcess[bytes]:
+        asked.append(args[0])
+        return real_run_git(args, cwd)
+
+    monkeypatch.setattr(listing, "run_git", run_git)
+    monkeypatch.setattr(listing, "_BASE_LISTINGS_FILES", 0)
+    base = repo.head_sha()
+    list_scratch(repo, prepare_slot(repo, base, number=0), base)
+    list_scratch(repo, prepare_slot(repo, base, number=1), base)
+    assert asked.count("ls-tree") == 2
