@@ -18,6 +18,7 @@ from pathlib import Path
 import attrs
 
 from runner_core.guard.report import TestReport
+from runner_core.iteration.effects import Commit
 from runner_core.iteration.failures import Failure
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.import_rules import ImportDecision
@@ -39,14 +40,16 @@ from runner_core.parallel.job_merge import (
 )
 from runner_core.parallel.queue import needs_guard_again
 from runner_shell.git.merging import carry_onto, merged_commit
+from runner_shell.git.repo import Repo
 from runner_shell.guard.baselines import keep_baseline, known_baseline
 from runner_shell.loop.event_sink import IterationEvents
 from runner_shell.loop.night_loop import LoopRun
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.slots import prepare_slot
 from runner_shell.step.agent_and_guard import ProcessGuardRunner
+from runner_shell.step.iteration_store import DiskIterationStore
 from runner_shell.step.lock_and_journal import job_journal_path
-from runner_shell.step.runner import StepRan, interpret, shell_ports
+from runner_shell.step.runner import StepRan, drive, interpret, shell_ports
 from runner_shell.store.files import sha256_of_regular
 from runner_shell.store.state_files import load_run_state, load_tree_and_sha256, read_bytes
 
@@ -143,21 +146,35 @@ def merge_job(
 ) -> tuple[StepRan, bool]:
     """Job `job`'s merge onto the head and its commit (`slots`: the jobs' slots, the merge
     queue's is the next); whether it is a merge's rerun. What it writes (the state files, the
-    commit, the head's baseline) it writes holding `state_lock`, which scheduling holds too."""
+    commit, the head's baseline) it writes holding `state_lock`, which scheduling holds too;
+    the log archive after it is written without."""
     side = head_side(run)
     machine = onto_head(machine, side)
     if needs_guard_again(job.base.sha, side.head.sha):
         machine = _merged_onto(run, slots, job, machine, side)
     ports = shell_ports(run.paths, run.repo, machine.facts, job.events, job.slot_dir, job.sandbox)
-    with state_lock:
-        finished = interpret(machine, ports, job.events)
-        if finished.tests is not None:
-            keep_baseline(run.repo, run.repo.head_sha(), finished.tests)
+    machine = drive(machine, ports, job.events, until=_committing)
+    tests = None if machine.finished is None else machine.finished.tests
+    assert isinstance(ports.store, DiskIterationStore)
+    store = attrs.evolve(
+        ports.store, hold=state_lock, on_committed=lambda: _keep_baseline(run.repo, tests)
+    )
+    finished = interpret(machine, attrs.evolve(ports, store=store), job.events)
     facts = machine.facts
     result = StepRan(
         facts.run_id, facts.plan, finished.outcome, finished.limit, finished.record.tests
     )
     return result, merge_rerun(machine)
+
+
+def _committing(machine: IterationMachine) -> bool:
+    return isinstance(machine.effect, Commit)
+
+
+def _keep_baseline(repo: Repo, tests: TestReport | None) -> None:
+    """The report of the guard that judged the files just committed: the new head's baseline."""
+    if tests is not None:
+        keep_baseline(repo, repo.head_sha(), tests)
 
 
 def _merged_onto(

@@ -8,7 +8,8 @@ decides what to write or commit: the machine's effects say.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import attrs
@@ -68,6 +69,9 @@ class DiskIterationStore:
     slot: Path | None = None  # the agent's scratch checkout: its tree and context live there
     base: GitHead | None = None  # with a slot: the commit the iteration's commit builds on
     journal_file: Path | None = None  # a parallel job's journal while it runs, else the run's
+    # The parallel loop's state lock, held while the commit is written, and what to do then.
+    hold: AbstractContextManager[object] | None = None
+    on_committed: Callable[[], None] | None = None
 
     def prepare(self, effect: PrepareIterationDir) -> None:
         if effect.set_aside_as is not None:
@@ -137,6 +141,8 @@ class DiskIterationStore:
                 effect,
                 protected_files.ProtectedStaging(self.paths, self.protected, self.run_id),
                 self.base,
+                self.hold,
+                self.on_committed,
             )
         except GitError as error:
             raise UserFacingError(

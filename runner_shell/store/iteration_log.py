@@ -13,7 +13,8 @@ import datetime
 import json
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,9 +55,16 @@ def commit_iteration(
     commit: Commit,
     guard: StagingGuard | None = None,
     base: GitHead | None = None,
+    hold: AbstractContextManager[object] | None = None,
+    on_committed: Callable[[], None] | None = None,
 ) -> None:
     """Carry out the final write-set in its order, commit, then archive the iteration's logs
     on `refs/runner/logs/<run>`; the journal tracks each phase and is cleared only then.
+
+    `hold` (the parallel loop's state lock) is held from the first write until the commit is
+    made and `on_committed` has run, not while the logs are archived: a reader holding it
+    never sees the state files, the branch and the work tree disagree (git rewrites the work
+    tree's files in place).
 
     With `base` (the branch and commit the iteration started from), the commit is built from
     files: the base's tree, the changes imported from the scratch checkout and the runner's
@@ -69,20 +77,23 @@ def commit_iteration(
     from runner_shell.git.log_archive import archive_after_commit
     from runner_shell.step.lock_and_journal import clear_journal, write_journal
 
-    write_journal(repo, commit.writing)
-    written = [_write(paths, paths.run_dir(run_id), iter_dir, file) for file in commit.files]
-    sync_directories(written)  # once each, before the journal says they are all there
-    write_journal(repo, commit.committing)
-    committed: dict[str, str] = {}
-    if base is not None and base.branch is not None:
-        state = [file for file in commit.files if file.place is Place.STATE]
-        runner_files = [(paths.relative(paths.state_dir / f.name), f.data) for f in state]
-        blobs = commit_files(
-            repo, base.branch, base.sha, commit.changes, runner_files, commit.message
-        ).blobs
-        committed = _committed_snapshots(commit.files, state, blobs)
-    else:
-        repo.commit_all(commit.message, guard)
+    with contextlib.nullcontext() if hold is None else hold:
+        write_journal(repo, commit.writing)
+        written = [_write(paths, paths.run_dir(run_id), iter_dir, file) for file in commit.files]
+        sync_directories(written)  # once each, before the journal says they are all there
+        write_journal(repo, commit.committing)
+        committed: dict[str, str] = {}
+        if base is not None and base.branch is not None:
+            state = [file for file in commit.files if file.place is Place.STATE]
+            runner_files = [(paths.relative(paths.state_dir / f.name), f.data) for f in state]
+            blobs = commit_files(
+                repo, base.branch, base.sha, commit.changes, runner_files, commit.message
+            ).blobs
+            committed = _committed_snapshots(commit.files, state, blobs)
+        else:
+            repo.commit_all(commit.message, guard)
+        if on_committed is not None:
+            on_committed()
     archive_after_commit(paths.root, run_id, commit.committing.iteration, iter_dir, committed)
     clear_journal(repo)
 
