@@ -76,19 +76,25 @@ def test_the_notes_base_text_is_the_slots_when_unchanged_and_gits_when_grown(
     assert list_scratch(repo, slot, base).notes[NOTES_FILES[0]] == (b"# assumptions\n", None)
 
 
-def test_a_commits_files_are_read_once_for_every_slot_listed_against_it(
-    repo: Repo, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The git commands the listing runs, by name, in order."""
     from runner_shell.git.hardened import run_git as real_run_git
     from runner_shell.scratch import listing
 
-    asked: list[str] = []
+    names: list[str] = []
 
     def run_git(args: Sequence[str], cwd: Path) -> CompletedProcess[bytes]:
-        asked.append(args[0])
+        names.append(args[0])
         return real_run_git(args, cwd)
 
     monkeypatch.setattr(listing, "run_git", run_git)
+    return names
+
+
+def test_a_commits_files_are_read_once_for_every_slot_listed_against_it(
+    repo: Repo, asked: list[str]
+) -> None:
     base = repo.head_sha()
     first = list_scratch(repo, prepare_slot(repo, base, number=0), base)
     second = list_scratch(repo, prepare_slot(repo, base, number=1), base)
@@ -99,18 +105,10 @@ def test_a_commits_files_are_read_once_for_every_slot_listed_against_it(
 
 
 def test_a_listing_past_the_file_budget_is_not_kept(
-    repo: Repo, monkeypatch: pytest.MonkeyPatch
+    repo: Repo, asked: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from runner_shell.git.hardened import run_git as real_run_git
     from runner_shell.scratch import listing
 
-    asked: list[str] = []
-
-    def run_git(args: Sequence[str], cwd: Path) -> CompletedProcess[bytes]:
-        asked.append(args[0])
-        return real_run_git(args, cwd)
-
-    monkeypatch.setattr(listing, "run_git", run_git)
     monkeypatch.setattr(listing, "_BASE_LISTINGS_FILES", 0)
     base = repo.head_sha()
     list_scratch(repo, prepare_slot(repo, base, number=0), base)
