@@ -24,7 +24,8 @@ from typing import assert_never
 
 import attrs
 
-from runner_core.iteration.machine import start_iteration
+from runner_core.iteration.facts import IterationFacts
+from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import PlanKind, RunPlan
 from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
@@ -76,6 +77,7 @@ from runner_shell.loop.signals import (
     signals_handled,
     stop_jobs,
 )
+from runner_shell.remote.coordinator import run_remotely
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested, stop_request_path
 from runner_shell.step.lock_and_journal import (
@@ -357,21 +359,11 @@ def _run_job(
             baseline=known_baseline(run.repo, loaded.head.sha),
             job_base=loaded.head.sha,
         )
-        setup = loaded.config.sandbox.setup
-        try:
-            prepare_slot(run.repo, loaded.head.sha, setup, job.slot, job.sandbox)
-        except (SlotError, OSError) as error:
-            raise UserFacingError(
-                f"the agent's scratch checkout could not be prepared: {error}"
-            ) from None
-        ports = shell_ports(
-            run.paths, run.repo, facts, job.events, job.slot_dir, job.sandbox, place
-        )
-        assert ports.scratch is not None
-        kept = KeptListing(ports.scratch)
-        ports = attrs.evolve(ports, scratch=kept)
-        job.machine = drive(start_iteration(facts), ports, job.events, waits_to_merge)
-        keep_base_entries(job, kept)
+        if loop.remote is None:
+            job.machine = _run_here(run, job, facts, place)
+        else:
+            taken = run_remotely(loop.remote, run.repo, facts, job.events)
+            job.machine, job.base_entries = taken.machine, taken.base_entries
         # The slot is free for the next job: recovery must not take that job's work for this,
         # but this one's, listed already, from beside its journal.
         if job.machine.imported is not None:
@@ -384,3 +376,20 @@ def _run_job(
     finally:
         job.ended = time.monotonic()
         loop.done.put(job.iteration)
+
+
+def _run_here(run: LoopRun, job: Job, facts: IterationFacts, place: JobPlace) -> IterationMachine:
+    """The job's machine up to the merge, in its slot of this machine's scratch checkouts."""
+    try:
+        prepare_slot(run.repo, job.base.sha, facts.config.sandbox.setup, job.slot, job.sandbox)
+    except (SlotError, OSError) as error:
+        raise UserFacingError(
+            f"the agent's scratch checkout could not be prepared: {error}"
+        ) from None
+    ports = shell_ports(run.paths, run.repo, facts, job.events, job.slot_dir, job.sandbox, place)
+    assert ports.scratch is not None
+    kept = KeptListing(ports.scratch)
+    ports = attrs.evolve(ports, scratch=kept)
+    job.machine = drive(start_iteration(facts), ports, job.events, waits_to_merge)
+    keep_base_entries(job, kept)
+    return job.machine

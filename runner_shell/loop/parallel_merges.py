@@ -37,6 +37,7 @@ from runner_shell.loop.night_loop import (
 from runner_shell.loop.parallel_jobs import Job, merge_job
 from runner_shell.loop.questions import announce_new_questions, read_questions
 from runner_shell.loop.signals import Interrupted
+from runner_shell.remote.coordinator import RemoteJobs
 from runner_shell.step.lock_and_journal import job_changes_path, job_journal_path, job_place_path
 from runner_shell.step.runner import StepRan, step_result_line
 from runner_shell.store.state_files import load_config
@@ -78,6 +79,7 @@ class ParallelLoop:
     asked: str | None = None  # questions.md after the last merge: a job's new ones are told
     # Each node's last iteration and what it left to tell its next (history.md, failure.md).
     told: dict[str, tuple[int, RunState]] = attrs.field(factory=dict)
+    remote: RemoteJobs | None = None  # where jobs run when not in this machine's slots
 
     def heard(self, number: int) -> None:
         """A number from `done`: a job whose thread ended (a merge's end only wakes the loop)."""

@@ -1,0 +1,186 @@
+"""The loop's side of a remote job: its start commit pushed, its request sent through an
+executor, its answer checked and taken in as if the job had run in a local slot.
+
+An answer is taken only when it is this job's (run, iteration, start commit), its commit is
+the one the worker names, that commit's parent is the start commit with exactly the changes the
+machine lists, and the iteration's files in it are plain files under plain names; anything
+else is a JobRefused, never merged (docs/temporal.md).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path, PurePosixPath
+from typing import Protocol
+
+import attrs
+
+from runner_core.iteration.facts import IterationFacts
+from runner_core.iteration.import_rules import Change
+from runner_core.iteration.machine import IterationMachine
+from runner_core.loop.events import Event
+from runner_core.parallel.job_merge import Entry, waits_to_merge
+from runner_shell.git.hardened import GitError, run_git
+from runner_shell.git.repo import Repo
+from runner_shell.remote import wire
+from runner_shell.remote.errors import JobRefused
+from runner_shell.remote.job_files import (
+    EVENTS_FILE,
+    JobRequest,
+    JobResult,
+    base_ref,
+    job_id,
+    result_ref,
+)
+from runner_shell.store.files import atomic_write_bytes
+
+
+class Executor(Protocol):
+    """Where a job's request goes and its answer comes from (the Temporal executor)."""
+
+    def submit(self, job_id: str, request_json: str) -> None: ...
+
+    def result(self, job_id: str, timeout_secs: float) -> str: ...
+
+
+@attrs.frozen(slots=True)
+class Taken:
+    """A remote job's machine at the merge, and its changed paths' entries at its base."""
+
+    machine: IterationMachine
+    base_entries: tuple[tuple[str, ...], dict[str, Entry]] | None
+
+
+@attrs.frozen
+class RemoteJobs:
+    """Where a loop's jobs run: an executor, and the git remote it and the workers share."""
+
+    executor: Executor
+    repo_url: str
+    heartbeat_secs: float = 30.0
+
+
+def run_remotely(remote: RemoteJobs, repo: Repo, facts: IterationFacts, emit: EventsSink) -> Taken:
+    """Job `facts` run by a worker; its answer checked and taken in (JobRefused otherwise)."""
+    run_id, iteration = facts.run_id, facts.plan.iteration
+    assert facts.job_base is not None
+    base = facts.job_base
+    repo_url = remote.repo_url
+    _git(repo, "push", "--quiet", "--force", repo_url, f"{base}:{base_ref(run_id, iteration)}")
+    deadline = facts.config.iteration_timeout_secs + 600.0
+    facts_json = wire.dumps(facts)
+    request = JobRequest(run_id, iteration, base, facts_json, deadline, remote.heartbeat_secs)
+    name = job_id(run_id, iteration)
+    remote.executor.submit(name, request.to_json())
+    result = JobResult.from_json(remote.executor.result(name, deadline))
+    return take(repo, repo_url, request, result, emit)
+
+
+class EventsSink(Protocol):
+    def emit(self, events: list[Event], *, fsync: bool = False) -> None: ...
+
+
+def take(
+    repo: Repo, repo_url: str, request: JobRequest, result: JobResult, emit: EventsSink
+) -> Taken:
+    """`result`, checked against `request`, as the job's machine; its files in place."""
+    line = f"job {request.iteration}"
+    if (result.run_id, result.iteration, result.base) != (
+        request.run_id,
+        request.iteration,
+        request.base,
+    ):
+        raise JobRefused(f"{line}: the worker {result.worker} answered for another job")
+    ref = result_ref(request.run_id, request.iteration)
+    try:
+        _git(repo, "fetch", "--quiet", "--no-tags", repo_url, f"+{ref}:{ref}")
+    except GitError as error:
+        raise JobRefused(f"{line}: its answer is not on {repo_url}: {error}") from None
+    if _git(repo, "rev-parse", "--verify", f"{ref}^{{commit}}").strip() != result.commit:
+        raise JobRefused(f"{line}: {ref} is not the commit the worker {result.worker} named")
+    machine = wire.loads(result.machine, IterationMachine)
+    _check_machine(line, request, machine)
+    files = _parents(repo, result.commit, line)
+    if _parents(repo, files, line) != request.base:
+        raise JobRefused(f"{line}: its answer does not start at its start commit")
+    changes = () if machine.imported is None else machine.imported.changes
+    if _changes(repo, request.base, files) != {c.path: c for c in changes}:
+        raise JobRefused(f"{line}: its commit does not hold the changes its machine lists")
+    iter_dir = _iter_dir(repo, request)
+    _write_files(repo, result.commit, iter_dir, line)
+    events_file = iter_dir / EVENTS_FILE
+    events = wire.loads(events_file.read_text(encoding="utf-8"), tuple)
+    events_file.unlink()
+    emit.emit([event for event in events if isinstance(event, Event)])
+    started = attrs.evolve(machine.facts.started, monotonic=time.monotonic() - result.elapsed_secs)
+    machine = attrs.evolve(machine, facts=attrs.evolve(machine.facts, started=started))
+    return Taken(machine, _entries(result.base_entries))
+
+
+def _check_machine(line: str, request: JobRequest, machine: IterationMachine) -> None:
+    facts = machine.facts
+    own = (facts.run_id, facts.plan.iteration, facts.job_base)
+    if own != (request.run_id, request.iteration, request.base) or not waits_to_merge(machine):
+        raise JobRefused(f"{line}: the machine in its answer is not this job's at its merge")
+    if machine.journal.process_groups:
+        raise JobRefused(f"{line}: its answer names processes of another machine")
+
+
+def _git(repo: Repo, *args: str) -> str:
+    return repo.git(*args).stdout
+
+
+def _parents(repo: Repo, commit: str, line: str) -> str:
+    found = _git(repo, "rev-list", "--parents", "-n", "1", commit).split()
+    if len(found) != 2:
+        raise JobRefused(f"{line}: its answer's commits are not the shape a worker makes")
+    return found[1]
+
+
+def _changes(repo: Repo, base: str, files: str) -> dict[str, Change]:
+    """What `files` changed from `base`, as the import rules list changes."""
+    said = _git(repo, "diff-tree", "-r", "-z", "--no-renames", base, files)
+    parts = said.split("\0")
+    found: dict[str, Change] = {}
+    for meta, path in zip(parts[0::2], parts[1::2], strict=False):
+        if not meta.startswith(":"):
+            continue
+        _, new_mode, _, new_oid, status = meta[1:].split(" ")
+        if status == "D":
+            found[path] = Change(path, None, None)
+        else:
+            found[path] = Change(path, new_mode, new_oid)
+    return found
+
+
+def _iter_dir(repo: Repo, request: JobRequest) -> Path:
+    from runner_shell.store.layout import RunnerPaths
+
+    return RunnerPaths(repo.root).iter_dir(request.run_id, request.iteration)
+
+
+def _write_files(repo: Repo, commit: str, iter_dir: Path, line: str) -> None:
+    """The iteration's files from the answer's commit, each a plain file under a plain name."""
+    listed = _git(repo, "ls-tree", "-r", "-z", "--full-tree", commit).split("\0")
+    for item in filter(None, listed):
+        meta, _, name = item.partition("\t")
+        mode, kind, oid = meta.split(" ")
+        parts = PurePosixPath(name).parts
+        plain = all(part not in ("", ".", "..") for part in parts) and not name.startswith("/")
+        if mode != "100644" or kind != "blob" or not plain:
+            raise JobRefused(f"{line}: its answer holds {name!r}, not a plain file")
+        target = iter_dir.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        blob = run_git(("cat-file", "blob", oid), repo.root, filters=repo.filters())
+        if blob.returncode != 0:
+            raise JobRefused(f"{line}: its answer's {name!r} cannot be read")
+        atomic_write_bytes(target, blob.stdout)
+
+
+def _entries(
+    found: tuple[tuple[str, str, str], ...] | None,
+) -> tuple[tuple[str, ...], dict[str, Entry]] | None:
+    if found is None:
+        return None
+    paths = tuple(path for path, _, _ in found)
+    return paths, {path: (mode, oid) for path, mode, oid in found if mode}

@@ -1,0 +1,169 @@
+"""A parallel job run on a worker (runner_shell/remote/worker_job.py) and taken back by the loop
+(runner_shell/remote/coordinator.py) through a bare repository both reach.
+
+The executor here hands the request straight to the worker's job in the loop's own process:
+the transport is Temporal's (tests/temporal); what these pin is that a job run elsewhere ends
+exactly as a job run in a local slot, and that an answer not the job's is never merged.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import attrs
+import pytest
+
+from runner_core.iteration.facts import IterationFacts
+from runner_shell.git.repo import Repo
+from runner_shell.loop import parallel_loop
+from runner_shell.loop.night_loop import LoopRun
+from runner_shell.loop.parallel_merges import ParallelLoop
+from runner_shell.remote import wire
+from runner_shell.remote.coordinator import RemoteJobs, take
+from runner_shell.remote.errors import JobRefused
+from runner_shell.remote.job_files import JobRequest, JobResult
+from runner_shell.remote.worker_job import run_job
+from tests.helpers.e2e import Project, ProjectFactory, node
+
+DONE = {"status": "done", "summary": "did it"}
+TREE = node(
+    "root",
+    next_="decompose",
+    children=[node("root.1"), node("root.2", order=1), node("root.3", order=2)],
+)
+SCRIPT = {
+    ("root.1", 1): {"files": {"a.txt": "A\n"}, "output": DONE},
+    ("root.2", 1): {"files": {"b.txt": "B\n"}, "output": DONE},
+    ("root.3", 1): {"files": {"c.txt": "C\n"}, "output": DONE},
+}
+
+
+@attrs.define
+class InProcess:
+    """An executor that runs each job on `worker` (a function of the request) when asked for
+    its result; it keeps every request and answer it carried."""
+
+    worker: Callable[[str], str]
+    asked: dict[str, str] = attrs.field(factory=dict)
+    answered: dict[str, str] = attrs.field(factory=dict)
+
+    def submit(self, job_id: str, request_json: str) -> None:
+        self.asked.setdefault(job_id, request_json)
+
+    def result(self, job_id: str, timeout_secs: float) -> str:
+        self.answered[job_id] = self.worker(self.asked[job_id])
+        return self.answered[job_id]
+
+
+def _bare(path: Path) -> str:
+    subprocess.run(["git", "init", "--bare", "--quiet", str(path)], check=True)
+    return str(path)
+
+
+def _loop_in_process(project: Project, remote: RemoteJobs, monkeypatch: pytest.MonkeyPatch) -> int:
+    """`runner loop` in this process, its jobs sent to `remote`."""
+
+    def remote_loop(run: LoopRun, slots: int, max_steps: int | None) -> ParallelLoop:
+        return ParallelLoop(run, slots, max_steps, remote=remote)
+
+    monkeypatch.setattr(parallel_loop, "ParallelLoop", remote_loop)
+    monkeypatch.chdir(project.root)
+    for key, value in project.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(sys, "argv", ["runner", "loop"])
+    from runner_shell.cli.entry import main
+
+    with pytest.raises(SystemExit) as ended:
+        main()
+    return int(ended.value.code or 0)
+
+
+@pytest.fixture
+def remote_run(
+    tmp_path: Path, make_project: ProjectFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Project, InProcess]]:
+    (tmp_path / "remote").mkdir()
+    project = make_project(tmp_path / "remote", "started")
+    project.prepare(TREE, parallel={"slots": 2})
+    project.agent_script_by_node(SCRIPT)
+    url = _bare(tmp_path / "shared.git")
+    executor = InProcess(lambda request: run_job(tmp_path / "worker", url, request, print))
+    assert _loop_in_process(project, RemoteJobs(executor, url), monkeypatch) == 0
+    yield project, executor
+
+
+def test_jobs_run_on_a_worker_end_as_jobs_run_in_local_slots(
+    remote_run: tuple[Project, InProcess], tmp_path: Path, make_project: ProjectFactory
+) -> None:
+    remote, _ = remote_run
+    (tmp_path / "local").mkdir()
+    local = make_project(tmp_path / "local", "started")
+    local.prepare(TREE, parallel={"slots": 2})
+    local.agent_script_by_node(SCRIPT)
+
+    assert local.runner("loop").returncode == 0
+
+    def ended(project: Project) -> tuple[object, ...]:
+        tree = (project.root / ".runner/state/tree.json").read_bytes()
+        files = {name: (project.root / name).read_text() for name in ("a.txt", "b.txt", "c.txt")}
+        subjects = project.git("log", "--format=%s", "-3").splitlines()
+        return tree, files, sorted(line.split(" node ")[-1] for line in subjects)
+
+    assert ended(remote) == ended(local)
+    assert remote.runner("audit").returncode == local.runner("audit").returncode
+    # The job's logs came back with it, and its events are in the run's log.
+    assert (remote.iter_dir(1) / "guard.log").is_file()
+    events = (remote.iter_dir(1).parent / "events.jsonl").read_text(encoding="utf-8")
+    assert '"type":"agent_started"' in events.replace(" ", "")
+
+
+def test_a_jobs_facts_and_machine_cross_the_wire_unchanged(
+    remote_run: tuple[Project, InProcess],
+) -> None:
+    _, executor = remote_run
+    for request_json in executor.asked.values():
+        facts = wire.loads(JobRequest.from_json(request_json).facts, IterationFacts)
+        assert wire.dumps(facts) == JobRequest.from_json(request_json).facts
+    for answer in executor.answered.values():
+        text = JobResult.from_json(answer).machine
+        assert wire.dumps(wire.loads(text, object)) == text
+
+
+def test_an_answer_for_another_job_is_refused(
+    remote_run: tuple[Project, InProcess], tmp_path: Path
+) -> None:
+    project, executor = remote_run
+    url = str(tmp_path / "shared.git")
+    first, second = sorted(executor.answered.items())[:2]
+    request = JobRequest.from_json(executor.asked[first[0]])
+    other = JobResult.from_json(second[1])
+
+    with pytest.raises(JobRefused, match="answered for another job"):
+        take(Repo(project.root), url, request, other, print_events)
+
+    # The right job's number on another job's commit: its machine is not this job's.
+    forged = attrs.evolve(other, iteration=request.iteration, base=request.base)
+    with pytest.raises(JobRefused, match="job 1"):
+        take(Repo(project.root), url, request, forged, print_events)
+
+
+def test_a_worker_given_another_repository_refuses_the_job(
+    remote_run: tuple[Project, InProcess], tmp_path: Path
+) -> None:
+    _, executor = remote_run
+    request_json = next(iter(executor.asked.values()))
+    elsewhere = _bare(tmp_path / "elsewhere.git")
+
+    with pytest.raises(JobRefused, match="has no start commit for it"):
+        run_job(tmp_path / "worker-2", elsewhere, request_json, print)
+
+
+class _Printed:
+    def emit(self, events: object, *, fsync: bool = False) -> None:
+        del events, fsync
+
+
+print_events = _Printed()
