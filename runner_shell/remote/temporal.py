@@ -32,7 +32,11 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
     from temporalio.client import Client, WorkflowFailureError
     from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-    from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+    from temporalio.exceptions import (
+        ApplicationError,
+        FailureError,
+        WorkflowAlreadyStartedError,
+    )
     from temporalio.service import RPCError, RPCStatusCode
 
     from runner_shell.remote.errors import JobFailed, JobRefused, TemporalUnavailable
@@ -125,6 +129,8 @@ def _failure_reason(error: BaseException) -> str:
     """The innermost cause's message: what the job said, not Temporal's wrappers around it."""
     while error.__cause__ is not None:
         error = error.__cause__
+    if isinstance(error, FailureError) and error.message.strip():
+        return error.message.strip().splitlines()[0]
     return _first_line(error)
 
 
