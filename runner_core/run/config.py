@@ -16,6 +16,14 @@ from typing import Any
 import attrs
 
 from runner_core.backends.registry import BACKENDS, DEFAULT_BACKEND, backend_names
+from runner_core.run.config_errors import ConfigError as ConfigError
+from runner_core.run.config_errors import known_keys
+from runner_core.run.executor_config import (
+    LOCAL_EXECUTOR,
+    ExecutorConfig,
+    parse_executor,
+    render_executor_table,
+)
 
 # The config's comment on `[agent] backend`: `"codex" | "claude" | "command"`.
 _BACKEND_CHOICES = " | ".join(f'"{name}"' for name in BACKENDS)
@@ -120,15 +128,8 @@ class Config:
     sandbox: SandboxConfig = SandboxConfig()
     # `[parallel] slots`: how many leaves run at once (docs/parallel.md); 1 is one at a time.
     parallel_slots: int = 1
-
-
-class ConfigError(ValueError):
-    """A bad configuration value; `key` is the dotted TOML key."""
-
-    def __init__(self, key: str, problem: str) -> None:
-        self.key = key
-        self.problem = problem
-        super().__init__(f"{key}: {problem}")
+    # `[executor]`: where a parallel run's jobs run (docs/temporal.md); local by default.
+    executor: ExecutorConfig = LOCAL_EXECUTOR
 
 
 TABLE_KEYS = MappingProxyType(
@@ -223,6 +224,7 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         hooks=parse_hooks(_table(data, "hooks")),
         sandbox=parse_sandbox(_table(data, "sandbox")),
         parallel_slots=parse_parallel(_table(data, "parallel")),
+        executor=parse_executor(_table(data, "executor")),
         **numbers,
     )
 
@@ -262,6 +264,7 @@ def render_config(config: Config) -> str:
         + render_loop_tables(config, toml_list)
         + render_sandbox_table(config.sandbox, toml_list)
         + render_parallel_table(config.parallel_slots)
+        + render_executor_table(config.executor)
     )
 
 
@@ -280,7 +283,7 @@ def command_words(key: str, values: tuple[str, ...]) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------- [loop], [budget], [hooks], ...
 
-_OTHERTABLE_KEYS = ("loop", "budget", "hooks", "sandbox", "parallel")
+_OTHERTABLE_KEYS = ("loop", "budget", "hooks", "sandbox", "parallel", "executor")
 MAX_SLOTS = 64
 _HOOK_EXAMPLE = '["notify-send", "runner"]'
 _MAX_RUNNER_ERRORS = 1000
@@ -296,12 +299,6 @@ def _table(data: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     if not isinstance(section, dict):
         raise ConfigError(name, "must be a table")
     return section
-
-
-def _known_keys(table: str, section: Mapping[str, Any], keys: tuple[str, ...]) -> None:
-    for key in sorted(section):
-        if key not in keys:
-            raise ConfigError(f"{table}.{key}", "unknown key")
 
 
 def _bounded_int(key: str, value: Any, low: int, high: int, *, each_bound: bool = False) -> int:
@@ -333,7 +330,7 @@ def _backoff(key: str, value: Any) -> tuple[int, ...]:
 def parse_loop(section: Mapping[str, Any]) -> LoopConfig:
     """`[loop]` from parsed TOML, defaults for what it leaves out."""
     defaults = LoopConfig()
-    _known_keys("loop", section, tuple(attrs.fields_dict(LoopConfig)))
+    known_keys("loop", section, tuple(attrs.fields_dict(LoopConfig)))
     on_stuck = section.get("on_stuck", defaults.on_stuck)
     if on_stuck not in ON_STUCK_POLICIES:
         raise ConfigError("loop.on_stuck", f'must be "stop" or "decompose", got {on_stuck!r}')
@@ -374,7 +371,7 @@ def _cost(key: str, value: Any) -> float:
 
 def parse_budget(section: Mapping[str, Any]) -> BudgetConfig:
     """`[budget]` from parsed TOML; every limit is optional and > 0."""
-    _known_keys("budget", section, tuple(attrs.fields_dict(BudgetConfig)))
+    known_keys("budget", section, tuple(attrs.fields_dict(BudgetConfig)))
     cost = section.get("max_cost_usd")
     tokens = section.get("max_tokens")
     wall = section.get("max_wall_secs")
@@ -391,7 +388,7 @@ def parse_budget(section: Mapping[str, Any]) -> BudgetConfig:
 
 def parse_hooks(section: Mapping[str, Any]) -> HooksConfig:
     """`[hooks]` from parsed TOML: each hook an argv of non-empty strings (no shell)."""
-    _known_keys("hooks", section, HOOK_NAMES)
+    known_keys("hooks", section, HOOK_NAMES)
     argvs: dict[str, tuple[str, ...]] = {}
     for name in HOOK_NAMES:
         if name in section:
@@ -434,7 +431,7 @@ def render_loop_tables(config: Config, toml_list: Callable[[tuple[str, ...]], st
 
 def parse_sandbox(section: Mapping[str, Any]) -> SandboxConfig:
     """`[sandbox]` from parsed TOML: a mode of SANDBOX_MODES and an optional setup argv."""
-    _known_keys("sandbox", section, tuple(attrs.fields_dict(SandboxConfig)))
+    known_keys("sandbox", section, tuple(attrs.fields_dict(SandboxConfig)))
     mode = section.get("mode", SandboxConfig().mode)
     if mode not in SANDBOX_MODES:
         choices = " | ".join(f'"{choice}"' for choice in SANDBOX_MODES)
@@ -472,7 +469,7 @@ def render_sandbox_table(
 
 def parse_parallel(section: Mapping[str, Any]) -> int:
     """`[parallel] slots` from parsed TOML: how many leaves run at once, 1 to MAX_SLOTS."""
-    _known_keys("parallel", section, ("slots",))
+    known_keys("parallel", section, ("slots",))
     return _bounded_int("parallel.slots", section.get("slots", 1), 1, MAX_SLOTS)
 
 

@@ -1,0 +1,103 @@
+"""Specification of the `[executor]` table of config.toml.
+
+`kind` is "local" (the default) or "temporal"; `address` is HOST:PORT (default
+"127.0.0.1:7233"), `namespace` ("default") and `task_queue` ("runner") non-empty strings.
+Unknown keys and bad values are errors naming the key; the default table is not written, any
+other reads back unchanged.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner_core import Config, ConfigError, parse_config
+from runner_core.run.config import render_config
+from runner_core.run.executor_config import ExecutorConfig
+from runner_shell.errors import UserFacingError
+from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.state_files import load_config
+
+
+def test_by_default_jobs_run_locally_and_the_temporal_keys_take_their_defaults() -> None:
+    assert parse_config({}).executor == ExecutorConfig(
+        kind="local", address="127.0.0.1:7233", namespace="default", task_queue="runner"
+    )
+    assert parse_config({"executor": {}}) == Config()
+
+
+def test_the_default_executor_is_not_written_so_the_default_file_is_unchanged() -> None:
+    assert "[executor]" not in render_config(Config())
+
+
+def test_every_executor_key_may_be_set() -> None:
+    table = {"kind": "temporal", "address": "tq.lan:7000", "namespace": "ci", "task_queue": "gpu"}
+
+    assert parse_config({"executor": table}).executor == ExecutorConfig(
+        kind="temporal", address="tq.lan:7000", namespace="ci", task_queue="gpu"
+    )
+
+
+@pytest.mark.parametrize(
+    "executor",
+    [
+        ExecutorConfig(kind="temporal"),
+        ExecutorConfig(kind="temporal", address="[::1]:7233", namespace="ns", task_queue="q-ü"),
+        ExecutorConfig(task_queue='quoted "queue"'),
+    ],
+)
+def test_a_rendered_executor_table_reads_back_unchanged(executor: ExecutorConfig) -> None:
+    config = Config(executor=executor)
+
+    assert parse_config(tomllib.loads(render_config(config))) == config
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "problem"),
+    [
+        ({"kind": "ssh"}, "executor.kind", 'must be "local" | "temporal", got \'ssh\''),
+        ({"kind": 1}, "executor.kind", 'must be "local" | "temporal", got 1'),
+        ({"address": "localhost"}, "executor.address", "must be HOST:PORT, got 'localhost'"),
+        ({"address": ":7233"}, "executor.address", "must be HOST:PORT, got ':7233'"),
+        (
+            {"address": "host:70000"},
+            "executor.address",
+            "must end in a port between 1 and 65535, got 'host:70000'",
+        ),
+        ({"address": "host:x"}, "executor.address", "must end in a port between 1 and 65535"),
+        ({"address": 7233}, "executor.address", "must be a non-empty string, got 7233"),
+        ({"namespace": ""}, "executor.namespace", "must be a non-empty string, got ''"),
+        ({"task_queue": "a\nb"}, "executor.task_queue", "must hold printable characters only"),
+        ({"queue": "runner"}, "executor.queue", "unknown key"),
+    ],
+)
+def test_a_bad_executor_value_is_an_error_naming_its_key(
+    table: dict[str, Any], key: str, problem: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse_config({"executor": table})
+
+    assert raised.value.key == key
+    assert raised.value.problem.startswith(problem)
+
+
+def test_an_executor_that_is_no_table_is_an_error() -> None:
+    with pytest.raises(ConfigError, match=r"^executor: must be a table$"):
+        parse_config({"executor": "temporal"})
+
+
+def test_a_bad_executor_in_the_file_names_the_file_and_the_key(tmp_path: Path) -> None:
+    paths = RunnerPaths(tmp_path)
+    paths.config.parent.mkdir(parents=True)
+    paths.config.write_text('[executor]\nkind = "docker"\n', encoding="utf-8")
+
+    with pytest.raises(UserFacingError) as raised:
+        load_config(paths)
+
+    assert str(raised.value) == (
+        f'{paths.relative(paths.config)}: executor.kind: must be "local" | "temporal", '
+        "got 'docker'"
+    )

@@ -1,0 +1,61 @@
+"""Workers for the tests: `serve_jobs` in a thread of the test process, stopped on exit."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from runner_shell.remote.temporal import Job, TemporalExecutor, serve_jobs
+
+START_SECS = 20.0
+STOP_SECS = 30.0
+
+
+def new_queue() -> str:
+    """A task queue no other test polls."""
+    return f"test-{uuid.uuid4().hex[:12]}"
+
+
+@contextmanager
+def worker_thread(
+    address: str, task_queue: str, job: Job, identity: str = "test-worker", slots: int = 2
+) -> Iterator[None]:
+    """A worker taking jobs from `task_queue` until the block ends."""
+    stop = threading.Event()
+    polling = threading.Event()
+    failures: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            serve_jobs(
+                address, "default", task_queue, identity, slots, job, stop, on_polling=polling.set
+            )
+        except BaseException as error:
+            failures.append(error)
+            polling.set()
+
+    thread = threading.Thread(target=serve, name=f"worker-{identity}", daemon=True)
+    thread.start()
+    assert polling.wait(START_SECS), "the worker did not start polling"
+    assert failures == []
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(STOP_SECS)
+        assert not thread.is_alive(), "the worker did not stop"
+        assert failures == []
+
+
+@contextmanager
+def executor(address: str, task_queue: str) -> Iterator[TemporalExecutor]:
+    coordinator = TemporalExecutor.connect(address, "default", task_queue, 10)
+    try:
+        yield coordinator
+    finally:
+        coordinator.close()
+
+
+Heartbeat = Callable[[str], None]
