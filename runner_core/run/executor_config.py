@@ -28,6 +28,7 @@ class ExecutorConfig:
     address: str = "127.0.0.1:7233"
     namespace: str = "default"
     task_queue: str = "runner"
+    remote: str = ""  # the git URL the loop and its workers share; needed by "temporal"
 
 
 # Jobs in this process's threads, the Temporal keys at their defaults.
@@ -64,7 +65,11 @@ def parse_executor(section: Mapping[str, Any]) -> ExecutorConfig:
     problem = address_problem(address)
     if problem is not None:
         raise ConfigError("executor.address", problem)
+    remote = section.get("remote", defaults.remote)
+    if kind == "temporal" or remote != defaults.remote:
+        remote = _name("executor.remote", remote)
     return ExecutorConfig(
+        remote=remote,
         kind=kind,
         address=address,
         namespace=_name("executor.namespace", section.get("namespace", defaults.namespace)),
@@ -82,6 +87,7 @@ def render_executor_table(executor: ExecutorConfig) -> str:
         f"address = {_toml_string(executor.address)}  # the Temporal server, HOST:PORT\n"
         f"namespace = {_toml_string(executor.namespace)}\n"
         f"task_queue = {_toml_string(executor.task_queue)}  # the queue `runner worker` polls\n"
+        f"remote = {_toml_string(executor.remote)}  # the git URL the loop and workers share\n"
     )
 
 

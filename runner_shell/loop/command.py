@@ -69,8 +69,11 @@ def run_loop(
             live.show(_progress_head(paths))
 
     run = LoopRun(paths, repo, prompt_budget, emit, state.next_iter)
-    # More than one slot: the jobs and their merge queue (docs/parallel.md).
-    parallel = load_config(paths).parallel_slots > 1 and state.run_id is not None
+    # More than one slot, or jobs on other machines: the jobs and their merge queue
+    # (docs/parallel.md, docs/temporal.md).
+    config = load_config(paths)
+    spread = config.parallel_slots > 1 or config.executor.kind != "local"
+    parallel = spread and state.run_id is not None
     loop = run_parallel_loop if parallel else run_night_loop
     return loop(run, show if live is not None else None, max_steps)
 

@@ -16,10 +16,12 @@ docs/parallel.md.
 from __future__ import annotations
 
 import contextlib
+import functools
 import queue
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import assert_never
 
 import attrs
@@ -30,6 +32,7 @@ from runner_core.iteration.plan import PlanKind, RunPlan
 from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
 from runner_core.loop.budget import exhausted_budget, with_in_flight
+from runner_core.loop.events import waiting
 from runner_core.parallel.frontier import FrontierLeaf, frontier
 from runner_core.parallel.job_changes import JobChanges
 from runner_core.parallel.job_merge import (
@@ -40,6 +43,7 @@ from runner_core.run.config import NO_BUDGET, Config
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentRole, NodeNext
 from runner_core.tree.selection import Selection, SelectionStatus
+from runner_core.views.loop_lines import waiting_line
 from runner_shell.errors import UserFacingError
 from runner_shell.guard.baselines import known_baseline
 from runner_shell.loop.budgets import budget_summary
@@ -77,7 +81,7 @@ from runner_shell.loop.signals import (
     signals_handled,
     stop_jobs,
 )
-from runner_shell.remote.coordinator import run_remotely
+from runner_shell.remote.coordinator import NO_WORKERS, remote_jobs, run_remotely
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested, stop_request_path
 from runner_shell.step.lock_and_journal import (
@@ -116,7 +120,8 @@ def run_parallel_loop(
     """Run jobs in `[parallel] slots` slots until the policy stops the loop; see the module."""
     with signals_handled():
         loaded = load_for_step(run.paths, run.repo)
-        loop = ParallelLoop(run, loaded.config.parallel_slots, max_steps)
+        remote = remote_jobs(loaded.config.executor)
+        loop = ParallelLoop(run, loaded.config.parallel_slots, max_steps, remote=remote)
         loop.merged_upto = loaded.state.next_iter - 1
         loop.asked = read_questions(run.paths)
         loop.told = _last_told(run, loaded.state)
@@ -130,6 +135,9 @@ def run_parallel_loop(
         except BaseException:
             _abandon(loop)
             raise
+        finally:
+            if remote is not None:
+                remote.executor.close()
 
 
 def _abandon(loop: ParallelLoop) -> None:
@@ -362,7 +370,8 @@ def _run_job(
         if loop.remote is None:
             job.machine = _run_here(run, job, facts, place)
         else:
-            taken = run_remotely(loop.remote, run.repo, facts, job.events)
+            waiting = functools.partial(_no_workers, loop, job)
+            taken = run_remotely(loop.remote, run.repo, facts, job.events, waiting)
             job.machine, job.base_entries = taken.machine, taken.base_entries
         # The slot is free for the next job: recovery must not take that job's work for this,
         # but this one's, listed already, from beside its journal.
@@ -376,6 +385,17 @@ def _run_job(
     finally:
         job.ended = time.monotonic()
         loop.done.put(job.iteration)
+
+
+def _no_workers(loop: ParallelLoop, job: Job, secs: int) -> None:
+    """No worker polls the queue job `job` waits on: the loop says so, and waits on."""
+    run = loop.run
+    until = (loop_now() + timedelta(seconds=secs)).isoformat(timespec="seconds")
+    until = until.replace("+00:00", "Z")
+    run_id = load_run_state(run.paths).run_id or ""
+    origin = loop_origin(run_id, job.iteration)
+    job.events.emit((waiting(origin, NO_WORKERS, until, secs),))
+    run.emit(waiting_line(run_id, NO_WORKERS, until, secs))
 
 
 def _run_here(run: LoopRun, job: Job, facts: IterationFacts, place: JobPlace) -> IterationMachine:

@@ -10,6 +10,7 @@ else is a JobRefused, never merged (docs/temporal.md).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
@@ -20,10 +21,12 @@ from runner_core.iteration.import_rules import Change
 from runner_core.iteration.machine import IterationMachine
 from runner_core.loop.events import Event
 from runner_core.parallel.job_merge import Entry, waits_to_merge
+from runner_core.run.executor_config import ExecutorConfig
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
+from runner_shell.loop.signals import raise_if_interrupted
 from runner_shell.remote import wire
-from runner_shell.remote.errors import JobRefused
+from runner_shell.remote.errors import JobFailed, JobRefused
 from runner_shell.remote.job_files import (
     EVENTS_FILE,
     JobRequest,
@@ -41,6 +44,20 @@ class Executor(Protocol):
     def submit(self, job_id: str, request_json: str) -> None: ...
 
     def result(self, job_id: str, timeout_secs: float) -> str: ...
+
+    def workers(self) -> tuple[object, ...]: ...
+
+    def close(self) -> None: ...
+
+
+# How long the loop waits for the Temporal server at its start, and for each call.
+CONNECT_SECS = 15.0
+# The reason of the `waiting` event a job on a queue no worker polls makes the loop say.
+NO_WORKERS = "no_workers"
+# How often a job's thread looks up from its wait: a signal, no worker left on the queue.
+POLL_SECS = 2.0
+# How long a job may wait on a queue no worker polls before the loop says so again.
+NO_WORKERS_SECS = 10
 
 
 @attrs.frozen(slots=True)
@@ -60,7 +77,13 @@ class RemoteJobs:
     heartbeat_secs: float = 30.0
 
 
-def run_remotely(remote: RemoteJobs, repo: Repo, facts: IterationFacts, emit: EventsSink) -> Taken:
+def run_remotely(
+    remote: RemoteJobs,
+    repo: Repo,
+    facts: IterationFacts,
+    emit: EventsSink,
+    waiting: Callable[[int], None],
+) -> Taken:
     """Job `facts` run by a worker; its answer checked and taken in (JobRefused otherwise)."""
     run_id, iteration = facts.run_id, facts.plan.iteration
     assert facts.job_base is not None
@@ -72,8 +95,30 @@ def run_remotely(remote: RemoteJobs, repo: Repo, facts: IterationFacts, emit: Ev
     request = JobRequest(run_id, iteration, base, facts_json, deadline, remote.heartbeat_secs)
     name = job_id(run_id, iteration)
     remote.executor.submit(name, request.to_json())
-    result = JobResult.from_json(remote.executor.result(name, deadline))
-    return take(repo, repo_url, request, result, emit)
+    answer = _wait_for(remote, name, deadline, waiting)
+    return take(repo, repo_url, request, JobResult.from_json(answer), emit)
+
+
+def _wait_for(
+    remote: RemoteJobs, name: str, deadline: float, waiting: Callable[[int], None]
+) -> str:
+    """Job `name`'s answer; a signal heard meanwhile raises Interrupted in this job's thread,
+    and `waiting` hears it each time NO_WORKERS_SECS pass with no worker on the queue."""
+    give_up = time.monotonic() + deadline
+    look_for_workers = time.monotonic() + NO_WORKERS_SECS
+    while True:
+        raise_if_interrupted()
+        left = give_up - time.monotonic()
+        if left <= 0:
+            raise JobFailed(name, f"no answer in {deadline:g} s")
+        try:
+            return remote.executor.result(name, min(POLL_SECS, left))
+        except TimeoutError:
+            pass
+        if time.monotonic() >= look_for_workers:
+            look_for_workers = time.monotonic() + NO_WORKERS_SECS
+            if not remote.executor.workers():
+                waiting(NO_WORKERS_SECS)
 
 
 class EventsSink(Protocol):
@@ -184,3 +229,19 @@ def _entries(
         return None
     paths = tuple(path for path, _, _ in found)
     return paths, {path: (mode, oid) for path, mode, oid in found if mode}
+
+
+def remote_jobs(config: ExecutorConfig) -> RemoteJobs | None:
+    """Where `[executor]` says jobs run: None for this machine's slots, else a connection to
+    the Temporal server (the extra required, the server reached, in one line each if not)."""
+    if config.kind != "temporal":
+        return None
+    from runner_shell.remote import require_temporal
+
+    require_temporal()
+    from runner_shell.remote.temporal import TemporalExecutor
+
+    executor = TemporalExecutor.connect(
+        config.address, config.namespace, config.task_queue, CONNECT_SECS
+    )
+    return RemoteJobs(executor, config.remote)

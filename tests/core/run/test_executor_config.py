@@ -35,17 +35,22 @@ def test_the_default_executor_is_not_written_so_the_default_file_is_unchanged() 
 
 def test_every_executor_key_may_be_set() -> None:
     table = {"kind": "temporal", "address": "tq.lan:7000", "namespace": "ci", "task_queue": "gpu"}
+    table["remote"] = "git@forge:team/app.git"
 
     assert parse_config({"executor": table}).executor == ExecutorConfig(
-        kind="temporal", address="tq.lan:7000", namespace="ci", task_queue="gpu"
+        kind="temporal",
+        address="tq.lan:7000",
+        namespace="ci",
+        task_queue="gpu",
+        remote="git@forge:team/app.git",
     )
 
 
 @pytest.mark.parametrize(
     "executor",
     [
-        ExecutorConfig(kind="temporal"),
-        ExecutorConfig(kind="temporal", address="[::1]:7233", namespace="ns", task_queue="q-ü"),
+        ExecutorConfig(kind="temporal", remote="/srv/app.git"),
+        ExecutorConfig("temporal", "[::1]:7233", "ns", "q-ü", "file:///srv/app.git"),
         ExecutorConfig(task_queue='quoted "queue"'),
     ],
 )
@@ -58,6 +63,7 @@ def test_a_rendered_executor_table_reads_back_unchanged(executor: ExecutorConfig
 @pytest.mark.parametrize(
     ("table", "key", "problem"),
     [
+        ({"kind": "temporal"}, "executor.remote", "must be a non-empty string, got ''"),
         ({"kind": "ssh"}, "executor.kind", 'must be "local" | "temporal", got \'ssh\''),
         ({"kind": 1}, "executor.kind", 'must be "local" | "temporal", got 1'),
         ({"address": "localhost"}, "executor.address", "must be HOST:PORT, got 'localhost'"),

@@ -57,6 +57,12 @@ class InProcess:
         self.answered[job_id] = self.worker(self.asked[job_id])
         return self.answered[job_id]
 
+    def workers(self) -> tuple[object, ...]:
+        return ("this process",)
+
+    def close(self) -> None:
+        pass
+
 
 def _bare(path: Path) -> str:
     subprocess.run(["git", "init", "--bare", "--quiet", str(path)], check=True)
