@@ -52,7 +52,8 @@ _MODULES_EXPORTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
             "state_update_summary_to_json",
         ),
         "runner_core.iteration.machine": ("IterationMachine", "start_iteration"),
-        "runner_core.run.config": ("Config", "ConfigError", "parse_config"),
+        "runner_core.run.config": ("Config", "parse_config"),
+        "runner_core.run.config_errors": ("ConfigError",),
         "runner_core.history.records": (
             "ExecutionHistory",
             "HistorySummary",
@@ -76,8 +77,8 @@ if TYPE_CHECKING:
         state_update_summary_to_json as state_update_summary_to_json,
     )
     from runner_core.run.config import Config as Config
-    from runner_core.run.config import ConfigError as ConfigError
     from runner_core.run.config import parse_config as parse_config
+    from runner_core.run.config_errors import ConfigError as ConfigError
     from runner_core.tree.decompose import ChildSpec as ChildSpec
     from runner_core.tree.decompose import decompose_node as decompose_node
     from runner_core.tree.model import AgentRole as AgentRole

@@ -20,6 +20,7 @@ from runner_shell.cli import running as running
 from runner_shell.cli import ways_out as ways_out
 from runner_shell.cli import inspection as inspection
 from runner_shell.cli import steering as steering
+from runner_shell.cli import workers as workers
 
 # isort: on
 from runner_shell.cli.examples import add_examples

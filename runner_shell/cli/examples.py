@@ -38,6 +38,9 @@ EXAMPLES: Mapping[str, str] = MappingProxyType(
         "node replace": "runner node replace root.2 --from plan.json",
         "node skip": "runner node skip root.3",
         "logs restore": "runner logs restore --run run-1a2b3c4d",
+        "worker": "runner worker --address tq.lan:7233 --task-queue runner "
+        "--repo-url git@example.org:team/app.git",
+        "workers": "runner workers --address tq.lan:7233 --task-queue runner",
         # The groups' own help, and the top level's.
         "node": "runner node retry root.2 --attempts 2",
         "logs": "runner logs restore",

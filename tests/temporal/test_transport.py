@@ -16,15 +16,9 @@ import pytest
 from runner_shell.remote.errors import JobFailed, JobRefused, TemporalUnavailable
 from runner_shell.remote.temporal import TemporalExecutor, WorkerSeen, job_timing
 from tests.temporal.conftest import TemporalServer, free_port
-from tests.temporal.workers import Heartbeat, executor, new_queue, worker_thread
+from tests.temporal.workers import Heartbeat, executor, new_queue, shouting_job, worker_thread
 
 RESULT_SECS = 30.0
-
-
-def shouting_job(request_json: str, heartbeat: Heartbeat) -> str:
-    request = json.loads(request_json)
-    heartbeat("shouting")
-    return json.dumps({"echo": request["text"], "shout": request["text"].upper()})
 
 
 def test_a_request_reaches_the_worker_and_its_result_comes_back(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -9,6 +10,7 @@ from contextlib import contextmanager
 
 from runner_shell.remote.temporal import Job, TemporalExecutor, serve_jobs
 
+Heartbeat = Callable[[str], None]
 START_SECS = 20.0
 STOP_SECS = 30.0
 
@@ -58,4 +60,8 @@ def executor(address: str, task_queue: str) -> Iterator[TemporalExecutor]:
         coordinator.close()
 
 
-Heartbeat = Callable[[str], None]
+def shouting_job(request_json: str, heartbeat: Heartbeat) -> str:
+    """A job answering its request's text as it came and in capitals."""
+    request = json.loads(request_json)
+    heartbeat("shouting")
+    return json.dumps({"echo": request["text"], "shout": request["text"].upper()})
