@@ -25,9 +25,10 @@ _SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
-def job_id(run_id: str, iteration: int) -> str:
-    """The job's id on the executor: one job per run and iteration, never run twice."""
-    return f"runner-{run_id}-{iteration}"
+def job_id(run_id: str, iteration: int, base: str) -> str:
+    """The job's id on the executor: one job per run, iteration and start commit, never run
+    twice (a copy of the repository reusing the run's id starts from other commits)."""
+    return f"runner-{run_id}-{iteration}-{base[:16]}"
 
 
 def base_ref(run_id: str, iteration: int) -> str:

@@ -1,0 +1,166 @@
+"""`runner loop` with `[executor] kind = "temporal"`: its jobs run on `runner worker` processes,
+each with its own clone of a bare repository the loop shares with them, and the run ends as the
+same run does in local slots (docs/temporal.md)."""
+
+from __future__ import annotations
+
+import itertools
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.e2e import PYTHON, Project, ProjectFactory, node
+from tests.temporal.conftest import TemporalServer
+
+DONE = {"status": "done", "summary": "did it"}
+LEAVES = [f"root.{n}" for n in range(1, 6)]
+TREE = node(
+    "root",
+    next_="decompose",
+    children=[node(leaf, order=n) for n, leaf in enumerate(LEAVES)],
+)
+SCRIPT = {(leaf, 1): {"files": {f"{leaf}.txt": f"{leaf}\n"}, "output": DONE} for leaf in LEAVES}
+_QUEUES = itertools.count()
+
+
+def _bare(path: Path) -> str:
+    subprocess.run(["git", "init", "--bare", "--quiet", str(path)], check=True)
+    return str(path)
+
+
+class Workers:
+    """`runner worker` processes on one task queue, each with a work directory of its own."""
+
+    def __init__(self, project: Project, server: TemporalServer, queue: str, url: str) -> None:
+        self.project, self.server, self.queue, self.url = project, server, queue, url
+        self.processes: list[subprocess.Popen[str]] = []
+
+    def start(self, name: str) -> subprocess.Popen[str]:
+        argv = [PYTHON, "-m", "runner_shell", "worker", "--address", self.server.address]
+        argv += ["--task-queue", self.queue, "--repo-url", self.url, "--identity", name]
+        argv += ["--dir", str(self.project.harness.parent / name)]
+        process = subprocess.Popen(
+            argv,
+            cwd=self.project.harness.parent,
+            env=self.project.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        assert process.stdout is not None
+        assert "worker: polling" in process.stdout.readline()
+        self.processes.append(process)
+        return process
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+
+
+def _remote_project(
+    base: Path, make_project: ProjectFactory, server: TemporalServer
+) -> tuple[Project, str, str]:
+    base.mkdir()
+    project = make_project(base, "started")
+    queue = f"loop-{next(_QUEUES)}"
+    url = _bare(base / "shared.git")
+    executor = {"kind": "temporal", "address": server.address, "task_queue": queue}
+    project.prepare(TREE, parallel={"slots": 4}, executor={**executor, "remote": url})
+    project.agent_script_by_node(SCRIPT)
+    return project, queue, url
+
+
+@pytest.fixture
+def remote(
+    tmp_path: Path, make_project: ProjectFactory, temporal_server: TemporalServer
+) -> Iterator[tuple[Project, Workers]]:
+    project, queue, url = _remote_project(tmp_path / "remote", make_project, temporal_server)
+    workers = Workers(project, temporal_server, queue, url)
+    try:
+        yield project, workers
+    finally:
+        workers.stop()
+
+
+def _ended(project: Project) -> tuple[object, ...]:
+    tree = (project.root / ".runner/state/tree.json").read_bytes()
+    files = {leaf: (project.root / f"{leaf}.txt").read_text() for leaf in LEAVES}
+    nodes = project.git("log", "--format=%(trailers:key=Runner-Node,valueonly)", "-5")
+    return tree, files, sorted(nodes.split())
+
+
+def test_a_loop_on_two_workers_ends_as_the_same_loop_in_local_slots(
+    remote: tuple[Project, Workers], tmp_path: Path, make_project: ProjectFactory
+) -> None:
+    project, workers = remote
+    workers.start("worker-a")
+    workers.start("worker-b")
+
+    result = project.runner("loop", timeout=150)
+
+    assert result.returncode == 0, result.stderr
+    (tmp_path / "local").mkdir()
+    local = make_project(tmp_path / "local", "started")
+    local.prepare(TREE, parallel={"slots": 4})
+    local.agent_script_by_node(SCRIPT)
+    assert local.runner("loop", timeout=150).returncode == 0
+    assert _ended(project) == _ended(local)
+    # Both workers took jobs, and the jobs' logs and events came back to the run.
+    took = {path.parent.parent.name for path in tmp_path.glob("remote/worker-*/clones/*")}
+    assert took == {"worker-a", "worker-b"}
+    assert (project.iter_dir(1) / "guard.log").is_file()
+    assert project.runner("audit").returncode == local.runner("audit").returncode
+
+
+def test_a_loop_with_no_worker_on_its_queue_says_so_and_waits(
+    remote: tuple[Project, Workers],
+) -> None:
+    project, workers = remote
+    loop = subprocess.Popen(
+        [PYTHON, "-m", "runner_shell", "loop"],
+        cwd=project.root,
+        env=project.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert loop.stdout is not None
+    first = loop.stdout.readline()
+    while "reason=no_workers" not in first:
+        assert first, loop.stderr.read() if loop.stderr else ""
+        first = loop.stdout.readline()
+
+    workers.start("late-worker")
+    out, err = loop.communicate(timeout=150)
+
+    assert loop.returncode == 0, err
+    assert "loop: status=complete" in out
+    events = (project.iter_dir(1).parent / "events.jsonl").read_text(encoding="utf-8")
+    assert '"reason":"no_workers"' in events
+
+
+def test_a_worker_of_another_repository_refuses_and_nothing_is_merged(
+    remote: tuple[Project, Workers], tmp_path: Path
+) -> None:
+    project, workers = remote
+    workers.url = _bare(tmp_path / "another.git")
+    workers.start("wrong-repository")
+    head = project.git("rev-parse", "HEAD")
+
+    result = project.runner("loop", timeout=150)
+
+    assert result.returncode != 0
+    [line] = result.stderr.strip().splitlines()
+    assert "has no start commit for it" in line and "internal error" not in line
+    assert project.git("rev-parse", "HEAD") == head
