@@ -27,6 +27,7 @@ from runner_core.run.config import (
     parse_config,
     render_config,
 )
+from runner_core.run.executor_config import ExecutorConfig
 from runner_core.run.trailers import ACTOR, CONFIG, RUN, render_trailers
 
 # The keys whose value is a command (argv): a plain string on the command line is split into
@@ -47,6 +48,7 @@ def config_keys() -> tuple[str, ...]:
                 *(f"loop.{name}" for name in attrs.fields_dict(LoopConfig)),
                 *(f"budget.{name}" for name in attrs.fields_dict(BudgetConfig)),
                 *(f"hooks.{name}" for name in HOOK_NAMES),
+                *(f"executor.{name}" for name in attrs.fields_dict(ExecutorConfig)),
                 "parallel.slots",
             }
         )

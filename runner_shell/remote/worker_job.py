@@ -54,7 +54,10 @@ def run_job(
     """The job `request_json` asks for, run in one of `work_dir`'s clones of `repo_url`; its
     result as JSON. JobRefused for a request this worker cannot take (wrong repository)."""
     request = JobRequest.from_json(request_json)
-    facts = wire.loads(request.facts, IterationFacts)
+    try:
+        facts = wire.loads(request.facts, IterationFacts)
+    except wire.WireError as error:  # the same request would fail the same way: never retried
+        raise JobRefused(f"job {request.iteration}: {error}") from None
     if (facts.run_id, facts.plan.iteration) != (request.run_id, request.iteration):
         raise JobRefused(f"job {request.iteration}: its facts are another job's")
     started = time.monotonic()

@@ -69,11 +69,14 @@ def _bare(path: Path) -> str:
     return str(path)
 
 
-def _loop_in_process(project: Project, remote: RemoteJobs, monkeypatch: pytest.MonkeyPatch) -> int:
+def _loop_in_process(project: Project, sent_to: RemoteJobs, monkeypatch: pytest.MonkeyPatch) -> int:
     """`runner loop` in this process, its jobs sent to `remote`."""
 
-    def remote_loop(run: LoopRun, slots: int, max_steps: int | None) -> ParallelLoop:
-        return ParallelLoop(run, slots, max_steps, remote=remote)
+    def remote_loop(
+        run: LoopRun, slots: int, max_steps: int | None, remote: RemoteJobs | None
+    ) -> ParallelLoop:
+        del remote  # the config's: local
+        return ParallelLoop(run, slots, max_steps, remote=sent_to)
 
     monkeypatch.setattr(parallel_loop, "ParallelLoop", remote_loop)
     monkeypatch.chdir(project.root)
