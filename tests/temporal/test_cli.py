@@ -157,3 +157,15 @@ def test_inside_a_runner_repository_workers_asks_its_executor_table(
 
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.startswith("box-4:1  last seen ")
+
+
+def test_an_unknown_namespace_is_one_line_naming_the_server(
+    temporal_server: TemporalServer, tmp_path: Path
+) -> None:
+    address = temporal_server.address
+
+    result = _runner("workers", "--address", address, "--namespace", "nowhere", cwd=tmp_path)
+
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.startswith(f"runner: temporal server at {address} refused: ")
+    assert result.stderr.count("\n") == 1
