@@ -18,6 +18,14 @@ class TemporalUnavailable(UserFacingError):
         self.address = address
 
 
+class TemporalRefused(UserFacingError):
+    """The Temporal server answered a call with an error (an unknown namespace, say)."""
+
+    def __init__(self, address: str, reason: str) -> None:
+        super().__init__(f"temporal server at {address} refused: {reason}", ExitCode.ERROR)
+        self.address = address
+
+
 class JobFailed(Exception):
     """A job's workflow ended without a result; `str()` is the one-line reason."""
 

@@ -39,7 +39,12 @@ with workflow.unsafe.imports_passed_through():
     )
     from temporalio.service import RPCError, RPCStatusCode
 
-    from runner_shell.remote.errors import JobFailed, JobRefused, TemporalUnavailable
+    from runner_shell.remote.errors import (
+        JobFailed,
+        JobRefused,
+        TemporalRefused,
+        TemporalUnavailable,
+    )
 
 JOB_ACTIVITY = "runner_job"
 REFUSED_TYPE = "RunnerJobRefused"
@@ -207,7 +212,7 @@ class TemporalExecutor:
         except RPCError as error:
             if error.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
                 raise TemporalUnavailable(self.address, _first_line(error)) from None
-            raise
+            raise TemporalRefused(self.address, _first_line(error)) from None
 
     async def _start(self, job_id: str, request_json: str) -> None:
         try:

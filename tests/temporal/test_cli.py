@@ -136,3 +136,36 @@ def test_worker_says_it_polls_and_stops_on_sigterm(
 
     assert first == f"worker: polling task queue {queue} on {temporal_server.address} as box-3\n"
     assert (worker.returncode, rest, errors) == (0, "worker: stopped\n", "")
+
+
+def test_inside_a_runner_repository_workers_asks_its_executor_table(
+    temporal_server: TemporalServer, tmp_path: Path
+) -> None:
+    from runner_shell.store.layout import RunnerPaths
+
+    queue = new_queue()
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=CLI_SECS)
+    config = RunnerPaths(tmp_path).config
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        f'[executor]\nkind = "temporal"\naddress = "{temporal_server.address}"\n'
+        f'task_queue = "{queue}"\n',
+        encoding="utf-8",
+    )
+    with worker_thread(temporal_server.address, queue, shouting_job, identity="box-4:1"):
+        result = _runner("workers", cwd=tmp_path)
+
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.startswith("box-4:1  last seen ")
+
+
+def test_an_unknown_namespace_is_one_line_naming_the_server(
+    temporal_server: TemporalServer, tmp_path: Path
+) -> None:
+    address = temporal_server.address
+
+    result = _runner("workers", "--address", address, "--namespace", "nowhere", cwd=tmp_path)
+
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.startswith(f"runner: temporal server at {address} refused: ")
+    assert result.stderr.count("\n") == 1
