@@ -81,13 +81,14 @@ from runner_shell.loop.signals import (
     signals_handled,
     stop_jobs,
 )
-from runner_shell.remote.coordinator import NO_WORKERS, remote_jobs, run_remotely
+from runner_shell.remote.coordinator import JobLost, Unanswered, remote_jobs, run_remotely
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested, stop_request_path
 from runner_shell.step.lock_and_journal import (
     job_journal_path,
     job_place_path,
     write_job_changes,
+    write_journal,
 )
 from runner_shell.step.repository_checks import check_programs
 from runner_shell.step.runner import (
@@ -343,7 +344,9 @@ def _start(
     loop.jobs[iteration] = job
     place = JobPlace(slot, job_journal_path(run.repo, iteration))
     place.journal_file.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(job_place_path(run.repo, iteration), f"{slot} {loaded.head.sha}\n")
+    # A remote job's work is on its worker: recovery takes none from this machine's slot.
+    here = slot if loop.remote is None else -1
+    atomic_write_text(job_place_path(run.repo, iteration), f"{here} {loaded.head.sha}\n")
     thread = threading.Thread(
         target=_run_job,
         args=(loop, job, loaded, plan, place, told),
@@ -370,9 +373,7 @@ def _run_job(
         if loop.remote is None:
             job.machine = _run_here(run, job, facts, place)
         else:
-            waiting = functools.partial(_no_workers, loop, job)
-            taken = run_remotely(loop.remote, run.repo, facts, job.events, waiting)
-            job.machine, job.base_entries = taken.machine, taken.base_entries
+            job.machine = _run_remote(loop, job, facts, place)
         # The slot is free for the next job: recovery must not take that job's work for this,
         # but this one's, listed already, from beside its journal.
         if job.machine.imported is not None:
@@ -387,19 +388,43 @@ def _run_job(
         loop.done.put(job.iteration)
 
 
-def _no_workers(loop: ParallelLoop, job: Job, secs: int) -> None:
-    """No worker polls the queue job `job` waits on: the loop says so, and waits on."""
+def _run_remote(
+    loop: ParallelLoop, job: Job, facts: IterationFacts, place: JobPlace
+) -> IterationMachine:
+    """The job's machine up to the merge, run by a worker (docs/temporal.md). Its journal is
+    kept here while it runs, as a local job's, for the views and for `runner recover`; a job
+    that does not answer runs here as a runner error, one a signal stopped as interrupted."""
+    run, remote = loop.run, loop.remote
+    assert remote is not None
+    write_journal(run.repo, start_iteration(facts).journal, place.journal_file)
+    try:
+        waiting = functools.partial(_waiting, loop, job)
+        taken = run_remotely(remote, run.repo, facts, job.events, waiting)
+    except JobLost as lost:
+        return _run_here(run, job, facts, place, Unanswered(lost.line))
+    except Interrupted as signal_:
+        return _run_here(run, job, facts, place, Unanswered(signal=signal_.name))
+    job.base_entries = taken.base_entries
+    return taken.machine
+
+
+def _waiting(loop: ParallelLoop, job: Job, reason: str, secs: int) -> None:
+    """A remote job waits on (no worker polls its queue, the server does not answer): the
+    loop says so."""
     run = loop.run
     until = (loop_now() + timedelta(seconds=secs)).isoformat(timespec="seconds")
     until = until.replace("+00:00", "Z")
     run_id = load_run_state(run.paths).run_id or ""
     origin = loop_origin(run_id, job.iteration)
-    job.events.emit((waiting(origin, NO_WORKERS, until, secs),))
-    run.emit(waiting_line(run_id, NO_WORKERS, until, secs))
+    job.events.emit((waiting(origin, reason, until, secs),))
+    run.emit(waiting_line(run_id, reason, until, secs))
 
 
-def _run_here(run: LoopRun, job: Job, facts: IterationFacts, place: JobPlace) -> IterationMachine:
-    """The job's machine up to the merge, in its slot of this machine's scratch checkouts."""
+def _run_here(
+    run: LoopRun, job: Job, facts: IterationFacts, place: JobPlace, agents: Unanswered | None = None
+) -> IterationMachine:
+    """The job's machine up to the merge, in its slot of this machine's scratch checkouts
+    (`agents`: what a remote job's agent did, when it did not answer)."""
     try:
         prepare_slot(run.repo, job.base.sha, facts.config.sandbox.setup, job.slot, job.sandbox)
     except (SlotError, OSError) as error:
@@ -407,6 +432,7 @@ def _run_here(run: LoopRun, job: Job, facts: IterationFacts, place: JobPlace) ->
             f"the agent's scratch checkout could not be prepared: {error}"
         ) from None
     ports = shell_ports(run.paths, run.repo, facts, job.events, job.slot_dir, job.sandbox, place)
+    ports = ports if agents is None else attrs.evolve(ports, agents=agents)
     assert ports.scratch is not None
     kept = KeptListing(ports.scratch)
     ports = attrs.evolve(ports, scratch=kept)

@@ -16,18 +16,20 @@ from typing import Protocol
 
 import attrs
 
+from runner_core.iteration.effects import RunAgent
 from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.import_rules import Change
 from runner_core.iteration.machine import IterationMachine
+from runner_core.iteration.recovery import Journal
+from runner_core.iteration.results import AgentFinished, NotStarted
 from runner_core.loop.events import Event
 from runner_core.parallel.job_merge import Entry, waits_to_merge
 from runner_core.run.executor_config import ExecutorConfig
-from runner_shell.errors import UserFacingError
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
 from runner_shell.loop.signals import raise_if_interrupted
 from runner_shell.remote import wire
-from runner_shell.remote.errors import JobFailed, JobRefused
+from runner_shell.remote.errors import JobFailed, JobRefused, TemporalUnavailable
 from runner_shell.remote.job_files import (
     EVENTS_FILE,
     JobRequest,
@@ -53,8 +55,10 @@ class Executor(Protocol):
 
 # How long the loop waits for the Temporal server at its start, and for each call.
 CONNECT_SECS = 15.0
-# The reason of the `waiting` event a job on a queue no worker polls makes the loop say.
+# The reasons of the `waiting` events a remote job's wait makes the loop say: no worker polls
+# its queue; the Temporal server does not answer.
 NO_WORKERS = "no_workers"
+UNREACHABLE = "temporal_unavailable"
 # How often a job's thread looks up from its wait: a signal, no worker left on the queue.
 POLL_SECS = 2.0
 # How long a job may wait on a queue no worker polls before the loop says so again.
@@ -83,7 +87,7 @@ def run_remotely(
     repo: Repo,
     facts: IterationFacts,
     emit: EventsSink,
-    waiting: Callable[[int], None],
+    waiting: Callable[[str, int], None],
 ) -> Taken:
     """Job `facts` run by a worker; its answer checked and taken in (JobRefused otherwise)."""
     run_id, iteration = facts.run_id, facts.plan.iteration
@@ -96,34 +100,71 @@ def run_remotely(
     request = JobRequest(run_id, iteration, base, facts_json, deadline, remote.heartbeat_secs)
     name = job_id(run_id, iteration, base)
     try:
-        remote.executor.submit(name, request.to_json())
-        answer = _wait_for(remote, name, deadline, waiting)
+        answer = _wait_for(remote, name, request, waiting)
         return take(repo, repo_url, request, JobResult.from_json(answer), emit)
     except (JobFailed, JobRefused) as error:
-        # Never merged: the loop ends in this one line (docs/temporal.md, not built yet).
-        raise UserFacingError(f"iteration {iteration}: {error}") from None
+        raise JobLost(f"{error}") from None
 
 
 def _wait_for(
-    remote: RemoteJobs, name: str, deadline: float, waiting: Callable[[int], None]
+    remote: RemoteJobs, name: str, request: JobRequest, waiting: Callable[[str, int], None]
 ) -> str:
-    """Job `name`'s answer; a signal heard meanwhile raises Interrupted in this job's thread,
-    and `waiting` hears it each time NO_WORKERS_SECS pass with no worker on the queue."""
-    give_up = time.monotonic() + deadline
-    look_for_workers = time.monotonic() + NO_WORKERS_SECS
+    """Job `name`'s answer, the job submitted first. A signal heard meanwhile raises
+    Interrupted in this job's thread; `waiting` hears, each time NO_WORKERS_SECS pass, that no
+    worker polls the queue or that the server does not answer (the wait goes on)."""
+    give_up = time.monotonic() + request.deadline_secs
+    look_again = time.monotonic() + NO_WORKERS_SECS
+    submitted = False
     while True:
         raise_if_interrupted()
         left = give_up - time.monotonic()
         if left <= 0:
-            raise JobFailed(name, f"no answer in {deadline:g} s")
+            raise JobFailed(name, f"no answer in {request.deadline_secs:g} s")
         try:
+            if not submitted:
+                remote.executor.submit(name, request.to_json())
+                submitted = True
             return remote.executor.result(name, min(POLL_SECS, left))
         except TimeoutError:
-            pass
-        if time.monotonic() >= look_for_workers:
-            look_for_workers = time.monotonic() + NO_WORKERS_SECS
-            if not remote.executor.workers():
-                waiting(NO_WORKERS_SECS)
+            reason = NO_WORKERS
+        except TemporalUnavailable:
+            reason = UNREACHABLE
+            time.sleep(min(POLL_SECS, left))
+        if time.monotonic() >= look_again:
+            look_again = time.monotonic() + NO_WORKERS_SECS
+            if reason == UNREACHABLE or not _polled(remote):
+                waiting(reason if reason == UNREACHABLE else NO_WORKERS, NO_WORKERS_SECS)
+
+
+def _polled(remote: RemoteJobs) -> bool:
+    try:
+        return bool(remote.executor.workers())
+    except TemporalUnavailable:
+        return True  # said at the next look, when the job's wait finds it too
+
+
+class JobLost(Exception):
+    """A remote job that will not answer (failed, refused, or answered for another job): the
+    loop runs its iteration as a runner error, nothing of it merged."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+@attrs.frozen
+class Unanswered:
+    """The agent port of a remote job the loop did not take an answer from: its agent did not
+    run here (a runner error, no attempt used), or a signal stopped the wait (interrupted)."""
+
+    line: str | None = None
+    signal: str | None = None
+
+    def run_agent(self, effect: RunAgent, journal: Journal) -> AgentFinished | NotStarted:
+        del effect, journal
+        if self.signal is not None:
+            return AgentFinished(None, False, None, None, interrupted=self.signal)
+        return NotStarted(f"its worker did not answer: {self.line}")
 
 
 class EventsSink(Protocol):

@@ -140,6 +140,7 @@ sys.exit(action.get("exit", 0))
 GUARD_SOURCE = r'''
 """Fake guard for runner's e2e tests: does what guard.json says for its call or iteration."""
 
+import fcntl
 import json
 import os
 import sys
@@ -148,8 +149,11 @@ from pathlib import Path
 
 harness = Path(os.environ["RUNNER_TEST_HARNESS"])
 calls_path = harness / "guard_calls.txt"
-calls = int(calls_path.read_text()) if calls_path.exists() else 0
-calls_path.write_text(str(calls + 1))
+# Guards of parallel jobs run at once: the count is read and written under a lock.
+with open(harness / "guard_calls.lock", "a") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    calls = int(calls_path.read_text()) if calls_path.exists() else 0
+    calls_path.write_text(str(calls + 1))
 script_path = harness / "guard.json"
 script = json.loads(script_path.read_text()) if script_path.exists() else [{}]
 if isinstance(script, dict):

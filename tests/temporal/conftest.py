@@ -22,7 +22,7 @@ import pytest
 
 from runner_shell.remote.errors import TemporalUnavailable
 
-TEST_DEADLINE_SECS = 60
+TEST_DEADLINE_SECS = 170
 SERVER_START_SECS = 60.0
 HERE = Path(__file__).parent
 

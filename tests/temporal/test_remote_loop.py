@@ -5,8 +5,10 @@ same run does in local slots (docs/temporal.md)."""
 from __future__ import annotations
 
 import itertools
+import json
 import signal
 import subprocess
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,6 +68,13 @@ class Workers:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(5)
+
+
+def _executor_table(project: Project) -> dict[str, str]:
+    config = tomllib.loads(project.config_path.read_text(encoding="utf-8"))
+    table = config["executor"]
+    assert isinstance(table, dict)
+    return table
 
 
 def _remote_project(
@@ -150,17 +159,25 @@ def test_a_loop_with_no_worker_on_its_queue_says_so_and_waits(
     assert '"reason":"no_workers"' in events
 
 
-def test_a_worker_of_another_repository_refuses_and_nothing_is_merged(
+def test_a_worker_of_another_repository_refuses_and_its_job_is_a_runner_error(
     remote: tuple[Project, Workers], tmp_path: Path
 ) -> None:
     project, workers = remote
+    project.set_config(
+        parallel={"slots": 1},
+        executor={**_executor_table(project), "remote": workers.url},
+        loop={"max_consecutive_runner_errors": 1, "runner_error_backoff_secs": [1]},
+    )
+    project.commit_setup("one job at a time, the first runner error stops the loop")
     workers.url = _bare(tmp_path / "another.git")
     workers.start("wrong-repository")
-    head = project.git("rev-parse", "HEAD")
 
     result = project.runner("loop", timeout=150)
 
     assert result.returncode != 0
-    [line] = result.stderr.strip().splitlines()
-    assert "has no start commit for it" in line and "internal error" not in line
-    assert project.git("rev-parse", "HEAD") == head
+    assert "internal error" not in result.stderr
+    meta = json.loads((project.iter_dir(1) / "meta.json").read_text(encoding="utf-8"))
+    assert meta["error_kind"] == "runner", meta
+    assert "has no start commit for it" in meta["error"]
+    assert meta["attempts_after"] == meta["attempts_before"]
+    assert not any((project.root / f"{leaf}.txt").exists() for leaf in LEAVES)
