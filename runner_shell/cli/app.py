@@ -40,25 +40,49 @@ def usage_error_text(error: typer.TyperException) -> str:
     return f"{failure_line(message)}{where}"
 
 
+# Every command gets its help's example once all are registered.
+add_examples(app)
+
+
 def main() -> None:
+    # Only a process whose command brought Temporal in leaves without teardown (`_exit`).
+    quick = "temporalio" not in sys.modules
+    try:
+        code: object = _run()
+    except SystemExit as ended:
+        code = ended.code
+    _exit(code, quick and "temporalio" in sys.modules)
+
+
+def _run() -> int:
     try:
         code = app(standalone_mode=False, prog_name="runner")
     except typer.TyperException as error:
         # A usage error exits 1, never click's 2: to scripts 2 means "complete".
         print(usage_error_text(error), file=sys.stderr)
-        sys.exit(1)
+        return 1
     except typer.Abort:
         print("runner: interrupted", file=sys.stderr)
-        sys.exit(130)
+        return 130
     except SystemExit:
         raise
     except Exception as error:  # a runner bug: one line unless debugging
         if os.environ.get("RUNNER_DEBUG"):
             raise
         print(internal_error_line(error), file=sys.stderr)
-        sys.exit(1)
-    sys.exit(code if isinstance(code, int) else 0)
+        return 1
+    return code if isinstance(code, int) else 0
 
 
-# Every command gets its help's example once all are registered.
-add_examples(app)
+def _exit(code: object, quick: bool) -> None:
+    """Exit with `code`; `quick`, after a command that talked to Temporal, without the
+    interpreter's teardown: the SDK's native threads can crash it there (docs/temporal.md),
+    after all was written."""
+    if not quick:
+        sys.exit(code)  # type: ignore[arg-type]
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)

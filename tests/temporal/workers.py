@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -42,6 +43,7 @@ def worker_thread(
     thread.start()
     assert polling.wait(START_SECS), "the worker did not start polling"
     assert failures == []
+    _until_listed(address, task_queue, identity)
     try:
         yield
     finally:
@@ -49,6 +51,16 @@ def worker_thread(
         thread.join(STOP_SECS)
         assert not thread.is_alive(), "the worker did not stop"
         assert failures == []
+
+
+def _until_listed(address: str, task_queue: str, identity: str) -> None:
+    """Until the server lists the worker among the queue's pollers: it starts polling a moment
+    after it says it does."""
+    give_up = time.monotonic() + START_SECS
+    with executor(address, task_queue) as coordinator:
+        while identity not in {seen.identity for seen in coordinator.workers()}:
+            assert time.monotonic() < give_up, f"{identity} not polling after {START_SECS} s"
+            time.sleep(0.05)
 
 
 @contextmanager
