@@ -8,6 +8,7 @@ import itertools
 import json
 import signal
 import subprocess
+import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -181,3 +182,37 @@ def test_a_worker_of_another_repository_refuses_and_its_job_is_a_runner_error(
     assert "has no start commit for it" in meta["error"]
     assert meta["attempts_after"] == meta["attempts_before"]
     assert not any((project.root / f"{leaf}.txt").exists() for leaf in LEAVES)
+
+
+def test_a_loop_killed_with_remote_jobs_running_recovers_and_finishes(
+    remote: tuple[Project, Workers],
+) -> None:
+    project, workers = remote
+    # Every run of a leaf writes its file (the killed loop's jobs still run on their workers,
+    # and may run after the new loop's); the first runs of two leaves take a while.
+    script = dict(SCRIPT)
+    script |= {(leaf, 1): {**SCRIPT[(leaf, 1)], "sleep": 6} for leaf in LEAVES[:2]}
+    script |= {(leaf, 2): SCRIPT[(leaf, 1)] for leaf in LEAVES}
+    project.agent_script_by_node(script)
+    workers.start("worker-a")
+    workers.start("worker-b")
+    loop = subprocess.Popen(
+        [PYTHON, "-m", "runner_shell", "loop"], cwd=project.root, env=project.env
+    )
+    journals = project.root / ".git" / "runner-jobs"
+    for _ in range(600):
+        if len(list(journals.glob("*.json"))) >= 2:
+            break
+        time.sleep(0.05)
+    loop.send_signal(signal.SIGKILL)
+    loop.wait(10)
+
+    assert project.runner("loop").returncode != 0  # refused until `runner recover`
+    recovered = project.runner("recover", timeout=60)
+    assert recovered.returncode == 0, recovered.stderr
+    result = project.runner("loop", timeout=150)
+
+    assert result.returncode == 0, result.stderr
+    assert "loop: status=complete" in result.stdout
+    assert all((project.root / f"{leaf}.txt").is_file() for leaf in LEAVES)
+    assert project.runner("audit").returncode in (0, 1)
