@@ -25,7 +25,9 @@ TREE = node(
     next_="decompose",
     children=[node(leaf, order=n) for n, leaf in enumerate(LEAVES)],
 )
-SCRIPT = {(leaf, 1): {"files": {f"{leaf}.txt": f"{leaf}\n"}, "output": DONE} for leaf in LEAVES}
+SCRIPT: dict[tuple[str, int], dict[str, object]] = {
+    (leaf, 1): {"files": {f"{leaf}.txt": f"{leaf}\n"}, "output": DONE} for leaf in LEAVES
+}
 _QUEUES = itertools.count()
 
 
@@ -190,7 +192,7 @@ def test_a_loop_killed_with_remote_jobs_running_recovers_and_finishes(
     project, workers = remote
     # Every run of a leaf writes its file (the killed loop's jobs still run on their workers,
     # and may run after the new loop's); the first runs of two leaves take a while.
-    script = dict(SCRIPT)
+    script: dict[tuple[str, int], dict[str, object]] = dict(SCRIPT)
     script |= {(leaf, 1): {**SCRIPT[(leaf, 1)], "sleep": 6} for leaf in LEAVES[:2]}
     script |= {(leaf, 2): SCRIPT[(leaf, 1)] for leaf in LEAVES}
     project.agent_script_by_node(script)
