@@ -81,12 +81,19 @@ from runner_shell.loop.signals import (
     signals_handled,
     stop_jobs,
 )
-from runner_shell.remote.coordinator import JobLost, Unanswered, remote_jobs, run_remotely
+from runner_shell.remote.coordinator import (
+    JobLost,
+    Unanswered,
+    answer_of,
+    remote_jobs,
+    request_for,
+)
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested, stop_request_path
 from runner_shell.step.lock_and_journal import (
     job_journal_path,
     job_place_path,
+    job_request_path,
     write_job_changes,
     write_journal,
 )
@@ -398,8 +405,10 @@ def _run_remote(
     assert remote is not None
     write_journal(run.repo, start_iteration(facts).journal, place.journal_file)
     try:
+        request = request_for(remote, run.repo, facts)
+        atomic_write_text(job_request_path(run.repo, job.iteration), request.to_json())
         waiting = functools.partial(_waiting, loop, job)
-        taken = run_remotely(remote, run.repo, facts, job.events, waiting)
+        taken = answer_of(remote, run.repo, request, job.events, waiting)
     except JobLost as lost:
         return _run_here(run, job, facts, place, Unanswered(lost.line))
     except Interrupted as signal_:

@@ -38,7 +38,12 @@ from runner_shell.loop.parallel_jobs import Job, merge_job
 from runner_shell.loop.questions import announce_new_questions, read_questions
 from runner_shell.loop.signals import Interrupted
 from runner_shell.remote.coordinator import RemoteJobs
-from runner_shell.step.lock_and_journal import job_changes_path, job_journal_path, job_place_path
+from runner_shell.step.lock_and_journal import (
+    job_changes_path,
+    job_journal_path,
+    job_place_path,
+    job_request_path,
+)
 from runner_shell.step.runner import StepRan, step_result_line
 from runner_shell.store.state_files import load_config
 
@@ -163,7 +168,7 @@ def _book(loop: ParallelLoop, merging: Merging, policy_hears: bool) -> None:
         raise merging.error
     assert merging.result is not None
     result, rerun = merging.result
-    for path in (job_journal_path, job_place_path, job_changes_path):
+    for path in (job_journal_path, job_place_path, job_changes_path, job_request_path):
         path(loop.run.repo, number).unlink(missing_ok=True)
     loop.steps += 1
     loop.told[result.plan.node.id] = (number, advance_run_state(RunState(), result.outcome))

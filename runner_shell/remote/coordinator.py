@@ -82,26 +82,32 @@ class RemoteJobs:
     heartbeat_secs: float = 30.0
 
 
-def run_remotely(
-    remote: RemoteJobs,
-    repo: Repo,
-    facts: IterationFacts,
-    emit: EventsSink,
-    waiting: Callable[[str, int], None],
-) -> Taken:
-    """Job `facts` run by a worker; its answer checked and taken in (JobRefused otherwise)."""
+def request_for(remote: RemoteJobs, repo: Repo, facts: IterationFacts) -> JobRequest:
+    """Job `facts`'s request, its start commit pushed where the workers fetch it."""
     run_id, iteration = facts.run_id, facts.plan.iteration
     assert facts.job_base is not None
     base = facts.job_base
-    repo_url = remote.repo_url
-    _git(repo, "push", "--quiet", "--force", repo_url, f"{base}:{base_ref(run_id, iteration)}")
+    _git(
+        repo, "push", "--quiet", "--force", remote.repo_url, f"{base}:{base_ref(run_id, iteration)}"
+    )
     deadline = facts.config.iteration_timeout_secs + 600.0
     facts_json = wire.dumps(facts)
-    request = JobRequest(run_id, iteration, base, facts_json, deadline, remote.heartbeat_secs)
-    name = job_id(run_id, iteration, base)
+    return JobRequest(run_id, iteration, base, facts_json, deadline, remote.heartbeat_secs)
+
+
+def answer_of(
+    remote: RemoteJobs,
+    repo: Repo,
+    request: JobRequest,
+    emit: EventsSink,
+    waiting: Callable[[str, int], None],
+) -> Taken:
+    """Job `request`'s answer from its worker (submitted, or attached to when it already
+    runs), checked and taken in; JobLost when it will not come or is not the job's."""
+    name = job_id(request.run_id, request.iteration, request.base)
     try:
         answer = _wait_for(remote, name, request, waiting)
-        return take(repo, repo_url, request, JobResult.from_json(answer), emit)
+        return take(repo, remote.repo_url, request, JobResult.from_json(answer), emit)
     except (JobFailed, JobRefused) as error:
         raise JobLost(f"{error}") from None
 

@@ -229,6 +229,11 @@ def job_place_path(repo: Repo, iteration: int) -> Path:
     return repo.common_path(f"{JOB_JOURNALS}/{iteration}.place")
 
 
+def job_request_path(repo: Repo, iteration: int) -> Path:
+    """Beside a remote job's journal: the request its worker was sent (docs/temporal.md)."""
+    return repo.common_path(f"{JOB_JOURNALS}/{iteration}.request")
+
+
 def job_changes_path(repo: Repo, iteration: int) -> Path:
     """Beside a finished job's journal: what its agent left, once its slot is another job's."""
     return repo.common_path(f"{JOB_JOURNALS}/{iteration}.changes")
