@@ -10,23 +10,26 @@ iteration's (docs/parallel.md). It never decides which job merges when: the loop
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import attrs
 
 from runner_core.guard.report import TestReport
 from runner_core.iteration.effects import Commit
+from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.failures import Failure
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.import_rules import ImportDecision
-from runner_core.iteration.machine import IterationMachine
-from runner_core.iteration.ports import ScratchPort
+from runner_core.iteration.machine import IterationMachine, start_iteration
+from runner_core.iteration.ports import AgentRunner, ScratchPort
 from runner_core.iteration.results import GuardFinished, ScratchListed
 from runner_core.loop.budget import InFlight
 from runner_core.loop.events import Event
+from runner_core.parallel.job_changes import JobChanges
 from runner_core.parallel.job_merge import (
     Entry,
     HeadSide,
@@ -37,20 +40,26 @@ from runner_core.parallel.job_merge import (
     merge_rerun,
     onto_head,
     refused,
+    waits_to_merge,
 )
 from runner_core.parallel.queue import needs_guard_again
+from runner_shell.errors import UserFacingError
 from runner_shell.git.merging import carry_onto, merged_commit
 from runner_shell.git.repo import Repo
 from runner_shell.guard.baselines import keep_baseline, known_baseline
 from runner_shell.loop.event_sink import IterationEvents
 from runner_shell.loop.night_loop import LoopRun
 from runner_shell.scratch.sandbox import Sandbox
-from runner_shell.scratch.slots import prepare_slot
+from runner_shell.scratch.slots import SlotError, prepare_slot
 from runner_shell.step.agent_and_guard import ProcessGuardRunner
 from runner_shell.step.iteration_store import DiskIterationStore
-from runner_shell.step.lock_and_journal import job_journal_path
-from runner_shell.step.runner import StepRan, drive, interpret, shell_ports
-from runner_shell.store.files import sha256_of_regular
+from runner_shell.step.lock_and_journal import (
+    job_journal_path,
+    job_place_path,
+    write_job_changes,
+)
+from runner_shell.step.runner import JobPlace, StepRan, drive, interpret, shell_ports
+from runner_shell.store.files import atomic_write_text, sha256_of_regular
 from runner_shell.store.state_files import load_run_state, load_tree_and_sha256, read_bytes
 
 
@@ -231,3 +240,48 @@ def _guarded_again(
         return machine
     since = tuple(range(job.merged_before + 1, facts.plan.iteration))
     return refused(machine, Failure.MERGE_GUARD, broke_after_merge(since))
+
+
+def run_here(
+    run: LoopRun,
+    job: Job,
+    facts: IterationFacts,
+    place: JobPlace,
+    agents: AgentRunner | None = None,
+) -> IterationMachine:
+    """The job's machine up to the merge, in its slot of this machine's scratch checkouts
+    (`agents`: what a remote job's agent did, when it did not answer)."""
+    try:
+        prepare_slot(run.repo, job.base.sha, facts.config.sandbox.setup, job.slot, job.sandbox)
+    except (SlotError, OSError) as error:
+        raise UserFacingError(
+            f"the agent's scratch checkout could not be prepared: {error}"
+        ) from None
+    ports = shell_ports(run.paths, run.repo, facts, job.events, job.slot_dir, job.sandbox, place)
+    ports = ports if agents is None else attrs.evolve(ports, agents=agents)
+    assert ports.scratch is not None
+    kept = KeptListing(ports.scratch)
+    ports = attrs.evolve(ports, scratch=kept)
+    job.machine = drive(start_iteration(facts), ports, job.events, waits_to_merge)
+    keep_base_entries(job, kept)
+    return job.machine
+
+
+def job_thread(
+    repo: Repo, done: queue.Queue[int], job: Job, machine: Callable[[], IterationMachine]
+) -> None:
+    """The body of a job's thread: its machine up to the merge from `machine`, what the merge
+    and recovery need of it kept beside its journal, its end told on `done`; whatever it
+    raises is handed to the main thread, which raises it in turn."""
+    try:
+        job.machine = machine()
+        # The slot is free for the next job: recovery must not take that job's work for this,
+        # but this one's, listed already, from beside its journal.
+        if job.machine.imported is not None:
+            write_job_changes(repo, JobChanges(job.iteration, job.base.sha, job.machine.imported))
+        atomic_write_text(job_place_path(repo, job.iteration), f"-1 {job.base.sha}\n")
+    except BaseException as error:
+        job.error = error
+    finally:
+        job.ended = time.monotonic()
+        done.put(job.iteration)

@@ -16,35 +16,25 @@ docs/parallel.md.
 from __future__ import annotations
 
 import contextlib
-import functools
 import queue
 import threading
 import time
 from collections.abc import Callable
-from datetime import timedelta
 from typing import assert_never
 
 import attrs
 
-from runner_core.iteration.facts import IterationFacts
-from runner_core.iteration.machine import IterationMachine, start_iteration
+from runner_core.iteration.machine import IterationMachine
 from runner_core.iteration.plan import PlanKind, RunPlan
 from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
 from runner_core.loop.budget import exhausted_budget, with_in_flight
-from runner_core.loop.events import waiting
 from runner_core.parallel.frontier import FrontierLeaf, frontier
-from runner_core.parallel.job_changes import JobChanges
-from runner_core.parallel.job_merge import (
-    waits_to_merge,
-)
 from runner_core.parallel.scheduling import JobSlot, may_start, plan_starts, told_state
 from runner_core.run.config import NO_BUDGET, Config
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentRole, NodeNext
 from runner_core.tree.selection import Selection, SelectionStatus
-from runner_core.views.loop_lines import waiting_line
-from runner_shell.errors import UserFacingError
 from runner_shell.guard.baselines import known_baseline
 from runner_shell.loop.budgets import budget_summary
 from runner_shell.loop.event_sink import IterationEvents, sink_for
@@ -61,9 +51,9 @@ from runner_shell.loop.night_loop import (
 from runner_shell.loop.parallel_jobs import (
     Job,
     JobEvents,
-    KeptListing,
     in_flight,
-    keep_base_entries,
+    job_thread,
+    run_here,
     slot_sandbox,
 )
 from runner_shell.loop.parallel_merges import (
@@ -74,6 +64,7 @@ from runner_shell.loop.parallel_merges import (
     stop_told,
 )
 from runner_shell.loop.questions import read_questions
+from runner_shell.loop.remote_loop import jobs_to_resume, resume_jobs, run_remote
 from runner_shell.loop.signals import (
     Interrupted,
     Interrupts,
@@ -82,31 +73,22 @@ from runner_shell.loop.signals import (
     stop_jobs,
 )
 from runner_shell.remote.coordinator import (
-    JobLost,
-    Unanswered,
-    answer_of,
     remote_jobs,
-    request_for,
 )
-from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
+from runner_shell.scratch.slots import slot_path
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested, stop_request_path
 from runner_shell.step.lock_and_journal import (
     job_journal_path,
     job_place_path,
-    job_request_path,
-    write_job_changes,
-    write_journal,
 )
 from runner_shell.step.repository_checks import check_programs
 from runner_shell.step.runner import (
     JobPlace,
     Loaded,
     StepRan,
-    drive,
     gather,
     load_for_step,
     run_step,
-    shell_ports,
     step_sandbox,
 )
 from runner_shell.store.files import atomic_write_text
@@ -127,10 +109,13 @@ def run_parallel_loop(
 ) -> int:
     """Run jobs in `[parallel] slots` slots until the policy stops the loop; see the module."""
     with signals_handled():
-        loaded = load_for_step(run.paths, run.repo)
-        remote = remote_jobs(loaded.config.executor)
+        remote = remote_jobs(load_config(run.paths).executor)
+        # A killed loop's remote jobs are waited for again, not run again (docs/temporal.md).
+        resumed = () if remote is None else jobs_to_resume(run.paths, run.repo)
+        loaded = load_for_step(run.paths, run.repo, frozenset(resumed))
         loop = ParallelLoop(run, loaded.config.parallel_slots, max_steps, remote=remote)
         loop.merged_upto = loaded.state.next_iter - 1
+        resume_jobs(loop, loaded, resumed)
         loop.asked = read_questions(run.paths)
         loop.told = _last_told(run, loaded.state)
         clear_stop_request(run.repo)
@@ -366,10 +351,11 @@ def _start(
 def _run_job(
     loop: ParallelLoop, job: Job, loaded: Loaded, plan: RunPlan, place: JobPlace, told: int | None
 ) -> None:
-    """A job's thread: its facts, its slot at the head of its time, its machine up to the
-    merge; whatever it raises is handed to the main thread, which raises it in turn."""
+    """A job's thread: its facts, its machine up to the merge (in its slot, or on a worker);
+    whatever it raises is handed to the main thread, which raises it in turn."""
     run = loop.run
-    try:
+
+    def machine() -> IterationMachine:
         facts = attrs.evolve(
             gather(run.paths, loaded, plan, run.prompt_budget, told),
             head=loaded.head,
@@ -378,73 +364,7 @@ def _run_job(
             job_base=loaded.head.sha,
         )
         if loop.remote is None:
-            job.machine = _run_here(run, job, facts, place)
-        else:
-            job.machine = _run_remote(loop, job, facts, place)
-        # The slot is free for the next job: recovery must not take that job's work for this,
-        # but this one's, listed already, from beside its journal.
-        if job.machine.imported is not None:
-            write_job_changes(
-                run.repo, JobChanges(job.iteration, job.base.sha, job.machine.imported)
-            )
-        atomic_write_text(job_place_path(run.repo, job.iteration), f"-1 {job.base.sha}\n")
-    except BaseException as error:
-        job.error = error
-    finally:
-        job.ended = time.monotonic()
-        loop.done.put(job.iteration)
+            return run_here(run, job, facts, place)
+        return run_remote(loop, job, facts, place)
 
-
-def _run_remote(
-    loop: ParallelLoop, job: Job, facts: IterationFacts, place: JobPlace
-) -> IterationMachine:
-    """The job's machine up to the merge, run by a worker (docs/temporal.md). Its journal is
-    kept here while it runs, as a local job's, for the views and for `runner recover`; a job
-    that does not answer runs here as a runner error, one a signal stopped as interrupted."""
-    run, remote = loop.run, loop.remote
-    assert remote is not None
-    write_journal(run.repo, start_iteration(facts).journal, place.journal_file)
-    try:
-        request = request_for(remote, run.repo, facts)
-        atomic_write_text(job_request_path(run.repo, job.iteration), request.to_json())
-        waiting = functools.partial(_waiting, loop, job)
-        taken = answer_of(remote, run.repo, request, job.events, waiting)
-    except JobLost as lost:
-        return _run_here(run, job, facts, place, Unanswered(lost.line))
-    except Interrupted as signal_:
-        return _run_here(run, job, facts, place, Unanswered(signal=signal_.name))
-    job.base_entries = taken.base_entries
-    return taken.machine
-
-
-def _waiting(loop: ParallelLoop, job: Job, reason: str, secs: int) -> None:
-    """A remote job waits on (no worker polls its queue, the server does not answer): the
-    loop says so."""
-    run = loop.run
-    until = (loop_now() + timedelta(seconds=secs)).isoformat(timespec="seconds")
-    until = until.replace("+00:00", "Z")
-    run_id = load_run_state(run.paths).run_id or ""
-    origin = loop_origin(run_id, job.iteration)
-    job.events.emit((waiting(origin, reason, until, secs),))
-    run.emit(waiting_line(run_id, reason, until, secs))
-
-
-def _run_here(
-    run: LoopRun, job: Job, facts: IterationFacts, place: JobPlace, agents: Unanswered | None = None
-) -> IterationMachine:
-    """The job's machine up to the merge, in its slot of this machine's scratch checkouts
-    (`agents`: what a remote job's agent did, when it did not answer)."""
-    try:
-        prepare_slot(run.repo, job.base.sha, facts.config.sandbox.setup, job.slot, job.sandbox)
-    except (SlotError, OSError) as error:
-        raise UserFacingError(
-            f"the agent's scratch checkout could not be prepared: {error}"
-        ) from None
-    ports = shell_ports(run.paths, run.repo, facts, job.events, job.slot_dir, job.sandbox, place)
-    ports = ports if agents is None else attrs.evolve(ports, agents=agents)
-    assert ports.scratch is not None
-    kept = KeptListing(ports.scratch)
-    ports = attrs.evolve(ports, scratch=kept)
-    job.machine = drive(start_iteration(facts), ports, job.events, waits_to_merge)
-    keep_base_entries(job, kept)
-    return job.machine
+    job_thread(run.repo, loop.done, job, machine)

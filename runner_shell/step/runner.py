@@ -151,12 +151,13 @@ class Loaded:
     tree_sha256: str | None = None  # of the bytes `tree` was parsed from
 
 
-def load_for_step(paths: RunnerPaths, repo: Repo) -> Loaded:
-    """Check the preconditions of a step and load config, run state and tree."""
+def load_for_step(paths: RunnerPaths, repo: Repo, resumed: frozenset[int] = frozenset()) -> Loaded:
+    """Check the preconditions of a step and load config, run state and tree; the journals of
+    the jobs `resumed` (a killed loop's remote jobs, waited for again) do not stop it."""
     journal = read_journal(repo)
     if journal is not None:
         raise UserFacingError(interrupted_problem(journal))
-    jobs = job_journals(repo)
+    jobs = tuple((number, path) for number, path in job_journals(repo) if number not in resumed)
     if jobs:
         numbers = ", ".join(str(number) for number, _ in jobs)
         raise UserFacingError(

@@ -209,7 +209,7 @@ def test_a_loop_killed_with_remote_jobs_running_recovers_and_finishes(
     loop.send_signal(signal.SIGKILL)
     loop.wait(10)
 
-    assert project.runner("loop").returncode != 0  # refused until `runner recover`
+    assert project.runner("step").returncode != 0  # refused until `runner recover`
     recovered = project.runner("recover", timeout=60)
     assert recovered.returncode == 0, recovered.stderr
     result = project.runner("loop", timeout=150)
@@ -218,3 +218,36 @@ def test_a_loop_killed_with_remote_jobs_running_recovers_and_finishes(
     assert "loop: status=complete" in result.stdout
     assert all((project.root / f"{leaf}.txt").is_file() for leaf in LEAVES)
     assert project.runner("audit").returncode in (0, 1)
+
+
+def test_a_loop_started_again_waits_for_the_jobs_a_killed_loop_sent(
+    remote: tuple[Project, Workers],
+) -> None:
+    project, workers = remote
+    script = dict(SCRIPT)
+    script |= {(leaf, 1): {**SCRIPT[(leaf, 1)], "sleep": 4} for leaf in LEAVES[:2]}
+    project.agent_script_by_node(script)
+    workers.start("worker-a")
+    workers.start("worker-b")
+    loop = subprocess.Popen(
+        [PYTHON, "-m", "runner_shell", "loop"], cwd=project.root, env=project.env
+    )
+    requests = project.root / ".git" / "runner-jobs"
+    for _ in range(600):
+        if len(list(requests.glob("*.request"))) >= 4:
+            break
+        time.sleep(0.05)
+    loop.send_signal(signal.SIGKILL)
+    loop.wait(10)
+    assert project.runner("step").returncode != 0  # one slot: `runner recover` first
+
+    result = project.runner("loop", timeout=150)
+
+    assert result.returncode == 0, result.stderr
+    assert "loop: status=complete" in result.stdout
+    subjects = project.git("log", "--format=%s", "-5").splitlines()
+    assert all("status=done" in subject for subject in subjects), subjects
+    # No job ran twice: each leaf's agent ran once, on the worker the first loop sent it to.
+    runs = project.harness / "node_runs"
+    assert {leaf: (runs / leaf).read_text() for leaf in LEAVES} == dict.fromkeys(LEAVES, "1")
+    assert all((project.root / f"{leaf}.txt").is_file() for leaf in LEAVES)

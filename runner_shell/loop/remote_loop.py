@@ -1,0 +1,151 @@
+"""The parallel loop's jobs on other machines: each sent to a worker and its answer taken, and,
+when the loop starts again after it was killed, the jobs it had sent found by their requests
+and waited for instead of being run again (docs/temporal.md).
+
+It decides nothing of what runs: the scheduling is the parallel loop's, the job's machine the
+core's, and what a job that does not answer becomes is `Unanswered`'s (a runner error, or
+interrupted). It only carries a job to its worker and back.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from datetime import timedelta
+
+import attrs
+
+from runner_core.iteration.facts import IterationFacts
+from runner_core.iteration.machine import IterationMachine, start_iteration
+from runner_core.loop.events import waiting
+from runner_core.views.loop_lines import waiting_line
+from runner_shell.git.repo import Repo
+from runner_shell.loop.event_sink import IterationEvents, sink_for
+from runner_shell.loop.night_loop import loop_now, loop_origin
+from runner_shell.loop.parallel_jobs import Job, JobEvents, job_thread, run_here, slot_sandbox
+from runner_shell.loop.parallel_merges import ParallelLoop
+from runner_shell.loop.signals import Interrupted
+from runner_shell.remote import wire
+from runner_shell.remote.coordinator import JobLost, Unanswered, answer_of, request_for
+from runner_shell.remote.errors import JobRefused
+from runner_shell.remote.job_files import JobRequest
+from runner_shell.scratch.slots import slot_path
+from runner_shell.step.lock_and_journal import (
+    job_journal_path,
+    job_journals,
+    job_request_path,
+    read_journal,
+    write_journal,
+)
+from runner_shell.step.runner import JobPlace, Loaded, step_sandbox
+from runner_shell.store.files import atomic_write_text
+from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.state_files import load_run_state
+
+
+def run_remote(
+    loop: ParallelLoop, job: Job, facts: IterationFacts, place: JobPlace
+) -> IterationMachine:
+    """The job's machine up to the merge, run by a worker. Its journal is kept here while it
+    runs, as a local job's, for the views and for `runner recover`, and its request beside
+    it, for a loop started again; a job that does not answer runs here as a runner error, one
+    a signal stopped as interrupted."""
+    remote = loop.remote
+    assert remote is not None
+    repo = loop.run.repo
+    write_journal(repo, start_iteration(facts).journal, place.journal_file)
+    try:
+        request = request_for(remote, repo, facts)
+        atomic_write_text(job_request_path(repo, job.iteration), request.to_json())
+    except Interrupted as signal_:
+        return run_here(loop.run, job, facts, place, Unanswered(signal=signal_.name))
+    return _answer(loop, job, facts, place, request)
+
+
+def _answer(
+    loop: ParallelLoop, job: Job, facts: IterationFacts, place: JobPlace, request: JobRequest
+) -> IterationMachine:
+    remote = loop.remote
+    assert remote is not None
+    try:
+        said = functools.partial(_waiting, loop, job)
+        taken = answer_of(remote, loop.run.repo, request, job.events, said)
+    except JobLost as lost:
+        return run_here(loop.run, job, facts, place, Unanswered(lost.line))
+    except Interrupted as signal_:
+        return run_here(loop.run, job, facts, place, Unanswered(signal=signal_.name))
+    job.base_entries = taken.base_entries
+    return taken.machine
+
+
+def _waiting(loop: ParallelLoop, job: Job, reason: str, secs: int) -> None:
+    """A remote job waits on (no worker polls its queue, the server does not answer): the
+    loop says so."""
+    run = loop.run
+    until = (loop_now() + timedelta(seconds=secs)).isoformat(timespec="seconds")
+    until = until.replace("+00:00", "Z")
+    run_id = load_run_state(run.paths).run_id or ""
+    origin = loop_origin(run_id, job.iteration)
+    job.events.emit((waiting(origin, reason, until, secs),))
+    run.emit(waiting_line(run_id, reason, until, secs))
+
+
+def jobs_to_resume(paths: RunnerPaths, repo: Repo) -> tuple[int, ...]:
+    """The remote jobs a killed loop left that a loop started again waits for: every job
+    journal left, when each is a remote job's (its request beside it), none is committed and
+    they follow the last commit without a gap; otherwise none (`runner recover` first)."""
+    journals = job_journals(repo)
+    if not journals or read_journal(repo) is not None:
+        return ()
+    numbers = tuple(number for number, _ in journals)
+    first = load_run_state(paths).next_iter
+    if numbers != tuple(range(first, first + len(numbers))):
+        return ()
+    if not all(job_request_path(repo, number).is_file() for number in numbers):
+        return ()
+    return numbers
+
+
+def resume_jobs(loop: ParallelLoop, loaded: Loaded, numbers: tuple[int, ...]) -> None:
+    """Jobs `numbers`, sent by a loop that was killed, waited for again in slots of this one
+    (their workers go on, or Temporal hands them to others): none runs twice."""
+    for slot, number in enumerate(numbers):
+        request = JobRequest.from_json(job_request_path(loop.run.repo, number).read_text())
+        facts = wire.loads(request.facts, IterationFacts)
+        if (facts.run_id, facts.plan.iteration) != (loaded.run_id, number):
+            raise JobRefused(f"job {number}: its request is another job's")
+        # This loop now waits for it: its journal names this process.
+        facts = attrs.evolve(facts, runner_pid=os.getpid())
+        _resume(loop, loaded, facts, request, slot)
+
+
+def _resume(
+    loop: ParallelLoop, loaded: Loaded, facts: IterationFacts, request: JobRequest, slot: int
+) -> None:
+    run = loop.run
+    assert facts.head is not None
+    sink = IterationEvents(sink_for(run.paths, loaded.config, loaded.run_id))
+    sandbox = slot_sandbox(step_sandbox(run.paths, run.repo, loaded.config), slot)
+    events = JobEvents(sink, loop.lock)
+    path = facts.plan.selection.path or facts.node.id
+    job = Job(
+        request.iteration,
+        path,
+        slot,
+        facts.head,
+        events,
+        sandbox,
+        slot_path(run.repo, slot),
+        loop.merged_upto,
+    )
+    loop.jobs[job.iteration] = job
+    place = JobPlace(slot, job_journal_path(run.repo, job.iteration))
+    write_journal(run.repo, start_iteration(facts).journal, place.journal_file)
+
+    def machine() -> IterationMachine:
+        return _answer(loop, job, facts, place, request)
+
+    name = f"runner-job-{job.iteration}"
+    args = (run.repo, loop.done, job, machine)
+    threading.Thread(target=job_thread, args=args, name=name, daemon=True).start()
