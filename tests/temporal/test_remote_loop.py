@@ -251,3 +251,37 @@ def test_a_loop_started_again_waits_for_the_jobs_a_killed_loop_sent(
     runs = project.harness / "node_runs"
     assert {leaf: (runs / leaf).read_text() for leaf in LEAVES} == dict.fromkeys(LEAVES, "1")
     assert all((project.root / f"{leaf}.txt").is_file() for leaf in LEAVES)
+
+
+def test_a_loop_waits_out_its_temporal_server_stopped_for_a_while(
+    remote: tuple[Project, Workers], temporal_server: TemporalServer
+) -> None:
+    project, workers = remote
+    script = dict(SCRIPT)
+    script |= {(leaf, 1): {**SCRIPT[(leaf, 1)], "sleep": 3} for leaf in LEAVES}
+    project.agent_script_by_node(script)
+    workers.start("worker-a")
+    workers.start("worker-b")
+    loop = subprocess.Popen(
+        [PYTHON, "-m", "runner_shell", "loop"],
+        cwd=project.root,
+        env=project.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    requests = project.root / ".git" / "runner-jobs"
+    for _ in range(600):
+        if len(list(requests.glob("*.request"))) >= 4:
+            break
+        time.sleep(0.05)
+    temporal_server.stop()
+    time.sleep(12)
+    temporal_server.start()
+
+    out, err = loop.communicate(timeout=150)
+
+    assert loop.returncode == 0, err
+    assert "loop: status=complete" in out
+    assert "reason=temporal_unavailable" in out, out
+    assert all((project.root / f"{leaf}.txt").is_file() for leaf in LEAVES)
