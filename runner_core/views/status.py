@@ -75,10 +75,12 @@ def running_node_id(journal: Journal | None, run_id: str | None) -> str | None:
 @attrs.frozen(slots=True)
 class RunningJob:
     """An iteration in flight in a parallel run, and whether the runner that wrote its journal
-    is alive (a dead one's job is interrupted, as a one-slot iteration's is)."""
+    is alive (a dead one's job is interrupted, as a one-slot iteration's is); `worker`: the
+    identity of the worker running a remote job, once its loop has heard it."""
 
     journal: Journal
     alive: bool
+    worker: str | None = None
 
 
 def running_jobs(
@@ -100,7 +102,9 @@ def running_jobs(
         if ours and not job_committed(journal.iteration, next_iteration):
             found.setdefault(journal.iteration, job)
     if run_journal is not None and running_node_id(run_journal.journal, run_id) is not None:
-        found[run_journal.journal.iteration] = run_journal
+        number = run_journal.journal.iteration
+        worker = found[number].worker if number in found else None
+        found[number] = attrs.evolve(run_journal, worker=worker)
     return tuple(found[number] for number in sorted(found))
 
 
@@ -297,7 +301,7 @@ def _running_json(journal: Journal) -> dict[str, Any]:
 
 
 def _job_json(job: RunningJob) -> dict[str, Any]:
-    return {**_running_json(job.journal), "alive": job.alive}
+    return {**_running_json(job.journal), "alive": job.alive, "worker": job.worker}
 
 
 def _tree_row_json(row: TreeRow) -> dict[str, Any]:
@@ -377,12 +381,14 @@ def _activity_lines(view: StatusView) -> list[str]:
 
 
 def _job_line(job: RunningJob) -> str:
-    """An iteration in flight; one whose runner died waits for `runner recover`."""
+    """An iteration in flight, with its worker when it runs on one; one whose runner died
+    waits for `runner recover`."""
     journal = job.journal
     if job.alive:
+        worker = "" if job.worker is None else f" worker={flatten(job.worker, 80)}"
         return (
             f"status: running iter={journal.iteration} node={journal.node_id} "
-            f"phase={journal.phase.value} started_at={journal.started_at}"
+            f"phase={journal.phase.value} started_at={journal.started_at}{worker}"
         )
     return (
         f"status: interrupted iter={journal.iteration} node={journal.node_id} "

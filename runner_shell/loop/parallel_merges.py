@@ -43,6 +43,7 @@ from runner_shell.step.lock_and_journal import (
     job_journal_path,
     job_place_path,
     job_request_path,
+    job_worker_path,
 )
 from runner_shell.step.runner import StepRan, step_result_line
 from runner_shell.store.state_files import load_config
@@ -168,7 +169,8 @@ def _book(loop: ParallelLoop, merging: Merging, policy_hears: bool) -> None:
         raise merging.error
     assert merging.result is not None
     result, rerun = merging.result
-    for path in (job_journal_path, job_place_path, job_changes_path, job_request_path):
+    left = (job_journal_path, job_place_path, job_changes_path, job_request_path, job_worker_path)
+    for path in left:
         path(loop.run.repo, number).unlink(missing_ok=True)
     loop.steps += 1
     loop.told[result.plan.node.id] = (number, advance_run_state(RunState(), result.outcome))

@@ -29,7 +29,12 @@ from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
 from runner_shell.loop.signals import raise_if_interrupted
 from runner_shell.remote import wire
-from runner_shell.remote.errors import JobFailed, JobRefused, TemporalUnavailable
+from runner_shell.remote.errors import (
+    JobFailed,
+    JobRefused,
+    TemporalRefused,
+    TemporalUnavailable,
+)
 from runner_shell.remote.job_files import (
     EVENTS_FILE,
     JobRequest,
@@ -38,7 +43,9 @@ from runner_shell.remote.job_files import (
     job_id,
     result_ref,
 )
-from runner_shell.store.files import atomic_write_bytes
+from runner_shell.remote.live_events import JobProgress, fresh_events, read_window
+from runner_shell.step.lock_and_journal import job_worker_path
+from runner_shell.store.files import atomic_write_bytes, atomic_write_text
 
 
 class Executor(Protocol):
@@ -49,6 +56,8 @@ class Executor(Protocol):
     def result(self, job_id: str, timeout_secs: float) -> str: ...
 
     def workers(self) -> tuple[object, ...]: ...
+
+    def progress(self, job_id: str) -> JobProgress | None: ...
 
     def close(self) -> None: ...
 
@@ -105,19 +114,62 @@ def answer_of(
     """Job `request`'s answer from its worker (submitted, or attached to when it already
     runs), checked and taken in; JobLost when it will not come or is not the job's."""
     name = job_id(request.run_id, request.iteration, request.base)
+    live = LiveJob(job_worker_path(repo, request.iteration), emit)
     try:
-        answer = _wait_for(remote, name, request, waiting)
-        return take(repo, remote.repo_url, request, JobResult.from_json(answer), emit)
+        answer = _wait_for(remote, name, request, waiting, live)
+        result = JobResult.from_json(answer)
+        return take(repo, remote.repo_url, request, result, emit, live.emitted)
     except (JobFailed, JobRefused) as error:
         raise JobLost(f"{error}") from None
 
 
+@attrs.define
+class LiveJob:
+    """What the loop has shown of a remote job while it runs: the worker running it (kept in
+    `worker_file` for the views) and how many of its events it has emitted."""
+
+    worker_file: Path
+    emit: EventsSink
+    worker: str | None = None
+    emitted: int = 0
+
+    def look(self, executor: Executor, name: str) -> None:
+        """Job `name`'s worker written when it is new, its events not yet emitted emitted; a
+        server that does not answer is the wait's to say."""
+        try:
+            found = executor.progress(name)
+        except (TemporalUnavailable, TemporalRefused):
+            return
+        if found is None:
+            return
+        if found.worker is not None and found.worker != self.worker:
+            atomic_write_text(self.worker_file, f"{found.worker}\n")
+            self.worker = found.worker
+        window = read_window(found.details)
+        if window is None:
+            return
+        encoded, emitted = fresh_events(window, self.emitted)
+        try:
+            events = [wire.decode(item) for item in encoded]
+        except (ValueError, TypeError, AttributeError, KeyError):
+            return  # not events: the answer, checked, brings the job's own
+        fresh = [event for event in events if isinstance(event, Event)]
+        if fresh:
+            self.emit.emit(fresh)
+        self.emitted = emitted
+
+
 def _wait_for(
-    remote: RemoteJobs, name: str, request: JobRequest, waiting: Callable[[str, int], None]
+    remote: RemoteJobs,
+    name: str,
+    request: JobRequest,
+    waiting: Callable[[str, int], None],
+    live: LiveJob,
 ) -> str:
-    """Job `name`'s answer, the job submitted first. A signal heard meanwhile raises
-    Interrupted in this job's thread; `waiting` hears, each time NO_WORKERS_SECS pass, that no
-    worker polls the queue or that the server does not answer (the wait goes on)."""
+    """Job `name`'s answer, the job submitted first; at each look `live` shows what the job
+    did meanwhile. A signal heard meanwhile raises Interrupted in this job's thread; `waiting`
+    hears, each time NO_WORKERS_SECS pass, that no worker polls the queue or that the server
+    does not answer (the wait goes on)."""
     give_up = time.monotonic() + request.deadline_secs
     look_again = time.monotonic() + NO_WORKERS_SECS
     submitted = False
@@ -133,6 +185,7 @@ def _wait_for(
             return remote.executor.result(name, min(POLL_SECS, left))
         except TimeoutError:
             reason = NO_WORKERS
+            live.look(remote.executor, name)
         except TemporalUnavailable:
             reason = UNREACHABLE
             time.sleep(min(POLL_SECS, left))
@@ -178,9 +231,15 @@ class EventsSink(Protocol):
 
 
 def take(
-    repo: Repo, repo_url: str, request: JobRequest, result: JobResult, emit: EventsSink
+    repo: Repo,
+    repo_url: str,
+    request: JobRequest,
+    result: JobResult,
+    emit: EventsSink,
+    shown: int = 0,
 ) -> Taken:
-    """`result`, checked against `request`, as the job's machine; its files in place."""
+    """`result`, checked against `request`, as the job's machine; its files in place, its
+    events after the first `shown` (emitted while it ran) emitted."""
     line = f"job {request.iteration}"
     if (result.run_id, result.iteration, result.base) != (
         request.run_id,
@@ -208,7 +267,7 @@ def take(
     events_file = iter_dir / EVENTS_FILE
     events = wire.loads(events_file.read_text(encoding="utf-8"), tuple)
     events_file.unlink()
-    emit.emit([event for event in events if isinstance(event, Event)])
+    emit.emit([event for event in events[shown:] if isinstance(event, Event)])
     started = attrs.evolve(machine.facts.started, monotonic=time.monotonic() - result.elapsed_secs)
     machine = attrs.evolve(machine, facts=attrs.evolve(machine.facts, started=started))
     return Taken(machine, _entries(result.base_entries))

@@ -27,7 +27,7 @@ from temporalio.common import RetryPolicy
 # the same module as outside it.
 with workflow.unsafe.imports_passed_through():
     import attrs
-    from temporalio.api.enums.v1 import TaskQueueType
+    from temporalio.api.enums.v1 import PendingActivityState, TaskQueueType
     from temporalio.api.taskqueue.v1 import TaskQueue
     from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
     from temporalio.client import Client, WorkflowFailureError
@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         TemporalRefused,
         TemporalUnavailable,
     )
+    from runner_shell.remote.live_events import JobProgress
 
 JOB_ACTIVITY = "runner_job"
 REFUSED_TYPE = "RunnerJobRefused"
@@ -63,6 +64,9 @@ JOB_RETRY = RetryPolicy(
 LOOP_GRACE_SECS = 5.0
 # How long a stopping worker lets running jobs finish before Temporal cancels them.
 SHUTDOWN_GRACE_SECS = 10.0
+# The longest a job's new heartbeat details wait on its worker before they reach the server
+# (the SDK's own default is most of the heartbeat timeout): the loop shows them live.
+HEARTBEAT_THROTTLE_SECS = 1.0
 
 Job = Callable[[str, Callable[[str], None]], str]
 T = TypeVar("T")
@@ -194,6 +198,11 @@ class TemporalExecutor:
         """The workers polling the task queue, by identity."""
         return self._rpc(self._pollers())
 
+    def progress(self, job_id: str) -> JobProgress | None:
+        """Job `job_id`'s activity while it is pending: the worker running it now and its last
+        heartbeat's details; None when nothing is pending (not started, or finished)."""
+        return self._rpc(self._progress(job_id))
+
     def close(self) -> None:
         _stop_loop(self._loop, self._thread)
 
@@ -239,6 +248,23 @@ class TemporalExecutor:
                 raise JobFailed(job_id, "no such job on the server") from None
             raise
         return result
+
+    async def _progress(self, job_id: str) -> JobProgress | None:
+        handle = self._client.get_workflow_handle(job_id)
+        try:
+            described = await handle.describe()
+        except RPCError as error:
+            if error.status is RPCStatusCode.NOT_FOUND:
+                return None
+            raise
+        for pending in described.raw_description.pending_activities:
+            running = pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+            # A scheduled activity's last worker is the one that lost it, not who runs it.
+            worker = pending.last_worker_identity if running else ""
+            said = await self._client.data_converter.decode(pending.heartbeat_details.payloads)
+            details = said[-1] if said and isinstance(said[-1], str) else None
+            return JobProgress(worker or None, details)
+        return None
 
     async def _pollers(self) -> tuple[WorkerSeen, ...]:
         seen: dict[str, datetime] = {}
@@ -397,6 +423,7 @@ async def _serve(
         activity_executor=pool,
         max_concurrent_activities=plan.slots,
         identity=plan.identity,
+        max_heartbeat_throttle_interval=timedelta(seconds=HEARTBEAT_THROTTLE_SECS),
         graceful_shutdown_timeout=timedelta(seconds=SHUTDOWN_GRACE_SECS),
     )
     running = asyncio.create_task(worker.run())

@@ -10,7 +10,6 @@ coordinator checks both before anything is merged (docs/temporal.md).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import socket
 import threading
@@ -38,6 +37,7 @@ from runner_shell.remote.job_files import (
     base_ref,
     result_ref,
 )
+from runner_shell.remote.live_events import window_json
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
 from runner_shell.step.lock_and_journal import job_journal_path
 from runner_shell.step.runner import JobPlace, drive, shell_ports, step_sandbox
@@ -177,18 +177,20 @@ def _without_groups(machine: IterationMachine) -> Journal:
 
 @attrs.define
 class CollectedEvents:
-    """The job's events, kept to be sent along with its files; each agent line is also the
-    job's heartbeat, so the coordinator sees its live output."""
+    """The job's events, kept to be sent along with its files; each time it emits some, the
+    window of its latest events is the job's heartbeat, so the coordinator emits them live."""
 
     heartbeat: Callable[[str], None]
     events: list[Event] = attrs.field(factory=list)
+    encoded: list[object] = attrs.field(factory=list)
 
     def emit(self, events: Iterable[Event], *, fsync: bool = False) -> None:
         fresh = list(events)
+        if not fresh:
+            return
         self.events.extend(fresh)
-        said = [wire.encode(event) for event in fresh]
-        if said:
-            self.heartbeat(json.dumps(said, sort_keys=True))
+        self.encoded.extend(wire.encode(event) for event in fresh)
+        self.heartbeat(window_json(self.encoded))
 
 
 def _write_events(iter_dir: Path, events: list[Event]) -> None:

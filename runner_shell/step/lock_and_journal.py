@@ -234,6 +234,12 @@ def job_request_path(repo: Repo, iteration: int) -> Path:
     return repo.common_path(f"{JOB_JOURNALS}/{iteration}.request")
 
 
+def job_worker_path(repo: Repo, iteration: int) -> Path:
+    """Beside a remote job's journal: the identity of the worker running it, once the loop has
+    heard it (docs/temporal.md)."""
+    return repo.common_path(f"{JOB_JOURNALS}/{iteration}.worker")
+
+
 def job_changes_path(repo: Repo, iteration: int) -> Path:
     """Beside a finished job's journal: what its agent left, once its slot is another job's."""
     return repo.common_path(f"{JOB_JOURNALS}/{iteration}.changes")

@@ -49,6 +49,7 @@ from runner_shell.step.lock_and_journal import (
     job_journals,
     job_place_path,
     job_request_path,
+    job_worker_path,
     journal_path,
     read_job_changes,
     read_journal,
@@ -178,7 +179,12 @@ def recover_all(paths: RunnerPaths, repo: Repo) -> tuple[Recovered, ...]:
     recovered = [found] if (found := recover(paths, repo)).kind is not None else []
     for iteration, path in job_journals(repo):
         place = job_place_path(repo, iteration)
-        left = (place, job_changes_path(repo, iteration), job_request_path(repo, iteration))
+        left = (
+            place,
+            job_changes_path(repo, iteration),
+            job_request_path(repo, iteration),
+            job_worker_path(repo, iteration),
+        )
         if job_committed(iteration, load_run_state(paths).next_iter):
             path.unlink(missing_ok=True)
             for other in left:

@@ -30,6 +30,7 @@ from runner_shell.git.repo import Repo
 from runner_shell.step.lock_and_journal import (
     job_journals,
     job_journals_dir,
+    job_worker_path,
     journal_path,
     read_journal,
     runner_alive,
@@ -55,6 +56,8 @@ if TYPE_CHECKING:
 
 # How much of guidance.md and questions.md `runner status` shows.
 GUIDANCE_SHOWN_BYTES = 4 * 1024
+# How much of a job's worker file `runner status` reads: an identity is one short line.
+WORKER_SHOWN_BYTES = 1024
 
 
 def warn(line: str) -> None:
@@ -87,6 +90,13 @@ def _job_journals(repo: Repo, warning: Callable[[str], None] = warn) -> tuple[Jo
     """The journals of a parallel run's jobs in flight, by iteration (none in a one-slot run)."""
     found = (_journal(repo, warning, path) for _, path in job_journals(repo))
     return tuple(journal for journal in found if journal is not None)
+
+
+def _worker(repo: Repo, iteration: int) -> str | None:
+    """The worker running remote job `iteration`, as its loop wrote it; None before it heard."""
+    text = read_optional_text(job_worker_path(repo, iteration), WORKER_SHOWN_BYTES)
+    lines = [] if text is None else text.strip().splitlines()
+    return lines[0] if lines else None
 
 
 def _in_flight(journal: Journal | None, jobs: tuple[Journal, ...]) -> tuple[Journal, ...]:
@@ -295,7 +305,10 @@ def status_reading(
         guidance=read_optional_text(paths.guidance, GUIDANCE_SHOWN_BYTES),
         questions=read_optional_text(paths.questions, GUIDANCE_SHOWN_BYTES),
         actions=operator_actions(repo, state.run_id),
-        jobs=tuple(RunningJob(job, runner_alive(job.runner_pid)) for job in jobs),
+        jobs=tuple(
+            RunningJob(job, runner_alive(job.runner_pid), _worker(repo, job.iteration))
+            for job in jobs
+        ),
     )
     view = attrs.evolve(
         status_view(tree, state, config.max_iterations, history, journal, operator, config.budget),

@@ -288,7 +288,8 @@ function soon() {
   pending = setTimeout(() => { pending = null; refresh().catch(() => {}); }, 150);
 }
 
-// A parallel run's jobs (the status document's `jobs`), each with its agent's live output,
+// A parallel run's jobs (the status document's `jobs`), each with its worker when it runs on
+// one (`[executor] kind = "temporal"`) and its agent's live output,
 // kept by iteration from the agent_output events (each names its iteration); while jobs are
 // listed their panels stand in for the one agent output panel.
 const jobOutput = new Map();
@@ -304,7 +305,8 @@ function showJobs(jobs) {
     const output = el("pre", { class: "job-output" }, (jobOutput.get(job.iteration) || []).join("\n"));
     return el("div", { class: "job", "data-iter": String(job.iteration) },
       el("h3", {}, badge, ` iter ${job.iteration} `, iterNode(job.node_id),
-        ` ${job.role} ${job.phase} since ${job.started_at}`), output);
+        ` ${job.role} ${job.phase} since ${job.started_at}`,
+        job.worker ? ` on ${job.worker}` : ""), output);
   }));
   for (const output of document.querySelectorAll("#jobs pre")) output.scrollTop = output.scrollHeight;
 }

@@ -121,3 +121,30 @@ def test_running_jobs_skips_committed_and_other_runs_journals() -> None:
         (7, "b.1"),
         (8, "a.2"),
     ]
+
+
+def test_a_remote_jobs_worker_is_on_its_running_line_and_in_its_json_entry() -> None:
+    remote, local = jobs(("a.1", 6), ("b.1", 7))
+    facts = OperatorFacts(jobs=(attrs.evolve(remote, worker="box-1:4242"), local))
+    view = status_view(PARALLEL, NEXT, 100, ExecutionHistory(), operator=facts)
+    document = status_to_json(view)
+    assert_valid(document, "status")
+    assert [job["worker"] for job in document["jobs"]] == ["box-1:4242", None]
+    running = [line for line in render_status(view) if line.startswith("status: running ")]
+    assert running == [
+        "status: running iter=6 node=a.1 phase=running started_at=2026-01-01T00:10:00.000Z "
+        "worker=box-1:4242",
+        "status: running iter=7 node=b.1 phase=running started_at=2026-01-01T00:10:00.000Z",
+    ]
+
+
+def test_a_remote_job_being_merged_keeps_its_worker() -> None:
+    committing = attrs.evolve(journal("a.1", iteration=6), phase=JournalPhase.COMMITTING)
+    remote = attrs.evolve(jobs(("a.1", 6))[0], worker="box-1:4242")
+    view = status_view(
+        PARALLEL, NEXT, 100, ExecutionHistory(), committing, OperatorFacts(jobs=(remote,))
+    )
+    document = status_to_json(view)
+    assert [(job["phase"], job["worker"]) for job in document["jobs"]] == [
+        ("committing", "box-1:4242")
+    ]

@@ -25,6 +25,7 @@ from runner_shell.remote import wire
 from runner_shell.remote.coordinator import RemoteJobs, take
 from runner_shell.remote.errors import JobRefused
 from runner_shell.remote.job_files import JobRequest, JobResult
+from runner_shell.remote.live_events import JobProgress
 from runner_shell.remote.worker_job import run_job
 from tests.helpers.e2e import Project, ProjectFactory, node
 
@@ -59,6 +60,9 @@ class InProcess:
 
     def workers(self) -> tuple[object, ...]:
         return ("this process",)
+
+    def progress(self, job_id: str) -> JobProgress | None:
+        return None  # its jobs run in `result`: none is pending while the loop looks
 
     def close(self) -> None:
         pass
