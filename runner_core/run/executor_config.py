@@ -17,6 +17,7 @@ from runner_core.run.config_errors import ConfigError, known_keys
 
 EXECUTOR_KINDS = ("local", "temporal")
 MAX_PORT = 65535
+HEARTBEAT_SECS_BOUNDS = (1, 3600)
 
 
 @attrs.frozen(slots=True)
@@ -29,6 +30,8 @@ class ExecutorConfig:
     namespace: str = "default"
     task_queue: str = "runner"
     remote: str = ""  # the git URL the loop and its workers share; needed by "temporal"
+    # How long a worker may go silent before its job is handed to another.
+    heartbeat_secs: int = 30
 
 
 # Jobs in this process's threads, the Temporal keys at their defaults.
@@ -69,12 +72,22 @@ def parse_executor(section: Mapping[str, Any]) -> ExecutorConfig:
     if kind == "temporal" or remote != defaults.remote:
         remote = _name("executor.remote", remote)
     return ExecutorConfig(
+        heartbeat_secs=_heartbeat_secs(section.get("heartbeat_secs", defaults.heartbeat_secs)),
         remote=remote,
         kind=kind,
         address=address,
         namespace=_name("executor.namespace", section.get("namespace", defaults.namespace)),
         task_queue=_name("executor.task_queue", section.get("task_queue", defaults.task_queue)),
     )
+
+
+def _heartbeat_secs(value: Any) -> int:
+    low, high = HEARTBEAT_SECS_BOUNDS
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(
+            "executor.heartbeat_secs", f"must be a whole number from {low} to {high}, got {value!r}"
+        )
+    return value
 
 
 def render_executor_table(executor: ExecutorConfig) -> str:
@@ -88,6 +101,7 @@ def render_executor_table(executor: ExecutorConfig) -> str:
         f"namespace = {_toml_string(executor.namespace)}\n"
         f"task_queue = {_toml_string(executor.task_queue)}  # the queue `runner worker` polls\n"
         f"remote = {_toml_string(executor.remote)}  # the git URL the loop and workers share\n"
+        f"heartbeat_secs = {executor.heartbeat_secs}  # a silent worker's job goes to another\n"
     )
 
 

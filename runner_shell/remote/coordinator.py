@@ -355,4 +355,4 @@ def remote_jobs(config: ExecutorConfig) -> RemoteJobs | None:
     executor = TemporalExecutor.connect(
         config.address, config.namespace, config.task_queue, CONNECT_SECS
     )
-    return RemoteJobs(executor, config.remote)
+    return RemoteJobs(executor, config.remote, float(config.heartbeat_secs))

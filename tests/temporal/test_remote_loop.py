@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import signal
 import subprocess
 import time
@@ -285,3 +286,43 @@ def test_a_loop_waits_out_its_temporal_server_stopped_for_a_while(
     assert "loop: status=complete" in out
     assert "reason=temporal_unavailable" in out, out
     assert all((project.root / f"{leaf}.txt").is_file() for leaf in LEAVES)
+
+
+def test_a_job_of_a_worker_killed_mid_job_finishes_on_another_attempts_untouched(
+    remote: tuple[Project, Workers],
+) -> None:
+    project, workers = remote
+    project.set_config(
+        parallel={"slots": 1},
+        executor={**_executor_table(project), "remote": workers.url, "heartbeat_secs": 2},
+    )
+    project.commit_setup("one job at a time, a silent worker's job handed on after 2 s")
+    script = dict(SCRIPT)
+    script[("root.1", 1)] = {**SCRIPT[("root.1", 1)], "sleep": 30}
+    script[("root.1", 2)] = SCRIPT[("root.1", 1)]
+    project.agent_script_by_node(script)
+    doomed = workers.start("doomed-worker")
+    loop = subprocess.Popen(
+        [PYTHON, "-m", "runner_shell", "loop"],
+        cwd=project.root,
+        env=project.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    started = project.harness / "records" / "1.json"
+    for _ in range(600):
+        if started.is_file():
+            break
+        time.sleep(0.05)
+    os.killpg(doomed.pid, signal.SIGKILL)
+    workers.start("second-worker")
+
+    _, err = loop.communicate(timeout=150)
+
+    assert loop.returncode == 0, err
+    meta = json.loads((project.iter_dir(1) / "meta.json").read_text(encoding="utf-8"))
+    assert (meta["status"], meta["error"]) == ("done", None)
+    assert meta["attempts_after"] == meta["attempts_before"] == 0
+    assert (project.harness / "node_runs" / "root.1").read_text() == "2"
+    assert (project.root / "root.1.txt").read_text() == "root.1\n"

@@ -50,7 +50,7 @@ def test_every_executor_key_may_be_set() -> None:
     "executor",
     [
         ExecutorConfig(kind="temporal", remote="/srv/app.git"),
-        ExecutorConfig("temporal", "[::1]:7233", "ns", "q-ü", "file:///srv/app.git"),
+        ExecutorConfig("temporal", "[::1]:7233", "ns", "q-ü", "file:///srv/app.git", 2),
         ExecutorConfig(task_queue='quoted "queue"'),
     ],
 )
@@ -64,6 +64,16 @@ def test_a_rendered_executor_table_reads_back_unchanged(executor: ExecutorConfig
     ("table", "key", "problem"),
     [
         ({"kind": "temporal"}, "executor.remote", "must be a non-empty string, got ''"),
+        (
+            {"heartbeat_secs": 0},
+            "executor.heartbeat_secs",
+            "must be a whole number from 1 to 3600, got 0",
+        ),
+        (
+            {"heartbeat_secs": 2.5},
+            "executor.heartbeat_secs",
+            "must be a whole number from 1 to 3600, got 2.5",
+        ),
         ({"kind": "ssh"}, "executor.kind", 'must be "local" | "temporal", got \'ssh\''),
         ({"kind": 1}, "executor.kind", 'must be "local" | "temporal", got 1'),
         ({"address": "localhost"}, "executor.address", "must be HOST:PORT, got 'localhost'"),
