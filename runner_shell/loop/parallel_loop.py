@@ -64,16 +64,13 @@ from runner_shell.loop.parallel_merges import (
     stop_told,
 )
 from runner_shell.loop.questions import read_questions
-from runner_shell.loop.remote_loop import jobs_to_resume, resume_jobs, run_remote
+from runner_shell.loop.remote_loop import connected, jobs_to_resume, resume_jobs, run_remote
 from runner_shell.loop.signals import (
     Interrupted,
     Interrupts,
     interruptible,
     signals_handled,
     stop_jobs,
-)
-from runner_shell.remote.coordinator import (
-    remote_jobs,
 )
 from runner_shell.scratch.slots import slot_path
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested, stop_request_path
@@ -109,7 +106,10 @@ def run_parallel_loop(
 ) -> int:
     """Run jobs in `[parallel] slots` slots until the policy stops the loop; see the module."""
     with signals_handled():
-        remote = remote_jobs(load_config(run.paths).executor)
+        try:
+            remote = connected(run, load_config(run.paths).executor)
+        except Interrupted as signal_:
+            return interrupted(run, signal_.exit_code)
         # A killed loop's remote jobs are waited for again, not run again (docs/temporal.md).
         resumed = () if remote is None else jobs_to_resume(run.paths, run.repo)
         loaded = load_for_step(run.paths, run.repo, frozenset(resumed))

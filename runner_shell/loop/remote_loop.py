@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import threading
+import time
 from datetime import timedelta
 
 import attrs
@@ -19,16 +21,27 @@ import attrs
 from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.loop.events import waiting
+from runner_core.run.executor_config import ExecutorConfig
 from runner_core.views.loop_lines import waiting_line
+from runner_shell.errors import failure_line
 from runner_shell.git.repo import Repo
-from runner_shell.loop.event_sink import IterationEvents, sink_for
-from runner_shell.loop.night_loop import loop_now, loop_origin
+from runner_shell.loop.event_sink import Emitter, IterationEvents, sink_for
+from runner_shell.loop.night_loop import LoopRun, loop_now, loop_origin
 from runner_shell.loop.parallel_jobs import Job, JobEvents, job_thread, run_here, slot_sandbox
 from runner_shell.loop.parallel_merges import ParallelLoop
-from runner_shell.loop.signals import Interrupted
+from runner_shell.loop.signals import Interrupted, interruptible
 from runner_shell.remote import wire
-from runner_shell.remote.coordinator import JobLost, Unanswered, answer_of, request_for
-from runner_shell.remote.errors import JobRefused
+from runner_shell.remote.coordinator import (
+    NO_WORKERS_SECS,
+    UNREACHABLE,
+    JobLost,
+    RemoteJobs,
+    Unanswered,
+    answer_of,
+    remote_jobs,
+    request_for,
+)
+from runner_shell.remote.errors import JobRefused, TemporalUnavailable
 from runner_shell.remote.job_files import JobRequest
 from runner_shell.scratch.slots import slot_path
 from runner_shell.step.lock_and_journal import (
@@ -41,7 +54,7 @@ from runner_shell.step.lock_and_journal import (
 from runner_shell.step.runner import JobPlace, Loaded, step_sandbox
 from runner_shell.store.files import atomic_write_text
 from runner_shell.store.layout import RunnerPaths
-from runner_shell.store.state_files import load_run_state
+from runner_shell.store.state_files import load_config, load_run_state
 
 
 def run_remote(
@@ -82,12 +95,14 @@ def _answer(
 def _waiting(loop: ParallelLoop, job: Job, reason: str, secs: int) -> None:
     """A remote job waits on (no worker polls its queue, the server does not answer): the
     loop says so."""
-    run = loop.run
+    _say_waiting(loop.run, job.events, job.iteration, reason, secs)
+
+
+def _say_waiting(run: LoopRun, events: Emitter, iteration: int, reason: str, secs: int) -> None:
     until = (loop_now() + timedelta(seconds=secs)).isoformat(timespec="seconds")
     until = until.replace("+00:00", "Z")
     run_id = load_run_state(run.paths).run_id or ""
-    origin = loop_origin(run_id, job.iteration)
-    job.events.emit((waiting(origin, reason, until, secs),))
+    events.emit((waiting(loop_origin(run_id, iteration), reason, until, secs),))
     run.emit(waiting_line(run_id, reason, until, secs))
 
 
@@ -149,3 +164,18 @@ def _resume(
     name = f"runner-job-{job.iteration}"
     args = (run.repo, loop.done, job, machine)
     threading.Thread(target=job_thread, args=args, name=name, daemon=True).start()
+
+
+def connected(run: LoopRun, config: ExecutorConfig) -> RemoteJobs | None:
+    """Where `[executor]` sends jobs (None: this machine's slots). A Temporal server that does
+    not answer is said, and waited out until it does (a signal ends the wait)."""
+    while True:
+        try:
+            return remote_jobs(config)
+        except TemporalUnavailable as error:
+            print(failure_line(str(error)), file=sys.stderr, flush=True)
+            state = load_run_state(run.paths)
+            sink = sink_for(run.paths, load_config(run.paths), state.run_id or "")
+            _say_waiting(run, sink, state.next_iter, UNREACHABLE, NO_WORKERS_SECS)
+        with interruptible():
+            time.sleep(NO_WORKERS_SECS)

@@ -191,15 +191,18 @@ def _wait_for(
             time.sleep(min(POLL_SECS, left))
         if time.monotonic() >= look_again:
             look_again = time.monotonic() + NO_WORKERS_SECS
-            if reason == UNREACHABLE or not _polled(remote):
-                waiting(reason if reason == UNREACHABLE else NO_WORKERS, NO_WORKERS_SECS)
+            missing = reason if reason == UNREACHABLE else _missing(remote)
+            if missing is not None:
+                waiting(missing, NO_WORKERS_SECS)
 
 
-def _polled(remote: RemoteJobs) -> bool:
+def _missing(remote: RemoteJobs) -> str | None:
+    """Why a job waits on, when its queue's side says why: no worker polls it, or the server
+    does not answer (a wait for an answer gives up with a timeout either way)."""
     try:
-        return bool(remote.executor.workers())
+        return None if remote.executor.workers() else NO_WORKERS
     except TemporalUnavailable:
-        return True  # said at the next look, when the job's wait finds it too
+        return UNREACHABLE
 
 
 class JobLost(Exception):

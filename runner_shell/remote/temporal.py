@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import functools
 import json
 import math
 import os
@@ -37,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         FailureError,
         WorkflowAlreadyStartedError,
     )
+    from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
     from temporalio.service import RPCError, RPCStatusCode
 
     from runner_shell.remote.errors import (
@@ -127,9 +129,19 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0]
 
 
+@functools.cache
+def _quiet_runtime() -> Runtime:
+    """The SDK's runtime, its own log at errors only: a server away for a while is the loop's
+    to say, in one line, not the SDK's to say at every retry."""
+    quiet = TelemetryFilter(core_level="ERROR", other_level="ERROR")
+    return Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(filter=quiet)))
+
+
 async def _connect(address: str, namespace: str, identity: str | None = None) -> Client:
     try:
-        return await Client.connect(address, namespace=namespace, identity=identity)
+        return await Client.connect(
+            address, namespace=namespace, identity=identity, runtime=_quiet_runtime()
+        )
     except Exception as error:
         raise TemporalUnavailable(address, _first_line(error)) from None
 

@@ -285,6 +285,7 @@ def test_a_loop_waits_out_its_temporal_server_stopped_for_a_while(
     assert loop.returncode == 0, err
     assert "loop: status=complete" in out
     assert "reason=temporal_unavailable" in out, out
+    assert "WARN" not in err  # the SDK's own retries are not the user's to read
     assert all((project.root / f"{leaf}.txt").is_file() for leaf in LEAVES)
 
 
@@ -326,3 +327,31 @@ def test_a_job_of_a_worker_killed_mid_job_finishes_on_another_attempts_untouched
     assert meta["attempts_after"] == meta["attempts_before"] == 0
     assert (project.harness / "node_runs" / "root.1").read_text() == "2"
     assert (project.root / "root.1.txt").read_text() == "root.1\n"
+
+
+def test_a_loop_started_while_its_temporal_server_is_down_waits_for_it(
+    remote: tuple[Project, Workers], temporal_server: TemporalServer
+) -> None:
+    project, workers = remote
+    temporal_server.stop()
+    try:
+        loop = subprocess.Popen(
+            [PYTHON, "-m", "runner_shell", "loop"],
+            cwd=project.root,
+            env=project.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert loop.stdout is not None
+        said = loop.stdout.readline()
+    finally:
+        temporal_server.start()
+    workers.start("worker-a")
+
+    out, err = loop.communicate(timeout=150)
+
+    assert "reason=temporal_unavailable" in said
+    assert loop.returncode == 0, err
+    assert "loop: status=complete" in out
+    assert f"temporal server at {temporal_server.address} is unavailable" in err
