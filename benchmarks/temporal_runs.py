@@ -295,8 +295,9 @@ def bench_temporal(
                     unit="s",
                     target="",
                     met=None,
-                    note=f"{len(latencies)} jobs; meta.json started_at (the loop) to agent_started"
-                    " at (the worker); floor: the same in the local 1-slot run",
+                    note=f"{len(latencies)} jobs, the slowest {max(latencies):.2f} s; meta.json"
+                    " started_at (the loop) to agent_started at (the worker); floor: the same in"
+                    " the local 1-slot run",
                 )
             )
     one_worker, two = walls[(4, 1)], walls[(4, 2)]
