@@ -47,6 +47,7 @@ sys.modules.setdefault("bench", sys.modules[__name__])
 import bench_docs  # noqa: E402
 import parallel  # noqa: E402
 import steps  # noqa: E402
+import temporal_runs  # noqa: E402
 import views  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -525,12 +526,23 @@ def make_repo(
     return directory
 
 
-def process(argv: Sequence[str], cwd: Path, expect: Sequence[int] = (0,)) -> Callable[[], None]:
-    """A callable running `argv` to completion, failing on an unexpected exit code."""
+def process(
+    argv: Sequence[str],
+    cwd: Path,
+    expect: Sequence[int] = (0,),
+    timeout_secs: float | None = None,
+) -> Callable[[], None]:
+    """A callable running `argv` to completion, failing on an unexpected exit code (and with
+    subprocess.TimeoutExpired, the process killed, past `timeout_secs`)."""
 
     def once() -> None:
         result = subprocess.run(
-            list(argv), cwd=cwd, env=PROCESS_ENV, capture_output=True, stdin=subprocess.DEVNULL
+            list(argv),
+            cwd=cwd,
+            env=PROCESS_ENV,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=timeout_secs,
         )
         if result.returncode not in expect:
             raise RuntimeError(f"{shlex.join(argv)} exited {result.returncode}: {result.stderr!r}")
@@ -924,7 +936,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--only",
         default="core,schema,start,cli,step,slot,rss,parallel",
         help="comma-separated groups (core,schema,start,cli,step,slot,rss,parallel; the heavy "
-        "run,big)",
+        "run,big and temporal)",
     )
     parser.add_argument(
         "--run-length", type=int, default=1000, help="steps of the `run` group (default 1000)"
@@ -947,14 +959,15 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--parallel-leaves",
         type=int,
-        help=f"leaves of the `parallel` group's tree (default {parallel.LEAVES}, quick "
-        f"{parallel.QUICK_LEAVES})",
+        help=f"leaves of the `parallel` and `temporal` groups' tree (default {parallel.LEAVES}, "
+        f"quick {parallel.QUICK_LEAVES})",
     )
     parser.add_argument(
         "--parallel-sleep",
         type=float,
         default=parallel.SLEEP_SECS,
-        help=f"seconds the `parallel` group's agent sleeps (default {parallel.SLEEP_SECS:g})",
+        help=f"seconds the `parallel` and `temporal` groups' agent sleeps (default "
+        f"{parallel.SLEEP_SECS:g})",
     )
     parser.add_argument(
         "--parallel-slots",
@@ -986,6 +999,8 @@ def run_groups(args: argparse.Namespace, log: Callable[[str], None]) -> list[Row
     repeat = args.repeat
     process_sizes = [size for size in sizes if size <= max(PROCESS_SIZES)]
     rows: list[Row] = []
+    one_slots: parallel.OneSlots = {}  # the tree's local one-slot run, shared by two groups
+    leaves = args.parallel_leaves or (parallel.QUICK_LEAVES if args.quick else parallel.LEAVES)
     with tempfile.TemporaryDirectory(prefix="runner-bench-") as temp:
         workdir = Path(temp)
         if "core" in groups:
@@ -1011,11 +1026,12 @@ def run_groups(args: argparse.Namespace, log: Callable[[str], None]) -> list[Row
             rows += bench_rss(args.guard_output, workdir, log)
         if "parallel" in groups:
             slot_counts = [int(slots) for slots in args.parallel_slots.split(",")]
-            leaves = args.parallel_leaves or (
-                parallel.QUICK_LEAVES if args.quick else parallel.LEAVES
-            )
             rows += parallel.bench_parallel(
-                leaves, args.parallel_sleep, slot_counts, repeat, workdir, log
+                leaves, args.parallel_sleep, slot_counts, repeat, workdir, log, one_slots
+            )
+        if "temporal" in groups:
+            rows += temporal_runs.bench_temporal(
+                leaves, args.parallel_sleep, repeat, workdir, log, one_slots
             )
     return rows
 
