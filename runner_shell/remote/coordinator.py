@@ -9,6 +9,7 @@ else is a JobRefused, never merged (docs/temporal.md).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
@@ -89,6 +90,9 @@ class RemoteJobs:
     executor: Executor
     repo_url: str
     heartbeat_secs: float = 30.0
+    # The start commits already pushed for the workers: the jobs of a round share one.
+    pushed: set[str] = attrs.field(factory=set, eq=False)
+    pushing: threading.Lock = attrs.field(factory=threading.Lock, eq=False)
 
 
 def request_for(remote: RemoteJobs, repo: Repo, facts: IterationFacts) -> JobRequest:
@@ -96,9 +100,11 @@ def request_for(remote: RemoteJobs, repo: Repo, facts: IterationFacts) -> JobReq
     run_id, iteration = facts.run_id, facts.plan.iteration
     assert facts.job_base is not None
     base = facts.job_base
-    _git(
-        repo, "push", "--quiet", "--force", remote.repo_url, f"{base}:{base_ref(run_id, iteration)}"
-    )
+    with remote.pushing:
+        if base not in remote.pushed:
+            ref = base_ref(run_id, base)
+            _git(repo, "push", "--quiet", "--force", remote.repo_url, f"{base}:{ref}")
+            remote.pushed.add(base)
     deadline = facts.config.iteration_timeout_secs + 600.0
     facts_json = wire.dumps(facts)
     return JobRequest(run_id, iteration, base, facts_json, deadline, remote.heartbeat_secs)

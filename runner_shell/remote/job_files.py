@@ -1,7 +1,7 @@
 """What a remote job and its coordinator agree on: names, the request, the result, its commits.
 
 A job's request names its run, iteration and start commit, and carries its facts (wire.py);
-the coordinator pushes the start commit to `refs/runner/bases/<run>/<iter>` on the shared
+the coordinator pushes the start commit to `refs/runner/bases/<run>/<commit>` on the shared
 remote, and the worker pushes its answer to `refs/runner/jobs/<run>/<iter>`: a commit of the
 iteration's files (its parent: the start commit with the agent's changes, which brings their
 blobs along). Both documents are canonical JSON, checked field by field when read back
@@ -31,8 +31,10 @@ def job_id(run_id: str, iteration: int, base: str) -> str:
     return f"runner-{run_id}-{iteration}-{base[:16]}"
 
 
-def base_ref(run_id: str, iteration: int) -> str:
-    return f"refs/runner/bases/{run_id}/{iteration}"
+def base_ref(run_id: str, base: str) -> str:
+    """Where a job's start commit waits for workers on the shared remote: one ref per commit,
+    pushed once for every job that starts from it."""
+    return f"refs/runner/bases/{run_id}/{base}"
 
 
 def result_ref(run_id: str, iteration: int) -> str:

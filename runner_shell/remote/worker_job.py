@@ -111,13 +111,14 @@ def _git(cwd: Path, *args: str, timeout: float = FETCH_TIMEOUT_SECS) -> str:
 def _check_out_base(repo: Repo, repo_url: str, request: JobRequest) -> None:
     """The clone's work tree at the job's start commit, nothing else in it; JobRefused when the
     remote does not hold that commit under the job's name (another repository)."""
-    ref = base_ref(request.run_id, request.iteration)
-    try:
-        _git(repo.root, "fetch", "--quiet", "--no-tags", repo_url, f"+{ref}:{ref}")
-    except GitError as error:
-        raise JobRefused(
-            f"job {request.iteration}: {repo_url} has no start commit for it ({error})"
-        ) from None
+    ref = base_ref(request.run_id, request.base)
+    if run_git(("cat-file", "-e", f"{ref}^{{commit}}"), repo.root).returncode != 0:
+        try:  # not fetched for an earlier job of this clone
+            _git(repo.root, "fetch", "--quiet", "--no-tags", repo_url, f"+{ref}:{ref}")
+        except GitError as error:
+            raise JobRefused(
+                f"job {request.iteration}: {repo_url} has no start commit for it ({error})"
+            ) from None
     found = _git(repo.root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
     if found != request.base:
         raise JobRefused(
