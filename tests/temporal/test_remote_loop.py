@@ -74,6 +74,27 @@ class Workers:
                 process.wait(5)
 
 
+def spawn_loop(project: Project) -> subprocess.Popen[str]:
+    """`runner loop` in the project, its output piped."""
+    return subprocess.Popen(
+        [PYTHON, "-m", "runner_shell", "loop"],
+        cwd=project.root,
+        env=project.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _until_sent(project: Project, count: int, pattern: str = "*.request") -> None:
+    """Until `count` remote jobs have their files of `pattern` beside the loop's journals."""
+    kept = project.root / ".git" / "runner-jobs"
+    for _ in range(600):
+        if len(list(kept.glob(pattern))) >= count:
+            return
+        time.sleep(0.05)
+
+
 def _executor_table(project: Project) -> dict[str, str]:
     config = tomllib.loads(project.config_path.read_text(encoding="utf-8"))
     table = config["executor"]
@@ -140,14 +161,7 @@ def test_a_loop_with_no_worker_on_its_queue_says_so_and_waits(
     remote: tuple[Project, Workers],
 ) -> None:
     project, workers = remote
-    loop = subprocess.Popen(
-        [PYTHON, "-m", "runner_shell", "loop"],
-        cwd=project.root,
-        env=project.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    loop = spawn_loop(project)
     assert loop.stdout is not None
     first = loop.stdout.readline()
     while "reason=no_workers" not in first:
@@ -199,14 +213,8 @@ def test_a_loop_killed_with_remote_jobs_running_recovers_and_finishes(
     project.agent_script_by_node(script)
     workers.start("worker-a")
     workers.start("worker-b")
-    loop = subprocess.Popen(
-        [PYTHON, "-m", "runner_shell", "loop"], cwd=project.root, env=project.env
-    )
-    journals = project.root / ".git" / "runner-jobs"
-    for _ in range(600):
-        if len(list(journals.glob("*.json"))) >= 2:
-            break
-        time.sleep(0.05)
+    loop = spawn_loop(project)
+    _until_sent(project, 2, "*.json")
     loop.send_signal(signal.SIGKILL)
     loop.wait(10)
 
@@ -230,14 +238,8 @@ def test_a_loop_started_again_waits_for_the_jobs_a_killed_loop_sent(
     project.agent_script_by_node(script)
     workers.start("worker-a")
     workers.start("worker-b")
-    loop = subprocess.Popen(
-        [PYTHON, "-m", "runner_shell", "loop"], cwd=project.root, env=project.env
-    )
-    requests = project.root / ".git" / "runner-jobs"
-    for _ in range(600):
-        if len(list(requests.glob("*.request"))) >= 4:
-            break
-        time.sleep(0.05)
+    loop = spawn_loop(project)
+    _until_sent(project, 4)
     loop.send_signal(signal.SIGKILL)
     loop.wait(10)
     assert project.runner("step").returncode != 0  # one slot: `runner recover` first
@@ -263,19 +265,8 @@ def test_a_loop_waits_out_its_temporal_server_stopped_for_a_while(
     project.agent_script_by_node(script)
     workers.start("worker-a")
     workers.start("worker-b")
-    loop = subprocess.Popen(
-        [PYTHON, "-m", "runner_shell", "loop"],
-        cwd=project.root,
-        env=project.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    requests = project.root / ".git" / "runner-jobs"
-    for _ in range(600):
-        if len(list(requests.glob("*.request"))) >= 4:
-            break
-        time.sleep(0.05)
+    loop = spawn_loop(project)
+    _until_sent(project, 4)
     temporal_server.stop()
     time.sleep(12)
     temporal_server.start()
@@ -303,14 +294,7 @@ def test_a_job_of_a_worker_killed_mid_job_finishes_on_another_attempts_untouched
     script[("root.1", 2)] = SCRIPT[("root.1", 1)]
     project.agent_script_by_node(script)
     doomed = workers.start("doomed-worker")
-    loop = subprocess.Popen(
-        [PYTHON, "-m", "runner_shell", "loop"],
-        cwd=project.root,
-        env=project.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    loop = spawn_loop(project)
     started = project.harness / "records" / "1.json"
     for _ in range(600):
         if started.is_file():
@@ -335,14 +319,7 @@ def test_a_loop_started_while_its_temporal_server_is_down_waits_for_it(
     project, workers = remote
     temporal_server.stop()
     try:
-        loop = subprocess.Popen(
-            [PYTHON, "-m", "runner_shell", "loop"],
-            cwd=project.root,
-            env=project.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        loop = spawn_loop(project)
         assert loop.stdout is not None
         said = loop.stdout.readline()
     finally:
