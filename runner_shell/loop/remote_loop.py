@@ -23,7 +23,7 @@ from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.loop.events import waiting
 from runner_core.run.executor_config import ExecutorConfig
 from runner_core.views.loop_lines import waiting_line
-from runner_shell.errors import failure_line
+from runner_shell.errors import UserFacingError, failure_line
 from runner_shell.git.repo import Repo
 from runner_shell.loop.event_sink import Emitter, IterationEvents, sink_for
 from runner_shell.loop.night_loop import LoopRun, loop_now, loop_origin
@@ -126,10 +126,20 @@ def resume_jobs(loop: ParallelLoop, loaded: Loaded, numbers: tuple[int, ...]) ->
     """Jobs `numbers`, sent by a loop that was killed, waited for again in slots of this one
     (their workers go on, or Temporal hands them to others): none runs twice."""
     for slot, number in enumerate(numbers):
-        request = JobRequest.from_json(job_request_path(loop.run.repo, number).read_text())
-        facts = wire.loads(request.facts, IterationFacts)
+        kept = job_request_path(loop.run.repo, number)
+        try:
+            request = JobRequest.from_json(kept.read_text(encoding="utf-8"))
+            facts = wire.loads(request.facts, IterationFacts)
+        except (JobRefused, wire.WireError, OSError, UnicodeDecodeError) as error:
+            raise UserFacingError(
+                f"{kept}: not the request of a job this loop can wait for ({error}); "
+                "run 'runner recover' to record the jobs as interrupted"
+            ) from None
         if (facts.run_id, facts.plan.iteration) != (loaded.run_id, number):
-            raise JobRefused(f"job {number}: its request is another job's")
+            raise UserFacingError(
+                f"{kept}: the request of another job; "
+                "run 'runner recover' to record the jobs as interrupted"
+            )
         # This loop now waits for it: its journal names this process.
         facts = attrs.evolve(facts, runner_pid=os.getpid())
         _resume(loop, loaded, facts, request, slot)

@@ -332,3 +332,27 @@ def test_a_loop_started_while_its_temporal_server_is_down_waits_for_it(
     assert loop.returncode == 0, err
     assert "loop: status=complete" in out
     assert f"temporal server at {temporal_server.address} is unavailable" in err
+
+
+def test_a_request_left_unreadable_is_one_line_naming_recover(
+    remote: tuple[Project, Workers],
+) -> None:
+    project, workers = remote
+    script = dict(SCRIPT)
+    script |= {(leaf, 1): {**SCRIPT[(leaf, 1)], "sleep": 4} for leaf in LEAVES}
+    project.agent_script_by_node(script)
+    workers.start("worker-a")
+    loop = spawn_loop(project)
+    _until_sent(project, 4)
+    loop.send_signal(signal.SIGKILL)
+    loop.wait(10)
+    kept = sorted((project.root / ".git" / "runner-jobs").glob("*.request"))
+    kept[0].write_text("{not json", encoding="utf-8")
+
+    result = project.runner("loop", timeout=60)
+
+    assert result.returncode != 0
+    [line] = result.stderr.strip().splitlines()
+    assert "run 'runner recover'" in line and "Traceback" not in result.stderr
+    assert f"{kept[0]}: not the request of a job this loop can wait for" in line
+    assert project.runner("recover", timeout=60).returncode == 0
