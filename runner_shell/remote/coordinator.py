@@ -4,7 +4,8 @@ executor, its answer checked and taken in as if the job had run in a local slot.
 An answer is taken only when it is this job's (run, iteration, start commit), its commit is
 the one the worker names, that commit's parent is the start commit with exactly the changes the
 machine lists, and the iteration's files in it are plain files under plain names; anything
-else is a JobRefused, never merged (docs/temporal.md).
+else is refused (JobLost): nothing of it is merged, and the loop runs the job's iteration as a
+runner error (docs/temporal.md).
 """
 
 from __future__ import annotations
