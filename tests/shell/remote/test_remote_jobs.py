@@ -24,10 +24,10 @@ from runner_shell.loop.parallel_merges import ParallelLoop
 from runner_shell.remote import wire
 from runner_shell.remote.coordinator import RemoteJobs, take
 from runner_shell.remote.errors import JobRefused
-from runner_shell.remote.job_files import JobRequest, JobResult
+from runner_shell.remote.job_files import JobRequest, JobResult, result_ref
 from runner_shell.remote.live_events import JobProgress
 from runner_shell.remote.worker_job import run_job
-from tests.helpers.e2e import Project, ProjectFactory, node
+from tests.helpers.e2e import IDENTITY, Project, ProjectFactory, node
 
 DONE = {"status": "done", "summary": "did it"}
 TREE = node(
@@ -161,6 +161,38 @@ def test_an_answer_for_another_job_is_refused(
     forged = attrs.evolve(other, iteration=request.iteration, base=request.base)
     with pytest.raises(JobRefused, match="job 1"):
         take(Repo(project.root), url, request, forged, print_events)
+
+
+def test_an_answer_whose_iteration_files_hold_a_symlink_is_refused(
+    remote_run: tuple[Project, InProcess], tmp_path: Path
+) -> None:
+    """A worker (or what an agent left it) answering with a link among the iteration's files:
+    the loop writes none of them and refuses the answer."""
+    project, executor = remote_run
+    url = str(tmp_path / "shared.git")
+    name, answer = sorted(executor.answered.items())[0]
+    request = JobRequest.from_json(executor.asked[name])
+    honest = JobResult.from_json(answer)
+
+    def git(*args: str, stdin: str | None = None) -> str:
+        done = subprocess.run(
+            ["git", "-C", url, *IDENTITY, *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    files = git("rev-parse", f"{honest.commit}^")
+    link = git("hash-object", "-w", "--stdin", stdin="/etc/passwd")
+    tree = git("mktree", stdin=f"120000 blob {link}\tevil\n")
+    forged = git("commit-tree", tree, "-p", files, "-m", "forged")
+    git("update-ref", result_ref(request.run_id, request.iteration), forged)
+
+    with pytest.raises(JobRefused, match="not a plain file"):
+        take(Repo(project.root), url, request, attrs.evolve(honest, commit=forged), print_events)
+    assert not (project.iter_dir(request.iteration) / "evil").exists()
 
 
 def test_a_worker_given_another_repository_refuses_the_job(
