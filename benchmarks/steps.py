@@ -23,6 +23,8 @@ from runner_shell.sandbox import probe
 from runner_shell.scratch.slots import prepare_slot
 
 STEP_TARGET = 6.0
+# Steps one `runner loop` takes per timed run of the loop row (its start-up spread over them).
+LOOP_STEPS = 20
 GIT_PROCESS_TARGET = 6
 # The repository a slot reset is measured on: files of FILE_BYTES in directories of 100.
 SLOT_FILES = 5_000
@@ -103,7 +105,48 @@ def bench_step(repeat: int, workdir: Path, log: Callable[[str], None]) -> list[b
         )
         if mode == "off":
             rows.append(git_process_row(repo, floor_repo, script, workdir, log))
+    mode = "off" if problem is not None else "bwrap"
+    rows.append(loop_iteration_row(mode, floor, repeat, workdir, log))
     return rows
+
+
+def loop_iteration_row(
+    mode: str, floor: Callable[[], None], repeat: int, workdir: Path, log: Callable[[str], None]
+) -> bench.Row:
+    """One iteration of `runner loop` (LOOP_STEPS no-op steps in one process, the loop's
+    start-up spread over them) beside one run of the step floor: what each iteration of a
+    long unattended run costs, where the step row also pays the interpreter and its imports."""
+    log(f'step: {LOOP_STEPS} iterations of one `runner loop` with [sandbox] mode = "{mode}"')
+    leaves = LOOP_STEPS * (repeat + 1)
+    repo = bench.make_repo(
+        workdir / f"loop-{mode}",
+        bench.step_tree(leaves),
+        ["true"],
+        max_iterations=leaves + 1,
+        sandbox_mode=mode,
+    )
+    loop = bench.process(
+        [*bench.runner_command(), "loop", "--max-steps", str(LOOP_STEPS), "--quiet"], repo
+    )
+
+    def floors() -> None:
+        for _ in range(LOOP_STEPS):
+            floor()
+
+    measured, floor_time = bench.paired_processes(loop, floors, repeat)
+    return bench.ratio_row(
+        f'`runner loop`, per iteration (no-op agent, guard true, sandbox "{mode}") vs sh floor',
+        None,
+        _per_step(measured),
+        _per_step(floor_time),
+        STEP_TARGET,
+        note=f"{LOOP_STEPS} steps of one loop vs the step floor {LOOP_STEPS} times",
+    )
+
+
+def _per_step(timing: bench.Timing) -> bench.Timing:
+    median, runs = timing
+    return median / LOOP_STEPS, tuple(run / LOOP_STEPS for run in runs)
 
 
 def git_processes(argv: list[str], cwd: Path, trace_dir: Path) -> int:
