@@ -90,3 +90,31 @@ def test_a_jobs_start_latency_is_its_agents_start_minus_its_scheduling(
     lines = "".join(json.dumps(event) + "\n" for event in events)
     (run / "events.jsonl").write_text(lines, encoding="utf-8")
     assert temporal_runs.start_latencies(tmp_path) == pytest.approx([0.25, 1.0])
+
+
+def test_the_remote_job_profile_runs_at_a_tiny_size(tmp_path: Path) -> None:
+    tiny = ["--leaves", "2", "--slots", "2", "--workers", "1", "--sleep", "0.2"]
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "temporal_profile.py"), *tiny],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    phases = [line.split()[:3] for line in result.stdout.splitlines() if " -> " in line]
+    assert [phase[0] for phase in phases] == [
+        "scheduled",
+        "sent",
+        "iteration_started",
+        "agent_started",
+        "agent_finished",
+        "guard_finished",
+        "answered",
+        "taken",
+        "merging",
+        "iteration_finished",
+    ]
+    assert all(line.endswith("2") for line in result.stdout.splitlines() if " -> " in line)
+    assert "ideal 0.2 s (2 slots on 1 worker)" in result.stdout
