@@ -25,6 +25,20 @@ def benchmark_module(name: str) -> ModuleType:
         sys.path.remove(str(BENCHMARKS))
 
 
+def run_benchmark(
+    script: str, args: list[str], cwd: Path, timeout: float | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python benchmarks/<script> <args>` run in `cwd`, its output as text."""
+    return subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )
+
+
 @pytest.fixture(scope="module")
 def bench_docs() -> ModuleType:
     return benchmark_module("bench_docs")
@@ -116,13 +130,7 @@ def test_the_benchmark_runs_every_group_at_tiny_sizes(tmp_path: Path) -> None:
     tiny = ["--sizes", "30", "--repeat", "1", "--slot-files", "20"]
     tiny += ["--guard-output", str(2 * 2**20)]
     tiny += ["--ignore-targets", "--out", str(out)]
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "bench.py"), *tiny, "--only", ",".join(GROUP_ROWS)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_benchmark("bench.py", [*tiny, "--only", ",".join(GROUP_ROWS)], tmp_path)
     assert result.returncode == 0, result.stderr
     rows = json.loads(out.read_text(encoding="utf-8"))["results"]
     metrics = [row["metric"] for row in rows]

@@ -5,14 +5,12 @@ anything, so targets are ignored."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from tests.test_benchmark import BENCHMARKS, benchmark_module
+from tests.test_benchmark import benchmark_module, run_benchmark
 
 
 @pytest.fixture(scope="module")
@@ -63,13 +61,7 @@ def test_the_parallel_group_runs_at_a_tiny_size(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
     tiny = ["--only", "parallel", "--parallel-leaves", "2", "--parallel-sleep", "0.2"]
     tiny += ["--parallel-slots", "1,2", "--repeat", "1", "--ignore-targets", "--out", str(out)]
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "bench.py"), *tiny],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_benchmark("bench.py", tiny, tmp_path)
     assert result.returncode == 0, result.stderr
     rows = json.loads(out.read_text(encoding="utf-8"))["results"]
     metrics = [row["metric"] for row in rows]
@@ -90,13 +82,7 @@ def test_the_parallel_group_runs_at_a_tiny_size(tmp_path: Path) -> None:
 
 def test_the_main_thread_profile_runs_at_a_tiny_size(tmp_path: Path) -> None:
     tiny = ["--leaves", "2", "--slots", "2", "--sleep", "0.2"]
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "parallel_profile.py"), *tiny],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_benchmark("parallel_profile.py", tiny, tmp_path)
     assert result.returncode == 0, result.stderr
     assert "loop and [merge] threads, inclusive" in result.stdout
     assert "[merge] parallel_merges.merge_job" in result.stdout

@@ -5,14 +5,12 @@ development server, `runner worker` processes and `runner loop` with `[executor]
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from tests.test_benchmark import BENCHMARKS, benchmark_module
+from tests.test_benchmark import benchmark_module, run_benchmark
 
 pytestmark = pytest.mark.temporal
 
@@ -38,14 +36,7 @@ def test_the_temporal_group_runs_at_a_tiny_size(tmp_path: Path) -> None:
     tiny = ["--only", "parallel,temporal", "--parallel-slots", "1"]
     tiny += ["--parallel-leaves", "4", "--parallel-sleep", "0.2"]
     tiny += ["--repeat", "1", "--ignore-targets", "--out", str(out)]
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "bench.py"), *tiny],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    result = run_benchmark("bench.py", tiny, tmp_path, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "`runner loop` on this machine" not in result.stderr  # measured once, by `parallel`
     rows = json.loads(out.read_text(encoding="utf-8"))["results"]
@@ -94,14 +85,7 @@ def test_a_jobs_start_latency_is_its_agents_start_minus_its_scheduling(
 
 def test_the_remote_job_profile_runs_at_a_tiny_size(tmp_path: Path) -> None:
     tiny = ["--leaves", "2", "--slots", "2", "--workers", "1", "--sleep", "0.2"]
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "temporal_profile.py"), *tiny],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    result = run_benchmark("temporal_profile.py", tiny, tmp_path, timeout=120)
     assert result.returncode == 0, result.stderr
     phases = [line.split()[:3] for line in result.stdout.splitlines() if " -> " in line]
     assert [phase[0] for phase in phases] == [
