@@ -1,7 +1,11 @@
 """Iteration logs archived in git, outside the work tree: `refs/runner/logs/<run-id>`.
 
-Each archived iteration is one commit whose tree holds every archived iteration as `<iter>/`
-(the previous commit's tree plus this one), so the ref's tip restores the whole run. A step
+Each archived iteration is one commit whose tree holds every archived iteration (the previous
+commit's tree plus this one), so the ref's tip restores the whole run. They are kept a hundred
+to a directory, `<first>-<last>/<iter>/` (iteration 1537 in `1500-1599/1537/`): an iteration
+rewrites its shard's tree and the root's, both small however long the run, never a tree with an
+entry for every earlier iteration. An archive an older runner wrote holds them at the root,
+`<iter>/`; both read alike. A step
 archives with one `git fast-import`; otherwise plumbing (hash-object, mktree, commit-tree,
 update-ref against the old value) does it. Either way the index and work tree are never
 touched and identical bytes are one blob; through plumbing, archiving twice adds nothing.
@@ -85,6 +89,20 @@ def logs_ref(run_id: str) -> str:
     return LOGS_REF_PREFIX + run_id
 
 
+# Iterations per directory of the archive's root.
+SHARD_SIZE = 100
+
+
+def _shard(iteration: int) -> str:
+    first = iteration // SHARD_SIZE * SHARD_SIZE
+    return f"{first}-{first + SHARD_SIZE - 1}"
+
+
+def archived_dir(iteration: int) -> str:
+    """Where the archive holds iteration `iteration`'s files, below its root."""
+    return f"{_shard(iteration)}/{iteration}"
+
+
 def _tip(root: Path, ref: str) -> str | None:
     out = git_bytes(root, ["rev-parse", "--verify", "--quiet", ref + "^{commit}"], ok_codes=(0, 1))
     return out.decode().strip() or None
@@ -108,10 +126,11 @@ def _mktree(root: Path, entries: list[tuple[str, str, str, str]]) -> str:
     return git_bytes(root, ["mktree"], lines.encode("utf-8")).decode().strip()
 
 
-def _root_entries(root: Path, tip: str | None) -> dict[str, tuple[str, str, str, str]]:
-    if tip is None:
+def _tree_entries(root: Path, tree: str | None) -> dict[str, tuple[str, str, str, str]]:
+    """The entries of `tree` (a tree-ish) by name; none for None."""
+    if tree is None:
         return {}
-    out = git_bytes(root, ["ls-tree", "-z", tip]).decode("utf-8")
+    out = git_bytes(root, ["ls-tree", "-z", tree]).decode("utf-8")
     entries = {}
     for line in filter(None, out.split("\0")):
         head, name = line.split("\t", 1)
@@ -128,11 +147,15 @@ def archive_iteration(root: Path, run_id: str, iteration: int, directory: Path) 
     subtree = _mktree(root, blobs)
     ref = logs_ref(run_id)
     tip = _tip(root, ref)
-    entries = _root_entries(root, tip)
-    name = str(iteration)
-    if name in entries and entries[name][2] == subtree:
+    entries = _tree_entries(root, tip)
+    name, shard = str(iteration), _shard(iteration)
+    held = entries.get(shard)
+    shard_entries = _tree_entries(root, held[2] if held is not None else None)
+    if shard_entries.get(name, ("", "", "", ""))[2] == subtree and name not in entries:
         return None
-    entries[name] = ("040000", "tree", subtree, name)
+    entries.pop(name, None)  # where an older runner archived it
+    shard_entries[name] = ("040000", "tree", subtree, name)
+    entries[shard] = ("040000", "tree", _mktree(root, list(shard_entries.values())), shard)
     tree = _mktree(root, list(entries.values()))
     parents = ["-p", tip] if tip is not None else []
     message = _message(run_id, iteration)
@@ -172,19 +195,21 @@ def _import_stream(
     the iteration's files, each inline (bytes) or by the id of a blob already stored (str),
     and `copies` (name, path in the parent's tree) copied."""
     ref = logs_ref(run_id)
+    place = archived_dir(iteration)
     yield f"commit {ref}\n".encode()
     yield f"committer {FALLBACK_NAME} <{FALLBACK_EMAIL}> now\n".encode()
     yield from _data(_message(run_id, iteration))
     if parented:
         yield f"from {ref}^0\n".encode()
-    yield f"D {iteration}\n".encode()
+    yield f"D {place}\n".encode()
+    yield f"D {iteration}\n".encode()  # where an older runner archived it
     for name, source in copies:
-        yield f"C {source} {iteration}/{name}\n".encode()
+        yield f"C {source} {place}/{name}\n".encode()
     for name, data in files:
         if isinstance(data, str):
-            yield f"M 100644 {data} {iteration}/{name}\n".encode()
+            yield f"M 100644 {data} {place}/{name}\n".encode()
             continue
-        yield f"M 100644 inline {iteration}/{name}\n".encode()
+        yield f"M 100644 inline {place}/{name}\n".encode()
         yield from _data(data)
     yield b"\ndone\n"
 
@@ -239,7 +264,7 @@ def archive_after_commit(
     copies: tuple[tuple[str, str], ...] = ()
     previous = directory.parent / str(iteration - 1) / "tree.after.json"
     if iteration > 1 and _same_file(directory / "tree.before.json", previous):
-        copies = (("tree.before.json", f"{iteration - 1}/tree.after.json"),)
+        copies = (("tree.before.json", f"{archived_dir(iteration - 1)}/tree.after.json"),)
     skip = frozenset(name for name, _ in copies) | frozenset(committed)
     named: list[tuple[str, Content]] = sorted(committed.items())
     contents = itertools.chain(named, _files_to_archive(directory, skip))
@@ -254,19 +279,28 @@ def archive_after_commit(
 
 
 def _archived_entries(root: Path, ref: str) -> list[tuple[int, str, str]]:
-    """`(iteration, name, blob sha)` of the ref's tip; refuses anything else it holds."""
+    """`(iteration, name, blob sha)` of the ref's tip, by iteration and name; refuses anything
+    else it holds. A file held both in its shard and at the root (an older runner's place) is
+    the shard's."""
     out = git_bytes(root, ["ls-tree", "-r", "-z", ref]).decode("utf-8")
-    entries = []
+    found: dict[tuple[int, str], tuple[bool, str]] = {}
     for line in filter(None, out.split("\0")):
         head, path = line.split("\t", 1)
         mode, kind, sha = head.split(" ")
-        number, _, name = path.partition("/")
+        parts = path.split("/")
+        number = parts[-2] if len(parts) in (2, 3) else ""
         if not (number.isascii() and number.isdigit() and str(int(number)) == number):
             raise ArchiveError(f"{ref}: '{path}' is not under an iteration number; refusing it")
+        sharded = len(parts) == 3
+        if sharded and parts[0] != _shard(int(number)):
+            raise ArchiveError(f"{ref}: '{path}' is not in its iteration's shard; refusing it")
+        name = parts[-1]
         if int(number) < 1 or name not in ARCHIVED_NAMES or (mode, kind) != ("100644", "blob"):
             raise ArchiveError(f"{ref}: '{path}' is not a known iteration file; refusing it")
-        entries.append((int(number), name, sha))
-    return entries
+        key = (int(number), name)
+        if sharded or key not in found or not found[key][0]:
+            found[key] = (sharded, sha)
+    return [(number, name, sha) for (number, name), (_, sha) in sorted(found.items())]
 
 
 def _refuse_symlink(path: Path) -> None:

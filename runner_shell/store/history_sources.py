@@ -53,7 +53,7 @@ def run_rev(repo: Repo, run_id: str) -> str:
 
 def archived_history(paths: RunnerPaths, run_id: str) -> SourcedHistory | None:
     """The history the archive's meta.json files give; None when the run has no archive."""
-    from runner_shell.git.log_archive import ArchiveError, logs_ref, read_archived
+    from runner_shell.git.log_archive import ArchiveError, archived_dir, logs_ref, read_archived
 
     try:
         found = read_archived(paths.root, run_id, frozenset({"meta.json"}))
@@ -64,7 +64,7 @@ def archived_history(paths: RunnerPaths, run_id: str) -> SourcedHistory | None:
     records: list[ExecutionRecord] = []
     problems: list[str] = []
     for (number, _), data in sorted(found.items()):
-        where = f"{logs_ref(run_id)}:{number}/meta.json"
+        where = f"{logs_ref(run_id)}:{archived_dir(number)}/meta.json"
         try:
             record = record_from_meta(json.loads(data.decode("utf-8")))
         except (UnicodeDecodeError, ValueError) as error:

@@ -29,6 +29,7 @@ from runner_shell.git.history import NoStartCommit
 from runner_shell.git.log_archive import (
     ARCHIVED_NAMES,
     ArchiveError,
+    archived_dir,
     logs_ref,
     read_archived,
     restore,
@@ -101,7 +102,7 @@ def _snapshots(paths: RunnerPaths, run_id: str, iteration: int) -> tuple[bytes, 
     names = frozenset({"tree.before.json", "tree.after.json"})
     found = read_archived(paths.root, run_id, names, iteration) or {}
     if len(found) == len(names):
-        where = f"{logs_ref(run_id)}:{iteration}"
+        where = f"{logs_ref(run_id)}:{archived_dir(iteration)}"
         return found[(iteration, "tree.before.json")], found[(iteration, "tree.after.json")], where
     return None
 
@@ -183,7 +184,8 @@ def _archived_iteration(
         return None
     for (_, name), data in found.items():
         (scratch / name).write_bytes(data)
-    return read_iteration_at(run_id, iteration, scratch, f"{logs_ref(run_id)}:{iteration}")
+    where = f"{logs_ref(run_id)}:{archived_dir(iteration)}"
+    return read_iteration_at(run_id, iteration, scratch, where)
 
 
 def _trailer_iteration(commit: CommitFacts, run_id: str, iteration: int) -> IterationFiles:

@@ -112,8 +112,9 @@ def test_each_iteration_is_archived_on_the_logs_ref(audited: Project) -> None:
     ref = f"refs/runner/logs/{audited.run_id}"
     assert audited.git("rev-list", "--count", ref).strip() == str(ITERATIONS)
     names = audited.git("ls-tree", "-r", "--name-only", ref).split()
-    assert {name.split("/")[0] for name in names} == {str(n) for n in range(1, ITERATIONS + 1)}
-    assert "2/guard.log" in names and "7/meta.json" in names
+    assert {name.split("/")[1] for name in names} == {str(n) for n in range(1, ITERATIONS + 1)}
+    assert {name.split("/")[0] for name in names} == {"0-99"}
+    assert "0-99/2/guard.log" in names and "0-99/7/meta.json" in names
 
 
 # ---------------------------------------------------------------- runner audit
@@ -411,7 +412,7 @@ def test_an_iteration_committed_but_not_archived_is_archived_by_recover(
 
     assert recovered.returncode == 0, recovered.stderr
     ref = f"refs/runner/logs/{project.run_id}"
-    assert project.git("ls-tree", "--name-only", ref).split() == ["1"]
+    assert project.git("ls-tree", "--name-only", f"{ref}:0-99").split() == ["1"]
     assert project.runner("step").returncode == 0
-    assert project.git("ls-tree", "--name-only", ref).split() == ["1", "2"]
+    assert project.git("ls-tree", "--name-only", f"{ref}:0-99").split() == ["1", "2"]
     assert project.runner("audit").returncode == 0

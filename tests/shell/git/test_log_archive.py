@@ -96,12 +96,26 @@ def test_restore_without_an_archive_names_the_ref(repo: Path) -> None:
         restore(repo, RUN, repo / ".runner" / "iterations" / RUN)
 
 
-def forge_archive(repo: Path, path_in_tree: str) -> None:
-    """A ref holding one file at `path_in_tree`, as a hostile push could."""
-    blob = git(repo, "hash-object", "-w", "--stdin", stdin="").strip()
-    number, name = path_in_tree.split("/")
-    sub = git(repo, "mktree", stdin=f"100644 blob {blob}\t{name}\n").strip()
-    top = git(repo, "mktree", stdin=f"040000 tree {sub}\t{number}\n").strip()
+def nested_tree(repo: Path, files: dict[str, str]) -> str:
+    """A tree holding `files` (path: text), directories made as the paths say."""
+    entries: list[str] = []
+    below: dict[str, dict[str, str]] = {}
+    for path, text in files.items():
+        first, _, rest = path.partition("/")
+        if rest:
+            below.setdefault(first, {})[rest] = text
+        else:
+            blob = git(repo, "hash-object", "-w", "--stdin", stdin=text).strip()
+            entries.append(f"100644 blob {blob}\t{first}\n")
+    for name, inner in below.items():
+        entries.append(f"040000 tree {nested_tree(repo, inner)}\t{name}\n")
+    return git(repo, "mktree", stdin="".join(entries)).strip()
+
+
+def forge_archive(repo: Path, files: dict[str, str]) -> None:
+    """A ref holding `files` (path in its tree: text), as a hostile push or an older runner
+    could have left it."""
+    top = nested_tree(repo, files)
     git(repo, "update-ref", logs_ref(RUN), git(repo, "commit-tree", top, "-m", "forged").strip())
 
 
@@ -112,12 +126,19 @@ def forge_archive(repo: Path, path_in_tree: str) -> None:
         ("x/meta.json", "is not under an iteration number"),
         ("1/evil.sh", "is not a known iteration file"),
         ("0/meta.json", "is not a known iteration file"),
+        ("0-99/01/meta.json", "is not under an iteration number"),
+        ("0-99/1/x/meta.json", "is not under an iteration number"),
+        ("meta.json", "is not under an iteration number"),
+        ("100-199/5/meta.json", "is not in its iteration's shard"),
+        ("1/1500/meta.json", "is not in its iteration's shard"),
+        ("1500-1599/1500/x/meta.json", "is not under an iteration number"),
+        ("0-99/1/evil.sh", "is not a known iteration file"),
     ],
 )
 def test_restore_refuses_names_the_runner_never_archives(
     repo: Path, path_in_tree: str, problem: str
 ) -> None:
-    forge_archive(repo, path_in_tree)
+    forge_archive(repo, {path_in_tree: ""})
     with pytest.raises(ArchiveError, match=problem):
         restore(repo, RUN, repo / ".runner" / "iterations" / RUN)
 
@@ -163,7 +184,7 @@ def test_a_link_or_fifo_at_an_archived_name_is_left_out_unread(
     archive(repo, RUN, 1, directory)
 
     names = git(repo, "ls-tree", "-r", "--name-only", logs_ref(RUN)).split()
-    assert names == ["1/executor.log", "1/meta.json", "1/tree.after.json"]
+    assert names == ["0-99/1/executor.log", "0-99/1/meta.json", "0-99/1/tree.after.json"]
 
 
 @pytest.mark.parametrize("archive", ARCHIVERS, ids=["plumbing", "fast-import"])
@@ -177,7 +198,7 @@ def test_a_file_past_the_largest_an_iteration_writes_is_left_out_unread(
     archive(repo, RUN, 1, directory)
 
     names = git(repo, "ls-tree", "-r", "--name-only", logs_ref(RUN)).split()
-    assert "1/guard.log" not in names and "1/meta.json" in names
+    assert "0-99/1/guard.log" not in names and "0-99/1/meta.json" in names
 
 
 def big_snapshot(seed: str) -> bytes:
@@ -204,8 +225,8 @@ def test_snapshots_git_already_holds_are_named_and_restore_to_identical_bytes(
     restore(repo, RUN, restored_dir)
 
     blobs = {line.split("\t")[1]: line.split()[2] for line in tree.splitlines()}
-    assert blobs["2/tree.after.json"] == stored
-    assert blobs["2/tree.before.json"] == blobs["1/tree.after.json"]
+    assert blobs["0-99/2/tree.after.json"] == stored
+    assert blobs["0-99/2/tree.before.json"] == blobs["0-99/1/tree.after.json"]
     assert snapshot(restored_dir) == before
 
 
@@ -217,7 +238,7 @@ def test_a_named_blob_is_archived_by_its_id_without_the_file_being_read(repo: Pa
 
     archive_after_commit(repo, RUN, 1, one, {"tree.after.json": stored})
 
-    archived = git(repo, "show", f"{logs_ref(RUN)}:1/tree.after.json")
+    archived = git(repo, "show", f"{logs_ref(RUN)}:0-99/1/tree.after.json")
     assert archived == "the committed bytes\n"
 
 
@@ -229,6 +250,69 @@ def test_a_snapshot_that_is_no_link_of_the_last_one_is_archived_as_it_is(repo: P
     (two / "tree.before.json").write_bytes(big_snapshot("c"))  # a copy that differs, not a link
     archive_after_commit(repo, RUN, 2, two)
 
-    archived = git(repo, "show", f"{logs_ref(RUN)}:2/tree.before.json")
+    archived = git(repo, "show", f"{logs_ref(RUN)}:0-99/2/tree.before.json")
 
     assert archived.encode() == big_snapshot("c")
+
+
+@pytest.mark.parametrize("archive", ARCHIVERS, ids=["plumbing", "fast-import"])
+def test_iterations_are_kept_a_hundred_to_a_directory(
+    repo: Path, tmp_path: Path, archive: Callable[[Path, str, int, Path], object]
+) -> None:
+    for iteration in (998, 999, 1000, 1001):
+        archive(repo, RUN, iteration, write_iteration(repo, iteration))
+
+    shards = git(repo, "ls-tree", "--name-only", logs_ref(RUN)).split()
+    assert shards == ["1000-1099", "900-999"]
+    assert git(repo, "ls-tree", "--name-only", f"{logs_ref(RUN)}:900-999").split() == ["998", "999"]
+    assert git(repo, "ls-tree", "--name-only", f"{logs_ref(RUN)}:1000-1099").split() == [
+        "1000",
+        "1001",
+    ]
+    restored = tmp_path / "restored"
+    assert restore(repo, RUN, restored) == (998, 999, 1000, 1001)
+    assert snapshot(restored) == snapshot(repo / ".runner" / "iterations" / RUN)
+
+
+def test_an_archive_an_older_runner_kept_flat_is_read_and_grows_in_shards(
+    repo: Path, tmp_path: Path
+) -> None:
+    one = write_iteration(repo, 1)
+    flat = {f"1/{path.name}": path.read_text() for path in one.iterdir()}
+    forge_archive(repo, flat)
+    two = write_iteration(repo, 2)
+    os.link(one / "tree.after.json", two / "tree.before.json")
+
+    archive_after_commit(repo, RUN, 2, two)
+
+    names = git(repo, "ls-tree", "-r", "--name-only", logs_ref(RUN)).split()
+    assert "1/meta.json" in names and "0-99/2/tree.before.json" in names
+    restored = tmp_path / "restored"
+    assert restore(repo, RUN, restored) == (1, 2)
+    assert snapshot(restored) == snapshot(repo / ".runner" / "iterations" / RUN)
+
+
+def test_an_iteration_held_both_flat_and_in_its_shard_reads_as_the_shards(
+    repo: Path, tmp_path: Path
+) -> None:
+    forge_archive(repo, {"1/meta.json": "old\n", "0-99/1/meta.json": "new\n"})
+    restored = tmp_path / "restored"
+    assert restore(repo, RUN, restored) == (1,)
+    assert (restored / "1" / "meta.json").read_text() == "new\n"
+
+
+def test_a_snapshot_linked_across_two_shards_is_copied_from_the_earlier_one(repo: Path) -> None:
+    archive_iteration(repo, RUN, 98, write_iteration(repo, 98))
+    one = write_iteration(repo, 99)
+    (one / "tree.after.json").write_bytes(big_snapshot("a"))
+    archive_after_commit(repo, RUN, 99, one)
+    two = write_iteration(repo, 100)
+    os.link(one / "tree.after.json", two / "tree.before.json")
+
+    archive_after_commit(repo, RUN, 100, two)
+
+    tree = git(repo, "ls-tree", "-r", logs_ref(RUN))
+    blobs = {line.split("\t")[1]: line.split()[2] for line in tree.splitlines()}
+    assert blobs["100-199/100/tree.before.json"] == blobs["0-99/99/tree.after.json"]
+    # By fast-import's copy: its fallback, a failed fast-import, would have left a crash report.
+    assert not list((repo / ".git").glob("fast_import_crash_*"))

@@ -80,4 +80,4 @@ def test_the_lock_covers_the_writes_the_commit_and_its_baseline_not_the_archive(
     assert not hold.lock.locked()
     assert git(root, "show", "HEAD:.runner/state/state.json") == "{}\n"
     archived = git(root, "ls-tree", "-r", "--name-only", "refs/runner/logs/run-1").split()
-    assert archived == ["1/meta.json"]
+    assert archived == ["0-99/1/meta.json"]
