@@ -45,6 +45,7 @@ from runner_core.validation.schema import TREE_SCHEMA_FILE, load_schema, validat
 sys.modules.setdefault("bench", sys.modules[__name__])
 
 import bench_docs  # noqa: E402
+import disk  # noqa: E402
 import parallel  # noqa: E402
 import steps  # noqa: E402
 import temporal_runs  # noqa: E402
@@ -660,6 +661,8 @@ def step_tree(leaves: int) -> str:
 
 
 EARLY_ITERATION = 10
+# Steps of each run whose growth of .git/objects is averaged (disk.py).
+OBJECTS_STEPS = 3
 
 
 def bench_run_length(
@@ -673,7 +676,7 @@ def bench_run_length(
     """
     early_at = min(EARLY_ITERATION, length)
     log(f"run: stepping one run to iteration {length} and another to {early_at}")
-    leaves = length + 2 * repeat + 10
+    leaves = length + 2 * repeat + 10 + OBJECTS_STEPS
     late = make_repo(workdir / "run-late", step_tree(leaves), ["true"], max_iterations=leaves)
     early = make_repo(workdir / "run-early", step_tree(leaves), ["true"], max_iterations=leaves)
     for repo, count in ((late, length - 1), (early, early_at - 1)):
@@ -692,7 +695,8 @@ def bench_run_length(
             floor,
             1.1,
             note="two runs of no-op steps, their steps alternating",
-        )
+        ),
+        disk.objects_row(late, early, length, early_at, OBJECTS_STEPS),
     ]
 
 
@@ -726,6 +730,7 @@ def bench_big_step(size: int, repeat: int, workdir: Path, log: Callable[[str], N
     tree_path = repo / ".runner" / "state" / "tree.json"
     load = f"import json; json.load(open({str(tree_path)!r}))"
     json_peak = peak_rss_of([sys.executable, "-c", load], repo)
+    disk_row = disk.work_tree_row(repo, size)
     return [
         ratio_row(
             "`runner step` vs load, change, dump, write, add, commit",
@@ -745,6 +750,7 @@ def bench_big_step(size: int, repeat: int, workdir: Path, log: Callable[[str], N
             met=peak <= 2 * json_peak,
             note=f"ratio {peak / json_peak:.2f}",
         ),
+        disk_row,
     ]
 
 

@@ -149,3 +149,17 @@ def test_a_missed_target_fails_the_command(bench: ModuleType) -> None:
     assert bench.exit_code([met, row], ignore_targets=False) == 1
     assert bench.exit_code([met, row], ignore_targets=True) == 0
     assert bench.exit_code([met], ignore_targets=False) == 0
+
+
+def test_disk_bytes_count_each_file_once_and_leave_out_what_is_skipped(tmp_path: Path) -> None:
+    disk = benchmark_module("disk")
+    (tmp_path / ".git" / "objects").mkdir(parents=True)
+    (tmp_path / ".git" / "objects" / "blob").write_bytes(b"x" * 1000)
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "a").write_bytes(b"y" * 100)
+    (tmp_path / "dir" / "b").hardlink_to(tmp_path / "dir" / "a")
+    (tmp_path / "link").symlink_to(tmp_path / ".git" / "objects" / "blob")
+    (tmp_path / "c").write_bytes(b"z" * 10)
+    assert disk.work_tree_bytes(tmp_path) == 110
+    assert disk.objects_bytes(tmp_path) == 1000
+    assert disk.files_bytes(tmp_path) == 1110
