@@ -5,10 +5,11 @@ commit's tree plus this one), so the ref's tip restores the whole run. They are 
 to a directory, `<first>-<last>/<iter>/` (iteration 1537 in `1500-1599/1537/`): an iteration
 rewrites its shard's tree and the root's, both small however long the run, never a tree with an
 entry for every earlier iteration. An archive an older runner wrote holds them at the root,
-`<iter>/`; both read alike. A step
-archives with one `git fast-import`; otherwise plumbing (hash-object, mktree, commit-tree,
-update-ref against the old value) does it. Either way the index and work tree are never
-touched and identical bytes are one blob; through plumbing, archiving twice adds nothing.
+`<iter>/`; both read alike.
+
+A step archives with one `git fast-import`; otherwise plumbing (hash-object, mktree,
+commit-tree, update-ref against the old value) does it. Either way the index and work tree are
+never touched and identical bytes are one blob; through plumbing, archiving twice adds nothing.
 """
 
 from __future__ import annotations
