@@ -33,6 +33,7 @@ from runner_core.iteration.recovery import Journal, JournalPhase
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.views.follow import _running_log
 from runner_shell.views.iteration_files import LOG_HEAD_BYTES, LOG_HEAD_LINES, log_head
+from tests.helpers.crash import spawn
 from tests.helpers.e2e import (
     PYTHON,
     Project,
@@ -223,14 +224,7 @@ def test_status_shows_the_node_of_an_iteration_in_progress_as_running(project: P
     agent = project.harness / "waiting_agent.py"
     agent.write_text(WAITING_AGENT, encoding="utf-8")
     project.prepare(node("root"), agent_command=[PYTHON, str(agent)])
-    step = subprocess.Popen(
-        [PYTHON, "-m", "runner_shell", "step"],
-        cwd=project.root,
-        env=project.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    step = spawn(project, "step")
     try:
         deadline = time.monotonic() + 20
         while not (project.harness / "started").exists():

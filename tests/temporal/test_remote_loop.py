@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.crash import spawn
 from tests.helpers.e2e import PYTHON, Project, ProjectFactory, node
 from tests.temporal.conftest import TemporalServer
 
@@ -72,18 +73,6 @@ class Workers:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(5)
-
-
-def spawn_loop(project: Project) -> subprocess.Popen[str]:
-    """`runner loop` in the project, its output piped."""
-    return subprocess.Popen(
-        [PYTHON, "-m", "runner_shell", "loop"],
-        cwd=project.root,
-        env=project.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def _until_sent(project: Project, count: int, pattern: str = "*.request") -> None:
@@ -161,7 +150,7 @@ def test_a_loop_with_no_worker_on_its_queue_says_so_and_waits(
     remote: tuple[Project, Workers],
 ) -> None:
     project, workers = remote
-    loop = spawn_loop(project)
+    loop = spawn(project, "loop")
     assert loop.stdout is not None
     first = loop.stdout.readline()
     while "reason=no_workers" not in first:
@@ -213,7 +202,7 @@ def test_a_loop_killed_with_remote_jobs_running_recovers_and_finishes(
     project.agent_script_by_node(script)
     workers.start("worker-a")
     workers.start("worker-b")
-    loop = spawn_loop(project)
+    loop = spawn(project, "loop")
     _until_sent(project, 2, "*.json")
     loop.send_signal(signal.SIGKILL)
     loop.wait(10)
@@ -238,7 +227,7 @@ def test_a_loop_started_again_waits_for_the_jobs_a_killed_loop_sent(
     project.agent_script_by_node(script)
     workers.start("worker-a")
     workers.start("worker-b")
-    loop = spawn_loop(project)
+    loop = spawn(project, "loop")
     _until_sent(project, 4)
     loop.send_signal(signal.SIGKILL)
     loop.wait(10)
@@ -265,7 +254,7 @@ def test_a_loop_waits_out_its_temporal_server_stopped_for_a_while(
     project.agent_script_by_node(script)
     workers.start("worker-a")
     workers.start("worker-b")
-    loop = spawn_loop(project)
+    loop = spawn(project, "loop")
     _until_sent(project, 4)
     temporal_server.stop()
     time.sleep(12)
@@ -294,7 +283,7 @@ def test_a_job_of_a_worker_killed_mid_job_finishes_on_another_attempts_untouched
     script[("root.1", 2)] = SCRIPT[("root.1", 1)]
     project.agent_script_by_node(script)
     doomed = workers.start("doomed-worker")
-    loop = spawn_loop(project)
+    loop = spawn(project, "loop")
     started = project.harness / "records" / "1.json"
     for _ in range(600):
         if started.is_file():
@@ -319,7 +308,7 @@ def test_a_loop_started_while_its_temporal_server_is_down_waits_for_it(
     project, workers = remote
     temporal_server.stop()
     try:
-        loop = spawn_loop(project)
+        loop = spawn(project, "loop")
         assert loop.stdout is not None
         said = loop.stdout.readline()
     finally:
@@ -342,7 +331,7 @@ def test_a_request_left_unreadable_is_one_line_naming_recover(
     script |= {(leaf, 1): {**SCRIPT[(leaf, 1)], "sleep": 4} for leaf in LEAVES}
     project.agent_script_by_node(script)
     workers.start("worker-a")
-    loop = spawn_loop(project)
+    loop = spawn(project, "loop")
     _until_sent(project, 4)
     loop.send_signal(signal.SIGKILL)
     loop.wait(10)

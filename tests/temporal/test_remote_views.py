@@ -10,8 +10,9 @@ import time
 from typing import Any
 
 from tests.core.views.test_reports_core import assert_valid
+from tests.helpers.crash import spawn
 from tests.helpers.e2e import Project
-from tests.temporal.test_remote_loop import DONE, LEAVES, SCRIPT, Workers, remote, spawn_loop
+from tests.temporal.test_remote_loop import DONE, LEAVES, SCRIPT, Workers, remote
 
 __all__ = ["remote"]  # the fixture, used by name
 
@@ -40,7 +41,7 @@ def test_a_remote_jobs_worker_and_live_output_are_seen_while_it_runs(
     watched = {"stdout": "".join(f"{line}\n" for line in LINES), "sleep": 5, "output": DONE}
     project.agent_script_by_node({**SCRIPT, (WATCHED, 1): {**SCRIPT[(WATCHED, 1)], **watched}})
     workers.start("watching-worker")
-    loop = spawn_loop(project)
+    loop = spawn(project, "loop")
     try:
         line, live = _while_it_runs(project)
         out, err = loop.communicate(timeout=150)
