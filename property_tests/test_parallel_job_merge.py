@@ -20,7 +20,7 @@ from runner_core.loop.budget import InFlight, with_in_flight
 from runner_core.parallel.frontier import frontier
 from runner_core.parallel.job_merge import Entry, merge_files, merged_review
 from runner_core.parallel.queue import next_to_merge
-from runner_core.parallel.tree_merge import TreeConflict, merge_trees
+from runner_core.parallel.tree_merge import TreeConflict, merge_trees, settle
 from runner_core.testing import EditedTree, trees
 from runner_core.tree.model import AgentStatus, GuardOutcome, nodes_by_id
 
@@ -185,8 +185,10 @@ def test_every_merge_the_loop_makes_replays_clean_in_the_audit(
     case: tuple[Node, EditedTree, EditedTree],
 ) -> None:
     """The audit merges a job's commit onto its parent from the job's base again: a merge the
-    loop made always gives itself back, so a clean parallel run has no finding."""
-    base, ours, theirs = case[0], case[1].tree, case[2].tree
+    loop made always gives itself back, so a clean parallel run has no finding. `ours` is the
+    head the job merges onto: a commit of the runner's, so settled (every parent passes iff
+    its children do), as the runner writes every tree."""
+    base, ours, theirs = case[0], settle(case[1].tree), case[2].tree
     merged = merge_trees(base, ours, theirs)
     if isinstance(merged, TreeConflict):
         return
