@@ -28,6 +28,7 @@ DEFAULT_TIMEOUT_SECS = 600.0
 @attrs.frozen(slots=True)
 class Case:
     path: Path
+    shown: str  # the path as the user gave it, for messages
     id: str
     goal: str
     project: Path | None
@@ -89,7 +90,8 @@ def load_case(path: Path) -> Case:
         fastjsonschema.compile(json.loads(schema_text("eval_case.schema.json")))(data)
     except fastjsonschema.JsonSchemaValueException as error:
         field = str(error.name).removeprefix("data").lstrip(".") or "(the file)"
-        raise UserFacingError(f"eval: {name}: {field}: {error.message}") from None
+        said = str(error.message).removeprefix(str(error.name)).strip()
+        raise UserFacingError(f"eval: {name}: {field}: {said}") from None
     case = data["case"]
     if ("project" in case) == ("repo" in case):
         raise UserFacingError(f"eval: {name}: case.project: give exactly one of project or repo")
@@ -108,6 +110,7 @@ def load_case(path: Path) -> Case:
         repo = str((directory / repo).resolve())
     return Case(
         path=path.resolve(),
+        shown=name,
         id=case["id"],
         goal=case["goal"],
         project=project,

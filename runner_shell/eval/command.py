@@ -59,13 +59,13 @@ def plan_jobs(
     from runner_shell.step.prompt_templates import compile_template
 
     cases = [load_case(path) for path in case_paths]
-    seen: dict[str, Path] = {}
+    seen: dict[str, str] = {}
     for case in cases:
         if case.id in seen:
             raise UserFacingError(
-                f"eval: {case.path}: case.id: '{case.id}' is also the id of {seen[case.id]}"
+                f"eval: {case.shown}: case.id: '{case.id}' is also the id of {seen[case.id]}"
             )
-        seen[case.id] = case.path
+        seen[case.id] = case.shown
     for directory in prompts:
         if not directory.is_dir():
             raise UserFacingError(f"eval: --prompts {directory}: is not a directory")

@@ -141,7 +141,7 @@ def check_config(case: Case, backend: str) -> str:
     try:
         return render_config(parse_config(run_config(case, backend)))
     except ConfigError as error:
-        raise UserFacingError(f"eval: {case.path}: config: {error}") from None
+        raise UserFacingError(f"eval: {case.shown}: config: {error}") from None
 
 
 def _runner(*args: str) -> list[str]:
@@ -323,7 +323,10 @@ def run_one(
 
 def _setup(case: Case, variant: Variant, workspace: Path, processes: Processes) -> str | None:
     """`runner init`, the case's config, goal and prompts, `runner start`; why not, or None."""
-    code, said = processes.run(_runner("init", "--backend", variant.backend), workspace, 120)
+    # An agent command is given so that init writes no template agent: the config below is the
+    # run's, the agent the case's.
+    init = _runner("init", "--backend", variant.backend, "--agent", "true")
+    code, said = processes.run(init, workspace, 120)
     if code != 0:
         return f"runner init failed ({code}): {said.strip()}"
     runner_dir = workspace / ".runner"
