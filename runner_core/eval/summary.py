@@ -97,7 +97,9 @@ def summary_rows(runs: Iterable[RunFigures]) -> list[dict[str, Any]]:
                 "backend": backend,
                 "prompts": prompts,
                 "runs": len(members),
-                "outcomes": {name: sum(run.outcome == name for run in members) for name in OUTCOMES},
+                "outcomes": {
+                    name: sum(run.outcome == name for run in members) for name in OUTCOMES
+                },
                 "success_rate": round(successes / len(members), 6),
                 "interval": [low, high],
                 "median_iterations": _median([run.iterations for run in members]),
@@ -160,13 +162,16 @@ def render_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def _aligned(cells: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(line[i]) for line in cells) for i in range(len(cells[0]))]
-    return ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-            for line in cells]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in cells
+    ]
 
 
 def compare_lines(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
     """`runner eval --compare A B`: each case x backend x prompt row of either summary, with
     A's and B's success rate and cost and their difference; a row only one has shows `-`."""
+
     def keyed(document: Mapping[str, Any]) -> dict[tuple[str, str, str], Mapping[str, Any]]:
         return {(row["case"], row["backend"], row["prompts"]): row for row in document["rows"]}
 

@@ -40,16 +40,22 @@ def eval_(
     ] = False,
     eval_id: Annotated[
         str | None,
-        typer.Option("--id", metavar="ID", help="The eval's id (default: the UTC time; "
-                     "with --resume, the latest)."),
+        typer.Option(
+            "--id",
+            metavar="ID",
+            help="The eval's id (default: the UTC time; with --resume, the latest).",
+        ),
     ] = None,
     results: Annotated[
         Path, typer.Option("--results", metavar="DIR", help="Where results go.")
     ] = Path("eval-results"),
     compare: Annotated[
         bool,
-        typer.Option("--compare", help="Compare two summaries (CASE... is A B: directories "
-                     "under eval-results/ or summary.json files)."),
+        typer.Option(
+            "--compare",
+            help="Compare two summaries (CASE... is A B: directories "
+            "under eval-results/ or summary.json files).",
+        ),
     ] = False,
     as_json: AsJson = False,
 ) -> None:
@@ -69,8 +75,17 @@ def eval_(
     if not given:
         raise UserFacingError("eval: give at least one case file (see 'runner eval --help')")
     code = run_eval(
-        given, list(backend or ()), list(prompts or ()), runs, jobs, results, eval_id,
-        resume, keep, as_json, typer.echo,
+        given,
+        list(backend or ()),
+        list(prompts or ()),
+        runs,
+        jobs,
+        results,
+        eval_id,
+        resume,
+        keep,
+        as_json,
+        typer.echo,
     )
     sys.stdout.flush()
     raise typer.Exit(code)

@@ -44,9 +44,11 @@ def new_eval_id() -> str:
 
 
 def _latest(results: Path) -> str:
-    found = sorted(entry.name for entry in results.iterdir() if entry.is_dir()) if (
-        results.is_dir()
-    ) else []
+    found = (
+        sorted(entry.name for entry in results.iterdir() if entry.is_dir())
+        if (results.is_dir())
+        else []
+    )
     if not found:
         raise UserFacingError(f"eval: --resume: {results}/ holds no eval to resume (give --id)")
     return found[-1]
@@ -137,7 +139,9 @@ class _Progress:
 
     def finished(self, meta: dict[str, Any], resumed: bool = False) -> None:
         self.done += 1
-        line = progress_line(meta, self.done, self.total) + (" (finished before)" if resumed else "")
+        line = progress_line(meta, self.done, self.total) + (
+            " (finished before)" if resumed else ""
+        )
         if self._bar is not None:
             self._bar.console.print(line, markup=False, highlight=False)
             self._bar.update(self._task, completed=self.done)
@@ -191,8 +195,13 @@ def run_eval(
                 while pending and len(running) < max(jobs, 1):
                     job = pending.pop(0)
                     future = pool.submit(
-                        run_one, job.case, job.variant, job.number, job.directory(root),
-                        processes, keep,
+                        run_one,
+                        job.case,
+                        job.variant,
+                        job.number,
+                        job.directory(root),
+                        processes,
+                        keep,
                     )
                     running[future] = job
                 done, _ = wait(list(running), timeout=0.5, return_when=FIRST_COMPLETED)

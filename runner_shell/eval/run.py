@@ -8,6 +8,7 @@ The workspace is a temporary copy (or clone) of the case's project, removed afte
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -109,10 +110,8 @@ class Processes:
 
 
 def _signal_group(group: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(group, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _kill_group(group: int) -> None:
@@ -214,7 +213,7 @@ def _tests_pass(check: Mapping[str, Any], workspace: Path, processes: Processes)
     with tempfile.TemporaryDirectory(prefix="runner-eval-report-") as scratch:
         report = Path(scratch) / "junit.xml"
         env = {**os.environ, "RUNNER_GUARD_REPORT": str(report)}
-        code, out = processes.run(check["command"], workspace, timeout, env)
+        code, _ = processes.run(check["command"], workspace, timeout, env)
         found: dict[str, Any] = {"command": check["command"], "exit": code}
         try:
             parsed = parse_junit(report.read_bytes())
@@ -340,9 +339,7 @@ def _setup(case: Case, variant: Variant, workspace: Path, processes: Processes) 
     return None
 
 
-def _keep_evidence(
-    workspace: Path, out: Path, processes: Processes
-) -> tuple[int, int, float, int]:
+def _keep_evidence(workspace: Path, out: Path, processes: Processes) -> tuple[int, int, float, int]:
     """The final tree, the history, the git log; the run's iterations, tokens, cost, attempts."""
     tree_path = workspace / ".runner" / "state" / "tree.json"
     tree_text = tree_path.read_text(encoding="utf-8") if tree_path.exists() else ""

@@ -53,8 +53,12 @@ def tiny_case(directory: Path, case_id: str = "tiny") -> Path:
     script = {
         "summary": "One task.",
         "children": [
-            {"title": "Write done.txt", "goal": "Write it.", "acceptance": ["it exists"],
-             "next": "execute"}
+            {
+                "title": "Write done.txt",
+                "goal": "Write it.",
+                "acceptance": ["it exists"],
+                "next": "execute",
+            }
         ],
         "steps": [{"title": "Write done.txt", "files": "solution"}],
     }
@@ -102,8 +106,9 @@ def test_the_shipped_cases_succeed_with_the_scripted_agent(tmp_path: Path) -> No
     """Every example once, two at a time: the default suite's bounded size (the full
     `--runs 3` is the campaign below)."""
     assert len(CASES) >= 4
-    result = run_eval(tmp_path, *map(str, CASES), "--backend", "command", "--jobs", "2",
-                      "--id", "ci")
+    result = run_eval(
+        tmp_path, *map(str, CASES), "--backend", "command", "--jobs", "2", "--id", "ci"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     finished = [line for line in lines if line.startswith("eval: [")]
@@ -132,8 +137,20 @@ def test_the_shipped_cases_succeed_with_the_scripted_agent(tmp_path: Path) -> No
 @pytest.mark.campaign
 def test_the_done_when_command_runs_three_times_each(tmp_path: Path) -> None:
     """`runner eval examples/eval/*.toml --backend command --runs 3` (the issue's command)."""
-    result = run_eval(tmp_path, *map(str, CASES), "--backend", "command", "--runs", "3",
-                      "--jobs", "2", "--id", "full", "--json", timeout=900)
+    result = run_eval(
+        tmp_path,
+        *map(str, CASES),
+        "--backend",
+        "command",
+        "--runs",
+        "3",
+        "--jobs",
+        "2",
+        "--id",
+        "full",
+        "--json",
+        timeout=900,
+    )
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     check_results(tmp_path / "eval-results" / "full", document, 3)
@@ -145,8 +162,9 @@ def test_a_prompt_variant_changes_what_the_agent_receives(tmp_path: Path) -> Non
     variant = tmp_path / "terse"
     variant.mkdir()
     (variant / "executor.md.j2").write_text("TERSE: {{ node.title }}\n\n{{ output }}")
-    result = run_eval(tmp_path, str(case), "--prompts", str(variant), "--keep", "--id", "p",
-                      "--json")
+    result = run_eval(
+        tmp_path, str(case), "--prompts", str(variant), "--keep", "--id", "p", "--json"
+    )
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert [(row["prompts"], row["outcomes"]["success"]) for row in document["rows"]] == [
@@ -169,24 +187,38 @@ def test_a_prompt_variant_changes_what_the_agent_receives(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('[case]\ngoal = "g"\nproject = "p"\n[[checks]]\nkind = "runner_completed"\n',
-         "case: must contain ['id'] properties"),
-        ('[case]\nid = "x"\ngoal = "g"\nproject = "p"\n[[checks]]\nkind = "file_exist"\n',
-         "checks[0].kind: must be one of"),
-        ('[case]\nid = "x"\ngoal = "g"\nproject = "p"\n[[checks]]\nkind = "tests_pass"\n'
-         'command = ["true"]\n', "checks[0].pattern: missing"),
-        ('[case]\nid = "x"\ngoal = "g"\nproject = "p"\ncolour = 1\n[[checks]]\n'
-         'kind = "runner_completed"\n', "case: must not contain {'colour'} properties"),
-        ('[case]\nid = "x"\ngoal = "g"\nproject = "nowhere"\n[[checks]]\n'
-         'kind = "runner_completed"\n', "case.project: nowhere is not a directory"),
-        ('[case]\nid = "x"\ngoal = "g"\nproject = "p"\n[config]\nmax_iteration = 3\n'
-         '[[checks]]\nkind = "runner_completed"\n', "config: max_iteration"),
+        (
+            '[case]\ngoal = "g"\nproject = "p"\n[[checks]]\nkind = "runner_completed"\n',
+            "case: must contain ['id'] properties",
+        ),
+        (
+            '[case]\nid = "x"\ngoal = "g"\nproject = "p"\n[[checks]]\nkind = "file_exist"\n',
+            "checks[0].kind: must be one of",
+        ),
+        (
+            '[case]\nid = "x"\ngoal = "g"\nproject = "p"\n[[checks]]\nkind = "tests_pass"\n'
+            'command = ["true"]\n',
+            "checks[0].pattern: missing",
+        ),
+        (
+            '[case]\nid = "x"\ngoal = "g"\nproject = "p"\ncolour = 1\n[[checks]]\n'
+            'kind = "runner_completed"\n',
+            "case: must not contain {'colour'} properties",
+        ),
+        (
+            '[case]\nid = "x"\ngoal = "g"\nproject = "nowhere"\n[[checks]]\n'
+            'kind = "runner_completed"\n',
+            "case.project: nowhere is not a directory",
+        ),
+        (
+            '[case]\nid = "x"\ngoal = "g"\nproject = "p"\n[config]\nmax_iteration = 3\n'
+            '[[checks]]\nkind = "runner_completed"\n',
+            "config: max_iteration",
+        ),
         ("[case\n", "is not TOML"),
     ],
 )
-def test_a_bad_case_is_one_line_naming_the_field(
-    tmp_path: Path, text: str, expected: str
-) -> None:
+def test_a_bad_case_is_one_line_naming_the_field(tmp_path: Path, text: str, expected: str) -> None:
     (tmp_path / "p").mkdir()
     (tmp_path / "bad.toml").write_text(text)
     result = run_eval(tmp_path, "bad.toml")
@@ -201,8 +233,12 @@ def test_an_interrupted_eval_resumes_without_repeating_a_finished_run(tmp_path: 
     case = tiny_case(tmp_path / "case")
     args = [PYTHON, "-m", "runner_shell", "eval", str(case), "--runs", "2", "--id", "r"]
     process = subprocess.Popen(
-        args, cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
+        args,
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     variant = tmp_path / "eval-results" / "r" / "tiny" / "command+builtin"
     deadline = time.monotonic() + 120
@@ -213,8 +249,11 @@ def test_an_interrupted_eval_resumes_without_repeating_a_finished_run(tmp_path: 
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
     assert "interrupted after" in err and "--resume --id r" in err
-    finished = {run.name: (run / "meta.json").stat().st_mtime_ns
-                for run in variant.iterdir() if (run / "meta.json").exists()}
+    finished = {
+        run.name: (run / "meta.json").stat().st_mtime_ns
+        for run in variant.iterdir()
+        if (run / "meta.json").exists()
+    }
     assert list(finished) == ["1"]  # run 2 was under way: its directory has no meta.json
     assert (variant / "2").is_dir() and not (variant / "2" / "meta.json").exists()
     resumed = run_eval(tmp_path, str(case), "--runs", "2", "--resume", "--id", "r")
@@ -230,8 +269,13 @@ def test_an_interrupted_eval_resumes_without_repeating_a_finished_run(tmp_path: 
 
 def test_compare_puts_two_result_sets_side_by_side(tmp_path: Path) -> None:
     def summary(rate: float, cost: float) -> dict[str, Any]:
-        row = {"case": "c", "backend": "command", "prompts": "builtin", "success_rate": rate,
-               "cost_usd": cost}
+        row = {
+            "case": "c",
+            "backend": "command",
+            "prompts": "builtin",
+            "success_rate": rate,
+            "cost_usd": cost,
+        }
         return {"eval_id": "x", "rows": [row], "runs": []}
 
     for name, rate, cost in (("a", 0.5, 1.0), ("b", 1.0, 0.5)):
@@ -240,7 +284,15 @@ def test_compare_puts_two_result_sets_side_by_side(tmp_path: Path) -> None:
     result = run_eval(tmp_path, "--compare", "a", "b")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[1].split() == [
-        "c", "command", "builtin", "50%", "100%", "+50", "pts", "1.0000", "0.5000"
+        "c",
+        "command",
+        "builtin",
+        "50%",
+        "100%",
+        "+50",
+        "pts",
+        "1.0000",
+        "0.5000",
     ]
     missing = run_eval(tmp_path, "--compare", "a", "nowhere")
     assert missing.returncode == 1 and "eval: --compare nowhere: cannot be read" in missing.stderr

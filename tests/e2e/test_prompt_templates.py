@@ -8,8 +8,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from tests.conftest import ProjectFactory
-from tests.helpers.e2e import Project, assert_one_error_line, node
+from tests.helpers.e2e import Project, ProjectFactory, assert_one_error_line, node
 
 DONE = {"output": {"status": "done", "summary": "did it"}}
 
