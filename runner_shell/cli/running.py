@@ -30,6 +30,16 @@ if TYPE_CHECKING:
     from runner_shell.store.layout import RunnerPaths
 
 
+InitPrompts = Annotated[
+    bool,
+    typer.Option(
+        "--prompts",
+        help="Also write the shipped prompt templates to .runner/prompts/ (the runner then "
+        "uses them; edit them to change what agents are told; docs/eval.md).",
+    ),
+]
+
+
 @app.command()
 @guarded
 def init(
@@ -56,14 +66,7 @@ def init(
             "per word (none: a template agent is written to .runner/agent.py).",
         ),
     ] = None,
-    prompts: Annotated[
-        bool,
-        typer.Option(
-            "--prompts",
-            help="Also write the shipped prompt templates to .runner/prompts/ (the runner then "
-            "uses them; edit them to change what agents are told; docs/eval.md).",
-        ),
-    ] = False,
+    prompts: InitPrompts = False,
 ) -> None:
     """Scaffold .runner/ with a default config, a placeholder GOAL.md and a root node."""
     from runner_core import ConfigError, parse_config
@@ -74,9 +77,7 @@ def init(
 
     paths, repo = _paths()
     if prompts and paths.runner_dir.exists() and not force:
-        # An initialised repository gets the templates it lacks; its state files stay.
-        _write_prompts(paths, force)
-        return
+        return _write_prompts(paths, force)  # the templates it lacks; its state files stay
     try:
         given = command_words("--agent", tuple(agent or ()))
         agent_words, template = init_agent_command(backend, given)

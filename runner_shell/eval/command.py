@@ -149,21 +149,19 @@ class _Progress:
             self.echo(line)
 
 
-def run_eval(
-    case_paths: Sequence[Path],
-    backends: Sequence[str],
-    prompts: Sequence[Path],
-    runs: int,
-    jobs: int,
-    results: Path,
-    eval_id: str | None,
-    resume: bool,
-    keep: bool,
-    as_json: bool,
-    echo: Echo,
-) -> int:
-    """`runner eval`; returns the exit code (0 when every run finished, whatever its outcome)."""
-    planned = plan_jobs(case_paths, backends or ["command"], prompts, runs)
+@attrs.frozen(slots=True)
+class EvalPlan:
+    """What `runner eval` was asked to run."""
+
+    cases: Sequence[Path]
+    backends: Sequence[str]
+    prompts: Sequence[Path]
+    runs: int
+    jobs: int
+    keep: bool
+
+
+def _results_root(results: Path, eval_id: str | None, resume: bool) -> tuple[str, Path]:
     if eval_id is None:
         eval_id = _latest(results) if resume else new_eval_id()
     if set(eval_id) - ID_CHARS or eval_id.startswith("."):
@@ -174,12 +172,25 @@ def run_eval(
             f"eval: {root}/ already holds results: add --resume to finish it, or give a new --id"
         )
     root.mkdir(parents=True, exist_ok=True)
+    return eval_id, root
+
+
+def run_eval(
+    plan: EvalPlan,
+    results: Path,
+    eval_id: str | None,
+    resume: bool,
+    as_json: bool,
+    echo: Echo,
+) -> int:
+    """`runner eval`; returns the exit code (0 when every run finished, whatever its outcome)."""
+    planned = plan_jobs(plan.cases, plan.backends or ["command"], plan.prompts, plan.runs)
+    eval_id, root = _results_root(results, eval_id, resume)
     say = (lambda _line: None) if as_json else echo
     say(f"eval: id={eval_id} runs={len(planned)} results={root}")
     metas: list[dict[str, Any]] = []
-    todo: list[Job] = []
-    processes = Processes()
     with _Progress(len(planned), say, sys.stdout.isatty() and not as_json) as progress:
+        todo = []
         for job in planned:
             meta = finished_meta(job.directory(root)) if resume else None
             if meta is None:
@@ -187,38 +198,14 @@ def run_eval(
             else:
                 metas.append(meta)
                 progress.finished(meta, resumed=True)
-        pool = ThreadPoolExecutor(max_workers=max(jobs, 1))
-        running: dict[Future[dict[str, Any]], Job] = {}
         try:
-            pending = list(todo)
-            while pending or running:
-                while pending and len(running) < max(jobs, 1):
-                    job = pending.pop(0)
-                    future = pool.submit(
-                        run_one,
-                        job.case,
-                        job.variant,
-                        job.number,
-                        job.directory(root),
-                        processes,
-                        keep,
-                    )
-                    running[future] = job
-                done, _ = wait(list(running), timeout=0.5, return_when=FIRST_COMPLETED)
-                for future in done:
-                    running.pop(future)
-                    meta = future.result()
-                    metas.append(meta)
-                    progress.finished(meta)
+            metas += _run_jobs(todo, root, plan, progress)
         except KeyboardInterrupt:
-            processes.stop()
-            pool.shutdown(wait=True, cancel_futures=True)
             raise UserFacingError(
                 f"eval: interrupted after {progress.done} of {len(planned)} runs; finish with "
                 f"'runner eval ... --resume --id {eval_id}' (finished runs are kept)",
                 ExitCode.INTERRUPTED,
             ) from None
-        pool.shutdown(wait=True)
     document = summary_document(eval_id, [run_from_json(meta) for meta in metas])
     text = json.dumps(document, indent=2, sort_keys=True) + "\n"
     atomic_write_text(root / "summary.json", text)
@@ -227,11 +214,40 @@ def run_eval(
     atomic_write_text(root / "summary.txt", "\n".join(table) + "\n")
     if as_json:
         echo(text.rstrip("\n"))
-    else:
-        for line in table:
-            echo(line)
-        echo(f"eval: summary {root / 'summary.json'} {root / 'summary.html'}")
+        return ExitCode.OK
+    for line in table:
+        echo(line)
+    echo(f"eval: summary {root / 'summary.json'} {root / 'summary.html'}")
     return ExitCode.OK
+
+
+def _run_jobs(
+    todo: Sequence[Job], root: Path, plan: EvalPlan, progress: _Progress
+) -> list[dict[str, Any]]:
+    """The runs of `todo`, `plan.jobs` at a time; on an interrupt every one under way is
+    stopped (its directory keeps no meta.json) before KeyboardInterrupt goes on."""
+    processes = Processes()
+    metas = []
+    pending = list(todo)
+    running: dict[Future[dict[str, Any]], Job] = {}
+    with ThreadPoolExecutor(max_workers=plan.jobs) as pool:
+        try:
+            while pending or running:
+                while pending and len(running) < plan.jobs:
+                    job = pending.pop(0)
+                    out = job.directory(root)
+                    args = (job.case, job.variant, job.number, out, processes, plan.keep)
+                    running[pool.submit(run_one, *args)] = job
+                done, _ = wait(list(running), timeout=0.5, return_when=FIRST_COMPLETED)
+                for future in done:
+                    running.pop(future)
+                    metas.append(future.result())
+                    progress.finished(metas[-1])
+        except KeyboardInterrupt:
+            processes.stop()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    return metas
 
 
 def _summary_of(path: Path) -> dict[str, Any]:

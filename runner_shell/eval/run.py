@@ -271,28 +271,11 @@ def run_one(
     out.mkdir(parents=True)
     started = time.monotonic()
     parent = Path(tempfile.mkdtemp(prefix=f"runner-eval-{case.id}-"))
-    problem: str | None = None
-    loop_end, exit_code = "error", None
     workspace = parent / "repo"
     try:
-        workspace = make_workspace(case, parent)
-        setup = _setup(case, variant, workspace, processes)
-        if setup is not None:
-            problem = setup
-            _write(out / "loop.log", setup + "\n")
-        else:
-            exit_code, log = processes.run(_runner("loop", "--quiet"), workspace, case.timeout_secs)
-            _write(out / "loop.log", log)
-            ends = LOOP_END.findall(log)
-            loop_end = LOOP_STATUSES.get(ends[-1], "error") if ends else "error"
-            if exit_code is None:
-                loop_end, problem = "error", f"the loop took more than {case.timeout_secs:g} s"
-        checks = run_checks(case, workspace, loop_end, processes)
-        _write(out / "checks.json", json.dumps(checks, indent=2, sort_keys=True) + "\n")
-        figures = _keep_evidence(workspace, out, processes)
-    except (subprocess.CalledProcessError, OSError) as error:
-        problem = f"workspace: {error}"
-        checks, figures = [], (0, 0, 0.0, 0)
+        loop_end, exit_code, problem, checks, figures = _run_in(
+            case, variant, parent, out, processes
+        )
     finally:
         if not keep:
             shutil.rmtree(parent, ignore_errors=True)
@@ -318,6 +301,34 @@ def run_one(
     }
     _write(out / "meta.json", json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return meta
+
+
+def _run_in(
+    case: Case, variant: Variant, parent: Path, out: Path, processes: Processes
+) -> tuple[str, int | None, str | None, list[dict[str, Any]], tuple[int, int, float, int]]:
+    """The run in a workspace under `parent`: how its loop ended, the loop's exit, what went
+    wrong (None), the checks' results and the figures of its history."""
+    problem: str | None = None
+    loop_end, exit_code = "error", None
+    try:
+        workspace = make_workspace(case, parent)
+        setup = _setup(case, variant, workspace, processes)
+        if setup is not None:
+            problem = setup
+            _write(out / "loop.log", setup + "\n")
+        else:
+            exit_code, log = processes.run(_runner("loop", "--quiet"), workspace, case.timeout_secs)
+            _write(out / "loop.log", log)
+            ends = LOOP_END.findall(log)
+            loop_end = LOOP_STATUSES.get(ends[-1], "error") if ends else "error"
+            if exit_code is None:
+                loop_end, problem = "error", f"the loop took more than {case.timeout_secs:g} s"
+        checks = run_checks(case, workspace, loop_end, processes)
+        _write(out / "checks.json", json.dumps(checks, indent=2, sort_keys=True) + "\n")
+        return loop_end, exit_code, problem, checks, _keep_evidence(workspace, out, processes)
+    except (subprocess.CalledProcessError, OSError) as error:
+        _write(out / "checks.json", "[]\n")
+        return "error", exit_code, f"workspace: {error}", [], (0, 0, 0.0, 0)
 
 
 def _setup(case: Case, variant: Variant, workspace: Path, processes: Processes) -> str | None:
