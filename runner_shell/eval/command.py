@@ -26,6 +26,7 @@ from runner_shell.eval.run import Processes, Variant, check_config, run_one
 from runner_shell.store.files import atomic_write_text
 
 Echo = Callable[[str], None]
+TEMPLATE_NAMES = ("decomposer.md.j2", "executor.md.j2")
 ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
@@ -71,12 +72,21 @@ def plan_jobs(
     for directory in prompts:
         if not directory.is_dir():
             raise UserFacingError(f"eval: --prompts {directory}: is not a directory")
-        templates = sorted(directory.glob("*.md.j2"))
-        if not templates:
+        templates = sorted(directory / name for name in TEMPLATE_NAMES)
+        found = [template for template in templates if template.is_file()]
+        if not found:
             raise UserFacingError(
                 f"eval: --prompts {directory}: holds no executor.md.j2 or decomposer.md.j2"
             )
-        for template in templates:
+        stray = sorted(
+            entry.name for entry in directory.iterdir() if entry.name not in TEMPLATE_NAMES
+        )
+        if stray:
+            raise UserFacingError(
+                f"eval: --prompts {directory}: {stray[0]} is no template the runner reads "
+                "(executor.md.j2, decomposer.md.j2)"
+            )
+        for template in found:
             compile_template(str(template), template.read_bytes())
     names = [directory.name for directory in prompts]
     if len(set(names)) != len(names):

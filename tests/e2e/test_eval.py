@@ -43,7 +43,9 @@ def run_eval(tmp_path: Path, *args: str, timeout: float = 300) -> subprocess.Com
     )
 
 
-def tiny_case(directory: Path, case_id: str = "tiny") -> Path:
+def tiny_case(
+    directory: Path, case_id: str = "tiny", guard: str = "test -f done.txt", extra: str = ""
+) -> Path:
     """A case that takes two quick iterations: a decomposition, then one file written."""
     (directory / "project").mkdir(parents=True)
     (directory / "project" / "README.md").write_text("A tiny project.\n")
@@ -70,9 +72,9 @@ id = "{case_id}"
 goal = "Write done.txt."
 project = "project"
 max_iterations = 4
-
+{extra}
 [config.guard]
-command = ["sh", "-c", "test -f done.txt"]
+command = ["sh", "-c", "{guard}"]
 
 [config.agent]
 command = ["python3", "{{case_dir}}/scripted_agent.py", "{{case_dir}}"]
@@ -182,6 +184,26 @@ def test_a_prompt_variant_changes_what_the_agent_receives(tmp_path: Path) -> Non
         assert sent.read_text().startswith("TERSE: Write done.txt\n\n## Output contract\n")
     finally:
         shutil.rmtree(workspace.parent)
+
+
+def test_each_way_a_run_can_end_is_its_outcome(tmp_path: Path) -> None:
+    cases = [
+        tiny_case(tmp_path / "stuck", "stuck", guard="false"),
+        tiny_case(tmp_path / "limit", "limit", extra="max_iterations = 1\n"),
+        tiny_case(tmp_path / "fail", "fail", guard="true"),
+        tiny_case(tmp_path / "error", "error", extra="timeout_secs = 0.001\n"),
+    ]
+    fail = cases[2].read_text().replace('path = "done.txt"', 'path = "missing.txt"')
+    cases[2].write_text(fail)
+    limit = cases[1].read_text().replace("max_iterations = 4\n", "", 1)
+    cases[1].write_text(limit)
+    result = run_eval(tmp_path, *map(str, cases), "--jobs", "4", "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    outcomes = {run["case"]: run["outcome"] for run in document["runs"]}
+    assert outcomes == {"stuck": "stuck", "limit": "limit", "fail": "fail", "error": "error"}
+    row = {row["case"]: row for row in document["rows"]}
+    assert row["fail"]["outcomes"]["fail"] == 1 and row["fail"]["success_rate"] == 0
 
 
 @pytest.mark.parametrize(
