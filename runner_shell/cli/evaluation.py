@@ -48,6 +48,15 @@ Compare = Annotated[
     ),
 ]
 
+Role = Annotated[
+    str | None,
+    typer.Option("--role", metavar="ROLE", help="The prompt lab: run only this role (decomposer)."),
+]
+Inputs = Annotated[
+    Path | None,
+    typer.Option("--inputs", metavar="DIR", help="The prompt lab's fixed inputs (docs/eval.md)."),
+]
+
 
 @app.command("eval")
 @guarded
@@ -62,6 +71,8 @@ def eval_(
     eval_id: EvalId = None,
     results: Results = Path("eval-results"),
     compare: Compare = False,
+    role: Role = None,
+    inputs: Inputs = None,
     as_json: AsJson = False,
 ) -> None:
     """Run each case with each backend and prompt variant in fresh workspaces; summarise.
@@ -77,6 +88,13 @@ def eval_(
         if len(given) != 2:
             raise UserFacingError("eval: --compare takes two result sets: A B")
         raise typer.Exit(compare_results(given[0], given[1], typer.echo))
+    if role is not None or inputs is not None:
+        if role != "decomposer" or inputs is None or given:
+            raise UserFacingError("eval: the prompt lab is --role decomposer --inputs DIR")
+        from runner_shell.eval.lab import run_lab
+
+        backends, variants = list(backend or ()), list(prompts or ())
+        raise typer.Exit(run_lab(inputs, backends, variants, results, as_json, typer.echo))
     if not given:
         raise UserFacingError("eval: give at least one case file (see 'runner eval --help')")
     plan = EvalPlan(given, list(backend or ()), list(prompts or ()), runs, jobs, keep)
