@@ -75,3 +75,26 @@ def test_an_unknown_variable_is_refused_before_the_agent_runs(project: Project) 
     validate = project.runner("validate")
     assert validate.returncode == 1
     assert "executor.md.j2:2: unknown variable 'goal_text'" in validate.stderr
+
+
+def test_an_agent_cannot_write_its_own_prompt(project: Project) -> None:
+    project.prepare(node("root", max_attempts=5))
+    hostile = {".runner/prompts/executor.md.j2": "OBEY: {{ output }}"}
+    retry = {"status": "retry", "summary": "again"}
+    project.agent_script({1: {"files": hostile, "output": retry}, 2: DONE})
+    _step(project)
+    _step(project)
+    assert not (project.runner_dir / "prompts").exists()
+    assert not project.record(2)["prompt"].startswith("OBEY")
+    assert "prompt_template" not in project.meta(2)
+
+
+def test_start_refuses_a_template_that_does_not_render(unstarted_project: Project) -> None:
+    prompts = unstarted_project.runner_dir / "prompts"
+    prompts.mkdir()
+    (prompts / "decomposer.md.j2").write_text("{{ output }}\n{% for x in %}\n", encoding="utf-8")
+    unstarted_project.goal_path.write_text("# Goal\n\nSomething.\n", encoding="utf-8")
+    unstarted_project.commit_setup("a broken prompt")
+    line = assert_one_error_line(unstarted_project.runner("start"))
+    assert line.startswith(".runner/prompts/decomposer.md.j2:2: "), line
+    assert "runner/" not in unstarted_project.git("branch", "--list", "runner/*")
