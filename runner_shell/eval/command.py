@@ -26,6 +26,7 @@ from runner_shell.eval.run import Processes, Variant, check_config, run_one
 from runner_shell.store.files import atomic_write_text
 
 Echo = Callable[[str], None]
+LAB_CACHE = "lab-cache"  # runner_shell.eval.lab's, beside the evals
 TEMPLATE_NAMES = ("decomposer.md.j2", "executor.md.j2")
 ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
@@ -45,10 +46,11 @@ def new_eval_id() -> str:
 
 
 def _latest(results: Path) -> str:
-    found = (
-        sorted(entry.name for entry in results.iterdir() if entry.is_dir())
-        if (results.is_dir())
-        else []
+    """The newest eval under `results` (ids sort by time); the lab's cache is none."""
+    found = sorted(
+        entry.name
+        for entry in (results.iterdir() if results.is_dir() else ())
+        if entry.is_dir() and entry.name != LAB_CACHE
     )
     if not found:
         raise UserFacingError(f"eval: --resume: {results}/ holds no eval to resume (give --id)")
