@@ -1,10 +1,10 @@
 """A scripted agent for the example eval cases: no model, the command backend's contract.
 
-It reads the prompt on stdin and the RUNNER_* variables, and plays the case's `script.json`
-(beside the case file, the first argument is the case's directory): the decomposer answers with
-its `children`; the executor, on a node whose title a step names, copies that step's files from
-the case's `solution/` into the repository. A step may fail first (`"first": "broken"` copies
-`broken/` instead on the node's first attempt), so the guard's failure reaches the next attempt.
+It reads the prompt on stdin and the RUNNER_* variables, and plays `script.json` of the
+directory given as its one argument: the decomposer answers with its `children`; the executor,
+on a node whose title a step names, copies the files of that step's folder (`"files"`) into the
+repository. A step may fail first (`"first": "broken"` copies `broken/` instead on the node's
+first attempt), so the guard's failure reaches the next attempt through failure.md.
 """
 
 import json
