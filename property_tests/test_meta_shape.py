@@ -78,7 +78,12 @@ def valid_meta() -> st.SearchStrategy[dict[str, Any]]:
             "attempts_after": st.integers(0, 4),
             "backend": st.sampled_from(["command", "codex"]),
         },
-        optional={"tests": tests, "extra": odd_values, "merge_rerun": st.booleans()},
+        optional={
+            "tests": tests,
+            "extra": odd_values,
+            "merge_rerun": st.booleans(),
+            "prompt_template": st.text("0123456789abcdef", min_size=64, max_size=64),
+        },
     )
 
 

@@ -17,7 +17,13 @@ from typing import Any
 import attrs
 
 from runner_core.guard.ratchet import TestFigures
-from runner_core.history.meta_shape import FIGURE_FIELDS, TOKEN_FIELDS, is_commit_id, plainly_valid
+from runner_core.history.meta_shape import (
+    FIGURE_FIELDS,
+    TOKEN_FIELDS,
+    is_commit_id,
+    is_sha256,
+    plainly_valid,
+)
 from runner_core.iteration.state_update import TRANSITIONS
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
 from runner_core.validation.documents import META_SCHEMA_FILE, document_problem
@@ -72,6 +78,8 @@ class ExecutionRecord:
     merge_rerun: bool = False
     # A parallel job's: the commit it started from, which the audit merges it from again.
     job_base: str | None = None
+    # The SHA-256 of the repository's prompt template the prompt was made from; None: built-in.
+    prompt_template: str | None = None
 
     @property
     def successful(self) -> bool:
@@ -177,6 +185,9 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
     job_base = meta.get("job_base")
     if job_base is not None and not is_commit_id(job_base):
         raise DamagedRecord("job_base", f"must be a commit id, got {job_base!r}")
+    template = meta.get("prompt_template")
+    if template is not None and not is_sha256(template):
+        raise DamagedRecord("prompt_template", f"must be a SHA-256 in hex, got {template!r}")
     return ExecutionRecord(
         run_id=meta["run_id"],
         node_id=meta["node_id"],
@@ -198,6 +209,7 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
         tests=_figures(meta.get("tests")),
         merge_rerun=meta.get("merge_rerun", False),
         job_base=job_base,
+        prompt_template=meta.get("prompt_template"),
     )
 
 
@@ -244,6 +256,8 @@ def record_to_meta(record: ExecutionRecord) -> dict[str, Any]:
         meta["merge_rerun"] = True
     if record.job_base is not None:
         meta["job_base"] = record.job_base
+    if record.prompt_template is not None:
+        meta["prompt_template"] = record.prompt_template
     return meta
 
 

@@ -94,6 +94,8 @@ def plainly_valid(meta: Any) -> bool:
         return False
     if "job_base" in meta and not is_commit_id(meta["job_base"]):
         return False
+    if "prompt_template" in meta and not is_sha256(meta["prompt_template"]):
+        return False
     return _tokens_plain(meta["tokens"]) and _tests_plain(meta)
 
 
@@ -104,3 +106,8 @@ def is_commit_id(value: object) -> bool:
         and len(value) in (40, 64)
         and all(char in "0123456789abcdef" for char in value)
     )
+
+
+def is_sha256(value: object) -> bool:
+    """A SHA-256 digest in lower-case hex: what meta.json's `prompt_template` holds."""
+    return type(value) is str and len(value) == 64 and all(c in "0123456789abcdef" for c in value)

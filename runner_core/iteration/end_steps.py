@@ -186,6 +186,7 @@ def _commit(machine: M, counts: Mapping[str, int], now: ClockReading) -> M:
         machine.guard_runs.figures,
         merge_rerun=machine.failure in MERGE_RERUNS,
         job_base=facts.job_base,
+        prompt_template=None if facts.prompt.template is None else facts.prompt.template.sha256,
     )
     runs = machine.guard_runs
     effect = final_write_set(

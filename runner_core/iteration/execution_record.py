@@ -40,6 +40,7 @@ def execution_record(
     tests: TestFigures | None = None,
     merge_rerun: bool = False,
     job_base: str | None = None,
+    prompt_template: str | None = None,
 ) -> ExecutionRecord:
     """meta.json of the iteration; `node` is the selected node as it was before it."""
     return ExecutionRecord(
@@ -63,6 +64,7 @@ def execution_record(
         tests=tests,
         merge_rerun=merge_rerun,
         job_base=job_base,
+        prompt_template=prompt_template,
     )
 
 

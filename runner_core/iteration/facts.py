@@ -7,6 +7,8 @@ reads a file or a clock: the shell fills these values in and hands them over.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 import attrs
 
 from runner_core.guard.report import TestReport
@@ -26,6 +28,21 @@ class ClockReading:
 
 
 @attrs.frozen(slots=True)
+class PromptTemplate:
+    """A repository's prompt template (`.runner/prompts/<role>.md.j2`), compiled by the shell.
+
+    `sections`: the prompt sections it names (only those are sent); `fixed_bytes`: the size of
+    its own text, rendered with every variable empty, which the budget leaves room for;
+    `render`: the compiled template, a pure function of its variables."""
+
+    path: str
+    sha256: str
+    sections: frozenset[str]
+    fixed_bytes: int
+    render: Callable[[Mapping[str, object]], str] = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen(slots=True)
 class PromptParts:
     """What the prompt needs besides the tree: the role's templates, already filled in by the
     shell with its paths, and the notes files (None when absent): the operator's guidance
@@ -37,6 +54,7 @@ class PromptParts:
     assumptions: str | None
     questions: str | None
     budget: int
+    template: PromptTemplate | None = None  # None: the built-in prompt
 
 
 @attrs.frozen(slots=True)

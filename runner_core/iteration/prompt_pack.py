@@ -13,7 +13,7 @@ import attrs
 from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
-from runner_core.iteration.facts import IterationFacts
+from runner_core.iteration.facts import IterationFacts, PromptTemplate
 from runner_core.iteration.plan import context_files
 from runner_core.tree.model import Node, NodeNext, sort_key
 from runner_core.tree.selection import is_stuck
@@ -55,6 +55,16 @@ TRUNCATE_ORDER: tuple[str, ...] = ("goal", "guidance", "selected")
 TRUNCATED_MARK = "\n[truncated]"
 DEFAULT_PROMPT_BUDGET = 40_000
 TREE_OUTLINE_MAX_LINES = 200
+# The variables a prompt template has beside one per section (template_facts, docs/eval.md).
+TEMPLATE_FACTS: tuple[str, ...] = (
+    "acceptance",
+    "budget",
+    "guard_command",
+    "iteration",
+    "node",
+    "path",
+    "role",
+)
 
 
 @attrs.frozen(slots=True)
@@ -69,12 +79,21 @@ class PromptPack:
         return len(self.text.encode("utf-8"))
 
 
-def _render(sections: Mapping[str, str]) -> str:
-    return "\n".join(
-        f"## {SECTION_TITLES[name]}\n\n{sections[name].rstrip()}\n"
+SECTION_SEPARATOR = "\n"
+
+
+def section_blocks(sections: Mapping[str, str]) -> dict[str, str]:
+    """Each section as the prompt shows it (its heading, then its text), in SECTION_ORDER; a
+    prompt template (runner_shell.step.prompt_templates) receives these as its variables."""
+    return {
+        name: f"## {SECTION_TITLES[name]}\n\n{sections[name].rstrip()}\n"
         for name in SECTION_ORDER
         if name in sections
-    )
+    }
+
+
+def _render(sections: Mapping[str, str]) -> str:
+    return SECTION_SEPARATOR.join(section_blocks(sections).values())
 
 
 def _size(sections: Mapping[str, str]) -> int:
@@ -86,13 +105,30 @@ def _cut(text: str, keep_bytes: int) -> str:
     return kept + TRUNCATED_MARK
 
 
-def build_prompt_pack(sections: Mapping[str, str | None], budget_bytes: int) -> PromptPack:
+def build_prompt_pack(
+    sections: Mapping[str, str | None],
+    budget_bytes: int,
+    required: frozenset[str] = REQUIRED_SECTIONS,
+) -> PromptPack:
     """Render the sections in their order, dropping and then truncating to fit the budget.
 
     Sections whose text is None or blank are left out (not "dropped"). Raises `ValueError`
-    when a required section is missing.
+    when a `required` section is missing.
     """
-    missing = sorted(name for name in REQUIRED_SECTIONS if not (sections.get(name) or "").strip())
+    current, dropped, truncated = _fit(sections, budget_bytes, required)
+    return PromptPack(
+        text=_render(current),
+        included=tuple(name for name in SECTION_ORDER if name in current),
+        dropped=dropped,
+        truncated=truncated,
+    )
+
+
+def _fit(
+    sections: Mapping[str, str | None], budget_bytes: int, required: frozenset[str]
+) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...]]:
+    """The sections that fit the budget, as they are sent; which were dropped and cut."""
+    missing = sorted(name for name in required if not (sections.get(name) or "").strip())
     if missing:
         raise ValueError(f"prompt pack is missing required sections: {', '.join(missing)}")
     unknown = sorted(set(sections) - set(SECTION_ORDER))
@@ -120,12 +156,7 @@ def build_prompt_pack(sections: Mapping[str, str | None], budget_bytes: int) -> 
         keep = len(body.encode("utf-8")) - over - len(TRUNCATED_MARK.encode("utf-8"))
         current[name] = _cut(body, keep)
         truncated.append(name)
-    return PromptPack(
-        text=_render(current),
-        included=tuple(name for name in SECTION_ORDER if name in current),
-        dropped=tuple(dropped),
-        truncated=tuple(truncated),
-    )
+    return current, tuple(dropped), tuple(truncated)
 
 
 def selected_section(node: Node, path: str) -> str:
@@ -181,4 +212,47 @@ def prompt_text(facts: IterationFacts, tests: str | None = None) -> str:
         "questions": facts.prompt.questions,
         "output": facts.prompt.output,
     }
-    return build_prompt_pack(sections, facts.prompt.budget).text
+    template = facts.prompt.template
+    if template is None:
+        return build_prompt_pack(sections, facts.prompt.budget).text
+    return templated_prompt(template, sections, facts.prompt.budget, template_facts(facts))
+
+
+def templated_prompt(
+    template: PromptTemplate,
+    sections: Mapping[str, str | None],
+    budget_bytes: int,
+    facts: Mapping[str, object],
+) -> str:
+    """The prompt a repository's template makes: only the sections it names are sent (and
+    counted against the budget, less the template's own text), trimmed as the built-in
+    prompt's are; each reaches it as its block of text, "" when absent or dropped. `facts`:
+    the other variables (template_facts)."""
+    named = {name: text for name, text in sections.items() if name in template.sections}
+    budget = max(budget_bytes - template.fixed_bytes, 0)
+    kept, _, _ = _fit(named, budget, REQUIRED_SECTIONS & template.sections)
+    blocks = section_blocks(kept)
+    values: dict[str, object] = {name: blocks.get(name, "") for name in SECTION_ORDER}
+    values.update(facts)
+    return template.render(values)
+
+
+def template_facts(facts: IterationFacts) -> dict[str, object]:
+    """The variables a prompt template has beside its sections (docs/eval.md)."""
+    node = facts.node
+    return {
+        "role": facts.role.value,
+        "iteration": facts.plan.iteration,
+        "path": facts.plan.selection.path or node.id,
+        "node": {
+            "id": node.id,
+            "title": node.title,
+            "goal": node.goal,
+            "acceptance": list(node.acceptance),
+            "attempts": node.attempts,
+            "max_attempts": node.max_attempts,
+        },
+        "acceptance": list(node.acceptance),
+        "guard_command": " ".join(facts.config.guard_command),
+        "budget": facts.prompt.budget,
+    }

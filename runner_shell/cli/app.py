@@ -21,6 +21,7 @@ from runner_shell.cli import ways_out as ways_out
 from runner_shell.cli import inspection as inspection
 from runner_shell.cli import steering as steering
 from runner_shell.cli import workers as workers
+from runner_shell.cli import evaluation as evaluation
 
 # isort: on
 from runner_shell.cli.examples import add_examples

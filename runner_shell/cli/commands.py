@@ -109,6 +109,10 @@ def validate(echo: Echo) -> int:
     echo("validate: config=ok")
     load_tree(paths)
     echo("validate: tree=ok")
+    if (paths.runner_dir / "prompts").is_dir():  # Jinja2 is imported only then
+        from runner_shell.step.prompt_templates import check_templates
+
+        echo(f"validate: prompts=ok templates={','.join(check_templates(paths)) or 'none'}")
     journal = read_journal(repo)
     # validate never takes the lock: a journal whose runner is alive is an iteration in progress.
     if journal is not None and not runner_alive(journal.runner_pid):

@@ -93,10 +93,16 @@ def show(
     tests: Annotated[
         bool, typer.Option("--tests", help="List every test whose outcome changed.")
     ] = False,
+    prompt: Annotated[
+        bool, typer.Option("--prompt", help="Print the prompt the agent was sent, as it was.")
+    ] = False,
 ) -> None:
     """Show one iteration: its meta.json, output and the first lines of its logs."""
-    from runner_shell.views.inspect import show_iteration
+    from runner_shell.views.inspect import show_iteration, show_prompt
 
+    if prompt:
+        show_prompt(*_paths(), iteration, run)
+        return
     show_iteration(*_paths(), iteration, run, as_json, tests)
 
 

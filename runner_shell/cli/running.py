@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -25,6 +25,19 @@ from runner_shell.cli.commands import failure_of
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import GitError
 from runner_shell.step.lock_and_journal import exclusive_lock
+
+if TYPE_CHECKING:
+    from runner_shell.store.layout import RunnerPaths
+
+
+InitPrompts = Annotated[
+    bool,
+    typer.Option(
+        "--prompts",
+        help="Also write the shipped prompt templates to .runner/prompts/ (the runner then "
+        "uses them; edit them to change what agents are told; docs/eval.md).",
+    ),
+]
 
 
 @app.command()
@@ -53,6 +66,7 @@ def init(
             "per word (none: a template agent is written to .runner/agent.py).",
         ),
     ] = None,
+    prompts: InitPrompts = False,
 ) -> None:
     """Scaffold .runner/ with a default config, a placeholder GOAL.md and a root node."""
     from runner_core import ConfigError, parse_config
@@ -62,6 +76,8 @@ def init(
     from runner_shell.setup.scaffold import init_runner, write_git_exclude
 
     paths, repo = _paths()
+    if prompts and paths.runner_dir.exists() and not force:
+        return _write_prompts(paths, force)  # the templates it lacks; its state files stay
     try:
         given = command_words("--agent", tuple(agent or ()))
         agent_words, template = init_agent_command(backend, given)
@@ -83,6 +99,18 @@ def init(
     )
     if template:
         typer.echo(f"init: agent={TEMPLATE_AGENT_PATH} (a template agent: edit it to call yours)")
+    if prompts:
+        _write_prompts(paths, force)
+
+
+def _write_prompts(paths: RunnerPaths, force: bool) -> None:
+    from runner_shell.step.prompt_templates import write_shipped_templates
+
+    written = write_shipped_templates(paths, force)
+    for path in written:
+        typer.echo(f"init: prompt template {paths.relative(path)}")
+    if not written:
+        typer.echo("init: prompt templates already in .runner/prompts/ (--force rewrites them)")
 
 
 @app.command()

@@ -30,6 +30,7 @@ from runner_core.validation.schema import (
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.git.run_branches import existing_run_ids
+from runner_shell.step.prompt_templates import check_templates
 from runner_shell.store.files import atomic_write_text
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import (
@@ -149,6 +150,7 @@ def start_run(paths: RunnerPaths, repo: Repo, new: bool = False) -> Started:
     # A run must not start on a config or tree the first step would refuse.
     config = load_config(paths)
     load_tree(paths)
+    check_templates(paths)
     goal_text = read_goal(paths)
     run_id = None if new else load_goal_id(paths, goal_text)
     if run_id is None:

@@ -79,6 +79,7 @@ from runner_shell.step.agent_and_guard import schema_path as schema_path
 from runner_shell.step.iteration_store import DiskIterationStore as DiskIterationStore
 from runner_shell.step.iteration_store import SlotLister as SlotLister
 from runner_shell.step.lock_and_journal import current_command, job_journals, read_journal
+from runner_shell.step.prompt_templates import load_template
 from runner_shell.step.repository_checks import (
     check_programs,
     check_tree_writable,
@@ -313,6 +314,7 @@ def _prompt_parts(
         assumptions=read_optional_text(paths.assumptions, budget),
         questions=read_optional_text(paths.questions, budget),
         budget=budget,
+        template=load_template(paths, role),
     )
 
 

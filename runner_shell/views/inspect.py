@@ -126,3 +126,26 @@ def show_metrics(paths: RunnerPaths, repo: Repo, run: str | None) -> None:
     import typer
 
     typer.echo(metrics_document(paths, repo, run), nl=False)
+
+
+def show_prompt(paths: RunnerPaths, repo: Repo, iteration: int, run: str | None) -> None:
+    """`runner show ITER --prompt`: the prompt.md the agent was sent, byte for byte, from the
+    iteration's directory, else from the run's log archive (refs/runner/logs/<run>)."""
+    import sys
+
+    from runner_shell.git.log_archive import read_archived
+
+    run_id = choose_run(paths, load_run_state(paths), run)
+    path = paths.iter_dir(run_id, iteration) / "prompt.md"
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        found = read_archived(paths.root, run_id, frozenset({"prompt.md"}), iteration) or {}
+        if (iteration, "prompt.md") not in found:
+            raise UserFacingError(
+                f"{paths.relative(path)} is missing and the log archive has none: iteration "
+                f"{iteration} of run {run_id} sent no prompt (see 'runner history')"
+            ) from None
+        data = found[(iteration, "prompt.md")]
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()

@@ -1,0 +1,1 @@
+"""`runner eval`: outcomes of runs, their statistics and the summary documents (pure)."""

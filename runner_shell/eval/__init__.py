@@ -1,0 +1,1 @@
+"""`runner eval`: cases run in fresh workspaces, checked, classified and summarised."""
