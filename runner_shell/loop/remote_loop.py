@@ -89,6 +89,7 @@ def _answer(
     except Interrupted as signal_:
         return run_here(loop.run, job, facts, place, Unanswered(signal=signal_.name))
     job.base_entries = taken.base_entries
+    job.rejudge = facts.config.executor.rejudge
     return taken.machine
 
 

@@ -27,10 +27,12 @@ from runner_core.iteration.results import AgentFinished, NotStarted
 from runner_core.loop.events import Event
 from runner_core.parallel.job_merge import Entry, waits_to_merge
 from runner_core.run.executor_config import ExecutorConfig
+from runner_shell.errors import UserFacingError
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
 from runner_shell.loop.signals import raise_if_interrupted
 from runner_shell.remote import wire
+from runner_shell.remote.answer_rules import refused_import
 from runner_shell.remote.errors import (
     JobFailed,
     JobRefused,
@@ -44,6 +46,14 @@ from runner_shell.remote.job_files import (
     base_ref,
     job_id,
     result_ref,
+)
+from runner_shell.remote.keys import (
+    CONFIG_TLS_NAMES,
+    MAKE_ONE,
+    JobKey,
+    TLSFiles,
+    read_key_file,
+    read_tls_files,
 )
 from runner_shell.remote.live_events import JobProgress, fresh_events, read_window
 from runner_shell.step.lock_and_journal import job_worker_path
@@ -64,6 +74,7 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
+CONFIG_FILE = ".runner/state/config.toml"
 # How long the loop waits for the Temporal server at its start, and for each call.
 CONNECT_SECS = 15.0
 # The reasons of the `waiting` events a remote job's wait makes the loop say: no worker polls
@@ -270,16 +281,23 @@ def take(
     if _parents(repo, files, line) != request.base:
         raise JobRefused(f"{line}: its answer does not start at its start commit")
     changes = () if machine.imported is None else machine.imported.changes
-    if _changes(repo, request.base, files) != {c.path: c for c in changes}:
+    held = _changes(repo, request.base, files)
+    if held != {c.path: c for c in changes}:
         raise JobRefused(f"{line}: its commit does not hold the changes its machine lists")
+    own = wire.loads(request.facts, IterationFacts)
+    refused = refused_import(repo, request.base, files, held, own)
+    if refused is not None:
+        raise JobRefused(f"{line}: the answer of worker {result.worker} is refused: {refused}")
     iter_dir = _iter_dir(repo, request)
     _write_files(repo, result.commit, iter_dir, line)
     events_file = iter_dir / EVENTS_FILE
     events = wire.loads(events_file.read_text(encoding="utf-8"), tuple)
     events_file.unlink()
     emit.emit([event for event in events[shown:] if isinstance(event, Event)])
-    started = attrs.evolve(machine.facts.started, monotonic=time.monotonic() - result.elapsed_secs)
-    machine = attrs.evolve(machine, facts=attrs.evolve(machine.facts, started=started))
+    # The job's facts are this loop's own, not what the worker says they were: the config its
+    # merge, second guard run and commit go by is the coordinator's.
+    started = attrs.evolve(own.started, monotonic=time.monotonic() - result.elapsed_secs)
+    machine = attrs.evolve(machine, facts=attrs.evolve(own, started=started))
     return Taken(machine, _entries(result.base_entries))
 
 
@@ -362,7 +380,19 @@ def remote_jobs(config: ExecutorConfig) -> RemoteJobs | None:
     require_temporal()
     from runner_shell.remote.temporal import TemporalExecutor
 
+    key, tls = sealing_of(config)
     executor = TemporalExecutor.connect(
-        config.address, config.namespace, config.task_queue, CONNECT_SECS
+        config.address, config.namespace, config.task_queue, CONNECT_SECS, key, tls
     )
     return RemoteJobs(executor, config.remote, float(config.heartbeat_secs))
+
+
+def sealing_of(config: ExecutorConfig) -> tuple[JobKey, TLSFiles | None]:
+    """`[executor]`'s key (required) and TLS files, read; one line naming the key if not."""
+    what = f"{CONFIG_FILE}: executor."
+    if not config.key_file:
+        raise UserFacingError(f"{what}key_file: kind 'temporal' needs a key file; {MAKE_ONE}")
+    key = read_key_file(Path(config.key_file), f"{what}key_file")
+    if not config.uses_tls:
+        return key, None
+    return key, read_tls_files(config.tls_ca, config.tls_cert, config.tls_key, CONFIG_TLS_NAMES)

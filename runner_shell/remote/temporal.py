@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import dataclasses
 import functools
 import json
 import math
 import os
 import socket
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -28,18 +29,27 @@ from temporalio.common import RetryPolicy
 # the same module as outside it.
 with workflow.unsafe.imports_passed_through():
     import attrs
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    from temporalio.api.common.v1 import Payload
     from temporalio.api.enums.v1 import PendingActivityState, TaskQueueType
     from temporalio.api.taskqueue.v1 import TaskQueue
     from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
     from temporalio.client import Client, WorkflowFailureError
     from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+    from temporalio.converter import (
+        DataConverter,
+        DefaultFailureConverterWithEncodedAttributes,
+        PayloadCodec,
+    )
+    from temporalio.converter import default as default_converter
     from temporalio.exceptions import (
         ApplicationError,
         FailureError,
         WorkflowAlreadyStartedError,
     )
     from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
-    from temporalio.service import RPCError, RPCStatusCode
+    from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
     from runner_shell.remote.errors import (
         JobFailed,
@@ -47,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
         TemporalRefused,
         TemporalUnavailable,
     )
+    from runner_shell.remote.keys import JobKey, TLSFiles
     from runner_shell.remote.live_events import JobProgress
 
 JOB_ACTIVITY = "runner_job"
@@ -94,6 +105,77 @@ def _positive_secs(value: object, default: float) -> float:
     return float(value) if value > 0 and math.isfinite(value) else default
 
 
+# ---------------------------------------------------------------- sealed payloads
+
+SEALED_ENCODING = b"binary/runner-sealed"
+KEY_ID_FIELD = "runner-key-id"
+NONCE_BYTES = 12
+# Bound into every seal: a payload sealed by this codec for another purpose does not open.
+SEAL_CONTEXT = b"runner-job-payload-v1"
+
+
+class SealError(ValueError):
+    """A payload this codec will not open: not sealed, sealed with another key, or altered."""
+
+
+class SealingCodec(PayloadCodec):
+    """Every payload sealed with AES-256-GCM under the loop's and its workers' key (as
+    temporalio's encryption sample does), and every payload opened only when it is sealed with
+    that key and unaltered: the server, and anything that reaches it, sees ciphertext, and a
+    request or result made without the key is refused. Without a key (`runner workers`, which
+    moves no payload) nothing is sealed or opened."""
+
+    def __init__(self, key: JobKey | None) -> None:
+        super().__init__()
+        self._key = key
+        self._aead = None if key is None else AESGCM(key.secret)
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self.seal(payload) for payload in payloads]
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self.open(payload) for payload in payloads]
+
+    def seal(self, payload: Payload) -> Payload:
+        if self._key is None or self._aead is None:
+            raise SealError("no job key: nothing is sent unsealed")
+        nonce = os.urandom(NONCE_BYTES)
+        sealed = self._aead.encrypt(nonce, payload.SerializeToString(), SEAL_CONTEXT)
+        metadata = {"encoding": SEALED_ENCODING, KEY_ID_FIELD: self._key.key_id.encode()}
+        return Payload(metadata=metadata, data=nonce + sealed)
+
+    def open(self, payload: Payload) -> Payload:
+        if self._key is None or self._aead is None:
+            raise SealError("no job key to open a payload with")
+        if payload.metadata.get("encoding") != SEALED_ENCODING:
+            raise SealError("not sealed with a job key")
+        key_id = payload.metadata.get(KEY_ID_FIELD, b"").decode("ascii", errors="replace")
+        if key_id != self._key.key_id:
+            raise SealError(f"sealed with another key ({key_id[:16]!r}, not {self._key.key_id})")
+        nonce, sealed = payload.data[:NONCE_BYTES], payload.data[NONCE_BYTES:]
+        try:
+            return Payload.FromString(self._aead.decrypt(nonce, sealed, SEAL_CONTEXT))
+        except InvalidTag:
+            raise SealError("altered since it was sealed") from None
+
+
+def sealing_converter(key: JobKey | None) -> DataConverter:
+    """The SDK's converter with every payload sealed, failures' messages and stacks too."""
+    return dataclasses.replace(
+        default_converter(),
+        payload_codec=SealingCodec(key),
+        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+    )
+
+
+def tls_config(files: TLSFiles) -> TLSConfig:
+    """The SDK's TLS settings: the root to check the server's certificate against (None: the
+    system's), a client certificate with its key for mTLS."""
+    return TLSConfig(
+        server_root_ca_cert=files.ca, client_cert=files.cert, client_private_key=files.key
+    )
+
+
 @workflow.defn(name="RunnerJob")
 class RunnerJob:
     """One job: its request handed to the `runner_job` activity on this workflow's task queue,
@@ -137,10 +219,21 @@ def _quiet_runtime() -> Runtime:
     return Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(filter=quiet)))
 
 
-async def _connect(address: str, namespace: str, identity: str | None = None) -> Client:
+async def _connect(
+    address: str,
+    namespace: str,
+    key: JobKey | None,
+    tls: TLSFiles | None,
+    identity: str | None = None,
+) -> Client:
     try:
         return await Client.connect(
-            address, namespace=namespace, identity=identity, runtime=_quiet_runtime()
+            address,
+            namespace=namespace,
+            identity=identity,
+            runtime=_quiet_runtime(),
+            data_converter=sealing_converter(key),
+            tls=False if tls is None else tls_config(tls),
         )
     except Exception as error:
         raise TemporalUnavailable(address, _first_line(error)) from None
@@ -177,15 +270,22 @@ class TemporalExecutor:
 
     @classmethod
     def connect(
-        cls, address: str, namespace: str, task_queue: str, timeout_secs: float
+        cls,
+        address: str,
+        namespace: str,
+        task_queue: str,
+        timeout_secs: float,
+        key: JobKey | None = None,
+        tls: TLSFiles | None = None,
     ) -> TemporalExecutor:
         """Connect to the server at `address`; `timeout_secs` bounds this and every later call
-        but `result`. Raises TemporalUnavailable when the server does not answer in time."""
+        but `result`. Requests are sealed and results opened with `key` (without one, only
+        `workers` works). Raises TemporalUnavailable when the server does not answer in time."""
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="temporal-client", daemon=True)
         thread.start()
         try:
-            client = _on_loop(loop, _connect(address, namespace), timeout_secs)
+            client = _on_loop(loop, _connect(address, namespace, key, tls), timeout_secs)
         except BaseException as error:
             _stop_loop(loop, thread)
             if isinstance(error, TimeoutError):
@@ -253,6 +353,10 @@ class TemporalExecutor:
         handle = self._client.get_workflow_handle(job_id, result_type=str)
         try:
             result: str = await handle.result()
+        except SealError as error:
+            raise JobFailed(
+                job_id, f"its answer cannot be opened with this loop's key: {error}"
+            ) from None
         except WorkflowFailureError as error:
             raise JobFailed(job_id, _failure_reason(error)) from None
         except RPCError as error:
@@ -273,7 +377,10 @@ class TemporalExecutor:
             running = pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
             # A scheduled activity's last worker is the one that lost it, not who runs it.
             worker = pending.last_worker_identity if running else ""
-            said = await self._client.data_converter.decode(pending.heartbeat_details.payloads)
+            try:
+                said = await self._client.data_converter.decode(pending.heartbeat_details.payloads)
+            except SealError:  # not from a worker holding the key: nothing to show
+                said = []
             details = said[-1] if said and isinstance(said[-1], str) else None
             return JobProgress(worker or None, details)
         return None
@@ -382,17 +489,22 @@ def serve_jobs(
     job: Job,
     stop: threading.Event | None,
     *,
+    key: JobKey,
+    tls: TLSFiles | None = None,
     on_polling: Callable[[], None] | None = None,
     connect_timeout_secs: float = 10.0,
 ) -> None:
     """Take jobs from `task_queue` and run each as `job(request_json, heartbeat)`, up to `slots`
     at once, until `stop` is set (forever when None); `on_polling` is told once polling starts.
+    A job is opened with `key` before anything runs: one sealed with another key, or not at
+    all, fails to open and runs nothing; its result is sealed with it.
 
     Raises TemporalUnavailable when the server at `address` does not answer.
     """
+    identity = identity or default_identity()
     asyncio.run(
         _serve(
-            _WorkerPlan(address, namespace, task_queue, identity or default_identity(), slots),
+            _WorkerPlan(address, namespace, task_queue, identity, slots, key, tls),
             job,
             stop,
             on_polling,
@@ -408,6 +520,8 @@ class _WorkerPlan:
     task_queue: str
     identity: str
     slots: int
+    key: JobKey
+    tls: TLSFiles | None
 
 
 async def _serve(
@@ -421,7 +535,8 @@ async def _serve(
 
     try:
         client = await asyncio.wait_for(
-            _connect(plan.address, plan.namespace, plan.identity), connect_timeout_secs
+            _connect(plan.address, plan.namespace, plan.key, plan.tls, plan.identity),
+            connect_timeout_secs,
         )
     except TimeoutError:
         reason = f"no answer in {connect_timeout_secs:g} s"

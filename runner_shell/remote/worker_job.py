@@ -38,6 +38,7 @@ from runner_shell.remote.job_files import (
     result_ref,
 )
 from runner_shell.remote.live_events import window_json
+from runner_shell.remote.worker_rules import WorkerRules, refused_command, worker_config
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
 from runner_shell.step.lock_and_journal import job_journal_path
 from runner_shell.step.runner import JobPlace, drive, shell_ports, step_sandbox
@@ -49,10 +50,17 @@ _BUSY: set[Path] = set()
 
 
 def run_job(
-    work_dir: Path, repo_url: str, request_json: str, heartbeat: Callable[[str], None]
+    work_dir: Path,
+    repo_url: str,
+    request_json: str,
+    heartbeat: Callable[[str], None],
+    rules: WorkerRules,
+    identity: str | None = None,
 ) -> str:
-    """The job `request_json` asks for, run in one of `work_dir`'s clones of `repo_url`; its
-    result as JSON. JobRefused for a request this worker cannot take (wrong repository)."""
+    """The job `request_json` asks for, run in one of `work_dir`'s clones of `repo_url` under
+    this worker's own `rules` (worker_rules.py); its result as JSON, naming the worker by
+    `identity`. JobRefused, before anything runs, for a request this worker will not take (an
+    argv its rules do not allow, another repository)."""
     request = JobRequest.from_json(request_json)
     try:
         facts = wire.loads(request.facts, IterationFacts)
@@ -60,6 +68,10 @@ def run_job(
         raise JobRefused(f"job {request.iteration}: {error}") from None
     if (facts.run_id, facts.plan.iteration) != (request.run_id, request.iteration):
         raise JobRefused(f"job {request.iteration}: its facts are another job's")
+    refused = refused_command(facts.config, rules)
+    if refused is not None:
+        raise JobRefused(f"job {request.iteration}: {refused}")
+    facts = attrs.evolve(facts, config=worker_config(facts.config, rules))
     started = time.monotonic()
     with _clone(work_dir, repo_url) as clone:
         repo = Repo(clone)
@@ -75,7 +87,7 @@ def run_job(
         machine=wire.dumps(attrs.evolve(machine, journal=_without_groups(machine))),
         base_entries=entries,
         elapsed_secs=time.monotonic() - started,
-        worker=f"{socket.gethostname()}:{os.getpid()}",
+        worker=identity or f"{socket.gethostname()}:{os.getpid()}",
     )
     return result.to_json()
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from runner_shell.remote.keys import new_key_file
 from tests.helpers.crash import spawn
 from tests.helpers.e2e import PYTHON, Project, ProjectFactory, node
 from tests.temporal.conftest import TemporalServer
@@ -43,12 +44,16 @@ class Workers:
 
     def __init__(self, project: Project, server: TemporalServer, queue: str, url: str) -> None:
         self.project, self.server, self.queue, self.url = project, server, queue, url
+        self.key_file = Path(_executor_table(project)["key_file"])
         self.processes: list[subprocess.Popen[str]] = []
 
     def start(self, name: str) -> subprocess.Popen[str]:
         argv = [PYTHON, "-m", "runner_shell", "worker", "--address", self.server.address]
         argv += ["--task-queue", self.queue, "--repo-url", self.url, "--identity", name]
-        argv += ["--dir", str(self.project.harness.parent / name)]
+        argv += ["--dir", str(self.project.harness.parent / name), "--key-file", str(self.key_file)]
+        # The worker's own sandbox (the request's [sandbox] is not its): the scripted agent
+        # writes its records in the harness.
+        argv += ["--writable", str(self.project.harness)]
         process = subprocess.Popen(
             argv,
             cwd=self.project.harness.parent,
@@ -98,7 +103,10 @@ def _remote_project(
     project = make_project(base, "started")
     queue = f"loop-{next(_QUEUES)}"
     url = _bare(base / "shared.git")
+    key_file = base / "job.key"
+    new_key_file(key_file)
     executor = {"kind": "temporal", "address": server.address, "task_queue": queue}
+    executor["key_file"] = str(key_file)
     project.prepare(TREE, parallel={"slots": 4}, executor={**executor, "remote": url})
     project.agent_script_by_node(SCRIPT)
     return project, queue, url
