@@ -151,30 +151,33 @@ class LiveJob:
     worker: str | None = None
     emitted: int = 0
 
-    def look(self, executor: Executor, name: str) -> None:
-        """Job `name`'s worker written when it is new, its events not yet emitted emitted; a
-        server that does not answer is the wait's to say."""
+    def look(self, executor: Executor, name: str) -> bool:
+        """Job `name`'s worker written when it is new, its events not yet emitted emitted;
+        whether the server answered (one that does not is the wait's to say)."""
         try:
             found = executor.progress(name)
-        except (TemporalUnavailable, TemporalRefused):
-            return
+        except TemporalUnavailable:
+            return False
+        except TemporalRefused:
+            return True
         if found is None:
-            return
+            return True
         if found.worker is not None and found.worker != self.worker:
             atomic_write_text(self.worker_file, f"{found.worker}\n")
             self.worker = found.worker
         window = read_window(found.details)
         if window is None:
-            return
+            return True
         encoded, emitted = fresh_events(window, self.emitted)
         try:
             events = [wire.decode(item) for item in encoded]
         except (ValueError, TypeError, AttributeError, KeyError):
-            return  # not events: the answer, checked, brings the job's own
+            return True  # not events: the answer, checked, brings the job's own
         fresh = [event for event in events if isinstance(event, Event)]
         if fresh:
             self.emit.emit(fresh)
         self.emitted = emitted
+        return True
 
 
 def _wait_for(
@@ -191,6 +194,7 @@ def _wait_for(
     give_up = time.monotonic() + request.deadline_secs
     look_again = time.monotonic() + NO_WORKERS_SECS
     submitted = False
+    reached = True
     while True:
         raise_if_interrupted()
         left = give_up - time.monotonic()
@@ -202,12 +206,14 @@ def _wait_for(
                 submitted = True
             return remote.executor.result(name, min(POLL_SECS, left))
         except TimeoutError:
-            reason = NO_WORKERS
-            live.look(remote.executor, name)
+            reason = NO_WORKERS if live.look(remote.executor, name) else UNREACHABLE
         except TemporalUnavailable:
             reason = UNREACHABLE
             time.sleep(min(POLL_SECS, left))
-        if time.monotonic() >= look_again:
+        # The server lost is said at once, then every NO_WORKERS_SECS while it stays away.
+        lost_now = reason == UNREACHABLE and reached
+        reached = reason != UNREACHABLE
+        if lost_now or time.monotonic() >= look_again:
             look_again = time.monotonic() + NO_WORKERS_SECS
             missing = reason if reason == UNREACHABLE else _missing(remote)
             if missing is not None:

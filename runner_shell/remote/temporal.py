@@ -73,6 +73,17 @@ JOB_RETRY = RetryPolicy(
     maximum_attempts=0,
     non_retryable_error_types=[REFUSED_TYPE],
 )
+# The answers by which a server refuses a call for good: any other failure of a call is the
+# server not reached (waited out), whatever the transport says.
+DEFINITE_REFUSALS = frozenset(
+    {
+        RPCStatusCode.NOT_FOUND,  # an unknown namespace
+        RPCStatusCode.PERMISSION_DENIED,
+        RPCStatusCode.UNAUTHENTICATED,
+        RPCStatusCode.INVALID_ARGUMENT,
+        RPCStatusCode.UNIMPLEMENTED,
+    }
+)
 # How long past a call's own deadline the calling thread waits for the event loop to answer.
 LOOP_GRACE_SECS = 5.0
 # How long a stopping worker lets running jobs finish before Temporal cancels them.
@@ -305,6 +316,10 @@ class TemporalExecutor:
             return _on_loop(self._loop, self._result(job_id), timeout_secs)
         except TimeoutError:
             raise TimeoutError(f"job {job_id}: no result in {timeout_secs:g} s") from None
+        except (JobFailed, SealError):
+            raise
+        except Exception as error:
+            raise self._unreached(error) from None
 
     def workers(self) -> tuple[WorkerSeen, ...]:
         """The workers polling the task queue, by identity."""
@@ -330,10 +345,18 @@ class TemporalExecutor:
         except TimeoutError:
             reason = f"no answer in {self._timeout_secs:g} s"
             raise TemporalUnavailable(self.address, reason) from None
-        except RPCError as error:
-            if error.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
-                raise TemporalUnavailable(self.address, _first_line(error)) from None
-            raise TemporalRefused(self.address, _first_line(error)) from None
+        except (JobFailed, SealError):
+            raise
+        except Exception as error:
+            raise self._unreached(error) from None
+
+    def _unreached(self, error: Exception) -> TemporalUnavailable | TemporalRefused:
+        """What a failed call means: a definite refusal by the server (an unknown namespace, a
+        denied call) ends the loop; anything else (the link cut, a call in flight across a
+        heal, a transport error) is the server not reached, waited out."""
+        if isinstance(error, RPCError) and error.status in DEFINITE_REFUSALS:
+            return TemporalRefused(self.address, _first_line(error))
+        return TemporalUnavailable(self.address, _first_line(error))
 
     async def _start(self, job_id: str, request_json: str) -> None:
         try:

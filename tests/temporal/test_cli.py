@@ -154,7 +154,8 @@ def test_inside_a_runner_repository_workers_asks_its_executor_table(
     config.parent.mkdir(parents=True)
     config.write_text(
         f'[executor]\nkind = "temporal"\naddress = "{temporal_server.address}"\n'
-        f'task_queue = "{queue}"\nremote = "{tmp_path / "shared.git"}"\n',
+        f'task_queue = "{queue}"\nremote = "{tmp_path / "shared.git"}"\n'
+        f'key_file = "{tmp_path / "job.key"}"\n',
         encoding="utf-8",
     )
     with worker_thread(temporal_server.address, queue, shouting_job, identity="box-4:1"):

@@ -32,6 +32,7 @@ SCRIPT: dict[tuple[str, int], dict[str, object]] = {
     (leaf, 1): {"files": {f"{leaf}.txt": f"{leaf}\n"}, "output": DONE} for leaf in LEAVES
 }
 _QUEUES = itertools.count()
+DISHONEST = Path(__file__).with_name("dishonest_worker.py")
 
 
 def _bare(path: Path) -> str:
@@ -47,8 +48,10 @@ class Workers:
         self.key_file = Path(_executor_table(project)["key_file"])
         self.processes: list[subprocess.Popen[str]] = []
 
-    def start(self, name: str) -> subprocess.Popen[str]:
-        argv = [PYTHON, "-m", "runner_shell", "worker", "--address", self.server.address]
+    def start(self, name: str, lying: str | None = None) -> subprocess.Popen[str]:
+        """An honest `runner worker`, or with `lying` one of dishonest_worker.py's MODEs."""
+        runner = ["-m", "runner_shell"] if lying is None else [str(DISHONEST), lying]
+        argv = [PYTHON, *runner, "worker", "--address", self.server.address]
         argv += ["--task-queue", self.queue, "--repo-url", self.url, "--identity", name]
         argv += ["--dir", str(self.project.harness.parent / name), "--key-file", str(self.key_file)]
         # The worker's own sandbox (the request's [sandbox] is not its): the scripted agent
@@ -353,3 +356,57 @@ def test_a_request_left_unreadable_is_one_line_naming_recover(
     assert "run 'runner recover'" in line and "Traceback" not in result.stderr
     assert f"{kept[0]}: not the request of a job this loop can wait for" in line
     assert project.runner("recover", timeout=60).returncode == 0
+
+
+def _one_job_then_stop(project: Project, workers: Workers, **executor: object) -> None:
+    project.set_config(
+        parallel={"slots": 1},
+        executor={**_executor_table(project), "remote": workers.url, **executor},
+        loop={"max_consecutive_runner_errors": 1, "runner_error_backoff_secs": [1]},
+    )
+    project.commit_setup("one job at a time, the first runner error stops the loop")
+
+
+def test_an_answer_changing_the_runners_config_is_refused_by_the_coordinator(
+    remote: tuple[Project, Workers],
+) -> None:
+    # Row 8 of issue 39: a worker whose answer changes .runner/state/config.toml (a hook the
+    # next loop would run here) is refused; nothing of it is committed, no attempt is used.
+    project, workers = remote
+    _one_job_then_stop(project, workers)
+    config_before = project.git("show", "HEAD:.runner/state/config.toml")
+    workers.start("tampering-worker", lying="config")
+
+    result = project.runner("loop", timeout=150)
+
+    assert result.returncode != 0
+    assert "internal error" not in result.stderr
+    meta = json.loads((project.iter_dir(1) / "meta.json").read_text(encoding="utf-8"))
+    assert meta["error_kind"] == "runner", meta
+    assert "changes runner-owned files: .runner/state/config.toml" in meta["error"]
+    assert "tampering-worker" in meta["error"]  # named by its --identity
+    assert meta["attempts_after"] == meta["attempts_before"]
+    assert project.git("show", "HEAD:.runner/state/config.toml") == config_before
+    assert "on_iteration" not in (project.root / ".runner/state/config.toml").read_text()
+
+
+def test_with_rejudge_a_pass_a_worker_made_up_does_not_count(
+    remote: tuple[Project, Workers],
+) -> None:
+    # Row 9 of issue 39: a worker that runs `true` instead of the job's guard says it passed;
+    # with `[executor] rejudge = true` the coordinator runs the guard itself, and it fails.
+    project, workers = remote
+    _one_job_then_stop(project, workers, rejudge=True)
+    project.guard_script([{"exit": 1, "stdout": "1 failed"}])
+    workers.start("lying-worker", lying="verdict")
+
+    result = project.runner("loop", timeout=150)
+
+    assert result.returncode != 0
+    meta = json.loads((project.iter_dir(1) / "meta.json").read_text(encoding="utf-8"))
+    assert meta["status"] != "done" or meta["guard"] != "pass", meta
+    assert "fails when run here on the answer ([executor] rejudge)" in (meta["error"] or ""), meta
+    assert project.guard_calls() >= 1  # the coordinator's own run of the guard
+    tree = json.loads((project.root / ".runner/state/tree.json").read_text(encoding="utf-8"))
+    assert not any(child["passes"] for child in tree["children"])
+    assert not (project.root / "root.1.txt").exists()
