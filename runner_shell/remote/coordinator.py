@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import attrs
 
@@ -36,6 +36,7 @@ from runner_shell.remote.answer_rules import refused_import
 from runner_shell.remote.errors import (
     JobFailed,
     JobRefused,
+    RemoteUnavailable,
     TemporalRefused,
     TemporalUnavailable,
 )
@@ -81,10 +82,14 @@ CONNECT_SECS = 15.0
 # its queue; the Temporal server does not answer.
 NO_WORKERS = "no_workers"
 UNREACHABLE = "temporal_unavailable"
+REMOTE_UNREACHABLE = "remote_unavailable"
 # How often a job's thread looks up from its wait: a signal, no worker left on the queue.
 POLL_SECS = 2.0
 # How long a job may wait on a queue no worker polls before the loop says so again.
 NO_WORKERS_SECS = 10
+# `git ls-remote --exit-code`'s status when the remote answered and holds no such ref.
+LS_REMOTE_NONE = 2
+T = TypeVar("T")
 
 
 @attrs.frozen(slots=True)
@@ -115,7 +120,10 @@ def request_for(remote: RemoteJobs, repo: Repo, facts: IterationFacts) -> JobReq
     with remote.pushing:
         if base not in remote.pushed:
             ref = base_ref(run_id, base)
-            _git(repo, "push", "--quiet", "--force", remote.repo_url, f"{base}:{ref}")
+            try:
+                _git(repo, "push", "--quiet", "--force", remote.repo_url, f"{base}:{ref}")
+            except GitError as error:
+                raise RemoteUnavailable(remote.repo_url, _last_line(error)) from None
             remote.pushed.add(base)
     deadline = facts.config.iteration_timeout_secs + 600.0
     facts_json = wire.dumps(facts)
@@ -136,9 +144,26 @@ def answer_of(
     try:
         answer = _wait_for(remote, name, request, waiting, live)
         result = JobResult.from_json(answer)
-        return take(repo, remote.repo_url, request, result, emit, live.emitted)
+        return until_reached(
+            lambda: take(repo, remote.repo_url, request, result, emit, live.emitted), waiting
+        )
     except (JobFailed, JobRefused) as error:
         raise JobLost(f"{error}") from None
+
+
+def until_reached(call: Callable[[], T], waiting: Callable[[str, int], None]) -> T:
+    """`call`'s value, called again every POLL_SECS while the git remote does not answer
+    (said at once, then every NO_WORKERS_SECS); a signal meanwhile raises Interrupted."""
+    say_at = 0.0
+    while True:
+        raise_if_interrupted()
+        try:
+            return call()
+        except RemoteUnavailable:
+            if time.monotonic() >= say_at:
+                say_at = time.monotonic() + NO_WORKERS_SECS
+                waiting(REMOTE_UNREACHABLE, NO_WORKERS_SECS)
+            time.sleep(POLL_SECS)
 
 
 @attrs.define
@@ -278,6 +303,9 @@ def take(
     try:
         _git(repo, "fetch", "--quiet", "--no-tags", repo_url, f"+{ref}:{ref}")
     except GitError as error:
+        listed = run_git(("ls-remote", "--exit-code", repo_url, ref), repo.root, timeout=60)
+        if listed.returncode != LS_REMOTE_NONE:  # not a missing ref: the remote not reached
+            raise RemoteUnavailable(repo_url, _last_line(error)) from None
         raise JobRefused(f"{line}: its answer is not on {repo_url}: {error}") from None
     if _git(repo, "rev-parse", "--verify", f"{ref}^{{commit}}").strip() != result.commit:
         raise JobRefused(f"{line}: {ref} is not the commit the worker {result.worker} named")
@@ -314,6 +342,11 @@ def _check_machine(line: str, request: JobRequest, machine: IterationMachine) ->
         raise JobRefused(f"{line}: the machine in its answer is not this job's at its merge")
     if machine.journal.process_groups:
         raise JobRefused(f"{line}: its answer names processes of another machine")
+
+
+def _last_line(error: Exception) -> str:
+    said = str(error).strip().splitlines()
+    return said[-1] if said else type(error).__name__
 
 
 def _git(repo: Repo, *args: str) -> str:

@@ -20,6 +20,7 @@ from runner_shell.remote.keys import new_key_file
 from tests.helpers.crash import spawn
 from tests.helpers.e2e import PYTHON, Project, ProjectFactory, node
 from tests.temporal.conftest import TemporalServer
+from tests.temporal.relay import relay_to
 
 DONE = {"status": "done", "summary": "did it"}
 LEAVES = [f"root.{n}" for n in range(1, 6)]
@@ -410,3 +411,46 @@ def test_with_rejudge_a_pass_a_worker_made_up_does_not_count(
     tree = json.loads((project.root / ".runner/state/tree.json").read_text(encoding="utf-8"))
     assert not any(child["passes"] for child in tree["children"])
     assert not (project.root / "root.1.txt").exists()
+
+
+# How long the loop is cut off from the server and the remote (the issue's campaign: 20-30 s).
+CUT_SECS = 9.0
+
+
+def test_a_loop_cut_off_from_server_and_remote_waits_and_goes_on(
+    remote: tuple[Project, Workers], temporal_server: TemporalServer
+) -> None:
+    # Row 1 of issue 39: calls in flight when the link goes, and across the heal, are the
+    # server not reached, never a refusal; the remote's too; nothing runs twice, no gap.
+    project, workers = remote
+    link = project.harness.parent / "loop-remote.git"
+    link.symlink_to(workers.url)  # the loop's way to the remote, cut apart from the workers'
+    script = dict(SCRIPT)
+    script |= {(leaf, 1): {**SCRIPT[(leaf, 1)], "sleep": 4} for leaf in LEAVES}
+    project.agent_script_by_node(script)
+    with relay_to(temporal_server.address) as relay:
+        table = {**_executor_table(project), "address": relay.address, "remote": str(link)}
+        project.set_config(parallel={"slots": 4}, executor=table)
+        project.commit_setup("the loop reaches the server through a relay the test cuts")
+        workers.start("worker-a")
+        workers.start("worker-b")
+        loop = spawn(project, "loop")
+        _until_sent(project, 4)
+        relay.cut()
+        link.unlink()
+        time.sleep(CUT_SECS)
+        link.symlink_to(workers.url)
+        relay.heal()
+
+        out, err = loop.communicate(timeout=150)
+
+    assert loop.returncode == 0, err
+    assert "loop: status=complete" in out
+    assert "reason=temporal_unavailable" in out, out
+    assert "refused" not in err, err
+    runs = project.harness / "node_runs"
+    assert {leaf: (runs / leaf).read_text() for leaf in LEAVES} == dict.fromkeys(LEAVES, "1")
+    numbers = project.git("log", "--format=%(trailers:key=Runner-Iter,valueonly)", "-5").split()
+    assert sorted(map(int, numbers)) == [1, 2, 3, 4, 5]
+    findings = [line for line in project.runner("audit").stdout.splitlines() if "finding" in line]
+    assert all(" iter=- " in line for line in findings), findings
