@@ -299,7 +299,7 @@ def take(
         request.base,
     ):
         raise JobRefused(f"{line}: the worker {result.worker} answered for another job")
-    ref = result_ref(request.run_id, request.iteration)
+    ref = result_ref(request.run_id, request.iteration, result.attempt)
     try:
         _git(repo, "fetch", "--quiet", "--no-tags", repo_url, f"+{ref}:{ref}")
     except GitError as error:

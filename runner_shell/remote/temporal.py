@@ -57,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
         TemporalRefused,
         TemporalUnavailable,
     )
+    from runner_shell.remote.job_files import JOB_ATTEMPT
     from runner_shell.remote.keys import JobKey, TLSFiles
     from runner_shell.remote.live_events import JobProgress
 
@@ -490,8 +491,10 @@ class _Heartbeats:
 def _job_activity(job: Job) -> Callable[[str], str]:
     @activity.defn(name=JOB_ACTIVITY)
     def runner_job(request_json: str) -> str:
-        timeout = activity.info().heartbeat_timeout
+        info = activity.info()
+        timeout = info.heartbeat_timeout
         interval_secs = (timeout.total_seconds() if timeout else DEFAULT_HEARTBEAT_SECS) / 3
+        JOB_ATTEMPT.set(f"{info.attempt}-{info.workflow_run_id}")
         with _Heartbeats(interval_secs) as heartbeats:
             try:
                 return job(request_json, heartbeats.report)

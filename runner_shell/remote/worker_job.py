@@ -3,7 +3,7 @@ run in a sandboxed slot of the worker's own clone exactly as a local job's, its 
 
 The worker decides nothing of the run: the facts come from the coordinator, the machine is the
 core's, and it stops where a local job stops (`job_merge.waits_to_merge`). What it leaves is a
-commit on `refs/runner/jobs/<run>/<iter>` (job_files.py) and a result naming it; the
+commit on `refs/runner/jobs/<run>/<iter>/<attempt>` (job_files.py) and a result naming it; the
 coordinator checks both before anything is merged (docs/temporal.md).
 """
 
@@ -32,6 +32,7 @@ from runner_shell.remote import wire
 from runner_shell.remote.errors import JobRefused
 from runner_shell.remote.job_files import (
     EVENTS_FILE,
+    JOB_ATTEMPT,
     JobRequest,
     JobResult,
     base_ref,
@@ -45,6 +46,7 @@ from runner_shell.step.runner import JobPlace, drive, shell_ports, step_sandbox
 from runner_shell.store.layout import RunnerPaths
 
 FETCH_TIMEOUT_SECS = 600.0
+DEFAULT_RULES = WorkerRules()
 _POOL_LOCK = threading.Lock()
 _BUSY: set[Path] = set()
 
@@ -54,7 +56,7 @@ def run_job(
     repo_url: str,
     request_json: str,
     heartbeat: Callable[[str], None],
-    rules: WorkerRules,
+    rules: WorkerRules = DEFAULT_RULES,
     identity: str | None = None,
 ) -> str:
     """The job `request_json` asks for, run in one of `work_dir`'s clones of `repo_url` under
@@ -78,7 +80,8 @@ def run_job(
         _check_out_base(repo, repo_url, request)
         machine, entries = _drive(repo, request, facts, heartbeat)
         commit = _answer_commit(repo, request, machine)
-        _push(repo, repo_url, commit, result_ref(request.run_id, request.iteration))
+        attempt = JOB_ATTEMPT.get()
+        _push(repo, repo_url, commit, result_ref(request.run_id, request.iteration, attempt))
     result = JobResult(
         run_id=request.run_id,
         iteration=request.iteration,
@@ -88,6 +91,7 @@ def run_job(
         base_entries=entries,
         elapsed_secs=time.monotonic() - started,
         worker=identity or f"{socket.gethostname()}:{os.getpid()}",
+        attempt=attempt,
     )
     return result.to_json()
 
@@ -254,4 +258,5 @@ def _tree_of(repo: Repo, directory: Path) -> str:
 
 
 def _push(repo: Repo, repo_url: str, commit: str, ref: str) -> None:
-    _git(repo.root, "push", "--quiet", "--force", repo_url, f"{commit}:{ref}")
+    """The answer on its attempt's own ref; never forced: a ref there is never replaced."""
+    _git(repo.root, "push", "--quiet", repo_url, f"{commit}:{ref}")

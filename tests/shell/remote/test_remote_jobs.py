@@ -27,6 +27,7 @@ from runner_shell.remote.errors import JobRefused
 from runner_shell.remote.job_files import JobRequest, JobResult, result_ref
 from runner_shell.remote.live_events import JobProgress
 from runner_shell.remote.worker_job import run_job
+from runner_shell.remote.worker_rules import WorkerRules
 from tests.helpers.e2e import IDENTITY, Project, ProjectFactory, node
 
 DONE = {"status": "done", "summary": "did it"}
@@ -103,7 +104,9 @@ def remote_run(
     project.prepare(TREE, parallel={"slots": 2})
     project.agent_script_by_node(SCRIPT)
     url = _bare(tmp_path / "shared.git")
-    executor = InProcess(lambda request: run_job(tmp_path / "worker", url, request, print))
+    # The worker's sandbox is its own: the scripted agent writes its records in the harness.
+    rules = WorkerRules(writable=(str(project.harness),))
+    executor = InProcess(lambda request: run_job(tmp_path / "worker", url, request, print, rules))
     assert _loop_in_process(project, RemoteJobs(executor, url), monkeypatch) == 0
     yield project, executor
 
@@ -188,7 +191,7 @@ def test_an_answer_whose_iteration_files_hold_a_symlink_is_refused(
     link = git("hash-object", "-w", "--stdin", stdin="/etc/passwd")
     tree = git("mktree", stdin=f"120000 blob {link}\tevil\n")
     forged = git("commit-tree", tree, "-p", files, "-m", "forged")
-    git("update-ref", result_ref(request.run_id, request.iteration), forged)
+    git("update-ref", result_ref(request.run_id, request.iteration, honest.attempt), forged)
 
     with pytest.raises(JobRefused, match="not a plain file"):
         take(Repo(project.root), url, request, attrs.evolve(honest, commit=forged), print_events)
