@@ -21,6 +21,7 @@ import attrs
 from runner_core.iteration.effects import RunAgent
 from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.import_rules import Change
+from runner_core.iteration.import_rules import shown as one_line
 from runner_core.iteration.machine import IterationMachine
 from runner_core.iteration.recovery import Journal
 from runner_core.iteration.results import AgentFinished, NotStarted
@@ -293,12 +294,13 @@ def take(
     """`result`, checked against `request`, as the job's machine; its files in place, its
     events after the first `shown` (emitted while it ran) emitted."""
     line = f"job {request.iteration}"
+    worker = one_line(result.worker)  # its --identity, on one line whatever it says
     if (result.run_id, result.iteration, result.base) != (
         request.run_id,
         request.iteration,
         request.base,
     ):
-        raise JobRefused(f"{line}: the worker {result.worker} answered for another job")
+        raise JobRefused(f"{line}: the worker {worker} answered for another job")
     ref = result_ref(request.run_id, request.iteration, result.attempt)
     try:
         _git(repo, "fetch", "--quiet", "--no-tags", repo_url, f"+{ref}:{ref}")
@@ -308,7 +310,7 @@ def take(
             raise RemoteUnavailable(repo_url, _last_line(error)) from None
         raise JobRefused(f"{line}: its answer is not on {repo_url}: {error}") from None
     if _git(repo, "rev-parse", "--verify", f"{ref}^{{commit}}").strip() != result.commit:
-        raise JobRefused(f"{line}: {ref} is not the commit the worker {result.worker} named")
+        raise JobRefused(f"{line}: {ref} is not the commit the worker {worker} named")
     machine = wire.loads(result.machine, IterationMachine)
     _check_machine(line, request, machine)
     files = _parents(repo, result.commit, line)
@@ -321,7 +323,7 @@ def take(
     own = wire.loads(request.facts, IterationFacts)
     refused = refused_import(repo, request.base, files, held, own)
     if refused is not None:
-        raise JobRefused(f"{line}: the answer of worker {result.worker} is refused: {refused}")
+        raise JobRefused(f"{line}: the answer of worker {worker} is refused: {refused}")
     iter_dir = _iter_dir(repo, request)
     _write_files(repo, result.commit, iter_dir, line)
     events_file = iter_dir / EVENTS_FILE

@@ -85,6 +85,9 @@ DEFINITE_REFUSALS = frozenset(
         RPCStatusCode.UNIMPLEMENTED,
     }
 )
+# The longest a look at a running job waits: the SDK retries a lost link for longer, and the
+# loop says the server is away at the look, not once the link is back.
+PROGRESS_SECS = 3.0
 # How long past a call's own deadline the calling thread waits for the event loop to answer.
 LOOP_GRACE_SECS = 5.0
 # How long a stopping worker lets running jobs finish before Temporal cancels them.
@@ -329,7 +332,7 @@ class TemporalExecutor:
     def progress(self, job_id: str) -> JobProgress | None:
         """Job `job_id`'s activity while it is pending: the worker running it now and its last
         heartbeat's details; None when nothing is pending (not started, or finished)."""
-        return self._rpc(self._progress(job_id))
+        return self._rpc(self._progress(job_id), min(self._timeout_secs, PROGRESS_SECS))
 
     def close(self) -> None:
         _stop_loop(self._loop, self._thread)
@@ -340,11 +343,12 @@ class TemporalExecutor:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _rpc(self, call: Coroutine[Any, Any, T]) -> T:
+    def _rpc(self, call: Coroutine[Any, Any, T], timeout_secs: float | None = None) -> T:
+        deadline = self._timeout_secs if timeout_secs is None else timeout_secs
         try:
-            return _on_loop(self._loop, call, self._timeout_secs)
+            return _on_loop(self._loop, call, deadline)
         except TimeoutError:
-            reason = f"no answer in {self._timeout_secs:g} s"
+            reason = f"no answer in {deadline:g} s"
             raise TemporalUnavailable(self.address, reason) from None
         except (JobFailed, SealError):
             raise

@@ -36,9 +36,10 @@ def test_the_default_executor_is_not_written_so_the_default_file_is_unchanged() 
 def test_every_executor_key_may_be_set() -> None:
     table = {"kind": "temporal", "address": "tq.lan:7000", "namespace": "ci", "task_queue": "gpu"}
     table["remote"] = "git@forge:team/app.git"
-    table |= {"key_file": "~/.config/runner/job.key", "tls_ca": "/etc/ca.pem", "rejudge": True}
+    more: dict[str, object] = {"key_file": "~/.config/runner/job.key", "tls_ca": "/etc/ca.pem"}
 
-    assert parse_config({"executor": table}).executor == ExecutorConfig(
+    executor = {**table, **more, "rejudge": True}
+    assert parse_config({"executor": executor}).executor == ExecutorConfig(
         kind="temporal",
         address="tq.lan:7000",
         namespace="ci",
