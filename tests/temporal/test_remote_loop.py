@@ -417,6 +417,7 @@ def test_with_rejudge_a_pass_a_worker_made_up_does_not_count(
 CUT_SECS = 9.0
 
 
+@pytest.mark.serial  # its timing is the partition's: a loaded machine blurs the cut
 def test_a_loop_cut_off_from_server_and_remote_waits_and_goes_on(
     remote: tuple[Project, Workers], temporal_server: TemporalServer
 ) -> None:
@@ -455,3 +456,23 @@ def test_a_loop_cut_off_from_server_and_remote_waits_and_goes_on(
     audit = project.runner("audit").stdout.splitlines()
     findings = [line for line in audit if line.startswith("audit: finding ")]
     assert all(" iter=- " in line for line in findings), findings
+
+
+def test_with_rejudge_an_honest_pass_counts_once_its_guard_passes_here(
+    remote: tuple[Project, Workers],
+) -> None:
+    project, workers = remote
+    project.set_config(
+        executor={**_executor_table(project), "remote": workers.url, "rejudge": True}
+    )
+    project.commit_setup("every remote pass judged again here")
+    workers.start("worker-a")
+
+    result = project.runner("loop", timeout=150)
+
+    assert result.returncode == 0, result.stderr
+    assert "loop: status=complete" in result.stdout
+    # Each leaf's guard ran twice: on its worker, then here on the answer (once, the head
+    # moved or not).
+    assert project.guard_calls() == 2 * len(LEAVES)
+    assert all((project.root / f"{leaf}.txt").is_file() for leaf in LEAVES)
