@@ -47,6 +47,8 @@ import parallel
 import parallel_profile
 import temporal_runs
 
+from runner_shell.remote.keys import new_key_file
+
 # The marks of a job, in order; each phase is from one to the next.
 MARKS = (
     "scheduled",
@@ -151,11 +153,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode = parallel.sandbox_mode("temporal", print)
     executor = (
         '\n[executor]\nkind = "temporal"\naddress = "{}"\ntask_queue = "profile"\nremote = "{}"\n'
+        'key_file = "{}"\n'
     )
     with tempfile.TemporaryDirectory() as temporary, temporal_runs.sigterm_unwinds():
         workdir = Path(temporary)
         url = str(workdir / "shared.git")
         bench.run(["git", "init", "--bare", "--quiet", url], workdir)
+        key_file = workdir / "job.key"
+        new_key_file(key_file)
         with temporal_runs.dev_server(workdir / "temporal-server") as address:
             repo = parallel.loop_repo(
                 workdir,
@@ -165,9 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 mode,
                 0,
                 name="run",
-                extra_config=executor.format(address, url),
+                extra_config=executor.format(address, url, key_file),
             )
-            with temporal_runs.workers(address, "profile", url, args.workers, workdir):
+            with temporal_runs.workers(address, "profile", url, args.workers, workdir, key_file):
                 wall = parallel_profile.run_loop(repo)
         marks.read_run(repo)
     ideal = parallel.ideal_secs(text, args.slots, args.sleep)

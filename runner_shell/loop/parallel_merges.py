@@ -86,6 +86,10 @@ class ParallelLoop:
     # Each node's last iteration and what it left to tell its next (history.md, failure.md).
     told: dict[str, tuple[int, RunState]] = attrs.field(factory=dict)
     remote: RemoteJobs | None = None  # where jobs run when not in this machine's slots
+    # A job that ended without a commit (an error, a merge a signal stopped): it stays first
+    # in line, so no later job merges; they are left, journals kept, to the loop started
+    # again or to `runner recover`, which take them in iteration order.
+    halted_at: int | None = None
 
     def heard(self, number: int) -> None:
         """A number from `done`: a job whose thread ended (a merge's end only wakes the loop)."""
@@ -104,12 +108,14 @@ def merge_next(loop: ParallelLoop, policy_hears: bool = True, in_thread: bool = 
         loop.merging = None
         _book(loop, merging, policy_hears)
         return True
+    if loop.halted_at is not None:
+        return False
     number = next_to_merge(frozenset(loop.finished), loop.merged_upto, tuple(sorted(loop.jobs)))
     if number is None:
         return False
     job = loop.jobs[number]
     if job.error is not None or job.machine is None:
-        _booked(loop, job)
+        loop.halted_at = number
         loop.failure = loop.failure or job.error or RuntimeError("a job ended without a result")
         loop.ending = loop.ending if loop.ending is not None else 1
         return True
@@ -136,9 +142,15 @@ def end_merging(loop: ParallelLoop, deadline: float | None = None) -> None:
         return
     loop.merging = None
     if isinstance(merging.error, Interrupted):
-        _booked(loop, merging.job)
+        loop.halted_at = merging.job.iteration
         return
     _book(loop, merging, policy_hears=False)
+
+
+def left_behind(loop: ParallelLoop) -> bool:
+    """Whether the loop merges no more: a job stays first in line without a commit and every
+    job's thread has ended (the ones after it are left as they are, in order)."""
+    return loop.halted_at is not None and set(loop.jobs) <= loop.finished
 
 
 def _merge(loop: ParallelLoop, merging: Merging) -> None:

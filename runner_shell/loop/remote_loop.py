@@ -40,6 +40,7 @@ from runner_shell.remote.coordinator import (
     answer_of,
     remote_jobs,
     request_for,
+    until_reached,
 )
 from runner_shell.remote.errors import JobRefused, TemporalUnavailable
 from runner_shell.remote.job_files import JobRequest
@@ -69,7 +70,8 @@ def run_remote(
     repo = loop.run.repo
     write_journal(repo, start_iteration(facts).journal, place.journal_file)
     try:
-        request = request_for(remote, repo, facts)
+        said = functools.partial(_waiting, loop, job)
+        request = until_reached(lambda: request_for(remote, repo, facts), said)
         atomic_write_text(job_request_path(repo, job.iteration), request.to_json())
     except Interrupted as signal_:
         return run_here(loop.run, job, facts, place, Unanswered(signal=signal_.name))
@@ -89,6 +91,7 @@ def _answer(
     except Interrupted as signal_:
         return run_here(loop.run, job, facts, place, Unanswered(signal=signal_.name))
     job.base_entries = taken.base_entries
+    job.rejudge = facts.config.executor.rejudge
     return taken.machine
 
 

@@ -14,26 +14,30 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import attrs
 
 from runner_core.iteration.effects import RunAgent
 from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.import_rules import Change
+from runner_core.iteration.import_rules import shown as one_line
 from runner_core.iteration.machine import IterationMachine
 from runner_core.iteration.recovery import Journal
 from runner_core.iteration.results import AgentFinished, NotStarted
 from runner_core.loop.events import Event
 from runner_core.parallel.job_merge import Entry, waits_to_merge
 from runner_core.run.executor_config import ExecutorConfig
+from runner_shell.errors import UserFacingError
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
 from runner_shell.loop.signals import raise_if_interrupted
 from runner_shell.remote import wire
+from runner_shell.remote.answer_rules import refused_import
 from runner_shell.remote.errors import (
     JobFailed,
     JobRefused,
+    RemoteUnavailable,
     TemporalRefused,
     TemporalUnavailable,
 )
@@ -44,6 +48,14 @@ from runner_shell.remote.job_files import (
     base_ref,
     job_id,
     result_ref,
+)
+from runner_shell.remote.keys import (
+    CONFIG_TLS_NAMES,
+    MAKE_ONE,
+    JobKey,
+    TLSFiles,
+    read_key_file,
+    read_tls_files,
 )
 from runner_shell.remote.live_events import JobProgress, fresh_events, read_window
 from runner_shell.step.lock_and_journal import job_worker_path
@@ -64,16 +76,21 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
+CONFIG_FILE = ".runner/state/config.toml"
 # How long the loop waits for the Temporal server at its start, and for each call.
 CONNECT_SECS = 15.0
 # The reasons of the `waiting` events a remote job's wait makes the loop say: no worker polls
 # its queue; the Temporal server does not answer.
 NO_WORKERS = "no_workers"
 UNREACHABLE = "temporal_unavailable"
+REMOTE_UNREACHABLE = "remote_unavailable"
 # How often a job's thread looks up from its wait: a signal, no worker left on the queue.
 POLL_SECS = 2.0
 # How long a job may wait on a queue no worker polls before the loop says so again.
 NO_WORKERS_SECS = 10
+# `git ls-remote --exit-code`'s status when the remote answered and holds no such ref.
+LS_REMOTE_NONE = 2
+T = TypeVar("T")
 
 
 @attrs.frozen(slots=True)
@@ -104,7 +121,10 @@ def request_for(remote: RemoteJobs, repo: Repo, facts: IterationFacts) -> JobReq
     with remote.pushing:
         if base not in remote.pushed:
             ref = base_ref(run_id, base)
-            _git(repo, "push", "--quiet", "--force", remote.repo_url, f"{base}:{ref}")
+            try:
+                _git(repo, "push", "--quiet", "--force", remote.repo_url, f"{base}:{ref}")
+            except GitError as error:
+                raise RemoteUnavailable(remote.repo_url, _last_line(error)) from None
             remote.pushed.add(base)
     deadline = facts.config.iteration_timeout_secs + 600.0
     facts_json = wire.dumps(facts)
@@ -125,9 +145,26 @@ def answer_of(
     try:
         answer = _wait_for(remote, name, request, waiting, live)
         result = JobResult.from_json(answer)
-        return take(repo, remote.repo_url, request, result, emit, live.emitted)
+        return until_reached(
+            lambda: take(repo, remote.repo_url, request, result, emit, live.emitted), waiting
+        )
     except (JobFailed, JobRefused) as error:
         raise JobLost(f"{error}") from None
+
+
+def until_reached(call: Callable[[], T], waiting: Callable[[str, int], None]) -> T:
+    """`call`'s value, called again every POLL_SECS while the git remote does not answer
+    (said at once, then every NO_WORKERS_SECS); a signal meanwhile raises Interrupted."""
+    say_at = 0.0
+    while True:
+        raise_if_interrupted()
+        try:
+            return call()
+        except RemoteUnavailable:
+            if time.monotonic() >= say_at:
+                say_at = time.monotonic() + NO_WORKERS_SECS
+                waiting(REMOTE_UNREACHABLE, NO_WORKERS_SECS)
+            time.sleep(POLL_SECS)
 
 
 @attrs.define
@@ -140,30 +177,33 @@ class LiveJob:
     worker: str | None = None
     emitted: int = 0
 
-    def look(self, executor: Executor, name: str) -> None:
-        """Job `name`'s worker written when it is new, its events not yet emitted emitted; a
-        server that does not answer is the wait's to say."""
+    def look(self, executor: Executor, name: str) -> bool:
+        """Job `name`'s worker written when it is new, its events not yet emitted emitted;
+        whether the server answered (one that does not is the wait's to say)."""
         try:
             found = executor.progress(name)
-        except (TemporalUnavailable, TemporalRefused):
-            return
+        except TemporalUnavailable:
+            return False
+        except TemporalRefused:
+            return True
         if found is None:
-            return
+            return True
         if found.worker is not None and found.worker != self.worker:
             atomic_write_text(self.worker_file, f"{found.worker}\n")
             self.worker = found.worker
         window = read_window(found.details)
         if window is None:
-            return
+            return True
         encoded, emitted = fresh_events(window, self.emitted)
         try:
             events = [wire.decode(item) for item in encoded]
         except (ValueError, TypeError, AttributeError, KeyError):
-            return  # not events: the answer, checked, brings the job's own
+            return True  # not events: the answer, checked, brings the job's own
         fresh = [event for event in events if isinstance(event, Event)]
         if fresh:
             self.emit.emit(fresh)
         self.emitted = emitted
+        return True
 
 
 def _wait_for(
@@ -180,6 +220,7 @@ def _wait_for(
     give_up = time.monotonic() + request.deadline_secs
     look_again = time.monotonic() + NO_WORKERS_SECS
     submitted = False
+    reached = True
     while True:
         raise_if_interrupted()
         left = give_up - time.monotonic()
@@ -191,12 +232,14 @@ def _wait_for(
                 submitted = True
             return remote.executor.result(name, min(POLL_SECS, left))
         except TimeoutError:
-            reason = NO_WORKERS
-            live.look(remote.executor, name)
+            reason = NO_WORKERS if live.look(remote.executor, name) else UNREACHABLE
         except TemporalUnavailable:
             reason = UNREACHABLE
             time.sleep(min(POLL_SECS, left))
-        if time.monotonic() >= look_again:
+        # The server lost is said at once, then every NO_WORKERS_SECS while it stays away.
+        lost_now = reason == UNREACHABLE and reached
+        reached = reason != UNREACHABLE
+        if lost_now or time.monotonic() >= look_again:
             look_again = time.monotonic() + NO_WORKERS_SECS
             missing = reason if reason == UNREACHABLE else _missing(remote)
             if missing is not None:
@@ -251,35 +294,46 @@ def take(
     """`result`, checked against `request`, as the job's machine; its files in place, its
     events after the first `shown` (emitted while it ran) emitted."""
     line = f"job {request.iteration}"
+    worker = one_line(result.worker)  # its --identity, on one line whatever it says
     if (result.run_id, result.iteration, result.base) != (
         request.run_id,
         request.iteration,
         request.base,
     ):
-        raise JobRefused(f"{line}: the worker {result.worker} answered for another job")
-    ref = result_ref(request.run_id, request.iteration)
+        raise JobRefused(f"{line}: the worker {worker} answered for another job")
+    ref = result_ref(request.run_id, request.iteration, result.attempt)
     try:
         _git(repo, "fetch", "--quiet", "--no-tags", repo_url, f"+{ref}:{ref}")
     except GitError as error:
+        listed = run_git(("ls-remote", "--exit-code", repo_url, ref), repo.root, timeout=60)
+        if listed.returncode != LS_REMOTE_NONE:  # not a missing ref: the remote not reached
+            raise RemoteUnavailable(repo_url, _last_line(error)) from None
         raise JobRefused(f"{line}: its answer is not on {repo_url}: {error}") from None
     if _git(repo, "rev-parse", "--verify", f"{ref}^{{commit}}").strip() != result.commit:
-        raise JobRefused(f"{line}: {ref} is not the commit the worker {result.worker} named")
+        raise JobRefused(f"{line}: {ref} is not the commit the worker {worker} named")
     machine = wire.loads(result.machine, IterationMachine)
     _check_machine(line, request, machine)
     files = _parents(repo, result.commit, line)
     if _parents(repo, files, line) != request.base:
         raise JobRefused(f"{line}: its answer does not start at its start commit")
     changes = () if machine.imported is None else machine.imported.changes
-    if _changes(repo, request.base, files) != {c.path: c for c in changes}:
+    held = _changes(repo, request.base, files)
+    if held != {c.path: c for c in changes}:
         raise JobRefused(f"{line}: its commit does not hold the changes its machine lists")
+    own = wire.loads(request.facts, IterationFacts)
+    refused = refused_import(repo, request.base, files, held, own)
+    if refused is not None:
+        raise JobRefused(f"{line}: the answer of worker {worker} is refused: {refused}")
     iter_dir = _iter_dir(repo, request)
     _write_files(repo, result.commit, iter_dir, line)
     events_file = iter_dir / EVENTS_FILE
     events = wire.loads(events_file.read_text(encoding="utf-8"), tuple)
     events_file.unlink()
     emit.emit([event for event in events[shown:] if isinstance(event, Event)])
-    started = attrs.evolve(machine.facts.started, monotonic=time.monotonic() - result.elapsed_secs)
-    machine = attrs.evolve(machine, facts=attrs.evolve(machine.facts, started=started))
+    # The job's facts are this loop's own, not what the worker says they were: the config its
+    # merge, second guard run and commit go by is the coordinator's.
+    started = attrs.evolve(own.started, monotonic=time.monotonic() - result.elapsed_secs)
+    machine = attrs.evolve(machine, facts=attrs.evolve(own, started=started))
     return Taken(machine, _entries(result.base_entries))
 
 
@@ -290,6 +344,11 @@ def _check_machine(line: str, request: JobRequest, machine: IterationMachine) ->
         raise JobRefused(f"{line}: the machine in its answer is not this job's at its merge")
     if machine.journal.process_groups:
         raise JobRefused(f"{line}: its answer names processes of another machine")
+
+
+def _last_line(error: Exception) -> str:
+    said = str(error).strip().splitlines()
+    return said[-1] if said else type(error).__name__
 
 
 def _git(repo: Repo, *args: str) -> str:
@@ -362,7 +421,19 @@ def remote_jobs(config: ExecutorConfig) -> RemoteJobs | None:
     require_temporal()
     from runner_shell.remote.temporal import TemporalExecutor
 
+    key, tls = sealing_of(config)
     executor = TemporalExecutor.connect(
-        config.address, config.namespace, config.task_queue, CONNECT_SECS
+        config.address, config.namespace, config.task_queue, CONNECT_SECS, key, tls
     )
     return RemoteJobs(executor, config.remote, float(config.heartbeat_secs))
+
+
+def sealing_of(config: ExecutorConfig) -> tuple[JobKey, TLSFiles | None]:
+    """`[executor]`'s key (required) and TLS files, read; one line naming the key if not."""
+    what = f"{CONFIG_FILE}: executor."
+    if not config.key_file:
+        raise UserFacingError(f"{what}key_file: kind 'temporal' needs a key file; {MAKE_ONE}")
+    key = read_key_file(Path(config.key_file), f"{what}key_file")
+    if not config.uses_tls:
+        return key, None
+    return key, read_tls_files(config.tls_ca, config.tls_cert, config.tls_key, CONFIG_TLS_NAMES)

@@ -18,6 +18,14 @@ class TemporalUnavailable(UserFacingError):
         self.address = address
 
 
+class RemoteUnavailable(UserFacingError):
+    """The git remote the loop and its workers share did not answer; the line names it."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"git remote {url} is unavailable: {reason}", ExitCode.ERROR)
+        self.url = url
+
+
 class TemporalRefused(UserFacingError):
     """The Temporal server answered a call with an error (an unknown namespace, say)."""
 

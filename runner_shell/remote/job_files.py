@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from contextvars import ContextVar
 
 import attrs
 
@@ -23,6 +24,7 @@ RESULT_KIND = "runner-job-result"
 EVENTS_FILE = "events.wire.json"  # beside the iteration's files in the result commit
 _SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_ATTEMPT = re.compile(r"[0-9]{1,9}(-[0-9A-Za-z-]{1,64})?")
 
 
 def job_id(run_id: str, iteration: int, base: str) -> str:
@@ -37,8 +39,16 @@ def base_ref(run_id: str, base: str) -> str:
     return f"refs/runner/bases/{run_id}/{base}"
 
 
-def result_ref(run_id: str, iteration: int) -> str:
-    return f"refs/runner/jobs/{run_id}/{iteration}"
+def result_ref(run_id: str, iteration: int, attempt: str) -> str:
+    """Where one attempt of a job leaves its answer: a ref of its own, so an attempt that lost
+    its job (its worker cut off, the job handed to another) never writes over the answer the
+    loop takes, which names its attempt."""
+    return f"refs/runner/jobs/{run_id}/{iteration}/{attempt}"
+
+
+# The attempt running a job in this thread: `<Temporal's attempt number>-<workflow run id>`
+# (a job submitted again after it failed is another workflow run), set by the transport.
+JOB_ATTEMPT: ContextVar[str] = ContextVar("runner_job_attempt", default="1")
 
 
 @attrs.frozen(slots=True)
@@ -80,7 +90,8 @@ class JobResult:
     machine: str  # wire.dumps of the IterationMachine stopped where the merge queue goes on
     base_entries: tuple[tuple[str, str, str], ...] | None  # (path, mode, oid) at the base
     elapsed_secs: float
-    worker: str
+    worker: str  # the worker's --identity
+    attempt: str = "1"  # which attempt answered: its ref is result_ref(..., attempt)
 
     def to_json(self) -> str:
         document = attrs.asdict(self)
@@ -99,6 +110,7 @@ class JobResult:
             base_entries=None if entries is None else _entries(entries),
             elapsed_secs=_number(found, "elapsed_secs"),
             worker=_text(found, "worker"),
+            attempt=_attempt(found),
         )
 
 
@@ -137,6 +149,12 @@ def _sha(found: Mapping[str, object], name: str) -> str:
 def _run_id(found: Mapping[str, object]) -> str:
     value = _text(found, "run_id")
     _field(found, "run_id", _RUN_ID.fullmatch(value) is not None, "a run id")
+    return value
+
+
+def _attempt(found: Mapping[str, object]) -> str:
+    value = _text(found, "attempt")
+    _field(found, "attempt", _ATTEMPT.fullmatch(value) is not None, "an attempt name")
     return value
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import dataclasses
 import functools
 import json
 import math
 import os
 import socket
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -28,18 +29,27 @@ from temporalio.common import RetryPolicy
 # the same module as outside it.
 with workflow.unsafe.imports_passed_through():
     import attrs
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    from temporalio.api.common.v1 import Payload
     from temporalio.api.enums.v1 import PendingActivityState, TaskQueueType
     from temporalio.api.taskqueue.v1 import TaskQueue
     from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
     from temporalio.client import Client, WorkflowFailureError
     from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+    from temporalio.converter import (
+        DataConverter,
+        DefaultFailureConverterWithEncodedAttributes,
+        PayloadCodec,
+    )
+    from temporalio.converter import default as default_converter
     from temporalio.exceptions import (
         ApplicationError,
         FailureError,
         WorkflowAlreadyStartedError,
     )
     from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
-    from temporalio.service import RPCError, RPCStatusCode
+    from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
     from runner_shell.remote.errors import (
         JobFailed,
@@ -47,6 +57,8 @@ with workflow.unsafe.imports_passed_through():
         TemporalRefused,
         TemporalUnavailable,
     )
+    from runner_shell.remote.job_files import JOB_ATTEMPT
+    from runner_shell.remote.keys import JobKey, TLSFiles
     from runner_shell.remote.live_events import JobProgress
 
 JOB_ACTIVITY = "runner_job"
@@ -62,6 +74,20 @@ JOB_RETRY = RetryPolicy(
     maximum_attempts=0,
     non_retryable_error_types=[REFUSED_TYPE],
 )
+# The answers by which a server refuses a call for good: any other failure of a call is the
+# server not reached (waited out), whatever the transport says.
+DEFINITE_REFUSALS = frozenset(
+    {
+        RPCStatusCode.NOT_FOUND,  # an unknown namespace
+        RPCStatusCode.PERMISSION_DENIED,
+        RPCStatusCode.UNAUTHENTICATED,
+        RPCStatusCode.INVALID_ARGUMENT,
+        RPCStatusCode.UNIMPLEMENTED,
+    }
+)
+# The longest a look at a running job waits: the SDK retries a lost link for longer, and the
+# loop says the server is away at the look, not once the link is back.
+PROGRESS_SECS = 3.0
 # How long past a call's own deadline the calling thread waits for the event loop to answer.
 LOOP_GRACE_SECS = 5.0
 # How long a stopping worker lets running jobs finish before Temporal cancels them.
@@ -92,6 +118,77 @@ def _positive_secs(value: object, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return default
     return float(value) if value > 0 and math.isfinite(value) else default
+
+
+# ---------------------------------------------------------------- sealed payloads
+
+SEALED_ENCODING = b"binary/runner-sealed"
+KEY_ID_FIELD = "runner-key-id"
+NONCE_BYTES = 12
+# Bound into every seal: a payload sealed by this codec for another purpose does not open.
+SEAL_CONTEXT = b"runner-job-payload-v1"
+
+
+class SealError(ValueError):
+    """A payload this codec will not open: not sealed, sealed with another key, or altered."""
+
+
+class SealingCodec(PayloadCodec):
+    """Every payload sealed with AES-256-GCM under the loop's and its workers' key (as
+    temporalio's encryption sample does), and every payload opened only when it is sealed with
+    that key and unaltered: the server, and anything that reaches it, sees ciphertext, and a
+    request or result made without the key is refused. Without a key (`runner workers`, which
+    moves no payload) nothing is sealed or opened."""
+
+    def __init__(self, key: JobKey | None) -> None:
+        super().__init__()
+        self._key = key
+        self._aead = None if key is None else AESGCM(key.secret)
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self.seal(payload) for payload in payloads]
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self.open(payload) for payload in payloads]
+
+    def seal(self, payload: Payload) -> Payload:
+        if self._key is None or self._aead is None:
+            raise SealError("no job key: nothing is sent unsealed")
+        nonce = os.urandom(NONCE_BYTES)
+        sealed = self._aead.encrypt(nonce, payload.SerializeToString(), SEAL_CONTEXT)
+        metadata = {"encoding": SEALED_ENCODING, KEY_ID_FIELD: self._key.key_id.encode()}
+        return Payload(metadata=metadata, data=nonce + sealed)
+
+    def open(self, payload: Payload) -> Payload:
+        if self._key is None or self._aead is None:
+            raise SealError("no job key to open a payload with")
+        if payload.metadata.get("encoding") != SEALED_ENCODING:
+            raise SealError("not sealed with a job key")
+        key_id = payload.metadata.get(KEY_ID_FIELD, b"").decode("ascii", errors="replace")
+        if key_id != self._key.key_id:
+            raise SealError(f"sealed with another key ({key_id[:16]!r}, not {self._key.key_id})")
+        nonce, sealed = payload.data[:NONCE_BYTES], payload.data[NONCE_BYTES:]
+        try:
+            return Payload.FromString(self._aead.decrypt(nonce, sealed, SEAL_CONTEXT))
+        except InvalidTag:
+            raise SealError("altered since it was sealed") from None
+
+
+def sealing_converter(key: JobKey | None) -> DataConverter:
+    """The SDK's converter with every payload sealed, failures' messages and stacks too."""
+    return dataclasses.replace(
+        default_converter(),
+        payload_codec=SealingCodec(key),
+        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+    )
+
+
+def tls_config(files: TLSFiles) -> TLSConfig:
+    """The SDK's TLS settings: the root to check the server's certificate against (None: the
+    system's), a client certificate with its key for mTLS."""
+    return TLSConfig(
+        server_root_ca_cert=files.ca, client_cert=files.cert, client_private_key=files.key
+    )
 
 
 @workflow.defn(name="RunnerJob")
@@ -137,10 +234,21 @@ def _quiet_runtime() -> Runtime:
     return Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(filter=quiet)))
 
 
-async def _connect(address: str, namespace: str, identity: str | None = None) -> Client:
+async def _connect(
+    address: str,
+    namespace: str,
+    key: JobKey | None,
+    tls: TLSFiles | None,
+    identity: str | None = None,
+) -> Client:
     try:
         return await Client.connect(
-            address, namespace=namespace, identity=identity, runtime=_quiet_runtime()
+            address,
+            namespace=namespace,
+            identity=identity,
+            runtime=_quiet_runtime(),
+            data_converter=sealing_converter(key),
+            tls=False if tls is None else tls_config(tls),
         )
     except Exception as error:
         raise TemporalUnavailable(address, _first_line(error)) from None
@@ -177,15 +285,22 @@ class TemporalExecutor:
 
     @classmethod
     def connect(
-        cls, address: str, namespace: str, task_queue: str, timeout_secs: float
+        cls,
+        address: str,
+        namespace: str,
+        task_queue: str,
+        timeout_secs: float,
+        key: JobKey | None = None,
+        tls: TLSFiles | None = None,
     ) -> TemporalExecutor:
         """Connect to the server at `address`; `timeout_secs` bounds this and every later call
-        but `result`. Raises TemporalUnavailable when the server does not answer in time."""
+        but `result`. Requests are sealed and results opened with `key` (without one, only
+        `workers` works). Raises TemporalUnavailable when the server does not answer in time."""
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="temporal-client", daemon=True)
         thread.start()
         try:
-            client = _on_loop(loop, _connect(address, namespace), timeout_secs)
+            client = _on_loop(loop, _connect(address, namespace, key, tls), timeout_secs)
         except BaseException as error:
             _stop_loop(loop, thread)
             if isinstance(error, TimeoutError):
@@ -205,6 +320,10 @@ class TemporalExecutor:
             return _on_loop(self._loop, self._result(job_id), timeout_secs)
         except TimeoutError:
             raise TimeoutError(f"job {job_id}: no result in {timeout_secs:g} s") from None
+        except (JobFailed, SealError):
+            raise
+        except Exception as error:
+            raise self._unreached(error) from None
 
     def workers(self) -> tuple[WorkerSeen, ...]:
         """The workers polling the task queue, by identity."""
@@ -213,7 +332,7 @@ class TemporalExecutor:
     def progress(self, job_id: str) -> JobProgress | None:
         """Job `job_id`'s activity while it is pending: the worker running it now and its last
         heartbeat's details; None when nothing is pending (not started, or finished)."""
-        return self._rpc(self._progress(job_id))
+        return self._rpc(self._progress(job_id), min(self._timeout_secs, PROGRESS_SECS))
 
     def close(self) -> None:
         _stop_loop(self._loop, self._thread)
@@ -224,16 +343,25 @@ class TemporalExecutor:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _rpc(self, call: Coroutine[Any, Any, T]) -> T:
+    def _rpc(self, call: Coroutine[Any, Any, T], timeout_secs: float | None = None) -> T:
+        deadline = self._timeout_secs if timeout_secs is None else timeout_secs
         try:
-            return _on_loop(self._loop, call, self._timeout_secs)
+            return _on_loop(self._loop, call, deadline)
         except TimeoutError:
-            reason = f"no answer in {self._timeout_secs:g} s"
+            reason = f"no answer in {deadline:g} s"
             raise TemporalUnavailable(self.address, reason) from None
-        except RPCError as error:
-            if error.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
-                raise TemporalUnavailable(self.address, _first_line(error)) from None
-            raise TemporalRefused(self.address, _first_line(error)) from None
+        except (JobFailed, SealError):
+            raise
+        except Exception as error:
+            raise self._unreached(error) from None
+
+    def _unreached(self, error: Exception) -> TemporalUnavailable | TemporalRefused:
+        """What a failed call means: a definite refusal by the server (an unknown namespace, a
+        denied call) ends the loop; anything else (the link cut, a call in flight across a
+        heal, a transport error) is the server not reached, waited out."""
+        if isinstance(error, RPCError) and error.status in DEFINITE_REFUSALS:
+            return TemporalRefused(self.address, _first_line(error))
+        return TemporalUnavailable(self.address, _first_line(error))
 
     async def _start(self, job_id: str, request_json: str) -> None:
         try:
@@ -253,6 +381,10 @@ class TemporalExecutor:
         handle = self._client.get_workflow_handle(job_id, result_type=str)
         try:
             result: str = await handle.result()
+        except SealError as error:
+            raise JobFailed(
+                job_id, f"its answer cannot be opened with this loop's key: {error}"
+            ) from None
         except WorkflowFailureError as error:
             raise JobFailed(job_id, _failure_reason(error)) from None
         except RPCError as error:
@@ -273,7 +405,10 @@ class TemporalExecutor:
             running = pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
             # A scheduled activity's last worker is the one that lost it, not who runs it.
             worker = pending.last_worker_identity if running else ""
-            said = await self._client.data_converter.decode(pending.heartbeat_details.payloads)
+            try:
+                said = await self._client.data_converter.decode(pending.heartbeat_details.payloads)
+            except SealError:  # not from a worker holding the key: nothing to show
+                said = []
             details = said[-1] if said and isinstance(said[-1], str) else None
             return JobProgress(worker or None, details)
         return None
@@ -360,8 +495,10 @@ class _Heartbeats:
 def _job_activity(job: Job) -> Callable[[str], str]:
     @activity.defn(name=JOB_ACTIVITY)
     def runner_job(request_json: str) -> str:
-        timeout = activity.info().heartbeat_timeout
+        info = activity.info()
+        timeout = info.heartbeat_timeout
         interval_secs = (timeout.total_seconds() if timeout else DEFAULT_HEARTBEAT_SECS) / 3
+        JOB_ATTEMPT.set(f"{info.attempt}-{info.workflow_run_id}")
         with _Heartbeats(interval_secs) as heartbeats:
             try:
                 return job(request_json, heartbeats.report)
@@ -382,17 +519,22 @@ def serve_jobs(
     job: Job,
     stop: threading.Event | None,
     *,
+    key: JobKey,
+    tls: TLSFiles | None = None,
     on_polling: Callable[[], None] | None = None,
     connect_timeout_secs: float = 10.0,
 ) -> None:
     """Take jobs from `task_queue` and run each as `job(request_json, heartbeat)`, up to `slots`
     at once, until `stop` is set (forever when None); `on_polling` is told once polling starts.
+    A job is opened with `key` before anything runs: one sealed with another key, or not at
+    all, fails to open and runs nothing; its result is sealed with it.
 
     Raises TemporalUnavailable when the server at `address` does not answer.
     """
+    identity = identity or default_identity()
     asyncio.run(
         _serve(
-            _WorkerPlan(address, namespace, task_queue, identity or default_identity(), slots),
+            _WorkerPlan(address, namespace, task_queue, identity, slots, key, tls),
             job,
             stop,
             on_polling,
@@ -408,6 +550,8 @@ class _WorkerPlan:
     task_queue: str
     identity: str
     slots: int
+    key: JobKey
+    tls: TLSFiles | None
 
 
 async def _serve(
@@ -421,7 +565,8 @@ async def _serve(
 
     try:
         client = await asyncio.wait_for(
-            _connect(plan.address, plan.namespace, plan.identity), connect_timeout_secs
+            _connect(plan.address, plan.namespace, plan.key, plan.tls, plan.identity),
+            connect_timeout_secs,
         )
     except TimeoutError:
         reason = f"no answer in {connect_timeout_secs:g} s"

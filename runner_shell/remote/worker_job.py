@@ -3,7 +3,7 @@ run in a sandboxed slot of the worker's own clone exactly as a local job's, its 
 
 The worker decides nothing of the run: the facts come from the coordinator, the machine is the
 core's, and it stops where a local job stops (`job_merge.waits_to_merge`). What it leaves is a
-commit on `refs/runner/jobs/<run>/<iter>` (job_files.py) and a result naming it; the
+commit on `refs/runner/jobs/<run>/<iter>/<attempt>` (job_files.py) and a result naming it; the
 coordinator checks both before anything is merged (docs/temporal.md).
 """
 
@@ -32,27 +32,37 @@ from runner_shell.remote import wire
 from runner_shell.remote.errors import JobRefused
 from runner_shell.remote.job_files import (
     EVENTS_FILE,
+    JOB_ATTEMPT,
     JobRequest,
     JobResult,
     base_ref,
     result_ref,
 )
 from runner_shell.remote.live_events import window_json
+from runner_shell.remote.worker_rules import WorkerRules, refused_command, worker_config
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
 from runner_shell.step.lock_and_journal import job_journal_path
 from runner_shell.step.runner import JobPlace, drive, shell_ports, step_sandbox
 from runner_shell.store.layout import RunnerPaths
 
 FETCH_TIMEOUT_SECS = 600.0
+DEFAULT_RULES = WorkerRules()
 _POOL_LOCK = threading.Lock()
 _BUSY: set[Path] = set()
 
 
 def run_job(
-    work_dir: Path, repo_url: str, request_json: str, heartbeat: Callable[[str], None]
+    work_dir: Path,
+    repo_url: str,
+    request_json: str,
+    heartbeat: Callable[[str], None],
+    rules: WorkerRules = DEFAULT_RULES,
+    identity: str | None = None,
 ) -> str:
-    """The job `request_json` asks for, run in one of `work_dir`'s clones of `repo_url`; its
-    result as JSON. JobRefused for a request this worker cannot take (wrong repository)."""
+    """The job `request_json` asks for, run in one of `work_dir`'s clones of `repo_url` under
+    this worker's own `rules` (worker_rules.py); its result as JSON, naming the worker by
+    `identity`. JobRefused, before anything runs, for a request this worker will not take (an
+    argv its rules do not allow, another repository)."""
     request = JobRequest.from_json(request_json)
     try:
         facts = wire.loads(request.facts, IterationFacts)
@@ -60,13 +70,18 @@ def run_job(
         raise JobRefused(f"job {request.iteration}: {error}") from None
     if (facts.run_id, facts.plan.iteration) != (request.run_id, request.iteration):
         raise JobRefused(f"job {request.iteration}: its facts are another job's")
+    refused = refused_command(facts.config, rules)
+    if refused is not None:
+        raise JobRefused(f"job {request.iteration}: {refused}")
+    facts = attrs.evolve(facts, config=worker_config(facts.config, rules))
     started = time.monotonic()
     with _clone(work_dir, repo_url) as clone:
         repo = Repo(clone)
         _check_out_base(repo, repo_url, request)
         machine, entries = _drive(repo, request, facts, heartbeat)
         commit = _answer_commit(repo, request, machine)
-        _push(repo, repo_url, commit, result_ref(request.run_id, request.iteration))
+        attempt = JOB_ATTEMPT.get()
+        _push(repo, repo_url, commit, result_ref(request.run_id, request.iteration, attempt))
     result = JobResult(
         run_id=request.run_id,
         iteration=request.iteration,
@@ -75,7 +90,8 @@ def run_job(
         machine=wire.dumps(attrs.evolve(machine, journal=_without_groups(machine))),
         base_entries=entries,
         elapsed_secs=time.monotonic() - started,
-        worker=f"{socket.gethostname()}:{os.getpid()}",
+        worker=identity or f"{socket.gethostname()}:{os.getpid()}",
+        attempt=attempt,
     )
     return result.to_json()
 
@@ -242,4 +258,5 @@ def _tree_of(repo: Repo, directory: Path) -> str:
 
 
 def _push(repo: Repo, repo_url: str, commit: str, ref: str) -> None:
-    _git(repo.root, "push", "--quiet", "--force", repo_url, f"{commit}:{ref}")
+    """The answer on its attempt's own ref; never forced: a ref there is never replaced."""
+    _git(repo.root, "push", "--quiet", repo_url, f"{commit}:{ref}")

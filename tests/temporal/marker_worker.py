@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from runner_shell.remote.temporal import serve_jobs
+from tests.temporal.workers import TEST_KEY
 
 
 def main(address: str, queue: str, identity: str, directory: Path) -> None:
@@ -30,6 +31,7 @@ def main(address: str, queue: str, identity: str, directory: Path) -> None:
         1,
         job,
         None,
+        key=TEST_KEY,
         on_polling=lambda: print("polling", flush=True),
     )
 

@@ -20,6 +20,7 @@ import jsonschema
 import pytest
 
 from runner_shell.remote import MISSING_EXTRA
+from runner_shell.remote.keys import new_key_file
 from tests.helpers import ROOT
 from tests.temporal.conftest import TemporalServer, free_port
 from tests.temporal.workers import new_queue, shouting_job, worker_thread
@@ -104,6 +105,8 @@ def test_worker_says_it_polls_and_stops_on_sigterm(
     temporal_server: TemporalServer, tmp_path: Path
 ) -> None:
     queue = new_queue()
+    key_file = tmp_path / "job.key"
+    new_key_file(key_file)
     worker = subprocess.Popen(
         [
             sys.executable,
@@ -118,6 +121,8 @@ def test_worker_says_it_polls_and_stops_on_sigterm(
             "file:///nowhere",
             "--identity",
             "box-3",
+            "--key-file",
+            str(key_file),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -149,7 +154,8 @@ def test_inside_a_runner_repository_workers_asks_its_executor_table(
     config.parent.mkdir(parents=True)
     config.write_text(
         f'[executor]\nkind = "temporal"\naddress = "{temporal_server.address}"\n'
-        f'task_queue = "{queue}"\nremote = "{tmp_path / "shared.git"}"\n',
+        f'task_queue = "{queue}"\nremote = "{tmp_path / "shared.git"}"\n'
+        f'key_file = "{tmp_path / "job.key"}"\n',
         encoding="utf-8",
     )
     with worker_thread(temporal_server.address, queue, shouting_job, identity="box-4:1"):

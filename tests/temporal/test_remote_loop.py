@@ -16,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from runner_shell.remote.keys import new_key_file
 from tests.helpers.crash import spawn
 from tests.helpers.e2e import PYTHON, Project, ProjectFactory, node
 from tests.temporal.conftest import TemporalServer
+from tests.temporal.relay import relay_to
 
 DONE = {"status": "done", "summary": "did it"}
 LEAVES = [f"root.{n}" for n in range(1, 6)]
@@ -31,6 +33,7 @@ SCRIPT: dict[tuple[str, int], dict[str, object]] = {
     (leaf, 1): {"files": {f"{leaf}.txt": f"{leaf}\n"}, "output": DONE} for leaf in LEAVES
 }
 _QUEUES = itertools.count()
+DISHONEST = Path(__file__).with_name("dishonest_worker.py")
 
 
 def _bare(path: Path) -> str:
@@ -43,12 +46,18 @@ class Workers:
 
     def __init__(self, project: Project, server: TemporalServer, queue: str, url: str) -> None:
         self.project, self.server, self.queue, self.url = project, server, queue, url
+        self.key_file = Path(_executor_table(project)["key_file"])
         self.processes: list[subprocess.Popen[str]] = []
 
-    def start(self, name: str) -> subprocess.Popen[str]:
-        argv = [PYTHON, "-m", "runner_shell", "worker", "--address", self.server.address]
+    def start(self, name: str, lying: str | None = None) -> subprocess.Popen[str]:
+        """An honest `runner worker`, or with `lying` one of dishonest_worker.py's MODEs."""
+        runner = ["-m", "runner_shell"] if lying is None else [str(DISHONEST), lying]
+        argv = [PYTHON, *runner, "worker", "--address", self.server.address]
         argv += ["--task-queue", self.queue, "--repo-url", self.url, "--identity", name]
-        argv += ["--dir", str(self.project.harness.parent / name)]
+        argv += ["--dir", str(self.project.harness.parent / name), "--key-file", str(self.key_file)]
+        # The worker's own sandbox (the request's [sandbox] is not its): the scripted agent
+        # writes its records in the harness.
+        argv += ["--writable", str(self.project.harness)]
         process = subprocess.Popen(
             argv,
             cwd=self.project.harness.parent,
@@ -98,7 +107,10 @@ def _remote_project(
     project = make_project(base, "started")
     queue = f"loop-{next(_QUEUES)}"
     url = _bare(base / "shared.git")
+    key_file = base / "job.key"
+    new_key_file(key_file)
     executor = {"kind": "temporal", "address": server.address, "task_queue": queue}
+    executor["key_file"] = str(key_file)
     project.prepare(TREE, parallel={"slots": 4}, executor={**executor, "remote": url})
     project.agent_script_by_node(SCRIPT)
     return project, queue, url
@@ -345,3 +357,122 @@ def test_a_request_left_unreadable_is_one_line_naming_recover(
     assert "run 'runner recover'" in line and "Traceback" not in result.stderr
     assert f"{kept[0]}: not the request of a job this loop can wait for" in line
     assert project.runner("recover", timeout=60).returncode == 0
+
+
+def _one_job_then_stop(project: Project, workers: Workers, **executor: object) -> None:
+    project.set_config(
+        parallel={"slots": 1},
+        executor={**_executor_table(project), "remote": workers.url, **executor},
+        loop={"max_consecutive_runner_errors": 1, "runner_error_backoff_secs": [1]},
+    )
+    project.commit_setup("one job at a time, the first runner error stops the loop")
+
+
+def test_an_answer_changing_the_runners_config_is_refused_by_the_coordinator(
+    remote: tuple[Project, Workers],
+) -> None:
+    # Row 8 of issue 39: a worker whose answer changes .runner/state/config.toml (a hook the
+    # next loop would run here) is refused; nothing of it is committed, no attempt is used.
+    project, workers = remote
+    _one_job_then_stop(project, workers)
+    config_before = project.git("show", "HEAD:.runner/state/config.toml")
+    workers.start("tampering-worker", lying="config")
+
+    result = project.runner("loop", timeout=150)
+
+    assert result.returncode != 0
+    assert "internal error" not in result.stderr
+    meta = json.loads((project.iter_dir(1) / "meta.json").read_text(encoding="utf-8"))
+    assert meta["error_kind"] == "runner", meta
+    assert "changes runner-owned files: .runner/state/config.toml" in meta["error"]
+    assert "tampering-worker" in meta["error"]  # named by its --identity
+    assert meta["attempts_after"] == meta["attempts_before"]
+    assert project.git("show", "HEAD:.runner/state/config.toml") == config_before
+    assert "on_iteration" not in (project.root / ".runner/state/config.toml").read_text()
+
+
+def test_with_rejudge_a_pass_a_worker_made_up_does_not_count(
+    remote: tuple[Project, Workers],
+) -> None:
+    # Row 9 of issue 39: a worker that runs `true` instead of the job's guard says it passed;
+    # with `[executor] rejudge = true` the coordinator runs the guard itself, and it fails.
+    project, workers = remote
+    _one_job_then_stop(project, workers, rejudge=True)
+    project.guard_script([{"exit": 1, "stdout": "1 failed"}])
+    workers.start("lying-worker", lying="verdict")
+
+    result = project.runner("loop", timeout=150)
+
+    assert result.returncode != 0
+    meta = json.loads((project.iter_dir(1) / "meta.json").read_text(encoding="utf-8"))
+    assert meta["status"] != "done" or meta["guard"] != "pass", meta
+    assert "fails when run here on the answer ([executor] rejudge)" in (meta["error"] or ""), meta
+    assert project.guard_calls() >= 1  # the coordinator's own run of the guard
+    tree = json.loads((project.root / ".runner/state/tree.json").read_text(encoding="utf-8"))
+    assert not any(child["passes"] for child in tree["children"])
+    assert not (project.root / "root.1.txt").exists()
+
+
+# How long the loop is cut off from the server and the remote (the issue's campaign: 20-30 s).
+CUT_SECS = 9.0
+
+
+@pytest.mark.serial  # its timing is the partition's: a loaded machine blurs the cut
+def test_a_loop_cut_off_from_server_and_remote_waits_and_goes_on(
+    remote: tuple[Project, Workers], temporal_server: TemporalServer
+) -> None:
+    # Row 1 of issue 39: calls in flight when the link goes, and across the heal, are the
+    # server not reached, never a refusal; the remote's too; nothing runs twice, no gap.
+    project, workers = remote
+    link = project.harness.parent / "loop-remote.git"
+    link.symlink_to(workers.url)  # the loop's way to the remote, cut apart from the workers'
+    script = dict(SCRIPT)
+    script |= {(leaf, 1): {**SCRIPT[(leaf, 1)], "sleep": 4} for leaf in LEAVES}
+    project.agent_script_by_node(script)
+    with relay_to(temporal_server.address) as relay:
+        table = {**_executor_table(project), "address": relay.address, "remote": str(link)}
+        project.set_config(parallel={"slots": 4}, executor=table)
+        project.commit_setup("the loop reaches the server through a relay the test cuts")
+        workers.start("worker-a")
+        workers.start("worker-b")
+        loop = spawn(project, "loop")
+        _until_sent(project, 4)
+        relay.cut()
+        link.unlink()
+        time.sleep(CUT_SECS)
+        link.symlink_to(workers.url)
+        relay.heal()
+
+        out, err = loop.communicate(timeout=150)
+
+    assert loop.returncode == 0, err
+    assert "loop: status=complete" in out
+    assert "reason=temporal_unavailable" in out, out
+    assert "refused" not in err, err
+    runs = project.harness / "node_runs"
+    assert {leaf: (runs / leaf).read_text() for leaf in LEAVES} == dict.fromkeys(LEAVES, "1")
+    numbers = project.git("log", "--format=%(trailers:key=Runner-Iter,valueonly)", "-5").split()
+    assert sorted(map(int, numbers)) == [1, 2, 3, 4, 5]
+    audit = project.runner("audit").stdout.splitlines()
+    findings = [line for line in audit if line.startswith("audit: finding ")]
+    assert all(" iter=- " in line for line in findings), findings
+
+
+def test_with_rejudge_an_honest_pass_counts_once_its_guard_passes_here(
+    remote: tuple[Project, Workers],
+) -> None:
+    project, workers = remote
+    project.set_config(
+        executor={**_executor_table(project), "remote": workers.url, "rejudge": True}
+    )
+    project.commit_setup("every remote pass judged again here")
+    workers.start("worker-a")
+
+    result = project.runner("loop", timeout=150)
+
+    assert result.returncode == 0, result.stderr
+    assert "loop: status=complete" in result.stdout
+    # Each leaf's guard ran twice: on its worker, then here on the answer (once, the head
+    # moved or not).
+    assert project.guard_calls() == 2 * len(LEAVES)
+    assert all((project.root / f"{leaf}.txt").is_file() for leaf in LEAVES)

@@ -9,11 +9,14 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from runner_shell.remote.keys import JobKey, key_of
 from runner_shell.remote.temporal import Job, TemporalExecutor, serve_jobs
 
 Heartbeat = Callable[[str], None]
 START_SECS = 20.0
 STOP_SECS = 30.0
+# The key the tests' loops and workers seal jobs with (a test of another key makes its own).
+TEST_KEY = key_of(bytes(range(32)))
 
 
 def new_queue() -> str:
@@ -23,7 +26,12 @@ def new_queue() -> str:
 
 @contextmanager
 def worker_thread(
-    address: str, task_queue: str, job: Job, identity: str = "test-worker", slots: int = 2
+    address: str,
+    task_queue: str,
+    job: Job,
+    identity: str = "test-worker",
+    slots: int = 2,
+    key: JobKey = TEST_KEY,
 ) -> Iterator[None]:
     """A worker taking jobs from `task_queue` until the block ends."""
     stop = threading.Event()
@@ -33,7 +41,15 @@ def worker_thread(
     def serve() -> None:
         try:
             serve_jobs(
-                address, "default", task_queue, identity, slots, job, stop, on_polling=polling.set
+                address,
+                "default",
+                task_queue,
+                identity,
+                slots,
+                job,
+                stop,
+                key=key,
+                on_polling=polling.set,
             )
         except BaseException as error:
             failures.append(error)
@@ -64,8 +80,10 @@ def _until_listed(address: str, task_queue: str, identity: str) -> None:
 
 
 @contextmanager
-def executor(address: str, task_queue: str) -> Iterator[TemporalExecutor]:
-    coordinator = TemporalExecutor.connect(address, "default", task_queue, 10)
+def executor(
+    address: str, task_queue: str, key: JobKey | None = TEST_KEY
+) -> Iterator[TemporalExecutor]:
+    coordinator = TemporalExecutor.connect(address, "default", task_queue, 10, key)
     try:
         yield coordinator
     finally:

@@ -36,21 +36,38 @@ def test_the_default_executor_is_not_written_so_the_default_file_is_unchanged() 
 def test_every_executor_key_may_be_set() -> None:
     table = {"kind": "temporal", "address": "tq.lan:7000", "namespace": "ci", "task_queue": "gpu"}
     table["remote"] = "git@forge:team/app.git"
+    more: dict[str, object] = {"key_file": "~/.config/runner/job.key", "tls_ca": "/etc/ca.pem"}
 
-    assert parse_config({"executor": table}).executor == ExecutorConfig(
+    executor = {**table, **more, "rejudge": True}
+    assert parse_config({"executor": executor}).executor == ExecutorConfig(
         kind="temporal",
         address="tq.lan:7000",
         namespace="ci",
         task_queue="gpu",
         remote="git@forge:team/app.git",
+        key_file="~/.config/runner/job.key",
+        tls_ca="/etc/ca.pem",
+        rejudge=True,
     )
 
 
 @pytest.mark.parametrize(
     "executor",
     [
-        ExecutorConfig(kind="temporal", remote="/srv/app.git"),
-        ExecutorConfig("temporal", "[::1]:7233", "ns", "q-ü", "file:///srv/app.git", 2),
+        ExecutorConfig(kind="temporal", remote="/srv/app.git", key_file="/etc/runner/job.key"),
+        ExecutorConfig(
+            "temporal", "[::1]:7233", "ns", "q-ü", "file:///srv/app.git", 2, "~/job.key"
+        ),
+        ExecutorConfig(
+            "temporal",
+            remote="/srv/app.git",
+            key_file="/k",
+            tls=True,
+            tls_ca="/ca.pem",
+            tls_cert="/c.pem",
+            tls_key="/c.key",
+            rejudge=True,
+        ),
         ExecutorConfig(task_queue='quoted "queue"'),
     ],
 )
@@ -88,6 +105,17 @@ def test_a_rendered_executor_table_reads_back_unchanged(executor: ExecutorConfig
         ({"namespace": ""}, "executor.namespace", "must be a non-empty string, got ''"),
         ({"task_queue": "a\nb"}, "executor.task_queue", "must hold printable characters only"),
         ({"queue": "runner"}, "executor.queue", "unknown key"),
+        (
+            {"kind": "temporal", "remote": "/r.git"},
+            "executor.key_file",
+            "must name the key jobs are sealed with (make one: runner workers --new-key PATH)",
+        ),
+        ({"key_file": "job.key"}, "executor.key_file", "must be an absolute path (or ~/...)"),
+        ({"tls_ca": "ca.pem"}, "executor.tls_ca", "must be an absolute path"),
+        ({"tls_cert": "/c.pem"}, "executor.tls_key", "must be set with its pair"),
+        ({"tls_key": "/c.key"}, "executor.tls_cert", "must be set with its pair"),
+        ({"tls": "yes"}, "executor.tls", "must be true or false, got 'yes'"),
+        ({"rejudge": 1}, "executor.rejudge", "must be true or false, got 1"),
     ],
 )
 def test_a_bad_executor_value_is_an_error_naming_its_key(

@@ -8,6 +8,7 @@ exactly as a job run in a local slot, and that an answer not the job's is never 
 
 from __future__ import annotations
 
+import contextvars
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -17,6 +18,7 @@ import attrs
 import pytest
 
 from runner_core.iteration.facts import IterationFacts
+from runner_shell.git.hardened import GitError
 from runner_shell.git.repo import Repo
 from runner_shell.loop import parallel_loop
 from runner_shell.loop.night_loop import LoopRun
@@ -24,9 +26,10 @@ from runner_shell.loop.parallel_merges import ParallelLoop
 from runner_shell.remote import wire
 from runner_shell.remote.coordinator import RemoteJobs, take
 from runner_shell.remote.errors import JobRefused
-from runner_shell.remote.job_files import JobRequest, JobResult, result_ref
+from runner_shell.remote.job_files import JOB_ATTEMPT, JobRequest, JobResult, result_ref
 from runner_shell.remote.live_events import JobProgress
 from runner_shell.remote.worker_job import run_job
+from runner_shell.remote.worker_rules import WorkerRules
 from tests.helpers.e2e import IDENTITY, Project, ProjectFactory, node
 
 DONE = {"status": "done", "summary": "did it"}
@@ -103,7 +106,9 @@ def remote_run(
     project.prepare(TREE, parallel={"slots": 2})
     project.agent_script_by_node(SCRIPT)
     url = _bare(tmp_path / "shared.git")
-    executor = InProcess(lambda request: run_job(tmp_path / "worker", url, request, print))
+    # The worker's sandbox is its own: the scripted agent writes its records in the harness.
+    rules = WorkerRules(writable=(str(project.harness),))
+    executor = InProcess(lambda request: run_job(tmp_path / "worker", url, request, print, rules))
     assert _loop_in_process(project, RemoteJobs(executor, url), monkeypatch) == 0
     yield project, executor
 
@@ -188,7 +193,7 @@ def test_an_answer_whose_iteration_files_hold_a_symlink_is_refused(
     link = git("hash-object", "-w", "--stdin", stdin="/etc/passwd")
     tree = git("mktree", stdin=f"120000 blob {link}\tevil\n")
     forged = git("commit-tree", tree, "-p", files, "-m", "forged")
-    git("update-ref", result_ref(request.run_id, request.iteration), forged)
+    git("update-ref", result_ref(request.run_id, request.iteration, honest.attempt), forged)
 
     with pytest.raises(JobRefused, match="not a plain file"):
         take(Repo(project.root), url, request, attrs.evolve(honest, commit=forged), print_events)
@@ -212,3 +217,41 @@ class _Printed:
 
 
 print_events = _Printed()
+
+
+def test_a_late_attempt_answers_on_its_own_ref_and_never_replaces_the_taken_one(
+    remote_run: tuple[Project, InProcess], tmp_path: Path
+) -> None:
+    # Row 4 of issue 39: a worker cut off silently finishes after its job moved on; its answer
+    # goes to its attempt's ref, the answer taken keeps its own, and a ref is never forced.
+    project, executor = remote_run
+    url = str(tmp_path / "shared.git")
+    name, answer = sorted(executor.answered.items())[0]
+    request = JobRequest.from_json(executor.asked[name])
+    taken = JobResult.from_json(answer)
+    taken_ref = result_ref(request.run_id, request.iteration, taken.attempt)
+
+    def ref(name: str) -> str:
+        found = subprocess.run(["git", "-C", url, "rev-parse", name], capture_output=True)
+        return found.stdout.decode().strip()
+
+    before = ref(taken_ref)
+    rules = WorkerRules(writable=(str(project.harness),))
+    context = contextvars.copy_context()
+    context.run(JOB_ATTEMPT.set, "2-late")
+    late_json = context.run(
+        run_job, tmp_path / "late-worker", url, executor.asked[name], print, rules, "w-late"
+    )
+    late = JobResult.from_json(late_json)
+
+    assert (late.attempt, late.worker) == ("2-late", "w-late")
+    assert ref(taken_ref) == before  # the taken answer's ref is untouched
+    assert ref(result_ref(request.run_id, request.iteration, "2-late")) == late.commit
+    # The same attempt name again (a replay) never replaces the ref it wrote.
+    replay = contextvars.copy_context()
+    replay.run(JOB_ATTEMPT.set, taken.attempt)
+    with pytest.raises(GitError, match="git push"):
+        replay.run(
+            run_job, tmp_path / "replayed", url, executor.asked[name], print, rules, "w-replay"
+        )
+    assert ref(taken_ref) == before
