@@ -425,7 +425,7 @@ def bench_core(sizes: Sequence[int], repeat: int, log: Callable[[str], None]) ->
 
 def bench_schema(sizes: Sequence[int], repeat: int, log: Callable[[str], None]) -> list[Row]:
     try:
-        import jsonschema  # type: ignore[import-untyped]
+        import jsonschema
     except ImportError:
         log("schema: jsonschema is not installed (pip install -e '.[test]'); skipped")
         return []

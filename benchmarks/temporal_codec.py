@@ -21,7 +21,7 @@ import bench
 from temporalio.converter import default as default_converter
 
 from runner_shell.remote.keys import key_of
-from runner_shell.remote.temporal import sealing_converter
+from runner_shell.remote.sealing import sealing_converter
 
 ANSWER_BYTES = 64 * 1024
 CROSSINGS = 4  # sent, opened by the workflow, sealed again for the activity, taken

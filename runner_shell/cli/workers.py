@@ -112,6 +112,72 @@ def _tls(ca: str, cert: str, key: str) -> TLSFiles | None:
     return read_tls_files(ca, cert, key, OPTION_TLS_NAMES)
 
 
+WorkerSlots = Annotated[
+    int,
+    typer.Option("--slots", min=1, max=MAX_WORKER_SLOTS, metavar="N", help="Jobs run at once."),
+]
+WorkerIdentity = Annotated[
+    str | None,
+    typer.Option("--identity", metavar="ID", help="This worker's name (default HOST:PID)."),
+]
+WorkerSandbox = Annotated[
+    str,
+    typer.Option(
+        "--sandbox",
+        metavar="bwrap|auto",
+        help="This worker's sandbox for every job, whatever a job's request says.",
+    ),
+]
+AllowCommand = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-command",
+        metavar="PATTERN",
+        help="Run only argvs (agent, guard, setup) matching a pattern (repeatable).",
+    ),
+]
+WorkerWritable = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--writable", metavar="PATH", help="An absolute path sandboxes also write (repeatable)."
+    ),
+]
+WorkerReadOnly = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--read-only", metavar="PATH", help="An absolute path sandboxes also read (repeatable)."
+    ),
+]
+AllowGuardNetwork = Annotated[
+    bool,
+    typer.Option("--allow-guard-network", help="Let a job's guard reach the network."),
+]
+
+
+def _worker_rules(
+    sandbox: str,
+    allow_command: list[str] | None,
+    writable: list[str] | None,
+    read_only: list[str] | None,
+    allow_guard_network: bool,
+) -> WorkerRules:
+    """This worker's own rules from its options; a bad one is one line naming the option."""
+    if sandbox not in WORKER_SANDBOX_MODES:
+        raise UserFacingError(f"--sandbox: must be bwrap or auto, got {sandbox!r}")
+    shared = {"--writable": writable or [], "--read-only": read_only or []}
+    for option, paths in shared.items():
+        for path in paths:
+            if not Path(path).is_absolute():
+                raise UserFacingError(f"{option}: must be an absolute path, got {path!r}")
+    return WorkerRules(
+        sandbox,
+        tuple(allow_command or ()),
+        allow_guard_network,
+        tuple(shared["--writable"]),
+        tuple(shared["--read-only"]),
+    )
+
+
 @app.command()
 @guarded
 def worker(
@@ -130,47 +196,14 @@ def worker(
     directory: Annotated[
         str, typer.Option("--dir", metavar="DIR", help="Where jobs keep their checkouts.")
     ] = DEFAULT_WORKER_DIR,
-    slots: Annotated[
-        int,
-        typer.Option("--slots", min=1, max=MAX_WORKER_SLOTS, metavar="N", help="Jobs run at once."),
-    ] = 1,
-    identity: Annotated[
-        str | None,
-        typer.Option("--identity", metavar="ID", help="This worker's name (default HOST:PID)."),
-    ] = None,
+    slots: WorkerSlots = 1,
+    identity: WorkerIdentity = None,
     key_file: KeyFile = None,
-    sandbox: Annotated[
-        str,
-        typer.Option(
-            "--sandbox",
-            metavar="bwrap|auto",
-            help="This worker's sandbox for every job, whatever a job's request says.",
-        ),
-    ] = "auto",
-    allow_command: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allow-command",
-            metavar="PATTERN",
-            help="Run only argvs (agent, guard, setup) matching a pattern (repeatable).",
-        ),
-    ] = None,
-    writable: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--writable", metavar="PATH", help="An absolute path sandboxes also write (repeatable)."
-        ),
-    ] = None,
-    read_only: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--read-only", metavar="PATH", help="An absolute path sandboxes also read (repeatable)."
-        ),
-    ] = None,
-    allow_guard_network: Annotated[
-        bool,
-        typer.Option("--allow-guard-network", help="Let a job's guard reach the network."),
-    ] = False,
+    sandbox: WorkerSandbox = "auto",
+    allow_command: AllowCommand = None,
+    writable: WorkerWritable = None,
+    read_only: WorkerReadOnly = None,
+    allow_guard_network: AllowGuardNetwork = False,
     tls_ca: TlsCa = "",
     tls_cert: TlsCert = "",
     tls_key: TlsKey = "",
@@ -183,20 +216,7 @@ def worker(
     if key_file is None:
         raise UserFacingError(f"--key-file: the key jobs are sealed with is required; {MAKE_ONE}")
     key = read_key_file(key_file, "--key-file")
-    if sandbox not in WORKER_SANDBOX_MODES:
-        raise UserFacingError(f"--sandbox: must be bwrap or auto, got {sandbox!r}")
-    shared = {"--writable": writable or [], "--read-only": read_only or []}
-    for option, paths in shared.items():
-        for path in paths:
-            if not Path(path).is_absolute():
-                raise UserFacingError(f"{option}: must be an absolute path, got {path!r}")
-    rules = WorkerRules(
-        sandbox,
-        tuple(allow_command or ()),
-        allow_guard_network,
-        tuple(shared["--writable"]),
-        tuple(shared["--read-only"]),
-    )
+    rules = _worker_rules(sandbox, allow_command, writable, read_only, allow_guard_network)
     tls = _tls(tls_ca, tls_cert, tls_key)
     name = identity or default_identity()
     job = _job(Path(directory).expanduser(), repo_url, rules, name)

@@ -11,6 +11,7 @@ blobs along). Both documents are canonical JSON, checked field by field when rea
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -183,3 +184,28 @@ def _entries(value: object) -> tuple[tuple[str, str, str], ...]:
         raise JobRefused(f"{RESULT_KIND}: base_entries must be a list of [path, mode, oid]")
     assert isinstance(value, list)
     return tuple((str(path), str(mode), str(oid)) for path, mode, oid in value)
+
+
+# A job's deadline and heartbeat when its request names none (docs/temporal.md).
+DEFAULT_DEADLINE_SECS = 3600.0
+DEFAULT_HEARTBEAT_SECS = 30.0
+
+
+def job_timing(request_json: str) -> tuple[float, float]:
+    """A request's `deadline_secs` and `heartbeat_secs`, each its default when absent or not a
+    positive finite number (the request is otherwise opaque here)."""
+    try:
+        request = json.loads(request_json)
+    except ValueError:
+        request = None
+    fields = request if isinstance(request, dict) else {}
+    return (
+        _positive_secs(fields.get("deadline_secs"), DEFAULT_DEADLINE_SECS),
+        _positive_secs(fields.get("heartbeat_secs"), DEFAULT_HEARTBEAT_SECS),
+    )
+
+
+def _positive_secs(value: object, default: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return default
+    return float(value) if value > 0 and math.isfinite(value) else default

@@ -11,14 +11,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
-import dataclasses
 import functools
-import json
-import math
 import os
 import socket
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -29,27 +26,18 @@ from temporalio.common import RetryPolicy
 # the same module as outside it.
 with workflow.unsafe.imports_passed_through():
     import attrs
-    from cryptography.exceptions import InvalidTag
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-    from temporalio.api.common.v1 import Payload
     from temporalio.api.enums.v1 import PendingActivityState, TaskQueueType
     from temporalio.api.taskqueue.v1 import TaskQueue
     from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
     from temporalio.client import Client, WorkflowFailureError
     from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-    from temporalio.converter import (
-        DataConverter,
-        DefaultFailureConverterWithEncodedAttributes,
-        PayloadCodec,
-    )
-    from temporalio.converter import default as default_converter
     from temporalio.exceptions import (
         ApplicationError,
         FailureError,
         WorkflowAlreadyStartedError,
     )
     from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
-    from temporalio.service import RPCError, RPCStatusCode, TLSConfig
+    from temporalio.service import RPCError, RPCStatusCode
 
     from runner_shell.remote.errors import (
         JobFailed,
@@ -57,14 +45,13 @@ with workflow.unsafe.imports_passed_through():
         TemporalRefused,
         TemporalUnavailable,
     )
-    from runner_shell.remote.job_files import JOB_ATTEMPT
+    from runner_shell.remote.job_files import DEFAULT_HEARTBEAT_SECS, JOB_ATTEMPT, job_timing
     from runner_shell.remote.keys import JobKey, TLSFiles
     from runner_shell.remote.live_events import JobProgress
+    from runner_shell.remote.sealing import SealError, sealing_converter, tls_config
 
 JOB_ACTIVITY = "runner_job"
 REFUSED_TYPE = "RunnerJobRefused"
-DEFAULT_DEADLINE_SECS = 3600.0
-DEFAULT_HEARTBEAT_SECS = 30.0
 # A lost worker's job is tried again on another for as long as the workflow lives: no limit on
 # attempts (0), only on the wait between them. A refused job is never tried again.
 JOB_RETRY = RetryPolicy(
@@ -98,97 +85,6 @@ HEARTBEAT_THROTTLE_SECS = 1.0
 
 Job = Callable[[str, Callable[[str], None]], str]
 T = TypeVar("T")
-
-
-def job_timing(request_json: str) -> tuple[float, float]:
-    """A request's `deadline_secs` and `heartbeat_secs`, each its default when absent or not a
-    positive finite number (the request is otherwise opaque here)."""
-    try:
-        request = json.loads(request_json)
-    except ValueError:
-        request = None
-    fields = request if isinstance(request, dict) else {}
-    return (
-        _positive_secs(fields.get("deadline_secs"), DEFAULT_DEADLINE_SECS),
-        _positive_secs(fields.get("heartbeat_secs"), DEFAULT_HEARTBEAT_SECS),
-    )
-
-
-def _positive_secs(value: object, default: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return default
-    return float(value) if value > 0 and math.isfinite(value) else default
-
-
-# ---------------------------------------------------------------- sealed payloads
-
-SEALED_ENCODING = b"binary/runner-sealed"
-KEY_ID_FIELD = "runner-key-id"
-NONCE_BYTES = 12
-# Bound into every seal: a payload sealed by this codec for another purpose does not open.
-SEAL_CONTEXT = b"runner-job-payload-v1"
-
-
-class SealError(ValueError):
-    """A payload this codec will not open: not sealed, sealed with another key, or altered."""
-
-
-class SealingCodec(PayloadCodec):
-    """Every payload sealed with AES-256-GCM under the loop's and its workers' key (as
-    temporalio's encryption sample does), and every payload opened only when it is sealed with
-    that key and unaltered: the server, and anything that reaches it, sees ciphertext, and a
-    request or result made without the key is refused. Without a key (`runner workers`, which
-    moves no payload) nothing is sealed or opened."""
-
-    def __init__(self, key: JobKey | None) -> None:
-        super().__init__()
-        self._key = key
-        self._aead = None if key is None else AESGCM(key.secret)
-
-    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        return [self.seal(payload) for payload in payloads]
-
-    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        return [self.open(payload) for payload in payloads]
-
-    def seal(self, payload: Payload) -> Payload:
-        if self._key is None or self._aead is None:
-            raise SealError("no job key: nothing is sent unsealed")
-        nonce = os.urandom(NONCE_BYTES)
-        sealed = self._aead.encrypt(nonce, payload.SerializeToString(), SEAL_CONTEXT)
-        metadata = {"encoding": SEALED_ENCODING, KEY_ID_FIELD: self._key.key_id.encode()}
-        return Payload(metadata=metadata, data=nonce + sealed)
-
-    def open(self, payload: Payload) -> Payload:
-        if self._key is None or self._aead is None:
-            raise SealError("no job key to open a payload with")
-        if payload.metadata.get("encoding") != SEALED_ENCODING:
-            raise SealError("not sealed with a job key")
-        key_id = payload.metadata.get(KEY_ID_FIELD, b"").decode("ascii", errors="replace")
-        if key_id != self._key.key_id:
-            raise SealError(f"sealed with another key ({key_id[:16]!r}, not {self._key.key_id})")
-        nonce, sealed = payload.data[:NONCE_BYTES], payload.data[NONCE_BYTES:]
-        try:
-            return Payload.FromString(self._aead.decrypt(nonce, sealed, SEAL_CONTEXT))
-        except InvalidTag:
-            raise SealError("altered since it was sealed") from None
-
-
-def sealing_converter(key: JobKey | None) -> DataConverter:
-    """The SDK's converter with every payload sealed, failures' messages and stacks too."""
-    return dataclasses.replace(
-        default_converter(),
-        payload_codec=SealingCodec(key),
-        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
-    )
-
-
-def tls_config(files: TLSFiles) -> TLSConfig:
-    """The SDK's TLS settings: the root to check the server's certificate against (None: the
-    system's), a client certificate with its key for mTLS."""
-    return TLSConfig(
-        server_root_ca_cert=files.ca, client_cert=files.cert, client_private_key=files.key
-    )
 
 
 @workflow.defn(name="RunnerJob")

@@ -1,4 +1,4 @@
-"""`runner audit` flags a runner-owned file an iteration commit changed (issue 39, row 8): an
+"""`runner audit` flags a runner-owned file an iteration commit changed: an
 iteration commit writes only the tree, the run state and the notes under `.runner/state/`, so
 a config.toml changed by one (a remote answer let in, or a commit rewritten) is a finding."""
 

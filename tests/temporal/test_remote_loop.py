@@ -371,7 +371,7 @@ def _one_job_then_stop(project: Project, workers: Workers, **executor: object) -
 def test_an_answer_changing_the_runners_config_is_refused_by_the_coordinator(
     remote: tuple[Project, Workers],
 ) -> None:
-    # Row 8 of issue 39: a worker whose answer changes .runner/state/config.toml (a hook the
+    # A worker whose answer changes .runner/state/config.toml (a hook the
     # next loop would run here) is refused; nothing of it is committed, no attempt is used.
     project, workers = remote
     _one_job_then_stop(project, workers)
@@ -394,7 +394,7 @@ def test_an_answer_changing_the_runners_config_is_refused_by_the_coordinator(
 def test_with_rejudge_a_pass_a_worker_made_up_does_not_count(
     remote: tuple[Project, Workers],
 ) -> None:
-    # Row 9 of issue 39: a worker that runs `true` instead of the job's guard says it passed;
+    # A worker that runs `true` instead of the job's guard says it passed;
     # with `[executor] rejudge = true` the coordinator runs the guard itself, and it fails.
     project, workers = remote
     _one_job_then_stop(project, workers, rejudge=True)
@@ -421,7 +421,7 @@ CUT_SECS = 9.0
 def test_a_loop_cut_off_from_server_and_remote_waits_and_goes_on(
     remote: tuple[Project, Workers], temporal_server: TemporalServer
 ) -> None:
-    # Row 1 of issue 39: calls in flight when the link goes, and across the heal, are the
+    # Calls in flight when the link goes, and across the heal, are the
     # server not reached, never a refusal; the remote's too; nothing runs twice, no gap.
     project, workers = remote
     link = project.harness.parent / "loop-remote.git"

@@ -31,7 +31,8 @@ from runner_shell.remote.keys import (
     read_key_file,
     read_tls_files,
 )
-from runner_shell.remote.temporal import SealError, SealingCodec, TemporalExecutor
+from runner_shell.remote.sealing import SealError, SealingCodec
+from runner_shell.remote.temporal import TemporalExecutor
 from runner_shell.remote.worker_job import run_job
 from runner_shell.remote.worker_rules import WorkerRules
 from tests.temporal.conftest import TemporalServer
@@ -96,7 +97,7 @@ def test_the_server_holds_a_request_and_its_answer_as_ciphertext(
 def test_a_worker_runs_nothing_of_a_forged_job(
     temporal_server: TemporalServer, tmp_path: Path, sealed_with: object
 ) -> None:
-    # Row 7 of issue 39: a request read off the server, its sandbox turned off and a command
+    # A request read off the server, its sandbox turned off and a command
     # of its own put in, started again as a new workflow: the honest worker never opens it.
     queue = new_queue()
     marker = tmp_path / "ran"

@@ -14,7 +14,8 @@ import time
 import pytest
 
 from runner_shell.remote.errors import JobFailed, JobRefused, TemporalUnavailable
-from runner_shell.remote.temporal import TemporalExecutor, WorkerSeen, job_timing
+from runner_shell.remote.job_files import job_timing
+from runner_shell.remote.temporal import TemporalExecutor, WorkerSeen
 from tests.temporal.conftest import TemporalServer, free_port
 from tests.temporal.workers import Heartbeat, executor, new_queue, shouting_job, worker_thread
 

@@ -1,4 +1,4 @@
-"""Iteration order is law in the merge queue (issue 39, row 2): a job that ended without a
+"""Iteration order is law in the merge queue: a job that ended without a
 commit (its thread failed) stays first in line, and no later job merges past it, however many
 have finished behind it; the loop ends once every job's thread has."""
 

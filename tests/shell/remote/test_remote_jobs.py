@@ -222,7 +222,7 @@ print_events = _Printed()
 def test_a_late_attempt_answers_on_its_own_ref_and_never_replaces_the_taken_one(
     remote_run: tuple[Project, InProcess], tmp_path: Path
 ) -> None:
-    # Row 4 of issue 39: a worker cut off silently finishes after its job moved on; its answer
+    # A worker cut off silently finishes after its job moved on; its answer
     # goes to its attempt's ref, the answer taken keeps its own, and a ref is never forced.
     project, executor = remote_run
     url = str(tmp_path / "shared.git")
