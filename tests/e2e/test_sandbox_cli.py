@@ -1,7 +1,8 @@
 """End-to-end: what `runner` says about the sandbox, in each mode.
 
-`validate` and `status` say `sandbox=bwrap|off` and each layer in force; `loop` and `step` say in one stderr line at
-their start that the agent runs unsandboxed, when it does, and then run as before; with
+`validate` and `status` say `sandbox=bwrap|off` and each layer in force; `loop` and `step` say
+in one stderr line at their start that the agent runs unsandboxed, when it does, and then run as
+before; with
 `[sandbox] mode = "bwrap"` and no working bubblewrap, they and `validate` refuse in one line.
 """
 
