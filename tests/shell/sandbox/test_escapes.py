@@ -103,13 +103,14 @@ def run(
     role: str = "agent",
     timeout_secs: float = 20.0,
     python: str = PYTHON,
+    env: dict[str, str] | None = None,
 ) -> tuple[ProcessResult, str]:
     argv = [python, "-c", textwrap.dedent(script)]
     network = role == "agent"
     confinement = box.confine(argv, rooms.work, (rooms.iteration,), network, role)
     assert confinement is not None
     log = rooms.root / f"{role}.log"
-    env = {**ENV, "HOME": str(confinement.home)}
+    env = {**ENV, **(env or {}), "HOME": str(confinement.home)}
     result = run_process(
         argv,
         cwd=rooms.work,
@@ -253,8 +254,12 @@ def test_the_runner_s_own_interpreter_and_the_system_still_run(
     print("runner_core", runner_core.__name__)
     """
 
-    # The virtualenv's python, as a `command` agent or the demo agent runs it.
-    result, log = run(sandbox(usable_sandbox, rooms), rooms, script, python=sys.executable)
+    # The virtualenv's python, as a `command` agent or the demo agent runs it (with the import
+    # path the runner has, as `[sandbox] env = ["PYTHONPATH"]` would pass it: CI's second pass
+    # runs the runner from a copy of the clone that way).
+    own = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
+    box = sandbox(usable_sandbox, rooms)
+    result, log = run(box, rooms, script, python=sys.executable, env=own)
 
     assert result.exit_code == 0, log
     assert "git version" in log
