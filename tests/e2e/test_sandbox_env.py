@@ -1,4 +1,4 @@
-"""End-to-end: the agent and the guard get an environment by allow-list (issue 35, row 4).
+"""End-to-end: the agent and the guard get an environment by allow-list (docs/sandbox.md, row 4).
 
 The operator's cloud keys and tokens never reach an agent or a guard, sandboxed or not
 (`mode = "off"`: the allow-list is the rule, the sandbox how it is enforced); what

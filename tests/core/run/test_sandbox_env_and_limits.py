@@ -1,4 +1,4 @@
-"""Specification of the environment's allow-list and the sandbox's limits (issue 35, 3 and 5).
+"""Specification of the environment's allow-list and the sandbox's limits (docs/sandbox.md).
 
 Every process gets PATH, the locale, TERM, TZ, HOME and RUNNER_*; an agent also gets its
 backend's own variables and what `[sandbox] env` names (a name, or `PREFIX_*`); a guard only

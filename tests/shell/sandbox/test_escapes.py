@@ -1,4 +1,4 @@
-"""A confined agent or guard trying to leave, with real bubblewrap (issue 35, rows 1, 2, 3, 11).
+"""A confined agent or guard trying to leave, with real bubblewrap (docs/sandbox.md, rows 1-3, 11).
 
 Each attack is what a hostile agent (or a guard running the agent's tests) did on a sandbox
 that bound `/` read-only and kept the caller's capabilities: remount `/` writable, unmount what
