@@ -22,7 +22,7 @@ from pathlib import Path
 
 import attrs
 
-from runner_shell.sandbox.limits import Limits
+from runner_shell.sandbox.limits import Limits, pids_group
 from runner_shell.sandbox.seccomp import filter_bpf
 from runner_shell.sandbox.visible import Mount
 
@@ -160,7 +160,8 @@ def launch(
             "runner-bwrap-args", b"".join(os.fsencode(option) + b"\0" for option in options)
         )
         fds.append(fd)
-        prefix = () if confinement.limits is None else confinement.limits.prefix()
+        limits = confinement.limits
+        prefix = () if limits is None else limits.prefix(pids_group(limits.pids))
         yield (*prefix, confinement.bwrap, "--args", str(fd), "--", *argv), tuple(fds)
     finally:
         for fd in fds:

@@ -20,6 +20,7 @@ import pytest
 
 from runner_core.run.config import SandboxConfig
 from runner_shell.sandbox import SandboxStatus
+from runner_shell.sandbox.limits import pids_base, pids_groups
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.step.processes import ProcessResult, run_process
 
@@ -328,7 +329,8 @@ def test_a_file_larger_than_disk_mb_is_refused(usable_sandbox: SandboxStatus, ro
 
 
 @pytest.mark.skipif(
-    os.getuid() == 0, reason="RLIMIT_NPROC never binds root's processes (validate says so)"
+    os.getuid() == 0 and pids_base() is None,
+    reason="root without a pids cgroup: RLIMIT_NPROC never binds root (validate says so)",
 )
 def test_a_fork_bomb_ends_at_pids_max(usable_sandbox: SandboxStatus, rooms: Rooms) -> None:
     script = """
@@ -350,3 +352,18 @@ def test_a_fork_bomb_ends_at_pids_max(usable_sandbox: SandboxStatus, rooms: Room
     assert result.exit_code == 9, log
     refused_after = int(log.split("refused after ")[1].split()[0])
     assert refused_after < 64
+
+
+@pytest.mark.skipif(os.getuid() != 0 or pids_base() is None, reason="root with a pids cgroup")
+def test_a_root_runner_s_sandbox_is_in_a_pids_cgroup_of_its_own_removed_once_empty(
+    usable_sandbox: SandboxStatus, rooms: Rooms
+) -> None:
+    box = sandbox(usable_sandbox, rooms, pids_max=32)
+
+    first, log = run(box, rooms, "print(open('/proc/self/cgroup').read())")
+    second, _ = run(box, rooms, "pass")
+
+    assert (first.exit_code, second.exit_code) == (0, 0), log
+    (group,) = pids_groups()  # the first one's group went when the second was made
+    assert (group / "pids.max").read_text(encoding="ascii").strip() == "32"
+    assert "pids:/\n" in log  # its own cgroup namespace: the group is its root, its name unseen
