@@ -47,6 +47,7 @@ sys.modules.setdefault("bench", sys.modules[__name__])
 import bench_docs  # noqa: E402
 import disk  # noqa: E402
 import parallel  # noqa: E402
+import sandbox_cost  # noqa: E402
 import steps  # noqa: E402
 import temporal_runs  # noqa: E402
 import views  # noqa: E402
@@ -942,7 +943,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--only",
         default="core,schema,start,cli,step,slot,rss,parallel",
         help="comma-separated groups (core,schema,start,cli,step,slot,rss,parallel; the heavy "
-        "run,big and temporal)",
+        "run,big and temporal; sandbox, the cost of the sandbox per process)",
     )
     parser.add_argument(
         "--run-length", type=int, default=1000, help="steps of the `run` group (default 1000)"
@@ -996,6 +997,23 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def bench_sandbox(repeat: int, workdir: Path, log: Callable[[str], None]) -> list[Row]:
+    """The sandbox's own cost per process: `true` started confined vs unconfined."""
+    times = sandbox_cost.start_times(repeat, workdir, log)
+    if times is None:
+        return []
+    sandboxed, plain = times
+    return [
+        ratio_row(
+            "start-up of `true` sandboxed (bwrap, seccomp, limits) vs unsandboxed",
+            None,
+            (statistics.median(sandboxed), sandboxed),
+            (statistics.median(plain), plain),
+            None,
+        )
+    ]
+
+
 def run_groups(args: argparse.Namespace, log: Callable[[str], None]) -> list[Row]:
     if args.sizes:
         sizes = tuple(int(size) for size in args.sizes.split(","))
@@ -1035,6 +1053,8 @@ def run_groups(args: argparse.Namespace, log: Callable[[str], None]) -> list[Row
             rows += parallel.bench_parallel(
                 leaves, args.parallel_sleep, slot_counts, repeat, workdir, log, one_slots
             )
+        if "sandbox" in groups:
+            rows += bench_sandbox(repeat, workdir, log)
         if "temporal" in groups:
             rows += temporal_runs.bench_temporal(
                 leaves, args.parallel_sleep, repeat, workdir, log, one_slots

@@ -28,19 +28,26 @@ class HomeFiles:
 class BackendInfo:
     """One backend: its `name` in config.toml, the `program` it runs unless `[agent] command`
     replaces it (None: the command must name one), the `home` files its CLI reads, and the
-    `sandboxed_env` variables that tell its CLI it runs in a sandbox made on purpose."""
+    `sandboxed_env` variables that tell its CLI it runs in a sandbox made on purpose, and the
+    `env` variables of the runner's environment its CLI reads (its key, endpoint and settings:
+    names, or prefixes ending in `*`; runner_core.run.environment)."""
 
     name: str
     program: str | None
     home: tuple[HomeFiles, ...] = ()
     sandboxed_env: tuple[tuple[str, str], ...] = ()
+    env: tuple[str, ...] = ()
 
 
 # In the order the config's comment lists them, the default first. Codex reads $CODEX_HOME
 # (default ~/.codex); Claude Code reads $CLAUDE_CONFIG_DIR (default ~/.claude) and its global
 # state .claude.json (in $CLAUDE_CONFIG_DIR, default ~). Claude Code run by root refuses
 # bypassPermissions unless told it is inside bubblewrap (CLAUDE_CODE_BUBBLEWRAP), which is true
-# of every session the sandbox confines.
+# of every session the sandbox confines. Codex reads OPENAI_API_KEY, OPENAI_BASE_URL, CODEX_API_KEY,
+# CODEX_ACCESS_TOKEN, CODEX_HOME, CODEX_SQLITE_HOME and OPENAI_* workload-identity variables
+# (developers.openai.com/codex, "Environment variables"; a provider's own `env_key` is named in
+# `[sandbox] env`); Claude Code ANTHROPIC_* (API_KEY, AUTH_TOKEN, BASE_URL, MODEL, CUSTOM_HEADERS,
+# ...) and CLAUDE_CODE_* (USE_BEDROCK, ...; code.claude.com/docs/en/env-vars).
 BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
     {
         info.name: info
@@ -49,6 +56,7 @@ BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
                 "codex",
                 "codex",
                 (HomeFiles("CODEX_HOME", ".codex", ("config.toml", "auth.json", "AGENTS.md")),),
+                env=("CODEX_*", "OPENAI_*"),
             ),
             BackendInfo(
                 "claude",
@@ -62,6 +70,7 @@ BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
                     HomeFiles("CLAUDE_CONFIG_DIR", "", (".claude.json",)),
                 ),
                 (("CLAUDE_CODE_BUBBLEWRAP", "1"),),
+                env=("ANTHROPIC_*", "CLAUDE_CODE_*", "CLAUDE_CONFIG_DIR"),
             ),
             BackendInfo("command", None),
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shlex
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -100,6 +101,15 @@ class SandboxConfig:
     # read-only (a toolchain outside the system directories).
     writable: tuple[str, ...] = ()
     read_only: tuple[str, ...] = ()
+    # Variables of the runner's environment an agent also gets (names, or `PREFIX_*`), beyond
+    # the allow-list of runner_core.run.environment.
+    env: tuple[str, ...] = ()
+    # Limits of every sandboxed process (runner_shell.sandbox.limits): the memory one process
+    # may allocate, the processes of one sandbox, the largest file it writes, its /tmp.
+    memory_mb: int = 8192
+    pids_max: int = 2048
+    disk_mb: int = 4096
+    tmp_mb: int = 1024
 
 
 @attrs.frozen(slots=True)
@@ -120,6 +130,9 @@ class Config:
     guard_mode: str = "exit"
     guard_rerun_failures: int = 1  # how often a ratchet guard is rerun to tell flaky tests
     guard_protected: tuple[str, ...] = ()  # path patterns an executor may not change
+    # `[guard] env`: variables of the runner's environment a guard also gets (no key, no token
+    # otherwise: runner_core.run.environment).
+    guard_env: tuple[str, ...] = ()
     agent_backend: str = DEFAULT_BACKEND
     agent_command: tuple[str, ...] = ()
     loop: LoopConfig = LoopConfig()
@@ -134,7 +147,7 @@ class Config:
 
 TABLE_KEYS = MappingProxyType(
     {
-        "guard": ("command", "network", "mode", "rerun_failures", "protected"),
+        "guard": ("command", "network", "mode", "rerun_failures", "protected", "env"),
         "agent": ("backend", "command"),
     }
 )
@@ -203,6 +216,7 @@ def parse_config(data: Mapping[str, Any]) -> Config:
     reruns = guard.get("rerun_failures", defaults.guard_rerun_failures)
     guard_rerun_failures = _bounded_int("guard.rerun_failures", reruns, 0, MAX_RERUNS)
     protected = _argv("guard.protected", guard.get("protected", []), allow_empty=True)
+    guard_env = env_patterns("guard.env", guard.get("env", []))
     backend = agent.get("backend", defaults.agent_backend)
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ConfigError("agent.backend", f"must be one of {backend_names()}, got {backend!r}")
@@ -217,6 +231,7 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         guard_mode=guard_mode,
         guard_rerun_failures=guard_rerun_failures,
         guard_protected=protected,
+        guard_env=guard_env,
         agent_backend=backend,
         agent_command=agent_command,
         loop=parse_loop(_table(data, "loop")),
@@ -257,7 +272,12 @@ def render_config(config: Config) -> str:
         f'mode = "{config.guard_mode}"  # "exit" | "ratchet"; see the README, Designing guards\n'
         f"rerun_failures = {config.guard_rerun_failures}  # ratchet: reruns that tell flaky tests\n"
         f"protected = {toml_list(config.guard_protected)}  # paths an executor may not change\n"
-        "\n"
+        + (
+            f"env = {toml_list(config.guard_env)}  # variables the guard also gets\n"
+            if config.guard_env
+            else ""
+        )
+        + "\n"
         "[agent]\n"
         f'backend = "{config.agent_backend}"  # {_BACKEND_CHOICES}\n'
         f'command = {toml_list(config.agent_command)}  # argv for backend = "command"\n'
@@ -439,7 +459,36 @@ def parse_sandbox(section: Mapping[str, Any]) -> SandboxConfig:
     setup = _argv("sandbox.setup", section.get("setup", []), allow_empty=True)
     writable = _absolute_paths("sandbox.writable", section.get("writable", []))
     read_only = _absolute_paths("sandbox.read_only", section.get("read_only", []))
-    return SandboxConfig(mode=mode, setup=setup, writable=writable, read_only=read_only)
+    env = env_patterns("sandbox.env", section.get("env", []))
+    defaults = SandboxConfig()
+    sizes = {
+        key: _bounded_int(f"sandbox.{key}", section.get(key, getattr(defaults, key)), low, high)
+        for key, (low, high) in SANDBOX_LIMITS.items()
+    }
+    return SandboxConfig(
+        mode=mode, setup=setup, writable=writable, read_only=read_only, env=env, **sizes
+    )
+
+
+# `[sandbox]` limits: the least that still runs a test suite, and the most any host has.
+SANDBOX_LIMITS = MappingProxyType(
+    {
+        "memory_mb": (64, 1024 * 1024),
+        "pids_max": (16, 4_194_304),
+        "disk_mb": (1, 1024 * 1024 * 1024),
+        "tmp_mb": (1, 1024 * 1024),
+    }
+)
+_ENV_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")
+
+
+def env_patterns(key: str, value: Any) -> tuple[str, ...]:
+    """Variable names, or `PREFIX_*` for every variable starting with PREFIX_, sorted."""
+    names = _argv(key, value, allow_empty=True)
+    for name in names:
+        if not _ENV_PATTERN.fullmatch(name):
+            raise ConfigError(key, f"must hold variable names or PREFIX_* patterns, got {name!r}")
+    return tuple(sorted(set(names)))
 
 
 def _absolute_paths(key: str, value: Any) -> tuple[str, ...]:
@@ -463,6 +512,16 @@ def render_sandbox_table(
             f"{key} = {toml_list(paths)}  # absolute paths the agent and guard also see\n"
             for key, paths in (("writable", sandbox.writable), ("read_only", sandbox.read_only))
             if paths
+        )
+        + (
+            f"env = {toml_list(sandbox.env)}  # variables the agent also gets\n"
+            if sandbox.env
+            else ""
+        )
+        + "".join(
+            f"{key} = {getattr(sandbox, key)}\n"
+            for key in SANDBOX_LIMITS
+            if getattr(sandbox, key) != getattr(SandboxConfig(), key)
         )
     )
 

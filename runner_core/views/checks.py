@@ -24,7 +24,9 @@ def selection_to_json(selection: Selection) -> dict[str, Any]:
     }
 
 
-VALIDATION_KEYS = ("layout", "config", "tree", "run", "id", "branch", "sandbox")
+# The sandbox's layers follow its mode (runner_shell.sandbox.status, SandboxStatus.layers).
+SANDBOX_LAYERS = ("userns", "caps", "seccomp", "fs", "env", "net", "limits")
+VALIDATION_KEYS = ("layout", "config", "tree", "run", "id", "branch", "sandbox", *SANDBOX_LAYERS)
 # The checks among them, in the order they run (the id and branch are what `run` found).
 CHECK_KEYS = ("layout", "config", "tree", "run", "sandbox")
 

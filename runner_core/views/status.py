@@ -153,6 +153,8 @@ class StatusView:
     budgets: tuple[BudgetUse, ...] = ()
     # The sandbox the agent and guard get here ("bwrap" | "off"); None when nobody asked.
     sandbox: str | None = None
+    # Each layer of it and what holds it (`userns=yes`, ...), in validate's order; () unasked.
+    sandbox_layers: tuple[tuple[str, str], ...] = ()
     # The guard's test figures over the run, once a guard has written a report.
     tests: SuiteView | None = None
     # Every iteration in flight of a parallel run, by iteration; None when no parallel job
@@ -352,6 +354,7 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "operator_actions": [action_to_json(action) for action in view.operator_actions],
         "budgets": [budget_use_to_json(use) for use in view.budgets],
         "sandbox": view.sandbox,
+        "sandbox_layers": dict(view.sandbox_layers) if view.sandbox_layers else None,
         "tests": suite_to_json(view.tests),
     }
     if view.jobs is not None:  # a one-slot run's document keeps its keys
@@ -366,7 +369,8 @@ def _activity_lines(view: StatusView) -> list[str]:
     """The sandbox, the last guard's tests, and the iteration running or cut short."""
     lines = []
     if view.sandbox is not None:
-        lines.append(f"status: sandbox={view.sandbox}")
+        layers = "".join(f" {name}={value}" for name, value in view.sandbox_layers)
+        lines.append(f"status: sandbox={view.sandbox}{layers}")
     if view.tests is not None:
         flaky = len(view.tests.flaky)
         lines.append(f"status: last {view.tests.last.line()} flaky_tests={flaky}")

@@ -129,7 +129,7 @@ def validate(echo: Echo) -> int:
         from runner_shell.store.history_sources import warn_hand_edits
 
         warn_hand_edits(repo, run_id)
-    echo(f"validate: sandbox={sandbox_status(config).require().mode}")
+    echo(f"validate: {sandbox_status(config).require().line}")
     return ExitCode.OK
 
 

@@ -1,11 +1,14 @@
 """The sandbox every agent session and guard runs in: bubblewrap on Linux (docs/sandbox.md).
 
-Decides whether a process is confined here (`[sandbox] mode` and whether bubblewrap works),
-what a confined process sees (the system read-only, one writable checkout, the binds its caller
-names, a private /tmp and HOME, its own PID namespace, the network or none) and what a
-backend's private HOME holds. Never decides which directory is the checkout or what is imported
-from it, never runs an agent or guard itself (runner_shell.step.processes does, given a
-Confinement), and never changes the run's repository.
+Decides whether a process is confined here (`[sandbox] mode` and whether bubblewrap works,
+with which layers), what a confined process sees (only the listed system, one writable
+checkout, the binds its caller names, a private /tmp and HOME), who it is (its own user
+namespace, no capabilities, the seccomp filter, its own PID and cgroup namespaces), what it may
+use (the limits), what it reaches (the network or none) and what a backend's private HOME
+holds. The environment's allow-list itself is runner_core.run.environment. Never decides
+which directory is the checkout or what is imported from it, never runs an agent or guard
+itself (runner_shell.step.processes does, given a Confinement), and never changes the run's
+repository.
 
 How the step runs the agent and the guard, given the run's config and a slot (its checkout
 `slot.work_dir` and private homes `slot.home`, `slot.guard_home`, made by the runner; every
@@ -13,7 +16,8 @@ path absolute and resolved; a program under the host's /tmp must be bound `read_
 
     status = sandbox_status(config).require()   # SandboxRefused: mode "bwrap", none here
     # (`loop` and `step` already printed status.notice at their start: sandbox_at_start)
-    env = prepare_home(slot.home, config.agent_backend, {**os.environ, **runner_variables})
+    allowed = agent_environment(os.environ, config.agent_backend, config.sandbox.env)
+    env = prepare_home(slot.home, config.agent_backend, {**allowed, **runner_variables})
     agent = status.confine(
         slot.work_dir, slot.home,
         writable=(iter_dir,), read_only=(schema_path,), hide=(paths.root,), network=True,
@@ -23,7 +27,7 @@ path absolute and resolved; a program under the host's /tmp must be bound `read_
     guard = status.confine(
         slot.work_dir, slot.guard_home, hide=(paths.root,), network=config.guard_network
     )
-    guard_env = {**os.environ, "HOME": str(slot.guard_home), "RUNNER_ITER_DIR": str(iter_dir)}
+    guard_env = {**guard_environment(os.environ, config.guard_env), "HOME": str(slot.guard_home)}
     run_process(config.guard_command, cwd=slot.work_dir, env=guard_env, ..., confinement=guard)
 """
 

@@ -1,12 +1,16 @@
 """The bubblewrap command line of one sandboxed process, and the launch that keeps it private.
 
 `bwrap_options` is pure: the same confinement and environment give the same options. The
-order matters to bwrap (a mount covers whatever was mounted inside its path before it): the
-system read-only and fresh /dev and /proc first, then every other mount outer path first, so a
-work directory under the private /tmp or under a hidden repository is still there.
+process gets its own user namespace (an unprivileged uid inside, no capabilities, no nested
+user namespaces), its own PID, IPC, UTS and cgroup namespaces, and sees only what is listed:
+the system's directories read-only (runner_shell.sandbox.visible), a fresh /dev and /proc, a
+private /tmp, and the binds its caller names. The order matters to bwrap (a mount covers
+whatever was mounted inside its path before it): the system first, then every other mount outer
+path first, so a work directory under a hidden repository is still there.
 
 `launch` hands the options to bwrap through a memory file rather than its command line, where
-every user of the machine could read the environment's secrets in /proc.
+every user of the machine could read the environment's secrets in /proc, and the seccomp
+filter (runner_shell.sandbox.seccomp) through another.
 """
 
 from __future__ import annotations
@@ -17,6 +21,21 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import attrs
+
+from runner_shell.sandbox.limits import Limits, pids_group
+from runner_shell.sandbox.seccomp import filter_bpf
+from runner_shell.sandbox.visible import Mount
+
+# Who a sandboxed process is when the runner is root: an unprivileged user inside its own user
+# namespace, mapped to root outside, so what it writes in the checkout is still the operator's.
+ROOT_SANDBOX_IDS = (1000, 1000)
+
+
+def sandbox_ids() -> tuple[int, int]:
+    """The uid and gid a sandboxed process has inside: the caller's own, or ROOT_SANDBOX_IDS
+    for root (uid 0 inside is what programs test to decide they may do anything)."""
+    uid, gid = os.getuid(), os.getgid()
+    return ROOT_SANDBOX_IDS if uid == 0 else (uid, gid)
 
 
 @attrs.frozen(slots=True)
@@ -35,6 +54,11 @@ class Confinement:
     hidden_dirs: tuple[Path, ...] = ()  # an empty read-only tmpfs, e.g. the run's repository
     hidden_files: tuple[Path, ...] = ()  # replaced by /dev/null, e.g. a daemon's socket
     network: bool = False  # False: only a loopback of its own, no route anywhere
+    system: tuple[Mount, ...] = ()  # the host's system, as listed (visible.system_mounts)
+    ids: tuple[int, int] = ROOT_SANDBOX_IDS  # uid and gid inside its user namespace
+    seccomp: bool = False  # whether the filter is loaded (only where it can be built)
+    tmp_bytes: int | None = None  # the private /tmp's size; None: the kernel's default
+    limits: Limits | None = None  # memory, processes and file sizes; None: unlimited
 
     def __attrs_post_init__(self) -> None:
         paths = (
@@ -50,38 +74,71 @@ class Confinement:
                 raise ValueError(f"sandbox paths must be absolute, got {str(path)!r}")
 
 
-def bwrap_options(confinement: Confinement, env: Mapping[str, str]) -> tuple[str, ...]:
+def bwrap_options(
+    confinement: Confinement, env: Mapping[str, str], seccomp_fd: int | None = None
+) -> tuple[str, ...]:
     """bwrap's options (everything before `--` and the command) for `confinement`.
 
-    The process gets exactly `env` (bwrap adds only PWD), its own PID, IPC and UTS namespaces,
-    a new session (no terminal to inject keystrokes into) and dies with its bwrap, taking every
-    process it started along: a PID namespace ends with its first process.
+    The process gets exactly `env` (bwrap adds only PWD), its own user namespace and every
+    other one bwrap makes, a new session (no terminal to inject keystrokes into) and dies with
+    its bwrap, taking every process it started along: a PID namespace ends with its first
+    process. `seccomp_fd` is the descriptor bwrap reads the filter from, when there is one.
     """
-    mounts = [
-        (Path("/tmp"), "--tmpfs", ()),
-        *((path, "--tmpfs", ()) for path in confinement.hidden_dirs),
-        *((path, "--ro-bind", ("/dev/null",)) for path in confinement.hidden_files),
-        *((path, "--ro-bind", (str(path),)) for path in confinement.read_only),
-        *(
-            (path, "--bind", (str(path),))
-            for path in (*confinement.writable, confinement.work_dir, confinement.home)
-        ),
-    ]
-    options: list[str] = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    # A mount covers what was mounted inside its path before it: outer paths go first.
-    for path, kind, source in sorted(mounts, key=lambda mount: len(mount[0].parts)):
-        options += [kind, *source, str(path)]
-    # Read-only only now: the binds under a hidden directory needed their mount points made.
-    for directory in confinement.hidden_dirs:
-        options += ["--remount-ro", str(directory)]
-    options += ["--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    uid, gid = confinement.ids
+    options: list[str] = ["--unshare-user", "--uid", str(uid), "--gid", str(gid)]
+    options += ["--disable-userns", "--cap-drop", "ALL"]
+    options += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup"]
     if not confinement.network:
         options.append("--unshare-net")
+    system = [mount for mount in confinement.system if not mount.kind.startswith("mask-")]
+    for mount in system:
+        if mount.kind == "symlink":
+            options += ["--symlink", mount.source, str(mount.path)]
+        else:
+            options += ["--ro-bind", mount.source, str(mount.path)]
+    options += ["--dev", "/dev", "--proc", "/proc"]
+    masks = [mount for mount in confinement.system if mount.kind.startswith("mask-")]
+    for mount in masks:
+        if mount.kind == "mask-file":
+            options += ["--ro-bind", "/dev/null", str(mount.path)]
+        else:
+            options += ["--tmpfs", str(mount.path), "--remount-ro", str(mount.path)]
+    listed = [mount.path for mount in system if mount.kind == "ro-bind"]
+    writable = (*confinement.writable, confinement.work_dir, confinement.home)
+    read_only = tuple(path for path in confinement.read_only if not _inside(path, listed))
+    # A hidden path matters only where something bound would show it, or under the private
+    # /tmp (which would hold writable copies of its mount points); elsewhere it is absent.
+    shown = (*listed, *read_only, *writable, Path("/tmp"))
+    hidden_dirs = tuple(path for path in confinement.hidden_dirs if _inside(path, shown))
+    hidden_files = tuple(path for path in confinement.hidden_files if _inside(path, shown))
+    tmp_size = () if confinement.tmp_bytes is None else ("--size", str(confinement.tmp_bytes))
+    mounts = [
+        (Path("/tmp"), (*tmp_size, "--tmpfs")),
+        *((path, ("--tmpfs",)) for path in hidden_dirs),
+        *((path, ("--ro-bind", "/dev/null")) for path in hidden_files),
+        *((path, ("--ro-bind", str(path))) for path in read_only),
+        *((path, ("--bind", str(path))) for path in writable),
+    ]
+    # A mount covers what was mounted inside its path before it: outer paths go first.
+    for path, kind in sorted(mounts, key=lambda mount: len(mount[0].parts)):
+        options += [*kind, str(path)]
+    # Read-only only now: the binds under a hidden directory needed their mount points made,
+    # and so did every bind under / (the directories bwrap made for them stay unwritable).
+    for directory in hidden_dirs:
+        options += ["--remount-ro", str(directory)]
+    options += ["--remount-ro", "/"]
     options += ["--die-with-parent", "--new-session", "--chdir", str(confinement.work_dir)]
+    if seccomp_fd is not None:
+        options += ["--seccomp", str(seccomp_fd)]
     options.append("--clearenv")
     for name, value in sorted(env.items()):
         options += ["--setenv", name, value]
     return tuple(options)
+
+
+def _inside(path: Path, directories: Sequence[Path]) -> bool:
+    """Whether `path` is one of `directories` or lies in one."""
+    return any(path.is_relative_to(directory) for directory in directories)
 
 
 @contextlib.contextmanager
@@ -92,15 +149,34 @@ def launch(
 
     The started process must inherit the descriptors (`pass_fds`); they close on leaving.
     """
-    fd = os.memfd_create("runner-bwrap-args", os.MFD_CLOEXEC)
+    fds: list[int] = []
     try:
-        payload = b"".join(
-            os.fsencode(option) + b"\0" for option in bwrap_options(confinement, env)
+        seccomp_fd = None
+        if confinement.seccomp:
+            seccomp_fd = _memory_file("runner-seccomp", filter_bpf())
+            fds.append(seccomp_fd)
+        options = bwrap_options(confinement, env, seccomp_fd)
+        fd = _memory_file(
+            "runner-bwrap-args", b"".join(os.fsencode(option) + b"\0" for option in options)
         )
+        fds.append(fd)
+        limits = confinement.limits
+        prefix = () if limits is None else limits.prefix(pids_group(limits.pids))
+        yield (*prefix, confinement.bwrap, "--args", str(fd), "--", *argv), tuple(fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _memory_file(name: str, payload: bytes) -> int:
+    """A memory file holding `payload`, read from its start by whoever inherits it."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    try:
         view = memoryview(payload)
         while view:
             view = view[os.write(fd, view) :]
         os.lseek(fd, 0, os.SEEK_SET)
-        yield (confinement.bwrap, "--args", str(fd), "--", *argv), (fd,)
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd

@@ -1,9 +1,11 @@
 """Whether the agent and guard run sandboxed here: `[sandbox] mode` against what bubblewrap does.
 
 bubblewrap may be missing, or present but refused by the kernel (user namespaces disabled, a
-container without the rights); the only reliable test is to start it once, which `probe` does
-with a deadline, once per runner process. `auto` then sandboxes or says in one line that it
-does not; `bwrap` refuses to run unsandboxed; `off` never sandboxes and says so.
+container without the rights), and libseccomp may be missing; the only reliable test is to
+start the full confinement once, which `probe` does with a deadline, once per runner process.
+`auto` then sandboxes with every layer that holds and says in one line what does not; `bwrap`
+refuses to run without every layer; `off` never sandboxes and says so. `SandboxStatus.layers`
+is what `runner validate` and `runner status` print: each layer and whether it holds.
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ from pathlib import Path
 
 import attrs
 
-from runner_core.run.config import Config
+from runner_core.run.config import Config, SandboxConfig
 from runner_core.run.exit_codes import ExitCode
 from runner_core.views.text import error_line
 from runner_shell.errors import UserFacingError
-from runner_shell.sandbox.bwrap import Confinement, launch
+from runner_shell.sandbox.bwrap import Confinement, launch, sandbox_ids
+from runner_shell.sandbox.limits import describe, sandbox_limits, tmp_bytes
+from runner_shell.sandbox.seccomp import SeccompUnavailable, filter_bpf
+from runner_shell.sandbox.visible import system_mounts
 
 # Starting a sandbox takes milliseconds; a probe this slow means something is wrong with it.
 PROBE_TIMEOUT_SECS = 10.0
@@ -38,10 +43,12 @@ HOST_SOCKET_FILES = (
 
 @attrs.frozen(slots=True)
 class Probe:
-    """What starting bubblewrap once showed: its program when it works, else why not."""
+    """What starting bubblewrap once showed: its program when it works, else why not, and
+    why the seccomp filter is not loaded when bubblewrap works without it."""
 
     bwrap: str | None
     problem: str | None = None
+    seccomp_problem: str | None = None
 
 
 class SandboxRefused(UserFacingError):
@@ -55,28 +62,76 @@ class SandboxStatus:
     configured: str  # `[sandbox] mode`: "auto" | "bwrap" | "off"
     bwrap: str | None  # the program, when mode is "bwrap"
     problem: str | None = None  # why bubblewrap is not usable, when it was tried
+    seccomp_problem: str | None = None  # why the seccomp filter is not loaded, when not
+    sandbox: SandboxConfig = attrs.field(factory=SandboxConfig)  # `[sandbox]`: its limits
 
     @property
     def mode(self) -> str:
         return "off" if self.bwrap is None else "bwrap"
 
+    def layers(self) -> tuple[tuple[str, str], ...]:
+        """Each layer of the confinement and what holds it, in the order validate prints them:
+        `sandbox=bwrap userns=yes caps=none seccomp=yes fs=listed env=listed net=host
+        limits=rlimit`. The environment's allow-list holds also unsandboxed."""
+        on = self.bwrap is not None
+        return (
+            ("sandbox", self.mode),
+            ("userns", "yes" if on else "no"),
+            ("caps", "none" if on else "host"),
+            ("seccomp", "yes" if on and self.seccomp_problem is None else "no"),
+            ("fs", "listed" if on else "host"),
+            ("env", "listed"),
+            ("net", network_layer()),
+            ("limits", describe(sandbox_limits(self.sandbox)) if on else "none"),
+        )
+
+    @property
+    def line(self) -> str:
+        """The layers as one `key=value ...` line."""
+        return " ".join(f"{name}={value}" for name, value in self.layers())
+
+    def missing(self) -> tuple[str, ...]:
+        """Why each layer that could hold here does not, with bubblewrap working: libseccomp
+        missing, prlimit missing."""
+        if self.bwrap is None:
+            return ()
+        found = []
+        if self.seccomp_problem is not None:
+            found.append(f"seccomp=no ({self.seccomp_problem})")
+        if sandbox_limits(self.sandbox) is None:
+            found.append("limits=none (prlimit is not installed; Debian: util-linux)")
+        return tuple(found)
+
     @property
     def notice(self) -> str | None:
-        """The line `loop` and `step` print at their start when `auto` found no bubblewrap; a
-        user who chose `mode = "off"` is not told again at every start."""
-        if self.bwrap is not None or self.configured == "off":
+        """The line `loop` and `step` print at their start when `auto` found no bubblewrap, or
+        a layer missing; a user who chose `mode = "off"` is not told again at every start."""
+        if self.configured == "off":
             return None
-        why = f"bubblewrap not usable: {self.problem}"
-        return f"runner: sandbox=off ({why}); the agent runs unsandboxed"
+        if self.bwrap is None:
+            why = f"bubblewrap not usable: {self.problem}"
+            return f"runner: sandbox=off ({why}); the agent runs unsandboxed"
+        missing = self.missing()
+        if not missing:
+            return None
+        return f"runner: sandbox=bwrap without {'; '.join(missing)}"
 
     @property
     def refusal(self) -> str | None:
-        """Why no agent may run: bubblewrap is required and does not work."""
-        if self.configured != "bwrap" or self.bwrap is not None:
+        """Why no agent may run: bubblewrap, or one of its layers, is required and missing."""
+        if self.configured != "bwrap":
+            return None
+        if self.bwrap is None:
+            return (
+                f'sandbox: [sandbox] mode = "bwrap" but bubblewrap is not usable: {self.problem} '
+                '(install bubblewrap, or set mode = "auto" in .runner/state/config.toml)'
+            )
+        missing = self.missing()
+        if not missing:
             return None
         return (
-            f'sandbox: [sandbox] mode = "bwrap" but bubblewrap is not usable: {self.problem} '
-            '(install bubblewrap, or set mode = "auto" in .runner/state/config.toml)'
+            f'sandbox: [sandbox] mode = "bwrap" but {"; ".join(missing)} '
+            '(install it, or set mode = "auto" in .runner/state/config.toml)'
         )
 
     def require(self) -> SandboxStatus:
@@ -104,6 +159,11 @@ class SandboxStatus:
         if self.bwrap is None:
             return None
         return Confinement(
+            system=system_mounts(),
+            ids=sandbox_ids(),
+            seccomp=self.seccomp_problem is None,
+            tmp_bytes=tmp_bytes(self.sandbox),
+            limits=sandbox_limits(self.sandbox),
             bwrap=self.bwrap,
             work_dir=work_dir,
             home=home,
@@ -126,9 +186,17 @@ def sandbox_status(config: Config, found: Callable[[], Probe] | None = None) -> 
     """
     configured = config.sandbox.mode
     if configured == "off":
-        return SandboxStatus(configured, None)
+        return SandboxStatus(configured, None, sandbox=config.sandbox)
     result = (found or cached_probe)()
-    return SandboxStatus(configured, result.bwrap, result.problem)
+    return SandboxStatus(
+        configured, result.bwrap, result.problem, result.seccomp_problem, config.sandbox
+    )
+
+
+def network_layer() -> str:
+    """What an agent reaches: `host`, the host's network, loopback included (a guard has none
+    unless `[guard] network = true`)."""
+    return "host"
 
 
 def sandbox_at_start(config: Config, notice: Callable[[str], None]) -> SandboxStatus:
@@ -147,17 +215,47 @@ def cached_probe() -> Probe:
 
 
 def probe(search_path: str | None = None, timeout_secs: float = PROBE_TIMEOUT_SECS) -> Probe:
-    """Start `true` in the sandbox every process gets, to learn whether bubblewrap works here.
+    """Start `true` in the sandbox every process gets (its own user namespace, the listed
+    system, the seccomp filter, the limits), to learn whether bubblewrap works here; without
+    the filter again when only the filter fails.
 
     `search_path` is where to look for bwrap (default: $PATH).
     """
     program = shutil.which("bwrap", path=search_path)
     if program is None:
         return Probe(None, "bwrap is not installed (Debian: apt-get install bubblewrap)")
-    true = shutil.which("true") or "/bin/true"
+    seccomp_problem = None
+    try:
+        filter_bpf()
+    except SeccompUnavailable as error:
+        seccomp_problem = str(error)
+    problem = _try(program, seccomp_problem is None, timeout_secs)
+    if (
+        problem is not None
+        and seccomp_problem is None
+        and _try(program, False, timeout_secs) is None
+    ):
+        return Probe(program, seccomp_problem=f"bwrap refused the filter: {problem}")
+    if problem is not None:
+        return Probe(None, problem)
+    return Probe(program, seccomp_problem=seccomp_problem)
+
+
+def _try(program: str, seccomp: bool, timeout_secs: float) -> str | None:
+    """Why `true` did not run in the full confinement, or None when it did."""
+    true = "/usr/bin/true" if Path("/usr/bin/true").exists() else shutil.which("true") or "true"
     with tempfile.TemporaryDirectory(prefix="runner-sandbox-probe-") as scratch:
         room = Path(scratch).resolve()
-        confinement = Confinement(bwrap=program, work_dir=room, home=room)
+        confinement = Confinement(
+            bwrap=program,
+            work_dir=room,
+            home=room,
+            system=system_mounts(),
+            ids=sandbox_ids(),
+            seccomp=seccomp,
+            tmp_bytes=tmp_bytes(SandboxConfig()),
+            limits=sandbox_limits(SandboxConfig()),
+        )
         try:
             with launch(confinement, (true,), {}) as (argv, fds):
                 finished = subprocess.run(
@@ -169,12 +267,12 @@ def probe(search_path: str | None = None, timeout_secs: float = PROBE_TIMEOUT_SE
                     check=False,
                 )
         except subprocess.TimeoutExpired:
-            return Probe(None, f"bwrap did not start within {timeout_secs:g} s")
+            return f"bwrap did not start within {timeout_secs:g} s"
         except OSError as error:
-            return Probe(None, f"cannot start {program}: {error.strerror or error}")
+            return f"cannot start {program}: {error.strerror or error}"
     if finished.returncode != 0:
-        return Probe(None, _reason(finished.stderr, finished.returncode))
-    return Probe(program)
+        return _reason(finished.stderr, finished.returncode)
+    return None
 
 
 def _reason(stderr: bytes, exit_code: int) -> str:

@@ -1,10 +1,13 @@
 """How a process the agent controls is confined: the one place the step asks the sandbox.
 
 Every agent session, guard and slot setup command is started with the `Confinement` that
-`Sandbox` gives (runner_shell.sandbox builds bubblewrap's view from it): the system read-only,
-the slot writable with the binds its caller names, the run's repository hidden, a private HOME
-and /tmp, the network only when asked. With the sandbox off (`[sandbox] mode = "off"`, or
-bubblewrap unusable under "auto") there is no confinement and the process runs as given.
+`Sandbox` gives (runner_shell.sandbox builds bubblewrap's view from it): the system's
+directories read-only, the program's own directory and runtime, the slot writable with the
+binds its caller names, a private HOME and /tmp, the network only when asked; the run's
+repository and every home directory are simply not there. With the sandbox off
+(`[sandbox] mode = "off"`, or bubblewrap unusable under "auto") there is no confinement and the
+process runs as given. Either way its environment is the allow-list of
+runner_core.run.environment (`session_env`, `guard_env`, `setup_env`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 
 import attrs
 
+from runner_core.run.environment import agent_environment, guard_environment
 from runner_shell.sandbox.bwrap import Confinement
 from runner_shell.sandbox.home import prepare_home
 from runner_shell.sandbox.status import SandboxStatus
@@ -33,6 +37,8 @@ class Sandbox:
     homes: Path  # private HOMEs, one per kind of process, beside the slot
     shared: tuple[Path, ...] = ()  # read-only inside: the run's objects the slot borrows
     writable: tuple[Path, ...] = ()  # `[sandbox] writable`: writable inside as well
+    agent_variables: tuple[str, ...] = ()  # `[sandbox] env`: what an agent also gets
+    guard_variables: tuple[str, ...] = ()  # `[guard] env`: what a guard also gets
 
     def confine(
         self,
@@ -65,29 +71,82 @@ class Sandbox:
         return any(path.is_relative_to(hidden) for hidden in self.hide)
 
     def session_env(self, backend: str, env: Mapping[str, str]) -> dict[str, str]:
-        """An agent session's environment with its private HOME holding what `backend` needs."""
+        """An agent session's environment (the allow-list's part of `env`) with its private
+        HOME holding what `backend` needs."""
+        allowed = agent_environment(env, backend, self.agent_variables)
         if self.status.bwrap is None:
-            return dict(env)
+            return allowed
         home = self.homes / "agent"
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return prepare_home(home.resolve(), backend, env)
+        return prepare_home(home.resolve(), backend, allowed)
 
     def guard_env(self, env: Mapping[str, str]) -> dict[str, str]:
-        """A guard's environment: its HOME is a private, empty one when confined."""
+        """A guard's environment: the allow-list's part of `env` (no key, no token), its HOME a
+        private, empty one when confined."""
+        allowed = guard_environment(env, self.guard_variables)
         if self.status.bwrap is None:
-            return dict(env)
-        return {**env, "HOME": str((self.homes / "guard").resolve())}
+            return allowed
+        return {**allowed, "HOME": str((self.homes / "guard").resolve())}
+
+    def setup_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """`[sandbox] setup`'s environment: a guard's (it runs the checkout's own build), with
+        the setup's private HOME when confined."""
+        allowed = guard_environment(env, self.guard_variables)
+        if self.status.bwrap is None:
+            return allowed
+        home = self.homes / "setup"
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return {**allowed, "HOME": str(home.resolve())}
 
 
 def runtime_paths(argv: Sequence[str]) -> tuple[Path, ...]:
-    """What a confined program needs to start though it may sit under the private /tmp or the
-    hidden repository: the directory of its program and of every absolute path in its argv,
-    and the Python the runner runs on (its prefixes and import path, for the demo agent and
-    for tools installed beside the runner). Read-only, resolved, existing directories only."""
+    """What a confined program needs to start, since nothing outside the system's directories
+    is there unless named: the directory of its program (the link's and the file's, and for a
+    program inside a `node_modules`, that whole `node_modules`, its packages), the directory
+    of its `#!` interpreter (`#!/usr/bin/env node` found on PATH, under ~/.nvm say), the
+    directory of every absolute path in its argv, and the Python the runner runs on (its
+    prefixes and import path, for the demo agent and for tools installed beside the runner).
+    Read-only, resolved, existing directories only."""
     program = shutil.which(argv[0]) if argv else None
     named = [program] if program else []
     named.extend(arg for arg in argv[1:] if os.path.isabs(arg))
-    return tuple(sorted({*_directories(named), *_runner_paths(tuple(sys.path))}))
+    found = set(_directories(named))
+    if program:
+        found.update(_program_runtime(program))
+    return tuple(sorted({*found, *_runner_paths(tuple(sys.path))}))
+
+
+def _program_runtime(program: str) -> set[Path]:
+    """The directories `program` needs beyond its own: the link's, the packages beside it,
+    its interpreter's."""
+    found = {Path(program).absolute().parent}
+    real = Path(program).resolve()
+    for parent in real.parents:
+        if parent.name == "node_modules":
+            found.add(parent)
+            break
+    interpreter = _interpreter(real)
+    if interpreter is not None:
+        found.update(_directories((interpreter,)))
+    return {path for path in found if path.is_dir() and path != Path("/")}
+
+
+def _interpreter(script: Path) -> str | None:
+    """The program a `#!` line starts (through `env`, as PATH finds it), or None."""
+    try:
+        with script.open("rb") as handle:
+            head = handle.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if not words:
+        return None
+    if os.path.basename(words[0]) == "env":
+        rest = [word for word in words[1:] if not word.startswith("-")]
+        return shutil.which(rest[0]) if rest else None
+    return words[0]
 
 
 @functools.cache

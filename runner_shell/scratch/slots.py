@@ -20,6 +20,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from runner_core.run.environment import guard_environment
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
 from runner_shell.scratch.sandbox import Sandbox
@@ -196,7 +197,9 @@ def _set_up(slot: Path, setup: Sequence[str], sandbox: Sandbox | None) -> None:
     succeeded, so a failed or interrupted setup runs again at the next iteration."""
     if setup:
         log = slot.parent / f"{slot.name}.setup.log"
-        env = dict(os.environ)
+        env = (
+            guard_environment(os.environ, ()) if sandbox is None else sandbox.setup_env(os.environ)
+        )
         confinement = None
         if sandbox is not None:
             confinement = sandbox.confine(setup, slot, (), network=True, home_name="setup")

@@ -20,6 +20,7 @@ from runner_core.iteration.guard_stage import JUDGE_REPORT, GuardRun
 from runner_core.iteration.recovery import Journal
 from runner_core.iteration.results import AgentFinished, GuardFinished, NotStarted
 from runner_core.run.config import Config
+from runner_core.run.environment import agent_environment, guard_environment
 from runner_core.tree.model import AgentRole
 from runner_shell.agents.session import AgentRequest, backend_for
 from runner_shell.git.repo import GitError, Repo
@@ -59,7 +60,10 @@ class ProcessAgentRunner:
         output_path = self.iter_dir / effect.output_name
         usage_path = self.iter_dir / effect.usage_name
         schema = schema_path(self.paths, effect.role)
-        env = dict(os.environ)
+        # The allow-list, sandboxed or not (runner_core.run.environment); the sandbox narrows
+        # it again and adds the private HOME (Sandbox.session_env).
+        extra = () if self.sandbox is None else self.sandbox.agent_variables
+        env = agent_environment(os.environ, self.config.agent_backend, extra)
         env.update(
             effect.env,
             RUNNER_OUTPUT_PATH=str(output_path),
@@ -174,8 +178,10 @@ class ProcessGuardRunner:
     ) -> GuardFinished | NotStarted:
         started: list[int] = []
         # RUNNER_ITER_DIR marks the guard and what it leaves running as this iteration's.
+        # No key and no token: only the allow-list and `[guard] env` (runner_core.run.environment).
+        extra = () if self.sandbox is None else self.sandbox.guard_variables
         env = {
-            **os.environ,
+            **guard_environment(os.environ, extra),
             **dict(effect.env),
             "RUNNER_ITER_DIR": str(self.iter_dir),
             "RUNNER_GUARD_REPORT": str(report_path),

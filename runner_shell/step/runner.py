@@ -229,7 +229,15 @@ def step_sandbox(paths: RunnerPaths, repo: Repo, config: Config) -> Sandbox:
     objects = repo.common_path("objects").resolve()
     shared = (objects, *map(Path, config.sandbox.read_only))
     extra = tuple(map(Path, config.sandbox.writable))
-    return Sandbox(status, hide, slot_path(repo, 0).parent / "homes", shared, extra)
+    return Sandbox(
+        status,
+        hide,
+        slot_path(repo, 0).parent / "homes",
+        shared,
+        extra,
+        agent_variables=config.sandbox.env,
+        guard_variables=config.guard_env,
+    )
 
 
 def scratch_checkout(repo: Repo, loaded: Loaded, sandbox: Sandbox | None = None) -> Path:

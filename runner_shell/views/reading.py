@@ -310,9 +310,11 @@ def status_reading(
             for job in jobs
         ),
     )
+    sandbox = sandbox_status(config)
     view = attrs.evolve(
         status_view(tree, state, config.max_iterations, history, journal, operator, config.budget),
-        sandbox=sandbox_status(config).mode,
+        sandbox=sandbox.mode,
+        sandbox_layers=sandbox.layers()[1:],
     )
     return StatusReading(view, tree, history, journal, operator.journal_alive)
 

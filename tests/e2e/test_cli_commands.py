@@ -27,7 +27,8 @@ from tests.helpers.e2e import (
 
 # The sandbox the agent gets on this machine, as validate says it.
 # The e2e configs say `[sandbox] mode = "off"` (tests/helpers/e2e.py).
-SANDBOX = "off"
+# What validate says of the sandbox in the e2e configs (mode = "off"): each layer.
+SANDBOX = "off userns=no caps=host seccomp=no fs=host env=listed net=host limits=none"
 INIT_LINE = "initialized .runner/ (edit .runner/GOAL.md, then run 'runner start')"
 STATE_FILES = (
     "tree.json",

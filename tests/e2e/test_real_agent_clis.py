@@ -80,7 +80,8 @@ def configure(project: Project, backend: str) -> None:
     real_cli(backend)
     project.prepare(
         node("root", next_="decompose", children=[node("root.1"), node("root.2", order=1)]),
-        sandbox={"mode": "bwrap"},
+        # The scripted provider's own key (codex's `env_key`) is passed on only when named.
+        sandbox={"mode": "bwrap", "env": ["SCRIPTED_MODEL_API_KEY"]},
         iteration_timeout_secs=60,
     )
     text = project.config_path.read_text(encoding="utf-8")

@@ -1,7 +1,8 @@
 """End-to-end: what `runner` says about the sandbox, in each mode.
 
-`validate` and `status` say `sandbox=bwrap|off`; `loop` and `step` say in one stderr line at
-their start that the agent runs unsandboxed, when it does, and then run as before; with
+`validate` and `status` say `sandbox=bwrap|off` and each layer in force; `loop` and `step` say
+in one stderr line at their start that the agent runs unsandboxed, when it does, and then run as
+before; with
 `[sandbox] mode = "bwrap"` and no working bubblewrap, they and `validate` refuse in one line.
 """
 
@@ -16,6 +17,7 @@ import pytest
 from tests.helpers.e2e import Project, assert_one_error_line, lines, node
 
 DONE = {"status": "done", "summary": "Did it."}
+OFF_LAYERS = "sandbox=off userns=no caps=host seccomp=no fs=host env=listed net=host limits=none"
 BROKEN_NOTICE = (
     "runner: sandbox=off (bubblewrap not usable: No permissions to create new namespace); "
     "the agent runs unsandboxed"
@@ -43,10 +45,11 @@ def test_mode_off_is_what_validate_and_status_say(project: Project) -> None:
     document = json.loads(project.runner("status", "--json").stdout)
 
     assert validate.returncode == 0, validate.stderr
-    assert lines(validate.stdout)[-1] == "validate: sandbox=off"
+    assert lines(validate.stdout)[-1] == f"validate: {OFF_LAYERS}"
     assert validate.stderr == ""
-    assert "status: sandbox=off" in lines(status.stdout)
+    assert f"status: {OFF_LAYERS}" in lines(status.stdout)
     assert document["sandbox"] == "off"
+    assert document["sandbox_layers"]["env"] == "listed"  # the allow-list holds unsandboxed too
 
 
 def test_loop_in_mode_off_runs_unsandboxed_without_a_notice(project: Project) -> None:
@@ -74,7 +77,7 @@ def test_step_in_mode_auto_without_a_working_bubblewrap_names_why(
     assert result.returncode == 0, result.stderr
     assert lines(result.stderr) == [BROKEN_NOTICE]
     assert lines(result.stdout) == [f"step: run={run} iter=1 node=root status=done guard=pass"]
-    assert "status: sandbox=off" in lines(project.runner("status").stdout)
+    assert f"status: {OFF_LAYERS}" in lines(project.runner("status").stdout)
 
 
 @pytest.mark.parametrize("command", ["loop", "step", "validate"])

@@ -34,6 +34,7 @@ def test_the_first_check_not_passed_is_the_failed_one() -> None:
         "id": None,
         "branch": None,
         "sandbox": None,
+        **dict.fromkeys(("userns", "caps", "seccomp", "fs", "env", "net", "limits")),
         "error": "config.toml: max_iterations ...",
     }
 

@@ -1,10 +1,11 @@
 """How one process is confined, as bubblewrap's options (pure; no bubblewrap needed).
 
-The system is read-only with fresh /dev and /proc and a private /tmp; hidden directories are
-empty and read-only; the work directory, the writable binds and the private HOME are the only
-writable places; every mount lands after the mounts of its parent paths; the process gets its
-own PID, IPC and UTS namespaces, a new session, no network unless allowed, and exactly the
-environment given.
+Only the listed system is there, read-only, with fresh /dev and /proc and a private /tmp, and /
+itself read-only; hidden directories are empty and read-only where something bound would show
+them; the work directory, the writable binds and the private HOME are the only writable places;
+every mount lands after the mounts of its parent paths; the process gets its own user (an
+unprivileged uid, no capabilities, no nested user namespaces), PID, IPC, UTS and cgroup
+namespaces, a new session, no network unless allowed, and exactly the environment given.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from runner_shell.sandbox import Confinement, bwrap_options
+from runner_shell.sandbox.visible import Mount
 
 WORK = Path("/tmp/slots/1")
 HOME = Path("/var/lib/runner/home")
@@ -30,11 +32,58 @@ def pairs(options: tuple[str, ...], flag: str) -> list[str]:
     return [options[index + 1] for index, option in enumerate(options) if option == flag]
 
 
-def test_the_system_is_read_only_with_fresh_dev_proc_and_a_private_tmp() -> None:
-    options = bwrap_options(confinement(), {})
+SYSTEM = (
+    Mount("ro-bind", Path("/usr"), "/usr"),
+    Mount("symlink", Path("/bin"), "usr/bin"),
+    Mount("ro-bind", Path("/etc"), "/etc"),
+    Mount("mask-file", Path("/etc/shadow")),
+    Mount("mask-dir", Path("/etc/ssl/private")),
+)
 
-    assert options[:7] == ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+
+def test_only_the_listed_system_is_there_read_only_with_fresh_dev_proc_and_a_private_tmp() -> None:
+    options = bwrap_options(confinement(system=SYSTEM), {})
+
+    assert ("--ro-bind", "/", "/") not in zip(options, options[1:], options[2:], strict=False)
+    assert pairs(options, "--ro-bind")[:2] == ["/usr", "/etc"]
+    index = options.index("--symlink")
+    assert options[index : index + 3] == ("--symlink", "usr/bin", "/bin")
     assert "/tmp" in pairs(options, "--tmpfs")
+    assert options[options.index("--dev") : options.index("--dev") + 4] == (
+        *("--dev", "/dev", "--proc", "/proc"),
+    )
+    assert pairs(options, "--remount-ro")[-1] == "/"
+
+
+def test_the_secrets_of_etc_are_masked_after_etc_is_bound() -> None:
+    options = bwrap_options(confinement(system=SYSTEM), {})
+
+    shadow = options.index("/etc/shadow")
+    assert options[shadow - 2 : shadow + 1] == ("--ro-bind", "/dev/null", "/etc/shadow")
+    assert options.index("/etc") < shadow
+    assert "/etc/ssl/private" in pairs(options, "--tmpfs")
+    assert "/etc/ssl/private" in pairs(options, "--remount-ro")
+
+
+def test_its_own_user_namespace_with_an_unprivileged_uid_no_capabilities_nor_nesting() -> None:
+    options = bwrap_options(confinement(ids=(1000, 1000)), {})
+
+    assert options[:5] == ("--unshare-user", "--uid", "1000", "--gid", "1000")
+    assert "--disable-userns" in options
+    assert pairs(options, "--cap-drop") == ["ALL"]
+    assert "--unshare-cgroup" in options
+
+
+def test_the_seccomp_filter_is_read_from_the_descriptor_given() -> None:
+    assert "--seccomp" not in bwrap_options(confinement(), {})
+    assert pairs(bwrap_options(confinement(), {}, seccomp_fd=7), "--seccomp") == ["7"]
+
+
+def test_the_private_tmp_has_the_size_asked_for() -> None:
+    options = bwrap_options(confinement(tmp_bytes=1 << 20), {})
+
+    tmp = options.index("/tmp")
+    assert options[tmp - 3 : tmp + 1] == ("--size", str(1 << 20), "--tmpfs", "/tmp")
 
 
 def test_only_the_work_dir_the_writable_binds_and_home_are_bound_writable() -> None:
@@ -44,20 +93,36 @@ def test_only_the_work_dir_the_writable_binds_and_home_are_bound_writable() -> N
     assert sorted(pairs(options, "--bind")) == sorted([str(WORK), str(iteration), str(HOME)])
 
 
-def test_a_hidden_directory_is_an_empty_tmpfs_made_read_only_after_every_mount() -> None:
-    options = bwrap_options(confinement(hidden_dirs=(Path("/repo"),)), {})
+def test_a_hidden_directory_nothing_shows_is_absent_not_covered() -> None:
+    iteration = Path("/repo/.runner/iterations/run/3")
+    options = bwrap_options(confinement(writable=(iteration,), hidden_dirs=(Path("/repo"),)), {})
 
-    assert "/repo" in pairs(options, "--tmpfs")
-    assert pairs(options, "--remount-ro") == ["/repo"]
+    assert "/repo" not in options
+    assert str(iteration) in pairs(options, "--bind")
+
+
+def test_a_hidden_directory_a_bind_would_show_is_an_empty_tmpfs_made_read_only_after_it() -> None:
+    shown = Path("/srv/projects")
+    options = bwrap_options(confinement(read_only=(shown,), hidden_dirs=(shown / "repo",)), {})
+
+    assert "/srv/projects/repo" in pairs(options, "--tmpfs")
+    assert pairs(options, "--remount-ro")[0] == "/srv/projects/repo"
     last_mount = max(i for i, option in enumerate(options) if option in ("--bind", "--ro-bind"))
     assert options.index("--remount-ro") > last_mount
 
 
-def test_a_hidden_file_is_covered_by_dev_null() -> None:
-    options = bwrap_options(confinement(hidden_files=(Path("/run/docker.sock"),)), {})
+def test_a_hidden_file_a_bind_would_show_is_covered_by_dev_null() -> None:
+    options = bwrap_options(
+        confinement(
+            read_only=(Path("/run"),),
+            hidden_files=(Path("/run/docker.sock"), Path("/var/run/other.sock")),
+        ),
+        {},
+    )
 
     index = options.index("/run/docker.sock")
     assert options[index - 2 : index + 1] == ("--ro-bind", "/dev/null", "/run/docker.sock")
+    assert "/var/run/other.sock" not in options
 
 
 def test_a_mount_inside_another_comes_after_it_whatever_order_it_was_given_in() -> None:
@@ -68,7 +133,7 @@ def test_a_mount_inside_another_comes_after_it_whatever_order_it_was_given_in() 
         confinement(writable=(iteration,), read_only=(schema,), hidden_dirs=(repo,)), {}
     )
 
-    tmp, hidden = options.index("/tmp"), options.index(str(repo))
+    tmp, hidden = options.index("/tmp"), options.index(str(repo))  # under /tmp: covered
     assert tmp < hidden < options.index(str(iteration))
     assert hidden < options.index(str(schema))
     assert tmp < options.index(str(WORK))

@@ -23,6 +23,7 @@ import pytest
 
 from runner_core.run.config import Config, SandboxConfig
 from runner_shell.sandbox import Confinement, SandboxStatus, sandbox_status
+from runner_shell.scratch.sandbox import runtime_paths
 from runner_shell.step.processes import ProcessResult, SpawnError, run_process
 
 # The interpreter itself, not a virtualenv's link to it: a virtualenv under /tmp (as in CI) is
@@ -57,6 +58,7 @@ def confine(status: SandboxStatus, rooms: Rooms, *, network: bool = False) -> Co
         rooms.work,
         rooms.home,
         writable=(rooms.iteration,),
+        read_only=runtime_paths([PYTHON]),  # nothing outside the system is there unless named
         hide=(rooms.repo,),
         network=network,
     )
