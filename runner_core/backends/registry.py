@@ -28,12 +28,15 @@ class HomeFiles:
 class BackendInfo:
     """One backend: its `name` in config.toml, the `program` it runs unless `[agent] command`
     replaces it (None: the command must name one), the `home` files its CLI reads, and the
-    `sandboxed_env` variables that tell its CLI it runs in a sandbox made on purpose."""
+    `sandboxed_env` variables that tell its CLI it runs in a sandbox made on purpose, and the
+    `hosts` ("host:port", `*.domain` allowed) its sandboxed session may reach through the
+    egress proxy (runner_core.backends.egress), `[sandbox] allow_hosts` added."""
 
     name: str
     program: str | None
     home: tuple[HomeFiles, ...] = ()
     sandboxed_env: tuple[tuple[str, str], ...] = ()
+    hosts: tuple[str, ...] = ()
 
 
 # In the order the config's comment lists them, the default first. Codex reads $CODEX_HOME
@@ -41,6 +44,13 @@ class BackendInfo:
 # state .claude.json (in $CLAUDE_CONFIG_DIR, default ~). Claude Code run by root refuses
 # bypassPermissions unless told it is inside bubblewrap (CLAUDE_CODE_BUBBLEWRAP), which is true
 # of every session the sandbox confines.
+# Hosts: codex calls the OpenAI API with an API key, the ChatGPT backend
+# (chatgpt.com/backend-api/codex) with a ChatGPT login, and refreshes that login at
+# auth.openai.com/oauth/token; Claude Code calls api.anthropic.com and refreshes a Claude login
+# at platform.claude.com/v1/oauth/token. Their telemetry (ab.chatgpt.com, statsig, sentry) is
+# not needed to work and stays out.
+CODEX_HOSTS = ("api.openai.com:443", "auth.openai.com:443", "chatgpt.com:443")
+CLAUDE_HOSTS = ("api.anthropic.com:443", "platform.claude.com:443")
 BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
     {
         info.name: info
@@ -49,6 +59,7 @@ BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
                 "codex",
                 "codex",
                 (HomeFiles("CODEX_HOME", ".codex", ("config.toml", "auth.json", "AGENTS.md")),),
+                hosts=CODEX_HOSTS,
             ),
             BackendInfo(
                 "claude",
@@ -62,6 +73,7 @@ BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
                     HomeFiles("CLAUDE_CONFIG_DIR", "", (".claude.json",)),
                 ),
                 (("CLAUDE_CODE_BUBBLEWRAP", "1"),),
+                hosts=CLAUDE_HOSTS,
             ),
             BackendInfo("command", None),
         )

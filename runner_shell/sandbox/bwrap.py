@@ -18,6 +18,8 @@ from pathlib import Path
 
 import attrs
 
+from runner_shell.sandbox.proxy import BRIDGE_PATH, BRIDGE_SOURCE, PROXY_SOCKET, proxy_env
+
 
 @attrs.frozen(slots=True)
 class Confinement:
@@ -35,6 +37,9 @@ class Confinement:
     hidden_dirs: tuple[Path, ...] = ()  # an empty read-only tmpfs, e.g. the run's repository
     hidden_files: tuple[Path, ...] = ()  # replaced by /dev/null, e.g. a daemon's socket
     network: bool = False  # False: only a loopback of its own, no route anywhere
+    # The egress proxy's Unix socket (runner_shell.sandbox.proxy): with network False, the one
+    # way out; the argv must then be started by the bridge (`proxy.bridged_argv`).
+    proxy_socket: Path | None = None
 
     def __attrs_post_init__(self) -> None:
         paths = (
@@ -48,6 +53,8 @@ class Confinement:
         for path in paths:
             if not path.is_absolute():
                 raise ValueError(f"sandbox paths must be absolute, got {str(path)!r}")
+        if self.proxy_socket is not None and self.network:
+            raise ValueError("a proxied sandbox has no network of its own: network=False")
 
 
 def bwrap_options(confinement: Confinement, env: Mapping[str, str]) -> tuple[str, ...]:
@@ -81,7 +88,21 @@ def bwrap_options(confinement: Confinement, env: Mapping[str, str]) -> tuple[str
     options.append("--clearenv")
     for name, value in sorted(env.items()):
         options += ["--setenv", name, value]
+    options += egress_options(confinement.proxy_socket)
     return tuple(options)
+
+
+def egress_options(proxy_socket: Path | None) -> list[str]:
+    """The way out of a network namespace through the egress proxy: its socket and the bridge
+    bound in after every other mount (so nothing covers them), and the proxy variables set
+    after the environment's own (a caller's NO_PROXY would send loopback around the proxy)."""
+    if proxy_socket is None:
+        return []
+    options = ["--bind", str(proxy_socket), PROXY_SOCKET, "--ro-bind", str(BRIDGE_SOURCE)]
+    options += [BRIDGE_PATH, "--unsetenv", "NO_PROXY", "--unsetenv", "no_proxy"]
+    for name, value in sorted(proxy_env().items()):
+        options += ["--setenv", name, value]
+    return options
 
 
 @contextlib.contextmanager

@@ -85,6 +85,7 @@ class ProcessAgentRunner:
             on_output=None if self.output is None else self.output.start(effect.log_name),
             sandbox=self.sandbox,
             backend=self.config.agent_backend,
+            allow_hosts=self.config.sandbox.allow_hosts,
         )
         try:
             with interruptible():
