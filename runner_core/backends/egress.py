@@ -71,12 +71,12 @@ def parse_host_rule(text: str) -> HostRule:
     bracketed = host_text.startswith("[") and host_text.endswith("]")
     host = normal_host(host_text)
     if bracketed or ":" in host:
-        address = _ip(host)
+        address = _ip(host_text.removeprefix("[").removesuffix("]").lower())
         if address is None or address.version != 6:
             raise HostRuleError(f"{text!r}: {host_text} is not an IPv6 address")
         if not bracketed:
             raise HostRuleError(f"{text!r}: write an IPv6 address in brackets, [{host}]:port")
-        return HostRule(str(address), int(port_text))
+        return HostRule(host, int(port_text))
     if _ip(host) is not None:
         return HostRule(host, int(port_text))
     name = host.removeprefix("*.")

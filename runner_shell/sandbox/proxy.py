@@ -173,6 +173,8 @@ class EgressProxy:
         try:
             head, rest = _read_head(client)
         except (OSError, ValueError) as error:
+            if self._ended():  # the proxy closed it: the session is over, nothing was refused
+                return None
             reason = "no request head in time" if isinstance(error, TimeoutError) else str(error)
             self._refuse(client, 400, "", 0, f"bad request: {reason}")
             return None
