@@ -112,6 +112,16 @@ def egress_rules(backend: str, allow_hosts: Iterable[str]) -> tuple[HostRule, ..
     return tuple(sorted(rules, key=lambda rule: (rule.host, rule.port)))
 
 
+def network_layer(sandboxed: bool, backend: str, allow_hosts: Iterable[str]) -> str:
+    """What holds the agent's network, as `runner validate` and `status` say it: `proxy(N
+    hosts)` (the egress proxy and its allow-list) when sandboxed, else `host` (the agent has
+    the host's network: no sandbox, no namespace to confine it in)."""
+    if not sandboxed:
+        return "host"
+    count = len(egress_rules(backend, allow_hosts))
+    return f"proxy({count} host{'' if count == 1 else 's'})"
+
+
 def listed(host: str, port: int, rules: Sequence[HostRule]) -> bool:
     """Whether `host:port` is on the allow-list at all (before its name is resolved)."""
     return any(rule.matches(normal_host(host), port) for rule in rules)

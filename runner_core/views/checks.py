@@ -6,6 +6,7 @@ file.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,9 +25,13 @@ def selection_to_json(selection: Selection) -> dict[str, Any]:
     }
 
 
-VALIDATION_KEYS = ("layout", "config", "tree", "run", "id", "branch", "sandbox")
+VALIDATION_KEYS = ("layout", "config", "tree", "run", "id", "branch", "sandbox", "net")
 # The checks among them, in the order they run (the id and branch are what `run` found).
 CHECK_KEYS = ("layout", "config", "tree", "run", "sandbox")
+
+
+# `key=value`, where a value may hold a parenthesised part with spaces: `net=proxy(3 hosts)`.
+_PAIR = re.compile(r"(\w+)=((?:[^\s(]|\([^)]*\))+)")
 
 
 def validation_to_json(lines: Sequence[str], error: str | None = None) -> dict[str, Any]:
@@ -34,8 +39,7 @@ def validation_to_json(lines: Sequence[str], error: str | None = None) -> dict[s
     `error` that stopped the checks, the first check not passed is the `failed` one."""
     document: dict[str, Any] = dict.fromkeys(VALIDATION_KEYS)
     for line in lines:
-        for pair in line.removeprefix("validate: ").split():
-            key, _, value = pair.partition("=")
+        for key, value in _PAIR.findall(line.removeprefix("validate: ")):
             document[key] = value
     if error is not None:
         failed = next(key for key in CHECK_KEYS if document[key] is None)

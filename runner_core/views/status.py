@@ -153,6 +153,8 @@ class StatusView:
     budgets: tuple[BudgetUse, ...] = ()
     # The sandbox the agent and guard get here ("bwrap" | "off"); None when nobody asked.
     sandbox: str | None = None
+    # What holds the agent's network ("proxy(N hosts)" | "host"), beside `sandbox`.
+    network: str | None = None
     # The guard's test figures over the run, once a guard has written a report.
     tests: SuiteView | None = None
     # Every iteration in flight of a parallel run, by iteration; None when no parallel job
@@ -352,6 +354,7 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "operator_actions": [action_to_json(action) for action in view.operator_actions],
         "budgets": [budget_use_to_json(use) for use in view.budgets],
         "sandbox": view.sandbox,
+        "network": view.network,
         "tests": suite_to_json(view.tests),
     }
     if view.jobs is not None:  # a one-slot run's document keeps its keys
@@ -366,7 +369,8 @@ def _activity_lines(view: StatusView) -> list[str]:
     """The sandbox, the last guard's tests, and the iteration running or cut short."""
     lines = []
     if view.sandbox is not None:
-        lines.append(f"status: sandbox={view.sandbox}")
+        network = "" if view.network is None else f" net={view.network}"
+        lines.append(f"status: sandbox={view.sandbox}{network}")
     if view.tests is not None:
         flaky = len(view.tests.flaky)
         lines.append(f"status: last {view.tests.last.line()} flaky_tests={flaky}")

@@ -95,6 +95,7 @@ def selection_exit_code(selection: Selection) -> int:
 
 def validate(echo: Echo) -> int:
     """Check layout, config, tree and run identity; say which sandbox the agent gets."""
+    from runner_core.backends.egress import network_layer
     from runner_core.iteration.recovery import interrupted_problem
     from runner_shell.sandbox.status import sandbox_status
     from runner_shell.step.lock_and_journal import job_journals, read_journal, runner_alive
@@ -125,7 +126,9 @@ def validate(echo: Echo) -> int:
         from runner_shell.store.history_sources import warn_hand_edits
 
         warn_hand_edits(repo, run_id)
-    echo(f"validate: sandbox={sandbox_status(config).require().mode}")
+    mode = sandbox_status(config).require().mode
+    network = network_layer(mode == "bwrap", config.agent_backend, config.sandbox.allow_hosts)
+    echo(f"validate: sandbox={mode} net={network}")
     return ExitCode.OK
 
 

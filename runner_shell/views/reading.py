@@ -283,6 +283,7 @@ def status_reading(
     """Read the run once for its status view: its state, tree, config, journal and history;
     each problem met on the way is given to `warning` (by default a line on stderr). `run`
     names another run than the current one (`serve --run`, `?run=`)."""
+    from runner_core.backends.egress import network_layer
     from runner_core.views.status import OperatorFacts, RunningJob, status_view
     from runner_shell.sandbox.status import sandbox_status
 
@@ -310,9 +311,11 @@ def status_reading(
             for job in jobs
         ),
     )
+    mode = sandbox_status(config).mode
     view = attrs.evolve(
         status_view(tree, state, config.max_iterations, history, journal, operator, config.budget),
-        sandbox=sandbox_status(config).mode,
+        sandbox=mode,
+        network=network_layer(mode == "bwrap", config.agent_backend, config.sandbox.allow_hosts),
     )
     return StatusReading(view, tree, history, journal, operator.journal_alive)
 

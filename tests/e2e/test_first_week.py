@@ -247,6 +247,7 @@ def test_validate_json_prints_its_document_when_a_check_fails(project: Project) 
         "id": None,
         "branch": None,
         "sandbox": None,
+        "net": None,
         "error": message,
     }
 

@@ -103,7 +103,7 @@ def test_validate_does_not_call_a_running_iteration_interrupted(
 
     assert result.stdout.splitlines()[-2:] == [
         f"validate: run=ok id={project.run_id} branch=runner/{project.run_id}",
-        "validate: sandbox=off",
+        "validate: sandbox=off net=host",
     ]
 
 

@@ -43,10 +43,11 @@ def test_mode_off_is_what_validate_and_status_say(project: Project) -> None:
     document = json.loads(project.runner("status", "--json").stdout)
 
     assert validate.returncode == 0, validate.stderr
-    assert lines(validate.stdout)[-1] == "validate: sandbox=off"
+    assert lines(validate.stdout)[-1] == "validate: sandbox=off net=host"
     assert validate.stderr == ""
-    assert "status: sandbox=off" in lines(status.stdout)
+    assert "status: sandbox=off net=host" in lines(status.stdout)
     assert document["sandbox"] == "off"
+    assert document["network"] == "host"
 
 
 def test_loop_in_mode_off_runs_unsandboxed_without_a_notice(project: Project) -> None:
@@ -74,7 +75,7 @@ def test_step_in_mode_auto_without_a_working_bubblewrap_names_why(
     assert result.returncode == 0, result.stderr
     assert lines(result.stderr) == [BROKEN_NOTICE]
     assert lines(result.stdout) == [f"step: run={run} iter=1 node=root status=done guard=pass"]
-    assert "status: sandbox=off" in lines(project.runner("status").stdout)
+    assert "status: sandbox=off net=host" in lines(project.runner("status").stdout)
 
 
 @pytest.mark.parametrize("command", ["loop", "step", "validate"])

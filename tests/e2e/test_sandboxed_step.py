@@ -40,8 +40,9 @@ def step(project: Project) -> dict[str, Any]:
 def test_validate_and_status_say_the_agent_is_sandboxed(project: Project) -> None:
     sandboxed(project, "true")
 
-    assert "validate: sandbox=bwrap" in cli(project, "validate").stdout
-    assert "status: sandbox=bwrap" in cli(project, "status").stdout
+    # A `command` agent reaches no host of its own: nothing is listed.
+    assert "validate: sandbox=bwrap net=proxy(0 hosts)" in cli(project, "validate").stdout
+    assert "status: sandbox=bwrap net=proxy(0 hosts)" in cli(project, "status").stdout
 
 
 def test_the_run_repository_is_not_reachable_from_the_sandbox(project: Project) -> None:

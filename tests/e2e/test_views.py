@@ -168,7 +168,7 @@ def test_status_names_run_progress_selected_leaf_and_draws_the_tree(scenario: Sc
         "status: selected=open id=root.2 path=root/root.2 attempts=2/3",
         "status: stuck=none",
         "status: last status=retry guard=skipped",
-        "status: sandbox=off",  # the e2e configs say mode = "off"
+        "status: sandbox=off net=host",  # the e2e configs say mode = "off"
         "tree:",
         "  root  failed  attempts=0/3  Build the calculator",
         "    root.1  completed  attempts=1/3  Parser",

@@ -12,6 +12,7 @@ from runner_core.backends.egress import (
     HostRuleError,
     egress_decision,
     egress_rules,
+    network_layer,
     parse_host_rule,
     refusal_line,
     refusals,
@@ -173,3 +174,19 @@ def test_network_log_lines_are_read_back_skipping_what_is_not_one() -> None:
 
     assert [(r.host, r.port) for r in found] == [("127.0.0.1", 7233), ("evil.example", 443)]
     assert json.loads(lines[0]) == found[0].to_json()
+
+
+@pytest.mark.parametrize(
+    ("sandboxed", "backend", "allow_hosts", "layer"),
+    [
+        (True, "codex", (), "proxy(3 hosts)"),
+        (True, "claude", ("127.0.0.1:8080",), "proxy(3 hosts)"),
+        (True, "command", ("127.0.0.1:8080",), "proxy(1 host)"),
+        (True, "command", (), "proxy(0 hosts)"),
+        (False, "codex", (), "host"),
+    ],
+)
+def test_validate_and_status_say_what_holds_the_agents_network(
+    sandboxed: bool, backend: str, allow_hosts: tuple[str, ...], layer: str
+) -> None:
+    assert network_layer(sandboxed, backend, allow_hosts) == layer
