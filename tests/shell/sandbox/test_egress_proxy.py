@@ -321,3 +321,60 @@ def test_a_forwarded_request_keeps_no_connection_for_a_second_host(
     assert b"connection: close" in head
     assert received.endswith(b"served /one")
     assert temporal.paths == []
+
+
+def test_a_guard_without_the_network_has_no_way_out_not_even_the_proxy(
+    usable_sandbox: SandboxStatus, tmp_path: Path, model: Service
+) -> None:
+    """`[guard] network = false`: no route, no proxy socket, no host's abstract socket, even
+    while an agent's proxy allowing the port runs (as root too: nothing of the host's network
+    is in the guard's namespace to enter)."""
+    abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    name = f"\0runner-guard-test-{os.getpid()}-{time.monotonic_ns()}"
+    abstract.bind(name)
+    abstract.listen()
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    guard = usable_sandbox.confine(work, home, network=False)
+    assert guard is not None and guard.proxy_socket is None
+    script = f"""
+import os, socket
+print("proxy socket:", os.path.exists({PROXY_SOCKET!r}), "HTTPS_PROXY" in os.environ)
+for family, address in (
+    (socket.AF_INET, ("127.0.0.1", {model.port})),
+    (socket.AF_INET, ("127.0.0.1", 3128)),
+    (socket.AF_UNIX, {name!r}),
+):
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.settimeout(2)
+    try:
+        s.connect(address)
+        print("reached", address)
+    except OSError as error:
+        print("refused", type(error).__name__)
+print("interfaces:", sorted(name for _, name in socket.if_nameindex()))
+"""
+    rules = (parse_host_rule(f"127.0.0.1:{model.port}"),)
+    log = tmp_path / "guard.log"
+    try:
+        with EgressProxy(rules, tmp_path / NETWORK_LOG, 60):
+            result = run_process(
+                [PYTHON, "-c", textwrap.dedent(script)],
+                cwd=work,
+                env=ENV,
+                stdin_path=None,
+                timeout_secs=30,
+                log_path=log,
+                limit_bytes=100_000,
+                confinement=guard,
+            )
+    finally:
+        abstract.close()
+    output = log.read_text()
+
+    assert result.exit_code == 0, output
+    assert "proxy socket: False False" in output
+    assert "reached" not in output and output.count("refused ConnectionRefusedError") == 3
+    assert "interfaces: ['lo']" in output
+    assert model.paths == []
