@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from runner_core.backends.egress import HostRuleError, parse_host_rule
+from runner_core.backends.egress import parse_allow_hosts
 from runner_core.backends.registry import BACKENDS, DEFAULT_BACKEND, backend_names
 from runner_core.run.config_errors import ConfigError as ConfigError
 from runner_core.run.config_errors import known_keys
@@ -443,29 +443,10 @@ def parse_sandbox(section: Mapping[str, Any]) -> SandboxConfig:
     setup = _argv("sandbox.setup", section.get("setup", []), allow_empty=True)
     writable = _absolute_paths("sandbox.writable", section.get("writable", []))
     read_only = _absolute_paths("sandbox.read_only", section.get("read_only", []))
+    allow_hosts = parse_allow_hosts(section.get("allow_hosts", []))
     return SandboxConfig(
-        mode=mode,
-        setup=setup,
-        writable=writable,
-        read_only=read_only,
-        allow_hosts=parse_allow_hosts(section.get("allow_hosts", [])),
+        mode=mode, setup=setup, writable=writable, read_only=read_only, allow_hosts=allow_hosts
     )
-
-
-def parse_allow_hosts(value: Any) -> tuple[str, ...]:
-    """`[sandbox] allow_hosts`: a list of "host:port" (`*.domain:port`, `[v6]:port`), each
-    checked, in their canonical spelling, sorted and without repeats."""
-    if not isinstance(value, list) or not all(isinstance(entry, str) for entry in value):
-        raise ConfigError(
-            "sandbox.allow_hosts", f'must be an array of "host:port" strings, got {value!r}'
-        )
-    rules = set()
-    for entry in value:
-        try:
-            rules.add(parse_host_rule(entry).text)
-        except HostRuleError as error:
-            raise ConfigError("sandbox.allow_hosts", str(error)) from None
-    return tuple(sorted(rules))
 
 
 def _absolute_paths(key: str, value: Any) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """A sandboxed step's agent reaches the network only through its egress proxy: a model on the
 host's loopback listed in `[sandbox] allow_hosts` answers, a service on another loopback port
-(the Temporal dev server's HTTP API, issue 35 row 10) is refused, and `runner show` lists the
+(the Temporal dev server's HTTP API) is refused, and `runner show` lists the
 refusal from network.log, which the log archive keeps. Skipped where bubblewrap does not work,
 except under CI=true."""
 

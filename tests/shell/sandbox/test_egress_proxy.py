@@ -42,7 +42,7 @@ def model() -> Iterator[Service]:
 
 @pytest.fixture
 def temporal() -> Iterator[Service]:
-    """Stands for the Temporal dev server's HTTP API on the host's loopback (row 10)."""
+    """Stands for the Temporal dev server's HTTP API on the host's loopback."""
     service = Service()
     yield service
     service.close()
