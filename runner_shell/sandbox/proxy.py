@@ -18,6 +18,7 @@ import os
 import select
 import shutil
 import socket
+import stat
 import sys
 import tempfile
 import threading
@@ -260,18 +261,25 @@ class EgressProxy:
         self._forget(client)
 
     def _log(self, host: str, port: int, reason: str) -> None:
-        line = refusal_line(host, port, reason, self._clock()) + "\n"
+        """Append one line to network.log, never through a symlink and never blocking: a FIFO
+        or anything but a regular file planted there gets nothing, and no lock is held."""
         with self._lock:
             if self._logged >= MAX_LOGGED:
                 return
             self._logged += 1
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-            with contextlib.suppress(OSError):
-                fd = os.open(self.log_path, flags, 0o644)
-                try:
-                    os.write(fd, line.encode("utf-8"))
-                finally:
-                    os.close(fd)
+        line = refusal_line(host, port, reason, self._clock()) + "\n"
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+        try:
+            fd = os.open(self.log_path, flags | os.O_CLOEXEC, 0o644)
+        except OSError:
+            return
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                os.write(fd, line.encode("utf-8"))
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
     def _forget(self, sock: socket.socket) -> None:
         with self._lock:

@@ -378,3 +378,22 @@ print("interfaces:", sorted(name for _, name in socket.if_nameindex()))
     assert "reached" not in output and output.count("refused ConnectionRefusedError") == 3
     assert "interfaces: ['lo']" in output
     assert model.paths == []
+
+
+def test_a_fifo_planted_as_network_log_neither_blocks_nor_hangs_the_proxy(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / NETWORK_LOG
+    os.mkfifo(log)
+    with EgressProxy((), log, 60) as proxy:
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.connect(str(proxy.socket_path))
+        client.settimeout(5)
+        client.sendall(b"CONNECT 127.0.0.1:7233 HTTP/1.1\r\n\r\n")
+        answer = client.recv(100)
+        client.close()
+        started = time.monotonic()
+
+    assert answer.startswith(b"HTTP/1.1 403 Forbidden")
+    assert time.monotonic() - started < 2.0
+    assert not proxy.running
