@@ -20,8 +20,12 @@ import pytest
 
 from runner_core.backends.egress import NETWORK_LOG, egress_rules, parse_host_rule
 from runner_shell.sandbox import SandboxStatus
+from runner_shell.sandbox.bwrap import Confinement, bwrap_options
 from runner_shell.sandbox.proxy import (
+    BRIDGE_PATH,
+    BRIDGE_SOURCE,
     MAX_CONNECTIONS,
+    PROXY_PORT,
     PROXY_SOCKET,
     EgressProxy,
     bridged_argv,
@@ -397,3 +401,41 @@ def test_a_fifo_planted_as_network_log_neither_blocks_nor_hangs_the_proxy(
     assert answer.startswith(b"HTTP/1.1 403 Forbidden")
     assert time.monotonic() - started < 2.0
     assert not proxy.running
+
+
+def test_the_proxy_socket_and_bridge_are_bound_after_every_mount_and_proxy_env_set_last(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    proxied = Confinement(
+        bwrap="bwrap", work_dir=work, home=tmp_path / "home", proxy_socket=tmp_path / "p.sock"
+    )
+
+    options = bwrap_options(proxied, {"NO_PROXY": "127.0.0.1", "HTTPS_PROXY": "http://elsewhere"})
+
+    mounts = [i for i, option in enumerate(options) if option in ("--bind", "--ro-bind", "--tmpfs")]
+    socket_bind = options.index(str(tmp_path / "p.sock"))
+    assert options[socket_bind - 1 : socket_bind + 2] == (
+        "--bind",
+        str(tmp_path / "p.sock"),
+        PROXY_SOCKET,
+    )
+    assert socket_bind - 1 == mounts[-2]  # only the bridge's read-only bind comes after
+    assert options[mounts[-1] : mounts[-1] + 3] == ("--ro-bind", str(BRIDGE_SOURCE), BRIDGE_PATH)
+    assert "--unshare-net" in options
+    tail = options[socket_bind:]
+    assert tail[tail.index("--unsetenv") :][:2] == ("--unsetenv", "NO_PROXY")
+    last_https = max(i for i, option in enumerate(options) if option == "HTTPS_PROXY")
+    assert options[last_https + 1] == f"http://127.0.0.1:{PROXY_PORT}"
+    assert bwrap_options(attrs.evolve(proxied, proxy_socket=None), {})[-1] != BRIDGE_PATH
+
+
+def test_a_proxied_confinement_cannot_also_have_the_network(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no network of its own"):
+        Confinement(
+            bwrap="bwrap",
+            work_dir=tmp_path,
+            home=tmp_path,
+            network=True,
+            proxy_socket=tmp_path / "p.sock",
+        )
