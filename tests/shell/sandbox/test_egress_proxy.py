@@ -255,6 +255,7 @@ def test_many_connections_at_once_neither_hang_the_proxy_nor_outlive_it(
 ) -> None:
     rules = (parse_host_rule(f"127.0.0.1:{model.port}"),)
     silent: list[socket.socket] = []
+    threads_before = threading.active_count()
     with EgressProxy(rules, tmp_path / NETWORK_LOG, 60) as proxy:
         # Clients that connect and say nothing hold their slots...
         for _ in range(MAX_CONNECTIONS + 20):
@@ -280,6 +281,10 @@ def test_many_connections_at_once_neither_hang_the_proxy_nor_outlive_it(
         client.close()
     reasons = {json.loads(line)["reason"] for line in (tmp_path / NETWORK_LOG).open()}
     assert reasons == {"too many connections at once"}
+    deadline = time.monotonic() + 5
+    while threading.active_count() > threads_before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() <= threads_before  # every connection's thread ended
 
 
 def test_the_proxy_ends_with_its_lifetime_even_if_nobody_closes_it(
