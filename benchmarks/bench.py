@@ -47,6 +47,7 @@ sys.modules.setdefault("bench", sys.modules[__name__])
 import bench_docs  # noqa: E402
 import disk  # noqa: E402
 import parallel  # noqa: E402
+import proxy_cost  # noqa: E402
 import sandbox_cost  # noqa: E402
 import steps  # noqa: E402
 import temporal_runs  # noqa: E402
@@ -941,9 +942,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="1k and 10k nodes, 3 runs")
     parser.add_argument(
         "--only",
-        default="core,schema,start,cli,step,slot,rss,parallel",
-        help="comma-separated groups (core,schema,start,cli,step,slot,rss,parallel; the heavy "
-        "run,big and temporal; sandbox, the cost of the sandbox per process)",
+        default="core,schema,start,cli,step,slot,rss,parallel,proxy",
+        help="comma-separated groups (core,schema,start,cli,step,slot,rss,parallel,proxy; the "
+        "heavy run,big and temporal; sandbox, the cost of the sandbox per process)",
     )
     parser.add_argument(
         "--run-length", type=int, default=1000, help="steps of the `run` group (default 1000)"
@@ -1048,6 +1049,8 @@ def run_groups(args: argparse.Namespace, log: Callable[[str], None]) -> list[Row
             rows += bench_big_step(args.big_size, min(repeat, 3), workdir, log)
         if "rss" in groups:
             rows += bench_rss(args.guard_output, workdir, log)
+        if "proxy" in groups:
+            rows += proxy_cost.bench_proxy_round_trip(proxy_cost.REQUESTS, repeat, log)
         if "parallel" in groups:
             slot_counts = [int(slots) for slots in args.parallel_slots.split(",")]
             rows += parallel.bench_parallel(

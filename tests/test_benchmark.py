@@ -121,6 +121,7 @@ GROUP_ROWS = {
     "step": 'sandbox "off") vs sh floor',
     "slot": "slot resets per second",
     "rss": "guard.log size after",
+    "proxy": "proxy round trip",
 }
 
 

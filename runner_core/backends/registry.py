@@ -28,15 +28,18 @@ class HomeFiles:
 class BackendInfo:
     """One backend: its `name` in config.toml, the `program` it runs unless `[agent] command`
     replaces it (None: the command must name one), the `home` files its CLI reads, and the
-    `sandboxed_env` variables that tell its CLI it runs in a sandbox made on purpose, and the
+    `sandboxed_env` variables that tell its CLI it runs in a sandbox made on purpose, the
     `env` variables of the runner's environment its CLI reads (its key, endpoint and settings:
-    names, or prefixes ending in `*`; runner_core.run.environment)."""
+    names, or prefixes ending in `*`; runner_core.run.environment), and the `hosts`
+    ("host:port", `*.domain` allowed) its sandboxed session may reach through the egress proxy
+    (runner_core.backends.egress), `[sandbox] allow_hosts` added."""
 
     name: str
     program: str | None
     home: tuple[HomeFiles, ...] = ()
     sandboxed_env: tuple[tuple[str, str], ...] = ()
     env: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
 
 
 # In the order the config's comment lists them, the default first. Codex reads $CODEX_HOME
@@ -48,6 +51,13 @@ class BackendInfo:
 # (developers.openai.com/codex, "Environment variables"; a provider's own `env_key` is named in
 # `[sandbox] env`); Claude Code ANTHROPIC_* (API_KEY, AUTH_TOKEN, BASE_URL, MODEL, CUSTOM_HEADERS,
 # ...) and CLAUDE_CODE_* (USE_BEDROCK, ...; code.claude.com/docs/en/env-vars).
+# Hosts: codex calls the OpenAI API with an API key, the ChatGPT backend
+# (chatgpt.com/backend-api/codex) with a ChatGPT login, and refreshes that login at
+# auth.openai.com/oauth/token; Claude Code calls api.anthropic.com and refreshes a Claude login
+# at platform.claude.com/v1/oauth/token. Their telemetry (ab.chatgpt.com, statsig, sentry) is
+# not needed to work and stays out.
+CODEX_HOSTS = ("api.openai.com:443", "auth.openai.com:443", "chatgpt.com:443")
+CLAUDE_HOSTS = ("api.anthropic.com:443", "platform.claude.com:443")
 BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
     {
         info.name: info
@@ -57,6 +67,7 @@ BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
                 "codex",
                 (HomeFiles("CODEX_HOME", ".codex", ("config.toml", "auth.json", "AGENTS.md")),),
                 env=("CODEX_*", "OPENAI_*"),
+                hosts=CODEX_HOSTS,
             ),
             BackendInfo(
                 "claude",
@@ -71,6 +82,7 @@ BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
                 ),
                 (("CLAUDE_CODE_BUBBLEWRAP", "1"),),
                 env=("ANTHROPIC_*", "CLAUDE_CODE_*", "CLAUDE_CONFIG_DIR"),
+                hosts=CLAUDE_HOSTS,
             ),
             BackendInfo("command", None),
         )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shlex
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -19,12 +18,19 @@ import attrs
 from runner_core.backends.registry import BACKENDS, DEFAULT_BACKEND, backend_names
 from runner_core.run.config_errors import ConfigError as ConfigError
 from runner_core.run.config_errors import known_keys
+from runner_core.run.config_values import argv as _argv
+from runner_core.run.config_values import bounded_int as _bounded_int
+from runner_core.run.config_values import env_patterns as env_patterns
 from runner_core.run.executor_config import (
     LOCAL_EXECUTOR,
     ExecutorConfig,
     parse_executor,
     render_executor_table,
 )
+from runner_core.run.sandbox_config import DEFAULT_SANDBOX, parse_sandbox, render_sandbox_table
+from runner_core.run.sandbox_config import SANDBOX_LIMITS as SANDBOX_LIMITS
+from runner_core.run.sandbox_config import SANDBOX_MODES as SANDBOX_MODES
+from runner_core.run.sandbox_config import SandboxConfig as SandboxConfig
 
 # The config's comment on `[agent] backend`: `"codex" | "claude" | "command"`.
 _BACKEND_CHOICES = " | ".join(f'"{name}"' for name in BACKENDS)
@@ -40,7 +46,6 @@ HOOK_NAMES = (
     "on_wait",
     "on_question",
 )
-SANDBOX_MODES = ("auto", "bwrap", "off")
 
 
 @attrs.frozen(slots=True)
@@ -87,32 +92,6 @@ class HooksConfig:
 
 
 @attrs.frozen(slots=True)
-class SandboxConfig:
-    """`[sandbox]`: whether the agent and guard run in bubblewrap, and a slot's setup command.
-
-    `auto` sandboxes when bubblewrap works here and says so when it does not; `bwrap` refuses
-    to run without it; `off` never sandboxes. `setup` (an argv; () is none) runs once in a new
-    slot, so what it installs is there for every later agent and guard in that slot.
-    """
-
-    mode: str = "auto"
-    setup: tuple[str, ...] = ()
-    # Absolute paths the sandboxed agent and guard also see: writable (a shared cache) or
-    # read-only (a toolchain outside the system directories).
-    writable: tuple[str, ...] = ()
-    read_only: tuple[str, ...] = ()
-    # Variables of the runner's environment an agent also gets (names, or `PREFIX_*`), beyond
-    # the allow-list of runner_core.run.environment.
-    env: tuple[str, ...] = ()
-    # Limits of every sandboxed process (runner_shell.sandbox.limits): the memory one process
-    # may allocate, the processes of one sandbox, the largest file it writes, its /tmp.
-    memory_mb: int = 8192
-    pids_max: int = 2048
-    disk_mb: int = 4096
-    tmp_mb: int = 1024
-
-
-@attrs.frozen(slots=True)
 class Config:
     """The settings of `.runner/config.toml`, each field a key of it with its default; build
     one from parsed TOML with `parse_config`, which checks every value."""
@@ -138,7 +117,7 @@ class Config:
     loop: LoopConfig = LoopConfig()
     budget: BudgetConfig = BudgetConfig()
     hooks: HooksConfig = HooksConfig()
-    sandbox: SandboxConfig = SandboxConfig()
+    sandbox: SandboxConfig = DEFAULT_SANDBOX
     # `[parallel] slots`: how many leaves run at once (docs/parallel.md); 1 is one at a time.
     parallel_slots: int = 1
     # `[executor]`: where a parallel run's jobs run (docs/temporal.md); local by default.
@@ -168,18 +147,6 @@ MAX_VALUES = MappingProxyType(
 )
 
 
-def _argv(key: str, value: Any, *, allow_empty: bool) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(part, str) for part in value):
-        raise ConfigError(key, f"must be an array of strings (argv, no shell), got {value!r}")
-    if not value and not allow_empty:
-        raise ConfigError(key, "must not be empty")
-    if value and not value[0]:
-        raise ConfigError(key, "the program (first element) must not be empty")
-    if any("\0" in part for part in value):
-        raise ConfigError(key, "must not contain NUL characters (no program can receive them)")
-    return tuple(value)
-
-
 def parse_config(data: Mapping[str, Any]) -> Config:
     """A `Config` from parsed TOML; raises `ConfigError` naming the first bad key."""
     for key in sorted(data):
@@ -199,8 +166,22 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         else getattr(defaults, key)
         for key, high in MAX_VALUES.items()
     }
-    guard = data.get("guard", {})
-    agent = data.get("agent", {})
+    return Config(
+        **_guard_fields(data.get("guard", {}), defaults),
+        **_agent_fields(data.get("agent", {}), defaults),
+        loop=parse_loop(_table(data, "loop")),
+        budget=parse_budget(_table(data, "budget")),
+        hooks=parse_hooks(_table(data, "hooks")),
+        sandbox=parse_sandbox(_table(data, "sandbox")),
+        parallel_slots=parse_parallel(_table(data, "parallel")),
+        executor=parse_executor(_table(data, "executor")),
+        **numbers,
+    )
+
+
+def _guard_fields(guard: Mapping[str, Any], defaults: Config) -> dict[str, Any]:
+    """`[guard]`'s fields of a `Config`: its command, network, mode, reruns, protected paths
+    and environment."""
     guard_command = (
         _argv("guard.command", guard["command"], allow_empty=False)
         if "command" in guard
@@ -217,6 +198,18 @@ def parse_config(data: Mapping[str, Any]) -> Config:
     guard_rerun_failures = _bounded_int("guard.rerun_failures", reruns, 0, MAX_RERUNS)
     protected = _argv("guard.protected", guard.get("protected", []), allow_empty=True)
     guard_env = env_patterns("guard.env", guard.get("env", []))
+    return {
+        "guard_command": guard_command,
+        "guard_network": guard_network,
+        "guard_mode": guard_mode,
+        "guard_rerun_failures": guard_rerun_failures,
+        "guard_protected": protected,
+        "guard_env": guard_env,
+    }
+
+
+def _agent_fields(agent: Mapping[str, Any], defaults: Config) -> dict[str, Any]:
+    """`[agent]`'s fields of a `Config`: its backend and command."""
     backend = agent.get("backend", defaults.agent_backend)
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ConfigError("agent.backend", f"must be one of {backend_names()}, got {backend!r}")
@@ -225,23 +218,7 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         raise ConfigError(
             "agent.command", f'must name the agent program when backend = "{backend}"'
         )
-    return Config(
-        guard_command=guard_command,
-        guard_network=guard_network,
-        guard_mode=guard_mode,
-        guard_rerun_failures=guard_rerun_failures,
-        guard_protected=protected,
-        guard_env=guard_env,
-        agent_backend=backend,
-        agent_command=agent_command,
-        loop=parse_loop(_table(data, "loop")),
-        budget=parse_budget(_table(data, "budget")),
-        hooks=parse_hooks(_table(data, "hooks")),
-        sandbox=parse_sandbox(_table(data, "sandbox")),
-        parallel_slots=parse_parallel(_table(data, "parallel")),
-        executor=parse_executor(_table(data, "executor")),
-        **numbers,
-    )
+    return {"agent_backend": backend, "agent_command": agent_command}
 
 
 def render_config(config: Config) -> str:
@@ -319,22 +296,6 @@ def _table(data: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     if not isinstance(section, dict):
         raise ConfigError(name, "must be a table")
     return section
-
-
-def _bounded_int(key: str, value: Any, low: int, high: int, *, each_bound: bool = False) -> int:
-    """An integer in [low, high]. `each_bound` names only the bound passed (`must be > 0`,
-    `must be at most N`), the top-level counts' wording; the tables' name both."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ConfigError(key, f"must be an integer, got {value!r}")
-    if low <= value <= high:
-        return value
-    # A huge integer is not printed whole (past 4300 digits str() itself refuses).
-    shown = str(value) if abs(value) < 10**20 else "a number of more than 20 digits"
-    if not each_bound:
-        raise ConfigError(key, f"must be between {low} and {high}, got {shown}")
-    if value < low:
-        raise ConfigError(key, f"must be > {low - 1}, got {shown}")
-    raise ConfigError(key, f"must be at most {high}, got {shown}")
 
 
 def _backoff(key: str, value: Any) -> tuple[int, ...]:
@@ -447,83 +408,6 @@ def render_loop_tables(config: Config, toml_list: Callable[[tuple[str, ...]], st
         argv = hooks.argv(name)
         lines.append(f"{name} = {toml_list(argv)}" if argv else f"# {name} = {_HOOK_EXAMPLE}")
     return "\n".join(lines) + "\n"
-
-
-def parse_sandbox(section: Mapping[str, Any]) -> SandboxConfig:
-    """`[sandbox]` from parsed TOML: a mode of SANDBOX_MODES and an optional setup argv."""
-    known_keys("sandbox", section, tuple(attrs.fields_dict(SandboxConfig)))
-    mode = section.get("mode", SandboxConfig().mode)
-    if mode not in SANDBOX_MODES:
-        choices = " | ".join(f'"{choice}"' for choice in SANDBOX_MODES)
-        raise ConfigError("sandbox.mode", f"must be {choices}, got {mode!r}")
-    setup = _argv("sandbox.setup", section.get("setup", []), allow_empty=True)
-    writable = _absolute_paths("sandbox.writable", section.get("writable", []))
-    read_only = _absolute_paths("sandbox.read_only", section.get("read_only", []))
-    env = env_patterns("sandbox.env", section.get("env", []))
-    defaults = SandboxConfig()
-    sizes = {
-        key: _bounded_int(f"sandbox.{key}", section.get(key, getattr(defaults, key)), low, high)
-        for key, (low, high) in SANDBOX_LIMITS.items()
-    }
-    return SandboxConfig(
-        mode=mode, setup=setup, writable=writable, read_only=read_only, env=env, **sizes
-    )
-
-
-# `[sandbox]` limits: the least that still runs a test suite, and the most any host has.
-SANDBOX_LIMITS = MappingProxyType(
-    {
-        "memory_mb": (64, 1024 * 1024),
-        "pids_max": (16, 4_194_304),
-        "disk_mb": (1, 1024 * 1024 * 1024),
-        "tmp_mb": (1, 1024 * 1024),
-    }
-)
-_ENV_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")
-
-
-def env_patterns(key: str, value: Any) -> tuple[str, ...]:
-    """Variable names, or `PREFIX_*` for every variable starting with PREFIX_, sorted."""
-    names = _argv(key, value, allow_empty=True)
-    for name in names:
-        if not _ENV_PATTERN.fullmatch(name):
-            raise ConfigError(key, f"must hold variable names or PREFIX_* patterns, got {name!r}")
-    return tuple(sorted(set(names)))
-
-
-def _absolute_paths(key: str, value: Any) -> tuple[str, ...]:
-    paths = _argv(key, value, allow_empty=True)
-    for path in paths:
-        if not path.startswith("/"):
-            raise ConfigError(key, f"must hold absolute paths, got {path!r}")
-    return paths
-
-
-def render_sandbox_table(
-    sandbox: SandboxConfig, toml_list: Callable[[tuple[str, ...]], str]
-) -> str:
-    """The `[sandbox]` table; an unset setup command is a comment."""
-    setup = f"setup = {toml_list(sandbox.setup)}" if sandbox.setup else '# setup = ["uv", "sync"]'
-    return (
-        "\n[sandbox]\n"
-        f'mode = "{sandbox.mode}"  # "auto" | "bwrap" | "off"; see docs/sandbox.md\n'
-        f"{setup}  # argv run once in each new scratch checkout\n"
-        + "".join(
-            f"{key} = {toml_list(paths)}  # absolute paths the agent and guard also see\n"
-            for key, paths in (("writable", sandbox.writable), ("read_only", sandbox.read_only))
-            if paths
-        )
-        + (
-            f"env = {toml_list(sandbox.env)}  # variables the agent also gets\n"
-            if sandbox.env
-            else ""
-        )
-        + "".join(
-            f"{key} = {getattr(sandbox, key)}\n"
-            for key in SANDBOX_LIMITS
-            if getattr(sandbox, key) != getattr(SandboxConfig(), key)
-        )
-    )
 
 
 def parse_parallel(section: Mapping[str, Any]) -> int:

@@ -6,6 +6,7 @@ file.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,13 +32,16 @@ VALIDATION_KEYS = ("layout", "config", "tree", "run", "id", "branch", "sandbox",
 CHECK_KEYS = ("layout", "config", "tree", "run", "sandbox")
 
 
+# `key=value`, where a value may hold a parenthesised part with spaces: `net=proxy(3 hosts)`.
+_PAIR = re.compile(r"(\w+)=((?:[^\s(]|\([^)]*\))+)")
+
+
 def validation_to_json(lines: Sequence[str], error: str | None = None) -> dict[str, Any]:
     """`runner validate --json`: the `validate: key=value` lines printed, joined; with the
     `error` that stopped the checks, the first check not passed is the `failed` one."""
     document: dict[str, Any] = dict.fromkeys(VALIDATION_KEYS)
     for line in lines:
-        for pair in line.removeprefix("validate: ").split():
-            key, _, value = pair.partition("=")
+        for key, value in _PAIR.findall(line.removeprefix("validate: ")):
             document[key] = value
     if error is not None:
         failed = next(key for key in CHECK_KEYS if document[key] is None)

@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from runner_core.backends.egress import Refusal
 from runner_core.guard.ratchet import TestFigures
 from runner_core.history.records import ExecutionRecord, record_to_meta
 from runner_core.views.layout import duration_text, table, tokens_text
@@ -38,9 +39,11 @@ def show_to_json(
     output_problem: str | None,
     files: Sequence[FileFacts],
     tests: Mapping[str, Any] | None = None,
+    network: Sequence[Refusal] = (),
 ) -> dict[str, Any]:
     """`runner show --json`: one iteration's meta, output, files and the heads of its logs,
-    and its tests.json when the guard wrote a report."""
+    its tests.json when the guard wrote a report, and the connections its egress proxy
+    refused (network.log)."""
     return {
         "run_id": run_id,
         "iter": iteration,
@@ -61,7 +64,26 @@ def show_to_json(
             if facts.head is not None
         ],
         "tests": None if tests is None else dict(tests),
+        "network_refused": [refusal.to_json() for refusal in network],
     }
+
+
+def network_lines(refused: Sequence[Refusal]) -> list[str]:
+    """What the agent's egress proxy refused, one line each, in the order it refused them."""
+    if not refused:
+        return []
+    return [
+        f"network: {len(refused)} refused (network.log)",
+        *(
+            f"  refused {_endpoint(refusal.host, refusal.port)} at {refusal.at}: "
+            f"{flatten(refusal.reason, 200)}"
+            for refusal in refused
+        ),
+    ]
+
+
+def _endpoint(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def iterations_text(numbers: Sequence[int]) -> str:
@@ -88,6 +110,7 @@ class IterationFiles:
     output_problem: str | None
     files: tuple[FileFacts, ...]
     tests: Mapping[str, Any] | None = None  # tests.json, when the guard wrote a report
+    network: tuple[Refusal, ...] = ()  # network.log: what the agent's egress proxy refused
 
     def to_json(self) -> dict[str, Any]:
         return show_to_json(
@@ -100,6 +123,7 @@ class IterationFiles:
             self.output_problem,
             self.files,
             self.tests,
+            self.network,
         )
 
 
@@ -125,6 +149,7 @@ def render_show(shown: IterationFiles, with_tests: bool = False) -> list[str]:
             out += _figures_lines(meta.tests)
     if with_tests:
         out += tests_lines(shown.tests)
+    out += network_lines(shown.network)
     if shown.output is None:
         out.append(f"output: {shown.output_problem}")
     else:

@@ -16,10 +16,13 @@ from typing import Protocol
 
 import attrs
 
+from runner_core.backends.egress import NETWORK_LOG, egress_rules
 from runner_core.backends.usage import Usage
 from runner_core.loop.usage_limits import LimitSignal
 from runner_core.tree.model import AgentRole
 from runner_core.views.text import flatten
+from runner_shell.sandbox.bwrap import Confinement
+from runner_shell.sandbox.proxy import bridged_argv, egress_proxy
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.step.processes import ProcessResult, run_process
 from runner_shell.store.files import NotRegularFile, open_regular
@@ -47,6 +50,7 @@ class AgentRequest:
     on_output: Callable[[bytes], None] | None = None  # hears the log as it grows
     sandbox: Sandbox | None = None  # how the session is confined; None: it runs as given
     backend: str = "command"  # whose private HOME files a confined session gets
+    allow_hosts: tuple[str, ...] = ()  # `[sandbox] allow_hosts`: reachable besides the backend's
 
 
 @attrs.frozen(slots=True)
@@ -114,7 +118,8 @@ def _run_agent(
     stdout_copy_path: Path | None = None,
     stdout_copy_limit_bytes: int = 64 * 1024 * 1024,
 ) -> ProcessResult:
-    # The agent writes its work tree and the iteration directory; it keeps the network (the model).
+    # The agent writes its work tree and the iteration directory; it reaches its model (and what
+    # else the allow-list names) only through the session's egress proxy.
     env: Mapping[str, str] = request.env
     confinement = None
     if request.sandbox is not None:
@@ -123,10 +128,30 @@ def _run_agent(
             argv,
             request.repo_root,
             (request.iter_dir,),
-            network=True,
+            network=False,
             home_name="agent",
             read_only=(request.schema_path.parent,),
         )
+    if confinement is None:
+        return _start_agent(request, argv, env, None, stdout_copy_path, stdout_copy_limit_bytes)
+    rules = egress_rules(request.backend, request.allow_hosts)
+    log_path = request.iter_dir / NETWORK_LOG
+    with egress_proxy(rules, log_path, request.timeout_secs) as proxy:
+        proxied = attrs.evolve(confinement, proxy_socket=proxy.socket_path)
+        bridged = bridged_argv(argv)
+        return _start_agent(
+            request, bridged, env, proxied, stdout_copy_path, stdout_copy_limit_bytes
+        )
+
+
+def _start_agent(
+    request: AgentRequest,
+    argv: tuple[str, ...],
+    env: Mapping[str, str],
+    confinement: Confinement | None,
+    stdout_copy_path: Path | None,
+    stdout_copy_limit_bytes: int,
+) -> ProcessResult:
     return run_process(
         argv,
         confinement=confinement,

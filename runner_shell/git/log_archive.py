@@ -53,6 +53,7 @@ ARCHIVED_NAMES: frozenset[str] = frozenset(
         "usage.json",
         "tests.json",
         "import.log",
+        "network.log",
         "guard.baseline.log",
         *(f"guard.rerun-{number}.log" for number in range(1, MAX_RERUNS + 1)),
     }

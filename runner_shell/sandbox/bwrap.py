@@ -23,6 +23,7 @@ from pathlib import Path
 import attrs
 
 from runner_shell.sandbox.limits import Limits, pids_group
+from runner_shell.sandbox.proxy import BRIDGE_PATH, BRIDGE_SOURCE, PROXY_SOCKET, proxy_env
 from runner_shell.sandbox.seccomp import filter_bpf
 from runner_shell.sandbox.visible import Mount
 
@@ -59,6 +60,9 @@ class Confinement:
     seccomp: bool = False  # whether the filter is loaded (only where it can be built)
     tmp_bytes: int | None = None  # the private /tmp's size; None: the kernel's default
     limits: Limits | None = None  # memory, processes and file sizes; None: unlimited
+    # The egress proxy's Unix socket (runner_shell.sandbox.proxy): with network False, the one
+    # way out; the argv must then be started by the bridge (`proxy.bridged_argv`).
+    proxy_socket: Path | None = None
 
     def __attrs_post_init__(self) -> None:
         paths = (
@@ -72,6 +76,8 @@ class Confinement:
         for path in paths:
             if not path.is_absolute():
                 raise ValueError(f"sandbox paths must be absolute, got {str(path)!r}")
+        if self.proxy_socket is not None and self.network:
+            raise ValueError("a proxied sandbox has no network of its own: network=False")
 
 
 def bwrap_options(
@@ -84,12 +90,7 @@ def bwrap_options(
     its bwrap, taking every process it started along: a PID namespace ends with its first
     process. `seccomp_fd` is the descriptor bwrap reads the filter from, when there is one.
     """
-    uid, gid = confinement.ids
-    options: list[str] = ["--unshare-user", "--uid", str(uid), "--gid", str(gid)]
-    options += ["--disable-userns", "--cap-drop", "ALL"]
-    options += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup"]
-    if not confinement.network:
-        options.append("--unshare-net")
+    options = namespace_options(confinement)
     system = [mount for mount in confinement.system if not mount.kind.startswith("mask-")]
     for mount in system:
         if mount.kind == "symlink":
@@ -133,12 +134,38 @@ def bwrap_options(
     options.append("--clearenv")
     for name, value in sorted(env.items()):
         options += ["--setenv", name, value]
+    options += egress_options(confinement.proxy_socket)
     return tuple(options)
+
+
+def namespace_options(confinement: Confinement) -> list[str]:
+    """Its own user namespace (an unprivileged uid inside, no capabilities, no nested user
+    namespaces) and every other namespace bwrap makes; the network's unless it keeps the host's."""
+    uid, gid = confinement.ids
+    options: list[str] = ["--unshare-user", "--uid", str(uid), "--gid", str(gid)]
+    options += ["--disable-userns", "--cap-drop", "ALL"]
+    options += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup"]
+    if not confinement.network:
+        options.append("--unshare-net")
+    return options
 
 
 def _inside(path: Path, directories: Sequence[Path]) -> bool:
     """Whether `path` is one of `directories` or lies in one."""
     return any(path.is_relative_to(directory) for directory in directories)
+
+
+def egress_options(proxy_socket: Path | None) -> list[str]:
+    """The way out of a network namespace through the egress proxy: its socket and the bridge
+    bound in after every other mount (so nothing covers them), and the proxy variables set
+    after the environment's own (a caller's NO_PROXY would send loopback around the proxy)."""
+    if proxy_socket is None:
+        return []
+    options = ["--bind", str(proxy_socket), PROXY_SOCKET, "--ro-bind", str(BRIDGE_SOURCE)]
+    options += [BRIDGE_PATH, "--unsetenv", "NO_PROXY", "--unsetenv", "no_proxy"]
+    for name, value in sorted(proxy_env().items()):
+        options += ["--setenv", name, value]
+    return options
 
 
 @contextlib.contextmanager

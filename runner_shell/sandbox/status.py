@@ -19,6 +19,7 @@ from pathlib import Path
 
 import attrs
 
+from runner_core.backends.egress import network_layer
 from runner_core.run.config import Config, SandboxConfig
 from runner_core.run.exit_codes import ExitCode
 from runner_core.views.text import error_line
@@ -64,6 +65,7 @@ class SandboxStatus:
     problem: str | None = None  # why bubblewrap is not usable, when it was tried
     seccomp_problem: str | None = None  # why the seccomp filter is not loaded, when not
     sandbox: SandboxConfig = attrs.field(factory=SandboxConfig)  # `[sandbox]`: its limits
+    backend: str = "command"  # `[agent] backend`: whose hosts the egress proxy lets through
 
     @property
     def mode(self) -> str:
@@ -81,7 +83,7 @@ class SandboxStatus:
             ("seccomp", "yes" if on and self.seccomp_problem is None else "no"),
             ("fs", "listed" if on else "host"),
             ("env", "listed"),
-            ("net", network_layer()),
+            ("net", network_layer(on, self.backend, self.sandbox.allow_hosts)),
             ("limits", describe(sandbox_limits(self.sandbox)) if on else "none"),
         )
 
@@ -186,17 +188,16 @@ def sandbox_status(config: Config, found: Callable[[], Probe] | None = None) -> 
     """
     configured = config.sandbox.mode
     if configured == "off":
-        return SandboxStatus(configured, None, sandbox=config.sandbox)
+        return SandboxStatus(configured, None, sandbox=config.sandbox, backend=config.agent_backend)
     result = (found or cached_probe)()
     return SandboxStatus(
-        configured, result.bwrap, result.problem, result.seccomp_problem, config.sandbox
+        configured,
+        result.bwrap,
+        result.problem,
+        result.seccomp_problem,
+        config.sandbox,
+        config.agent_backend,
     )
-
-
-def network_layer() -> str:
-    """What an agent reaches: `host`, the host's network, loopback included (a guard has none
-    unless `[guard] network = true`)."""
-    return "host"
 
 
 def sandbox_at_start(config: Config, notice: Callable[[str], None]) -> SandboxStatus:

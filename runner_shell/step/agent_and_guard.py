@@ -60,18 +60,7 @@ class ProcessAgentRunner:
         output_path = self.iter_dir / effect.output_name
         usage_path = self.iter_dir / effect.usage_name
         schema = schema_path(self.paths, effect.role)
-        # The allow-list, sandboxed or not (runner_core.run.environment); the sandbox narrows
-        # it again and adds the private HOME (Sandbox.session_env).
-        extra = () if self.sandbox is None else self.sandbox.agent_variables
-        env = agent_environment(os.environ, self.config.agent_backend, extra)
-        env.update(
-            effect.env,
-            RUNNER_OUTPUT_PATH=str(output_path),
-            RUNNER_OUTPUT_SCHEMA=str(schema),
-            RUNNER_ITER_DIR=str(self.iter_dir),
-            RUNNER_USAGE_PATH=str(usage_path),
-            RUNNER_WAIT_PATH=str(self.iter_dir / WAIT_FILE),
-        )
+        env = self._environment(effect, output_path, usage_path, schema)
         request = AgentRequest(
             role=effect.role,
             repo_root=self.work_dir or self.paths.root,
@@ -89,6 +78,7 @@ class ProcessAgentRunner:
             on_output=None if self.output is None else self.output.start(effect.log_name),
             sandbox=self.sandbox,
             backend=self.config.agent_backend,
+            allow_hosts=self.config.sandbox.allow_hosts,
         )
         try:
             with interruptible():
@@ -115,6 +105,24 @@ class ProcessAgentRunner:
             wait_problem=agent.wait_problem,
             output_planted=agent.output_text is None and _planted(request.output_path),
         )
+
+    def _environment(
+        self, effect: RunAgent, output_path: Path, usage_path: Path, schema: Path
+    ) -> dict[str, str]:
+        """The session's environment: the allow-list, sandboxed or not
+        (runner_core.run.environment; the sandbox narrows it again and adds the private HOME,
+        Sandbox.session_env), and the RUNNER_* variables of the agent contract."""
+        extra = () if self.sandbox is None else self.sandbox.agent_variables
+        env = agent_environment(os.environ, self.config.agent_backend, extra)
+        env.update(
+            effect.env,
+            RUNNER_OUTPUT_PATH=str(output_path),
+            RUNNER_OUTPUT_SCHEMA=str(schema),
+            RUNNER_ITER_DIR=str(self.iter_dir),
+            RUNNER_USAGE_PATH=str(usage_path),
+            RUNNER_WAIT_PATH=str(self.iter_dir / WAIT_FILE),
+        )
+        return env
 
 
 def _planted(path: Path) -> bool:

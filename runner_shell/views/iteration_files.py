@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from runner_core.backends.egress import NETWORK_LOG, Refusal, refusals
 from runner_core.history.records import DamagedRecord, record_from_meta
 from runner_core.iteration.guard_stage import read_outcome_document
 from runner_core.views.show import FileFacts, IterationFiles, iterations_text
@@ -26,6 +27,8 @@ LOG_LINE_CHARS = 400
 SMALL_JSON_MAX_BYTES = 1024 * 1024
 # tests.json holds one entry per test: room for the largest report a guard may write.
 TESTS_JSON_MAX_BYTES = 64 * 1024 * 1024
+# network.log holds at most a thousand lines of a few hundred bytes (runner_shell.sandbox.proxy).
+NETWORK_LOG_MAX_BYTES = 4 * 1024 * 1024
 
 
 def log_head(path: Path, size: int) -> tuple[tuple[str, ...], bool]:
@@ -64,6 +67,16 @@ def _tests_document(path: Path) -> dict[str, object] | None:
     except (OSError, ValueError):
         return None
     return read_outcome_document(text)
+
+
+def _network_refusals(path: Path) -> tuple[Refusal, ...]:
+    """network.log's refusals; none when it is absent or unreadable (the agent's proxy writes
+    at most MAX_LOGGED lines, far under the cap)."""
+    try:
+        text = read_bytes_capped(path, NETWORK_LOG_MAX_BYTES).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return ()
+    return refusals(text)
 
 
 def read_iteration(paths: RunnerPaths, run_id: str, iteration: int) -> IterationFiles:
@@ -112,4 +125,5 @@ def read_iteration_at(
         output_problem=output_problem,
         files=tuple(files),
         tests=tests,
+        network=_network_refusals(directory / NETWORK_LOG),
     )

@@ -168,6 +168,7 @@ def test_validate_json_of_a_started_run(project: Project) -> None:
         "id": run,
         "branch": f"runner/{run}",
         "sandbox": "off",  # the e2e configs say mode = "off"
+        "net": "host",  # unsandboxed: the agent has the host's network
     }
 
 

@@ -6,7 +6,10 @@ into the sandbox: codex through `~/.codex/config.toml` (a custom provider whose 
 the scripted server), Claude Code through `~/.claude/settings.json` (its `env`). The model's
 first turn runs a shell command through the CLI's own tool, its second ends with the executor's
 JSON; the step must import the file the command wrote, record the tokens the server reported,
-and the command must have run inside bubblewrap with the run's repository out of sight.
+and the command must have run inside bubblewrap with the run's repository out of sight. The CLI
+reaches the model only through the session's egress proxy, the model's port being listed in
+`[sandbox] allow_hosts`: a direct connection fails, and another loopback service (standing for
+the Temporal dev server's HTTP API) is refused and logged in network.log.
 
 Skipped without RUNNER_REAL_AGENT_BIN or bubblewrap, except under CI=true, where it fails.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +28,7 @@ import pytest
 from runner_shell.sandbox.status import probe
 from tests.helpers import ROOT
 from tests.helpers.e2e import Project, node
+from tests.helpers.loopback_service import Service
 from tests.helpers.scripted_model import (
     CACHED_TOKENS,
     INPUT_TOKENS,
@@ -56,14 +61,37 @@ pytestmark = [
 ]
 
 
-def scripted_command(project: Project) -> str:
-    """What the model asks the agent's shell to run: the file the step must import, and what
-    shows where it ran (PID 1 of its namespace, what it sees of the run's repository)."""
+@pytest.fixture
+def other() -> Iterator[Service]:
+    """Another service on the host's loopback, not in `allow_hosts`."""
+    service = Service()
+    yield service
+    service.close()
+
+
+def scripted_command(project: Project, model: ScriptedModel, other: Service) -> str:
+    """What the model asks the agent's shell to run: the file the step must import, what
+    shows where it ran (PID 1 of its namespace, what it sees of the run's repository), and
+    what it reaches: the model directly, and another loopback service through the proxy."""
+    model_port = model.url.rsplit(":", 1)[1]
+    reach = (
+        "import socket, urllib.request\n"
+        "try:\n"
+        f"    socket.create_connection(('127.0.0.1', {model_port}), timeout=2)\n"
+        "    print('direct: reached')\n"
+        "except OSError as error:\n"
+        "    print('direct:', type(error).__name__)\n"
+        "try:\n"
+        f"    urllib.request.urlopen('http://127.0.0.1:{other.port}/api/v1/namespaces')\n"
+        "    print('other: reached')\n"
+        "except OSError as error:\n"
+        "    print('other:', error)\n"
+    )
     return (
         "echo hi > hello.txt && "
         "{ tr '\\0' ' ' < /proc/1/cmdline; echo; "
         f"ls -A '{project.root}' | tr '\\n' ' '; echo; cat '{project.root}/README.md'; }}"
-        " > sandbox.txt 2>&1"
+        f' > sandbox.txt 2>&1; python3 -c "{reach}" > net.txt 2>&1'
     )
 
 
@@ -75,13 +103,19 @@ def real_cli(name: str) -> str:
     return str(program)
 
 
-def configure(project: Project, backend: str) -> None:
-    """A run on two leaves whose agent is `backend`'s real CLI, found on PATH, in bubblewrap."""
+def configure(project: Project, backend: str, model: ScriptedModel) -> None:
+    """A run on two leaves whose agent is `backend`'s real CLI, found on PATH, in bubblewrap,
+    allowed to reach `model` and nothing else of the host's loopback."""
     real_cli(backend)
+    model_port = model.url.rsplit(":", 1)[1]
     project.prepare(
         node("root", next_="decompose", children=[node("root.1"), node("root.2", order=1)]),
         # The scripted provider's own key (codex's `env_key`) is passed on only when named.
-        sandbox={"mode": "bwrap", "env": ["SCRIPTED_MODEL_API_KEY"]},
+        sandbox={
+            "mode": "bwrap",
+            "env": ["SCRIPTED_MODEL_API_KEY"],
+            "allow_hosts": [f"127.0.0.1:{model_port}"],
+        },
         iteration_timeout_secs=60,
     )
     text = project.config_path.read_text(encoding="utf-8")
@@ -93,7 +127,9 @@ def configure(project: Project, backend: str) -> None:
     project.env["PATH"] = f"{AGENT_BIN}{os.pathsep}{project.env['PATH']}"
 
 
-def step_and_check(project: Project, model: ScriptedModel, program: str) -> dict[str, Any]:
+def step_and_check(
+    project: Project, model: ScriptedModel, program: str, other: Service
+) -> dict[str, Any]:
     """One step of `program`; the facts both CLIs must leave. Returns the iteration's meta.json."""
     before = project.head()
     result = project.runner("step", timeout=90)
@@ -112,12 +148,24 @@ def step_and_check(project: Project, model: ScriptedModel, program: str) -> dict
     # Of the run's repository only the mount points of the iteration's binds are there.
     assert set(repo_entries.split()) <= {".git", ".runner"}, repo_entries
     assert "No such file" in readme, readme
+    # Only through the proxy: not directly, and not to another port of the host's loopback.
+    direct, refused = project.git("show", "HEAD:net.txt").splitlines()
+    assert direct == "direct: ConnectionRefusedError", direct
+    assert refused == "other: HTTP Error 403: Forbidden", refused
+    assert other.paths == []
+    network_log = project.iter_dir(record["iter"]) / "network.log"
+    lines = [json.loads(line) for line in network_log.read_text().splitlines()]
+    assert {"host": "127.0.0.1", "port": other.port, "reason": "not in the allow-list"} in [
+        {key: line[key] for key in ("host", "port", "reason")} for line in lines
+    ], lines
     return record
 
 
-def test_the_real_codex_cli_runs_a_sandboxed_step(project: Project) -> None:
-    configure(project, "codex")
-    with ScriptedModel(scripted_command(project), json.dumps(FINAL)) as model:
+def test_the_real_codex_cli_runs_a_sandboxed_step(project: Project, other: Service) -> None:
+    model = ScriptedModel("", json.dumps(FINAL))
+    model.command = scripted_command(project, model, other)
+    configure(project, "codex", model)
+    with model:
         codex_home = Path(project.env["HOME"]) / ".codex"
         codex_home.mkdir(parents=True, exist_ok=True)
         (codex_home / "config.toml").write_text(
@@ -140,7 +188,7 @@ def test_the_real_codex_cli_runs_a_sandboxed_step(project: Project) -> None:
         )
         project.env["SCRIPTED_MODEL_API_KEY"] = "dummy-key"
 
-        record = step_and_check(project, model, "codex exec")
+        record = step_and_check(project, model, "codex exec", other)
 
     requests = model.model_requests("/v1/responses")
     assert len(requests) == MODEL_TURNS, model.requests
@@ -150,9 +198,11 @@ def test_the_real_codex_cli_runs_a_sandboxed_step(project: Project) -> None:
     assert record["tokens"] == REPORTED_TOKENS, record
 
 
-def test_real_claude_code_runs_a_sandboxed_step(project: Project) -> None:
-    configure(project, "claude")
-    with ScriptedModel(scripted_command(project), json.dumps(FINAL)) as model:
+def test_real_claude_code_runs_a_sandboxed_step(project: Project, other: Service) -> None:
+    model = ScriptedModel("", json.dumps(FINAL))
+    model.command = scripted_command(project, model, other)
+    configure(project, "claude", model)
+    with model:
         claude_dir = Path(project.env["HOME"]) / ".claude"
         claude_dir.mkdir(parents=True, exist_ok=True)
         settings = {
@@ -164,7 +214,7 @@ def test_real_claude_code_runs_a_sandboxed_step(project: Project) -> None:
         }
         (claude_dir / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
 
-        record = step_and_check(project, model, "claude -p")
+        record = step_and_check(project, model, "claude -p", other)
 
     turns = model.model_requests("/v1/messages")
     assert len(turns) == MODEL_TURNS, model.requests

@@ -50,6 +50,7 @@ def test_mode_off_is_what_validate_and_status_say(project: Project) -> None:
     assert f"status: {OFF_LAYERS}" in lines(status.stdout)
     assert document["sandbox"] == "off"
     assert document["sandbox_layers"]["env"] == "listed"  # the allow-list holds unsandboxed too
+    assert document["sandbox_layers"]["net"] == "host"
 
 
 def test_loop_in_mode_off_runs_unsandboxed_without_a_notice(project: Project) -> None:

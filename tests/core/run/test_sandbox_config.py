@@ -76,8 +76,9 @@ def test_the_default_config_file_says_the_sandbox_keys() -> None:
         Config(),
         Config(guard_network=True, sandbox=SandboxConfig("bwrap", ("make", "deps"))),
         Config(sandbox=SandboxConfig("off", ("sh", "-c", 'echo "ü" \\ done\n'))),
+        Config(sandbox=SandboxConfig(allow_hosts=("*.example.com:443", "[::1]:8080"))),
     ],
-    ids=["defaults", "every key set", "quoted setup"],
+    ids=["defaults", "every key set", "quoted setup", "allow_hosts"],
 )
 def test_a_rendered_sandbox_table_reads_back_unchanged(config: Config) -> None:
     assert parse_config(tomllib.loads(render_config(config))) == config

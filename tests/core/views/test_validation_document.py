@@ -46,3 +46,12 @@ def test_a_run_identity_failure_fails_the_run_check() -> None:
 
     jsonschema.validate(document, SCHEMA, cls=jsonschema.Draft202012Validator)
     assert (document["run"], document["error"]) == ("failed", "not on the run branch")
+
+
+def test_the_network_layer_is_read_whole_though_it_holds_a_space() -> None:
+    lines = ["validate: sandbox=bwrap net=proxy(3 hosts)"]
+
+    document = validation_to_json(lines)
+
+    jsonschema.validate(document, SCHEMA, cls=jsonschema.Draft202012Validator)
+    assert (document["sandbox"], document["net"]) == ("bwrap", "proxy(3 hosts)")

@@ -1,0 +1,124 @@
+"""`[sandbox]` of config.toml: whether agents and guards run in bubblewrap, what more they see,
+are passed and reach, and their limits (docs/sandbox.md).
+
+Decides which keys `[sandbox]` holds, their defaults and bounds, and how the table is written
+back; never whether bubblewrap works here (runner_shell.sandbox.status does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from runner_core.backends.egress import parse_allow_hosts
+from runner_core.run.config_errors import ConfigError, known_keys
+from runner_core.run.config_values import absolute_paths, argv, bounded_int, env_patterns
+
+SANDBOX_MODES = ("auto", "bwrap", "off")
+
+
+@attrs.frozen(slots=True)
+class SandboxConfig:
+    """`[sandbox]`: whether the agent and guard run in bubblewrap, and a slot's setup command.
+
+    `auto` sandboxes when bubblewrap works here and says so when it does not; `bwrap` refuses
+    to run without it; `off` never sandboxes. `setup` (an argv; () is none) runs once in a new
+    slot, so what it installs is there for every later agent and guard in that slot.
+    """
+
+    mode: str = "auto"
+    setup: tuple[str, ...] = ()
+    # Absolute paths the sandboxed agent and guard also see: writable (a shared cache) or
+    # read-only (a toolchain outside the system directories).
+    writable: tuple[str, ...] = ()
+    read_only: tuple[str, ...] = ()
+    # Variables of the runner's environment an agent also gets (names, or `PREFIX_*`), beyond
+    # the allow-list of runner_core.run.environment.
+    env: tuple[str, ...] = ()
+    # Limits of every sandboxed process (runner_shell.sandbox.limits): the memory one process
+    # may allocate, the processes of one sandbox, the largest file it writes, its /tmp.
+    memory_mb: int = 8192
+    pids_max: int = 2048
+    disk_mb: int = 4096
+    tmp_mb: int = 1024
+    # "host:port" entries the agent's egress proxy lets through besides its backend's own
+    # (docs/sandbox.md, "What is reachable"), e.g. a model server on this machine.
+    allow_hosts: tuple[str, ...] = ()
+
+
+# The `[sandbox]` of a config.toml without one (a frozen value, shared).
+DEFAULT_SANDBOX = SandboxConfig()
+
+
+def parse_sandbox(section: Mapping[str, Any]) -> SandboxConfig:
+    """`[sandbox]` from parsed TOML: a mode of SANDBOX_MODES and an optional setup argv."""
+    known_keys("sandbox", section, tuple(attrs.fields_dict(SandboxConfig)))
+    mode = section.get("mode", SandboxConfig().mode)
+    if mode not in SANDBOX_MODES:
+        choices = " | ".join(f'"{choice}"' for choice in SANDBOX_MODES)
+        raise ConfigError("sandbox.mode", f"must be {choices}, got {mode!r}")
+    setup = argv("sandbox.setup", section.get("setup", []), allow_empty=True)
+    writable = absolute_paths("sandbox.writable", section.get("writable", []))
+    read_only = absolute_paths("sandbox.read_only", section.get("read_only", []))
+    env = env_patterns("sandbox.env", section.get("env", []))
+    defaults = SandboxConfig()
+    sizes = {
+        key: bounded_int(f"sandbox.{key}", section.get(key, getattr(defaults, key)), low, high)
+        for key, (low, high) in SANDBOX_LIMITS.items()
+    }
+    allow_hosts = parse_allow_hosts(section.get("allow_hosts", []))
+    return SandboxConfig(
+        mode=mode,
+        setup=setup,
+        writable=writable,
+        read_only=read_only,
+        env=env,
+        allow_hosts=allow_hosts,
+        **sizes,
+    )
+
+
+# `[sandbox]` limits: the least that still runs a test suite, and the most any host has.
+SANDBOX_LIMITS = MappingProxyType(
+    {
+        "memory_mb": (64, 1024 * 1024),
+        "pids_max": (16, 4_194_304),
+        "disk_mb": (1, 1024 * 1024 * 1024),
+        "tmp_mb": (1, 1024 * 1024),
+    }
+)
+
+
+def render_sandbox_table(
+    sandbox: SandboxConfig, toml_list: Callable[[tuple[str, ...]], str]
+) -> str:
+    """The `[sandbox]` table; an unset setup command is a comment."""
+    setup = f"setup = {toml_list(sandbox.setup)}" if sandbox.setup else '# setup = ["uv", "sync"]'
+    return (
+        "\n[sandbox]\n"
+        f'mode = "{sandbox.mode}"  # "auto" | "bwrap" | "off"; see docs/sandbox.md\n'
+        f"{setup}  # argv run once in each new scratch checkout\n"
+        + "".join(
+            f"{key} = {toml_list(paths)}  # absolute paths the agent and guard also see\n"
+            for key, paths in (("writable", sandbox.writable), ("read_only", sandbox.read_only))
+            if paths
+        )
+        + (
+            f"env = {toml_list(sandbox.env)}  # variables the agent also gets\n"
+            if sandbox.env
+            else ""
+        )
+        + "".join(
+            f"{key} = {getattr(sandbox, key)}\n"
+            for key in SANDBOX_LIMITS
+            if getattr(sandbox, key) != getattr(SandboxConfig(), key)
+        )
+        + (
+            f"allow_hosts = {toml_list(sandbox.allow_hosts)}  # host:port the agent may reach\n"
+            if sandbox.allow_hosts
+            else ""
+        )
+    )
