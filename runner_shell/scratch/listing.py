@@ -31,9 +31,11 @@ from pyrsistent.typing import PMap
 
 from runner_core.iteration.import_rules import (
     GITLINK_MODE,
+    MAX_DEPTH,
     NOTES_FILES,
     BaseEntry,
     EntryKind,
+    ImportLimits,
     ScratchEntry,
     ScratchListing,
     is_git_name,
@@ -65,8 +67,14 @@ class _Seen:
     size: int
 
 
-def list_scratch(repo: Repo, slot: Path, base: str) -> ScratchListing:
-    """The slot's entries that are not ignored, the base commit's files and the notes' bytes."""
+def list_scratch(
+    repo: Repo, slot: Path, base: str, limits: ImportLimits | None = None
+) -> ScratchListing:
+    """The slot's entries that are not ignored, the base commit's files and the notes' bytes.
+    The walk stops, nothing written, once the new files or their bytes are past `limits`."""
+    limits = ImportLimits() if limits is None else limits
+    new_files = new_bytes = 0
+    depth = 0
     base_listed = _base_listing(repo, base)
     base_files, kept_dirs, gitlinks = base_listed.files, base_listed.dirs, base_listed.gitlinks
     hashing = _object_format(base, base_files)
@@ -77,6 +85,7 @@ def list_scratch(repo: Repo, slot: Path, base: str) -> ScratchListing:
     blobs = BlobWriter(repo.root, repo.git_path(BLOBS_DIR))
     with IgnoreRules(repo) as rules, blobs:
         while level:
+            depth += 1
             seen = [item for directory in level for item in _entries_of(slot, directory)]
             ignored = rules.ignored(
                 [f"{s.path}/" if stat.S_ISDIR(s.mode) else s.path for s in seen]
@@ -90,19 +99,33 @@ def list_scratch(repo: Repo, slot: Path, base: str) -> ScratchListing:
                 if is_git_name(item.name):
                     entries.append(ScratchEntry(item.path, EntryKind.GIT))
                 elif is_dir:
-                    if item.path not in gitlinks:
+                    if depth >= MAX_DEPTH:
+                        entries.append(ScratchEntry(item.path, EntryKind.TOO_DEEP))
+                    elif item.path not in gitlinks:
                         level.append(item.path)
                 else:
+                    if item.path not in base_files:
+                        new_files += 1
+                        if new_files > limits.files:
+                            return _stopped(base_files, ("files", new_files))
                     entry, data = _read(slot, item, hashing)
                     if item.path in notes:
                         notes[item.path] = data
                     if data is not None and _is_new_blob(entry, base_files.get(item.path)):
+                        new_bytes += len(data)
+                        if new_bytes > limits.bytes:
+                            return _stopped(base_files, ("bytes", new_bytes))
                         blobs.add(data)
                         changed.append(entry)
                     entries.append(entry)
         _check_written(changed, blobs.write())
     listed = {entry.path: entry for entry in entries}
     return ScratchListing(tuple(entries), base_files, pmap(_notes(repo, base_files, listed, notes)))
+
+
+def _stopped(base_files: PMap[str, BaseEntry], stopped: tuple[str, int]) -> ScratchListing:
+    """The listing of a walk stopped past a limit: no entries, no blob written."""
+    return ScratchListing((), base_files, pmap(), stopped)
 
 
 @attrs.frozen(slots=True)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from runner_shell.git.repo import Repo
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.step.processes import SpawnError, run_process
 from runner_shell.store.files import atomic_write_bytes, make_directory
+from runner_shell.store.removal import remove_tree
 
 SLOTS_DIR = "runner/slots"
 # Deadline of each git command of a reset and of the setup command.
@@ -63,18 +66,18 @@ def prepare_slot(
     """Slot `number` checked out at commit `base`, made (and set up) first when it is not there."""
     slot = slot_path(repo, number)
     made = not _ready_marker(slot).is_file() or not _is_plain_directory(slot)
-    if made:
-        _make(slot)
     try:
-        _reset(repo, slot, base, made)
-    except GitError as error:
         if made:
+            _make(slot)
+        _reset(repo, slot, base, made)
+    except (GitError, OSError) as error:
+        if made and not isinstance(error, OSError):
             raise SlotError(f"scratch checkout {slot} could not be made: {error}") from None
-        _make(slot)  # a reset the agent's leftovers defeat: start over
+        _replace(slot, error)  # a reset the agent's leftovers defeat: start over
         made = True
         try:
             _reset(repo, slot, base, made)
-        except GitError as again:
+        except (GitError, OSError) as again:
             raise SlotError(f"scratch checkout {slot} could not be made: {again}") from None
     if made:
         _set_up(slot, setup, sandbox)
@@ -85,14 +88,39 @@ def _is_plain_directory(path: Path) -> bool:
     return path.is_dir() and not path.is_symlink()
 
 
-def remove_tree(path: Path) -> None:
-    """Remove `path` whatever it is; a symlink in or at it is removed, never followed."""
-    if path.is_symlink() or (os.path.lexists(path) and not path.is_dir()):
-        path.unlink()
-    elif path.is_dir():
-        # rmtree works through directory descriptors here: it never follows a symlink out.
-        assert shutil.rmtree.avoids_symlink_attacks
-        shutil.rmtree(path)
+def set_aside(slot: Path) -> Path | None:
+    """Move a slot that cannot be reset or removed out of the way (`<n>.broken-<stamp>`,
+    beside it), for the operator to look at; None when it could not be moved either."""
+    for _ in range(3):
+        aside = slot.with_name(
+            f"{slot.name}.broken-{time.strftime('%Y%m%dT%H%M%S')}-{os.urandom(3).hex()}"
+        )
+        try:
+            os.rename(slot, aside)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            continue
+        return aside
+    return None
+
+
+def _replace(slot: Path, error: Exception) -> None:
+    """A new, empty slot in place of one that could not be reset: removed, or, when even that
+    fails, set aside with one warning line naming where."""
+    try:
+        _make(slot)
+        return
+    except OSError:
+        pass
+    aside = set_aside(slot)
+    where = f"set aside as {aside}" if aside is not None else "left in place"
+    print(
+        f"runner: warning: scratch checkout {slot} could not be reset ({error}); {where}, "
+        "and a new one made",
+        file=sys.stderr,
+    )
+    _make(slot)
 
 
 def _new_git_dir(slot: Path) -> Path:

@@ -31,6 +31,7 @@ from runner_shell.scratch.slots import SlotError, prepare_slot
 from runner_shell.step.lock_and_journal import write_journal
 from runner_shell.step.processes import SpawnError, run_process
 from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.removal import empty_directory
 
 # RUNNER_WAIT_PATH: where a `command` agent asks the loop to wait out a limit.
 WAIT_FILE = "wait.json"
@@ -182,6 +183,8 @@ class ProcessGuardRunner:
         }
         confinement = None
         if self.sandbox is not None:
+            # What an earlier guard left in its HOME (a `.pth`, a plugin) never judges this one.
+            empty_directory(self.sandbox.homes / "guard")
             env = self.sandbox.guard_env(env)
             confinement = self.sandbox.confine(
                 effect.argv, self.root, (self.iter_dir,), self.network, "guard"

@@ -41,6 +41,7 @@ from runner_core.iteration.effects import (
 )
 from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
 from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.import_rules import ImportLimits
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import (
     CompletePlan,
@@ -437,7 +438,12 @@ def shell_ports(
     output = None if sink is None else LiveOutput(sink, iteration_events.origin(facts, ""))
     work_dir = paths.root if slot is None else slot
     network = facts.config.guard_network
-    scratch = None if slot is None or facts.head is None else SlotLister(repo, slot, facts.head.sha)
+    limits = ImportLimits(facts.config.import_limit_bytes, facts.config.import_limit_files)
+    scratch = (
+        None
+        if slot is None or facts.head is None
+        else SlotLister(repo, slot, facts.head.sha, limits)
+    )
     journal_file = None if job is None else job.journal_file
     agents = ProcessAgentRunner(
         paths, repo, facts.config, iter_dir, output, work_dir, sandbox, journal_file

@@ -1,0 +1,112 @@
+"""Issue 35's rows about the slot, the iteration directory, cleanup and the import: a hostile
+agent (or guard) does each, and the run's repository, the runner's own files and the next
+iteration stay as the runner means them. Run as root and as an unprivileged user.
+
+Each test names its row of the issue's table. The agent is `sh -c <script>` that then claims
+done; rows that need a private HOME or a hidden repository run in bubblewrap and are skipped
+where it does not work (never under CI=true).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import Any
+
+import pytest
+
+from runner_shell.sandbox.status import probe
+from tests.helpers.crash import cli
+from tests.helpers.e2e import Project, node
+
+pytestmark = pytest.mark.sandbox_hostile
+
+TWO_LEAVES = node("root", next_="decompose", children=[node("root.1"), node("root.2", order=1)])
+WRITE_DONE = 'printf \'{"status": "done", "summary": "ok"}\' > "$RUNNER_OUTPUT_PATH"'
+BWRAP = probe()
+needs_bwrap = pytest.mark.skipif(
+    BWRAP.bwrap is None and os.environ.get("CI") != "true",
+    reason=f"bubblewrap is not usable here: {BWRAP.problem}",
+)
+
+
+def hostile(project: Project, script: str, once: bool = False, **config: Any) -> None:
+    """The agent runs `script` (in its first iteration only, when `once`), then claims done."""
+    if once:
+        script = f'case "$RUNNER_ITER_DIR" in */1) {script};; esac'
+    project.prepare(TWO_LEAVES, agent_command=["sh", "-c", f"{script}\n{WRITE_DONE}"], **config)
+
+
+def step(project: Project) -> dict[str, Any]:
+    result = cli(project, "step")
+    assert result.returncode == 0, result.stderr
+    assert "internal error" not in result.stderr, result.stderr
+    return project.meta(project.run_state()["next_iter"] - 1)
+
+
+def committed(project: Project, name: str, ref: str = "HEAD") -> str | None:
+    result = subprocess.run(
+        ["git", "show", f"{ref}:{name}"], cwd=project.root, capture_output=True, text=True
+    )
+    return result.stdout if result.returncode == 0 else None
+
+
+# ---------------------------------------------------------------- row 12: cleanup
+
+
+DEEP = (
+    'python3 -c "import os\n'
+    "for top in {tops}:\n"
+    "    os.chdir(top)\n"
+    "    for _ in range(1200): os.mkdir('d'); os.chdir('d')\n"
+    "    open('f', 'w').close(); os.chmod('f', 0)\n"
+    "    os.mkdir('locked'); open('locked/x', 'w').close(); os.chmod('locked', 0)\n"
+    "    os.chdir(top); os.chmod('d', 0o500)\""
+)
+
+
+def test_row12_a_deep_chain_in_the_checkout_never_fails_the_next_step(
+    project: Project,
+) -> None:
+    hostile(project, DEEP.format(tops="[os.getcwd()]"), once=True)
+    first = step(project)
+    assert first["error_kind"] == "agent", first
+    assert "nested more than 200 directories deep; never imported" in first["error"]
+    assert len(first["error"]) < 1000
+    second = step(project)  # the slot is reset over the chain, its modes fixed
+    assert second["error_kind"] is None, second
+    assert cli(project, "recover").stdout.startswith("recover: status=clean")
+
+
+@needs_bwrap
+def test_row12_a_deep_chain_in_the_checkout_and_home_sandboxed(project: Project) -> None:
+    hostile(
+        project,
+        DEEP.format(tops="[os.getcwd(), os.environ['HOME']]"),
+        once=True,
+        sandbox={"mode": "bwrap"},
+    )
+    assert step(project)["error_kind"] == "agent"
+    assert step(project)["error_kind"] is None
+
+
+# ---------------------------------------------------------------- row 8: the guard's HOME
+
+
+@needs_bwrap
+def test_row8_what_a_guard_leaves_in_its_home_never_reaches_the_next_guard(
+    project: Project,
+) -> None:
+    guard = (
+        'if [ -e "$HOME/planted" ]; then exit 0; fi; '
+        'touch "$HOME/planted"; mkdir -p "$HOME/.local/lib"; exit 1'
+    )
+    hostile(
+        project,
+        "echo work > work.txt",
+        sandbox={"mode": "bwrap"},
+        guard_command=["sh", "-c", guard],
+    )
+    for _ in range(2):
+        record = step(project)
+        assert record["guard"] == "fail", record
