@@ -55,6 +55,7 @@ from runner_shell.step.lock_and_journal import (
     read_journal,
 )
 from runner_shell.step.processes import terminate_process_group
+from runner_shell.store.directories import open_existing_directory
 from runner_shell.store.files import atomic_write_bytes, make_directory
 from runner_shell.store.iteration_log import commit_iteration, count_executions, utc_now
 from runner_shell.store.layout import RunnerPaths
@@ -82,13 +83,19 @@ def _remove_stale_index_lock(repo: Repo) -> None:
 def _remove_stale_temp_files(paths: RunnerPaths, iter_dir: Path) -> None:
     # A kill or a full disk between an atomic write's temp file and its rename leaves
     # `.<name>.<random>.tmp` beside the file; untracked, it would be committed with the recovery.
-    for target in (paths.goal, paths.gitignore, *paths.state_dir.glob("*")):
-        for temp in target.parent.glob(f".{target.name}.*.tmp"):
-            temp.unlink(missing_ok=True)
-    for directory in (paths.context_dir, iter_dir):
-        if directory.is_dir() and not directory.is_symlink():
-            for temp in directory.glob(".*.tmp"):
-                temp.unlink(missing_ok=True)
+    # Each directory is reached from the repository's top without following a symlink, and
+    # each temp file unlinked through it: nothing outside the repository is ever removed.
+    for directory in (paths.runner_dir, paths.state_dir, paths.context_dir, iter_dir):
+        fd = open_existing_directory(directory)
+        if fd is None:
+            continue
+        try:
+            for name in os.listdir(fd):
+                if name.startswith(".") and name.endswith(".tmp"):
+                    with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                        os.unlink(name, dir_fd=fd)
+        finally:
+            os.close(fd)
 
 
 def kill_orphans(journal: Journal, iter_dir: Path) -> tuple[int, ...]:

@@ -9,14 +9,16 @@ where it does not work (never under CI=true).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from runner_shell.sandbox.status import probe
-from tests.helpers.crash import cli
+from tests.helpers.crash import cli, spawn, wait_for_processes
 from tests.helpers.e2e import Project, node
 
 pytestmark = pytest.mark.sandbox_hostile
@@ -110,3 +112,81 @@ def test_row8_what_a_guard_leaves_in_its_home_never_reaches_the_next_guard(
     for _ in range(2):
         record = step(project)
         assert record["guard"] == "fail", record
+
+
+# ---------------------------------------------------------------- rows 13, 14: import caps
+
+
+@pytest.mark.parametrize(
+    ("script", "limits", "named"),
+    [
+        (  # twelve files, each under the per-file cap, over the total
+            "for i in $(seq 1 12); do head -c 100000 /dev/zero > big$i.bin; done",
+            {"import_limit_bytes": 1_000_000},
+            "import_limit_bytes (1,000,000 bytes",
+        ),
+        (  # many small files in one directory
+            "mkdir many && for i in $(seq 1 60); do echo $i > many/$i; done",
+            {"import_limit_files": 50},
+            "import_limit_files (50 files",
+        ),
+    ],
+)
+def test_row13_an_import_past_a_cap_is_an_agent_error_and_nothing_is_imported(
+    project: Project, script: str, limits: dict[str, int], named: str
+) -> None:
+    hostile(project, f"{script}; echo work > work.txt", **limits)
+    record = step(project)
+    assert record["error_kind"] == "agent", record
+    assert named in record["error"] and "nothing of it is imported" in record["error"]
+    assert committed(project, "work.txt") is None
+    assert committed(project, "big1.bin") is None and committed(project, "many/1") is None
+    for data in (b"\0" * 100_000, b"work\n", b"60\n"):  # never written to the object store
+        oid = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        found = subprocess.run(["git", "cat-file", "-e", oid], cwd=project.root, check=False)
+        assert found.returncode != 0, data[:10]
+
+
+def test_row13_under_both_caps_the_work_is_imported(project: Project) -> None:
+    hostile(
+        project,
+        "for i in $(seq 1 12); do head -c 1000 /dev/zero > big$i.bin; done",
+        import_limit_bytes=1_000_000,
+        import_limit_files=12,
+    )
+    assert step(project)["error_kind"] is None
+    assert committed(project, "big12.bin") == "\0" * 1000
+
+
+# ---------------------------------------------------------------- row 16: recover and symlinks
+
+
+@pytest.mark.parametrize("swapped", ["run", "iteration"])
+def test_row16_recover_never_deletes_outside_through_a_symlinked_directory(
+    project: Project, tmp_path: Path, swapped: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    planted = [outside / ".meta.json.abc.tmp", outside / ".x.tmp", outside / "1" / ".y.tmp"]
+    hostile(project, "sleep 60")
+    runner = spawn(project, "step")
+    try:
+        wait_for_processes(project, 1)
+    finally:
+        runner.kill()
+        runner.wait()
+    run_dir = project.iter_dir(1).parent
+    moved = tmp_path / "moved"
+    if swapped == "run":
+        run_dir.rename(moved)
+        run_dir.symlink_to(outside, target_is_directory=True)
+    else:
+        project.iter_dir(1).rename(moved)
+        project.iter_dir(1).symlink_to(outside / "1", target_is_directory=True)
+    for path in planted:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("keep\n")
+    result = cli(project, "recover")
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    assert all(path.read_text() == "keep\n" for path in planted), result.stderr
+    assert sorted(p.name for p in outside.iterdir()) == [".meta.json.abc.tmp", ".x.tmp", "1"]
