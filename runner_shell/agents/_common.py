@@ -47,6 +47,9 @@ class AgentRequest:
     on_output: Callable[[bytes], None] | None = None  # hears the log as it grows
     sandbox: Sandbox | None = None  # how the session is confined; None: it runs as given
     backend: str = "command"  # whose private HOME files a confined session gets
+    # The agent's own directory (output, usage and wait files), the one it may write beside
+    # its checkout: never the iteration directory, whose files are the runner's.
+    output_dir: Path | None = None
 
 
 @attrs.frozen(slots=True)
@@ -122,7 +125,7 @@ def _run_agent(
         confinement = request.sandbox.confine(
             argv,
             request.repo_root,
-            (request.iter_dir,),
+            (request.output_dir or request.iter_dir,),
             network=True,
             home_name="agent",
             read_only=(request.schema_path.parent,),

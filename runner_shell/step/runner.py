@@ -73,6 +73,7 @@ from runner_shell.sandbox.status import sandbox_status
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
 from runner_shell.step import protected_files
+from runner_shell.step.agent_and_guard import AGENT_DIR
 from runner_shell.step.agent_and_guard import WAIT_FILE as WAIT_FILE
 from runner_shell.step.agent_and_guard import ProcessAgentRunner as ProcessAgentRunner
 from runner_shell.step.agent_and_guard import ProcessGuardRunner as ProcessGuardRunner
@@ -304,7 +305,7 @@ def _prompt_parts(
     values = {
         "context_dir": paths.relative(paths.context_dir) + "/",
         "guard_command": " ".join(config.guard_command),
-        "output_path": str(iter_dir / "agent_output.json"),
+        "output_path": str(iter_dir / AGENT_DIR / "agent_output.json"),
         "schema_path": str(schema_path(paths, role)),
     }
     return PromptParts(

@@ -190,3 +190,53 @@ def test_row16_recover_never_deletes_outside_through_a_symlinked_directory(
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr
     assert all(path.read_text() == "keep\n" for path in planted), result.stderr
     assert sorted(p.name for p in outside.iterdir()) == [".meta.json.abc.tmp", ".x.tmp", "1"]
+
+
+# ---------------------------------------------------------------- row 9: the iteration directory
+
+FORGED = ("tests.json", "prompt.md", "runner_error.log", "import.log", "guard.rerun-1.log")
+
+
+def forge(directory: str) -> str:
+    """A script writing "forged" into each runner file of `directory` (errors ignored)."""
+    names = " ".join(FORGED)
+    return f'for n in {names}; do echo forged > "{directory}/$n"; done 2>/dev/null; true'
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "forger", ["agent", "agent-next-to-output", "guard", "guard-next-to-report"]
+)
+def test_row9_neither_agent_nor_guard_writes_a_file_the_runner_archives(
+    project: Project, forger: str
+) -> None:
+    where = {
+        "agent": '"$RUNNER_ITER_DIR"',
+        "agent-next-to-output": '"$(dirname "$RUNNER_OUTPUT_PATH")/.."',
+        "guard": '"$RUNNER_ITER_DIR"',
+        "guard-next-to-report": '"$(dirname "$RUNNER_GUARD_REPORT")/.."',
+    }[forger]
+    script = forge(where.strip('"'))
+    if forger.startswith("agent"):
+        hostile(project, f"{script}; echo work > work.txt", sandbox={"mode": "bwrap"})
+    else:
+        guard = ["sh", "-c", f"{script}; exit 0"]
+        hostile(project, "echo work > work.txt", sandbox={"mode": "bwrap"}, guard_command=guard)
+    record = step(project)
+    assert record["error_kind"] is None, record
+    iter_dir = project.iter_dir(1)
+    for name in FORGED:
+        path = iter_dir / name
+        assert not path.exists() or path.read_text() != "forged\n", name
+        archived = committed(project, f"0-99/1/{name}", ref=f"refs/runner/logs/{project.run_id}")
+        assert archived != "forged\n", name
+    shown = cli(project, "show", "1", "--tests")
+    assert "forged" not in shown.stdout
+
+
+def test_row9_the_agent_writes_its_files_in_its_own_directory(project: Project) -> None:
+    hostile(project, 'echo "$RUNNER_AGENT_DIR" > "$RUNNER_AGENT_DIR/where"')
+    step(project)
+    agent_dir = project.iter_dir(1) / "agent"
+    assert (agent_dir / "where").read_text().strip() == str(agent_dir)
+    assert (project.iter_dir(1) / "agent_output.json").read_text().startswith('{"status"')

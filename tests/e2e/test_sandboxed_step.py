@@ -49,13 +49,13 @@ def test_the_run_repository_is_not_reachable_from_the_sandbox(project: Project) 
         f'root="{project.root}"; '
         f'{{ ls -A "$root"; echo "--"; cat "$root/.git/config" "$root/.git/HEAD"; '
         f'touch "$root/PWNED" "$root/.git/PWNED"; echo "rc=$?"; git log --oneline -1; }} '
-        f'> "$RUNNER_ITER_DIR/seen" 2>&1; echo work > work.txt'
+        f'> "$RUNNER_AGENT_DIR/seen" 2>&1; echo work > work.txt'
     )
     sandboxed(project, script)
 
     record = step(project)
 
-    seen = (project.iter_dir(record["iter"]) / "seen").read_text()
+    seen = (project.iter_dir(record["iter"]) / "agent" / "seen").read_text()
     listing, rest = seen.split("--", 1)
     assert "README.md" not in listing.split(), seen  # the run's files are not there
     assert "[core]" not in rest and "ref: refs/heads" not in rest, seen
