@@ -6,10 +6,16 @@ the repository, and distinct for each worktree, so two runs in two worktrees nev
 The sandbox binds only the slot, never the git directory around it.
 
 The slot's `.git` is the agent's to rig (config, hooks, index, refs): the runner trusts none
-of it and makes it anew at every reset (objects borrowed read-only from the run through
-`objects/info/alternates`), then resets the work tree to the base keeping ignored files (a
-`.venv`, `node_modules`). A slot whose reset fails is deleted, never followed through a
-symlink, and made again; the `[sandbox] setup` command runs once each time a slot is made.
+of it and makes it anew at every reset, then resets the work tree to the base keeping ignored
+files (a `.venv`, `node_modules`). Its objects are borrowed read-only (`objects/info/
+alternates`) from the slot's own object store beside it, `<n>.objects`, which holds only the
+history of the bases the slot was reset to, fetched from the run (`git fetch` of the base
+commit alone, the new commits only at each reset): never the user's other branches, stashes,
+unreachable objects or another slot's unmerged imports, which the run's own store holds.
+
+A slot whose reset fails is deleted (any depth, any modes, never through a symlink) or, when
+even that fails, set aside as `<n>.broken-<stamp>`, and made again; the `[sandbox] setup`
+command runs once each time a slot is made.
 """
 
 from __future__ import annotations
@@ -123,6 +129,65 @@ def _replace(slot: Path, error: Exception) -> None:
     _make(slot)
 
 
+def slot_objects(slots_dir: Path, number: int) -> Path:
+    """The object directory of slot `number`'s own store: what its processes may read."""
+    return slots_dir / f"{number}.objects" / "objects"
+
+
+def _store(slot: Path) -> Path:
+    return slot.parent / f"{slot.name}.objects"
+
+
+# The ref of the store that names the last base fetched, so the next fetch sends only what is new.
+_BASE_REF = "refs/base"
+
+
+def _feed_store(repo: Repo, slot: Path, base: str) -> Path:
+    """The slot's own object store holding `base` and its history: made when missing (a bare
+    repository of the runner's, out of the agent's reach), then fetched into from the run
+    unless it is already at `base`. Its objects directory."""
+    store = _store(slot)
+    if not _is_plain_directory(store / "objects"):
+        remove_tree(store)
+        args = ("init", "--quiet", "--bare", "--template=", str(store))
+        env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
+        result = run_git(args, slot.parent, env=env, timeout=SLOT_GIT_TIMEOUT_SECS)
+        if result.returncode != 0:
+            raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
+    try:
+        fetched = (store / _BASE_REF).read_bytes().strip().decode("ascii", "replace")
+    except OSError:
+        fetched = ""
+    if fetched != base:
+        env = dict(os.environ, GIT_DIR=str(store))
+        for name in ("GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"):
+            env.pop(name, None)
+        # The base by its id, which need not be a branch's tip (a parallel job's start): the
+        # run's upload-pack (a local process, the same user) is told to serve it.
+        count = int(env.get("GIT_CONFIG_COUNT", "0") or "0")
+        env.update(
+            {
+                f"GIT_CONFIG_KEY_{count}": "uploadpack.allowAnySHA1InWant",
+                f"GIT_CONFIG_VALUE_{count}": "true",
+                "GIT_CONFIG_COUNT": str(count + 1),
+            }
+        )
+        args = (
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--no-recurse-submodules",
+            "--no-auto-gc",
+            str(repo.common_path("")),
+            f"+{base}:{_BASE_REF}",
+        )
+        result = run_git(args, store, env=env, timeout=SLOT_GIT_TIMEOUT_SECS)
+        if result.returncode != 0:
+            raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
+    return store / "objects"
+
+
 def _new_git_dir(slot: Path) -> Path:
     """Beside the slot, out of the agent's reach: an empty `.git` git itself made (it probes
     the file system), copied into the slot at every reset instead of running `git init`."""
@@ -131,6 +196,7 @@ def _new_git_dir(slot: Path) -> Path:
 
 def _make(slot: Path) -> None:
     _ready_marker(slot).unlink(missing_ok=True)
+    remove_tree(_store(slot))  # a new slot starts from the run's history alone
     _index(slot).unlink(missing_ok=True)
     remove_tree(_new_git_dir(slot))
     remove_tree(slot)
@@ -163,8 +229,8 @@ def _reset(repo: Repo, slot: Path, base: str, made: bool) -> None:
     (from the last reset) send every file touched since to be rewritten, and a copy of it is
     the agent's. A slot just `made` is empty; any other without one gets one read from the
     base and refreshed, so the reset rewrites only what differs from the base."""
+    objects = _feed_store(repo, slot, base)
     remove_tree(slot / ".git")
-    objects = repo.common_path("objects")
     _copy_plain(_empty_git(slot), slot / ".git")
     # Remade at every reset: a crash loses nothing the next reset does not write again.
     alternates = slot / ".git/objects/info/alternates"

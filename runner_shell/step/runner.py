@@ -71,7 +71,7 @@ from runner_shell.loop.event_sink import Emitter, IterationEvents, sink_for
 from runner_shell.loop.output_events import LiveOutput
 from runner_shell.sandbox.status import sandbox_status
 from runner_shell.scratch.sandbox import Sandbox
-from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
+from runner_shell.scratch.slots import SlotError, prepare_slot, slot_objects, slot_path
 from runner_shell.step import protected_files
 from runner_shell.step.agent_and_guard import AGENT_DIR
 from runner_shell.step.agent_and_guard import WAIT_FILE as WAIT_FILE
@@ -226,11 +226,12 @@ def step_sandbox(paths: RunnerPaths, repo: Repo, config: Config) -> Sandbox:
     common = repo.common_path("").resolve()
     root = paths.root.resolve()
     hide = (root,) if common.is_relative_to(root) else (root, common)
-    # The slot's .git borrows the run's objects (read-only) through its alternates.
-    objects = repo.common_path("objects").resolve()
-    shared = (objects, *map(Path, config.sandbox.read_only))
+    # The slot's .git borrows its own store's objects (read-only) through its alternates:
+    # the base's history alone, never the run's whole object store.
+    slots = slot_path(repo, 0).parent
+    shared = (slot_objects(slots, 0), *map(Path, config.sandbox.read_only))
     extra = tuple(map(Path, config.sandbox.writable))
-    return Sandbox(status, hide, slot_path(repo, 0).parent / "homes", shared, extra)
+    return Sandbox(status, hide, slots / "homes", shared, extra)
 
 
 def scratch_checkout(repo: Repo, loaded: Loaded, sandbox: Sandbox | None = None) -> Path:

@@ -240,3 +240,90 @@ def test_row9_the_agent_writes_its_files_in_its_own_directory(project: Project) 
     agent_dir = project.iter_dir(1) / "agent"
     assert (agent_dir / "where").read_text().strip() == str(agent_dir)
     assert (project.iter_dir(1) / "agent_output.json").read_text().startswith('{"status"')
+
+
+# ---------------------------------------------------------------- row 5: the slot sees the run
+
+
+def plant_secrets(project: Project) -> dict[str, str]:
+    """Blobs the run's history never reaches: on another branch, in a stash, unreachable."""
+
+    def git_in(*args: str, stdin: str = "") -> str:
+        return subprocess.run(
+            ["git", *args],
+            cwd=project.root,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=True,
+            env=project.env,
+        ).stdout.strip()
+
+    oids = {}
+    for where in ("branch", "stash", "loose"):
+        oids[where] = git_in("hash-object", "-w", "--stdin", stdin=f"TOPSECRET-{where}\n")
+    for where, ref in (("branch", "refs/heads/other"), ("stash", "refs/stash")):
+        tree = git_in("mktree", stdin=f"100644 blob {oids[where]}\tsecret.txt\n")
+        commit = git_in(
+            "-c", "user.name=t", "-c", "user.email=t@t", "commit-tree", tree, "-m", where
+        )
+        git_in("update-ref", ref, commit)
+    return oids
+
+
+def reach_script(project: Project, oids: dict[str, str]) -> str:
+    """The agent's attempts at the secrets, into $RUNNER_AGENT_DIR/seen: its own git, then a
+    throw-away repository borrowing its slot's store, then the run's (each after a marker)."""
+    objects = project.root / ".git" / "objects"
+    attempts = " ".join(oids.values())
+    steal = f"for o in {attempts}; do git -C /tmp/thief cat-file -p $o; done"
+    return (
+        'out="$RUNNER_AGENT_DIR/seen"; echo "== own" >> "$out"; '
+        f'for o in {attempts}; do git cat-file -p $o; done >> "$out" 2>/dev/null; '
+        'git log --all --oneline >> "$out" 2>/dev/null; '
+        "rm -rf /tmp/thief; git init -q /tmp/thief; "
+        'echo "== alt" >> "$out"; '
+        "cp .git/objects/info/alternates /tmp/thief/.git/objects/info/alternates; "
+        f'{steal} >> "$out" 2>/dev/null; '
+        'echo "== run" >> "$out"; '
+        f"echo {objects} > /tmp/thief/.git/objects/info/alternates; "
+        f'{steal} >> "$out" 2>/dev/null; true'
+    )
+
+
+@pytest.mark.parametrize("mode", ["off", pytest.param("bwrap", marks=needs_bwrap)])
+def test_row5_the_slot_never_reaches_objects_outside_the_runs_history(
+    project: Project, mode: str
+) -> None:
+    oids = plant_secrets(project)
+    hostile(project, reach_script(project, oids) + "; echo work > work.txt", sandbox={"mode": mode})
+    record = step(project)
+    assert record["error_kind"] is None, record
+    seen = (project.iter_dir(1) / "agent" / "seen").read_text()
+    if mode == "bwrap":
+        assert "TOPSECRET" not in seen, seen
+    else:  # unsandboxed the run's repository is in reach; the slot's own store is not
+        assert "TOPSECRET" not in seen.split("== run")[0], seen
+    assert committed(project, "work.txt") == "work\n"
+
+
+def test_row5_the_slots_store_holds_the_base_history_and_fetches_only_what_is_new(
+    project: Project,
+) -> None:
+    oids = plant_secrets(project)
+    hostile(project, "echo work > work.txt")
+    step(project)
+    step(project)
+    store = project.root / ".git" / "runner" / "slots" / "0.objects"
+    second_base = project.git("rev-parse", "HEAD^").strip()  # the last step started there
+
+    def store_git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", "--git-dir", str(store), *args], capture_output=True, text=True
+        )
+
+    assert store_git("rev-parse", "refs/base").stdout.strip() == second_base
+    for oid in oids.values():
+        assert store_git("cat-file", "-e", oid).returncode != 0
+    history = store_git("rev-list", "refs/base").stdout.split()
+    assert history and set(history) <= set(project.git("rev-list", "HEAD").split())
