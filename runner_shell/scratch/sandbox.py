@@ -48,13 +48,17 @@ class Sandbox:
             return None
         home = self.homes / home_name
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        from runner_shell.scratch.slots import setup_outputs  # slots confines its setup here
+
+        # What `[sandbox] setup` made is read-only to every process but setup itself.
+        made = () if home_name == "setup" else setup_outputs(work_dir)
         return self.status.confine(
             work_dir.resolve(),
             home.resolve(),
             writable=tuple(path.resolve() for path in (*writable, *self.writable)),
             read_only=(
                 *(path for path in runtime_paths(argv) if not self.hides(path)),
-                *(path.resolve() for path in (*self.shared, *read_only)),
+                *(path.resolve() for path in (*self.shared, *read_only, *made)),
             ),
             hide=self.hide,
             network=network,

@@ -71,7 +71,7 @@ def prepare_slot(
 ) -> Path:
     """Slot `number` checked out at commit `base`, made (and set up) first when it is not there."""
     slot = slot_path(repo, number)
-    made = not _ready_marker(slot).is_file() or not _is_plain_directory(slot)
+    made = not _is_plain_directory(slot) or not _ready_for(slot, setup, sandbox)
     try:
         if made:
             _make(slot)
@@ -88,6 +88,73 @@ def prepare_slot(
     if made:
         _set_up(slot, setup, sandbox)
     return slot
+
+
+def _setup_outputs_file(slot: Path) -> Path:
+    """Beside the slot: what `[sandbox] setup` made in it (ignored paths, NUL-separated)."""
+    return slot.parent / f"{slot.name}.setup-outputs"
+
+
+def setup_outputs(work_dir: Path) -> tuple[Path, ...]:
+    """The paths `[sandbox] setup` made in the slot `work_dir` (none for any other directory):
+    bound read-only for its agents and guards, and kept by every reset."""
+    if work_dir.parent.name != SLOTS_DIR.rpartition("/")[2]:
+        return ()
+    try:
+        listed = _setup_outputs_file(work_dir).read_bytes()
+    except OSError:
+        return ()
+    found = (work_dir / os.fsdecode(name) for name in listed.split(b"\0") if name)
+    return tuple(
+        path for path in found if (path.is_dir() or path.is_file()) and not path.is_symlink()
+    )
+
+
+def _fingerprint(slot: Path) -> bytes:
+    """What the setup outputs are now, every entry's name, kind, mode, size and times: an
+    unconfined agent or guard that changed any of them changes this."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for top in setup_outputs(slot):
+        stack = [top]
+        while stack:
+            directory = stack.pop()
+            if not directory.is_dir():
+                break
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+            for entry in entries:
+                facts = entry.stat(follow_symlinks=False)
+                digest.update(os.fsencode(entry.path) + b"\0")
+                digest.update(
+                    b"%d %d %d %d\n"
+                    % (facts.st_mode, facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns)
+                )
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+        if top.is_file():
+            facts = top.stat()
+            digest.update(b"%d %d %d\n" % (facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns))
+    return digest.hexdigest().encode()
+
+
+def _ready_for(slot: Path, setup: Sequence[str], sandbox: Sandbox | None) -> bool:
+    """Whether the slot was made with this setup command and what it made is as it left it
+    (checked where no sandbox holds it read-only): else it is made again."""
+    try:
+        marker = _ready_marker(slot).read_bytes()
+    except OSError:
+        return False
+    argv, _, fingerprint = marker.partition(b"\n")
+    if argv != _argv_bytes(setup):
+        return False
+    confined = sandbox is not None and sandbox.status.bwrap is not None
+    return confined or not fingerprint or fingerprint == _fingerprint(slot)
+
+
+def _argv_bytes(setup: Sequence[str]) -> bytes:
+    return b"\0".join(os.fsencode(part) for part in setup)
 
 
 def _is_plain_directory(path: Path) -> bool:
@@ -149,7 +216,7 @@ def _feed_store(repo: Repo, slot: Path, base: str) -> Path:
     store = _store(slot)
     if not _is_plain_directory(store / "objects"):
         remove_tree(store)
-        args = ("init", "--quiet", "--bare", "--template=", str(store))
+        args: tuple[str, ...] = ("init", "--quiet", "--bare", "--template=", str(store))
         env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
         result = run_git(args, slot.parent, env=env, timeout=SLOT_GIT_TIMEOUT_SECS)
         if result.returncode != 0:
@@ -196,6 +263,7 @@ def _new_git_dir(slot: Path) -> Path:
 
 def _make(slot: Path) -> None:
     _ready_marker(slot).unlink(missing_ok=True)
+    _setup_outputs_file(slot).unlink(missing_ok=True)
     remove_tree(_store(slot))  # a new slot starts from the run's history alone
     _index(slot).unlink(missing_ok=True)
     remove_tree(_new_git_dir(slot))
@@ -239,8 +307,17 @@ def _reset(repo: Repo, slot: Path, base: str, made: bool) -> None:
         _git(slot, "read-tree", base)
         _git(slot, "update-index", "-q", "--refresh", ok_codes=(0, 1))
     _git(slot, "reset", "--quiet", "--hard", base)
-    _git(slot, "clean", "-ffdq")
+    # Every untracked file goes, ignored ones too, but what `[sandbox] setup` made.
+    kept = [
+        f"-e/{_literal(path.name)}{'/' if path.is_dir() else ''}" for path in setup_outputs(slot)
+    ]
+    _git(slot, "clean", "-ffdqx", *kept)
     shutil.copyfile(_index(slot), slot / ".git/index", follow_symlinks=False)
+
+
+def _literal(name: str) -> str:
+    """`name` as a gitignore pattern matching it alone."""
+    return "".join("\\" + char if char in "*?[]\\!#" else char for char in name)
 
 
 def _copy_plain(source: Path, target: Path) -> None:
@@ -312,4 +389,10 @@ def _set_up(slot: Path, setup: Sequence[str], sandbox: Sandbox | None) -> None:
             raise SlotError(f"[sandbox] setup {ended} in {slot}; see {log}")
     with contextlib.suppress(FileNotFoundError):
         _ready_marker(slot).unlink()
-    atomic_write_bytes(_ready_marker(slot), b"")
+    made = _git(
+        slot, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"
+    )
+    tops = sorted({name.rstrip(b"/").split(b"/")[0] for name in made.split(b"\0") if name})
+    atomic_write_bytes(_setup_outputs_file(slot), b"".join(top + b"\0" for top in tops))
+    marker = _argv_bytes(setup) + b"\n" + (_fingerprint(slot) if setup else b"")
+    atomic_write_bytes(_ready_marker(slot), marker)

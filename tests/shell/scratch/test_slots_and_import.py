@@ -58,17 +58,20 @@ def test_the_slots_lean_git_directory_serves_the_agents_git(repo: Repo) -> None:
     assert git(slot, "rev-parse", "HEAD~1").strip() == head(repo)
 
 
+# The slot's `[sandbox] setup`: what it makes is kept by every reset (issue 35 item 7).
+SETUP = ("sh", "-c", "mkdir -p venv && printf x > venv/installed")
+
+
 def test_a_reset_keeps_ignored_files_and_undoes_the_rest(repo: Repo) -> None:
-    slot = prepare_slot(repo, head(repo))
-    (slot / "venv").mkdir()
-    (slot / "venv/installed").write_text("x")
+    slot = prepare_slot(repo, head(repo), SETUP)
+    assert (slot / "venv/installed").read_text() == "x"
     (slot / "kept.txt").write_text("changed")
     (slot / "untracked.txt").write_text("x")
     (slot / "nested").mkdir()
     git(slot / "nested", "init", "-q")
     git(slot, "checkout", "-qb", "agent-branch")
 
-    slot = prepare_slot(repo, head(repo))
+    slot = prepare_slot(repo, head(repo), SETUP)
 
     assert (slot / "venv/installed").read_text() == "x"
     assert (slot / "kept.txt").read_text() == "kept\n"
@@ -185,3 +188,27 @@ def test_a_removal_never_follows_a_symlink_out(tmp_path: Path) -> None:
     assert (tmp_path / "outside/f").exists()
     with pytest.raises(ValueError, match="not a path inside"):
         remove_file_within(tmp_path / "top", "../outside/f")
+
+
+def test_ignored_files_setup_did_not_make_go_and_a_changed_setup_output_is_rebuilt(
+    repo: Repo,
+) -> None:
+    (repo.root / ".gitignore").write_text("venv/\ncache/\n")
+    git(repo.root, "commit", "-qam", "ignore cache/")
+    slot = prepare_slot(repo, head(repo), SETUP)
+    (slot / "cache").mkdir()
+    (slot / "cache/plugin.py").write_text("planted")  # an ignored file setup did not make
+    (slot / "venv/evil.pth").write_text("planted")  # a setup output changed, unconfined
+
+    slot = prepare_slot(repo, head(repo), SETUP)
+
+    assert not (slot / "cache").exists()
+    assert not (slot / "venv/evil.pth").exists()  # the slot was made again, setup rerun
+    assert (slot / "venv/installed").read_text() == "x"
+
+
+def test_a_changed_setup_command_makes_the_slot_again(repo: Repo) -> None:
+    slot = prepare_slot(repo, head(repo), SETUP)
+    other = ("sh", "-c", "mkdir -p venv && printf y > venv/installed")
+    slot = prepare_slot(repo, head(repo), other)
+    assert (slot / "venv/installed").read_text() == "y"
