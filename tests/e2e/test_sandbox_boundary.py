@@ -327,3 +327,56 @@ def test_row5_the_slots_store_holds_the_base_history_and_fetches_only_what_is_ne
         assert store_git("cat-file", "-e", oid).returncode != 0
     history = store_git("rev-list", "refs/base").stdout.split()
     assert history and set(history) <= set(project.git("rev-list", "HEAD").split())
+
+
+# ---------------------------------------------------------------- row 7: ignored files
+
+
+SETUP = ["sh", "-c", "mkdir -p .venv/lib && echo ok > .venv/lib/marker"]
+PLANT = (
+    "echo 'import os' > .venv/lib/evil.pth 2>/dev/null; "
+    "mkdir -p cache && echo planted > cache/plugin.py; echo work > work.txt"
+)
+# The guard fails when anything the agent planted in an ignored place is there.
+CLEAN_GUARD = ["sh", "-c", "test ! -e .venv/lib/evil.pth && test ! -e cache/plugin.py"]
+
+
+def with_ignored(project: Project) -> None:
+    gitignore = project.root / ".gitignore"
+    gitignore.write_text(
+        gitignore.read_text() + ".venv/\ncache/\n" if gitignore.exists() else ".venv/\ncache/\n"
+    )
+
+
+@pytest.mark.parametrize("mode", ["off", pytest.param("bwrap", marks=needs_bwrap)])
+def test_row7_what_an_agent_plants_in_ignored_files_never_reaches_a_later_guard(
+    project: Project, mode: str
+) -> None:
+    with_ignored(project)
+    hostile(
+        project,
+        PLANT,
+        once=True,
+        sandbox={"mode": mode, "setup": SETUP},
+        guard_command=CLEAN_GUARD,
+    )
+    step(project)
+    second = step(project)  # the next node, in the same slot
+    assert second["guard"] == "pass", second
+    slot = project.root / ".git/runner/slots/0"
+    assert (slot / ".venv/lib/marker").read_text() == "ok\n"
+    assert not (slot / ".venv/lib/evil.pth").exists() and not (slot / "cache").exists()
+
+
+@needs_bwrap
+def test_row7_setup_output_is_read_only_to_the_sandboxed_agent(project: Project) -> None:
+    with_ignored(project)
+    hostile(
+        project,
+        'echo x > .venv/lib/evil.pth; echo rc=$? > "$RUNNER_AGENT_DIR/rc"',
+        sandbox={"mode": "bwrap", "setup": SETUP},
+        guard_command=CLEAN_GUARD,
+    )
+    record = step(project)
+    assert (project.iter_dir(1) / "agent" / "rc").read_text().strip() != "rc=0"
+    assert record["guard"] == "pass", record
