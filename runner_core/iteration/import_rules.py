@@ -86,6 +86,9 @@ class ScratchListing:
     # The shell stopped listing past a limit of ImportLimits: ("bytes" | "files", how many it
     # had seen by then); the entries are then only those seen.
     stopped: tuple[str, int] | None = None
+    # What the slot's `.gitattributes` files give the runner's own files beyond what the
+    # base's give them (`path: attribute: value` each): the runner's files take no attribute.
+    runner_attributes: tuple[str, ...] = ()
 
 
 @attrs.frozen(slots=True)
@@ -118,6 +121,15 @@ def decide_import(listing: ScratchListing, limits: ImportLimits | None = None) -
     if listing.stopped is not None:
         return ImportDecision((), (), _over_limit(limits, *listing.stopped))
     decision = _decide(listing)
+    if decision.agent_error is None and listing.runner_attributes:
+        given = "; ".join(listing.runner_attributes[:NAMED_PROBLEMS])
+        error = _agent_error(
+            [
+                f".gitattributes: gives the runner's files attributes ({given}); the runner's "
+                "files are written byte for byte (keep .runner/ out of its patterns)"
+            ]
+        )
+        return ImportDecision((), decision.discarded, error)
     if decision.agent_error is None:
         sizes = {entry.path: entry.size for entry in listing.entries}
         written = [change for change in decision.changes if change.oid is not None]

@@ -120,7 +120,46 @@ def list_scratch(
                     entries.append(entry)
         _check_written(changed, blobs.write())
     listed = {entry.path: entry for entry in entries}
-    return ScratchListing(tuple(entries), base_files, pmap(_notes(repo, base_files, listed, notes)))
+    given: tuple[str, ...] = ()
+    if any(entry.path.rpartition("/")[2] == ".gitattributes" for entry in changed):
+        given = _attributes_given(repo, slot, base_files)
+    notes_read = pmap(_notes(repo, base_files, listed, notes))
+    return ScratchListing(tuple(entries), base_files, notes_read, runner_attributes=given)
+
+
+# The runner's files whose attributes are checked when an iteration changes a `.gitattributes`.
+_RUNNER_PATHS = (
+    ".runner/GOAL.md",
+    ".runner/.gitignore",
+    ".runner/state/tree.json",
+    ".runner/state/run_state.json",
+    ".runner/state/config.toml",
+    ".runner/state/schema.json",
+)
+
+
+def _attributes_given(
+    repo: Repo, slot: Path, base_files: Mapping[str, BaseEntry]
+) -> tuple[str, ...]:
+    """`path: attribute: value` for each attribute the slot's `.gitattributes` files give a
+    runner file that the run's (the base's, its work tree being clean) do not. Asked of
+    `git check-attr`, in the slot with a git directory of the runner's own (the slot's
+    `.git`, its info/attributes and config, are the agent's and never read)."""
+    paths = sorted({*_RUNNER_PATHS, *(p for p in base_files if is_runner_owned(p))})
+    stdin = b"".join(os.fsencode(path) + b"\0" for path in paths)
+    args = ("check-attr", "-a", "-z", "--stdin")
+    store = slot.parent / f"{slot.name}.objects"
+    env = dict(os.environ, GIT_DIR=str(store), GIT_WORK_TREE=str(slot))
+    found = []
+    for where, environment in ((slot, env), (repo.root, None)):
+        result = run_git(args, where, env=environment, stdin=stdin)
+        if result.returncode != 0:
+            raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
+        fields = result.stdout.split(b"\0")
+        found.append(
+            {os.fsdecode(b": ".join(fields[i : i + 3])) for i in range(0, len(fields) - 2, 3)}
+        )
+    return tuple(sorted(found[0] - found[1]))
 
 
 def _stopped(base_files: PMap[str, BaseEntry], stopped: tuple[str, int]) -> ScratchListing:

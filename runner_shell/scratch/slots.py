@@ -300,6 +300,11 @@ def _reset(repo: Repo, slot: Path, base: str, made: bool) -> None:
     objects = _feed_store(repo, slot, base)
     remove_tree(slot / ".git")
     _copy_plain(_empty_git(slot), slot / ".git")
+    # The highest of git's attribute sources: the reset writes every file's bytes as the
+    # commit holds them, whatever `.gitattributes` the agent left (an encoding, eol, filter).
+    neutral = slot / ".git/info/attributes"
+    make_directory(neutral.parent)
+    atomic_write_bytes(neutral, _NO_CONVERSION, durable=False)
     # Remade at every reset: a crash loses nothing the next reset does not write again.
     alternates = slot / ".git/objects/info/alternates"
     atomic_write_bytes(alternates, os.fsencode(objects) + b"\n", durable=False)
@@ -336,6 +341,7 @@ def _copy_plain(source: Path, target: Path) -> None:
                     made.write(data)
 
 
+_NO_CONVERSION = b"* -text -eol -crlf -ident -filter -working-tree-encoding\n"
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # Directories `git init` makes that git makes again when it needs them: each costs a
 # directory made and deleted at every reset.

@@ -380,3 +380,38 @@ def test_row7_setup_output_is_read_only_to_the_sandboxed_agent(project: Project)
     record = step(project)
     assert (project.iter_dir(1) / "agent" / "rc").read_text().strip() != "rc=0"
     assert record["guard"] == "pass", record
+
+
+# ---------------------------------------------------------------- row 15: .gitattributes
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        ".runner/state/*.json working-tree-encoding=UTF-32BE",
+        "* ident",
+        ".runner/** text eol=crlf",
+        "*.json filter=evil",
+    ],
+)
+def test_row15_attributes_for_the_runners_files_are_an_agent_error_and_never_apply(
+    project: Project, rule: str
+) -> None:
+    hostile(project, f"echo '{rule}' > .gitattributes; echo work > work.txt", once=True)
+    first = step(project)
+    assert first["error_kind"] == "agent", first
+    assert ".gitattributes: gives the runner's files attributes" in first["error"]
+    assert committed(project, ".gitattributes") is None
+    second = step(project)  # the run is not wedged
+    assert second["error_kind"] is None, second
+    json_state = (project.root / ".runner/state/run_state.json").read_bytes()
+    assert json_state.startswith(b"{")
+    assert cli(project, "audit").returncode in (0, 1)
+    assert "not valid JSON" not in cli(project, "status").stderr
+
+
+def test_row15_attributes_for_the_agents_own_files_are_imported(project: Project) -> None:
+    hostile(project, "echo '*.py text eol=lf' > .gitattributes; echo work > work.txt")
+    record = step(project)
+    assert record["error_kind"] is None, record
+    assert committed(project, ".gitattributes") == "*.py text eol=lf\n"
