@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from runner_shell.sandbox.status import probe
-from tests.helpers.crash import cli, spawn, wait_for_processes
+from tests.helpers.crash import cli, read_journal, spawn, wait_for_processes
 from tests.helpers.e2e import Project, node
 
 pytestmark = pytest.mark.sandbox_hostile
@@ -133,7 +136,7 @@ def test_row8_what_a_guard_leaves_in_its_home_never_reaches_the_next_guard(
     ],
 )
 def test_row13_an_import_past_a_cap_is_an_agent_error_and_nothing_is_imported(
-    project: Project, script: str, limits: dict[str, int], named: str
+    project: Project, script: str, limits: dict[str, Any], named: str
 ) -> None:
     hostile(project, f"{script}; echo work > work.txt", **limits)
     record = step(project)
@@ -415,3 +418,55 @@ def test_row15_attributes_for_the_agents_own_files_are_imported(project: Project
     record = step(project)
     assert record["error_kind"] is None, record
     assert committed(project, ".gitattributes") == "*.py text eol=lf\n"
+
+
+def slow_git(tmp_path: Path) -> tuple[Path, Path]:
+    """A `git` on PATH that sleeps before every `fast-import` while its flag file exists: a
+    commit that takes long. The directory to put first on PATH, and the flag."""
+    bin_dir, flag = tmp_path / "slow-bin", tmp_path / "slow-flag"
+    bin_dir.mkdir()
+    real = shutil.which("git")
+    assert real is not None
+    wrapper = bin_dir / "git"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'case " $* " in *" fast-import "*) [ -e {flag} ] && sleep 60;; esac\n'
+        f'exec {real} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    flag.touch()
+    return bin_dir, flag
+
+
+def test_row14_a_commit_answers_sigterm_and_status_never_shows_it_passed(
+    project: Project, tmp_path: Path
+) -> None:
+    bin_dir, flag = slow_git(tmp_path)
+    hostile(project, "echo work > work.txt")
+    env = {"PATH": f"{bin_dir}:{project.env['PATH']}"}
+    runner = spawn(project, "step", env=env)
+    try:
+        give_up = time.monotonic() + 30
+        while time.monotonic() < give_up:
+            journal = read_journal(project)
+            if journal is not None and journal.phase.value == "committing":
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the step never reached its commit")
+        time.sleep(0.3)  # inside fast-import's sleep
+        told = time.monotonic()
+        runner.send_signal(signal.SIGTERM)
+        runner.wait(timeout=10)
+        assert time.monotonic() - told < 10
+    finally:
+        runner.kill()
+        runner.wait()
+    assert runner.returncode != 0
+    status = cli(project, "status").stdout
+    assert "status: leaves passed=0" in status, status
+    assert "interrupted iter=1" in status, status
+    flag.unlink()
+    recovered = cli(project, "recover")
+    assert recovered.returncode == 0, recovered.stderr
+    assert project.status() == ""
