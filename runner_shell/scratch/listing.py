@@ -156,10 +156,20 @@ def _attributes_given(
         if result.returncode != 0:
             raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
         fields = result.stdout.split(b"\0")
+        triples = (fields[i : i + 3] for i in range(0, len(fields) - 2, 3))
         found.append(
-            {os.fsdecode(b": ".join(fields[i : i + 3])) for i in range(0, len(fields) - 2, 3)}
+            {
+                os.fsdecode(b": ".join(triple))
+                for triple in triples
+                if triple[1] in _CONVERTING and triple[2] != b"unset"
+            }
         )
     return tuple(sorted(found[0] - found[1]))
+
+
+# The attributes that change a file's bytes between the object store and the work tree (every
+# filter driver is disabled for the runner's git already: runner_shell/git/hardened.py).
+_CONVERTING = frozenset({b"text", b"eol", b"crlf", b"ident", b"working-tree-encoding"})
 
 
 def _stopped(base_files: PMap[str, BaseEntry], stopped: tuple[str, int]) -> ScratchListing:

@@ -21,6 +21,7 @@ import attrs
 from runner_shell.sandbox.bwrap import Confinement
 from runner_shell.sandbox.home import prepare_home
 from runner_shell.sandbox.status import SandboxStatus
+from runner_shell.scratch.setup_outputs import setup_outputs
 
 
 @attrs.frozen(slots=True)
@@ -48,8 +49,6 @@ class Sandbox:
             return None
         home = self.homes / home_name
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
-        from runner_shell.scratch.slots import setup_outputs  # slots confines its setup here
-
         # What `[sandbox] setup` made is read-only to every process but setup itself.
         made = () if home_name == "setup" else setup_outputs(work_dir)
         return self.status.confine(

@@ -31,6 +31,7 @@ from pathlib import Path
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
 from runner_shell.scratch.sandbox import Sandbox
+from runner_shell.scratch.setup_outputs import setup_outputs, setup_outputs_file
 from runner_shell.step.processes import SpawnError, run_process
 from runner_shell.store.files import atomic_write_bytes, make_directory
 from runner_shell.store.removal import remove_tree
@@ -88,26 +89,6 @@ def prepare_slot(
     if made:
         _set_up(slot, setup, sandbox)
     return slot
-
-
-def _setup_outputs_file(slot: Path) -> Path:
-    """Beside the slot: what `[sandbox] setup` made in it (ignored paths, NUL-separated)."""
-    return slot.parent / f"{slot.name}.setup-outputs"
-
-
-def setup_outputs(work_dir: Path) -> tuple[Path, ...]:
-    """The paths `[sandbox] setup` made in the slot `work_dir` (none for any other directory):
-    bound read-only for its agents and guards, and kept by every reset."""
-    if work_dir.parent.name != SLOTS_DIR.rpartition("/")[2]:
-        return ()
-    try:
-        listed = _setup_outputs_file(work_dir).read_bytes()
-    except OSError:
-        return ()
-    found = (work_dir / os.fsdecode(name) for name in listed.split(b"\0") if name)
-    return tuple(
-        path for path in found if (path.is_dir() or path.is_file()) and not path.is_symlink()
-    )
 
 
 def _fingerprint(slot: Path) -> bytes:
@@ -216,11 +197,7 @@ def _feed_store(repo: Repo, slot: Path, base: str) -> Path:
     store = _store(slot)
     if not _is_plain_directory(store / "objects"):
         remove_tree(store)
-        args: tuple[str, ...] = ("init", "--quiet", "--bare", "--template=", str(store))
-        env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
-        result = run_git(args, slot.parent, env=env, timeout=SLOT_GIT_TIMEOUT_SECS)
-        if result.returncode != 0:
-            raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
+        _copy_plain(_empty_git(slot), store)  # an empty git directory, as git init made it
     try:
         fetched = (store / _BASE_REF).read_bytes().strip().decode("ascii", "replace")
     except OSError:
@@ -263,7 +240,7 @@ def _new_git_dir(slot: Path) -> Path:
 
 def _make(slot: Path) -> None:
     _ready_marker(slot).unlink(missing_ok=True)
-    _setup_outputs_file(slot).unlink(missing_ok=True)
+    setup_outputs_file(slot).unlink(missing_ok=True)
     remove_tree(_store(slot))  # a new slot starts from the run's history alone
     _index(slot).unlink(missing_ok=True)
     remove_tree(_new_git_dir(slot))
@@ -395,10 +372,10 @@ def _set_up(slot: Path, setup: Sequence[str], sandbox: Sandbox | None) -> None:
             raise SlotError(f"[sandbox] setup {ended} in {slot}; see {log}")
     with contextlib.suppress(FileNotFoundError):
         _ready_marker(slot).unlink()
-    made = _git(
-        slot, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"
-    )
+    # What setup left that the base ignores (a slot without setup holds none).
+    listing = ("ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory")
+    made = _git(slot, *listing) if setup else b""
     tops = sorted({name.rstrip(b"/").split(b"/")[0] for name in made.split(b"\0") if name})
-    atomic_write_bytes(_setup_outputs_file(slot), b"".join(top + b"\0" for top in tops))
+    atomic_write_bytes(setup_outputs_file(slot), b"".join(top + b"\0" for top in tops))
     marker = _argv_bytes(setup) + b"\n" + (_fingerprint(slot) if setup else b"")
     atomic_write_bytes(_ready_marker(slot), marker)

@@ -87,8 +87,7 @@ class ProcessAgentRunner:
     def run_agent(self, effect: RunAgent, journal: Journal) -> AgentFinished | NotStarted:
         started: list[int] = []
         agent_dir = own_directory(self.iter_dir, AGENT_DIR)
-        output_path = agent_dir / effect.output_name
-        usage_path = agent_dir / effect.usage_name
+        output_path, usage_path = agent_dir / effect.output_name, agent_dir / effect.usage_name
         schema = schema_path(self.paths, effect.role)
         env = dict(os.environ)
         env.update(

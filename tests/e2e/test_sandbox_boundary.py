@@ -394,7 +394,7 @@ def test_row7_setup_output_is_read_only_to_the_sandboxed_agent(project: Project)
         ".runner/state/*.json working-tree-encoding=UTF-32BE",
         "* ident",
         ".runner/** text eol=crlf",
-        "*.json filter=evil",
+        "* text=auto eol=crlf",
     ],
 )
 def test_row15_attributes_for_the_runners_files_are_an_agent_error_and_never_apply(
