@@ -212,3 +212,27 @@ def test_a_changed_setup_command_makes_the_slot_again(repo: Repo) -> None:
     other = ("sh", "-c", "mkdir -p venv && printf y > venv/installed")
     slot = prepare_slot(repo, head(repo), other)
     assert (slot / "venv/installed").read_text() == "y"
+
+
+def test_a_slot_that_cannot_be_removed_is_set_aside_and_made_again(
+    repo: Repo, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 35 row 12: a reset the agent's leftovers defeat never fails the run."""
+    slot = prepare_slot(repo, head(repo))
+    stuck = slot / "stuck"
+    stuck.mkdir()
+    (stuck / "file").write_text("x")
+    if subprocess.run(["chattr", "+i", str(stuck)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here (root on a file system that has it)")
+    try:
+        (slot / ".git" / "index").write_text("not an index")  # the slot's git is broken too
+        subprocess.run(["git", "-C", str(slot), "update-ref", "-d", "HEAD"], check=False)
+        os.chmod(slot / ".git", 0)
+        slot = prepare_slot(repo, head(repo))
+        aside = [path for path in slot.parent.iterdir() if ".broken-" in path.name]
+        assert (slot / "kept.txt").read_text() == "kept\n" and not (slot / "stuck").exists()
+        assert len(aside) == 1 and (aside[0] / "stuck" / "file").exists()
+        assert "set aside as" in capfd.readouterr().err
+    finally:
+        for found in slot.parent.glob("*/stuck"):
+            subprocess.run(["chattr", "-i", str(found)], check=False)
