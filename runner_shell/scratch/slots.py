@@ -34,7 +34,7 @@ from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.setup_outputs import setup_outputs, setup_outputs_file
 from runner_shell.step.processes import SpawnError, run_process
 from runner_shell.store.files import atomic_write_bytes, make_directory
-from runner_shell.store.removal import remove_tree
+from runner_shell.store.removal import remove_entry, remove_tree
 
 SLOTS_DIR = "runner/slots"
 # Deadline of each git command of a reset and of the setup command.
@@ -289,17 +289,43 @@ def _reset(repo: Repo, slot: Path, base: str, made: bool) -> None:
         _git(slot, "read-tree", base)
         _git(slot, "update-index", "-q", "--refresh", ok_codes=(0, 1))
     _git(slot, "reset", "--quiet", "--hard", base)
-    # Every untracked file goes, ignored ones too, but what `[sandbox] setup` made.
-    kept = [
-        f"-e/{_literal(path.name)}{'/' if path.is_dir() else ''}" for path in setup_outputs(slot)
-    ]
-    _git(slot, "clean", "-ffdqx", *kept)
+    _remove_untracked(slot)
     shutil.copyfile(_index(slot), slot / ".git/index", follow_symlinks=False)
 
 
-def _literal(name: str) -> str:
-    """`name` as a gitignore pattern matching it alone."""
-    return "".join("\\" + char if char in "*?[]\\!#" else char for char in name)
+def _remove_untracked(slot: Path) -> None:
+    """Every untracked file goes, ignored ones too, but what `[sandbox] setup` made: git names
+    them (a wholly untracked directory once, unentered), the runner removes them, any depth,
+    never through a symlink (`git clean` walks a deep tree for long, and fails on one past
+    PATH_MAX)."""
+    listed = _git(slot, "ls-files", "-z", "--others", "--directory")
+    kept = {path.name for path in setup_outputs(slot)}
+    for name in listed.split(b"\0"):
+        relative = os.fsdecode(name).rstrip("/")
+        if not relative or relative.split("/")[0] in kept:
+            continue
+        parent_part, _, entry = relative.rpartition("/")
+        try:
+            parent = _open_below(slot, parent_part)
+        except OSError:
+            continue  # its directory is gone or was swapped for a symlink: nothing to follow
+        try:
+            remove_entry(parent, entry)
+        finally:
+            os.close(parent)
+
+
+def _open_below(slot: Path, relative: str) -> int:
+    """A descriptor of the slot's directory `relative`, no component followed as a symlink."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(slot, flags)
+    for part in relative.split("/") if relative else ():
+        try:
+            child = os.open(part, flags, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = child
+    return fd
 
 
 def _copy_plain(source: Path, target: Path) -> None:
