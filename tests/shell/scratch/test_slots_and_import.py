@@ -236,3 +236,20 @@ def test_a_slot_that_cannot_be_removed_is_set_aside_and_made_again(
     finally:
         for found in slot.parent.glob("*/stuck"):
             subprocess.run(["chattr", "-i", str(found)], check=False)
+
+
+def test_each_parallel_slot_sees_its_own_object_store_only(tmp_path: Path) -> None:
+    """Issue 35 row 5: a parallel job's sandbox binds its slot's store, never slot 0's."""
+    from runner_shell.loop.parallel_jobs import slot_sandbox
+    from runner_shell.sandbox.status import SandboxStatus
+    from runner_shell.scratch.sandbox import Sandbox
+    from runner_shell.scratch.slots import slot_objects
+
+    slots = tmp_path / "slots"
+    other = Path("/opt/toolchain")
+    status = SandboxStatus("off", None, None)
+    sandbox = Sandbox(status, (), slots / "homes", (slot_objects(slots, 0), other))
+    job = slot_sandbox(sandbox, 3)
+    assert job is not None
+    assert job.shared == (slots / "3.objects" / "objects", other)
+    assert job.homes == slots / "homes-3"
