@@ -31,7 +31,9 @@ def chain(top: Path, depth: int) -> Path:
     return top
 
 
-def test_a_tree_deeper_than_python_recursion_with_unreadable_directories_is_removed(tmp_path: Path) -> None:
+def test_a_tree_deeper_than_python_recursion_with_unreadable_directories_is_removed(
+    tmp_path: Path,
+) -> None:
     top = tmp_path / "top"
     top.mkdir()
     chain(top, 1100)  # past the 1,000 frames a recursive removal gets
