@@ -13,6 +13,7 @@ kept byte for byte.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -115,7 +116,7 @@ def import_commit(
     stored) and `inline` (path, bytes or text) applied; GitError when git fails, GitTimeout
     past `timeout`. A signal (SIGTERM, SIGINT) meanwhile kills git and raises Interrupted:
     the runner never sits in a commit it was told to stop."""
-    from runner_shell.loop.signals import Interrupted, interruptible
+    from runner_shell.loop.signals import Interrupted
 
     marks = repo.git_path(f"runner/fast-commit-{threading.get_ident()}.marks")
     marks.parent.mkdir(parents=True, exist_ok=True)
@@ -139,7 +140,7 @@ def import_commit(
     deadline = threading.Timer(timeout, expire)
     deadline.start()
     try:
-        with interruptible():
+        with _stoppable():
             try:
                 for part in _stream(base, changes, inline, identity, message):
                     proc.stdin.write(part)
@@ -161,6 +162,23 @@ def import_commit(
         raise GitError(f"git fast-import left no marks file: {error.strerror}") from None
     finally:
         marks.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _stoppable() -> Iterator[None]:
+    """A signal arriving inside the block raises Interrupted there (in the main thread). One
+    heard before it is not: the commits of an interrupted loop's cleanup go on (a second
+    signal then ends the runner at once, leaving the journal)."""
+    from runner_shell.loop.signals import Interrupts, in_a_job
+
+    if Interrupts.pending is not None or in_a_job():
+        yield
+        return
+    Interrupts.raising = True
+    try:
+        yield
+    finally:
+        Interrupts.raising = False
 
 
 def _marked(text: bytes, inline: int) -> ImportedCommit:
