@@ -27,7 +27,7 @@ from runner_core.iteration.execution_record import Measured, execution_record
 from runner_core.iteration.facts import ClockReading
 from runner_core.iteration.failures import ERROR_KIND, MERGE_RERUNS, Failure
 from runner_core.iteration.git_drift import head_moved_problem, rescue_ref
-from runner_core.iteration.import_rules import ImportDecision, decide_import
+from runner_core.iteration.import_rules import ImportDecision, ImportLimits, decide_import
 from runner_core.iteration.machine_state import M, MachineState
 from runner_core.iteration.plan import (
     IterationOutcome,
@@ -79,7 +79,8 @@ def after_import(machine: M, result: Result, now: ClockReading) -> M:
         return failed(machine, Failure.IO, result.message)
     assert isinstance(result, ScratchListed)
     facts = machine.facts
-    decision = decide_import(result.listing)
+    limits = ImportLimits(facts.config.import_limit_bytes, facts.config.import_limit_files)
+    decision = decide_import(result.listing, limits)
     if facts.role is AgentRole.EXECUTOR:
         decision = guarded_import(decision, facts.config.guard_protected, facts.node.acceptance)
     machine = attrs.evolve(machine, imported=decision)

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 import attrs
 from pyrsistent import PMap, pmap
 
+from runner_core.run.config import IMPORT_LIMIT_BYTES, IMPORT_LIMIT_FILES
+
 # Under `.runner/` only these are the agent's, and only to append to.
 NOTES_FILES = (".runner/state/assumptions.md", ".runner/state/questions.md")
 # The tree the agent edits: read and validated by the iteration, written by the runner.
@@ -27,6 +29,19 @@ RUNNER_DIR = ".runner"
 FILE_MODE, EXECUTABLE_MODE, SYMLINK_MODE, GITLINK_MODE = "100644", "100755", "120000", "160000"
 # How many offending paths an agent error names before it counts the rest.
 NAMED_PROBLEMS = 5
+# The longest path (in bytes, from the repository's top) and the deepest directory an iteration
+# imports: git could not check a longer one out below any real repository's location (PATH_MAX
+# is 4,096 bytes), and no project nests its files 200 directories deep.
+MAX_PATH_BYTES = 3000
+MAX_DEPTH = 200
+
+
+@attrs.frozen(slots=True)
+class ImportLimits:
+    """The most an iteration imports: new or changed files' bytes and their number."""
+
+    bytes: int = IMPORT_LIMIT_BYTES
+    files: int = IMPORT_LIMIT_FILES
 
 
 class EntryKind(enum.StrEnum):
@@ -36,6 +51,7 @@ class EntryKind(enum.StrEnum):
     SPECIAL = "special"  # a FIFO, device or socket
     GIT = "git"  # an entry named .git below the root: a nested repository
     TOO_LARGE = "too-large"  # a regular file past the shell's read cap, not read
+    TOO_DEEP = "too-deep"  # a directory MAX_DEPTH levels down: not entered
 
 
 @attrs.frozen(slots=True)
@@ -67,6 +83,12 @@ class ScratchListing:
     entries: tuple[ScratchEntry, ...]
     base: PMap[str, BaseEntry] = attrs.field(factory=pmap)
     notes: PMap[str, tuple[bytes | None, bytes | None]] = attrs.field(factory=pmap)
+    # The shell stopped listing past a limit of ImportLimits: ("bytes" | "files", how many it
+    # had seen by then); the entries are then only those seen.
+    stopped: tuple[str, int] | None = None
+    # What the slot's `.gitattributes` files give the runner's own files beyond what the
+    # base's give them (`path: attribute: value` each): the runner's files take no attribute.
+    runner_attributes: tuple[str, ...] = ()
 
 
 @attrs.frozen(slots=True)
@@ -91,9 +113,47 @@ def is_runner_owned(path: str) -> bool:
     return inside and path not in NOTES_FILES
 
 
-def decide_import(listing: ScratchListing) -> ImportDecision:
+def decide_import(listing: ScratchListing, limits: ImportLimits | None = None) -> ImportDecision:
     """The commit's changes against the base, the runner-owned changes set aside, or the
-    agent's error naming every offending path (sorted, the first NAMED_PROBLEMS of them)."""
+    agent's error naming every offending path (sorted, the first NAMED_PROBLEMS of them), or
+    the limit of `limits` the import is past (then nothing of it is taken)."""
+    limits = ImportLimits() if limits is None else limits
+    if listing.stopped is not None:
+        return ImportDecision((), (), _over_limit(limits, *listing.stopped))
+    decision = _decide(listing)
+    if decision.agent_error is None and listing.runner_attributes:
+        given = "; ".join(listing.runner_attributes[:NAMED_PROBLEMS])
+        error = _agent_error(
+            [
+                f".gitattributes: gives the runner's files attributes ({given}); the runner's "
+                "files are written byte for byte (keep .runner/ out of its patterns)"
+            ]
+        )
+        return ImportDecision((), decision.discarded, error)
+    if decision.agent_error is None:
+        sizes = {entry.path: entry.size for entry in listing.entries}
+        written = [change for change in decision.changes if change.oid is not None]
+        total = sum(sizes.get(change.path, 0) for change in written)
+        if len(written) > limits.files:
+            return ImportDecision(
+                (), decision.discarded, _over_limit(limits, "files", len(written))
+            )
+        if total > limits.bytes:
+            return ImportDecision((), decision.discarded, _over_limit(limits, "bytes", total))
+    return decision
+
+
+def _over_limit(limits: ImportLimits, which: str, seen: int) -> str:
+    """The agent error of an import past `import_limit_<which>`."""
+    limit = limits.files if which == "files" else limits.bytes
+    return (
+        f"the iteration's import is over import_limit_{which} ({limit:,} {which}; "
+        f"{seen:,} or more new or changed): nothing of it is imported (import less, or raise "
+        f"import_limit_{which} in .runner/state/config.toml)"
+    )
+
+
+def _decide(listing: ScratchListing) -> ImportDecision:
     changes: list[Change] = []
     problems: list[str] = []
     discarded: list[str] = []
@@ -106,7 +166,7 @@ def decide_import(listing: ScratchListing) -> ImportDecision:
             continue
         problem = _entry_problem(entry, base, listing.notes)
         if problem is not None:
-            problems.append(f"{shown(entry.path)}: {problem}")
+            problems.append(f"{_named(entry.path)}: {problem}")
             continue
         change = _change(entry, base)
         if change is not None:
@@ -148,6 +208,11 @@ def _entry_problem(
 ) -> str | None:
     if entry.kind is EntryKind.GIT or _through_git(entry.path):
         return "a nested repository (.git) is never imported"
+    if entry.kind is EntryKind.TOO_DEEP:
+        return f"nested more than {MAX_DEPTH} directories deep; never imported"
+    length = len(entry.path.encode("utf-8", "surrogateescape"))
+    if length > MAX_PATH_BYTES and _differs(entry, base):
+        return f"a path of {length:,} bytes, over the limit of {MAX_PATH_BYTES:,}"
     if entry.kind is EntryKind.SPECIAL:
         return "a FIFO, device or socket cannot be imported"
     if entry.kind is EntryKind.TOO_LARGE:
@@ -210,6 +275,15 @@ def shown(text: str) -> str:
     if text.isprintable():  # format characters (bidi overrides among them) are not
         return text
     return text.encode("unicode_escape", "backslashreplace").decode("ascii")
+
+
+def _named(path: str) -> str:
+    """`path` as an error names it: shown, and cut after NAMED_PATH_CHARS characters."""
+    text = shown(path)
+    return text if len(text) <= NAMED_PATH_CHARS else text[:NAMED_PATH_CHARS] + "..."
+
+
+NAMED_PATH_CHARS = 200
 
 
 def _agent_error(problems: Iterable[str]) -> str:

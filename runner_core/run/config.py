@@ -91,6 +91,11 @@ class HooksConfig:
         return value
 
 
+# An iteration's import in all, by default (`import_limit_bytes`, `import_limit_files`).
+IMPORT_LIMIT_BYTES = 200_000_000
+IMPORT_LIMIT_FILES = 20_000
+
+
 @attrs.frozen(slots=True)
 class Config:
     """The settings of `.runner/config.toml`, each field a key of it with its default; build
@@ -101,6 +106,10 @@ class Config:
     iteration_timeout_secs: int = 1800
     executor_output_limit_bytes: int = 100_000
     guard_output_limit_bytes: int = 100_000
+    # The most one iteration imports from its scratch checkout: new or changed files' bytes
+    # and their number (each file is capped apart, at 64 MiB); past either, nothing is.
+    import_limit_bytes: int = IMPORT_LIMIT_BYTES
+    import_limit_files: int = IMPORT_LIMIT_FILES
     guard_command: tuple[str, ...] = ("just", "ci")
     # A guard without the network passes or fails on the checkout alone, the same every time.
     guard_network: bool = False
@@ -143,6 +152,8 @@ MAX_VALUES = MappingProxyType(
         "iteration_timeout_secs": _WEEK_SECS,
         "executor_output_limit_bytes": 64 * 1024 * 1024,
         "guard_output_limit_bytes": 64 * 1024 * 1024,
+        "import_limit_bytes": 64 * 1024**3,
+        "import_limit_files": 10_000_000,
     }
 )
 
@@ -160,7 +171,7 @@ def parse_config(data: Mapping[str, Any]) -> Config:
             if key not in keys:
                 raise ConfigError(f"{table}.{key}", "unknown key")
     defaults = Config()
-    numbers = {
+    numbers: dict[str, Any] = {
         key: _bounded_int(key, data[key], 1, high, each_bound=True)
         if key in data
         else getattr(defaults, key)
@@ -241,6 +252,8 @@ def render_config(config: Config) -> str:
         f"iteration_timeout_secs = {config.iteration_timeout_secs}  # agent + guards\n"
         f"executor_output_limit_bytes = {config.executor_output_limit_bytes}\n"
         f"guard_output_limit_bytes = {config.guard_output_limit_bytes}\n"
+        f"import_limit_bytes = {config.import_limit_bytes}  # an iteration's import in all\n"
+        f"import_limit_files = {config.import_limit_files}  # new or changed files it imports\n"
         "\n"
         "[guard]\n"
         f"command = {toml_list(config.guard_command)}  # argv, no shell; exit 0 = pass\n"

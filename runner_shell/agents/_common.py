@@ -51,6 +51,9 @@ class AgentRequest:
     sandbox: Sandbox | None = None  # how the session is confined; None: it runs as given
     backend: str = "command"  # whose private HOME files a confined session gets
     allow_hosts: tuple[str, ...] = ()  # `[sandbox] allow_hosts`: reachable besides the backend's
+    # The agent's own directory (output, usage and wait files), the one it may write beside
+    # its checkout: never the iteration directory, whose files are the runner's.
+    output_dir: Path | None = None
 
 
 @attrs.frozen(slots=True)
@@ -127,7 +130,7 @@ def _run_agent(
         confinement = request.sandbox.confine(
             argv,
             request.repo_root,
-            (request.iter_dir,),
+            (request.output_dir or request.iter_dir,),
             network=False,
             home_name="agent",
             read_only=(request.schema_path.parent,),

@@ -13,6 +13,7 @@ kept byte for byte.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -20,7 +21,14 @@ from collections.abc import Iterator, Sequence
 import attrs
 
 from runner_core.iteration.import_rules import Change
-from runner_shell.git.hardened import GitError, end_git, start_git
+from runner_shell.git.hardened import (
+    GIT_TIMEOUT_SECS,
+    GitError,
+    GitTimeout,
+    end_git,
+    kill_git,
+    start_git,
+)
 from runner_shell.git.repo import Repo
 from runner_shell.store.files import encoded_slices
 
@@ -29,6 +37,9 @@ PENDING_REF = "refs/runner/pending"
 # The largest new file sent inline; a larger one is stored by hash-object first (git would
 # otherwise deflate it twice: into fast-import's pack, then loose by unpack-objects).
 INLINE_LIMIT_BYTES = 1 << 20
+# The commit's deadline: past it fast-import and its process group are killed and the commit
+# fails (the iteration stays logged for `runner recover`), however large the import.
+COMMIT_TIMEOUT_SECS = GIT_TIMEOUT_SECS
 
 
 @attrs.frozen(slots=True)
@@ -99,9 +110,14 @@ def import_commit(
     inline: Sequence[tuple[str, bytes | str]],
     identity: tuple[str, str],
     message: str,
+    timeout: float = COMMIT_TIMEOUT_SECS,
 ) -> ImportedCommit:
     """A commit (on `refs/runner/pending`) of `base`'s tree with `changes` (blobs already
-    stored) and `inline` (path, bytes or text) applied; GitError when git fails."""
+    stored) and `inline` (path, bytes or text) applied; GitError when git fails, GitTimeout
+    past `timeout`. A signal (SIGTERM, SIGINT) meanwhile kills git and raises Interrupted:
+    the runner never sits in a commit it was told to stop."""
+    from runner_shell.loop.signals import Interrupted
+
     marks = repo.git_path(f"runner/fast-commit-{threading.get_ident()}.marks")
     marks.parent.mkdir(parents=True, exist_ok=True)
     marks.unlink(missing_ok=True)
@@ -115,13 +131,29 @@ def import_commit(
     )
     proc = start_git(args, repo.root, filters=repo.filters())
     assert proc.stdin is not None
+    late = threading.Event()
+
+    def expire() -> None:
+        late.set()
+        kill_git(proc)
+
+    deadline = threading.Timer(timeout, expire)
+    deadline.start()
     try:
-        for part in _stream(base, changes, inline, identity, message):
-            proc.stdin.write(part)
-    except BrokenPipeError:  # git ended early: its exit status says why
-        pass
+        with _stoppable():
+            try:
+                for part in _stream(base, changes, inline, identity, message):
+                    proc.stdin.write(part)
+            except BrokenPipeError:  # git ended early: its exit status says why
+                pass
+            end_git(proc)
+    except Interrupted:
+        end_git(proc, killed=True)
+        raise
     finally:
-        end_git(proc)
+        deadline.cancel()
+    if late.is_set():
+        raise GitTimeout(f"git fast-import timed out after {timeout:g} s; the commit was not made")
     if proc.returncode != 0:
         raise GitError.failed(args, f"git fast-import exited {proc.returncode}")
     try:
@@ -130,6 +162,23 @@ def import_commit(
         raise GitError(f"git fast-import left no marks file: {error.strerror}") from None
     finally:
         marks.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _stoppable() -> Iterator[None]:
+    """A signal arriving inside the block raises Interrupted there (in the main thread). One
+    heard before it is not: the commits of an interrupted loop's cleanup go on (a second
+    signal then ends the runner at once, leaving the journal)."""
+    from runner_shell.loop.signals import Interrupts, in_a_job
+
+    if Interrupts.pending is not None or in_a_job():
+        yield
+        return
+    Interrupts.raising = True
+    try:
+        yield
+    finally:
+        Interrupts.raising = False
 
 
 def _marked(text: bytes, inline: int) -> ImportedCommit:

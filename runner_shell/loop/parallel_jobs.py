@@ -50,7 +50,7 @@ from runner_shell.guard.baselines import keep_baseline, known_baseline
 from runner_shell.loop.event_sink import IterationEvents
 from runner_shell.loop.night_loop import LoopRun
 from runner_shell.scratch.sandbox import Sandbox
-from runner_shell.scratch.slots import SlotError, prepare_slot
+from runner_shell.scratch.slots import SlotError, prepare_slot, slot_objects
 from runner_shell.step.agent_and_guard import ProcessGuardRunner
 from runner_shell.step.iteration_store import DiskIterationStore
 from runner_shell.step.lock_and_journal import (
@@ -139,10 +139,16 @@ def in_flight(job: Job) -> InFlight:
 
 
 def slot_sandbox(sandbox: Sandbox | None, slot: int) -> Sandbox | None:
-    """Each slot's processes get private HOMEs of their own: two agents never share one."""
+    """Each slot's processes get private HOMEs of their own: two agents never share one, and
+    see their own slot's object store, never another's."""
     if sandbox is None:
         return None
-    return attrs.evolve(sandbox, homes=sandbox.homes.parent / f"homes-{slot}")
+    slots = sandbox.homes.parent
+    shared = tuple(
+        slot_objects(slots, slot) if path == slot_objects(slots, 0) else path
+        for path in sandbox.shared
+    )
+    return attrs.evolve(sandbox, homes=slots / f"homes-{slot}", shared=shared)
 
 
 def head_side(run: LoopRun) -> HeadSide:

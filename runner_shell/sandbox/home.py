@@ -10,11 +10,11 @@ Never copies anything else, and never writes the real HOME.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
 from runner_core.backends.registry import BACKENDS
+from runner_shell.store.removal import empty_directory
 
 # Variables that would send a tool back to the operator's directories instead of $HOME's: each
 # backend's own (inside, its files sit at their default places) and XDG's.
@@ -65,12 +65,7 @@ def prepare_home(home: Path, backend: str, environ: Mapping[str, str]) -> dict[s
 
 
 def _empty(directory: Path) -> None:
-    with os.scandir(directory) as entries:
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path)
-            else:
-                os.unlink(entry.path)
+    empty_directory(directory)  # any depth, any modes, never through a symlink
 
 
 def _copy_if_present(source: Path, target: Path) -> None:

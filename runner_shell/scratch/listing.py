@@ -31,9 +31,11 @@ from pyrsistent.typing import PMap
 
 from runner_core.iteration.import_rules import (
     GITLINK_MODE,
+    MAX_DEPTH,
     NOTES_FILES,
     BaseEntry,
     EntryKind,
+    ImportLimits,
     ScratchEntry,
     ScratchListing,
     is_git_name,
@@ -65,8 +67,14 @@ class _Seen:
     size: int
 
 
-def list_scratch(repo: Repo, slot: Path, base: str) -> ScratchListing:
-    """The slot's entries that are not ignored, the base commit's files and the notes' bytes."""
+def list_scratch(
+    repo: Repo, slot: Path, base: str, limits: ImportLimits | None = None
+) -> ScratchListing:
+    """The slot's entries that are not ignored, the base commit's files and the notes' bytes.
+    The walk stops, nothing written, once the new files or their bytes are past `limits`."""
+    limits = ImportLimits() if limits is None else limits
+    new_files = new_bytes = 0
+    depth = 0
     base_listed = _base_listing(repo, base)
     base_files, kept_dirs, gitlinks = base_listed.files, base_listed.dirs, base_listed.gitlinks
     hashing = _object_format(base, base_files)
@@ -77,6 +85,7 @@ def list_scratch(repo: Repo, slot: Path, base: str) -> ScratchListing:
     blobs = BlobWriter(repo.root, repo.git_path(BLOBS_DIR))
     with IgnoreRules(repo) as rules, blobs:
         while level:
+            depth += 1
             seen = [item for directory in level for item in _entries_of(slot, directory)]
             ignored = rules.ignored(
                 [f"{s.path}/" if stat.S_ISDIR(s.mode) else s.path for s in seen]
@@ -90,19 +99,82 @@ def list_scratch(repo: Repo, slot: Path, base: str) -> ScratchListing:
                 if is_git_name(item.name):
                     entries.append(ScratchEntry(item.path, EntryKind.GIT))
                 elif is_dir:
-                    if item.path not in gitlinks:
+                    if depth >= MAX_DEPTH:
+                        entries.append(ScratchEntry(item.path, EntryKind.TOO_DEEP))
+                    elif item.path not in gitlinks:
                         level.append(item.path)
                 else:
+                    if item.path not in base_files:
+                        new_files += 1
+                        if new_files > limits.files:
+                            return _stopped(base_files, ("files", new_files))
                     entry, data = _read(slot, item, hashing)
                     if item.path in notes:
                         notes[item.path] = data
                     if data is not None and _is_new_blob(entry, base_files.get(item.path)):
+                        new_bytes += len(data)
+                        if new_bytes > limits.bytes:
+                            return _stopped(base_files, ("bytes", new_bytes))
                         blobs.add(data)
                         changed.append(entry)
                     entries.append(entry)
         _check_written(changed, blobs.write())
     listed = {entry.path: entry for entry in entries}
-    return ScratchListing(tuple(entries), base_files, pmap(_notes(repo, base_files, listed, notes)))
+    given: tuple[str, ...] = ()
+    if any(entry.path.rpartition("/")[2] == ".gitattributes" for entry in changed):
+        given = _attributes_given(repo, slot, base_files)
+    notes_read = pmap(_notes(repo, base_files, listed, notes))
+    return ScratchListing(tuple(entries), base_files, notes_read, runner_attributes=given)
+
+
+# The runner's files whose attributes are checked when an iteration changes a `.gitattributes`.
+_RUNNER_PATHS = (
+    ".runner/GOAL.md",
+    ".runner/.gitignore",
+    ".runner/state/tree.json",
+    ".runner/state/run_state.json",
+    ".runner/state/config.toml",
+    ".runner/state/schema.json",
+)
+
+
+def _attributes_given(
+    repo: Repo, slot: Path, base_files: Mapping[str, BaseEntry]
+) -> tuple[str, ...]:
+    """`path: attribute: value` for each attribute the slot's `.gitattributes` files give a
+    runner file that the run's (the base's, its work tree being clean) do not. Asked of
+    `git check-attr`, in the slot with a git directory of the runner's own (the slot's
+    `.git`, its info/attributes and config, are the agent's and never read)."""
+    paths = sorted({*_RUNNER_PATHS, *(p for p in base_files if is_runner_owned(p))})
+    stdin = b"".join(os.fsencode(path) + b"\0" for path in paths)
+    args = ("check-attr", "-a", "-z", "--stdin")
+    store = slot.parent / f"{slot.name}.objects"
+    env = dict(os.environ, GIT_DIR=str(store), GIT_WORK_TREE=str(slot))
+    found = []
+    for where, environment in ((slot, env), (repo.root, None)):
+        result = run_git(args, where, env=environment, stdin=stdin)
+        if result.returncode != 0:
+            raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
+        fields = result.stdout.split(b"\0")
+        triples = (fields[i : i + 3] for i in range(0, len(fields) - 2, 3))
+        found.append(
+            {
+                os.fsdecode(b": ".join(triple))
+                for triple in triples
+                if triple[1] in _CONVERTING and triple[2] != b"unset"
+            }
+        )
+    return tuple(sorted(found[0] - found[1]))
+
+
+# The attributes that change a file's bytes between the object store and the work tree (every
+# filter driver is disabled for the runner's git already: runner_shell/git/hardened.py).
+_CONVERTING = frozenset({b"text", b"eol", b"crlf", b"ident", b"working-tree-encoding"})
+
+
+def _stopped(base_files: PMap[str, BaseEntry], stopped: tuple[str, int]) -> ScratchListing:
+    """The listing of a walk stopped past a limit: no entries, no blob written."""
+    return ScratchListing((), base_files, pmap(), stopped)
 
 
 @attrs.frozen(slots=True)

@@ -25,6 +25,7 @@ from runner_core.run.environment import agent_environment, guard_environment
 from runner_shell.sandbox.bwrap import Confinement
 from runner_shell.sandbox.home import prepare_home
 from runner_shell.sandbox.status import SandboxStatus
+from runner_shell.scratch.setup_outputs import setup_outputs
 
 
 @attrs.frozen(slots=True)
@@ -54,13 +55,15 @@ class Sandbox:
             return None
         home = self.homes / home_name
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # What `[sandbox] setup` made is read-only to every process but setup itself.
+        made = () if home_name == "setup" else setup_outputs(work_dir)
         return self.status.confine(
             work_dir.resolve(),
             home.resolve(),
             writable=tuple(path.resolve() for path in (*writable, *self.writable)),
             read_only=(
                 *(path for path in runtime_paths(argv) if not self.hides(path)),
-                *(path.resolve() for path in (*self.shared, *read_only)),
+                *(path.resolve() for path in (*self.shared, *read_only, *made)),
             ),
             hide=self.hide,
             network=network,

@@ -31,10 +31,40 @@ from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.slots import SlotError, prepare_slot
 from runner_shell.step.lock_and_journal import write_journal
 from runner_shell.step.processes import SpawnError, run_process
+from runner_shell.store.files import atomic_write_bytes, make_directory, read_bytes_capped
 from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.removal import empty_directory
 
 # RUNNER_WAIT_PATH: where a `command` agent asks the loop to wait out a limit.
 WAIT_FILE = "wait.json"
+# In the iteration directory: the agent's own directory (RUNNER_AGENT_DIR: its output, usage
+# and wait files), and the guard's (its report). A sandboxed agent or guard can write there
+# and nowhere else of the iteration directory, whose files are the runner's own.
+AGENT_DIR = "agent"
+GUARD_DIR = "guard"
+# The agent's files the runner keeps in the iteration directory (archived with it), copied
+# out of the agent's directory byte for byte once the session is over, each up to a cap.
+_KEPT_AGENT_FILES = {"agent_output.json": 16 * 1024 * 1024, "usage.json": 64 * 1024}
+
+
+def own_directory(iter_dir: Path, name: str) -> Path:
+    """`name` (AGENT_DIR, GUARD_DIR) in the iteration directory, made empty: nothing an
+    earlier process of the iteration left there counts."""
+    directory = iter_dir / name
+    make_directory(directory)  # never through a symlink
+    empty_directory(directory)
+    return directory
+
+
+def _keep_agent_files(agent_dir: Path, iter_dir: Path) -> None:
+    """The agent's output and usage files copied into the iteration directory under their
+    names, as regular files the runner wrote; a symlink, FIFO or oversized file is left out."""
+    for name, cap in _KEPT_AGENT_FILES.items():
+        try:
+            data = read_bytes_capped(agent_dir / name, cap)
+        except OSError:
+            continue
+        atomic_write_bytes(iter_dir / name, data, durable=False)
 
 
 def schema_path(paths: RunnerPaths, role: AgentRole) -> Path:
@@ -57,10 +87,10 @@ class ProcessAgentRunner:
 
     def run_agent(self, effect: RunAgent, journal: Journal) -> AgentFinished | NotStarted:
         started: list[int] = []
-        output_path = self.iter_dir / effect.output_name
-        usage_path = self.iter_dir / effect.usage_name
+        agent_dir = own_directory(self.iter_dir, AGENT_DIR)
+        output_path, usage_path = agent_dir / effect.output_name, agent_dir / effect.usage_name
         schema = schema_path(self.paths, effect.role)
-        env = self._environment(effect, output_path, usage_path, schema)
+        env = self._environment(effect, agent_dir, output_path, usage_path, schema)
         request = AgentRequest(
             role=effect.role,
             repo_root=self.work_dir or self.paths.root,
@@ -74,11 +104,12 @@ class ProcessAgentRunner:
             timeout_secs=effect.timeout_secs,
             limit_bytes=effect.limit_bytes,
             on_start=_tracker(self.repo, journal, started, self.journal_file),
-            wait_path=self.iter_dir / WAIT_FILE,
+            wait_path=agent_dir / WAIT_FILE,
             on_output=None if self.output is None else self.output.start(effect.log_name),
             sandbox=self.sandbox,
             backend=self.config.agent_backend,
             allow_hosts=self.config.sandbox.allow_hosts,
+            output_dir=agent_dir,
         )
         try:
             with interruptible():
@@ -93,6 +124,7 @@ class ProcessAgentRunner:
         finally:
             if self.output is not None:
                 self.output.flush()
+            _keep_agent_files(agent_dir, self.iter_dir)
         return AgentFinished(
             exit_code=agent.process.exit_code,
             timed_out=agent.process.timed_out,
@@ -107,7 +139,7 @@ class ProcessAgentRunner:
         )
 
     def _environment(
-        self, effect: RunAgent, output_path: Path, usage_path: Path, schema: Path
+        self, effect: RunAgent, agent_dir: Path, output_path: Path, usage_path: Path, schema: Path
     ) -> dict[str, str]:
         """The session's environment: the allow-list, sandboxed or not
         (runner_core.run.environment; the sandbox narrows it again and adds the private HOME,
@@ -120,7 +152,8 @@ class ProcessAgentRunner:
             RUNNER_OUTPUT_SCHEMA=str(schema),
             RUNNER_ITER_DIR=str(self.iter_dir),
             RUNNER_USAGE_PATH=str(usage_path),
-            RUNNER_WAIT_PATH=str(self.iter_dir / WAIT_FILE),
+            RUNNER_WAIT_PATH=str(agent_dir / WAIT_FILE),
+            RUNNER_AGENT_DIR=str(agent_dir),
         )
         return env
 
@@ -166,7 +199,7 @@ class ProcessGuardRunner:
     journal_file: Path | None = None  # a parallel job's journal, else the run's
 
     def run_guard(self, effect: RunGuard, journal: Journal) -> GuardFinished | NotStarted:
-        report_path = self.iter_dir / (effect.report_name or JUDGE_REPORT)
+        report_path = own_directory(self.iter_dir, GUARD_DIR) / (effect.report_name or JUDGE_REPORT)
         discard_report(report_path)  # a stale or planted report never counts
         finished = self._run(effect, journal, report_path)
         report, problem = take_report(report_path)
@@ -196,9 +229,11 @@ class ProcessGuardRunner:
         }
         confinement = None
         if self.sandbox is not None:
+            # What an earlier guard left in its HOME (a `.pth`, a plugin) never judges this one.
+            empty_directory(self.sandbox.homes / "guard")
             env = self.sandbox.guard_env(env)
             confinement = self.sandbox.confine(
-                effect.argv, self.root, (self.iter_dir,), self.network, "guard"
+                effect.argv, self.root, (report_path.parent,), self.network, "guard"
             )
         argv = effect.argv
         try:

@@ -22,6 +22,7 @@ from runner_core.iteration.effects import (
     WriteIterationFile,
 )
 from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.import_rules import ImportLimits
 from runner_core.iteration.recovery import Journal
 from runner_core.iteration.results import ConfigRead, HeadRead, ScratchListed, TreeRead
 from runner_shell.errors import UserFacingError
@@ -49,10 +50,13 @@ class SlotLister:
     repo: Repo
     slot: Path
     base: str
+    limits: ImportLimits = attrs.field(
+        factory=ImportLimits
+    )  # past them the walk stops: nothing is imported
 
     def list_scratch(self) -> ScratchListed:
         try:
-            return ScratchListed(list_scratch(self.repo, self.slot, self.base))
+            return ScratchListed(list_scratch(self.repo, self.slot, self.base, self.limits))
         except GitError as error:
             raise OSError(str(error)) from None
 

@@ -21,7 +21,7 @@ from pyrsistent import pmap
 
 from runner_core import parse_config, parse_tree
 from runner_core.iteration.execution_record import Measured
-from runner_core.iteration.import_rules import ImportDecision, decide_import
+from runner_core.iteration.import_rules import ImportDecision, ImportLimits, decide_import
 from runner_core.iteration.interrupted import interrupted_end
 from runner_core.iteration.plan import PlanKind, plan_step
 from runner_core.iteration.recovery import (
@@ -55,6 +55,7 @@ from runner_shell.step.lock_and_journal import (
     read_journal,
 )
 from runner_shell.step.processes import terminate_process_group
+from runner_shell.store.directories import open_existing_directory
 from runner_shell.store.files import atomic_write_bytes, make_directory
 from runner_shell.store.iteration_log import commit_iteration, count_executions, utc_now
 from runner_shell.store.layout import RunnerPaths
@@ -82,13 +83,19 @@ def _remove_stale_index_lock(repo: Repo) -> None:
 def _remove_stale_temp_files(paths: RunnerPaths, iter_dir: Path) -> None:
     # A kill or a full disk between an atomic write's temp file and its rename leaves
     # `.<name>.<random>.tmp` beside the file; untracked, it would be committed with the recovery.
-    for target in (paths.goal, paths.gitignore, *paths.state_dir.glob("*")):
-        for temp in target.parent.glob(f".{target.name}.*.tmp"):
-            temp.unlink(missing_ok=True)
-    for directory in (paths.context_dir, iter_dir):
-        if directory.is_dir() and not directory.is_symlink():
-            for temp in directory.glob(".*.tmp"):
-                temp.unlink(missing_ok=True)
+    # Each directory is reached from the repository's top without following a symlink, and
+    # each temp file unlinked through it: nothing outside the repository is ever removed.
+    for directory in (paths.runner_dir, paths.state_dir, paths.context_dir, iter_dir):
+        fd = open_existing_directory(directory)
+        if fd is None:
+            continue
+        try:
+            for name in os.listdir(fd):
+                if name.startswith(".") and name.endswith(".tmp"):
+                    with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                        os.unlink(name, dir_fd=fd)
+        finally:
+            os.close(fd)
 
 
 def kill_orphans(journal: Journal, iter_dir: Path) -> tuple[int, ...]:
@@ -256,7 +263,8 @@ def recover(paths: RunnerPaths, repo: Repo, job: tuple[int, str] | None = None) 
     end = interrupted_end(journal, tree, state, counts, measured, config.agent_backend)
     try:
         head = repo.head()
-        imported, dropped = _kept_work(repo, head.sha, journal.iteration, job)
+        limits = ImportLimits(config.import_limit_bytes, config.import_limit_files)
+        imported, dropped = _kept_work(repo, head.sha, journal.iteration, job, limits)
         end = attrs.evolve(end, imported=imported)
         commit_iteration(paths, repo, journal.run_id, iter_dir, final_write_set(end), base=head)
     except GitError as error:
@@ -265,19 +273,19 @@ def recover(paths: RunnerPaths, repo: Repo, job: tuple[int, str] | None = None) 
 
 
 def _kept_work(
-    repo: Repo, head: str, iteration: int, job: tuple[int, str] | None
+    repo: Repo, head: str, iteration: int, job: tuple[int, str] | None, limits: ImportLimits
 ) -> tuple[ImportDecision, tuple[str, ...]]:
     """What the interrupted agent left, as the import rules take it, on the head: a one-slot
     iteration's or a running job's from its slot, a finished job's from beside its journal
     (its slot is another's by now); a job's carried onto the head from the commit it started
     at, as its merge would have, with the paths that conflict left out (and named)."""
     if job is None:
-        return _scratch_import(repo, head), ()
+        return _scratch_import(repo, head, limits), ()
     slot, base = job
     if not base:
         return ImportDecision(), ()
     if slot >= 0:
-        imported = _scratch_import(repo, base, slot)
+        imported = _scratch_import(repo, base, limits, slot)
     else:
         found = read_job_changes(repo, iteration)
         if found is None or found.base != base:
@@ -299,14 +307,14 @@ def _restore_state_files(paths: RunnerPaths, repo: Repo) -> None:
         atomic_write_bytes(state_file, committed)
 
 
-def _scratch_import(repo: Repo, base: str, number: int = 0) -> ImportDecision:
+def _scratch_import(repo: Repo, base: str, limits: ImportLimits, number: int = 0) -> ImportDecision:
     """What the interrupted agent left in its scratch checkout, as the import rules take it:
     its work is kept as a finished iteration's would be (nothing, when they refuse it)."""
     slot = slot_path(repo, number)
     if not slot.is_dir() or slot.is_symlink():
         return ImportDecision()
     try:
-        return decide_import(list_scratch(repo, slot, base))
+        return decide_import(list_scratch(repo, slot, base, limits), limits)
     except OSError as error:
         raise GitError(f"the scratch checkout could not be read: {error}") from None
 

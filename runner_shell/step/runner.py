@@ -41,6 +41,7 @@ from runner_core.iteration.effects import (
 )
 from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
 from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.import_rules import ImportLimits
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import (
     CompletePlan,
@@ -70,8 +71,9 @@ from runner_shell.loop.event_sink import Emitter, IterationEvents, sink_for
 from runner_shell.loop.output_events import LiveOutput
 from runner_shell.sandbox.status import sandbox_status
 from runner_shell.scratch.sandbox import Sandbox
-from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
+from runner_shell.scratch.slots import SlotError, prepare_slot, slot_objects, slot_path
 from runner_shell.step import protected_files
+from runner_shell.step.agent_and_guard import AGENT_DIR
 from runner_shell.step.agent_and_guard import WAIT_FILE as WAIT_FILE
 from runner_shell.step.agent_and_guard import ProcessAgentRunner as ProcessAgentRunner
 from runner_shell.step.agent_and_guard import ProcessGuardRunner as ProcessGuardRunner
@@ -225,14 +227,15 @@ def step_sandbox(paths: RunnerPaths, repo: Repo, config: Config) -> Sandbox:
     common = repo.common_path("").resolve()
     root = paths.root.resolve()
     hide = (root,) if common.is_relative_to(root) else (root, common)
-    # The slot's .git borrows the run's objects (read-only) through its alternates.
-    objects = repo.common_path("objects").resolve()
-    shared = (objects, *map(Path, config.sandbox.read_only))
+    # The slot's .git borrows its own store's objects (read-only) through its alternates:
+    # the base's history alone, never the run's whole object store.
+    slots = slot_path(repo, 0).parent
+    shared = (slot_objects(slots, 0), *map(Path, config.sandbox.read_only))
     extra = tuple(map(Path, config.sandbox.writable))
     return Sandbox(
         status,
         hide,
-        slot_path(repo, 0).parent / "homes",
+        slots / "homes",
         shared,
         extra,
         agent_variables=config.sandbox.env,
@@ -312,7 +315,7 @@ def _prompt_parts(
     values = {
         "context_dir": paths.relative(paths.context_dir) + "/",
         "guard_command": " ".join(config.guard_command),
-        "output_path": str(iter_dir / "agent_output.json"),
+        "output_path": str(iter_dir / AGENT_DIR / "agent_output.json"),
         "schema_path": str(schema_path(paths, role)),
     }
     return PromptParts(
@@ -447,7 +450,12 @@ def shell_ports(
     output = None if sink is None else LiveOutput(sink, iteration_events.origin(facts, ""))
     work_dir = paths.root if slot is None else slot
     network = facts.config.guard_network
-    scratch = None if slot is None or facts.head is None else SlotLister(repo, slot, facts.head.sha)
+    limits = ImportLimits(facts.config.import_limit_bytes, facts.config.import_limit_files)
+    scratch = (
+        None
+        if slot is None or facts.head is None
+        else SlotLister(repo, slot, facts.head.sha, limits)
+    )
     journal_file = None if job is None else job.journal_file
     agents = ProcessAgentRunner(
         paths, repo, facts.config, iter_dir, output, work_dir, sandbox, journal_file

@@ -93,3 +93,24 @@ def _open_child(fd: int, part: str, reached: Path) -> int:
 def make_directory(directory: Path) -> None:
     """`directory` and its missing parents, none of them reached through a symlink."""
     os.close(open_directory(directory))
+
+
+def open_existing_directory(directory: Path) -> int | None:
+    """`open_directory` that makes nothing: None when `directory`, or a directory on the way
+    to it, is missing, a symlink or not a directory."""
+    directory = Path(os.path.abspath(directory))
+    top = _repository_top(directory)
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    for part in directory.relative_to(top).parts:
+        try:
+            child = os.open(part, flags, dir_fd=fd)
+        except OSError:
+            os.close(fd)
+            return None
+        os.close(fd)
+        fd = child
+    return fd

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from runner_core import ExecutionHistory, Node, parse_tree
-from runner_core.iteration.recovery import Journal
+from runner_core.iteration.recovery import Journal, JournalPhase
 from runner_core.run.identity import branch_for, run_id_problem
 from runner_core.run.operations import OperatorAction, run_actions
 from runner_core.run.state import RunState, RunStateError, run_state_from_json
@@ -277,6 +277,20 @@ def run_files(paths: RunnerPaths, repo: Repo, run: str | None) -> tuple[RunState
         raise UserFacingError(f"run '{run_id}': {branch}'s state is damaged: {error}") from None
 
 
+def _committed_run_files(
+    paths: RunnerPaths, repo: Repo, state: RunState, tree: Node
+) -> tuple[RunState, Node]:
+    """The run state and tree HEAD holds; the ones given when HEAD's cannot be read."""
+    state_bytes = repo.file_at_head(paths.relative(paths.run_state))
+    tree_bytes = repo.file_at_head(paths.relative(paths.tree))
+    if state_bytes is None or tree_bytes is None:
+        return state, tree
+    try:
+        return run_state_from_json(json.loads(state_bytes)), parse_tree(tree_bytes)
+    except (ValueError, RunStateError, TreeValidationError):
+        return state, tree
+
+
 def status_reading(
     paths: RunnerPaths, repo: Repo, warning: Callable[[str], None] = warn, run: str | None = None
 ) -> StatusReading:
@@ -291,6 +305,9 @@ def status_reading(
     journal = _journal(repo, warning)
     if journal is not None and journal.run_id != state.run_id:
         journal = None  # another run's iteration in progress is not this run's
+    if journal is not None and journal.phase in (JournalPhase.WRITING, JournalPhase.COMMITTING):
+        # Its files are written but not (yet) committed: what is shown is what is committed.
+        state, tree = _committed_run_files(paths, repo, state, tree)
     jobs = _job_journals(repo, warning)
     in_flight = _in_flight(journal, jobs)
     history, problems = (

@@ -197,7 +197,9 @@ def test_the_agent_gets_its_role_node_iteration_and_paths(
         assert env["RUNNER_ITER"] == str(n)
         assert env["RUNNER_RUN_ID"] == project.run_id
         assert Path(env["RUNNER_ITER_DIR"]) == project.iter_dir(n)
-        assert Path(env["RUNNER_OUTPUT_PATH"]).parent == project.iter_dir(n)
+        # The agent's own directory in the iteration's.
+        assert Path(env["RUNNER_OUTPUT_PATH"]).parent == project.iter_dir(n) / "agent"
+        assert Path(env["RUNNER_AGENT_DIR"]) == project.iter_dir(n) / "agent"
         assert Path(env["RUNNER_OUTPUT_SCHEMA"]) == state / f"{role}_output.schema.json"
         assert "RUNNER_USAGE_PATH" in env
     # The selected node's goal and acceptance, then the project goal.

@@ -56,13 +56,13 @@ def test_the_run_repository_is_not_reachable_from_the_sandbox(project: Project) 
         f'root="{project.root}"; '
         f'{{ ls -A "$root"; echo "--"; cat "$root/.git/config" "$root/.git/HEAD"; '
         f'touch "$root/PWNED" "$root/.git/PWNED"; echo "rc=$?"; git log --oneline -1; }} '
-        f'> "$RUNNER_ITER_DIR/seen" 2>&1; echo work > work.txt'
+        f'> "$RUNNER_AGENT_DIR/seen" 2>&1; echo work > work.txt'
     )
     sandboxed(project, script)
 
     record = step(project)
 
-    seen = (project.iter_dir(record["iter"]) / "seen").read_text()
+    seen = (project.iter_dir(record["iter"]) / "agent" / "seen").read_text()
     listing, rest = seen.split("--", 1)
     assert "README.md" not in listing.split(), seen  # the run's files are not there
     assert "[core]" not in rest and "ref: refs/heads" not in rest, seen
@@ -79,13 +79,13 @@ def test_nothing_the_agent_started_outlives_its_session(project: Project) -> Non
         # python3, not `exec -a`: the sh of Debian (dash) has no `-a`, and nothing would start.
         f"setsid python3 -c 'import time; time.sleep(300)' {marker} </dev/null >/dev/null 2>&1 & "
         f"(python3 -c 'import time; time.sleep(300)' {marker} &) ; sleep 0.5; "
-        'pgrep -c -x python3 > "$RUNNER_ITER_DIR/started"'
+        'pgrep -c -x python3 > "$RUNNER_AGENT_DIR/started"'
     )
     sandboxed(project, script)
 
     record = step(project)
 
-    assert (project.iter_dir(record["iter"]) / "started").read_text().strip() == "2"
+    assert (project.iter_dir(record["iter"]) / "agent" / "started").read_text().strip() == "2"
 
     time.sleep(0.5)
     alive = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
@@ -94,14 +94,14 @@ def test_nothing_the_agent_started_outlives_its_session(project: Project) -> Non
 
 def test_the_agent_cannot_see_or_signal_the_runner(project: Project) -> None:
     script = (
-        'pgrep -f "runner_shel[l] step" > "$RUNNER_ITER_DIR/seen" || true; '
+        'pgrep -f "runner_shel[l] step" > "$RUNNER_AGENT_DIR/seen" || true; '
         "pkill -STOP -f 'runner_shel[l] step' || true"
     )
     sandboxed(project, script)
 
     record = step(project)  # the step ends: its runner was never stopped
 
-    assert (project.iter_dir(record["iter"]) / "seen").read_text() == ""
+    assert (project.iter_dir(record["iter"]) / "agent" / "seen").read_text() == ""
 
 
 def test_the_guard_has_no_network_by_default(project: Project, tmp_path: Path) -> None:

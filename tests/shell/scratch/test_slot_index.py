@@ -60,13 +60,16 @@ def test_a_reset_to_a_new_base_keeps_ignored_files_and_leaves_the_agent_a_clean_
     repo: Repo,
 ) -> None:
     first = repo.head_sha()
-    slot = prepare_slot(repo, first)
-    (slot / "venv").mkdir()
-    (slot / "venv/installed").write_text("x")
+    setup = (
+        "sh",
+        "-c",
+        "mkdir -p venv && printf x > venv/installed",
+    )  # kept: what setup made (docs/sandbox.md)
+    slot = prepare_slot(repo, first, setup)
     (repo.root / "kept.txt").write_text("next\n")
     git(repo.root, "commit", "-qam", "next")
 
-    slot = prepare_slot(repo, repo.head_sha())
+    slot = prepare_slot(repo, repo.head_sha(), setup)
 
     assert (slot / "kept.txt").read_text() == "next\n"
     assert (slot / "venv/installed").read_text() == "x"

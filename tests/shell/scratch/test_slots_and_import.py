@@ -58,17 +58,20 @@ def test_the_slots_lean_git_directory_serves_the_agents_git(repo: Repo) -> None:
     assert git(slot, "rev-parse", "HEAD~1").strip() == head(repo)
 
 
+# The slot's `[sandbox] setup`: what it makes is kept by every reset.
+SETUP = ("sh", "-c", "mkdir -p venv && printf x > venv/installed")
+
+
 def test_a_reset_keeps_ignored_files_and_undoes_the_rest(repo: Repo) -> None:
-    slot = prepare_slot(repo, head(repo))
-    (slot / "venv").mkdir()
-    (slot / "venv/installed").write_text("x")
+    slot = prepare_slot(repo, head(repo), SETUP)
+    assert (slot / "venv/installed").read_text() == "x"
     (slot / "kept.txt").write_text("changed")
     (slot / "untracked.txt").write_text("x")
     (slot / "nested").mkdir()
     git(slot / "nested", "init", "-q")
     git(slot, "checkout", "-qb", "agent-branch")
 
-    slot = prepare_slot(repo, head(repo))
+    slot = prepare_slot(repo, head(repo), SETUP)
 
     assert (slot / "venv/installed").read_text() == "x"
     assert (slot / "kept.txt").read_text() == "kept\n"
@@ -185,3 +188,68 @@ def test_a_removal_never_follows_a_symlink_out(tmp_path: Path) -> None:
     assert (tmp_path / "outside/f").exists()
     with pytest.raises(ValueError, match="not a path inside"):
         remove_file_within(tmp_path / "top", "../outside/f")
+
+
+def test_ignored_files_setup_did_not_make_go_and_a_changed_setup_output_is_rebuilt(
+    repo: Repo,
+) -> None:
+    (repo.root / ".gitignore").write_text("venv/\ncache/\n")
+    git(repo.root, "commit", "-qam", "ignore cache/")
+    slot = prepare_slot(repo, head(repo), SETUP)
+    (slot / "cache").mkdir()
+    (slot / "cache/plugin.py").write_text("planted")  # an ignored file setup did not make
+    (slot / "venv/evil.pth").write_text("planted")  # a setup output changed, unconfined
+
+    slot = prepare_slot(repo, head(repo), SETUP)
+
+    assert not (slot / "cache").exists()
+    assert not (slot / "venv/evil.pth").exists()  # the slot was made again, setup rerun
+    assert (slot / "venv/installed").read_text() == "x"
+
+
+def test_a_changed_setup_command_makes_the_slot_again(repo: Repo) -> None:
+    slot = prepare_slot(repo, head(repo), SETUP)
+    other = ("sh", "-c", "mkdir -p venv && printf y > venv/installed")
+    slot = prepare_slot(repo, head(repo), other)
+    assert (slot / "venv/installed").read_text() == "y"
+
+
+def test_a_slot_that_cannot_be_removed_is_set_aside_and_made_again(
+    repo: Repo, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A reset the agent's leftovers defeat never fails the run."""
+    slot = prepare_slot(repo, head(repo))
+    stuck = slot / "stuck"
+    stuck.mkdir()
+    (stuck / "file").write_text("x")
+    if subprocess.run(["chattr", "+i", str(stuck)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here (root on a file system that has it)")
+    try:
+        (slot / ".git" / "index").write_text("not an index")  # the slot's git is broken too
+        subprocess.run(["git", "-C", str(slot), "update-ref", "-d", "HEAD"], check=False)
+        os.chmod(slot / ".git", 0)
+        slot = prepare_slot(repo, head(repo))
+        aside = [path for path in slot.parent.iterdir() if ".broken-" in path.name]
+        assert (slot / "kept.txt").read_text() == "kept\n" and not (slot / "stuck").exists()
+        assert len(aside) == 1 and (aside[0] / "stuck" / "file").exists()
+        assert "set aside as" in capfd.readouterr().err
+    finally:
+        for found in slot.parent.glob("*/stuck"):
+            subprocess.run(["chattr", "-i", str(found)], check=False)
+
+
+def test_each_parallel_slot_sees_its_own_object_store_only(tmp_path: Path) -> None:
+    """A parallel job's sandbox binds its slot's store, never slot 0's."""
+    from runner_shell.loop.parallel_jobs import slot_sandbox
+    from runner_shell.sandbox.status import SandboxStatus
+    from runner_shell.scratch.sandbox import Sandbox
+    from runner_shell.scratch.slots import slot_objects
+
+    slots = tmp_path / "slots"
+    other = Path("/opt/toolchain")
+    status = SandboxStatus("off", None, None)
+    sandbox = Sandbox(status, (), slots / "homes", (slot_objects(slots, 0), other))
+    job = slot_sandbox(sandbox, 3)
+    assert job is not None
+    assert job.shared == (slots / "3.objects" / "objects", other)
+    assert job.homes == slots / "homes-3"
