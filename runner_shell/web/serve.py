@@ -27,6 +27,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import (
     FileResponse,
+    HTMLResponse,
     JSONResponse,
     PlainTextResponse,
     Response,
@@ -35,6 +36,7 @@ from starlette.responses import (
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from runner_core.history.records import ExecutionHistory
 from runner_core.loop.events import Event, event_line
 from runner_core.run.listing import runs_to_json
 from runner_core.views.diff import diff_document
@@ -55,10 +57,10 @@ from runner_shell.git.repo import GitError, Repo
 from runner_shell.git.run_branches import gather_runs
 from runner_shell.step.lock_and_journal import job_journals_dir, journal_path, lock_held
 from runner_shell.store.event_log import EventTail, follow_failure, follow_tail, last_events
-from runner_shell.store.files import FileTooLarge, read_bytes_capped
+from runner_shell.store.files import FileTooLarge, atomic_write_text, read_bytes_capped
 from runner_shell.store.iteration_log import iteration_dirs
 from runner_shell.store.layout import RunnerPaths
-from runner_shell.store.state_files import load_run_state
+from runner_shell.store.state_files import load_config, load_run_state
 from runner_shell.views.history import iteration_diff, iteration_document
 from runner_shell.views.reading import (
     StatusReading,
@@ -73,9 +75,10 @@ from runner_shell.views.reading import (
     warn,
 )
 from runner_shell.web.hosts import HostGuard, allowed_hosts, is_loopback
+from runner_shell.web.page import PageFacts, pictures_html, render_page
 
 STATIC = Path(__file__).parent / "static"
-PAGES = {"/": "index.html", "/app.js": "app.js", "/app.css": "app.css"}
+PAGES = {"/app.js": "app.js", "/app.css": "app.css"}
 FILE_MAX_BYTES = 1024 * 1024
 POLL_SECS = 0.5
 HEARTBEAT_SECS = 15.0
@@ -163,6 +166,8 @@ class Watcher:
     follower_stop: threading.Event = attrs.field(factory=threading.Event)
     page: PageView | None = None
     cache: StatusCache = attrs.field(factory=StatusCache)
+    # The pictures last drawn (a `pictures` event carries them whole when they change).
+    pictures: str | None = None
 
     def watched(self) -> dict[str, Path]:
         return {
@@ -203,13 +208,19 @@ class Watcher:
         them again even if nothing changes after, so the last state of a run always reaches the
         pages."""
         try:
-            page = await asyncio.to_thread(lambda: page_view(*self.api.documents(self.cache)))
+            facts = await asyncio.to_thread(self.api.page_facts, self.cache)
         except READ_ERRORS:
             return False
+        assert facts.status is not None and facts.overview is not None
+        page = page_view(facts.status, facts.overview)
         delta = view_delta(self.page, page)
         self.page = page
         if delta is not None:
             self.broker.publish("view", json.dumps(delta, sort_keys=True))
+        pictures = pictures_html(facts)
+        if self.pictures is not None and pictures != self.pictures:
+            self.broker.publish("pictures", json.dumps({"html": pictures}))
+        self.pictures = pictures
         return True
 
     def _follow_run(self) -> None:
@@ -317,6 +328,12 @@ class Api:
         """The status document and the overview, read afresh; with `cache`, the status reading
         is read again only when a file it depends on changed, as the events log's changes (each
         chunk of agent output) only change the overview's wait."""
+        facts = self.page_facts(cache)
+        assert facts.status is not None and facts.overview is not None
+        return dict(facts.status), dict(facts.overview)
+
+    def page_facts(self, cache: StatusCache | None = None) -> PageFacts:
+        """What the page is rendered from: the documents, the run's history and the clock."""
         alive = lock_held(self.repo)
         if cache is None:
             reading = status_reading(self.paths, self.repo, warn, self.run)
@@ -329,7 +346,18 @@ class Api:
             events=last_events(self.paths.events_log(run_id)) if run_id is not None else (),
             read_at=datetime.now(UTC),
         )
-        return status, overview_to_json(status, reading.tree, reading.history, loop)
+        overview = overview_to_json(status, reading.tree, reading.history, loop)
+        now = loop.read_at or datetime.now(UTC)
+        slots = load_config(self.paths).parallel_slots
+        return PageFacts(status, overview, reading.history, now, slots=slots)
+
+    def first_state(self) -> PageFacts:
+        """The page's first state, or why it cannot be read (the page then says so)."""
+        try:
+            return self.page_facts()
+        except READ_ERRORS as error:
+            problem = error_line(str(error))
+            return PageFacts(None, None, ExecutionHistory(), datetime.now(UTC), problem)
 
     def overview(self, request: Request) -> Response:
         return JSONResponse(self.documents()[1])
@@ -415,6 +443,15 @@ def _page(name: str) -> Callable[[Request], Response]:
     return answer
 
 
+def _first_page(api: Api) -> Callable[[Request], Response]:
+    """`GET /`: the page with the run's state in it (app.js then goes live over it)."""
+
+    def answer(request: Request) -> Response:
+        return HTMLResponse(render_page(api.first_state()))
+
+    return answer
+
+
 def create_app(root: Path, run: str | None, hosts: frozenset[str]) -> ASGIApp:
     """The ASGI app for the repository at `root`, answering only requests naming `hosts`."""
     paths, repo = RunnerPaths(root), Repo(root)
@@ -450,12 +487,25 @@ def create_app(root: Path, run: str | None, hosts: frozenset[str]) -> ASGIApp:
         "/api/iterations/{number}/files/{name}": api.iteration_file,
         "/api/nodes/{node_id}": api.node,
     }
-    routes = [Route(path, _page(name), methods=["GET", "HEAD"]) for path, name in PAGES.items()]
+    routes = [Route("/", _first_page(api), methods=["GET", "HEAD"])]
+    routes += [Route(path, _page(name), methods=["GET", "HEAD"]) for path, name in PAGES.items()]
     routes += [Route(p, _guarded(e), methods=["GET", "HEAD"]) for p, e in endpoints.items()]
     routes.append(Route("/api/events", events, methods=["GET"]))
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.broker = broker
     return HostGuard(app, hosts)
+
+
+def write_snapshot(root: Path, run: str | None, out: Path) -> None:
+    """`runner serve --snapshot FILE`: the page of the run as it stands, self-contained (its
+    CSS inline, no script), written at once; never takes the lock."""
+    facts = Api(RunnerPaths(root), Repo(root), run).page_facts()
+    page = render_page(facts, snapshot=True)
+    try:
+        atomic_write_text(out, page)
+    except OSError as error:
+        why = os_error_message(error) or str(error)
+        raise UserFacingError(f"serve --snapshot: cannot write {out}: {why}") from None
 
 
 def serve(root: Path, host: str, port: int, run: str | None) -> None:
