@@ -71,6 +71,8 @@ def meta_reason(meta: Mapping[str, Any]) -> str | None:
 class TestsPoint:
     """The guard's test figures after one iteration."""
 
+    __test__ = False
+
     iteration: int
     passed: int
     failed: int
