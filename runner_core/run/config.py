@@ -24,6 +24,12 @@ from runner_core.run.executor_config import (
     parse_executor,
     render_executor_table,
 )
+from runner_core.run.notify_config import (
+    NO_NOTIFY,
+    NotifyConfig,
+    parse_notify,
+    render_notify_table,
+)
 
 # The config's comment on `[agent] backend`: `"codex" | "claude" | "command"`.
 _BACKEND_CHOICES = " | ".join(f'"{name}"' for name in BACKENDS)
@@ -130,6 +136,8 @@ class Config:
     parallel_slots: int = 1
     # `[executor]`: where a parallel run's jobs run (docs/temporal.md); local by default.
     executor: ExecutorConfig = LOCAL_EXECUTOR
+    # `[notify]`: Apprise URLs told when the run needs its operator (docs/notify.md).
+    notify: NotifyConfig = NO_NOTIFY
 
 
 TABLE_KEYS = MappingProxyType(
@@ -225,6 +233,7 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         sandbox=parse_sandbox(_table(data, "sandbox")),
         parallel_slots=parse_parallel(_table(data, "parallel")),
         executor=parse_executor(_table(data, "executor")),
+        notify=parse_notify(_table(data, "notify")),
         **numbers,
     )
 
@@ -265,6 +274,7 @@ def render_config(config: Config) -> str:
         + render_sandbox_table(config.sandbox, toml_list)
         + render_parallel_table(config.parallel_slots)
         + render_executor_table(config.executor)
+        + render_notify_table(config.notify)
     )
 
 
@@ -283,7 +293,7 @@ def command_words(key: str, values: tuple[str, ...]) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------- [loop], [budget], [hooks], ...
 
-_OTHERTABLE_KEYS = ("loop", "budget", "hooks", "sandbox", "parallel", "executor")
+_OTHERTABLE_KEYS = ("loop", "budget", "hooks", "sandbox", "parallel", "executor", "notify")
 MAX_SLOTS = 64
 _HOOK_EXAMPLE = '["notify-send", "runner"]'
 _MAX_RUNNER_ERRORS = 1000

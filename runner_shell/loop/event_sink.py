@@ -1,5 +1,5 @@
-"""The run's event sink: appends the events the core decided to `events.jsonl` and fires their
-hooks.
+"""The run's event sink: appends the events the core decided to `events.jsonl`, queues their
+`[notify]` messages and fires their hooks.
 
 A hook's failure is printed on stderr and logged as a `hook_failed` event; it never changes the
 run. An iteration's emitter keeps a refused `events.jsonl` from stopping the iteration half
@@ -18,6 +18,7 @@ import attrs
 from runner_core.loop.events import Event, EventOrigin, hook_failed
 from runner_core.run.config import Config
 from runner_shell.loop.hooks import fire_hook
+from runner_shell.notify.sender import notify_event
 from runner_shell.store.event_log import EventLogRefused, append_events
 from runner_shell.store.layout import RunnerPaths
 
@@ -46,6 +47,8 @@ class EventSink:
             return
         append_events(self.path, events, fsync=fsync)
         for event in events:
+            if self.config.notify.urls:
+                notify_event(self.config.notify, event)  # queued: never waits for a receiver
             self._fire(event)
 
     def _fire(self, event: Event) -> None:
