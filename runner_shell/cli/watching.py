@@ -47,3 +47,22 @@ def notify(
         )
     shown = ", ".join(masked(url) for url in config.urls)
     typer.echo(f"notify: sent a test message to {len(config.urls)} URL(s): {shown}")
+
+
+@app.command()
+@guarded
+def tui() -> None:
+    """Watch the run in a terminal UI, live (never takes the lock); keys stop, tell, answer,
+    retry or skip a node through the same commands. Not on a terminal it prints `runner
+    status`."""
+    import sys
+
+    paths, _ = _paths()
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        from runner_shell.cli import commands
+
+        code = commands.status(typer.echo)
+        raise typer.Exit(code)
+    from runner_shell.tui.app import RunnerTui
+
+    RunnerTui(paths.root).run()
