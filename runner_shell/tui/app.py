@@ -358,7 +358,8 @@ def _detail_text(number: int, shown: dict[str, Any] | str, diff: dict[str, Any] 
     tests = shown.get("tests")
     if tests:
         for change in tests.get("changes", []):
-            lines.append(f"test {change['id']}: {change['before']} -> {change['after']}")
+            before, after = change["before"] or "absent", change["after"] or "absent"
+            lines.append(f"test {change['id']}: {before} -> {after}")
     for log in shown.get("logs", []):
         lines.append(f"--- {log['name']}")
         lines.extend(log["head"][-10:])
