@@ -18,7 +18,6 @@ import attrs
 from runner_core.loop.events import Event, EventOrigin, hook_failed
 from runner_core.run.config import Config
 from runner_shell.loop.hooks import fire_hook
-from runner_shell.notify.sender import notify_event
 from runner_shell.store.event_log import EventLogRefused, append_events
 from runner_shell.store.layout import RunnerPaths
 
@@ -48,7 +47,10 @@ class EventSink:
         append_events(self.path, events, fsync=fsync)
         for event in events:
             if self.config.notify.urls:
-                notify_event(self.config.notify, event)  # queued: never waits for a receiver
+                # Imported only by a run that notifies (start-up speed); queued, never waited on.
+                from runner_shell.notify.sender import notify_event
+
+                notify_event(self.config.notify, event)
             self._fire(event)
 
     def _fire(self, event: Event) -> None:
