@@ -194,8 +194,7 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         else getattr(defaults, key)
         for key, high in MAX_VALUES.items()
     }
-    guard = data.get("guard", {})
-    agent = data.get("agent", {})
+    guard, agent = data.get("guard", {}), data.get("agent", {})
     guard_command = (
         _argv("guard.command", guard["command"], allow_empty=False)
         if "command" in guard

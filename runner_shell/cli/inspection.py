@@ -161,7 +161,7 @@ def serve(
     from runner_shell.store.state_files import load_run_state
     from runner_shell.views.reading import choose_run
     from runner_shell.web.serve import serve as serve_run
-    from runner_shell.web.serve import write_snapshot
+    from runner_shell.web.snapshot import write_snapshot
 
     paths, _ = _paths()
     if run is not None:

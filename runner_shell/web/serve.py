@@ -51,13 +51,13 @@ from runner_core.views.web import (
     page_view,
     view_delta,
 )
-from runner_shell.errors import UserFacingError, failure_line, os_error_message
+from runner_shell.errors import UserFacingError, failure_line
 from runner_shell.git.log_archive import ArchiveError
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.git.run_branches import gather_runs
 from runner_shell.step.lock_and_journal import job_journals_dir, journal_path, lock_held
 from runner_shell.store.event_log import EventTail, follow_failure, follow_tail, last_events
-from runner_shell.store.files import FileTooLarge, atomic_write_text, read_bytes_capped
+from runner_shell.store.files import read_bytes_capped
 from runner_shell.store.iteration_log import iteration_dirs
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_config, load_run_state
@@ -74,8 +74,17 @@ from runner_shell.views.reading import (
     status_sources,
     warn,
 )
+from runner_shell.web.answers import (
+    iteration_number,
+    listening_socket,
+    not_found,
+    unreadable,
+    url_host,
+)
+from runner_shell.web.facts import PageFacts
 from runner_shell.web.hosts import HostGuard, allowed_hosts, is_loopback
-from runner_shell.web.page import PageFacts, pictures_html, render_page
+from runner_shell.web.page import render_page
+from runner_shell.web.pictures import pictures_html
 
 STATIC = Path(__file__).parent / "static"
 PAGES = {"/app.js": "app.js", "/app.css": "app.css"}
@@ -287,26 +296,6 @@ async def client_messages(
         broker.clients.discard(client)
 
 
-def _not_found(error: Exception) -> JSONResponse:
-    return JSONResponse({"error": str(error)}, status_code=404)
-
-
-def _unreadable(error: Exception) -> JSONResponse:
-    """The answer to a read error: 404 for what a user asked that does not exist, 413 for a file
-    too large to serve, 409 for a file, git object or archive the run holds but that could not
-    be read (an agent's symlink or FIFO, damage); the error is one line, never a traceback."""
-    if isinstance(error, FileTooLarge):
-        return JSONResponse({"error": f"{error.size} bytes; at most {error.limit} are served"}, 413)
-    if isinstance(error, UserFacingError):
-        return _not_found(error)
-    if isinstance(error, OSError):
-        message = os_error_message(error)
-        if message is None:  # RUNNER_DEBUG: the traceback is wanted
-            raise error
-        return JSONResponse({"error": error_line(message)}, status_code=409)
-    return JSONResponse({"error": error_line(str(error))}, status_code=409)
-
-
 @attrs.frozen
 class Api:
     """The endpoints; each reads the files afresh, so every answer is current."""
@@ -381,18 +370,18 @@ class Api:
     def iteration(self, request: Request) -> Response:
         """The `runner show N --json` document: from the iteration's directory, else the log
         archive, else its commit trailers, as `runner show` reads it."""
-        run_id, number = self._run(request), _iteration_number(request)
+        run_id, number = self._run(request), iteration_number(request)
         return JSONResponse(iteration_document(self.paths, self.repo, run_id, number))
 
     def iteration_diff(self, request: Request) -> Response:
         """The `runner diff N --json` document, from wherever `runner diff` reads it."""
-        run_id, number = self._run(request), _iteration_number(request)
+        run_id, number = self._run(request), iteration_number(request)
         diff, source = iteration_diff(self.paths, self.repo, number, run_id)
         return JSONResponse(diff_document(run_id, number, diff, source))
 
     def iteration_file(self, request: Request) -> Response:
         """One file of an iteration directory, by a name its listing holds, at most 1 MiB."""
-        run_id, number = self._run(request), _iteration_number(request)
+        run_id, number = self._run(request), iteration_number(request)
         name = request.path_params["name"]
         directory = self._iteration_dir(run_id, number)
         if directory is not None:
@@ -401,7 +390,7 @@ class Api:
                     if entry.name == name and entry.is_file(follow_symlinks=False):
                         data = read_bytes_capped(Path(entry.path), FILE_MAX_BYTES)
                         return PlainTextResponse(data.decode("utf-8", errors="replace"))
-        return _not_found(UserFacingError(f"no file {name!r} in iteration '{number}'"))
+        return not_found(UserFacingError(f"no file {name!r} in iteration '{number}'"))
 
     def _iteration_dir(self, run_id: str, number: int) -> Path | None:
         """The iteration's directory, found among those the run has (never a joined path)."""
@@ -413,17 +402,8 @@ class Api:
         history, _ = run_history(self.paths, self.repo, state.run_id or "")
         detail = node_detail(tree, history, node_id)
         if detail is None:
-            return _not_found(UserFacingError(f"no node {node_id!r} in the tree"))
+            return not_found(UserFacingError(f"no node {node_id!r} in the tree"))
         return JSONResponse(detail)
-
-
-def _iteration_number(request: Request) -> int:
-    """The iteration a URL names, in the one spelling `runner show` prints (no sign, no
-    leading zero)."""
-    wanted = request.path_params["number"]
-    if not (wanted.isascii() and wanted.isdigit()) or str(int(wanted)) != wanted or wanted == "0":
-        raise UserFacingError(f"no iteration {wanted!r}")
-    return int(wanted)
 
 
 def _guarded(endpoint: Callable[[Request], Response]) -> Callable[[Request], Response]:
@@ -431,7 +411,7 @@ def _guarded(endpoint: Callable[[Request], Response]) -> Callable[[Request], Res
         try:
             return endpoint(request)
         except READ_ERRORS as error:
-            return _unreadable(error)
+            return unreadable(error)
 
     return answer
 
@@ -496,18 +476,6 @@ def create_app(root: Path, run: str | None, hosts: frozenset[str]) -> ASGIApp:
     return HostGuard(app, hosts)
 
 
-def write_snapshot(root: Path, run: str | None, out: Path) -> None:
-    """`runner serve --snapshot FILE`: the page of the run as it stands, self-contained (its
-    CSS inline, no script), written at once; never takes the lock."""
-    facts = Api(RunnerPaths(root), Repo(root), run).page_facts()
-    page = render_page(facts, snapshot=True)
-    try:
-        atomic_write_text(out, page)
-    except OSError as error:
-        why = os_error_message(error) or str(error)
-        raise UserFacingError(f"serve --snapshot: cannot write {out}: {why}") from None
-
-
 def serve(root: Path, host: str, port: int, run: str | None) -> None:
     """Serve until interrupted; warns when the host is reachable from other machines.
     Port 0 picks a free port; the line printed names the real one."""
@@ -517,32 +485,11 @@ def serve(root: Path, host: str, port: int, run: str | None) -> None:
             "the run (its tree, prompts, logs); use the default 127.0.0.1 unless you mean it",
             file=sys.stderr,
         )
-    listening = _listening_socket(host, port)
+    listening = listening_socket(host, port)
     port = listening.getsockname()[1]
     hosts = allowed_hosts(host, port, socket.gethostname())
-    print(f"serve: http://{_url_host(host)}:{port}/ (read-only; Ctrl-C stops)", flush=True)
+    print(f"serve: http://{url_host(host)}:{port}/ (read-only; Ctrl-C stops)", flush=True)
     app = create_app(root, run, hosts)
     # Open event streams never end by themselves: give them a second, then close them.
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
     uvicorn.Server(config).run(sockets=[listening])
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
-
-
-def _listening_socket(host: str, port: int) -> socket.socket:
-    """The bound socket uvicorn serves on: bound here so that a taken address fails in one
-    line, before uvicorn logs its own, and so that port 0's real port is known to print."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listening = socket.socket(family, socket.SOCK_STREAM)
-    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        listening.bind((host, port))
-    except OSError as error:
-        listening.close()
-        raise UserFacingError(
-            f"serve: cannot listen on {host}:{port}: {error.strerror or error} "
-            "(pick another --port or --host)"
-        ) from None
-    return listening
