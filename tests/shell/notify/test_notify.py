@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers.e2e import Project, ProjectFactory, node
 from tests.helpers.receivers import free_port, hanging_receiver, json_receiver, smtp_server
 
@@ -58,6 +60,7 @@ def _timed_stuck_loop(project: Project, **notify: Any) -> tuple[float, str]:
     return time.monotonic() - began, loop.stderr
 
 
+@pytest.mark.serial  # it compares two loops' wall times
 def test_a_hanging_or_refusing_receiver_costs_the_loop_at_most_its_timeout_once(
     tmp_path: Path, make_project: ProjectFactory
 ) -> None:
