@@ -194,10 +194,11 @@ class RunnerTui(App[None]):
             jobs = [{**status["running"], "worker": None}]
         now = datetime.now(UTC)
         table.clear()
-        for slot, job in enumerate(sorted(jobs, key=lambda j: j["iteration"]), start=1):
+        for job in sorted(jobs, key=lambda j: j["iteration"]):
+            slot = self._slot_of(job["iteration"])
             elapsed = duration_text((now - parse_time(job["started_at"])).total_seconds())
             table.add_row(
-                str(slot),
+                slot,
                 str(job["iteration"]),
                 job["node_id"],
                 job["role"],
@@ -206,6 +207,18 @@ class RunnerTui(App[None]):
                 job.get("worker") or "-",
                 key=str(job["iteration"]),
             )
+
+    def _slot_of(self, iteration: int) -> str:
+        """The slot a parallel job runs in, as its loop wrote it beside its journal (`remote`
+        for a job on a worker, `-` for a one-slot run's iteration)."""
+        from runner_shell.step.lock_and_journal import job_place_path
+        from runner_shell.store.state_files import read_optional_text
+
+        text = read_optional_text(job_place_path(_repo(self.root), iteration), 64)
+        word = (text or "").split()[:1]
+        if not word or not word[0].lstrip("-").isdigit():
+            return "-"
+        return "remote" if int(word[0]) < 0 else word[0]
 
     # ------------------------------------------------------------ the detail of an iteration
 

@@ -90,7 +90,7 @@ def test_the_pilot_sees_the_tree_the_slots_the_events_a_detail_and_stops_the_loo
     assert all(f"[{leaf}]" in label for leaf, label in zip(LEAVES, seen["labels"], strict=True))
     assert sum("running" in label for label in seen["labels"]) >= 1
     assert len(seen["jobs"]) == SLOTS
-    assert {row[0] for row in seen["jobs"]} == {"1", "2", "3", "4"}
+    assert {row[0] for row in seen["jobs"]} == {"0", "1", "2", "3"}  # each in its own slot
     assert all(row[3] == "executor" for row in seen["jobs"])
     assert "iteration 1" in seen["detail"] and "node n1" in seen["detail"]
     assert "--- tree diff" in seen["detail"]
