@@ -27,6 +27,12 @@ from runner_core.run.executor_config import (
     parse_executor,
     render_executor_table,
 )
+from runner_core.run.notify_config import (
+    NO_NOTIFY,
+    NotifyConfig,
+    parse_notify,
+    render_notify_table,
+)
 from runner_core.run.sandbox_config import DEFAULT_SANDBOX, parse_sandbox, render_sandbox_table
 from runner_core.run.sandbox_config import SANDBOX_LIMITS as SANDBOX_LIMITS
 from runner_core.run.sandbox_config import SANDBOX_MODES as SANDBOX_MODES
@@ -131,6 +137,8 @@ class Config:
     parallel_slots: int = 1
     # `[executor]`: where a parallel run's jobs run (docs/temporal.md); local by default.
     executor: ExecutorConfig = LOCAL_EXECUTOR
+    # `[notify]`: Apprise URLs told when the run needs its operator (docs/notify.md).
+    notify: NotifyConfig = NO_NOTIFY
 
 
 TABLE_KEYS = MappingProxyType(
@@ -186,6 +194,7 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         sandbox=parse_sandbox(_table(data, "sandbox")),
         parallel_slots=parse_parallel(_table(data, "parallel")),
         executor=parse_executor(_table(data, "executor")),
+        notify=parse_notify(_table(data, "notify")),
         **numbers,
     )
 
@@ -275,6 +284,7 @@ def render_config(config: Config) -> str:
         + render_sandbox_table(config.sandbox, toml_list)
         + render_parallel_table(config.parallel_slots)
         + render_executor_table(config.executor)
+        + render_notify_table(config.notify)
     )
 
 
@@ -293,7 +303,7 @@ def command_words(key: str, values: tuple[str, ...]) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------- [loop], [budget], [hooks], ...
 
-_OTHERTABLE_KEYS = ("loop", "budget", "hooks", "sandbox", "parallel", "executor")
+_OTHERTABLE_KEYS = ("loop", "budget", "hooks", "sandbox", "parallel", "executor", "notify")
 MAX_SLOTS = 64
 _HOOK_EXAMPLE = '["notify-send", "runner"]'
 _MAX_RUNNER_ERRORS = 1000

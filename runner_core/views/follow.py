@@ -101,6 +101,38 @@ def waiting_for_loop_line(run_id: str) -> str:
     return f"follow: waiting for a loop of run {run_id} to start (Ctrl-C stops)"
 
 
+def ended_loop_word(events: Sequence[Event]) -> str | None:
+    """How the last loop of `events` ended when the log is between two loops (its last event
+    that ends a loop comes after any iteration began): `runner follow` then waits for the next
+    loop. None while a loop is under way, before any, and after `complete`: a complete run has
+    no next loop to wait for."""
+    for event in reversed(events):
+        if ends_the_loop(event):
+            return None if event.type is EventType.COMPLETE else _END_WORDS[event.type]
+        if event.type is EventType.LOOP_STARTED or _begins_an_iteration(event):
+            return None
+    return None
+
+
+_END_WORDS: Mapping[EventType, str] = MappingProxyType(
+    {
+        EventType.BUDGET_EXHAUSTED: "budget",
+        EventType.PAUSED: "stopped",
+        EventType.LIMIT_REACHED: "limit",
+        EventType.STUCK: "stuck",
+        EventType.RUNNER_ERROR: "runner_errors",
+    }
+)
+
+
+def waiting_for_next_loop_line(run_id: str, ended: str) -> str:
+    """What `runner follow` says on stderr between two loops, after the replayed events."""
+    return (
+        f"follow: the last loop of run {run_id} ended (status={ended}); "
+        "waiting for the next one (Ctrl-C stops)"
+    )
+
+
 def replayed(events: Sequence[Event], replay: Replay) -> tuple[Event, ...]:
     """The recorded events `runner follow` prints before the new ones, oldest first."""
     match replay:

@@ -20,6 +20,7 @@ from runner_core.history.records import ExecutionHistory, ExecutionRecord, token
 from runner_core.loop.budget import rolled_up_totals, totals_to_json
 from runner_core.loop.events import Event, EventType
 from runner_core.tree.model import Node, canonical_preorder
+from runner_core.views.charts import record_reason
 
 # The overview's run states, in the order they are decided.
 RUN_STATES = (
@@ -101,7 +102,8 @@ def _execution_json(record: ExecutionRecord) -> dict[str, Any]:
         "duration_ms": record.duration_ms,
         "tokens": tokens_to_json(record.tokens) if record.tokens is not None else None,
         "cost_usd": record.cost_usd,
-        "error": record.error,
+        # Why it did not pass: its error, else the ratchet's reasons (never empty for a fail).
+        "error": record_reason(record),
     }
 
 

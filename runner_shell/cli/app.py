@@ -22,6 +22,7 @@ from runner_shell.cli import inspection as inspection
 from runner_shell.cli import steering as steering
 from runner_shell.cli import workers as workers
 from runner_shell.cli import evaluation as evaluation
+from runner_shell.cli import watching as watching
 
 # isort: on
 from runner_shell.cli.examples import add_examples
@@ -52,7 +53,16 @@ def main() -> None:
         code: object = _run()
     except SystemExit as ended:
         code = ended.code
-    _exit(code, quick and "temporalio" in sys.modules)
+    sent = flush_notifications()
+    _exit(code, (quick and "temporalio" in sys.modules) or not sent)
+
+
+def flush_notifications() -> bool:
+    """A command that queued `[notify]` messages gives them their timeout to go, once; False
+    when one is still being sent (to a receiver that hangs): the process then ends without
+    waiting for it, as after Temporal."""
+    sender = sys.modules.get("runner_shell.notify.sender")
+    return True if sender is None else bool(sender.flush_pending())
 
 
 def _run() -> int:
@@ -78,7 +88,7 @@ def _run() -> int:
 def _exit(code: object, quick: bool) -> None:
     """Exit with `code`; `quick`, after a command that talked to Temporal, without the
     interpreter's teardown: the SDK's native threads can crash it there (docs/temporal.md),
-    after all was written."""
+    after all was written; and while a `[notify]` send outlives its timeout."""
     if not quick:
         sys.exit(code)  # type: ignore[arg-type]
     if code is not None and not isinstance(code, int):

@@ -29,7 +29,14 @@ VERSION_FLAGS = ("--version", "-V")
 def main() -> None:
     arguments = sys.argv[1:]
     if len(arguments) == 1 and arguments[0] in FAST_COMMANDS:
-        sys.exit(_run_fast(arguments[0]))
+        code = _run_fast(arguments[0])
+        sender = sys.modules.get("runner_shell.notify.sender")
+        # `runner step` queued [notify] messages: one timeout to go, then no wait for a hung one.
+        if sender is not None and not sender.flush_pending():
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        sys.exit(code)
     if len(arguments) == 1 and arguments[0] in VERSION_FLAGS:
         from runner_shell.cli.version import version_line
 

@@ -31,6 +31,8 @@ EXAMPLES: Mapping[str, str] = MappingProxyType(
         "runs": "runner runs",
         "metrics": "runner metrics > /var/lib/node_exporter/runner.prom",
         "serve": "runner serve --port 8765",
+        "notify": "runner notify --test",
+        "tui": "runner tui",
         "audit": "runner audit",
         "diff": "runner diff 4",
         "node retry": "runner node retry root.2 --attempts 2",

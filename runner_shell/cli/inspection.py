@@ -9,6 +9,7 @@ loop. Each gathers through runner_shell.views and prints what the core rendered.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -153,15 +154,28 @@ def serve(
         ),
     ] = 8765,
     run: RunId = None,
+    snapshot: Annotated[
+        Path | None,
+        typer.Option(
+            "--snapshot",
+            metavar="FILE",
+            help="Write the page of the run as it stands to FILE (self-contained) and exit.",
+        ),
+    ] = None,
 ) -> None:
     """Serve a read-only web view of the run, live while a loop runs (never takes the lock)."""
     from runner_shell.store.state_files import load_run_state
     from runner_shell.views.reading import choose_run
     from runner_shell.web.serve import serve as serve_run
+    from runner_shell.web.snapshot import write_snapshot
 
     paths, _ = _paths()
     if run is not None:
         choose_run(paths, load_run_state(paths), run)
+    if snapshot is not None:
+        write_snapshot(paths.root, run, snapshot)
+        typer.echo(f"serve: wrote {snapshot} (a snapshot of the run's page)")
+        return
     serve_run(paths.root, host, port, run)
 
 

@@ -1,5 +1,5 @@
-"""The run's event sink: appends the events the core decided to `events.jsonl` and fires their
-hooks.
+"""The run's event sink: appends the events the core decided to `events.jsonl`, queues their
+`[notify]` messages and fires their hooks.
 
 A hook's failure is printed on stderr and logged as a `hook_failed` event; it never changes the
 run. An iteration's emitter keeps a refused `events.jsonl` from stopping the iteration half
@@ -46,6 +46,11 @@ class EventSink:
             return
         append_events(self.path, events, fsync=fsync)
         for event in events:
+            if self.config.notify.urls:
+                # Imported only by a run that notifies (start-up speed); queued, never waited on.
+                from runner_shell.notify.sender import notify_event
+
+                notify_event(self.config.notify, event)
             self._fire(event)
 
     def _fire(self, event: Event) -> None:

@@ -1,7 +1,8 @@
 """Hooks: run a user's argv with an event's JSON on stdin, never failing the run.
 
 A hook runs without a shell, in the repo root, in its own process group, with a timeout after
-which the whole group is killed. Whatever happens — a failure, a hang, a missing program — the
+which the whole group is killed; it is done when its own process exits, and what it left in its
+group is killed then, not waited for. Whatever happens — a failure, a hang, a missing program — the
 caller gets a `HookResult` to log; nothing here raises. Which hook an event fires is decided
 in `runner_core.loop.policy`.
 """
@@ -11,11 +12,13 @@ from __future__ import annotations
 import contextlib
 import enum
 import os
+import selectors
 import signal
 import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import IO
 
 import attrs
 
@@ -25,8 +28,10 @@ from runner_core.run.config import HooksConfig
 
 # How much of a failing hook's stderr its result keeps (the end, where the error usually is).
 STDERR_TAIL_CHARS = 300
-# After killing a timed-out hook's group, how long to wait for its pipes to close.
+# After killing a timed-out hook's group, how long to wait for the hook to be reaped.
 _REAP_SECS = 2.0
+_STDERR_KEPT_BYTES = 4 * STDERR_TAIL_CHARS
+_PIPE_CHUNK = 65536
 
 
 class HookOutcome(enum.StrEnum):
@@ -57,7 +62,12 @@ class HookResult:
 def run_hook(
     hook: str, argv: Sequence[str], stdin_text: str, cwd: Path, timeout_secs: float
 ) -> HookResult:
-    """Run `argv` once with `stdin_text` on stdin; never raises."""
+    """Run `argv` once with `stdin_text` on stdin; never raises.
+
+    The hook is done when its own process exits: whatever it left in its process group is
+    killed then, never waited for, and a process that left the group (`setsid`) and still
+    holds its stderr is not listened to any more. The timeout counts from its start, for
+    every hook alike, whatever it does with its stdin and stderr."""
     started = time.monotonic()
 
     def result(outcome: HookOutcome, code: int | None, detail: str) -> HookResult:
@@ -74,14 +84,83 @@ def run_hook(
         )
     except (OSError, ValueError) as error:
         return result(HookOutcome.NOT_STARTED, None, _start_failure(argv, error))
-    try:
-        _, stderr = proc.communicate(stdin_text.encode("utf-8"), timeout=timeout_secs)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
+    exited, stderr = _await_exit(proc, stdin_text.encode("utf-8"), started + timeout_secs)
+    _kill_group(proc)
+    if not exited:
         return result(HookOutcome.TIMED_OUT, None, f"still running after {timeout_secs:g}s, killed")
     if proc.returncode == 0:
         return result(HookOutcome.OK, 0, "")
     return result(HookOutcome.FAILED, proc.returncode, _failure_detail(proc.returncode, stderr))
+
+
+def _await_exit(proc: subprocess.Popen[bytes], data: bytes, deadline: float) -> tuple[bool, bytes]:
+    """Feed `data` to the hook's stdin and keep the end of its stderr until the hook process
+    itself exits (True) or `deadline` passes (False); never waits on a pipe a leftover holds."""
+    assert proc.stdin is not None and proc.stderr is not None
+    stdin, stderr = proc.stdin, proc.stderr
+    kept = bytearray()
+    pidfd = os.pidfd_open(proc.pid)
+    with selectors.DefaultSelector() as selector:
+        selector.register(pidfd, selectors.EVENT_READ, "exit")
+        os.set_blocking(stderr.fileno(), False)
+        selector.register(stderr, selectors.EVENT_READ, "stderr")
+        if data:
+            os.set_blocking(stdin.fileno(), False)
+            selector.register(stdin, selectors.EVENT_WRITE, "stdin")
+        else:
+            stdin.close()
+        sent = 0
+        exited = False
+        try:
+            while not exited:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                for key, _ in selector.select(left):
+                    if key.data == "exit":
+                        exited = True
+                    elif key.data == "stderr":
+                        chunk = _read_some(stderr)
+                        if not chunk:
+                            selector.unregister(stderr)
+                        kept = (kept + chunk)[-_STDERR_KEPT_BYTES:]
+                    else:
+                        sent = _write_some(stdin, data, sent)
+                        if sent >= len(data):
+                            selector.unregister(stdin)
+                            _close_quietly(stdin)
+            # What the hook wrote before it exited is in the pipe already: read it, not more.
+            kept = (kept + _read_some(stderr))[-_STDERR_KEPT_BYTES:]
+        finally:
+            os.close(pidfd)
+            _close_quietly(stdin)
+            _close_quietly(stderr)
+    if exited:
+        proc.wait()
+    return exited, bytes(kept)
+
+
+def _write_some(stream: IO[bytes], data: bytes, sent: int) -> int:
+    """How much of `data` is sent after one write past `sent`; all of it once the hook closed
+    its stdin (it did not want the rest)."""
+    try:
+        return sent + os.write(stream.fileno(), data[sent : sent + _PIPE_CHUNK])
+    except BlockingIOError:
+        return sent
+    except OSError:
+        return len(data)
+
+
+def _read_some(stream: IO[bytes]) -> bytes:
+    try:
+        return os.read(stream.fileno(), 65536)
+    except (BlockingIOError, OSError):
+        return b""
+
+
+def _close_quietly(stream: IO[bytes]) -> None:
+    with contextlib.suppress(OSError):
+        stream.close()
 
 
 def _start_failure(argv: Sequence[str], error: OSError | ValueError) -> str:
@@ -98,15 +177,12 @@ def _failure_detail(code: int, stderr: bytes) -> str:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    # The group's leader is the hook itself (start_new_session); it may be gone already.
-    with contextlib.suppress(ProcessLookupError):
+    """End what is left in the hook's process group (the hook itself when it timed out) and
+    reap the hook; the group's id is the hook's pid (start_new_session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    try:
-        proc.communicate(timeout=_REAP_SECS)
-    except subprocess.TimeoutExpired:
-        # A grandchild that left the group still holds the pipe: stop listening to it.
-        proc.kill()
-        proc.wait()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=_REAP_SECS)
 
 
 def fire_hook(

@@ -2,7 +2,8 @@
 
 Follow replays a run's recorded events (the current loop's, by default), then prints each new
 one as it is appended, from another terminal, and ends when the loop does (its last event says
-so, or no runner holds the lock any more); before any loop it waits for one. Which events it
+so, or no runner holds the lock any more); before any loop, and between two (the last one
+stopped short of `complete`), it waits for the next one. Which events it
 replays and what each line says are decided in `runner_core.views.follow`; this module reads
 files and prints.
 """
@@ -22,11 +23,13 @@ from runner_core.views.follow import (
     STATUS_TAIL_LINES,
     CurrentLoop,
     Replay,
+    ended_loop_word,
     followed_text,
     loop_has_begun,
     replayed,
     running_lines,
     waiting_for_loop_line,
+    waiting_for_next_loop_line,
 )
 from runner_core.views.text import terminal_text
 from runner_shell.errors import UserFacingError
@@ -73,8 +76,13 @@ def follow_run(
     for event in replayed(recorded, replay or CurrentLoop()):
         show(event)
     begun = [loop_has_begun(recorded)]
+    ended = ended_loop_word(recorded)
     if not begun[0]:
         print(waiting_for_loop_line(run), file=sys.stderr, flush=True)
+    elif ended is not None:
+        # Between two loops (the last one stopped, `runner loop` may go on): wait for the next.
+        begun[0] = False
+        print(waiting_for_next_loop_line(run, ended), file=sys.stderr, flush=True)
 
     def stopped() -> bool:
         return begun[0] and not lock_held(repo)

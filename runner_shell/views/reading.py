@@ -32,6 +32,7 @@ from runner_shell.step.lock_and_journal import (
     job_journals_dir,
     job_worker_path,
     journal_path,
+    lock_held,
     read_journal,
     runner_alive,
 )
@@ -154,17 +155,63 @@ def _history(
             if fallback.warning is not None:
                 warning(fallback.warning)
             return fallback.history, fallback.problems
-    for journal in journals:
-        if journal.run_id == run_id:
-            meta = paths.iter_dir(run_id, journal.iteration) / "meta.json"
-            in_progress = f"{paths.relative(meta)}: missing"
-            problems = tuple(line for line in problems if not line.startswith(in_progress))
+    if problems:
+        problems = _not_in_progress(paths, run_id, problems, journals, repo, next_iter)
     if repo is not None and next_iter > 1:
         filled = fill_missing(paths, repo, run_id, next_iter, history)
         if filled.warning is not None:
             warning(filled.warning)
         history, problems = filled.history, (*problems, *filled.problems)
     return history, problems
+
+
+def _not_in_progress(
+    paths: RunnerPaths,
+    run_id: str,
+    problems: tuple[str, ...],
+    journals: tuple[Journal, ...],
+    repo: Repo | None,
+    next_iter: int,
+) -> tuple[str, ...]:
+    """`problems` without the missing meta.json of an iteration in progress: one a journal
+    names, read before the listing (`journals`) or after it (a job that started meanwhile), one
+    a live loop (it holds the lock) has not booked yet (from `next_iter` on: a parallel job
+    between its dispatch and its journal, or between its journal and its merge), or one whose
+    meta.json is there now (it finished meanwhile). A dead loop's iteration stays a warning."""
+    in_progress = {journal.iteration for journal in journals if journal.run_id == run_id}
+    live = False
+    if repo is not None:
+        quiet: Callable[[str], None] = lambda _line: None  # noqa: E731 (warned by the caller)
+        later = _in_flight(_journal(repo, quiet), _job_journals(repo, quiet))
+        in_progress |= {journal.iteration for journal in later if journal.run_id == run_id}
+        live = lock_held(repo) and _is_current(paths, run_id)
+    kept = []
+    for line in problems:
+        number = _missing_meta_iteration(paths, run_id, line)
+        running = number is not None and (number in in_progress or (live and number >= next_iter))
+        if number is None or not (
+            running or (paths.iter_dir(run_id, number) / "meta.json").exists()
+        ):
+            kept.append(line)
+    return tuple(kept)
+
+
+def _is_current(paths: RunnerPaths, run_id: str) -> bool:
+    try:
+        return load_run_state(paths).run_id == run_id
+    except (UserFacingError, OSError):
+        return False
+
+
+def _missing_meta_iteration(paths: RunnerPaths, run_id: str, line: str) -> int | None:
+    """The iteration whose meta.json `line` says is missing, else None."""
+    prefix = f"{paths.relative(paths.iter_dir(run_id, 1).parent)}/"
+    if not (
+        line.startswith(prefix) and line.endswith("/meta.json: missing (iteration interrupted?)")
+    ):
+        return None
+    name = line[len(prefix) :].split("/", 1)[0]
+    return int(name) if name.isascii() and name.isdigit() else None
 
 
 def run_history(

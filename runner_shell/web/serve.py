@@ -27,6 +27,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import (
     FileResponse,
+    HTMLResponse,
     JSONResponse,
     PlainTextResponse,
     Response,
@@ -35,6 +36,7 @@ from starlette.responses import (
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from runner_core.history.records import ExecutionHistory
 from runner_core.loop.events import Event, event_line
 from runner_core.run.listing import runs_to_json
 from runner_core.views.diff import diff_document
@@ -49,16 +51,16 @@ from runner_core.views.web import (
     page_view,
     view_delta,
 )
-from runner_shell.errors import UserFacingError, failure_line, os_error_message
+from runner_shell.errors import UserFacingError, failure_line
 from runner_shell.git.log_archive import ArchiveError
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.git.run_branches import gather_runs
 from runner_shell.step.lock_and_journal import job_journals_dir, journal_path, lock_held
 from runner_shell.store.event_log import EventTail, follow_failure, follow_tail, last_events
-from runner_shell.store.files import FileTooLarge, read_bytes_capped
+from runner_shell.store.files import read_bytes_capped
 from runner_shell.store.iteration_log import iteration_dirs
 from runner_shell.store.layout import RunnerPaths
-from runner_shell.store.state_files import load_run_state
+from runner_shell.store.state_files import load_config, load_run_state
 from runner_shell.views.history import iteration_diff, iteration_document
 from runner_shell.views.reading import (
     StatusReading,
@@ -72,10 +74,20 @@ from runner_shell.views.reading import (
     status_sources,
     warn,
 )
+from runner_shell.web.answers import (
+    iteration_number,
+    listening_socket,
+    not_found,
+    unreadable,
+    url_host,
+)
+from runner_shell.web.facts import PageFacts
 from runner_shell.web.hosts import HostGuard, allowed_hosts, is_loopback
+from runner_shell.web.page import render_page
+from runner_shell.web.pictures import pictures_html
 
 STATIC = Path(__file__).parent / "static"
-PAGES = {"/": "index.html", "/app.js": "app.js", "/app.css": "app.css"}
+PAGES = {"/app.js": "app.js", "/app.css": "app.css"}
 FILE_MAX_BYTES = 1024 * 1024
 POLL_SECS = 0.5
 HEARTBEAT_SECS = 15.0
@@ -163,6 +175,8 @@ class Watcher:
     follower_stop: threading.Event = attrs.field(factory=threading.Event)
     page: PageView | None = None
     cache: StatusCache = attrs.field(factory=StatusCache)
+    # The pictures last drawn (a `pictures` event carries them whole when they change).
+    pictures: str | None = None
 
     def watched(self) -> dict[str, Path]:
         return {
@@ -203,13 +217,19 @@ class Watcher:
         them again even if nothing changes after, so the last state of a run always reaches the
         pages."""
         try:
-            page = await asyncio.to_thread(lambda: page_view(*self.api.documents(self.cache)))
+            facts = await asyncio.to_thread(self.api.page_facts, self.cache)
         except READ_ERRORS:
             return False
+        assert facts.status is not None and facts.overview is not None
+        page = page_view(facts.status, facts.overview)
         delta = view_delta(self.page, page)
         self.page = page
         if delta is not None:
             self.broker.publish("view", json.dumps(delta, sort_keys=True))
+        pictures = pictures_html(facts)
+        if self.pictures is not None and pictures != self.pictures:
+            self.broker.publish("pictures", json.dumps({"html": pictures}))
+        self.pictures = pictures
         return True
 
     def _follow_run(self) -> None:
@@ -276,26 +296,6 @@ async def client_messages(
         broker.clients.discard(client)
 
 
-def _not_found(error: Exception) -> JSONResponse:
-    return JSONResponse({"error": str(error)}, status_code=404)
-
-
-def _unreadable(error: Exception) -> JSONResponse:
-    """The answer to a read error: 404 for what a user asked that does not exist, 413 for a file
-    too large to serve, 409 for a file, git object or archive the run holds but that could not
-    be read (an agent's symlink or FIFO, damage); the error is one line, never a traceback."""
-    if isinstance(error, FileTooLarge):
-        return JSONResponse({"error": f"{error.size} bytes; at most {error.limit} are served"}, 413)
-    if isinstance(error, UserFacingError):
-        return _not_found(error)
-    if isinstance(error, OSError):
-        message = os_error_message(error)
-        if message is None:  # RUNNER_DEBUG: the traceback is wanted
-            raise error
-        return JSONResponse({"error": error_line(message)}, status_code=409)
-    return JSONResponse({"error": error_line(str(error))}, status_code=409)
-
-
 @attrs.frozen
 class Api:
     """The endpoints; each reads the files afresh, so every answer is current."""
@@ -317,6 +317,12 @@ class Api:
         """The status document and the overview, read afresh; with `cache`, the status reading
         is read again only when a file it depends on changed, as the events log's changes (each
         chunk of agent output) only change the overview's wait."""
+        facts = self.page_facts(cache)
+        assert facts.status is not None and facts.overview is not None
+        return dict(facts.status), dict(facts.overview)
+
+    def page_facts(self, cache: StatusCache | None = None) -> PageFacts:
+        """What the page is rendered from: the documents, the run's history and the clock."""
         alive = lock_held(self.repo)
         if cache is None:
             reading = status_reading(self.paths, self.repo, warn, self.run)
@@ -329,7 +335,18 @@ class Api:
             events=last_events(self.paths.events_log(run_id)) if run_id is not None else (),
             read_at=datetime.now(UTC),
         )
-        return status, overview_to_json(status, reading.tree, reading.history, loop)
+        overview = overview_to_json(status, reading.tree, reading.history, loop)
+        now = loop.read_at or datetime.now(UTC)
+        slots = load_config(self.paths).parallel_slots
+        return PageFacts(status, overview, reading.history, now, slots=slots)
+
+    def first_state(self) -> PageFacts:
+        """The page's first state, or why it cannot be read (the page then says so)."""
+        try:
+            return self.page_facts()
+        except READ_ERRORS as error:
+            problem = error_line(str(error))
+            return PageFacts(None, None, ExecutionHistory(), datetime.now(UTC), problem)
 
     def overview(self, request: Request) -> Response:
         return JSONResponse(self.documents()[1])
@@ -353,18 +370,18 @@ class Api:
     def iteration(self, request: Request) -> Response:
         """The `runner show N --json` document: from the iteration's directory, else the log
         archive, else its commit trailers, as `runner show` reads it."""
-        run_id, number = self._run(request), _iteration_number(request)
+        run_id, number = self._run(request), iteration_number(request)
         return JSONResponse(iteration_document(self.paths, self.repo, run_id, number))
 
     def iteration_diff(self, request: Request) -> Response:
         """The `runner diff N --json` document, from wherever `runner diff` reads it."""
-        run_id, number = self._run(request), _iteration_number(request)
+        run_id, number = self._run(request), iteration_number(request)
         diff, source = iteration_diff(self.paths, self.repo, number, run_id)
         return JSONResponse(diff_document(run_id, number, diff, source))
 
     def iteration_file(self, request: Request) -> Response:
         """One file of an iteration directory, by a name its listing holds, at most 1 MiB."""
-        run_id, number = self._run(request), _iteration_number(request)
+        run_id, number = self._run(request), iteration_number(request)
         name = request.path_params["name"]
         directory = self._iteration_dir(run_id, number)
         if directory is not None:
@@ -373,7 +390,7 @@ class Api:
                     if entry.name == name and entry.is_file(follow_symlinks=False):
                         data = read_bytes_capped(Path(entry.path), FILE_MAX_BYTES)
                         return PlainTextResponse(data.decode("utf-8", errors="replace"))
-        return _not_found(UserFacingError(f"no file {name!r} in iteration '{number}'"))
+        return not_found(UserFacingError(f"no file {name!r} in iteration '{number}'"))
 
     def _iteration_dir(self, run_id: str, number: int) -> Path | None:
         """The iteration's directory, found among those the run has (never a joined path)."""
@@ -385,17 +402,8 @@ class Api:
         history, _ = run_history(self.paths, self.repo, state.run_id or "")
         detail = node_detail(tree, history, node_id)
         if detail is None:
-            return _not_found(UserFacingError(f"no node {node_id!r} in the tree"))
+            return not_found(UserFacingError(f"no node {node_id!r} in the tree"))
         return JSONResponse(detail)
-
-
-def _iteration_number(request: Request) -> int:
-    """The iteration a URL names, in the one spelling `runner show` prints (no sign, no
-    leading zero)."""
-    wanted = request.path_params["number"]
-    if not (wanted.isascii() and wanted.isdigit()) or str(int(wanted)) != wanted or wanted == "0":
-        raise UserFacingError(f"no iteration {wanted!r}")
-    return int(wanted)
 
 
 def _guarded(endpoint: Callable[[Request], Response]) -> Callable[[Request], Response]:
@@ -403,7 +411,7 @@ def _guarded(endpoint: Callable[[Request], Response]) -> Callable[[Request], Res
         try:
             return endpoint(request)
         except READ_ERRORS as error:
-            return _unreadable(error)
+            return unreadable(error)
 
     return answer
 
@@ -411,6 +419,15 @@ def _guarded(endpoint: Callable[[Request], Response]) -> Callable[[Request], Res
 def _page(name: str) -> Callable[[Request], Response]:
     def answer(request: Request) -> Response:
         return FileResponse(STATIC / name)
+
+    return answer
+
+
+def _first_page(api: Api) -> Callable[[Request], Response]:
+    """`GET /`: the page with the run's state in it (app.js then goes live over it)."""
+
+    def answer(request: Request) -> Response:
+        return HTMLResponse(render_page(api.first_state()))
 
     return answer
 
@@ -450,7 +467,8 @@ def create_app(root: Path, run: str | None, hosts: frozenset[str]) -> ASGIApp:
         "/api/iterations/{number}/files/{name}": api.iteration_file,
         "/api/nodes/{node_id}": api.node,
     }
-    routes = [Route(path, _page(name), methods=["GET", "HEAD"]) for path, name in PAGES.items()]
+    routes = [Route("/", _first_page(api), methods=["GET", "HEAD"])]
+    routes += [Route(path, _page(name), methods=["GET", "HEAD"]) for path, name in PAGES.items()]
     routes += [Route(p, _guarded(e), methods=["GET", "HEAD"]) for p, e in endpoints.items()]
     routes.append(Route("/api/events", events, methods=["GET"]))
     app = Starlette(routes=routes, lifespan=lifespan)
@@ -467,32 +485,11 @@ def serve(root: Path, host: str, port: int, run: str | None) -> None:
             "the run (its tree, prompts, logs); use the default 127.0.0.1 unless you mean it",
             file=sys.stderr,
         )
-    listening = _listening_socket(host, port)
+    listening = listening_socket(host, port)
     port = listening.getsockname()[1]
     hosts = allowed_hosts(host, port, socket.gethostname())
-    print(f"serve: http://{_url_host(host)}:{port}/ (read-only; Ctrl-C stops)", flush=True)
+    print(f"serve: http://{url_host(host)}:{port}/ (read-only; Ctrl-C stops)", flush=True)
     app = create_app(root, run, hosts)
     # Open event streams never end by themselves: give them a second, then close them.
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
     uvicorn.Server(config).run(sockets=[listening])
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
-
-
-def _listening_socket(host: str, port: int) -> socket.socket:
-    """The bound socket uvicorn serves on: bound here so that a taken address fails in one
-    line, before uvicorn logs its own, and so that port 0's real port is known to print."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listening = socket.socket(family, socket.SOCK_STREAM)
-    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        listening.bind((host, port))
-    except OSError as error:
-        listening.close()
-        raise UserFacingError(
-            f"serve: cannot listen on {host}:{port}: {error.strerror or error} "
-            "(pick another --port or --host)"
-        ) from None
-    return listening

@@ -115,6 +115,38 @@ def test_follow_started_before_any_loop_waits_for_one_and_follows_it_to_its_end(
     assert lines(stdout)[-1] == f"loop: status=complete run={run} steps=1"
 
 
+@pytest.mark.parametrize("replay", [(), ("-n", "1"), ("--since", "1")], ids=["loop", "-n", "since"])
+def test_follow_between_two_loops_waits_for_the_next_loop_and_follows_it_to_its_end(
+    project: Project, replay: tuple[str, ...]
+) -> None:
+    """The first loop stopped at a stuck leaf: follow replays what it is asked for, then waits
+    (it used to exit 0 at once) and follows the loop `runner loop` starts after `node retry`."""
+    run = project.prepare(LEAF)
+    project.agent_script({1: {"output": RETRY}, 2: {"sleep": 1, "output": DONE}})
+    assert project.runner("loop").returncode == 3
+    waiting = (
+        f"follow: the last loop of run {run} ended (status=stuck); "
+        "waiting for the next one (Ctrl-C stops)"
+    )
+    follower = _background(project, "follow", *replay)
+    _wait_for_line(project.harness / "follow.err", waiting)
+    time.sleep(0.5)
+    assert follower.poll() is None, "follow returned between two loops"
+
+    assert project.runner("node", "retry", "root").returncode == 0
+    assert project.runner("loop").returncode == 0
+    stdout, _ = follower.communicate(timeout=30)
+
+    stderr = (project.harness / "follow.err").read_text(encoding="utf-8")
+    assert follower.returncode == 0, stderr
+    assert lines(stderr) == [waiting]
+    shown = lines(stdout)
+    assert f"loop: start run={run} iter=2" in shown
+    assert shown[-1] == f"loop: status=complete run={run} steps=1"
+    if replay == ("--since", "1"):
+        assert any("status=stuck" in line for line in shown)
+
+
 def _wait_for_line(path: Path, wanted: str, timeout: float = 20) -> None:
     deadline = time.monotonic() + timeout
     while not (path.exists() and wanted in path.read_text(encoding="utf-8")):

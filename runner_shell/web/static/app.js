@@ -20,6 +20,24 @@ async function getJson(url) {
   return body;
 }
 const tokens = (t) => (t ? `${t.input}/${t.output}/${t.cached}` : "-");
+// A duration as the CLI says one (`6s`, `4m 05s`, `2h 03m`): runner_core.views.charts.duration_text.
+function duration(secs) {
+  const whole = Math.max(0, Math.floor(secs));
+  if (whole < 60) return `${whole}s`;
+  if (whole < 3600) return `${Math.floor(whole / 60)}m ${String(whole % 60).padStart(2, "0")}s`;
+  return `${Math.floor(whole / 3600)}h ${String(Math.floor((whole % 3600) / 60)).padStart(2, "0")}m`;
+}
+// Times read as elapsed ("for 6s"), the absolute time on hover; ticked every second.
+function since(iso) {
+  const node = el("span", { class: "since", "data-since": iso, title: `started ${iso}` });
+  node.textContent = `for ${duration((Date.now() - new Date(iso)) / 1000)}`;
+  return node;
+}
+setInterval(() => {
+  for (const node of document.querySelectorAll("[data-since]")) {
+    node.textContent = `for ${duration((Date.now() - new Date(node.dataset.since)) / 1000)}`;
+  }
+}, 1000);
 const secs = (ms) => `${(ms / 1000).toFixed(1)}s`;
 
 function setBadge(node, word) {
@@ -50,6 +68,7 @@ function showWait(wait) {
     const clock = `${Math.floor(left / 60)}m ${String(left % 60).padStart(2, "0")}s`;
     text("wait", `${wait.reason} until ${wait.until} (${left ? `${clock} left` : "ending"})`);
   };
+  document.getElementById("wait").title = wait.until;
   tick();
   waitTimer = setInterval(tick, 1000);
 }
@@ -157,6 +176,12 @@ function table(headers, rows) {
     el("tbody", {}, ...rows.map((cells) => el("tr", {}, ...cells.map((c) => el("td", {}, c))))));
 }
 const iterLink = (n) => el("a", { href: `#iter/${n}` }, String(n));
+// A history row's iteration link: when it ended, relative, with the absolute time on hover.
+function endedLink(r) {
+  const link = iterLink(r.iter);
+  if (r.ended_at) link.title = `ended ${r.ended_at} (${duration((Date.now() - new Date(r.ended_at)) / 1000)} ago)`;
+  return link;
+}
 
 async function showNode(id) {
   view.chosen = id;
@@ -234,9 +259,17 @@ function route() {
 const cost = (usd) => (usd === null || usd === undefined ? "-" : `$${usd.toFixed(4)}`);
 // The guard's test figures as history shows them: passing/total, newly passing, regressed.
 const testsText = (t) => (t ? `${t.passed}/${t.total} +${t.newly_passing} -${t.regressed}` : "-");
-const reason = (r) => r.error || (r.tests && r.tests.reasons.length ? r.tests.reasons[0] : "");
+// Why an iteration did not pass (runner_core.views.charts.meta_reason): its error with its kind,
+// else the ratchet's reasons.
+function reason(r) {
+  if (r.error_kind) return `${r.error_kind}: ${r.error || ""}`.replace(/: $/, "");
+  if (r.error) return r.error;
+  const reasons = (r.tests && r.tests.reasons) || [];
+  if (!reasons.length) return "";
+  return reasons[0] + (reasons.length > 1 ? ` (and ${reasons.length - 1} more)` : "");
+}
 const historyRow = (r) => el("tr", { "data-iter": String(r.iter) },
-  ...[iterLink(r.iter), r.node_id, r.role, r.status, r.guard, testsText(r.tests),
+  ...[endedLink(r), r.node_id, r.role, r.status, r.guard, testsText(r.tests),
     secs(r.duration_ms), tokens(r.tokens), cost(r.cost_usd)].map((c) => el("td", {}, c)),
   el("td", { class: "error", title: reason(r) }, reason(r)));
 
@@ -305,7 +338,7 @@ function showJobs(jobs) {
     const output = el("pre", { class: "job-output" }, (jobOutput.get(job.iteration) || []).join("\n"));
     return el("div", { class: "job", "data-iter": String(job.iteration) },
       el("h3", {}, badge, ` iter ${job.iteration} `, iterNode(job.node_id),
-        ` ${job.role} ${job.phase} since ${job.started_at}`,
+        ` ${job.role} ${job.phase} `, since(job.started_at),
         job.worker ? ` on ${job.worker}` : ""), output);
   }));
   for (const output of document.querySelectorAll("#jobs pre")) output.scrollTop = output.scrollHeight;
@@ -348,6 +381,10 @@ function subscribe() {
   source.onerror = () => text("live", "reconnecting…");
   source.addEventListener("agent_output", appendOutput);
   source.addEventListener("view", (event) => applyView(JSON.parse(event.data)));
+  // The pictures, drawn by the server (SVG) and sent whole when they change.
+  source.addEventListener("pictures", (event) => {
+    document.getElementById("pictures").innerHTML = JSON.parse(event.data).html;
+  });
   source.addEventListener("iteration_finished", (event) => {
     const body = JSON.parse(event.data);
     jobOutput.delete(body.iter);

@@ -12,6 +12,7 @@ from runner_core.views.follow import (
     LastEvents,
     SinceIteration,
     current_loop_start,
+    ended_loop_word,
     event_text,
     loop_has_begun,
     replayed,
@@ -112,3 +113,13 @@ def test_every_event_type_has_a_follow_line(kind: EventType) -> None:
         example = events.iteration_finished(_at(4), {"status": "done", "guard": "pass"})
 
     assert all(isinstance(line, str) for line in event_text(example))
+
+
+def test_a_log_is_between_two_loops_once_its_last_loop_stopped_short_of_complete() -> None:
+    failed = events.hook_failed(_at(2, None), "on_stuck", ("notify",), "failed", "exit 1")
+    done = events.complete(_at(3, None), 1)
+
+    assert ended_loop_word((*FIRST_LOOP, failed)) == "stuck"
+    assert ended_loop_word(FIRST_LOOP + SECOND_LOOP) is None  # a loop under way
+    assert ended_loop_word((*FIRST_LOOP, *SECOND_LOOP, done)) is None  # nothing comes next
+    assert ended_loop_word(()) is None

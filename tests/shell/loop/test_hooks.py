@@ -137,3 +137,57 @@ def test_an_event_type_without_a_hook_runs_nothing(tmp_path: Path) -> None:
     started = events.agent_started(EventOrigin("run-1", 7, "a", "x"), "executor", "codex")
     every = HooksConfig(**{name: ("false",) for name in HOOK_NAMES})
     assert fire_hook(every, started, tmp_path, 10) is None
+
+
+def test_a_hook_that_backgrounds_a_setsid_process_is_done_when_it_exits(tmp_path: Path) -> None:
+    """The left-behind process holds the hook's stderr open: the hook is still done (ok) at its
+    own exit, not reported timed out after waiting for the pipe."""
+    hook = script(
+        tmp_path,
+        "detach.py",
+        "import os, subprocess, sys\n"
+        "sleeper = [sys.executable, '-c', 'import time; time.sleep(30)']\n"
+        "child = subprocess.Popen(['setsid', *sleeper])\n"
+        "open('child.pid', 'w').write(str(child.pid))\n"
+        "print('detached', file=sys.stderr, flush=True)\n",
+    )
+    began = time.monotonic()
+    result = run_hook("on_complete", [str(hook)], "{}\n", tmp_path, 8.0)
+    took = time.monotonic() - began
+    child = int((tmp_path / "child.pid").read_text())
+    try:
+        assert (result.outcome, result.exit_code, result.detail) == (HookOutcome.OK, 0, "")
+        assert took < 3, f"the step was held {took:.1f}s by what the hook left running"
+    finally:
+        os.kill(child, 9)
+
+
+def test_what_a_hook_leaves_in_its_group_is_ended_when_it_exits(tmp_path: Path) -> None:
+    hook = script(
+        tmp_path,
+        "leave.py",
+        "import subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'],"
+        " stderr=subprocess.DEVNULL)\n"
+        "open('child.pid', 'w').write(str(child.pid))\n",
+    )
+    began = time.monotonic()
+    result = run_hook("on_iteration", [str(hook)], "{}\n", tmp_path, 8.0)
+    assert result.outcome is HookOutcome.OK and time.monotonic() - began < 3
+    child = int((tmp_path / "child.pid").read_text())
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+@pytest.mark.parametrize("reads_stdin", [True, False], ids=["reads stdin", "never reads stdin"])
+def test_every_hook_is_bounded_by_the_same_timeout(tmp_path: Path, reads_stdin: bool) -> None:
+    """A hang before reading a large stdin is timed like any other hang: from the hook's start."""
+    body = "import sys, time\n" + ("sys.stdin.read()\n" if reads_stdin else "") + "time.sleep(60)\n"
+    hook = script(tmp_path, "slow.py", body)
+    began = time.monotonic()
+    result = run_hook("on_wait", [str(hook)], "x" * 1_000_000, tmp_path, 1.0)
+    took = time.monotonic() - began
+    assert result.outcome is HookOutcome.TIMED_OUT
+    assert 1.0 <= took < 2.5 and abs(result.duration_secs - took) < 0.5

@@ -1,0 +1,1 @@
+"""`runner tui` (Textual), imported only by that command on a terminal."""
