@@ -1,15 +1,24 @@
 """Fixtures of the end-to-end CLI tests: an isolated environment and a project per test.
 
 `runner init` and `runner start` run once per session on template repositories (a process
-start of the CLI is the dominant cost of these tests); each test gets its own copy.
+start of the CLI is the dominant cost of these tests); each test gets its own copy. Under
+pytest-xdist every worker has its own session: its own templates, tmp directories and (in
+tests/temporal) its own Temporal server on free ports.
+
+With RUNNER_TEST_LOOP_LOG set to a file, each test that starts a `runner loop` process
+appends its node id to that file: `.ci/run` runs the four-slot pass of tests/e2e on those
+alone, since `[parallel] slots` changes nothing but the loop (runner_shell/loop/command.py).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,3 +132,38 @@ def project(tmp_path: Path, make_project: ProjectFactory) -> Project:
     with `commit_setup()` (or both with `prepare`), as a user would before the first step.
     """
     return make_project(tmp_path, "started")
+
+
+LOOP_LOG = os.environ.get("RUNNER_TEST_LOOP_LOG")
+# A command line that starts the loop: `runner loop`, `python -m runner_shell loop ...`, or a
+# shell line (a README walk-through, a tmux pane) that contains one.
+LOOP_WORD = re.compile(r"\b(runner|runner_shell)\b.*\bloop\b", re.DOTALL)
+
+
+def starts_a_loop(args: Any) -> bool:
+    """Whether a Popen argument list or shell string starts `runner loop` (over-inclusive:
+    a test wrongly counted runs once more, one wrongly left out would miss the four-slot pass)."""
+    words = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)
+    text = " ".join(os.fsdecode(word) for word in words)
+    return "loop" in words or LOOP_WORD.search(text) is not None
+
+
+@pytest.fixture(autouse=True)
+def _note_loop_processes(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    if LOOP_LOG is None or "e2e" not in request.node.path.parts:
+        yield
+        return
+    original = subprocess.Popen.__init__
+    noted: list[bool] = []
+
+    def noting(self: subprocess.Popen[Any], args: Any, *rest: Any, **options: Any) -> None:
+        if not noted and starts_a_loop(args):
+            noted.append(True)
+            with open(LOOP_LOG, "a", encoding="utf-8") as log:  # O_APPEND: one line each
+                log.write(request.node.nodeid + "\n")
+        original(self, args, *rest, **options)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", noting)
+    yield
