@@ -2,7 +2,7 @@
 
 bubblewrap may be missing, or present but refused by the kernel (user namespaces disabled, a
 container without the rights); the only reliable test is to start it once, which `probe` does
-with a deadline, once per runner process. `auto` then sandboxes or says in one line that it
+with a deadline, once per boot (probe_cache.py). `auto` then sandboxes or says in one line that it
 does not; `bwrap` refuses to run unsandboxed; `off` never sandboxes and says so.
 """
 
@@ -22,6 +22,7 @@ from runner_core.run.exit_codes import ExitCode
 from runner_core.views.text import error_line
 from runner_shell.errors import UserFacingError
 from runner_shell.sandbox.bwrap import Confinement, launch
+from runner_shell.sandbox.probe_cache import cached_probe_result, program_key
 
 # Starting a sandbox takes milliseconds; a probe this slow means something is wrong with it.
 PROBE_TIMEOUT_SECS = 10.0
@@ -142,8 +143,30 @@ def sandbox_at_start(config: Config, notice: Callable[[str], None]) -> SandboxSt
 
 @functools.cache
 def cached_probe() -> Probe:
-    """`probe()`, once per runner process: whether bubblewrap works does not change under it."""
-    return probe()
+    """`probe()`, once per boot: whether bubblewrap works does not change under a runner, nor
+    until the program, the kernel or the boot does (runner_shell/sandbox/probe_cache.py). Only
+    "it works" is kept; a failure is probed again by the next process."""
+    program = shutil.which("bwrap")
+    if program is None:
+        return probe()
+    try:
+        key = f"bwrap-probe-v1:{program_key(program)}"
+    except OSError:
+        return probe()
+    fresh: list[Probe] = []
+
+    def works(result: dict[str, object]) -> bool:
+        return result == {"bwrap": program, "problem": None}
+
+    def compute() -> dict[str, object]:
+        fresh.append(probe())
+        return attrs.asdict(fresh[0])
+
+    found = cached_probe_result(key, compute, keep=works)
+    if fresh:
+        return fresh[0]
+    # A kept file can only say that this very program works; anything else is probed again.
+    return Probe(program) if works(found) else probe()
 
 
 def probe(search_path: str | None = None, timeout_secs: float = PROBE_TIMEOUT_SECS) -> Probe:
