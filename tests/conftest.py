@@ -134,6 +134,14 @@ def project(tmp_path: Path, make_project: ProjectFactory) -> Project:
     return make_project(tmp_path, "started")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `pytest -n N --dist loadgroup`, tests/temporal runs on one worker, against one
+    Temporal server, beside the others (the server and its polls stay out of each other's way)."""
+    for item in items:
+        if "temporal" in item.path.parts and "tests" in item.path.parts:
+            item.add_marker(pytest.mark.xdist_group("temporal"))
+
+
 LOOP_LOG = os.environ.get("RUNNER_TEST_LOOP_LOG")
 # A command line that starts the loop: `runner loop`, `python -m runner_shell loop ...`, or a
 # shell line (a README walk-through, a tmux pane) that contains one.
