@@ -5,9 +5,10 @@ start of the CLI is the dominant cost of these tests); each test gets its own co
 pytest-xdist every worker has its own session: its own templates, tmp directories and (in
 tests/temporal) its own Temporal server on free ports.
 
-With RUNNER_TEST_LOOP_LOG set to a file, each test that starts a `runner loop` process
-appends its node id to that file: `.ci/run` runs the four-slot pass of tests/e2e on those
-alone, since `[parallel] slots` changes nothing but the loop (runner_shell/loop/command.py).
+With RUNNER_TEST_LOOP_LOG set to a file, each test of tests/e2e whose body starts a `runner
+loop` process appends its node id to that file (its module's path when a fixture started it):
+`.ci/run` runs the four-slot pass on those alone, since `[parallel] slots` changes nothing but
+the loop (runner_shell/loop/command.py).
 """
 
 from __future__ import annotations
@@ -156,22 +157,29 @@ def starts_a_loop(args: Any) -> bool:
     return "loop" in words or LOOP_WORD.search(text) is not None
 
 
-@pytest.fixture(autouse=True)
-def _note_loop_processes(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[None]:
-    if LOOP_LOG is None or "e2e" not in request.node.path.parts:
+def loop_test_id(current: str) -> str:
+    """What the four-slot pass must run for a loop started while PYTEST_CURRENT_TEST is
+    `current`: the test itself when its body started it; its whole module when a fixture did
+    (a module-scoped fixture's loop serves every test of the module)."""
+    node_id, _, phase = current.rpartition(" ")
+    return node_id if phase == "(call)" else node_id.split("::")[0]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _note_loop_processes() -> Iterator[None]:
+    if LOOP_LOG is None:
         yield
         return
     original = subprocess.Popen.__init__
-    noted: list[bool] = []
+    log = LOOP_LOG
 
     def noting(self: subprocess.Popen[Any], args: Any, *rest: Any, **options: Any) -> None:
-        if not noted and starts_a_loop(args):
-            noted.append(True)
-            with open(LOOP_LOG, "a", encoding="utf-8") as log:  # O_APPEND: one line each
-                log.write(request.node.nodeid + "\n")
+        current = os.environ.get("PYTEST_CURRENT_TEST", "")
+        if current.startswith("tests/e2e/") and starts_a_loop(args):
+            with open(log, "a", encoding="utf-8") as file:  # O_APPEND: whole lines
+                file.write(loop_test_id(current) + "\n")
         original(self, args, *rest, **options)
 
-    monkeypatch.setattr(subprocess.Popen, "__init__", noting)
-    yield
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "__init__", noting)
+        yield

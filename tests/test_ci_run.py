@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import starts_a_loop
+from tests.conftest import loop_test_id, starts_a_loop
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,6 +41,15 @@ def test_a_loop_process_is_noticed(args: object) -> None:
 )
 def test_other_processes_are_not_loops(args: object) -> None:
     assert not starts_a_loop(args)
+
+
+def test_a_loop_a_fixture_started_puts_its_whole_module_in_the_four_slot_pass() -> None:
+    assert (
+        loop_test_id("tests/e2e/test_a.py::test_b[x y] (call)")
+        == "tests/e2e/test_a.py::test_b[x y]"
+    )
+    assert loop_test_id("tests/e2e/test_a.py::test_b (setup)") == "tests/e2e/test_a.py"
+    assert loop_test_id("tests/e2e/test_a.py::T::test_b (teardown)") == "tests/e2e/test_a.py"
 
 
 def test_the_tests_that_cannot_share_the_machine_are_serial() -> None:
