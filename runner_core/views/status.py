@@ -397,7 +397,45 @@ def _job_line(job: RunningJob) -> str:
     )
 
 
-def render_status(view: StatusView) -> list[str]:
+# Node lines `runner status` prints without `--tree`: the selected, running and stuck nodes.
+SUMMARY_NODE_LINES = 20
+TREE_HINT = "runner status --tree"
+
+
+def _row_line(row: TreeRow, indent: str) -> str:
+    return (
+        f"  {indent}{row.id}  {row.state.value}  "
+        f"attempts={row.attempts}/{row.max_attempts}  {flatten(row.title, 80)}"
+    )
+
+
+def tree_summary_lines(view: StatusView, limit: int = SUMMARY_NODE_LINES) -> list[str]:
+    """The tree in a bounded number of lines: the node count, the count of each display state
+    (every state, in NodeDisplayState's order), then the selected, running and stuck nodes in
+    canonical order, at most `limit` of them, and how to see the rest."""
+    counts = dict.fromkeys(NodeDisplayState, 0)
+    shown: list[TreeRow] = []
+    more = 0
+    selected = None if view.selected is None else view.selected.id
+    for row in view.tree:
+        counts[row.state] += 1
+        if row.id == selected or row.state in (NodeDisplayState.RUNNING, NodeDisplayState.STUCK):
+            if len(shown) < limit:
+                shown.append(row)
+            else:
+                more += 1
+    states = " ".join(f"{state.value}={count}" for state, count in counts.items())
+    removed = f" removed={len(view.removed)}" if view.removed else ""
+    out = [f"tree: nodes={len(view.tree)} {states}{removed} (every node: {TREE_HINT})"]
+    out.extend(_row_line(row, "") for row in shown)
+    if more:
+        out.append(f"  ... {more} more selected, running or stuck nodes ({TREE_HINT})")
+    return out
+
+
+def render_status(view: StatusView, *, tree: bool = False) -> list[str]:
+    """`runner status`'s lines: the run, then the tree summarized (`tree_summary_lines`), or
+    with `tree` every node of it and every node it lost."""
     out = []
     if view.run_id is None:
         out.append("status: run=not-started")
@@ -415,11 +453,14 @@ def render_status(view: StatusView) -> list[str]:
         )
     if not view.stuck:
         out.append("status: stuck=none")
-    for leaf in view.stuck:
+    stuck = view.stuck if tree else view.stuck[:SUMMARY_NODE_LINES]
+    for leaf in stuck:
         out.append(
             f"status: stuck id={leaf.id} path={leaf.path} "
             f"attempts={leaf.attempts}/{leaf.max_attempts}"
         )
+    if len(stuck) < len(view.stuck):
+        out.append(f"status: stuck +{len(view.stuck) - len(stuck)} more ({TREE_HINT})")
     state = view.state
     if state.last_status is None:
         out.append("status: last=none")
@@ -434,12 +475,11 @@ def render_status(view: StatusView) -> list[str]:
         out.append("guidance:")
         out.extend(f"  {line}" for line in view.guidance.rstrip().splitlines())
     out.extend(question_lines(view.questions))
+    if not tree:
+        out.extend(tree_summary_lines(view))
+        return out
     out.append("tree:")
-    for row in view.tree:
-        out.append(
-            f"  {'  ' * row.depth}{row.id}  {row.state.value}  "
-            f"attempts={row.attempts}/{row.max_attempts}  {flatten(row.title, 80)}"
-        )
+    out.extend(_row_line(row, "  " * row.depth) for row in view.tree)
     for node_id, executions, display in view.removed:
         out.append(f"removed: {node_id}  {display.value}  executions={executions}")
     return out
