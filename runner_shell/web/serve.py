@@ -56,7 +56,7 @@ from runner_shell.git.run_branches import gather_runs
 from runner_shell.step.lock_and_journal import job_journals_dir, journal_path, lock_held
 from runner_shell.store.event_log import EventTail, follow_failure, follow_tail, last_events
 from runner_shell.store.files import FileTooLarge, read_bytes_capped
-from runner_shell.store.iteration_log import iteration_dirs
+from runner_shell.store.iteration_log import RecordMemo, iteration_dirs
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_run_state
 from runner_shell.views.history import iteration_diff, iteration_document
@@ -134,12 +134,15 @@ class StatusCache:
     stamps: object = None
     last: tuple[StatusReading, dict[str, Any]] | None = None
     warned: set[str] = attrs.field(factory=set)
+    # The history's records kept between readings: a new iteration's meta.json is the only one
+    # read again (each other's stamp is checked), not the whole history at every change.
+    records: RecordMemo = attrs.field(factory=dict)
 
     def reading(self, api: Api, alive: bool) -> tuple[StatusReading, dict[str, Any]]:
         # Stamped before reading: a change during the reading is a change at the next poll.
         stamps = (alive, tuple(_stamp(path) for path in status_sources(api.paths, api.repo)))
         if self.last is None or stamps != self.stamps:
-            reading = status_reading(api.paths, api.repo, self.warn_once, api.run)
+            reading = status_reading(api.paths, api.repo, self.warn_once, api.run, self.records)
             self.stamps, self.last = stamps, (reading, status_to_json(reading.view))
         return self.last
 
