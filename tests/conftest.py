@@ -135,9 +135,11 @@ def project(tmp_path: Path, make_project: ProjectFactory) -> Project:
     return make_project(tmp_path, "started")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under `pytest -n N --dist loadgroup`, tests/temporal runs on one worker, against one
     Temporal server, beside the others (the server and its polls stay out of each other's way)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
     for item in items:
         if "temporal" in item.path.parts and "tests" in item.path.parts:
             item.add_marker(pytest.mark.xdist_group("temporal"))

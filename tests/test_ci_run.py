@@ -56,11 +56,7 @@ def test_the_tests_that_cannot_share_the_machine_are_serial() -> None:
     from tests.campaigns.conftest import SERIAL_CAMPAIGNS
     from tests.e2e.test_parallel_loop import test_four_leaves_run_at_once_and_merge_in_order
 
-    assert set(SERIAL_CAMPAIGNS) == {
-        "test_chaos.py",
-        "test_hostile_campaign.py",
-        "test_serve_load.py",
-    }
+    assert set(SERIAL_CAMPAIGNS) == {"test_hostile_campaign.py", "test_serve_load.py"}
     assert all((ROOT / "tests" / "campaigns" / name).is_file() for name in SERIAL_CAMPAIGNS)
     marks = test_four_leaves_run_at_once_and_merge_in_order.pytestmark  # type: ignore[attr-defined]
     assert "serial" in {mark.name for mark in marks}

@@ -1,16 +1,17 @@
 """Campaigns (chaos, hostile agents, load, fuzz) carry the `campaign` marker: `-m 'not campaign'`
 leaves them out, and each sizes itself from its environment variable so that CI runs it bounded.
 
-The chaos, hostile and load campaigns are also `serial`: they kill the runner at moments chosen
-in time, hold an agent to its deadline or keep 20 clients beside a loop, so `.ci/run` runs them
-on an otherwise idle machine, apart from the xdist pass. The fuzz campaign shares the machine.
+The hostile and load campaigns are also `serial`: they hold agents to their deadlines and keep
+20 clients beside a loop that must not slow down, so `.ci/run` runs them on an otherwise idle
+machine, apart from the xdist pass. The chaos campaign shares the machine (where its kills land
+depends on the machine's speed, which is its point; what it checks does not), as fuzz does.
 """
 
 from __future__ import annotations
 
 import pytest
 
-SERIAL_CAMPAIGNS = ("test_chaos.py", "test_hostile_campaign.py", "test_serve_load.py")
+SERIAL_CAMPAIGNS = ("test_hostile_campaign.py", "test_serve_load.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
