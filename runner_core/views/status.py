@@ -178,11 +178,15 @@ class OperatorFacts:
 
 def _tree_rows(
     tree: Node, history: ExecutionHistory, states: Mapping[str, NodeDisplayState]
-) -> tuple[list[TreeRow], list[LeafRef]]:
-    """The status tree in canonical order, and its stuck leaves."""
+) -> tuple[list[TreeRow], list[LeafRef], tuple[int, int]]:
+    """The status tree in canonical order, its stuck leaves and `leaf_counts`, in one walk."""
     rows: list[TreeRow] = []
     stuck: list[LeafRef] = []
+    passed = leaves = 0
     for node, path, depth in canonical_preorder(tree):
+        if node.is_leaf:
+            leaves += 1
+            passed += node.passes
         rows.append(
             TreeRow(
                 id=node.id,
@@ -200,7 +204,7 @@ def _tree_rows(
         )
         if node.is_leaf and is_stuck(node):
             stuck.append(LeafRef(node.id, path, node.attempts, node.max_attempts))
-    return rows, stuck
+    return rows, stuck, (passed, leaves)
 
 
 def status_view(
@@ -224,7 +228,7 @@ def status_view(
     else:
         running_ids = tuple(job.journal.node_id for job in jobs if job.alive)
     states = _display_states(tree, history, running_ids)
-    rows, stuck = _tree_rows(tree, history, states)
+    rows, stuck, (passed, total) = _tree_rows(tree, history, states)
     in_tree = {row.id for row in rows}
     removed = tuple(
         (node_id, history.execution_count(node_id), display)
@@ -236,7 +240,6 @@ def status_view(
     if selection.node is not None and selection.path is not None:
         node = selection.node
         selected = LeafRef(node.id, selection.path, node.attempts, node.max_attempts)
-    passed, total = leaf_counts(tree)
     return StatusView(
         run_id=state.run_id,
         next_iteration=state.next_iter,
