@@ -559,7 +559,7 @@ def paired_processes(
     return paired_times(measured, floor, repeat)
 
 
-# Each whole-process view on a 10k-node tree vs `json.load` of it (issue 37): `status` prints a
+# Each whole-process view on a 10k-node tree vs `json.load` of it: `status` prints a
 # summary of the tree by default, so it costs about what reading the tree costs.
 CLI_TARGETS = {"select": 1.5, "validate": 2.0, "status": 2.0}
 

@@ -147,7 +147,7 @@ def bench_serve_idle(
     )
 
 
-# `runner serve` beside a loop on a long run (issue 37): the loop's steps, and what the server
+# `runner serve` beside a loop on a long run: the loop's steps, and what the server
 # may spend on them, against the loop's own CPU (its children, the agent and git, included).
 LOOP_STEPS = 5
 LOOP_TARGET = 0.1

@@ -128,15 +128,14 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
 
 @attrs.define
 class StatusCache:
-    """The Watcher's last status reading, its document and the stamps of what it was read from;
-    each warning met while reading is printed once per server, not at every poll."""
+    """The Watcher's last status reading, its document, the stamps of what it was read from and
+    the history's records (a new iteration's meta.json is read, not the whole history); each
+    warning met while reading is printed once per server, not at every poll."""
 
     stamps: object = None
     last: tuple[StatusReading, dict[str, Any]] | None = None
     warned: set[str] = attrs.field(factory=set)
-    # The history's records kept between readings: a new iteration's meta.json is the only one
-    # read again (each other's stamp is checked), not the whole history at every change.
-    records: RecordMemo = attrs.field(factory=dict)
+    records: RecordMemo = attrs.field(factory=dict)  # the history's, kept (load_history)
 
     def reading(self, api: Api, alive: bool) -> tuple[StatusReading, dict[str, Any]]:
         # Stamped before reading: a change during the reading is a change at the next poll.
