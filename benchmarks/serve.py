@@ -11,6 +11,7 @@ be connected at the end: a server that replays a long run's events into its clie
 from __future__ import annotations
 
 import http.client
+import re
 import socket
 import subprocess
 import sys
@@ -143,4 +144,83 @@ def bench_serve_idle(
         target=f"<= {IDLE_TARGET_PERCENT:g}%",
         met=share <= IDLE_TARGET_PERCENT,
         note="floor: python -m http.server, idle; an event-stream client connected at once",
+    )
+
+
+# `runner serve` beside a loop on a long run: the loop's steps, and what the server
+# may spend on them, against the loop's own CPU (its children, the agent and git, included).
+LOOP_STEPS = 5
+LOOP_TARGET = 0.1
+
+
+def total_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of `pid` and of the children it has waited for."""
+    fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+    return sum(int(field) for field in fields[11:15]) / 100.0  # utime stime cutime cstime
+
+
+def bench_serve_loop(
+    repo: Path, iterations: int, log: Callable[[str], None], target: bool
+) -> bench.Row:
+    """One page open (an event-stream client) on `runner serve` while `runner loop` takes
+    LOOP_STEPS steps on a run of `iterations` iterations: the server's CPU over the loop and
+    until it has settled after it, vs the loop's."""
+    import resource
+
+    log(f"cli: `runner serve` during {LOOP_STEPS} loop steps at {iterations} iterations")
+    config = repo / ".runner" / "state" / "config.toml"
+    text = config.read_text(encoding="utf-8")
+    limit = f"max_iterations = {iterations + 10 * LOOP_STEPS}"
+    config.write_text(re.sub(r"(?m)^max_iterations = \d+$", limit, text), encoding="utf-8")
+    bench.run(["git", *bench.GIT_IDENTITY, "commit", "--quiet", "-am", "bench: room"], repo)
+    port = free_port()
+    server = subprocess.Popen(
+        [*bench.runner_command(), "serve", "--port", str(port)],
+        cwd=repo,
+        env=bench.PROCESS_ENV,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until_answering(port, server)
+        stream = StreamClient(port)
+        time.sleep(SETTLE_SECS)
+        server_before = total_cpu_seconds(server.pid)
+        children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(
+            [*bench.runner_command(), "loop", "--max-steps", str(LOOP_STEPS)],
+            cwd=repo,
+            env=bench.PROCESS_ENV,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=True,
+        )
+        children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        time.sleep(SETTLE_SECS)  # the server reads the loop's last change
+        served = total_cpu_seconds(server.pid) - server_before
+        if not stream.open:
+            raise RuntimeError("`runner serve` dropped its client during the loop")
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    looped = (children_after.ru_utime + children_after.ru_stime) - (
+        children_before.ru_utime + children_before.ru_stime
+    )
+    ratio = served / looped if looped > 0 else float("inf")
+    # Shown as a ratio of CPU seconds: the `s` unit makes the figure runner / floor.
+    return bench.Row(
+        metric=f"`runner serve` (one page open) during `runner loop` at {iterations} "
+        "iterations: its CPU vs the loop's",
+        size=None,
+        runner=served,
+        floor=looped,
+        unit="s",
+        target=f"<= {LOOP_TARGET:g}x" if target else "",
+        met=ratio <= LOOP_TARGET if target else None,
+        note=f"{LOOP_STEPS} no-op steps; the server's CPU includes its git processes",
     )

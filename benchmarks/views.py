@@ -160,4 +160,6 @@ def bench_views(
             )
         if size == TARGET_ITERATIONS:
             rows.append(serve.bench_serve_idle(repo, run_dir, size, log))
+        if size == max(sizes):  # last: the loop adds iterations to this run
+            rows.append(serve.bench_serve_loop(repo, size, log, size == TARGET_ITERATIONS))
     return rows

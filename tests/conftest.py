@@ -1,15 +1,25 @@
 """Fixtures of the end-to-end CLI tests: an isolated environment and a project per test.
 
 `runner init` and `runner start` run once per session on template repositories (a process
-start of the CLI is the dominant cost of these tests); each test gets its own copy.
+start of the CLI is the dominant cost of these tests); each test gets its own copy. Under
+pytest-xdist every worker has its own session: its own templates, tmp directories and (in
+tests/temporal) its own Temporal server on free ports.
+
+With RUNNER_TEST_LOOP_LOG set to a file, each test of tests/e2e whose body starts a `runner
+loop` process appends its node id to that file (its module's path when a fixture started it):
+`.ci/run` runs the four-slot pass on those alone, since `[parallel] slots` changes nothing but
+the loop (runner_shell/loop/command.py).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,3 +133,55 @@ def project(tmp_path: Path, make_project: ProjectFactory) -> Project:
     with `commit_setup()` (or both with `prepare`), as a user would before the first step.
     """
     return make_project(tmp_path, "started")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under `pytest -n N --dist loadgroup`, tests/temporal runs on one worker, against one
+    Temporal server, beside the others (the server and its polls stay out of each other's way)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if "temporal" in item.path.parts and "tests" in item.path.parts:
+            item.add_marker(pytest.mark.xdist_group("temporal"))
+
+
+LOOP_LOG = os.environ.get("RUNNER_TEST_LOOP_LOG")
+# A command line that starts the loop: `runner loop`, `python -m runner_shell loop ...`, or a
+# shell line (a README walk-through, a tmux pane) that contains one.
+LOOP_WORD = re.compile(r"\b(runner|runner_shell)\b.*\bloop\b", re.DOTALL)
+
+
+def starts_a_loop(args: Any) -> bool:
+    """Whether a Popen argument list or shell string starts `runner loop` (over-inclusive:
+    a test wrongly counted runs once more, one wrongly left out would miss the four-slot pass)."""
+    words = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)
+    text = " ".join(os.fsdecode(word) for word in words)
+    return "loop" in words or LOOP_WORD.search(text) is not None
+
+
+def loop_test_id(current: str) -> str:
+    """What the four-slot pass must run for a loop started while PYTEST_CURRENT_TEST is
+    `current`: the test itself when its body started it; its whole module when a fixture did
+    (a module-scoped fixture's loop serves every test of the module)."""
+    node_id, _, phase = current.rpartition(" ")
+    return node_id if phase == "(call)" else node_id.split("::")[0]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _note_loop_processes() -> Iterator[None]:
+    if LOOP_LOG is None:
+        yield
+        return
+    original = subprocess.Popen.__init__
+    log = LOOP_LOG
+
+    def noting(self: subprocess.Popen[Any], args: Any, *rest: Any, **options: Any) -> None:
+        current = os.environ.get("PYTEST_CURRENT_TEST", "")
+        if current.startswith("tests/e2e/") and starts_a_loop(args):
+            with open(log, "a", encoding="utf-8") as file:  # O_APPEND: whole lines
+                file.write(loop_test_id(current) + "\n")
+        original(self, args, *rest, **options)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "__init__", noting)
+        yield

@@ -138,6 +138,10 @@ def test_the_benchmark_runs_every_group_at_tiny_sizes(tmp_path: Path) -> None:
     for group, metric in GROUP_ROWS.items():
         assert any(metric in shown for shown in metrics), f"no row of the {group} group"
     assert any(metric.startswith("`runner loop`, per iteration") for metric in metrics), metrics
+    # The rows of every view on the tree, and of serve beside a loop on the long run.
+    for view in ("select", "validate", "status"):
+        assert f"`runner {view}` vs python json.load" in metrics, metrics
+    assert any("during `runner loop`" in metric for metric in metrics), metrics
     step_rows = [
         row for row in rows if row["metric"].startswith(("`runner step` (", "`runner loop`"))
     ]

@@ -180,11 +180,15 @@ class OperatorFacts:
 
 def _tree_rows(
     tree: Node, history: ExecutionHistory, states: Mapping[str, NodeDisplayState]
-) -> tuple[list[TreeRow], list[LeafRef]]:
-    """The status tree in canonical order, and its stuck leaves."""
+) -> tuple[list[TreeRow], list[LeafRef], tuple[int, int]]:
+    """The status tree in canonical order, its stuck leaves and `leaf_counts`, in one walk."""
     rows: list[TreeRow] = []
     stuck: list[LeafRef] = []
+    passed = leaves = 0
     for node, path, depth in canonical_preorder(tree):
+        if node.is_leaf:
+            leaves += 1
+            passed += node.passes
         rows.append(
             TreeRow(
                 id=node.id,
@@ -202,7 +206,7 @@ def _tree_rows(
         )
         if node.is_leaf and is_stuck(node):
             stuck.append(LeafRef(node.id, path, node.attempts, node.max_attempts))
-    return rows, stuck
+    return rows, stuck, (passed, leaves)
 
 
 def status_view(
@@ -226,7 +230,7 @@ def status_view(
     else:
         running_ids = tuple(job.journal.node_id for job in jobs if job.alive)
     states = _display_states(tree, history, running_ids)
-    rows, stuck = _tree_rows(tree, history, states)
+    rows, stuck, (passed, total) = _tree_rows(tree, history, states)
     in_tree = {row.id for row in rows}
     removed = tuple(
         (node_id, history.execution_count(node_id), display)
@@ -238,7 +242,6 @@ def status_view(
     if selection.node is not None and selection.path is not None:
         node = selection.node
         selected = LeafRef(node.id, selection.path, node.attempts, node.max_attempts)
-    passed, total = leaf_counts(tree)
     return StatusView(
         run_id=state.run_id,
         next_iteration=state.next_iter,
@@ -401,7 +404,45 @@ def _job_line(job: RunningJob) -> str:
     )
 
 
-def render_status(view: StatusView) -> list[str]:
+# Node lines `runner status` prints without `--tree`: the selected, running and stuck nodes.
+SUMMARY_NODE_LINES = 20
+TREE_HINT = "runner status --tree"
+
+
+def _row_line(row: TreeRow, indent: str) -> str:
+    return (
+        f"  {indent}{row.id}  {row.state.value}  "
+        f"attempts={row.attempts}/{row.max_attempts}  {flatten(row.title, 80)}"
+    )
+
+
+def tree_summary_lines(view: StatusView, limit: int = SUMMARY_NODE_LINES) -> list[str]:
+    """The tree in a bounded number of lines: the node count, the count of each display state
+    (every state, in NodeDisplayState's order), then the selected, running and stuck nodes in
+    canonical order, at most `limit` of them, and how to see the rest."""
+    counts = dict.fromkeys(NodeDisplayState, 0)
+    shown: list[TreeRow] = []
+    more = 0
+    selected = None if view.selected is None else view.selected.id
+    for row in view.tree:
+        counts[row.state] += 1
+        if row.id == selected or row.state in (NodeDisplayState.RUNNING, NodeDisplayState.STUCK):
+            if len(shown) < limit:
+                shown.append(row)
+            else:
+                more += 1
+    states = " ".join(f"{state.value}={count}" for state, count in counts.items())
+    removed = f" removed={len(view.removed)}" if view.removed else ""
+    out = [f"tree: nodes={len(view.tree)} {states}{removed} (every node: {TREE_HINT})"]
+    out.extend(_row_line(row, "") for row in shown)
+    if more:
+        out.append(f"  ... {more} more selected, running or stuck nodes ({TREE_HINT})")
+    return out
+
+
+def render_status(view: StatusView, *, tree: bool = False) -> list[str]:
+    """`runner status`'s lines: the run, then the tree summarized (`tree_summary_lines`), or
+    with `tree` every node of it and every node it lost."""
     out = []
     if view.run_id is None:
         out.append("status: run=not-started")
@@ -419,11 +460,14 @@ def render_status(view: StatusView) -> list[str]:
         )
     if not view.stuck:
         out.append("status: stuck=none")
-    for leaf in view.stuck:
+    stuck = view.stuck if tree else view.stuck[:SUMMARY_NODE_LINES]
+    for leaf in stuck:
         out.append(
             f"status: stuck id={leaf.id} path={leaf.path} "
             f"attempts={leaf.attempts}/{leaf.max_attempts}"
         )
+    if len(stuck) < len(view.stuck):
+        out.append(f"status: stuck +{len(view.stuck) - len(stuck)} more ({TREE_HINT})")
     state = view.state
     if state.last_status is None:
         out.append("status: last=none")
@@ -438,12 +482,11 @@ def render_status(view: StatusView) -> list[str]:
         out.append("guidance:")
         out.extend(f"  {line}" for line in view.guidance.rstrip().splitlines())
     out.extend(question_lines(view.questions))
+    if not tree:
+        out.extend(tree_summary_lines(view))
+        return out
     out.append("tree:")
-    for row in view.tree:
-        out.append(
-            f"  {'  ' * row.depth}{row.id}  {row.state.value}  "
-            f"attempts={row.attempts}/{row.max_attempts}  {flatten(row.title, 80)}"
-        )
+    out.extend(_row_line(row, "  " * row.depth) for row in view.tree)
     for node_id, executions, display in view.removed:
         out.append(f"removed: {node_id}  {display.value}  executions={executions}")
     return out

@@ -26,11 +26,21 @@ RunId = Annotated[
 
 @app.command()
 @guarded
-def status(as_json: AsJson = False, run: RunId = None) -> None:
-    """Show the run, the next iteration, the selected and stuck leaves, and the tree."""
+def status(
+    as_json: AsJson = False,
+    run: RunId = None,
+    tree: Annotated[
+        bool,
+        typer.Option(
+            "--tree",
+            help="List every node of the tree (default: counts and the nodes that matter).",
+        ),
+    ] = False,
+) -> None:
+    """Show the run, the next iteration, the selected and stuck leaves, and the tree's summary."""
     from runner_shell.views.inspect import show_status
 
-    show_status(*_paths(), as_json, run)
+    show_status(*_paths(), as_json, run, tree)
 
 
 @app.command()

@@ -2,7 +2,8 @@
 
 bubblewrap may be missing, or present but refused by the kernel (user namespaces disabled, a
 container without the rights), and libseccomp may be missing; the only reliable test is to
-start the full confinement once, which `probe` does with a deadline, once per runner process.
+start the full confinement once, which `probe` does with a deadline, once per boot
+(probe_cache.py).
 `auto` then sandboxes with every layer that holds and says in one line what does not; `bwrap`
 refuses to run without every layer; `off` never sandboxes and says so. `SandboxStatus.layers`
 is what `runner validate` and `runner status` print: each layer and whether it holds.
@@ -26,6 +27,7 @@ from runner_core.views.text import error_line
 from runner_shell.errors import UserFacingError
 from runner_shell.sandbox.bwrap import Confinement, launch, sandbox_ids
 from runner_shell.sandbox.limits import describe, sandbox_limits, tmp_bytes
+from runner_shell.sandbox.probe_cache import cached_probe_result, program_key
 from runner_shell.sandbox.seccomp import SeccompUnavailable, filter_bpf
 from runner_shell.sandbox.visible import system_mounts
 
@@ -211,8 +213,31 @@ def sandbox_at_start(config: Config, notice: Callable[[str], None]) -> SandboxSt
 
 @functools.cache
 def cached_probe() -> Probe:
-    """`probe()`, once per runner process: whether bubblewrap works does not change under it."""
-    return probe()
+    """`probe()`, once per boot: whether bubblewrap works does not change under a runner, nor
+    until the program, the kernel or the boot does (runner_shell/sandbox/probe_cache.py). Only
+    "it works" is kept; a failure is probed again by the next process."""
+    program = shutil.which("bwrap")
+    if program is None:
+        return probe()
+    try:
+        key = f"bwrap-probe-v2:{program_key(program)}"
+    except OSError:
+        return probe()
+    fresh: list[Probe] = []
+
+    def works(result: dict[str, object]) -> bool:
+        # Every layer held: a kept "works" never lowers what the next process confines with.
+        return result == {"bwrap": program, "problem": None, "seccomp_problem": None}
+
+    def compute() -> dict[str, object]:
+        fresh.append(probe())
+        return attrs.asdict(fresh[0])
+
+    found = cached_probe_result(key, compute, keep=works)
+    if fresh:
+        return fresh[0]
+    # A kept file can only say that this very program works; anything else is probed again.
+    return Probe(program) if works(found) else probe()
 
 
 def probe(search_path: str | None = None, timeout_secs: float = PROBE_TIMEOUT_SECS) -> Probe:

@@ -227,24 +227,58 @@ def _unexpected_lines(paths: RunnerPaths, run_id: str, listing: RunListing) -> t
     )
 
 
-def load_history(paths: RunnerPaths, run_id: str) -> tuple[ExecutionHistory, tuple[str, ...]]:
+# What a long-lived reader (`runner serve`) keeps between two readings of a run's history:
+# each iteration's record with the stamp of the meta.json it was read from.
+RecordMemo = dict[tuple[str, str], tuple[tuple[int, ...], ExecutionRecord]]
+
+
+def load_history(
+    paths: RunnerPaths, run_id: str, memo: RecordMemo | None = None
+) -> tuple[ExecutionHistory, tuple[str, ...]]:
     """The run's history from its meta.json files, and a line for each one that was skipped.
 
     One listing of the run's directory and one read of each meta.json: at thousands of
-    iterations this is what `runner status`, `history` and `report` spend their time on.
+    iterations this is what `runner status`, `history` and `report` spend their time on. With
+    `memo`, a meta.json whose stamp (inode, size, modification and change times) is the one
+    its record was read from is not read again, and `memo` keeps exactly this reading's records.
     """
     listing = list_run(paths, run_id)
     run_dir = paths.run_dir(run_id)
     records: list[ExecutionRecord] = []
     problems: list[str] = list(_unexpected_lines(paths, run_id, listing))
+    kept: RecordMemo = {}
     with _directory_fd(run_dir) as run_fd:
         for number, name in listing.iterations:
-            found = _record_or_problem(paths, run_dir, run_id, run_fd, number, name)
+            stamp = _meta_stamp(run_fd, name) if memo is not None else None
+            known = memo.get((run_id, name)) if memo is not None else None
+            if stamp is not None and known is not None and known[0] == stamp:
+                found: ExecutionRecord | str = known[1]
+            else:
+                found = _record_or_problem(paths, run_dir, run_id, run_fd, number, name)
             if isinstance(found, str):
                 problems.append(found)
             else:
                 records.append(found)
+                if stamp is not None:
+                    kept[(run_id, name)] = (stamp, found)
+    if memo is not None:
+        memo.clear()
+        memo.update(kept)
     return ExecutionHistory(tuple(records)), tuple(problems)
+
+
+def _meta_stamp(directory_fd: int | None, name: str) -> tuple[int, ...] | None:
+    """What tells one meta.json from the next, without reading it; None when it cannot be
+    stat'ed (it is then read, and its error reported, as without a memo)."""
+    if directory_fd is None:
+        return None
+    try:
+        info = os.stat(f"{name}/meta.json", dir_fd=directory_fd, follow_symlinks=False)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 @contextlib.contextmanager

@@ -44,9 +44,11 @@ def _refuse_no_run_checked_out(paths: RunnerPaths, repo: Repo) -> None:
         raise UserFacingError(no_run_checked_out_problem(repo.current_branch(), run_ids))
 
 
-def show_status(paths: RunnerPaths, repo: Repo, as_json: bool, run: str | None = None) -> None:
+def show_status(
+    paths: RunnerPaths, repo: Repo, as_json: bool, run: str | None = None, tree: bool = False
+) -> None:
     """`runner status`: where the current run stands (works before `runner start` too), or
-    where another run's branch left it (`--run`)."""
+    where another run's branch left it (`--run`); the tree summarized unless `tree`."""
     from runner_core.views.status import render_status, status_to_json
 
     if run is None:
@@ -55,7 +57,7 @@ def show_status(paths: RunnerPaths, repo: Repo, as_json: bool, run: str | None =
     if as_json:
         print_json(status_to_json(reading.view))
     else:
-        print_lines(render_status(reading.view))
+        print_lines(render_status(reading.view, tree=tree))
         if run is None:
             _night_status(reading.view, paths, reading.journal, reading.journal_alive)
 

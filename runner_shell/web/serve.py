@@ -58,7 +58,7 @@ from runner_shell.git.run_branches import gather_runs
 from runner_shell.step.lock_and_journal import job_journals_dir, journal_path, lock_held
 from runner_shell.store.event_log import EventTail, follow_failure, follow_tail, last_events
 from runner_shell.store.files import read_bytes_capped
-from runner_shell.store.iteration_log import iteration_dirs
+from runner_shell.store.iteration_log import RecordMemo, iteration_dirs
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_config, load_run_state
 from runner_shell.views.history import iteration_diff, iteration_document
@@ -140,18 +140,20 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
 
 @attrs.define
 class StatusCache:
-    """The Watcher's last status reading, its document and the stamps of what it was read from;
-    each warning met while reading is printed once per server, not at every poll."""
+    """The Watcher's last status reading, its document, the stamps of what it was read from and
+    the history's records (a new iteration's meta.json is read, not the whole history); each
+    warning met while reading is printed once per server, not at every poll."""
 
     stamps: object = None
     last: tuple[StatusReading, dict[str, Any]] | None = None
     warned: set[str] = attrs.field(factory=set)
+    records: RecordMemo = attrs.field(factory=dict)  # the history's, kept (load_history)
 
     def reading(self, api: Api, alive: bool) -> tuple[StatusReading, dict[str, Any]]:
         # Stamped before reading: a change during the reading is a change at the next poll.
         stamps = (alive, tuple(_stamp(path) for path in status_sources(api.paths, api.repo)))
         if self.last is None or stamps != self.stamps:
-            reading = status_reading(api.paths, api.repo, self.warn_once, api.run)
+            reading = status_reading(api.paths, api.repo, self.warn_once, api.run, self.records)
             self.stamps, self.last = stamps, (reading, status_to_json(reading.view))
         return self.last
 

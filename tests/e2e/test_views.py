@@ -157,7 +157,7 @@ def test_scenario_loop_lines_are_unchanged_when_stdout_is_not_a_terminal(
 
 @ITERATION_NUMBERED
 def test_status_names_run_progress_selected_leaf_and_draws_the_tree(scenario: Scenario) -> None:
-    result = scenario.project.runner("status")
+    result = scenario.project.runner("status", "--tree")
     run = scenario.run_id
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
@@ -176,6 +176,28 @@ def test_status_names_run_progress_selected_leaf_and_draws_the_tree(scenario: Sc
         "    root.1  completed  attempts=1/3  Parser",
         "    root.2  failed  attempts=2/3  Printer",
         "    root.3  pending  attempts=0/3  Docs",
+    ]
+
+
+@ITERATION_NUMBERED
+def test_status_summarizes_the_tree_by_default(scenario: Scenario) -> None:
+    """Without --tree: the counts per display state and the nodes that need a look (here the
+    selected leaf), never one line per node."""
+    result = scenario.project.runner("status")
+    run = scenario.run_id
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert lines(result.stdout) == [
+        f"status: run={run} branch=runner/{run}",
+        "status: next_iter=7 max_iterations=100",
+        "status: leaves passed=1 total=3",
+        "status: selected=open id=root.2 path=root/root.2 attempts=2/3",
+        "status: stuck=none",
+        "status: last status=retry guard=skipped",
+        "status: sandbox=off",
+        "tree: nodes=4 pending=1 running=0 completed=1 failed=2 stuck=0 skipped=0 "
+        "(every node: runner status --tree)",
+        "  root.2  failed  attempts=2/3  Printer",
     ]
 
 

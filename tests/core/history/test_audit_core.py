@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from random import Random
 from typing import Any
 
 import attrs
 import jsonschema
 import pytest
-from hypothesis import find
+from hypothesis import Phase, find, settings
 
 from runner_core import dumps_tree
 from runner_core.history.audit import audit_run
@@ -27,10 +28,15 @@ from runner_core.run.trailers import (
 )
 from runner_core.testing import runs
 from runner_core.testing.commits import run_commits
+from runner_core.testing.runs import Run
 from runner_core.tree.diff import TreeDiff, change_lines, tree_diff, tree_diff_to_json
 from runner_core.tree.model import Node, NodeNext
 from tests.helpers.records import record
 from tests.helpers.trees import tree
+
+# A run of at least one step, drawn without shrinking from a fixed seed: shrinking a run to the
+# smallest one took 10-19 s, and these tests need any run with a step, not the smallest.
+A_DRAWN_RUN = settings(database=None, phases=[Phase.generate], max_examples=50)
 
 
 def schema(name: str) -> dict[str, Any]:
@@ -265,7 +271,7 @@ def test_the_audit_document_matches_its_schema() -> None:
 
 
 def test_a_run_state_with_a_foreign_chain_is_still_checked_against_its_iteration() -> None:
-    run = find(runs(max_iterations=3), lambda run: len(run.steps) > 0)
+    run = _a_run_with_a_step()
     start, commits = run_commits(run)
     state = json.loads(commits[0].run_state_json or b"")
     state["chain"] = chain_seed("another-run")
@@ -282,7 +288,7 @@ def test_a_run_state_with_a_foreign_chain_is_still_checked_against_its_iteration
 
 
 def test_a_run_state_chain_other_than_the_commits_is_a_finding() -> None:
-    run = find(runs(max_iterations=3), lambda run: len(run.steps) > 0)
+    run = _a_run_with_a_step()
     start, commits = run_commits(run)
     state = json.loads(commits[0].run_state_json or b"")
     state["chain"] = chain_seed("another-run")
@@ -293,3 +299,12 @@ def test_a_run_state_chain_other_than_the_commits_is_a_finding() -> None:
     assert [finding.what for finding in report.findings] == [
         "run_state.json chain is not the commit's Runner-Chain"
     ]
+
+
+def _a_run_with_a_step() -> Run:
+    return find(
+        runs(max_iterations=3),
+        lambda run: len(run.steps) > 0,
+        settings=A_DRAWN_RUN,
+        random=Random(0),
+    )

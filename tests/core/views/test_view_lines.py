@@ -57,7 +57,7 @@ def test_iterations_on_disk_fold_into_ranges() -> None:
 
 
 def test_status_lines_of_a_run_not_started() -> None:
-    lines = render_status(status_view(TREE, RunState(), 10, ExecutionHistory()))
+    lines = render_status(status_view(TREE, RunState(), 10, ExecutionHistory()), tree=True)
     assert lines[:3] == [
         "status: run=not-started",
         "status: next_iter=1 max_iterations=10",

@@ -201,6 +201,7 @@ def big_tree(fanout: int) -> dict[str, Any]:
     return node("root", children=children)
 
 
+@pytest.mark.serial  # a render time bound (BIG_TREE_RENDER_MS)
 def test_a_ten_thousand_node_tree_renders_lazily_and_fast(
     tmp_path: Path, make_project: ProjectFactory, browser: webdriver.Chrome
 ) -> None:
