@@ -13,11 +13,17 @@ from types import MappingProxyType
 
 import attrs
 
+# The CLI versions the runner is verified against (`.ci/run` installs these; a test holds the two
+# to the same numbers).
+PINNED: Mapping[str, str] = MappingProxyType(
+    {"codex": "0.169.0", "claude": "2.1.332", "gemini": "0.61.0", "qwen": "0.24.4"}
+)
+
 
 @attrs.frozen(slots=True)
 class HomeFiles:
     """Files a CLI reads from one directory: `$variable` when it is set, else `directory` under
-    HOME ("" is HOME itself)."""
+    HOME ("" is HOME itself); `variable` "" when no variable moves it."""
 
     variable: str
     directory: str
@@ -28,19 +34,30 @@ class HomeFiles:
 class BackendInfo:
     """One backend: its `name` in config.toml, the `program` it runs unless `[agent] command`
     replaces it (None: the command must name one), the `home` files its CLI reads, and the
-    `sandboxed_env` variables that tell its CLI it runs in a sandbox made on purpose."""
+    `sandboxed_env` variables that tell its CLI it runs in a sandbox made on purpose.
+
+    `install` is how an operator gets the CLI (`runner validate` prints it when the program is
+    missing). `env` names the environment variables the CLI reads (its key, endpoint and
+    settings; `PREFIX_*` for a family), the only ones the sandbox passes; `hosts` the
+    "host:port"s (`*.domain` allowed) it calls, the only ones its egress proxy lets through."""
 
     name: str
     program: str | None
     home: tuple[HomeFiles, ...] = ()
     sandboxed_env: tuple[tuple[str, str], ...] = ()
+    env: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    install: str = ""
 
 
 # In the order the config's comment lists them, the default first. Codex reads $CODEX_HOME
 # (default ~/.codex); Claude Code reads $CLAUDE_CONFIG_DIR (default ~/.claude) and its global
 # state .claude.json (in $CLAUDE_CONFIG_DIR, default ~). Claude Code run by root refuses
 # bypassPermissions unless told it is inside bubblewrap (CLAUDE_CODE_BUBBLEWRAP), which is true
-# of every session the sandbox confines.
+# of every session the sandbox confines. Gemini CLI reads ~/.gemini ($GEMINI_CLI_HOME replaces
+# HOME itself, so it is not listed: the sandbox's HOME is the one it must read), Qwen Code
+# $QWEN_HOME (default ~/.qwen). The variables and hosts come from each CLI's own source
+# (docs/agent-cli-limits.md).
 BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
     {
         info.name: info
@@ -49,6 +66,9 @@ BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
                 "codex",
                 "codex",
                 (HomeFiles("CODEX_HOME", ".codex", ("config.toml", "auth.json", "AGENTS.md")),),
+                env=("OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY", "CODEX_*"),
+                hosts=("api.openai.com:443", "chatgpt.com:443", "auth.openai.com:443"),
+                install=f"npm install -g @openai/codex@{PINNED['codex']}",
             ),
             BackendInfo(
                 "claude",
@@ -62,6 +82,61 @@ BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
                     HomeFiles("CLAUDE_CONFIG_DIR", "", (".claude.json",)),
                 ),
                 (("CLAUDE_CODE_BUBBLEWRAP", "1"),),
+                env=("ANTHROPIC_*", "CLAUDE_CODE_*", "DISABLE_*"),
+                hosts=("api.anthropic.com:443", "console.anthropic.com:443", "claude.ai:443"),
+                install=f"npm install -g @anthropic-ai/claude-code@{PINNED['claude']}",
+            ),
+            BackendInfo(
+                "gemini",
+                "gemini",
+                (
+                    HomeFiles(
+                        "",
+                        ".gemini",
+                        ("settings.json", "oauth_creds.json", "google_accounts.json", "GEMINI.md"),
+                    ),
+                ),
+                env=(
+                    "GEMINI_API_KEY",
+                    "GOOGLE_API_KEY",
+                    "GOOGLE_GEMINI_BASE_URL",
+                    "GOOGLE_VERTEX_BASE_URL",
+                    "GOOGLE_CLOUD_PROJECT",
+                    "GOOGLE_CLOUD_LOCATION",
+                    "GOOGLE_GENAI_USE_VERTEXAI",
+                    "GOOGLE_APPLICATION_CREDENTIALS",
+                    "GEMINI_MODEL",
+                ),
+                hosts=(
+                    "generativelanguage.googleapis.com:443",
+                    "cloudcode-pa.googleapis.com:443",
+                    "oauth2.googleapis.com:443",
+                    "*.aiplatform.googleapis.com:443",
+                ),
+                install=f"npm install -g @google/gemini-cli@{PINNED['gemini']}",
+            ),
+            BackendInfo(
+                "qwen",
+                "qwen",
+                (
+                    HomeFiles(
+                        "QWEN_HOME", ".qwen", ("settings.json", "oauth_creds.json", "QWEN.md")
+                    ),
+                ),
+                env=(
+                    "OPENAI_API_KEY",
+                    "OPENAI_BASE_URL",
+                    "OPENAI_MODEL",
+                    "DASHSCOPE_API_KEY",
+                    "QWEN_CODE_*",
+                ),
+                hosts=(
+                    "dashscope.aliyuncs.com:443",
+                    "dashscope-intl.aliyuncs.com:443",
+                    "coding.dashscope.aliyuncs.com:443",
+                    "chat.qwen.ai:443",
+                ),
+                install=f"npm install -g @qwen-code/qwen-code@{PINNED['qwen']}",
             ),
             BackendInfo("command", None),
         )
