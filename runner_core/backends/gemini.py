@@ -70,10 +70,11 @@ def gemini_usage(result: Mapping[str, Any] | None) -> Usage:
     )
 
 
-# Gemini CLI's messages for a quota it will not retry (TerminalQuotaError), and the API's own
-# text it passes on for a retryable one that outlasted its retries.
+# Gemini CLI's messages for a quota it will not retry (TerminalQuotaError), Qwen Code's
+# (`Quota exhausted: M`), and the API's own text passed on for one that outlasted the retries.
 _USAGE_LIMIT_TEXTS = (
     "You have exhausted your daily quota",
+    "Quota exhausted: ",
     "You exceeded your current quota",
     "Quota exceeded",
     "exhausted your capacity",

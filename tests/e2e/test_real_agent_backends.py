@@ -169,6 +169,7 @@ def run_qwen(project: Project, model: ScriptedModel) -> None:
 
 CASES: dict[str, tuple[Callable[[Project, ScriptedModel], None], str]] = {
     "gemini": (run_gemini, "You have exhausted your daily quota on this model."),
+    "qwen": (run_qwen, "Quota exhausted: You exceeded your current quota"),
 }
 
 

@@ -112,12 +112,16 @@ def chat_chunks(body: Mapping[str, Any], command: str, final_text: str) -> Itera
     yield {**head, "choices": [], "usage": chat_usage()}
 
 
-def chat_rate_limit_error(retry_secs: int) -> dict[str, Any]:
-    """The 429 body of an OpenAI-compatible endpoint out of quota."""
+def chat_quota_error(retry_secs: int) -> dict[str, Any]:
+    """The 429 body of an OpenAI-compatible endpoint whose quota is used up until a reset (the
+    wording Qwen Code fails fast on rather than retrying: quota, exceeded, will reset)."""
     return {
         "error": {
-            "message": f"Rate limit reached for requests. Please try again in {retry_secs}s.",
-            "type": "requests",
-            "code": "rate_limit_exceeded",
+            "message": (
+                "You exceeded your current quota; it will reset in "
+                f"{retry_secs}s. Please try again in {retry_secs}s."
+            ),
+            "type": "insufficient_quota",
+            "code": "insufficient_quota",
         }
     }

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.helpers.scripted_chat import chat_chunks, chat_completion, chat_rate_limit_error
+from tests.helpers.scripted_chat import chat_chunks, chat_completion, chat_quota_error
 from tests.helpers.scripted_gemini import gemini_chunks, gemini_quota_error, gemini_response
 from tests.helpers.scripted_usage import CACHED_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS
 
@@ -163,7 +163,7 @@ def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
             if ":" in path.rsplit("/", 1)[-1]:
                 self._json(429, gemini_quota_error(secs), retry_after=secs)
             else:
-                self._json(429, chat_rate_limit_error(secs), retry_after=secs)
+                self._json(429, chat_quota_error(secs), retry_after=secs)
 
         def _data(self, chunks: Iterator[Any], *, done: bool = False) -> None:
             # Gemini's and Chat Completions' streams: `data:` lines only, no event names.
@@ -184,6 +184,8 @@ def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
             self.send_response(status)
             if retry_after is not None:
                 self.send_header("Retry-After", str(retry_after))
+                # A service out of quota tells the OpenAI SDKs not to retry on their own.
+                self.send_header("x-should-retry", "false")
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
