@@ -16,7 +16,13 @@ import attrs
 # The CLI versions the runner is verified against (`.ci/run` installs these; a test holds the two
 # to the same numbers).
 PINNED: Mapping[str, str] = MappingProxyType(
-    {"codex": "0.169.0", "claude": "2.1.332", "gemini": "0.61.0", "qwen": "0.24.4"}
+    {
+        "codex": "0.169.0",
+        "claude": "2.1.332",
+        "gemini": "0.61.0",
+        "qwen": "0.24.4",
+        "opencode": "1.18.33",
+    }
 )
 
 
@@ -56,8 +62,8 @@ class BackendInfo:
 # bypassPermissions unless told it is inside bubblewrap (CLAUDE_CODE_BUBBLEWRAP), which is true
 # of every session the sandbox confines. Gemini CLI reads ~/.gemini ($GEMINI_CLI_HOME replaces
 # HOME itself, so it is not listed: the sandbox's HOME is the one it must read), Qwen Code
-# $QWEN_HOME (default ~/.qwen). The variables and hosts come from each CLI's own source
-# (docs/agent-cli-limits.md).
+# $QWEN_HOME (default ~/.qwen), OpenCode XDG's ~/.config/opencode and ~/.local/share/opencode.
+# The variables and hosts come from each CLI's own source (docs/agent-cli-limits.md).
 BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
     {
         info.name: info
@@ -137,6 +143,31 @@ BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
                     "chat.qwen.ai:443",
                 ),
                 install=f"npm install -g @qwen-code/qwen-code@{PINNED['qwen']}",
+            ),
+            BackendInfo(
+                "opencode",
+                "opencode",
+                (
+                    HomeFiles(
+                        "", ".config/opencode", ("opencode.json", "opencode.jsonc", "AGENTS.md")
+                    ),
+                    HomeFiles("", ".local/share/opencode", ("auth.json",)),
+                ),
+                env=(
+                    "OPENCODE_*",
+                    "OPENAI_API_KEY",
+                    "ANTHROPIC_API_KEY",
+                    "GEMINI_API_KEY",
+                    "OPENROUTER_API_KEY",
+                ),
+                hosts=(
+                    "opencode.ai:443",
+                    "models.dev:443",
+                    "api.openai.com:443",
+                    "api.anthropic.com:443",
+                    "openrouter.ai:443",
+                ),
+                install=f"npm install -g opencode-ai@{PINNED['opencode']}",
             ),
             BackendInfo("command", None),
         )

@@ -16,6 +16,7 @@ from runner_shell.agents.claude import ClaudeBackend
 from runner_shell.agents.codex import CodexBackend
 from runner_shell.agents.command import CommandBackend
 from runner_shell.agents.gemini import GeminiBackend
+from runner_shell.agents.opencode import OpencodeBackend
 from runner_shell.agents.qwen import QwenBackend
 
 __all__ = ["AGENT_BACKENDS", "AgentBackend", "AgentRequest", "AgentRun", "backend_for"]
@@ -29,6 +30,7 @@ AGENT_BACKENDS: Mapping[str, Callable[[tuple[str, ...]], AgentBackend]] = Mappin
             ClaudeBackend,
             GeminiBackend,
             QwenBackend,
+            OpencodeBackend,
             CommandBackend,
         )
     }

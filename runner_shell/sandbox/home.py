@@ -56,7 +56,7 @@ def prepare_home(home: Path, backend: str, environ: Mapping[str, str]) -> dict[s
         moved = bool(variable) and bool(environ.get(variable))
         source_dir = Path(environ[variable]) if moved else real_home / directory
         target_dir = home / directory
-        target_dir.mkdir(mode=0o700, exist_ok=True)
+        target_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         for name in files.names:
             _copy_if_present(source_dir / name, target_dir / name)
     env = {name: value for name, value in environ.items() if name not in _MOVED_AWAY}

@@ -113,7 +113,9 @@ def write_home(project: Project, files: dict[str, Any]) -> None:
         path.write_text(json.dumps(content), encoding="utf-8")
 
 
-def loop_and_check(project: Project, model: ScriptedModel, limit_error: str) -> list[dict[str, Any]]:
+def loop_and_check(
+    project: Project, model: ScriptedModel, limit_error: str
+) -> list[dict[str, Any]]:
     """`runner loop` to completion through one limit; the facts every CLI must leave. Returns the
     three iterations' meta.json."""
     began = time.monotonic()
@@ -155,7 +157,10 @@ def run_gemini(project: Project, model: ScriptedModel) -> None:
     configure(project, "gemini", model, info.env)
     project.env["GOOGLE_GEMINI_BASE_URL"] = model.url
     project.env["GEMINI_API_KEY"] = "dummy-key"
-    write_home(project, {".gemini/settings.json": {"security": {"auth": {"selectedType": "gemini-api-key"}}}})
+    write_home(
+        project,
+        {".gemini/settings.json": {"security": {"auth": {"selectedType": "gemini-api-key"}}}},
+    )
 
 
 def run_qwen(project: Project, model: ScriptedModel) -> None:

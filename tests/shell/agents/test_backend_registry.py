@@ -33,5 +33,11 @@ def test_every_registered_backend_has_a_private_home_listing() -> None:
             ".gemini/GEMINI.md",
         ),
         "qwen": (".qwen/settings.json", ".qwen/oauth_creds.json", ".qwen/QWEN.md"),
+        "opencode": (
+            ".config/opencode/opencode.json",
+            ".config/opencode/opencode.jsonc",
+            ".config/opencode/AGENTS.md",
+            ".local/share/opencode/auth.json",
+        ),
         "command": (),
     }
