@@ -114,23 +114,26 @@ def write_home(project: Project, files: dict[str, Any]) -> None:
 
 
 def loop_and_check(
-    project: Project, model: ScriptedModel, limit_error: str
+    project: Project, model: ScriptedModel, limit_error: str | None
 ) -> list[dict[str, Any]]:
     """`runner loop` to completion through one limit; the facts every CLI must leave. Returns the
-    three iterations' meta.json."""
+    decomposition's and the execution's meta.json. `limit_error` None: the CLI waits the limit
+    out itself (OpenCode retries a 429 after its Retry-After), so the loop never sees it."""
     began = time.monotonic()
     result = project.runner("loop", timeout=300)
     assert result.returncode == 0, (result.stdout, result.stderr)
     out = lines(result.stdout)
     run = project.run_id
-    assert out[0] == f"loop: step run={run} iter=1 node=root status=retry guard=skipped", out
-    assert out[1].startswith(f"loop: wait run={run} reason=usage_limited until="), out
-    assert out[-1] == f"loop: status=complete run={run} steps=3 started_at_iter=1", out
-    assert time.monotonic() - began >= LIMIT_WAIT_SECS
-    metas = [project.meta(iteration) for iteration in (1, 2, 3)]
-    limited, decomposed, executed = metas
-    assert limited["error"].startswith(f"usage_limited: {limit_error}"), limited
-    assert limited["attempts_after"] == limited["attempts_before"] == 0
+    steps = 2 if limit_error is None else 3
+    assert out[-1] == f"loop: status=complete run={run} steps={steps} started_at_iter=1", out
+    if limit_error is not None:
+        assert out[0] == f"loop: step run={run} iter=1 node=root status=retry guard=skipped", out
+        assert out[1].startswith(f"loop: wait run={run} reason=usage_limited until="), out
+        assert time.monotonic() - began >= LIMIT_WAIT_SECS
+        limited = project.meta(1)
+        assert limited["error"].startswith(f"usage_limited: {limit_error}"), limited
+        assert limited["attempts_after"] == limited["attempts_before"] == 0
+    decomposed, executed = (project.meta(iteration) for iteration in (steps - 1, steps))
     assert (decomposed["node_id"], decomposed["status"], decomposed["error"]) == (
         "root",
         "decomposed",
@@ -146,7 +149,8 @@ def loop_and_check(
     # Both sessions after the limit ran the command and sent its output back.
     for role in ("decomposer", "executor"):
         assert any(f"role={role}" in json.dumps(r["body"]) for r in model.requests), role
-    for meta in (decomposed, executed):
+    metas = [decomposed, executed]
+    for meta in metas:
         assert meta["tokens"]["input"] >= 2 * INPUT_TOKENS, meta
         assert meta["tokens"]["output"] >= 2 * OUTPUT_TOKENS, meta
     return metas
@@ -172,9 +176,28 @@ def run_qwen(project: Project, model: ScriptedModel) -> None:
     write_home(project, {".qwen/settings.json": {"security": {"auth": {"selectedType": "openai"}}}})
 
 
-CASES: dict[str, tuple[Callable[[Project, ScriptedModel], None], str]] = {
+def run_opencode(project: Project, model: ScriptedModel) -> None:
+    configure(project, "opencode", model, BACKENDS["opencode"].env)
+    provider = {
+        "npm": "@ai-sdk/openai-compatible",
+        "name": "scripted model on loopback",
+        "options": {"baseURL": f"{model.url}/v1", "apiKey": "dummy-key"},
+        "models": {"scripted-model": {"name": "scripted-model"}},
+    }
+    config = {
+        "autoupdate": False,
+        "share": "disabled",
+        "model": "scripted/scripted-model",
+        "small_model": "scripted/scripted-model",
+        "provider": {"scripted": provider},
+    }
+    write_home(project, {".config/opencode/opencode.json": config})
+
+
+CASES: dict[str, tuple[Callable[[Project, ScriptedModel], None], str | None]] = {
     "gemini": (run_gemini, "You have exhausted your daily quota on this model."),
     "qwen": (run_qwen, "Quota exhausted: You exceeded your current quota"),
+    "opencode": (run_opencode, None),
 }
 
 
