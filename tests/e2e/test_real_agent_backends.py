@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,8 +24,9 @@ from typing import Any
 
 import pytest
 
-from runner_core.backends.registry import BACKENDS
+from runner_core.backends.registry import BACKENDS, PINNED
 from runner_shell.sandbox.status import probe
+from tests.helpers import ROOT
 from tests.helpers.e2e import Project, lines, node
 from tests.helpers.scripted_model import INPUT_TOKENS, OUTPUT_TOKENS, ScriptedModel
 
@@ -209,3 +211,12 @@ def test_the_real_cli_decomposes_and_executes_through_a_usage_limit(
     with ScriptedModel(COMMAND, "", finals=FINALS, limited_requests=1, limit_retry_secs=2) as model:
         setup(project, model)
         loop_and_check(project, model, limit_error)
+
+
+def test_the_real_clis_are_the_pinned_versions() -> None:
+    """The versions .ci/run installs are the registry's PINNED ones, and the ones that ran."""
+    ci_run = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    for backend in sorted(CASES):
+        assert f"{backend}_version={PINNED[backend]}" in ci_run, backend
+        shown = subprocess.run([real_cli(backend), "--version"], capture_output=True, text=True)
+        assert shown.stdout.strip() == PINNED[backend], (backend, shown)
