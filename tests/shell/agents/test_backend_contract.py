@@ -18,9 +18,22 @@ from runner_shell.agents._common import AgentBackend, AgentRequest
 from runner_shell.agents.session import backend_for
 from runner_shell.step.processes import SpawnError
 from tests.helpers import FAKE_CLIS
-from tests.shell.agents.test_agents import Workspace, ws  # noqa: F401 (the fixture)
+from tests.shell.agents.test_agents import PROMPT, Workspace
 
 PYTHON = sys.executable
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    """test_agents' workspace: a repo with its iteration directory, prompt and schema."""
+    repo = tmp_path / "repo"
+    iter_dir = repo / ".runner" / "iterations" / "run-1a2b3c4d" / "7"
+    iter_dir.mkdir(parents=True)
+    (repo / ".runner" / "state").mkdir()
+    (repo / ".runner" / "state" / "executor_output.schema.json").write_text("{}\n")
+    (iter_dir / "prompt.md").write_text(PROMPT, encoding="utf-8")
+    (tmp_path / "bin").mkdir()
+    return Workspace(tmp_path, repo, iter_dir, tmp_path / "bin")
 
 
 @attrs.frozen
