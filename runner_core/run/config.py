@@ -122,6 +122,8 @@ class Config:
     guard_protected: tuple[str, ...] = ()  # path patterns an executor may not change
     agent_backend: str = DEFAULT_BACKEND
     agent_command: tuple[str, ...] = ()
+    # `[agent] fallback`: the backends run in turn when the one in use hits a limit.
+    agent_fallback: tuple[str, ...] = ()
     loop: LoopConfig = LoopConfig()
     budget: BudgetConfig = BudgetConfig()
     hooks: HooksConfig = HooksConfig()
@@ -135,7 +137,7 @@ class Config:
 TABLE_KEYS = MappingProxyType(
     {
         "guard": ("command", "network", "mode", "rerun_failures", "protected"),
-        "agent": ("backend", "command"),
+        "agent": ("backend", "command", "fallback"),
     }
 )
 GUARD_MODES = ("exit", "ratchet")
@@ -211,7 +213,9 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         raise ConfigError(
             "agent.command", f'must name the agent program when backend = "{backend}"'
         )
+    fallback = parse_fallback(agent.get("fallback", []), backend)
     return Config(
+        agent_fallback=fallback,
         guard_command=guard_command,
         guard_network=guard_network,
         guard_mode=guard_mode,
@@ -478,3 +482,19 @@ def render_parallel_table(slots: int) -> str:
     if slots == 1:
         return ""
     return f"\n[parallel]\nslots = {slots}  # leaves run at once; see docs/parallel.md\n"
+
+
+def parse_fallback(value: object, backend: str) -> tuple[str, ...]:
+    """`[agent] fallback`: backend names, each with its own program (a `command` backend has
+    none to fall back to), none twice and not `[agent] backend` itself."""
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise ConfigError("agent.fallback", f"must be a list of backend names, got {value!r}")
+    for name in value:
+        if name not in BACKENDS or BACKENDS[name].program is None:
+            choices = ", ".join(n for n in sorted(BACKENDS) if BACKENDS[n].program is not None)
+            raise ConfigError("agent.fallback", f"must name backends of {choices}, got {name!r}")
+    if len(set(value)) != len(value) or backend in value:
+        raise ConfigError(
+            "agent.fallback", f"names a backend twice or names agent.backend: {value!r}"
+        )
+    return tuple(value)
