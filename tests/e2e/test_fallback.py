@@ -7,6 +7,7 @@ real ones would be: codex hits its usage limit once (FAKE_CODEX_LIMIT_ONCE), cla
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -57,6 +58,19 @@ def test_a_codex_limit_runs_claude_without_waiting_and_returns_to_codex_after_th
     first_back = backends.index("codex", 1)
     assert metas[first_back]["started_at"] >= metas[0]["ended_at"]
     assert set(backends[1:first_back]) == {"claude"}
+
+    report = project.runner("report", "--json")
+    assert report.returncode == 0, report.stderr
+    by_backend = {row["backend"]: row for row in json.loads(report.stdout)["backends"]}
+    assert sorted(by_backend) == ["claude", "codex"]
+    assert sum(row["iterations"] for row in by_backend.values()) == 11
+    assert by_backend["claude"]["success_rate"] == 1.0
+    # codex's limited iteration is the one that did not succeed; it reported 10 + 5 tokens a run.
+    codex = by_backend["codex"]
+    assert codex["successful_executions"] == codex["iterations"] - 1
+    assert codex["tokens"]["input"] == 10 * codex["successful_executions"]
+    text = project.runner("report").stdout
+    assert "backends:" in text and "\n  claude " in text and "\n  codex " in text
 
 
 def test_a_chain_whose_every_backend_is_limited_waits(project: Project) -> None:
