@@ -69,6 +69,12 @@ def test_a_codex_limit_runs_claude_without_waiting_and_returns_to_codex_after_th
     codex = by_backend["codex"]
     assert codex["successful_executions"] == codex["iterations"] - 1
     assert codex["tokens"]["input"] == 10 * codex["successful_executions"]
+    history = lines(project.runner("history").stdout)
+    assert history[1].split()[:4] == ["ITER", "NODE", "ROLE", "BACKEND"], history
+    assert history[2].split()[:5] == ["1", "root.1", "executor", "codex", "retry"], history
+    assert history[3].split()[:5] == ["2", "root.1", "executor", "claude", "done"], history
+    shown = project.runner("show", "2").stdout
+    assert "backend=claude" in shown, shown
     text = project.runner("report").stdout
     assert "backends:" in text and "\n  claude " in text and "\n  codex " in text
 
