@@ -11,10 +11,14 @@ import json
 import os
 import time
 
+import pytest
+
 from tests.helpers import FAKE_CLIS
 from tests.helpers.e2e import Project, lines, node
 
 RESET_SECS = 2
+# The parallel loop (`[parallel] slots` above 1) does not fall back: it waits.
+pytestmark = pytest.mark.one_slot
 LEAVES = [node(f"root.{n}", order=n) for n in range(1, 11)]
 
 

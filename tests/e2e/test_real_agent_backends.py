@@ -61,6 +61,8 @@ FINALS = {
 
 pytestmark = [
     pytest.mark.real_cli,
+    # Minutes of real CLIs: once, in the one-at-a-time loop, is the evidence.
+    pytest.mark.one_slot,
     pytest.mark.skipif(
         not AGENT_BIN and not IN_CI,
         reason="RUNNER_REAL_AGENT_BIN is not set (.ci/run installs the real CLIs)",
