@@ -83,7 +83,7 @@ def test_a_codex_limit_runs_claude_without_waiting_and_returns_to_codex_after_th
     assert "backends:" in text and "\n  claude " in text and "\n  codex " in text
 
 
-def test_a_chain_whose_every_backend_is_limited_waits(project: Project) -> None:
+def test_a_backend_without_a_fallback_waits_for_its_limit(project: Project) -> None:
     run = project.prepare(node("root"), loop={"max_wait_secs": 2, "runner_error_backoff_secs": [0]})
     fallback_config(project, "[]")
 
@@ -93,3 +93,25 @@ def test_a_chain_whose_every_backend_is_limited_waits(project: Project) -> None:
     out = lines(result.stdout)
     assert out[1].startswith(f"loop: wait run={run} reason=usage_limited until="), out
     assert out[-1].startswith(f"loop: status=complete run={run} steps=2 "), out
+
+
+def test_when_every_backend_of_the_chain_is_limited_the_loop_waits_then_goes_on(
+    project: Project,
+) -> None:
+    run = project.prepare(
+        node("root", children=LEAVES[:2]),
+        loop={"max_wait_secs": RESET_SECS, "runner_error_backoff_secs": [0]},
+    )
+    fallback_config(project, '["claude"]')
+    project.env["FAKE_CLAUDE_LIMIT_ONCE"] = str(project.root.parent / "claude-limited-once")
+
+    result = project.runner("loop", timeout=60)
+
+    assert result.returncode == 0, result.stderr
+    out = lines(result.stdout)
+    assert out[1].startswith(f"loop: fallback run={run} from=codex to=claude until="), out
+    assert out[2] == f"loop: step run={run} iter=2 node=root.1 status=retry guard=skipped", out
+    assert out[3].startswith(f"loop: wait run={run} reason=usage_limited until="), out
+    assert out[-1].startswith(f"loop: status=complete run={run} steps=4 "), out
+    backends = [project.meta(iteration)["backend"] for iteration in range(1, 5)]
+    assert backends == ["codex", "claude", "codex", "codex"], backends
