@@ -13,11 +13,23 @@ from types import MappingProxyType
 
 import attrs
 
+# The CLI versions the runner is verified against (`.ci/run` installs these; a test holds the two
+# to the same numbers).
+PINNED: Mapping[str, str] = MappingProxyType(
+    {
+        "codex": "0.169.0",
+        "claude": "2.1.332",
+        "gemini": "0.61.0",
+        "qwen": "0.24.4",
+        "opencode": "1.18.33",
+    }
+)
+
 
 @attrs.frozen(slots=True)
 class HomeFiles:
     """Files a CLI reads from one directory: `$variable` when it is set, else `directory` under
-    HOME ("" is HOME itself)."""
+    HOME ("" is HOME itself); `variable` "" when no variable moves it."""
 
     variable: str
     directory: str
@@ -32,7 +44,8 @@ class BackendInfo:
     `env` variables of the runner's environment its CLI reads (its key, endpoint and settings:
     names, or prefixes ending in `*`; runner_core.run.environment), and the `hosts`
     ("host:port", `*.domain` allowed) its sandboxed session may reach through the egress proxy
-    (runner_core.backends.egress), `[sandbox] allow_hosts` added."""
+    (runner_core.backends.egress), `[sandbox] allow_hosts` added. `install` is how an operator
+    gets the CLI (`runner validate` prints it when the program is missing)."""
 
     name: str
     program: str | None
@@ -40,6 +53,7 @@ class BackendInfo:
     sandboxed_env: tuple[tuple[str, str], ...] = ()
     env: tuple[str, ...] = ()
     hosts: tuple[str, ...] = ()
+    install: str = ""
 
 
 # In the order the config's comment lists them, the default first. Codex reads $CODEX_HOME
@@ -58,6 +72,10 @@ class BackendInfo:
 # not needed to work and stays out.
 CODEX_HOSTS = ("api.openai.com:443", "auth.openai.com:443", "chatgpt.com:443")
 CLAUDE_HOSTS = ("api.anthropic.com:443", "platform.claude.com:443")
+# Gemini CLI reads ~/.gemini ($GEMINI_CLI_HOME replaces
+# HOME itself, so it is not listed: the sandbox's HOME is the one it must read), Qwen Code
+# $QWEN_HOME (default ~/.qwen), OpenCode XDG's ~/.config/opencode and ~/.local/share/opencode.
+# The variables and hosts come from each CLI's own source (docs/agent-cli-limits.md).
 BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
     {
         info.name: info
@@ -68,6 +86,7 @@ BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
                 (HomeFiles("CODEX_HOME", ".codex", ("config.toml", "auth.json", "AGENTS.md")),),
                 env=("CODEX_*", "OPENAI_*"),
                 hosts=CODEX_HOSTS,
+                install=f"npm install -g @openai/codex@{PINNED['codex']}",
             ),
             BackendInfo(
                 "claude",
@@ -83,6 +102,84 @@ BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
                 (("CLAUDE_CODE_BUBBLEWRAP", "1"),),
                 env=("ANTHROPIC_*", "CLAUDE_CODE_*", "CLAUDE_CONFIG_DIR"),
                 hosts=CLAUDE_HOSTS,
+                install=f"npm install -g @anthropic-ai/claude-code@{PINNED['claude']}",
+            ),
+            BackendInfo(
+                "gemini",
+                "gemini",
+                (
+                    HomeFiles(
+                        "",
+                        ".gemini",
+                        ("settings.json", "oauth_creds.json", "google_accounts.json", "GEMINI.md"),
+                    ),
+                ),
+                env=(
+                    "GEMINI_API_KEY",
+                    "GOOGLE_API_KEY",
+                    "GOOGLE_GEMINI_BASE_URL",
+                    "GOOGLE_VERTEX_BASE_URL",
+                    "GOOGLE_CLOUD_PROJECT",
+                    "GOOGLE_CLOUD_LOCATION",
+                    "GOOGLE_GENAI_USE_VERTEXAI",
+                    "GOOGLE_APPLICATION_CREDENTIALS",
+                    "GEMINI_MODEL",
+                ),
+                hosts=(
+                    "generativelanguage.googleapis.com:443",
+                    "cloudcode-pa.googleapis.com:443",
+                    "oauth2.googleapis.com:443",
+                    "*.aiplatform.googleapis.com:443",
+                ),
+                install=f"npm install -g @google/gemini-cli@{PINNED['gemini']}",
+            ),
+            BackendInfo(
+                "qwen",
+                "qwen",
+                (
+                    HomeFiles(
+                        "QWEN_HOME", ".qwen", ("settings.json", "oauth_creds.json", "QWEN.md")
+                    ),
+                ),
+                env=(
+                    "OPENAI_API_KEY",
+                    "OPENAI_BASE_URL",
+                    "OPENAI_MODEL",
+                    "DASHSCOPE_API_KEY",
+                    "QWEN_CODE_*",
+                ),
+                hosts=(
+                    "dashscope.aliyuncs.com:443",
+                    "dashscope-intl.aliyuncs.com:443",
+                    "coding.dashscope.aliyuncs.com:443",
+                    "chat.qwen.ai:443",
+                ),
+                install=f"npm install -g @qwen-code/qwen-code@{PINNED['qwen']}",
+            ),
+            BackendInfo(
+                "opencode",
+                "opencode",
+                (
+                    HomeFiles(
+                        "", ".config/opencode", ("opencode.json", "opencode.jsonc", "AGENTS.md")
+                    ),
+                    HomeFiles("", ".local/share/opencode", ("auth.json",)),
+                ),
+                env=(
+                    "OPENCODE_*",
+                    "OPENAI_API_KEY",
+                    "ANTHROPIC_API_KEY",
+                    "GEMINI_API_KEY",
+                    "OPENROUTER_API_KEY",
+                ),
+                hosts=(
+                    "opencode.ai:443",
+                    "models.dev:443",
+                    "api.openai.com:443",
+                    "api.anthropic.com:443",
+                    "openrouter.ai:443",
+                ),
+                install=f"npm install -g opencode-ai@{PINNED['opencode']}",
             ),
             BackendInfo("command", None),
         )

@@ -129,6 +129,8 @@ class Config:
     guard_env: tuple[str, ...] = ()
     agent_backend: str = DEFAULT_BACKEND
     agent_command: tuple[str, ...] = ()
+    # `[agent] fallback`: the backends run in turn when the one in use hits a limit.
+    agent_fallback: tuple[str, ...] = ()
     loop: LoopConfig = LoopConfig()
     budget: BudgetConfig = BudgetConfig()
     hooks: HooksConfig = HooksConfig()
@@ -144,7 +146,7 @@ class Config:
 TABLE_KEYS = MappingProxyType(
     {
         "guard": ("command", "network", "mode", "rerun_failures", "protected", "env"),
-        "agent": ("backend", "command"),
+        "agent": ("backend", "command", "fallback"),
     }
 )
 GUARD_MODES = ("exit", "ratchet")
@@ -238,7 +240,8 @@ def _agent_fields(agent: Mapping[str, Any], defaults: Config) -> dict[str, Any]:
         raise ConfigError(
             "agent.command", f'must name the agent program when backend = "{backend}"'
         )
-    return {"agent_backend": backend, "agent_command": agent_command}
+    fallback = parse_fallback(agent.get("fallback", []), backend)
+    return {"agent_backend": backend, "agent_command": agent_command, "agent_fallback": fallback}
 
 
 def render_config(config: Config) -> str:
@@ -444,3 +447,19 @@ def render_parallel_table(slots: int) -> str:
     if slots == 1:
         return ""
     return f"\n[parallel]\nslots = {slots}  # leaves run at once; see docs/parallel.md\n"
+
+
+def parse_fallback(value: object, backend: str) -> tuple[str, ...]:
+    """`[agent] fallback`: backend names, each with its own program (a `command` backend has
+    none to fall back to), none twice and not `[agent] backend` itself."""
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise ConfigError("agent.fallback", f"must be a list of backend names, got {value!r}")
+    for name in value:
+        if name not in BACKENDS or BACKENDS[name].program is None:
+            choices = ", ".join(n for n in sorted(BACKENDS) if BACKENDS[n].program is not None)
+            raise ConfigError("agent.fallback", f"must name backends of {choices}, got {name!r}")
+    if len(set(value)) != len(value) or backend in value:
+        raise ConfigError(
+            "agent.fallback", f"names a backend twice or names agent.backend: {value!r}"
+        )
+    return tuple(value)

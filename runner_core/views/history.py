@@ -90,6 +90,8 @@ def render_history(
     headers = ("ITER", "NODE", "ROLE", "STATUS", "GUARD", "DURATION", "TOKENS in/out/cached")
     # The TESTS column appears once a guard has written a report (README, "Designing guards").
     tested = any(record.tests is not None for record in records)
+    # The BACKEND column appears once a second backend ran an iteration (`[agent] fallback`).
+    mixed = len({record.backend for record in records}) > 1
     # A StrEnum member is the text of its value: laid out as it is, without a `.value` lookup
     # (an enum property) per cell of a table that may run to tens of thousands of rows.
     rows = [
@@ -97,6 +99,7 @@ def render_history(
             str(record.iteration),
             record.node_id,
             record.role,
+            *((record.backend,) if mixed else ()),
             record.status,
             record.guard,
             *((_tests_text(record),) if tested else ()),
@@ -106,7 +109,14 @@ def render_history(
         )
         for record in records
     ]
-    columns = (*headers[:5], *(("TESTS",) if tested else ()), *headers[5:], "ERROR")
+    columns = (
+        *headers[:3],
+        *(("BACKEND",) if mixed else ()),
+        *headers[3:5],
+        *(("TESTS",) if tested else ()),
+        *headers[5:],
+        "ERROR",
+    )
     header, *lines = table(columns, rows)
     by_record = {id(record): line for record, line in zip(records, lines, strict=True)}
     out.append(header)

@@ -91,6 +91,22 @@ class Report:
     budgets: tuple[BudgetUse, ...] = ()
     subtree_totals: tuple[NodeTotals, ...] = ()
     tests: SuiteView | None = None  # the guard's test figures, once one wrote a report
+    # Each backend that ran an iteration (`[agent] fallback`), by name: what its iterations did.
+    backends: tuple[tuple[str, HistorySummary], ...] = ()
+
+
+def backend_summaries(history: ExecutionHistory) -> tuple[tuple[str, HistorySummary], ...]:
+    """Each backend's iterations summarised on their own, sorted by backend name."""
+    names = sorted({record.backend for record in history.records})
+    return tuple(
+        (
+            name,
+            summarize(
+                ExecutionHistory.of(record for record in history.records if record.backend == name)
+            ),
+        )
+        for name in names
+    )
 
 
 def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
@@ -135,6 +151,7 @@ def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
             else ()
         ),
         tests=suite_view(figures.history.records),
+        backends=backend_summaries(figures.history),
     )
 
 
@@ -212,6 +229,17 @@ def report_to_json(report: Report, warnings: Sequence[str] = ()) -> dict[str, An
         "subtree_totals": [totals_to_json(totals) for totals in report.subtree_totals],
         **_merge_reruns_json(report),
         "tests": suite_to_json(report.tests),
+        "backends": [
+            {
+                "backend": name,
+                "iterations": summary.total_executions,
+                "successful_executions": summary.successful_executions,
+                "success_rate": summary.success_rate,
+                "tokens": tokens_to_json(summary.total_tokens),
+                "cost_usd": summary.total_cost_usd,
+            }
+            for name, summary in report.backends
+        ],
         "warnings": list(warnings),
     }
 
@@ -331,6 +359,19 @@ def render_report(report: Report) -> list[str]:
         f"  before iter {action.before_iteration}: {action_text(action)}"
         for action in report.operator_actions
     ] or ["  none"]
+    out.append("backends:")
+    backend_rows = [
+        (
+            name,
+            str(summary.total_executions),
+            f"{summary.success_rate:.0%}",
+            tokens_text(summary.total_tokens),
+            "-" if summary.total_cost_usd is None else f"{summary.total_cost_usd:.4f}",
+        )
+        for name, summary in report.backends
+    ]
+    backend_heads = ("BACKEND", "ITERATIONS", "SUCCESS", "TOKENS in/out/cached", "COST_USD")
+    out += table(backend_heads, backend_rows, indent="  ") if backend_rows else ["  none"]
     out.append("most retried:")
     retried = _retried_rows(report.most_retried)
     retried_heads = ("NODE", "ATTEMPTS_CONSUMED", "EXECUTIONS")

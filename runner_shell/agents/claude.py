@@ -69,7 +69,7 @@ class ClaudeBackend:
             stdout_copy_limit_bytes=OUTPUT_LIMIT_BYTES + 1,
         )
         result, result_problem = _claude_result(result_path)
-        problem = _settle_claude_output(result, result_problem, request.output_path)
+        problem = settle_result_output("claude", result, result_problem, request.output_path)
         text: str | None = None
         if problem is None:
             text, problem = read_text(request.output_path, "output file", OUTPUT_LIMIT_BYTES)
@@ -90,14 +90,16 @@ def _claude_result(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     return result, None
 
 
-def _settle_claude_output(
-    result: Mapping[str, Any] | None, result_problem: str | None, output_path: Path
+def settle_result_output(
+    name: str, result: Mapping[str, Any] | None, result_problem: str | None, output_path: Path
 ) -> str | None:
-    """Leave the run's final JSON at `output_path` and return None, or return why there is none."""
+    """Leave the run's final JSON at `output_path` and return None, or return why there is none:
+    a Claude-shaped result object (`is_error`, `subtype`, the final text in `result`) of the CLI
+    called `name`."""
     if result is not None and claude_reported_error(result):
         # A file the failed session left behind must not pass for its output.
         output_path.unlink(missing_ok=True)
-        message = f"claude reported an error (subtype {result.get('subtype')!r})"
+        message = f"{name} reported an error (subtype {result.get('subtype')!r})"
         detail = result.get("result")
         return f"{message}: {excerpt(detail)}" if isinstance(detail, str) else message
     if output_path.exists():
@@ -107,6 +109,6 @@ def _settle_claude_output(
     text = result.get("result")
     found = last_json_object(text) if isinstance(text, str) else None
     if found is None:
-        return "claude's result text holds no JSON object and the agent wrote no output file"
+        return f"{name}'s result text holds no JSON object and the agent wrote no output file"
     atomic_write_text(output_path, found + "\n")
     return None

@@ -15,12 +15,25 @@ from runner_shell.agents._common import AgentBackend, AgentRequest, AgentRun
 from runner_shell.agents.claude import ClaudeBackend
 from runner_shell.agents.codex import CodexBackend
 from runner_shell.agents.command import CommandBackend
+from runner_shell.agents.gemini import GeminiBackend
+from runner_shell.agents.opencode import OpencodeBackend
+from runner_shell.agents.qwen import QwenBackend
 
 __all__ = ["AGENT_BACKENDS", "AgentBackend", "AgentRequest", "AgentRun", "backend_for"]
 
 # Each backend class, by the name it has in config.toml.
 AGENT_BACKENDS: Mapping[str, Callable[[tuple[str, ...]], AgentBackend]] = MappingProxyType(
-    {backend.name: backend for backend in (CodexBackend, ClaudeBackend, CommandBackend)}
+    {
+        backend.name: backend
+        for backend in (
+            CodexBackend,
+            ClaudeBackend,
+            GeminiBackend,
+            QwenBackend,
+            OpencodeBackend,
+            CommandBackend,
+        )
+    }
 )
 
 

@@ -14,13 +14,16 @@ from datetime import UTC, datetime
 from typing import assert_never
 
 import attrs
+from pyrsistent import pmap
+from pyrsistent.typing import PMap
 
 from runner_core.iteration.plan import PlanKind
 from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
 from runner_core.loop.budget import BudgetUse
-from runner_core.loop.events import EventOrigin, loop_started
-from runner_core.loop.usage_limits import iso_utc
+from runner_core.loop.events import EventOrigin, EventType, loop_started
+from runner_core.loop.fallback import backend_chain, choose_backend, limited_after
+from runner_core.loop.usage_limits import LimitKind, LimitSignal, iso_utc, wait_until
 from runner_core.run.config import Config
 from runner_core.run.operations import NodeOperation, decompose_later
 from runner_core.run.state import RunState
@@ -93,6 +96,8 @@ def announce_start(run: LoopRun) -> None:
 
 def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | None) -> int:
     state, steps = policy.LoopState(), 0
+    # `[agent] fallback`: each backend's limit in force (backend -> reset, ISO-8601 UTC).
+    limited: PMap[str, str] = pmap()
     clear_stop_request(run.repo)
     announce_start(run)
     while True:
@@ -107,7 +112,20 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
         if code is not None:
             return code
         asked = read_questions(run.paths)
-        result = run_step(run.paths, run.repo, run.prompt_budget)
+        chain = backend_chain(config.agent_backend, config.agent_fallback)
+        choice = choose_backend(chain, limited, loop_now())
+        if choice.backend is None and choice.wait_until is not None:
+            # Every backend of the chain is limited: wait for the first reset.
+            wait = wait_until(
+                LimitSignal(LimitKind.USAGE_LIMITED, "", retry_at=choice.wait_until),
+                loop_now(),
+                config.loop.max_wait_secs,
+                0,
+            )
+            run.emit(loop_lines.wait_line(run_state.run_id or "", wait, "every_backend_limited"))
+            sleep_interruptibly(wait.secs)
+            continue
+        result = run_step(run.paths, run.repo, run.prompt_budget, backend=choice.backend)
         if result.kind is PlanKind.RUN:
             steps += 1
             run.emit(step_result_line("loop: step", result))
@@ -131,9 +149,20 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
         origin = attrs.evolve(
             loop_origin(result.run_id, result.plan.iteration), node_id=step.node_id
         )
-        sink_for(run.paths, config, result.run_id).emit(
-            policy.decision_events(decision, origin, config.loop, step, steps), fsync=True
-        )
+        events = policy.decision_events(decision, origin, config.loop, step, steps)
+        if isinstance(decision, policy.Wait) and len(chain) > 1 and result.limit is not None:
+            used = choice.backend or config.agent_backend
+            limited = limited_after(limited, used, decision.wait.until)
+            after = choose_backend(chain, limited, loop_now()).backend
+            if after is not None:
+                # Another backend of the chain is free: it runs now, nobody waits.
+                events = tuple(e for e in events if e.type is not EventType.WAITING)
+                decision = policy.Continue(decision.state)
+                run.emit(
+                    f"loop: fallback run={result.run_id} from={used} to={after} "
+                    f"until={limited[used]}"
+                )
+        sink_for(run.paths, config, result.run_id).emit(events, fsync=True)
         state = decision.state
         match decision:
             case policy.Continue():

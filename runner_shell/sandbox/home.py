@@ -19,7 +19,7 @@ from runner_shell.store.removal import empty_directory
 # Variables that would send a tool back to the operator's directories instead of $HOME's: each
 # backend's own (inside, its files sit at their default places) and XDG's.
 _MOVED_AWAY = (
-    *sorted({files.variable for info in BACKENDS.values() for files in info.home}),
+    *sorted({files.variable for info in BACKENDS.values() for files in info.home} - {""}),
     "XDG_CONFIG_HOME",
     "XDG_CACHE_HOME",
     "XDG_DATA_HOME",
@@ -53,9 +53,10 @@ def prepare_home(home: Path, backend: str, environ: Mapping[str, str]) -> dict[s
     _empty(home)
     for files in BACKENDS[backend].home:
         variable, directory = files.variable, files.directory
-        source_dir = Path(environ[variable]) if environ.get(variable) else real_home / directory
+        moved = bool(variable) and bool(environ.get(variable))
+        source_dir = Path(environ[variable]) if moved else real_home / directory
         target_dir = home / directory
-        target_dir.mkdir(mode=0o700, exist_ok=True)
+        target_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         for name in files.names:
             _copy_if_present(source_dir / name, target_dir / name)
     env = {name: value for name, value in environ.items() if name not in _MOVED_AWAY}

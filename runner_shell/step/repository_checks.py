@@ -9,6 +9,7 @@ from pathlib import Path
 import attrs
 
 from runner_core import Config, Node
+from runner_core.backends.registry import BACKENDS
 from runner_core.iteration.preconditions import (
     INIT_HINT,
     PROTECTED_BRANCHES,
@@ -121,8 +122,17 @@ def check_programs(config: Config, root: Path) -> None:
         problem = program_problem(program, root, search_path)
         if problem is not None:
             raise UserFacingError(
-                f"{key}: {problem}; install it or fix {key} in .runner/state/config.toml"
+                f"{key}: {problem}; {_install_hint(config, key)}fix {key} in "
+                ".runner/state/config.toml"
             )
+
+
+def _install_hint(config: Config, key: str) -> str:
+    """`install it with `npm install -g …` or ` for a backend's own CLI, else `install it or `."""
+    install = BACKENDS[config.agent_backend].install
+    if key == "agent.command" and not config.agent_command and install:
+        return f"install it with `{install}` or "
+    return "install it or "
 
 
 def check_tree_writable(paths: RunnerPaths, tree: Node) -> None:

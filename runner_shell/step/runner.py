@@ -190,10 +190,19 @@ def load_for_step(paths: RunnerPaths, repo: Repo, resumed: frozenset[int] = froz
 
 
 def run_step(
-    paths: RunnerPaths, repo: Repo, prompt_budget: int, loaded: Loaded | None = None
+    paths: RunnerPaths,
+    repo: Repo,
+    prompt_budget: int,
+    loaded: Loaded | None = None,
+    backend: str | None = None,
 ) -> StepResult:
-    """One step; `loaded` is what load_for_step read, when the caller has already read it."""
+    """One step; `loaded` is what load_for_step read, when the caller has already read it.
+    `backend` (a name of `[agent] fallback`) runs instead of `[agent] backend`, with its own
+    program: `[agent] command` belongs to `[agent] backend`."""
     loaded = load_for_step(paths, repo) if loaded is None else loaded
+    if backend is not None and backend != loaded.config.agent_backend:
+        config = attrs.evolve(loaded.config, agent_backend=backend, agent_command=())
+        loaded = attrs.evolve(loaded, config=config)
     plan = plan_step(loaded.tree, loaded.state, loaded.config.max_iterations)
     if plan.kind is not PlanKind.RUN:
         return StepNotRun(loaded.run_id, plan)

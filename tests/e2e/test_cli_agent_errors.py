@@ -12,6 +12,7 @@ import copy
 import dataclasses
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from runner_core.backends.registry import BACKENDS, PINNED
 from runner_core.run.chain import is_chain_value
 from tests.helpers.e2e import (
     Project,
@@ -484,3 +486,33 @@ def test_a_missing_agent_program_is_refused_before_an_iteration(project: Project
         "install it or fix agent.command in .runner/state/config.toml"
     )
     assert (project.status(), project.head(), project.snapshot()) == (status, head, files)
+
+
+@pytest.mark.parametrize("backend", ["gemini", "qwen", "opencode"])
+def test_validate_names_a_missing_backend_cli_with_its_install_command(
+    project: Project, backend: str
+) -> None:
+    project.prepare(LEAF)
+    text = project.config_path.read_text(encoding="utf-8")
+    agent_table = text.index("\n[agent]\n")
+    project.config_path.write_text(
+        text[:agent_table] + f'\n[agent]\nbackend = "{backend}"\n', encoding="utf-8"
+    )
+    project.commit_setup()
+    # A PATH with git and python but no agent CLI.
+    bin_dir = project.root.parent / "bin-without-agents"
+    bin_dir.mkdir()
+    for program in ("git", "python3"):
+        found = shutil.which(program)
+        assert found is not None
+        (bin_dir / program).symlink_to(found)
+    project.env["PATH"] = str(bin_dir)
+
+    result = project.runner("validate")
+
+    install = BACKENDS[backend].install
+    assert install.startswith("npm install -g ") and PINNED[backend] in install
+    assert assert_one_error_line(result).endswith(
+        f"; install it with `{install}` or fix agent.command in .runner/state/config.toml"
+    )
+    assert f"'{backend}'" in result.stderr

@@ -1,14 +1,18 @@
 """A scripted model on loopback for the real agent CLIs: two turns, streamed as the real APIs do.
 
 Codex CLI streams the OpenAI Responses API (`POST .../responses`, server-sent events) and Claude
-Code the Anthropic Messages API (`POST .../v1/messages` with `"stream": true`). Both are served
-here from one stdlib HTTP server on 127.0.0.1 and a free port, run in a thread.
+Code the Anthropic Messages API (`POST .../v1/messages` with `"stream": true`); Gemini CLI the
+Gemini API (`tests.helpers.scripted_gemini`) and the OpenAI-compatible CLIs the Chat Completions
+API (`tests.helpers.scripted_chat`). All are served here from one stdlib HTTP server on
+127.0.0.1 and a free port, run in a thread.
 
 The script is the same for both: a request that carries no tool result yet is answered with a
 call of the agent's shell tool running `command` in its working directory; a request that does
 is answered with `final_text`, the agent's last message. Claude Code's side requests (no tools
 offered) get a short text. Every answer reports `USAGE`, so the token figures the CLIs print
 are the ones this server sent; `requests` keeps every request body for the test to read.
+`limited_requests=n` answers the first n requests that offer tools with the wire API's own
+usage-limit response instead (HTTP 429, retry in `limit_retry_secs`), a limit the loop waits out.
 """
 
 from __future__ import annotations
@@ -19,20 +23,35 @@ from collections.abc import Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-# What every model response reports: input (cached included for OpenAI, cache reads apart
-# for Anthropic) and output tokens.
-INPUT_TOKENS = 1200
-CACHED_TOKENS = 300
-OUTPUT_TOKENS = 45
+from tests.helpers.scripted_chat import chat_chunks, chat_completion, chat_quota_error
+from tests.helpers.scripted_gemini import gemini_chunks, gemini_quota_error, gemini_response
+from tests.helpers.scripted_usage import CACHED_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS
+
+__all__ = ["CACHED_TOKENS", "INPUT_TOKENS", "OUTPUT_TOKENS", "ScriptedModel"]
+
 SIDE_TEXT = "ok"
 
 
 class ScriptedModel:
     """The server; use as a context manager. `url` is its base, `requests` what it received."""
 
-    def __init__(self, command: str, final_text: str) -> None:
+    def __init__(
+        self,
+        command: str,
+        final_text: str,
+        *,
+        limited_requests: int = 0,
+        limit_retry_secs: int = 2,
+        finals: Mapping[str, str] | None = None,
+    ) -> None:
         self.command = command
         self.final_text = final_text
+        self.limited_requests = limited_requests
+        self.limit_retry_secs = limit_retry_secs
+        self.limited: list[str] = []  # the paths answered with a usage limit
+        # marker -> final text: the first marker found in a request (the command's output the
+        # CLI sent back, e.g. `role=decomposer`) picks its final text instead of `final_text`.
+        self.finals = dict(finals or {})
         self.requests: list[dict[str, Any]] = []  # {"method", "path", "body"}
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -56,6 +75,21 @@ class ScriptedModel:
     def record(self, method: str, path: str, body: Any) -> None:
         with self._lock:
             self.requests.append({"method": method, "path": path, "body": body})
+
+    def final_for(self, body: Any) -> str:
+        """The final text answering `body`: that of the first marker it holds, else the one."""
+        text = json.dumps(body)
+        return next((t for marker, t in self.finals.items() if marker in text), self.final_text)
+
+    def take_limit(self, path: str, body: Any) -> bool:
+        """Whether this request is one of the first `limited_requests` offering tools."""
+        with self._lock:
+            if not (isinstance(body, dict) and body.get("tools")):
+                return False
+            if len(self.limited) >= self.limited_requests:
+                return False
+            self.limited.append(path)
+            return True
 
     def model_requests(self, suffix: str) -> list[dict[str, Any]]:
         """The POSTs to a path ending in `suffix` (query string ignored) that offered tools."""
@@ -98,22 +132,60 @@ def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
             path = self.path.split("?")[0]
             if not isinstance(body, dict):
                 self._json(400, {"error": {"type": "invalid_request", "message": "no JSON"}})
+            elif model.take_limit(path, body):
+                self._limit(path)
+            elif path.endswith(":streamGenerateContent"):
+                self._data(gemini_chunks(body, model.command, model.final_for(body)))
+            elif path.endswith(":generateContent"):
+                self._json(200, gemini_response(body, model.command, model.final_for(body)))
+            elif path.endswith(":countTokens"):
+                self._json(200, {"totalTokens": INPUT_TOKENS})
+            elif path.endswith("/chat/completions"):
+                if body.get("stream"):
+                    self._data(chat_chunks(body, model.command, model.final_for(body)), done=True)
+                else:
+                    self._json(200, chat_completion(body, model.command, model.final_for(body)))
             elif path.endswith("/responses"):
-                self._events(openai_events(body, model.command, model.final_text))
+                self._events(openai_events(body, model.command, model.final_for(body)))
             elif path.endswith("/messages/count_tokens"):
                 self._json(200, {"input_tokens": INPUT_TOKENS})
             elif path.endswith("/messages"):
-                events = anthropic_events(body, model.command, model.final_text)
+                events = anthropic_events(body, model.command, model.final_for(body))
                 if body.get("stream"):
                     self._events(events)
                 else:
-                    self._json(200, anthropic_message(body, model.command, model.final_text))
+                    self._json(200, anthropic_message(body, model.command, model.final_for(body)))
             else:
                 self._json(404, {"error": {"type": "not_found", "message": path}})
 
-        def _json(self, status: int, payload: Any) -> None:
+        def _limit(self, path: str) -> None:
+            secs = model.limit_retry_secs
+            if ":" in path.rsplit("/", 1)[-1]:
+                self._json(429, gemini_quota_error(secs), retry_after=secs)
+            else:
+                self._json(429, chat_quota_error(secs), retry_after=secs)
+
+        def _data(self, chunks: Iterator[Any], *, done: bool = False) -> None:
+            # Gemini's and Chat Completions' streams: `data:` lines only, no event names.
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            for chunk in chunks:
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            if done:
+                self.wfile.write(b"data: [DONE]\n\n")
+
+        def _json(self, status: int, payload: Any, retry_after: int | None = None) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
+            if retry_after is not None:
+                self.send_header("Retry-After", str(retry_after))
+                # A service out of quota tells the OpenAI SDKs not to retry on their own.
+                self.send_header("x-should-retry", "false")
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

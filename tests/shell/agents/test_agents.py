@@ -234,9 +234,11 @@ def test_backend_for_returns_the_backend_of_that_name_with_the_command(
 
 def test_backend_for_rejects_an_unknown_backend_naming_the_known_ones() -> None:
     with pytest.raises(
-        ValueError, match=r"unknown agent backend 'gemini' \(one of claude, codex, command\)"
+        ValueError,
+        match=r"unknown agent backend 'no-such-cli' "
+        r"\(one of claude, codex, command, gemini, opencode, qwen\)",
     ):
-        backend_for("gemini", ())
+        backend_for("no-such-cli", ())
 
 
 # ---------------------------------------------------------------- command backend

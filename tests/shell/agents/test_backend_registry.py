@@ -26,5 +26,18 @@ def test_every_registered_backend_has_a_private_home_listing() -> None:
             ".claude/CLAUDE.md",
             ".claude.json",
         ),
+        "gemini": (
+            ".gemini/settings.json",
+            ".gemini/oauth_creds.json",
+            ".gemini/google_accounts.json",
+            ".gemini/GEMINI.md",
+        ),
+        "qwen": (".qwen/settings.json", ".qwen/oauth_creds.json", ".qwen/QWEN.md"),
+        "opencode": (
+            ".config/opencode/opencode.json",
+            ".config/opencode/opencode.jsonc",
+            ".config/opencode/AGENTS.md",
+            ".local/share/opencode/auth.json",
+        ),
         "command": (),
     }

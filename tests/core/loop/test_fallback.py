@@ -1,0 +1,77 @@
+"""`[agent] fallback`: the next backend is the chain's first without a limit in force."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from runner_core.loop.fallback import (
+    BackendChoice,
+    backend_chain,
+    choose_backend,
+    in_force,
+    limited_after,
+)
+from runner_core.loop.usage_limits import iso_utc
+
+NOW = datetime(2026, 12, 1, 23, 0, tzinfo=UTC)
+CHAIN = ("codex", "claude", "gemini")
+
+
+def at(secs: int) -> str:
+    return iso_utc(NOW + timedelta(seconds=secs))
+
+
+def test_the_chain_is_the_backend_then_the_fallbacks_each_once() -> None:
+    assert backend_chain("codex", ("claude", "codex", "gemini", "claude")) == CHAIN
+    assert backend_chain("claude", ()) == ("claude",)
+
+
+def test_without_limits_the_first_backend_runs() -> None:
+    assert choose_backend(CHAIN, {}, NOW) == BackendChoice("codex")
+
+
+def test_a_limited_backend_hands_over_to_the_next_one_not_limited() -> None:
+    assert choose_backend(CHAIN, {"codex": at(60)}, NOW) == BackendChoice("claude")
+    limited = {"codex": at(60), "claude": at(30)}
+    assert choose_backend(CHAIN, limited, NOW) == BackendChoice("gemini")
+
+
+def test_the_chain_goes_back_to_its_first_backend_once_its_reset_has_passed() -> None:
+    limited = limited_after({}, "codex", at(60))
+    assert choose_backend(CHAIN, limited, NOW + timedelta(seconds=59)).backend == "claude"
+    assert choose_backend(CHAIN, limited, NOW + timedelta(seconds=60)).backend == "codex"
+    assert in_force(limited, NOW + timedelta(seconds=60)) == {}
+
+
+def test_when_every_backend_is_limited_the_wait_is_until_the_earliest_reset() -> None:
+    limited = {"codex": at(60), "claude": at(30), "gemini": at(90), "qwen": at(5)}
+    assert choose_backend(CHAIN, limited, NOW) == BackendChoice(None, at(30))
+
+
+@given(
+    resets=st.dictionaries(st.sampled_from(CHAIN), st.integers(-100, 100)),
+    offset=st.integers(-100, 200),
+)
+def test_the_choice_is_the_first_free_backend_or_a_wait_for_the_earliest(
+    resets: dict[str, int], offset: int
+) -> None:
+    now = NOW + timedelta(seconds=offset)
+    limited = {backend: at(secs) for backend, secs in resets.items()}
+    choice = choose_backend(CHAIN, limited, now)
+    free = [b for b in CHAIN if b not in limited or datetime.fromisoformat(limited[b]) <= now]
+    if free:
+        assert choice == BackendChoice(free[0])
+    else:
+        assert choice.backend is None
+        assert choice.wait_until == min(limited.values())
+        assert datetime.fromisoformat(choice.wait_until) > now
+
+
+@pytest.mark.parametrize("chain", [("codex",), CHAIN])
+def test_a_single_backend_chain_waits_for_its_own_reset(chain: tuple[str, ...]) -> None:
+    limited = {backend: at(10) for backend in chain}
+    assert choose_backend(chain, limited, NOW) == BackendChoice(None, at(10))
