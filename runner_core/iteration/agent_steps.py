@@ -27,13 +27,12 @@ from runner_core.iteration.failures import Failure
 from runner_core.iteration.guard_stage import (
     BASELINE_LOG,
     BASELINE_REPORT,
-    JUDGE_REPORT,
     RATCHET,
     GuardRun,
     judging_text,
     needs_baseline,
 )
-from runner_core.iteration.guard_steps import guard_effect
+from runner_core.iteration.guard_steps import guard_effect, judge_after_listing
 from runner_core.iteration.machine_state import ExecutorOutput, M, MachineState, with_process_group
 from runner_core.iteration.plan import (
     CONTEXT_FILES,
@@ -46,7 +45,7 @@ from runner_core.iteration.plan import (
     review_execution,
 )
 from runner_core.iteration.prompt_pack import prompt_text
-from runner_core.iteration.recovery import INTERRUPTED, PENDING_GUARD_LOG, agent_log_name
+from runner_core.iteration.recovery import INTERRUPTED, agent_log_name
 from runner_core.iteration.results import (
     AgentFinished,
     GuardFinished,
@@ -200,10 +199,4 @@ def after_tree(machine: M, result: Result, now: ClockReading) -> M:
     machine = attrs.evolve(machine, review=review, output=None, failure=failure)
     if not review.needs_guard:
         return end_checks(machine)
-    if machine.remaining(now) <= 0:
-        # The agent ended in time, so the runner itself lost the guard's share (suspended,
-        # starved): the guard never got its time, which is no failed attempt.
-        message = "the iteration's deadline passed before the guard could run (was the runner"
-        return failed(machine, Failure.GUARD_NO_TIME, message + " suspended?)")
-    effect_ = guard_effect(machine, now, GuardRun.JUDGE, JUDGE_REPORT, PENDING_GUARD_LOG)
-    return machine._to(Stage.GUARD, effect_)
+    return judge_after_listing(machine, now)

@@ -284,6 +284,41 @@ def test_an_executor_that_changes_a_protected_test_file_is_the_agents_error() ->
     assert end.tests is None
 
 
+def test_a_refused_import_runs_no_guard_and_shows_no_test_figures() -> None:
+    # Issue 38 row 5: the import is decided before the guard; a rejected one is never judged.
+    start = attrs.evolve(ratchet_facts(report(a="passed"), protected=["tests/**"]), scratch=True)
+    results = {
+        **EXECUTOR_RESULTS,
+        RunGuard: judged(report(a="passed", b="passed")),
+        ListScratch: _listing("tests/test_a.py"),
+    }
+    effects, _ = drive(start_iteration(start), results)
+
+    assert RunGuard not in [type(effect) for effect in effects]
+    end = finished(effects)
+    assert end.record.tests is None
+    assert commit_file(effects, "tests.json") is None
+
+
+def test_the_scratch_checkout_is_listed_before_the_guard_judges_it() -> None:
+    # Issue 35 item 7: the import (and its blobs) is taken before the guard runs, so what the
+    # guard then writes is never imported; the listing is not asked for again after it.
+    start = attrs.evolve(ratchet_facts(report(a="passed")), scratch=True)
+    results = {
+        **EXECUTOR_RESULTS,
+        RunGuard: judged(report(a="passed", b="passed")),
+        ListScratch: _listing("src/a.py"),
+    }
+    effects, _ = drive(start_iteration(start), results)
+
+    kinds = [type(effect) for effect in effects]
+    assert kinds.count(ListScratch) == 1
+    assert kinds.index(ListScratch) < kinds.index(RunGuard)
+    commit = next(effect for effect in effects if isinstance(effect, Commit))
+    assert [change.path for change in commit.changes] == ["src/a.py"]
+    assert finished(effects).outcome.guard is GuardOutcome.PASS
+
+
 def test_may_edit_in_the_acceptance_before_the_agent_allows_a_protected_path() -> None:
     start = ratchet_facts(
         report(a="passed"), ("may-edit: tests/test_a.py",), protected=["tests/**"]

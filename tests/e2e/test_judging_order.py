@@ -1,0 +1,73 @@
+"""The judging order end to end (issue 38 item 3, issue 35 item 7): the import is decided, and
+its blobs taken, before the guard runs; what the guard writes while judging is never imported,
+and a refused import is never judged.
+
+A real step in a real repository: the scripted agent writes `src/work.py`; the guard (a shell
+script run in the agent's checkout) rewrites that file, adds one of its own and passes. The
+iteration's commit holds the agent's bytes, not the guard's.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tests.helpers.e2e import PYTHON, Project, node
+
+AGENT = (
+    "import json, os, pathlib\n"
+    "pathlib.Path('src').mkdir(exist_ok=True)\n"
+    "pathlib.Path('src/work.py').write_text('agent\\n')\n"
+    "pathlib.Path('tests').mkdir(exist_ok=True)\n"
+    "if os.environ.get('WEAKEN'):\n"
+    "    pathlib.Path('tests/test_a.py').write_text('def test_a():\\n    pass\\n')\n"
+    "pathlib.Path(os.environ['RUNNER_OUTPUT_PATH']).write_text("
+    "json.dumps({'status': 'done', 'summary': 'did it'}))\n"
+)
+GUARD = (
+    "echo guard > src/work.py; echo planted > guard_planted.txt; "
+    'echo ran >> "$HARNESS/guard_runs"; exit 0'
+)
+
+
+def _setup(project: Project, *guard_lines: str) -> None:
+    agent = project.harness / "agent.py"
+    agent.write_text(AGENT, encoding="utf-8")
+    project.set_config(agent_command=[PYTHON, str(agent)], guard_command=["sh", "-c", GUARD])
+    if guard_lines:
+        text = project.config_path.read_text(encoding="utf-8")
+        extra = "".join(f"{line}\n" for line in guard_lines)
+        text = re.sub(r"(\[guard\]\ncommand = .*\n)", lambda m: m.group(1) + extra, text)
+        project.config_path.write_text(text, encoding="utf-8")
+    project.env["HARNESS"] = str(project.harness)
+    tests = project.root / "tests"
+    tests.mkdir()
+    (tests / "test_a.py").write_text("def test_a():\n    assert 1\n", encoding="utf-8")
+    project.prepare(node("root", title="Do it"))
+
+
+def test_what_the_guard_writes_while_judging_is_never_imported(project: Project) -> None:
+    _setup(project)
+
+    assert project.runner("step", timeout=120).returncode == 0
+
+    assert project.meta(1)["guard"] == "pass"
+    assert project.git("show", "HEAD:src/work.py") == "agent\n"
+    assert "guard_planted.txt" not in project.git("ls-tree", "-r", "--name-only", "HEAD")
+    assert (project.harness / "guard_runs").read_text(encoding="utf-8") == "ran\n"
+
+
+def test_a_refused_import_runs_no_guard_and_shows_no_test_figures(project: Project) -> None:
+    _setup(project, 'protected = ["tests/**"]')
+    project.env["WEAKEN"] = "1"
+
+    project.runner("step", timeout=120)
+
+    meta = project.meta(1)
+    assert meta["error_kind"] == "agent"
+    assert "changed protected test file 'tests/test_a.py'" in meta["error"]
+    assert meta["guard"] == "skipped"
+    assert meta.get("tests") is None
+    assert not (project.harness / "guard_runs").exists()
+    assert not (project.iter_dir(1) / "guard.log").exists()
+    history = project.runner("history").stdout
+    assert "tests=" not in history and "/1 +" not in history
