@@ -4,7 +4,8 @@ iteration's base commit.
 A done passes when no test that passed at the baseline fails, errors, is skipped or is missing
 now (a regression; one that passes when run again is flaky, not a regression), when the node's
 target tests (`test:` patterns) all pass, and, for a node that names none, when some test that
-was failing or absent at the baseline passes now or the whole suite passes. Every reason a done
+was failing or absent at the baseline passes now or the whole suite passes (with
+`require_targets`, a node that names none fails). Every reason a done
 fails is one sorted line. Never runs the guard or reads its report.
 """
 
@@ -18,6 +19,10 @@ from runner_core.guard.patterns import matches_test_id, target_patterns
 from runner_core.guard.report import TestOutcome, TestReport
 
 PASSED = TestOutcome.PASSED
+NO_TARGETS = (
+    "the node names no target test ([guard] require_targets = true): add 'test: <pattern>'"
+    " to its acceptance"
+)
 
 
 @attrs.frozen(slots=True)
@@ -163,8 +168,10 @@ def judge(
     now: TestReport,
     acceptance: Sequence[str],
     reruns: Sequence[TestReport] = (),
+    require_targets: bool = False,
 ) -> Verdict:
-    """The ratchet's verdict on a done whose guard reported `now` (and `reruns` of it)."""
+    """The ratchet's verdict on a done whose guard reported `now` (and `reruns` of it);
+    `require_targets` (`[guard] require_targets`) fails a node that names no target test."""
     regressed_all = regressions(baseline, now)
     flaky = flaky_tests(regressed_all, reruns)
     regressed = tuple(test_id for test_id in regressed_all if test_id not in flaky)
@@ -179,7 +186,9 @@ def judge(
     patterns = target_patterns(acceptance)
     target_reasons, targets = _target_reasons(patterns, settled)
     reasons.extend(target_reasons)
-    if not patterns and now.results:
+    if not patterns and require_targets:
+        reasons.append(NO_TARGETS)
+    elif not patterns and now.results:
         reasons.extend(_progress_reason(baseline, settled))
     figures = with_targets(figures_against(baseline, now, flaky), targets)
     return Verdict(

@@ -141,7 +141,7 @@ def judge_guard(
     if now is None:
         reason = f"guard report: {problem or MISSING_REPORT}"
         return GuardJudgement(GuardOutcome.FAIL, None, _note(GuardOutcome.FAIL, (reason,), ()))
-    verdict = judge(base, now, acceptance, reruns)
+    verdict = judge(base, now, acceptance, reruns, config.guard_require_targets)
     outcome = GuardOutcome.PASS if verdict.passed else GuardOutcome.FAIL
     return GuardJudgement(outcome, verdict.figures, _note(outcome, verdict.reasons, verdict.flaky))
 

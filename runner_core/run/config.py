@@ -120,6 +120,8 @@ class Config:
     guard_mode: str = "exit"
     guard_rerun_failures: int = 1  # how often a ratchet guard is rerun to tell flaky tests
     guard_protected: tuple[str, ...] = ()  # path patterns an executor may not change
+    # Ratchet: a node whose acceptance names no `test:` pattern fails its done (issue 38).
+    guard_require_targets: bool = False
     agent_backend: str = DEFAULT_BACKEND
     agent_command: tuple[str, ...] = ()
     loop: LoopConfig = LoopConfig()
@@ -134,7 +136,7 @@ class Config:
 
 TABLE_KEYS = MappingProxyType(
     {
-        "guard": ("command", "network", "mode", "rerun_failures", "protected"),
+        "guard": ("command", "network", "mode", "rerun_failures", "protected", "require_targets"),
         "agent": ("backend", "command"),
     }
 )
@@ -203,6 +205,7 @@ def parse_config(data: Mapping[str, Any]) -> Config:
     reruns = guard.get("rerun_failures", defaults.guard_rerun_failures)
     guard_rerun_failures = _bounded_int("guard.rerun_failures", reruns, 0, MAX_RERUNS)
     protected = _argv("guard.protected", guard.get("protected", []), allow_empty=True)
+    require_targets = _require_targets(guard, guard_mode)
     backend = agent.get("backend", defaults.agent_backend)
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ConfigError("agent.backend", f"must be one of {backend_names()}, got {backend!r}")
@@ -217,6 +220,7 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         guard_mode=guard_mode,
         guard_rerun_failures=guard_rerun_failures,
         guard_protected=protected,
+        guard_require_targets=require_targets,
         agent_backend=backend,
         agent_command=agent_command,
         loop=parse_loop(_table(data, "loop")),
@@ -227,6 +231,18 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         executor=parse_executor(_table(data, "executor")),
         **numbers,
     )
+
+
+def _require_targets(guard: Mapping[str, Any], mode: str) -> bool:
+    value = guard.get("require_targets", False)
+    if not isinstance(value, bool):
+        raise ConfigError("guard.require_targets", f"must be true or false, got {value!r}")
+    if value and mode != "ratchet":
+        raise ConfigError(
+            "guard.require_targets",
+            'needs mode = "ratchet" (exit mode judges no target tests): set guard.mode',
+        )
+    return value
 
 
 def render_config(config: Config) -> str:
@@ -257,6 +273,8 @@ def render_config(config: Config) -> str:
         f'mode = "{config.guard_mode}"  # "exit" | "ratchet"; see the README, Designing guards\n'
         f"rerun_failures = {config.guard_rerun_failures}  # ratchet: reruns that tell flaky tests\n"
         f"protected = {toml_list(config.guard_protected)}  # paths an executor may not change\n"
+        f"require_targets = {'true' if config.guard_require_targets else 'false'}"
+        "  # ratchet: a node naming no `test:` fails\n"
         "\n"
         "[agent]\n"
         f'backend = "{config.agent_backend}"  # {_BACKEND_CHOICES}\n'

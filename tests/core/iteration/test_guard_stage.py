@@ -6,11 +6,14 @@ meta.json and tests.json, and protected test files.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 
 import attrs
+import pytest
 from pyrsistent import pmap
 
+from runner_core.guard.ratchet import NO_TARGETS
 from runner_core.guard.report import TestReport, report_from_cases
 from runner_core.iteration.effects import (
     Abort,
@@ -31,7 +34,7 @@ from runner_core.iteration.guard_stage import (
 from runner_core.iteration.import_rules import BaseEntry, EntryKind, ScratchEntry, ScratchListing
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.results import Done, GuardFinished, Result, ScratchListed
-from runner_core.run.config import Config, parse_config
+from runner_core.run.config import Config, ConfigError, parse_config
 from runner_core.tree.model import AgentStatus, GuardOutcome
 from tests.core.iteration.test_iteration_machine import EXECUTOR_RESULTS, at, facts
 
@@ -333,3 +336,48 @@ def test_may_edit_in_the_acceptance_before_the_agent_allows_a_protected_path() -
     end = finished(effects)
     assert end.outcome.agent_error is None
     assert end.outcome.guard is GuardOutcome.PASS
+
+
+# ---------------------------------------------------------------- [guard] require_targets
+
+
+def test_require_targets_fails_a_node_that_names_no_target_test_on_a_green_suite() -> None:
+    # Issue 38 row 4: the suite is green, the node names no test; it is judged by regressions
+    # alone unless require_targets says a node must name its tests.
+    base = report(a="passed")
+    results = {**EXECUTOR_RESULTS, RunGuard: judged(report(a="passed"), exit_code=0)}
+    loose, _ = drive(start_iteration(ratchet_facts(base)), results)
+    strict, _ = drive(start_iteration(ratchet_facts(base, require_targets=True)), results)
+
+    assert finished(loose).outcome.guard is GuardOutcome.PASS
+    end = finished(strict)
+    assert end.outcome.guard is GuardOutcome.FAIL
+    assert end.record.tests is not None
+    assert end.record.tests.reasons == (NO_TARGETS,)
+
+
+def test_require_targets_passes_a_node_whose_target_tests_pass() -> None:
+    start = ratchet_facts(report(a="passed"), ("test: t::b",), require_targets=True)
+    results = {**EXECUTOR_RESULTS, RunGuard: judged(report(a="passed", b="passed"), exit_code=0)}
+    effects, _ = drive(start_iteration(start), results)
+
+    assert finished(effects).outcome.guard is GuardOutcome.PASS
+
+
+@pytest.mark.parametrize(
+    ("guard", "message"),
+    [
+        ({"require_targets": "yes"}, "must be true or false, got 'yes'"),
+        ({"require_targets": True}, 'needs mode = "ratchet"'),
+    ],
+)
+def test_require_targets_is_a_boolean_of_ratchet_mode(
+    guard: dict[str, object], message: str
+) -> None:
+    data = {
+        "agent": {"backend": "command", "command": ["a"]},
+        "guard": {"command": ["ci"], **guard},
+    }
+    with pytest.raises(ConfigError, match=re.escape(message)) as raised:
+        parse_config(data)
+    assert str(raised.value).startswith("guard.require_targets: ")
