@@ -24,6 +24,7 @@ from runner_core.iteration.effects import (
     RunGuard,
     WriteIterationFile,
 )
+from runner_core.iteration.events import after_result
 from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.guard_stage import (
     BASELINE_REPORT,
@@ -34,8 +35,10 @@ from runner_core.iteration.guard_stage import (
 from runner_core.iteration.import_rules import BaseEntry, EntryKind, ScratchEntry, ScratchListing
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.results import Done, GuardFinished, Result, ScratchListed
+from runner_core.loop.events import Event
 from runner_core.run.config import Config, ConfigError, parse_config
 from runner_core.tree.model import AgentStatus, GuardOutcome
+from runner_core.views.follow import event_text
 from tests.core.iteration.test_iteration_machine import EXECUTOR_RESULTS, at, facts
 
 Results = Mapping[type, Result | Sequence[Result]]
@@ -381,3 +384,53 @@ def test_require_targets_is_a_boolean_of_ratchet_mode(
     with pytest.raises(ConfigError, match=re.escape(message)) as raised:
         parse_config(data)
     assert str(raised.value).startswith("guard.require_targets: ")
+
+
+# ---------------------------------------------------------------- the verdict in every view
+
+
+def _guard_events(start: IterationFacts, results: Results) -> list[Event]:
+    """The guard_finished events of an iteration, as the shell's drive loop emits them."""
+    machine = start_iteration(start)
+    events: list[Event] = []
+    seen: dict[type, int] = {}
+    while not isinstance(machine.effect, Finished):
+        given = results.get(type(machine.effect), Done())
+        if isinstance(given, Sequence):
+            index = seen.get(type(machine.effect), 0)
+            seen[type(machine.effect)] = index + 1
+            given = given[min(index, len(given) - 1)]
+        events += [
+            e for e in after_result(machine, given, "t", 0.5) if e.type.value == "guard_finished"
+        ]
+        machine = machine.feed(given, at(1.0))
+    return events
+
+
+def test_a_ratchet_guard_run_says_it_is_judged_by_its_report_not_by_its_exit_code() -> None:
+    # Issue 38 row 6: `guard finished: fail exit=1`, then `guard=pass`; now the run's exit code
+    # stands beside "judged by its report", and the verdict is the iteration's.
+    start = ratchet_facts(report(a="passed"), ("test: t::b",))
+    results = {**EXECUTOR_RESULTS, RunGuard: judged(report(a="passed", b="passed"), exit_code=1)}
+    (event,) = _guard_events(start, results)
+
+    assert (event.figures["outcome"], event.figures["exit_code"]) == ("reported", 1)
+    assert event_text(event) == ("  guard finished: exit=1 after 0.5s; judged by its report",)
+
+
+def test_an_exit_mode_guard_run_says_its_verdict_with_its_exit_code() -> None:
+    results = {**EXECUTOR_RESULTS, RunGuard: GuardFinished(1, False)}
+    (event,) = _guard_events(facts(), results)
+
+    assert event_text(event) == ("  guard finished: fail exit=1 after 0.5s",)
+
+
+def test_a_baseline_run_is_named_as_one() -> None:
+    results = {
+        **EXECUTOR_RESULTS,
+        RunGuard: [judged(report(a="failed")), judged(report(a="passed"))],
+    }
+    baseline, judge = _guard_events(ratchet_facts(None), results)
+
+    assert event_text(baseline)[0].startswith("  guard finished (baseline): exit=1")
+    assert judge.figures["run"] == "judge"
