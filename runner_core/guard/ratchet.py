@@ -11,6 +11,8 @@ fails is one sorted line. Never runs the guard or reads its report.
 
 from __future__ import annotations
 
+import difflib
+import heapq
 from collections.abc import Sequence
 
 import attrs
@@ -130,13 +132,35 @@ def _target_reasons(
     for pattern in patterns:
         matched = [result for result in now.results if matches_test_id(pattern, result.id)]
         if not matched:
-            reasons.append(f"target test pattern '{pattern}' matches no test")
+            reasons.append(unmatched_reason(pattern, now))
             targets[f"test: {pattern}"] = None
         for result in matched:
             targets[result.id] = result.outcome
             if result.outcome is not PASSED:
                 reasons.append(f"target test '{result.id}' {result.outcome.value}")
     return reasons, sorted(targets.items())
+
+
+# How many of the report's ids a pattern that matches none is shown beside.
+NEAREST_IDS = 10
+
+
+def nearest_ids(pattern: str, report: TestReport, count: int = NEAREST_IDS) -> tuple[str, ...]:
+    """The `count` ids of `report` most like `pattern` (its `*` and `?` left out, case
+    ignored), the most alike first, ties by id."""
+    wanted = "".join(char for char in pattern if char not in "*?").lower()
+    scored = []
+    for result in report.results:
+        matcher = difflib.SequenceMatcher(None, wanted, result.id.lower(), autojunk=False)
+        scored.append((-matcher.ratio(), result.id))
+    return tuple(test_id for _, test_id in heapq.nsmallest(count, scored))
+
+
+def unmatched_reason(pattern: str, report: TestReport) -> str:
+    """Why a target pattern fails the done: it matches no test, beside the nearest ids."""
+    reason = f"target test pattern '{pattern}' matches no test"
+    near = nearest_ids(pattern, report)
+    return reason + (f" (nearest ids: {', '.join(near)})" if near else "")
 
 
 def _progress_reason(baseline: TestReport, now: TestReport) -> list[str]:
