@@ -29,8 +29,10 @@ from runner_core.iteration.guard_stage import (
     BASELINE_REPORT,
     RATCHET,
     GuardRun,
+    decomposition_note,
     judging_text,
     needs_baseline,
+    test_ids_text,
 )
 from runner_core.iteration.guard_steps import guard_effect, judge_after_listing
 from runner_core.iteration.machine_state import ExecutorOutput, M, MachineState, with_process_group
@@ -55,7 +57,7 @@ from runner_core.iteration.results import (
     TreeRead,
 )
 from runner_core.iteration.stages import Stage
-from runner_core.tree.model import AgentRole, AgentStatus
+from runner_core.tree.model import AgentRole, AgentStatus, nodes_by_id
 
 
 def _context(machine: MachineState) -> dict[str, str]:
@@ -89,6 +91,9 @@ def _prompt(machine: M) -> M:
     tests = None
     if facts.config.guard_mode == RATCHET and facts.role is AgentRole.EXECUTOR:
         tests = judging_text(facts.node.acceptance, machine.guard_runs.baseline)
+    if facts.role is AgentRole.DECOMPOSER:
+        # The tests that will judge its children: the suite's ids their patterns match.
+        tests = test_ids_text(machine.guard_runs.baseline)
     prompt = WriteIterationFile("prompt.md", prompt_text(facts, tests))
     return machine._to(Stage.PROMPT, prompt)
 
@@ -171,10 +176,27 @@ def after_agent(machine: M, result: Result, now: ClockReading) -> M:
         )
     except AgentOutputError as error:
         return failed(machine, Failure.AGENT_OUTPUT, str(error))
+    review = _with_test_note(machine, review)
     text = json.dumps(output, indent=2, ensure_ascii=False) + "\n"
     failure = Failure.DECOMPOSITION_REJECTED if review.agent_error is not None else None
     effect = WriteIterationFile("planner_output.json", text)
     return machine._to(Stage.PLANNER_OUTPUT, effect, review=review, failure=failure)
+
+
+def _with_test_note(machine: MachineState, review: Review) -> Review:
+    """A ratchet's decomposition summary names its children's patterns no test matches yet and
+    the children judged by regressions alone (issue 38 rows 1 and 4)."""
+    facts = machine.facts
+    if facts.config.guard_mode != RATCHET or review.tree is None:
+        return review
+    parent = nodes_by_id(review.tree).get(facts.node.id)
+    if parent is None:
+        return review
+    children = [(child.id, child.acceptance) for child in parent.children]
+    note = decomposition_note(children, machine.guard_runs.baseline)
+    if note is None:
+        return review
+    return attrs.evolve(review, summary=f"{review.summary.rstrip()} [{note}]")
 
 
 def after_planner_output(machine: M, result: Result, now: ClockReading) -> M:

@@ -284,8 +284,17 @@ def judging_text(acceptance: Sequence[str], baseline: TestReport | None) -> str 
     lines = ["The guard judges this node by its tests (ratchet mode): no test that passes now"]
     lines.append("may fail after your change, and the node's target tests must pass.")
     if patterns:
+        unmatched = set(unmatched_patterns(acceptance, baseline))
         lines.append("Target tests (`test:` patterns of the acceptance):")
-        lines += [f"- {pattern}" for pattern in patterns]
+        lines += [
+            f"- {pattern}"
+            + (
+                f" (no test matches it now: add a test whose id matches '{pattern}')"
+                if pattern in unmatched
+                else ""
+            )
+            for pattern in patterns
+        ]
     else:
         lines.append(
             "No target tests are named: some test failing now must pass after your change."
@@ -301,3 +310,73 @@ def judging_text(acceptance: Sequence[str], baseline: TestReport | None) -> str 
         if len(failing) > len(shown):
             lines.append(f"- ... and {len(failing) - len(shown)} more")
     return "\n".join(lines) + "\n"
+
+
+# What the decomposer is shown of the suite: at most this many groups and ids, in this many
+# characters, so a large suite never crowds the prompt.
+SHOWN_GROUPS = 40
+SHOWN_IDS_PER_GROUP = 12
+SHOWN_IDS_CHARS = 6_000
+
+
+def test_ids_text(baseline: TestReport | None) -> str | None:
+    """What a decomposer's prompt says of the suite at the base commit: its ids grouped by
+    suite or file (the part before the last `::`), capped, with the id format `test:` patterns
+    match; None when no baseline is known."""
+    if baseline is None or not baseline.results:
+        return None
+    groups: dict[str, list[str]] = {}
+    for result in baseline.results:
+        suite, _, name = result.id.rpartition("::")
+        groups.setdefault(suite, []).append(name)
+    passing = len(baseline.ids_with(PASSED))
+    lines = [
+        f"The guard's report at the base commit names {len(baseline.results)} tests"
+        f" ({passing} passing). A child's `test: <pattern>` acceptance entries are globs on"
+        " these ids (`suite::name`, `*` matches anything, case is ignored); a pattern that"
+        " matches none of them now is fine for a test the child writes first, and is named.",
+        "",
+    ]
+    used = sum(len(line) for line in lines)
+    for shown, suite in enumerate(sorted(groups)):
+        names = groups[suite]
+        more = len(names) - SHOWN_IDS_PER_GROUP
+        line = f"- {suite or '(no suite)'}:: " + ", ".join(names[:SHOWN_IDS_PER_GROUP])
+        line += f", ... and {more} more" if more > 0 else ""
+        if shown == SHOWN_GROUPS or used + len(line) > SHOWN_IDS_CHARS:
+            lines.append(f"- ... and {len(groups) - shown} more suites")
+            break
+        lines.append(line)
+        used += len(line)
+    return "\n".join(lines) + "\n"
+
+
+def unmatched_patterns(acceptance: Sequence[str], baseline: TestReport | None) -> tuple[str, ...]:
+    """The node's `test:` patterns that match no test of the baseline (none known: none)."""
+    if baseline is None:
+        return ()
+    return tuple(
+        pattern
+        for pattern in target_patterns(acceptance)
+        if not any(matches_test_id(pattern, result.id) for result in baseline.results)
+    )
+
+
+def decomposition_note(
+    children: Sequence[tuple[str, Sequence[str]]], baseline: TestReport | None
+) -> str | None:
+    """What a ratchet run's decomposition summary adds of its children `(id, acceptance)`: the
+    `test:` patterns no test of the baseline matches yet (fine for test-first work), and the
+    children that name none, judged by regressions alone; None when there is nothing to say."""
+    unmatched = [
+        f"{child_id}: '{pattern}'"
+        for child_id, acceptance in children
+        for pattern in unmatched_patterns(acceptance, baseline)
+    ]
+    alone = [child_id for child_id, acceptance in children if not target_patterns(acceptance)]
+    parts = []
+    if unmatched:
+        parts.append("test patterns no test matches yet: " + ", ".join(unmatched))
+    if alone:
+        parts.append("judged by regressions alone (no test: entry): " + ", ".join(alone))
+    return "; ".join(parts) or None

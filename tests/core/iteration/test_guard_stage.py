@@ -21,6 +21,7 @@ from runner_core.iteration.effects import (
     Effect,
     Finished,
     ListScratch,
+    RunAgent,
     RunGuard,
     WriteIterationFile,
 )
@@ -34,12 +35,13 @@ from runner_core.iteration.guard_stage import (
 )
 from runner_core.iteration.import_rules import BaseEntry, EntryKind, ScratchEntry, ScratchListing
 from runner_core.iteration.machine import IterationMachine, start_iteration
-from runner_core.iteration.results import Done, GuardFinished, Result, ScratchListed
+from runner_core.iteration.plan import plan_step
+from runner_core.iteration.results import AgentFinished, Done, GuardFinished, Result, ScratchListed
 from runner_core.loop.events import Event
 from runner_core.run.config import Config, ConfigError, parse_config
 from runner_core.tree.model import AgentStatus, GuardOutcome
 from runner_core.views.follow import event_text
-from tests.core.iteration.test_iteration_machine import EXECUTOR_RESULTS, at, facts
+from tests.core.iteration.test_iteration_machine import EXECUTOR_RESULTS, at, decomposable, facts
 
 Results = Mapping[type, Result | Sequence[Result]]
 
@@ -434,3 +436,61 @@ def test_a_baseline_run_is_named_as_one() -> None:
 
     assert event_text(baseline)[0].startswith("  guard finished (baseline): exit=1")
     assert judge.figures["run"] == "judge"
+
+
+# ---------------------------------------------------------------- test ids the decomposer sees
+
+
+def _decomposer(baseline: TestReport | None, *acceptances: list[str]) -> list[Effect]:
+    start = attrs.evolve(ratchet_facts(baseline), tree=decomposable())
+    start = attrs.evolve(start, plan=plan_step(start.tree, start.state, 100))
+    children = [
+        {"title": f"C{n}", "goal": "g", "acceptance": acceptance, "next": "execute"}
+        for n, acceptance in enumerate(acceptances)
+    ]
+    output = json.dumps({"summary": "split", "children": children})
+    effects, _ = drive(
+        start_iteration(start),
+        {**EXECUTOR_RESULTS, RunAgent: AgentFinished(0, False, output, None)},
+    )
+    return effects
+
+
+def _prompt(effects: list[Effect]) -> str:
+    return next(
+        e.text for e in effects if isinstance(e, WriteIterationFile) and e.name == "prompt.md"
+    )
+
+
+def test_the_decomposer_sees_the_baselines_test_ids_grouped_by_suite() -> None:
+    base = report_from_cases(
+        [
+            ("test::camelCase spaces", "failed", 0),
+            ("test::kebab", "passed", 0),
+            ("go::TestA", "passed", 0),
+        ]
+    )
+    prompt = _prompt(_decomposer(base, ["test: *camelcase*"]))
+
+    section = prompt.split("## Tests that judge this node\n", 1)[1]
+    assert "names 3 tests (2 passing)" in section
+    assert "- go:: TestA\n- test:: camelCase spaces, kebab\n" in section
+
+
+def test_a_decomposition_names_patterns_no_test_matches_and_nodes_judged_by_regressions_alone() -> (
+    None
+):
+    base = report_from_cases([("test::camelCase spaces", "failed", 0)])
+    effects = _decomposer(base, ["test: *camelcase*"], ["test: *kebab*"], ["it works"])
+
+    summary = finished(effects).outcome.summary
+    assert "test patterns no test matches yet: big.2: '*kebab*'" in summary
+    assert "judged by regressions alone (no test: entry): big.3" in summary
+    assert "big.1" not in summary
+
+
+def test_the_executor_is_told_to_add_a_test_for_a_pattern_no_test_matches() -> None:
+    text = judging_text(("test: *kebab*", "test: t::a"), report(a="failed"))
+    assert text is not None
+    assert "- *kebab* (no test matches it now: add a test whose id matches '*kebab*')" in text
+    assert "- t::a\n" in text
