@@ -25,7 +25,14 @@ from runner_core.run.state import RunState
 from runner_core.tree.model import Node, NodeNext, canonical_preorder, iter_preorder
 from runner_core.tree.selection import SelectionStatus, is_stuck, select_leaf
 from runner_core.views.steering import question_lines
-from runner_core.views.suite import SuiteView, suite_to_json, suite_view
+from runner_core.views.suite import (
+    SuiteView,
+    TargetNotes,
+    suite_to_json,
+    suite_view,
+    target_note_lines,
+    target_notes_to_json,
+)
 from runner_core.views.text import flatten
 
 # ---------------------------------------------------------------- the tree, walked
@@ -158,6 +165,8 @@ class StatusView:
     # Every iteration in flight of a parallel run, by iteration; None when no parallel job
     # has a journal (a one-slot run), and then `running`/`interrupted` say it all.
     jobs: tuple[RunningJob, ...] | None = None
+    # A ratchet run's open leaves: patterns no test matches yet, leaves naming no test.
+    targets: TargetNotes | None = None
 
     @property
     def branch(self) -> str | None:
@@ -354,6 +363,8 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "sandbox": view.sandbox,
         "tests": suite_to_json(view.tests),
     }
+    if view.targets is not None:  # a ratchet run's: which open leaves' tests do not exist yet
+        document["test_targets"] = target_notes_to_json(view.targets)
     if view.jobs is not None:  # a one-slot run's document keeps its keys
         document["jobs"] = [_job_json(job) for job in view.jobs]
     return document
@@ -370,6 +381,8 @@ def _activity_lines(view: StatusView) -> list[str]:
     if view.tests is not None:
         flaky = len(view.tests.flaky)
         lines.append(f"status: last {view.tests.last.line()} flaky_tests={flaky}")
+    if view.targets is not None:
+        lines.extend(target_note_lines(view.targets))
     if view.jobs is None:
         shown = [RunningJob(journal, True) for journal in (view.running,) if journal is not None]
         cut = view.interrupted
