@@ -203,7 +203,8 @@ def failures_note(report: TestReport, test_ids: Sequence[str]) -> str:
 
 def failure_context(guard_log: str) -> str:
     """failure.md of a guard log: the runner's note at its end (the verdict, the failing
-    tests' messages) first, then the end of the guard's own output; the log as it is when it
+    tests' messages) first, then the end of the guard's own output unless the note already
+    says what the report said of the failing tests (each said once); the log as it is when it
     has no note. The note is always the log's last part: the runner appends it."""
     start = guard_log.rfind("=== ratchet ===")
     if start < 0:
@@ -212,6 +213,8 @@ def failure_context(guard_log: str) -> str:
         return guard_log
     output = guard_log[:start].rstrip("\n")
     note = guard_log[start:]
+    if FAILING_TESTS in note:
+        return note + "(the guard's whole output is in the iteration's guard.log)\n"
     tail = output[-GUARD_OUTPUT_TAIL_CHARS:]
     if len(output) > len(tail):
         tail = "[...]" + tail[tail.find("\n") :] if "\n" in tail else "[...]" + tail

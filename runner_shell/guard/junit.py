@@ -111,10 +111,11 @@ class _Reader:
     def _keep_failure(self, test_id: str) -> None:
         if len(self.failures) >= FAILURES_KEPT or self.failure_chars >= FAILURES_TOTAL_CHARS:
             return
+        first = (self.message or "").strip().split("\n", 1)[0].strip()
         message = without_checkout(_one_line(self.message or ""), self.checkouts)
         text = without_checkout(_head("".join(self.text)), self.checkouts)
-        if message and text.startswith(message):
-            message = ""  # jest and node repeat the message as the text's first line
+        if first and without_checkout(first, self.checkouts) in text:
+            message = ""  # pytest, jest and node repeat the message in the text: said once
         room = FAILURES_TOTAL_CHARS - self.failure_chars
         failure = TestFailure(test_id, message[:room], text[: max(room - len(message), 0)])
         self.failure_chars += len(failure.message) + len(failure.text)

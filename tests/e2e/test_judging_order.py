@@ -71,3 +71,56 @@ def test_a_refused_import_runs_no_guard_and_shows_no_test_figures(project: Proje
     assert not (project.iter_dir(1) / "guard.log").exists()
     history = project.runner("history").stdout
     assert "tests=" not in history and "/1 +" not in history
+
+
+# ---------------------------------------------------------------- failures the agent can act on
+
+FIRST_WRONG = (
+    "import json, os, pathlib\n"
+    "tried = pathlib.Path(os.environ['HARNESS']) / 'tried'\n"
+    "body = 'text.lower()' if not tried.exists() else '\"-\".join(text.lower().split())'\n"
+    "tried.write_text('x')\n"
+    "pathlib.Path('slug.py').write_text(f'def slugify(text):\\n    return {body}\\n')\n"
+    "pathlib.Path(os.environ['RUNNER_OUTPUT_PATH']).write_text("
+    "json.dumps({'status': 'done', 'summary': 'wrote slugify'}))\n"
+)
+
+
+def test_the_failing_assertion_reaches_failure_md_and_the_next_prompt_once(
+    project: Project,
+) -> None:
+    agent = project.harness / "agent.py"
+    agent.write_text(FIRST_WRONG, encoding="utf-8")
+    guard = (
+        f'PYTHONDONTWRITEBYTECODE=1 exec "{PYTHON}" -m pytest -q -p no:cacheprovider'
+        ' --junitxml="$RUNNER_GUARD_REPORT" tests'
+    )
+    project.set_config(agent_command=[PYTHON, str(agent)], guard_command=["sh", "-c", guard])
+    text = project.config_path.read_text(encoding="utf-8")
+    text = re.sub(r"(\[guard\]\ncommand = .*\n)", lambda m: m.group(1) + 'mode = "ratchet"\n', text)
+    project.config_path.write_text(text, encoding="utf-8")
+    project.env["HARNESS"] = str(project.harness)
+    (project.root / "slug.py").write_text("def slugify(text):\n    raise NotImplementedError\n")
+    (project.root / "tests").mkdir()
+    (project.root / "tests" / "test_slug.py").write_text(
+        "from slug import slugify\n\n\ndef test_slugify():\n"
+        "    assert slugify('Hello World') == 'hello-world'\n",
+        encoding="utf-8",
+    )
+    project.prepare({**node("root", title="Slugify"), "acceptance": ["test: *TEST_SLUGIFY"]})
+
+    project.runner("step", timeout=120)
+    project.runner("step", timeout=120)
+
+    assert project.meta(1)["guard"] == "fail"
+    assert project.meta(2)["guard"] == "pass"
+    log = (project.iter_dir(1) / "guard.log").read_text(encoding="utf-8")
+    assert "=== failing tests ===\n--- tests.test_slug::test_slugify (failed)\n" in log
+    prompt = (project.iter_dir(2) / "prompt.md").read_text(encoding="utf-8")
+    assertion = "AssertionError: assert 'hello world' == 'hello-world'"
+    assert prompt.count(assertion) == 1, prompt
+    assert prompt.count("--- tests.test_slug::test_slugify (failed)") == 1
+    # The runner's note comes before the guard's own output in the failure section.
+    failure = prompt.split("## Guard failure of the previous attempt\n", 1)[1]
+    assert failure.index("=== ratchet ===") < failure.index("=== failing tests ===")
+    assert ".git/runner/slots" not in prompt
