@@ -166,7 +166,8 @@ def outcome_of(machine: MachineState) -> IterationOutcome:
     if machine.review is None or (
         machine.failure is not None and ERROR_KIND[machine.failure] is ErrorKind.RUNNER
     ):
-        return conclude_runner_error(facts.tree, machine.runner_error or "runner error")
+        outcome = conclude_runner_error(facts.tree, machine.runner_error or "runner error")
+        return attrs.evolve(outcome, conflict=machine.failure in MERGE_RERUNS)
     return conclude(facts.tree, facts.node.id, machine.review, machine.guard)
 
 
