@@ -142,10 +142,15 @@ def context_files(
 CONTEXT_FILES = ("goal.md", "history.md", "failure.md")
 
 
+def project_goal(goal: str) -> str:
+    """GOAL.md without its frontmatter: the project's goal as the user wrote it."""
+    return parse_frontmatter(goal).body.lstrip("\n")
+
+
 def goal_context(node: Node, goal: str) -> str:
     """context/goal.md: the selected node's goal and acceptance, then the project goal."""
     acceptance = "\n".join(f"- {item}" for item in node.acceptance) or "- (none given)"
-    project = parse_frontmatter(goal).body.lstrip("\n")
+    project = project_goal(goal)
     return (
         f"# Selected node {node.id}: {node.title}\n\n{node.goal}\n\n"
         f"Acceptance:\n{acceptance}\n\n# Project goal\n\n{project}"

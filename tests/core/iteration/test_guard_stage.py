@@ -494,3 +494,21 @@ def test_the_executor_is_told_to_add_a_test_for_a_pattern_no_test_matches() -> N
     assert text is not None
     assert "- *kebab* (no test matches it now: add a test whose id matches '*kebab*')" in text
     assert "- t::a\n" in text
+
+
+# ---------------------------------------------------------------- prompt headings nest
+
+
+def test_the_prompts_heading_levels_nest_and_the_goal_section_is_the_projects_goal() -> None:
+    # Issue 38 row 11: `## Project goal` held the selected node, then GOAL.md's own `# Goal`.
+    start = attrs.evolve(facts(), goal="---\nid: run-1\n---\n\n# Goal\n\n## Parts\n\nShip.\n")
+    effects, _ = drive(start_iteration(start), EXECUTOR_RESULTS)
+    prompt = _prompt(effects)
+
+    goal = prompt.split("## Project goal\n\n", 1)[1].split("\n## ", 1)[0]
+    assert goal.startswith("### Goal\n\n#### Parts\n\nShip.")
+    assert "Selected node" not in goal
+    levels = [
+        len(line) - len(line.lstrip("#")) for line in prompt.splitlines() if line.startswith("#")
+    ]
+    assert min(levels) == 2 and levels.count(2) == prompt.count("\n## ") + prompt.startswith("## ")
