@@ -51,6 +51,9 @@ class LoopConfig:
     max_wait_secs: int = 21600
     on_stuck: str = "stop"
     hook_timeout_secs: int = 30
+    # The cap on iterations whose agent gave an answer (runner errors, waits and merge reruns
+    # do not count); None: only max_iterations, the cap on next_iter, stops the loop.
+    max_agent_iterations: int | None = None
 
 
 @attrs.frozen(slots=True)
@@ -60,6 +63,8 @@ class BudgetConfig:
     max_cost_usd: float | None = None
     max_tokens: int | None = None
     max_wall_secs: int | None = None
+    # `[loop] max_agent_iterations`, judged with the budgets (set from the [loop] table).
+    max_agent_iterations: int | None = None
 
 
 # No budget set: nothing limits the run's spending.
@@ -223,8 +228,10 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         guard_require_targets=require_targets,
         agent_backend=backend,
         agent_command=agent_command,
-        loop=parse_loop(_table(data, "loop")),
-        budget=parse_budget(_table(data, "budget")),
+        loop=(loop := parse_loop(_table(data, "loop"))),
+        budget=attrs.evolve(
+            parse_budget(_table(data, "budget")), max_agent_iterations=loop.max_agent_iterations
+        ),
         hooks=parse_hooks(_table(data, "hooks")),
         sandbox=parse_sandbox(_table(data, "sandbox")),
         parallel_slots=parse_parallel(_table(data, "parallel")),
@@ -376,6 +383,11 @@ def parse_loop(section: Mapping[str, Any]) -> LoopConfig:
             1,
             _MAX_HOOK_TIMEOUT_SECS,
         ),
+        max_agent_iterations=None
+        if section.get("max_agent_iterations") is None
+        else _bounded_int(
+            "loop.max_agent_iterations", section["max_agent_iterations"], 1, 1_000_000
+        ),
     )
 
 
@@ -389,7 +401,7 @@ def _cost(key: str, value: Any) -> float:
 
 def parse_budget(section: Mapping[str, Any]) -> BudgetConfig:
     """`[budget]` from parsed TOML; every limit is optional and > 0."""
-    known_keys("budget", section, tuple(attrs.fields_dict(BudgetConfig)))
+    known_keys("budget", section, ("max_cost_usd", "max_tokens", "max_wall_secs"))
     cost = section.get("max_cost_usd")
     tokens = section.get("max_tokens")
     wall = section.get("max_wall_secs")
@@ -431,6 +443,9 @@ def render_loop_tables(config: Config, toml_list: Callable[[tuple[str, ...]], st
         f"max_wait_secs = {loop.max_wait_secs}  # cap on one usage/rate-limit wait",
         f'on_stuck = "{loop.on_stuck}"  # "stop" | "decompose"',
         f"hook_timeout_secs = {loop.hook_timeout_secs}",
+        "# max_agent_iterations = 50  # cap on iterations whose agent answered (a night's budget)"
+        if loop.max_agent_iterations is None
+        else f"max_agent_iterations = {loop.max_agent_iterations}  # iterations an agent answered",
         "",
         "[budget]  # each optional; the loop stops before an agent once one is reached",
     ]

@@ -124,3 +124,25 @@ def test_the_failing_assertion_reaches_failure_md_and_the_next_prompt_once(
     failure = prompt.split("## Guard failure of the previous attempt\n", 1)[1]
     assert failure.index("=== ratchet ===") < failure.index("=== failing tests ===")
     assert ".git/runner/slots" not in prompt
+
+
+# ---------------------------------------------------------------- honest accounting
+
+
+def test_max_agent_iterations_counts_only_iterations_whose_agent_answered(
+    project: Project,
+) -> None:
+    # Issue 38 row 9: a night's budget is spent on agent work, not on runner errors.
+    loop = {"runner_error_backoff_secs": [0], "max_agent_iterations": 2}
+    run = project.prepare(node("root", max_attempts=9), loop=loop)
+    done = {"status": "done", "summary": "did it"}
+    project.agent_script({1: {"exit": 5}, 2: {"output": done}, 3: {"output": done}})
+    project.guard_script([{"exit": 1}])
+
+    result = project.runner("loop", timeout=120)
+
+    out = result.stdout.splitlines()
+    assert out[0] == f"loop: step run={run} iter=1 node=root status=runner_error guard=skipped"
+    assert out[-1].startswith(f"loop: status=budget run={run} budget=agent_iterations spent=2")
+    assert project.run_state()["next_iter"] == 4  # iteration 1, a runner error, is not counted
+    assert result.returncode == 1
