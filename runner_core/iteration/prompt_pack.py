@@ -16,6 +16,7 @@ from pyrsistent.typing import PMap
 
 from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.plan import context_files, project_goal
+from runner_core.run.questions import open_questions
 from runner_core.tree.model import Node, NodeNext, sort_key
 from runner_core.tree.selection import is_stuck
 
@@ -200,7 +201,8 @@ def prompt_text(facts: IterationFacts, tests: str | None = None) -> str:
         "tests": tests,
         "tree": tree_outline(facts.tree, facts.node.id),
         "assumptions": nested(facts.prompt.assumptions),
-        "questions": nested(facts.prompt.questions),
+        # Each open question once; those an answer in the guidance quotes are no longer open.
+        "questions": nested(open_questions(facts.prompt.questions, facts.prompt.guidance)),
         "output": facts.prompt.output,
     }
     return build_prompt_pack(sections, facts.prompt.budget).text

@@ -261,7 +261,7 @@ def status_view(
         removed=removed,
         interrupted=cut,
         guidance=operator.guidance,
-        questions=open_questions(operator.questions),
+        questions=open_questions(operator.questions, operator.guidance),
         operator_actions=operator.actions,
         budgets=budget_uses(budget, history.summary()),
         tests=suite_view(history.records),
