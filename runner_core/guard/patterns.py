@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 TEST_PREFIX = "test:"
 MAY_EDIT_PREFIX = "may-edit:"
+FILES_PREFIX = "files:"
 
 
 def _entries(acceptance: Sequence[str], prefix: str) -> tuple[str, ...]:
@@ -31,6 +32,12 @@ def target_patterns(acceptance: Sequence[str]) -> tuple[str, ...]:
 def may_edit_patterns(acceptance: Sequence[str]) -> tuple[str, ...]:
     """The `may-edit: <pattern>` entries of a node's acceptance: protected paths it may change."""
     return _entries(acceptance, MAY_EDIT_PREFIX)
+
+
+def files_patterns(acceptance: Sequence[str]) -> tuple[str, ...]:
+    """The `files: <pattern>` entries of a node's acceptance: the paths its work changes, which
+    the parallel scheduler keeps apart (two leaves declaring one pattern never run together)."""
+    return _entries(acceptance, FILES_PREFIX)
 
 
 @functools.lru_cache(maxsize=256)

@@ -86,6 +86,8 @@ class ParallelLoop:
     # Each node's last iteration and what it left to tell its next (history.md, failure.md).
     told: dict[str, tuple[int, RunState]] = attrs.field(factory=dict)
     remote: RemoteJobs | None = None  # where jobs run when not in this machine's slots
+    # Leaves whose work once met another's (a merge's rerun): the frontier runs them alone.
+    conflicted: set[str] = attrs.field(factory=set)
 
     def heard(self, number: int) -> None:
         """A number from `done`: a job whose thread ended (a merge's end only wakes the loop)."""
@@ -174,6 +176,8 @@ def _book(loop: ParallelLoop, merging: Merging, policy_hears: bool) -> None:
         path(loop.run.repo, number).unlink(missing_ok=True)
     loop.steps += 1
     loop.told[result.plan.node.id] = (number, advance_run_state(RunState(), result.outcome))
+    if rerun:
+        loop.conflicted.add(result.plan.node.id)
     loop.run.emit(step_result_line("loop: step", result))
     paths = loop.run.paths
     announce_new_questions(paths, load_config(paths), result.run_id, number, loop.asked)
