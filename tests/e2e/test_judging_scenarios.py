@@ -1,8 +1,8 @@
-"""Issue 38's Node scenario, end to end: a package whose every leaf appends one export to
-`src/index.js`, judged by Node's built-in test runner in ratchet mode, four slots, and a scripted
-agent that behaves like a careful model (the decomposer gives one leaf per function with its
-test id pattern, written with another case than Node's ids; each executor writes its test first,
-then the function; `truncate` is wrong on its first attempt).
+"""Issue 38's Node and Go scenarios, end to end. The Node one: a package whose every leaf
+appends one export to `src/index.js`, judged by Node's built-in test runner in ratchet mode,
+four slots, and a scripted agent that behaves like a careful model (the decomposer gives one
+leaf per function with its test id pattern, written with another case than Node's ids; each
+executor writes its test first, then the function; `truncate` is wrong on its first attempt).
 
 The run completes with no stuck leaf and every attempt accounted for; the buggy attempt's
 failing assertion reaches the next attempt's prompt; the loop and history show the verdicts.
@@ -157,3 +157,123 @@ def test_the_node_scenario_completes_and_conflict_reruns_are_bounded(
     # The decomposer's lower-case patterns matched Node's camelCase ids: no leaf went stuck.
     tree = project.tree()
     assert all(child["passes"] for child in tree["children"])
+
+
+# ---------------------------------------------------------------- the Go scenario
+# The same with gotestsum's JUnit report: every leaf registers its function in registry.go and
+# declares `files: registry.go`; Truncate is wrong on its first attempt.
+
+GO_AGENT = r"""
+import json, os, pathlib, sys
+out = pathlib.Path(os.environ["RUNNER_OUTPUT_PATH"])
+harness = pathlib.Path(os.environ["HARNESS"])
+if os.environ["RUNNER_ROLE"] == "decomposer":
+    children = [
+        {"title": f"implement {name}", "goal": f"Write {name}.go and register it.",
+         "acceptance": [f"test: *test{name.lower()}*", "files: registry.go"], "next": "execute"}
+        for name in GO_FUNCTIONS
+    ]
+    out.write_text(json.dumps({"summary": "one leaf per function", "children": children}))
+    sys.exit(0)
+tree = json.loads(pathlib.Path(".runner/state/tree.json").read_text())
+def find(item):
+    if item["id"] == os.environ["RUNNER_NODE_ID"]:
+        return item
+    for child in item["children"]:
+        found = find(child)
+        if found:
+            return found
+name = find(tree)["title"].split()[-1]
+call, want, body = GO_CASES[name]
+tried = harness / f"{name}.tried"
+if name == "Truncate" and not tried.exists():
+    body = 'return s[:n] + "..."'  # wrong: the suffix
+tried.write_text("tried\n")
+entry = {"name": name, "iter": int(os.environ["RUNNER_ITER"]), "prompt": sys.stdin.read()}
+with (harness / "prompts.log").open("a") as log:
+    log.write(json.dumps(entry) + "\n")
+low = name.lower()
+pathlib.Path(f"{low}_test.go").write_text(
+    f'package words\n\nimport "testing"\n\nfunc Test{name}(t *testing.T) {{\n'
+    f'\tif got := {call}; got != {want} {{\n'
+    f'\t\tt.Errorf("{name} = %q, want %q", got, {want})\n\t}}\n}}\n'
+)
+pathlib.Path(f"{low}.go").write_text(f"package words\n\n{GO_SIGS[name]} {{\n\t{body}\n}}\n")
+registry = pathlib.Path("registry.go")
+registry.write_text(registry.read_text() + f'\nfunc init() {{ register("{name}") }}\n')
+out.write_text(json.dumps({"status": "done", "summary": f"wrote {name}"}))
+"""
+GO_FUNCTIONS = ("Reverse", "Shout", "Truncate", "Double")
+GO_SIGS = {
+    "Reverse": "func Reverse(s string) string",
+    "Shout": "func Shout(s string) string",
+    "Truncate": "func Truncate(s string, n int) string",
+    "Double": "func Double(s string) string",
+}
+GO_CASES = {
+    "Reverse": (
+        'Reverse("abc")',
+        '"cba"',
+        "r := []rune(s)\n\tfor i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {\n"
+        "\t\tr[i], r[j] = r[j], r[i]\n\t}\n\treturn string(r)",
+    ),
+    "Shout": ('Shout("hi")', '"hi!"', 'return s + "!"'),
+    "Truncate": ('Truncate("hello", 2)', '"he…"', 'return s[:n] + "…"'),
+    "Double": ('Double("ab")', '"abab"', "return s + s"),
+}
+
+
+def test_the_go_scenario_completes_with_no_conflict_rerun(project: Project) -> None:
+    if shutil.which("go") is None or shutil.which("gotestsum") is None:
+        pytest.skip("go and gotestsum are not installed (.ci/run installs them)")
+    script = project.harness / "agent.py"
+    script.write_text(
+        f"GO_FUNCTIONS = {GO_FUNCTIONS!r}\nGO_SIGS = {GO_SIGS!r}\nGO_CASES = {GO_CASES!r}\n"
+        + GO_AGENT,
+        encoding="utf-8",
+    )
+    cache = project.harness / "go-build"
+    guard = (
+        f'GOCACHE="{cache}" GOFLAGS=-mod=mod GOPROXY=off'
+        ' gotestsum --junitfile "$RUNNER_GUARD_REPORT" ./...'
+    )
+    project.set_config(
+        agent_command=[PYTHON, str(script)],
+        guard_command=["sh", "-c", guard],
+        iteration_timeout_secs=300,
+        parallel={"slots": 4},
+    )
+    text = project.config_path.read_text(encoding="utf-8")
+    text = re.sub(r"(\[guard\]\ncommand = .*\n)", lambda m: m.group(1) + 'mode = "ratchet"\n', text)
+    project.config_path.write_text(text, encoding="utf-8")
+    project.env["HARNESS"] = str(project.harness)
+    (project.root / "go.mod").write_text("module example.com/words\n\ngo 1.19\n", encoding="utf-8")
+    (project.root / "registry.go").write_text(
+        "package words\n\nvar Names []string\n\n"
+        "func register(name string) { Names = append(Names, name) }\n",
+        encoding="utf-8",
+    )
+    (project.root / "registry_test.go").write_text(
+        'package words\n\nimport "testing"\n\nfunc TestRegistry(t *testing.T) {\n'
+        '\tfor _, n := range Names {\n\t\tif n == "" {\n\t\t\tt.Fatal("empty")\n\t\t}\n\t}\n}\n',
+        encoding="utf-8",
+    )
+    run = project.prepare(node("root", next_="decompose", title="Write the string helpers"))
+
+    result = project.runner("loop", "--max-steps", "30", timeout=900)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1].startswith(f"loop: status=complete run={run}")
+    records = _records(project)
+    reruns = [r for r in records if r.get("merge_rerun")]
+    print(f"go scenario: iterations={len(records)} conflict reruns={len(reruns)}")
+    assert reruns == []
+    failed = [r["iter"] for r in records if r["guard"] == "fail" and r["error_kind"] is None]
+    assert failed
+    prompts = [
+        json.loads(line)
+        for line in (project.harness / "prompts.log").read_text(encoding="utf-8").splitlines()
+    ]
+    after = [p for p in prompts if p["name"] == "Truncate" and p["iter"] > failed[0]]
+    assert 'Truncate = "he...", want "he…"' in after[0]["prompt"]
+    assert "example.com/words::TestTruncate" in after[0]["prompt"]
