@@ -144,7 +144,10 @@ def test_scenario_loop_lines_are_unchanged_when_stdout_is_not_a_terminal(
         f"loop: step run={run} iter=3 node=root.1 status=done guard=pass",
         f"loop: step run={run} iter=4 node=root.2 status=retry guard=skipped",
         f"loop: step run={run} iter=5 node=root.2 status=retry guard=skipped",
-        f"loop: step run={run} iter=6 node=root.2 status=retry guard=skipped",
+        # Issue 38 rows 7 and 10: the runner error's word, then the loop's own last line.
+        f"loop: step run={run} iter=6 node=root.2 status=runner_error guard=skipped",
+        f"loop: status=runner_error run={run} steps=6 started_at_iter=1"
+        " error=executor agent exited with status 3",
     ]
     assert scenario.loop.returncode == 1
     assert lines(scenario.loop.stderr) == [
@@ -273,7 +276,7 @@ def test_history_lists_one_row_per_iteration_with_tokens_and_error_kind(
         ["3", "root.1", "executor", "done", "pass"],
         ["4", "root.2", "executor", "retry", "skipped"],
         ["5", "root.2", "executor", "retry", "skipped"],
-        ["6", "root.2", "executor", "retry", "skipped"],
+        ["6", "root.2", "executor", "runner_error", "skipped"],  # issue 38 row 7
     ]
     assert [cell[6] for cell in cells] == ["/".join(map(str, TOKENS[n])) for n in range(1, 7)]
     errors = [cell[7] for cell in cells]
