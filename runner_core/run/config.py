@@ -24,6 +24,12 @@ from runner_core.run.executor_config import (
     parse_executor,
     render_executor_table,
 )
+from runner_core.run.judging_config import (
+    agent_iterations_line,
+    parse_agent_iterations,
+    parse_require_targets,
+    require_targets_line,
+)
 
 # The config's comment on `[agent] backend`: `"codex" | "claude" | "command"`.
 _BACKEND_CHOICES = " | ".join(f'"{name}"' for name in BACKENDS)
@@ -51,9 +57,7 @@ class LoopConfig:
     max_wait_secs: int = 21600
     on_stuck: str = "stop"
     hook_timeout_secs: int = 30
-    # The cap on iterations whose agent gave an answer (runner errors, waits and merge reruns
-    # do not count); None: only max_iterations, the cap on next_iter, stops the loop.
-    max_agent_iterations: int | None = None
+    max_agent_iterations: int | None = None  # iterations an agent answered (judging_config)
 
 
 @attrs.frozen(slots=True)
@@ -63,8 +67,7 @@ class BudgetConfig:
     max_cost_usd: float | None = None
     max_tokens: int | None = None
     max_wall_secs: int | None = None
-    # `[loop] max_agent_iterations`, judged with the budgets (set from the [loop] table).
-    max_agent_iterations: int | None = None
+    max_agent_iterations: int | None = None  # `[loop] max_agent_iterations`, set from [loop]
 
 
 # No budget set: nothing limits the run's spending.
@@ -125,8 +128,7 @@ class Config:
     guard_mode: str = "exit"
     guard_rerun_failures: int = 1  # how often a ratchet guard is rerun to tell flaky tests
     guard_protected: tuple[str, ...] = ()  # path patterns an executor may not change
-    # Ratchet: a node whose acceptance names no `test:` pattern fails its done (issue 38).
-    guard_require_targets: bool = False
+    guard_require_targets: bool = False  # ratchet: a node naming no `test:` fails its done
     agent_backend: str = DEFAULT_BACKEND
     agent_command: tuple[str, ...] = ()
     loop: LoopConfig = LoopConfig()
@@ -203,14 +205,7 @@ def parse_config(data: Mapping[str, Any]) -> Config:
     guard_network = guard.get("network", defaults.guard_network)
     if not isinstance(guard_network, bool):
         raise ConfigError("guard.network", f"must be true or false, got {guard_network!r}")
-    guard_mode = guard.get("mode", defaults.guard_mode)
-    if guard_mode not in GUARD_MODES:
-        choices = " | ".join(f'"{choice}"' for choice in GUARD_MODES)
-        raise ConfigError("guard.mode", f"must be {choices}, got {guard_mode!r}")
-    reruns = guard.get("rerun_failures", defaults.guard_rerun_failures)
-    guard_rerun_failures = _bounded_int("guard.rerun_failures", reruns, 0, MAX_RERUNS)
-    protected = _argv("guard.protected", guard.get("protected", []), allow_empty=True)
-    require_targets = _require_targets(guard, guard_mode)
+    guard_mode, guard_rerun_failures, protected = _guard_judging(guard, defaults)
     backend = agent.get("backend", defaults.agent_backend)
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ConfigError("agent.backend", f"must be one of {backend_names()}, got {backend!r}")
@@ -225,7 +220,7 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         guard_mode=guard_mode,
         guard_rerun_failures=guard_rerun_failures,
         guard_protected=protected,
-        guard_require_targets=require_targets,
+        guard_require_targets=parse_require_targets(guard, guard_mode),
         agent_backend=backend,
         agent_command=agent_command,
         loop=(loop := parse_loop(_table(data, "loop"))),
@@ -240,16 +235,15 @@ def parse_config(data: Mapping[str, Any]) -> Config:
     )
 
 
-def _require_targets(guard: Mapping[str, Any], mode: str) -> bool:
-    value = guard.get("require_targets", False)
-    if not isinstance(value, bool):
-        raise ConfigError("guard.require_targets", f"must be true or false, got {value!r}")
-    if value and mode != "ratchet":
-        raise ConfigError(
-            "guard.require_targets",
-            'needs mode = "ratchet" (exit mode judges no target tests): set guard.mode',
-        )
-    return value
+def _guard_judging(guard: Mapping[str, Any], defaults: Config) -> tuple[str, int, tuple[str, ...]]:
+    """`[guard] mode`, `rerun_failures` and `protected`, each checked."""
+    mode = guard.get("mode", defaults.guard_mode)
+    if mode not in GUARD_MODES:
+        choices = " | ".join(f'"{choice}"' for choice in GUARD_MODES)
+        raise ConfigError("guard.mode", f"must be {choices}, got {mode!r}")
+    reruns = guard.get("rerun_failures", defaults.guard_rerun_failures)
+    protected = _argv("guard.protected", guard.get("protected", []), allow_empty=True)
+    return mode, _bounded_int("guard.rerun_failures", reruns, 0, MAX_RERUNS), protected
 
 
 def render_config(config: Config) -> str:
@@ -280,9 +274,8 @@ def render_config(config: Config) -> str:
         f'mode = "{config.guard_mode}"  # "exit" | "ratchet"; see the README, Designing guards\n'
         f"rerun_failures = {config.guard_rerun_failures}  # ratchet: reruns that tell flaky tests\n"
         f"protected = {toml_list(config.guard_protected)}  # paths an executor may not change\n"
-        f"require_targets = {'true' if config.guard_require_targets else 'false'}"
-        "  # ratchet: a node naming no `test:` fails\n"
-        "\n"
+        + require_targets_line(config.guard_require_targets)
+        + "\n"
         "[agent]\n"
         f'backend = "{config.agent_backend}"  # {_BACKEND_CHOICES}\n'
         f'command = {toml_list(config.agent_command)}  # argv for backend = "command"\n'
@@ -383,11 +376,7 @@ def parse_loop(section: Mapping[str, Any]) -> LoopConfig:
             1,
             _MAX_HOOK_TIMEOUT_SECS,
         ),
-        max_agent_iterations=None
-        if section.get("max_agent_iterations") is None
-        else _bounded_int(
-            "loop.max_agent_iterations", section["max_agent_iterations"], 1, 1_000_000
-        ),
+        max_agent_iterations=parse_agent_iterations(section, _bounded_int),
     )
 
 
@@ -443,9 +432,7 @@ def render_loop_tables(config: Config, toml_list: Callable[[tuple[str, ...]], st
         f"max_wait_secs = {loop.max_wait_secs}  # cap on one usage/rate-limit wait",
         f'on_stuck = "{loop.on_stuck}"  # "stop" | "decompose"',
         f"hook_timeout_secs = {loop.hook_timeout_secs}",
-        "# max_agent_iterations = 50  # cap on iterations whose agent answered (a night's budget)"
-        if loop.max_agent_iterations is None
-        else f"max_agent_iterations = {loop.max_agent_iterations}  # iterations an agent answered",
+        agent_iterations_line(loop.max_agent_iterations),
         "",
         "[budget]  # each optional; the loop stops before an agent once one is reached",
     ]
