@@ -22,8 +22,9 @@ from runner_core.run.identity import branch_for
 from runner_core.run.operations import OperatorAction, action_text, action_to_json
 from runner_core.run.questions import open_questions
 from runner_core.run.state import RunState
-from runner_core.tree.model import Node, NodeNext, canonical_preorder, iter_preorder
+from runner_core.tree.model import AgentStatus, Node, NodeNext, canonical_preorder, iter_preorder
 from runner_core.tree.selection import SelectionStatus, is_stuck, select_leaf
+from runner_core.views.history import record_status
 from runner_core.views.steering import question_lines
 from runner_core.views.suite import (
     SuiteView,
@@ -167,6 +168,9 @@ class StatusView:
     jobs: tuple[RunningJob, ...] | None = None
     # A ratchet run's open leaves: patterns no test matches yet, leaves naming no test.
     targets: TargetNotes | None = None
+    # The last iteration's word as every view shows it (runner_error, conflict, ...), when the
+    # history holds it; run_state.json keeps only the agent's status (`retry`).
+    last_shown: str | None = None
 
     @property
     def branch(self) -> str | None:
@@ -266,7 +270,19 @@ def status_view(
         budgets=budget_uses(budget, history.summary()),
         tests=suite_view(history.records),
         jobs=jobs,
+        last_shown=_last_shown(history, state),
     )
+
+
+def _value(status: AgentStatus | None) -> str | None:
+    return None if status is None else status.value
+
+
+def _last_shown(history: ExecutionHistory, state: RunState) -> str | None:
+    records = history.records
+    if not records or records[-1].iteration != state.next_iter - 1:
+        return None
+    return record_status(records[-1])
 
 
 def _in_flight(
@@ -349,6 +365,8 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
             "guard": state.last_guard.value if state.last_guard is not None else None,
             "summary": state.last_summary,
         },
+        # The word every view shows for it (issue 38 row 7): run_state keeps only `retry`.
+        "last_shown_status": view.last_shown or _value(state.last_status),
         "running": _running_json(view.running) if view.running is not None else None,
         "tree": [_tree_row_json(row) for row in view.tree],
         "removed": [
@@ -438,7 +456,8 @@ def render_status(view: StatusView) -> list[str]:
         out.append("status: last=none")
     else:
         guard = state.last_guard.value if state.last_guard is not None else "-"
-        out.append(f"status: last status={state.last_status.value} guard={guard}")
+        shown = view.last_shown or state.last_status.value
+        out.append(f"status: last status={shown} guard={guard}")
     if state.last_summary:
         out.append(f"status: last_summary={flatten(state.last_summary, 100)}")
     out.extend(_activity_lines(view))

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from runner_core.history.records import ErrorKind, ExecutionHistory
 from runner_core.iteration.plan import shown_status
+from runner_core.run.state import RunState
 from runner_core.tree.model import AgentStatus, GuardOutcome
 from runner_core.views.history import record_status, render_history
 from runner_core.views.report import RunFigures, build_report, render_report, report_to_json
+from runner_core.views.status import render_status, status_to_json, status_view
 from tests.core.views.test_reports_core import assert_valid
 from tests.helpers.records import record
+from tests.helpers.trees import tree
 
 RETRY, SKIPPED = AgentStatus.RETRY, GuardOutcome.SKIPPED
 RUNNER = ErrorKind.RUNNER
@@ -61,3 +64,13 @@ def test_reports_success_rate_is_over_agent_attempts_with_runner_errors_apart() 
         "runner_errors": {"conflict": 1, "interrupted": 1, "rate_limited": 1, "runner_error": 1},
     }
     assert_valid(document, "report")
+
+
+def test_status_names_the_last_iteration_by_its_word() -> None:
+    state = RunState(run_id="run-1", next_iter=8, last_status=RETRY, last_guard=SKIPPED)
+    view = status_view(tree("root"), state, 100, ExecutionHistory(RECORDS))
+
+    assert "status: last status=conflict guard=skipped" in render_status(view)
+    document = status_to_json(view)
+    assert (document["last"]["status"], document["last_shown_status"]) == ("retry", "conflict")
+    assert_valid(document, "status")
