@@ -35,7 +35,7 @@ from runner_core.iteration.guard_stage import (
 )
 from runner_core.iteration.import_rules import BaseEntry, EntryKind, ScratchEntry, ScratchListing
 from runner_core.iteration.machine import IterationMachine, start_iteration
-from runner_core.iteration.plan import plan_step
+from runner_core.iteration.plan import RunPlan, plan_step
 from runner_core.iteration.results import AgentFinished, Done, GuardFinished, Result, ScratchListed
 from runner_core.loop.events import Event
 from runner_core.run.config import Config, ConfigError, parse_config
@@ -443,7 +443,9 @@ def test_a_baseline_run_is_named_as_one() -> None:
 
 def _decomposer(baseline: TestReport | None, *acceptances: list[str]) -> list[Effect]:
     start = attrs.evolve(ratchet_facts(baseline), tree=decomposable())
-    start = attrs.evolve(start, plan=plan_step(start.tree, start.state, 100))
+    plan = plan_step(start.tree, start.state, 100)
+    assert isinstance(plan, RunPlan)
+    start = attrs.evolve(start, plan=plan)
     children = [
         {"title": f"C{n}", "goal": "g", "acceptance": acceptance, "next": "execute"}
         for n, acceptance in enumerate(acceptances)
