@@ -14,7 +14,7 @@ import pytest
 from pyrsistent import pmap
 
 from runner_core.guard.ratchet import NO_TARGETS
-from runner_core.guard.report import TestReport, report_from_cases
+from runner_core.guard.report import TestFailure, TestReport, report_from_cases
 from runner_core.iteration.effects import (
     Abort,
     Commit,
@@ -31,11 +31,13 @@ from runner_core.iteration.guard_stage import (
     BASELINE_REPORT,
     JUDGE_REPORT,
     GuardRun,
+    failure_context,
     judging_text,
 )
 from runner_core.iteration.import_rules import BaseEntry, EntryKind, ScratchEntry, ScratchListing
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import RunPlan, plan_step
+from runner_core.iteration.recovery import PENDING_GUARD_LOG
 from runner_core.iteration.results import AgentFinished, Done, GuardFinished, Result, ScratchListed
 from runner_core.loop.events import Event
 from runner_core.run.config import Config, ConfigError, parse_config
@@ -514,3 +516,17 @@ def test_the_prompts_heading_levels_nest_and_the_goal_section_is_the_projects_go
         len(line) - len(line.lstrip("#")) for line in prompt.splitlines() if line.startswith("#")
     ]
     assert min(levels) == 2 and levels.count(2) == prompt.count("\n## ") + prompt.startswith("## ")
+
+
+def test_exit_mode_with_a_report_notes_each_failing_test_once() -> None:
+    failing = TestReport(
+        report(a="passed", b="failed").results,
+        (TestFailure("t::b", "expected 1, got 2", "at b.py:3"),),
+    )
+    effects, _ = drive(start_iteration(facts()), {**EXECUTOR_RESULTS, RunGuard: judged(failing)})
+
+    note = next(
+        e.text for e in effects if isinstance(e, WriteIterationFile) and e.name == PENDING_GUARD_LOG
+    )
+    assert note == "=== failing tests ===\n--- t::b (failed)\nexpected 1, got 2\nat b.py:3\n"
+    assert failure_context("pytest said things\n" + note).startswith("=== failing tests ===\n")
