@@ -4,12 +4,15 @@ iteration's base commit.
 A done passes when no test that passed at the baseline fails, errors, is skipped or is missing
 now (a regression; one that passes when run again is flaky, not a regression), when the node's
 target tests (`test:` patterns) all pass, and, for a node that names none, when some test that
-was failing or absent at the baseline passes now or the whole suite passes. Every reason a done
+was failing or absent at the baseline passes now or the whole suite passes (with
+`require_targets`, a node that names none fails). Every reason a done
 fails is one sorted line. Never runs the guard or reads its report.
 """
 
 from __future__ import annotations
 
+import difflib
+import heapq
 from collections.abc import Sequence
 
 import attrs
@@ -18,6 +21,10 @@ from runner_core.guard.patterns import matches_test_id, target_patterns
 from runner_core.guard.report import TestOutcome, TestReport
 
 PASSED = TestOutcome.PASSED
+NO_TARGETS = (
+    "the node names no target test ([guard] require_targets = true): add 'test: <pattern>'"
+    " to its acceptance"
+)
 
 
 @attrs.frozen(slots=True)
@@ -125,13 +132,35 @@ def _target_reasons(
     for pattern in patterns:
         matched = [result for result in now.results if matches_test_id(pattern, result.id)]
         if not matched:
-            reasons.append(f"target test pattern '{pattern}' matches no test")
+            reasons.append(unmatched_reason(pattern, now))
             targets[f"test: {pattern}"] = None
         for result in matched:
             targets[result.id] = result.outcome
             if result.outcome is not PASSED:
                 reasons.append(f"target test '{result.id}' {result.outcome.value}")
     return reasons, sorted(targets.items())
+
+
+# How many of the report's ids a pattern that matches none is shown beside.
+NEAREST_IDS = 10
+
+
+def nearest_ids(pattern: str, report: TestReport, count: int = NEAREST_IDS) -> tuple[str, ...]:
+    """The `count` ids of `report` most like `pattern` (its `*` and `?` left out, case
+    ignored), the most alike first, ties by id."""
+    wanted = "".join(char for char in pattern if char not in "*?").lower()
+    scored = []
+    for result in report.results:
+        matcher = difflib.SequenceMatcher(None, wanted, result.id.lower(), autojunk=False)
+        scored.append((-matcher.ratio(), result.id))
+    return tuple(test_id for _, test_id in heapq.nsmallest(count, scored))
+
+
+def unmatched_reason(pattern: str, report: TestReport) -> str:
+    """Why a target pattern fails the done: it matches no test, beside the nearest ids."""
+    reason = f"target test pattern '{pattern}' matches no test"
+    near = nearest_ids(pattern, report)
+    return reason + (f" (nearest ids: {', '.join(near)})" if near else "")
 
 
 def _progress_reason(baseline: TestReport, now: TestReport) -> list[str]:
@@ -163,8 +192,10 @@ def judge(
     now: TestReport,
     acceptance: Sequence[str],
     reruns: Sequence[TestReport] = (),
+    require_targets: bool = False,
 ) -> Verdict:
-    """The ratchet's verdict on a done whose guard reported `now` (and `reruns` of it)."""
+    """The ratchet's verdict on a done whose guard reported `now` (and `reruns` of it);
+    `require_targets` (`[guard] require_targets`) fails a node that names no target test."""
     regressed_all = regressions(baseline, now)
     flaky = flaky_tests(regressed_all, reruns)
     regressed = tuple(test_id for test_id in regressed_all if test_id not in flaky)
@@ -179,7 +210,9 @@ def judge(
     patterns = target_patterns(acceptance)
     target_reasons, targets = _target_reasons(patterns, settled)
     reasons.extend(target_reasons)
-    if not patterns and now.results:
+    if not patterns and require_targets:
+        reasons.append(NO_TARGETS)
+    elif not patterns and now.results:
         reasons.extend(_progress_reason(baseline, settled))
     figures = with_targets(figures_against(baseline, now, flaky), targets)
     return Verdict(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
@@ -44,12 +45,26 @@ class TestResult:
 
 
 @attrs.frozen(slots=True)
+class TestFailure:
+    """What the report says of one test that did not pass: its failure's message and the head
+    of its text (the assertion, the first lines of the trace), each already capped."""
+
+    __test__ = False
+
+    id: str
+    message: str = ""
+    text: str = ""
+
+
+@attrs.frozen(slots=True)
 class TestReport:
-    """Every test of one guard run, one result per id, sorted by id."""
+    """Every test of one guard run, one result per id, sorted by id; `failures` what the report
+    said of the tests that did not pass (capped, sorted by id; never kept as a baseline)."""
 
     __test__ = False
 
     results: tuple[TestResult, ...] = ()
+    failures: tuple[TestFailure, ...] = ()
 
     def outcomes(self) -> Mapping[str, TestOutcome]:
         """Each test id's outcome."""
@@ -72,6 +87,21 @@ def report_from_cases(cases: Iterable[tuple[str, TestOutcome | str, int]]) -> Te
             result = TestResult(test_id, worst, known.duration_ms + result.duration_ms)
         merged[test_id] = result
     return TestReport(tuple(merged[test_id] for test_id in sorted(merged)))
+
+
+# Where a guard ran: a test id (or a failure's text) that names the scratch checkout's path names
+# it `<checkout>`, so one test has one id whichever slot ran it.
+CHECKOUT = "<checkout>"
+
+
+def without_checkout(text: str, checkouts: Iterable[str]) -> str:
+    """`text` with every checkout path of `checkouts` (absolute) written as `<checkout>` where
+    it stands as a whole path (`/slots/1` is not replaced inside `/slots/10`)."""
+    paths = sorted({p.rstrip("/") for p in checkouts if p.strip("/")}, key=len, reverse=True)
+    if not paths or not any(path in text for path in paths):
+        return text
+    alternatives = "|".join(re.escape(path) for path in paths)
+    return re.sub(f"(?:{alternatives})(?![^/\\s:'\"),;\\]])", CHECKOUT, text)
 
 
 def report_to_json(report: TestReport) -> str:

@@ -27,13 +27,14 @@ from runner_core.iteration.failures import Failure
 from runner_core.iteration.guard_stage import (
     BASELINE_LOG,
     BASELINE_REPORT,
-    JUDGE_REPORT,
     RATCHET,
     GuardRun,
+    decomposition_note,
     judging_text,
     needs_baseline,
+    test_ids_text,
 )
-from runner_core.iteration.guard_steps import guard_effect
+from runner_core.iteration.guard_steps import guard_effect, judge_after_listing
 from runner_core.iteration.machine_state import ExecutorOutput, M, MachineState, with_process_group
 from runner_core.iteration.plan import (
     CONTEXT_FILES,
@@ -46,7 +47,7 @@ from runner_core.iteration.plan import (
     review_execution,
 )
 from runner_core.iteration.prompt_pack import prompt_text
-from runner_core.iteration.recovery import INTERRUPTED, PENDING_GUARD_LOG, agent_log_name
+from runner_core.iteration.recovery import INTERRUPTED, agent_log_name
 from runner_core.iteration.results import (
     AgentFinished,
     GuardFinished,
@@ -56,7 +57,7 @@ from runner_core.iteration.results import (
     TreeRead,
 )
 from runner_core.iteration.stages import Stage
-from runner_core.tree.model import AgentRole, AgentStatus
+from runner_core.tree.model import AgentRole, AgentStatus, nodes_by_id
 
 
 def _context(machine: MachineState) -> dict[str, str]:
@@ -90,6 +91,9 @@ def _prompt(machine: M) -> M:
     tests = None
     if facts.config.guard_mode == RATCHET and facts.role is AgentRole.EXECUTOR:
         tests = judging_text(facts.node.acceptance, machine.guard_runs.baseline)
+    if facts.role is AgentRole.DECOMPOSER:
+        # The tests that will judge its children: the suite's ids their patterns match.
+        tests = test_ids_text(machine.guard_runs.baseline)
     prompt = WriteIterationFile("prompt.md", prompt_text(facts, tests))
     return machine._to(Stage.PROMPT, prompt)
 
@@ -172,10 +176,27 @@ def after_agent(machine: M, result: Result, now: ClockReading) -> M:
         )
     except AgentOutputError as error:
         return failed(machine, Failure.AGENT_OUTPUT, str(error))
+    review = _with_test_note(machine, review)
     text = json.dumps(output, indent=2, ensure_ascii=False) + "\n"
     failure = Failure.DECOMPOSITION_REJECTED if review.agent_error is not None else None
     effect = WriteIterationFile("planner_output.json", text)
     return machine._to(Stage.PLANNER_OUTPUT, effect, review=review, failure=failure)
+
+
+def _with_test_note(machine: MachineState, review: Review) -> Review:
+    """A ratchet's decomposition summary names its children's patterns no test matches yet and
+    the children judged by regressions alone."""
+    facts = machine.facts
+    if facts.config.guard_mode != RATCHET or review.tree is None:
+        return review
+    parent = nodes_by_id(review.tree).get(facts.node.id)
+    if parent is None:
+        return review
+    children = [(child.id, child.acceptance) for child in parent.children]
+    note = decomposition_note(children, machine.guard_runs.baseline)
+    if note is None:
+        return review
+    return attrs.evolve(review, summary=f"{review.summary.rstrip()} [{note}]")
 
 
 def after_planner_output(machine: M, result: Result, now: ClockReading) -> M:
@@ -200,10 +221,4 @@ def after_tree(machine: M, result: Result, now: ClockReading) -> M:
     machine = attrs.evolve(machine, review=review, output=None, failure=failure)
     if not review.needs_guard:
         return end_checks(machine)
-    if machine.remaining(now) <= 0:
-        # The agent ended in time, so the runner itself lost the guard's share (suspended,
-        # starved): the guard never got its time, which is no failed attempt.
-        message = "the iteration's deadline passed before the guard could run (was the runner"
-        return failed(machine, Failure.GUARD_NO_TIME, message + " suspended?)")
-    effect_ = guard_effect(machine, now, GuardRun.JUDGE, JUDGE_REPORT, PENDING_GUARD_LOG)
-    return machine._to(Stage.GUARD, effect_)
+    return judge_after_listing(machine, now)

@@ -76,14 +76,20 @@ def end_checks(machine: M) -> M:
 
 def after_import(machine: M, result: Result, now: ClockReading) -> M:
     if isinstance(result, IoFailed):
-        return failed(machine, Failure.IO, result.message)
+        return failed(attrs.evolve(machine, judging=False), Failure.IO, result.message)
     assert isinstance(result, ScratchListed)
+    return end_checks(take_import(machine, result))
+
+
+def take_import(machine: M, result: ScratchListed) -> M:
+    """The import rules' decision on the listing, taken into the iteration: a refused import
+    (or a protected path an executor changed) is the agent's error, and no guard judges it."""
     facts = machine.facts
     limits = ImportLimits(facts.config.import_limit_bytes, facts.config.import_limit_files)
     decision = decide_import(result.listing, limits)
     if facts.role is AgentRole.EXECUTOR:
         decision = guarded_import(decision, facts.config.guard_protected, facts.node.acceptance)
-    machine = attrs.evolve(machine, imported=decision)
+    machine = attrs.evolve(machine, imported=decision, judging=False)
     review = refused_review(decision)
     runner_error = machine.failure is not None and ERROR_KIND[machine.failure] is ErrorKind.RUNNER
     if review is not None and not runner_error:
@@ -94,7 +100,7 @@ def after_import(machine: M, result: Result, now: ClockReading) -> M:
             guard=GuardOutcome.SKIPPED,
             output=None,
         )
-    return end_checks(machine)
+    return machine
 
 
 def _check_config(machine: M) -> M:
@@ -161,7 +167,8 @@ def outcome_of(machine: MachineState) -> IterationOutcome:
     if machine.review is None or (
         machine.failure is not None and ERROR_KIND[machine.failure] is ErrorKind.RUNNER
     ):
-        return conclude_runner_error(facts.tree, machine.runner_error or "runner error")
+        outcome = conclude_runner_error(facts.tree, machine.runner_error or "runner error")
+        return attrs.evolve(outcome, conflict=machine.failure in MERGE_RERUNS)
     return conclude(facts.tree, facts.node.id, machine.review, machine.guard)
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 from runner_core.history.records import record_to_meta
 from runner_core.iteration.effects import Finished, PrepareIterationDir, RunAgent, RunGuard
 from runner_core.iteration.facts import IterationFacts
+from runner_core.iteration.guard_stage import RATCHET, GuardRun
 from runner_core.iteration.machine import IterationMachine
 from runner_core.iteration.plan import guard_outcome
 from runner_core.iteration.results import AgentFinished, GuardFinished, NotStarted, Result
 from runner_core.loop.events import (
+    REPORTED,
     Event,
     EventOrigin,
     agent_finished,
@@ -62,11 +64,23 @@ def after_result(
         code = result.exit_code if isinstance(result, AgentFinished) else None
         return (agent_finished(here, code, _ms(elapsed_secs)),)
     if isinstance(effect, RunGuard) and isinstance(result, GuardFinished):
-        outcome = guard_outcome(result.exit_code, result.timed_out).value
-        return (guard_finished(here, outcome, result.exit_code, _ms(elapsed_secs)),)
+        outcome = _run_outcome(machine, effect, result)
+        run = effect.purpose.value
+        return (guard_finished(here, outcome, result.exit_code, _ms(elapsed_secs), run),)
     if isinstance(effect, RunGuard) and isinstance(result, NotStarted):  # as its record says
-        return (guard_finished(here, GuardOutcome.SKIPPED.value, None, _ms(elapsed_secs)),)
+        skipped = GuardOutcome.SKIPPED.value
+        return (guard_finished(here, skipped, None, _ms(elapsed_secs), effect.purpose.value),)
     return ()
+
+
+def _run_outcome(machine: IterationMachine, effect: RunGuard, result: GuardFinished) -> str:
+    """What one guard run says by itself: in exit mode its exit code is the verdict; a ratchet
+    (and a baseline or rerun) is judged by its report, so its exit code says nothing yet and
+    the verdict is the iteration's, in iteration_finished."""
+    by_exit = effect.purpose is GuardRun.JUDGE and machine.facts.config.guard_mode != RATCHET
+    if by_exit or result.timed_out:
+        return guard_outcome(result.exit_code, result.timed_out).value
+    return REPORTED
 
 
 def finished(machine: IterationMachine, at: str) -> tuple[Event, ...]:

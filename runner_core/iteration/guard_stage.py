@@ -31,6 +31,7 @@ from runner_core.guard.report import TestOutcome, TestReport, report_from_json
 from runner_core.run.config import Config
 from runner_core.tree.model import AgentRole, GuardOutcome
 
+PASSED = TestOutcome.PASSED
 RATCHET = "ratchet"
 # Where the guard may write its JUnit XML report, in the iteration directory; the runner
 # reads it, keeps its outcomes in tests.json and removes it.
@@ -135,15 +136,21 @@ def judge_guard(
         figures = None
         if now is not None:
             figures = with_targets(figures_against(base, now), target_outcomes(acceptance, now))
-        return GuardJudgement(
-            exit_outcome, figures, None if problem is None else f"guard report: {problem}\n"
-        )
+        failing = () if now is None else _not_passing(now)
+        parts = [] if problem is None else [f"guard report: {problem}\n"]
+        parts += [failures_note(now, failing)] if now is not None and failing else []
+        return GuardJudgement(exit_outcome, figures, "".join(parts) or None)
     if now is None:
         reason = f"guard report: {problem or MISSING_REPORT}"
         return GuardJudgement(GuardOutcome.FAIL, None, _note(GuardOutcome.FAIL, (reason,), ()))
-    verdict = judge(base, now, acceptance, reruns)
+    verdict = judge(base, now, acceptance, reruns, config.guard_require_targets)
     outcome = GuardOutcome.PASS if verdict.passed else GuardOutcome.FAIL
-    return GuardJudgement(outcome, verdict.figures, _note(outcome, verdict.reasons, verdict.flaky))
+    note = _note(outcome, verdict.reasons, verdict.flaky)
+    if not verdict.passed:
+        targets = [test_id for test_id, result in verdict.targets if result is not None]
+        noted = [t for t in (*verdict.regressed, *targets) if now.outcomes().get(t) != PASSED]
+        note += failures_note(now, noted)
+    return GuardJudgement(outcome, verdict.figures, note)
 
 
 def _note(outcome: GuardOutcome, reasons: Sequence[str], flaky: Sequence[str]) -> str:
@@ -153,6 +160,68 @@ def _note(outcome: GuardOutcome, reasons: Sequence[str], flaky: Sequence[str]) -
     if len(reasons) > NAMED_TESTS:
         lines.append(f"... and {len(reasons) - NAMED_TESTS} more")
     return "\n".join(lines) + "\n"
+
+
+def _not_passing(report: TestReport) -> tuple[str, ...]:
+    return tuple(
+        r.id for r in report.results if r.outcome in (TestOutcome.FAILED, TestOutcome.ERROR)
+    )
+
+
+FAILING_TESTS = "=== failing tests ==="
+# How many failing tests the note shows with what the report says of them, and in how much.
+NOTED_FAILURES = 10
+NOTED_FAILURE_CHARS = 8_000
+
+
+def failures_note(report: TestReport, test_ids: Sequence[str]) -> str:
+    """What the report says of each of `test_ids` (its failure's message and the head of its
+    text), each test once, capped: the section the guard log, failure.md and the next prompt
+    end with. Empty when none of them failed."""
+    said = {failure.id: failure for failure in report.failures}
+    outcomes = report.outcomes()
+    lines = [FAILING_TESTS]
+    used = 0
+    shown = 0
+    for test_id in dict.fromkeys(test_ids):
+        if shown == NOTED_FAILURES or used >= NOTED_FAILURE_CHARS:
+            break
+        outcome = outcomes.get(test_id)
+        failure = said.get(test_id)
+        if outcome is None or failure is None:
+            continue
+        body = "\n".join(part for part in (failure.message, failure.text) if part)
+        body = body[: NOTED_FAILURE_CHARS - used]
+        lines += [f"--- {test_id} ({outcome.value})", body or "(the report says nothing more)"]
+        used += len(body)
+        shown += 1
+    left = len(dict.fromkeys(test_ids)) - shown
+    if shown and left > 0:
+        lines.append(f"... and {left} more failing tests (see tests.json)")
+    return "\n".join(lines) + "\n" if shown else ""
+
+
+def failure_context(guard_log: str) -> str:
+    """failure.md of a guard log: the runner's note at its end (the verdict, the failing
+    tests' messages) first, then the end of the guard's own output unless the note already
+    says what the report said of the failing tests (each said once); the log as it is when it
+    has no note. The note is always the log's last part: the runner appends it."""
+    start = guard_log.rfind("=== ratchet ===")
+    if start < 0:
+        start = guard_log.rfind(FAILING_TESTS)
+    if start < 0:
+        return guard_log
+    output = guard_log[:start].rstrip("\n")
+    note = guard_log[start:]
+    if FAILING_TESTS in note:
+        return note + "(the guard's whole output is in the iteration's guard.log)\n"
+    tail = output[-GUARD_OUTPUT_TAIL_CHARS:]
+    if len(output) > len(tail):
+        tail = "[...]" + tail[tail.find("\n") :] if "\n" in tail else "[...]" + tail
+    return note + (f"=== guard output (its end) ===\n{tail}\n" if tail.strip() else "")
+
+
+GUARD_OUTPUT_TAIL_CHARS = 4_000
 
 
 def outcome_document(baseline: TestReport | None, now: TestReport, figures: TestFigures) -> str:
@@ -218,8 +287,17 @@ def judging_text(acceptance: Sequence[str], baseline: TestReport | None) -> str 
     lines = ["The guard judges this node by its tests (ratchet mode): no test that passes now"]
     lines.append("may fail after your change, and the node's target tests must pass.")
     if patterns:
+        unmatched = set(unmatched_patterns(acceptance, baseline))
         lines.append("Target tests (`test:` patterns of the acceptance):")
-        lines += [f"- {pattern}" for pattern in patterns]
+        lines += [
+            f"- {pattern}"
+            + (
+                f" (no test matches it now: add a test whose id matches '{pattern}')"
+                if pattern in unmatched
+                else ""
+            )
+            for pattern in patterns
+        ]
     else:
         lines.append(
             "No target tests are named: some test failing now must pass after your change."
@@ -235,3 +313,73 @@ def judging_text(acceptance: Sequence[str], baseline: TestReport | None) -> str 
         if len(failing) > len(shown):
             lines.append(f"- ... and {len(failing) - len(shown)} more")
     return "\n".join(lines) + "\n"
+
+
+# What the decomposer is shown of the suite: at most this many groups and ids, in this many
+# characters, so a large suite never crowds the prompt.
+SHOWN_GROUPS = 40
+SHOWN_IDS_PER_GROUP = 12
+SHOWN_IDS_CHARS = 6_000
+
+
+def test_ids_text(baseline: TestReport | None) -> str | None:
+    """What a decomposer's prompt says of the suite at the base commit: its ids grouped by
+    suite or file (the part before the last `::`), capped, with the id format `test:` patterns
+    match; None when no baseline is known."""
+    if baseline is None or not baseline.results:
+        return None
+    groups: dict[str, list[str]] = {}
+    for result in baseline.results:
+        suite, _, name = result.id.rpartition("::")
+        groups.setdefault(suite, []).append(name)
+    passing = len(baseline.ids_with(PASSED))
+    lines = [
+        f"The guard's report at the base commit names {len(baseline.results)} tests"
+        f" ({passing} passing). A child's `test: <pattern>` acceptance entries are globs on"
+        " these ids (`suite::name`, `*` matches anything, case is ignored); a pattern that"
+        " matches none of them now is fine for a test the child writes first, and is named.",
+        "",
+    ]
+    used = sum(len(line) for line in lines)
+    for shown, suite in enumerate(sorted(groups)):
+        names = groups[suite]
+        more = len(names) - SHOWN_IDS_PER_GROUP
+        line = f"- {suite or '(no suite)'}:: " + ", ".join(names[:SHOWN_IDS_PER_GROUP])
+        line += f", ... and {more} more" if more > 0 else ""
+        if shown == SHOWN_GROUPS or used + len(line) > SHOWN_IDS_CHARS:
+            lines.append(f"- ... and {len(groups) - shown} more suites")
+            break
+        lines.append(line)
+        used += len(line)
+    return "\n".join(lines) + "\n"
+
+
+def unmatched_patterns(acceptance: Sequence[str], baseline: TestReport | None) -> tuple[str, ...]:
+    """The node's `test:` patterns that match no test of the baseline (none known: none)."""
+    if baseline is None:
+        return ()
+    return tuple(
+        pattern
+        for pattern in target_patterns(acceptance)
+        if not any(matches_test_id(pattern, result.id) for result in baseline.results)
+    )
+
+
+def decomposition_note(
+    children: Sequence[tuple[str, Sequence[str]]], baseline: TestReport | None
+) -> str | None:
+    """What a ratchet run's decomposition summary adds of its children `(id, acceptance)`: the
+    `test:` patterns no test of the baseline matches yet (fine for test-first work), and the
+    children that name none, judged by regressions alone; None when there is nothing to say."""
+    unmatched = [
+        f"{child_id}: '{pattern}'"
+        for child_id, acceptance in children
+        for pattern in unmatched_patterns(acceptance, baseline)
+    ]
+    alone = [child_id for child_id, acceptance in children if not target_patterns(acceptance)]
+    parts = []
+    if unmatched:
+        parts.append("test patterns no test matches yet: " + ", ".join(unmatched))
+    if alone:
+        parts.append("judged by regressions alone (no test: entry): " + ", ".join(alone))
+    return "; ".join(parts) or None

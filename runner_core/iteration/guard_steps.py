@@ -1,5 +1,5 @@
-"""The guard's stages of an iteration: judging the agent's work, rerunning a test that may be
-flaky, and writing the note the guard log ends with.
+"""The guard's stages of an iteration: the import decided before the guard, judging the
+agent's work, rerunning a test that may be flaky, and writing the note the guard log ends with.
 
 Decides what each guard run is asked to do (command, deadline, log and report names), what its
 finish means for the iteration (interrupted, timed out, judged), and when to rerun it. What the
@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import attrs
 
-from runner_core.iteration.effects import RunGuard, WriteIterationFile
-from runner_core.iteration.end_steps import end_checks, failed, not_started
+from runner_core.iteration.effects import ListScratch, RunGuard, WriteIterationFile
+from runner_core.iteration.end_steps import (
+    after_import,
+    end_checks,
+    failed,
+    not_started,
+    take_import,
+)
 from runner_core.iteration.facts import ClockReading
 from runner_core.iteration.failures import Failure
 from runner_core.iteration.guard_stage import (
+    JUDGE_REPORT,
     GuardRun,
     guard_env,
     judge_guard,
@@ -23,10 +30,17 @@ from runner_core.iteration.guard_stage import (
     rerun_report,
     wants_rerun,
 )
+from runner_core.iteration.import_rules import ImportDecision
 from runner_core.iteration.machine_state import M, MachineState, with_process_group
 from runner_core.iteration.plan import guard_outcome
 from runner_core.iteration.recovery import INTERRUPTED, PENDING_GUARD_LOG
-from runner_core.iteration.results import GuardFinished, IoFailed, NotStarted, Result
+from runner_core.iteration.results import (
+    GuardFinished,
+    IoFailed,
+    NotStarted,
+    Result,
+    ScratchListed,
+)
 from runner_core.iteration.stages import Stage
 
 
@@ -60,6 +74,36 @@ def timed_guard_effect(
         report,
         purpose,
     )
+
+
+def judge_after_listing(machine: M, now: ClockReading) -> M:
+    """The executor's work is ready for its guard: list the scratch checkout first (the import
+    decided, its blobs taken), so that what the guard writes is never imported; without a
+    scratch checkout, judge at once."""
+    if machine.facts.scratch and machine.imported is None:
+        return machine._to(Stage.IMPORT, ListScratch(), imported=ImportDecision(), judging=True)
+    return _guard_now(machine, now)
+
+
+def after_listing(machine: M, result: Result, now: ClockReading) -> M:
+    """The listing's answer: before the guard, a refused import runs no guard at all."""
+    if not machine.judging or isinstance(result, IoFailed):
+        return after_import(machine, result, now)
+    assert isinstance(result, ScratchListed)
+    machine = take_import(machine, result)
+    if machine.failure is not None:
+        return end_checks(machine)
+    return _guard_now(machine, now)
+
+
+def _guard_now(machine: M, now: ClockReading) -> M:
+    if machine.remaining(now) <= 0:
+        # The agent ended in time, so the runner itself lost the guard's share (suspended,
+        # starved): the guard never got its time, which is no failed attempt.
+        message = "the iteration's deadline passed before the guard could run (was the runner"
+        return failed(machine, Failure.GUARD_NO_TIME, message + " suspended?)")
+    effect = guard_effect(machine, now, GuardRun.JUDGE, JUDGE_REPORT, PENDING_GUARD_LOG)
+    return machine._to(Stage.GUARD, effect)
 
 
 def after_guard(machine: M, result: Result, now: ClockReading) -> M:

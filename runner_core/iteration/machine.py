@@ -31,13 +31,17 @@ from runner_core.iteration.end_steps import (
     after_counting,
     after_head,
     after_head_restore,
-    after_import,
     after_restore,
 )
 from runner_core.iteration.end_steps import outcome_of as outcome_of
 from runner_core.iteration.facts import ClockReading, IterationFacts
 from runner_core.iteration.guard_runs import GuardRuns
-from runner_core.iteration.guard_steps import after_guard, after_guard_log, after_rerun
+from runner_core.iteration.guard_steps import (
+    after_guard,
+    after_guard_log,
+    after_listing,
+    after_rerun,
+)
 from runner_core.iteration.machine_state import ExecutorOutput as ExecutorOutput
 from runner_core.iteration.machine_state import MachineState
 from runner_core.iteration.recovery import Journal, JournalPhase
@@ -112,7 +116,7 @@ _STEPS: Mapping[Stage, _Step] = MappingProxyType(
         Stage.RERUN: after_rerun,
         Stage.GUARD_LOG: after_guard_log,
         Stage.HEAD: after_head,
-        Stage.IMPORT: after_import,
+        Stage.IMPORT: after_listing,
         Stage.HEAD_RESTORE: after_head_restore,
         Stage.CONFIG: after_config,
         Stage.RESTORE: after_restore,

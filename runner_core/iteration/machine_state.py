@@ -52,6 +52,9 @@ class MachineState:
     finished: Finished | None = None
     limit: LimitSignal | None = None
     imported: ImportDecision | None = None  # what the scratch checkout gave, once listed
+    # The scratch checkout is being listed before the guard judges it: the import is decided
+    # (and its blobs taken) first, so nothing the guard writes is ever imported.
+    judging: bool = False
     guard_runs: GuardRuns = attrs.field(factory=GuardRuns)
 
     def _to(self, stage: Stage, effect: Effect, **changes: Any) -> Self:

@@ -142,10 +142,15 @@ def context_files(
 CONTEXT_FILES = ("goal.md", "history.md", "failure.md")
 
 
+def project_goal(goal: str) -> str:
+    """GOAL.md without its frontmatter: the project's goal as the user wrote it."""
+    return parse_frontmatter(goal).body.lstrip("\n")
+
+
 def goal_context(node: Node, goal: str) -> str:
     """context/goal.md: the selected node's goal and acceptance, then the project goal."""
     acceptance = "\n".join(f"- {item}" for item in node.acceptance) or "- (none given)"
-    project = parse_frontmatter(goal).body.lstrip("\n")
+    project = project_goal(goal)
     return (
         f"# Selected node {node.id}: {node.title}\n\n{node.goal}\n\n"
         f"Acceptance:\n{acceptance}\n\n# Project goal\n\n{project}"
@@ -304,11 +309,12 @@ class IterationOutcome:
     update: StateUpdateSummary | None
     agent_error: str | None = None
     runner_error: str | None = None
+    conflict: bool = False  # a parallel job's work that met another's: a merge's rerun
 
     @property
     def shown_status(self) -> str:
         """The status the loop line and the commit subject show (see `shown_status`)."""
-        return shown_status(self.status.value, self.error_kind, self.runner_error)
+        return shown_status(self.status.value, self.error_kind, self.runner_error, self.conflict)
 
     @property
     def error_kind(self) -> str | None:
@@ -341,11 +347,33 @@ def conclude_runner_error(prev: Node, message: str) -> IterationOutcome:
     )
 
 
-def shown_status(status: str, error_kind: str | None, error: str | None) -> str:
-    """The status a loop line, `runner follow` and a commit subject show: `interrupted` for an
-    iteration that was stopped, else the agent's status (meta.json keeps `retry`)."""
-    stopped = error_kind == "runner" and (error or "").startswith(INTERRUPTED)
-    return INTERRUPTED if stopped else status
+RUNNER_ERROR = "runner_error"
+RATE_LIMITED = "rate_limited"
+CONFLICT = "conflict"
+# What each kind of runner error is called where an iteration is shown: an
+# agent's own retry is `retry`; the runner's failing is never called one.
+STATUS_WORDS = ("done", "retry", "decomposed", RUNNER_ERROR, INTERRUPTED, RATE_LIMITED, CONFLICT)
+_LIMIT_PREFIXES = ("rate_limited:", "usage_limited:")
+
+
+def shown_status(
+    status: str, error_kind: str | None, error: str | None, merge_rerun: bool = False
+) -> str:
+    """The status every view shows of an iteration: the agent's own (`done`, `retry`,
+    `decomposed`), or for a runner error the word of its kind: `interrupted` (stopped by a
+    signal), `rate_limited` (the agent hit a usage or rate limit), `conflict` (a parallel job's
+    work met another's and runs again) or `runner_error`. meta.json keeps `retry` for all of
+    them, with `error_kind = "runner"` and the reason in `error`."""
+    if error_kind != "runner":
+        return status
+    text = error or ""
+    if merge_rerun:
+        return CONFLICT
+    if text.startswith(INTERRUPTED):
+        return INTERRUPTED
+    if text.startswith(_LIMIT_PREFIXES):
+        return RATE_LIMITED
+    return RUNNER_ERROR
 
 
 def advance_run_state(state: RunState, outcome: IterationOutcome) -> RunState:

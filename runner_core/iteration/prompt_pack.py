@@ -7,6 +7,7 @@ texts come in as values: the shell reads templates and context files, this only 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import attrs
@@ -14,7 +15,8 @@ from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
 from runner_core.iteration.facts import IterationFacts, PromptTemplate
-from runner_core.iteration.plan import context_files
+from runner_core.iteration.plan import context_files, project_goal
+from runner_core.run.questions import open_questions
 from runner_core.tree.model import Node, NodeNext, sort_key
 from runner_core.tree.selection import is_stuck
 
@@ -194,22 +196,44 @@ def tree_outline(tree: Node, selected_id: str, max_lines: int = TREE_OUTLINE_MAX
     return "\n".join(lines) + "\n"
 
 
+def nested(text: str | None) -> str | None:
+    """`text` (a user's or an agent's markdown) as the body of a `##` section: each heading
+    outside a code fence two levels deeper (`# Goal` becomes `### Goal`), so the prompt's
+    heading levels nest."""
+    if text is None:
+        return None
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        stripped = line.lstrip()
+        marker = stripped[:3]
+        if marker in ("```", "~~~"):
+            fence = None if fence == marker else (fence or marker)
+        elif fence is None and re.match(r"#{1,6}(\s|$)", stripped) and len(line) == len(stripped):
+            line = "##" + line if not line.startswith("#####") else "######" + line.lstrip("#")
+        out.append(line)
+    return "\n".join(out)
+
+
 def prompt_text(facts: IterationFacts, tests: str | None = None) -> str:
     """prompt.md of the iteration `facts` describe: its sections filled in, within its budget;
-    `tests` says which tests judge the node, when a ratchet guard does."""
+    `tests` says which tests judge the node (a ratchet executor's) or, for a decomposer, the
+    suite's ids its children's `test:` patterns match. The goal section is the project's goal
+    alone (the selected node has its own), and every section's own headings nest under it."""
     context = context_files(facts.node, facts.goal, facts.state, facts.failure_log)
     selection = facts.plan.selection
     sections = {
         "contract": facts.prompt.contract,
-        "goal": context["goal.md"],
-        "guidance": facts.prompt.guidance,
-        "history": context.get("history.md"),
-        "failure": context.get("failure.md"),
+        "goal": nested(project_goal(facts.goal)),
+        "guidance": nested(facts.prompt.guidance),
+        "history": nested(context.get("history.md")),
+        "failure": nested(context.get("failure.md")),
         "selected": selected_section(facts.node, selection.path or facts.node.id),
         "tests": tests,
         "tree": tree_outline(facts.tree, facts.node.id),
-        "assumptions": facts.prompt.assumptions,
-        "questions": facts.prompt.questions,
+        "assumptions": nested(facts.prompt.assumptions),
+        # Each open question once; those an answer in the guidance quotes are no longer open.
+        "questions": nested(open_questions(facts.prompt.questions, facts.prompt.guidance)),
         "output": facts.prompt.output,
     }
     template = facts.prompt.template

@@ -42,9 +42,11 @@ def _next(*stages: Stage) -> frozenset[Stage]:
 
 # The iteration, top to bottom. Before the agent, an I/O failure aborts (DONE: nothing is
 # recorded). A ratchet guard may run at the base commit (BASELINE) before the prompt, and again
-# (RERUN) after the guard when a test regressed. From the prompt on, a runner error skips to
-# the end checks: IMPORT when the agent worked in a scratch checkout, then HEAD when the shell
-# checks it, else CONFIG. After HEAD_RESTORE, HEAD is not read again. RESTORE and COMMITTING
+# (RERUN) after the guard when a test regressed. An executor's scratch checkout is listed
+# (IMPORT) before its GUARD: the import is decided before any guard runs, and a refused one
+# runs none. From the prompt on, a runner error skips to the end checks: IMPORT when the agent
+# worked in a scratch checkout and it was not listed yet, then HEAD when the shell checks it,
+# else CONFIG. After HEAD_RESTORE, HEAD is not read again. RESTORE and COMMITTING
 # abort on an I/O failure; COMMITTING's success is DONE with the iteration's record.
 TRANSITIONS: Mapping[Stage, frozenset[Stage]] = MappingProxyType(
     {
@@ -58,10 +60,10 @@ TRANSITIONS: Mapping[Stage, frozenset[Stage]] = MappingProxyType(
         ),
         Stage.PLANNER_OUTPUT: _next(Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
         Stage.TREE: _next(Stage.GUARD, Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
-        Stage.GUARD: _next(Stage.RERUN, Stage.GUARD_LOG, Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
-        Stage.RERUN: _next(Stage.RERUN, Stage.GUARD_LOG, Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
-        Stage.GUARD_LOG: _next(Stage.IMPORT, Stage.HEAD, Stage.CONFIG),
-        Stage.IMPORT: _next(Stage.HEAD, Stage.CONFIG),
+        Stage.GUARD: _next(Stage.RERUN, Stage.GUARD_LOG, Stage.HEAD, Stage.CONFIG),
+        Stage.RERUN: _next(Stage.RERUN, Stage.GUARD_LOG, Stage.HEAD, Stage.CONFIG),
+        Stage.GUARD_LOG: _next(Stage.HEAD, Stage.CONFIG),
+        Stage.IMPORT: _next(Stage.GUARD, Stage.HEAD, Stage.CONFIG),
         Stage.HEAD: _next(Stage.HEAD_RESTORE, Stage.CONFIG, Stage.DONE),
         Stage.HEAD_RESTORE: _next(Stage.CONFIG, Stage.DONE),
         Stage.CONFIG: _next(Stage.RESTORE, Stage.COUNTING, Stage.COMMITTING),

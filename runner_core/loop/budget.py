@@ -63,16 +63,20 @@ def budget_use_to_json(use: BudgetUse) -> dict[str, Any]:
 
 
 def budget_uses(budget: BudgetConfig, summary: HistorySummary) -> tuple[BudgetUse, ...]:
-    """Spent vs limit for every budget set, in the order cost_usd, tokens, wall_secs."""
+    """Spent vs limit for every budget set, in the order cost_usd, tokens, wall_secs, then
+    agent_iterations (`[loop] max_agent_iterations`)."""
     spent = {
         "cost_usd": summary.total_cost_usd or 0.0,
         "tokens": float(summary.total_tokens.input + summary.total_tokens.output),
         "wall_secs": summary.total_duration,
+        # `[loop] max_agent_iterations`: iterations whose agent answered, runner errors apart.
+        "agent_iterations": float(summary.total_executions - summary.runner_errors),
     }
     limits = {
         "cost_usd": budget.max_cost_usd,
         "tokens": budget.max_tokens,
         "wall_secs": budget.max_wall_secs,
+        "agent_iterations": budget.max_agent_iterations,
     }
     return tuple(
         BudgetUse(name, spent[name], float(limit))

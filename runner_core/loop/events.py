@@ -52,7 +52,7 @@ EVENT_FIELDS: Mapping[EventType, tuple[str, ...]] = MappingProxyType(
         EventType.AGENT_OUTPUT: ("source", "lines", "dropped"),
         EventType.AGENT_FINISHED: ("exit_code", "duration_ms"),
         EventType.GUARD_STARTED: ("argv",),
-        EventType.GUARD_FINISHED: ("outcome", "exit_code", "duration_ms"),
+        EventType.GUARD_FINISHED: ("outcome", "exit_code", "duration_ms", "run"),
         EventType.ITERATION_FINISHED: ("meta",),
         EventType.WAITING: ("reason", "until", "secs"),
         EventType.RUNNER_ERROR: ("error", "consecutive", "max_consecutive"),
@@ -129,6 +129,7 @@ FIGURE_KINDS: Mapping[str, tuple[str, Callable[[Any], bool]]] = MappingProxyType
                 "detail",
                 "hook",
                 "questions",
+                "run",
             )
         },
         **{
@@ -333,8 +334,13 @@ def guard_started(origin: EventOrigin, argv: tuple[str, ...]) -> Event:
     return _event(origin, EventType.GUARD_STARTED, argv=argv)
 
 
+# A guard run judged by its report (ratchet mode, a baseline or a rerun): its exit code is
+# no verdict; the iteration's is in iteration_finished.
+REPORTED = "reported"
+
+
 def guard_finished(
-    origin: EventOrigin, outcome: str, exit_code: int | None, duration_ms: int
+    origin: EventOrigin, outcome: str, exit_code: int | None, duration_ms: int, run: str = "judge"
 ) -> Event:
     return _event(
         origin,
@@ -342,6 +348,7 @@ def guard_finished(
         outcome=outcome,
         exit_code=exit_code,
         duration_ms=duration_ms,
+        run=run,
     )
 
 

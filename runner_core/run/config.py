@@ -27,6 +27,12 @@ from runner_core.run.executor_config import (
     parse_executor,
     render_executor_table,
 )
+from runner_core.run.judging_config import (
+    agent_iterations_line,
+    parse_agent_iterations,
+    parse_require_targets,
+    require_targets_line,
+)
 from runner_core.run.notify_config import (
     NO_NOTIFY,
     NotifyConfig,
@@ -63,6 +69,7 @@ class LoopConfig:
     max_wait_secs: int = 21600
     on_stuck: str = "stop"
     hook_timeout_secs: int = 30
+    max_agent_iterations: int | None = None  # iterations an agent answered (judging_config)
 
 
 @attrs.frozen(slots=True)
@@ -72,6 +79,7 @@ class BudgetConfig:
     max_cost_usd: float | None = None
     max_tokens: int | None = None
     max_wall_secs: int | None = None
+    max_agent_iterations: int | None = None  # `[loop] max_agent_iterations`, set from [loop]
 
 
 # No budget set: nothing limits the run's spending.
@@ -127,6 +135,7 @@ class Config:
     # `[guard] env`: variables of the runner's environment a guard also gets (no key, no token
     # otherwise: runner_core.run.environment).
     guard_env: tuple[str, ...] = ()
+    guard_require_targets: bool = False  # ratchet: a node naming no `test:` fails its done
     agent_backend: str = DEFAULT_BACKEND
     agent_command: tuple[str, ...] = ()
     # `[agent] fallback`: the backends run in turn when the one in use hits a limit.
@@ -145,7 +154,15 @@ class Config:
 
 TABLE_KEYS = MappingProxyType(
     {
-        "guard": ("command", "network", "mode", "rerun_failures", "protected", "env"),
+        "guard": (
+            "command",
+            "network",
+            "mode",
+            "rerun_failures",
+            "protected",
+            "env",
+            "require_targets",
+        ),
         "agent": ("backend", "command", "fallback"),
     }
 )
@@ -190,8 +207,10 @@ def parse_config(data: Mapping[str, Any]) -> Config:
     return Config(
         **_guard_fields(data.get("guard", {}), defaults),
         **_agent_fields(data.get("agent", {}), defaults),
-        loop=parse_loop(_table(data, "loop")),
-        budget=parse_budget(_table(data, "budget")),
+        loop=(loop := parse_loop(_table(data, "loop"))),
+        budget=attrs.evolve(
+            parse_budget(_table(data, "budget")), max_agent_iterations=loop.max_agent_iterations
+        ),
         hooks=parse_hooks(_table(data, "hooks")),
         sandbox=parse_sandbox(_table(data, "sandbox")),
         parallel_slots=parse_parallel(_table(data, "parallel")),
@@ -227,6 +246,7 @@ def _guard_fields(guard: Mapping[str, Any], defaults: Config) -> dict[str, Any]:
         "guard_rerun_failures": guard_rerun_failures,
         "guard_protected": protected,
         "guard_env": guard_env,
+        "guard_require_targets": parse_require_targets(guard, guard_mode),
     }
 
 
@@ -279,6 +299,7 @@ def render_config(config: Config) -> str:
             if config.guard_env
             else ""
         )
+        + require_targets_line(config.guard_require_targets)
         + "\n"
         "[agent]\n"
         f'backend = "{config.agent_backend}"  # {_BACKEND_CHOICES}\n'
@@ -365,6 +386,7 @@ def parse_loop(section: Mapping[str, Any]) -> LoopConfig:
             1,
             _MAX_HOOK_TIMEOUT_SECS,
         ),
+        max_agent_iterations=parse_agent_iterations(section, _bounded_int),
     )
 
 
@@ -378,7 +400,7 @@ def _cost(key: str, value: Any) -> float:
 
 def parse_budget(section: Mapping[str, Any]) -> BudgetConfig:
     """`[budget]` from parsed TOML; every limit is optional and > 0."""
-    known_keys("budget", section, tuple(attrs.fields_dict(BudgetConfig)))
+    known_keys("budget", section, ("max_cost_usd", "max_tokens", "max_wall_secs"))
     cost = section.get("max_cost_usd")
     tokens = section.get("max_tokens")
     wall = section.get("max_wall_secs")
@@ -420,6 +442,7 @@ def render_loop_tables(config: Config, toml_list: Callable[[tuple[str, ...]], st
         f"max_wait_secs = {loop.max_wait_secs}  # cap on one usage/rate-limit wait",
         f'on_stuck = "{loop.on_stuck}"  # "stop" | "decompose"',
         f"hook_timeout_secs = {loop.hook_timeout_secs}",
+        agent_iterations_line(loop.max_agent_iterations),
         "",
         "[budget]  # each optional; the loop stops before an agent once one is reached",
     ]

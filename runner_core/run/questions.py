@@ -14,10 +14,50 @@ from runner_core.run.trailers import ACTOR, RUN, render_trailers
 QUESTIONS_HEADER = "# Open questions\n\nAgents append questions for a human here.\n"
 
 
-def open_questions(text: str | None) -> str | None:
-    """The questions `text` (questions.md, None when absent) holds past its header, or None."""
+def _items(body: str) -> list[str]:
+    """The questions of a body, one per paragraph (a list item is one too)."""
+    items: list[str] = []
+    for block in body.split("\n\n"):
+        lines = [line for line in block.strip("\n").splitlines() if line.strip()]
+        current: list[str] = []
+        for line in lines:
+            if line.lstrip().startswith(("- ", "* ")) and current:
+                items.append("\n".join(current))
+                current = []
+            current.append(line)
+        if current:
+            items.append("\n".join(current))
+    return items
+
+
+def _key(question: str) -> str:
+    """A question as compared: its words, lower-case, without a list marker or quote mark."""
+    words = " ".join(question.split()).lower()
+    return words.removeprefix("> ").removeprefix("- ").removeprefix("* ").strip()
+
+
+def answered_keys(guidance: str | None) -> frozenset[str]:
+    """The questions an answer in guidance.md quotes (`runner answer` quotes each with `> `)."""
+    quoted = [line for line in (guidance or "").splitlines() if line.startswith(">")]
+    body = "\n".join(line[1:].removeprefix(" ") for line in quoted)
+    return frozenset(_key(item) for item in _items(body))
+
+
+def open_questions(text: str | None, guidance: str | None = None) -> str | None:
+    """The questions `text` (questions.md, None when absent) holds past its header, each once
+    (two jobs asking the same are folded) and without those an answer in `guidance` quotes
+    (an answer already given); None when none is left."""
     body = (text or "").removeprefix(QUESTIONS_HEADER).strip()
-    return f"{body}\n" if body else None
+    done = answered_keys(guidance)
+    kept: list[str] = []
+    seen: set[str] = set()
+    for item in _items(body):
+        key = _key(item)
+        if key in seen or key in done:
+            continue
+        seen.add(key)
+        kept.append(item)
+    return "\n\n".join(kept) + "\n" if kept else None
 
 
 def new_questions(before: str | None, after: str | None) -> str | None:
@@ -28,8 +68,9 @@ def new_questions(before: str | None, after: str | None) -> str | None:
 
 
 def answered(questions: str | None, guidance: str | None, answer: str) -> tuple[str, str]:
-    """questions.md without its open questions, and guidance.md with the answer to them."""
-    asked = open_questions(questions)
+    """questions.md without its open questions, and guidance.md with the answer to them (it
+    quotes each, so a copy that comes back, with a job that merges later, stays answered)."""
+    asked = open_questions(questions, guidance)
     if asked is None:
         raise ValueError(
             "there are no open questions in .runner/state/questions.md "
@@ -43,7 +84,10 @@ def answered(questions: str | None, guidance: str | None, answer: str) -> tuple[
     return QUESTIONS_HEADER, with_guidance(guidance, note)
 
 
-def answer_commit_message(run_id: str, actor: str) -> str:
-    """The commit of a `runner answer`: questions closed, the answer in the guidance."""
+def answer_commit_message(run_id: str, actor: str, asked: str | None = None) -> str:
+    """The commit of a `runner answer`: questions closed, the answer in the guidance; its body
+    names the questions it answered."""
     lines = render_trailers(((RUN, run_id), (ACTOR, actor)))
-    return f"chore(runner): answer run {run_id}\n\n{lines}"
+    items = _items(asked or "")
+    named = "".join(f"answered: {' '.join(item.split())[:200]}\n" for item in items)
+    return f"chore(runner): answer run {run_id}\n\n{named}{chr(10) if named else ''}{lines}"

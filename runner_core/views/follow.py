@@ -22,7 +22,7 @@ from runner_core.history.records import figures_from_json
 from runner_core.iteration.plan import shown_status
 from runner_core.iteration.recovery import Journal
 from runner_core.loop.budget import BudgetUse, NodeTotals, figure_text
-from runner_core.loop.events import Event, EventType
+from runner_core.loop.events import REPORTED, Event, EventType
 from runner_core.loop.policy import ends_the_loop
 from runner_core.views.loop_lines import budget_fields, spent_fields, status_line, waiting_line
 
@@ -149,8 +149,21 @@ def _step(event: Event, f: Mapping[str, Any]) -> str:
     meta = f["meta"]
     node_id = str(event.node_id)
     tests = figures_from_json(meta.get("tests"))
-    status = shown_status(meta["status"], meta.get("error_kind"), meta.get("error"))
+    status = shown_status(
+        meta["status"], meta.get("error_kind"), meta.get("error"), bool(meta.get("merge_rerun"))
+    )
     return step_line("loop: step", event.run_id, event.iter, node_id, status, meta["guard"], tests)
+
+
+def _guard_finished(f: Mapping[str, Any]) -> str:
+    """A guard run's end: the exit code's verdict in exit mode; a run judged by its report
+    says so, and the verdict comes with the iteration's line."""
+    run = f.get("run", "judge")
+    head = "  guard finished" + ("" if run == "judge" else f" ({run})")
+    after = f"after {_secs(f['duration_ms'])}"
+    if f["outcome"] == REPORTED:
+        return f"{head}: exit={f['exit_code']} {after}; judged by its report"
+    return f"{head}: {f['outcome']} exit={f['exit_code']} {after}"
 
 
 def _secs(milliseconds: int) -> str:
@@ -169,10 +182,7 @@ _LINES: Mapping[EventType, Callable[[Event, Mapping[str, Any]], str]] = MappingP
             f"  agent finished: exit={f['exit_code']} after {_secs(f['duration_ms'])}"
         ),
         EventType.GUARD_STARTED: lambda e, f: f"  guard started: {' '.join(f['argv'])}",
-        EventType.GUARD_FINISHED: lambda e, f: (
-            f"  guard finished: {f['outcome']} exit={f['exit_code']} "
-            f"after {_secs(f['duration_ms'])}"
-        ),
+        EventType.GUARD_FINISHED: lambda e, f: _guard_finished(f),
         EventType.ITERATION_FINISHED: _step,
         EventType.WAITING: lambda e, f: waiting_line(e.run_id, f["reason"], f["until"], f["secs"]),
         EventType.RUNNER_ERROR: lambda e, f: (

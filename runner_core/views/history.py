@@ -12,7 +12,13 @@ from typing import Any
 
 import attrs
 
-from runner_core.history.records import ExecutionHistory, ExecutionRecord, record_to_meta
+from runner_core.history.records import (
+    ErrorKind,
+    ExecutionHistory,
+    ExecutionRecord,
+    record_to_meta,
+)
+from runner_core.iteration.plan import shown_status
 from runner_core.run.operations import OperatorAction, action_text, action_to_json
 from runner_core.views.layout import duration_text, table, tokens_text
 from runner_core.views.text import flatten
@@ -71,6 +77,14 @@ def _error_text(record: ExecutionRecord) -> str:
     return flatten(f"{record.error_kind.value}: {record.error or ''}", ERROR_CHARS)
 
 
+def record_status(record: ExecutionRecord) -> str:
+    """The word every view shows for an iteration: the agent's status, or the kind of runner
+    error (`runner_error`, `interrupted`, `rate_limited`, `conflict`); see `shown_status`."""
+    if record.error_kind is not ErrorKind.RUNNER:
+        return record.status.value
+    return shown_status(record.status.value, "runner", record.error, record.merge_rerun)
+
+
 def _tests_text(record: ExecutionRecord) -> str:
     return "-" if record.tests is None else record.tests.cell()
 
@@ -100,7 +114,7 @@ def render_history(
             record.node_id,
             record.role,
             *((record.backend,) if mixed else ()),
-            record.status,
+            record_status(record),
             record.guard,
             *((_tests_text(record),) if tested else ()),
             duration_text(record.duration_ms),

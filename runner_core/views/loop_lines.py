@@ -10,6 +10,7 @@ from __future__ import annotations
 from runner_core.loop.budget import BudgetUse, figure_text
 from runner_core.loop.policy import MAX_STEPS_STATUS
 from runner_core.loop.usage_limits import LimitWait
+from runner_core.views.text import flatten
 
 
 def wait_line(run_id: str, wait: LimitWait, reason: str) -> str:
@@ -70,6 +71,14 @@ def limit_line(
 def max_steps_line(run_id: str, steps: int, started_at_iter: int) -> str:
     """The loop's last line when it has run the `--max-steps` it was given."""
     return status_line(MAX_STEPS_STATUS, run_id, ran_fields(steps, started_at_iter))
+
+
+def runner_error_line(run_id: str, steps: int, started_at_iter: int, error: str | None) -> str:
+    """The loop's last line when runner errors in a row stop it; the error follows on stderr."""
+    reason = flatten(error or "runner error", 300)
+    return status_line(
+        "runner_error", run_id, ran_fields(steps, started_at_iter), f"error={reason}"
+    )
 
 
 def interrupted_line(run_id: str | None, exit_code: int) -> str:

@@ -8,13 +8,16 @@ a file.
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import attrs
 
 from runner_core.history.records import NodeDisplayState, summarize, tokens_to_json
+from runner_core.iteration.plan import STATUS_WORDS
 from runner_core.iteration.state_update import TRANSITIONS
 from runner_core.tree.model import iter_preorder
-from runner_core.views.report import RunFigures
+from runner_core.views.history import record_status
+from runner_core.views.report import RunFigures, agent_attempts
 
 # The display states a leaf of the tree can have (`skipped` is only for nodes it lost).
 LEAF_STATES: tuple[NodeDisplayState, ...] = tuple(
@@ -112,6 +115,17 @@ _METRICS: tuple[tuple[str, str, str], ...] = (
         "gauge",
         "Successful iterations over all iterations of the run (0 when none ran).",
     ),
+    (
+        "runner_iterations_shown_total",
+        "counter",
+        "Iterations by the word every view shows (retry only for an agent's own retry; a runner"
+        " error by its kind: runner_error, interrupted, rate_limited, conflict).",
+    ),
+    (
+        "runner_agent_success_ratio",
+        "gauge",
+        "Successful iterations over the iterations whose agent answered (runner errors apart).",
+    ),
 )
 
 
@@ -136,6 +150,8 @@ def _metric_samples(figures: RunFigures) -> dict[str, Samples]:
             ((run, ("state", state.value)), leaf_states.count(state)) for state in LEAF_STATES
         )
     cost = summary.total_cost_usd
+    shown = Counter(record_status(record) for record in history.records)
+    attempts = agent_attempts(history.records)
     return {
         "runner_executions_total": executions,
         "runner_tokens_total": tuple(
@@ -152,6 +168,10 @@ def _metric_samples(figures: RunFigures) -> dict[str, Samples]:
         "runner_max_iterations": (((run,), figures.max_iterations),),
         "runner_leaves": leaves,
         "runner_success_ratio": (((run,), summary.success_rate),),
+        "runner_iterations_shown_total": tuple(
+            ((run, ("status", word)), shown.get(word, 0)) for word in STATUS_WORDS
+        ),
+        "runner_agent_success_ratio": (((run,), attempts.success_rate),),
     }
 
 

@@ -7,12 +7,14 @@ content and key order of `runner report --json` and its lines. Never reads a fil
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
 from runner_core.history.records import (
+    ErrorKind,
     ExecutionHistory,
     ExecutionRecord,
     HistorySummary,
@@ -39,6 +41,7 @@ from runner_core.run.config import NO_BUDGET, BudgetConfig
 from runner_core.run.operations import OperatorAction, action_text, action_to_json
 from runner_core.tree.model import Node, canonical_preorder
 from runner_core.views.follow import budget_lines, rolled_up_lines
+from runner_core.views.history import record_status
 from runner_core.views.layout import duration_text, table, tokens_text
 from runner_core.views.suite import SuiteView, suite_lines, suite_to_json, suite_view
 
@@ -93,6 +96,7 @@ class Report:
     tests: SuiteView | None = None  # the guard's test figures, once one wrote a report
     # Each backend that ran an iteration (`[agent] fallback`), by name: what its iterations did.
     backends: tuple[tuple[str, HistorySummary], ...] = ()
+    attempts: AgentAttempts = attrs.field(factory=lambda: AgentAttempts(0, 0, ()))
 
 
 def backend_summaries(history: ExecutionHistory) -> tuple[tuple[str, HistorySummary], ...]:
@@ -107,6 +111,42 @@ def backend_summaries(history: ExecutionHistory) -> tuple[tuple[str, HistorySumm
         )
         for name in names
     )
+
+
+RUNNER_ERROR_WORDS = ("conflict", "interrupted", "rate_limited", "runner_error")
+
+
+@attrs.frozen(slots=True)
+class AgentAttempts:
+    """The iterations whose agent gave an answer (no runner error) and how many succeeded, and
+    the runner errors apart, by kind: the success rate a user can act on."""
+
+    attempts: int
+    successful: int
+    runner_errors: tuple[tuple[str, int], ...]  # by RUNNER_ERROR_WORDS, each once
+
+    @property
+    def success_rate(self) -> float:
+        return self.successful / self.attempts if self.attempts else 0.0
+
+
+def agent_attempts(records: Sequence[ExecutionRecord]) -> AgentAttempts:
+    agents = [r for r in records if r.error_kind is not ErrorKind.RUNNER]
+    words = Counter(record_status(r) for r in records if r.error_kind is ErrorKind.RUNNER)
+    return AgentAttempts(
+        len(agents),
+        sum(1 for r in agents if r.successful),
+        tuple((word, words.get(word, 0)) for word in RUNNER_ERROR_WORDS),
+    )
+
+
+def _attempts_json(attempts: AgentAttempts) -> dict[str, Any]:
+    return {
+        "agent_attempts": attempts.attempts,
+        "successful": attempts.successful,
+        "success_rate": attempts.success_rate,
+        "runner_errors": dict(attempts.runner_errors),
+    }
 
 
 def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
@@ -152,6 +192,7 @@ def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
         ),
         tests=suite_view(figures.history.records),
         backends=backend_summaries(figures.history),
+        attempts=agent_attempts(figures.history.records),
     )
 
 
@@ -240,6 +281,7 @@ def report_to_json(report: Report, warnings: Sequence[str] = ()) -> dict[str, An
             }
             for name, summary in report.backends
         ],
+        "attempts": _attempts_json(report.attempts),
         "warnings": list(warnings),
     }
 
@@ -307,6 +349,12 @@ def merge_rerun_lines(report: Report) -> list[str]:
     ]
 
 
+def _rate_text(attempts: AgentAttempts) -> str:
+    """`50.0% of 4 agent attempts (runner errors apart: conflict=1 ...)`."""
+    apart = " ".join(f"{word}={count}" for word, count in attempts.runner_errors)
+    return f"{attempts.success_rate:.1%} of {attempts.attempts} agent attempts ({apart} apart)"
+
+
 def render_report(report: Report) -> list[str]:
     summary = report.summary
     tokens = summary.total_tokens
@@ -315,7 +363,7 @@ def render_report(report: Report) -> list[str]:
         ("total_executions", str(summary.total_executions)),
         ("successful_executions", str(summary.successful_executions)),
         ("failed_executions", str(summary.failed_executions)),
-        ("success_rate", f"{summary.success_rate:.1%}"),
+        ("success_rate", _rate_text(report.attempts)),
         ("total_duration", duration_text(round(summary.total_duration * 1000))),
         ("total_tokens", f"input={tokens.input} output={tokens.output} cached={tokens.cached}"),
         ("nodes_executed", str(summary.nodes_executed)),
@@ -347,7 +395,7 @@ def render_report(report: Report) -> list[str]:
             str(r.iteration),
             r.node_id,
             duration_text(r.duration_ms),
-            r.status.value,
+            record_status(r),
             r.guard.value,
         )
         for r in report.slowest

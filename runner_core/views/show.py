@@ -15,6 +15,7 @@ import attrs
 from runner_core.backends.egress import Refusal
 from runner_core.guard.ratchet import TestFigures
 from runner_core.history.records import ExecutionRecord, record_to_meta
+from runner_core.views.history import record_status
 from runner_core.views.layout import duration_text, table, tokens_text
 from runner_core.views.text import flatten
 
@@ -137,7 +138,7 @@ def render_show(shown: IterationFiles, with_tests: bool = False) -> list[str]:
         out += [
             f"node: {meta.node_id} role={meta.role.value} execution={meta.execution} "
             f"backend={meta.backend}",
-            f"outcome: status={meta.status.value} guard={meta.guard.value} "
+            f"outcome: status={record_status(meta)} guard={meta.guard.value} "
             f"attempts={meta.attempts_before}->{meta.attempts_after}",
             f"time: {meta.started_at} .. {meta.ended_at} ({duration_text(meta.duration_ms)})",
             f"tokens: in/out/cached={tokens_text(meta.tokens)} "

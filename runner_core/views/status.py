@@ -22,10 +22,18 @@ from runner_core.run.identity import branch_for
 from runner_core.run.operations import OperatorAction, action_text, action_to_json
 from runner_core.run.questions import open_questions
 from runner_core.run.state import RunState
-from runner_core.tree.model import Node, NodeNext, canonical_preorder, iter_preorder
+from runner_core.tree.model import AgentStatus, Node, NodeNext, canonical_preorder, iter_preorder
 from runner_core.tree.selection import SelectionStatus, is_stuck, select_leaf
+from runner_core.views.history import record_status
 from runner_core.views.steering import question_lines
-from runner_core.views.suite import SuiteView, suite_to_json, suite_view
+from runner_core.views.suite import (
+    SuiteView,
+    TargetNotes,
+    suite_to_json,
+    suite_view,
+    target_note_lines,
+    target_notes_to_json,
+)
 from runner_core.views.text import flatten
 
 # ---------------------------------------------------------------- the tree, walked
@@ -160,6 +168,11 @@ class StatusView:
     # Every iteration in flight of a parallel run, by iteration; None when no parallel job
     # has a journal (a one-slot run), and then `running`/`interrupted` say it all.
     jobs: tuple[RunningJob, ...] | None = None
+    # A ratchet run's open leaves: patterns no test matches yet, leaves naming no test.
+    targets: TargetNotes | None = None
+    # The last iteration's word as every view shows it (runner_error, conflict, ...), when the
+    # history holds it; run_state.json keeps only the agent's status (`retry`).
+    last_shown: str | None = None
 
     @property
     def branch(self) -> str | None:
@@ -257,12 +270,24 @@ def status_view(
         removed=removed,
         interrupted=cut,
         guidance=operator.guidance,
-        questions=open_questions(operator.questions),
+        questions=open_questions(operator.questions, operator.guidance),
         operator_actions=operator.actions,
         budgets=budget_uses(budget, history.summary()),
         tests=suite_view(history.records),
         jobs=jobs,
+        last_shown=_last_shown(history, state),
     )
+
+
+def _value(status: AgentStatus | None) -> str | None:
+    return None if status is None else status.value
+
+
+def _last_shown(history: ExecutionHistory, state: RunState) -> str | None:
+    records = history.records
+    if not records or records[-1].iteration != state.next_iter - 1:
+        return None
+    return record_status(records[-1])
 
 
 def _in_flight(
@@ -345,6 +370,8 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
             "guard": state.last_guard.value if state.last_guard is not None else None,
             "summary": state.last_summary,
         },
+        # The word every view shows for it: run_state keeps only `retry`.
+        "last_shown_status": view.last_shown or _value(state.last_status),
         "running": _running_json(view.running) if view.running is not None else None,
         "tree": [_tree_row_json(row) for row in view.tree],
         "removed": [
@@ -360,6 +387,8 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "sandbox_layers": dict(view.sandbox_layers) if view.sandbox_layers else None,
         "tests": suite_to_json(view.tests),
     }
+    if view.targets is not None:  # a ratchet run's: which open leaves' tests do not exist yet
+        document["test_targets"] = target_notes_to_json(view.targets)
     if view.jobs is not None:  # a one-slot run's document keeps its keys
         document["jobs"] = [_job_json(job) for job in view.jobs]
     return document
@@ -377,6 +406,8 @@ def _activity_lines(view: StatusView) -> list[str]:
     if view.tests is not None:
         flaky = len(view.tests.flaky)
         lines.append(f"status: last {view.tests.last.line()} flaky_tests={flaky}")
+    if view.targets is not None:
+        lines.extend(target_note_lines(view.targets))
     if view.jobs is None:
         shown = [RunningJob(journal, True) for journal in (view.running,) if journal is not None]
         cut = view.interrupted
@@ -473,7 +504,8 @@ def render_status(view: StatusView, *, tree: bool = False) -> list[str]:
         out.append("status: last=none")
     else:
         guard = state.last_guard.value if state.last_guard is not None else "-"
-        out.append(f"status: last status={state.last_status.value} guard={guard}")
+        shown = view.last_shown or state.last_status.value
+        out.append(f"status: last status={shown} guard={guard}")
     if state.last_summary:
         out.append(f"status: last_summary={flatten(state.last_summary, 100)}")
     out.extend(_activity_lines(view))

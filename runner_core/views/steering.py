@@ -7,9 +7,10 @@ from __future__ import annotations
 from runner_core.run.questions import open_questions
 
 
-def question_lines(questions_md: str | None) -> tuple[str, ...]:
-    """The block a view shows while agents have open questions; () when there are none."""
-    asked = open_questions(questions_md)
+def question_lines(questions_md: str | None, guidance_md: str | None = None) -> tuple[str, ...]:
+    """The block a view shows while agents have open questions (each once, none an answer in
+    `guidance_md` quotes); () when there are none."""
+    asked = open_questions(questions_md, guidance_md)
     if asked is None:
         return ()
     head = "questions (the agents asked; reply with 'runner answer TEXT'):"

@@ -14,8 +14,12 @@ from typing import Any
 
 import attrs
 
+from runner_core.guard.patterns import target_patterns
 from runner_core.guard.ratchet import TestFigures
+from runner_core.guard.report import TestReport
 from runner_core.history.records import ExecutionRecord, figures_to_json
+from runner_core.iteration.guard_stage import unmatched_patterns
+from runner_core.tree.model import Node, nodes_by_id
 from runner_core.views.layout import table
 from runner_core.views.text import flatten
 
@@ -91,3 +95,47 @@ def suite_lines(view: SuiteView | None) -> list[str]:
     out.append("  flaky:" if view.flaky else "  flaky: none")
     out += [f"    {flatten(test_id, 200)} (flaked {times}x)" for test_id, times in view.flaky]
     return out
+
+
+@attrs.frozen(slots=True)
+class TargetNotes:
+    """What a ratchet run's open leaves say of their tests: each `test:` pattern no test of the
+    head's baseline matches yet (node, pattern), and the leaves naming none, judged by
+    regressions alone."""
+
+    unmatched: tuple[tuple[str, str], ...] = ()
+    regressions_alone: tuple[str, ...] = ()
+
+
+def target_notes(tree: Node, baseline: TestReport | None) -> TargetNotes:
+    """The notes of every open leaf of `tree` (a pattern is unmatched only against a known
+    baseline)."""
+    leaves = [node for node in nodes_by_id(tree).values() if node.is_leaf and not node.passes]
+    leaves.sort(key=lambda node: node.id)
+    unmatched = tuple(
+        (node.id, pattern)
+        for node in leaves
+        for pattern in unmatched_patterns(node.acceptance, baseline)
+    )
+    alone = tuple(node.id for node in leaves if not target_patterns(node.acceptance))
+    return TargetNotes(unmatched, alone)
+
+
+def target_notes_to_json(notes: TargetNotes) -> dict[str, Any]:
+    return {
+        "unmatched": [{"node_id": node_id, "pattern": p} for node_id, p in notes.unmatched],
+        "regressions_alone": list(notes.regressions_alone),
+    }
+
+
+def target_note_lines(notes: TargetNotes, prefix: str = "status: ") -> list[str]:
+    lines = []
+    if notes.unmatched:
+        named = ", ".join(f"{node_id} '{flatten(p, 200)}'" for node_id, p in notes.unmatched)
+        lines.append(f"{prefix}test patterns no test matches yet: {named}")
+    if notes.regressions_alone:
+        lines.append(
+            f"{prefix}judged by regressions alone (no test: entry): "
+            + ", ".join(notes.regressions_alone)
+        )
+    return lines

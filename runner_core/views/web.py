@@ -21,6 +21,7 @@ from runner_core.loop.budget import rolled_up_totals, totals_to_json
 from runner_core.loop.events import Event, EventType
 from runner_core.tree.model import Node, canonical_preorder
 from runner_core.views.charts import record_reason
+from runner_core.views.history import record_status
 
 # The overview's run states, in the order they are decided.
 RUN_STATES = (
@@ -98,6 +99,7 @@ def _execution_json(record: ExecutionRecord) -> dict[str, Any]:
         "execution": record.execution,
         "role": record.role.value,
         "status": record.status.value,
+        "shown_status": record_status(record),  # the word every view shows
         "guard": record.guard.value,
         "duration_ms": record.duration_ms,
         "tokens": tokens_to_json(record.tokens) if record.tokens is not None else None,

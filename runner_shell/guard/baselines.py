@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from runner_core.guard.report import TestReport, report_from_json, report_to_json
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
-from runner_shell.guard.junit import MAX_REPORT_BYTES, GuardReportError, parse_junit
+from runner_shell.guard.junit import MAX_REPORT_BYTES, GuardReportError, read_junit
 from runner_shell.store.files import (
     FileTooLarge,
     NotRegularFile,
@@ -73,25 +74,30 @@ def keep_baseline(repo: Repo, sha: str, report: TestReport) -> None:
         pass
 
 
-def take_report(path: Path) -> tuple[TestReport | None, str | None]:
+def take_report(path: Path, checkouts: Sequence[str] = ()) -> tuple[TestReport | None, str | None]:
     """The report the guard wrote at `path` (None, None when it wrote none) or why it cannot
-    be read; the file is removed either way, so a later run never reads it again."""
+    be read, read in bounded memory, the `checkouts` paths in its ids written `<checkout>`;
+    the file is removed either way, so a later run never reads it again."""
     try:
-        data = read_bytes_capped(path, MAX_REPORT_BYTES)
+        return read_junit(path, checkouts), None
     except FileNotFoundError:
         return None, None
     except NotRegularFile as error:
         return None, f"{path.name} is {error.kind}, not a report file"
     except FileTooLarge:
         return None, f"{path.name} is larger than {MAX_REPORT_BYTES} bytes"
+    except GuardReportError as error:
+        return None, f"{path.name} {error}"
     except OSError as error:
         return None, f"{path.name} could not be read: {error.strerror or error}"
     finally:
         discard_report(path)
-    try:
-        return parse_junit(data), None
-    except GuardReportError as error:
-        return None, f"{path.name} {error}"
+
+
+def checkout_paths(checkout: Path) -> tuple[str, ...]:
+    """The names a guard may know its checkout by, as given and resolved: each is written
+    `<checkout>` in the report's ids and texts."""
+    return tuple(sorted({str(checkout), str(checkout.resolve())}))
 
 
 def discard_report(path: Path) -> None:

@@ -16,7 +16,13 @@ from runner_core.iteration.guard_stage import BASELINE_REPORT, MISSING_REPORT, R
 from runner_core.run.config import Config
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import GitError, Repo
-from runner_shell.guard.baselines import discard_report, keep_baseline, known_baseline, take_report
+from runner_shell.guard.baselines import (
+    checkout_paths,
+    discard_report,
+    keep_baseline,
+    known_baseline,
+    take_report,
+)
 from runner_shell.scratch.slots import SlotError, prepare_slot
 from runner_shell.step.processes import SpawnError, run_process
 from runner_shell.step.runner import step_sandbox
@@ -68,7 +74,7 @@ def _measure(
         limit_bytes=config.guard_output_limit_bytes,
         confinement=sandbox.confine(argv, slot, (work,), config.guard_network, "guard"),
     )
-    found = take_report(report_path)
+    found = take_report(report_path, checkout_paths(slot))
     prepare_slot(repo, head, config.sandbox.setup, sandbox=sandbox)  # what the guard left goes
     return found
 

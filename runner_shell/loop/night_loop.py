@@ -224,6 +224,9 @@ def stopped(
         case policy.StopKind.MAX_STEPS:
             run.emit(loop_lines.max_steps_line(run_id, steps, run.started_at))
         case policy.StopKind.RUNNER_ERROR:
+            # Every way a loop ends prints its `loop: status=` line; the error's own line
+            # follows on stderr.
+            run.emit(loop_lines.runner_error_line(run_id, steps, run.started_at, step.error))
             raise UserFacingError(f"runner error: {step.error}")
         case policy.StopKind.BUDGET:
             raise ValueError("a budget stops the loop before a step, never after one")

@@ -261,7 +261,7 @@ def _schedule_locked(loop: ParallelLoop) -> int | None:
         max_steps=loop.max_steps,
         steps=loop.steps,
     )
-    leaves = frontier(tree, len(starts.slots), running).leaves
+    leaves = frontier(tree, len(starts.slots), running, frozenset(loop.conflicted)).leaves
     if not leaves:
         if loop.jobs:
             return None

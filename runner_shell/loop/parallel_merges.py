@@ -90,6 +90,8 @@ class ParallelLoop:
     # in line, so no later job merges; they are left, journals kept, to the loop started
     # again or to `runner recover`, which take them in iteration order.
     halted_at: int | None = None
+    # Leaves whose work once met another's (a merge's rerun): the frontier runs them alone.
+    conflicted: set[str] = attrs.field(factory=set)
 
     def heard(self, number: int) -> None:
         """A number from `done`: a job whose thread ended (a merge's end only wakes the loop)."""
@@ -186,6 +188,8 @@ def _book(loop: ParallelLoop, merging: Merging, policy_hears: bool) -> None:
         path(loop.run.repo, number).unlink(missing_ok=True)
     loop.steps += 1
     loop.told[result.plan.node.id] = (number, advance_run_state(RunState(), result.outcome))
+    if rerun:
+        loop.conflicted.add(result.plan.node.id)
     loop.run.emit(step_result_line("loop: step", result))
     paths = loop.run.paths
     announce_new_questions(paths, load_config(paths), result.run_id, number, loop.asked)

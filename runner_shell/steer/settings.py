@@ -22,7 +22,7 @@ from runner_core.run.config_change import (
     without_setting,
 )
 from runner_core.run.guidance import cleared_guidance_message
-from runner_core.run.questions import answer_commit_message, answered
+from runner_core.run.questions import answer_commit_message, answered, open_questions
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.step.lock_and_journal import exclusive_lock
@@ -100,7 +100,8 @@ def answer_questions(paths: RunnerPaths, repo: Repo, answer: str) -> str:
             remaining, new_guidance = answered(questions, guidance, answer)
         except ValueError as error:
             raise UserFacingError(f"answer: {error}") from None
+        asked = open_questions(questions, guidance)
         atomic_write_text(paths.guidance, new_guidance)
         atomic_write_text(paths.questions, remaining)
-        repo.commit_all(answer_commit_message(run_id, repo.actor()))
+        repo.commit_all(answer_commit_message(run_id, repo.actor(), asked))
     return run_id

@@ -24,7 +24,7 @@ from runner_core.run.environment import agent_environment, guard_environment
 from runner_core.tree.model import AgentRole
 from runner_shell.agents.session import AgentRequest, backend_for
 from runner_shell.git.repo import GitError, Repo
-from runner_shell.guard.baselines import discard_report, keep_baseline, take_report
+from runner_shell.guard.baselines import checkout_paths, discard_report, keep_baseline, take_report
 from runner_shell.loop.output_events import LiveOutput
 from runner_shell.loop.signals import Interrupted, interruptible
 from runner_shell.scratch.sandbox import Sandbox
@@ -202,7 +202,7 @@ class ProcessGuardRunner:
         report_path = own_directory(self.iter_dir, GUARD_DIR) / (effect.report_name or JUDGE_REPORT)
         discard_report(report_path)  # a stale or planted report never counts
         finished = self._run(effect, journal, report_path)
-        report, problem = take_report(report_path)
+        report, problem = take_report(report_path, checkout_paths(self.root))
         if effect.purpose is GuardRun.BASELINE and self.base is not None:
             if report is not None:
                 keep_baseline(self.repo, self.base, report)

@@ -41,6 +41,7 @@ from runner_core.iteration.effects import (
 )
 from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
 from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.guard_stage import failure_context
 from runner_core.iteration.import_rules import ImportLimits
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import (
@@ -281,7 +282,7 @@ def gather(
     previous = paths.iter_dir(run_id, plan.iteration - 1)
     failed = previous if told is None else paths.iter_dir(run_id, told)
     if needs_failure_log(state) and (failed / "guard.log").exists():
-        failure_log = read_text_head(failed / "guard.log", FAILURE_LOG_MAX_BYTES)
+        failure_log = failure_context(read_text_head(failed / "guard.log", FAILURE_LOG_MAX_BYTES))
     entries = _left_over(paths.iter_dir(run_id, plan.iteration))
     snapshot_sha256 = sha256_of_regular(previous / "tree.after.json")
     is_previous = snapshot_sha256 is not None and loaded.tree_sha256 == snapshot_sha256

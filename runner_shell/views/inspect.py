@@ -103,7 +103,9 @@ def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) 
     else:
         print_lines(render_report(report))
         if run is None or run == load_run_state(paths).run_id:
-            for line in question_lines(read_optional_text(paths.questions, GUIDANCE_SHOWN_BYTES)):
+            asked = read_optional_text(paths.questions, GUIDANCE_SHOWN_BYTES)
+            told = read_optional_text(paths.guidance, GUIDANCE_SHOWN_BYTES)
+            for line in question_lines(asked, told):
                 print_lines((line,))
 
 

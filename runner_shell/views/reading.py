@@ -57,8 +57,10 @@ from runner_shell.views.echo import echo
 # Each command imports the views it shows where it builds them: `runner history` spares the
 # status, report and metrics views and the sandbox probe, start-up each read would pay.
 if TYPE_CHECKING:
+    from runner_core.run.config import Config
     from runner_core.views.report import Report, RunFigures
     from runner_core.views.status import StatusView
+    from runner_core.views.suite import TargetNotes
 
 # How much of guidance.md and questions.md `runner status` shows.
 GUIDANCE_SHOWN_BYTES = 4 * 1024
@@ -390,8 +392,22 @@ def status_reading(
         status_view(tree, state, config.max_iterations, history, journal, operator, config.budget),
         sandbox=sandbox.mode,
         sandbox_layers=sandbox.layers()[1:],
+        targets=_target_notes(repo, config, tree) if state.run_id is not None else None,
     )
     return StatusReading(view, tree, history, journal, operator.journal_alive)
+
+
+def _target_notes(repo: Repo, config: Config, tree: Node) -> TargetNotes | None:
+    """A ratchet run's notes on its open leaves' tests, against the head's baseline."""
+    from runner_core.iteration.guard_stage import RATCHET
+    from runner_core.views.suite import target_notes
+    from runner_shell.guard.baselines import known_baseline
+
+    if config.guard_mode != RATCHET:
+        return None
+    head = repo.head()
+    baseline = None if head is None else known_baseline(repo, head.sha)
+    return target_notes(tree, baseline)
 
 
 def history_document(

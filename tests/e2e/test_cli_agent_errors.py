@@ -184,8 +184,9 @@ def test_a_runner_error_is_reported_on_stderr_with_exit_1(
 
     assert message.startswith("runner error: "), message
     assert_message(message.removeprefix("runner error: "), expected)
+    # A runner error is shown as `runner_error` (meta.json keeps `retry`).
     assert lines(steps.first.stdout) == [
-        f"step: run={run} iter=1 node=root status=retry guard=skipped"
+        f"step: run={run} iter=1 node=root status=runner_error guard=skipped"
     ]
 
 
@@ -216,7 +217,7 @@ def test_a_runner_error_is_committed(runner_error: tuple[TwoSteps, str]) -> None
     run = steps.project.run_id
 
     assert steps.status_after_first == ""
-    assert steps.subject_after_first == subject(run, 1, "root", "retry", "skipped")
+    assert steps.subject_after_first == subject(run, 1, "root", "runner_error", "skipped")
 
 
 def test_a_runner_error_clears_the_summary_in_run_state(
@@ -281,12 +282,14 @@ def test_an_agent_timeout_kills_its_whole_process_group(project: Project) -> Non
     assert elapsed < 10
     message = assert_one_error_line(result).removeprefix("runner error: ")
     assert message.startswith("executor agent timed out after "), message
-    assert lines(result.stdout) == [f"step: run={run} iter=1 node=root status=retry guard=skipped"]
+    assert lines(result.stdout) == [
+        f"step: run={run} iter=1 node=root status=runner_error guard=skipped"
+    ]
     assert (project.iter_dir(1) / "runner_error.log").read_text(encoding="utf-8") == (
         f"runner error: {message}\n"
     )
     assert find_node(project.tree(), "root")["attempts"] == 0
-    assert project.subjects()[-1] == subject(run, 1, "root", "retry", "skipped")
+    assert project.subjects()[-1] == subject(run, 1, "root", "runner_error", "skipped")
     assert project.run_state()["last_summary"] == ""
 
 
@@ -298,8 +301,11 @@ def test_loop_stops_at_a_runner_error_with_exit_1(project: Project) -> None:
     result = project.runner("loop")
 
     assert assert_one_error_line(result) == "runner error: executor agent exited with status 5"
+    # The runner error's word, and the loop's own last line.
     assert lines(result.stdout) == [
-        f"loop: step run={run} iter=1 node=root status=retry guard=skipped"
+        f"loop: step run={run} iter=1 node=root status=runner_error guard=skipped",
+        f"loop: status=runner_error run={run} steps=1 started_at_iter=1"
+        " error=executor agent exited with status 5",
     ]
     assert project.run_state()["next_iter"] == 2
 

@@ -112,7 +112,7 @@ def test_init_options_set_the_guard_backend_and_agent(fresh_project: Project) ->
 
     assert result.returncode == 0, result.stderr
     config = tomllib.loads(fresh_project.config_path.read_text(encoding="utf-8"))
-    judging = {"mode": "exit", "rerun_failures": 1, "protected": []}
+    judging = {"mode": "exit", "rerun_failures": 1, "protected": [], "require_targets": False}
     assert config["guard"] == {"command": ["make", "check"], "network": False, **judging}
     assert config["agent"] == {"backend": "command", "command": [PYTHON, "agent.py"]}
 
@@ -122,7 +122,7 @@ def test_init_defaults_to_codex_and_just_ci(fresh_project: Project) -> None:
 
     config = tomllib.loads(fresh_project.config_path.read_text(encoding="utf-8"))
 
-    judging = {"mode": "exit", "rerun_failures": 1, "protected": []}
+    judging = {"mode": "exit", "rerun_failures": 1, "protected": [], "require_targets": False}
     assert config["guard"] == {"command": ["just", "ci"], "network": False, **judging}
     assert config["agent"] == {"backend": "codex", "command": []}
 

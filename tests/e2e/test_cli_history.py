@@ -32,7 +32,7 @@ EXPECTED = {
     1: ("root", "decomposed", "skipped"),
     2: ("root.1", "done", "fail"),
     3: ("root.1", "retry", "skipped"),  # agent error: the agent edited the root
-    4: ("root.1", "retry", "skipped"),  # runner error: the agent exited 3
+    4: ("root.1", "runner_error", "skipped"),  # the agent exited 3
     5: ("root.1", "done", "pass"),
     6: ("root.2", "retry", "skipped"),
     7: ("root.2.1", "done", "pass"),

@@ -272,7 +272,7 @@ def test_a_runner_error_on_the_last_iteration_ends_at_the_limit_at_once_with_on_
 
     assert result.returncode == 1, result.stderr
     assert result.stdout.splitlines() == [
-        f"loop: step run={run} iter=1 node=root status=retry guard=skipped",
+        f"loop: step run={run} iter=1 node=root status=runner_error guard=skipped",
         f"loop: status=limit run={run} next_iter=2 max_iterations=1 steps=1 started_at_iter=1",
     ]
     fired = [json.loads(line) for line in heard.read_text(encoding="utf-8").splitlines()]

@@ -638,7 +638,7 @@ PROCESS_CASES: dict[str, ProcessCase] = {
     "agent ignores SIGTERM": ProcessCase(
         agent=IGNORES_SIGTERM,
         expect=Expect(1, "runner error: executor agent timed out after 2 s"),
-        step_line_ends="status=retry guard=skipped",
+        step_line_ends="status=runner_error guard=skipped",
         timeout_secs=2,
     ),
     "agent prints 1 GB": ProcessCase(

@@ -48,9 +48,9 @@ def test_an_agent_that_fails_twice_then_succeeds_is_carried_through(project: Pro
 
     assert result.returncode == 0, result.stderr
     assert lines(result.stdout) == [
-        f"loop: step run={run} iter=1 node=root status=retry guard=skipped",
+        f"loop: step run={run} iter=1 node=root status=runner_error guard=skipped",
         lines(result.stdout)[1],
-        f"loop: step run={run} iter=2 node=root status=retry guard=skipped",
+        f"loop: step run={run} iter=2 node=root status=runner_error guard=skipped",
         lines(result.stdout)[3],
         f"loop: step run={run} iter=3 node=root status=done guard=pass",
         f"loop: status=complete run={run} steps=3 started_at_iter=1",
@@ -69,9 +69,12 @@ def test_the_loop_stops_after_max_consecutive_runner_errors(project: Project) ->
     result = project.runner("loop")
 
     assert assert_one_error_line(result) == "runner error: executor agent exited with status 5"
-    assert lines(result.stdout)[-1] == (
-        f"loop: step run={run} iter=2 node=root status=retry guard=skipped"
-    )
+    # The runner error's word, then the loop's own last line.
+    assert lines(result.stdout)[-2:] == [
+        f"loop: step run={run} iter=2 node=root status=runner_error guard=skipped",
+        f"loop: status=runner_error run={run} steps=2 started_at_iter=1"
+        " error=executor agent exited with status 5",
+    ]
     last = events(project)[-1]
     assert (last["type"], last["consecutive"], last["max_consecutive"]) == ("runner_error", 2, 2)
 
@@ -88,7 +91,7 @@ def test_a_wait_file_is_printed_waited_and_resumed_with_attempts_unchanged(
     assert result.returncode == 0, result.stderr
     assert time.monotonic() - began >= 2
     out = lines(result.stdout)
-    assert out[0] == f"loop: step run={run} iter=1 node=root status=retry guard=skipped"
+    assert out[0] == f"loop: step run={run} iter=1 node=root status=rate_limited guard=skipped"
     assert out[1].startswith(f"loop: wait run={run} reason=rate_limited until=")
     assert out[1].endswith(" secs=2")
     assert out[-1] == f"loop: status=complete run={run} steps=2 started_at_iter=1"
@@ -119,8 +122,9 @@ def test_with_its_max_steps_taken_the_loop_stops_at_once_instead_of_waiting(
 
     assert result.returncode == 0, result.stderr
     assert time.monotonic() - began < 30
+    word = "rate_limited" if reason == "limit_reached" else "runner_error"
     assert lines(result.stdout) == [
-        f"loop: step run={run} iter=1 node=root status=retry guard=skipped",
+        f"loop: step run={run} iter=1 node=root status={word} guard=skipped",
         f"loop: status=max-steps run={run} steps=1 started_at_iter=1",
     ]
     assert types(project)[-1] == reason and "waiting" not in types(project)
@@ -346,7 +350,7 @@ def test_follow_shows_a_loop_running_in_another_process_and_its_live_output(
 
     assert followed.returncode == 0, followed.stderr
     shown = lines(followed.stdout)
-    assert f"loop: step run={run} iter=1 node=root status=retry guard=skipped" in shown
+    assert f"loop: step run={run} iter=1 node=root status=runner_error guard=skipped" in shown
     assert "  | halfway there" in shown
     assert shown[-1] == f"loop: status=complete run={run} steps=2"
     assert "=== stdout ===" in log.read_text(encoding="utf-8")

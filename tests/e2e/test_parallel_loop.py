@@ -381,7 +381,7 @@ def test_a_usage_limit_pauses_scheduling_while_the_running_jobs_finish(project: 
     result = _loop(project)
     assert result.returncode == 0, result.stderr
     out = result.stdout.splitlines()
-    assert out[0].endswith("iter=1 node=a status=retry guard=skipped")
+    assert out[0].endswith("iter=1 node=a status=rate_limited guard=skipped")
     assert out[1].startswith(f"loop: wait run={project.run_id} reason=rate_limited until=")
     _, found = _outcome(project)
     assert all(found[leaf] == (True, 0) for leaf in "abc"), found  # the limit used no attempt

@@ -144,7 +144,10 @@ def test_scenario_loop_lines_are_unchanged_when_stdout_is_not_a_terminal(
         f"loop: step run={run} iter=3 node=root.1 status=done guard=pass",
         f"loop: step run={run} iter=4 node=root.2 status=retry guard=skipped",
         f"loop: step run={run} iter=5 node=root.2 status=retry guard=skipped",
-        f"loop: step run={run} iter=6 node=root.2 status=retry guard=skipped",
+        # The runner error's word, then the loop's own last line.
+        f"loop: step run={run} iter=6 node=root.2 status=runner_error guard=skipped",
+        f"loop: status=runner_error run={run} steps=6 started_at_iter=1"
+        " error=executor agent exited with status 3",
     ]
     assert scenario.loop.returncode == 1
     assert lines(scenario.loop.stderr) == [
@@ -193,8 +196,10 @@ def test_status_summarizes_the_tree_by_default(scenario: Scenario) -> None:
         "status: leaves passed=1 total=3",
         "status: selected=open id=root.2 path=root/root.2 attempts=2/3",
         "status: stuck=none",
-        "status: last status=retry guard=skipped",
-        "status: sandbox=off",
+        "status: last status=runner_error guard=skipped",
+        # the e2e configs say mode = "off"; the environment's allow-list holds even so
+        "status: sandbox=off userns=no caps=host seccomp=no fs=host env=listed net=host"
+        " limits=none",
         "tree: nodes=4 pending=1 running=0 completed=1 failed=2 stuck=0 skipped=0 "
         "(every node: runner status --tree)",
         "  root.2  failed  attempts=2/3  Printer",
@@ -297,7 +302,7 @@ def test_history_lists_one_row_per_iteration_with_tokens_and_error_kind(
         ["3", "root.1", "executor", "done", "pass"],
         ["4", "root.2", "executor", "retry", "skipped"],
         ["5", "root.2", "executor", "retry", "skipped"],
-        ["6", "root.2", "executor", "retry", "skipped"],
+        ["6", "root.2", "executor", "runner_error", "skipped"],
     ]
     assert [cell[6] for cell in cells] == ["/".join(map(str, TOKENS[n])) for n in range(1, 7)]
     errors = [cell[7] for cell in cells]
@@ -526,7 +531,11 @@ def test_report_prints_summary_nodes_slowest_and_most_retried(scenario: Scenario
     out = lines(result.stdout)
     assert out[0] == f"report: run={scenario.run_id}"
     assert "  execution_order        root, root.1 (x2), root.2 (x3)" in out
-    assert "  success_rate           33.3%" in out
+    # Over the 5 agent attempts, the runner error apart (was 2/6 = 33.3%).
+    assert (
+        "  success_rate           40.0% of 5 agent attempts"
+        " (conflict=0 interrupted=0 rate_limited=0 runner_error=1 apart)"
+    ) in out
     for section in ("summary:", "nodes:", "slowest:", "most retried:"):
         assert section in out
     retried = out[out.index("most retried:") + 1 :]

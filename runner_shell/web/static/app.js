@@ -187,7 +187,7 @@ async function showNode(id) {
   view.chosen = id;
   for (const [key, line] of view.elements) line.classList.toggle("chosen", key === id);
   const node = await getJson(`/api/nodes/${encodeURIComponent(id)}`);
-  const rows = node.executions.map((e) => [iterLink(e.iteration), e.status, e.guard,
+  const rows = node.executions.map((e) => [iterLink(e.iteration), e.shown_status || e.status, e.guard,
     secs(e.duration_ms), tokens(e.tokens), e.cost_usd == null ? "-" : `$${e.cost_usd}`, e.error || ""]);
   document.getElementById("detail").replaceChildren(
     el("h2", {}, `${node.title} [${node.id}]`), el("div", {}, `path: ${node.path}`),

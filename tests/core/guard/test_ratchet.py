@@ -15,6 +15,7 @@ from runner_core.guard.ratchet import judge
 from runner_core.guard.report import (
     TestOutcome,
     TestReport,
+    TestResult,
     report_from_cases,
     report_from_json,
     report_to_json,
@@ -77,7 +78,28 @@ def test_a_regression_that_passes_on_its_rerun_is_flaky_and_does_not_fail_the_le
 def test_a_pattern_matching_no_test_fails_the_done_naming_the_pattern() -> None:
     verdict = judge(BASELINE, report(slugify=P, title=F, keep=P), ["test: *nothing*"])
 
-    assert verdict.reasons == ("target test pattern '*nothing*' matches no test",)
+    # The nearest ids are added to the reason (the pattern is still named first).
+    (reason,) = verdict.reasons
+    assert reason.startswith("target test pattern '*nothing*' matches no test (nearest ids: ")
+
+
+def test_a_pattern_matching_no_test_names_the_ten_nearest_ids_most_alike_first() -> None:
+    names = [f"test::kebab case {n}" for n in range(12)] + ["test::camelCase spaces"]
+    now = TestReport(tuple(TestResult(name, P) for name in sorted(names)))
+    verdict = judge(TestReport(), now, ["test: *camel_case*"])
+
+    (reason,) = verdict.reasons
+    near = reason.split("(nearest ids: ", 1)[1].rstrip(")").split(", ")
+    assert near[0] == "test::camelCase spaces"
+    assert len(near) == 10
+
+
+def test_test_patterns_ignore_case_and_path_patterns_do_not() -> None:
+    # The decomposer wrote `*camelcase*`, Node named the test `camelCase`.
+    now = TestReport((TestResult("test::camelCase spaces", P),))
+    assert judge(TestReport(), now, ["test: *camelcase*"]).passed
+    assert matches_test_id("*CAMELCASE*", "test::camelCase spaces")
+    assert not path_matches("tests/*.PY", "tests/a.py")
 
 
 def test_a_node_naming_no_test_needs_some_progress() -> None:

@@ -6,34 +6,44 @@ meta.json and tests.json, and protected test files.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 
 import attrs
+import pytest
 from pyrsistent import pmap
 
-from runner_core.guard.report import TestReport, report_from_cases
+from runner_core.guard.ratchet import NO_TARGETS
+from runner_core.guard.report import TestFailure, TestReport, report_from_cases
 from runner_core.iteration.effects import (
     Abort,
     Commit,
     Effect,
     Finished,
     ListScratch,
+    RunAgent,
     RunGuard,
     WriteIterationFile,
 )
+from runner_core.iteration.events import after_result
 from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.guard_stage import (
     BASELINE_REPORT,
     JUDGE_REPORT,
     GuardRun,
+    failure_context,
     judging_text,
 )
 from runner_core.iteration.import_rules import BaseEntry, EntryKind, ScratchEntry, ScratchListing
 from runner_core.iteration.machine import IterationMachine, start_iteration
-from runner_core.iteration.results import Done, GuardFinished, Result, ScratchListed
-from runner_core.run.config import Config, parse_config
+from runner_core.iteration.plan import RunPlan, plan_step
+from runner_core.iteration.recovery import PENDING_GUARD_LOG
+from runner_core.iteration.results import AgentFinished, Done, GuardFinished, Result, ScratchListed
+from runner_core.loop.events import Event
+from runner_core.run.config import Config, ConfigError, parse_config
 from runner_core.tree.model import AgentStatus, GuardOutcome
-from tests.core.iteration.test_iteration_machine import EXECUTOR_RESULTS, at, facts
+from runner_core.views.follow import event_text
+from tests.core.iteration.test_iteration_machine import EXECUTOR_RESULTS, at, decomposable, facts
 
 Results = Mapping[type, Result | Sequence[Result]]
 
@@ -284,6 +294,41 @@ def test_an_executor_that_changes_a_protected_test_file_is_the_agents_error() ->
     assert end.tests is None
 
 
+def test_a_refused_import_runs_no_guard_and_shows_no_test_figures() -> None:
+    # The import is decided before the guard; a rejected one is never judged.
+    start = attrs.evolve(ratchet_facts(report(a="passed"), protected=["tests/**"]), scratch=True)
+    results = {
+        **EXECUTOR_RESULTS,
+        RunGuard: judged(report(a="passed", b="passed")),
+        ListScratch: _listing("tests/test_a.py"),
+    }
+    effects, _ = drive(start_iteration(start), results)
+
+    assert RunGuard not in [type(effect) for effect in effects]
+    end = finished(effects)
+    assert end.record.tests is None
+    assert commit_file(effects, "tests.json") is None
+
+
+def test_the_scratch_checkout_is_listed_before_the_guard_judges_it() -> None:
+    # The import (and its blobs) is taken before the guard runs, so what the
+    # guard then writes is never imported; the listing is not asked for again after it.
+    start = attrs.evolve(ratchet_facts(report(a="passed")), scratch=True)
+    results = {
+        **EXECUTOR_RESULTS,
+        RunGuard: judged(report(a="passed", b="passed")),
+        ListScratch: _listing("src/a.py"),
+    }
+    effects, _ = drive(start_iteration(start), results)
+
+    kinds = [type(effect) for effect in effects]
+    assert kinds.count(ListScratch) == 1
+    assert kinds.index(ListScratch) < kinds.index(RunGuard)
+    commit = next(effect for effect in effects if isinstance(effect, Commit))
+    assert [change.path for change in commit.changes] == ["src/a.py"]
+    assert finished(effects).outcome.guard is GuardOutcome.PASS
+
+
 def test_may_edit_in_the_acceptance_before_the_agent_allows_a_protected_path() -> None:
     start = ratchet_facts(
         report(a="passed"), ("may-edit: tests/test_a.py",), protected=["tests/**"]
@@ -298,3 +343,190 @@ def test_may_edit_in_the_acceptance_before_the_agent_allows_a_protected_path() -
     end = finished(effects)
     assert end.outcome.agent_error is None
     assert end.outcome.guard is GuardOutcome.PASS
+
+
+# ---------------------------------------------------------------- [guard] require_targets
+
+
+def test_require_targets_fails_a_node_that_names_no_target_test_on_a_green_suite() -> None:
+    # The suite is green, the node names no test; it is judged by regressions
+    # alone unless require_targets says a node must name its tests.
+    base = report(a="passed")
+    results = {**EXECUTOR_RESULTS, RunGuard: judged(report(a="passed"), exit_code=0)}
+    loose, _ = drive(start_iteration(ratchet_facts(base)), results)
+    strict, _ = drive(start_iteration(ratchet_facts(base, require_targets=True)), results)
+
+    assert finished(loose).outcome.guard is GuardOutcome.PASS
+    end = finished(strict)
+    assert end.outcome.guard is GuardOutcome.FAIL
+    assert end.record.tests is not None
+    assert end.record.tests.reasons == (NO_TARGETS,)
+
+
+def test_require_targets_passes_a_node_whose_target_tests_pass() -> None:
+    start = ratchet_facts(report(a="passed"), ("test: t::b",), require_targets=True)
+    results = {**EXECUTOR_RESULTS, RunGuard: judged(report(a="passed", b="passed"), exit_code=0)}
+    effects, _ = drive(start_iteration(start), results)
+
+    assert finished(effects).outcome.guard is GuardOutcome.PASS
+
+
+@pytest.mark.parametrize(
+    ("guard", "message"),
+    [
+        ({"require_targets": "yes"}, "must be true or false, got 'yes'"),
+        ({"require_targets": True}, 'needs mode = "ratchet"'),
+    ],
+)
+def test_require_targets_is_a_boolean_of_ratchet_mode(
+    guard: dict[str, object], message: str
+) -> None:
+    data = {
+        "agent": {"backend": "command", "command": ["a"]},
+        "guard": {"command": ["ci"], **guard},
+    }
+    with pytest.raises(ConfigError, match=re.escape(message)) as raised:
+        parse_config(data)
+    assert str(raised.value).startswith("guard.require_targets: ")
+
+
+# ---------------------------------------------------------------- the verdict in every view
+
+
+def _guard_events(start: IterationFacts, results: Results) -> list[Event]:
+    """The guard_finished events of an iteration, as the shell's drive loop emits them."""
+    machine = start_iteration(start)
+    events: list[Event] = []
+    seen: dict[type, int] = {}
+    while not isinstance(machine.effect, Finished):
+        given = results.get(type(machine.effect), Done())
+        if isinstance(given, Sequence):
+            index = seen.get(type(machine.effect), 0)
+            seen[type(machine.effect)] = index + 1
+            given = given[min(index, len(given) - 1)]
+        events += [
+            e for e in after_result(machine, given, "t", 0.5) if e.type.value == "guard_finished"
+        ]
+        machine = machine.feed(given, at(1.0))
+    return events
+
+
+def test_a_ratchet_guard_run_says_it_is_judged_by_its_report_not_by_its_exit_code() -> None:
+    # Once `guard finished: fail exit=1`, then `guard=pass`; now the run's exit code
+    # stands beside "judged by its report", and the verdict is the iteration's.
+    start = ratchet_facts(report(a="passed"), ("test: t::b",))
+    results = {**EXECUTOR_RESULTS, RunGuard: judged(report(a="passed", b="passed"), exit_code=1)}
+    (event,) = _guard_events(start, results)
+
+    assert (event.figures["outcome"], event.figures["exit_code"]) == ("reported", 1)
+    assert event_text(event) == ("  guard finished: exit=1 after 0.5s; judged by its report",)
+
+
+def test_an_exit_mode_guard_run_says_its_verdict_with_its_exit_code() -> None:
+    results = {**EXECUTOR_RESULTS, RunGuard: GuardFinished(1, False)}
+    (event,) = _guard_events(facts(), results)
+
+    assert event_text(event) == ("  guard finished: fail exit=1 after 0.5s",)
+
+
+def test_a_baseline_run_is_named_as_one() -> None:
+    results = {
+        **EXECUTOR_RESULTS,
+        RunGuard: [judged(report(a="failed")), judged(report(a="passed"))],
+    }
+    baseline, judge = _guard_events(ratchet_facts(None), results)
+
+    assert event_text(baseline)[0].startswith("  guard finished (baseline): exit=1")
+    assert judge.figures["run"] == "judge"
+
+
+# ---------------------------------------------------------------- test ids the decomposer sees
+
+
+def _decomposer(baseline: TestReport | None, *acceptances: list[str]) -> list[Effect]:
+    start = attrs.evolve(ratchet_facts(baseline), tree=decomposable())
+    plan = plan_step(start.tree, start.state, 100)
+    assert isinstance(plan, RunPlan)
+    start = attrs.evolve(start, plan=plan)
+    children = [
+        {"title": f"C{n}", "goal": "g", "acceptance": acceptance, "next": "execute"}
+        for n, acceptance in enumerate(acceptances)
+    ]
+    output = json.dumps({"summary": "split", "children": children})
+    effects, _ = drive(
+        start_iteration(start),
+        {**EXECUTOR_RESULTS, RunAgent: AgentFinished(0, False, output, None)},
+    )
+    return effects
+
+
+def _prompt(effects: list[Effect]) -> str:
+    return next(
+        e.text for e in effects if isinstance(e, WriteIterationFile) and e.name == "prompt.md"
+    )
+
+
+def test_the_decomposer_sees_the_baselines_test_ids_grouped_by_suite() -> None:
+    base = report_from_cases(
+        [
+            ("test::camelCase spaces", "failed", 0),
+            ("test::kebab", "passed", 0),
+            ("go::TestA", "passed", 0),
+        ]
+    )
+    prompt = _prompt(_decomposer(base, ["test: *camelcase*"]))
+
+    section = prompt.split("## Tests that judge this node\n", 1)[1]
+    assert "names 3 tests (2 passing)" in section
+    assert "- go:: TestA\n- test:: camelCase spaces, kebab\n" in section
+
+
+def test_a_decomposition_names_patterns_no_test_matches_and_nodes_judged_by_regressions_alone() -> (
+    None
+):
+    base = report_from_cases([("test::camelCase spaces", "failed", 0)])
+    effects = _decomposer(base, ["test: *camelcase*"], ["test: *kebab*"], ["it works"])
+
+    summary = finished(effects).outcome.summary
+    assert "test patterns no test matches yet: big.2: '*kebab*'" in summary
+    assert "judged by regressions alone (no test: entry): big.3" in summary
+    assert "big.1" not in summary
+
+
+def test_the_executor_is_told_to_add_a_test_for_a_pattern_no_test_matches() -> None:
+    text = judging_text(("test: *kebab*", "test: t::a"), report(a="failed"))
+    assert text is not None
+    assert "- *kebab* (no test matches it now: add a test whose id matches '*kebab*')" in text
+    assert "- t::a\n" in text
+
+
+# ---------------------------------------------------------------- prompt headings nest
+
+
+def test_the_prompts_heading_levels_nest_and_the_goal_section_is_the_projects_goal() -> None:
+    # Once `## Project goal` held the selected node, then GOAL.md's own `# Goal`.
+    start = attrs.evolve(facts(), goal="---\nid: run-1\n---\n\n# Goal\n\n## Parts\n\nShip.\n")
+    effects, _ = drive(start_iteration(start), EXECUTOR_RESULTS)
+    prompt = _prompt(effects)
+
+    goal = prompt.split("## Project goal\n\n", 1)[1].split("\n## ", 1)[0]
+    assert goal.startswith("### Goal\n\n#### Parts\n\nShip.")
+    assert "Selected node" not in goal
+    levels = [
+        len(line) - len(line.lstrip("#")) for line in prompt.splitlines() if line.startswith("#")
+    ]
+    assert min(levels) == 2 and levels.count(2) == prompt.count("\n## ") + prompt.startswith("## ")
+
+
+def test_exit_mode_with_a_report_notes_each_failing_test_once() -> None:
+    failing = TestReport(
+        report(a="passed", b="failed").results,
+        (TestFailure("t::b", "expected 1, got 2", "at b.py:3"),),
+    )
+    effects, _ = drive(start_iteration(facts()), {**EXECUTOR_RESULTS, RunGuard: judged(failing)})
+
+    note = next(
+        e.text for e in effects if isinstance(e, WriteIterationFile) and e.name == PENDING_GUARD_LOG
+    )
+    assert note == "=== failing tests ===\n--- t::b (failed)\nexpected 1, got 2\nat b.py:3\n"
+    assert failure_context("pytest said things\n" + note).startswith("=== failing tests ===\n")

@@ -118,3 +118,33 @@ def test_no_free_slot_takes_nothing() -> None:
 def test_a_negative_slot_count_is_refused() -> None:
     with pytest.raises(ValueError, match="slots must be at least 0, not -1"):
         frontier(three_leaves(), -1, frozenset())
+
+
+# ---------------------------------------------------------- leaves kept apart
+
+
+def index_leaves() -> Node:
+    """Four leaves; a and c both declare they change src/index.js."""
+    return tree(
+        "r",
+        tree("a", order=0, acceptance=["files: src/index.js"]),
+        tree("b", order=1, acceptance=["files: src/b.js"]),
+        tree("c", order=2, acceptance=["files: src/index.js", "test: *c*"]),
+        tree("d", order=3),
+    )
+
+
+def test_leaves_declaring_one_files_pattern_never_run_together() -> None:
+    assert paths(frontier(index_leaves(), 4, frozenset())) == ["r/a", "r/b", "r/d"]
+    # a running: c is passed over again, and taken once a has merged.
+    assert paths(frontier(index_leaves(), 3, frozenset({"r/a"}))) == ["r/b", "r/d"]
+    assert paths(frontier(index_leaves(), 1, frozenset({"r/b"}))) == ["r/a"]
+
+
+def test_a_leaf_that_conflicted_once_runs_alone() -> None:
+    conflicted = frozenset({"b"})
+    assert paths(frontier(three_leaves(), 3, frozenset(), conflicted)) == ["r/a", "r/c"]
+    assert paths(frontier(three_leaves(), 3, frozenset({"r/b"}), conflicted)) == []
+    # Nothing running and nothing taken before it: it starts, alone.
+    only_b = tree("r", tree("a", order=0, passes=True), tree("b", order=1), tree("c", order=2))
+    assert paths(frontier(only_b, 3, frozenset(), conflicted)) == ["r/b"]

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from runner_core.run.questions import QUESTIONS_HEADER, answered, new_questions, open_questions
+from runner_core.run.questions import (
+    QUESTIONS_HEADER,
+    answer_commit_message,
+    answered,
+    new_questions,
+    open_questions,
+)
 from runner_core.views.steering import question_lines
 
 
@@ -43,3 +49,25 @@ def test_views_show_questions_only_while_there_are_some() -> None:
         "questions (the agents asked; reply with 'runner answer TEXT'):",
         "  Why?",
     )
+
+
+# ------------------------------------------------------------ answered, folded
+
+
+def test_two_jobs_asking_the_same_question_show_it_once() -> None:
+    text = QUESTIONS_HEADER + "\n- Which port?\n\n- which   port?\n\n- What name?\n"
+    assert open_questions(text) == "- Which port?\n\n- What name?\n"
+
+
+def test_an_answered_question_that_comes_back_with_a_later_merge_stays_answered() -> None:
+    asked = QUESTIONS_HEADER + "\n- Which port?\n"
+    remaining, guidance = answered(asked, None, "8080")
+    assert open_questions(remaining, guidance) is None
+    # A parallel job that started before the answer merges its copy of questions.md back.
+    merged = asked + "\n- What name?\n"
+    assert open_questions(merged, guidance) == "- What name?\n"
+
+
+def test_the_answers_commit_says_which_questions_it_answered() -> None:
+    message = answer_commit_message("run-1", "me", "- Which port?\n\n- What name?\n")
+    assert "answered: - Which port?\nanswered: - What name?\n" in message

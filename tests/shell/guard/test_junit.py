@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,73 @@ def test_too_many_cases_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_an_empty_suite_is_a_report_with_no_test() -> None:
     assert parse_junit(b'<testsuites><testsuite name="none" tests="0"/></testsuites>').results == ()
+
+
+# ---------------------------------------------------------------- failures, ids, bounded memory
+
+
+def test_each_failure_keeps_its_message_and_the_head_of_its_text_capped() -> None:
+    trace = "\n".join(f"    at frame {n}" for n in range(200))
+    data = (
+        "<testsuite><testcase classname='calc' name='a'>"
+        f"<failure message='expected 1 got 2'>AssertionError: expected 1 got 2\n{trace}</failure>"
+        "</testcase><testcase classname='calc' name='b'/></testsuite>"
+    ).encode()
+    (failure,) = parse_junit(data).failures
+
+    assert failure.id == "calc::a"
+    assert failure.message == ""  # the text says it already: each line once
+    lines = failure.text.splitlines()
+    assert lines[0] == "AssertionError: expected 1 got 2"
+    assert len(lines) == junit.FAILURE_TEXT_LINES + 1
+    assert lines[-1].startswith("[... ") and lines[-1].endswith(" more lines]")
+
+
+def test_the_checkouts_path_never_appears_in_an_id_or_a_failure() -> None:
+    slot = "/home/u/repo/.git/runner/slots/2"
+    data = (
+        f"<testsuite><testcase classname='test' name='{slot}/test/w.test.js'>"
+        f"<failure message='boom at {slot}/test/w.test.js:3'>at ({slot}/w.js:1:2)</failure>"
+        "</testcase></testsuite>"
+    ).encode()
+    report = parse_junit(data, (slot,))
+
+    assert [result.id for result in report.results] == ["test::<checkout>/test/w.test.js"]
+    (failure,) = report.failures
+    assert failure.message == "boom at <checkout>/test/w.test.js:3"
+    assert failure.text == "at (<checkout>/w.js:1:2)"
+
+
+def test_failures_are_capped_in_number_and_in_all() -> None:
+    body = "x" * 5_000
+    cases = "".join(
+        f"<testcase name='t{n:04}'><failure message='m'>{body}</failure></testcase>"
+        for n in range(500)
+    )
+    report = parse_junit(f"<testsuite>{cases}</testsuite>".encode())
+
+    assert len(report.results) == 500
+    assert len(report.failures) <= junit.FAILURES_KEPT
+    assert sum(len(f.message) + len(f.text) for f in report.failures) <= junit.FAILURES_TOTAL_CHARS
+
+
+def test_a_large_report_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    # A 50 MB report held the runner at 321 MiB. Read from the file in chunks,
+    # only the capped heads of failures are ever held.
+    path = tmp_path / "report.xml"
+    body = "y" * 100_000
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write("<testsuite>")
+        for n in range(300):
+            handle.write(f"<testcase name='t{n}'><failure message='m'>{body}</failure></testcase>")
+        handle.write("</testsuite>")
+    assert path.stat().st_size > 30_000_000
+    tracemalloc.start()
+    try:
+        report = junit.read_junit(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert len(report.results) == 300
+    assert peak < 8 * 1024 * 1024, peak
