@@ -63,8 +63,9 @@ def missing_file_message(error: MissingStateFile) -> str:
 
 
 def paths_and_repo() -> tuple[RunnerPaths, Repo]:
-    repo = open_repo(Path.cwd())
-    return RunnerPaths(repo.root), repo
+    from runner_shell.git.run_checkout import locate_run
+
+    return locate_run(Path.cwd())
 
 
 def selection_fields(selection: Selection) -> str:
