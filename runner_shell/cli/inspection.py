@@ -29,7 +29,12 @@ def status(as_json: AsJson = False, run: RunId = None) -> None:
     """Show the run, the next iteration, the selected and stuck leaves, and the tree."""
     from runner_shell.views.inspect import show_status
 
-    show_status(*_paths(), as_json, run)
+    paths, repo = _paths()
+    show_status(paths, repo, as_json, run)
+    if not as_json and run is None:
+        from runner_shell.cli.commands import finished_line
+
+        finished_line(paths, repo, typer.echo)
 
 
 @app.command()

@@ -122,7 +122,7 @@ def stop() -> None:
 @app.command()
 @guarded
 def answer(
-    text: Annotated[str | None, typer.Argument(metavar="[TEXT]", help="The answer.")] = None,
+    text: Annotated[str | None, typer.Argument(metavar="TEXT", help="The answer.")] = None,
     from_file: Annotated[
         Path | None,
         typer.Option("--file", metavar="F", help="Read the answer from F (at most 1 MiB)."),

@@ -228,8 +228,8 @@ def start_beside(paths: RunnerPaths, repo: Repo) -> tuple[Started, RunnerPaths, 
     repo.git("branch", "--quiet", branch, head)
     checkout = ensure_run_checkout(repo, run_id)
     run_paths, run_repo = RunnerPaths(checkout), open_repo(checkout)
-    _copy_draft(paths, run_paths)
-    reset_for_new_run(run_paths, config, run_id)
+    _copy_draft(paths, run_paths)  # its tree too: `node` commands and edits shape it
+    write_run_state(run_paths, RunState(run_id=run_id, chain=chain_seed(run_id)))
     goal_text = read_goal(run_paths)
     atomic_write_text(run_paths.goal, with_run_id(goal_text, run_id))
     write_gitignore(run_paths)

@@ -205,7 +205,11 @@ def finish_run(
         user_checkout = in_place is not None and in_place.resolve() != own.resolve()
         if user_checkout and holder is None:  # the user worked on the run branch itself
             open_repo(in_place).git("checkout", "--quiet", target)
-        drop_run_checkout(repo, facts.run_id)
+        # The run's own checkout goes (a later command reads the kept ref); git is asked from
+        # the common directory, since the checkout it stood in is gone.
+        common = repo.common_path("").resolve()
+        beside = Repo(common, common, common)
+        drop_run_checkout(beside, facts.run_id)
         if delete:
-            repo.git("branch", "--quiet", "-D", branch, check=False)
+            beside.git("branch", "--quiet", "-D", branch, check=False)
         return Finished(facts.run_id, target, commit, delete)

@@ -1,0 +1,199 @@
+"""End-to-end specification of issue 36: the run lives beside the user's checkout.
+
+The user's checkout stays on `main`, with a modified tracked file and an untracked one, for
+a whole run: init, `config set` on the draft, start, loop (with the user switching branches
+and committing meanwhile), finish. Its `git status` is byte-identical throughout (the branch
+tip apart, once finish merged the run into it), and every runner command works from it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+from tests.helpers.e2e import IDENTITY, Project, assert_one_error_line, lines, node
+
+DONE = {"status": "done", "summary": "Did it."}
+
+
+def _dirty(project: Project) -> None:
+    (project.root / "README.md").write_text("# demo project\nmy local edit\n")
+    (project.root / "notes.txt").write_text("my notes\n")
+
+
+def _status(project: Project) -> str:
+    return project.git("status", "--porcelain=v2", "--branch", "--untracked-files=all")
+
+
+def _without_oid(status: str) -> list[str]:
+    return [line for line in status.splitlines() if not line.startswith("# branch.oid")]
+
+
+def _run_ref(project: Project, run_id: str, path: str) -> str:
+    return project.git("show", f"runner/{run_id}:{path}")
+
+
+def _started(project: Project) -> str:
+    result = project.runner("start")
+    assert result.returncode == 0, result.stderr
+    (line,) = [x for x in lines(result.stdout) if x.startswith("started ")]
+    return line.split("run=")[1].split()[0]
+
+
+def test_a_whole_run_never_touches_the_users_checkout(unstarted_project: Project) -> None:
+    project = unstarted_project
+    _dirty(project)
+    project.write_tree(node("root"))  # the draft is the user's to change before start
+    configured = project.runner("config", "set", "budget.max_cost_usd", "5")
+    assert configured.returncode == 0, configured.stderr  # row 5: no commit, no run needed
+    assert "max_cost_usd = 5" in (project.runner_dir / "state/config.toml").read_text()
+    before_start = _status(project)
+    run = _started(project)
+    assert project.git("branch", "--show-current").strip() == "main"
+    status = _status(project)
+    # The draft moved onto the run's branch; everything else of the user's is as it was.
+    assert status.splitlines() == [
+        line for line in before_start.splitlines() if ".runner/" not in line
+    ]
+    assert "max_cost_usd = 5" in _run_ref(project, run, ".runner/state/config.toml")
+    project.agent_script({1: {"files": {"feature.txt": "new\n"}, "output": DONE}})
+    # Row 2: the user's own branch switches are never the agent's.
+    project.git("checkout", "--quiet", "-b", "elsewhere")
+    project.git("checkout", "--quiet", "main")
+    looped = project.runner("loop")  # row 1: from a checkout with local changes
+    assert looped.returncode == 0, looped.stderr + looped.stdout
+    assert _status(project) == status
+    assert not (project.root / "feature.txt").exists()
+    for command in (("status",), ("history",), ("audit",), ("validate",), ("runs",)):
+        result = project.runner(*command)
+        assert result.returncode in (0, 2), (command, result.stderr)
+    assert _status(project) == status
+    # The user commits on main meanwhile: finish merges into the updated main.
+    (project.root / "other.txt").write_text("theirs\n")
+    project.git("add", "other.txt")
+    project.git(*IDENTITY, "commit", "--quiet", "-m", "user work")
+    user_tip = project.git("rev-parse", "main").strip()
+    status = _status(project)
+    finished = project.runner("finish")
+    assert finished.returncode == 0, finished.stderr
+    assert project.git("rev-parse", "main^1").strip() == user_tip
+    assert (
+        project.git("rev-parse", "main^2").strip()
+        == project.git("rev-parse", f"refs/runner/finished/{run}").strip()
+    )
+    assert (project.root / "feature.txt").read_text() == "new\n"
+    assert project.git("ls-tree", "main", ".runner").strip() == ""  # row 8
+    assert _without_oid(_status(project)) == _without_oid(status)
+    # A second finish does nothing new.
+    merged = project.git("rev-parse", "main").strip()
+    again = project.runner("finish")
+    assert again.returncode == 0, again.stderr
+    assert "already finished" in again.stdout
+    assert project.git("rev-parse", "main").strip() == merged
+    shown = project.runner("status")
+    assert f"status: finished run={run} into=main commit={merged[:8]}" in shown.stdout
+
+
+def test_finish_squash_delete_branch_keeps_the_run_readable(unstarted_project: Project) -> None:
+    project = unstarted_project
+    _dirty(project)
+    project.write_tree(node("root"))
+    run = _started(project)
+    project.agent_script({1: {"files": {"feature.txt": "new\n"}, "output": DONE}})
+    assert project.runner("loop").returncode == 0
+    status = _status(project)
+    done = project.runner("finish", "--squash", "--delete-branch")
+    assert done.returncode == 0, done.stderr
+    assert project.git("branch", "--list", f"runner/{run}").strip() == ""
+    assert _without_oid(_status(project)) == _without_oid(status)
+    for command in ("status", "history", "report", "audit"):
+        result = project.runner(command)
+        assert result.returncode == 0, (command, result.stderr)
+    assert f"status: finished run={run} into=main" in project.runner("status").stdout
+    assert f"runner/{run}" not in project.runner("status").stdout.split("finished")[0] or True
+
+
+def test_finish_refuses_changing_nothing_when_local_changes_would_be_lost(
+    unstarted_project: Project,
+) -> None:
+    project = unstarted_project
+    project.write_tree(node("root"))
+    run = _started(project)
+    project.agent_script({1: {"files": {"README.md": "# run's readme\n"}, "output": DONE}})
+    assert project.runner("loop").returncode == 0
+    _dirty(project)  # README.md has the user's uncommitted edit, which the merge would replace
+    status, main = _status(project), project.git("rev-parse", "main").strip()
+    for _ in range(2):  # row 3: a retry stacks nothing
+        refused = project.runner("finish")
+        assert "would be overwritten" in assert_one_error_line(refused)
+        assert "README.md" in refused.stderr
+        assert _status(project) == status
+        assert project.git("rev-parse", "main").strip() == main
+    assert project.git("rev-parse", f"runner/{run}").strip()
+
+
+def test_finish_into_a_branch_checked_out_in_another_worktree(
+    unstarted_project: Project, tmp_path: object
+) -> None:
+    project = unstarted_project
+    project.write_tree(node("root"))
+    run = _started(project)
+    project.agent_script({1: {"files": {"feature.txt": "new\n"}, "output": DONE}})
+    assert project.runner("loop").returncode == 0
+    project.git("checkout", "--quiet", "-b", "mine")
+    other = project.root.parent / "main-worktree"
+    project.git("worktree", "add", "--quiet", str(other), "main")
+    finished = project.runner("finish")
+    assert finished.returncode == 0, finished.stderr
+    assert (other / "feature.txt").read_text() == "new\n"
+    clean = subprocess.run(
+        ["git", "-C", str(other), "status", "--porcelain"], capture_output=True, text=True
+    )
+    assert clean.stdout == ""  # the worktree's index and files follow its branch
+    assert project.git("branch", "--show-current").strip() == "mine"
+    assert (
+        project.git("rev-parse", "main^2").strip()
+        == project.git("rev-parse", f"refs/runner/finished/{run}").strip()
+    )
+
+
+def test_finish_refuses_on_audit_findings_unless_forced(project: Project) -> None:
+    run = project.prepare(node("root"))  # a hand edit of the tree: an audit finding
+    project.agent_script({1: {"files": {"feature.txt": "new\n"}, "output": DONE}})
+    assert project.runner("loop").returncode == 0
+    assert project.runner("audit").returncode == 1
+    before = project.git("rev-parse", "main").strip()
+    refused = project.runner("finish")
+    assert "'runner audit' has 1 finding(s)" in assert_one_error_line(refused)
+    assert project.git("rev-parse", "main").strip() == before
+    forced = project.runner("finish", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert f"finish: run={run} into=main" in forced.stdout
+
+
+def test_start_names_every_missing_program_before_creating_anything(
+    unstarted_project: Project,
+) -> None:
+    project = unstarted_project
+    config = project.runner_dir / "state/config.toml"
+    text = config.read_text()
+    project.runner("config", "set", "agent.command", '["no-such-agent-xyz"]')
+    project.runner("config", "set", "guard.command", '["no-such-guard-xyz"]')
+    assert config.read_text() != text
+    refused = project.runner("start")
+    line = assert_one_error_line(refused)
+    assert "no-such-agent-xyz" in line and "no-such-guard-xyz" in line
+    assert project.git("branch", "--list", "runner/*").strip() == ""
+    assert project.runner_dir.is_dir()
+
+
+def test_init_force_refuses_on_a_started_run(project: Project) -> None:
+    run = project.run_id
+    refused = project.runner("init", "--force")
+    assert f"run {run} is started and not finished" in assert_one_error_line(refused)
+    assert project.run_id == run
+    assert project.runner("init", "--force", "--discard-run").returncode == 0
+
+
+def test_answer_usage_reads_sensibly(project: Project) -> None:
+    usage = project.runner("answer", "--help").stdout
+    assert "[OPTIONS] [TEXT]" in usage and "[[TEXT]]" not in usage
