@@ -202,8 +202,8 @@ def finish_run(
         repo.git("update-ref", f"refs/heads/{target}", commit, base)
         repo.git("update-ref", finished_ref(facts.run_id), head)
         write_finish_record(repo, facts.run_id, target, commit)
-        user_checkout = in_place is not None and in_place.resolve() != own.resolve()
-        if user_checkout and holder is None:  # the user worked on the run branch itself
+        # The user worked on the run branch itself: their checkout goes to the target.
+        if in_place is not None and in_place.resolve() != own.resolve() and holder is None:
             open_repo(in_place).git("checkout", "--quiet", target)
         # The run's own checkout goes (a later command reads the kept ref); git is asked from
         # the common directory, since the checkout it stood in is gone.

@@ -8,8 +8,10 @@ tip apart, once finish merged the run into it), and every runner command works f
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 
+from tests.helpers import ROOT
 from tests.helpers.e2e import IDENTITY, Project, assert_one_error_line, lines, node
 
 DONE = {"status": "done", "summary": "Did it."}
@@ -197,3 +199,31 @@ def test_init_force_refuses_on_a_started_run(project: Project) -> None:
 def test_answer_usage_reads_sensibly(project: Project) -> None:
     usage = project.runner("answer", "--help").stdout
     assert "[OPTIONS] [TEXT]" in usage and "[[TEXT]]" not in usage
+
+
+def _first_run_commands() -> list[list[str]]:
+    """The `runner` lines of the first bash block of the README's "Your first run"."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Your first run", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    words = (shlex.split(line, comments=True) for line in block.splitlines())
+    return [argv for argv in words if argv and argv[0] == "runner"]
+
+
+def test_the_readmes_first_run_never_leaves_the_users_branch(unstarted_project: Project) -> None:
+    """The README's commands after init (done by the fixture with the fake agent), exactly."""
+    commands = _first_run_commands()
+    assert [argv[1] for argv in commands] == ["init", "config", "start", "loop", "finish"]
+    project = unstarted_project
+    _dirty(project)
+    project.write_tree(node("root"))
+    project.agent_script({1: {"files": {"feature.txt": "new\n"}, "output": DONE}})
+    status = _status(project)
+    for argv in commands[1:]:
+        result = project.runner(*argv[1:])
+        assert result.returncode == 0, (argv, result.stderr)
+        assert project.git("branch", "--show-current").strip() == "main"
+    assert (project.root / "feature.txt").read_text() == "new\n"
+    assert _without_oid(_status(project)) == [
+        line for line in _without_oid(status) if ".runner/" not in line
+    ]
