@@ -241,11 +241,25 @@ def loop(
         bool,
         typer.Option("--quiet", "-q", help="On a terminal, do not show the agent's live output."),
     ] = False,
+    detach: Annotated[
+        bool,
+        typer.Option(
+            "--detach",
+            help="Run the loop in the background, in its own session (a closed terminal does "
+            "not stop it), its output in .git/runner/runs/<run-id>/loop.log.",
+        ),
+    ] = False,
 ) -> None:
     """Step until the tree is complete (0), a leaf is stuck (3) or the iteration limit (1)."""
     from runner_shell.loop.command import LiveProgress, run_loop
 
     paths, repo = _paths()
+    if detach:
+        from runner_shell.loop.detached import detach_loop
+
+        for line in detach_loop(paths, repo, prompt_budget, max_steps):
+            typer.echo(line)
+        return
     # The live line is for a person watching; piped output stays exactly the `loop:` lines.
     live = LiveProgress(enabled=sys.stdout.isatty(), quiet=quiet)
     with exclusive_lock(repo), live:
