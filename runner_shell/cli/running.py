@@ -75,8 +75,10 @@ def init(
         ),
     ] = False,
 ) -> None:
-    """Scaffold a draft .runner/ (a default config, a placeholder GOAL.md, a root node) to edit
-    and `config set` before 'runner start'."""
+    """Scaffold .runner/ with a default config, a placeholder GOAL.md and a root node.
+
+    The draft is yours to edit, `config set` and shape with `node` commands before 'runner
+    start' moves it onto the run's branch."""
     from runner_core import ConfigError, parse_config
     from runner_core.run.config import command_words
     from runner_core.run.template_agent import TEMPLATE_AGENT_PATH, init_agent_command
@@ -84,8 +86,6 @@ def init(
     from runner_shell.setup.scaffold import init_runner, write_git_exclude
 
     paths, repo = _here()
-    if force and not discard_run:
-        _refuse_started_run(paths, repo)
     if prompts and paths.runner_dir.exists() and not force:
         return _write_prompts(paths, force)  # the templates it lacks; its state files stay
     try:
@@ -99,6 +99,8 @@ def init(
         raise UserFacingError(f"init: {error}") from None
     # `init --force` rewrites the state files under a running loop's feet unless it waits its turn.
     with exclusive_lock(repo):
+        if force and not discard_run:
+            _refuse_started_run(paths, repo)
         init_runner(paths, force, config)
         if template:
             write_template_agent(paths)
