@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from runner_shell.cli.base import HELP_OPTIONS, AsJson, _paths, app, guarded
+from runner_shell.cli.base import HELP_OPTIONS, AsJson, _here, _paths, app, guarded
 from runner_shell.cli.help_text import RunnerTyper
 from runner_shell.errors import UserFacingError
 
@@ -127,7 +127,7 @@ def runs(as_json: AsJson = False) -> None:
     from runner_core.run.listing import run_line, runs_to_json
     from runner_shell.git.run_branches import gather_runs
 
-    rows = gather_runs(*_paths())
+    rows = gather_runs(*_here())  # every run, from wherever it was asked
     if as_json:
         typer.echo(json.dumps(runs_to_json(rows), indent=2, ensure_ascii=False))
     elif not rows:

@@ -227,3 +227,45 @@ def test_the_readmes_first_run_never_leaves_the_users_branch(unstarted_project: 
     assert _without_oid(_status(project)) == [
         line for line in _without_oid(status) if ".runner/" not in line
     ]
+
+
+def test_two_runs_of_one_repository_loop_at_once(unstarted_project: Project) -> None:
+    import shutil
+
+    from tests.helpers.e2e import PYTHON
+
+    project = unstarted_project
+    _dirty(project)
+    project.write_tree(node("root"))
+    draft = project.root.parent / "draft"
+    shutil.copytree(project.runner_dir, draft)
+    first = _started(project)
+    shutil.copytree(draft, project.runner_dir)  # a second draft, for a second run
+    result = project.runner("start", "--new")
+    assert result.returncode == 0, result.stderr
+    second = result.stdout.split("run=")[1].split()[0]
+    # Each agent sleeps long enough that the loops overlap: one lock would refuse the second.
+    project.agent_script({1: {"files": {"feature.txt": "new\n"}, "output": DONE, "sleep": 2}})
+    status = _status(project)
+    loops = [
+        subprocess.Popen(
+            [PYTHON, "-m", "runner_shell", "--run", run, "loop"],
+            cwd=project.root,
+            env=project.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for run in (first, second)
+    ]
+    outputs = [loop.communicate(timeout=120) for loop in loops]
+    for loop, (out, err) in zip(loops, outputs, strict=True):
+        assert loop.returncode == 0, err + out
+        assert "status=complete" in out
+    for run in (first, second):
+        audited = project.runner("--run", run, "audit")
+        assert audited.returncode == 0, audited.stdout + audited.stderr
+        assert "findings=0" in audited.stdout
+    listed = project.runner("runs").stdout
+    assert first in listed and second in listed
+    assert _status(project) == status
