@@ -269,3 +269,62 @@ def test_two_runs_of_one_repository_loop_at_once(unstarted_project: Project) -> 
     listed = project.runner("runs").stdout
     assert first in listed and second in listed
     assert _status(project) == status
+
+
+def test_a_user_commit_on_main_during_a_four_slot_loop_is_merged_by_finish(
+    unstarted_project: Project,
+) -> None:
+    import json
+    import sys
+    import time
+
+    from tests.e2e.test_parallel_loop import NODE_AGENT, NODE_GUARD, _flat_tree
+    from tests.helpers.e2e import PYTHON
+
+    project = unstarted_project
+    _dirty(project)
+    leaves = ["a", "b", "c", "d"]
+    agent, guard = project.harness / "node_agent.py", project.harness / "node_guard.py"
+    agent.write_text(NODE_AGENT, encoding="utf-8")
+    guard.write_text(NODE_GUARD, encoding="utf-8")
+    actions = {leaf: [{"files": {f"src/{leaf}.txt": f"{leaf}\n"}, "sleep": 2}] for leaf in leaves}
+    (project.harness / "nodes.json").write_text(json.dumps(actions), encoding="utf-8")
+    project.set_config(
+        agent_command=[sys.executable, str(agent)],
+        guard_command=[sys.executable, str(guard)],
+        parallel={"slots": 4},
+    )
+    project.write_tree(_flat_tree(leaves))
+    run = _started(project)
+    status = _status(project)
+    loop = subprocess.Popen(
+        [PYTHON, "-m", "runner_shell", "loop"],
+        cwd=project.root,
+        env=project.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1)  # the four agents are at work: the user goes on with theirs
+    project.git("checkout", "--quiet", "-b", "side")
+    project.git("checkout", "--quiet", "main")
+    (project.root / "other.txt").write_text("theirs\n")
+    project.git("add", "other.txt")
+    project.git(*IDENTITY, "commit", "--quiet", "-m", "user work")
+    user_tip = project.git("rev-parse", "main").strip()
+    out, err = loop.communicate(timeout=120)
+    assert loop.returncode == 0, err + out
+    assert "agent" not in err  # nothing the user did was charged to an agent
+    assert _without_oid(_status(project)) == _without_oid(status)
+    finished = project.runner("finish")
+    assert finished.returncode == 0, finished.stderr
+    assert "mode=merge" in finished.stdout
+    assert project.git("rev-parse", "main^1").strip() == user_tip
+    assert (
+        project.git("rev-parse", "main^2").strip()
+        == project.git("rev-parse", f"refs/runner/finished/{run}").strip()
+    )
+    for leaf in leaves:
+        assert (project.root / "src" / f"{leaf}.txt").read_text() == f"{leaf}\n"
+    assert (project.root / "other.txt").read_text() == "theirs\n"
+    assert _without_oid(_status(project)) == _without_oid(status)
