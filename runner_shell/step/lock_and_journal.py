@@ -46,10 +46,9 @@ def run_place(repo: Repo, name: str) -> Path:
     the run's own checkout (`.git/runner/runs/<id>/checkout`): one lock and journal per run,
     so two runs loop at once, while two worktrees on one run branch still share one."""
     common = repo.common_path("")
-    root = repo.root.absolute()
-    own = common.absolute() / "runner" / "runs"
-    if root.parent.parent == own and root.name == "checkout":
-        return root.parent / name
+    root = repo.root.resolve()
+    if root.name == "checkout" and root.parent.parent == (common / "runner" / "runs").resolve():
+        return common / "runner" / "runs" / root.parent.name / name
     return common / name
 
 

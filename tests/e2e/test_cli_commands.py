@@ -130,7 +130,7 @@ def test_init_defaults_to_codex_and_just_ci(fresh_project: Project) -> None:
 
 
 def started_run_id(project: Project) -> str:
-    result = project.runner("start")
+    result = project.runner("start", "--here")
     assert result.returncode == 0, result.stderr
     return project.run_id
 
@@ -139,7 +139,8 @@ def test_start_creates_the_run_branch_named_after_head(unstarted_project: Projec
     project = unstarted_project
     run_id = f"run-{head_sha8(project)}"
 
-    result = project.runner("start")
+    # `--here`: the run in this checkout, as before issue 36 (test_beside_checkout: the default).
+    result = project.runner("start", "--here")
 
     assert result.returncode == 0, result.stderr
     assert lines(result.stdout) == [f"started run={run_id} branch=runner/{run_id}"]
@@ -156,7 +157,7 @@ def test_start_adds_a_suffix_when_the_run_id_is_taken(unstarted_project: Project
     project.git("branch", f"runner/run-{sha8}")
 
     # Beside an existing run, a plain `start` on main refuses: `--new` is the way.
-    result = project.runner("start", "--new")
+    result = project.runner("start", "--new", "--here")
 
     assert result.returncode == 0, result.stderr
     assert lines(result.stdout) == [f"started run=run-{sha8}-2 branch=runner/run-{sha8}-2"]
@@ -192,7 +193,8 @@ def test_start_refuses_a_dirty_working_tree(unstarted_project: Project) -> None:
     project = unstarted_project
     (project.root / "README.md").write_text("changed\n", encoding="utf-8")
 
-    result = project.runner("start")
+    # Only a start that switches this checkout needs it clean (`--here`).
+    result = project.runner("start", "--here")
 
     assert assert_one_error_line(result) == (
         "working tree is not clean: README.md; commit, stash or discard these changes first"
