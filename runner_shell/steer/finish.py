@@ -109,17 +109,11 @@ def _audit_findings(repo: Repo, run_id: str) -> int:
     return 0 if report.clean else len(report.lines()) - 1
 
 
-def _overwritten(result: str) -> str:
-    """The paths git names in a refused two-tree merge, as one list."""
-    names = [
-        line.strip()
-        for line in result.splitlines()
-        if line.startswith(("\t", " ")) and line.strip()
-    ]
-    found = [
-        line.split("'")[1] for line in result.splitlines() if line.count("'") >= 2 and "'" in line
-    ]
-    return ", ".join(sorted(set(names) | set(found))) or result.strip()
+def _overwritten(stderr: str) -> str:
+    """The paths a refused `git read-tree -m -u` names (`Entry 'x' not uptodate`, `Untracked
+    working tree file 'x' would be overwritten`), as one sorted list."""
+    names = {line.split("'")[1] for line in stderr.splitlines() if line.count("'") >= 2}
+    return ", ".join(sorted(names)) or stderr.strip()
 
 
 def _update_checkout(holder: Path, base: str, commit: str, target: str) -> None:
