@@ -328,3 +328,21 @@ def test_a_user_commit_on_main_during_a_four_slot_loop_is_merged_by_finish(
         assert (project.root / "src" / f"{leaf}.txt").read_text() == f"{leaf}\n"
     assert (project.root / "other.txt").read_text() == "theirs\n"
     assert _without_oid(_status(project)) == _without_oid(status)
+
+
+def test_config_set_ratchet_on_the_draft_measures_the_baseline_at_start(
+    unstarted_project: Project,
+) -> None:
+    from tests.e2e.test_ratchet_guard import _configure
+
+    project = unstarted_project
+    _configure(project, "exit", commit=False)
+    project.git("add", "--", ".", ":!.runner")  # the user's code, never the draft
+    project.git(*IDENTITY, "commit", "--quiet", "-m", "the package")
+    _dirty(project)
+    configured = project.runner("config", "set", "guard.mode", "ratchet")
+    assert configured.returncode == 0, configured.stderr  # row 5: the draft is the user's
+    started = project.runner("start", timeout=120)
+    assert started.returncode == 0, started.stderr
+    assert lines(started.stdout)[-1] == "start: baseline tests=1/6 (5 not passing at the start)"
+    assert project.git("branch", "--show-current").strip() == "main"
