@@ -8,6 +8,7 @@ tip apart, once finish merged the run into it), and every runner command works f
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 
@@ -346,3 +347,16 @@ def test_config_set_ratchet_on_the_draft_measures_the_baseline_at_start(
     assert started.returncode == 0, started.stderr
     assert lines(started.stdout)[-1] == "start: baseline tests=1/6 (5 not passing at the start)"
     assert project.git("branch", "--show-current").strip() == "main"
+
+
+def test_node_commands_shape_the_draft_before_start(unstarted_project: Project) -> None:
+    project = unstarted_project
+    added = project.runner(
+        "node", "add", "root", "--title", "Docs", "--goal", "Document it", "--acceptance", "ok"
+    )
+    assert added.returncode == 0, added.stderr
+    assert project.git("branch", "--list", "runner/*").strip() == ""  # nothing committed
+    assert [child["id"] for child in project.tree()["children"]] == ["root.1"]
+    run = _started(project)
+    committed = json.loads(_run_ref(project, run, ".runner/state/tree.json"))
+    assert [child["id"] for child in committed["children"]] == ["root.1"]
