@@ -172,6 +172,11 @@ def start(
         if here or branch.startswith("runner/"):
             started = start_run(paths, repo, new)
         else:
+            operation = repo.operation_in_progress()
+            if operation is not None:  # the run's own branch may be the one in the middle
+                raise UserFacingError(
+                    f"git is in the middle of {operation}; finish or abort it first"
+                )
             active = active_runs(repo)
             if active and not new:
                 raise UserFacingError(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from runner_core.run.identity import BRANCH_PREFIX, branch_for
@@ -96,7 +97,13 @@ def ensure_run_checkout(repo: Repo, run_id: str) -> Path:
         repo.git("worktree", "remove", "--force", str(path), check=False)
     path.parent.mkdir(parents=True, exist_ok=True)
     if repo.branch_exists(branch):
-        repo.git("worktree", "add", "--quiet", str(path), branch)
+        added = repo.git("worktree", "add", "--quiet", str(path), branch, check=False)
+        if added.returncode != 0:
+            # A worktree in the middle of a rebase of the branch holds it without listing it.
+            held = re.search(r"(?:checked out|used by worktree) at '(.+)'", added.stderr)
+            if held is None:
+                raise UserFacingError(f"git worktree add failed: {added.stderr.strip()}")
+            return Path(held[1])
     else:  # finished and deleted: read it from its kept ref
         repo.git("worktree", "add", "--quiet", "--detach", str(path), finished_ref(run_id))
     return path
