@@ -113,3 +113,25 @@ def test_the_systemd_unit_verifies_and_its_exec_start_runs(unstarted_project: Pr
     done = subprocess.run(exec_start, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode in (0, 2), done.stderr
     assert f"run={run}" in done.stdout
+
+
+def test_stop_from_the_users_checkout_pauses_a_detached_loop(unstarted_project: Project) -> None:
+    from tests.e2e.test_parallel_loop import _flat_tree
+
+    project = unstarted_project
+    project.write_tree(_flat_tree(["a", "b"]))
+    result = project.runner("start")
+    assert result.returncode == 0, result.stderr
+    run = result.stdout.split("run=")[1].split()[0]
+    project.agent_script({n: {"output": DONE, "sleep": 2} for n in (1, 2)})
+    detached = project.runner("loop", "--detach")
+    assert detached.returncode == 0, detached.stderr
+    pid = int(detached.stdout.split("pid=")[1].split()[0])
+    log = project.root / ".git/runner/runs" / run / "loop.log"
+    deadline = time.monotonic() + 30
+    while project.runner("stop").returncode != 0:  # until the loop holds its run's lock
+        assert time.monotonic() < deadline, "the detached loop never took its lock"
+        time.sleep(0.2)
+    _wait_gone(pid)
+    assert f"loop: status=paused run={run} steps=1" in log.read_text()
+    assert project.git("branch", "--show-current").strip() == "main"
