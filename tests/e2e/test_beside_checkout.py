@@ -9,6 +9,7 @@ tip apart, once finish merged the run into it), and every runner command works f
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 
@@ -359,3 +360,32 @@ def test_node_commands_shape_the_draft_before_start(unstarted_project: Project) 
     run = _started(project)
     committed = json.loads(_run_ref(project, run, ".runner/state/tree.json"))
     assert [child["id"] for child in committed["children"]] == ["root.1"]
+
+
+def test_kill_9_then_recover_from_the_users_checkout(unstarted_project: Project) -> None:
+    import signal
+    import time
+
+    from tests.helpers.crash import spawn
+
+    project = unstarted_project
+    _dirty(project)
+    project.write_tree(node("root"))
+    run = _started(project)
+    status = _status(project)
+    project.agent_script({1: {"output": DONE, "sleep": 30}})
+    holder = spawn(project, "loop")
+    journal = project.root / ".git/runner/runs" / run / "runner-journal.json"
+    deadline = time.monotonic() + 30
+    agent_running = re.compile(r'"process_groups":\s*\[\d')
+    while not agent_running.search(journal.read_text() if journal.exists() else ""):
+        assert time.monotonic() < deadline, "the loop never started its agent"
+        time.sleep(0.1)
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    assert "interrupted" in project.runner("status").stdout
+    recovered = project.runner("recover")
+    assert recovered.returncode == 0, recovered.stderr
+    assert f"recover: status=interrupted run={run} iter=1 node=root" in recovered.stdout
+    assert not journal.exists()
+    assert _status(project) == status
