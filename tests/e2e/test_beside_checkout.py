@@ -377,7 +377,7 @@ def test_kill_9_then_recover_from_the_users_checkout(unstarted_project: Project)
     holder = spawn(project, "loop")
     journal = project.root / ".git/runner/runs" / run / "runner-journal.json"
     deadline = time.monotonic() + 30
-    agent_running = re.compile(r'"process_groups":\s*\[\d')
+    agent_running = re.compile(r'"process_groups":\s*\[\s*\d')
     while not agent_running.search(journal.read_text() if journal.exists() else ""):
         assert time.monotonic() < deadline, "the loop never started its agent"
         time.sleep(0.1)
