@@ -389,3 +389,28 @@ def test_kill_9_then_recover_from_the_users_checkout(unstarted_project: Project)
     assert f"recover: status=interrupted run={run} iter=1 node=root" in recovered.stdout
     assert not journal.exists()
     assert _status(project) == status
+
+
+def test_commands_work_from_a_linked_worktree(unstarted_project: Project) -> None:
+    from tests.helpers.e2e import PYTHON
+
+    project = unstarted_project
+    project.write_tree(node("root"))
+    run = _started(project)
+    project.agent_script({1: {"files": {"feature.txt": "new\n"}, "output": DONE}})
+    linked = project.root.parent / "linked"
+    project.git("worktree", "add", "--quiet", "-b", "feature", str(linked))
+    (linked / "scratch.txt").write_text("mine\n")
+
+    def runner(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [PYTHON, "-m", "runner_shell", *args]
+        return subprocess.run(
+            command, cwd=linked, env=project.env, capture_output=True, text=True, timeout=60
+        )
+
+    looped = runner("loop")
+    assert looped.returncode == 0, looped.stderr
+    assert f"run={run}" in looped.stdout
+    assert runner("--run", run, "status").returncode == 0
+    assert not (linked / "feature.txt").exists()
+    assert (linked / "scratch.txt").read_text() == "mine\n"
