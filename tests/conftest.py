@@ -85,7 +85,7 @@ def templates(tmp_path_factory: pytest.TempPathFactory, scripts_dir: Path) -> di
     project.goal_path.write_text(TEMPLATE_GOAL, encoding="utf-8")
     started = base / "started"
     shutil.copytree(project.root, started, symlinks=True)
-    result = Project(started, project.harness, scripts_dir, project.env).runner("start")
+    result = Project(started, project.harness, scripts_dir, project.env).runner("start", "--here")
     assert result.returncode == 0, result.stderr
     return {"initialized": project.root, "started": started}
 

@@ -81,9 +81,21 @@ def options(
             help="Print runner's version and exit.",
         ),
     ] = False,
+    run: Annotated[
+        str | None,
+        typer.Option(
+            "--run",
+            metavar="ID",
+            help="The run a command works on (default: the only active one).",
+        ),
+    ] = None,
 ) -> None:
     """Drive coding agents through a goal over a strict JSON task tree, one step at a time."""
     _change_directory(directory)
+    if run is not None:
+        from runner_shell.git.run_checkout import RUN_ENV
+
+        os.environ[RUN_ENV] = run
 
 
 AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document (stable keys).")]
@@ -111,6 +123,14 @@ def guarded(command: F) -> F:
 
 
 def _paths() -> tuple[RunnerPaths, Repo]:
+    """Where the run is: its own checkout inside .git/runner/ (git/run_checkout.py)."""
+    from runner_shell.git.run_checkout import locate_run
+
+    return locate_run(Path.cwd())
+
+
+def _here() -> tuple[RunnerPaths, Repo]:
+    """The checkout the command was started in (init and start write their draft here)."""
     repo = open_repo(Path.cwd())
     return RunnerPaths(repo.root), repo
 

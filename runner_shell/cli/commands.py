@@ -63,8 +63,9 @@ def missing_file_message(error: MissingStateFile) -> str:
 
 
 def paths_and_repo() -> tuple[RunnerPaths, Repo]:
-    repo = open_repo(Path.cwd())
-    return RunnerPaths(repo.root), repo
+    from runner_shell.git.run_checkout import locate_run
+
+    return locate_run(Path.cwd())
 
 
 def selection_fields(selection: Selection) -> str:
@@ -154,8 +155,21 @@ def status(echo: Echo) -> int:
     """`runner status`: the view prints its own lines (runner_shell.views.echo)."""
     from runner_shell.views.inspect import show_status
 
-    show_status(*paths_and_repo(), as_json=False)
+    paths, repo = paths_and_repo()
+    show_status(paths, repo, as_json=False)
+    finished_line(paths, repo, echo)
     return ExitCode.OK
+
+
+def finished_line(paths: RunnerPaths, repo: Repo, echo: Echo) -> None:
+    """`status: finished run=<id> into=<branch> commit=<sha>` once `runner finish` merged it."""
+    from runner_shell.git.run_checkout import finish_record
+    from runner_shell.store.state_files import load_run_state
+
+    run_id = load_run_state(paths).run_id
+    record = None if run_id is None else finish_record(repo, run_id)
+    if record is not None:
+        echo(f"status: finished run={run_id} into={record['into']} commit={record['commit'][:8]}")
 
 
 def history(echo: Echo) -> int:

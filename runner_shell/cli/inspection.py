@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from runner_shell.cli.base import HELP_OPTIONS, AsJson, _paths, app, guarded
+from runner_shell.cli.base import HELP_OPTIONS, AsJson, _here, _paths, app, guarded
 from runner_shell.cli.help_text import RunnerTyper
 from runner_shell.errors import UserFacingError
 
@@ -40,7 +40,12 @@ def status(
     """Show the run, the next iteration, the selected and stuck leaves, and the tree's summary."""
     from runner_shell.views.inspect import show_status
 
-    show_status(*_paths(), as_json, run, tree)
+    paths, repo = _paths()
+    show_status(paths, repo, as_json, run, tree)
+    if not as_json and run is None:
+        from runner_shell.cli.commands import finished_line
+
+        finished_line(paths, repo, typer.echo)
 
 
 @app.command()
@@ -133,7 +138,7 @@ def runs(as_json: AsJson = False) -> None:
     from runner_core.run.listing import run_line, runs_to_json
     from runner_shell.git.run_branches import gather_runs
 
-    rows = gather_runs(*_paths())
+    rows = gather_runs(*_here())  # every run, from wherever it was asked
     if as_json:
         typer.echo(json.dumps(runs_to_json(rows), indent=2, ensure_ascii=False))
     elif not rows:

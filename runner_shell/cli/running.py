@@ -20,13 +20,14 @@ from runner_core.iteration.prompt_pack import DEFAULT_PROMPT_BUDGET
 from runner_core.run.exit_codes import ExitCode
 from runner_core.tree.selection import select_leaf
 from runner_shell.cli import commands
-from runner_shell.cli.base import AsJson, PromptBudget, _fail, _paths, app, guarded
+from runner_shell.cli.base import AsJson, PromptBudget, _fail, _here, _paths, app, guarded
 from runner_shell.cli.commands import failure_of
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import GitError
 from runner_shell.step.lock_and_journal import exclusive_lock
 
 if TYPE_CHECKING:
+    from runner_shell.git.repo import Repo
     from runner_shell.store.layout import RunnerPaths
 
 
@@ -67,15 +68,24 @@ def init(
         ),
     ] = None,
     prompts: InitPrompts = False,
+    discard_run: Annotated[
+        bool,
+        typer.Option(
+            "--discard-run", help="With --force: overwrite the state of a run that is not finished."
+        ),
+    ] = False,
 ) -> None:
-    """Scaffold .runner/ with a default config, a placeholder GOAL.md and a root node."""
+    """Scaffold .runner/ with a default config, a placeholder GOAL.md and a root node.
+
+    The draft is yours to edit, `config set` and shape with `node` commands before 'runner
+    start' moves it onto the run's branch."""
     from runner_core import ConfigError, parse_config
     from runner_core.run.config import command_words
     from runner_core.run.template_agent import TEMPLATE_AGENT_PATH, init_agent_command
     from runner_shell.setup.command_agent import write_template_agent
     from runner_shell.setup.scaffold import init_runner, write_git_exclude
 
-    paths, repo = _paths()
+    paths, repo = _here()
     if prompts and paths.runner_dir.exists() and not force:
         return _write_prompts(paths, force)  # the templates it lacks; its state files stay
     try:
@@ -89,6 +99,8 @@ def init(
         raise UserFacingError(f"init: {error}") from None
     # `init --force` rewrites the state files under a running loop's feet unless it waits its turn.
     with exclusive_lock(repo):
+        if force and not discard_run:
+            _refuse_started_run(paths, repo)
         init_runner(paths, force, config)
         if template:
             write_template_agent(paths)
@@ -101,6 +113,25 @@ def init(
         typer.echo(f"init: agent={TEMPLATE_AGENT_PATH} (a template agent: edit it to call yours)")
     if prompts:
         _write_prompts(paths, force)
+
+
+def _refuse_started_run(paths: RunnerPaths, repo: Repo) -> None:
+    """`init --force` never wipes a started run that was not finished."""
+    from runner_shell.git.run_checkout import finished_runs
+    from runner_shell.store.state_files import load_run_state
+
+    if not paths.run_state.is_file():
+        return
+    try:
+        run_id = load_run_state(paths).run_id
+    except UserFacingError:
+        return  # a broken run state is what --force is for
+    if run_id is None or run_id in finished_runs(repo):
+        return
+    raise UserFacingError(
+        f"init --force: run {run_id} is started and not finished; finish it ('runner finish') "
+        "or give --discard-run to overwrite its tree, state and config"
+    )
 
 
 def _write_prompts(paths: RunnerPaths, force: bool) -> None:
@@ -119,15 +150,40 @@ def start(
     new: Annotated[
         bool, typer.Option("--new", help="Start another run from GOAL.md beside existing ones.")
     ] = False,
+    here: Annotated[
+        bool,
+        typer.Option(
+            "--here",
+            help="Run in this checkout: switch it to runner/<run-id> (by default the run "
+            "gets a checkout of its own inside .git/runner/ and yours is never touched).",
+        ),
+    ] = False,
 ) -> None:
-    """Create or check out the run branch runner/<run-id> and commit the run's identity."""
+    """Check the draft .runner/, create runner/<run-id> beside your checkout, move the draft
+    onto it and commit the run's identity; your branch and files are left as they are."""
+    from runner_shell.git.run_checkout import active_runs
     from runner_shell.guard.start_baseline import start_baseline
-    from runner_shell.setup.scaffold import start_run
+    from runner_shell.setup.scaffold import start_beside, start_run
     from runner_shell.store.state_files import load_config
 
-    paths, repo = _paths()
+    paths, repo = _here()
+    branch = repo.current_branch() or ""
     with exclusive_lock(repo):
-        started = start_run(paths, repo, new)
+        if here or branch.startswith("runner/"):
+            started = start_run(paths, repo, new)
+        else:
+            operation = repo.operation_in_progress()
+            if operation is not None:  # the run's own branch may be the one in the middle
+                raise UserFacingError(
+                    f"git is in the middle of {operation}; finish or abort it first"
+                )
+            active = active_runs(repo)
+            if active and not new:
+                raise UserFacingError(
+                    f"start: run {active[0]} is active (work on it from here, e.g. 'runner "
+                    "loop'); 'runner start --new' starts another beside it"
+                )
+            started, paths, repo = start_beside(paths, repo)
         said = "already started" if started.already else "started"
         typer.echo(f"{said} run={started.run_id} branch={started.branch}")
         # A ratchet's first baseline: the guard's outcome on the start commit.
@@ -192,11 +248,25 @@ def loop(
         bool,
         typer.Option("--quiet", "-q", help="On a terminal, do not show the agent's live output."),
     ] = False,
+    detach: Annotated[
+        bool,
+        typer.Option(
+            "--detach",
+            help="Run the loop in the background, in its own session (a closed terminal does "
+            "not stop it), its output in .git/runner/runs/<run-id>/loop.log.",
+        ),
+    ] = False,
 ) -> None:
     """Step until the tree is complete (0), a leaf is stuck (3) or the iteration limit (1)."""
     from runner_shell.loop.command import LiveProgress, run_loop
 
     paths, repo = _paths()
+    if detach:
+        from runner_shell.loop.detached import detach_loop
+
+        for line in detach_loop(paths, repo, prompt_budget, max_steps):
+            typer.echo(line)
+        return
     # The live line is for a person watching; piped output stays exactly the `loop:` lines.
     live = LiveProgress(enabled=sys.stdout.isatty(), quiet=quiet)
     with exclusive_lock(repo), live:

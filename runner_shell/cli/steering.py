@@ -17,7 +17,7 @@ from runner_core.run.config_change import config_keys
 from runner_core.tree.model import Node
 from runner_shell.cli.base import HELP_OPTIONS, AsJson, app, guarded, node_app
 from runner_shell.errors import UserFacingError
-from runner_shell.git.repo import Repo, open_repo
+from runner_shell.git.repo import Repo
 from runner_shell.store.layout import RunnerPaths
 
 config_app = typer.Typer(
@@ -40,8 +40,9 @@ ConfigKey = Annotated[
 
 
 def _paths() -> tuple[RunnerPaths, Repo]:
-    repo = open_repo(Path.cwd())
-    return RunnerPaths(repo.root), repo
+    from runner_shell.git.run_checkout import locate_run
+
+    return locate_run(Path.cwd())
 
 
 @config_app.command("show")
@@ -121,7 +122,7 @@ def stop() -> None:
 @app.command()
 @guarded
 def answer(
-    text: Annotated[str | None, typer.Argument(metavar="[TEXT]", help="The answer.")] = None,
+    text: Annotated[str | None, typer.Argument(metavar="TEXT", help="The answer.")] = None,
     from_file: Annotated[
         Path | None,
         typer.Option("--file", metavar="F", help="Read the answer from F (at most 1 MiB)."),
@@ -232,6 +233,10 @@ def finish(
             "--into", metavar="BRANCH", help="Merge into BRANCH (default: where the run started)."
         ),
     ] = None,
+    with_state: Annotated[
+        bool,
+        typer.Option("--with-state", help="Land the run's .runner/ state with its code."),
+    ] = False,
 ) -> None:
     """Merge the run branch into the branch it started from, with a summary message (nodes
     done, iterations, cost). Refused while a loop runs, for an incomplete run without --force,
@@ -241,7 +246,13 @@ def finish(
     """
     from runner_shell.steer.finish import finish_run
 
-    done = finish_run(*_paths(), into, squash, delete_branch, force)
+    done = finish_run(*_paths(), into, squash, delete_branch, force, with_state)
+    if done.already:
+        typer.echo(
+            f"finish: run={done.run_id} already finished into={done.target} "
+            f"commit={done.commit[:8]} (nothing new done)"
+        )
+        return
     typer.echo(
         f"finish: run={done.run_id} into={done.target} mode={'squash' if squash else 'merge'} "
         f"commit={done.commit[:8]} branch={'deleted' if done.branch_deleted else 'kept'}"

@@ -11,6 +11,7 @@ import datetime
 import json
 
 from runner_core import Node, parse_tree
+from runner_core.iteration.recovery import Journal
 from runner_core.run.identity import branch_for
 from runner_core.run.listing import RunFacts, RunRow, run_rows
 from runner_core.run.state import run_state_from_json
@@ -69,12 +70,21 @@ def _logged_facts(paths: RunnerPaths, run_id: str) -> tuple[Node | None, int | N
     return None, number + 1, activity
 
 
+def _own_journal(repo: Repo, run_id: str) -> Journal | None:
+    """The journal of a run that loops in its own checkout (one journal per run)."""
+    from runner_shell.git.run_checkout import run_checkout_path
+
+    own = run_checkout_path(repo, run_id)
+    return read_journal(Repo(own)) if (own / ".git").is_file() else None
+
+
 def gather_runs(paths: RunnerPaths, repo: Repo) -> tuple[RunRow, ...]:
     branches = set(branch_run_ids(repo))
-    journal = read_journal(repo)
+    shared = read_journal(repo)
     facts: list[RunFacts] = []
     for run_id in sorted(branches | set(known_runs(paths))):
         alive = None
+        journal = _own_journal(repo, run_id) or shared
         if journal is not None and journal.run_id == run_id:
             alive = runner_alive(journal.runner_pid)
         if run_id in branches:

@@ -179,3 +179,65 @@ def start_run(paths: RunnerPaths, repo: Repo, new: bool = False) -> Started:
     if repo.dirty_paths() or not repo.has_commits():
         repo.commit_all(start_message(run_id, base))
     return Started(run_id, branch, already)
+
+
+def _copy_draft(draft: RunnerPaths, target: RunnerPaths) -> None:
+    """The draft's files (never its logs or context) onto the run's checkout."""
+    skip = {"iterations", "context"}
+    for source in sorted(draft.runner_dir.rglob("*")):
+        relative = source.relative_to(draft.runner_dir)
+        if relative.parts[0] in skip or source.is_symlink():
+            continue
+        destination = target.runner_dir / relative
+        if source.is_dir():
+            destination.mkdir(parents=True, exist_ok=True)
+        elif source.is_file():
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(destination, source.read_text(encoding="utf-8"))
+            destination.chmod(source.stat().st_mode & 0o777)
+
+
+def _draft_is_untracked(repo: Repo) -> bool:
+    return not repo.git("ls-files", "--", ".runner").stdout.strip()
+
+
+def start_beside(paths: RunnerPaths, repo: Repo) -> tuple[Started, RunnerPaths, Repo]:
+    """`runner start` from any branch: checks everything the loop would, then creates
+    `runner/<id>` at HEAD in the runner's own checkout, moves the draft there and commits it;
+    the user's branch, index and work tree are never switched or read for anything else."""
+    from runner_shell.git.repo import open_repo
+    from runner_shell.git.run_checkout import ensure_run_checkout
+    from runner_shell.step.repository_checks import missing_programs_problem
+
+    if not repo.has_commits():
+        raise UserFacingError("the repository has no commits yet; make a first commit")
+    if not paths.runner_dir.exists():
+        init_runner(paths, force=False, config=Config())
+    config = load_config(paths)
+    load_tree(paths)
+    check_templates(paths)
+    load_goal_id(paths)  # refuses an empty goal or init's placeholder
+    problem = missing_programs_problem(config, paths.root)
+    if problem is not None:
+        raise UserFacingError(f"start: {problem}")
+    head = repo.head_sha()
+    taken = {branch.removeprefix("runner/") for branch in repo.branches("runner/")}
+    run_id = generate_run_id(head, taken)
+    branch = branch_for(run_id)
+    base = repo.current_branch()
+    repo.git("branch", "--quiet", branch, head)
+    checkout = ensure_run_checkout(repo, run_id)
+    run_paths, run_repo = RunnerPaths(checkout), open_repo(checkout)
+    _copy_draft(paths, run_paths)  # its tree too: `node` commands and edits shape it
+    write_run_state(run_paths, RunState(run_id=run_id, chain=chain_seed(run_id)))
+    goal_text = read_goal(run_paths)
+    atomic_write_text(run_paths.goal, with_run_id(goal_text, run_id))
+    write_gitignore(run_paths)
+    write_git_exclude(run_repo)
+    write_schemas(run_paths)
+    run_repo.commit_all(start_message(run_id, base))
+    if _draft_is_untracked(repo):
+        import shutil
+
+        shutil.rmtree(paths.runner_dir)
+    return Started(run_id, branch), run_paths, run_repo

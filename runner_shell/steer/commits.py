@@ -67,9 +67,28 @@ def _require_run(paths: RunnerPaths, repo: Repo) -> Loaded:
 def apply_node_operation(
     paths: RunnerPaths, repo: Repo, op: NodeOperation, node_id: str, change: Change
 ) -> Applied:
-    """Change the tree under the lock, validate, write canonically and commit."""
+    """Change the tree under the lock, validate, write canonically and commit (a draft's tree,
+    before `runner start`, is changed in place: nothing to commit yet)."""
     with exclusive_lock(repo):
+        if _is_draft(paths):
+            return _apply_to_draft(paths, op, node_id, change)
         return apply_holding_lock(paths, repo, op, node_id, change)
+
+
+def _is_draft(paths: RunnerPaths) -> bool:
+    from runner_shell.store.state_files import load_run_state
+
+    return paths.run_state.is_file() and load_run_state(paths).run_id is None
+
+
+def _apply_to_draft(paths: RunnerPaths, op: NodeOperation, node_id: str, change: Change) -> Applied:
+    from runner_shell.store.state_files import load_config, load_tree
+
+    config, before = load_config(paths), load_tree(paths)
+    with refused():
+        after = checked(before, change(before, config.max_attempts_default), node_id, op)
+    write_tree(paths, after)
+    return Applied("draft", before, after)
 
 
 def apply_holding_lock(

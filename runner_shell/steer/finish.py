@@ -8,6 +8,8 @@ tree), then commit the merged tree onto the target and check it out. Decides not
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import attrs
 
 from runner_core.run.finish import FinishFacts, finish_message, finish_refusal, finish_target
@@ -17,7 +19,7 @@ from runner_core.tree.selection import SelectionStatus, select_leaf
 from runner_core.views.status import leaf_counts
 from runner_shell.errors import UserFacingError
 from runner_shell.git.history import NoStartCommit
-from runner_shell.git.repo import Repo
+from runner_shell.git.repo import Repo, open_repo
 from runner_shell.step.lock_and_journal import exclusive_lock
 from runner_shell.step.runner import load_for_step
 from runner_shell.store.history_sources import run_commits, trailer_history
@@ -30,6 +32,7 @@ class Finished:
     target: str
     commit: str
     branch_deleted: bool
+    already: bool = False  # finished before: nothing new was done
 
 
 def _recorded_base(repo: Repo, run_id: str) -> str | None:
@@ -78,24 +81,129 @@ def _facts(paths: RunnerPaths, repo: Repo, into: str | None) -> tuple[FinishFact
     return facts, target, tree
 
 
+def _without_state(repo: Repo, tree: str, base: str) -> str:
+    """`tree` with its `.runner/` replaced by the target's own (none: dropped)."""
+    entries = [
+        line
+        for line in repo.git("ls-tree", "-z", tree).stdout.split("\0")
+        if line and line.split("\t", 1)[1] != ".runner"
+    ]
+    kept = repo.git("ls-tree", "-z", base, "--", ".runner").stdout.split("\0")
+    entries.extend(line for line in kept if line)
+    from runner_shell.git.hardened import run_git
+
+    made = run_git(("mktree", "-z"), repo.root, stdin=("\0".join(entries) + "\0").encode())
+    if made.returncode != 0:
+        raise UserFacingError(f"finish: git mktree failed: {made.stderr.decode().strip()}")
+    return made.stdout.decode().strip()
+
+
+def _audit_findings(repo: Repo, run_id: str) -> int:
+    from runner_core.history.audit import audit_run
+
+    try:
+        start, commits = run_commits(repo, run_id)
+    except NoStartCommit as error:
+        raise UserFacingError(f"finish: {error}") from None
+    report = audit_run(run_id, start, commits)
+    return 0 if report.clean else len(report.lines()) - 1
+
+
+def _overwritten(stderr: str) -> str:
+    """The paths a refused `git read-tree -m -u` names (`Entry 'x' not uptodate`, `Untracked
+    working tree file 'x' would be overwritten`), as one sorted list."""
+    names = {line.split("'")[1] for line in stderr.splitlines() if line.count("'") >= 2}
+    return ", ".join(sorted(names)) or stderr.strip()
+
+
+def _update_checkout(holder: Path, base: str, commit: str, target: str) -> None:
+    """Bring the checkout that has `target` to `commit` as `git merge` would, index and work
+    tree; refuses, changing nothing, when its local changes would be overwritten."""
+    checkout = open_repo(holder)
+    head = checkout.git("rev-parse", "HEAD").stdout.strip()
+    if head != base:
+        raise UserFacingError(f"finish: {holder} moved while finishing; run 'runner finish' again")
+    checkout.git("update-index", "-q", "--refresh", check=False)
+    result = checkout.git("read-tree", "-m", "-u", base, commit, check=False)
+    if result.returncode != 0:
+        raise UserFacingError(
+            f"finish: your local changes in {holder} would be overwritten by the merge into "
+            f"{target}: {_overwritten(result.stderr)}; commit or stash them, then run "
+            "'runner finish' again (nothing was changed)"
+        )
+
+
+def already_finished(repo: Repo, run_id: str) -> Finished | None:
+    from runner_shell.git.run_checkout import finish_record
+
+    record = finish_record(repo, run_id)
+    if record is None:
+        return None
+    gone = not repo.branch_exists(branch_for(run_id))
+    return Finished(run_id, record["into"], record["commit"], gone, already=True)
+
+
 def finish_run(
-    paths: RunnerPaths, repo: Repo, into: str | None, squash: bool, delete: bool, force: bool
+    paths: RunnerPaths,
+    repo: Repo,
+    into: str | None,
+    squash: bool,
+    delete: bool,
+    force: bool,
+    with_state: bool = False,
 ) -> Finished:
-    """Merge or squash the run into its target and commit; refuses before changing anything."""
+    """Merge or squash the run into its target like `git merge`; refuses before changing
+    anything, and a finished run is finished only once."""
+    from runner_shell.git.run_checkout import (
+        drop_run_checkout,
+        finished_ref,
+        run_checkout_path,
+        worktrees,
+        write_finish_record,
+    )
+    from runner_shell.store.state_files import load_run_state
+
     with exclusive_lock(repo):
+        known = load_run_state(paths).run_id
+        done = None if known is None else already_finished(repo, known)
+        if done is not None:
+            return done
         facts, target, tree = _facts(paths, repo, into)
         refusal = finish_refusal(facts, target, force)
         if refusal is not None:
             raise UserFacingError(refusal)
         assert target is not None
+        findings = 0 if force else _audit_findings(repo, facts.run_id)
+        if findings:
+            raise UserFacingError(
+                f"finish: 'runner audit' has {findings} finding(s) on run {facts.run_id}; "
+                "read them with 'runner audit', or pass --force"
+            )
         branch = branch_for(facts.run_id)
-        base, head = repo.git("rev-parse", target).stdout.strip(), repo.head_sha()
-        # The commit is made and the target moved in one compare-and-swap; only then is the
-        # work tree switched, so a failure before leaves every branch as it was.
+        base = repo.git("rev-parse", f"refs/heads/{target}").stdout.strip()
+        head = repo.git("rev-parse", f"refs/heads/{branch}").stdout.strip()
+        if not with_state:
+            tree = _without_state(repo, tree, base)
         parents = (base,) if squash else (base, head)
         commit = repo.commit_tree(tree, parents, finish_message(facts, target, squash))
+        held = worktrees(repo)
+        holder = held.get(f"refs/heads/{target}")
+        in_place = held.get(f"refs/heads/{branch}")
+        own = run_checkout_path(repo, facts.run_id)
+        if holder is not None:
+            _update_checkout(holder, base, commit, target)
+        # A compare-and-swap: a target that moved meanwhile is never overwritten.
         repo.git("update-ref", f"refs/heads/{target}", commit, base)
-        repo.git("checkout", "--quiet", target)
+        repo.git("update-ref", finished_ref(facts.run_id), head)
+        write_finish_record(repo, facts.run_id, target, commit)
+        # The user worked on the run branch itself: their checkout goes to the target.
+        if in_place is not None and in_place.resolve() != own.resolve() and holder is None:
+            open_repo(in_place).git("checkout", "--quiet", target)
+        # The run's own checkout goes (a later command reads the kept ref); git is asked from
+        # the common directory, since the checkout it stood in is gone.
+        common = repo.common_path("").resolve()
+        beside = Repo(common, common, common)
+        drop_run_checkout(beside, facts.run_id)
         if delete:
-            repo.git("branch", "--quiet", "-D", branch)
+            beside.git("branch", "--quiet", "-D", branch, check=False)
         return Finished(facts.run_id, target, commit, delete)

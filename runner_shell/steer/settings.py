@@ -60,6 +60,8 @@ def _config_data(paths: RunnerPaths) -> dict[str, Any]:
 def change_config(paths: RunnerPaths, repo: Repo, key: str, value: str | None) -> ConfigChanged:
     """Set `key` to the typed `value` (None: unset it), validate, write canonically, commit."""
     verb = "unset" if value is None else "set"
+    if _is_draft(paths):
+        return _change_draft_config(paths, verb, key, value)
     with exclusive_lock(repo):
         loaded = load_for_step(paths, repo)
         data = _config_data(paths)
@@ -76,6 +78,32 @@ def change_config(paths: RunnerPaths, repo: Repo, key: str, value: str | None) -
         atomic_write_text(paths.config, text)
         repo.commit_all(config_commit_message(loaded.run_id, verb, key, repo.actor()))
     return ConfigChanged(loaded.run_id, config, changed=True)
+
+
+def _is_draft(paths: RunnerPaths) -> bool:
+    """`.runner/` as `runner init` wrote it, before `runner start`: the user's to change."""
+    from runner_shell.store.state_files import load_run_state
+
+    return paths.run_state.is_file() and load_run_state(paths).run_id is None
+
+
+def _change_draft_config(
+    paths: RunnerPaths, verb: str, key: str, value: str | None
+) -> ConfigChanged:
+    """A draft's config changed in place (nothing to commit: `runner start` moves it)."""
+    data = _config_data(paths)
+    try:
+        if value is None:
+            _, config = without_setting(data, key)
+        else:
+            _, config = with_setting(data, key, typed_value(key, value))
+    except ConfigError as error:
+        raise UserFacingError(f"config {verb}: {error}") from None
+    text = render_config(config)
+    if text.encode("utf-8") == read_bytes(paths.config):
+        return ConfigChanged("draft", config, changed=False)
+    atomic_write_text(paths.config, text)
+    return ConfigChanged("draft", config, changed=True)
 
 
 def clear_guidance(paths: RunnerPaths, repo: Repo) -> str:

@@ -25,7 +25,9 @@ from runner_shell.store.layout import RunnerPaths
 
 
 def stop_request_path(repo: Repo) -> Path:
-    return repo.common_path("runner-stop-request")
+    from runner_shell.step.lock_and_journal import run_place
+
+    return run_place(repo, "runner-stop-request")
 
 
 def request_stop(repo: Repo) -> None:

@@ -41,14 +41,25 @@ JOURNAL_MAX_BYTES = 1024 * 1024
 JOB_CHANGES_MAX_BYTES = 64 * 1024 * 1024
 
 
+def run_place(repo: Repo, name: str) -> Path:
+    """`name` in the common git directory, or in the run's own directory there when `repo` is
+    the run's own checkout (`.git/runner/runs/<id>/checkout`): one lock and journal per run,
+    so two runs loop at once, while two worktrees on one run branch still share one."""
+    common = repo.common_path("")
+    root = repo.root.resolve()
+    if root.name == "checkout" and root.parent.parent == (common / "runner" / "runs").resolve():
+        return common / "runner" / "runs" / root.parent.name / name
+    return common / name
+
+
 def journal_path(repo: Repo) -> Path:
-    """In the common git directory: every worktree of the repository shares one journal."""
-    return repo.common_path("runner-journal.json")
+    """In the common git directory: every worktree of a run shares one journal."""
+    return run_place(repo, "runner-journal.json")
 
 
 def lock_path(repo: Repo) -> Path:
     """In the common git directory: two worktrees on one run branch never run at once."""
-    return repo.common_path("runner.lock")
+    return run_place(repo, "runner.lock")
 
 
 def current_command() -> str:
@@ -218,7 +229,7 @@ def _damaged(path: Path, why: str) -> DamagedJournal:
 def job_journal_path(repo: Repo, iteration: int) -> Path:
     """Where a parallel job's journal is kept while it runs in its slot (docs/parallel.md);
     its merge writes the run's journal as any iteration's commit does."""
-    return repo.common_path(f"{JOB_JOURNALS}/{iteration}.json")
+    return run_place(repo, f"{JOB_JOURNALS}/{iteration}.json")
 
 
 JOB_JOURNALS = "runner-jobs"
@@ -226,23 +237,23 @@ JOB_JOURNALS = "runner-jobs"
 
 def job_place_path(repo: Repo, iteration: int) -> Path:
     """Beside a job's journal: its slot's number and the commit it started at, for recovery."""
-    return repo.common_path(f"{JOB_JOURNALS}/{iteration}.place")
+    return run_place(repo, f"{JOB_JOURNALS}/{iteration}.place")
 
 
 def job_request_path(repo: Repo, iteration: int) -> Path:
     """Beside a remote job's journal: the request its worker was sent (docs/temporal.md)."""
-    return repo.common_path(f"{JOB_JOURNALS}/{iteration}.request")
+    return run_place(repo, f"{JOB_JOURNALS}/{iteration}.request")
 
 
 def job_worker_path(repo: Repo, iteration: int) -> Path:
     """Beside a remote job's journal: the identity of the worker running it, once the loop has
     heard it (docs/temporal.md)."""
-    return repo.common_path(f"{JOB_JOURNALS}/{iteration}.worker")
+    return run_place(repo, f"{JOB_JOURNALS}/{iteration}.worker")
 
 
 def job_changes_path(repo: Repo, iteration: int) -> Path:
     """Beside a finished job's journal: what its agent left, once its slot is another job's."""
-    return repo.common_path(f"{JOB_JOURNALS}/{iteration}.changes")
+    return run_place(repo, f"{JOB_JOURNALS}/{iteration}.changes")
 
 
 def write_job_changes(repo: Repo, changes: JobChanges) -> None:
@@ -279,7 +290,7 @@ def read_job_changes(repo: Repo, iteration: int) -> JobChanges | None:
 
 def job_journals_dir(repo: Repo) -> Path:
     """Where parallel jobs keep their journals: it changes as each is written or removed."""
-    return repo.common_path(JOB_JOURNALS)
+    return run_place(repo, JOB_JOURNALS)
 
 
 def job_journals(repo: Repo) -> tuple[tuple[int, Path], ...]:

@@ -143,3 +143,21 @@ def check_tree_writable(paths: RunnerPaths, tree: Node) -> None:
             f"exceed {TREE_MAX_BYTES} bytes, which the runner cannot write and read back; "
             "flatten or split the tree before stepping"
         )
+
+
+def missing_programs_problem(config: Config, root: Path) -> str | None:
+    """Every program the loop would start (agent, guard, sandbox setup) that cannot be, in one
+    line; None when all can. `runner start` refuses on it before it creates anything."""
+    agent = (config.agent_command or (config.agent_backend,))[0]
+    named = [("agent.command", agent), ("guard.command", config.guard_command[0])]
+    if config.sandbox.setup:
+        named.append(("sandbox.setup", config.sandbox.setup[0]))
+    search_path = os.environ.get("PATH", os.defpath)
+    problems = [
+        f"{key}: {problem}"
+        for key, program in named
+        if (problem := program_problem(program, root, search_path)) is not None
+    ]
+    if not problems:
+        return None
+    return "; ".join(problems) + "; install them or fix .runner/state/config.toml"

@@ -46,9 +46,13 @@ class SourcedHistory:
 
 
 def run_rev(repo: Repo, run_id: str) -> str:
-    """The run's branch when it exists, else HEAD."""
+    """The run's branch when it exists, else the ref `runner finish` kept, else HEAD."""
     branch = branch_for(run_id)
-    return branch if repo.branch_exists(branch) else "HEAD"
+    if repo.branch_exists(branch):
+        return branch
+    kept = f"refs/runner/finished/{run_id}"
+    found = repo.git("rev-parse", "--verify", "--quiet", kept, check=False)
+    return kept if found.returncode == 0 else "HEAD"
 
 
 def archived_history(paths: RunnerPaths, run_id: str) -> SourcedHistory | None:

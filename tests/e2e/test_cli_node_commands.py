@@ -225,8 +225,15 @@ def test_node_commands_refuse_a_dirty_working_tree(project: Project) -> None:
     assert assert_one_error_line(result).startswith("working tree is not clean: notes.txt;")
 
 
-def test_node_commands_refuse_to_run_off_the_run_branch(project: Project) -> None:
+def test_node_commands_work_from_main_on_the_run(project: Project) -> None:
+    # Issue 36 changed this rule (it used to refuse off the run branch): from main a node
+    # command changes the run in its own checkout and commits on the run's branch.
     stuck_project(project)
+    run = project.run_id
     project.git("checkout", "--quiet", "main")
+    status = project.status()
     result = project.runner("node", "retry", "root.2")
-    assert assert_one_error_line(result).startswith("refusing to run on branch 'main'")
+    assert result.returncode == 0, result.stderr
+    assert "Runner-Op: retry" in project.git("log", "-1", "--format=%B", f"runner/{run}")
+    assert project.status() == status
+    assert project.git("branch", "--show-current").strip() == "main"

@@ -45,21 +45,25 @@ def completed_run(project: Project) -> str:
 
 
 def test_start_on_main_with_an_existing_run_names_it_and_both_ways_on(project: Project) -> None:
+    # Issue 36: the run is worked on from main; `start --new` starts another beside it.
     run = project.prepare(node("root"))
     project.git("checkout", "--quiet", "main")
     result = project.runner("start")
     assert assert_one_error_line(result) == (
-        f"refusing to start on branch 'main': run(s) {run} exist: "
-        f"'git checkout runner/{run}' to continue it, or 'runner start --new' for a new run"
+        f"start: run {run} is active (work on it from here, e.g. 'runner loop'); "
+        "'runner start --new' starts another beside it"
     )
 
 
-def test_step_on_main_while_a_run_branch_exists_names_that_branch(project: Project) -> None:
+def test_step_on_main_while_a_run_branch_exists_works_on_that_run(project: Project) -> None:
+    # Issue 36 changed this rule: a step from main works on the run in its own checkout.
     run = project.prepare(node("root"))
     project.git("checkout", "--quiet", "main")
-    message = assert_one_error_line(project.runner("step"))
-    assert message.startswith(f"refusing to run on branch 'main': run(s) {run} exist:")
-    assert f"'git checkout runner/{run}'" in message
+    project.agent_script({1: {"output": DONE}})
+    result = project.runner("step")
+    assert result.returncode == 0, result.stderr
+    assert lines(result.stdout) == [f"step: run={run} iter=1 node=root status=done guard=pass"]
+    assert project.git("branch", "--show-current").strip() == "main"
 
 
 def test_start_on_the_run_branch_keeps_the_run(project: Project) -> None:
@@ -75,9 +79,9 @@ def test_a_second_run_after_the_first_was_merged_into_main(project: Project) -> 
     project.git("checkout", "--quiet", "main")
     project.git(*IDENTITY, "merge", "--quiet", "--no-ff", "-m", "merge run", f"runner/{first}")
     project.git("branch", "-D", f"runner/{first}")
-    refused = project.runner("start")
+    refused = project.runner("start", "--here")
     assert f"run(s) {first} exist" in assert_one_error_line(refused)
-    started = project.runner("start", "--new")
+    started = project.runner("start", "--new", "--here")
     assert started.returncode == 0, started.stderr
     second = project.run_id
     assert second != first

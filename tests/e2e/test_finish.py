@@ -4,13 +4,21 @@ nothing, for an incomplete run without --force or a target that conflicts."""
 
 from __future__ import annotations
 
-from tests.helpers.e2e import Project, assert_one_error_line, lines, node
+from tests.helpers.e2e import IDENTITY, Project, assert_one_error_line, lines, node
 
 DONE = {"status": "done", "summary": "Did it."}
 
 
+def fold_setup_into_start(project: Project) -> None:
+    """The test's setup commit made part of the start commit: `runner audit` (which finish
+    now runs first) would rightly call a later commit of the tree a hand edit."""
+    project.git("reset", "--soft", "HEAD~1")
+    project.git(*IDENTITY, "commit", "--quiet", "--no-verify", "--amend", "--no-edit")
+
+
 def completed_run(project: Project) -> str:
     run = project.prepare(node("root"))
+    fold_setup_into_start(project)
     project.agent_script({1: {"files": {"feature.txt": "new\n"}, "output": DONE}})
     assert project.runner("loop").returncode == 0
     return run

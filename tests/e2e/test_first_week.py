@@ -143,22 +143,29 @@ def test_git_status_on_main_is_clean_of_the_runners_own_files(project: Project) 
     assert project.status() == ""
 
 
-def test_step_on_main_names_the_run_branch_not_the_ignored_files(project: Project) -> None:
+def test_step_on_main_works_on_the_run_not_the_ignored_files(project: Project) -> None:
+    # Issue 36 changed this rule: from main, a step works on the run in its own checkout
+    # (inside .git/runner/) instead of naming the branch to check out.
     run = back_on_main_after_a_step(project)
 
-    line = assert_one_error_line(project.runner("step"))
+    result = project.runner("step")
 
-    assert "not clean" not in line
-    assert f"'git checkout runner/{run}'" in line
+    assert "not clean" not in result.stderr
+    assert result.returncode == 2, result.stderr  # the run is complete
+    assert result.stdout == "step: status=complete\n"
+    assert (project.root / ".git/runner/runs" / run / "checkout/.runner").is_dir()
+    assert project.git("branch", "--show-current").strip() == "main"
 
 
-def test_status_on_main_names_the_run_branch_to_check_out(project: Project) -> None:
+def test_status_on_main_shows_the_run(project: Project) -> None:
     run = back_on_main_after_a_step(project)
 
-    line = assert_one_error_line(project.runner("status"))
+    result = project.runner("status")
 
-    assert "runner init" not in line
-    assert f"'git checkout runner/{run}'" in line
+    assert result.returncode == 0, result.stderr
+    assert "runner init" not in result.stdout + result.stderr
+    assert f"run={run}" in result.stdout
+    assert project.git("branch", "--show-current").strip() == "main"
 
 
 # ---------------------------------------------------------------- a reader that goes away

@@ -720,7 +720,9 @@ def detached_head(project: Project) -> None:
 REPO_CASES: dict[str, tuple[Callable[[Project], None], dict[str, Expect]]] = {
     "a detached HEAD": (
         detached_head,
-        {"step": Expect(1, "HEAD is detached; check out the run branch (run 'runner start')")},
+        # Issue 36 changed this rule (it used to refuse): from a detached HEAD a step works
+        # on the run in its own checkout.
+        {"step": OK},
     ),
     "a merge in progress": (
         merge_in_progress,

@@ -357,7 +357,7 @@ def test_start_in_ratchet_mode_records_the_first_baseline(unstarted_project: Pro
     _configure(project, "ratchet", commit=False)
     project.commit_setup()
 
-    started = project.runner("start", timeout=120)
+    started = project.runner("start", "--here", timeout=120)
 
     assert started.returncode == 0, started.stderr
     assert lines(started.stdout)[-1] == "start: baseline tests=1/6 (5 not passing at the start)"

@@ -26,7 +26,7 @@ def bash_blocks(text: str) -> list[str]:
 def block_commands(block: str) -> list[list[str]]:
     """The `runner ...` commands of one bash block, as argv (comments and `&&` split off)."""
     found: list[list[str]] = []
-    for line in block.splitlines():
+    for line in block.replace("\\\n", " ").splitlines():  # a line continued with `\`
         command: list[str] = []
         for word in [*shlex.split(line, comments=True), "&&"]:
             if word in ("&&", "||", ";", "|"):

@@ -20,7 +20,7 @@ def test_init_writes_a_template_agent_that_steps_to_completion(fresh_project: Pr
     agent = project.runner_dir / "agent.py"
     assert "RUNNER_OUTPUT_PATH" in agent.read_text(encoding="utf-8")
     project.goal_path.write_text("# Goal\n\nShip it.\n", encoding="utf-8")
-    start = project.runner("start")
+    start = project.runner("start", "--here")
     assert start.returncode == 0, start.stderr
     run = project.run_id
     decompose = project.runner("step")
