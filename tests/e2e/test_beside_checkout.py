@@ -1,4 +1,4 @@
-"""End-to-end specification of issue 36: the run lives beside the user's checkout.
+"""End to end: the run lives beside the user's checkout (README, Your first run).
 
 The user's checkout stays on `main`, with a modified tracked file and an untracked one, for
 a whole run: init, `config set` on the draft, start, loop (with the user switching branches

@@ -140,7 +140,7 @@ def test_start_creates_the_run_branch_named_after_head(unstarted_project: Projec
     project = unstarted_project
     run_id = f"run-{head_sha8(project)}"
 
-    # `--here`: the run in this checkout, as before issue 36 (test_beside_checkout: the default).
+    # `--here`: the run in this checkout (the default, its own: test_beside_checkout).
     result = project.runner("start", "--here")
 
     assert result.returncode == 0, result.stderr
@@ -458,7 +458,7 @@ def test_step_refuses_to_run_when_a_precondition_fails(
 def test_step_from_another_branch_works_on_the_run(
     project: Project, leave: Callable[[Project], str]
 ) -> None:
-    # Issue 36 changed this rule (these two used to refuse): from any branch of the user's
+    # This rule changed (these two used to refuse): from any branch of the user's
     # checkout a step works on the run in its own checkout, and leaves theirs as it was.
     project.agent_script({1: {"output": {"summary": "s", "children": [child_spec("A")]}}})
     run = project.run_id
@@ -516,7 +516,7 @@ def test_loop_refuses_to_run_on_a_dirty_tree_too(project: Project) -> None:
 def test_validate_and_step_say_the_same_about_the_run_identity(
     project: Project, move: tuple[str, ...]
 ) -> None:
-    # Issue 36 changed this rule (both used to refuse alike): from a detached HEAD or another
+    # This rule changed (both used to refuse alike): from a detached HEAD or another
     # branch, validate and step both work on the run in its own checkout.
     project.prepare()
     run = project.run_id

@@ -226,7 +226,7 @@ def test_node_commands_refuse_a_dirty_working_tree(project: Project) -> None:
 
 
 def test_node_commands_work_from_main_on_the_run(project: Project) -> None:
-    # Issue 36 changed this rule (it used to refuse off the run branch): from main a node
+    # This rule changed (it used to refuse off the run branch): from main a node
     # command changes the run in its own checkout and commits on the run's branch.
     stuck_project(project)
     run = project.run_id

@@ -45,7 +45,7 @@ def completed_run(project: Project) -> str:
 
 
 def test_start_on_main_with_an_existing_run_names_it_and_both_ways_on(project: Project) -> None:
-    # Issue 36: the run is worked on from main; `start --new` starts another beside it.
+    # The run is worked on from main; `start --new` starts another beside it.
     run = project.prepare(node("root"))
     project.git("checkout", "--quiet", "main")
     result = project.runner("start")
@@ -56,7 +56,7 @@ def test_start_on_main_with_an_existing_run_names_it_and_both_ways_on(project: P
 
 
 def test_step_on_main_while_a_run_branch_exists_works_on_that_run(project: Project) -> None:
-    # Issue 36 changed this rule: a step from main works on the run in its own checkout.
+    # This rule changed: a step from main works on the run in its own checkout.
     run = project.prepare(node("root"))
     project.git("checkout", "--quiet", "main")
     project.agent_script({1: {"output": DONE}})

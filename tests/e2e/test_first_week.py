@@ -144,7 +144,7 @@ def test_git_status_on_main_is_clean_of_the_runners_own_files(project: Project) 
 
 
 def test_step_on_main_works_on_the_run_not_the_ignored_files(project: Project) -> None:
-    # Issue 36 changed this rule: from main, a step works on the run in its own checkout
+    # This rule changed: from main, a step works on the run in its own checkout
     # (inside .git/runner/) instead of naming the branch to check out.
     run = back_on_main_after_a_step(project)
 

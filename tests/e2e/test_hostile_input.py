@@ -720,7 +720,7 @@ def detached_head(project: Project) -> None:
 REPO_CASES: dict[str, tuple[Callable[[Project], None], dict[str, Expect]]] = {
     "a detached HEAD": (
         detached_head,
-        # Issue 36 changed this rule (it used to refuse): from a detached HEAD a step works
+        # This rule changed (it used to refuse): from a detached HEAD a step works
         # on the run in its own checkout.
         {"step": OK},
     ),
