@@ -27,6 +27,7 @@ from runner_shell.git.repo import GitError
 from runner_shell.step.lock_and_journal import exclusive_lock
 
 if TYPE_CHECKING:
+    from runner_core.run.config import Config
     from runner_shell.git.repo import Repo
     from runner_shell.store.layout import RunnerPaths
 
@@ -37,6 +38,14 @@ InitPrompts = Annotated[
         "--prompts",
         help="Also write the shipped prompt templates to .runner/prompts/ (the runner then "
         "uses them; edit them to change what agents are told; docs/eval.md).",
+    ),
+]
+
+
+DiscardRun = Annotated[
+    bool,
+    typer.Option(
+        "--discard-run", help="With --force: overwrite the state of a run that is not finished."
     ),
 ]
 
@@ -68,35 +77,20 @@ def init(
         ),
     ] = None,
     prompts: InitPrompts = False,
-    discard_run: Annotated[
-        bool,
-        typer.Option(
-            "--discard-run", help="With --force: overwrite the state of a run that is not finished."
-        ),
-    ] = False,
+    discard_run: DiscardRun = False,
 ) -> None:
     """Scaffold .runner/ with a default config, a placeholder GOAL.md and a root node.
 
     The draft is yours to edit, `config set` and shape with `node` commands before 'runner
     start' moves it onto the run's branch."""
-    from runner_core import ConfigError, parse_config
-    from runner_core.run.config import command_words
-    from runner_core.run.template_agent import TEMPLATE_AGENT_PATH, init_agent_command
+    from runner_core.run.template_agent import TEMPLATE_AGENT_PATH
     from runner_shell.setup.command_agent import write_template_agent
     from runner_shell.setup.scaffold import init_runner, write_git_exclude
 
     paths, repo = _here()
     if prompts and paths.runner_dir.exists() and not force:
         return _write_prompts(paths, force)  # the templates it lacks; its state files stay
-    try:
-        given = command_words("--agent", tuple(agent or ()))
-        agent_words, template = init_agent_command(backend, given)
-        data: dict[str, object] = {"agent": {"backend": backend, "command": list(agent_words)}}
-        if guard:
-            data["guard"] = {"command": list(command_words("--guard", tuple(guard)))}
-        config = parse_config(data)
-    except ConfigError as error:
-        raise UserFacingError(f"init: {error}") from None
+    config, template = _init_config(guard, backend, agent)
     # `init --force` rewrites the state files under a running loop's feet unless it waits its turn.
     with exclusive_lock(repo):
         if force and not discard_run:
@@ -113,6 +107,26 @@ def init(
         typer.echo(f"init: agent={TEMPLATE_AGENT_PATH} (a template agent: edit it to call yours)")
     if prompts:
         _write_prompts(paths, force)
+
+
+def _init_config(
+    guard: list[str] | None, backend: str, agent: list[str] | None
+) -> tuple[Config, bool]:
+    """The config `init` writes from its options, and whether a template agent comes with it;
+    a bad option is one line naming it."""
+    from runner_core import ConfigError, parse_config
+    from runner_core.run.config import command_words
+    from runner_core.run.template_agent import init_agent_command
+
+    try:
+        given = command_words("--agent", tuple(agent or ()))
+        agent_words, template = init_agent_command(backend, given)
+        data: dict[str, object] = {"agent": {"backend": backend, "command": list(agent_words)}}
+        if guard:
+            data["guard"] = {"command": list(command_words("--guard", tuple(guard)))}
+        return parse_config(data), template
+    except ConfigError as error:
+        raise UserFacingError(f"init: {error}") from None
 
 
 def _refuse_started_run(paths: RunnerPaths, repo: Repo) -> None:

@@ -155,7 +155,6 @@ def finish_run(
     """Merge or squash the run into its target like `git merge`; refuses before changing
     anything, and a finished run is finished only once."""
     from runner_shell.git.run_checkout import (
-        drop_run_checkout,
         finished_ref,
         run_checkout_path,
         worktrees,
@@ -168,17 +167,7 @@ def finish_run(
         done = None if known is None else already_finished(repo, known)
         if done is not None:
             return done
-        facts, target, tree = _facts(paths, repo, into)
-        refusal = finish_refusal(facts, target, force)
-        if refusal is not None:
-            raise UserFacingError(refusal)
-        assert target is not None
-        findings = 0 if force else _audit_findings(repo, facts.run_id)
-        if findings:
-            raise UserFacingError(
-                f"finish: 'runner audit' has {findings} finding(s) on run {facts.run_id}; "
-                "read them with 'runner audit', or pass --force"
-            )
+        facts, target, tree = _checked(paths, repo, into, force)
         branch = branch_for(facts.run_id)
         base = repo.git("rev-parse", f"refs/heads/{target}").stdout.strip()
         head = repo.git("rev-parse", f"refs/heads/{branch}").stdout.strip()
@@ -199,11 +188,36 @@ def finish_run(
         # The user worked on the run branch itself: their checkout goes to the target.
         if in_place is not None and in_place.resolve() != own.resolve() and holder is None:
             open_repo(in_place).git("checkout", "--quiet", target)
-        # The run's own checkout goes (a later command reads the kept ref); git is asked from
-        # the common directory, since the checkout it stood in is gone.
-        common = repo.common_path("").resolve()
-        beside = Repo(common, common, common)
-        drop_run_checkout(beside, facts.run_id)
-        if delete:
-            beside.git("branch", "--quiet", "-D", branch, check=False)
+        _drop_run_checkout(repo, facts.run_id, branch if delete else None)
         return Finished(facts.run_id, target, commit, delete)
+
+
+def _checked(
+    paths: RunnerPaths, repo: Repo, into: str | None, force: bool
+) -> tuple[FinishFacts, str, str]:
+    """The run's facts, its target branch and its tree, once every refusal is passed (the
+    audit's findings among them, unless `force`)."""
+    facts, target, tree = _facts(paths, repo, into)
+    refusal = finish_refusal(facts, target, force)
+    if refusal is not None:
+        raise UserFacingError(refusal)
+    assert target is not None
+    findings = 0 if force else _audit_findings(repo, facts.run_id)
+    if findings:
+        raise UserFacingError(
+            f"finish: 'runner audit' has {findings} finding(s) on run {facts.run_id}; "
+            "read them with 'runner audit', or pass --force"
+        )
+    return facts, target, tree
+
+
+def _drop_run_checkout(repo: Repo, run_id: str, branch: str | None) -> None:
+    """The run's own checkout goes (a later command reads the kept ref), and its `branch` too
+    when given; git is asked from the common directory, since the checkout it stood in is gone."""
+    from runner_shell.git.run_checkout import drop_run_checkout
+
+    common = repo.common_path("").resolve()
+    beside = Repo(common, common, common)
+    drop_run_checkout(beside, run_id)
+    if branch is not None:
+        beside.git("branch", "--quiet", "-D", branch, check=False)
