@@ -356,10 +356,39 @@ def _rate_text(attempts: AgentAttempts) -> str:
 
 
 def render_report(report: Report) -> list[str]:
+    out = [f"report: run={report.run_id}", "summary:"]
+    out += table(("KEY", "VALUE"), _summary_facts(report), indent="  ")[1:]
+    out.append("nodes:")
+    if report.nodes:
+        headers = ("NODE", "STATE", "EXEC", "OK", "FAILED", "CONSUMED", "ATTEMPTS", "DURATION")
+        out += table((*headers, "TOKENS in/out/cached"), _node_rows(report), indent="  ")
+    else:
+        out.append("  none")
+    out += merge_rerun_lines(report)
+    out += budget_lines(report.budgets)
+    if report.subtree_totals:
+        out += rolled_up_lines(report.subtree_totals)
+    out += suite_lines(report.tests)
+    out += _slowest_lines(report)
+    out.append("operator actions:")
+    out += [
+        f"  before iter {action.before_iteration}: {action_text(action)}"
+        for action in report.operator_actions
+    ] or ["  none"]
+    out += _backend_lines(report)
+    out.append("most retried:")
+    retried = _retried_rows(report.most_retried)
+    retried_heads = ("NODE", "ATTEMPTS_CONSUMED", "EXECUTIONS")
+    out += table(retried_heads, retried, indent="  ") if retried else ["  none"]
+    return out
+
+
+def _summary_facts(report: Report) -> list[tuple[str, str]]:
+    """The report's `summary:` section, one (key, value) a line."""
     summary = report.summary
     tokens = summary.total_tokens
     cost = summary.total_cost_usd
-    facts = [
+    return [
         ("total_executions", str(summary.total_executions)),
         ("successful_executions", str(summary.successful_executions)),
         ("failed_executions", str(summary.failed_executions)),
@@ -376,20 +405,10 @@ def render_report(report: Report) -> list[str]:
         ("total_cost_usd", "-" if cost is None else f"{cost:.4f}"),
         ("operator_actions", str(len(report.operator_actions))),
     ]
-    out = [f"report: run={report.run_id}", "summary:"]
-    out += table(("KEY", "VALUE"), facts, indent="  ")[1:]
-    out.append("nodes:")
-    if report.nodes:
-        headers = ("NODE", "STATE", "EXEC", "OK", "FAILED", "CONSUMED", "ATTEMPTS", "DURATION")
-        out += table((*headers, "TOKENS in/out/cached"), _node_rows(report), indent="  ")
-    else:
-        out.append("  none")
-    out += merge_rerun_lines(report)
-    out += budget_lines(report.budgets)
-    if report.subtree_totals:
-        out += rolled_up_lines(report.subtree_totals)
-    out += suite_lines(report.tests)
-    out.append("slowest:")
+
+
+def _slowest_lines(report: Report) -> list[str]:
+    """The report's `slowest:` section: its slowest iterations, slowest first."""
     slow = [
         (
             str(r.iteration),
@@ -401,13 +420,11 @@ def render_report(report: Report) -> list[str]:
         for r in report.slowest
     ]
     slow_heads = ("ITER", "NODE", "DURATION", "STATUS", "GUARD")
-    out += table(slow_heads, slow, indent="  ") if slow else ["  none"]
-    out.append("operator actions:")
-    out += [
-        f"  before iter {action.before_iteration}: {action_text(action)}"
-        for action in report.operator_actions
-    ] or ["  none"]
-    out.append("backends:")
+    return ["slowest:", *(table(slow_heads, slow, indent="  ") if slow else ["  none"])]
+
+
+def _backend_lines(report: Report) -> list[str]:
+    """The report's `backends:` section: one row per agent backend the run used."""
     backend_rows = [
         (
             name,
@@ -419,9 +436,5 @@ def render_report(report: Report) -> list[str]:
         for name, summary in report.backends
     ]
     backend_heads = ("BACKEND", "ITERATIONS", "SUCCESS", "TOKENS in/out/cached", "COST_USD")
-    out += table(backend_heads, backend_rows, indent="  ") if backend_rows else ["  none"]
-    out.append("most retried:")
-    retried = _retried_rows(report.most_retried)
-    retried_heads = ("NODE", "ATTEMPTS_CONSUMED", "EXECUTIONS")
-    out += table(retried_heads, retried, indent="  ") if retried else ["  none"]
-    return out
+    rows = table(backend_heads, backend_rows, indent="  ") if backend_rows else ["  none"]
+    return ["backends:", *rows]

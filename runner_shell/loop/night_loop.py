@@ -21,7 +21,7 @@ from runner_core.iteration.plan import PlanKind
 from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
 from runner_core.loop.budget import BudgetUse
-from runner_core.loop.events import EventOrigin, EventType, loop_started
+from runner_core.loop.events import Event, EventOrigin, EventType, loop_started
 from runner_core.loop.fallback import backend_chain, choose_backend, limited_after
 from runner_core.loop.usage_limits import LimitKind, LimitSignal, iso_utc, wait_until
 from runner_core.run.config import Config
@@ -115,15 +115,7 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
         chain = backend_chain(config.agent_backend, config.agent_fallback)
         choice = choose_backend(chain, limited, loop_now())
         if choice.backend is None and choice.wait_until is not None:
-            # Every backend of the chain is limited: wait for the first reset.
-            wait = wait_until(
-                LimitSignal(LimitKind.USAGE_LIMITED, "", retry_at=choice.wait_until),
-                loop_now(),
-                config.loop.max_wait_secs,
-                0,
-            )
-            run.emit(loop_lines.wait_line(run_state.run_id or "", wait, "every_backend_limited"))
-            sleep_interruptibly(wait.secs)
+            _wait_for_first_reset(run, run_state, config, choice.wait_until)
             continue
         result = run_step(run.paths, run.repo, run.prompt_budget, backend=choice.backend)
         if result.kind is PlanKind.RUN:
@@ -152,30 +144,70 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
         events = policy.decision_events(decision, origin, config.loop, step, steps)
         if isinstance(decision, policy.Wait) and len(chain) > 1 and result.limit is not None:
             used = choice.backend or config.agent_backend
-            limited = limited_after(limited, used, decision.wait.until)
-            after = choose_backend(chain, limited, loop_now()).backend
-            if after is not None:
-                # Another backend of the chain is free: it runs now, nobody waits.
-                events = tuple(e for e in events if e.type is not EventType.WAITING)
-                decision = policy.Continue(decision.state)
-                run.emit(
-                    f"loop: fallback run={result.run_id} from={used} to={after} "
-                    f"until={limited[used]}"
-                )
+            limited, decision, events = _fall_back(
+                run, result.run_id, chain, limited, used, decision, events
+            )
         sink_for(run.paths, config, result.run_id).emit(events, fsync=True)
         state = decision.state
-        match decision:
-            case policy.Continue():
-                pass
-            case policy.Wait(wait=wait, reason=reason):
-                run.emit(loop_lines.wait_line(result.run_id, wait, reason))
-                sleep_interruptibly(wait.secs)
-            case policy.Decompose(node_id=node_id):
-                hand_to_decomposer(run, node_id)
-            case policy.Stop():
-                return stopped(run, config, result, step, decision, steps)
-            case _:
-                assert_never(decision)
+        code = _carry_out(run, config, result, step, decision, steps)
+        if code is not None:
+            return code
+
+
+def _wait_for_first_reset(run: LoopRun, run_state: RunState, config: Config, until: str) -> None:
+    """Every backend of the chain is limited: wait for the first reset (`until`)."""
+    wait = wait_until(
+        LimitSignal(LimitKind.USAGE_LIMITED, "", retry_at=until),
+        loop_now(),
+        config.loop.max_wait_secs,
+        0,
+    )
+    run.emit(loop_lines.wait_line(run_state.run_id or "", wait, "every_backend_limited"))
+    sleep_interruptibly(wait.secs)
+
+
+def _fall_back(
+    run: LoopRun,
+    run_id: str,
+    chain: tuple[str, ...],
+    limited: PMap[str, str],
+    used: str,
+    decision: policy.Wait,
+    events: tuple[Event, ...],
+) -> tuple[PMap[str, str], policy.LoopDecision, tuple[Event, ...]]:
+    """`used` hit its limit: it is limited until the wait's end; when another backend of the
+    chain is free it runs now and nobody waits (the decision and events become a Continue's)."""
+    limited = limited_after(limited, used, decision.wait.until)
+    after = choose_backend(chain, limited, loop_now()).backend
+    if after is None:
+        return limited, decision, events
+    run.emit(f"loop: fallback run={run_id} from={used} to={after} until={limited[used]}")
+    waitless = tuple(e for e in events if e.type is not EventType.WAITING)
+    return limited, policy.Continue(decision.state), waitless
+
+
+def _carry_out(
+    run: LoopRun,
+    config: Config,
+    result: StepResult,
+    step: policy.StepResult,
+    decision: policy.LoopDecision,
+    steps: int,
+) -> int | None:
+    """Do what the policy decided; the loop's exit code when it stops, else None."""
+    match decision:
+        case policy.Continue():
+            pass
+        case policy.Wait(wait=wait, reason=reason):
+            run.emit(loop_lines.wait_line(result.run_id, wait, reason))
+            sleep_interruptibly(wait.secs)
+        case policy.Decompose(node_id=node_id):
+            hand_to_decomposer(run, node_id)
+        case policy.Stop():
+            return stopped(run, config, result, step, decision, steps)
+        case _:
+            assert_never(decision)
+    return None
 
 
 def budget_stop(

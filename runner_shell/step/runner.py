@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from string import Template
 from typing import ClassVar, Literal, assert_never
 
 import attrs
@@ -39,7 +38,7 @@ from runner_core.iteration.effects import (
     WriteIterationFile,
     WriteJournal,
 )
-from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
+from runner_core.iteration.facts import ClockReading, IterationFacts
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.guard_stage import failure_context
 from runner_core.iteration.import_rules import ImportLimits
@@ -62,7 +61,7 @@ from runner_core.iteration.step_outcome import step_exit_code
 from runner_core.loop.usage_limits import LimitSignal
 from runner_core.run.config import Config
 from runner_core.run.state import RunState
-from runner_core.tree.model import AgentRole, Node
+from runner_core.tree.model import Node
 from runner_core.views.loop_lines import budget_refusal
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import GitError, Repo
@@ -74,7 +73,6 @@ from runner_shell.sandbox.status import sandbox_status
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_objects, slot_path
 from runner_shell.step import protected_files
-from runner_shell.step.agent_and_guard import AGENT_DIR
 from runner_shell.step.agent_and_guard import WAIT_FILE as WAIT_FILE
 from runner_shell.step.agent_and_guard import ProcessAgentRunner as ProcessAgentRunner
 from runner_shell.step.agent_and_guard import ProcessGuardRunner as ProcessGuardRunner
@@ -82,7 +80,7 @@ from runner_shell.step.agent_and_guard import schema_path as schema_path
 from runner_shell.step.iteration_store import DiskIterationStore as DiskIterationStore
 from runner_shell.step.iteration_store import SlotLister as SlotLister
 from runner_shell.step.lock_and_journal import current_command, job_journals, read_journal
-from runner_shell.step.prompt_templates import load_template
+from runner_shell.step.prompt_parts import prompt_parts
 from runner_shell.step.repository_checks import (
     check_programs,
     check_tree_writable,
@@ -98,7 +96,6 @@ from runner_shell.store.state_files import (
     load_tree_and_sha256,
     read_bytes,
     read_goal,
-    read_optional_text,
 )
 
 # How much of the previous guard.log is handed to the next attempt as failure.md.
@@ -266,11 +263,6 @@ def scratch_checkout(repo: Repo, loaded: Loaded, sandbox: Sandbox | None = None)
 # ---------------------------------------------------------------- facts
 
 
-def _template(name: str, values: Mapping[str, str]) -> str:
-    text = (Path(__file__).parent / "templates" / name).read_text(encoding="utf-8")
-    return Template(text).safe_substitute(values)
-
-
 def gather(
     paths: RunnerPaths, loaded: Loaded, plan: RunPlan, budget: int, told: int | None = None
 ) -> IterationFacts:
@@ -299,7 +291,7 @@ def gather(
         config_bytes=read_bytes(paths.config),
         entries=entries,
         previous_snapshot_sha256=snapshot_sha256 if is_previous else None,
-        prompt=_prompt_parts(paths, loaded.config, plan.role, iter_dir, budget),
+        prompt=prompt_parts(paths, loaded.config, plan.role, iter_dir, budget),
         started=SystemClock().now(),
         runner_pid=os.getpid(),
         command=current_command(),
@@ -316,26 +308,6 @@ def _left_over(iter_dir: Path) -> frozenset[str]:
         entry
         for entry in os.listdir(iter_dir.parent)
         if entry == name or entry.startswith(f"{name}.interrupted-")
-    )
-
-
-def _prompt_parts(
-    paths: RunnerPaths, config: Config, role: AgentRole, iter_dir: Path, budget: int
-) -> PromptParts:
-    values = {
-        "context_dir": paths.relative(paths.context_dir) + "/",
-        "guard_command": " ".join(config.guard_command),
-        "output_path": str(iter_dir / AGENT_DIR / "agent_output.json"),
-        "schema_path": str(schema_path(paths, role)),
-    }
-    return PromptParts(
-        contract=_template(f"contract_{role.value}.md", values),
-        output=_template(f"output_{role.value}.md", values),
-        guidance=read_optional_text(paths.guidance, budget),
-        assumptions=read_optional_text(paths.assumptions, budget),
-        questions=read_optional_text(paths.questions, budget),
-        budget=budget,
-        template=load_template(paths, role),
     )
 
 
