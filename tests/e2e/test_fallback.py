@@ -20,6 +20,8 @@ RESET_SECS = 2
 # The parallel loop (`[parallel] slots` above 1) does not fall back: it waits.
 pytestmark = pytest.mark.one_slot
 LEAVES = [node(f"root.{n}", order=n) for n in range(1, 11)]
+# The fake CLIs' variables, passed on by name: the environment is an allow-list also unsandboxed.
+FAKE_ENV = {"env": ["FAKE_CLI_*", "FAKE_CODEX_*", "FAKE_CLAUDE_*"]}
 
 
 def fallback_config(project: Project, chain: str) -> None:
@@ -40,6 +42,7 @@ def test_a_codex_limit_runs_claude_without_waiting_and_returns_to_codex_after_th
     run = project.prepare(
         node("root", children=LEAVES),
         loop={"max_wait_secs": RESET_SECS, "runner_error_backoff_secs": [0]},
+        sandbox=FAKE_ENV,
     )
     fallback_config(project, '["claude"]')
 
@@ -49,7 +52,7 @@ def test_a_codex_limit_runs_claude_without_waiting_and_returns_to_codex_after_th
     assert result.returncode == 0, result.stderr
     out = lines(result.stdout)
     assert not [line for line in out if line.startswith("loop: wait ")], out
-    assert out[0] == f"loop: step run={run} iter=1 node=root.1 status=retry guard=skipped", out
+    assert out[0] == f"loop: step run={run} iter=1 node=root.1 status=rate_limited guard=skipped", out
     assert out[1].startswith(f"loop: fallback run={run} from=codex to=claude until="), out
     assert out[-1].startswith(f"loop: status=complete run={run} steps=11 "), out
     metas = [project.meta(iteration) for iteration in range(1, 12)]
@@ -84,7 +87,9 @@ def test_a_codex_limit_runs_claude_without_waiting_and_returns_to_codex_after_th
 
 
 def test_a_backend_without_a_fallback_waits_for_its_limit(project: Project) -> None:
-    run = project.prepare(node("root"), loop={"max_wait_secs": 2, "runner_error_backoff_secs": [0]})
+    run = project.prepare(
+        node("root"), loop={"max_wait_secs": 2, "runner_error_backoff_secs": [0]}, sandbox=FAKE_ENV
+    )
     fallback_config(project, "[]")
 
     result = project.runner("loop", timeout=60)
@@ -101,6 +106,7 @@ def test_when_every_backend_of_the_chain_is_limited_the_loop_waits_then_goes_on(
     run = project.prepare(
         node("root", children=LEAVES[:2]),
         loop={"max_wait_secs": RESET_SECS, "runner_error_backoff_secs": [0]},
+        sandbox=FAKE_ENV,
     )
     fallback_config(project, '["claude"]')
     project.env["FAKE_CLAUDE_LIMIT_ONCE"] = str(project.root.parent / "claude-limited-once")
@@ -110,7 +116,7 @@ def test_when_every_backend_of_the_chain_is_limited_the_loop_waits_then_goes_on(
     assert result.returncode == 0, result.stderr
     out = lines(result.stdout)
     assert out[1].startswith(f"loop: fallback run={run} from=codex to=claude until="), out
-    assert out[2] == f"loop: step run={run} iter=2 node=root.1 status=retry guard=skipped", out
+    assert out[2] == f"loop: step run={run} iter=2 node=root.1 status=rate_limited guard=skipped", out
     assert out[3].startswith(f"loop: wait run={run} reason=usage_limited until="), out
     assert out[-1].startswith(f"loop: status=complete run={run} steps=4 "), out
     backends = [project.meta(iteration)["backend"] for iteration in range(1, 5)]

@@ -149,7 +149,8 @@ def _fake_cli_config(project: Project, backend: str) -> None:
 def test_the_real_usage_limit_output_of_codex_and_claude_is_recognised(
     project: Project, backend: str, scenario: str, error: str
 ) -> None:
-    project.set_config()
+    # The scenario is passed on by name: the environment is an allow-list also unsandboxed.
+    project.set_config(sandbox={"env": ["FAKE_CLI_SCENARIO"]})
     _fake_cli_config(project, backend)
     project.commit_setup()
     project.env["FAKE_CLI_SCENARIO"] = scenario
