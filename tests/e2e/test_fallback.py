@@ -52,7 +52,9 @@ def test_a_codex_limit_runs_claude_without_waiting_and_returns_to_codex_after_th
     assert result.returncode == 0, result.stderr
     out = lines(result.stdout)
     assert not [line for line in out if line.startswith("loop: wait ")], out
-    assert out[0] == f"loop: step run={run} iter=1 node=root.1 status=rate_limited guard=skipped", out
+    assert out[0] == f"loop: step run={run} iter=1 node=root.1 status=rate_limited guard=skipped", (
+        out
+    )
     assert out[1].startswith(f"loop: fallback run={run} from=codex to=claude until="), out
     assert out[-1].startswith(f"loop: status=complete run={run} steps=11 "), out
     metas = [project.meta(iteration) for iteration in range(1, 12)]
@@ -78,7 +80,7 @@ def test_a_codex_limit_runs_claude_without_waiting_and_returns_to_codex_after_th
     assert codex["tokens"]["input"] == 10 * codex["successful_executions"]
     history = lines(project.runner("history").stdout)
     assert history[1].split()[:4] == ["ITER", "NODE", "ROLE", "BACKEND"], history
-    assert history[2].split()[:5] == ["1", "root.1", "executor", "codex", "retry"], history
+    assert history[2].split()[:5] == ["1", "root.1", "executor", "codex", "rate_limited"], history
     assert history[3].split()[:5] == ["2", "root.1", "executor", "claude", "done"], history
     shown = project.runner("show", "2").stdout
     assert "backend=claude" in shown, shown
@@ -116,7 +118,9 @@ def test_when_every_backend_of_the_chain_is_limited_the_loop_waits_then_goes_on(
     assert result.returncode == 0, result.stderr
     out = lines(result.stdout)
     assert out[1].startswith(f"loop: fallback run={run} from=codex to=claude until="), out
-    assert out[2] == f"loop: step run={run} iter=2 node=root.1 status=rate_limited guard=skipped", out
+    assert out[2] == f"loop: step run={run} iter=2 node=root.1 status=rate_limited guard=skipped", (
+        out
+    )
     assert out[3].startswith(f"loop: wait run={run} reason=usage_limited until="), out
     assert out[-1].startswith(f"loop: status=complete run={run} steps=4 "), out
     backends = [project.meta(iteration)["backend"] for iteration in range(1, 5)]
