@@ -170,7 +170,7 @@ def test_status_names_run_progress_selected_leaf_and_draws_the_tree(scenario: Sc
         "status: leaves passed=1 total=3",
         "status: selected=open id=root.2 path=root/root.2 attempts=2/3",
         "status: stuck=none",
-        "status: last status=retry guard=skipped",
+        "status: last status=runner_error guard=skipped",
         # the e2e configs say mode = "off"; the environment's allow-list holds even so
         "status: sandbox=off userns=no caps=host seccomp=no fs=host env=listed net=host"
         " limits=none",
