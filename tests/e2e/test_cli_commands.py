@@ -217,7 +217,7 @@ def test_validate_prints_its_ok_lines_and_the_sandbox_before_a_run_is_started(
         "validate: config=ok",
         "validate: tree=ok",
         "validate: run=not-started",
-        f"validate: sandbox={SANDBOX} net=host",
+        f"validate: sandbox={SANDBOX}",
     ]
 
 
@@ -230,7 +230,7 @@ def test_validate_reports_the_run_identity_once_started(project: Project) -> Non
         "validate: config=ok",
         "validate: tree=ok",
         f"validate: run=ok id={project.run_id} branch=runner/{project.run_id}",
-        f"validate: sandbox={SANDBOX} net=host",
+        f"validate: sandbox={SANDBOX}",
     ]
 
 

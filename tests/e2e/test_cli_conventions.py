@@ -168,7 +168,13 @@ def test_validate_json_of_a_started_run(project: Project) -> None:
         "id": run,
         "branch": f"runner/{run}",
         "sandbox": "off",  # the e2e configs say mode = "off"
+        "userns": "no",
+        "caps": "host",
+        "seccomp": "no",
+        "fs": "host",
+        "env": "listed",  # the environment's allow-list holds unsandboxed too
         "net": "host",  # unsandboxed: the agent has the host's network
+        "limits": "none",
     }
 
 
