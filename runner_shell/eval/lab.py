@@ -93,7 +93,8 @@ def _decompose(
             shutil.copyfile(source / "tree.json", state / "tree.json")
         if variant.prompts is not None:
             shutil.copytree(variant.prompts, workspace / ".runner" / "prompts")
-        code, said = processes.run(_runner("start"), workspace, 300)
+        # The lab's own throw-away clone: the run works in it in place (`--here`).
+        code, said = processes.run(_runner("start", "--here"), workspace, 300)
         if code != 0:
             return {"valid": False, "problem": f"runner start failed: {said.strip()}"}
         processes.run(_runner("step"), workspace, 900)

@@ -344,7 +344,9 @@ def _setup(case: Case, variant: Variant, workspace: Path, processes: Processes) 
     _write(runner_dir / "GOAL.md", case.goal.rstrip("\n") + "\n")
     if variant.prompts is not None:
         shutil.copytree(variant.prompts, runner_dir / "prompts", dirs_exist_ok=True)
-    code, said = processes.run(_runner("start"), workspace, 300)
+    # The workspace is the eval's own throw-away clone: the run works in it in place (`--here`),
+    # so the checks see the finished run's files where the case's project is.
+    code, said = processes.run(_runner("start", "--here"), workspace, 300)
     if code != 0:
         return f"runner start failed ({code}): {said.strip()}"
     return None
