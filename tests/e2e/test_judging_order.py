@@ -32,12 +32,16 @@ GUARD = (
 def _setup(project: Project, *guard_lines: str) -> None:
     agent = project.harness / "agent.py"
     agent.write_text(AGENT, encoding="utf-8")
-    project.set_config(agent_command=[PYTHON, str(agent)], guard_command=["sh", "-c", GUARD])
-    if guard_lines:
-        text = project.config_path.read_text(encoding="utf-8")
-        extra = "".join(f"{line}\n" for line in guard_lines)
-        text = re.sub(r"(\[guard\]\ncommand = .*\n)", lambda m: m.group(1) + extra, text)
-        project.config_path.write_text(text, encoding="utf-8")
+    # WEAKEN and HARNESS passed on by name: the environment is an allow-list also unsandboxed.
+    project.set_config(
+        agent_command=[PYTHON, str(agent)],
+        guard_command=["sh", "-c", GUARD],
+        sandbox={"env": ["WEAKEN"]},
+    )
+    text = project.config_path.read_text(encoding="utf-8")
+    extra = "".join(f"{line}\n" for line in (*guard_lines, 'env = ["HARNESS"]'))
+    text = re.sub(r"(\[guard\]\ncommand = .*\n)", lambda m: m.group(1) + extra, text)
+    project.config_path.write_text(text, encoding="utf-8")
     project.env["HARNESS"] = str(project.harness)
     tests = project.root / "tests"
     tests.mkdir()
@@ -95,7 +99,12 @@ def test_the_failing_assertion_reaches_failure_md_and_the_next_prompt_once(
         f'PYTHONDONTWRITEBYTECODE=1 exec "{PYTHON}" -m pytest -q -p no:cacheprovider'
         ' --junitxml="$RUNNER_GUARD_REPORT" tests'
     )
-    project.set_config(agent_command=[PYTHON, str(agent)], guard_command=["sh", "-c", guard])
+    # HARNESS passed on to the agent by name (the environment is an allow-list).
+    project.set_config(
+        agent_command=[PYTHON, str(agent)],
+        guard_command=["sh", "-c", guard],
+        sandbox={"env": ["HARNESS"]},
+    )
     text = project.config_path.read_text(encoding="utf-8")
     text = re.sub(r"(\[guard\]\ncommand = .*\n)", lambda m: m.group(1) + 'mode = "ratchet"\n', text)
     project.config_path.write_text(text, encoding="utf-8")
