@@ -326,6 +326,9 @@ class Project:
         # the test: the sandbox lets them write there (every test's tmp dir is under one base).
         sandbox = dict(values.pop("sandbox", {}))
         sandbox.setdefault("writable", [str(self.harness.parent.parent)])
+        # A scripted agent finds its harness through HARNESS, which the config names as a user
+        # names a variable their agent reads: the environment is an allow-list.
+        sandbox.setdefault("env", ["HARNESS"])
         if self.sandbox_mode is not None:
             sandbox.setdefault("mode", self.sandbox_mode)
         values["sandbox"] = sandbox
