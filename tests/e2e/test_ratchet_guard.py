@@ -285,7 +285,10 @@ def _single_leaf(project: Project, guard: list[str], mode: str = "ratchet") -> N
     )
     project.set_config(agent_command=[PYTHON, str(agent)], guard_command=guard)
     text = project.config_path.read_text(encoding="utf-8")
-    text = re.sub(r"(\[guard\]\ncommand = .*\n)", lambda m: m.group(1) + f'mode = "{mode}"\n', text)
+    # The guard's tests find the harness through HARNESS, named as the guard's environment is an
+    # allow-list.
+    extra = f'mode = "{mode}"\nenv = ["HARNESS"]\n'
+    text = re.sub(r"(\[guard\]\ncommand = .*\n)", lambda m: m.group(1) + extra, text)
     project.config_path.write_text(text, encoding="utf-8")
     project.prepare(node("root", title="Do it"))
 
