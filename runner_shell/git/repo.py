@@ -194,7 +194,13 @@ class Repo:
         return tuple(message for message in out.split("\0") if message.strip())
 
     def current_branch(self) -> str | None:
-        """The checked-out branch, or None on a detached HEAD."""
+        """The checked-out branch, or None on a detached HEAD; read from git's files when they
+        plainly say (runner_shell.git.head_files), else asked of git (before a first commit)."""
+        from runner_shell.git.head_files import head_from_files
+
+        found = head_from_files(*self._dirs())
+        if found is not None:
+            return found.branch
         result = self.git("symbolic-ref", "--quiet", "--short", "HEAD", check=False)
         return result.stdout.strip() if result.returncode == 0 else None
 
