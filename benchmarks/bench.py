@@ -524,7 +524,8 @@ def make_repo(
     (state / "config.toml").write_text(
         config_text(guard, agent, max_iterations, sandbox_mode) + extra_config, encoding="utf-8"
     )
-    run([*runner, "start"], directory)
+    # In place (`--here`): the benchmark's own throw-away repository, whose files the rows read.
+    run([*runner, "start", "--here"], directory)
     assert not run(["git", "status", "--porcelain"], directory), "start left a dirty tree"
     return directory
 

@@ -52,11 +52,11 @@ def event_lines(project: Project) -> list[str]:
 
 def run_events(reader: SseReader) -> list[tuple[str, dict[str, Any]]]:
     """The events.jsonl events a client received (every message but the server's own
-    `state` pokes and `view` deltas)."""
+    `state` pokes, `view` deltas and `pictures` redrawn)."""
     return [
         (name, json.loads(data))
         for _, name, data in list(reader.messages)
-        if name not in ("state", "view")
+        if name not in ("state", "view", "pictures")
     ]
 
 
