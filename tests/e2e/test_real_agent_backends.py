@@ -129,7 +129,9 @@ def loop_and_check(
     steps = 2 if limit_error is None else 3
     assert out[-1] == f"loop: status=complete run={run} steps={steps} started_at_iter=1", out
     if limit_error is not None:
-        assert out[0] == f"loop: step run={run} iter=1 node=root status=rate_limited guard=skipped", out
+        assert (
+            out[0] == f"loop: step run={run} iter=1 node=root status=rate_limited guard=skipped"
+        ), out
         assert out[1].startswith(f"loop: wait run={run} reason=usage_limited until="), out
         assert time.monotonic() - began >= LIMIT_WAIT_SECS
         limited = project.meta(1)
