@@ -73,6 +73,9 @@ def _empty(top: int) -> None:
             child = _open_fixing(top, name)
             try:
                 for inner in _remove_files(child):
+                    # Moving a directory to another parent rewrites its `..`: without root, it
+                    # must be writable itself.
+                    _give_back(child, inner)
                     moved_as = f".removing-{os.urandom(8).hex()}"
                     os.rename(inner, moved_as, src_dir_fd=child, dst_dir_fd=top)
             finally:
@@ -97,12 +100,18 @@ def _remove_files(directory: int) -> list[str]:
 def _open_fixing(parent: int | None, name: str) -> int:
     """Directory `name` (of `parent`, else a path) opened without following a symlink, its
     owner's permissions given back first when it lacks them."""
+    _give_back(parent, name)
+    return os.open(name, _DIR_FLAGS, dir_fd=parent)
+
+
+def _give_back(parent: int | None, name: str) -> None:
+    """The directory `name`'s owner's permissions given back when it lacks them (never
+    through a symlink: NotADirectoryError for anything but a directory)."""
     facts = os.stat(name, dir_fd=parent, follow_symlinks=False)
     if not stat.S_ISDIR(facts.st_mode):
         raise NotADirectoryError(errno.ENOTDIR, "not a directory", name)
     if facts.st_mode & _DIR_ACCESS != _DIR_ACCESS:
         _chmod_directory(parent, name, stat.S_IMODE(facts.st_mode) | _DIR_ACCESS)
-    return os.open(name, _DIR_FLAGS, dir_fd=parent)
 
 
 def _chmod_directory(parent: int | None, name: str, mode: int) -> None:
