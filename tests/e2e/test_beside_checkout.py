@@ -13,6 +13,8 @@ import re
 import shlex
 import subprocess
 
+import pytest
+
 from tests.helpers import ROOT
 from tests.helpers.e2e import IDENTITY, Project, assert_one_error_line, lines, node
 
@@ -362,6 +364,9 @@ def test_node_commands_shape_the_draft_before_start(unstarted_project: Project) 
     assert [child["id"] for child in committed["children"]] == ["root.1"]
 
 
+# The run's journal names the agent's process group in the one-at-a-time loop (a parallel job
+# keeps a journal of its own).
+@pytest.mark.one_slot
 def test_kill_9_then_recover_from_the_users_checkout(unstarted_project: Project) -> None:
     import signal
     import time

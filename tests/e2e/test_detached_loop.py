@@ -115,6 +115,8 @@ def test_the_systemd_unit_verifies_and_its_exec_start_runs(unstarted_project: Pr
     assert f"run={run}" in done.stdout
 
 
+# One iteration in flight when the stop arrives: the one-at-a-time loop's count.
+@pytest.mark.one_slot
 def test_stop_from_the_users_checkout_pauses_a_detached_loop(unstarted_project: Project) -> None:
     from tests.e2e.test_parallel_loop import _flat_tree
 
