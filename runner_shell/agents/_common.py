@@ -114,6 +114,21 @@ def remove_stale(*paths: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+def run_keeping_stdout(
+    request: AgentRequest, argv: tuple[str, ...], name: str, limit_bytes: int | None = None
+) -> tuple[ProcessResult, Path]:
+    """Start a CLI whose machine-readable answer is its stdout, kept as `name` (kept_stdout_path)
+    and at most `limit_bytes` of it; what an earlier session left there, or at the output and
+    usage paths, is gone first, so whatever is found after the run is this run's."""
+    kept = kept_stdout_path(request, name)
+    remove_stale(request.output_path, request.usage_path, kept)
+    if limit_bytes is None:
+        return _run_agent(request, argv, stdout_copy_path=kept), kept
+    return _run_agent(
+        request, argv, stdout_copy_path=kept, stdout_copy_limit_bytes=limit_bytes
+    ), kept
+
+
 def _run_agent(
     request: AgentRequest,
     argv: tuple[str, ...],

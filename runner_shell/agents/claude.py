@@ -27,13 +27,11 @@ from runner_shell.agents._common import (
     OUTPUT_LIMIT_BYTES,
     AgentRequest,
     AgentRun,
-    _run_agent,
     agent_run,
     excerpt,
-    kept_stdout_path,
     local_tz,
     read_text,
-    remove_stale,
+    run_keeping_stdout,
 )
 from runner_shell.store.files import atomic_write_text
 
@@ -59,14 +57,9 @@ class ClaudeBackend:
         return (*agent_argv(self.name, self.command), *_CLAUDE_PRINT_ARGS)
 
     def run(self, request: AgentRequest) -> AgentRun:
-        result_path = kept_stdout_path(request, "claude_result.json")
-        remove_stale(request.output_path, request.usage_path, result_path)
-        process = _run_agent(
-            request,
-            self.argv(),
-            stdout_copy_path=result_path,
-            # One byte over the read limit is enough to tell "too large" from "fits".
-            stdout_copy_limit_bytes=OUTPUT_LIMIT_BYTES + 1,
+        # One byte over the read limit is enough to tell "too large" from "fits".
+        process, result_path = run_keeping_stdout(
+            request, self.argv(), "claude_result.json", OUTPUT_LIMIT_BYTES + 1
         )
         result, result_problem = _claude_result(result_path)
         problem = settle_result_output("claude", result, result_problem, request.output_path)

@@ -21,13 +21,11 @@ from runner_shell.agents._common import (
     OUTPUT_LIMIT_BYTES,
     AgentRequest,
     AgentRun,
-    _run_agent,
     agent_run,
     excerpt,
-    kept_stdout_path,
     local_tz,
     read_text,
-    remove_stale,
+    run_keeping_stdout,
 )
 from runner_shell.store.files import open_regular
 
@@ -59,9 +57,7 @@ class CodexBackend:
         )
 
     def run(self, request: AgentRequest) -> AgentRun:
-        stream_path = kept_stdout_path(request, "stream.jsonl")
-        remove_stale(request.output_path, request.usage_path, stream_path)
-        process = _run_agent(request, self.argv(request), stdout_copy_path=stream_path)
+        process, stream_path = run_keeping_stdout(request, self.argv(request), "stream.jsonl")
         usage, failure = _codex_stream_facts(stream_path)
         text, problem = read_text(request.output_path, "output file", OUTPUT_LIMIT_BYTES)
         if problem is not None and failure is not None:

@@ -22,12 +22,10 @@ from runner_shell.agents._common import (
     OUTPUT_LIMIT_BYTES,
     AgentRequest,
     AgentRun,
-    _run_agent,
     agent_run,
     excerpt,
-    kept_stdout_path,
     read_text,
-    remove_stale,
+    run_keeping_stdout,
 )
 from runner_shell.store.files import atomic_write_text
 
@@ -47,10 +45,8 @@ def _stderr_of(log_path: Path) -> str:
 
 
 def _run_gemini(request: AgentRequest, argv: tuple[str, ...], name: str) -> AgentRun:
-    result_path = kept_stdout_path(request, f"{name}_result.json")
-    remove_stale(request.output_path, request.usage_path, result_path)
-    process = _run_agent(
-        request, argv, stdout_copy_path=result_path, stdout_copy_limit_bytes=OUTPUT_LIMIT_BYTES + 1
+    process, result_path = run_keeping_stdout(
+        request, argv, f"{name}_result.json", OUTPUT_LIMIT_BYTES + 1
     )
     stdout, _problem = read_text(result_path, f"{name} result", OUTPUT_LIMIT_BYTES)
     result = gemini_result(stdout) if stdout is not None else None

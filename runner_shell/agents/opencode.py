@@ -21,12 +21,10 @@ from runner_shell.agents._common import (
     OUTPUT_LIMIT_BYTES,
     AgentRequest,
     AgentRun,
-    _run_agent,
     agent_run,
     excerpt,
-    kept_stdout_path,
     read_text,
-    remove_stale,
+    run_keeping_stdout,
 )
 from runner_shell.agents.codex import _bounded_lines
 from runner_shell.store.files import atomic_write_text, open_regular
@@ -47,9 +45,7 @@ class OpencodeBackend:
         return (*agent_argv(self.name, self.command), *_OPENCODE_ARGS)
 
     def run(self, request: AgentRequest) -> AgentRun:
-        stream_path = kept_stdout_path(request, "opencode_events.jsonl")
-        remove_stale(request.output_path, request.usage_path, stream_path)
-        process = _run_agent(request, self.argv(), stdout_copy_path=stream_path)
+        process, stream_path = run_keeping_stdout(request, self.argv(), "opencode_events.jsonl")
         session = _session(stream_path)
         problem = _settle_output(session, request.output_path)
         text: str | None = None

@@ -18,11 +18,9 @@ from runner_shell.agents._common import (
     OUTPUT_LIMIT_BYTES,
     AgentRequest,
     AgentRun,
-    _run_agent,
     agent_run,
-    kept_stdout_path,
     read_text,
-    remove_stale,
+    run_keeping_stdout,
 )
 from runner_shell.agents.claude import settle_result_output
 
@@ -42,13 +40,8 @@ class QwenBackend:
         return (*agent_argv(self.name, self.command), *_QWEN_ARGS)
 
     def run(self, request: AgentRequest) -> AgentRun:
-        result_path = kept_stdout_path(request, "qwen_result.json")
-        remove_stale(request.output_path, request.usage_path, result_path)
-        process = _run_agent(
-            request,
-            self.argv(),
-            stdout_copy_path=result_path,
-            stdout_copy_limit_bytes=OUTPUT_LIMIT_BYTES + 1,
+        process, result_path = run_keeping_stdout(
+            request, self.argv(), "qwen_result.json", OUTPUT_LIMIT_BYTES + 1
         )
         stdout, problem = read_text(result_path, "qwen result", OUTPUT_LIMIT_BYTES)
         result = qwen_result(stdout) if stdout is not None else None
