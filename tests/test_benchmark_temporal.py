@@ -43,10 +43,13 @@ def test_the_temporal_group_runs_at_a_tiny_size(tmp_path: Path) -> None:
     one_slot, rows = rows[0], rows[1:]
     assert one_slot["metric"].endswith("with slots = 1: wall time vs ideal")
     expected = [f"{setup}: {figure}" for setup in SETUPS for figure in PER_SETUP]
+    codec = "a job's request and answer sealed and opened (AES-256-GCM), per job"
     assert [row["metric"].split(" with ")[-1] for row in rows] == [
         *expected,
+        codec,
         "slots = 4: two workers vs one",
     ]
+    assert rows[-2]["runner"] > 0 and rows[-2]["floor"] > 0  # sealed beside the plain converter
     targets = [row["target"] for row in rows if row["metric"].endswith("ideal speed-up)")]
     assert targets == ["", ">= 0.85x", ">= 0.85x"]
     for setup in range(len(SETUPS)):

@@ -144,11 +144,16 @@ def slot_sandbox(sandbox: Sandbox | None, slot: int) -> Sandbox | None:
     if sandbox is None:
         return None
     slots = sandbox.homes.parent
-    shared = tuple(
-        slot_objects(slots, slot) if path == slot_objects(slots, 0) else path
-        for path in sandbox.shared
-    )
+    stores = {slot_objects(slots, number) for number in range(_slot_of(sandbox) + 1)}
+    shared = tuple(slot_objects(slots, slot) if path in stores else path for path in sandbox.shared)
     return attrs.evolve(sandbox, homes=slots / f"homes-{slot}", shared=shared)
+
+
+def _slot_of(sandbox: Sandbox) -> int:
+    """The slot a sandbox was made for (0 before `slot_sandbox` gave it one): the number of
+    its HOMEs directory, `homes-<n>`."""
+    _, _, number = sandbox.homes.name.partition("-")
+    return int(number) if number.isdigit() else 0
 
 
 def head_side(run: LoopRun) -> HeadSide:

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import attrs
 
-from runner_shell.sandbox.limits import Limits, pids_group
+from runner_shell.sandbox.limits import Limits, give_up_unless_owned, owned_by, pids_group
 from runner_shell.sandbox.proxy import BRIDGE_PATH, BRIDGE_SOURCE, PROXY_SOCKET, proxy_env
 from runner_shell.sandbox.seccomp import filter_bpf
 from runner_shell.sandbox.visible import Mount
@@ -168,15 +169,30 @@ def egress_options(proxy_socket: Path | None) -> list[str]:
     return options
 
 
+@attrs.frozen(slots=True)
+class Launch:
+    """What starts a command in the sandbox: the argv, the descriptors it must inherit
+    (`pass_fds`), and the pids cgroup it joins, if any (docs/sandbox.md)."""
+
+    argv: tuple[str, ...]
+    fds: tuple[int, ...]
+    group: Path | None
+
+    def started(self, process: subprocess.Popen[bytes]) -> None:
+        """`process` was started from this launch: its cgroup goes once it has ended."""
+        if self.group is not None:
+            owned_by(self.group, process)
+
+
 @contextlib.contextmanager
 def launch(
     confinement: Confinement, argv: Sequence[str], env: Mapping[str, str]
-) -> Iterator[tuple[tuple[str, ...], tuple[int, ...]]]:
-    """`(argv to start, descriptors to pass)` for `argv` in the sandbox, valid inside the block.
-
-    The started process must inherit the descriptors (`pass_fds`); they close on leaving.
+) -> Iterator[Launch]:
+    """How to start `argv` in the sandbox, valid inside the block: its descriptors close on
+    leaving, and its cgroup goes then too unless a process still running was `started` from it.
     """
     fds: list[int] = []
+    group = None
     try:
         seccomp_fd = None
         if confinement.seccomp:
@@ -188,11 +204,16 @@ def launch(
         )
         fds.append(fd)
         limits = confinement.limits
-        prefix = () if limits is None else limits.prefix(pids_group(limits.pids))
-        yield (*prefix, confinement.bwrap, "--args", str(fd), "--", *argv), tuple(fds)
+        group = None if limits is None else pids_group(limits.pids)
+        prefix = () if limits is None else limits.prefix(group)
+        yield Launch(
+            (*prefix, confinement.bwrap, "--args", str(fd), "--", *argv), tuple(fds), group
+        )
     finally:
         for fd in fds:
             os.close(fd)
+        if group is not None:
+            give_up_unless_owned(group)
 
 
 def _memory_file(name: str, payload: bytes) -> int:

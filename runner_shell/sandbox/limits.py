@@ -20,6 +20,9 @@ import functools
 import itertools
 import os
 import shutil
+import subprocess
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -86,13 +89,18 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 _SHELL = "/bin/sh"
 _JOIN = 'echo $$ > "$0" && exec "$@"'
 _numbers = itertools.count()
-_made: list[Path] = []
+# Each group this runner made, with whether the process that joins it has ended: a group is
+# removed once its process has ended and nothing is left in it, never while a process about to
+# join it (another thread's) has not started yet.
+_made: dict[Path, Callable[[], bool]] = {}
+_lock = threading.Lock()
 
 
 def pids_group(pids_max: int) -> Path | None:
     """A new pids cgroup holding at most `pids_max` processes, for one sandbox of a root runner;
-    None where RLIMIT_NPROC holds already or no group can be made. Groups this runner made
-    earlier are removed once empty, the rest when it exits."""
+    None where RLIMIT_NPROC holds already or no group can be made. The caller hands it to the
+    process that joins it (`owned_by`), then leaves it (`give_up_unless_owned`).
+    Groups whose process has ended are removed once empty, the rest when the runner exits."""
     if pids_hold():
         return None
     base = pids_base()
@@ -107,13 +115,31 @@ def pids_group(pids_max: int) -> Path | None:
         with contextlib.suppress(OSError):
             group.rmdir()
         return None
-    _made.append(group)
+    with _lock:
+        _made[group] = _not_yet
     return group
+
+
+def owned_by(group: Path, process: subprocess.Popen[bytes]) -> None:
+    """`process` joins `group`: the group may go once the process has ended."""
+    with _lock:
+        if group in _made:
+            _made[group] = lambda: process.returncode is not None
+
+
+def give_up_unless_owned(group: Path) -> None:
+    """Unless a process was started to join `group` (its start failed, or it ran and ended in
+    the caller's block), the group is removed now when empty, else once it is."""
+    with _lock:
+        if _made.get(group) is _not_yet:
+            _made[group] = _ended
+    _remove_empty()
 
 
 def pids_groups() -> tuple[Path, ...]:
     """The pids cgroups this runner made that are not removed yet."""
-    return tuple(_made)
+    with _lock:
+        return tuple(_made)
 
 
 @functools.cache
@@ -148,9 +174,30 @@ def _delegates_pids(group: Path) -> bool:
     return "pids" in enabled and os.access(group, os.W_OK)
 
 
-@atexit.register
+def _not_yet() -> bool:
+    return False
+
+
+def _ended() -> bool:
+    return True
+
+
 def _remove_empty() -> None:
-    for group in list(_made):
+    """Remove the groups whose process has ended and that nothing is left in (a process its
+    sandbox left running keeps its group until it ends)."""
+    with _lock:
+        ended = [group for group, has_ended in _made.items() if has_ended()]
+    for group in ended:
         with contextlib.suppress(OSError):
             group.rmdir()
-            _made.remove(group)
+            with _lock:
+                _made.pop(group, None)
+
+
+@atexit.register
+def _remove_all() -> None:
+    with _lock:
+        groups = list(_made)
+    for group in groups:
+        with contextlib.suppress(OSError):
+            group.rmdir()

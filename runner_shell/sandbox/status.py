@@ -283,12 +283,12 @@ def _try(program: str, seccomp: bool, timeout_secs: float) -> str | None:
             limits=sandbox_limits(SandboxConfig()),
         )
         try:
-            with launch(confinement, (true,), {}) as (argv, fds):
+            with launch(confinement, (true,), {}) as started:
                 finished = subprocess.run(
-                    argv,
+                    started.argv,
                     stdin=subprocess.DEVNULL,
                     capture_output=True,
-                    pass_fds=fds,
+                    pass_fds=started.fds,
                     timeout=timeout_secs,
                     check=False,
                 )

@@ -273,10 +273,17 @@ def _spawn(
     if confinement is None:
         return _popen(argv, argv, (), cwd=cwd, env=env, stdin_path=stdin_path)
     _check_program(argv, confinement.work_dir, env)
-    with launch(confinement, argv, env) as (bwrap_argv, fds):
-        return _popen(
-            argv, bwrap_argv, fds, cwd=confinement.work_dir, env=env, stdin_path=stdin_path
+    with launch(confinement, argv, env) as started:
+        process = _popen(
+            argv,
+            started.argv,
+            started.fds,
+            cwd=confinement.work_dir,
+            env=env,
+            stdin_path=stdin_path,
         )
+        started.started(process)
+        return process
 
 
 def _popen(

@@ -253,3 +253,9 @@ def test_each_parallel_slot_sees_its_own_object_store_only(tmp_path: Path) -> No
     assert job is not None
     assert job.shared == (slots / "3.objects" / "objects", other)
     assert job.homes == slots / "homes-3"
+    # The merge queue's slot, made from the job's sandbox, binds its own store, not the job's
+    # (which a remote job never made on this machine).
+    merge = slot_sandbox(job, 5)
+    assert merge is not None
+    assert merge.shared == (slots / "5.objects" / "objects", other)
+    assert merge.homes == slots / "homes-5"
