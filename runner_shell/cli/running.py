@@ -64,9 +64,14 @@ def init(
         ),
     ] = None,
     backend: Annotated[
-        str,
-        typer.Option("--backend", metavar="NAME", help=f"Agent backend: one of {backend_names()}."),
-    ] = DEFAULT_BACKEND,
+        str | None,
+        typer.Option(
+            "--backend",
+            metavar="NAME",
+            help=f"Agent backend: one of {backend_names()} (default: {DEFAULT_BACKEND}, or "
+            "command when --agent is given).",
+        ),
+    ] = None,
     agent: Annotated[
         list[str] | None,
         typer.Option(
@@ -110,16 +115,19 @@ def init(
 
 
 def _init_config(
-    guard: list[str] | None, backend: str, agent: list[str] | None
+    guard: list[str] | None, backend: str | None, agent: list[str] | None
 ) -> tuple[Config, bool]:
     """The config `init` writes from its options, and whether a template agent comes with it;
-    a bad option is one line naming it."""
+    a bad option is one line naming it. `--agent` alone names a command agent: a CLI backend
+    takes `--agent` as a prefix only when `--backend` names it."""
     from runner_core import ConfigError, parse_config
     from runner_core.run.config import command_words
     from runner_core.run.template_agent import init_agent_command
 
     try:
         given = command_words("--agent", tuple(agent or ()))
+        if backend is None:
+            backend = "command" if given else DEFAULT_BACKEND
         agent_words, template = init_agent_command(backend, given)
         data: dict[str, object] = {"agent": {"backend": backend, "command": list(agent_words)}}
         if guard:

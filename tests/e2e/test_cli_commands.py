@@ -117,6 +117,16 @@ def test_init_options_set_the_guard_backend_and_agent(fresh_project: Project) ->
     assert config["agent"] == {"backend": "command", "command": [PYTHON, "agent.py"]}
 
 
+def test_init_with_an_agent_command_and_no_backend_is_a_command_agent(
+    fresh_project: Project,
+) -> None:
+    result = fresh_project.runner("init", "--agent", f"{PYTHON} agent.py")
+
+    assert result.returncode == 0, result.stderr
+    config = tomllib.loads(fresh_project.config_path.read_text(encoding="utf-8"))
+    assert config["agent"] == {"backend": "command", "command": [PYTHON, "agent.py"]}
+
+
 def test_init_defaults_to_codex_and_just_ci(fresh_project: Project) -> None:
     assert fresh_project.runner("init").returncode == 0
 
