@@ -127,6 +127,38 @@ def configure(project: Project, backend: str, model: ScriptedModel) -> None:
     project.env["PATH"] = f"{AGENT_BIN}{os.pathsep}{project.env['PATH']}"
 
 
+def user_settings(project: Project, backend: str, model: ScriptedModel) -> None:
+    """`backend`'s configuration as its user writes it, in the HOME the runner copies in:
+    codex's `~/.codex/config.toml` (a custom provider whose `base_url` is the scripted server),
+    Claude Code's `~/.claude/settings.json` (its `env`)."""
+    home = Path(project.env["HOME"])
+    if backend == "codex":
+        (home / ".codex").mkdir(parents=True, exist_ok=True)
+        lines = (
+            'model = "scripted-model"',
+            'model_provider = "scripted"',
+            "check_for_update_on_startup = false",
+            "[analytics]",
+            "enabled = false",
+            "[model_providers.scripted]",
+            'name = "scripted model on loopback"',
+            f'base_url = "{model.url}/v1"',
+            'env_key = "SCRIPTED_MODEL_API_KEY"',
+            'wire_api = "responses"',
+            "",
+        )
+        (home / ".codex" / "config.toml").write_text("\n".join(lines), encoding="utf-8")
+        project.env["SCRIPTED_MODEL_API_KEY"] = "dummy-key"
+        return
+    (home / ".claude").mkdir(parents=True, exist_ok=True)
+    env = {
+        "ANTHROPIC_BASE_URL": model.url,
+        "ANTHROPIC_API_KEY": "dummy-key",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+    (home / ".claude" / "settings.json").write_text(json.dumps({"env": env}), encoding="utf-8")
+
+
 def step_and_check(
     project: Project, model: ScriptedModel, program: str, other: Service
 ) -> dict[str, Any]:
@@ -166,28 +198,7 @@ def test_the_real_codex_cli_runs_a_sandboxed_step(project: Project, other: Servi
     model.command = scripted_command(project, model, other)
     configure(project, "codex", model)
     with model:
-        codex_home = Path(project.env["HOME"]) / ".codex"
-        codex_home.mkdir(parents=True, exist_ok=True)
-        (codex_home / "config.toml").write_text(
-            "\n".join(
-                (
-                    'model = "scripted-model"',
-                    'model_provider = "scripted"',
-                    "check_for_update_on_startup = false",
-                    "[analytics]",
-                    "enabled = false",
-                    "[model_providers.scripted]",
-                    'name = "scripted model on loopback"',
-                    f'base_url = "{model.url}/v1"',
-                    'env_key = "SCRIPTED_MODEL_API_KEY"',
-                    'wire_api = "responses"',
-                    "",
-                )
-            ),
-            encoding="utf-8",
-        )
-        project.env["SCRIPTED_MODEL_API_KEY"] = "dummy-key"
-
+        user_settings(project, "codex", model)
         record = step_and_check(project, model, "codex exec", other)
 
     requests = model.model_requests("/v1/responses")
@@ -203,17 +214,7 @@ def test_real_claude_code_runs_a_sandboxed_step(project: Project, other: Service
     model.command = scripted_command(project, model, other)
     configure(project, "claude", model)
     with model:
-        claude_dir = Path(project.env["HOME"]) / ".claude"
-        claude_dir.mkdir(parents=True, exist_ok=True)
-        settings = {
-            "env": {
-                "ANTHROPIC_BASE_URL": model.url,
-                "ANTHROPIC_API_KEY": "dummy-key",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            }
-        }
-        (claude_dir / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
-
+        user_settings(project, "claude", model)
         record = step_and_check(project, model, "claude -p", other)
 
     turns = model.model_requests("/v1/messages")

@@ -7,11 +7,15 @@ those of tests/e2e/test_real_agent_clis.py; skipped as it is."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_real_agent_clis import FINAL, configure, pytestmark  # noqa: F401
+from tests.e2e.test_real_agent_clis import (  # noqa: F401
+    FINAL,
+    configure,
+    pytestmark,
+    user_settings,
+)
 from tests.helpers.e2e import Project
 from tests.helpers.scripted_model import ScriptedModel
 
@@ -28,36 +32,6 @@ REPORT = (
 # The guard is a script of the project's, so that the prompt, which names the guard's command,
 # holds nothing of its report.
 GUARD = f"printf '%s' '{REPORT}' > \"$RUNNER_GUARD_REPORT\"\nexit 1\n"
-
-
-def _settings(project: Project, backend: str, model: ScriptedModel) -> None:
-    """The user's own configuration of `backend`, in the HOME the runner copies in."""
-    home = Path(project.env["HOME"])
-    if backend == "codex":
-        (home / ".codex").mkdir(parents=True, exist_ok=True)
-        lines = (
-            'model = "scripted-model"',
-            'model_provider = "scripted"',
-            "check_for_update_on_startup = false",
-            "[analytics]",
-            "enabled = false",
-            "[model_providers.scripted]",
-            'name = "scripted model on loopback"',
-            f'base_url = "{model.url}/v1"',
-            'env_key = "SCRIPTED_MODEL_API_KEY"',
-            'wire_api = "responses"',
-            "",
-        )
-        (home / ".codex" / "config.toml").write_text("\n".join(lines), encoding="utf-8")
-        project.env["SCRIPTED_MODEL_API_KEY"] = "dummy-key"
-        return
-    (home / ".claude").mkdir(parents=True, exist_ok=True)
-    env = {
-        "ANTHROPIC_BASE_URL": model.url,
-        "ANTHROPIC_API_KEY": "dummy-key",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    }
-    (home / ".claude" / "settings.json").write_text(json.dumps({"env": env}), encoding="utf-8")
 
 
 @pytest.mark.parametrize("backend", ["codex", "claude"])
@@ -77,7 +51,7 @@ def test_the_real_cli_is_sent_the_failing_assertion_of_its_last_attempt(
     path = {"codex": "/v1/responses", "claude": "/v1/messages"}[backend]
     sent = []
     with model:
-        _settings(project, backend, model)
+        user_settings(project, backend, model)
         for _ in range(2):
             result = project.runner("step", timeout=90)
             assert result.returncode == 0, (result.stdout, result.stderr)
