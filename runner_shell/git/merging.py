@@ -17,6 +17,7 @@ from pathlib import Path
 import attrs
 
 from runner_core.iteration.import_rules import Change
+from runner_core.parallel.additions import join_additions, marker_length
 from runner_core.parallel.job_merge import Entry, merge_files
 from runner_shell.git.fast_commit import import_commit
 from runner_shell.git.hardened import GitError, run_git
@@ -81,21 +82,36 @@ def carry_onto(
 
 def merge_lines(repo: Repo, base: str, head: str, mine: str) -> str | None:
     """The blob of the three-way line merge of blobs `head` and `mine` from `base` (git
-    merge-file), stored in the repository; None when the two sides' changes overlap."""
+    merge-file), stored in the repository; where the two sides only added lines at one place,
+    both kept (runner_core.parallel.additions); None when their changes overlap otherwise."""
     with tempfile.TemporaryDirectory(prefix="runner-merge-") as scratch:
-        names = []
+        texts, names = [], []
         for label, oid in (("head", head), ("base", base), ("mine", mine)):
             path = Path(scratch) / label
-            path.write_bytes(_git(repo, ["cat-file", "blob", oid]))
+            texts.append(_git(repo, ["cat-file", "blob", oid]))
+            path.write_bytes(texts[-1])
             names.append(str(path))
-        # Exit status: the number of conflicts (capped at 127); negative on an error.
-        result = run_git(["merge-file", "-p", "--quiet", *names], repo.root, filters=())
-        if result.returncode != 0:
-            if result.returncode >= 128 or result.returncode < 0:
-                raise GitError.failed(["merge-file"], result.stderr.decode("utf-8", "replace"))
-            return None
-        merged = result.stdout
+        conflicts, merged = _merge_file(repo, names)
+        if conflicts:
+            length = marker_length(*texts)
+            _, marked = _merge_file(repo, names, "--diff3", f"--marker-size={length}")
+            joined = join_additions(marked, length)
+            if joined is None:
+                return None
+            merged = joined
     return _git(repo, ["hash-object", "-w", "--stdin"], merged).decode("ascii").strip()
+
+
+def _merge_file(repo: Repo, names: Sequence[str], *options: str) -> tuple[int, bytes]:
+    """`git merge-file -p` of the files `names` (head, base, mine): how many conflicts it
+    found (capped at 127) and the merged bytes, conflicts marked."""
+    labels = ("-L", "head", "-L", "base", "-L", "mine")
+    result = run_git(
+        ["merge-file", "-p", "--quiet", *options, *labels, *names], repo.root, filters=()
+    )
+    if result.returncode >= 128 or result.returncode < 0:
+        raise GitError.failed(["merge-file"], result.stderr.decode("utf-8", "replace"))
+    return result.returncode, result.stdout
 
 
 def merged_commit(repo: Repo, head: str, changes: Sequence[Change], message: str) -> str:
