@@ -113,12 +113,29 @@ def program_problem(program: str, root: Path, search_path: str | None) -> str | 
     return None
 
 
-def check_programs(config: Config, root: Path) -> None:
-    """Fail before an iteration starts when its agent or guard program cannot be started."""
-    # The codex and claude backends run the program of that name unless a command replaces it.
+def checked_programs(config: Config) -> list[tuple[str, str]]:
+    """`(config key, argv[0])` of every program the loop starts that can be checked before it
+    does: the agent (a CLI backend runs the program of its name unless a command replaces
+    it), the guard and the sandbox setup. A relative path is left out when a setup is set:
+    the setup makes it in each scratch checkout (`.venv/bin/python`), and the spawn there
+    says so when it is missing."""
     agent = (config.agent_command or (config.agent_backend,))[0]
+    named = [("agent.command", agent), ("guard.command", config.guard_command[0])]
+    if config.sandbox.setup:
+        named.append(("sandbox.setup", config.sandbox.setup[0]))
+        named = [
+            (key, program)
+            for key, program in named
+            if key == "sandbox.setup" or "/" not in program or program.startswith("/")
+        ]
+    return named
+
+
+def check_programs(config: Config, root: Path) -> None:
+    """Fail before an iteration starts when its agent, guard or setup program cannot be
+    started."""
     search_path = os.environ.get("PATH", os.defpath)
-    for key, program in (("agent.command", agent), ("guard.command", config.guard_command[0])):
+    for key, program in checked_programs(config):
         problem = program_problem(program, root, search_path)
         if problem is not None:
             raise UserFacingError(
@@ -148,14 +165,10 @@ def check_tree_writable(paths: RunnerPaths, tree: Node) -> None:
 def missing_programs_problem(config: Config, root: Path) -> str | None:
     """Every program the loop would start (agent, guard, sandbox setup) that cannot be, in one
     line; None when all can. `runner start` refuses on it before it creates anything."""
-    agent = (config.agent_command or (config.agent_backend,))[0]
-    named = [("agent.command", agent), ("guard.command", config.guard_command[0])]
-    if config.sandbox.setup:
-        named.append(("sandbox.setup", config.sandbox.setup[0]))
     search_path = os.environ.get("PATH", os.defpath)
     problems = [
         f"{key}: {problem}"
-        for key, program in named
+        for key, program in checked_programs(config)
         if (problem := program_problem(program, root, search_path)) is not None
     ]
     if not problems:

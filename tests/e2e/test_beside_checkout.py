@@ -191,6 +191,21 @@ def test_start_names_every_missing_program_before_creating_anything(
     assert project.runner_dir.is_dir()
 
 
+def test_start_leaves_a_program_the_setup_makes_to_the_scratch_checkout(
+    unstarted_project: Project,
+) -> None:
+    """A guard in the virtualenv `[sandbox] setup` makes is not there before the first slot."""
+    project = unstarted_project
+    project.runner("config", "set", "guard.command", '[".venv/bin/python", "-m", "unittest"]')
+    refused = project.runner("start")
+    assert "guard.command: program '.venv/bin/python' does not exist" in assert_one_error_line(
+        refused
+    )
+    project.runner("config", "set", "sandbox.setup", '["python3", "-m", "venv", ".venv"]')
+    started = project.runner("start")
+    assert started.returncode == 0, started.stderr
+
+
 def test_init_force_refuses_on_a_started_run(project: Project) -> None:
     run = project.run_id
     refused = project.runner("init", "--force")
