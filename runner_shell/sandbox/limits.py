@@ -21,7 +21,7 @@ import shutil
 import attrs
 
 from runner_core.run.config import SandboxConfig
-from runner_shell.sandbox.cgroups import SandboxGroup, cgroup_bases
+from runner_shell.sandbox.cgroups import Bases, SandboxGroup, cgroup_bases
 
 _MIB = 1024 * 1024
 
@@ -74,15 +74,16 @@ def pids_hold() -> bool:
     return os.getuid() != 0
 
 
-def describe(limits: Limits | None) -> str:
+def describe(limits: Limits | None, bases: Bases | None = None, root: bool | None = None) -> str:
     """What holds `pids_max` and `memory_mb`, for `runner validate`: `cgroup` (both in the
     sandbox's cgroup), `rlimit` (both resource limits), each named when they differ
     (`cgroup-pids,rlimit-memory`; `no-pids` for a root runner without a pids cgroup), `none`
-    without `prlimit`."""
+    without `prlimit`. `bases` and `root` are this runner's unless given."""
     if limits is None:
         return "none"
-    bases = cgroup_bases()
-    pids = "cgroup" if bases.pids is not None else "rlimit" if pids_hold() else "no"
+    bases = cgroup_bases() if bases is None else bases
+    nproc = pids_hold() if root is None else not root
+    pids = "cgroup" if bases.pids is not None else "rlimit" if nproc else "no"
     memory = "cgroup" if bases.memory is not None else "rlimit"
     if pids == memory:
         return pids

@@ -26,8 +26,9 @@ CHECK_SECS = 0.05
 # milliseconds; a loaded machine is given more).
 ATTACH_SECS = 5.0
 _ATTACH_POLL_SECS = 0.002
-# How often the runner's user's tasks are counted at most, where RLIMIT_NPROC holds pids_max.
-TASKS_SECS = 0.25
+# How often the runner's user's tasks outside the sandbox are counted, where RLIMIT_NPROC
+# holds pids_max (the sandbox's own are counted at every check).
+OUTSIDE_SECS = 1.0
 _PAGE = 4096
 # /tmp counts as full with less than this left (a write that failed at the limit leaves the
 # last partial block), or with no inode left.
@@ -49,8 +50,9 @@ class LimitWatch:
         # RLIMIT_NPROC, where no pids cgroup counts the sandbox's processes: the runner counts
         # them itself.
         self._nproc = nproc if group is None or group.pids is None else None
+        self._command: int | None = None
         self._counted = 0.0
-        self._last_count = 0
+        self._outside = 0
         self._tmp_total = None if tmp_bytes is None else -(-tmp_bytes // _PAGE) * _PAGE
         self._tmp_fd: int | None = None
         self._checked = 0.0
@@ -105,19 +107,19 @@ class LimitWatch:
         """How many tasks RLIMIT_NPROC counts against the sandbox: every task (threads
         included) of the runner's user, the sandbox's among them (the kernel charges them to
         the user who made its user namespace too, against the limit bwrap was started with).
-        Read at most every TASKS_SECS: it walks the host's /proc."""
+        The sandbox's own are read from its /proc at every check; the others (the runner's,
+        other sandboxes') from the host's every OUTSIDE_SECS, the host's /proc being larger."""
+        if self._command is None:
+            commands = _commands(self._pid)
+            self._command = commands[0] if commands else None
+        if self._command is None:
+            return 0
+        inside = _tasks_in(f"/proc/{self._command}/root/proc", None)
         now = time.monotonic()
-        if now - self._counted < TASKS_SECS:
-            return self._last_count
-        self._counted = now
-        uid, count = os.getuid(), 0
-        with contextlib.suppress(OSError), os.scandir("/proc") as entries:
-            for entry in entries:
-                with contextlib.suppress(OSError):
-                    if entry.name.isdigit() and entry.stat().st_uid == uid:
-                        count += len(os.listdir(f"/proc/{entry.name}/task"))
-        self._last_count = count
-        return count
+        if now - self._counted >= OUTSIDE_SECS:
+            self._counted = now
+            self._outside = max(_tasks_in("/proc", os.getuid()) - inside, 0)
+        return inside + self._outside
 
     def _open_tmp(self, total: int) -> int | None:
         """A descriptor of the sandbox's own /tmp, once the command inside has started: the
@@ -147,6 +149,17 @@ def _commands(pid: int) -> list[int]:
     """The processes bubblewrap's first process inside started: the command, in the sandbox's
     root (that first process stays in the host's)."""
     return [command for inside in _children(pid) for command in _children(inside)]
+
+
+def _tasks_in(proc: str, uid: int | None) -> int:
+    """The tasks of the processes listed in the /proc at `proc`, of `uid` only when given."""
+    count = 0
+    with contextlib.suppress(OSError), os.scandir(proc) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if entry.name.isdigit() and (uid is None or entry.stat().st_uid == uid):
+                    count += len(os.listdir(f"{proc}/{entry.name}/task"))
+    return count
 
 
 def _children(pid: int) -> list[int]:
