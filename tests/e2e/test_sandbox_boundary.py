@@ -227,6 +227,17 @@ def test_row11_a_guard_reaching_a_limit_fails_the_iteration_naming_it(
     assert f"the sandbox's {named} was reached by the guard" in record["error"]
 
 
+@needs_bwrap
+def test_row11_a_setup_reaching_a_limit_says_which_and_runs_again(project: Project) -> None:
+    marker = project.harness.parent.parent / f"{project.root.parent.name}-set-up"  # writable
+    setup = ["sh", "-c", f"[ -e {marker} ] && exit 0; touch {marker}; {FULL_TMP}"]
+    hostile(project, "echo work > work.txt", sandbox={"mode": "bwrap", **LIMITS, "setup": setup})
+    first = cli(project, "step")
+    assert "[sandbox] setup reached the sandbox's tmp_mb" in first.stderr, first.stderr
+    assert "internal error" not in first.stderr
+    assert step(project)["error_kind"] is None  # set up again, within its limits this time
+
+
 # ---------------------------------------------------------------- row 16: recover and symlinks
 
 
