@@ -11,7 +11,8 @@ into each `cgroup.procs`, then becomes the rest), so everything in the sandbox i
 `SandboxGroup.reached` says which limit the kernel enforced: `pids.events` counts the forks
 refused at `pids.max`, `memory.events` (v1: `memory.oom_control`) the processes killed at the
 memory limit. A group is removed only once the process that joined it has ended and nothing
-is left in it, never while a process of another thread is about to join it.
+is left in it, never while a process of another thread is about to join it; those of a runner
+killed before it removed them go when the next runner makes its first group.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ def sandbox_group(pids_max: int, memory_bytes: int) -> SandboxGroup | None:
     bases = cgroup_bases()
     if bases.pids is None and bases.memory is None:
         return None
+    _remove_left_behind(bases)
     _remove_empty()
     name = f"runner-sandbox-{os.getpid()}-{next(_numbers)}"
     pids = _made_group(bases.pids, name, (("pids.max", str(pids_max)),))
@@ -226,6 +228,29 @@ def _remove_empty() -> None:
             group.rmdir()
             with _lock:
                 _made.pop(group, None)
+
+
+@functools.cache
+def _remove_left_behind(bases: Bases) -> None:
+    """Once per runner: remove the empty groups of runners that ended without removing theirs
+    (killed with SIGKILL), named `runner-sandbox-<pid>-<n>` for a pid that no longer runs."""
+    for base in dict.fromkeys(path for path in (bases.pids, bases.memory) if path):
+        with contextlib.suppress(OSError):
+            for group in base.glob("runner-sandbox-*-*"):
+                pid = group.name.split("-")[2]
+                if pid.isdigit() and int(pid) != os.getpid() and not _runs(int(pid)):
+                    with contextlib.suppress(OSError):
+                        group.rmdir()
+
+
+def _runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @atexit.register

@@ -4,12 +4,14 @@ join it (parallel slots and a worker's jobs make groups from several threads at 
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
 
 import pytest
 
+from runner_shell.sandbox import cgroups
 from runner_shell.sandbox.cgroups import (
     SandboxGroup,
     cgroup_bases,
@@ -65,3 +67,28 @@ def test_a_group_goes_once_its_process_has_ended_and_not_before() -> None:
     assert later is not None
     give_up_unless_owned(later)
     assert gone(group) and gone(later)
+
+
+def test_the_empty_groups_of_a_runner_killed_before_removing_them_go_with_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    bases = cgroup_bases()
+    left = [base / f"runner-sandbox-{ended.pid}-0" for base in (bases.pids, bases.memory) if base]
+    running = [base / f"runner-sandbox-{os.getppid()}-0" for base in (bases.pids,) if base]
+    for path in (*left, *running):
+        path.mkdir()
+    try:
+        monkeypatch.setattr(
+            cgroups, "_remove_left_behind", functools.cache(cgroups._remove_left_behind.__wrapped__)
+        )
+        group = pids_group(16)
+        assert group is not None
+        give_up_unless_owned(group)
+        assert not any(path.exists() for path in left)
+        assert all(path.exists() for path in running)  # its runner still runs
+    finally:
+        for path in (*left, *running):
+            if path.exists():
+                path.rmdir()
