@@ -57,6 +57,7 @@ from runner_core.iteration.results import (
     TreeRead,
 )
 from runner_core.iteration.stages import Stage
+from runner_core.run.sandbox_config import limit_reached
 from runner_core.tree.model import AgentRole, AgentStatus, nodes_by_id
 
 
@@ -147,6 +148,10 @@ def after_agent(machine: M, result: Result, now: ClockReading) -> M:
     )
     if result.interrupted is not None:
         return failed(machine, Failure.INTERRUPTED, f"{INTERRUPTED} by {result.interrupted}")
+    if result.sandbox_limit is not None:  # what the agent did ended its session
+        message = limit_reached(result.sandbox_limit, facts.config.sandbox)
+        review = Review(AgentStatus.RETRY, "", None, message)
+        return end_checks(attrs.evolve(machine, review=review, failure=Failure.SANDBOX_LIMIT))
     if result.limit is not None:
         message = f"{result.limit.kind.value}: {result.limit.message}"
         return failed(attrs.evolve(machine, limit=result.limit), Failure.RATE_LIMITED, message)

@@ -27,7 +27,7 @@ from runner_core.iteration.execution_record import Measured, execution_record
 from runner_core.iteration.facts import ClockReading
 from runner_core.iteration.failures import ERROR_KIND, MERGE_RERUNS, Failure
 from runner_core.iteration.git_drift import head_moved_problem, rescue_ref
-from runner_core.iteration.import_rules import ImportDecision, ImportLimits, decide_import
+from runner_core.iteration.import_rules import ImportDecision, decide_import, import_limits
 from runner_core.iteration.machine_state import M, MachineState
 from runner_core.iteration.plan import (
     IterationOutcome,
@@ -85,7 +85,7 @@ def take_import(machine: M, result: ScratchListed) -> M:
     """The import rules' decision on the listing, taken into the iteration: a refused import
     (or a protected path an executor changed) is the agent's error, and no guard judges it."""
     facts = machine.facts
-    limits = ImportLimits(facts.config.import_limit_bytes, facts.config.import_limit_files)
+    limits = import_limits(facts.config)
     decision = decide_import(result.listing, limits)
     if facts.role is AgentRole.EXECUTOR:
         decision = guarded_import(decision, facts.config.guard_protected, facts.node.acceptance)

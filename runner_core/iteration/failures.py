@@ -33,6 +33,7 @@ class Failure(enum.StrEnum):
     OUTPUT_PLANTED = "the agent's output file is a symlink, FIFO or directory"
     MERGE_CONFLICT = "a parallel job's tree or files do not merge onto the run branch"
     MERGE_GUARD = "a parallel job's guard fails once the work merged meanwhile is in"
+    SANDBOX_LIMIT = "the agent or its guard reached a limit of [sandbox]"
 
 
 # Beside state_update.TRANSITIONS: a runner error keeps every attempt and is never shown to
@@ -57,6 +58,9 @@ ERROR_KIND: PMap[Failure, ErrorKind] = pmap(
         # Another job's work met this one's: no attempt is used, the leaf runs again.
         Failure.MERGE_CONFLICT: ErrorKind.RUNNER,
         Failure.MERGE_GUARD: ErrorKind.RUNNER,
+        # A fork bomb, a memory bomb, a full /tmp or a checkout grown past disk_mb: the agent's
+        # work did it, also when its guard (running the agent's code) is what reached it.
+        Failure.SANDBOX_LIMIT: ErrorKind.AGENT,
     }
 )
 

@@ -32,7 +32,7 @@ from runner_core.iteration.guard_stage import (
 )
 from runner_core.iteration.import_rules import ImportDecision
 from runner_core.iteration.machine_state import M, MachineState, with_process_group
-from runner_core.iteration.plan import guard_outcome
+from runner_core.iteration.plan import Review, guard_outcome
 from runner_core.iteration.recovery import INTERRUPTED, PENDING_GUARD_LOG
 from runner_core.iteration.results import (
     GuardFinished,
@@ -42,6 +42,8 @@ from runner_core.iteration.results import (
     ScratchListed,
 )
 from runner_core.iteration.stages import Stage
+from runner_core.run.sandbox_config import limit_reached
+from runner_core.tree.model import AgentStatus, GuardOutcome
 
 
 def guard_effect(
@@ -118,6 +120,11 @@ def after_guard(machine: M, result: Result, now: ClockReading) -> M:
     )
     if result.interrupted is not None:
         return failed(machine, Failure.INTERRUPTED, f"{INTERRUPTED} by {result.interrupted}")
+    if result.sandbox_limit is not None:  # the agent's code, run by its guard, reached it
+        message = limit_reached(result.sandbox_limit, machine.facts.config.sandbox, "guard")
+        review = Review(AgentStatus.RETRY, "", None, message)
+        failure, guard = Failure.SANDBOX_LIMIT, GuardOutcome.FAIL
+        return end_checks(attrs.evolve(machine, review=review, failure=failure, guard=guard))
     if result.timed_out:
         note = f"guard timed out after {effect.timeout_secs:.1f} s\n"
         return machine._to(Stage.GUARD_LOG, WriteIterationFile(PENDING_GUARD_LOG, note, True))

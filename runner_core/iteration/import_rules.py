@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 import attrs
 from pyrsistent import PMap, pmap
 
-from runner_core.run.config import IMPORT_LIMIT_BYTES, IMPORT_LIMIT_FILES
+from runner_core.run.config import IMPORT_LIMIT_BYTES, IMPORT_LIMIT_FILES, Config
 
 # Under `.runner/` only these are the agent's, and only to append to.
 NOTES_FILES = (".runner/state/assumptions.md", ".runner/state/questions.md")
@@ -38,10 +38,27 @@ MAX_DEPTH = 200
 
 @attrs.frozen(slots=True)
 class ImportLimits:
-    """The most an iteration imports: new or changed files' bytes and their number."""
+    """The most an iteration imports: new or changed files' bytes and their number; and the
+    most its checkout may grow by (`[sandbox] disk_mb`, in bytes), measured as the same new
+    or changed files' bytes: the smaller of the two byte caps is the one that holds."""
 
     bytes: int = IMPORT_LIMIT_BYTES
     files: int = IMPORT_LIMIT_FILES
+    disk_bytes: int | None = None
+
+    @property
+    def stop_bytes(self) -> int:
+        """The new or changed bytes past which nothing is imported."""
+        return self.bytes if self.disk_bytes is None else min(self.bytes, self.disk_bytes)
+
+
+def import_limits(config: Config) -> ImportLimits:
+    """The import's caps and the checkout's growth cap of `config`: the one place they meet."""
+    disk_bytes = config.sandbox.disk_mb * _MIB
+    return ImportLimits(config.import_limit_bytes, config.import_limit_files, disk_bytes)
+
+
+_MIB = 1024 * 1024
 
 
 class EntryKind(enum.StrEnum):
@@ -138,13 +155,20 @@ def decide_import(listing: ScratchListing, limits: ImportLimits | None = None) -
             return ImportDecision(
                 (), decision.discarded, _over_limit(limits, "files", len(written))
             )
-        if total > limits.bytes:
+        if total > limits.stop_bytes:
             return ImportDecision((), decision.discarded, _over_limit(limits, "bytes", total))
     return decision
 
 
 def _over_limit(limits: ImportLimits, which: str, seen: int) -> str:
-    """The agent error of an import past `import_limit_<which>`."""
+    """The agent error of an import past `import_limit_<which>`, or of a checkout grown past
+    `[sandbox] disk_mb` when that is the smaller cap."""
+    if which == "bytes" and limits.stop_bytes < limits.bytes:
+        return (
+            f"the sandbox's disk_mb ({limits.stop_bytes // _MIB}) was reached: the checkout grew "
+            f"by {seen:,} bytes or more of new or changed files; nothing of it is imported "
+            "(write less, or raise [sandbox] disk_mb in .runner/state/config.toml)"
+        )
     limit = limits.files if which == "files" else limits.bytes
     return (
         f"the iteration's import is over import_limit_{which} ({limit:,} {which}; "

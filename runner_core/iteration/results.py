@@ -55,6 +55,9 @@ class AgentFinished:
     # The output file was a symlink, FIFO or directory when read (`output_problem` says which
     # file): something only the agent makes.
     output_planted: bool = False
+    # The `[sandbox]` limit the session reached (`pids_max`, `memory_mb`, `tmp_mb`), which
+    # ended it; None for none.
+    sandbox_limit: str | None = None
 
 
 @attrs.frozen(slots=True)
@@ -65,6 +68,7 @@ class GuardFinished:
     interrupted: str | None = None  # the signal that stopped the guard, when one did
     report: TestReport | None = None  # the report it wrote, when it wrote a readable one
     report_problem: str | None = None  # why the report it wrote could not be read
+    sandbox_limit: str | None = None  # the `[sandbox]` limit the guard reached, which ended it
 
 
 @attrs.frozen(slots=True)

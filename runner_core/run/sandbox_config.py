@@ -92,6 +92,17 @@ SANDBOX_LIMITS = MappingProxyType(
 )
 
 
+def limit_reached(key: str, sandbox: SandboxConfig, who: str = "agent") -> str:
+    """The agent error of a session that reached `[sandbox]` limit `key` (of SANDBOX_LIMITS):
+    `the sandbox's pids_max (256) was reached`, by the agent's session or by its guard."""
+    value = getattr(sandbox, key) if key in SANDBOX_LIMITS else "?"
+    by = "; the session was ended" if who == "agent" else " by the guard"
+    return (
+        f"the sandbox's {key} ({value}) was reached{by} (do less at once, or raise "
+        f"[sandbox] {key} in .runner/state/config.toml)"
+    )
+
+
 def render_sandbox_table(
     sandbox: SandboxConfig, toml_list: Callable[[tuple[str, ...]], str]
 ) -> str:

@@ -23,10 +23,17 @@ from pathlib import Path
 
 import attrs
 
-from runner_shell.sandbox.limits import Limits, give_up_unless_owned, owned_by, pids_group
+from runner_shell.sandbox.cgroups import (
+    SandboxGroup,
+    give_up_unless_owned,
+    owned_by,
+    sandbox_group,
+)
+from runner_shell.sandbox.limits import Limits, pids_hold
 from runner_shell.sandbox.proxy import BRIDGE_PATH, BRIDGE_SOURCE, PROXY_SOCKET, proxy_env
 from runner_shell.sandbox.seccomp import filter_bpf
 from runner_shell.sandbox.visible import Mount
+from runner_shell.sandbox.watch import LimitWatch
 
 # Who a sandboxed process is when the runner is root: an unprivileged user inside its own user
 # namespace, mapped to root outside, so what it writes in the checkout is still the operator's.
@@ -172,16 +179,22 @@ def egress_options(proxy_socket: Path | None) -> list[str]:
 @attrs.frozen(slots=True)
 class Launch:
     """What starts a command in the sandbox: the argv, the descriptors it must inherit
-    (`pass_fds`), and the pids cgroup it joins, if any (docs/sandbox.md)."""
+    (`pass_fds`), the cgroup it joins, if any, and its /tmp's size (docs/sandbox.md)."""
 
     argv: tuple[str, ...]
     fds: tuple[int, ...]
-    group: Path | None
+    group: SandboxGroup | None
+    tmp_bytes: int | None = None
+    nproc: int | None = None  # RLIMIT_NPROC, where it holds the processes
 
-    def started(self, process: subprocess.Popen[bytes]) -> None:
-        """`process` was started from this launch: its cgroup goes once it has ended."""
+    def started(self, process: subprocess.Popen[bytes]) -> LimitWatch:
+        """`process` was started from this launch: its cgroup goes once it has ended. The
+        watch of its limits, its /tmp opened once the command inside has started."""
         if self.group is not None:
             owned_by(self.group, process)
+        watch = LimitWatch(process.pid, self.group, self.tmp_bytes, self.nproc)
+        watch.attach(lambda: process.poll() is None)
+        return watch
 
 
 @contextlib.contextmanager
@@ -204,11 +217,11 @@ def launch(
         )
         fds.append(fd)
         limits = confinement.limits
-        group = None if limits is None else pids_group(limits.pids)
+        group = None if limits is None else sandbox_group(limits.pids, limits.memory_bytes)
         prefix = () if limits is None else limits.prefix(group)
-        yield Launch(
-            (*prefix, confinement.bwrap, "--args", str(fd), "--", *argv), tuple(fds), group
-        )
+        argv = (*prefix, confinement.bwrap, "--args", str(fd), "--", *argv)
+        nproc = limits.pids if limits is not None and pids_hold() else None
+        yield Launch(argv, tuple(fds), group, confinement.tmp_bytes, nproc)
     finally:
         for fd in fds:
             os.close(fd)

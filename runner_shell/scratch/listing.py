@@ -113,7 +113,7 @@ def list_scratch(
                         notes[item.path] = data
                     if data is not None and _is_new_blob(entry, base_files.get(item.path)):
                         new_bytes += len(data)
-                        if new_bytes > limits.bytes:
+                        if new_bytes > limits.stop_bytes:
                             return _stopped(base_files, ("bytes", new_bytes))
                         blobs.add(data)
                         changed.append(entry)

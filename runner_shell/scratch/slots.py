@@ -396,8 +396,10 @@ def _set_up(slot: Path, setup: Sequence[str], sandbox: Sandbox | None) -> None:
             )
         except SpawnError as error:
             raise SlotError(f"[sandbox] setup could not start: {error.reason}") from None
-        if result.exit_code != 0:
+        if result.exit_code != 0 or result.limit is not None:
             ended = "timed out" if result.timed_out else f"exited {result.exit_code}"
+            if result.limit is not None:
+                ended = f"reached the sandbox's {result.limit} (raise [sandbox] {result.limit})"
             raise SlotError(f"[sandbox] setup {ended} in {slot}; see {log}")
     with contextlib.suppress(FileNotFoundError):
         _ready_marker(slot).unlink()

@@ -136,6 +136,7 @@ class ProcessAgentRunner:
             limit=agent.limit,
             wait_problem=agent.wait_problem,
             output_planted=agent.output_text is None and _planted(request.output_path),
+            sandbox_limit=agent.process.limit,
         )
 
     def _environment(
@@ -257,4 +258,5 @@ class ProcessGuardRunner:
         finally:
             if self.output is not None:
                 self.output.flush()
-        return GuardFinished(result.exit_code, result.timed_out, started[0] if started else None)
+        group = started[0] if started else None
+        return GuardFinished(result.exit_code, result.timed_out, group, sandbox_limit=result.limit)

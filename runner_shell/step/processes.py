@@ -26,6 +26,7 @@ import attrs
 
 from runner_shell.loop.signals import raise_if_interrupted
 from runner_shell.sandbox.bwrap import Confinement, launch
+from runner_shell.sandbox.watch import LimitWatch
 from runner_shell.store.files import PendingFile, atomic_write_bytes, open_truncate
 
 _READ_CHUNK_BYTES = 1024 * 1024
@@ -55,6 +56,9 @@ class ProcessResult:
     duration_ms: int
     stdout_bytes: int  # everything the child wrote, not only what was kept
     stderr_bytes: int
+    # The sandbox's limit the child reached (`pids_max`, `memory_mb`, `tmp_mb`: it was then
+    # killed at once), as runner_shell.sandbox.watch found it; None for none.
+    limit: str | None = None
 
 
 class SpawnError(Exception):
@@ -97,20 +101,14 @@ def run_process(
     argv_t = _checked_argv(argv, limit_bytes, stdout_copy_limit_bytes)
     stdout_copy = PendingFile(stdout_copy_path) if stdout_copy_path is not None else None
     try:
-        proc = _spawn(argv_t, cwd=cwd, env=env, stdin_path=stdin_path, confinement=confinement)
+        proc, watch = _spawn(
+            argv_t, cwd=cwd, env=env, stdin_path=stdin_path, confinement=confinement
+        )
         started = time.monotonic()
-        live = _open_live_log(proc, log_path, on_output)
-        stdout, stderr = _captures(limit_bytes, stdout_copy, stdout_copy_limit_bytes, live)
-        try:
-            if on_start is not None:
-                on_start(proc.pid)
-            timed_out = _drain_and_wait(
-                proc, stdout, stderr, deadline=started + timeout_secs, grace_secs=grace_secs
-            )
-        finally:
-            # Also runs when on_start or the loop raised: nothing we started may outlive us.
-            _kill_group_and_reap(proc)
-            live.file.close()
+        captures = _captures(limit_bytes, stdout_copy, stdout_copy_limit_bytes)
+        timed_out, limit, stdout, stderr = _drain_logged(
+            proc, log_path, on_output, on_start, captures, started + timeout_secs, grace_secs, watch
+        )
         duration_ms = int((time.monotonic() - started) * 1000)
         if stdout_copy is not None:
             stdout_copy.commit()
@@ -127,6 +125,7 @@ def run_process(
         duration_ms=duration_ms,
         stdout_bytes=stdout.total,
         stderr_bytes=stderr.total,
+        limit=limit,
     )
 
 
@@ -141,13 +140,42 @@ def _checked_argv(argv: Sequence[str], limit_bytes: int, copy_limit_bytes: int) 
 
 
 def _captures(
-    limit_bytes: int, copy: PendingFile | None, copy_limit_bytes: int, live: _LiveLog
+    limit_bytes: int, copy: PendingFile | None, copy_limit_bytes: int
 ) -> tuple[_StreamCapture, _StreamCapture]:
-    """The captures of stdout (with its raw copy, when asked) and stderr, both shown live."""
-    stdout = _StreamCapture(
-        limit_bytes, copy.file if copy is not None else None, copy_limit_bytes, live=live
-    )
-    return stdout, _StreamCapture(limit_bytes, live=live)
+    """The captures of stdout (with its raw copy, when asked) and stderr."""
+    stdout = _StreamCapture(limit_bytes, copy.file if copy is not None else None, copy_limit_bytes)
+    return stdout, _StreamCapture(limit_bytes)
+
+
+def _drain_logged(
+    proc: subprocess.Popen[bytes],
+    log_path: Path,
+    on_output: Callable[[bytes], None] | None,
+    on_start: Callable[[int], None] | None,
+    captures: tuple[_StreamCapture, _StreamCapture],
+    deadline: float,
+    grace_secs: float,
+    watch: LimitWatch | None,
+) -> tuple[bool, str | None, _StreamCapture, _StreamCapture]:
+    """Wait for the child, both streams shown live in `log_path`: whether the deadline killed
+    it, and the limit of its sandbox it reached (`watch`). The child (and its group) is gone
+    on return, also when this raised."""
+    stdout, stderr = captures
+    try:
+        live = _open_live_log(proc, log_path, on_output)
+        stdout.live = stderr.live = live
+        try:
+            if on_start is not None:
+                on_start(proc.pid)
+            stop = None if watch is None else watch.stop
+            timed_out = _drain_and_wait(proc, stdout, stderr, deadline, grace_secs, stop)
+        finally:
+            # Also runs when on_start or the loop raised: nothing we started may outlive us.
+            _kill_group_and_reap(proc)
+            live.file.close()
+    finally:
+        limit = None if watch is None else watch.finish()
+    return timed_out, limit, stdout, stderr
 
 
 def _open_live_log(
@@ -269,9 +297,10 @@ def _spawn(
     env: Mapping[str, str],
     stdin_path: Path | None,
     confinement: Confinement | None = None,
-) -> subprocess.Popen[bytes]:
+) -> tuple[subprocess.Popen[bytes], LimitWatch | None]:
+    """The child, and the watch of its sandbox's limits when it is confined."""
     if confinement is None:
-        return _popen(argv, argv, (), cwd=cwd, env=env, stdin_path=stdin_path)
+        return _popen(argv, argv, (), cwd=cwd, env=env, stdin_path=stdin_path), None
     _check_program(argv, confinement.work_dir, env)
     with launch(confinement, argv, env) as started:
         process = _popen(
@@ -282,8 +311,11 @@ def _spawn(
             env=env,
             stdin_path=stdin_path,
         )
-        started.started(process)
-        return process
+        try:
+            return process, started.started(process)
+        except BaseException:
+            _kill_group_and_reap(process)
+            raise
 
 
 def _popen(
@@ -359,15 +391,14 @@ def _drain_and_wait(
     proc: subprocess.Popen[bytes],
     stdout: _StreamCapture,
     stderr: _StreamCapture,
-    *,
     deadline: float,
     grace_secs: float,
+    stop: Callable[[], bool] | None = None,
 ) -> bool:
-    """Read both pipes until the child is done; return whether the deadline killed it.
-
-    Returns once the child has exited and the pipes are at EOF, or once the post-exit window
-    has passed with a pipe still held open by some descendant. EINTR is retried by Python.
-    """
+    """Read both pipes until the child is done; return whether the deadline killed it. Once
+    `stop` says so (its sandbox reached a limit), the child is killed at once. Returns once
+    the child has exited and the pipes are at EOF, or once the post-exit window has passed
+    with a pipe still held open by some descendant. EINTR is retried by Python."""
     assert proc.stdout is not None and proc.stderr is not None
     pgid = proc.pid
     post_exit_window = min(grace_secs, _POST_EXIT_WINDOW_CAP_SECS)
@@ -381,13 +412,14 @@ def _drain_and_wait(
         while True:
             raise_if_interrupted()  # a parallel job's process ends with the loop's signal
             now = time.monotonic()
-            # The runner was stopped (Ctrl-Z, SIGSTOP) or starved: the child's share of time
-            # does not shrink by what the runner lost.
+            # The runner was stopped or starved: the child's time does not shrink by it.
             lost = now - woke_by
             if lost > _SUSPENDED_SECS and not timed_out:
                 deadline += lost
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
+            if exited_at is None and stop is not None and stop():
+                _signal_group(pgid, signal.SIGKILL)
             if exited_at is None and not timed_out and now >= deadline:
                 timed_out = True
                 _signal_group(pgid, signal.SIGTERM)

@@ -21,7 +21,12 @@ from pyrsistent import pmap
 
 from runner_core import parse_config, parse_tree
 from runner_core.iteration.execution_record import Measured
-from runner_core.iteration.import_rules import ImportDecision, ImportLimits, decide_import
+from runner_core.iteration.import_rules import (
+    ImportDecision,
+    ImportLimits,
+    decide_import,
+    import_limits,
+)
 from runner_core.iteration.interrupted import interrupted_end
 from runner_core.iteration.plan import PlanKind, plan_step
 from runner_core.iteration.recovery import (
@@ -263,7 +268,7 @@ def recover(paths: RunnerPaths, repo: Repo, job: tuple[int, str] | None = None) 
     end = interrupted_end(journal, tree, state, counts, measured, config.agent_backend)
     try:
         head = repo.head()
-        limits = ImportLimits(config.import_limit_bytes, config.import_limit_files)
+        limits = import_limits(config)
         imported, dropped = _kept_work(repo, head.sha, journal.iteration, job, limits)
         end = attrs.evolve(end, imported=imported)
         commit_iteration(paths, repo, journal.run_id, iter_dir, final_write_set(end), base=head)

@@ -41,7 +41,7 @@ from runner_core.iteration.effects import (
 from runner_core.iteration.facts import ClockReading, IterationFacts
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.guard_stage import failure_context
-from runner_core.iteration.import_rules import ImportLimits
+from runner_core.iteration.import_rules import import_limits
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import (
     CompletePlan,
@@ -432,7 +432,7 @@ def shell_ports(
     output = None if sink is None else LiveOutput(sink, iteration_events.origin(facts, ""))
     work_dir = paths.root if slot is None else slot
     network = facts.config.guard_network
-    limits = ImportLimits(facts.config.import_limit_bytes, facts.config.import_limit_files)
+    limits = import_limits(facts.config)
     scratch = (
         None
         if slot is None or facts.head is None

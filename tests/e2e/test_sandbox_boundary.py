@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from runner_shell.sandbox.cgroups import cgroup_bases
 from runner_shell.sandbox.status import probe
 from tests.helpers.crash import cli, read_journal, spawn, wait_for_processes
 from tests.helpers.e2e import Project, node
@@ -134,6 +135,11 @@ def test_row8_what_a_guard_leaves_in_its_home_never_reaches_the_next_guard(
             {"import_limit_files": 50},
             "import_limit_files (50 files",
         ),
+        (  # twelve files, each under disk_mb, together past it: the checkout's growth
+            "for i in $(seq 1 12); do head -c 100000 /dev/zero > big$i.bin; done",
+            {"sandbox": {"disk_mb": 1}},
+            "the sandbox's disk_mb (1) was reached",
+        ),
     ],
 )
 def test_row13_an_import_past_a_cap_is_an_agent_error_and_nothing_is_imported(
@@ -160,6 +166,76 @@ def test_row13_under_both_caps_the_work_is_imported(project: Project) -> None:
     )
     assert step(project)["error_kind"] is None
     assert committed(project, "big12.bin") == "\0" * 1000
+
+
+# ---------------------------------------------------------------- row 11: the session's limits
+
+# A bomb that keeps forking (a shell's `bomb | bomb &` dies out by itself under RLIMIT_NPROC).
+FORK_BOMB = (
+    'python3 -c "import os, time\n'
+    "for _ in range(10**6):\n"
+    "    try:\n"
+    "        os.fork() or time.sleep(60)\n"
+    "    except OSError:\n"
+    '        pass"'
+)
+MEMORY_BOMB = 'python3 -c "x = bytearray(512 * 2**20); import time; time.sleep(60)"'
+FULL_TMP = "head -c 20000000 /dev/zero > /tmp/fill; sleep 60"
+LIMITS = {"pids_max": 32, "memory_mb": 64, "tmp_mb": 8}
+needs_pids = pytest.mark.skipif(
+    os.getuid() == 0 and cgroup_bases().pids is None,
+    reason="root without a pids cgroup: pids_max does not hold (validate says limits=no-pids)",
+)
+needs_memory_cgroup = pytest.mark.skipif(
+    cgroup_bases().memory is None,
+    reason="memory_mb is each process's RLIMIT_DATA here: no count says it was reached",
+)
+BOMBS = [
+    pytest.param(FORK_BOMB, "pids_max (32)", marks=needs_pids, id="fork-bomb"),
+    pytest.param(MEMORY_BOMB, "memory_mb (64)", marks=needs_memory_cgroup, id="memory-bomb"),
+    pytest.param(FULL_TMP, "tmp_mb (8)", id="full-tmp"),
+]
+
+
+@needs_bwrap
+@pytest.mark.parametrize(("script", "named"), BOMBS)
+def test_row11_an_agent_reaching_a_limit_ends_its_session_as_an_agent_error_naming_it(
+    project: Project, script: str, named: str
+) -> None:
+    hostile(project, f"echo work > work.txt; {script}", sandbox={"mode": "bwrap", **LIMITS})
+    started = time.monotonic()
+    record = step(project)
+    assert record["error_kind"] == "agent", record
+    assert f"the sandbox's {named} was reached; the session was ended" in record["error"]
+    assert time.monotonic() - started < 40  # ended by the runner, not by the agent's deadline
+    assert step(project)["error_kind"] == "agent"  # the next session starts afresh
+
+
+@needs_bwrap
+@pytest.mark.parametrize(("script", "named"), BOMBS)
+def test_row11_a_guard_reaching_a_limit_fails_the_iteration_naming_it(
+    project: Project, script: str, named: str
+) -> None:
+    hostile(
+        project,
+        "echo work > work.txt",
+        sandbox={"mode": "bwrap", **LIMITS},
+        guard_command=["sh", "-c", script],
+    )
+    record = step(project)
+    assert record["error_kind"] == "agent", record
+    assert f"the sandbox's {named} was reached by the guard" in record["error"]
+
+
+@needs_bwrap
+def test_row11_a_setup_reaching_a_limit_says_which_and_runs_again(project: Project) -> None:
+    marker = project.harness.parent.parent / f"{project.root.parent.name}-set-up"  # writable
+    setup = ["sh", "-c", f"[ -e {marker} ] && exit 0; touch {marker}; {FULL_TMP}"]
+    hostile(project, "echo work > work.txt", sandbox={"mode": "bwrap", **LIMITS, "setup": setup})
+    first = cli(project, "step")
+    assert "[sandbox] setup reached the sandbox's tmp_mb" in first.stderr, first.stderr
+    assert "internal error" not in first.stderr
+    assert step(project)["error_kind"] is None  # set up again, within its limits this time
 
 
 # ---------------------------------------------------------------- row 16: recover and symlinks

@@ -12,10 +12,15 @@ from runner_core.iteration.import_rules import (
     Change,
     EntryKind,
     ImportDecision,
+    ImportLimits,
     ScratchEntry,
     ScratchListing,
     decide_import,
+    import_limits,
 )
+from runner_core.run.config import parse_config
+
+MIB = 1024 * 1024
 
 A, B, C = "a" * 40, "b" * 40, "c" * 40
 ASSUMPTIONS = ".runner/state/assumptions.md"
@@ -165,3 +170,38 @@ def test_an_agent_error_names_five_paths_and_counts_the_rest() -> None:
     entries = tuple(ScratchEntry(f"p{n}", EntryKind.SPECIAL) for n in range(8))
     error = decide_import(ScratchListing(entries)).agent_error
     assert error is not None and error.count(": a FIFO") == 5 and error.endswith("; and 3 more")
+
+
+def big(path: str, size: int) -> ScratchEntry:
+    return ScratchEntry(path, EntryKind.FILE, size, B)
+
+
+def test_a_checkout_grown_past_disk_mb_is_the_agents_error_naming_it_nothing_imported() -> None:
+    limits = ImportLimits(bytes=10 * MIB, disk_bytes=2 * MIB)
+    decision = decide_import(ScratchListing((big("a.bin", MIB), big("b.bin", MIB + 1))), limits)
+
+    assert decision.changes == ()
+    assert decision.agent_error is not None
+    assert decision.agent_error.startswith("the sandbox's disk_mb (2) was reached")
+    assert "nothing of it is imported" in decision.agent_error
+
+
+def test_the_smaller_byte_cap_holds_and_is_the_one_named() -> None:
+    entries = ScratchListing((big("a.bin", 3 * MIB),))
+    by_import = decide_import(entries, ImportLimits(bytes=2 * MIB, disk_bytes=4 * MIB))
+    under_both = decide_import(entries, ImportLimits(bytes=4 * MIB, disk_bytes=4 * MIB))
+    stopped = ScratchListing((), stopped=("bytes", 3 * MIB))
+
+    assert by_import.agent_error is not None and "import_limit_bytes" in by_import.agent_error
+    assert under_both.agent_error is None and len(under_both.changes) == 1
+    disk = decide_import(stopped, ImportLimits(bytes=4 * MIB, disk_bytes=2 * MIB)).agent_error
+    assert disk is not None and "disk_mb (2)" in disk
+
+
+def test_the_import_limits_of_a_config_take_disk_mb_from_its_sandbox() -> None:
+    config = parse_config(
+        {"agent": {"backend": "command", "command": ["a"]}, "sandbox": {"disk_mb": 3}}
+    )
+    limits = import_limits(config)
+
+    assert (limits.disk_bytes, limits.stop_bytes) == (3 * MIB, 3 * MIB)

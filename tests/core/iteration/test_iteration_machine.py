@@ -741,6 +741,37 @@ def test_an_output_file_the_agent_made_a_symlink_or_fifo_is_its_error() -> None:
     assert RunGuard not in kinds(effects)
 
 
+@pytest.mark.parametrize(
+    ("reached", "named"),
+    [
+        ("pids_max", "pids_max (2048)"),
+        ("memory_mb", "memory_mb (8192)"),
+        ("tmp_mb", "tmp_mb (1024)"),
+    ],
+)
+def test_an_agent_session_that_reached_a_sandbox_limit_is_its_error_naming_it(
+    reached: str, named: str
+) -> None:
+    agent = attrs.evolve(agent_done(), exit_code=None, sandbox_limit=reached)
+    effects, _ = drive(start_iteration(facts()), {**EXECUTOR_RESULTS, RunAgent: agent})
+
+    outcome = outcome_of(effects).outcome
+    assert outcome.agent_error is not None and outcome.runner_error is None
+    assert outcome.agent_error.startswith(f"the sandbox's {named} was reached; the session")
+    assert outcome.tree.children[1].attempts == 1
+    assert RunGuard not in kinds(effects)
+
+
+def test_a_guard_that_reached_a_sandbox_limit_fails_the_iteration_naming_it() -> None:
+    guard = GuardFinished(0, False, process_group=78, sandbox_limit="pids_max")
+    effects, _ = drive(start_iteration(facts()), {**EXECUTOR_RESULTS, RunGuard: guard})
+
+    outcome = outcome_of(effects).outcome
+    assert outcome.agent_error is not None and outcome.runner_error is None
+    assert outcome.agent_error.startswith("the sandbox's pids_max (2048) was reached by the guard")
+    assert outcome.tree.children[1].attempts == 1
+
+
 def test_an_output_file_missing_or_not_json_stays_a_runner_error() -> None:
     agent = AgentFinished(0, False, None, "output file /it/output.json does not exist")
     effects, _ = drive(start_iteration(facts()), {**EXECUTOR_RESULTS, RunAgent: agent})

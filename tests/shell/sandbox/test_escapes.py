@@ -20,7 +20,7 @@ import pytest
 
 from runner_core.run.config import SandboxConfig
 from runner_shell.sandbox import SandboxStatus
-from runner_shell.sandbox.limits import pids_base, pids_groups
+from runner_shell.sandbox.cgroups import cgroup_bases, made_groups
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.step.processes import ProcessResult, run_process
 
@@ -270,27 +270,38 @@ def test_the_runner_s_own_interpreter_and_the_system_still_run(
 # ---------------------------------------------------------------- row 11: limits
 
 
-def test_a_memory_bomb_ends_at_memory_mb(usable_sandbox: SandboxStatus, rooms: Rooms) -> None:
+@pytest.mark.parametrize("role", ["agent", "guard"])
+def test_a_memory_bomb_ends_at_memory_mb(
+    usable_sandbox: SandboxStatus, rooms: Rooms, role: str
+) -> None:
     script = """
-    import sys
+    import sys, time
     hoard = []
     try:
         for _ in range(64):
-            hoard.append(bytearray(64 * 1024 * 1024))
+            hoard.append(bytearray(16 * 1024 * 1024))
     except MemoryError:
-        print("MemoryError after", len(hoard) * 64, "MiB")
+        print("MemoryError after", len(hoard) * 16, "MiB")
         sys.exit(9)
     """
 
-    result, log = run(sandbox(usable_sandbox, rooms, memory_mb=256), rooms, script)
+    box = sandbox(usable_sandbox, rooms, memory_mb=64)
+    result, log = run(box, rooms, script, role=role)
 
-    assert result.exit_code == 9, log
-    assert "MemoryError after" in log
+    if cgroup_bases().memory is not None:  # the sandbox's total, the kernel's count of kills
+        assert result.limit == "memory_mb", log
+        assert result.exit_code != 0, log
+    else:  # each process's RLIMIT_DATA: the allocation fails, nothing counts it
+        assert result.exit_code == 9, log
+        assert "MemoryError after" in log
 
 
-def test_a_full_tmp_ends_at_tmp_mb(usable_sandbox: SandboxStatus, rooms: Rooms) -> None:
+@pytest.mark.parametrize("role", ["agent", "guard"])
+def test_a_full_tmp_ends_the_session_at_tmp_mb(
+    usable_sandbox: SandboxStatus, rooms: Rooms, role: str
+) -> None:
     script = """
-    import errno, sys
+    import errno, time
     written = 0
     try:
         with open("/tmp/fill", "wb") as handle:
@@ -299,14 +310,53 @@ def test_a_full_tmp_ends_at_tmp_mb(usable_sandbox: SandboxStatus, rooms: Rooms) 
                 handle.flush()
                 written += 1024 * 1024
     except OSError as error:
-        print("full after", written // (1024 * 1024), "MiB:", errno.errorcode[error.errno])
-        sys.exit(9)
+        print("full after", written // 2**20, "MiB:", errno.errorcode[error.errno], flush=True)
+    time.sleep(60)  # a program that hangs on: the runner ends it, not its deadline
     """
 
-    result, log = run(sandbox(usable_sandbox, rooms, tmp_mb=16), rooms, script)
+    box = sandbox(usable_sandbox, rooms, tmp_mb=16)
+    result, log = run(box, rooms, script, role=role, timeout_secs=60)
 
-    assert result.exit_code == 9, log
+    assert result.limit == "tmp_mb", log
+    assert not result.timed_out
+    assert result.duration_ms < 20_000
     assert "ENOSPC" in log
+
+
+def test_a_full_tmp_is_seen_of_a_program_that_fills_it_and_exits_at_once(
+    usable_sandbox: SandboxStatus, rooms: Rooms
+) -> None:
+    script = """
+    try:
+        with open("/tmp/fill", "wb") as handle:
+            handle.write(b"x" * 64 * 1024 * 1024)
+    except OSError:
+        pass
+    """
+
+    result, log = run(sandbox(usable_sandbox, rooms, tmp_mb=8), rooms, script)
+
+    assert result.limit == "tmp_mb", log  # killed once seen full, or seen after it ended
+
+
+def test_a_session_within_its_limits_reaches_none(
+    usable_sandbox: SandboxStatus, rooms: Rooms
+) -> None:
+    script = """
+    import os
+    with open("/tmp/some", "wb") as handle:
+        handle.write(b"x" * 4 * 1024 * 1024)
+    for _ in range(8):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+    """
+
+    box = sandbox(usable_sandbox, rooms, tmp_mb=16, pids_max=32, memory_mb=256)
+    result, log = run(box, rooms, script)
+
+    assert (result.exit_code, result.limit) == (0, None), log
 
 
 def test_a_file_larger_than_disk_mb_is_refused(usable_sandbox: SandboxStatus, rooms: Rooms) -> None:
@@ -329,33 +379,41 @@ def test_a_file_larger_than_disk_mb_is_refused(usable_sandbox: SandboxStatus, ro
 
 
 @pytest.mark.skipif(
-    os.getuid() == 0 and pids_base() is None,
+    os.getuid() == 0 and cgroup_bases().pids is None,
     reason="root without a pids cgroup: RLIMIT_NPROC never binds root (validate says so)",
 )
-def test_a_fork_bomb_ends_at_pids_max(usable_sandbox: SandboxStatus, rooms: Rooms) -> None:
+@pytest.mark.parametrize("role", ["agent", "guard"])
+def test_a_fork_bomb_ends_the_session_at_pids_max(
+    usable_sandbox: SandboxStatus, rooms: Rooms, role: str
+) -> None:
     script = """
-    import os, sys, time
-    children = 0
-    try:
-        while children < 10_000:
+    import os, time
+    children = refused = 0
+    give_up_at = time.monotonic() + 60
+    while time.monotonic() < give_up_at:  # a bomb that keeps trying: only the runner ends it
+        try:
             if os.fork() == 0:
-                time.sleep(30)
+                time.sleep(60)
                 os._exit(0)
             children += 1
-    except OSError as error:
-        print("refused after", children, error.strerror)
-        sys.exit(9)
+        except OSError:
+            refused += 1
+            if refused == 1:
+                print("refused after", children, flush=True)
     """
 
-    result, log = run(sandbox(usable_sandbox, rooms, pids_max=64), rooms, script, timeout_secs=30)
+    box = sandbox(usable_sandbox, rooms, pids_max=32)
+    result, log = run(box, rooms, script, role=role, timeout_secs=60)
 
-    assert result.exit_code == 9, log
-    refused_after = int(log.split("refused after ")[1].split()[0])
-    assert refused_after < 64
+    assert result.limit == "pids_max", log
+    assert not result.timed_out
+    assert result.duration_ms < 20_000
 
 
-@pytest.mark.skipif(os.getuid() != 0 or pids_base() is None, reason="root with a pids cgroup")
-def test_a_root_runner_s_sandbox_is_in_a_pids_cgroup_of_its_own_removed_once_empty(
+@pytest.mark.skipif(
+    os.getuid() != 0 or cgroup_bases().pids is None, reason="root with a pids cgroup"
+)
+def test_a_root_runner_s_sandbox_is_in_a_cgroup_of_its_own_removed_once_empty(
     usable_sandbox: SandboxStatus, rooms: Rooms
 ) -> None:
     box = sandbox(usable_sandbox, rooms, pids_max=32)
@@ -364,6 +422,8 @@ def test_a_root_runner_s_sandbox_is_in_a_pids_cgroup_of_its_own_removed_once_emp
     second, _ = run(box, rooms, "pass")
 
     assert (first.exit_code, second.exit_code) == (0, 0), log
-    (group,) = pids_groups()  # the first one's group went when the second was made
-    assert (group / "pids.max").read_text(encoding="ascii").strip() == "32"
+    groups = made_groups()  # the first one's groups went when the second's were made
+    assert len(groups) == len({cgroup_bases().pids, cgroup_bases().memory} - {None})
+    pids = next(group for group in groups if (group / "pids.max").exists())
+    assert (pids / "pids.max").read_text(encoding="ascii").strip() == "32"
     assert "pids:/\n" in log  # its own cgroup namespace: the group is its root, its name unseen

@@ -15,6 +15,8 @@ import pytest
 from runner_core.run.config import Config, SandboxConfig
 from runner_shell.errors import UserFacingError
 from runner_shell.sandbox import SandboxRefused, SandboxStatus, probe, sandbox_status
+from runner_shell.sandbox.cgroups import Bases, SandboxGroup
+from runner_shell.sandbox.limits import Limits, describe
 from runner_shell.sandbox.status import Probe
 
 WORKS = Probe("/usr/bin/bwrap")
@@ -106,3 +108,40 @@ def test_the_probe_gives_up_at_its_deadline(tmp_path: Path) -> None:
 
 def test_the_probe_finds_a_working_bubblewrap(usable_sandbox: SandboxStatus) -> None:
     assert probe() == Probe(usable_sandbox.bwrap)
+
+
+LIMITS = Limits("/usr/bin/prlimit", 64 * 2**20, 32, 2**20)
+GROUPS = Path("/sys/fs/cgroup/runner")
+
+
+@pytest.mark.parametrize(
+    ("bases", "root", "said"),
+    [
+        (Bases(GROUPS, GROUPS, v2=True), True, "cgroup"),
+        (Bases(), False, "rlimit"),
+        (Bases(GROUPS, None), True, "cgroup-pids,rlimit-memory"),
+        (Bases(), True, "no-pids,rlimit-memory"),
+        (Bases(None, GROUPS), False, "rlimit-pids,cgroup-memory"),
+    ],
+)
+def test_validate_says_which_mechanism_holds_pids_and_memory(
+    bases: Bases, root: bool, said: str
+) -> None:
+    assert describe(LIMITS, bases, root) == said
+    assert describe(None, bases, root) == "none"
+
+
+def test_the_limits_are_the_cgroups_once_bwrap_joins_it_else_each_processs() -> None:
+    group = SandboxGroup(GROUPS / "a", GROUPS / "b")
+    joined = LIMITS.prefix(group)
+    alone = LIMITS.prefix(None)
+
+    assert joined[:3] == ("/bin/sh", "-c", joined[2]) and "--data=unlimited" in joined
+    assert joined[3:7] == (
+        "/bin/sh",
+        str(GROUPS / "a/cgroup.procs"),
+        str(GROUPS / "b/cgroup.procs"),
+        "--",
+    )
+    assert alone[0] == "/usr/bin/prlimit" and f"--data={64 * 2**20}" in alone
+    assert "--nproc=32" in joined and "--nproc=32" in alone

@@ -1,0 +1,181 @@
+"""Whether a running sandbox reached one of its limits, asked while it runs and once after.
+
+`pids_max` and `memory_mb` are read from the sandbox's cgroup, where it has one
+(runner_shell.sandbox.cgroups: the kernel counts the forks it refused and the processes it
+killed). `tmp_mb` is the private /tmp found full: the runner opens that tmpfs from outside,
+through the sandboxed command's `/proc/<pid>/root/tmp` (bubblewrap's first process inside
+stays in the host's root; its child is the command), and keeps the descriptor, so its fill is
+still read after the sandbox has ended and its mount namespace with it. The same holds for the
+runner as root and as an unprivileged user (it may read its own sandbox's /proc). Without a
+cgroup, a process past RLIMIT_NPROC or RLIMIT_DATA is refused by the kernel and nothing counts
+it: the session then ends as the program does, and `runner validate` says `limits=rlimit`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable
+
+from runner_shell.sandbox.cgroups import SandboxGroup
+
+# How often a running sandbox's limits are read at most.
+CHECK_SECS = 0.05
+# How long the start of a sandbox is waited for to open its /tmp (bubblewrap sets it up in
+# milliseconds; a loaded machine is given more).
+ATTACH_SECS = 5.0
+_ATTACH_POLL_SECS = 0.002
+# How often the runner's user's tasks outside the sandbox are counted, where RLIMIT_NPROC
+# holds pids_max (the sandbox's own are counted at every check).
+OUTSIDE_SECS = 1.0
+_PAGE = 4096
+# /tmp counts as full with less than this left (a write that failed at the limit leaves the
+# last partial block), or with no inode left.
+_FULL_SLACK_BYTES = 1024 * 1024
+
+
+class LimitWatch:
+    """The limits of one sandbox whose outer bubblewrap process is `pid`."""
+
+    def __init__(
+        self,
+        pid: int,
+        group: SandboxGroup | None,
+        tmp_bytes: int | None,
+        nproc: int | None = None,
+    ) -> None:
+        self._pid = pid
+        self._group = group
+        # RLIMIT_NPROC, where no pids cgroup counts the sandbox's processes: the runner counts
+        # them itself.
+        self._nproc = nproc if group is None or group.pids is None else None
+        self._command: int | None = None
+        self._counted = 0.0
+        self._outside = 0
+        self._tmp_total = None if tmp_bytes is None else -(-tmp_bytes // _PAGE) * _PAGE
+        self._tmp_fd: int | None = None
+        self._checked = 0.0
+        self.reached: str | None = None  # the first limit found reached
+
+    def stop(self) -> bool:
+        """Whether the running sandbox has reached a limit and must end now."""
+        if self.reached is None:
+            self.reached = self.check()
+        return self.reached is not None
+
+    def finish(self) -> str | None:
+        """The limit the sandbox reached, read once more now that it is over; /tmp let go."""
+        try:
+            if self.reached is None:
+                self.reached = self.check(ended=True)
+        finally:
+            self.close()
+        return self.reached
+
+    def attach(self, running: Callable[[], bool]) -> None:
+        """Open the sandbox's /tmp as soon as its command has started (within ATTACH_SECS),
+        so that a command filling it and ending at once is still seen; `running` says whether
+        bubblewrap has not exited yet."""
+        if self._tmp_total is None:
+            return
+        give_up_at = time.monotonic() + ATTACH_SECS
+        while self._tmp_fd is None and running() and time.monotonic() < give_up_at:
+            self._tmp_fd = self._open_tmp(self._tmp_total)
+            if self._tmp_fd is None:
+                time.sleep(_ATTACH_POLL_SECS)
+
+    def check(self, ended: bool = False) -> str | None:
+        """The limit reached (`pids_max`, `memory_mb`, `tmp_mb`), or None; while it runs, read
+        at most every CHECK_SECS (`ended`: read now, the sandbox is over)."""
+        now = time.monotonic()
+        if not ended and now - self._checked < CHECK_SECS:
+            return None
+        self._checked = now
+        reached = None if self._group is None else self._group.reached()
+        if reached is not None:
+            return reached
+        if self._nproc is not None and not ended and self._tasks() >= self._nproc:
+            return "pids_max"
+        if self._tmp_total is None:
+            return None
+        if self._tmp_fd is None and not ended:
+            self._tmp_fd = self._open_tmp(self._tmp_total)
+        return "tmp_mb" if self._tmp_fd is not None and _full(self._tmp_fd) else None
+
+    def _tasks(self) -> int:
+        """How many tasks RLIMIT_NPROC counts against the sandbox: every task (threads
+        included) of the runner's user, the sandbox's among them (the kernel charges them to
+        the user who made its user namespace too, against the limit bwrap was started with).
+        The sandbox's own are read from its /proc at every check; the others (the runner's,
+        other sandboxes') from the host's every OUTSIDE_SECS, the host's /proc being larger."""
+        if self._command is None:
+            commands = _commands(self._pid)
+            self._command = commands[0] if commands else None
+        if self._command is None:
+            return 0
+        inside = _tasks_in(f"/proc/{self._command}/root/proc", None)
+        now = time.monotonic()
+        if now - self._counted >= OUTSIDE_SECS:
+            self._counted = now
+            self._outside = max(_tasks_in("/proc", os.getuid()) - inside, 0)
+        return inside + self._outside
+
+    def _open_tmp(self, total: int) -> int | None:
+        """A descriptor of the sandbox's own /tmp, once the command inside has started: the
+        tmpfs of exactly `total` bytes its process sees (before, its root is the host's)."""
+        for command in _commands(self._pid):
+            try:
+                fd = os.open(f"/proc/{command}/root/tmp", os.O_PATH | os.O_DIRECTORY)
+            except OSError:
+                continue
+            try:
+                found = os.fstatvfs(fd)
+            except OSError:
+                found = None
+            if found is not None and found.f_blocks * found.f_frsize == total:
+                return fd
+            os.close(fd)
+        return None
+
+    def close(self) -> None:
+        """Let go of the sandbox's /tmp (its memory is freed once nothing holds it)."""
+        if self._tmp_fd is not None:
+            os.close(self._tmp_fd)
+            self._tmp_fd = None
+
+
+def _commands(pid: int) -> list[int]:
+    """The processes bubblewrap's first process inside started: the command, in the sandbox's
+    root (that first process stays in the host's)."""
+    return [command for inside in _children(pid) for command in _children(inside)]
+
+
+def _tasks_in(proc: str, uid: int | None) -> int:
+    """The tasks of the processes listed in the /proc at `proc`, of `uid` only when given."""
+    count = 0
+    with contextlib.suppress(OSError), os.scandir(proc) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if entry.name.isdigit() and (uid is None or entry.stat().st_uid == uid):
+                    count += len(os.listdir(f"{proc}/{entry.name}/task"))
+    return count
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as file:
+            return [int(word) for word in file.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _full(fd: int) -> bool:
+    with contextlib.suppress(OSError):
+        found = os.fstatvfs(fd)
+        free = found.f_bavail * found.f_frsize
+        total = found.f_blocks * found.f_frsize
+        return free < min(_FULL_SLACK_BYTES, total // 16) or (
+            found.f_files > 0 and found.f_favail == 0
+        )
+    return False
