@@ -17,6 +17,7 @@ from runner_core.iteration.preconditions import (
     gitignore_problem,
     run_identity_problem,
 )
+from runner_core.run.agent_config import ROLE_TABLES, role_config, role_configs
 from runner_core.run.identity import BRANCH_PREFIX
 from runner_core.tree.serialization import TREE_MAX_BYTES, canonical_fits
 from runner_shell.errors import UserFacingError
@@ -113,12 +114,13 @@ def program_problem(program: str, root: Path, search_path: str | None) -> str | 
     return None
 
 
-def check_programs(config: Config, root: Path) -> None:
-    """Fail before an iteration starts when its agent or guard program cannot be started."""
-    # The codex and claude backends run the program of that name unless a command replaces it.
+def check_programs(config: Config, root: Path, agent_key: str = "agent.command") -> None:
+    """Fail before an iteration starts when its agent or guard program cannot be started;
+    `agent_key` is the key that names the agent (a role table's own, when it has one)."""
+    # A CLI backend runs the program of its name unless a command replaces it.
     agent = (config.agent_command or (config.agent_backend,))[0]
     search_path = os.environ.get("PATH", os.defpath)
-    for key, program in (("agent.command", agent), ("guard.command", config.guard_command[0])):
+    for key, program in ((agent_key, agent), ("guard.command", config.guard_command[0])):
         problem = program_problem(program, root, search_path)
         if problem is not None:
             raise UserFacingError(
@@ -130,9 +132,18 @@ def check_programs(config: Config, root: Path) -> None:
 def _install_hint(config: Config, key: str) -> str:
     """`install it with `npm install -g …` or ` for a backend's own CLI, else `install it or `."""
     install = BACKENDS[config.agent_backend].install
-    if key == "agent.command" and not config.agent_command and install:
+    if key.startswith("agent.") and not config.agent_command and install:
         return f"install it with `{install}` or "
     return "install it or "
+
+
+def check_role_programs(config: Config, root: Path) -> None:
+    """`check_programs` for each role's agent (`[agent.decomposer]`, `[agent.executor]`, else
+    `[agent]`), each problem naming the key to fix."""
+    for role in ROLE_TABLES:
+        own = getattr(config, f"agent_{role}") is not None
+        key = f"agent.{role}.command" if own else "agent.command"
+        check_programs(role_config(config, role), root, key)
 
 
 def check_tree_writable(paths: RunnerPaths, tree: Node) -> None:
@@ -148,8 +159,12 @@ def check_tree_writable(paths: RunnerPaths, tree: Node) -> None:
 def missing_programs_problem(config: Config, root: Path) -> str | None:
     """Every program the loop would start (agent, guard, sandbox setup) that cannot be, in one
     line; None when all can. `runner start` refuses on it before it creates anything."""
-    agent = (config.agent_command or (config.agent_backend,))[0]
-    named = [("agent.command", agent), ("guard.command", config.guard_command[0])]
+    # Each role's agent: `[agent.decomposer]` and `[agent.executor]` may name their own.
+    agents = dict.fromkeys(
+        (role.agent_command or (role.agent_backend,))[0] for role in role_configs(config)
+    )
+    named = [("agent.command", agent) for agent in agents]
+    named.append(("guard.command", config.guard_command[0]))
     if config.sandbox.setup:
         named.append(("sandbox.setup", config.sandbox.setup[0]))
     search_path = os.environ.get("PATH", os.defpath)
