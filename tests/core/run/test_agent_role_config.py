@@ -4,7 +4,9 @@ belong to another backend."""
 
 from __future__ import annotations
 
+import re
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -117,3 +119,12 @@ def test_role_tables_and_the_fallback_are_written_and_read_back() -> None:
     assert "[agent.decomposer]" in text and "[agent.executor]" in text
     assert parse_config(tomllib.loads(text)) == config
     assert "[agent." not in render_config(parse_config({}))
+
+
+def test_the_readmes_role_table_example_is_a_valid_config() -> None:
+    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```toml\n(.*?)```", readme, flags=re.DOTALL)
+    example = next(block for block in blocks if "[agent.executor]" in block)
+    config = parse_config(tomllib.loads(example))
+    assert config.agent_executor is not None
+    assert config.agent_executor.backend != config.agent_backend
