@@ -17,7 +17,7 @@ import attrs
 from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
-from runner_core.loop.events import Event, EventType
+from runner_core.loop.events import Event, EventOrigin, EventType, fallback
 from runner_core.loop.policy import Continue, LoopDecision, Wait
 from runner_core.loop.usage_limits import LimitSignal
 
@@ -77,16 +77,19 @@ def fall_back(
     decision: LoopDecision,
     events: tuple[Event, ...],
     limit: LimitSignal | None,
-    now: datetime,
+    origin: EventOrigin,
 ) -> FallBack:
-    """After an iteration: when `used` hit a limit (`limit`) and the policy waits for it, `used`
-    is limited until the wait's end, and when another backend of `chain` is free it runs next
-    and nobody waits. One rule for the one-slot and the parallel loop."""
+    """After an iteration (at `origin`, whose `at` is now): when `used` hit a limit (`limit`)
+    and the policy waits for it, `used` is limited until the wait's end, and when another
+    backend of `chain` is free it runs next and nobody waits: the `waiting` event becomes a
+    `fallback` event. One rule for the one-slot and the parallel loop."""
     if not isinstance(decision, Wait) or limit is None or len(chain) < 2:
         return FallBack(limited, decision, events)
     limited = limited_after(limited, used, decision.wait.until)
+    now = datetime.fromisoformat(origin.at)
     after = choose_backend(chain, limited, now).backend
     if after is None:
         return FallBack(limited, decision, events)
     waitless = tuple(event for event in events if event.type is not EventType.WAITING)
-    return FallBack(limited, Continue(decision.state), waitless, after)
+    switch = fallback(origin, used, after, limited[used])
+    return FallBack(limited, Continue(decision.state), (*waitless, switch), after)

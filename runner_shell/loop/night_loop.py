@@ -145,7 +145,7 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
         )
         events = policy.decision_events(decision, origin, config.loop, step, steps)
         used = choice.backend or chain[0]
-        fell = fall_back(chain, limited, used, decision, events, result.limit, loop_now())
+        fell = fall_back(chain, limited, used, decision, events, result.limit, origin)
         limited, decision, events = fell.limited, fell.decision, fell.events
         if fell.to is not None:
             run.emit(loop_lines.fallback_line(result.run_id, used, fell.to, limited[used]))

@@ -228,7 +228,7 @@ def after_merge(
     if backend is not None:
         agent = role_config(config, result.plan.role)
         chain = backend_chain(agent.agent_backend, agent.agent_fallback)
-        fell = fall_back(chain, loop.limited, backend, decision, events, result.limit, loop_now())
+        fell = fall_back(chain, loop.limited, backend, decision, events, result.limit, origin)
         loop.limited, decision, events = fell.limited, fell.decision, fell.events
         if fell.to is not None:
             until = loop.limited[backend]

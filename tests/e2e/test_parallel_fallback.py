@@ -12,9 +12,12 @@ import json
 import os
 from datetime import datetime
 
-from tests.helpers import FAKE_CLIS
+import jsonschema
+
+from tests.helpers import FAKE_CLIS, SCHEMAS
 from tests.helpers.e2e import Project, lines, node
 
+SCHEMA = json.loads((SCHEMAS / "events.schema.json").read_text(encoding="utf-8"))
 RESET_SECS = 2
 LEAVES = [node(f"root.{n}", order=n) for n in range(1, 13)]
 FAKE_ENV = {"env": ["FAKE_CLI_*", "FAKE_CODEX_*", "FAKE_CLAUDE_*"]}
@@ -70,6 +73,17 @@ def test_a_slots_usage_limit_runs_the_next_jobs_on_claude_and_codex_after_the_re
     assert datetime.fromisoformat(after[first_back]["started_at"]) >= until, after
     done = {meta["node_id"] for meta in metas if meta["status"] == "done"}
     assert done == {leaf["id"] for leaf in LEAVES}
+
+    # The switch is in the run's event stream, where `runner follow` and `runner serve` see it.
+    log = project.runner_dir / "iterations" / run / "events.jsonl"
+    recorded = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    switched = [event for event in recorded if event["type"] == "fallback"]
+    assert [(e["iter"], e["backend"], e["to"]) for e in switched] == [
+        (limited[0]["iter"], "codex", "claude")
+    ], switched
+    assert not [event for event in recorded if event["type"] == "waiting"], recorded
+    for event in switched:
+        jsonschema.validate(event, SCHEMA)
 
     report = json.loads(project.runner("report", "--json").stdout)
     by_backend = {row["backend"]: row for row in report["backends"]}

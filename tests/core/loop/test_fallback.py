@@ -82,8 +82,11 @@ def test_a_single_backend_chain_waits_for_its_own_reset(chain: tuple[str, ...]) 
     assert choose_backend(chain, limited, NOW) == BackendChoice(None, at(10))
 
 
+ORIGIN = EventOrigin("run-1", 3, "root.1", at(0))
+
+
 def _waited(until: str) -> tuple[Wait, tuple[Event, ...]]:
-    origin = EventOrigin("run-1", 3, "root.1", at(0))
+    origin = ORIGIN
     wait = LimitWait(60, until, capped=False)
     decision = Wait(LoopState(), (EventType.LIMIT_REACHED, EventType.WAITING), wait, "usage")
     found = (
@@ -96,18 +99,19 @@ def _waited(until: str) -> tuple[Wait, tuple[Event, ...]]:
 def test_a_limit_with_a_free_backend_becomes_a_switch_and_no_wait() -> None:
     decision, found = _waited(at(60))
     limit = LimitSignal(LimitKind.USAGE_LIMITED, "limit", retry_at=at(60))
-    fell = fall_back(CHAIN, pmap(), "codex", decision, found, limit, NOW)
+    fell = fall_back(CHAIN, pmap(), "codex", decision, found, limit, ORIGIN)
     assert fell.to == "claude"
     assert fell.limited == pmap({"codex": at(60)})
     assert isinstance(fell.decision, Continue)
-    assert [event.type for event in fell.events] == [EventType.LIMIT_REACHED]
+    assert [event.type for event in fell.events] == [EventType.LIMIT_REACHED, EventType.FALLBACK]
+    assert dict(fell.events[-1].figures) == {"backend": "codex", "to": "claude", "until": at(60)}
 
 
 def test_a_limit_with_every_backend_limited_still_waits() -> None:
     decision, found = _waited(at(60))
     limit = LimitSignal(LimitKind.USAGE_LIMITED, "limit")
     limited = pmap({"claude": at(90), "gemini": at(120)})
-    fell = fall_back(CHAIN, limited, "codex", decision, found, limit, NOW)
+    fell = fall_back(CHAIN, limited, "codex", decision, found, limit, ORIGIN)
     assert fell.to is None and fell.decision is decision and fell.events == found
     assert fell.limited["codex"] == at(60)
 
@@ -115,6 +119,6 @@ def test_a_limit_with_every_backend_limited_still_waits() -> None:
 def test_no_limit_or_no_chain_changes_nothing() -> None:
     decision, found = _waited(at(60))
     limit = LimitSignal(LimitKind.USAGE_LIMITED, "limit")
-    assert fall_back(CHAIN, pmap(), "codex", decision, found, None, NOW).decision is decision
-    alone = fall_back(("codex",), pmap(), "codex", decision, found, limit, NOW)
+    assert fall_back(CHAIN, pmap(), "codex", decision, found, None, ORIGIN).decision is decision
+    alone = fall_back(("codex",), pmap(), "codex", decision, found, limit, ORIGIN)
     assert alone.decision is decision and alone.limited == pmap()
