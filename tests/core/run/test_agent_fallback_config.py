@@ -18,8 +18,8 @@ def test_the_fallback_chain_is_read_in_order() -> None:
     [
         ("claude", "must be a list of backend names, got 'claude'"),
         ([1], "must be a list of backend names, got [1]"),
-        (["gpt"], "must name backends of claude, codex, gemini, opencode, qwen, got 'gpt'"),
-        (["command"], "must name backends of claude, codex, gemini, opencode, qwen, got 'command'"),
+        (["gpt"], "must name backends of claude, codex, copilot, gemini, opencode, qwen, got 'gpt'"),
+        (["command"], "must name backends of claude, codex, copilot, gemini, opencode, qwen, got 'command'"),
         (["codex"], "names a backend twice or names agent.backend: ['codex']"),
         (
             ["claude", "claude"],

@@ -77,7 +77,7 @@ def test_a_fallback_backend_runs_its_own_program_for_the_roles_iteration() -> No
         (
             {"executor": {"backend": "gpt"}},
             "agent.executor.backend",
-            "must be one of claude, codex, command, gemini, opencode, qwen, got 'gpt'",
+            "must be one of claude, codex, command, copilot, gemini, opencode, qwen, got 'gpt'",
         ),
         (
             {"decomposer": {"backend": "command"}},
