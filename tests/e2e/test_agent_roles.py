@@ -8,9 +8,11 @@ tests/helpers/fake_clis, found on PATH as the real one would be.
 from __future__ import annotations
 
 import os
+import signal
 
 from runner_core.backends.registry import PINNED
 from tests.helpers import FAKE_CLIS
+from tests.helpers.crash import CRASH_POINTS, cli
 from tests.helpers.e2e import Project, assert_one_error_line, child_spec, lines, node
 
 FAKE_ENV = {"env": ["HARNESS", "FAKE_CLI_*", "FAKE_CODEX_*"]}
@@ -79,3 +81,18 @@ def test_a_bad_role_table_is_refused_naming_its_key(project: Project) -> None:
     line = assert_one_error_line(result)
     assert "agent.decomposer.backend: must be one of" in line, line
     assert "got 'gpt'" in line, line
+
+
+def test_recover_books_an_interrupted_iteration_on_its_roles_backend(project: Project) -> None:
+    project.prepare(node("root"), sandbox=FAKE_ENV)
+    executor_on_codex(project)
+    project.env["PATH"] = f"{FAKE_CLIS}{os.pathsep}{project.env['PATH']}"
+    project.guard_script([{"sleep": 30}, {}])
+    killed = cli(project, "step", env={"RUNNER_TEST_CRASH_AT": CRASH_POINTS["during-guard"]})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+
+    result = cli(project, "recover")
+
+    assert result.returncode == 0, result.stderr
+    meta = project.meta(1)
+    assert (meta["role"], meta["backend"], meta["error_kind"]) == ("executor", "codex", "runner")
