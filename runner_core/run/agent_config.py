@@ -1,7 +1,7 @@
 """`[agent]` and its per-role tables `[agent.decomposer]` and `[agent.executor]`.
 
-Decides what each table may say (a backend of the registry, its argv, its fallback chain), what
-a role table leaves to `[agent]`, and which agent settings an iteration of a role runs with.
+Decides what each table may say (a backend of the registry, its argv, its fallback chain) and
+what a role table leaves to `[agent]` (runner_core.run.role_agents applies them to an iteration).
 A role table's keys left out take `[agent]`'s values, except that `command` and `fallback`
 belong to `[agent]`'s backend: a role naming another backend starts without them. Never reads
 the file: runner_core.run.config hands in the parsed tables.
@@ -10,16 +10,13 @@ the file: runner_core.run.config hands in the parsed tables.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from runner_core.backends.registry import BACKENDS, backend_names
 from runner_core.run.config_errors import ConfigError, known_keys
 from runner_core.run.config_values import argv as _argv
-
-if TYPE_CHECKING:
-    from runner_core.run.config import Config
 
 AGENT_KEYS = ("backend", "command", "fallback")
 ROLE_TABLES = ("decomposer", "executor")
@@ -102,33 +99,3 @@ def render_role_table(
         f"command = {toml_list(agent.command)}\n"
         f"fallback = {toml_list(agent.fallback)}\n"
     )
-
-
-def role_config(config: Config, role: str) -> Config:
-    """`config` as an iteration of `role` ("decomposer" | "executor") runs it: its agent
-    settings those of `[agent.<role>]` when that table is there, else `[agent]`'s."""
-    agent: RoleAgent | None = getattr(config, f"agent_{role}")
-    if agent is None:
-        return config
-    return attrs.evolve(
-        config,
-        agent_backend=agent.backend,
-        agent_command=agent.command,
-        agent_fallback=agent.fallback,
-    )
-
-
-def role_configs(config: Config) -> tuple[Config, ...]:
-    """`config` as each role runs it, each distinct one once: what `validate` and a start check
-    the programs of."""
-    return tuple(dict.fromkeys(role_config(config, role) for role in ROLE_TABLES))
-
-
-def iteration_config(config: Config, role: str, backend: str | None = None) -> Config:
-    """`config` as one iteration of `role` runs it, on `backend` when the loop chose one of the
-    role's fallback chain: a fallback backend runs its own program (`command` belongs to the
-    role's own backend)."""
-    config = role_config(config, role)
-    if backend is None or backend == config.agent_backend:
-        return config
-    return attrs.evolve(config, agent_backend=backend, agent_command=())

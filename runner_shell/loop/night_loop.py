@@ -24,9 +24,9 @@ from runner_core.loop.budget import BudgetUse
 from runner_core.loop.events import EventOrigin, loop_started
 from runner_core.loop.fallback import backend_chain, choose_backend, fall_back
 from runner_core.loop.usage_limits import LimitKind, LimitSignal, iso_utc, wait_until
-from runner_core.run.agent_config import role_config
 from runner_core.run.config import Config
 from runner_core.run.operations import NodeOperation, decompose_later
+from runner_core.run.role_agents import role_config
 from runner_core.run.state import RunState
 from runner_core.views import loop_lines
 from runner_shell.errors import UserFacingError

@@ -33,8 +33,8 @@ from runner_core.loop.fallback import backend_chain, choose_backend
 from runner_core.loop.usage_limits import LimitKind, LimitSignal, wait_until
 from runner_core.parallel.frontier import FrontierLeaf, frontier
 from runner_core.parallel.scheduling import JobSlot, may_start, plan_starts, told_state
-from runner_core.run.agent_config import iteration_config, role_config
 from runner_core.run.config import NO_BUDGET, Config
+from runner_core.run.role_agents import iteration_config, role_config
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentRole
 from runner_core.tree.selection import Selection, SelectionStatus

@@ -26,7 +26,7 @@ from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
 from runner_core.loop.fallback import backend_chain, fall_back
 from runner_core.parallel.queue import next_to_merge
-from runner_core.run.agent_config import role_config
+from runner_core.run.role_agents import role_config
 from runner_core.run.state import RunState
 from runner_core.views import loop_lines
 from runner_shell.errors import UserFacingError

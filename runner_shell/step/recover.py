@@ -33,7 +33,7 @@ from runner_core.iteration.recovery import (
     recovery_kind,
 )
 from runner_core.iteration.write_set import final_write_set
-from runner_core.run.agent_config import role_config
+from runner_core.run.role_agents import role_config
 from runner_core.run.state import run_state_from_json
 from runner_core.tree.model import nodes_by_id
 from runner_shell.errors import UserFacingError

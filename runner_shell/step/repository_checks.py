@@ -17,8 +17,9 @@ from runner_core.iteration.preconditions import (
     gitignore_problem,
     run_identity_problem,
 )
-from runner_core.run.agent_config import ROLE_TABLES, role_config, role_configs
+from runner_core.run.agent_config import ROLE_TABLES
 from runner_core.run.identity import BRANCH_PREFIX
+from runner_core.run.role_agents import role_config, role_configs
 from runner_core.tree.serialization import TREE_MAX_BYTES, canonical_fits
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo

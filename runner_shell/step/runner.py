@@ -59,8 +59,8 @@ from runner_core.iteration.recovery import Journal, interrupted_problem
 from runner_core.iteration.results import Done, ExecutionsCounted, IoFailed, Result
 from runner_core.iteration.step_outcome import step_exit_code
 from runner_core.loop.usage_limits import LimitSignal
-from runner_core.run.agent_config import iteration_config
 from runner_core.run.config import Config
+from runner_core.run.role_agents import iteration_config
 from runner_core.run.state import RunState
 from runner_core.tree.model import Node
 from runner_core.views.loop_lines import budget_refusal

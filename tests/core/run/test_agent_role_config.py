@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from runner_core.run.agent_config import RoleAgent, iteration_config, role_config
+from runner_core.run.agent_config import RoleAgent
 from runner_core.run.config import ConfigError, parse_config, render_config
+from runner_core.run.role_agents import iteration_config, role_config
 
 
 def test_each_role_runs_its_own_backend_command_and_fallback() -> None:
