@@ -22,6 +22,7 @@ PINNED: Mapping[str, str] = MappingProxyType(
         "gemini": "0.61.0",
         "qwen": "0.24.4",
         "opencode": "1.18.33",
+        "copilot": "1.0.102",
     }
 )
 
@@ -74,7 +75,9 @@ CODEX_HOSTS = ("api.openai.com:443", "auth.openai.com:443", "chatgpt.com:443")
 CLAUDE_HOSTS = ("api.anthropic.com:443", "platform.claude.com:443")
 # Gemini CLI reads ~/.gemini ($GEMINI_CLI_HOME replaces
 # HOME itself, so it is not listed: the sandbox's HOME is the one it must read), Qwen Code
-# $QWEN_HOME (default ~/.qwen), OpenCode XDG's ~/.config/opencode and ~/.local/share/opencode.
+# $QWEN_HOME (default ~/.qwen), OpenCode XDG's ~/.config/opencode and ~/.local/share/opencode,
+# Copilot CLI $COPILOT_HOME (default ~/.copilot; a GitHub sign-in's token is in the OS keychain
+# or COPILOT_GITHUB_TOKEN / GH_TOKEN / GITHUB_TOKEN, and a BYOK provider is COPILOT_PROVIDER_*).
 # The variables and hosts come from each CLI's own source (docs/agent-cli-limits.md).
 BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
     {
@@ -180,6 +183,25 @@ BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
                     "openrouter.ai:443",
                 ),
                 install=f"npm install -g opencode-ai@{PINNED['opencode']}",
+            ),
+            BackendInfo(
+                "copilot",
+                "copilot",
+                (
+                    HomeFiles(
+                        "COPILOT_HOME",
+                        ".copilot",
+                        ("config.json", "settings.json", "mcp-config.json"),
+                    ),
+                ),
+                env=("COPILOT_*", "GH_TOKEN", "GITHUB_TOKEN", "GH_HOST"),
+                hosts=(
+                    "api.githubcopilot.com:443",
+                    "*.githubcopilot.com:443",
+                    "api.github.com:443",
+                    "github.com:443",
+                ),
+                install=f"npm install -g @github/copilot@{PINNED['copilot']}",
             ),
             BackendInfo("command", None),
         )

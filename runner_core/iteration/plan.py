@@ -112,8 +112,12 @@ def plan_step(tree: Node, state: RunState, max_iterations: int) -> StepPlan:
         return StuckPlan(selection, state.next_iter, node)
     if state.next_iter > max_iterations:
         return LimitPlan(selection, state.next_iter, node)
-    role = AgentRole.DECOMPOSER if node.next is NodeNext.DECOMPOSE else AgentRole.EXECUTOR
-    return RunPlan(selection, state.next_iter, node, role)
+    return RunPlan(selection, state.next_iter, node, role_of(node))
+
+
+def role_of(node: Node) -> AgentRole:
+    """The agent a leaf's iteration runs: its `next` names it."""
+    return AgentRole.DECOMPOSER if node.next is NodeNext.DECOMPOSE else AgentRole.EXECUTOR
 
 
 def needs_failure_log(state: RunState) -> bool:

@@ -28,6 +28,7 @@ class EventType(enum.StrEnum):
     GUARD_FINISHED = "guard_finished"
     ITERATION_FINISHED = "iteration_finished"
     WAITING = "waiting"
+    FALLBACK = "fallback"
     RUNNER_ERROR = "runner_error"
     STUCK = "stuck"
     BUDGET_EXHAUSTED = "budget_exhausted"
@@ -55,6 +56,7 @@ EVENT_FIELDS: Mapping[EventType, tuple[str, ...]] = MappingProxyType(
         EventType.GUARD_FINISHED: ("outcome", "exit_code", "duration_ms", "run"),
         EventType.ITERATION_FINISHED: ("meta",),
         EventType.WAITING: ("reason", "until", "secs"),
+        EventType.FALLBACK: ("backend", "to", "until"),
         EventType.RUNNER_ERROR: ("error", "consecutive", "max_consecutive"),
         EventType.STUCK: ("action",),
         EventType.BUDGET_EXHAUSTED: ("budget", "spent", "limit"),
@@ -130,6 +132,7 @@ FIGURE_KINDS: Mapping[str, tuple[str, Callable[[Any], bool]]] = MappingProxyType
                 "hook",
                 "questions",
                 "run",
+                "to",
             )
         },
         **{
@@ -359,6 +362,11 @@ def iteration_finished(origin: EventOrigin, meta: Mapping[str, Any]) -> Event:
 
 def waiting(origin: EventOrigin, reason: str, until: str, secs: int) -> Event:
     return _event(origin, EventType.WAITING, reason=reason, until=until, secs=secs)
+
+
+def fallback(origin: EventOrigin, backend: str, to: str, until: str) -> Event:
+    """`backend` hit a limit in force until `until`: `to` runs next instead of a wait."""
+    return _event(origin, EventType.FALLBACK, backend=backend, to=to, until=until)
 
 
 def runner_error(origin: EventOrigin, error: str, consecutive: int, max_consecutive: int) -> Event:

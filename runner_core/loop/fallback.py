@@ -17,6 +17,10 @@ import attrs
 from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
+from runner_core.loop.events import Event, EventOrigin, EventType, fallback
+from runner_core.loop.policy import Continue, LoopDecision, Wait
+from runner_core.loop.usage_limits import LimitSignal
+
 
 @attrs.frozen(slots=True)
 class BackendChoice:
@@ -52,3 +56,40 @@ def choose_backend(
 def limited_after(limited: Mapping[str, str], backend: str, until: str) -> PMap[str, str]:
     """`limited` with `backend`'s limit in force until `until`."""
     return pmap(limited).set(backend, until)
+
+
+@attrs.frozen(slots=True)
+class FallBack:
+    """What the loop does after an iteration that `used` ran: the limits now in force, the
+    decision and events it carries out (a wait become a Continue when another backend is free)
+    and the backend it switches to (None: no switch)."""
+
+    limited: PMap[str, str]
+    decision: LoopDecision
+    events: tuple[Event, ...]
+    to: str | None = None
+
+
+def fall_back(
+    chain: tuple[str, ...],
+    limited: PMap[str, str],
+    used: str,
+    decision: LoopDecision,
+    events: tuple[Event, ...],
+    limit: LimitSignal | None,
+    origin: EventOrigin,
+) -> FallBack:
+    """After an iteration (at `origin`, whose `at` is now): when `used` hit a limit (`limit`)
+    and the policy waits for it, `used` is limited until the wait's end, and when another
+    backend of `chain` is free it runs next and nobody waits: the `waiting` event becomes a
+    `fallback` event. One rule for the one-slot and the parallel loop."""
+    if not isinstance(decision, Wait) or limit is None or len(chain) < 2:
+        return FallBack(limited, decision, events)
+    limited = limited_after(limited, used, decision.wait.until)
+    now = datetime.fromisoformat(origin.at)
+    after = choose_backend(chain, limited, now).backend
+    if after is None:
+        return FallBack(limited, decision, events)
+    waitless = tuple(event for event in events if event.type is not EventType.WAITING)
+    switch = fallback(origin, used, after, limited[used])
+    return FallBack(limited, Continue(decision.state), (*waitless, switch), after)

@@ -15,7 +15,15 @@ from typing import Any
 
 import attrs
 
-from runner_core.backends.registry import BACKENDS, DEFAULT_BACKEND, backend_names
+from runner_core.backends.registry import BACKENDS, DEFAULT_BACKEND
+from runner_core.run.agent_config import (
+    AGENT_KEYS,
+    ROLE_TABLES,
+    RoleAgent,
+    parse_agent_table,
+    parse_role_tables,
+    render_role_table,
+)
 from runner_core.run.config_errors import ConfigError as ConfigError
 from runner_core.run.config_errors import known_keys
 from runner_core.run.config_values import argv as _argv
@@ -140,6 +148,9 @@ class Config:
     agent_command: tuple[str, ...] = ()
     # `[agent] fallback`: the backends run in turn when the one in use hits a limit.
     agent_fallback: tuple[str, ...] = ()
+    # `[agent.decomposer]`, `[agent.executor]`: what that role's iterations run instead.
+    agent_decomposer: RoleAgent | None = None
+    agent_executor: RoleAgent | None = None
     loop: LoopConfig = LoopConfig()
     budget: BudgetConfig = BudgetConfig()
     hooks: HooksConfig = HooksConfig()
@@ -163,7 +174,7 @@ TABLE_KEYS = MappingProxyType(
             "env",
             "require_targets",
         ),
-        "agent": ("backend", "command", "fallback"),
+        "agent": (*AGENT_KEYS, *ROLE_TABLES),
     }
 )
 GUARD_MODES = ("exit", "ratchet")
@@ -251,17 +262,17 @@ def _guard_fields(guard: Mapping[str, Any], defaults: Config) -> dict[str, Any]:
 
 
 def _agent_fields(agent: Mapping[str, Any], defaults: Config) -> dict[str, Any]:
-    """`[agent]`'s fields of a `Config`: its backend and command."""
-    backend = agent.get("backend", defaults.agent_backend)
-    if not isinstance(backend, str) or backend not in BACKENDS:
-        raise ConfigError("agent.backend", f"must be one of {backend_names()}, got {backend!r}")
-    agent_command = _argv("agent.command", agent.get("command", []), allow_empty=True)
-    if BACKENDS[backend].program is None and not agent_command:
-        raise ConfigError(
-            "agent.command", f'must name the agent program when backend = "{backend}"'
-        )
-    fallback = parse_fallback(agent.get("fallback", []), backend)
-    return {"agent_backend": backend, "agent_command": agent_command, "agent_fallback": fallback}
+    """`[agent]`'s fields of a `Config`: its backend, command and fallback, and its role
+    tables."""
+    base = parse_agent_table("agent", agent, RoleAgent(defaults.agent_backend))
+    decomposer, executor = parse_role_tables(agent, base)
+    return {
+        "agent_backend": base.backend,
+        "agent_command": base.command,
+        "agent_fallback": base.fallback,
+        "agent_decomposer": decomposer,
+        "agent_executor": executor,
+    }
 
 
 def render_config(config: Config) -> str:
@@ -304,6 +315,9 @@ def render_config(config: Config) -> str:
         "[agent]\n"
         f'backend = "{config.agent_backend}"  # {_BACKEND_CHOICES}\n'
         f'command = {toml_list(config.agent_command)}  # argv for backend = "command"\n'
+        + (f"fallback = {toml_list(config.agent_fallback)}\n" if config.agent_fallback else "")
+        + render_role_table("decomposer", config.agent_decomposer, toml_list)
+        + render_role_table("executor", config.agent_executor, toml_list)
         + render_loop_tables(config, toml_list)
         + render_sandbox_table(config.sandbox, toml_list)
         + render_parallel_table(config.parallel_slots)
@@ -470,19 +484,3 @@ def render_parallel_table(slots: int) -> str:
     if slots == 1:
         return ""
     return f"\n[parallel]\nslots = {slots}  # leaves run at once; see docs/parallel.md\n"
-
-
-def parse_fallback(value: object, backend: str) -> tuple[str, ...]:
-    """`[agent] fallback`: backend names, each with its own program (a `command` backend has
-    none to fall back to), none twice and not `[agent] backend` itself."""
-    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
-        raise ConfigError("agent.fallback", f"must be a list of backend names, got {value!r}")
-    for name in value:
-        if name not in BACKENDS or BACKENDS[name].program is None:
-            choices = ", ".join(n for n in sorted(BACKENDS) if BACKENDS[n].program is not None)
-            raise ConfigError("agent.fallback", f"must name backends of {choices}, got {name!r}")
-    if len(set(value)) != len(value) or backend in value:
-        raise ConfigError(
-            "agent.fallback", f"names a backend twice or names agent.backend: {value!r}"
-        )
-    return tuple(value)

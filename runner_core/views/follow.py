@@ -24,7 +24,13 @@ from runner_core.iteration.recovery import Journal
 from runner_core.loop.budget import BudgetUse, NodeTotals, figure_text
 from runner_core.loop.events import REPORTED, Event, EventType
 from runner_core.loop.policy import ends_the_loop
-from runner_core.views.loop_lines import budget_fields, spent_fields, status_line, waiting_line
+from runner_core.views.loop_lines import (
+    budget_fields,
+    fallback_line,
+    spent_fields,
+    status_line,
+    waiting_line,
+)
 
 # How many of the running process's last log lines `runner status` shows.
 STATUS_TAIL_LINES = 5
@@ -185,6 +191,7 @@ _LINES: Mapping[EventType, Callable[[Event, Mapping[str, Any]], str]] = MappingP
         EventType.GUARD_FINISHED: lambda e, f: _guard_finished(f),
         EventType.ITERATION_FINISHED: _step,
         EventType.WAITING: lambda e, f: waiting_line(e.run_id, f["reason"], f["until"], f["secs"]),
+        EventType.FALLBACK: lambda e, f: fallback_line(e.run_id, f["backend"], f["to"], f["until"]),
         EventType.RUNNER_ERROR: lambda e, f: (
             f"loop: runner_error run={e.run_id} iter={e.iter} node={e.node_id} "
             f"consecutive={f['consecutive']}/{f['max_consecutive']} error={f['error']}"

@@ -23,6 +23,12 @@ def waiting_line(run_id: str, reason: str, until: str, secs: int) -> str:
     return f"loop: wait run={run_id} reason={reason} until={until} secs={secs}"
 
 
+def fallback_line(run_id: str, used: str, to: str, until: str) -> str:
+    """`loop: fallback run=<id> from=<backend> to=<next> until=<reset>`: `used` hit a limit
+    that is in force until `until`, and `to` runs the next iteration instead of a wait."""
+    return f"loop: fallback run={run_id} from={used} to={to} until={until}"
+
+
 def status_line(status: str, run_id: str | None, *fields: str) -> str:
     """`loop: status=<status> run=<id> <fields>`: how the loop ended, as `runner loop` prints it
     (its last line) and as `runner follow` shows the event that says so."""

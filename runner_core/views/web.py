@@ -101,6 +101,7 @@ def _execution_json(record: ExecutionRecord) -> dict[str, Any]:
         "status": record.status.value,
         "shown_status": record_status(record),  # the word every view shows
         "guard": record.guard.value,
+        "backend": record.backend,
         "duration_ms": record.duration_ms,
         "tokens": tokens_to_json(record.tokens) if record.tokens is not None else None,
         "cost_usd": record.cost_usd,
@@ -141,12 +142,22 @@ def _wait_json(event: Event | None) -> dict[str, Any] | None:
     return {key: event.figures[key] for key in ("reason", "until", "secs")}
 
 
+def fallbacks(events: tuple[Event, ...]) -> list[dict[str, Any]]:
+    """The `fallback` events among `events`, oldest first: the iteration whose backend hit its
+    limit, that backend, the one the loop switched to and when the limit ends."""
+    return [
+        {"iter": event.iter, **{key: event.figures[key] for key in ("backend", "to", "until")}}
+        for event in events
+        if event.type is EventType.FALLBACK
+    ]
+
+
 def overview_to_json(
     status: Mapping[str, Any], tree: Node, history: ExecutionHistory, loop: LoopFacts = NO_LOOP
 ) -> dict[str, Any]:
     """`GET /api/overview` (schemas/views/overview.schema.json): the run state word, the
-    iteration to show (the running one, else the last one done), the wait a live loop is in
-    and the rolled-up figures of every node."""
+    iteration to show (the running one, else the last one done), the wait a live loop is in,
+    the backend switches among the last events and the rolled-up figures of every node."""
     running = status["running"]
     iteration = running["iteration"] if running is not None else status["next_iteration"] - 1
     return {
@@ -154,6 +165,7 @@ def overview_to_json(
         "iteration": iteration,
         "loop_alive": loop.alive,
         "wait": _wait_json(current_wait(loop)),
+        "fallbacks": fallbacks(loop.events),
         "rollups": rollups(tree, history),
     }
 

@@ -15,6 +15,7 @@ from runner_shell.agents._common import AgentBackend, AgentRequest, AgentRun
 from runner_shell.agents.claude import ClaudeBackend
 from runner_shell.agents.codex import CodexBackend
 from runner_shell.agents.command import CommandBackend
+from runner_shell.agents.copilot import CopilotBackend
 from runner_shell.agents.gemini import GeminiBackend
 from runner_shell.agents.opencode import OpencodeBackend
 from runner_shell.agents.qwen import QwenBackend
@@ -31,6 +32,7 @@ AGENT_BACKENDS: Mapping[str, Callable[[tuple[str, ...]], AgentBackend]] = Mappin
             GeminiBackend,
             QwenBackend,
             OpencodeBackend,
+            CopilotBackend,
             CommandBackend,
         )
     }

@@ -99,14 +99,18 @@ def validate(echo: Echo) -> int:
     from runner_core.iteration.recovery import interrupted_problem
     from runner_shell.sandbox.status import sandbox_status
     from runner_shell.step.lock_and_journal import job_journals, read_journal, runner_alive
-    from runner_shell.step.repository_checks import check_layout, check_programs, check_run_identity
+    from runner_shell.step.repository_checks import (
+        check_layout,
+        check_role_programs,
+        check_run_identity,
+    )
     from runner_shell.store.state_files import load_config, load_tree
 
     paths, repo = paths_and_repo()
     check_layout(paths)
     echo("validate: layout=ok")
     config = load_config(paths)
-    check_programs(config, paths.root)
+    check_role_programs(config, paths.root)
     echo("validate: config=ok")
     load_tree(paths)
     echo("validate: tree=ok")

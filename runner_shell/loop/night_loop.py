@@ -17,15 +17,16 @@ import attrs
 from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
-from runner_core.iteration.plan import PlanKind
+from runner_core.iteration.plan import PlanKind, RunPlan, plan_step
 from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
 from runner_core.loop.budget import BudgetUse
-from runner_core.loop.events import Event, EventOrigin, EventType, loop_started
-from runner_core.loop.fallback import backend_chain, choose_backend, limited_after
+from runner_core.loop.events import EventOrigin, loop_started
+from runner_core.loop.fallback import backend_chain, choose_backend, fall_back
 from runner_core.loop.usage_limits import LimitKind, LimitSignal, iso_utc, wait_until
 from runner_core.run.config import Config
 from runner_core.run.operations import NodeOperation, decompose_later
+from runner_core.run.role_agents import role_config
 from runner_core.run.state import RunState
 from runner_core.views import loop_lines
 from runner_shell.errors import UserFacingError
@@ -41,7 +42,7 @@ from runner_shell.loop.signals import (
 )
 from runner_shell.steer.commits import apply_holding_lock
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested
-from runner_shell.step.runner import StepResult, run_step, step_result_line
+from runner_shell.step.runner import Loaded, StepResult, load_for_step, run_step, step_result_line
 from runner_shell.store.event_log import EventLogRefused
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_config, load_run_state
@@ -112,12 +113,13 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
         if code is not None:
             return code
         asked = read_questions(run.paths)
-        chain = backend_chain(config.agent_backend, config.agent_fallback)
+        loaded = load_for_step(run.paths, run.repo)
+        chain = role_chain(loaded)
         choice = choose_backend(chain, limited, loop_now())
         if choice.backend is None and choice.wait_until is not None:
             _wait_for_first_reset(run, run_state, config, choice.wait_until)
             continue
-        result = run_step(run.paths, run.repo, run.prompt_budget, backend=choice.backend)
+        result = run_step(run.paths, run.repo, run.prompt_budget, loaded, choice.backend)
         if result.kind is PlanKind.RUN:
             steps += 1
             run.emit(step_result_line("loop: step", result))
@@ -142,16 +144,26 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
             loop_origin(result.run_id, result.plan.iteration), node_id=step.node_id
         )
         events = policy.decision_events(decision, origin, config.loop, step, steps)
-        if isinstance(decision, policy.Wait) and len(chain) > 1 and result.limit is not None:
-            used = choice.backend or config.agent_backend
-            limited, decision, events = _fall_back(
-                run, result.run_id, chain, limited, used, decision, events
-            )
+        used = choice.backend or chain[0]
+        fell = fall_back(chain, limited, used, decision, events, result.limit, origin)
+        limited, decision, events = fell.limited, fell.decision, fell.events
+        if fell.to is not None:
+            run.emit(loop_lines.fallback_line(result.run_id, used, fell.to, limited[used]))
         sink_for(run.paths, config, result.run_id).emit(events, fsync=True)
         state = decision.state
         code = _carry_out(run, config, result, step, decision, steps)
         if code is not None:
             return code
+
+
+def role_chain(loaded: Loaded) -> tuple[str, ...]:
+    """The backend chain of the next step's role (`[agent.<role>]`, else `[agent]`): its
+    backend, then its fallback; `[agent]`'s when the step runs no agent."""
+    plan = plan_step(loaded.tree, loaded.state, loaded.config.max_iterations)
+    config = loaded.config
+    if isinstance(plan, RunPlan):
+        config = role_config(config, plan.role)
+    return backend_chain(config.agent_backend, config.agent_fallback)
 
 
 def _wait_for_first_reset(run: LoopRun, run_state: RunState, config: Config, until: str) -> None:
@@ -164,26 +176,6 @@ def _wait_for_first_reset(run: LoopRun, run_state: RunState, config: Config, unt
     )
     run.emit(loop_lines.wait_line(run_state.run_id or "", wait, "every_backend_limited"))
     sleep_interruptibly(wait.secs)
-
-
-def _fall_back(
-    run: LoopRun,
-    run_id: str,
-    chain: tuple[str, ...],
-    limited: PMap[str, str],
-    used: str,
-    decision: policy.Wait,
-    events: tuple[Event, ...],
-) -> tuple[PMap[str, str], policy.LoopDecision, tuple[Event, ...]]:
-    """`used` hit its limit: it is limited until the wait's end; when another backend of the
-    chain is free it runs now and nobody waits (the decision and events become a Continue's)."""
-    limited = limited_after(limited, used, decision.wait.until)
-    after = choose_backend(chain, limited, loop_now()).backend
-    if after is None:
-        return limited, decision, events
-    run.emit(f"loop: fallback run={run_id} from={used} to={after} until={limited[used]}")
-    waitless = tuple(e for e in events if e.type is not EventType.WAITING)
-    return limited, policy.Continue(decision.state), waitless
 
 
 def _carry_out(

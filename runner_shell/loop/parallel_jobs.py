@@ -100,6 +100,7 @@ class Job:
     base_entries: tuple[tuple[str, ...], dict[str, Entry]] | None = None
     # A remote job under `[executor] rejudge`: its pass counts only once its guard passes here.
     rejudge: bool = False
+    backend: str | None = None  # the backend its agent runs (a fallback's, when one was chosen)
 
 
 @attrs.define

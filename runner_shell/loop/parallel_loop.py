@@ -25,16 +25,20 @@ from typing import assert_never
 import attrs
 
 from runner_core.iteration.machine import IterationMachine
-from runner_core.iteration.plan import PlanKind, RunPlan
+from runner_core.iteration.plan import PlanKind, RunPlan, role_of
 from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
 from runner_core.loop.budget import exhausted_budget, with_in_flight
+from runner_core.loop.fallback import backend_chain, choose_backend
+from runner_core.loop.usage_limits import LimitKind, LimitSignal, wait_until
 from runner_core.parallel.frontier import FrontierLeaf, frontier
 from runner_core.parallel.scheduling import JobSlot, may_start, plan_starts, told_state
 from runner_core.run.config import NO_BUDGET, Config
+from runner_core.run.role_agents import iteration_config, role_config
 from runner_core.run.state import RunState
-from runner_core.tree.model import AgentRole, NodeNext
+from runner_core.tree.model import AgentRole
 from runner_core.tree.selection import Selection, SelectionStatus
+from runner_core.views import loop_lines
 from runner_shell.guard.baselines import known_baseline
 from runner_shell.loop.budgets import budget_summary
 from runner_shell.loop.event_sink import IterationEvents, sink_for
@@ -46,6 +50,7 @@ from runner_shell.loop.night_loop import (
     interrupted,
     loop_now,
     loop_origin,
+    role_chain,
     stopped,
 )
 from runner_shell.loop.parallel_jobs import (
@@ -268,21 +273,43 @@ def _schedule_locked(loop: ParallelLoop) -> int | None:
         return _one_slot_step(loop)
     assert run_state.run_id is not None
     loaded = Loaded(config, run_state, tree, run_state.run_id, run.repo.head(), tree_sha256)
-    check_programs(config, run.paths.root)
     for number, (leaf, slot) in enumerate(zip(leaves, starts.slots, strict=False)):
-        _start(loop, loaded, leaf, starts.first + number, slot)
+        role = role_of(leaf.node)
+        agent = role_config(config, role)
+        chain = backend_chain(agent.agent_backend, agent.agent_fallback)
+        choice = choose_backend(chain, loop.limited, loop_now())
+        if choice.backend is None:
+            _pause_for_reset(loop, run_state.run_id, choice.wait_until)
+            break
+        job_config = iteration_config(config, role, choice.backend)
+        check_programs(job_config, run.paths.root)
+        job_loaded = attrs.evolve(loaded, config=job_config)
+        _start(loop, job_loaded, leaf, starts.first + number, slot, role)
     return None
+
+
+def _pause_for_reset(loop: ParallelLoop, run_id: str, until: str | None) -> None:
+    """Every backend of a leaf's chain is limited: nothing starts before the first reset."""
+    signal = LimitSignal(LimitKind.USAGE_LIMITED, "", retry_at=until)
+    wait = wait_until(signal, loop_now(), load_config(loop.run.paths).loop.max_wait_secs, 0)
+    loop.run.emit(loop_lines.wait_line(run_id, wait, "every_backend_limited"))
+    loop.resume_at = time.monotonic() + wait.secs
 
 
 def _one_slot_step(loop: ParallelLoop) -> int | None:
     """Nothing runs and no leaf may start: the tree is complete, its leaf stuck or the
     iteration limit reached, which a one-slot step tells the policy as it always does."""
     run = loop.run
-    result = run_step(run.paths, run.repo, run.prompt_budget)
+    loaded = load_for_step(run.paths, run.repo)
+    choice = choose_backend(role_chain(loaded), loop.limited, loop_now())
+    if choice.backend is None:
+        _pause_for_reset(loop, loaded.run_id, choice.wait_until)
+        return None
+    result = run_step(run.paths, run.repo, run.prompt_budget, loaded, choice.backend)
     config = load_config(run.paths)
     if result.kind is PlanKind.RUN:  # a leaf the frontier did not offer: told as any step
         assert isinstance(result, StepRan)
-        return after_merge(loop, result, config.max_iterations)
+        return after_merge(loop, result, config.max_iterations, choice.backend)
     step = loop_step_result(result.plan, result.outcome, result.limit)
     decision = policy.after_step(
         loop.state, step, config.loop, loop_now(), steps=loop.steps, max_steps=loop.max_steps
@@ -318,7 +345,12 @@ def _last_told(run: LoopRun, state: RunState) -> dict[str, tuple[int, RunState]]
 
 
 def _start(
-    loop: ParallelLoop, loaded: Loaded, leaf: FrontierLeaf, iteration: int, slot: int
+    loop: ParallelLoop,
+    loaded: Loaded,
+    leaf: FrontierLeaf,
+    iteration: int,
+    slot: int,
+    role: AgentRole,
 ) -> None:
     """Job `iteration` on `leaf` in slot `slot`: its journal's place is written here, the rest
     of its start (facts, the slot's reset) happens in its own thread, beside the others."""
@@ -326,7 +358,6 @@ def _start(
     node = leaf.node
     state, told = told_state(loop.told, loaded.state, node.id)
     loaded = attrs.evolve(loaded, state=state)
-    role = AgentRole.DECOMPOSER if node.next is NodeNext.DECOMPOSE else AgentRole.EXECUTOR
     plan = RunPlan(Selection(SelectionStatus.OPEN, node, leaf.path), iteration, node, role)
     sink = IterationEvents(sink_for(run.paths, loaded.config, loaded.run_id))
     sink.check()
@@ -334,6 +365,7 @@ def _start(
     events = JobEvents(sink, loop.lock)
     slot_dir = slot_path(run.repo, slot)
     job = Job(iteration, leaf.path, slot, loaded.head, events, sandbox, slot_dir, loop.merged_upto)
+    job.backend = loaded.config.agent_backend
     loop.jobs[iteration] = job
     place = JobPlace(slot, job_journal_path(run.repo, iteration))
     place.journal_file.parent.mkdir(parents=True, exist_ok=True)

@@ -18,11 +18,15 @@ from collections.abc import Callable
 from typing import assert_never
 
 import attrs
+from pyrsistent import pmap
+from pyrsistent.typing import PMap
 
 from runner_core.iteration.plan import advance_run_state
 from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
+from runner_core.loop.fallback import backend_chain, fall_back
 from runner_core.parallel.queue import next_to_merge
+from runner_core.run.role_agents import role_config
 from runner_core.run.state import RunState
 from runner_core.views import loop_lines
 from runner_shell.errors import UserFacingError
@@ -92,6 +96,8 @@ class ParallelLoop:
     halted_at: int | None = None
     # Leaves whose work once met another's (a merge's rerun): the frontier runs them alone.
     conflicted: set[str] = attrs.field(factory=set)
+    # `[agent] fallback`: each backend's limit in force (backend -> reset, ISO-8601 UTC).
+    limited: PMap[str, str] = attrs.field(factory=pmap)
 
     def heard(self, number: int) -> None:
         """A number from `done`: a job whose thread ended (a merge's end only wakes the loop)."""
@@ -195,11 +201,15 @@ def _book(loop: ParallelLoop, merging: Merging, policy_hears: bool) -> None:
     announce_new_questions(paths, load_config(paths), result.run_id, number, loop.asked)
     loop.asked = read_questions(paths)
     if policy_hears and not rerun and loop.ending is None:
-        loop.ending = after_merge(loop, result, load_config(loop.run.paths).max_iterations)
+        maximum = load_config(loop.run.paths).max_iterations
+        loop.ending = after_merge(loop, result, maximum, merging.job.backend)
 
 
-def after_merge(loop: ParallelLoop, result: StepRan, max_iterations: int) -> int | None:
-    """What the policy makes of a merged job, as of a one-slot step; the exit code of a stop."""
+def after_merge(
+    loop: ParallelLoop, result: StepRan, max_iterations: int, backend: str | None = None
+) -> int | None:
+    """What the policy makes of a merged job, as of a one-slot step, its agent's `backend`
+    falling back as the one-slot loop's does; the exit code of a stop."""
     run = loop.run
     config = load_config(run.paths)
     step = loop_step_result(result.plan, result.outcome, result.limit)
@@ -214,9 +224,16 @@ def after_merge(loop: ParallelLoop, result: StepRan, max_iterations: int) -> int
         iterations_left=left,
     )
     origin = attrs.evolve(loop_origin(result.run_id, result.plan.iteration), node_id=step.node_id)
-    sink_for(run.paths, config, result.run_id).emit(
-        policy.decision_events(decision, origin, config.loop, step, loop.steps), fsync=True
-    )
+    events = policy.decision_events(decision, origin, config.loop, step, loop.steps)
+    if backend is not None:
+        agent = role_config(config, result.plan.role)
+        chain = backend_chain(agent.agent_backend, agent.agent_fallback)
+        fell = fall_back(chain, loop.limited, backend, decision, events, result.limit, origin)
+        loop.limited, decision, events = fell.limited, fell.decision, fell.events
+        if fell.to is not None:
+            until = loop.limited[backend]
+            run.emit(loop_lines.fallback_line(result.run_id, backend, fell.to, until))
+    sink_for(run.paths, config, result.run_id).emit(events, fsync=True)
     loop.state = decision.state
     match decision:
         case policy.Continue():

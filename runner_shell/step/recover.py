@@ -38,6 +38,7 @@ from runner_core.iteration.recovery import (
     recovery_kind,
 )
 from runner_core.iteration.write_set import final_write_set
+from runner_core.run.role_agents import role_config
 from runner_core.run.state import run_state_from_json
 from runner_core.tree.model import nodes_by_id
 from runner_shell.errors import UserFacingError
@@ -265,7 +266,9 @@ def recover(paths: RunnerPaths, repo: Repo, job: tuple[int, str] | None = None) 
         ended_at=utc_now(),
         duration_ms=_elapsed_ms(journal.started_at),
     )
-    end = interrupted_end(journal, tree, state, counts, measured, config.agent_backend)
+    # The role's own backend (`[agent.<role>]`); a fallback the loop chose is not journaled.
+    backend = role_config(config, journal.role).agent_backend
+    end = interrupted_end(journal, tree, state, counts, measured, backend)
     try:
         head = repo.head()
         limits = import_limits(config)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -17,7 +18,9 @@ from runner_core.iteration.preconditions import (
     gitignore_problem,
     run_identity_problem,
 )
+from runner_core.run.agent_config import ROLE_TABLES
 from runner_core.run.identity import BRANCH_PREFIX
+from runner_core.run.role_agents import role_config, role_configs
 from runner_core.tree.serialization import TREE_MAX_BYTES, canonical_fits
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
@@ -113,14 +116,18 @@ def program_problem(program: str, root: Path, search_path: str | None) -> str | 
     return None
 
 
-def checked_programs(config: Config) -> list[tuple[str, str]]:
+def _agent_program(config: Config) -> str:
+    """The agent's argv[0]: a CLI backend runs the program of its name unless a command
+    replaces it."""
+    return (config.agent_command or (config.agent_backend,))[0]
+
+
+def checked_programs(config: Config, agents: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     """`(config key, argv[0])` of every program the loop starts that can be checked before it
-    does: the agent (a CLI backend runs the program of its name unless a command replaces
-    it), the guard and the sandbox setup. A relative path is left out when a setup is set:
-    the setup makes it in each scratch checkout (`.venv/bin/python`), and the spawn there
-    says so when it is missing."""
-    agent = (config.agent_command or (config.agent_backend,))[0]
-    named = [("agent.command", agent), ("guard.command", config.guard_command[0])]
+    does: the `agents` given, the guard and the sandbox setup. A relative path is left out
+    when a setup is set: the setup makes it in each scratch checkout (`.venv/bin/python`),
+    and the spawn there says so when it is missing."""
+    named = [*agents, ("guard.command", config.guard_command[0])]
     if config.sandbox.setup:
         named.append(("sandbox.setup", config.sandbox.setup[0]))
         named = [
@@ -131,11 +138,11 @@ def checked_programs(config: Config) -> list[tuple[str, str]]:
     return named
 
 
-def check_programs(config: Config, root: Path) -> None:
+def check_programs(config: Config, root: Path, agent_key: str = "agent.command") -> None:
     """Fail before an iteration starts when its agent, guard or setup program cannot be
-    started."""
+    started; `agent_key` is the key that names the agent (a role table's own, when it has one)."""
     search_path = os.environ.get("PATH", os.defpath)
-    for key, program in checked_programs(config):
+    for key, program in checked_programs(config, [(agent_key, _agent_program(config))]):
         problem = program_problem(program, root, search_path)
         if problem is not None:
             raise UserFacingError(
@@ -147,9 +154,18 @@ def check_programs(config: Config, root: Path) -> None:
 def _install_hint(config: Config, key: str) -> str:
     """`install it with `npm install -g …` or ` for a backend's own CLI, else `install it or `."""
     install = BACKENDS[config.agent_backend].install
-    if key == "agent.command" and not config.agent_command and install:
+    if key.startswith("agent.") and not config.agent_command and install:
         return f"install it with `{install}` or "
     return "install it or "
+
+
+def check_role_programs(config: Config, root: Path) -> None:
+    """`check_programs` for each role's agent (`[agent.decomposer]`, `[agent.executor]`, else
+    `[agent]`), each problem naming the key to fix."""
+    for role in ROLE_TABLES:
+        own = getattr(config, f"agent_{role}") is not None
+        key = f"agent.{role}.command" if own else "agent.command"
+        check_programs(role_config(config, role), root, key)
 
 
 def check_tree_writable(paths: RunnerPaths, tree: Node) -> None:
@@ -165,10 +181,12 @@ def check_tree_writable(paths: RunnerPaths, tree: Node) -> None:
 def missing_programs_problem(config: Config, root: Path) -> str | None:
     """Every program the loop would start (agent, guard, sandbox setup) that cannot be, in one
     line; None when all can. `runner start` refuses on it before it creates anything."""
+    # Each role's agent: `[agent.decomposer]` and `[agent.executor]` may name their own.
+    agents = dict.fromkeys(_agent_program(role) for role in role_configs(config))
     search_path = os.environ.get("PATH", os.defpath)
     problems = [
         f"{key}: {problem}"
-        for key, program in checked_programs(config)
+        for key, program in checked_programs(config, [("agent.command", a) for a in agents])
         if (problem := program_problem(program, root, search_path)) is not None
     ]
     if not problems:

@@ -60,6 +60,7 @@ from runner_core.iteration.results import Done, ExecutionsCounted, IoFailed, Res
 from runner_core.iteration.step_outcome import step_exit_code
 from runner_core.loop.usage_limits import LimitSignal
 from runner_core.run.config import Config
+from runner_core.run.role_agents import iteration_config
 from runner_core.run.state import RunState
 from runner_core.tree.model import Node
 from runner_core.views.loop_lines import budget_refusal
@@ -195,15 +196,13 @@ def run_step(
     backend: str | None = None,
 ) -> StepResult:
     """One step; `loaded` is what load_for_step read, when the caller has already read it.
-    `backend` (a name of `[agent] fallback`) runs instead of `[agent] backend`, with its own
-    program: `[agent] command` belongs to `[agent] backend`."""
+    The iteration runs its role's agent (`[agent.<role>]`, else `[agent]`); `backend` (a name
+    of that role's fallback) runs instead of its backend, with its own program."""
     loaded = load_for_step(paths, repo) if loaded is None else loaded
-    if backend is not None and backend != loaded.config.agent_backend:
-        config = attrs.evolve(loaded.config, agent_backend=backend, agent_command=())
-        loaded = attrs.evolve(loaded, config=config)
     plan = plan_step(loaded.tree, loaded.state, loaded.config.max_iterations)
     if plan.kind is not PlanKind.RUN:
         return StepNotRun(loaded.run_id, plan)
+    loaded = attrs.evolve(loaded, config=iteration_config(loaded.config, plan.role, backend))
     # Problems a user can fix are refused here, before an iteration exists: nothing is written.
     check_programs(loaded.config, paths.root)
     facts = attrs.evolve(

@@ -66,7 +66,8 @@ def render_page(facts: PageFacts, *, snapshot: bool = False) -> str:
         f"{_jobs(status, facts.now)}\n"
         '<div id="live-output" hidden><h2>Agent output</h2><pre id="output"></pre></div>\n'
         '<div id="live-guard" hidden><h2>Guard output</h2><pre id="guard-output"></pre></div>\n'
-        f"<h2>Iterations</h2>\n{_history(facts.history, facts.now)}\n</section>\n</main>\n"
+        f"<h2>Iterations</h2>\n{_history(facts.history, facts.now, _switches(facts))}\n"
+        "</section>\n</main>\n"
         f"{script}\n</body>\n</html>\n"
     )
 
@@ -226,11 +227,32 @@ def _tests_cell(tests: Mapping[str, Any] | None) -> str:
     )
 
 
-def _history(history: ExecutionHistory, now: datetime) -> str:
+def _switches(facts: PageFacts) -> Mapping[int, Mapping[str, Any]]:
+    """The overview's backend switches (`[agent] fallback`) by the iteration that hit the limit."""
+    found = () if facts.overview is None else facts.overview.get("fallbacks", ())
+    return {switch["iter"]: switch for switch in found}
+
+
+def backend_cell(backend: str, switch: Mapping[str, Any] | None) -> str:
+    """An iteration's backend; one whose limit made the loop switch says to which, and until
+    when (app.js draws the same)."""
+    if switch is None:
+        return esc(backend)
+    told = f"{switch['backend']} hit its limit until {switch['until']}; the loop ran {switch['to']}"
+    return (
+        f'<span class="fallback" title="{esc(told)}">'
+        f"{esc(backend)} \u2192 {esc(switch['to'])}</span>"
+    )
+
+
+def _history(
+    history: ExecutionHistory, now: datetime, switches: Mapping[int, Mapping[str, Any]]
+) -> str:
     heads = (
         "iter",
         "node",
         "role",
+        "backend",
         "status",
         "guard",
         "tests",
@@ -251,6 +273,7 @@ def _history(history: ExecutionHistory, now: datetime) -> str:
             f'({esc(ago_text(record.ended_at, now))})">{record.iteration}</a>',
             esc(record.node_id),
             esc(record.role.value),
+            backend_cell(record.backend, switches.get(record.iteration)),
             esc(record.status.value),
             esc(record.guard.value),
             _tests_cell(tests),

@@ -17,7 +17,7 @@ from tests.helpers import FAKE_CLIS
 from tests.helpers.e2e import Project, lines, node
 
 RESET_SECS = 2
-# The parallel loop (`[parallel] slots` above 1) does not fall back: it waits.
+# The lines' order is the one-slot loop's; test_parallel_fallback.py has the parallel loop's.
 pytestmark = pytest.mark.one_slot
 LEAVES = [node(f"root.{n}", order=n) for n in range(1, 11)]
 # The fake CLIs' variables, passed on by name: the environment is an allow-list also unsandboxed.

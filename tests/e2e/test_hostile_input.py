@@ -282,7 +282,8 @@ CONFIG_CASES: dict[str, tuple[Callable[[Project], str | bytes], str]] = {
     ),
     "an unknown backend": (
         lambda p: config_text(p).replace('"command"', '"gpt"', 1),
-        "agent.backend: must be one of claude, codex, command, gemini, opencode, qwen, got 'gpt'",
+        "agent.backend: must be one of claude, codex, command, copilot, gemini, opencode, qwen, "
+        "got 'gpt'",
     ),
     "a guard binary that does not exist": (
         lambda p: config_text(p, guard=["/nonexistent/guard"]),

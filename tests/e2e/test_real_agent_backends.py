@@ -198,11 +198,23 @@ def run_opencode(project: Project, model: ScriptedModel) -> None:
     write_home(project, {".config/opencode/opencode.json": config})
 
 
+def run_copilot(project: Project, model: ScriptedModel) -> None:
+    """Copilot CLI with its own model provider (BYOK): no GitHub sign-in, Chat Completions."""
+    configure(project, "copilot", model, BACKENDS["copilot"].env)
+    project.env["COPILOT_PROVIDER_BASE_URL"] = f"{model.url}/v1"
+    project.env["COPILOT_PROVIDER_API_KEY"] = "dummy-key"
+    project.env["COPILOT_MODEL"] = "scripted-model"
+
+
 CASES: dict[str, tuple[Callable[[Project, ScriptedModel], None], str | None]] = {
     "gemini": (run_gemini, "You have exhausted your daily quota on this model."),
     "qwen": (run_qwen, "Quota exhausted: You exceeded your current quota"),
     "opencode": (run_opencode, None),
+    # A provider's 429 is no retry for Copilot CLI: its session.error names the quota.
+    "copilot": (run_copilot, "429 You exceeded your current quota"),
 }
+# What `--version` prints first, when it is not the bare version.
+VERSION_LINES = {"copilot": f"GitHub Copilot CLI {PINNED['copilot']}."}
 
 
 @pytest.mark.parametrize("backend", sorted(CASES))
@@ -221,4 +233,5 @@ def test_the_real_clis_are_the_pinned_versions() -> None:
     for backend in sorted(CASES):
         assert f"{backend}_version={PINNED[backend]}" in ci_run, backend
         shown = subprocess.run([real_cli(backend), "--version"], capture_output=True, text=True)
-        assert shown.stdout.strip() == PINNED[backend], (backend, shown)
+        first = (shown.stdout.strip().splitlines() or [""])[0]
+        assert first == VERSION_LINES.get(backend, PINNED[backend]), (backend, shown)

@@ -4,7 +4,7 @@
 const PAGE = 200; // children rendered per "show more"
 const OUTPUT_LINES = 200;
 const view = { rows: [], byId: new Map(), kids: new Map(), open: new Set(), shown: new Map(),
-  elements: new Map(), rollups: {}, shape: "", chosen: null, refreshes: 0 };
+  elements: new Map(), rollups: {}, shape: "", chosen: null, refreshes: 0, fallbacks: new Map() };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -78,6 +78,7 @@ function showOverview(status, overview) {
   setBadge(document.getElementById("run-state"), overview.state);
   showBudgets(status.budgets);
   showWait(overview.wait);
+  for (const found of overview.fallbacks || []) if (!view.fallbacks.has(found.iter)) addFallback(found);
   text("branch", status.branch || "-");
   text("iteration", `${overview.iteration} of ${status.max_iterations}`);
   text("leaves", `${status.leaves.passed}/${status.leaves.total} passed`);
@@ -188,14 +189,15 @@ async function showNode(id) {
   for (const [key, line] of view.elements) line.classList.toggle("chosen", key === id);
   const node = await getJson(`/api/nodes/${encodeURIComponent(id)}`);
   const rows = node.executions.map((e) => [iterLink(e.iteration), e.shown_status || e.status, e.guard,
-    secs(e.duration_ms), tokens(e.tokens), e.cost_usd == null ? "-" : `$${e.cost_usd}`, e.error || ""]);
+    backendCell(e.iteration, e.backend), secs(e.duration_ms), tokens(e.tokens),
+    e.cost_usd == null ? "-" : `$${e.cost_usd}`, e.error || ""]);
   document.getElementById("detail").replaceChildren(
     el("h2", {}, `${node.title} [${node.id}]`), el("div", {}, `path: ${node.path}`),
     el("div", {}, `attempts: ${node.attempts}/${node.max_attempts}`),
     el("h3", {}, "Goal"), el("pre", {}, node.goal),
     el("h3", {}, "Acceptance"), el("ul", {}, ...node.acceptance.map((a) => el("li", {}, a))),
     el("h3", {}, `Executions (${node.executions.length})`),
-    table(["iter", "status", "guard", "duration", "tokens", "cost", "error"], rows));
+    table(["iter", "status", "guard", "backend", "duration", "tokens", "cost", "error"], rows));
 }
 
 async function showIteration(n) {
@@ -268,8 +270,26 @@ function reason(r) {
   if (!reasons.length) return "";
   return reasons[0] + (reasons.length > 1 ? ` (and ${reasons.length - 1} more)` : "");
 }
+// An iteration's backend; one whose limit made the loop switch (a `fallback` event) says to
+// which, and until when (page.py's backend_cell draws the same).
+function backendCell(iter, backend) {
+  const cell = el("span", { class: "backend", "data-backend-iter": String(iter) }, backend || "-");
+  const found = view.fallbacks.get(iter);
+  if (found) {
+    cell.classList.add("fallback");
+    cell.textContent = `${backend} \u2192 ${found.to}`;
+    cell.title = `${found.backend} hit its limit until ${found.until}; the loop ran ${found.to}`;
+  }
+  return cell;
+}
+function addFallback(found) {
+  view.fallbacks.set(found.iter, found);
+  for (const cell of document.querySelectorAll(`[data-backend-iter="${found.iter}"]`)) {
+    cell.replaceWith(backendCell(found.iter, found.backend));
+  }
+}
 const historyRow = (r) => el("tr", { "data-iter": String(r.iter) },
-  ...[endedLink(r), r.node_id, r.role, r.status, r.guard, testsText(r.tests),
+  ...[endedLink(r), r.node_id, r.role, backendCell(r.iter, r.backend), r.status, r.guard, testsText(r.tests),
     secs(r.duration_ms), tokens(r.tokens), cost(r.cost_usd)].map((c) => el("td", {}, c)),
   el("td", { class: "error", title: reason(r) }, reason(r)));
 
@@ -385,6 +405,10 @@ function subscribe() {
   source.addEventListener("pictures", (event) => {
     document.getElementById("pictures").innerHTML = JSON.parse(event.data).html;
   });
+  source.addEventListener("fallback", (event) => {
+    const body = JSON.parse(event.data);
+    addFallback({ iter: body.iter, backend: body.backend, to: body.to, until: body.until });
+  });
   source.addEventListener("iteration_finished", (event) => {
     const body = JSON.parse(event.data);
     jobOutput.delete(body.iter);
@@ -392,7 +416,7 @@ function subscribe() {
   });
   for (const name of ["iteration_started", "iteration_finished", "agent_started",
     "agent_finished", "guard_started", "guard_finished", "waiting", "runner_error", "stuck",
-    "budget_exhausted", "limit_reached", "complete", "operator", "hook_failed"]) {
+    "budget_exhausted", "limit_reached", "fallback", "complete", "operator", "hook_failed"]) {
     source.addEventListener(name, () => text("live", `live: ${name}`));
   }
 }

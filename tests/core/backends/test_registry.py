@@ -24,7 +24,7 @@ def test_the_default_backend_is_registered_and_is_the_config_default() -> None:
 
 
 def test_the_names_are_listed_sorted_for_messages() -> None:
-    assert backend_names() == "claude, codex, command, gemini, opencode, qwen"
+    assert backend_names() == "claude, codex, command, copilot, gemini, opencode, qwen"
 
 
 @pytest.mark.parametrize("name", sorted(BACKENDS))
@@ -40,7 +40,7 @@ def test_config_rejects_an_unregistered_backend_naming_every_registered_one(
     with pytest.raises(ConfigError) as raised:
         parse_config({"agent": {"backend": backend}})
     assert str(raised.value) == (
-        "agent.backend: must be one of claude, codex, command, gemini, opencode, qwen, "
+        "agent.backend: must be one of claude, codex, command, copilot, gemini, opencode, qwen, "
         f"got {backend!r}"
     )
 
@@ -70,7 +70,7 @@ def test_a_command_replaces_the_backends_program() -> None:
 
 def test_the_rendered_config_and_the_readme_list_the_registered_backends_in_order() -> None:
     choices = " | ".join(f'"{name}"' for name in BACKENDS)
-    assert choices == '"codex" | "claude" | "gemini" | "qwen" | "opencode" | "command"'
+    assert choices == '"codex" | "claude" | "gemini" | "qwen" | "opencode" | "copilot" | "command"'
     assert f'backend = "codex"  # {choices}\n' in render_config(Config())
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert re.search(rf'^backend = "codex" +# {re.escape(choices)}$', readme, re.MULTILINE)

@@ -44,6 +44,7 @@ ONE_OF_EACH: dict[EventType, Event] = {
         ORIGIN, {"run_id": "run-1", "iter": 4, "tokens": {"input": 1, "output": 2, "cached": 0}}
     ),
     EventType.WAITING: events.waiting(RUN_ORIGIN, "rate_limited", "2026-11-22T02:00:30Z", 30),
+    EventType.FALLBACK: events.fallback(ORIGIN, "codex", "claude", "2026-11-22T02:00:30Z"),
     EventType.RUNNER_ERROR: events.runner_error(ORIGIN, "agent_timeout", 1, 3),
     EventType.STUCK: events.stuck(ORIGIN, "decompose"),
     EventType.BUDGET_EXHAUSTED: events.budget_exhausted(RUN_ORIGIN, "cost_usd", 5.25, 5.0),

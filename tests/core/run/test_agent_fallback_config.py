@@ -6,6 +6,8 @@ import pytest
 
 from runner_core.run.config import ConfigError, parse_config
 
+CLIS = "claude, codex, copilot, gemini, opencode, qwen"
+
 
 def test_the_fallback_chain_is_read_in_order() -> None:
     config = parse_config({"agent": {"backend": "codex", "fallback": ["gemini", "claude"]}})
@@ -18,8 +20,8 @@ def test_the_fallback_chain_is_read_in_order() -> None:
     [
         ("claude", "must be a list of backend names, got 'claude'"),
         ([1], "must be a list of backend names, got [1]"),
-        (["gpt"], "must name backends of claude, codex, gemini, opencode, qwen, got 'gpt'"),
-        (["command"], "must name backends of claude, codex, gemini, opencode, qwen, got 'command'"),
+        (["gpt"], f"must name backends of {CLIS}, got 'gpt'"),
+        (["command"], f"must name backends of {CLIS}, got 'command'"),
         (["codex"], "names a backend twice or names agent.backend: ['codex']"),
         (
             ["claude", "claude"],

@@ -128,7 +128,7 @@ def test_a_count_has_a_sane_upper_bound(key: str) -> None:
         (
             {"agent": {"backend": "gpt"}},
             "agent.backend",
-            "must be one of claude, codex, command, gemini, opencode, qwen, got 'gpt'",
+            "must be one of claude, codex, command, copilot, gemini, opencode, qwen, got 'gpt'",
         ),
         (
             {"agent": {"backend": "command"}},

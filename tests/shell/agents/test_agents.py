@@ -236,7 +236,7 @@ def test_backend_for_rejects_an_unknown_backend_naming_the_known_ones() -> None:
     with pytest.raises(
         ValueError,
         match=r"unknown agent backend 'no-such-cli' "
-        r"\(one of claude, codex, command, gemini, opencode, qwen\)",
+        r"\(one of claude, codex, command, copilot, gemini, opencode, qwen\)",
     ):
         backend_for("no-such-cli", ())
 

@@ -57,6 +57,7 @@ CONTRACTS = {
         Contract("gemini", (2400, 90, 600), None, "daily_quota", LimitKind.USAGE_LIMITED),
         Contract("qwen", (2400, 90, 600), None, "quota", LimitKind.USAGE_LIMITED, 2),
         Contract("opencode", (2400, 90, 600), 0.025, "quota", LimitKind.USAGE_LIMITED, 20),
+        Contract("copilot", (2400, 90, 600), None, "quota", LimitKind.USAGE_LIMITED, 2),
     )
 }
 BACKENDS = sorted(CONTRACTS)

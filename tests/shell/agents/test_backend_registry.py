@@ -33,6 +33,7 @@ def test_every_registered_backend_has_a_private_home_listing() -> None:
             ".gemini/GEMINI.md",
         ),
         "qwen": (".qwen/settings.json", ".qwen/oauth_creds.json", ".qwen/QWEN.md"),
+        "copilot": (".copilot/config.json", ".copilot/settings.json", ".copilot/mcp-config.json"),
         "opencode": (
             ".config/opencode/opencode.json",
             ".config/opencode/opencode.jsonc",
