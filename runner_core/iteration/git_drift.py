@@ -52,6 +52,7 @@ class Adopted:
     onto: GitHead
     error: str
     line: str
+    merge_line: str = ""  # the line when a parallel loop's merge queue takes them instead
 
 
 @attrs.frozen(slots=True)
@@ -111,11 +112,16 @@ def outside_change(
         f"interrupted: {moved} by commits outside {runner_dir}/, kept as the operator's; "
         "no attempt used, the leaf runs again on them"
     )
+    kept = f"{moved} by commits outside {runner_dir}/: kept as yours"
     line = (
-        f"{moved} by commits outside {runner_dir}/: kept as yours, the iteration is recorded as "
-        "interrupted on top of them and its leaf runs again (no attempt used)"
+        f"{kept}, the iteration is recorded as interrupted on top of them and its leaf runs "
+        "again (no attempt used)"
     )
-    return Adopted(GitHead(branch, seen.tip), error, line)
+    merge_line = (
+        f"{kept}: the running jobs' work is merged onto them as onto each other's, their guards "
+        "run again (no attempt used)"
+    )
+    return Adopted(GitHead(branch, seen.tip), error, line, merge_line)
 
 
 def _under(path: str, directory: str) -> bool:

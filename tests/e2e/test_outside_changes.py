@@ -228,3 +228,74 @@ def test_a_checkout_in_the_runs_checkout_is_refused_with_the_way_back(project: P
     assert _attempts(project.tree()) == ALL_PASSED
     _audited_clean(project)
     assert project.status() == status_before
+
+
+def _parallel_run(project: Project) -> tuple[str, Path]:
+    """A started two-slot run of two leaves whose first runs wait for the test; its id and
+    its own checkout."""
+    project.sandbox_mode = "auto"
+    project.set_config(parallel={"slots": 2})
+    for title in ("One", "Two"):
+        added = project.runner("node", "add", "root", "--title", title, "--goal", title)
+        assert added.returncode == 0, added.stderr
+    project.agent_script_by_node(
+        {
+            (leaf, 1): {"files": {f"{leaf}.txt": "work\n"}, "wait_for": "go", "output": DONE}
+            for leaf in ("root.1", "root.2")
+        }
+        | {
+            (leaf, 2): {"files": {f"{leaf}.txt": "work\n"}, "output": DONE}
+            for leaf in ("root.1", "root.2")
+        }
+    )
+    started = project.runner("start")
+    assert started.returncode == 0, started.stderr
+    run = started.stdout.split("run=")[1].split()[0]
+    return run, project.root / ".git/runner/runs" / run / "checkout"
+
+
+def _run_tree(project: Project, run: str) -> dict[str, object]:
+    return json.loads(_git(project.root, "show", f"runner/{run}:.runner/state/tree.json"))  # type: ignore[no-any-return]
+
+
+def test_the_parallel_loop_takes_the_operators_commit_once(unstarted_project: Project) -> None:
+    project = unstarted_project
+    run, checkout = _parallel_run(project)
+    mine: list[str] = []
+
+    result = _while_the_agent_runs(
+        project, ("loop",), 1, lambda: mine.append(_commit_a_file(checkout, "mine.txt"))
+    )
+
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert "status=complete" in result.stdout
+    line = _told(result.stderr, "outside the runner")
+    assert f"the run branch runner/{run} moved from " in line and mine[0][:12] in line
+    assert "kept as yours: the running jobs' work is merged onto them" in line
+    _git(project.root, "merge-base", "--is-ancestor", mine[0], f"runner/{run}")
+    assert _attempts(_run_tree(project, run)) == ALL_PASSED
+    _audited_clean(project)
+
+
+def test_the_parallel_loop_refuses_a_reset_with_the_way_back(unstarted_project: Project) -> None:
+    project = unstarted_project
+    run, checkout = _parallel_run(project)
+
+    result = _while_the_agent_runs(
+        project, ("loop",), 1, lambda: _git(checkout, "reset", "--quiet", "--hard", "HEAD~1")
+    )
+
+    assert result.returncode == 1, result.stdout
+    line = _told(result.stderr, "outside the runner")
+    assert "(a reset or rewrite dropping the run's commits): nothing was committed" in line
+    assert f"put it back with 'git -C {checkout} reset --keep " in line
+    subprocess.run(_fix(line), check=True, capture_output=True)
+    recovered = project.runner("recover")
+    assert recovered.returncode == 0, recovered.stderr
+    assert "status=interrupted" in recovered.stdout
+    assert all(attempts == 0 for attempts, _ in _attempts(_run_tree(project, run)).values())
+    looped = project.runner("loop")
+    assert looped.returncode == 0, looped.stderr
+    tree = _run_tree(project, run)
+    assert all(attempts == 0 for attempts, _ in _attempts(tree).values())
+    _audited_clean(project)
