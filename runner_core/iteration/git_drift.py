@@ -104,9 +104,9 @@ def outside_change(
         )
     if not where.confined:
         return Refused(
-            f"{moved}, and the agent was not confined ([sandbox] mode is off), so they may be "
-            f"its commits: {nothing}; {back}, {recover}, then merge {seen.tip[:12]} into "
-            f"{branch} if the commits are yours"
+            f"{moved}, and the agent ran unsandboxed, so the commits may be its own: "
+            f"{nothing}; {back}, {recover}, then merge {seen.tip[:12]} into {branch} if they "
+            "are yours"
         )
     error = (
         f"interrupted: {moved} by commits outside {runner_dir}/, kept as the operator's; "

@@ -80,7 +80,7 @@ OPERATOR_COMMIT = seen(GitHead(BRANCH, B), B, True, ("src/app.py",))
             "by commits changing the run's state (.runner/state/tree.json): nothing was "
             "committed and no attempt used",
         ),
-        (OPERATOR_COMMIT, False, "the agent was not confined ([sandbox] mode is off)"),
+        (OPERATOR_COMMIT, False, "the agent ran unsandboxed, so the commits may be its own"),
     ],
     ids=["reset", "checkout", "detach", "deleted", "state-commit", "unconfined"],
 )
