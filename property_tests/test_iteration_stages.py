@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 
-import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,12 +17,14 @@ from runner_core import AgentRole, Node, dumps_tree, parse_config
 from runner_core.history.records import TokenUsage
 from runner_core.iteration.effects import Abort, Finished
 from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
-from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.git_drift import BranchSeen, GitHead
+from runner_core.iteration.import_rules import EntryKind, ScratchEntry, ScratchListing
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import RunPlan, plan_step
 from runner_core.iteration.results import (
     ANSWERS,
     AgentFinished,
+    Carried,
     ConfigRead,
     Done,
     ExecutionsCounted,
@@ -32,6 +33,7 @@ from runner_core.iteration.results import (
     IoFailed,
     NotStarted,
     Result,
+    ScratchListed,
     TreeRead,
 )
 from runner_core.iteration.stages import TRANSITIONS, IterationMachineError
@@ -41,6 +43,7 @@ from tests.helpers.trees import tree
 
 CONFIG_BYTES = b'[agent]\nbackend = "command"\ncommand = ["agent"]\n'
 HEAD = GitHead("runner/run-1", "a" * 40)
+_MOVED = GitHead("runner/run-1", "b" * 40)
 
 
 def _roots() -> tuple[Node, ...]:
@@ -77,6 +80,8 @@ def _facts(root: Node, checked: bool, counted: bool) -> IterationFacts:
         runner_pid=42,
         command="runner step",
         head=HEAD if checked else None,
+        scratch=checked,
+        confined=counted,
     )
 
 
@@ -128,9 +133,17 @@ def _results(role: AgentRole) -> dict[type, st.SearchStrategy[Result]]:
         ),
         ConfigRead: _mostly(ConfigRead(CONFIG_BYTES), ConfigRead(b"changed"), ConfigRead(None)),
         HeadRead: _mostly(
-            HeadRead(HEAD),
-            HeadRead(attrs.evolve(HEAD, sha="b" * 40)),
-            HeadRead(GitHead(None, "a" * 40)),
+            HeadRead(BranchSeen(HEAD, HEAD.sha)),
+            HeadRead(BranchSeen(_MOVED, _MOVED.sha, True, ("src/app.py",))),
+            HeadRead(BranchSeen(_MOVED, _MOVED.sha, True, (".runner/state/tree.json",))),
+            HeadRead(BranchSeen(_MOVED, _MOVED.sha)),
+            HeadRead(BranchSeen(GitHead(None, "a" * 40), HEAD.sha)),
+            HeadRead(BranchSeen(HEAD, None)),
+        ),
+        Carried: _mostly(Carried(()), Carried((), ("src/app.py",))),
+        ScratchListed: _mostly(
+            ScratchListed(ScratchListing(())),
+            ScratchListed(ScratchListing((ScratchEntry("new.txt", EntryKind.FILE, 3, "3" * 40),))),
         ),
         ExecutionsCounted: st.builds(
             ExecutionsCounted, st.dictionaries(st.sampled_from(("leaf", "big")), st.integers(0, 9))

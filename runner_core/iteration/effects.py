@@ -14,6 +14,7 @@ import attrs
 
 from runner_core.guard.report import TestReport
 from runner_core.history.records import ExecutionRecord
+from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.guard_stage import GuardRun
 from runner_core.iteration.import_rules import Change
 from runner_core.iteration.plan import IterationOutcome
@@ -24,17 +25,22 @@ from runner_core.tree.model import AgentRole, Node
 
 @attrs.frozen(slots=True)
 class ReadHead:
-    """Say which branch is checked out and which commit HEAD is, after the agent and guard."""
+    """Say which branch the run's checkout has and which commit HEAD is, after the agent and
+    guard, and where `before`'s branch is now: when it moved, whether from `before`'s commit
+    forward, and which paths the commits between changed."""
+
+    before: GitHead
 
 
 @attrs.frozen(slots=True)
-class RestoreHead:
-    """The agent moved HEAD or the branch: keep what HEAD is now under `rescue_ref`, then put
-    `branch` back at `sha`, checked out, with the work tree's tracked files as they were."""
+class CarryWork:
+    """The operator's commits moved the run branch from `base` to `onto` meanwhile: the
+    agent's `changes` (made from `base`) carried onto `onto` as a parallel job's are, a file
+    both changed merged line by line; the changes to commit and the paths that conflict."""
 
-    branch: str
-    sha: str
-    rescue_ref: str
+    base: str
+    onto: str
+    changes: tuple[Change, ...]
 
 
 @attrs.frozen(slots=True)
@@ -158,6 +164,9 @@ class Commit:
     committing: Journal
     message: str
     changes: tuple[Change, ...] = ()  # what the commit takes of the scratch checkout
+    # The branch and commit it builds on when the operator's commits moved the branch from
+    # the one the iteration started at; None: that one.
+    onto: GitHead | None = None
 
 
 @attrs.frozen(slots=True)
@@ -169,6 +178,7 @@ class Finished:
     record: ExecutionRecord
     limit: LimitSignal | None = None  # the usage or rate limit the agent hit
     tests: TestReport | None = None
+    notice: str | None = None  # the one line telling the operator their change was kept
 
 
 @attrs.frozen(slots=True)
@@ -195,7 +205,7 @@ Action = (
     | ReadConfig
     | RestoreConfig
     | ReadHead
-    | RestoreHead
+    | CarryWork
     | CountExecutions
     | ListScratch
     | Commit

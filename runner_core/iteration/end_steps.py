@@ -1,9 +1,10 @@
 """The end of an iteration: from the agent's part being over to the commit.
 
 Decides the order of the end checks (list the scratch checkout, read HEAD, read config.toml,
-count executions), what a refused import, a moved HEAD or a changed config.toml does to the
-iteration, what a runner error ends with, and the record and write-set of the commit. Never
-lists, reads, restores or commits anything: the shell's ports do, and hand back the results.
+count executions), what a refused import, a change of the run's branch made outside the runner
+or a changed config.toml does to the iteration, what a runner error ends with, and the record
+and write-set of the commit. Never lists, reads, restores or commits anything: the shell's
+ports do, and hand back the results.
 """
 
 from __future__ import annotations
@@ -15,28 +16,33 @@ import attrs
 from runner_core.history.records import ErrorKind
 from runner_core.iteration.effects import (
     Abort,
+    CarryWork,
     CountExecutions,
     Finished,
     ListScratch,
     ReadConfig,
     ReadHead,
     RestoreConfig,
-    RestoreHead,
 )
 from runner_core.iteration.execution_record import Measured, execution_record
 from runner_core.iteration.facts import ClockReading
 from runner_core.iteration.failures import ERROR_KIND, MERGE_RERUNS, Failure
-from runner_core.iteration.git_drift import head_moved_problem, rescue_ref
-from runner_core.iteration.import_rules import ImportDecision, decide_import, import_limits
+from runner_core.iteration.git_drift import Refused, Where, carried_error, outside_change
+from runner_core.iteration.import_rules import (
+    RUNNER_DIR,
+    ImportDecision,
+    decide_import,
+    import_limits,
+)
 from runner_core.iteration.machine_state import M, MachineState
 from runner_core.iteration.plan import (
     IterationOutcome,
-    Review,
     advance_run_state,
     conclude,
     conclude_runner_error,
 )
 from runner_core.iteration.results import (
+    Carried,
     ConfigRead,
     ExecutionsCounted,
     HeadRead,
@@ -48,7 +54,7 @@ from runner_core.iteration.scratch_stage import guarded_import, refused_review
 from runner_core.iteration.stages import Stage
 from runner_core.iteration.write_set import IterationEnd, final_write_set
 from runner_core.run.state import with_execution
-from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
+from runner_core.tree.model import AgentRole, GuardOutcome
 from runner_core.views.text import flatten
 
 
@@ -70,7 +76,7 @@ def end_checks(machine: M) -> M:
     if machine.facts.scratch and machine.imported is None:
         return machine._to(Stage.IMPORT, ListScratch(), imported=ImportDecision())
     if machine.facts.head is not None:
-        return machine._to(Stage.HEAD, ReadHead())
+        return machine._to(Stage.HEAD, ReadHead(machine.facts.head))
     return _check_config(machine)
 
 
@@ -108,32 +114,44 @@ def _check_config(machine: M) -> M:
 
 
 def after_head(machine: M, result: Result, now: ClockReading) -> M:
-    before = machine.facts.head
+    """The run's checkout and branch as found after the agent and guard: a change made
+    outside the runner is never the agent's; the operator's commits are kept (the iteration
+    recorded on them as interrupted, the agent's work carried onto them), anything else aborts
+    with the way back, the journal left for `runner recover`."""
+    facts = machine.facts
+    before = facts.head
     assert before is not None
     if isinstance(result, IoFailed):
         return machine._to(Stage.DONE, Abort(result.message))
     assert isinstance(result, HeadRead)
-    problem = head_moved_problem(before, result.head)
-    if problem is None or before.branch is None:
+    where = Where(facts.plan.iteration, facts.checkout, facts.confined)
+    change = outside_change(before, result.seen, where, RUNNER_DIR)
+    if change is None:
         return _check_config(machine)
-    facts = machine.facts
-    rescue = rescue_ref(facts.run_id, facts.plan.iteration)
-    review = Review(AgentStatus.RETRY, "", None, f"{problem}; its commits are kept as {rescue}")
+    if isinstance(change, Refused):
+        return machine._to(Stage.DONE, Abort(change.line))
+    imported = machine.imported or ImportDecision()
     machine = attrs.evolve(
         machine,
-        review=review,
-        failure=Failure.HEAD_MOVED,
-        runner_error=None,
+        facts=attrs.evolve(facts, head=change.onto),
+        failure=Failure.OUTSIDE_CHANGE,
+        runner_error=change.error,
         guard=GuardOutcome.SKIPPED,
         output=None,
+        notice=change.line,
     )
-    return machine._to(Stage.HEAD_RESTORE, RestoreHead(before.branch, before.sha, rescue))
+    if not imported.changes:
+        return _check_config(machine)
+    return machine._to(Stage.CARRY, CarryWork(before.sha, change.onto.sha, imported.changes))
 
 
-def after_head_restore(machine: M, result: Result, now: ClockReading) -> M:
+def after_carry(machine: M, result: Result, now: ClockReading) -> M:
     if isinstance(result, IoFailed):
         return machine._to(Stage.DONE, Abort(result.message))
-    return _check_config(machine)
+    assert isinstance(result, Carried) and machine.imported is not None
+    error = carried_error(machine.runner_error or "", result.conflicts)
+    imported = attrs.evolve(machine.imported, changes=result.changes)
+    return _check_config(attrs.evolve(machine, imported=imported, runner_error=error))
 
 
 def after_config(machine: M, result: Result, now: ClockReading) -> M:
@@ -168,7 +186,11 @@ def outcome_of(machine: MachineState) -> IterationOutcome:
         machine.failure is not None and ERROR_KIND[machine.failure] is ErrorKind.RUNNER
     ):
         outcome = conclude_runner_error(facts.tree, machine.runner_error or "runner error")
-        return attrs.evolve(outcome, conflict=machine.failure in MERGE_RERUNS)
+        return attrs.evolve(
+            outcome,
+            conflict=machine.failure in MERGE_RERUNS,
+            operator=machine.failure is Failure.OUTSIDE_CHANGE,
+        )
     return conclude(facts.tree, facts.node.id, machine.review, machine.guard)
 
 
@@ -213,9 +235,11 @@ def _commit(machine: M, counts: Mapping[str, int], now: ClockReading) -> M:
             guard_logs=runs.logs,
         )
     )
+    if machine.failure is Failure.OUTSIDE_CHANGE:  # built on the operator's commits
+        effect = attrs.evolve(effect, onto=facts.head)
     # A report describes the committed files only when they are all the agent and guard left.
     tests = runs.report if machine.failure is None else None
-    finished = Finished(outcome, record, machine.limit, tests)
+    finished = Finished(outcome, record, machine.limit, tests, machine.notice)
     return machine._to(Stage.COMMITTING, effect, finished=finished)
 
 

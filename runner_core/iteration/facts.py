@@ -85,6 +85,8 @@ class IterationFacts:
     baseline: TestReport | None = None  # the guard's report at the base commit, when known
     tree_sha256: str | None = None  # of the bytes `tree` was read from: an untouched one is it
     job_base: str | None = None  # a parallel job's start commit, kept when its head moves on
+    checkout: str = ""  # the run's checkout, named by the lines about a change made outside
+    confined: bool = False  # the agent could not reach the run's repository (the sandbox hid it)
 
     @property
     def node(self) -> Node:

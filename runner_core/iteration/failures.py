@@ -25,7 +25,7 @@ class Failure(enum.StrEnum):
     IO = "I/O failure"
     TREE_REJECTED = "tree invalid after the agent, immutability, status or child additions"
     DECOMPOSITION_REJECTED = "decomposer's children rejected"
-    HEAD_MOVED = "HEAD or the run branch moved during the agent or guard"
+    OUTSIDE_CHANGE = "the operator's commits moved the run branch during the agent or guard"
     RATE_LIMITED = "agent hit a usage or rate limit"
     INTERRUPTED = "interrupted by a signal"
     IMPORT_REFUSED = "the scratch checkout held what is never imported"
@@ -48,7 +48,8 @@ ERROR_KIND: PMap[Failure, ErrorKind] = pmap(
         Failure.IO: ErrorKind.RUNNER,
         Failure.TREE_REJECTED: ErrorKind.AGENT,
         Failure.DECOMPOSITION_REJECTED: ErrorKind.AGENT,
-        Failure.HEAD_MOVED: ErrorKind.AGENT,
+        # The agent works in a scratch checkout of its own: what moved the run's is not it.
+        Failure.OUTSIDE_CHANGE: ErrorKind.RUNNER,
         Failure.RATE_LIMITED: ErrorKind.RUNNER,
         Failure.INTERRUPTED: ErrorKind.RUNNER,
         Failure.IMPORT_REFUSED: ErrorKind.AGENT,

@@ -26,11 +26,11 @@ from runner_core.iteration.agent_steps import (
 )
 from runner_core.iteration.effects import Abort, PrepareIterationDir
 from runner_core.iteration.end_steps import (
+    after_carry,
     after_commit,
     after_config,
     after_counting,
     after_head,
-    after_head_restore,
     after_restore,
 )
 from runner_core.iteration.end_steps import outcome_of as outcome_of
@@ -117,7 +117,7 @@ _STEPS: Mapping[Stage, _Step] = MappingProxyType(
         Stage.GUARD_LOG: after_guard_log,
         Stage.HEAD: after_head,
         Stage.IMPORT: after_listing,
-        Stage.HEAD_RESTORE: after_head_restore,
+        Stage.CARRY: after_carry,
         Stage.CONFIG: after_config,
         Stage.RESTORE: after_restore,
         Stage.COUNTING: after_counting,

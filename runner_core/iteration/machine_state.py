@@ -56,6 +56,7 @@ class MachineState:
     # (and its blobs taken) first, so nothing the guard writes is ever imported.
     judging: bool = False
     guard_runs: GuardRuns = attrs.field(factory=GuardRuns)
+    notice: str | None = None  # the one line the operator is told of a change they made
 
     def _to(self, stage: Stage, effect: Effect, **changes: Any) -> Self:
         check_transition(self.stage, stage)

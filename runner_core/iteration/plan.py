@@ -314,6 +314,7 @@ class IterationOutcome:
     agent_error: str | None = None
     runner_error: str | None = None
     conflict: bool = False  # a parallel job's work that met another's: a merge's rerun
+    operator: bool = False  # the operator's commits moved the run branch meanwhile: kept
 
     @property
     def shown_status(self) -> str:

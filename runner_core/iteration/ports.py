@@ -13,9 +13,10 @@ from typing import Protocol
 import attrs
 
 from runner_core.iteration.effects import (
+    CarryWork,
     Commit,
     PrepareIterationDir,
-    RestoreHead,
+    ReadHead,
     RunAgent,
     RunGuard,
     WriteContext,
@@ -25,6 +26,7 @@ from runner_core.iteration.facts import ClockReading
 from runner_core.iteration.recovery import Journal
 from runner_core.iteration.results import (
     AgentFinished,
+    Carried,
     ConfigRead,
     GuardFinished,
     HeadRead,
@@ -56,8 +58,8 @@ class IterationStore(Protocol):
     def read_tree(self) -> TreeRead: ...
     def read_config(self) -> ConfigRead: ...
     def restore_config(self, data: bytes) -> None: ...
-    def read_head(self) -> HeadRead: ...
-    def restore_head(self, effect: RestoreHead) -> None: ...
+    def read_head(self, effect: ReadHead) -> HeadRead: ...
+    def carry_work(self, effect: CarryWork) -> Carried: ...
     def count_executions(self) -> Mapping[str, int]: ...
     def commit(self, effect: Commit) -> None: ...
 

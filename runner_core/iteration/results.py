@@ -15,6 +15,7 @@ import attrs
 from runner_core.guard.report import TestReport
 from runner_core.history.records import TokenUsage
 from runner_core.iteration.effects import (
+    CarryWork,
     Commit,
     CountExecutions,
     ListScratch,
@@ -23,15 +24,14 @@ from runner_core.iteration.effects import (
     ReadHead,
     ReadTree,
     RestoreConfig,
-    RestoreHead,
     RunAgent,
     RunGuard,
     WriteContext,
     WriteIterationFile,
     WriteJournal,
 )
-from runner_core.iteration.git_drift import GitHead
-from runner_core.iteration.import_rules import ScratchListing
+from runner_core.iteration.git_drift import BranchSeen
+from runner_core.iteration.import_rules import Change, ScratchListing
 from runner_core.loop.usage_limits import LimitSignal
 
 
@@ -91,9 +91,17 @@ class ExecutionsCounted:
 
 @attrs.frozen(slots=True)
 class HeadRead:
-    """The checked-out branch and HEAD's commit, as git says them now."""
+    """The run's checkout and branch as git says them now."""
 
-    head: GitHead
+    seen: BranchSeen
+
+
+@attrs.frozen(slots=True)
+class Carried:
+    """The agent's changes carried onto the operator's commits, and the paths left out."""
+
+    changes: tuple[Change, ...]
+    conflicts: tuple[str, ...] = ()
 
 
 @attrs.frozen(slots=True)
@@ -122,6 +130,7 @@ Result = (
     | TreeRead
     | ConfigRead
     | HeadRead
+    | Carried
     | ExecutionsCounted
     | ScratchListed
     | NotStarted
@@ -142,7 +151,7 @@ ANSWERS: Mapping[type, tuple[type, ...]] = MappingProxyType(
         ReadConfig: (ConfigRead, IoFailed),
         RestoreConfig: (Done, IoFailed),
         ReadHead: (HeadRead, IoFailed),
-        RestoreHead: (Done, IoFailed),
+        CarryWork: (Carried, IoFailed),
         CountExecutions: (ExecutionsCounted, IoFailed),
         ListScratch: (ScratchListed, IoFailed),
         Commit: (Done, IoFailed),

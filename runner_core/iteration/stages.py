@@ -28,7 +28,7 @@ class Stage(enum.StrEnum):
     GUARD_LOG = "guard-log"
     IMPORT = "import"
     HEAD = "head"
-    HEAD_RESTORE = "head-restore"
+    CARRY = "carry"
     CONFIG = "config"
     RESTORE = "restore"
     COUNTING = "counting"
@@ -46,7 +46,8 @@ def _next(*stages: Stage) -> frozenset[Stage]:
 # (IMPORT) before its GUARD: the import is decided before any guard runs, and a refused one
 # runs none. From the prompt on, a runner error skips to the end checks: IMPORT when the agent
 # worked in a scratch checkout and it was not listed yet, then HEAD when the shell checks it,
-# else CONFIG. After HEAD_RESTORE, HEAD is not read again. RESTORE and COMMITTING
+# else CONFIG. When the operator's commits moved the run branch meanwhile, the agent's work is
+# carried onto them (CARRY); a change the runner does not take aborts (DONE). RESTORE and COMMITTING
 # abort on an I/O failure; COMMITTING's success is DONE with the iteration's record.
 TRANSITIONS: Mapping[Stage, frozenset[Stage]] = MappingProxyType(
     {
@@ -64,8 +65,8 @@ TRANSITIONS: Mapping[Stage, frozenset[Stage]] = MappingProxyType(
         Stage.RERUN: _next(Stage.RERUN, Stage.GUARD_LOG, Stage.HEAD, Stage.CONFIG),
         Stage.GUARD_LOG: _next(Stage.HEAD, Stage.CONFIG),
         Stage.IMPORT: _next(Stage.GUARD, Stage.HEAD, Stage.CONFIG),
-        Stage.HEAD: _next(Stage.HEAD_RESTORE, Stage.CONFIG, Stage.DONE),
-        Stage.HEAD_RESTORE: _next(Stage.CONFIG, Stage.DONE),
+        Stage.HEAD: _next(Stage.CARRY, Stage.CONFIG, Stage.DONE),
+        Stage.CARRY: _next(Stage.CONFIG, Stage.DONE),
         Stage.CONFIG: _next(Stage.RESTORE, Stage.COUNTING, Stage.COMMITTING),
         Stage.RESTORE: _next(Stage.COUNTING, Stage.COMMITTING, Stage.DONE),
         Stage.COUNTING: _next(Stage.COMMITTING, Stage.DONE),

@@ -42,10 +42,12 @@ def _ran(outcome: IterationOutcome | None) -> IterationOutcome:
 
 def step_exit_code(kind: PlanKind, outcome: IterationOutcome | None) -> ExitCode:
     """`runner step`'s exit code: its plan's when no iteration ran, else 1 after a runner error
-    and 0 after any concluded iteration (a failed guard or an agent error included)."""
+    and 0 after any concluded iteration (a failed guard or an agent error included), or one
+    interrupted by the operator's commits, which were kept (nothing failed)."""
     if kind in PLAN_EXIT_CODES:
         return PLAN_EXIT_CODES[kind]
-    return ExitCode.ERROR if _ran(outcome).runner_error is not None else ExitCode.OK
+    ran = _ran(outcome)
+    return ExitCode.ERROR if ran.runner_error is not None and not ran.operator else ExitCode.OK
 
 
 def agent_run_succeeded(role: AgentRole | None, outcome: IterationOutcome) -> bool:
@@ -68,6 +70,8 @@ def loop_step_result(
     ran, node = _ran(outcome), plan.node.id
     if limit is not None:
         return StepResult(StepKind.LIMITED, node, limit=limit, error=ran.runner_error)
+    if ran.operator:
+        return StepResult(StepKind.OPERATOR, node)
     if ran.runner_error is not None:
         return StepResult(StepKind.RUNNER_ERROR, node, error=ran.runner_error)
     successful = agent_run_succeeded(plan.role, ran)

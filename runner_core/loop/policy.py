@@ -35,6 +35,8 @@ class StepKind(enum.StrEnum):
     AGENT_RAN = "agent_ran"  # an iteration concluded without a runner error
     RUNNER_ERROR = "runner_error"  # an iteration ended in a runner error (attempts unchanged)
     LIMITED = "limited"  # the agent hit a usage or rate limit: a runner error that waits
+    # The operator's commits on the run branch were kept: interrupted, but nothing failed.
+    OPERATOR = "operator"
     STUCK = "stuck"  # selection found a stuck leaf; no iteration ran
     COMPLETE = "complete"  # every node passes; no iteration ran
     ITERATION_LIMIT = "iteration_limit"  # next_iter reached max_iterations; no iteration ran
@@ -291,6 +293,8 @@ def _after(state: LoopState, result: StepResult, config: LoopConfig, now: dateti
         return _after_agent_ran(state, result)
     if result.kind is StepKind.RUNNER_ERROR:
         return _after_runner_error(state, config, now)
+    if result.kind is StepKind.OPERATOR:  # no failure to count or wait out: go on
+        return Continue(state)
     if result.kind is StepKind.LIMITED:
         return _after_limit(state, result, config, now)
     return _after_stuck(state, result, config)

@@ -2,7 +2,8 @@
 
 The rule is an allow-list, the same with the sandbox on or off (the sandbox is how it is
 enforced, not what decides it): every process gets PATH, the locale (LANG, LANGUAGE, LC_*),
-TERM, TZ, HOME and the runner's own RUNNER_* variables; an agent also gets its backend's key
+TERM, TZ, HOME and the runner's own RUNNER_* variables (never the operator's settings of the
+`runner` command itself, such as RUNNER_RUN picking a run); an agent also gets its backend's key
 and endpoint variables (runner_core.backends.registry, `BackendInfo.env`) and what
 `[sandbox] env` names; a guard and a setup command get no key and no token, only what
 `[guard] env` names. A name ending in `*` is a prefix (`AWS_*`). docs/sandbox.md lists them.
@@ -17,6 +18,12 @@ from runner_core.backends.registry import BACKENDS
 # What every process gets: how to find programs, speak the user's language, draw on a terminal
 # and tell the time, where its (private) HOME is, and what the runner tells it.
 BASE_VARIABLES = ("HOME", "LANG", "LANGUAGE", "LC_*", "PATH", "RUNNER_*", "TERM", "TZ")
+
+# The operator's settings of the `runner` command, never an agent's or a guard's: RUNNER_RUN
+# picks the run a command works on (`--run ID`), not one the iteration's processes belong to
+# (theirs is RUNNER_RUN_ID, set by the runner).
+RUN_SELECTOR = "RUNNER_RUN"
+OPERATOR_VARIABLES = frozenset({RUN_SELECTOR})
 
 
 def allowed(name: str, patterns: Iterable[str]) -> bool:
@@ -33,7 +40,11 @@ def allowed(name: str, patterns: Iterable[str]) -> bool:
 def passed_on(environ: Mapping[str, str], patterns: Iterable[str]) -> dict[str, str]:
     """The variables of `environ` that BASE_VARIABLES or `patterns` allow, sorted by name."""
     every = (*BASE_VARIABLES, *patterns)
-    return {name: environ[name] for name in sorted(environ) if allowed(name, every)}
+    return {
+        name: environ[name]
+        for name in sorted(environ)
+        if name not in OPERATOR_VARIABLES and allowed(name, every)
+    }
 
 
 def agent_environment(

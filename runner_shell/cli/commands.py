@@ -224,7 +224,9 @@ def step(echo: Echo, prompt_budget: int) -> int:
     else:
         outcome = result.outcome
         echo(step_result_line("step:", result))
-        if outcome.runner_error is not None:
+        if result.notice is not None:  # the operator's change, kept: told once
+            stderr_line(f"runner: {result.notice}")
+        elif outcome.runner_error is not None:
             # A signal's iteration is committed; the exit code still names the signal.
             code = Interrupts.exit_code() or ExitCode.ERROR
             raise UserFacingError(f"runner error: {outcome.runner_error}", code)

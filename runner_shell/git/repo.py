@@ -22,7 +22,7 @@ from runner_shell.git.hardened import (
 )
 
 if TYPE_CHECKING:  # imported where used: finding the repository needs neither
-    from runner_core.iteration.git_drift import GitHead
+    from runner_core.iteration.git_drift import BranchSeen, GitHead
 
 FALLBACK_NAME = "runner"
 FALLBACK_EMAIL = "runner@localhost"
@@ -170,11 +170,28 @@ class Repo:
         sha, name = out[0], out[1] if len(out) > 1 else "HEAD"
         return GitHead(name.removeprefix("refs/heads/") if name != "HEAD" else None, sha)
 
-    def rescue_and_reset(self, branch: str, sha: str, rescue_ref: str) -> None:
-        """Keep HEAD's commit under `rescue_ref`, then check `branch` out again at `sha`,
-        tracked files as they were there (untracked files stay)."""
-        self.git("update-ref", rescue_ref, "HEAD")
-        self.git("checkout", "--quiet", "--force", "-B", branch, sha)
+    def branch_seen(self, before: GitHead) -> BranchSeen:
+        """The checkout's HEAD now and where `before`'s branch is; when the branch moved from
+        `before`'s commit, whether forward and the paths the commits between changed. Nothing
+        moved costs no git process."""
+        from runner_core.iteration.git_drift import BranchSeen
+
+        head = self.head()
+        branch = before.branch
+        if branch is None or head.branch == branch:
+            tip: str | None = head.sha
+        else:
+            found = self.git(
+                "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}", check=False
+            )
+            tip = found.stdout.strip() or None
+        if tip is None or tip == before.sha:
+            return BranchSeen(head, tip)
+        ancestor = self.git("merge-base", "--is-ancestor", before.sha, tip, check=False)
+        if ancestor.returncode != 0:
+            return BranchSeen(head, tip)
+        out = self.git("diff", "--name-only", "--no-renames", "-z", before.sha, tip).stdout
+        return BranchSeen(head, tip, True, tuple(path for path in out.split("\0") if path))
 
     def head_subject(self) -> str | None:
         if not self.has_commits():

@@ -15,13 +15,14 @@ import os
 import re
 from pathlib import Path
 
+from runner_core.run.environment import RUN_SELECTOR
 from runner_core.run.identity import BRANCH_PREFIX, branch_for
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo, open_repo
 from runner_shell.store.files import atomic_write_text
 from runner_shell.store.layout import RunnerPaths
 
-RUN_ENV = "RUNNER_RUN"
+RUN_ENV = RUN_SELECTOR  # the operator's, never passed on to an agent or a guard
 FINISHED_PREFIX = "refs/runner/finished/"
 
 

@@ -9,6 +9,7 @@ a guard or a wait ends the loop with 128 + its number once the iteration is comm
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import assert_never
@@ -123,6 +124,8 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
         if result.kind is PlanKind.RUN:
             steps += 1
             run.emit(step_result_line("loop: step", result))
+            if result.notice is not None:  # the operator's change, kept: told once
+                print(f"runner: {result.notice}", file=sys.stderr, flush=True)
             announce_new_questions(run.paths, config, result.run_id, result.plan.iteration, asked)
         pending = Interrupts.exit_code()
         if pending is not None:

@@ -49,6 +49,7 @@ from runner_shell.git.repo import Repo
 from runner_shell.guard.baselines import keep_baseline, known_baseline
 from runner_shell.loop.event_sink import IterationEvents
 from runner_shell.loop.night_loop import LoopRun
+from runner_shell.loop.run_branch import BranchWatch
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_objects
 from runner_shell.step.agent_and_guard import ProcessGuardRunner
@@ -171,12 +172,22 @@ def head_side(run: LoopRun) -> HeadSide:
 
 
 def merge_job(
-    run: LoopRun, slots: int, job: Job, machine: IterationMachine, state_lock: threading.Lock
+    run: LoopRun,
+    slots: int,
+    job: Job,
+    machine: IterationMachine,
+    state_lock: threading.Lock,
+    watch: BranchWatch | None = None,
 ) -> tuple[StepRan, bool]:
     """Job `job`'s merge onto the head and its commit (`slots`: the jobs' slots, the merge
     queue's is the next); whether it is a merge's rerun. What it writes (the state files, the
     commit, the head's baseline) it writes holding `state_lock`, which scheduling holds too;
-    the log archive after it is written without."""
+    the log archive after it is written without. `watch` refuses a head the loop did not make
+    unless it is the operator's commits, which it takes."""
+    notice = None
+    if watch is not None:
+        with state_lock:
+            _, notice = watch.check(job.iteration)
     side = head_side(run)
     machine = onto_head(machine, side)
     if needs_guard_again(job.base.sha, side.head.sha) or job.rejudge:
@@ -186,18 +197,29 @@ def merge_job(
     tests = None if machine.finished is None else machine.finished.tests
     assert isinstance(ports.store, DiskIterationStore)
     store = attrs.evolve(
-        ports.store, hold=state_lock, on_committed=lambda: _keep_baseline(run.repo, tests)
+        ports.store, hold=state_lock, on_committed=lambda: _committed(run.repo, tests, watch)
     )
     finished = interpret(machine, attrs.evolve(ports, store=store), job.events)
     facts = machine.facts
     result = StepRan(
-        facts.run_id, facts.plan, finished.outcome, finished.limit, finished.record.tests
+        facts.run_id,
+        facts.plan,
+        finished.outcome,
+        finished.limit,
+        finished.record.tests,
+        notice or finished.notice,
     )
     return result, merge_rerun(machine)
 
 
 def _committing(machine: IterationMachine) -> bool:
     return isinstance(machine.effect, Commit)
+
+
+def _committed(repo: Repo, tests: TestReport | None, watch: BranchWatch | None) -> None:
+    _keep_baseline(repo, tests)
+    if watch is not None:
+        watch.made()
 
 
 def _keep_baseline(repo: Repo, tests: TestReport | None) -> None:

@@ -24,6 +24,7 @@ from typing import assert_never
 
 import attrs
 
+from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.machine import IterationMachine
 from runner_core.iteration.plan import PlanKind, RunPlan, role_of
 from runner_core.iteration.step_outcome import loop_step_result
@@ -68,9 +69,11 @@ from runner_shell.loop.parallel_merges import (
     left_behind,
     merge_next,
     stop_told,
+    told_once,
 )
 from runner_shell.loop.questions import read_questions
 from runner_shell.loop.remote_loop import connected, jobs_to_resume, resume_jobs, run_remote
+from runner_shell.loop.run_branch import BranchWatch
 from runner_shell.loop.signals import (
     Interrupted,
     Interrupts,
@@ -78,6 +81,7 @@ from runner_shell.loop.signals import (
     signals_handled,
     stop_jobs,
 )
+from runner_shell.sandbox.status import sandbox_status
 from runner_shell.scratch.slots import slot_path
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested, stop_request_path
 from runner_shell.step.lock_and_journal import (
@@ -121,6 +125,8 @@ def run_parallel_loop(
         loaded = load_for_step(run.paths, run.repo, frozenset(resumed))
         loop = ParallelLoop(run, loaded.config.parallel_slots, max_steps, remote=remote)
         loop.merged_upto = loaded.state.next_iter - 1
+        confined = sandbox_status(loaded.config).bwrap is not None
+        loop.watch = BranchWatch(run.repo, loaded.head, str(run.paths.root), confined)
         resume_jobs(loop, loaded, resumed)
         loop.asked = read_questions(run.paths)
         loop.told = _last_told(run, loaded.state)
@@ -244,6 +250,8 @@ def _schedule(loop: ParallelLoop) -> int | None:
 
 def _schedule_locked(loop: ParallelLoop) -> int | None:
     run = loop.run
+    # What moved the branch is told before its files are read: they are its head's.
+    head = _head_now(loop, loop.merged_upto + 1)
     run_state, config = load_run_state(run.paths), load_config(run.paths)
     if loop.jobs and _must_stop(loop, run_state, config):
         loop.draining = True  # told once the running jobs have merged, as the last line
@@ -272,7 +280,7 @@ def _schedule_locked(loop: ParallelLoop) -> int | None:
             return None
         return _one_slot_step(loop)
     assert run_state.run_id is not None
-    loaded = Loaded(config, run_state, tree, run_state.run_id, run.repo.head(), tree_sha256)
+    loaded = Loaded(config, run_state, tree, run_state.run_id, head, tree_sha256)
     for number, (leaf, slot) in enumerate(zip(leaves, starts.slots, strict=False)):
         role = role_of(leaf.node)
         agent = role_config(config, role)
@@ -296,6 +304,16 @@ def _pause_for_reset(loop: ParallelLoop, run_id: str, until: str | None) -> None
     loop.resume_at = time.monotonic() + wait.secs
 
 
+def _head_now(loop: ParallelLoop, iteration: int) -> GitHead:
+    """The run branch's head to start from: the loop's own, or the operator's commits on it,
+    told once; a change the runner does not take stops the loop (UserFacingError)."""
+    if loop.watch is None:
+        return loop.run.repo.head()
+    head, notice = loop.watch.check(iteration)
+    told_once(notice)
+    return head
+
+
 def _one_slot_step(loop: ParallelLoop) -> int | None:
     """Nothing runs and no leaf may start: the tree is complete, its leaf stuck or the
     iteration limit reached, which a one-slot step tells the policy as it always does."""
@@ -306,6 +324,8 @@ def _one_slot_step(loop: ParallelLoop) -> int | None:
         _pause_for_reset(loop, loaded.run_id, choice.wait_until)
         return None
     result = run_step(run.paths, run.repo, run.prompt_budget, loaded, choice.backend)
+    if loop.watch is not None:
+        loop.watch.made()
     config = load_config(run.paths)
     if result.kind is PlanKind.RUN:  # a leaf the frontier did not offer: told as any step
         assert isinstance(result, StepRan)
@@ -395,6 +415,8 @@ def _run_job(
             scratch=True,
             baseline=known_baseline(run.repo, loaded.head.sha),
             job_base=loaded.head.sha,
+            checkout=str(run.paths.root),
+            confined=job.sandbox is not None and job.sandbox.status.bwrap is not None,
         )
         if loop.remote is None:
             return run_here(run, job, facts, place)

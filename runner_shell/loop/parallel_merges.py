@@ -12,6 +12,7 @@ After a signal the queue merges on the loop's thread, one job after another (doc
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +41,7 @@ from runner_shell.loop.night_loop import (
 )
 from runner_shell.loop.parallel_jobs import Job, merge_job
 from runner_shell.loop.questions import announce_new_questions, read_questions
+from runner_shell.loop.run_branch import BranchWatch
 from runner_shell.loop.signals import Interrupted
 from runner_shell.remote.coordinator import RemoteJobs
 from runner_shell.step.lock_and_journal import (
@@ -98,6 +100,8 @@ class ParallelLoop:
     conflicted: set[str] = attrs.field(factory=set)
     # `[agent] fallback`: each backend's limit in force (backend -> reset, ISO-8601 UTC).
     limited: PMap[str, str] = attrs.field(factory=pmap)
+    # The head the loop last made: one it did not make is the operator's (run_branch).
+    watch: BranchWatch | None = None
 
     def heard(self, number: int) -> None:
         """A number from `done`: a job whose thread ended (a merge's end only wakes the loop)."""
@@ -165,7 +169,9 @@ def _merge(loop: ParallelLoop, merging: Merging) -> None:
     job = merging.job
     assert job.machine is not None
     try:
-        merging.result = merge_job(loop.run, loop.slots, job, job.machine, loop.state_lock)
+        merging.result = merge_job(
+            loop.run, loop.slots, job, job.machine, loop.state_lock, loop.watch
+        )
     except BaseException as error:  # raised on the loop's thread, when it books the merge
         merging.error = error
     finally:
@@ -197,12 +203,19 @@ def _book(loop: ParallelLoop, merging: Merging, policy_hears: bool) -> None:
     if rerun:
         loop.conflicted.add(result.plan.node.id)
     loop.run.emit(step_result_line("loop: step", result))
+    told_once(result.notice)
     paths = loop.run.paths
     announce_new_questions(paths, load_config(paths), result.run_id, number, loop.asked)
     loop.asked = read_questions(paths)
     if policy_hears and not rerun and loop.ending is None:
         maximum = load_config(loop.run.paths).max_iterations
         loop.ending = after_merge(loop, result, maximum, merging.job.backend)
+
+
+def told_once(notice: str | None) -> None:
+    """The line telling the operator the change they made to the run branch was taken."""
+    if notice is not None:
+        print(f"runner: {notice}", file=sys.stderr, flush=True)
 
 
 def after_merge(

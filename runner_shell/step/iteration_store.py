@@ -15,18 +15,20 @@ from pathlib import Path
 import attrs
 
 from runner_core.iteration.effects import (
+    CarryWork,
     Commit,
     PrepareIterationDir,
-    RestoreHead,
+    ReadHead,
     WriteContext,
     WriteIterationFile,
 )
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.import_rules import ImportLimits
 from runner_core.iteration.recovery import Journal
-from runner_core.iteration.results import ConfigRead, HeadRead, ScratchListed, TreeRead
+from runner_core.iteration.results import Carried, ConfigRead, HeadRead, ScratchListed, TreeRead
 from runner_shell.errors import UserFacingError
 from runner_shell.git.log_archive import ArchiveError
+from runner_shell.git.merging import carry_onto
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.scratch.listing import list_scratch
 from runner_shell.step import protected_files
@@ -120,17 +122,19 @@ class DiskIterationStore:
     def restore_config(self, data: bytes) -> None:
         atomic_write_bytes(self.paths.config, data)
 
-    def read_head(self) -> HeadRead:
+    def read_head(self, effect: ReadHead) -> HeadRead:
         try:
-            return HeadRead(self.repo.head())
+            return HeadRead(self.repo.branch_seen(effect.before))
         except GitError as error:
             raise OSError(str(error)) from None
 
-    def restore_head(self, effect: RestoreHead) -> None:
+    def carry_work(self, effect: CarryWork) -> Carried:
+        """The agent's changes carried onto the operator's commits, as a parallel job's are."""
         try:
-            self.repo.rescue_and_reset(effect.branch, effect.sha, effect.rescue_ref)
+            changes, conflicts = carry_onto(self.repo, effect.base, effect.onto, effect.changes)
         except GitError as error:
             raise OSError(str(error)) from None
+        return Carried(changes, conflicts)
 
     def count_executions(self) -> Mapping[str, int]:
         return count_executions(self.paths, self.run_id)
@@ -144,7 +148,7 @@ class DiskIterationStore:
                 self.iter_dir,
                 effect,
                 protected_files.ProtectedStaging(self.paths, self.protected, self.run_id),
-                self.base,
+                self.base if effect.onto is None else effect.onto,
                 self.hold,
                 self.on_committed,
             )

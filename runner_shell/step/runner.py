@@ -22,6 +22,7 @@ from runner_core.iteration import events as iteration_events
 from runner_core.iteration.effects import (
     Abort,
     Action,
+    CarryWork,
     Commit,
     CountExecutions,
     Finished,
@@ -31,7 +32,6 @@ from runner_core.iteration.effects import (
     ReadHead,
     ReadTree,
     RestoreConfig,
-    RestoreHead,
     RunAgent,
     RunGuard,
     WriteContext,
@@ -112,6 +112,7 @@ class StepRan:
     outcome: IterationOutcome
     limit: LimitSignal | None = None  # the usage or rate limit the agent hit
     tests: TestFigures | None = None  # the guard's test figures, when it wrote a report
+    notice: str | None = None  # the line telling the operator the change they made was kept
     kind: ClassVar[Literal[PlanKind.RUN]] = PlanKind.RUN
 
     @property
@@ -205,17 +206,19 @@ def run_step(
     loaded = attrs.evolve(loaded, config=iteration_config(loaded.config, plan.role, backend))
     # Problems a user can fix are refused here, before an iteration exists: nothing is written.
     check_programs(loaded.config, paths.root)
+    sandbox = step_sandbox(paths, repo, loaded.config)
     facts = attrs.evolve(
         gather(paths, loaded, plan, prompt_budget),
         head=loaded.head,
         scratch=True,
         baseline=known_baseline(repo, loaded.head.sha),
+        checkout=str(paths.root),
+        confined=sandbox.status.bwrap is not None,
     )
     if facts.previous_snapshot_sha256 is None:  # else its bytes are canonical and were read back
         check_tree_writable(paths, loaded.tree)
     events = IterationEvents(sink_for(paths, loaded.config, loaded.run_id))
     events.check()
-    sandbox = step_sandbox(paths, repo, loaded.config)
     slot = scratch_checkout(repo, loaded, sandbox)
     ports = shell_ports(paths, repo, facts, events, slot, sandbox)
     finished = interpret(start_iteration(facts), ports, events)
@@ -223,7 +226,7 @@ def run_step(
         keep_baseline(repo, repo.head_sha(), finished.tests)
     events.raise_refusal()
     tests = finished.record.tests
-    return StepRan(loaded.run_id, plan, finished.outcome, finished.limit, tests)
+    return StepRan(loaded.run_id, plan, finished.outcome, finished.limit, tests, finished.notice)
 
 
 def step_sandbox(paths: RunnerPaths, repo: Repo, config: Config) -> Sandbox:
@@ -374,7 +377,9 @@ def perform(action: Action, journal: Journal, ports: IterationPorts) -> Result:
             case ReadConfig():
                 return store.read_config()
             case ReadHead():
-                return store.read_head()
+                return store.read_head(action)
+            case CarryWork():
+                return store.carry_work(action)
             case CountExecutions():
                 return ExecutionsCounted(store.count_executions())
             case ListScratch():
@@ -391,8 +396,6 @@ def perform(action: Action, journal: Journal, ports: IterationPorts) -> Result:
                 store.write_iteration_file(action)
             case RestoreConfig():
                 store.restore_config(action.data)
-            case RestoreHead():
-                store.restore_head(action)
             case Commit():
                 store.commit(action)
             case _ as unknown:

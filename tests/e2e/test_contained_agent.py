@@ -587,32 +587,40 @@ def three_iterations_then(project: Project, script: str) -> list[str]:
 @pytest.mark.parametrize(
     ("script", "says"),
     [
-        ("git reset -q --hard HEAD~3", "the agent moved branch runner/"),
-        ("git checkout -q -b other", "the agent switched from branch runner/"),
-        ("git checkout -q --detach", "the agent detached HEAD"),
+        ("git reset -q --hard HEAD~3", "(a reset or rewrite dropping the run's commits)"),
+        ("git checkout -q -b other", "was switched from runner/"),
+        ("git checkout -q --detach", "to a detached HEAD at"),
     ],
     ids=["reset-hard", "checkout-b", "detach"],
 )
-def test_head_moved_by_the_agent_is_put_back_and_is_an_agent_error(
+def test_head_moved_outside_the_runner_is_refused_and_charges_no_attempt(
     project: Project, script: str, says: str
 ) -> None:
+    # The run's checkout moved by an unconfined agent is told from the operator's no better
+    # than a person's doing: nothing is committed, no attempt is used, the line names the way
+    # back, and `runner recover` then records the iteration as interrupted.
     branch = project.git("symbolic-ref", "--short", "HEAD").strip()
     commits = three_iterations_then(project, script)
     before = project.head()
 
     result = cli(project, "step")
 
-    assert result.returncode == 0, result.stderr
-    assert project.git("symbolic-ref", "--short", "HEAD").strip() == branch
+    assert result.returncode == 1, result.stdout
+    line = one_error_line(result)
+    assert says in line and "outside the runner during iteration 4" in line, line
+    assert "nothing was committed and no attempt used" in line
+    for fix in (f"git checkout -q {branch}", f"git reset -q --keep {before}"):
+        subprocess.run(fix.split(), cwd=project.root, check=True, capture_output=True)
+    assert project.head() == before
+    assert cli(project, "recover").returncode == 0
     history = project.git("rev-list", "HEAD").split()
     assert set(commits) <= set(history) and before in history
     for n in (1, 2, 3):
         assert project.git("show", f"HEAD:work{n}.txt") == f"{n}\n"
     record = project.meta(4)
-    assert record["error_kind"] == "agent", record
-    assert says in record["error"], record["error"]
-    rescued = project.git("for-each-ref", "--format=%(refname)", "refs/runner/rescued/")
-    assert rescued.split() == [f"refs/runner/rescued/{project.run_id}/4"]
+    assert record["error_kind"] == "runner", record
+    assert project.tree()["children"][3]["attempts"] == 0
+    assert project.git("for-each-ref", "refs/runner/rescued/") == ""
 
 
 # ---------------------------------------------------------------- finding 8: a rewriting daemon

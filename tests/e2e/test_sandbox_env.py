@@ -99,3 +99,20 @@ def test_a_leaked_secret_would_fail_the_step(project: Project) -> None:
     result = project.runner("step")
 
     assert f"step: run={run} iter=1 node=root status=done guard=fail" in lines(result.stdout)
+
+
+@pytest.mark.parametrize("how", ["--run", "RUNNER_RUN"])
+def test_the_operators_run_selector_reaches_neither_agent_nor_guard(
+    project: Project, how: str
+) -> None:
+    # RUNNER_RUN (what `--run ID` sets) picks the run for the `runner` command; the agent and
+    # guard get the runner's own RUNNER_RUN_ID instead.
+    checks = absent("RUNNER_RUN") + present("RUNNER_RUN_ID", "RUNNER_ITER_DIR")
+    run = prepare(project, checks, checks, mode="auto")
+    if how == "RUNNER_RUN":
+        project.env["RUNNER_RUN"] = run
+
+    result = project.runner(*(("--run", run) if how == "--run" else ()), "step")
+
+    assert result.returncode == 0, result.stderr
+    assert lines(result.stdout) == [f"step: run={run} iter=1 node=root status=done guard=pass"]

@@ -13,7 +13,8 @@ passes on to them with the rest of its environment:
   `delete` / `mkdir` (repo paths), `files` ({repo path: text}), `tree_text` (raw tree.json),
   `tree_ops` ([["set", id, field, value]] or [["add_child", parent_id, node]]), `stdout`,
   `stdout_bytes` (that many "x"), `stderr`, `grandchild_pid_file` (start a sleeping child and
-  write its pid there), `sleep`, `output` (JSON written to RUNNER_OUTPUT_PATH) or `output_text`
+  write its pid there), `sleep`, `wait_for` (a harness file name: wait until the test made it),
+  `output` (JSON written to RUNNER_OUTPUT_PATH) or `output_text`
   (raw), `exit`. Every run of the agent first leaves `records/<iter>.json` with its RUNNER_*
   variables, its prompt and the `.runner/context/` files it saw. An iteration with no action
   takes the one keyed `<node id>#<n>` for the agent's n-th run on its node (RUNNER_NODE_ID,
@@ -124,6 +125,10 @@ if "grandchild_pid_file" in action:
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     (harness / action["grandchild_pid_file"]).write_text(str(sleeper.pid), encoding="utf-8")
 time.sleep(action.get("sleep", 0))
+if "wait_for" in action:  # the test creates this harness file once it has done its part
+    gate, deadline = harness / action["wait_for"], time.monotonic() + 120
+    while not gate.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 if "wait" in action:
     Path(os.environ["RUNNER_WAIT_PATH"]).write_text(json.dumps(action["wait"]), encoding="utf-8")
@@ -165,6 +170,10 @@ sys.stdout.write("g" * action.get("stdout_bytes", 0))
 sys.stderr.write(action.get("stderr", ""))
 sys.stdout.flush()
 time.sleep(action.get("sleep", 0))
+if "wait_for" in action:  # the test creates this harness file once it has done its part
+    gate, deadline = harness / action["wait_for"], time.monotonic() + 120
+    while not gate.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
 sys.exit(action.get("exit", 0))
 '''
 

@@ -20,6 +20,7 @@ from runner_core import GuardOutcome, Node, parse_config
 from runner_core.history.records import ErrorKind, TokenUsage
 from runner_core.iteration.effects import (
     Abort,
+    CarryWork,
     Commit,
     CountExecutions,
     Effect,
@@ -31,7 +32,6 @@ from runner_core.iteration.effects import (
     ReadHead,
     ReadTree,
     RestoreConfig,
-    RestoreHead,
     RunAgent,
     RunGuard,
     WriteContext,
@@ -41,7 +41,7 @@ from runner_core.iteration.effects import (
 from runner_core.iteration.events import after_result
 from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
 from runner_core.iteration.failures import ERROR_KIND, Failure
-from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.git_drift import BranchSeen, GitHead
 from runner_core.iteration.machine import (
     IterationMachine,
     set_aside_name,
@@ -52,6 +52,7 @@ from runner_core.iteration.ports import IterationPorts
 from runner_core.iteration.recovery import PENDING_GUARD_LOG, Journal, JournalPhase
 from runner_core.iteration.results import (
     AgentFinished,
+    Carried,
     ConfigRead,
     Done,
     ExecutionsCounted,
@@ -442,37 +443,14 @@ def test_a_config_the_agent_changed_or_deleted_is_restored(seen: ConfigRead) -> 
 HEAD_BEFORE = GitHead("runner/run-1", "a" * 40)
 
 
-@pytest.mark.parametrize(
-    ("after", "says"),
-    [
-        (GitHead("runner/run-1", "b" * 40), "the agent moved branch runner/run-1 from aaaa"),
-        (GitHead("other", "a" * 40), "the agent switched from branch runner/run-1 to other"),
-        (GitHead(None, "a" * 40), "the agent detached HEAD"),
-    ],
-)
-def test_head_moved_during_the_agent_is_restored_and_an_agent_error(
-    after: GitHead, says: str
-) -> None:
-    checked = attrs.evolve(facts(), head=HEAD_BEFORE)
-    effects, _ = drive(start_iteration(checked), {**EXECUTOR_RESULTS, ReadHead: HeadRead(after)})
-
-    restore = RestoreHead("runner/run-1", "a" * 40, "refs/runner/rescued/run-1/1")
-    assert kinds(effects).index(RestoreHead) < kinds(effects).index(Commit)
-    assert restore in effects
-    record = outcome_of(effects).record
-    assert record.error_kind is ErrorKind.AGENT
-    assert record.error is not None and says in record.error
-    assert "refs/runner/rescued/run-1/1" in record.error
-
-
 def test_an_unmoved_head_is_checked_once_and_left_alone() -> None:
     checked = attrs.evolve(facts(), head=HEAD_BEFORE)
-    effects, _ = drive(
-        start_iteration(checked), {**EXECUTOR_RESULTS, ReadHead: HeadRead(HEAD_BEFORE)}
-    )
+    unmoved = HeadRead(BranchSeen(HEAD_BEFORE, HEAD_BEFORE.sha))
+    effects, _ = drive(start_iteration(checked), {**EXECUTOR_RESULTS, ReadHead: unmoved})
 
-    assert kinds(effects).count(ReadHead) == 1
-    assert RestoreHead not in kinds(effects)
+    assert ReadHead(HEAD_BEFORE) in effects and kinds(effects).count(ReadHead) == 1
+    assert CarryWork not in kinds(effects)
+    assert commit_of(effects).onto is None
     assert outcome_of(effects).record.error_kind is None
 
 
@@ -606,12 +584,13 @@ class FakePorts:
     def restore_config(self, data: bytes) -> None:
         self.calls.append("restore")
 
-    def read_head(self) -> HeadRead:
+    def read_head(self, effect: ReadHead) -> HeadRead:
         self.calls.append("head")
-        return HeadRead(HEAD_BEFORE)
+        return HeadRead(BranchSeen(HEAD_BEFORE, HEAD_BEFORE.sha))
 
-    def restore_head(self, effect: RestoreHead) -> None:
-        self.calls.append("restore head")
+    def carry_work(self, effect: CarryWork) -> Carried:
+        self.calls.append("carry")
+        return Carried(effect.changes)
 
     def count_executions(self) -> Mapping[str, int]:
         return {}

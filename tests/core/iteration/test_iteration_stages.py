@@ -16,6 +16,7 @@ import pytest
 from runner_core.guard.report import report_from_cases
 from runner_core.iteration.effects import (
     Abort,
+    CarryWork,
     CountExecutions,
     Finished,
     ListScratch,
@@ -24,7 +25,6 @@ from runner_core.iteration.effects import (
     ReadHead,
     ReadTree,
     RestoreConfig,
-    RestoreHead,
     RunAgent,
     RunGuard,
     WriteContext,
@@ -32,11 +32,13 @@ from runner_core.iteration.effects import (
     WriteJournal,
 )
 from runner_core.iteration.facts import IterationFacts
-from runner_core.iteration.import_rules import ScratchListing
+from runner_core.iteration.git_drift import BranchSeen
+from runner_core.iteration.import_rules import EntryKind, ScratchEntry, ScratchListing
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.results import (
     ANSWERS,
     AgentFinished,
+    Carried,
     ConfigRead,
     Done,
     ExecutionsCounted,
@@ -70,8 +72,12 @@ from tests.core.iteration.test_iteration_machine import (
 
 Transition = tuple[Stage, Stage]
 
-CHECKED = {**EXECUTOR_RESULTS, ReadHead: HeadRead(HEAD_BEFORE)}
-MOVED = HeadRead(attrs.evolve(HEAD_BEFORE, sha="b" * 40))
+UNMOVED = HeadRead(BranchSeen(HEAD_BEFORE, HEAD_BEFORE.sha))
+CHECKED = {**EXECUTOR_RESULTS, ReadHead: UNMOVED}
+# The operator committed on the run branch (outside .runner/): kept, the agent's work carried.
+MOVED = HeadRead(BranchSeen(attrs.evolve(HEAD_BEFORE, sha="b" * 40), "b" * 40, True, ("a.txt",)))
+RESET = HeadRead(BranchSeen(attrs.evolve(HEAD_BEFORE, sha="b" * 40), "b" * 40, False))
+WORKED = ScratchListed(ScratchListing((ScratchEntry("new.txt", EntryKind.FILE, 3, "3" * 40),)))
 UNCOUNTED = RunState(run_id="run-1", next_iter=5)
 DECOMPOSED = AgentFinished(
     0,
@@ -106,7 +112,7 @@ def transitions(
 
 
 def checked(start: IterationFacts | None = None) -> IterationFacts:
-    return attrs.evolve(facts() if start is None else start, head=HEAD_BEFORE)
+    return attrs.evolve(facts() if start is None else start, head=HEAD_BEFORE, confined=True)
 
 
 def _runner_error_scenarios() -> list[
@@ -163,10 +169,20 @@ SCENARIOS: list[tuple[IterationFacts, Mapping[type, Result | list[Result]], floa
     (facts(), {**EXECUTOR_RESULTS, WriteJournal: IoFailed("disk full")}, 1.0),
     (facts(decomposable()), {RunAgent: DECOMPOSED, ReadConfig: ConfigRead(CONFIG_BYTES)}, 1.0),
     (facts(), {**EXECUTOR_RESULTS, RunGuard: IoFailed("gone")}, 1.0),
-    (checked(), {**CHECKED, ReadHead: HeadRead(HEAD_BEFORE)}, 1.0),
+    (checked(), {**CHECKED, ReadHead: UNMOVED}, 1.0),
     (checked(), {**CHECKED, ReadHead: MOVED}, 1.0),
+    (checked(), {**CHECKED, ReadHead: RESET}, 1.0),
     (checked(), {**CHECKED, ReadHead: IoFailed("no git")}, 1.0),
-    (checked(), {**CHECKED, ReadHead: MOVED, RestoreHead: IoFailed("locked")}, 1.0),
+    (
+        attrs.evolve(checked(), scratch=True),
+        {**CHECKED, ListScratch: WORKED, ReadHead: MOVED, CarryWork: Carried((), ("new.txt",))},
+        1.0,
+    ),
+    (
+        attrs.evolve(checked(), scratch=True),
+        {**CHECKED, ListScratch: WORKED, ReadHead: MOVED, CarryWork: IoFailed("locked")},
+        1.0,
+    ),
     (checked(), {**CHECKED, WriteIterationFile: IoFailed("disk full")}, 1.0),
     (checked(), {**CHECKED, RunAgent: AgentFinished(3, False, None, None)}, 1.0),
     (checked(), {**CHECKED, ReadTree: TreeRead(b"{")}, 1.0),
@@ -174,7 +190,7 @@ SCENARIOS: list[tuple[IterationFacts, Mapping[type, Result | list[Result]], floa
     (checked(), {**CHECKED, RunGuard: GuardFinished(1, False)}, 1.0),
     (
         checked(facts(decomposable())),
-        {RunAgent: DECOMPOSED, ReadHead: HeadRead(HEAD_BEFORE), ReadConfig: ConfigRead(b"")},
+        {RunAgent: DECOMPOSED, ReadHead: UNMOVED, ReadConfig: ConfigRead(b"")},
         1.0,
     ),
     # A ratchet: the base commit measured first, reruns of a regression, interruptions.
@@ -267,7 +283,7 @@ def test_a_result_that_does_not_answer_the_effect_is_refused() -> None:
     machine = start_iteration(facts())  # asks to prepare the directory
 
     with pytest.raises(IterationMachineError, match="HeadRead does not answer PrepareIterationDir"):
-        machine.feed(HeadRead(HEAD_BEFORE), at(0))
+        machine.feed(UNMOVED, at(0))
 
 
 def test_a_result_fed_after_the_end_is_refused() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from runner_core.iteration.plan import IterationOutcome, PlanKind, StepPlan, plan_step
@@ -46,6 +47,15 @@ def test_a_step_exits_with_its_plan_s_code_or_1_after_a_runner_error(
     plan: StepPlan, ran: IterationOutcome | None, code: int
 ) -> None:
     assert step_exit_code(plan.kind, ran) == code
+
+
+def test_an_iteration_the_operators_commits_interrupted_exits_0_and_is_no_runner_error() -> None:
+    kept = attrs.evolve(
+        outcome(GuardOutcome.SKIPPED, runner_error="interrupted: ..."), operator=True
+    )
+
+    assert step_exit_code(PlanKind.RUN, kept) == 0
+    assert loop_step_result(plan_for(LEAF), kept, None) == StepResult(StepKind.OPERATOR, "root")
 
 
 def test_a_step_that_ran_an_iteration_has_its_outcome() -> None:

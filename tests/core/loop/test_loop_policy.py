@@ -121,6 +121,16 @@ def test_an_agent_run_resets_the_count_of_runner_errors() -> None:
     ]
 
 
+def test_the_operators_kept_commit_goes_on_at_once_and_counts_as_no_runner_error() -> None:
+    # An iteration interrupted by the operator's commits on the run branch (kept): nothing
+    # failed, so no backoff, no event, and a streak of runner errors neither grows nor ends.
+    operator = StepResult(StepKind.OPERATOR, "root.1")
+    decision = after_step(LoopState(consecutive_runner_errors=2), operator, CONFIG, NOW)
+    assert (type(decision), decision.events, decision.hooks) == (Continue, (), ())
+    assert decision.state == LoopState(consecutive_runner_errors=2)
+    assert run_steps([operator] * 5) == [(Continue, None)] * 5
+
+
 def test_a_failed_agent_run_also_ends_a_streak_of_runner_errors() -> None:
     failed = StepResult(StepKind.AGENT_RAN, "root.1", successful=False)
     state = LoopState(consecutive_runner_errors=2)

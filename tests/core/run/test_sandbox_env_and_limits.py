@@ -67,6 +67,16 @@ def test_an_agent_gets_what_sandbox_env_names() -> None:
     assert "GITHUB_TOKEN" not in env
 
 
+@pytest.mark.parametrize("extra", [(), ("RUNNER_RUN",), ("RUNNER_*",)])
+def test_the_operators_run_selector_reaches_no_agent_and_no_guard(extra: tuple[str, ...]) -> None:
+    # RUNNER_RUN picks the run a `runner` command works on: the operator's, not the agent's.
+    host = {**HOST, "RUNNER_RUN": "run-a", "RUNNER_RUN_ID": "run-a"}
+
+    for env in (agent_environment(host, "codex", extra), guard_environment(host, extra)):
+        assert "RUNNER_RUN" not in env
+        assert env["RUNNER_RUN_ID"] == "run-a" and env["RUNNER_ITER"] == "3"
+
+
 def test_a_pattern_is_a_prefix_and_a_name_is_exact() -> None:
     assert allowed("AWS_REGION", ("AWS_*",))
     assert not allowed("AWS", ("AWS_*",))

@@ -31,6 +31,7 @@ import attrs
 
 from runner_core.iteration.effects import Action as ShippedAction
 from runner_core.iteration.effects import (
+    CarryWork,
     Commit,
     CountExecutions,
     ListScratch,
@@ -39,7 +40,6 @@ from runner_core.iteration.effects import (
     ReadHead,
     ReadTree,
     RestoreConfig,
-    RestoreHead,
     RunAgent,
     RunGuard,
     WriteContext,
