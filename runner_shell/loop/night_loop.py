@@ -43,7 +43,14 @@ from runner_shell.loop.signals import (
 )
 from runner_shell.steer.commits import apply_holding_lock
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested
-from runner_shell.step.runner import Loaded, StepResult, load_for_step, run_step, step_result_line
+from runner_shell.step.runner import (
+    Loaded,
+    StepRan,
+    StepResult,
+    load_for_step,
+    run_step,
+    step_result_line,
+)
 from runner_shell.store.event_log import EventLogRefused
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_config, load_run_state
@@ -96,6 +103,14 @@ def announce_start(run: LoopRun) -> None:
         sink.emit((loop_started(loop_origin(run_id, run.started_at)),), fsync=True)
 
 
+def _tell_step(run: LoopRun, config: Config, result: StepRan, asked: str | None) -> None:
+    """A step's loop line, the operator's change it kept (told once), its new questions."""
+    run.emit(step_result_line("loop: step", result))
+    if result.notice is not None:
+        print(f"runner: {result.notice}", file=sys.stderr, flush=True)
+    announce_new_questions(run.paths, config, result.run_id, result.plan.iteration, asked)
+
+
 def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | None) -> int:
     state, steps = policy.LoopState(), 0
     # `[agent] fallback`: each backend's limit in force (backend -> reset, ISO-8601 UTC).
@@ -123,10 +138,7 @@ def _steps(run: LoopRun, progress: Callable[[], None] | None, max_steps: int | N
         result = run_step(run.paths, run.repo, run.prompt_budget, loaded, choice.backend)
         if result.kind is PlanKind.RUN:
             steps += 1
-            run.emit(step_result_line("loop: step", result))
-            if result.notice is not None:  # the operator's change, kept: told once
-                print(f"runner: {result.notice}", file=sys.stderr, flush=True)
-            announce_new_questions(run.paths, config, result.run_id, result.plan.iteration, asked)
+            _tell_step(run, config, result, asked)
         pending = Interrupts.exit_code()
         if pending is not None:
             return interrupted(run, pending)
