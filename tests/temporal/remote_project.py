@@ -9,7 +9,7 @@ import signal
 import subprocess
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -42,13 +42,17 @@ class Workers:
 
     def __init__(self, project: Project, server: TemporalServer, queue: str, url: str) -> None:
         self.project, self.server, self.queue, self.url = project, server, queue, url
+        self.address = server.address  # where they reach the server (a TLS front, ...)
         self.key_file = Path(executor_table(project)["key_file"])
         self.processes: list[subprocess.Popen[str]] = []
 
-    def start(self, name: str, lying: str | None = None) -> subprocess.Popen[str]:
-        """An honest `runner worker`, or with `lying` one of dishonest_worker.py's MODEs."""
+    def start(
+        self, name: str, lying: str | None = None, extra: Sequence[str] = ()
+    ) -> subprocess.Popen[str]:
+        """An honest `runner worker` (with `extra` options), or with `lying` one of
+        dishonest_worker.py's MODEs."""
         runner = ["-m", "runner_shell"] if lying is None else [str(DISHONEST), lying]
-        argv = [PYTHON, *runner, "worker", "--address", self.server.address]
+        argv = [PYTHON, *runner, "worker", "--address", self.address, *extra]
         argv += ["--task-queue", self.queue, "--repo-url", self.url, "--identity", name]
         argv += ["--dir", str(self.project.harness.parent / name), "--key-file", str(self.key_file)]
         # The worker's own sandbox (the request's [sandbox] is not its): the scripted agent
