@@ -12,7 +12,16 @@ import time
 
 from tests.helpers.crash import spawn
 from tests.helpers.e2e import Project
-from tests.temporal.remote_project import LEAVES, SCRIPT, Workers, remote, until_sent
+from tests.temporal.conftest import TemporalServer
+from tests.temporal.relay import relay_to
+from tests.temporal.remote_project import (
+    LEAVES,
+    SCRIPT,
+    Workers,
+    executor_table,
+    remote,
+    until_sent,
+)
 
 __all__ = ["remote"]  # the fixture, used by name
 
@@ -100,3 +109,42 @@ def test_recover_takes_the_answers_a_killed_loop_left_and_records_only_the_rest(
     audit = project.runner("audit").stdout.splitlines()
     findings = [line for line in audit if line.startswith("audit: finding ")]
     assert all(" iter=- " in line for line in findings), findings
+
+
+def test_recover_with_the_server_out_of_reach_records_each_job_with_why(
+    remote: tuple[Project, Workers], temporal_server: TemporalServer
+) -> None:
+    project, workers = remote
+    # The first two leaves' first runs outlast the kill: nothing is merged before it.
+    script = dict(SCRIPT)
+    script |= {(leaf, 1): {**SCRIPT[(leaf, 1)], "sleep": 3} for leaf in LEAVES[:2]}
+    script |= {(leaf, 2): SCRIPT[(leaf, 1)] for leaf in LEAVES}
+    project.agent_script_by_node(script)
+    with relay_to(temporal_server.address) as relay:
+        table = {**executor_table(project), "address": relay.address, "remote": workers.url}
+        project.set_config(parallel={"slots": 2}, executor=table)
+        project.commit_setup("the loop reaches the server through a relay the test cuts")
+        workers.start("worker-a")
+        loop = spawn(project, "loop")
+        until_sent(project, 2)
+        loop.send_signal(signal.SIGKILL)
+        loop.wait(10)
+        relay.cut()
+
+        recovered = project.runner("recover", timeout=90)
+
+        assert recovered.returncode == 0, recovered.stderr
+        said = recovered.stdout.splitlines()
+        for number in (1, 2):
+            assert any("status=interrupted" in line and f" iter={number} " in line for line in said)
+            why = f"recover: iter={number} answer not taken: temporal server at {relay.address}"
+            assert any(line.startswith(why) for line in said), said
+            meta = _meta(project, number)
+            assert meta["attempts_after"] == meta["attempts_before"], meta
+        relay.heal()
+        result = project.runner("loop", timeout=120)
+
+    assert result.returncode == 0, result.stderr
+    assert "loop: status=complete" in result.stdout
+    runs = project.harness / "node_runs"
+    assert all(int((runs / leaf).read_text()) <= 2 for leaf in LEAVES)
