@@ -47,12 +47,16 @@ class Workers:
         self.processes: list[subprocess.Popen[str]] = []
 
     def start(
-        self, name: str, lying: str | None = None, extra: Sequence[str] = ()
+        self,
+        name: str,
+        lying: str | None = None,
+        extra: Sequence[str] = (),
+        prefix: Sequence[str] = (),
     ) -> subprocess.Popen[str]:
-        """An honest `runner worker` (with `extra` options), or with `lying` one of
-        dishonest_worker.py's MODEs."""
+        """An honest `runner worker` (with `extra` options, started as `prefix` says: on a
+        machine of its own), or with `lying` one of dishonest_worker.py's MODEs."""
         runner = ["-m", "runner_shell"] if lying is None else [str(DISHONEST), lying]
-        argv = [PYTHON, *runner, "worker", "--address", self.address, *extra]
+        argv = [*prefix, PYTHON, *runner, "worker", "--address", self.address, *extra]
         argv += ["--task-queue", self.queue, "--repo-url", self.url, "--identity", name]
         argv += ["--dir", str(self.project.harness.parent / name), "--key-file", str(self.key_file)]
         # The worker's own sandbox (the request's [sandbox] is not its): the scripted agent

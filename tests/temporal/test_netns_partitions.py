@@ -44,6 +44,8 @@ class Machines:
     loop: Machine
     project: Project
     workers: Workers
+    git_url: str  # the shared repository through the server's machine
+    bare: Path  # the same, on this machine's disk
 
 
 def _git_daemon(net: Network, on: Machine, base: Path) -> str:
@@ -79,7 +81,7 @@ def machines(tmp_path: Path, make_project: ProjectFactory) -> Iterator[Machines]
             project.commit_setup("the loop on a machine of its own")
             workers = Workers(project, server, queue, path)
             try:
-                yield Machines(net, on_server, on_loop, project, workers)
+                yield Machines(net, on_server, on_loop, project, workers, url, Path(path))
             finally:
                 workers.stop()
         finally:
@@ -168,3 +170,77 @@ def test_a_loop_cut_off_for_twenty_seconds_goes_on_and_once_killed_is_taken_up_a
     assert "refused" not in err, err
     assert _committed(project) == list(range(1, len(LEAVES) + 1))
     _every_leaf_passed_and_audit_clean(project, runs_at_most=1)
+
+
+def _until_file(path: Path) -> None:
+    deadline = time.monotonic() + WAIT_SECS
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.1)
+
+
+# How long a worker is cut off in silence: far past its job's heartbeat timeout (6 s); its
+# agent runs on past the heal, and its answer comes after it.
+WORKER_CUT_SECS = 20.0
+LATE_AGENT_SECS = 25
+LATE_MARGIN_SECS = 5.0
+
+
+def _answers_of(bare: Path, iteration: int) -> list[str]:
+    """The refs of the answers to job `iteration` on the shared repository: one per attempt."""
+    listed = subprocess.run(
+        ["git", "for-each-ref", "--format=%(refname)", "refs/runner/jobs/"],
+        cwd=bare,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return [ref for ref in listed if ref.split("/")[4] == str(iteration)]
+
+
+@pytest.mark.serial  # its timing is the partition's and the heartbeats'
+def test_a_worker_cut_off_in_silence_loses_its_job_and_its_late_answer_is_never_taken(
+    machines: Machines,
+) -> None:
+    # A worker whose link goes silent mid-job stops heartbeating: Temporal
+    # hands its job to the other worker, whose answer the loop takes; the cut worker's agent
+    # finishes after the heal, and its answer, on its attempt's own ref, is no one's.
+    project, workers = machines.project, machines.workers
+    script = dict(SCRIPT)
+    late = {"files": {f"{LEAVES[0]}.txt": "the late answer\n"}, "sleep": LATE_AGENT_SECS}
+    script[(LEAVES[0], 1)] = {**SCRIPT[(LEAVES[0], 1)], **late}
+    script[(LEAVES[0], 2)] = SCRIPT[(LEAVES[0], 1)]
+    project.agent_script_by_node(script)
+    project.set_config(parallel={"slots": 1}, executor=executor_table(project))
+    project.commit_setup("one job at a time: the first is the cut worker's")
+    workers.url = machines.git_url  # each worker reaches the repository by the network too
+    cut, other = machines.net.machine("wa"), machines.net.machine("wb")
+    workers.start("worker-a", prefix=cut.prefix)
+    loop = _loop_on(machines)
+    try:
+        _until_file(project.harness / "node_runs" / LEAVES[0])  # its agent runs on worker-a
+        late_by = time.monotonic() + LATE_AGENT_SECS + LATE_MARGIN_SECS
+        workers.start("worker-b", prefix=other.prefix)
+        cut.cut()
+        time.sleep(WORKER_CUT_SECS)
+        cut.heal()
+        out, err = loop.communicate(timeout=WAIT_SECS)
+        time.sleep(max(0.0, late_by - time.monotonic()))  # worker-a's agent has ended by now
+    finally:
+        cut.heal()
+        if loop.poll() is None:
+            loop.kill()
+            loop.wait(10)
+
+    assert loop.returncode == 0, err
+    assert "loop: status=complete" in out
+    assert _committed(project) == list(range(1, len(LEAVES) + 1))
+    runs = project.harness / "node_runs"
+    assert (runs / LEAVES[0]).read_text() == "2"  # once on each worker
+    taken = (project.root / f"{LEAVES[0]}.txt").read_text(encoding="utf-8")
+    assert taken == f"{LEAVES[0]}\n"  # worker-b's answer, not the late one
+    # The answer taken is the second attempt's, on its own ref; the late first attempt's
+    # (heartbeats refused once its link is back, it is cancelled) never replaces it.
+    answers = _answers_of(machines.bare, 1)
+    assert any(ref.split("/")[-1].startswith("2-") for ref in answers), answers
+    _every_leaf_passed_and_audit_clean(project, runs_at_most=2)
