@@ -130,6 +130,19 @@ def _until_committed(project: Project, count: int, loop: subprocess.Popen[str]) 
         time.sleep(0.2)
 
 
+def _kill_with_job_out(project: Project, loop: subprocess.Popen[str], number: int) -> None:
+    """`kill -9` of the loop once job `number` is out and no merge is in flight (the run's
+    own journal gone: a loop started again takes the remote jobs up itself)."""
+    until_sent(project, 1, f"{number}.request")
+    journal = project.root / ".git" / "runner-journal.json"
+    deadline = time.monotonic() + WAIT_SECS
+    while journal.exists():
+        assert time.monotonic() < deadline, "the merge in flight never ended"
+        time.sleep(0.05)
+    loop.kill()
+    loop.wait(10)
+
+
 @pytest.mark.serial  # its timing is the partition's: a loaded machine blurs the cut
 def test_a_loop_cut_off_for_twenty_seconds_goes_on_and_once_killed_is_taken_up_again(
     machines: Machines,
@@ -151,9 +164,7 @@ def test_a_loop_cut_off_for_twenty_seconds_goes_on_and_once_killed_is_taken_up_a
         time.sleep(CUT_SECS)
         machines.loop.heal()
         _until_committed(project, 4, loop)  # the loop went on once the link was back
-        until_sent(project, 1, f"{len(LEAVES)}.request")
-        loop.kill()
-        loop.wait(10)
+        _kill_with_job_out(project, loop, len(LEAVES))
     finally:
         if loop.poll() is None:
             loop.kill()
@@ -204,12 +215,14 @@ def test_a_worker_cut_off_in_silence_loses_its_job_and_its_late_answer_is_never_
 ) -> None:
     # A worker whose link goes silent mid-job stops heartbeating: Temporal
     # hands its job to the other worker, whose answer the loop takes; the cut worker's agent
-    # finishes after the heal, and its answer, on its attempt's own ref, is no one's.
+    # finishes after the heal, and its answer, on its attempt's own ref, is no one's. The loop
+    # killed with the next job out, the loop started again takes that job's answer.
     project, workers = machines.project, machines.workers
     script = dict(SCRIPT)
     late = {"files": {f"{LEAVES[0]}.txt": "the late answer\n"}, "sleep": LATE_AGENT_SECS}
     script[(LEAVES[0], 1)] = {**SCRIPT[(LEAVES[0], 1)], **late}
     script[(LEAVES[0], 2)] = SCRIPT[(LEAVES[0], 1)]
+    script[(LEAVES[1], 1)] = {**SCRIPT[(LEAVES[1], 1)], "sleep": 4}  # out when the loop is killed
     project.agent_script_by_node(script)
     project.set_config(parallel={"slots": 1}, executor=executor_table(project))
     project.commit_setup("one job at a time: the first is the cut worker's")
@@ -224,6 +237,9 @@ def test_a_worker_cut_off_in_silence_loses_its_job_and_its_late_answer_is_never_
         cut.cut()
         time.sleep(WORKER_CUT_SECS)
         cut.heal()
+        _until_committed(project, 1, loop)
+        _kill_with_job_out(project, loop, 2)
+        loop = _loop_on(machines)
         out, err = loop.communicate(timeout=WAIT_SECS)
         time.sleep(max(0.0, late_by - time.monotonic()))  # worker-a's agent has ended by now
     finally:
