@@ -110,6 +110,8 @@ INTERRUPTED = "interrupted"
 class RecoveryKind(enum.StrEnum):
     ALREADY_COMMITTED = "already-committed"
     INTERRUPTED = "interrupted"
+    # A killed loop's remote job whose answer was there: taken and committed as the loop would.
+    ANSWER_TAKEN = "answer-taken"
 
 
 def recovery_kind(journal: Journal, head_subject: str | None) -> RecoveryKind:

@@ -307,11 +307,16 @@ def loop(
 @guarded
 def recover() -> None:
     """Finish an interrupted iteration: keep the agent's changes, restore state, log it."""
+    from runner_shell.loop.remote_recovery import AnswerTaker
     from runner_shell.step.recover import recover_all
 
     paths, repo = _paths()
-    with exclusive_lock(repo):
-        results = recover_all(paths, repo)
+    answers = AnswerTaker(paths, repo)
+    try:
+        with exclusive_lock(repo):
+            results = recover_all(paths, repo, answers)
+    finally:
+        answers.close()
     if not results:
         typer.echo("recover: status=clean")
     for result in results:
@@ -322,6 +327,8 @@ def recover() -> None:
             f"recover: status={result.kind.value} run={journal.run_id} iter={journal.iteration} "
             f"node={journal.node_id} killed_process_groups={killed}"
         )
+        if result.not_taken is not None:
+            typer.echo(f"recover: iter={journal.iteration} answer not taken: {result.not_taken}")
         if result.dropped:
             from runner_core.iteration.import_rules import shown
 

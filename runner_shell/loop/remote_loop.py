@@ -129,23 +129,35 @@ def resume_jobs(loop: ParallelLoop, loaded: Loaded, numbers: tuple[int, ...]) ->
     """Jobs `numbers`, sent by a loop that was killed, waited for again in slots of this one
     (their workers go on, or Temporal hands them to others): none runs twice."""
     for slot, number in enumerate(numbers):
-        kept = job_request_path(loop.run.repo, number)
         try:
-            request = JobRequest.from_json(kept.read_text(encoding="utf-8"))
-            facts = wire.loads(request.facts, IterationFacts)
-        except (JobRefused, wire.WireError, OSError, UnicodeDecodeError) as error:
+            request, facts = kept_request(loop.run.repo, loaded.run_id, number)
+        except NotARequest as error:
             raise UserFacingError(
-                f"{kept}: not the request of a job this loop can wait for ({error}); "
-                "run 'runner recover' to record the jobs as interrupted"
+                f"{error}; run 'runner recover' to record the jobs as interrupted"
             ) from None
-        if (facts.run_id, facts.plan.iteration) != (loaded.run_id, number):
-            raise UserFacingError(
-                f"{kept}: the request of another job; "
-                "run 'runner recover' to record the jobs as interrupted"
-            )
         # This loop now waits for it: its journal names this process.
         facts = attrs.evolve(facts, runner_pid=os.getpid())
         _resume(loop, loaded, facts, request, slot)
+
+
+class NotARequest(Exception):
+    """A kept request that is not job `number`'s of the run: the line says which and why."""
+
+
+def kept_request(repo: Repo, run_id: str, number: int) -> tuple[JobRequest, IterationFacts]:
+    """Job `number`'s request, as the killed loop kept it beside its journal, and its facts;
+    NotARequest when it cannot be read or is another job's."""
+    kept = job_request_path(repo, number)
+    try:
+        request = JobRequest.from_json(kept.read_text(encoding="utf-8"))
+        facts = wire.loads(request.facts, IterationFacts)
+    except (JobRefused, wire.WireError, OSError, UnicodeDecodeError) as error:
+        raise NotARequest(
+            f"{kept}: not the request of a job this loop can wait for ({error})"
+        ) from None
+    if (facts.run_id, facts.plan.iteration) != (run_id, number) or request.iteration != number:
+        raise NotARequest(f"{kept}: the request of another job")
+    return request, facts
 
 
 def _resume(

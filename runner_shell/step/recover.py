@@ -15,6 +15,7 @@ import os
 import sys
 import tomllib
 from pathlib import Path
+from typing import Protocol
 
 import attrs
 from pyrsistent import pmap
@@ -38,6 +39,7 @@ from runner_core.iteration.recovery import (
     recovery_kind,
 )
 from runner_core.iteration.write_set import final_write_set
+from runner_core.run import trailers
 from runner_core.run.role_agents import role_config
 from runner_core.run.state import run_state_from_json
 from runner_core.tree.model import nodes_by_id
@@ -52,6 +54,7 @@ from runner_shell.step.lock_and_journal import (
     DamagedJournal,
     clear_journal,
     job_changes_path,
+    job_journal_path,
     job_journals,
     job_place_path,
     job_request_path,
@@ -75,6 +78,8 @@ class Recovered:
     killed_groups: tuple[int, ...] = ()
     # A parallel job's changed paths not kept: work merged since its start changed them too.
     dropped: tuple[str, ...] = ()
+    # A remote job's answer not taken (recorded as interrupted instead): why.
+    not_taken: str | None = None
 
 
 def _remove_stale_index_lock(repo: Repo) -> None:
@@ -186,29 +191,79 @@ def _journal_to_recover(paths: RunnerPaths, repo: Repo) -> Journal | None:
         return journal
 
 
-def recover_all(paths: RunnerPaths, repo: Repo) -> tuple[Recovered, ...]:
-    """The run's interrupted iteration, then every parallel job's, in iteration order; a job
-    whose iteration was already committed leaves only its journal, which goes."""
+class Answers(Protocol):
+    """Where a killed loop's remote job's answer is taken from: `take` commits it as the loop
+    would, else says why it did not (runner_shell.loop.remote_recovery)."""
+
+    def take(self, number: int) -> str | None: ...
+
+
+def recover_all(
+    paths: RunnerPaths, repo: Repo, answers: Answers | None = None
+) -> tuple[Recovered, ...]:
+    """The run's interrupted iteration, then every parallel job's, in iteration order: a
+    remote job's answer taken from `answers` when it is there and valid, any other recorded
+    as interrupted; a job whose iteration was already committed leaves only its journal,
+    which goes."""
     recovered = [found] if (found := recover(paths, repo)).kind is not None else []
     for iteration, path in job_journals(repo):
         place = job_place_path(repo, iteration)
         left = (
+            path,
             place,
             job_changes_path(repo, iteration),
             job_request_path(repo, iteration),
             job_worker_path(repo, iteration),
         )
         if job_committed(iteration, load_run_state(paths).next_iter):
-            path.unlink(missing_ok=True)
+            _account_for(paths, repo, iteration)
             for other in left:
                 other.unlink(missing_ok=True)
             continue
+        not_taken = None
+        journal = _job_journal(repo, path)
+        if (
+            answers is not None
+            and journal is not None
+            and job_request_path(repo, iteration).is_file()
+        ):
+            _remove_stale_index_lock(repo)
+            not_taken = answers.take(iteration)
+            if not_taken is None:
+                recovered.append(Recovered(RecoveryKind.ANSWER_TAKEN, journal))
+                for other in left:
+                    other.unlink(missing_ok=True)
+                continue
         job = _job_place(place)
         os.replace(path, journal_path(repo))
-        recovered.append(recover(paths, repo, job))
+        recovered.append(attrs.evolve(recover(paths, repo, job), not_taken=not_taken))
         for other in left:
             other.unlink(missing_ok=True)
     return tuple(recovered)
+
+
+def _job_journal(repo: Repo, path: Path) -> Journal | None:
+    try:
+        return read_journal(repo, path)
+    except DamagedJournal:
+        return None
+
+
+def _account_for(paths: RunnerPaths, repo: Repo, iteration: int) -> None:
+    """A job's journal left behind an iteration the run went past: the iteration's commit
+    must be there (it was merged, only its files were left); one the run skipped is never
+    taken for merged in silence."""
+    state = load_run_state(paths)
+    if state.run_id is None:
+        return
+    for message in repo.messages(f"^{trailers.ITER}: {iteration}$"):
+        if f"{trailers.RUN}: {state.run_id}" in message.splitlines():
+            return
+    raise UserFacingError(
+        f"iteration {iteration} of run {state.run_id} has a job journal "
+        f"({job_journal_path(repo, iteration)}) but no commit, and the run is past it; "
+        "inspect 'git log' and the journal by hand"
+    )
 
 
 def _job_place(path: Path) -> tuple[int, str]:

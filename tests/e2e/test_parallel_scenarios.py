@@ -12,7 +12,7 @@ import json
 import signal
 import time
 
-from runner_core.iteration.recovery import journal_from_json
+from runner_core.iteration.recovery import Journal, JournalPhase, journal_from_json, journal_to_json
 from runner_core.run.questions import QUESTIONS_HEADER
 from tests.helpers.crash import spawn, wait_for_processes
 from tests.helpers.e2e import PYTHON, Project, lines, node
@@ -137,3 +137,37 @@ def test_a_budget_is_overspent_by_no_more_than_the_jobs_running_when_it_is_reach
     assert lines(result.stdout)[-1] == (
         f"loop: status=budget run={run} budget=cost_usd spent=1 limit=0.5 steps=4 started_at_iter=1"
     )
+
+
+def test_recover_never_clears_the_journal_of_a_job_the_run_went_past_without_its_commit(
+    project: Project,
+) -> None:
+    """A job's journal left behind an iteration the run is past, with no commit of that
+    iteration: the job is unaccounted for, and `recover` says so instead of `status=clean`."""
+    project.prepare(TWO_LEAVES, parallel={"slots": 2})
+    project.agent_script_by_node({("root.1", 1): {"output": DONE}})
+    assert project.runner("step").returncode == 0
+    # The iteration's commit gone, its state kept: the run says it is past iteration 1.
+    project.git("reset", "--soft", "HEAD~1")
+    project.commit_setup("the iteration's commit replaced by hand")
+    journal = Journal(
+        run_id=project.run_id,
+        iteration=1,
+        node_id="root.1",
+        role="executor",
+        phase=JournalPhase.RUNNING,
+        started_at="2026-01-01T00:00:00Z",
+        runner_pid=0,
+        command="runner loop",
+    )
+    jobs = project.root / ".git" / "runner-jobs"
+    jobs.mkdir(exist_ok=True)
+    (jobs / "1.json").write_text(json.dumps(journal_to_json(journal)), encoding="utf-8")
+
+    recovered = project.runner("recover")
+
+    assert recovered.returncode != 0
+    assert "status=clean" not in recovered.stdout
+    [line] = lines(recovered.stderr)
+    assert "iteration 1 of run" in line and "has a job journal" in line, line
+    assert (jobs / "1.json").is_file()

@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -50,15 +50,25 @@ def temporal_executable() -> Path:
 class TemporalServer:
     """A development server in a process group of its own, stoppable and restartable."""
 
-    def __init__(self, state: Path) -> None:
+    def __init__(
+        self,
+        state: Path,
+        ip: str = "127.0.0.1",
+        prefix: Sequence[str] = (),
+        bind: str | None = None,
+    ) -> None:
+        """A server reached at `ip`, started as `prefix` says (on a machine of its own), its
+        services bound to `bind` (`ip` when None). Its services call each other on loopback
+        whatever they are bound to: on a machine of its own it binds every address."""
         self.port = free_port()
-        self.address = f"127.0.0.1:{self.port}"
+        self.address = f"{ip}:{self.port}"
         self._argv = [
+            *prefix,
             str(temporal_executable()),
             "server",
             "start-dev",
             "--ip",
-            "127.0.0.1",
+            bind or ip,
             "--port",
             str(self.port),
             "--http-port",

@@ -4,128 +4,30 @@ same run does in local slots (docs/temporal.md)."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import signal
-import subprocess
 import time
-import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from runner_shell.remote.keys import new_key_file
 from tests.helpers.crash import spawn
-from tests.helpers.e2e import PYTHON, Project, ProjectFactory, node
+from tests.helpers.e2e import Project, ProjectFactory
 from tests.temporal.conftest import TemporalServer
 from tests.temporal.relay import relay_to
-
-DONE = {"status": "done", "summary": "did it"}
-LEAVES = [f"root.{n}" for n in range(1, 6)]
-TREE = node(
-    "root",
-    next_="decompose",
-    children=[node(leaf, order=n) for n, leaf in enumerate(LEAVES)],
+from tests.temporal.remote_project import (
+    LEAVES,
+    SCRIPT,
+    TREE,
+    Workers,
+    bare,
+    executor_table,
+    remote,
+    until_sent,
 )
-SCRIPT: dict[tuple[str, int], dict[str, object]] = {
-    (leaf, 1): {"files": {f"{leaf}.txt": f"{leaf}\n"}, "output": DONE} for leaf in LEAVES
-}
-_QUEUES = itertools.count()
-DISHONEST = Path(__file__).with_name("dishonest_worker.py")
 
-
-def _bare(path: Path) -> str:
-    subprocess.run(["git", "init", "--bare", "--quiet", str(path)], check=True)
-    return str(path)
-
-
-class Workers:
-    """`runner worker` processes on one task queue, each with a work directory of its own."""
-
-    def __init__(self, project: Project, server: TemporalServer, queue: str, url: str) -> None:
-        self.project, self.server, self.queue, self.url = project, server, queue, url
-        self.key_file = Path(_executor_table(project)["key_file"])
-        self.processes: list[subprocess.Popen[str]] = []
-
-    def start(self, name: str, lying: str | None = None) -> subprocess.Popen[str]:
-        """An honest `runner worker`, or with `lying` one of dishonest_worker.py's MODEs."""
-        runner = ["-m", "runner_shell"] if lying is None else [str(DISHONEST), lying]
-        argv = [PYTHON, *runner, "worker", "--address", self.server.address]
-        argv += ["--task-queue", self.queue, "--repo-url", self.url, "--identity", name]
-        argv += ["--dir", str(self.project.harness.parent / name), "--key-file", str(self.key_file)]
-        # The worker's own sandbox (the request's [sandbox] is not its): the scripted agent
-        # writes its records in the harness.
-        argv += ["--writable", str(self.project.harness)]
-        process = subprocess.Popen(
-            argv,
-            cwd=self.project.harness.parent,
-            env=self.project.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        assert process.stdout is not None
-        assert "worker: polling" in process.stdout.readline()
-        self.processes.append(process)
-        return process
-
-    def stop(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in self.processes:
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
-
-
-def _until_sent(project: Project, count: int, pattern: str = "*.request") -> None:
-    """Until `count` remote jobs have their files of `pattern` beside the loop's journals."""
-    kept = project.root / ".git" / "runner-jobs"
-    for _ in range(600):
-        if len(list(kept.glob(pattern))) >= count:
-            return
-        time.sleep(0.05)
-
-
-def _executor_table(project: Project) -> dict[str, str]:
-    config = tomllib.loads(project.config_path.read_text(encoding="utf-8"))
-    table = config["executor"]
-    assert isinstance(table, dict)
-    return table
-
-
-def _remote_project(
-    base: Path, make_project: ProjectFactory, server: TemporalServer
-) -> tuple[Project, str, str]:
-    base.mkdir()
-    project = make_project(base, "started")
-    queue = f"loop-{next(_QUEUES)}"
-    url = _bare(base / "shared.git")
-    key_file = base / "job.key"
-    new_key_file(key_file)
-    executor = {"kind": "temporal", "address": server.address, "task_queue": queue}
-    executor["key_file"] = str(key_file)
-    project.prepare(TREE, parallel={"slots": 4}, executor={**executor, "remote": url})
-    project.agent_script_by_node(SCRIPT)
-    return project, queue, url
-
-
-@pytest.fixture
-def remote(
-    tmp_path: Path, make_project: ProjectFactory, temporal_server: TemporalServer
-) -> Iterator[tuple[Project, Workers]]:
-    project, queue, url = _remote_project(tmp_path / "remote", make_project, temporal_server)
-    workers = Workers(project, temporal_server, queue, url)
-    try:
-        yield project, workers
-    finally:
-        workers.stop()
+__all__ = ["remote"]  # the fixture every test here takes
 
 
 def _ended(project: Project) -> tuple[object, ...]:
@@ -184,11 +86,11 @@ def test_a_worker_of_another_repository_refuses_and_its_job_is_a_runner_error(
     project, workers = remote
     project.set_config(
         parallel={"slots": 1},
-        executor={**_executor_table(project), "remote": workers.url},
+        executor={**executor_table(project), "remote": workers.url},
         loop={"max_consecutive_runner_errors": 1, "runner_error_backoff_secs": [1]},
     )
     project.commit_setup("one job at a time, the first runner error stops the loop")
-    workers.url = _bare(tmp_path / "another.git")
+    workers.url = bare(tmp_path / "another.git")
     workers.start("wrong-repository")
 
     result = project.runner("loop", timeout=150)
@@ -215,7 +117,7 @@ def test_a_loop_killed_with_remote_jobs_running_recovers_and_finishes(
     workers.start("worker-a")
     workers.start("worker-b")
     loop = spawn(project, "loop")
-    _until_sent(project, 2, "*.json")
+    until_sent(project, 2, "*.json")
     loop.send_signal(signal.SIGKILL)
     loop.wait(10)
 
@@ -240,7 +142,7 @@ def test_a_loop_started_again_waits_for_the_jobs_a_killed_loop_sent(
     workers.start("worker-a")
     workers.start("worker-b")
     loop = spawn(project, "loop")
-    _until_sent(project, 4)
+    until_sent(project, 4)
     loop.send_signal(signal.SIGKILL)
     loop.wait(10)
     assert project.runner("step").returncode != 0  # one slot: `runner recover` first
@@ -267,7 +169,7 @@ def test_a_loop_waits_out_its_temporal_server_stopped_for_a_while(
     workers.start("worker-a")
     workers.start("worker-b")
     loop = spawn(project, "loop")
-    _until_sent(project, 4)
+    until_sent(project, 4)
     temporal_server.stop()
     time.sleep(12)
     temporal_server.start()
@@ -287,7 +189,7 @@ def test_a_job_of_a_worker_killed_mid_job_finishes_on_another_attempts_untouched
     project, workers = remote
     project.set_config(
         parallel={"slots": 1},
-        executor={**_executor_table(project), "remote": workers.url, "heartbeat_secs": 2},
+        executor={**executor_table(project), "remote": workers.url, "heartbeat_secs": 2},
     )
     project.commit_setup("one job at a time, a silent worker's job handed on after 2 s")
     script = dict(SCRIPT)
@@ -344,7 +246,7 @@ def test_a_request_left_unreadable_is_one_line_naming_recover(
     project.agent_script_by_node(script)
     workers.start("worker-a")
     loop = spawn(project, "loop")
-    _until_sent(project, 4)
+    until_sent(project, 4)
     loop.send_signal(signal.SIGKILL)
     loop.wait(10)
     kept = sorted((project.root / ".git" / "runner-jobs").glob("*.request"))
@@ -362,7 +264,7 @@ def test_a_request_left_unreadable_is_one_line_naming_recover(
 def _one_job_then_stop(project: Project, workers: Workers, **executor: object) -> None:
     project.set_config(
         parallel={"slots": 1},
-        executor={**_executor_table(project), "remote": workers.url, **executor},
+        executor={**executor_table(project), "remote": workers.url, **executor},
         loop={"max_consecutive_runner_errors": 1, "runner_error_backoff_secs": [1]},
     )
     project.commit_setup("one job at a time, the first runner error stops the loop")
@@ -430,13 +332,13 @@ def test_a_loop_cut_off_from_server_and_remote_waits_and_goes_on(
     script |= {(leaf, 1): {**SCRIPT[(leaf, 1)], "sleep": 4} for leaf in LEAVES}
     project.agent_script_by_node(script)
     with relay_to(temporal_server.address) as relay:
-        table = {**_executor_table(project), "address": relay.address, "remote": str(link)}
+        table = {**executor_table(project), "address": relay.address, "remote": str(link)}
         project.set_config(parallel={"slots": 4}, executor=table)
         project.commit_setup("the loop reaches the server through a relay the test cuts")
         workers.start("worker-a")
         workers.start("worker-b")
         loop = spawn(project, "loop")
-        _until_sent(project, 4)
+        until_sent(project, 4)
         relay.cut()
         link.unlink()
         time.sleep(CUT_SECS)
@@ -462,9 +364,7 @@ def test_with_rejudge_an_honest_pass_counts_once_its_guard_passes_here(
     remote: tuple[Project, Workers],
 ) -> None:
     project, workers = remote
-    project.set_config(
-        executor={**_executor_table(project), "remote": workers.url, "rejudge": True}
-    )
+    project.set_config(executor={**executor_table(project), "remote": workers.url, "rejudge": True})
     project.commit_setup("every remote pass judged again here")
     workers.start("worker-a")
 

@@ -12,7 +12,7 @@ from typing import Any
 from tests.core.views.test_reports_core import assert_valid
 from tests.helpers.crash import spawn
 from tests.helpers.e2e import Project
-from tests.temporal.test_remote_loop import DONE, LEAVES, SCRIPT, Workers, remote
+from tests.temporal.remote_project import DONE, LEAVES, SCRIPT, Workers, remote
 
 __all__ = ["remote"]  # the fixture, used by name
 

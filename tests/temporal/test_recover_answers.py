@@ -1,0 +1,150 @@
+"""`runner recover` after a loop with remote jobs was killed (docs/temporal.md, "The loop
+killed, and started again"): each job's answer that is on the server is taken, judged and
+committed as the loop takes one, in iteration order; only the jobs without one are recorded
+as interrupted, each with the reason its answer was not taken."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+
+from tests.helpers.crash import spawn
+from tests.helpers.e2e import Project
+from tests.temporal.conftest import TemporalServer
+from tests.temporal.relay import relay_to
+from tests.temporal.remote_project import (
+    LEAVES,
+    SCRIPT,
+    Workers,
+    executor_table,
+    remote,
+    until_sent,
+)
+
+__all__ = ["remote"]  # the fixture, used by name
+
+ANSWERED_SECS = 60.0
+
+
+def _answered(url: str, iterations: set[int]) -> None:
+    """Until the shared remote holds an answer (its attempt's ref) of each of `iterations`."""
+    deadline = time.monotonic() + ANSWERED_SECS
+    while True:
+        listed = subprocess.run(
+            ["git", "for-each-ref", "--format=%(refname)", "refs/runner/jobs/"],
+            cwd=url,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        if iterations <= {int(ref.split("/")[4]) for ref in listed}:
+            return
+        assert time.monotonic() < deadline, f"no answers of {iterations} in {listed}"
+        time.sleep(0.1)
+
+
+def _committed(project: Project) -> list[int]:
+    numbers = project.git("log", "--format=%(trailers:key=Runner-Iter,valueonly)").split()
+    return sorted(map(int, numbers))
+
+
+def _meta(project: Project, iteration: int) -> dict[str, object]:
+    found = json.loads((project.iter_dir(iteration) / "meta.json").read_text(encoding="utf-8"))
+    assert isinstance(found, dict)
+    return found
+
+
+def test_recover_takes_the_answers_a_killed_loop_left_and_records_only_the_rest(
+    remote: tuple[Project, Workers],
+) -> None:
+    project, workers = remote
+    # The first leaf's first run outlasts the kill and recover; the next three answer meanwhile,
+    # and wait behind it (nothing merges before iteration 1).
+    script = dict(SCRIPT)
+    script[(LEAVES[0], 1)] = {**SCRIPT[(LEAVES[0], 1)], "sleep": 25}
+    script[(LEAVES[0], 2)] = SCRIPT[(LEAVES[0], 1)]
+    project.agent_script_by_node(script)
+    workers.start("worker-a")
+    workers.start("worker-b")
+    loop = spawn(project, "loop")
+    until_sent(project, 4)
+    _answered(workers.url, {2, 3, 4})
+    loop.send_signal(signal.SIGKILL)
+    loop.wait(10)
+    assert _committed(project) == []  # every answer waits behind iteration 1
+
+    recovered = project.runner("recover", timeout=90)
+
+    assert recovered.returncode == 0, recovered.stderr
+    said = recovered.stdout.splitlines()
+    assert any("status=interrupted" in line and " iter=1 " in line for line in said), said
+    assert "recover: iter=1 answer not taken: its worker has not answered" in said
+    for number in (2, 3, 4):
+        assert any("status=answer-taken" in line and f" iter={number} " in line for line in said)
+    assert "status=clean" not in recovered.stdout
+    assert _meta(project, 1)["error_kind"] == "runner"
+    assert _meta(project, 1)["attempts_after"] == _meta(project, 1)["attempts_before"]
+    for number in (2, 3, 4):
+        meta = _meta(project, number)
+        assert (meta["status"], meta["guard"], meta["error_kind"]) == ("done", "pass", None)
+    # Nothing of the killed loop's is left for a loop started again to wait for.
+    assert not list((project.root / ".git" / "runner-jobs").glob("*"))
+
+    result = project.runner("loop", timeout=120)
+
+    assert result.returncode == 0, result.stderr
+    assert "loop: status=complete" in result.stdout
+    runs = project.harness / "node_runs"
+    # The answered leaves ran once, on the workers; the one recorded as interrupted twice.
+    assert {leaf: (runs / leaf).read_text() for leaf in LEAVES[1:4]} == dict.fromkeys(
+        LEAVES[1:4], "1"
+    )
+    assert (runs / LEAVES[0]).read_text() == "2"
+    assert all((project.root / f"{leaf}.txt").is_file() for leaf in LEAVES)
+    assert _committed(project) == list(range(1, len(LEAVES) + 2))
+    # The audit finds nothing of the run's iterations (the test's own setup commit, iter=-,
+    # is a hand edit to it).
+    audit = project.runner("audit").stdout.splitlines()
+    findings = [line for line in audit if line.startswith("audit: finding ")]
+    assert all(" iter=- " in line for line in findings), findings
+
+
+def test_recover_with_the_server_out_of_reach_records_each_job_with_why(
+    remote: tuple[Project, Workers], temporal_server: TemporalServer
+) -> None:
+    project, workers = remote
+    # The first two leaves' first runs outlast the kill: nothing is merged before it.
+    script = dict(SCRIPT)
+    script |= {(leaf, 1): {**SCRIPT[(leaf, 1)], "sleep": 3} for leaf in LEAVES[:2]}
+    script |= {(leaf, 2): SCRIPT[(leaf, 1)] for leaf in LEAVES}
+    project.agent_script_by_node(script)
+    with relay_to(temporal_server.address) as relay:
+        table = {**executor_table(project), "address": relay.address, "remote": workers.url}
+        project.set_config(parallel={"slots": 2}, executor=table)
+        project.commit_setup("the loop reaches the server through a relay the test cuts")
+        workers.start("worker-a")
+        loop = spawn(project, "loop")
+        until_sent(project, 2)
+        loop.send_signal(signal.SIGKILL)
+        loop.wait(10)
+        relay.cut()
+
+        recovered = project.runner("recover", timeout=90)
+
+        assert recovered.returncode == 0, recovered.stderr
+        said = recovered.stdout.splitlines()
+        for number in (1, 2):
+            assert any("status=interrupted" in line and f" iter={number} " in line for line in said)
+            why = f"recover: iter={number} answer not taken: temporal server at {relay.address}"
+            assert any(line.startswith(why) for line in said), said
+            meta = _meta(project, number)
+            assert meta["attempts_after"] == meta["attempts_before"], meta
+        relay.heal()
+        result = project.runner("loop", timeout=120)
+
+    assert result.returncode == 0, result.stderr
+    assert "loop: status=complete" in result.stdout
+    runs = project.harness / "node_runs"
+    assert all(int((runs / leaf).read_text()) <= 2 for leaf in LEAVES)
