@@ -14,6 +14,7 @@ import attrs
 
 from runner_core.guard.report import TestReport
 from runner_core.history.records import ExecutionRecord
+from runner_core.iteration.attempts import AttemptCommit
 from runner_core.iteration.guard_stage import GuardRun
 from runner_core.iteration.import_rules import Change
 from runner_core.iteration.plan import IterationOutcome
@@ -158,6 +159,8 @@ class Commit:
     committing: Journal
     message: str
     changes: tuple[Change, ...] = ()  # what the commit takes of the scratch checkout
+    # The files of an iteration not judged a pass, committed on a ref of their own first.
+    attempt: AttemptCommit | None = None
 
 
 @attrs.frozen(slots=True)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 import attrs
 
 from runner_core.history.records import ErrorKind
+from runner_core.iteration.attempts import judged_pass
 from runner_core.iteration.effects import (
     Abort,
     CountExecutions,
@@ -211,10 +212,13 @@ def _commit(machine: M, counts: Mapping[str, int], now: ClockReading) -> M:
             imported=machine.imported or ImportDecision(),
             tests_json=runs.tests_json(),
             guard_logs=runs.logs,
+            attempt_base=facts.job_base or (None if facts.head is None else facts.head.sha),
+            line_notes=machine.line_notes,
         )
     )
     # A report describes the committed files only when they are all the agent and guard left.
-    tests = runs.report if machine.failure is None else None
+    # ... and are on the run branch: the files of an attempt not judged a pass are not.
+    tests = runs.report if machine.failure is None and judged_pass(outcome) else None
     finished = Finished(outcome, record, machine.limit, tests)
     return machine._to(Stage.COMMITTING, effect, finished=finished)
 

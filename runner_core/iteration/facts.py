@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from runner_core.guard.report import TestReport
+from runner_core.iteration.attempts import Resumed
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.plan import RunPlan
 from runner_core.run.config import Config
@@ -85,6 +86,8 @@ class IterationFacts:
     baseline: TestReport | None = None  # the guard's report at the base commit, when known
     tree_sha256: str | None = None  # of the bytes `tree` was read from: an untouched one is it
     job_base: str | None = None  # a parallel job's start commit, kept when its head moves on
+    # The node's previous attempt, whose files (when they carried over) the checkout holds.
+    resumed: Resumed | None = None
 
     @property
     def node(self) -> Node:

@@ -17,6 +17,7 @@ import typer
 from runner_core.history.audit import audit_run
 from runner_core.history.commit_facts import TREE_PATH, CommitFacts
 from runner_core.history.findings import audit_to_json
+from runner_core.history.judged_checks import AttemptFacts
 from runner_core.history.records import ExecutionRecord
 from runner_core.run.trailers import DamagedTrailer, parse_trailers, record_from_trailers
 from runner_core.tree.diff import TreeDiff, tree_diff
@@ -25,6 +26,7 @@ from runner_core.tree.serialization import TREE_MAX_BYTES, TreeValidationError, 
 from runner_core.views.diff import diff_document, diff_lines
 from runner_core.views.show import CommitFacet, IterationFiles, render_show
 from runner_shell.errors import UserFacingError
+from runner_shell.git.attempt_refs import run_attempts
 from runner_shell.git.history import NoStartCommit
 from runner_shell.git.log_archive import (
     ARCHIVED_NAMES,
@@ -72,7 +74,9 @@ def show_audit(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) -
     """`runner audit`: replay the run from git alone; 0 when clean, 1 with any finding."""
     run_id = _run_id(paths, run)
     start, commits = _commits(repo, run_id)
-    report = audit_run(run_id, start, commits)
+    found = run_attempts(repo.root, run_id)
+    attempts = {number: AttemptFacts(*facts) for number, facts in found.items()}
+    report = audit_run(run_id, start, commits, attempts)
     if as_json:
         print_json(audit_to_json(report))
     else:
