@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import attrs
 
 from runner_core.history.execution import ErrorKind, ExecutionRecord
-from runner_core.iteration.import_rules import RUNNER_DIR, Change
+from runner_core.iteration.import_rules import RUNNER_DIR, Change, ImportDecision
 from runner_core.iteration.plan import IterationOutcome
 from runner_core.tree.model import AgentStatus, GuardOutcome
 
@@ -71,25 +71,28 @@ class CommitSplit:
 
 
 def split_changes(
-    changes: Sequence[Change],
+    imported: ImportDecision,
     passed: bool,
     ref: str,
     base: str | None,
     subject: str,
     line_notes: Sequence[Change] | None = None,
 ) -> CommitSplit:
-    """The run branch's changes and the attempt's commit of an iteration's imported `changes`
-    (made from `base`). A pass takes them all onto the line; otherwise the line takes only the
-    notes (`line_notes` when the shell carried them onto a later head), and every change goes
-    to the attempt's commit when one of them is outside `.runner/`."""
+    """The run branch's changes and the attempt's commit of an iteration's import (its changes
+    made from `base`). A pass takes them all onto the line; otherwise the line takes only the
+    notes (`line_notes` when the shell carried them onto a later head), and every change, or
+    every one a refused import set aside, goes to the attempt's commit when one of them is
+    outside `.runner/`."""
+    changes = imported.changes
     if passed:
-        return CommitSplit(tuple(changes))
+        return CommitSplit(changes)
     notes = tuple(change for change in changes if is_runner_path(change.path))
     line = notes if line_notes is None else tuple(line_notes)
-    if base is None or all(is_runner_path(change.path) for change in changes):
+    kept = changes or imported.set_aside
+    if base is None or all(is_runner_path(change.path) for change in kept):
         return CommitSplit(line)
     message = f"runner attempt: {subject.removeprefix('chore(loop): ')}\n"
-    return CommitSplit(line, AttemptCommit(ref, base, tuple(changes), message))
+    return CommitSplit(line, AttemptCommit(ref, base, kept, message))
 
 
 # ---------------------------------------------------------------- the next attempt

@@ -63,7 +63,7 @@ def final_write_set(end: IterationEnd) -> Commit:
     outcome = end.outcome
     subject = commit_subject(end.run_id, end.iteration, end.node_id, outcome)
     split = split_changes(
-        end.imported.changes,
+        end.imported,
         judged_pass(outcome),
         attempt_ref(end.run_id, end.iteration),
         end.attempt_base,
