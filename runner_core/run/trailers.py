@@ -47,7 +47,7 @@ MERGE_RERUN = "Runner-Merge-Rerun"
 # A parallel job's start commit, which the audit merges its iteration from again.
 JOB_BASE = "Runner-Job-Base"
 # How many changed paths an iteration not judged a pass left on its attempt ref, when any.
-ATTEMPT = "Runner-Attempt"
+ATTEMPT = "Runner-Attempt-Files"
 CHAIN = "Runner-Chain"
 OP = "Runner-Op"
 ACTOR = "Runner-Actor"
