@@ -185,12 +185,16 @@ def tests_lines(document: Mapping[str, Any] | None) -> list[str]:
     if document is None:
         return ["tests: the guard wrote no report in this iteration"]
     changes = document.get("changes", [])
-    out = [f"test changes against the baseline ({len(changes)}):"]
+    total = len(changes) + document.get("unlisted_changes", 0)
+    out = [f"test changes against the baseline ({total}):"]
     out += [
         f"  {flatten(str(change['id']), 300)}: {change['before'] or 'absent'} ->"
         f" {change['after'] or 'absent'}"
         for change in changes
     ]
+    unlisted = document.get("unlisted_changes", 0)
+    if unlisted:
+        out.append(f"  ... and {unlisted} more changes")
     out += [f"  flaky: {flatten(str(test_id), 300)}" for test_id in document.get("flaky", [])]
     return out
 
