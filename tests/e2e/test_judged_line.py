@@ -12,6 +12,9 @@ from __future__ import annotations
 import json
 import subprocess
 
+import fastjsonschema
+
+from tests.helpers import SCHEMAS
 from tests.helpers.e2e import IDENTITY, PYTHON, Project, node
 
 # Attempt 1 writes a helper and a wrong answer; attempt 2 finds the helper in its checkout
@@ -128,6 +131,13 @@ def test_a_failed_attempt_keeps_its_files_off_the_line_and_the_next_starts_from_
 
     assert audit.returncode == 0, audit.stdout + audit.stderr
     assert json.loads(audit.stdout)["findings"] == []
+    # The views carry the count, as their documents say.
+    for command, name in ((("history", "--json"), "history"), (("show", "1", "--json"), "show")):
+        shown = project.runner(*command)
+        assert shown.returncode == 0, shown.stderr
+        schema = json.loads((SCHEMAS / "views" / f"{name}.schema.json").read_text("utf-8"))
+        fastjsonschema.compile(schema)(json.loads(shown.stdout))
+        assert '"attempt_files": 2' in shown.stdout
 
 
 def _ref_exists(project: Project, ref: str) -> bool:
