@@ -73,7 +73,8 @@ class _Walk:
     # Every commit walked so far and its tree.json: a parallel job's base is one of them.
     earlier: PMap[str, bytes | None] = attrs.field(factory=pmap)
     previous: str | None = None  # the commit before this one
-    attempts: PMap[int, AttemptFacts] = attrs.field(factory=pmap)  # the run's attempt refs
+    # The run's attempt refs; None when git has none of the run's refs to check them by.
+    attempts: PMap[int, AttemptFacts] | None = None
     set_aside: tuple[int, ...] = ()  # the iterations that set files aside on one
 
 
@@ -101,7 +102,9 @@ def _iteration(
     problems = list(numbering_problems(walk.next_iter, run_id, record))
     problems.extend(owned_file_problems(commit.touched))
     problems.extend(unjudged_file_problems(record, commit.outside))
-    problems.extend(attempt_problems(record, walk.attempts.get(record.iteration), walk.previous))
+    if walk.attempts is not None:
+        found = walk.attempts.get(record.iteration)
+        problems.extend(attempt_problems(record, found, walk.previous))
     link = chain_link(walk.chain, record, commit.tree_json or b"")
     claimed = trailers.get(CHAIN)
     if claimed is None:
@@ -222,7 +225,8 @@ def audit_run(
     attempts: Mapping[int, AttemptFacts] | None = None,
 ) -> AuditReport:
     """Check a run from its start commit and every later commit of its branch, in order, and
-    its attempt refs (`attempts`, by iteration) against the iterations that set files aside."""
+    its attempt refs (`attempts`, by iteration; None: not checked, git holds none of the run's
+    refs) against the iterations that set files aside."""
     initial, unreadable = tree_of(start.tree_json)
     earlier = pmap({start.sha: start.tree_json})
     walk = _Walk(
@@ -232,7 +236,7 @@ def audit_run(
         config=start.config_toml,
         earlier=earlier,
         previous=start.sha,
-        attempts=pmap(attempts or {}),
+        attempts=None if attempts is None else pmap(attempts),
     )
     findings: list[Finding] = []
     if unreadable is not None:
@@ -256,7 +260,7 @@ def audit_run(
     last = commits[-1].sha if commits else start.sha
     findings.extend(
         Finding(len(commits) + 1, "", what, last, number)
-        for number, what in stray_attempts(walk.attempts, walk.set_aside, run_id)
+        for number, what in stray_attempts(walk.attempts or {}, walk.set_aside, run_id)
     )
     inherited = _passed_leaves(initial) if initial is not None else frozenset()
     if walk.tree is not None:

@@ -205,11 +205,24 @@ class CommitFacet:
 
     sha: str | None
     stat: tuple[str, ...]
+    # An iteration not judged a pass: its attempt ref and commit, where its files (`stat`) are.
+    attempt: tuple[str, str] | None = None
 
     def lines(self) -> list[str]:
         if self.sha is None:
             return ["commit: none found on the run's branch"]
+        if self.attempt is not None:
+            ref, commit = self.attempt
+            return [
+                f"commit: {self.sha}",
+                f"attempt: {ref} {commit} (the agent's files, not on the run branch)",
+                "agent diff stat:",
+                *(f"  {line}" for line in self.stat),
+            ]
         return [f"commit: {self.sha}", "agent diff stat:", *(f"  {line}" for line in self.stat)]
 
     def to_json(self) -> dict[str, Any]:
-        return {"commit": self.sha, "agent_diff_stat": list(self.stat)}
+        attempt = None
+        if self.attempt is not None:
+            attempt = {"ref": self.attempt[0], "commit": self.attempt[1]}
+        return {"commit": self.sha, "agent_diff_stat": list(self.stat), "attempt": attempt}
