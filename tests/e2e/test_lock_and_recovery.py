@@ -220,9 +220,7 @@ def test_recover_keeps_the_agents_file_changes_on_its_attempt_ref(
     ref = f"refs/runner/attempts/{project.run_id}/1"
     assert project.git("show", f"{ref}:work.txt") == "the agent's work\n"
     assert "work.txt" not in project.git("ls-tree", "--name-only", "HEAD").split()
-    assert project.git("rev-parse", f"{ref}^").strip() == project.git(
-        "rev-parse", "HEAD^"
-    ).strip()
+    assert project.git("rev-parse", f"{ref}^").strip() == project.git("rev-parse", "HEAD^").strip()
 
 
 @pytest.mark.parametrize("phase", ["during-agent", "during-guard"])

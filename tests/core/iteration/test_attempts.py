@@ -4,6 +4,8 @@ next attempt starts from, and its prompt says so."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from runner_core.history.records import ErrorKind
@@ -107,7 +109,7 @@ def test_the_next_attempt_of_the_same_node_resumes_from_files_set_aside() -> Non
     ],
 )
 def test_the_prompt_says_why_the_previous_attempt_was_not_committed(
-    changes: dict[str, object], reason: str
+    changes: dict[str, Any], reason: str
 ) -> None:
     assert failure_reason(record(3, "a", **changes)) == reason
 
