@@ -31,6 +31,12 @@ from runner_core.history.iteration_checks import (
     replay_problems,
     run_state_problems,
 )
+from runner_core.history.judged_checks import (
+    AttemptFacts,
+    attempt_problems,
+    stray_attempts,
+    unjudged_file_problems,
+)
 from runner_core.history.operator_checks import config_problems, operator_problems
 from runner_core.run.chain import chain_link, chain_seed, is_chain_value
 from runner_core.run.trailers import (
@@ -66,6 +72,10 @@ class _Walk:
     config: bytes | None = None
     # Every commit walked so far and its tree.json: a parallel job's base is one of them.
     earlier: PMap[str, bytes | None] = attrs.field(factory=pmap)
+    previous: str | None = None  # the commit before this one
+    # The run's attempt refs; None when git has none of the run's refs to check them by.
+    attempts: PMap[int, AttemptFacts] | None = None
+    set_aside: tuple[int, ...] = ()  # the iterations that set files aside on one
 
 
 def _iteration(
@@ -91,6 +101,10 @@ def _iteration(
         )
     problems = list(numbering_problems(walk.next_iter, run_id, record))
     problems.extend(owned_file_problems(commit.touched))
+    problems.extend(unjudged_file_problems(record, commit.outside))
+    if walk.attempts is not None:
+        found = walk.attempts.get(record.iteration)
+        problems.extend(attempt_problems(record, found, walk.previous))
     link = chain_link(walk.chain, record, commit.tree_json or b"")
     claimed = trailers.get(CHAIN)
     if claimed is None:
@@ -112,14 +126,16 @@ def _iteration(
     ):
         passed_by.setdefault(record.node_id, record.iteration)
     chain = claimed if claimed is not None and is_chain_value(claimed) else link
-    following = _Walk(
-        after or walk.tree,
-        chain,
-        record.iteration + 1,
-        passed_by,
-        walk.iterations + 1,
-        commit.config_toml,
-        walk.earlier,
+    set_aside = (*walk.set_aside, record.iteration) if record.attempt_files else walk.set_aside
+    following = attrs.evolve(
+        walk,
+        tree=after or walk.tree,
+        chain=chain,
+        next_iter=record.iteration + 1,
+        passed_by=passed_by,
+        iterations=walk.iterations + 1,
+        config=commit.config_toml,
+        set_aside=set_aside,
     )
     return following, record.iteration, tuple(problems)
 
@@ -184,26 +200,44 @@ def _classify(
         return following, iteration, problems, None
     after, _ = tree_of(commit.tree_json)
     moved_on = attrs.evolve(walk, tree=after or walk.tree, config=commit.config_toml)
+    unjudged = unjudged_file_problems(None, commit.outside)
     if OP in trailers:
-        return (moved_on, None, *_operator_commit(walk, run_id, commit, trailers))
+        problems, entry = _operator_commit(walk, run_id, commit, trailers)
+        return moved_on, None, (*problems, *unjudged), entry
     if is_tell_commit(commit, trailers):
-        return moved_on, None, (), _note_entry(commit, trailers)
+        return moved_on, None, unjudged, _note_entry(commit, trailers)
     if is_config_commit(commit, trailers):
         key = trailers[CONFIG]
         entry = OperatorEntry(commit.sha, "config", None, trailers[ACTOR])
-        return moved_on, None, config_problems(walk.config, commit.config_toml, key), entry
-    return moved_on, None, hand_edit_problems(walk.tree, after, commit.touched), None
+        problems = config_problems(walk.config, commit.config_toml, key)
+        return moved_on, None, (*problems, *unjudged), entry
+    return moved_on, None, (*hand_edit_problems(walk.tree, after, commit.touched), *unjudged), None
 
 
 def _passed_leaves(tree: Node) -> frozenset[str]:
     return frozenset(node.id for node, _ in iter_preorder(tree) if node.is_leaf and node.passes)
 
 
-def audit_run(run_id: str, start: CommitFacts, commits: Sequence[CommitFacts]) -> AuditReport:
-    """Check a run from its start commit and every later commit of its branch, in order."""
+def audit_run(
+    run_id: str,
+    start: CommitFacts,
+    commits: Sequence[CommitFacts],
+    attempts: Mapping[int, AttemptFacts] | None = None,
+) -> AuditReport:
+    """Check a run from its start commit and every later commit of its branch, in order, and
+    its attempt refs (`attempts`, by iteration; None: not checked, git holds none of the run's
+    refs) against the iterations that set files aside."""
     initial, unreadable = tree_of(start.tree_json)
     earlier = pmap({start.sha: start.tree_json})
-    walk = _Walk(initial, chain_seed(run_id), 1, config=start.config_toml, earlier=earlier)
+    walk = _Walk(
+        initial,
+        chain_seed(run_id),
+        1,
+        config=start.config_toml,
+        earlier=earlier,
+        previous=start.sha,
+        attempts=None if attempts is None else pmap(attempts),
+    )
     findings: list[Finding] = []
     if unreadable is not None:
         findings.append(Finding(0, "", f"start commit: {unreadable}", start.sha, None))
@@ -215,15 +249,21 @@ def audit_run(run_id: str, start: CommitFacts, commits: Sequence[CommitFacts]) -
             findings.append(Finding(position, "", str(error), commit.sha, None))
             trailers = {}
         walk, iteration, problems, entry = _classify(walk, run_id, commit, trailers)
-        walk = attrs.evolve(walk, earlier=walk.earlier.set(commit.sha, commit.tree_json))
+        walk = attrs.evolve(
+            walk, earlier=walk.earlier.set(commit.sha, commit.tree_json), previous=commit.sha
+        )
         findings.extend(
             Finding(position, node, what, commit.sha, iteration) for node, what in problems
         )
         if entry is not None:
             actions.append(entry)
+    last = commits[-1].sha if commits else start.sha
+    findings.extend(
+        Finding(len(commits) + 1, "", what, last, number)
+        for number, what in stray_attempts(walk.attempts or {}, walk.set_aside, run_id)
+    )
     inherited = _passed_leaves(initial) if initial is not None else frozenset()
     if walk.tree is not None:
-        last = commits[-1].sha if commits else start.sha
         findings.extend(
             Finding(
                 len(commits) + 1,

@@ -41,7 +41,8 @@ class CommitFacts:
     """One commit of the run branch as the audit needs it.
 
     `tree_json`/`run_state_json` are the files' bytes after the commit (None when absent);
-    `touched` the paths under `.runner/state/` the commit changed, relative to the repository.
+    `touched` the paths under `.runner/state/` the commit changed, relative to the repository;
+    `outside` the first of those it changed outside `.runner/`.
     """
 
     sha: str
@@ -50,6 +51,8 @@ class CommitFacts:
     run_state_json: bytes | None
     touched: tuple[str, ...] = ()
     config_toml: bytes | None = None
+    # Paths outside `.runner/` the commit changed (the first few: the audit names no more).
+    outside: tuple[str, ...] = ()
 
     @property
     def subject(self) -> str:

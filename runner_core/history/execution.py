@@ -80,6 +80,9 @@ class ExecutionRecord:
     job_base: str | None = None
     # The SHA-256 of the repository's prompt template the prompt was made from; None: built-in.
     prompt_template: str | None = None
+    # How many of its changed paths outside `.runner/` an iteration not judged a pass left on
+    # its attempt ref (refs/runner/attempts/<run>/<iter>) instead of the run branch.
+    attempt_files: int = 0
 
     @property
     def successful(self) -> bool:
@@ -185,6 +188,9 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
     job_base = meta.get("job_base")
     if job_base is not None and not is_commit_id(job_base):
         raise DamagedRecord("job_base", f"must be a commit id, got {job_base!r}")
+    attempt_files = meta.get("attempt_files", 0)
+    if type(attempt_files) is not int or attempt_files < 0:
+        raise DamagedRecord("attempt_files", f"must be an integer >= 0, got {attempt_files!r}")
     template = meta.get("prompt_template")
     if template is not None and not is_sha256(template):
         raise DamagedRecord("prompt_template", f"must be a SHA-256 in hex, got {template!r}")
@@ -210,6 +216,7 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
         merge_rerun=meta.get("merge_rerun", False),
         job_base=job_base,
         prompt_template=meta.get("prompt_template"),
+        attempt_files=attempt_files,
     )
 
 
@@ -247,7 +254,7 @@ def figures_to_json(figures: TestFigures) -> dict[str, Any]:
 def record_to_meta(record: ExecutionRecord) -> dict[str, Any]:
     """The `meta.json` object of a record, keys in `META_FIELDS` order (then `tests`, present
     only when the guard wrote a report, `merge_rerun`, only when true, and `job_base`, only
-    for a parallel job: a one-slot run's
+    for a parallel job, and `attempt_files`, only when some were set aside: a one-slot run's
     records keep the bytes they always had)."""
     meta = _meta_fields(record)
     if record.tests is not None:
@@ -258,6 +265,8 @@ def record_to_meta(record: ExecutionRecord) -> dict[str, Any]:
         meta["job_base"] = record.job_base
     if record.prompt_template is not None:
         meta["prompt_template"] = record.prompt_template
+    if record.attempt_files:
+        meta["attempt_files"] = record.attempt_files
     return meta
 
 

@@ -96,6 +96,8 @@ def plainly_valid(meta: Any) -> bool:
         return False
     if "prompt_template" in meta and not is_sha256(meta["prompt_template"]):
         return False
+    if "attempt_files" in meta and not _counts(meta, ("attempt_files",)):
+        return False
     return _tokens_plain(meta["tokens"]) and _tests_plain(meta)
 
 

@@ -14,6 +14,7 @@ import attrs
 
 from runner_core.guard.report import TestReport
 from runner_core.history.records import ExecutionRecord
+from runner_core.iteration.attempts import AttemptCommit
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.guard_stage import GuardRun
 from runner_core.iteration.import_rules import Change
@@ -167,6 +168,8 @@ class Commit:
     # The branch and commit it builds on when the operator's commits moved the branch from
     # the one the iteration started at; None: that one.
     onto: GitHead | None = None
+    # The files of an iteration not judged a pass, committed on a ref of their own first.
+    attempt: AttemptCommit | None = None
 
 
 @attrs.frozen(slots=True)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import attrs
 
 from runner_core.history.records import ErrorKind
+from runner_core.iteration.attempts import judged_pass
 from runner_core.iteration.effects import (
     Abort,
     CarryWork,
@@ -233,12 +234,15 @@ def _commit(machine: M, counts: Mapping[str, int], now: ClockReading) -> M:
             imported=machine.imported or ImportDecision(),
             tests_json=runs.tests_json(),
             guard_logs=runs.logs,
+            attempt_base=facts.job_base or (None if facts.head is None else facts.head.sha),
+            line_notes=machine.line_notes,
         )
     )
     if machine.failure is Failure.OUTSIDE_CHANGE:  # built on the operator's commits
         effect = attrs.evolve(effect, onto=facts.head)
     # A report describes the committed files only when they are all the agent and guard left.
-    tests = runs.report if machine.failure is None else None
+    # ... and are on the run branch: the files of an attempt not judged a pass are not.
+    tests = runs.report if machine.failure is None and judged_pass(outcome) else None
     finished = Finished(outcome, record, machine.limit, tests, machine.notice)
     return machine._to(Stage.COMMITTING, effect, finished=finished)
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from runner_core.guard.report import TestReport
+from runner_core.iteration.attempts import Resumed
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.plan import RunPlan
 from runner_core.run.config import Config
@@ -87,6 +88,8 @@ class IterationFacts:
     job_base: str | None = None  # a parallel job's start commit, kept when its head moves on
     checkout: str = ""  # the run's checkout, named by the lines about a change made outside
     confined: bool = False  # the agent could not reach the run's repository (the sandbox hid it)
+    # The node's previous attempt, whose files (when they carried over) the checkout holds.
+    resumed: Resumed | None = None
 
     @property
     def node(self) -> Node:

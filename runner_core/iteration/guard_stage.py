@@ -224,25 +224,41 @@ def failure_context(guard_log: str) -> str:
 GUARD_OUTPUT_TAIL_CHARS = 4_000
 
 
+# tests.json lists what the views show, never every passing test of a large suite: the tests
+# that did not pass and the changes against the baseline, the first of each; the rest counted.
+LISTED_TESTS = 1_000
+LISTED_CHANGES = 1_000
+_COUNTS = ("passed", "unlisted_tests", "unlisted_changes")
+
+
 def outcome_document(baseline: TestReport | None, now: TestReport, figures: TestFigures) -> str:
-    """tests.json: every test's outcome now, what changed against the baseline (a test absent
-    on one side is null there), the flaky tests and the ratchet's reasons; canonical bytes."""
+    """tests.json: each test that did not pass now, how many did, what changed against the
+    baseline (a test absent on one side is null there), the flaky tests and the ratchet's
+    reasons, each list capped (how many were left out counted); canonical bytes."""
     before = (baseline or TestReport()).outcomes()
     after = now.outcomes()
-    changes = [
-        {"id": test_id, "before": _value(before.get(test_id)), "after": _value(after.get(test_id))}
+    changed = [
+        test_id
         for test_id in sorted(set(before) | set(after))
         if before.get(test_id) is not after.get(test_id)
     ]
+    changes = [
+        {"id": test_id, "before": _value(before.get(test_id)), "after": _value(after.get(test_id))}
+        for test_id in changed[:LISTED_CHANGES]
+    ]
+    not_passing = [result for result in now.results if result.outcome is not PASSED]
     tests = [
         {"id": result.id, "outcome": result.outcome.value, "duration_ms": result.duration_ms}
-        for result in now.results
+        for result in not_passing[:LISTED_TESTS]
     ]
     document = {
         "tests": tests,
         "changes": changes,
         "flaky": list(figures.flaky),
         "reasons": list(figures.reasons),
+        "passed": len(now.results) - len(not_passing),
+        "unlisted_tests": len(not_passing) - len(tests),
+        "unlisted_changes": len(changed) - len(changes),
     }
     return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
 
@@ -255,7 +271,16 @@ def read_outcome_document(text: str) -> dict[str, object] | None:
         report_from_json(text)
     except ValueError:
         return None
-    if not isinstance(document, dict) or set(document) != {"tests", "changes", "flaky", "reasons"}:
+    if not isinstance(document, dict) or set(document) - set(_COUNTS) != {
+        "tests",
+        "changes",
+        "flaky",
+        "reasons",
+    }:
+        return None
+    if not all(
+        type(document.get(name, 0)) is int and document.get(name, 0) >= 0 for name in _COUNTS
+    ):
         return None
     values = {None, *TestOutcome.__members__.values()}
     changes = document["changes"]

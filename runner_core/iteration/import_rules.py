@@ -122,6 +122,9 @@ class ImportDecision:
     changes: tuple[Change, ...] = ()  # sorted by path; empty on an agent error
     discarded: tuple[str, ...] = ()  # runner-owned paths the agent changed, sorted
     agent_error: str | None = None
+    # The changes of an import refused though each could be taken (a protected path changed):
+    # never the run's, kept only on the iteration's attempt ref.
+    set_aside: tuple[Change, ...] = ()
 
 
 def is_runner_owned(path: str) -> bool:

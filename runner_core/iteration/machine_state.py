@@ -17,7 +17,7 @@ from runner_core.iteration.effects import Effect, Finished
 from runner_core.iteration.facts import ClockReading, IterationFacts
 from runner_core.iteration.failures import Failure
 from runner_core.iteration.guard_runs import GuardRuns
-from runner_core.iteration.import_rules import ImportDecision
+from runner_core.iteration.import_rules import Change, ImportDecision
 from runner_core.iteration.plan import Review
 from runner_core.iteration.recovery import Journal
 from runner_core.iteration.stages import Stage, check_transition
@@ -55,6 +55,9 @@ class MachineState:
     # The scratch checkout is being listed before the guard judges it: the import is decided
     # (and its blobs taken) first, so nothing the guard writes is ever imported.
     judging: bool = False
+    # A parallel job not judged a pass, merged onto a head that moved: its notes carried onto
+    # that head (its other files stay on its attempt's ref, made from its start).
+    line_notes: tuple[Change, ...] | None = None
     guard_runs: GuardRuns = attrs.field(factory=GuardRuns)
     notice: str | None = None  # the one line the operator is told of a change they made
 

@@ -14,6 +14,7 @@ import attrs
 from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
+from runner_core.iteration.attempts import resumed_note
 from runner_core.iteration.facts import IterationFacts, PromptTemplate
 from runner_core.iteration.plan import context_files, project_goal
 from runner_core.run.questions import open_questions
@@ -221,12 +222,15 @@ def prompt_text(facts: IterationFacts, tests: str | None = None) -> str:
     suite's ids its children's `test:` patterns match. The goal section is the project's goal
     alone (the selected node has its own), and every section's own headings nest under it."""
     context = context_files(facts.node, facts.goal, facts.state, facts.failure_log)
+    history = nested(context.get("history.md"))
+    if facts.resumed is not None:  # what the checkout holds comes first
+        history = resumed_note(facts.resumed) + ("\n" + history if history else "")
     selection = facts.plan.selection
     sections = {
         "contract": facts.prompt.contract,
         "goal": nested(project_goal(facts.goal)),
         "guidance": nested(facts.prompt.guidance),
-        "history": nested(context.get("history.md")),
+        "history": history,
         "failure": nested(context.get("failure.md")),
         "selected": selected_section(facts.node, selection.path or facts.node.id),
         "tests": tests,

@@ -39,7 +39,9 @@ def guarded_import(
         return decision
     more = len(lines) - NAMED_PROBLEMS
     error = "; ".join(lines[:NAMED_PROBLEMS]) + (f"; and {more} more" if more > 0 else "")
-    return ImportDecision(discarded=decision.discarded, agent_error=error)
+    return ImportDecision(
+        discarded=decision.discarded, agent_error=error, set_aside=decision.changes
+    )
 
 
 def import_note(decision: ImportDecision) -> str | None:

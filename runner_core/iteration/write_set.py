@@ -15,8 +15,9 @@ from typing import Any
 import attrs
 
 from runner_core.history.records import ExecutionRecord, record_to_meta
+from runner_core.iteration.attempts import attempt_ref, judged_pass, split_changes
 from runner_core.iteration.effects import Commit, FileWrite, Place
-from runner_core.iteration.import_rules import ImportDecision
+from runner_core.iteration.import_rules import Change, ImportDecision
 from runner_core.iteration.plan import IterationOutcome, commit_subject
 from runner_core.iteration.recovery import PENDING_GUARD_LOG, Journal, JournalPhase
 from runner_core.iteration.scratch_stage import import_note
@@ -48,11 +49,28 @@ class IterationEnd:
     imported: ImportDecision = attrs.field(factory=ImportDecision)
     tests_json: str | None = None  # the guard's test outcomes, when it wrote a report
     guard_logs: tuple[tuple[str, str], ...] = ()  # baseline and rerun logs: (name, pending)
+    # The commit `imported`'s changes were made from: an attempt not judged a pass is kept
+    # on top of it (attempts.py); None keeps none.
+    attempt_base: str | None = None
+    # The notes of an attempt not judged a pass carried onto a head that moved since its
+    # start, when they were; None takes those of `imported` as they are.
+    line_notes: tuple[Change, ...] | None = None
 
 
 def final_write_set(end: IterationEnd) -> Commit:
-    """The iteration log's files in order (meta, output, guard.log, snapshots), then run_state."""
+    """The iteration log's files in order (meta, output, guard.log, snapshots), then run_state;
+    the run branch's commit takes the iteration's files only when it was judged a pass."""
     outcome = end.outcome
+    subject = commit_subject(end.run_id, end.iteration, end.node_id, outcome)
+    split = split_changes(
+        end.imported,
+        judged_pass(outcome),
+        attempt_ref(end.run_id, end.iteration),
+        end.attempt_base,
+        subject,
+        end.line_notes,
+    )
+    end = attrs.evolve(end, record=attrs.evolve(end.record, attempt_files=split.attempt_files))
     after = dumps_tree(outcome.tree)  # text: the shell encodes it in slices as it writes
     files = [
         FileWrite(Place.STATE, "tree.json", after),
@@ -81,13 +99,13 @@ def final_write_set(end: IterationEnd) -> Commit:
     link = chain_link(end.state.chain or chain_seed(end.run_id), end.record, after)
     state = _json_bytes(run_state_to_json(attrs.evolve(end.state, chain=link)))
     files.append(FileWrite(Place.STATE, "run_state.json", state))
-    subject = commit_subject(end.run_id, end.iteration, end.node_id, outcome)
     return Commit(
         writing=attrs.evolve(end.journal, phase=JournalPhase.WRITING),
         files=tuple(files),
         committing=attrs.evolve(end.journal, phase=JournalPhase.COMMITTING, commit_subject=subject),
         message=iteration_commit_message(subject, end.record, link),
-        changes=end.imported.changes,
+        changes=split.line,
+        attempt=split.attempt,
     )
 
 

@@ -46,6 +46,8 @@ BACKEND = "Runner-Backend"
 MERGE_RERUN = "Runner-Merge-Rerun"
 # A parallel job's start commit, which the audit merges its iteration from again.
 JOB_BASE = "Runner-Job-Base"
+# How many changed paths an iteration not judged a pass left on its attempt ref, when any.
+ATTEMPT = "Runner-Attempt-Files"
 CHAIN = "Runner-Chain"
 OP = "Runner-Op"
 ACTOR = "Runner-Actor"
@@ -76,9 +78,10 @@ RECORD_TRAILERS: tuple[str, ...] = (
     BACKEND,
     MERGE_RERUN,
     JOB_BASE,
+    ATTEMPT,
 )
 OPTIONAL_TRAILERS: frozenset[str] = frozenset(
-    {TOKENS, COST_USD, ERROR, ERROR_MESSAGE, MERGE_RERUN, JOB_BASE}
+    {TOKENS, COST_USD, ERROR, ERROR_MESSAGE, MERGE_RERUN, JOB_BASE, ATTEMPT}
 )
 KNOWN_TRAILERS: frozenset[str] = frozenset(
     {*RECORD_TRAILERS, CHAIN, OP, ACTOR, NEXT_ITER, CONFIG, BASE}
@@ -106,6 +109,7 @@ _TRAILER_OF_FIELD: Mapping[str, str] = MappingProxyType(
         "backend": BACKEND,
         "merge_rerun": MERGE_RERUN,
         "job_base": JOB_BASE,
+        "attempt_files": ATTEMPT,
     }
 )
 
@@ -181,6 +185,7 @@ def record_trailers(record: ExecutionRecord) -> tuple[tuple[str, str], ...]:
         BACKEND: meta["backend"],
         MERGE_RERUN: "true" if meta.get("merge_rerun") else None,
         JOB_BASE: meta.get("job_base"),
+        ATTEMPT: str(meta["attempt_files"]) if meta.get("attempt_files") else None,
     }
     return tuple((name, value) for name, value in values.items() if value is not None)
 
@@ -251,6 +256,7 @@ def _meta_of(trailers: Mapping[str, str]) -> dict[str, Any]:
         "backend": trailers[BACKEND],
         **_merge_rerun(trailers),
         **({"job_base": trailers[JOB_BASE]} if JOB_BASE in trailers else {}),
+        **({"attempt_files": _integer(trailers, ATTEMPT)} if ATTEMPT in trailers else {}),
     }
 
 

@@ -185,12 +185,16 @@ def tests_lines(document: Mapping[str, Any] | None) -> list[str]:
     if document is None:
         return ["tests: the guard wrote no report in this iteration"]
     changes = document.get("changes", [])
-    out = [f"test changes against the baseline ({len(changes)}):"]
+    total = len(changes) + document.get("unlisted_changes", 0)
+    out = [f"test changes against the baseline ({total}):"]
     out += [
         f"  {flatten(str(change['id']), 300)}: {change['before'] or 'absent'} ->"
         f" {change['after'] or 'absent'}"
         for change in changes
     ]
+    unlisted = document.get("unlisted_changes", 0)
+    if unlisted:
+        out.append(f"  ... and {unlisted} more changes")
     out += [f"  flaky: {flatten(str(test_id), 300)}" for test_id in document.get("flaky", [])]
     return out
 
@@ -201,11 +205,24 @@ class CommitFacet:
 
     sha: str | None
     stat: tuple[str, ...]
+    # An iteration not judged a pass: its attempt ref and commit, where its files (`stat`) are.
+    attempt: tuple[str, str] | None = None
 
     def lines(self) -> list[str]:
         if self.sha is None:
             return ["commit: none found on the run's branch"]
+        if self.attempt is not None:
+            ref, commit = self.attempt
+            return [
+                f"commit: {self.sha}",
+                f"attempt: {ref} {commit} (the agent's files, not on the run branch)",
+                "agent diff stat:",
+                *(f"  {line}" for line in self.stat),
+            ]
         return [f"commit: {self.sha}", "agent diff stat:", *(f"  {line}" for line in self.stat)]
 
     def to_json(self) -> dict[str, Any]:
-        return {"commit": self.sha, "agent_diff_stat": list(self.stat)}
+        attempt = None
+        if self.attempt is not None:
+            attempt = {"ref": self.attempt[0], "commit": self.attempt[1]}
+        return {"commit": self.sha, "agent_diff_stat": list(self.stat), "attempt": attempt}

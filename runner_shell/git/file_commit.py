@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import attrs
 
+from runner_core.iteration.attempts import AttemptCommit
 from runner_core.iteration.import_rules import FILE_MODE, Change
 from runner_shell.git.fast_commit import INLINE_LIMIT_BYTES, PENDING_REF, import_commit
 from runner_shell.git.hardened import GitError, run_git
@@ -73,6 +74,20 @@ def commit_files(
     _git(repo, ["update-ref", "-m", f"runner: {subject}", "--stdin"], moves.encode())
     follow_commit(repo, base, commit)
     return FileCommit(commit, oids)
+
+
+def commit_attempt(repo: Repo, attempt: AttemptCommit) -> str:
+    """The files of an iteration not judged a pass as a commit on top of the commit its
+    checkout started from, on the attempt's own ref (set anew: a recovery makes it again);
+    the run's branch, index and work tree are not touched. GitError when git fails."""
+    imported = import_commit(
+        repo, attempt.base, attempt.changes, (), repo.identity(), attempt.message
+    )
+    commit = imported.commit
+    moves = f"update {attempt.ref} {commit}\ndelete {PENDING_REF} {commit}\n"
+    subject = attempt.message.splitlines()[0]
+    _git(repo, ["update-ref", "-m", subject, "--stdin"], moves.encode())
+    return commit
 
 
 def _large(data: bytes | str) -> bool:

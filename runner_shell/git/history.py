@@ -38,8 +38,15 @@ def _since_start(root: Path, run_id: str, rev: str) -> list[str]:
     return shas[starts[-1] :]
 
 
-def _touched(root: Path, shas: list[str]) -> dict[str, tuple[str, ...]]:
-    """The `.runner/state/` paths each commit changed against its first parent."""
+# How many paths outside `.runner/` a commit's facts keep: a finding names no more.
+OUTSIDE_KEPT = 6
+
+
+def _touched(
+    root: Path, shas: list[str]
+) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+    """The `.runner/state/` paths each commit changed against its first parent, and the first
+    paths it changed outside `.runner/`."""
     out = git_bytes(
         root,
         [
@@ -56,6 +63,7 @@ def _touched(root: Path, shas: list[str]) -> dict[str, tuple[str, ...]]:
         "".join(f"{sha}\n" for sha in shas).encode("ascii"),
     )
     touched: dict[str, list[str]] = {sha: [] for sha in shas}
+    outside: dict[str, list[str]] = {sha: [] for sha in shas}
     current: str | None = None
     for token in out.decode("utf-8", "replace").split("\0"):
         # diff-tree names each commit it has changes for, then its paths.
@@ -63,7 +71,17 @@ def _touched(root: Path, shas: list[str]) -> dict[str, tuple[str, ...]]:
             current = token
         elif current is not None and token.startswith(STATE_DIR):
             touched[current].append(token)
-    return {sha: tuple(paths) for sha, paths in touched.items()}
+        elif (
+            current is not None
+            and token
+            and not token.startswith(".runner/")
+            and len(outside[current]) < OUTSIDE_KEPT
+        ):
+            outside[current].append(token)
+    return (
+        {sha: tuple(paths) for sha, paths in touched.items()},
+        {sha: tuple(paths) for sha, paths in outside.items()},
+    )
 
 
 def _message(commit_object: bytes | None, sha: str) -> str:
@@ -78,7 +96,7 @@ def read_run_commits(
 ) -> tuple[CommitFacts, tuple[CommitFacts, ...]]:
     """The start commit of `run_id` on `rev` and every commit after it, oldest first."""
     shas = _since_start(root, run_id, rev)
-    touched = _touched(root, shas)
+    touched, outside = _touched(root, shas)
     wanted = (TREE_PATH, RUN_STATE_PATH, CONFIG_PATH)
     names = [name for sha in shas for name in (sha, *(f"{sha}:{path}" for path in wanted))]
     objects = read_objects(root, names, kinds=(b"blob", b"commit"))
@@ -90,6 +108,7 @@ def read_run_commits(
             objects[4 * index + 2],
             touched[sha],
             objects[4 * index + 3],
+            outside[sha],
         )
         for index, sha in enumerate(shas)
     )

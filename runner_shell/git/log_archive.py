@@ -110,6 +110,11 @@ def _tip(root: Path, ref: str) -> str | None:
     return out.decode().strip() or None
 
 
+def archive_tip(root: Path, run_id: str) -> str | None:
+    """The commit the run's log archive is at; None when this repository has none."""
+    return _tip(root, logs_ref(run_id))
+
+
 def _archived_files(directory: Path, skip: frozenset[str]) -> Iterator[tuple[str, bytes]]:
     """The iteration's regular files with archived names, `(name, bytes)`, each read once from
     one descriptor: a symlink, FIFO or other there, or a file past the cap, is left out unread

@@ -19,6 +19,7 @@ from pathlib import Path
 import attrs
 
 from runner_core.guard.report import TestReport
+from runner_core.iteration.attempts import Resumed, is_runner_path
 from runner_core.iteration.effects import Commit
 from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.failures import Failure
@@ -102,6 +103,9 @@ class Job:
     # A remote job under `[executor] rejudge`: its pass counts only once its guard passes here.
     rejudge: bool = False
     backend: str | None = None  # the backend its agent runs (a fallback's, when one was chosen)
+    # Its node's previous attempt's files on `base`, when its checkout starts from them.
+    start: str | None = None
+    resumed: Resumed | None = None
 
 
 @attrs.define
@@ -236,6 +240,8 @@ def _merged_onto(
     imported = machine.imported or ImportDecision()
     if merge_rerun(machine) or not imported.changes:
         return _guarded_again(run, slots, job, machine, side)
+    if merge_guard(machine) is None:  # not a pass: its files stay on its attempt's ref
+        return _notes_onto(run, job, machine, side)
     paths = tuple(change.path for change in imported.changes)
     known = job.base_entries[1] if job.base_entries and job.base_entries[0] == paths else None
     changes, conflicts = carry_onto(repo, job.base.sha, side.head.sha, imported.changes, known)
@@ -243,6 +249,20 @@ def _merged_onto(
         return refused(machine, Failure.MERGE_CONFLICT, conflict_line(conflicts))
     machine = attrs.evolve(machine, imported=attrs.evolve(imported, changes=changes))
     return _guarded_again(run, slots, job, machine, side)
+
+
+def _notes_onto(
+    run: LoopRun, job: Job, machine: IterationMachine, side: HeadSide
+) -> IterationMachine:
+    """A job not judged a pass takes only its notes onto the head, merged with what others
+    appended since it started; a note that does not merge stays on its attempt's ref alone."""
+    imported = machine.imported or ImportDecision()
+    notes = tuple(change for change in imported.changes if is_runner_path(change.path))
+    if not notes:
+        return attrs.evolve(machine, line_notes=())
+    changes, conflicts = carry_onto(run.repo, job.base.sha, side.head.sha, notes)
+    kept = tuple(change for change in changes if change.path not in conflicts)
+    return attrs.evolve(machine, line_notes=kept)
 
 
 def _guarded_again(
@@ -296,12 +316,15 @@ def run_here(
     """The job's machine up to the merge, in its slot of this machine's scratch checkouts
     (`agents`: what a remote job's agent did, when it did not answer)."""
     try:
-        prepare_slot(run.repo, job.base.sha, facts.config.sandbox.setup, job.slot, job.sandbox)
+        start = job.start or job.base.sha
+        prepare_slot(run.repo, start, facts.config.sandbox.setup, job.slot, job.sandbox)
     except (SlotError, OSError) as error:
         raise UserFacingError(
             f"the agent's scratch checkout could not be prepared: {error}"
         ) from None
-    ports = shell_ports(run.paths, run.repo, facts, job.events, job.slot_dir, job.sandbox, place)
+    ports = shell_ports(
+        run.paths, run.repo, facts, job.events, job.slot_dir, job.sandbox, place, job.start
+    )
     ports = ports if agents is None else attrs.evolve(ports, agents=agents)
     assert ports.scratch is not None
     kept = KeptListing(ports.scratch)

@@ -84,6 +84,7 @@ from runner_shell.loop.signals import (
 from runner_shell.sandbox.status import sandbox_status
 from runner_shell.scratch.slots import slot_path
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested, stop_request_path
+from runner_shell.step.attempt_start import attempt_start, told_record
 from runner_shell.step.lock_and_journal import (
     job_journal_path,
     job_place_path,
@@ -386,6 +387,10 @@ def _start(
     slot_dir = slot_path(run.repo, slot)
     job = Job(iteration, leaf.path, slot, loaded.head, events, sandbox, slot_dir, loop.merged_upto)
     job.backend = loaded.config.agent_backend
+    if loop.remote is None:  # a worker checks out the start commit alone
+        record = told_record(run.paths.iter_dir(loaded.run_id, told or iteration - 1))
+        start, job.resumed = attempt_start(run.repo, loaded.run_id, node.id, record, job.base.sha)
+        job.start = None if start == job.base.sha else start
     loop.jobs[iteration] = job
     place = JobPlace(slot, job_journal_path(run.repo, iteration))
     place.journal_file.parent.mkdir(parents=True, exist_ok=True)
@@ -417,6 +422,7 @@ def _run_job(
             job_base=loaded.head.sha,
             checkout=str(run.paths.root),
             confined=job.sandbox is not None and job.sandbox.status.bwrap is not None,
+            resumed=job.resumed,
         )
         if loop.remote is None:
             return run_here(run, job, facts, place)

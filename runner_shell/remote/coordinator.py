@@ -334,6 +334,8 @@ def take(
     # merge, second guard run and commit go by is the coordinator's.
     started = attrs.evolve(own.started, monotonic=time.monotonic() - result.elapsed_secs)
     machine = attrs.evolve(machine, facts=attrs.evolve(own, started=started))
+    if machine.imported is not None:  # a refused import's files never left the worker
+        machine = attrs.evolve(machine, imported=attrs.evolve(machine.imported, set_aside=()))
     return Taken(machine, _entries(result.base_entries))
 
 

@@ -198,22 +198,32 @@ class ProcessGuardRunner:
     setup: tuple[str, ...] = ()  # the slot's `[sandbox] setup`, should the reset remake it
     slot_number: int = 0  # which slot `root` is, for that reset
     journal_file: Path | None = None  # a parallel job's journal, else the run's
+    # The commit the checkout starts from when it is not `base` (a previous attempt's files
+    # on it): a baseline is measured at `base`, then the checkout goes back to this.
+    start: str | None = None
 
     def run_guard(self, effect: RunGuard, journal: Journal) -> GuardFinished | NotStarted:
         report_path = own_directory(self.iter_dir, GUARD_DIR) / (effect.report_name or JUDGE_REPORT)
         discard_report(report_path)  # a stale or planted report never counts
+        baseline = effect.purpose is GuardRun.BASELINE and self.base is not None
+        if baseline and self.base is not None and self.start not in (None, self.base):
+            self._reset(self.base)
         finished = self._run(effect, journal, report_path)
         report, problem = take_report(report_path, checkout_paths(self.root))
-        if effect.purpose is GuardRun.BASELINE and self.base is not None:
+        if baseline and self.base is not None:
             if report is not None:
                 keep_baseline(self.repo, self.base, report)
-            try:  # what the guard left at the base is not the agent's to find
-                prepare_slot(self.repo, self.base, self.setup, self.slot_number, self.sandbox)
-            except (SlotError, GitError) as error:
-                raise OSError(f"the scratch checkout could not be reset: {error}") from None
+            # What the guard left at the base is not the agent's to find.
+            self._reset(self.start or self.base)
         if isinstance(finished, NotStarted) or effect.report_name is None:
             return finished
         return attrs.evolve(finished, report=report, report_problem=problem)
+
+    def _reset(self, commit: str) -> None:
+        try:
+            prepare_slot(self.repo, commit, self.setup, self.slot_number, self.sandbox)
+        except (SlotError, GitError) as error:
+            raise OSError(f"the scratch checkout could not be reset: {error}") from None
 
     def _run(
         self, effect: RunGuard, journal: Journal, report_path: Path

@@ -328,7 +328,7 @@ def recover(paths: RunnerPaths, repo: Repo, job: tuple[int, str] | None = None) 
         head = repo.head()
         limits = import_limits(config)
         imported, dropped = _kept_work(repo, head.sha, journal.iteration, job, limits)
-        end = attrs.evolve(end, imported=imported)
+        end = attrs.evolve(end, imported=imported, attempt_base=head.sha)
         commit_iteration(paths, repo, journal.run_id, iter_dir, final_write_set(end), base=head)
     except GitError as error:
         raise UserFacingError(f"recovery could not commit: {error}") from None

@@ -78,6 +78,7 @@ from runner_shell.step.agent_and_guard import WAIT_FILE as WAIT_FILE
 from runner_shell.step.agent_and_guard import ProcessAgentRunner as ProcessAgentRunner
 from runner_shell.step.agent_and_guard import ProcessGuardRunner as ProcessGuardRunner
 from runner_shell.step.agent_and_guard import schema_path as schema_path
+from runner_shell.step.attempt_start import attempt_start, told_record
 from runner_shell.step.iteration_store import DiskIterationStore as DiskIterationStore
 from runner_shell.step.iteration_store import SlotLister as SlotLister
 from runner_shell.step.lock_and_journal import current_command, job_journals, read_journal
@@ -207,6 +208,8 @@ def run_step(
     # Problems a user can fix are refused here, before an iteration exists: nothing is written.
     check_programs(loaded.config, paths.root)
     sandbox = step_sandbox(paths, repo, loaded.config)
+    told = told_record(paths.iter_dir(loaded.run_id, plan.iteration - 1))
+    start, resumed = attempt_start(repo, loaded.run_id, plan.node.id, told, loaded.head.sha)
     facts = attrs.evolve(
         gather(paths, loaded, plan, prompt_budget),
         head=loaded.head,
@@ -214,13 +217,14 @@ def run_step(
         baseline=known_baseline(repo, loaded.head.sha),
         checkout=str(paths.root),
         confined=sandbox.status.bwrap is not None,
+        resumed=resumed,
     )
     if facts.previous_snapshot_sha256 is None:  # else its bytes are canonical and were read back
         check_tree_writable(paths, loaded.tree)
     events = IterationEvents(sink_for(paths, loaded.config, loaded.run_id))
     events.check()
-    slot = scratch_checkout(repo, loaded, sandbox)
-    ports = shell_ports(paths, repo, facts, events, slot, sandbox)
+    slot = scratch_checkout(repo, start, loaded.config, sandbox)
+    ports = shell_ports(paths, repo, facts, events, slot, sandbox, start=start)
     finished = interpret(start_iteration(facts), ports, events)
     if finished.tests is not None:  # the guard's report on the files just committed
         keep_baseline(repo, repo.head_sha(), finished.tests)
@@ -252,10 +256,13 @@ def step_sandbox(paths: RunnerPaths, repo: Repo, config: Config) -> Sandbox:
     )
 
 
-def scratch_checkout(repo: Repo, loaded: Loaded, sandbox: Sandbox | None = None) -> Path:
-    """The agent's checkout of the iteration's base: the run's own repository is never its."""
+def scratch_checkout(
+    repo: Repo, start: str, config: Config, sandbox: Sandbox | None = None
+) -> Path:
+    """The agent's checkout of the commit it starts from (the iteration's base, or its
+    previous attempt's files on it): the run's own repository is never its."""
     try:
-        return prepare_slot(repo, loaded.head.sha, loaded.config.sandbox.setup, sandbox=sandbox)
+        return prepare_slot(repo, start, config.sandbox.setup, sandbox=sandbox)
     except (SlotError, GitError, OSError) as error:
         raise UserFacingError(
             f"the agent's scratch checkout could not be prepared: {error}"
@@ -426,10 +433,12 @@ def shell_ports(
     slot: Path | None = None,
     sandbox: Sandbox | None = None,
     job: JobPlace | None = None,
+    start: str | None = None,
 ) -> IterationPorts:
     """The ports of an iteration; with a `slot`, the agent and guard work in it and the store
     imports from it, else they work in the run's own checkout. A parallel `job` keeps its
-    journal apart until its merge."""
+    journal apart until its merge. `start`: the commit the slot was reset to, when it is not
+    the base (a previous attempt's files on it)."""
     iter_dir = paths.iter_dir(facts.run_id, facts.plan.iteration)
     output = None if sink is None else LiveOutput(sink, iteration_events.origin(facts, ""))
     work_dir = paths.root if slot is None else slot
@@ -458,6 +467,7 @@ def shell_ports(
             facts.config.sandbox.setup,
             0 if job is None else job.slot_number,
             journal_file,
+            start,
         ),
         store=DiskIterationStore(
             paths,

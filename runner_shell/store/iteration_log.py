@@ -58,8 +58,9 @@ def commit_iteration(
     hold: AbstractContextManager[object] | None = None,
     on_committed: Callable[[], None] | None = None,
 ) -> None:
-    """Carry out the final write-set in its order, commit, then archive the iteration's logs
-    on `refs/runner/logs/<run>`; the journal tracks each phase and is cleared only then.
+    """Carry out the final write-set in its order, commit (the files of an iteration not
+    judged a pass on its attempt's ref first), then archive the iteration's logs on
+    `refs/runner/logs/<run>`; the journal tracks each phase and is cleared only then.
 
     `hold` (the parallel loop's state lock) is held from the first write until the commit is
     made and `on_committed` has run, not while the logs are archived: a reader holding it
@@ -73,7 +74,7 @@ def commit_iteration(
     finishes it.
     """
     from runner_core.iteration.effects import Place
-    from runner_shell.git.file_commit import commit_files
+    from runner_shell.git.file_commit import commit_attempt, commit_files
     from runner_shell.git.log_archive import archive_after_commit
     from runner_shell.step.lock_and_journal import clear_journal, write_journal
 
@@ -83,6 +84,8 @@ def commit_iteration(
         sync_directories(written)  # once each, before the journal says they are all there
         write_journal(repo, commit.committing)
         committed: dict[str, str] = {}
+        if commit.attempt is not None:  # before the run's commit: a kill between keeps both
+            commit_attempt(repo, commit.attempt)
         if base is not None and base.branch is not None:
             state = [file for file in commit.files if file.place is Place.STATE]
             runner_files = [(paths.relative(paths.state_dir / f.name), f.data) for f in state]

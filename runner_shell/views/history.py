@@ -17,7 +17,9 @@ import typer
 from runner_core.history.audit import audit_run
 from runner_core.history.commit_facts import TREE_PATH, CommitFacts
 from runner_core.history.findings import audit_to_json
+from runner_core.history.judged_checks import AttemptFacts
 from runner_core.history.records import ExecutionRecord
+from runner_core.iteration.attempts import attempt_ref
 from runner_core.run.trailers import DamagedTrailer, parse_trailers, record_from_trailers
 from runner_core.tree.diff import TreeDiff, tree_diff
 from runner_core.tree.model import Node
@@ -25,10 +27,12 @@ from runner_core.tree.serialization import TREE_MAX_BYTES, TreeValidationError, 
 from runner_core.views.diff import diff_document, diff_lines
 from runner_core.views.show import CommitFacet, IterationFiles, render_show
 from runner_shell.errors import UserFacingError
+from runner_shell.git.attempt_refs import read_attempt, run_attempts
 from runner_shell.git.history import NoStartCommit
 from runner_shell.git.log_archive import (
     ARCHIVED_NAMES,
     ArchiveError,
+    archive_tip,
     archived_dir,
     logs_ref,
     read_archived,
@@ -72,12 +76,25 @@ def show_audit(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) -
     """`runner audit`: replay the run from git alone; 0 when clean, 1 with any finding."""
     run_id = _run_id(paths, run)
     start, commits = _commits(repo, run_id)
-    report = audit_run(run_id, start, commits)
+    report = audit_run(run_id, start, commits, _attempts(repo, run_id))
     if as_json:
         print_json(audit_to_json(report))
     else:
         print_lines(report.lines())
     return 0 if report.clean else 1
+
+
+def _attempts(repo: Repo, run_id: str) -> dict[int, AttemptFacts] | None:
+    """The run's attempt refs for the audit; None, with a warning, in a clone that fetched
+    none of the run's refs (its log archive is missing too): they cannot be checked there."""
+    found = run_attempts(repo.root, run_id)
+    if not found and archive_tip(repo.root, run_id) is None:
+        warn(
+            f"{logs_ref(run_id)} is missing: the attempt refs are not checked "
+            "(fetch 'refs/runner/*' to check them)"
+        )
+        return None
+    return {number: AttemptFacts(*facts) for number, facts in found.items()}
 
 
 # ---------------------------------------------------------------- runner diff
@@ -251,7 +268,21 @@ def sourced_iteration(
             )
         # Neither on disk nor in git: read_iteration's error names what is on disk.
         shown = found or read_iteration(paths, run_id, iteration)
-    facet = CommitFacet(
-        commit.sha if commit else None, agent_diff_stat(repo, commit.sha) if commit else ()
-    )
-    return shown, facet
+    return shown, _commit_facet(repo, run_id, iteration, commit)
+
+
+def _commit_facet(
+    repo: Repo, run_id: str, iteration: int, commit: CommitFacts | None
+) -> CommitFacet:
+    """The iteration's commit and the agent's diff stat: of its attempt's commit when its
+    files are on its attempt ref instead of the run branch."""
+    if commit is None:
+        return CommitFacet(None, ())
+    try:
+        attempt = read_attempt(repo, run_id, iteration)
+    except GitError:
+        attempt = None
+    if attempt is None:
+        return CommitFacet(commit.sha, agent_diff_stat(repo, commit.sha))
+    ref = attempt_ref(run_id, iteration)
+    return CommitFacet(commit.sha, agent_diff_stat(repo, attempt.commit), (ref, attempt.commit))

@@ -208,12 +208,19 @@ def test_recover_logs_the_interrupted_iteration_as_a_runner_error(
 
 
 @pytest.mark.parametrize("phase", ["during-guard", "while-writing", "before-commit"])
-def test_recover_keeps_the_agents_file_changes_in_its_commit(project: Project, phase: str) -> None:
+def test_recover_keeps_the_agents_file_changes_on_its_attempt_ref(
+    project: Project, phase: str
+) -> None:
+    # An interrupted iteration was judged no pass: the run branch gets its state, its attempt
+    # ref its files, which the node's next attempt starts from.
     crash_at(project, phase)
 
     assert cli(project, "recover").returncode == 0
 
-    assert project.git("show", "HEAD:work.txt") == "the agent's work\n"
+    ref = f"refs/runner/attempts/{project.run_id}/1"
+    assert project.git("show", f"{ref}:work.txt") == "the agent's work\n"
+    assert "work.txt" not in project.git("ls-tree", "--name-only", "HEAD").split()
+    assert project.git("rev-parse", f"{ref}^").strip() == project.git("rev-parse", "HEAD^").strip()
 
 
 @pytest.mark.parametrize("phase", ["during-agent", "during-guard"])

@@ -180,6 +180,17 @@ def test_four_leaves_run_at_once_and_merge_in_order(project: Project) -> None:
     _audit_finds_only_the_setup(project)
 
 
+def _attempt_file(project: Project, node_id: str, path: str) -> str:
+    """`path` as the node's last iteration set it aside on its attempt ref (an iteration not
+    judged a pass, an interrupted one too, keeps its files there, never on the run branch)."""
+    metas = [
+        json.loads(meta.read_text(encoding="utf-8"))
+        for meta in project.iter_dir(1).parent.glob("*/meta.json")
+    ]
+    last = max(meta["iter"] for meta in metas if meta["node_id"] == node_id)
+    return project.git("show", f"refs/runner/attempts/{project.run_id}/{last}:{path}")
+
+
 def _audit_finds_only_the_setup(project: Project) -> None:
     """The audit replays every merged iteration; only the test's own setup commit is a hand edit."""
     audit = project.runner("audit")
@@ -322,8 +333,9 @@ def test_kill_9_with_four_jobs_running_then_recover_and_loop(project: Project) -
     _, found = _outcome(project)
     assert all(found[leaf] == (False, 0) for leaf in leaves), found  # no attempt consumed
     assert project.status() == ""
-    for leaf in leaves:  # every agent's work is kept, each carried onto the head in turn
-        assert (project.root / f"{leaf}.txt").read_text(encoding="utf-8") == "x\n"
+    for leaf in leaves:  # every agent's work is kept on its attempt ref, none on the head
+        assert _attempt_file(project, leaf, f"{leaf}.txt") == "x\n"
+        assert not (project.root / f"{leaf}.txt").exists()
     (project.harness / "nodes.json").write_text(
         json.dumps({leaf: [{"files": {f"{leaf}.txt": "y\n"}}] for leaf in leaves}),
         encoding="utf-8",
@@ -508,8 +520,8 @@ def test_recover_keeps_a_finished_jobs_work_after_its_slot_went_to_another(
     recovered = project.runner("recover")
     assert recovered.returncode == 0, recovered.stderr
     assert len(recovered.stdout.splitlines()) == 3, recovered.stdout
-    for leaf in ("a", "b", "c"):
-        assert (project.root / f"{leaf}.txt").read_text(encoding="utf-8") == f"{leaf}\n"
+    for leaf in ("a", "b", "c"):  # kept on its attempt ref: an interrupted job is no pass
+        assert _attempt_file(project, leaf, f"{leaf}.txt") == f"{leaf}\n"
     assert not list((project.root / ".git" / "runner-jobs").iterdir())
     assert project.status() == ""
 
@@ -517,8 +529,8 @@ def test_recover_keeps_a_finished_jobs_work_after_its_slot_went_to_another(
 def test_recover_names_a_running_jobs_file_that_work_merged_since_changed(
     project: Project,
 ) -> None:
-    """Job 1 merged a line job 2 also changed before the kill: job 2's other files are kept
-    on the head; that one is left out, and named."""
+    """Job 1 merged a line job 2 also changed before the kill: job 2's other files are kept,
+    carried onto the head, on its attempt ref; that one is left out, and named."""
     project.root.joinpath("shared.txt").write_text("zero\n", encoding="utf-8")
     actions = {
         "a": [{"files": {"shared.txt": "from a\n"}, "sleep": 0.5}],
@@ -538,5 +550,7 @@ def test_recover_names_a_running_jobs_file_that_work_merged_since_changed(
         "recover: iter=2 not kept, changed by work merged since it started: shared.txt"
     ), recovered.stdout
     assert (project.root / "shared.txt").read_text(encoding="utf-8") == "from a\n"
-    assert (project.root / "b.txt").read_text(encoding="utf-8") == "b\n"
+    assert _attempt_file(project, "b", "b.txt") == "b\n"  # on its attempt ref, carried
+    assert _attempt_file(project, "b", "shared.txt") == "from a\n"  # onto the head
+    assert not (project.root / "b.txt").exists()
     assert project.status() == ""

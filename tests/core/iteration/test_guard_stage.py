@@ -241,7 +241,9 @@ def test_target_tests_named_by_the_acceptance_before_the_agent_must_pass() -> No
     assert end.record.tests.reasons == ("target test 't::a' failed",)
 
 
-def test_tests_json_lists_every_test_and_what_changed_against_the_baseline() -> None:
+def test_tests_json_lists_the_tests_that_did_not_pass_and_what_changed_against_the_baseline() -> (
+    None
+):
     base = report(a="passed", b="failed", gone="passed")
     now = report(a="passed", b="passed", new="skipped")
     results = {**EXECUTOR_RESULTS, RunGuard: judged(now)}
@@ -250,7 +252,12 @@ def test_tests_json_lists_every_test_and_what_changed_against_the_baseline() -> 
     data = commit_file(effects, "tests.json")
     assert data is not None
     document = json.loads(data)
-    assert [test["id"] for test in document["tests"]] == ["t::a", "t::b", "t::new"]
+    assert [test["id"] for test in document["tests"]] == ["t::new"]
+    assert (document["passed"], document["unlisted_tests"], document["unlisted_changes"]) == (
+        2,
+        0,
+        0,
+    )
     assert document["changes"] == [
         {"id": "t::b", "before": "failed", "after": "passed"},
         {"id": "t::gone", "before": "passed", "after": None},
@@ -530,3 +537,24 @@ def test_exit_mode_with_a_report_notes_each_failing_test_once() -> None:
     )
     assert note == "=== failing tests ===\n--- t::b (failed)\nexpected 1, got 2\nat b.py:3\n"
     assert failure_context("pytest said things\n" + note).startswith("=== failing tests ===\n")
+
+
+def test_tests_json_of_a_large_suite_lists_the_first_of_each_list_and_counts_the_rest() -> None:
+    """A report of tens of thousands of tests makes a tests.json of what the views show: the
+    tests that did not pass and the changes, a thousand of each at most, the rest counted."""
+    from runner_core.guard.ratchet import TestFigures
+    from runner_core.guard.report import TestOutcome, report_from_cases
+    from runner_core.iteration.guard_stage import LISTED_CHANGES, LISTED_TESTS, outcome_document
+
+    cases = [(f"t::p{n:05}", TestOutcome.PASSED, 1) for n in range(40_000)]
+    cases += [(f"t::f{n:05}", TestOutcome.FAILED, 1) for n in range(3_000)]
+    now = report_from_cases(cases)
+    text = outcome_document(None, now, TestFigures(40_000, 3_000, 0, 43_000, 0, 0, 0))
+
+    document = json.loads(text)
+    assert len(document["tests"]) == LISTED_TESTS
+    assert {test["outcome"] for test in document["tests"]} == {"failed"}
+    assert (document["passed"], document["unlisted_tests"]) == (40_000, 3_000 - LISTED_TESTS)
+    assert len(document["changes"]) == LISTED_CHANGES
+    assert document["unlisted_changes"] == 43_000 - LISTED_CHANGES
+    assert len(text.encode()) < 400_000  # every test listed, it was over 4 MB

@@ -109,7 +109,11 @@ def test_the_operators_commit_is_kept_and_the_iteration_interrupted_on_top_of_it
     assert CarryWork(A, B, (WORK,)) in effects
     commit = commit_of(effects)
     assert commit.onto == GitHead(BRANCH, B)
-    assert commit.changes == (WORK,)  # the agent's work, kept
+    # The agent's work, kept: not judged a pass, on its attempt's ref, carried onto the
+    # operator's commits (the next attempt of the node starts from it).
+    assert commit.changes == ()
+    assert commit.attempt is not None
+    assert (commit.attempt.base, commit.attempt.changes) == (B, (WORK,))
     finished = outcome_of(effects)
     assert finished.record.error_kind is ErrorKind.RUNNER
     assert finished.outcome.shown_status == "interrupted"

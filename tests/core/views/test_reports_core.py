@@ -31,7 +31,7 @@ from runner_core.views.history import history_records, history_to_json
 from runner_core.views.metrics import escape_label_value, metrics_text
 from runner_core.views.progress import elapsed_text, progress_line
 from runner_core.views.report import RunFigures, build_report, report_to_json
-from runner_core.views.show import FileFacts, show_to_json
+from runner_core.views.show import CommitFacet, FileFacts, show_to_json
 from runner_core.views.status import leaf_counts, status_to_json, status_view
 from tests.helpers.records import record as shared_record
 from tests.helpers.trees import tree
@@ -269,7 +269,7 @@ def test_show_document_lists_every_file_and_the_heads_of_logs_only() -> None:
         RUN, 4, ".runner/iterations/x/4", HISTORY.records[3], None, None, "missing", files
     )
     # `runner show --json` adds the iteration's commit facet to this document.
-    assert_valid({**document, "commit": None, "agent_diff_stat": []}, "show")
+    assert_valid({**document, **CommitFacet(None, ()).to_json()}, "show")
     assert document["files"] == [
         {"name": "executor.log", "size": 5000},
         {"name": "meta.json", "size": 455},
@@ -558,3 +558,15 @@ def test_no_progress_line_when_no_step_will_run(a_tree: Node, iteration: int) ->
 )
 def test_elapsed_text_is_minutes_and_seconds_then_hours(seconds: float, text: str) -> None:
     assert elapsed_text(seconds) == text
+
+
+def test_show_names_the_attempt_ref_of_an_iteration_not_judged_a_pass() -> None:
+    facet = CommitFacet("a" * 40, ("x.txt | 1 +",), ("refs/runner/attempts/run-1/2", "b" * 40))
+    assert facet.lines()[1] == (
+        f"attempt: refs/runner/attempts/run-1/2 {'b' * 40} (the agent's files, not on the run "
+        "branch)"
+    )
+    assert facet.to_json()["attempt"] == {
+        "ref": "refs/runner/attempts/run-1/2",
+        "commit": "b" * 40,
+    }
