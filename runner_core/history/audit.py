@@ -34,6 +34,7 @@ from runner_core.history.iteration_checks import (
 from runner_core.history.judged_checks import (
     AttemptFacts,
     attempt_problems,
+    judged_a_pass,
     stray_attempts,
     unjudged_file_problems,
 )
@@ -200,18 +201,28 @@ def _classify(
         return following, iteration, problems, None
     after, _ = tree_of(commit.tree_json)
     moved_on = attrs.evolve(walk, tree=after or walk.tree, config=commit.config_toml)
-    unjudged = unjudged_file_problems(None, commit.outside)
     if OP in trailers:
         problems, entry = _operator_commit(walk, run_id, commit, trailers)
-        return moved_on, None, (*problems, *unjudged), entry
+        return moved_on, None, problems, entry
     if is_tell_commit(commit, trailers):
-        return moved_on, None, unjudged, _note_entry(commit, trailers)
+        return moved_on, None, (), _note_entry(commit, trailers)
     if is_config_commit(commit, trailers):
         key = trailers[CONFIG]
         entry = OperatorEntry(commit.sha, "config", None, trailers[ACTOR])
         problems = config_problems(walk.config, commit.config_toml, key)
-        return moved_on, None, (*problems, *unjudged), entry
-    return moved_on, None, (*hand_edit_problems(walk.tree, after, commit.touched), *unjudged), None
+        return moved_on, None, problems, entry
+    return moved_on, None, hand_edit_problems(walk.tree, after, commit.touched), None
+
+
+def _judges_the_line(trailers: Mapping[str, str]) -> bool:
+    """Whether the commit is an iteration judged a pass: its guard ran on the whole line up to
+    it, whatever commits of the operator's it holds."""
+    if not is_iteration_commit(trailers):
+        return False
+    try:
+        return judged_a_pass(record_from_trailers(trailers))
+    except DamagedTrailer:
+        return False
 
 
 def _passed_leaves(tree: Node) -> frozenset[str]:
@@ -242,6 +253,7 @@ def audit_run(
     if unreadable is not None:
         findings.append(Finding(0, "", f"start commit: {unreadable}", start.sha, None))
     actions: list[OperatorEntry] = []
+    unjudged: list[Finding] = []
     for position, commit in enumerate(commits, start=1):
         try:
             trailers: Mapping[str, str] = parse_trailers(commit.message)
@@ -257,16 +269,37 @@ def audit_run(
         )
         if entry is not None:
             actions.append(entry)
+        # Files a commit that is no iteration's put on the line (the operator's own commit
+        # the runner kept) are judged by the next iteration that passes on top of them.
+        if _judges_the_line(trailers):
+            unjudged.clear()
+        elif not is_iteration_commit(trailers):
+            unjudged.extend(
+                Finding(position, node, what, commit.sha, None)
+                for node, what in unjudged_file_problems(None, commit.outside)
+            )
+    findings.extend(unjudged)
     last = commits[-1].sha if commits else start.sha
-    findings.extend(
-        Finding(len(commits) + 1, "", what, last, number)
-        for number, what in stray_attempts(walk.attempts or {}, walk.set_aside, run_id)
-    )
     inherited = _passed_leaves(initial) if initial is not None else frozenset()
+    findings.extend(_end_findings(walk, run_id, len(commits) + 1, last, inherited))
+    return AuditReport(
+        run_id, walk.iterations, tuple(actions), tuple(sorted(findings)), tuple(sorted(inherited))
+    )
+
+
+def _end_findings(
+    walk: _Walk, run_id: str, position: int, last: str, inherited: frozenset[str]
+) -> list[Finding]:
+    """What only the whole walk shows: attempt refs no iteration made, passed leaves no
+    iteration passed."""
+    findings = [
+        Finding(position, "", what, last, number)
+        for number, what in stray_attempts(walk.attempts or {}, walk.set_aside, run_id)
+    ]
     if walk.tree is not None:
         findings.extend(
             Finding(
-                len(commits) + 1,
+                position,
                 leaf,
                 "passed leaf without an iteration status=done guard=pass on it",
                 last,
@@ -274,6 +307,4 @@ def audit_run(
             )
             for leaf in sorted(_passed_leaves(walk.tree) - inherited - walk.passed_by.keys())
         )
-    return AuditReport(
-        run_id, walk.iterations, tuple(actions), tuple(sorted(findings)), tuple(sorted(inherited))
-    )
+    return findings

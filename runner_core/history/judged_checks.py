@@ -2,9 +2,11 @@
 
 Decides the findings for a commit of the run branch that changes files outside `.runner/`
 without an iteration judged `status=done guard=pass` (a failed, retried or refused iteration's
-commit, an operator's, a hand edit), for an iteration that set files aside whose attempt ref
-(`refs/runner/attempts/<run>/<iter>`) is missing or not on the commit its files were made
-from, and for an attempt ref no iteration set files aside on. Never reads git: the shell hands
+commit; an operator's commit or a hand edit that no iteration judged a pass followed: the
+audit holds those until one does, its guard having run on the line that holds them), for an
+iteration that set files aside whose attempt ref (`refs/runner/attempts/<run>/<iter>`) is
+missing or not on the commit its files were made from, and for an attempt ref no iteration
+set files aside on. Never reads git: the shell hands
 in each commit's paths and the run's attempt refs.
 """
 

@@ -138,8 +138,12 @@ def test_a_commit_on_the_run_branch_is_kept_as_the_operators(
     assert _git(project.root, "rev-parse", f"{first}^").strip() == mine[0]
     tree = json.loads(_git(project.root, "show", f"{first}:.runner/state/tree.json"))
     assert _attempts(tree) == {"root": (0, False)}  # no attempt used
-    # The agent's work is kept on top of the operator's commit, as an interrupted one's is.
-    assert _git(project.root, "show", f"{first}:feature.txt") == "first\n"
+    # The agent's work is kept on top of the operator's commit, as an interrupted one's is:
+    # on its attempt's ref, not on the line (no guard judged it).
+    assert "feature.txt" not in _git(project.root, "ls-tree", "--name-only", first).split()
+    kept = f"refs/runner/attempts/{run}/1"
+    assert _git(project.root, "rev-parse", f"{kept}^").strip() == mine[0]
+    assert _git(project.root, "show", f"{kept}:feature.txt") == "first\n"
     if command == "step":
         again = project.runner("step")
         assert again.returncode == 0, again.stderr

@@ -106,3 +106,19 @@ def test_a_retry_is_no_pass() -> None:
     retried = record(1, "a", status=AgentStatus.RETRY, guard=GuardOutcome.SKIPPED)
     report = audit_run("run-1", START, (_commit(ONE, retried, FAILED_TREE, ("y",)),))
     assert any("status=retry guard=skipped" in w for w in _whats(report.findings))
+
+
+def test_a_commit_no_iteration_made_is_judged_by_the_next_iteration_that_passes() -> None:
+    """The operator's commit the runner kept: the next pass's guard ran on the line holding it;
+    a failed iteration after it judges nothing."""
+    hand = CommitFacts("h" * 40, "a fix\n", dumps_tree(BEFORE).encode(), b"{}", (), None, ("x",))
+    passed = _commit(ONE, record(1, "a"), tree("root", tree("a", passes=True)))
+    failed = _commit(ONE, FAILED, FAILED_TREE)
+
+    judged = audit_run("run-1", START, (hand, passed))
+    not_judged = audit_run("run-1", START, (hand, failed), {1: AttemptFacts("a" * 40, "h" * 40)})
+
+    assert not [w for w in _whats(judged.findings) if "outside .runner/" in w]
+    assert "changes files outside .runner/ with no iteration judging them: x" in _whats(
+        not_judged.findings
+    )
