@@ -1,0 +1,53 @@
+"""Specification of the pictures' memo (runner_shell/web/pictures.py): `runner serve` draws a
+picture again only when what it is drawn from is another object, or the clock while an
+iteration runs; what it draws is what a drawing without the memo gives."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from runner_core.history.records import ExecutionHistory
+from runner_shell.web.facts import PageFacts
+from runner_shell.web.pictures import DrawingMemo, pictures_html
+
+NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+ROWS = [{"leaf": True, "passes": False, "state": "pending"}]
+
+
+def facts(status: dict[str, Any], history: ExecutionHistory, now: datetime = NOW) -> PageFacts:
+    return PageFacts(status, {}, history, now)
+
+
+def running_status() -> dict[str, Any]:
+    job = {"iteration": 1, "node_id": "a", "role": "executor", "started_at": "2026-01-01T11:59:00Z"}
+    return {"tree": ROWS, "running": job, "jobs": None}
+
+
+def test_the_same_reading_is_not_drawn_again() -> None:
+    memo: DrawingMemo = {}
+    page = facts({"tree": ROWS}, ExecutionHistory())
+    first = pictures_html(page, memo)
+    drawn = {name: svg for name, (_, svg) in memo.items()}
+    assert pictures_html(page, memo) == first == pictures_html(page)
+    assert all(memo[name][1] is svg for name, svg in drawn.items())
+
+
+def test_another_reading_is_drawn_again_even_when_equal() -> None:
+    memo: DrawingMemo = {}
+    pictures_html(facts({"tree": ROWS}, ExecutionHistory()), memo)
+    spend = memo["spend"][1]
+    again = facts({"tree": list(ROWS)}, ExecutionHistory())
+    assert pictures_html(again, memo) == pictures_html(again)
+    assert memo["spend"][1] is not spend
+
+
+def test_the_timeline_of_a_running_iteration_follows_the_clock() -> None:
+    memo: DrawingMemo = {}
+    status, history = running_status(), ExecutionHistory()
+    pictures_html(facts(status, history), memo)
+    spend, timeline = memo["spend"][1], memo["timeline"][1]
+    later = facts(status, history, NOW + timedelta(minutes=5))
+    assert pictures_html(later, memo) == pictures_html(later)
+    assert memo["spend"][1] is spend
+    assert memo["timeline"][1] != timeline
