@@ -9,6 +9,7 @@ the shell hands in the history, the status document and the clock reading, and d
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -19,6 +20,9 @@ from runner_core.history.execution import ExecutionRecord
 from runner_core.history.records import ExecutionHistory
 
 
+# Each picture reads every record's times, and `runner serve` draws its pictures again as a run
+# grows: a record's time is parsed once (a datetime is immutable), not at every drawing.
+@functools.lru_cache(maxsize=1 << 16)
 def parse_time(value: str) -> datetime:
     """An ISO-8601 time as the runner writes it (`…Z` or `…+00:00`)."""
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
