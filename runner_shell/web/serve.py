@@ -143,6 +143,9 @@ class StatusCache:
         stamps = (alive, tuple(_stamp(path) for path in status_sources(api.paths, api.repo)))
         if self.last is None or stamps != self.stamps:
             reading = status_reading(api.paths, api.repo, self.warn_once, api.run, self.records)
+            if self.last is not None and _same_records(self.last[0].history, reading.history):
+                # The history kept while no record changed: what is drawn from it stays drawn.
+                reading = attrs.evolve(reading, history=self.last[0].history)
             self.stamps, self.last = stamps, (reading, status_to_json(reading.view))
         return self.last
 
@@ -150,6 +153,13 @@ class StatusCache:
         if line not in self.warned:
             self.warned.add(line)
             warn(line)
+
+
+def _same_records(old: ExecutionHistory, new: ExecutionHistory) -> bool:
+    """The very same record objects (the memo's, `load_history`), in the same order."""
+    return len(old.records) == len(new.records) and all(
+        a is b for a, b in zip(old.records, new.records, strict=True)
+    )
 
 
 @attrs.define
