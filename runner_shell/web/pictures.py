@@ -271,6 +271,7 @@ def spend_svg(points: Sequence[SpendPoint]) -> str:
     def y_of(value: float, most: float) -> float:
         return plot_bottom - (plot_bottom - plot_top) * value / most
 
+    points = _one_per_column(points, x_of, plot_right - plot_left)
     parts = [_y_axis(plot_left, plot_right, plot_top, plot_bottom, most_tokens, "tokens")]
     token_path = " ".join(
         f"{'M' if i == 0 else 'L'}{x_of(p.secs):.1f},{y_of(p.tokens, most_tokens):.1f}"
@@ -310,6 +311,27 @@ def spend_svg(points: Sequence[SpendPoint]) -> str:
         )
     parts.append(_spend_footer(points, span, plot_left, plot_right, plot_bottom))
     return _svg("chart-spend", label, 200, "".join(parts) + _SPEND_LEGEND)
+
+
+def _one_per_column(
+    points: Sequence[SpendPoint], x_of: Callable[[float], float], columns: float
+) -> Sequence[SpendPoint]:
+    """`points` (in time order) when the plot has a pixel column for each, else the last point
+    of each column: the totals are cumulative, so the line keeps its shape at the picture's
+    resolution (the last point, the run's totals, always drawn), and a run of thousands of
+    iterations is drawn at the cost of what the picture shows, not of what the run holds."""
+    if len(points) <= columns:
+        return points
+    kept: list[SpendPoint] = []
+    last_column = None
+    for point in points:
+        column = int(x_of(point.secs))
+        if column == last_column:
+            kept[-1] = point
+        else:
+            kept.append(point)
+        last_column = column
+    return kept
 
 
 def _spend_footer(
