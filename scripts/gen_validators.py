@@ -45,8 +45,9 @@ SCHEMA_FILES = (
 NODE_DEFINITION = ("task_tree/v1.schema.json", "#/$defs/node")
 
 
-def _condition(name: str, definition: dict[str, Any]) -> str:
-    """A Python expression true exactly when the value `name` meets `definition`.
+def _condition(name: str, definition: dict[str, Any], node_type: str = "node_type") -> str:
+    """A Python expression true exactly when the value `name` meets `definition`, a node
+    being of the type named `node_type`.
 
     Only the keywords the node definition uses are understood, strictly (a float is no
     integer, a bool no number); any other keyword stops the generator, so a schema change
@@ -57,7 +58,7 @@ def _condition(name: str, definition: dict[str, Any]) -> str:
     if unknown:
         raise SystemExit(f"plain_node_reader: no check for {sorted(unknown)}; extend the generator")
     if definition.get("$ref") == NODE_DEFINITION[1]:
-        return f"type({name}) is node_type"
+        return f"type({name}) is {node_type}"
     types = {"string": "str", "integer": "int", "boolean": "bool", "array": "list"}
     parts: list[str] = []
     if "type" in definition:
@@ -75,7 +76,7 @@ def _condition(name: str, definition: dict[str, Any]) -> str:
     if "items" in definition:
         items = definition["items"]
         assert isinstance(items, dict)
-        item = _condition("item", items)
+        item = _condition("item", items, node_type)
         kind = item.removeprefix("type(item) is ")
         if kind.isidentifier():  # a check of the item's type alone: one C call, no frame
             parts.append(f"{{{kind}}}.issuperset(map(type, {name}))")
@@ -95,13 +96,26 @@ def _node_properties(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return properties
 
 
-def _plain_node_reader(properties: dict[str, dict[str, Any]]) -> str:
+def _node_checks(
+    properties: dict[str, dict[str, Any]], node_type: str = "node_type"
+) -> tuple[str, str]:
+    """The unpacking of a node's decoded pairs, and the condition true exactly when they are
+    the schema's keys in its order with values it accepts (children of type `node_type`)."""
     fields = list(properties)
     names = [f"v{index}" for index in range(len(fields))]
     checks = [f"k{index} == {field!r}" for index, field in enumerate(fields)]
     checks += [
-        _condition(name, properties[field]) for name, field in zip(names, fields, strict=True)
+        _condition(name, properties[field], node_type)
+        for name, field in zip(names, fields, strict=True)
     ]
+    pairs = ", ".join(f"(k{index}, {name})" for index, name in enumerate(names))
+    return pairs, "\n            and ".join(f"({check})" for check in checks)
+
+
+def _plain_node_reader(properties: dict[str, dict[str, Any]]) -> str:
+    fields = list(properties)
+    names = [f"v{index}" for index in range(len(fields))]
+    pairs, condition = _node_checks(properties)
     values = []
     for name, field in zip(names, fields, strict=True):
         definition = properties[field]
@@ -111,8 +125,6 @@ def _plain_node_reader(properties: dict[str, dict[str, Any]]) -> str:
             values.append(f"tuple({name})")
         else:
             values.append(name)
-    pairs = ", ".join(f"(k{index}, {name})" for index, name in enumerate(names))
-    condition = "\n            and ".join(f"({check})" for check in checks)
     return (
         "def plain_node_reader(node_type, init, members, refuse):\n"
         '    """An `object_pairs_hook` building a task tree node from an object whose keys are in\n'
@@ -131,6 +143,34 @@ def _plain_node_reader(properties: dict[str, dict[str, Any]]) -> str:
         "        node = new(node_type)\n"
         f"        init(node, {', '.join(values)})\n"
         "        return node\n"
+        "\n"
+        "    return read\n"
+    )
+
+
+def _plain_values_reader(properties: dict[str, dict[str, Any]]) -> str:
+    fields = list(properties)
+    # A node is kept as the tuple of its values: JSON decodes no tuple, so a child that is
+    # one was read by this hook.
+    pairs, condition = _node_checks(properties, "tuple")
+    values = ", ".join(f"v{index}" for index in range(len(fields)))
+    return (
+        f"NODE_FIELDS = {tuple(fields)!r}\n"
+        "\n"
+        "\n"
+        "def plain_values_reader(refuse):\n"
+        '    """An `object_pairs_hook` accepting exactly the objects `plain_node_reader` accepts,\n'
+        "    each kept as the tuple of its values in the schema's order (NODE_FIELDS), enums as\n"
+        "    their strings and arrays as lists, and raising `refuse` for any other object:\n"
+        '    nothing is built, for a reader that only asks questions of the tree."""\n'
+        "\n"
+        "    def read(pairs):\n"
+        f"        if len(pairs) != {len(fields)}:\n"
+        "            raise refuse\n"
+        f"        {pairs}, = pairs\n"
+        f"        if not (\n            {condition}\n        ):\n"
+        "            raise refuse\n"
+        f"        return ({values})\n"
         "\n"
         "    return read\n"
     )
@@ -220,6 +260,8 @@ def generate_tree_node() -> str:
         "\n"
         f"SCHEMA_SHA256 = {hashlib.sha256(text.encode('utf-8')).hexdigest()!r}\n\n\n"
         + _plain_node_reader(node_properties)
+        + "\n\n"
+        + _plain_values_reader(node_properties)
         + "\n\n"
         + _canonical_node_text(node_properties)
     )

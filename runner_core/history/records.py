@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
-from pyrsistent import PMap, pmap
 
 from runner_core.history.execution import META_FIELDS as META_FIELDS
 from runner_core.history.execution import DamagedRecord as DamagedRecord
@@ -48,11 +47,11 @@ def _history_key(record: ExecutionRecord) -> tuple[str, int]:
 
 def _index_by_node(
     records: tuple[ExecutionRecord, ...],
-) -> PMap[str, tuple[ExecutionRecord, ...]]:
+) -> Mapping[str, tuple[ExecutionRecord, ...]]:
     grouped: dict[str, list[ExecutionRecord]] = {}
     for record in records:
         grouped.setdefault(record.node_id, []).append(record)
-    return pmap({node_id: tuple(group) for node_id, group in grouped.items()})
+    return {node_id: tuple(group) for node_id, group in grouped.items()}
 
 
 @attrs.frozen(slots=True)
@@ -66,7 +65,11 @@ class ExecutionHistory:
     """
 
     records: tuple[ExecutionRecord, ...] = ()
-    _by_node: PMap[str, tuple[ExecutionRecord, ...]] = attrs.field(init=False, repr=False, eq=False)
+    # A private index derived from `records` and never changed: a plain dict, since a view
+    # looks every node of the tree up in it (a pmap's lookup runs in Python, a dict's in C).
+    _by_node: Mapping[str, tuple[ExecutionRecord, ...]] = attrs.field(
+        init=False, repr=False, eq=False
+    )
 
     def __attrs_post_init__(self) -> None:
         for before, after in zip(self.records, self.records[1:], strict=False):

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import TYPE_CHECKING
 
-from runner_core.history.records import ExecutionRecord
-from runner_core.run.trailers import (
-    record_trailers,
-    render_trailers,
-)
+if TYPE_CHECKING:  # `is_chain_value` is all a run state's reader needs of this module
+    from runner_core.history.records import ExecutionRecord
 
 CHAIN_VERSION = b"runner-chain-v1\0"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -31,6 +29,8 @@ def chain_seed(run_id: str) -> str:
 
 def canonical_record(record: ExecutionRecord) -> bytes:
     """The record's bytes as the chain hashes them: length, newline, rendered trailers."""
+    from runner_core.run.trailers import record_trailers, render_trailers
+
     body = render_trailers(record_trailers(record)).encode("utf-8")
     return str(len(body)).encode("ascii") + b"\n" + body
 

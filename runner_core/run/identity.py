@@ -12,9 +12,11 @@ from collections.abc import Callable, Collection
 
 import attrs
 
+from runner_core.run.branches import BRANCH_PREFIX as BRANCH_PREFIX
+from runner_core.run.branches import branch_for as branch_for
+
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9._-]+")
 RUN_ID_MAX_LENGTH = 100
-BRANCH_PREFIX = "runner/"
 _FENCE = "---"
 _KEY_LINE = re.compile(r"([A-Za-z0-9_.-]+)\s*:\s*(.*)")
 
@@ -37,10 +39,6 @@ def run_id_problem(run_id: str) -> str | None:
     if run_id.endswith((".lock", ".")) or ".." in run_id or run_id.startswith(("-", ".")):
         return f"run id {run_id!r} is not a valid git branch name component"
     return None
-
-
-def branch_for(run_id: str) -> str:
-    return BRANCH_PREFIX + run_id
 
 
 def generate_run_id(head_sha: str, taken: Collection[str]) -> str:

@@ -48,6 +48,47 @@ def plain_node_reader(node_type, init, members, refuse):
     return read
 
 
+NODE_FIELDS = ('id', 'order', 'title', 'goal', 'acceptance', 'next', 'passes', 'attempts', 'max_attempts', 'children')
+
+
+def plain_values_reader(refuse):
+    """An `object_pairs_hook` accepting exactly the objects `plain_node_reader` accepts,
+    each kept as the tuple of its values in the schema's order (NODE_FIELDS), enums as
+    their strings and arrays as lists, and raising `refuse` for any other object:
+    nothing is built, for a reader that only asks questions of the tree."""
+
+    def read(pairs):
+        if len(pairs) != 10:
+            raise refuse
+        (k0, v0), (k1, v1), (k2, v2), (k3, v3), (k4, v4), (k5, v5), (k6, v6), (k7, v7), (k8, v8), (k9, v9), = pairs
+        if not (
+            (k0 == 'id')
+            and (k1 == 'order')
+            and (k2 == 'title')
+            and (k3 == 'goal')
+            and (k4 == 'acceptance')
+            and (k5 == 'next')
+            and (k6 == 'passes')
+            and (k7 == 'attempts')
+            and (k8 == 'max_attempts')
+            and (k9 == 'children')
+            and (type(v0) is str and len(v0) >= 1)
+            and (type(v1) is int)
+            and (type(v2) is str)
+            and (type(v3) is str)
+            and (type(v4) is list and {str}.issuperset(map(type, v4)))
+            and (type(v5) is str and v5 in ('execute', 'decompose'))
+            and (type(v6) is bool)
+            and (type(v7) is int and v7 >= 0)
+            and (type(v8) is int and v8 >= 0)
+            and (type(v9) is list and {tuple}.issuperset(map(type, v9)))
+        ):
+            raise refuse
+        return (v0, v1, v2, v3, v4, v5, v6, v7, v8, v9)
+
+    return read
+
+
 def canonical_node_text(node, prefixes, array, encode, end):
     """A node's fields but its children as canonical JSON text, then `end`: each field
     after its prefix (the key and the indentation of its depth), strings through

@@ -22,8 +22,7 @@ from typing import Any
 
 import attrs
 
-# A tree's root is at depth 1; a tree of MAX_DEPTH levels is the deepest the runner accepts.
-MAX_DEPTH = 100
+from runner_core.tree.bounds import MAX_DEPTH as MAX_DEPTH
 
 
 class NodeNext(enum.StrEnum):

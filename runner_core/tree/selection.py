@@ -11,6 +11,7 @@ import enum
 import attrs
 
 from runner_core.tree.model import Ancestors, Node, iter_preorder, path_of, sort_key
+from runner_core.tree.plain import Leaf, PlainTree
 
 
 class SelectionStatus(enum.StrEnum):
@@ -71,3 +72,13 @@ def node_path(tree: Node, node_id: str) -> str | None:
         if node.id == node_id:
             return path_of(ancestors, node.id)
     return None
+
+
+def plain_answer(tree: Node) -> PlainTree:
+    """What `runner_core.tree.plain.read_plain_tree` answers for a valid tree, from the tree."""
+    selection = select_leaf(tree)
+    node = selection.node
+    leaf = None
+    if node is not None and selection.path is not None:
+        leaf = Leaf(node.id, selection.path, node.attempts, node.max_attempts)
+    return PlainTree(sum(1 for _ in iter_preorder(tree)), leaf)

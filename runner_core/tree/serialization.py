@@ -13,7 +13,6 @@ import enum
 import functools
 import json
 import operator
-import re
 import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from json.encoder import encode_basestring
@@ -23,6 +22,7 @@ from typing import Any
 import attrs
 
 from runner_core.tree import _node_validator as _tree_node
+from runner_core.tree.bounds import TREE_MAX_BYTES as TREE_MAX_BYTES
 from runner_core.tree.model import (
     MAX_DEPTH,
     NODE_FIELDS,
@@ -32,13 +32,9 @@ from runner_core.tree.model import (
     set_node_fields,
     trusted_node,
 )
+from runner_core.tree.plain import SURROGATE_ESCAPE as _SURROGATE_ESCAPE
 from runner_core.validation.invariants import validate_invariants
 from runner_core.validation.schema import validate_schema
-
-# The largest tree text the runner reads, and so the largest it writes: a tree whose canonical
-# form is bigger could never be read back. Canonical indentation grows with depth, so a tree
-# that fits compactly may still be refused for its canonical size (`canonical_fits`).
-TREE_MAX_BYTES = 128 * 1024 * 1024
 
 # A read-only mapping rather than a pmap: importing pyrsistent would cost every command that
 # reads a tree ~3 ms of start-up (measured with -X importtime), for a table of three entries.
@@ -90,10 +86,6 @@ def loads_json(text: str) -> Any:
         return json.loads(text, object_pairs_hook=_unique_keys)
     except RecursionError:
         raise RefusedJson(TOO_DEEP) from None
-
-
-# `\uD800`-`\uDFFF` escapes: the only way an unpaired surrogate gets into decoded UTF-8 text.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def loads_json_strictly(text: str) -> Any:

@@ -2,35 +2,18 @@
 
 Decides whether ids are unique and usable, `max_attempts` is positive, `attempts` stays within
 it, siblings are in `(order, id)` order and the tree is at most MAX_DEPTH levels deep. Reads
-only the tree it is given; never repairs it.
-
-An id is part of a node's path (`root/a/b`), of a commit subject and of one-line `key=value`
-output, so it may not contain whitespace, `=`, `/` (the path would be ambiguous) or control
-characters, and is at most ID_MAX_LENGTH characters (it also travels in an environment
-variable and a commit).
+only the tree it is given; never repairs it. What an id may hold is `runner_core.tree.bounds`.
 """
 
 from __future__ import annotations
 
-import re
 from itertools import pairwise
 
+from runner_core.tree.bounds import FORBIDDEN_IN_ID as _FORBIDDEN_IN_ID
+from runner_core.tree.bounds import ID_MAX_LENGTH as ID_MAX_LENGTH
+from runner_core.tree.bounds import id_problem as id_problem
 from runner_core.tree.model import MAX_DEPTH, Ancestors, Node, path_of, sort_key
 from runner_core.validation.finding import Finding
-
-ID_MAX_LENGTH = 1000
-# Whitespace (which includes the line and paragraph separators str.splitlines() breaks on),
-# '=', '/', and the C0 and C1 control characters (Unicode category Cc).
-_FORBIDDEN_IN_ID = re.compile(r"[\s=/\x00-\x1f\x7f-\x9f]")
-
-
-def id_problem(node_id: str) -> str | None:
-    """Why `node_id` cannot be a node id, or None when it can (the schema rules out '')."""
-    if len(node_id) > ID_MAX_LENGTH:
-        return f"id is {len(node_id)} characters long (at most {ID_MAX_LENGTH})"
-    if _FORBIDDEN_IN_ID.search(node_id):
-        return "id must not contain whitespace, '=', '/' or control characters"
-    return None
 
 
 def _shown(node_id: str) -> str:

@@ -9,6 +9,7 @@ the shell hands in the history, the status document and the clock reading, and d
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -19,6 +20,9 @@ from runner_core.history.execution import ExecutionRecord
 from runner_core.history.records import ExecutionHistory
 
 
+# Each picture reads every record's times, and `runner serve` draws its pictures again as a run
+# grows: a record's time is parsed once (a datetime is immutable), not at every drawing.
+@functools.lru_cache(maxsize=1 << 16)
 def parse_time(value: str) -> datetime:
     """An ISO-8601 time as the runner writes it (`…Z` or `…+00:00`)."""
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -184,21 +188,24 @@ def slot_timeline(
     origin = spans[0][0]
     lane_ends: list[datetime | None] = []  # None: a worker's lane, never a slot's
     lane_names: list[str] = []
-    bars: list[Bar] = []
+    # Each bar's fields, its end cut where the next bar of its slot lane begins; the Bars are
+    # built once, at the end (a run of thousands of iterations cuts most of them).
+    rows: list[list[Any]] = []
     last_in_lane: dict[int, int] = {}
     for start, end, iteration, node_id, role, outcome, started_at, worker in spans:
         lane = _lane(lane_ends, lane_names, start, end, worker, max(slots, 1))
         at = (start - origin).total_seconds()
         before = last_in_lane.get(lane)
-        if before is not None and worker is None and bars[before].end > at:
-            bars[before] = attrs.evolve(bars[before], end=at)
-        last_in_lane[lane] = len(bars)
-        bars.append(
-            Bar(lane, iteration, node_id, role, at, (end - origin).total_seconds(), outcome,
-                started_at)
+        if before is not None and worker is None and rows[before][5] > at:
+            rows[before][5] = at
+        last_in_lane[lane] = len(rows)
+        rows.append(
+            [lane, iteration, node_id, role, at, (end - origin).total_seconds(), outcome,
+             started_at]
         )  # fmt: skip
+    bars = tuple(Bar(*row) for row in rows)
     span = max(bar.end for bar in bars)
-    return Timeline(spans[0][6], span, tuple(lane_names), tuple(bars))
+    return Timeline(spans[0][6], span, tuple(lane_names), bars)
 
 
 def _lane(

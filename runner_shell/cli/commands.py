@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner_core.run.exit_codes import ExitCode
-from runner_core.tree.selection import Selection, SelectionStatus, select_leaf
 from runner_shell.errors import UserFacingError, exit_for_closed_stdout, os_error_message
 from runner_shell.git.repo import GitError, Repo, open_repo
 from runner_shell.store.layout import RunnerPaths
@@ -21,6 +20,7 @@ from runner_shell.store.state_files import MissingStateFile
 
 if TYPE_CHECKING:
     from runner_core.run.state import RunState
+    from runner_core.tree.selection import Selection
 
 Echo = Callable[[str], None]
 
@@ -75,20 +75,27 @@ def selection_fields(selection: Selection) -> str:
 
 
 def select(echo: Echo) -> int:
-    """Print the next leaf: exit 0 open, 2 complete, 3 stuck."""
-    from runner_shell.store.state_files import load_tree
+    """Print the next leaf: exit 0 open, 2 complete, 3 stuck (as `select_leaf` says, from a
+    reading of the tree that builds none of it)."""
+    from runner_shell.store.state_files import read_tree_answer
 
     paths, _ = paths_and_repo()
-    selection = select_leaf(load_tree(paths))
-    if selection.status is SelectionStatus.COMPLETE:
+    leaf = read_tree_answer(paths).next_leaf
+    if leaf is None:
         echo("select: status=complete")
-    else:
-        echo(f"select: status={selection.status.value} {selection_fields(selection)}")
-    return selection_exit_code(selection)
+        return ExitCode.COMPLETE
+    status = "stuck" if leaf.stuck else "open"
+    echo(
+        f"select: status={status} id={leaf.id} path={leaf.path} "
+        f"attempts={leaf.attempts}/{leaf.max_attempts}"
+    )
+    return ExitCode.STUCK if leaf.stuck else ExitCode.OK
 
 
 def selection_exit_code(selection: Selection) -> int:
     """0 open, 2 complete, 3 stuck."""
+    from runner_core.tree.selection import SelectionStatus
+
     if selection.status is SelectionStatus.COMPLETE:
         return ExitCode.COMPLETE
     return ExitCode.STUCK if selection.status is SelectionStatus.STUCK else ExitCode.OK
@@ -104,7 +111,7 @@ def validate(echo: Echo) -> int:
         check_role_programs,
         check_run_identity,
     )
-    from runner_shell.store.state_files import load_config, load_tree
+    from runner_shell.store.state_files import load_config, read_tree_answer
 
     paths, repo = paths_and_repo()
     check_layout(paths)
@@ -112,7 +119,7 @@ def validate(echo: Echo) -> int:
     config = load_config(paths)
     check_role_programs(config, paths.root)
     echo("validate: config=ok")
-    load_tree(paths)
+    read_tree_answer(paths)
     echo("validate: tree=ok")
     if (paths.runner_dir / "prompts").is_dir():  # Jinja2 is imported only then
         from runner_shell.step.prompt_templates import check_templates

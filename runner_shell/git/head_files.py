@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from runner_core.iteration.git_drift import GitHead
 from runner_shell.store.files import FileTooLarge, NotRegularFile, read_bytes_capped
+
+if TYPE_CHECKING:  # attrs is imported by whoever builds one: `branch_from_files` needs none
+    from runner_core.iteration.git_drift import GitHead
 
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _BRANCH_PREFIX = "ref: refs/heads/"
@@ -22,23 +25,31 @@ _PACKED_REFS_MAX_BYTES = 64 * 1024 * 1024
 
 def head_from_files(git_dir: Path, common_dir: Path) -> GitHead | None:
     """HEAD's branch (None when detached) and commit, or None when git is to be asked."""
+    from runner_core.iteration.git_drift import GitHead
+
+    found = branch_from_files(git_dir, common_dir)
+    return None if found is None else GitHead(*found)
+
+
+def branch_from_files(git_dir: Path, common_dir: Path) -> tuple[str | None, str] | None:
+    """`head_from_files` as a pair: the branch (None when detached) and the commit."""
     head = _text(git_dir / "HEAD", _REF_MAX_BYTES)
     if head is None:
         return None
     if _OID.fullmatch(head):
-        return GitHead(None, head)
+        return None, head
     branch = head.removeprefix(_BRANCH_PREFIX)
     if branch == head or not _plain(branch):
         return None
     ref = f"refs/heads/{branch}"
     loose = _text(common_dir / ref, _REF_MAX_BYTES)
     if loose is not None:
-        return GitHead(branch, loose) if _OID.fullmatch(loose) else None
+        return (branch, loose) if _OID.fullmatch(loose) else None
     packed = _text(common_dir / "packed-refs", _PACKED_REFS_MAX_BYTES)
     for line in (packed or "").splitlines():
         oid, _, name = line.partition(" ")
         if name == ref and _OID.fullmatch(oid):
-            return GitHead(branch, oid)
+            return branch, oid
     return None
 
 

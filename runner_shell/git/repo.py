@@ -213,11 +213,11 @@ class Repo:
     def current_branch(self) -> str | None:
         """The checked-out branch, or None on a detached HEAD; read from git's files when they
         plainly say (runner_shell.git.head_files), else asked of git (before a first commit)."""
-        from runner_shell.git.head_files import head_from_files
+        from runner_shell.git.head_files import branch_from_files
 
-        found = head_from_files(*self._dirs())
+        found = branch_from_files(*self._dirs())
         if found is not None:
-            return found.branch
+            return found[0]
         result = self.git("symbolic-ref", "--quiet", "--short", "HEAD", check=False)
         return result.stdout.strip() if result.returncode == 0 else None
 

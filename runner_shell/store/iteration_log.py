@@ -16,16 +16,10 @@ import stat
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
 
-from runner_core.history.records import (
-    DamagedRecord,
-    ExecutionHistory,
-    ExecutionRecord,
-    record_from_meta,
-)
 from runner_shell.store.files import (
     READ_ONLY,
     atomic_write_bytes,
@@ -39,6 +33,10 @@ from runner_shell.store.files import (
 from runner_shell.store.layout import EVENTS_FILE, RunnerPaths
 
 if TYPE_CHECKING:  # the writing half's; the views read history without importing them
+    # The records' modules (pyrsistent, the guard's ratchet, the state update) are imported
+    # where a history is read: `utc_now` and the writers are imported by commands that read
+    # none (`runner validate`, through the sandbox's proxy).
+    from runner_core.history.records import ExecutionHistory, ExecutionRecord
     from runner_core.iteration.effects import Commit, FileWrite
     from runner_core.iteration.git_drift import GitHead
     from runner_shell.git.repo import Repo, StagingGuard
@@ -232,7 +230,7 @@ def _unexpected_lines(paths: RunnerPaths, run_id: str, listing: RunListing) -> t
 
 # What a long-lived reader (`runner serve`) keeps between two readings of a run's history:
 # each iteration's record with the stamp of the meta.json it was read from.
-RecordMemo = dict[tuple[str, str], tuple[tuple[int, ...], ExecutionRecord]]
+RecordMemo: TypeAlias = "dict[tuple[str, str], tuple[tuple[int, ...], ExecutionRecord]]"
 
 
 def load_history(
@@ -245,6 +243,8 @@ def load_history(
     `memo`, a meta.json whose stamp (inode, size, modification and change times) is the one
     its record was read from is not read again, and `memo` keeps exactly this reading's records.
     """
+    from runner_core.history.records import ExecutionHistory
+
     listing = list_run(paths, run_id)
     run_dir = paths.run_dir(run_id)
     records: list[ExecutionRecord] = []
@@ -313,6 +313,8 @@ def _record_or_problem(
     paths: RunnerPaths, run_dir: Path, run_id: str, run_fd: int | None, number: int, name: str
 ) -> ExecutionRecord | str:
     """The record of iteration `number` (directory `name`), else the line saying why not."""
+    from runner_core.history.records import DamagedRecord, record_from_meta
+
     try:
         data = _meta_bytes(run_fd, run_dir, name)
         record = record_from_meta(json.loads(data.decode("utf-8")))

@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-import attrs
+from typing import NamedTuple
 
 EVENTS_FILE = "events.jsonl"
 
 
-def _absolute(root: Path) -> Path:
-    return root.absolute()
+class _Root(NamedTuple):
+    root: Path
 
 
-@attrs.frozen(slots=True)
-class RunnerPaths:
+class RunnerPaths(_Root):
+    """Where the runner's files live under the repository root `root`.
+
+    Immutable, compared and hashed by `root`, as a frozen attrs class would be; a named
+    tuple rather than attrs because every command builds one, and `runner select` imports
+    nothing else that needs attrs (whose import costs a process about as much as decoding a
+    10,000-node tree: `python -X importtime`).
+    """
+
+    __slots__ = ()
+
     # Absolute whatever the caller gave: these paths are handed to agents and guards, which
     # run in the repository root, where a path relative to the runner's own directory is wrong.
-    root: Path = attrs.field(converter=_absolute)
+    def __new__(cls, root: Path) -> RunnerPaths:
+        return super().__new__(cls, root.absolute())
 
     @property
     def runner_dir(self) -> Path:

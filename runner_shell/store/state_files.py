@@ -10,9 +10,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runner_core.tree.model import Node
-from runner_core.tree.serialization import TREE_MAX_BYTES as CORE_TREE_MAX_BYTES
-from runner_core.tree.serialization import TreeValidationError, dumps_tree, parse_tree
+from runner_core.tree.bounds import TREE_MAX_BYTES as CORE_TREE_MAX_BYTES
 from runner_shell.errors import UserFacingError
 from runner_shell.store.files import (
     FileTooLarge,
@@ -25,9 +23,13 @@ from runner_shell.store.layout import RunnerPaths
 
 # tomllib, hashlib and the wording of identity and missing-file problems are imported where
 # used: `runner select` and the views read none of them, and each import is start-up they pay.
+# The tree's model and parser too: `runner select` and `validate` ask runner_core.tree.plain,
+# which builds no `Node` (and imports no attrs), unless it cannot answer.
 if TYPE_CHECKING:  # imported where read: `runner select` reads neither the config nor the state
     from runner_core.run.config import Config
     from runner_core.run.state import RunState
+    from runner_core.tree.model import Node
+    from runner_core.tree.plain import PlainTree
 
 # Larger state files are refused instead of exhausting memory. The tree's limit is the core's:
 # the runner never writes a tree it could not read back.
@@ -89,6 +91,21 @@ def load_tree(paths: RunnerPaths) -> Node:
     return _parsed_tree(paths, read_tree_bytes(paths))
 
 
+def read_tree_answer(paths: RunnerPaths) -> PlainTree:
+    """Whether the tree file is valid and its next leaf, read without building the tree
+    (runner_core.tree.plain); when that cannot answer, from the parsed tree, or the one-line
+    error `load_tree` raises."""
+    from runner_core.tree.plain import read_plain_tree
+
+    data = read_tree_bytes(paths)
+    answer = read_plain_tree(data)
+    if answer is None:
+        from runner_core.tree.selection import plain_answer
+
+        answer = plain_answer(_parsed_tree(paths, data))
+    return answer
+
+
 def load_tree_and_sha256(paths: RunnerPaths) -> tuple[Node, str]:
     """The tree and the SHA-256 of the very bytes it was parsed from (a step's: the views and
     `select` call `load_tree`, which hashes nothing)."""
@@ -99,6 +116,8 @@ def load_tree_and_sha256(paths: RunnerPaths) -> tuple[Node, str]:
 
 
 def _parsed_tree(paths: RunnerPaths, data: bytes) -> Node:
+    from runner_core.tree.serialization import TreeValidationError, parse_tree
+
     try:
         return parse_tree(data)
     except TreeValidationError as error:
@@ -111,6 +130,8 @@ def read_bytes(path: Path, limit: int = SMALL_FILE_MAX_BYTES) -> bytes:
 
 
 def write_tree(paths: RunnerPaths, tree: Node) -> None:
+    from runner_core.tree.serialization import dumps_tree
+
     atomic_write_text(paths.tree, dumps_tree(tree))
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -22,3 +24,15 @@ class PageFacts:
     now: datetime
     problem: str | None = None
     slots: int = 1  # `[parallel] slots`: the timeline's lanes
+
+
+def file_stamp(path: Path) -> tuple[int, int, int] | None:
+    """What tells one version of a file from the next: an atomic write is a new inode, an append
+    a new size, and the mtime catches a rewrite in place. None when it cannot be stat'ed: missing,
+    or an agent's symlink loop, a file where a directory should be, a directory it cannot enter;
+    the link itself is stat'ed, never followed."""
+    try:
+        facts = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return facts.st_ino, facts.st_mtime_ns, facts.st_size

@@ -9,7 +9,8 @@ errors come from the agent's tree and output.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 
 from runner_core.views.charts import (
     Progress,
@@ -35,18 +36,65 @@ def esc(value: object) -> str:
 # ---------------------------------------------------------------- the pictures
 
 
-def pictures_html(facts: PageFacts) -> str:
-    """The four pictures, each a figure with its SVG: the server sends this whole on change."""
+# What each picture was last drawn from and its SVG, kept by a long-lived reader (`runner
+# serve`'s watcher) between two drawings.
+DrawingMemo = dict[str, tuple[tuple[object, ...], str]]
+
+
+def pictures_html(facts: PageFacts, memo: DrawingMemo | None = None) -> str:
+    """The four pictures, each a figure with its SVG: the server sends this whole on change.
+
+    With `memo`, a picture drawn from the very same objects as last time (`_same`) is not
+    drawn again: the status document and the history are the objects the server's status
+    cache keeps while no file they were read from changes, and a change to the events log
+    alone (an agent's output) changes neither. Only the timeline reads the clock, and only
+    while an iteration runs (its bar ends now). On a long run drawing a picture costs many
+    times the reading that asked for it.
+    """
     if facts.status is None:
         return '<p class="hint">No run to draw.</p>'
-    timeline = slot_timeline(facts.history, facts.status, facts.now, facts.slots)
+    status, history = facts.status, facts.history
+    running = status.get("running") is not None or bool(status.get("jobs"))
+    drawings: tuple[tuple[str, tuple[object, ...], Callable[[], str]], ...] = (
+        ("progress", (status,), lambda: progress_svg(tree_progress(status["tree"]))),
+        ("tests", (history,), lambda: tests_svg(tests_series(history))),
+        ("spend", (history,), lambda: spend_svg(spend_series(history))),
+        (
+            "timeline",
+            (history, status, facts.slots, facts.now if running else None),
+            lambda: timeline_svg(slot_timeline(history, status, facts.now, facts.slots)),
+        ),
+    )
+    svgs = {name: _drawn(name, inputs, draw, memo) for name, inputs, draw in drawings}
     return "".join(
         (
-            _figure_html("Tree progress", progress_svg(tree_progress(facts.status["tree"]))),
-            _figure_html("Tests passing per iteration", tests_svg(tests_series(facts.history))),
-            _figure_html("Spent over time (cumulative)", spend_svg(spend_series(facts.history))),
-            _figure_html("Slots timeline", timeline_svg(timeline), wide=True),
+            _figure_html("Tree progress", svgs["progress"]),
+            _figure_html("Tests passing per iteration", svgs["tests"]),
+            _figure_html("Spent over time (cumulative)", svgs["spend"]),
+            _figure_html("Slots timeline", svgs["timeline"], wide=True),
         )
+    )
+
+
+def _drawn(
+    name: str, inputs: tuple[object, ...], draw: Callable[[], str], memo: DrawingMemo | None
+) -> str:
+    if memo is None:
+        return draw()
+    known = memo.get(name)
+    if known is not None and _same(known[0], inputs):
+        return known[1]
+    svg = draw()
+    memo[name] = (inputs, svg)
+    return svg
+
+
+def _same(these: tuple[object, ...], those: tuple[object, ...]) -> bool:
+    """The very same objects, one by one (no deep comparison of a history of thousands of
+    records); the slots and the clock compared by value."""
+    return len(these) == len(those) and all(
+        this is that or (type(this) in (int, datetime) and this == that)
+        for this, that in zip(these, those, strict=True)
     )
 
 
@@ -223,6 +271,7 @@ def spend_svg(points: Sequence[SpendPoint]) -> str:
     def y_of(value: float, most: float) -> float:
         return plot_bottom - (plot_bottom - plot_top) * value / most
 
+    points = _one_per_column(points, x_of, plot_right - plot_left)
     parts = [_y_axis(plot_left, plot_right, plot_top, plot_bottom, most_tokens, "tokens")]
     token_path = " ".join(
         f"{'M' if i == 0 else 'L'}{x_of(p.secs):.1f},{y_of(p.tokens, most_tokens):.1f}"
@@ -262,6 +311,27 @@ def spend_svg(points: Sequence[SpendPoint]) -> str:
         )
     parts.append(_spend_footer(points, span, plot_left, plot_right, plot_bottom))
     return _svg("chart-spend", label, 200, "".join(parts) + _SPEND_LEGEND)
+
+
+def _one_per_column(
+    points: Sequence[SpendPoint], x_of: Callable[[float], float], columns: float
+) -> Sequence[SpendPoint]:
+    """`points` (in time order) when the plot has a pixel column for each, else the last point
+    of each column: the totals are cumulative, so the line keeps its shape at the picture's
+    resolution (the last point, the run's totals, always drawn), and a run of thousands of
+    iterations is drawn at the cost of what the picture shows, not of what the run holds."""
+    if len(points) <= columns:
+        return points
+    kept: list[SpendPoint] = []
+    last_column = None
+    for point in points:
+        column = int(x_of(point.secs))
+        if column == last_column:
+            kept[-1] = point
+        else:
+            kept.append(point)
+        last_column = column
+    return kept
 
 
 def _spend_footer(

@@ -82,9 +82,10 @@ from runner_shell.web.answers import (
     url_host,
 )
 from runner_shell.web.facts import PageFacts
+from runner_shell.web.facts import file_stamp as _stamp
 from runner_shell.web.hosts import HostGuard, allowed_hosts, is_loopback
 from runner_shell.web.page import render_page
-from runner_shell.web.pictures import pictures_html
+from runner_shell.web.pictures import DrawingMemo, pictures_html
 
 STATIC = Path(__file__).parent / "static"
 PAGES = {"/app.js": "app.js", "/app.css": "app.css"}
@@ -126,18 +127,6 @@ class Broker:
                 self.clients.discard(client)
 
 
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    """What tells one version of a file from the next: an atomic write is a new inode, an append
-    a new size, and the mtime catches a rewrite in place. None when it cannot be stat'ed: missing,
-    or an agent's symlink loop, a file where a directory should be, a directory it cannot enter;
-    the link itself is stat'ed, never followed."""
-    try:
-        facts = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return None
-    return facts.st_ino, facts.st_mtime_ns, facts.st_size
-
-
 @attrs.define
 class StatusCache:
     """The Watcher's last status reading, its document, the stamps of what it was read from and
@@ -154,6 +143,9 @@ class StatusCache:
         stamps = (alive, tuple(_stamp(path) for path in status_sources(api.paths, api.repo)))
         if self.last is None or stamps != self.stamps:
             reading = status_reading(api.paths, api.repo, self.warn_once, api.run, self.records)
+            if self.last is not None and _same_records(self.last[0].history, reading.history):
+                # The history kept while no record changed: what is drawn from it stays drawn.
+                reading = attrs.evolve(reading, history=self.last[0].history)
             self.stamps, self.last = stamps, (reading, status_to_json(reading.view))
         return self.last
 
@@ -161,6 +153,13 @@ class StatusCache:
         if line not in self.warned:
             self.warned.add(line)
             warn(line)
+
+
+def _same_records(old: ExecutionHistory, new: ExecutionHistory) -> bool:
+    """The very same record objects (the memo's, `load_history`), in the same order."""
+    return len(old.records) == len(new.records) and all(
+        a is b for a, b in zip(old.records, new.records, strict=True)
+    )
 
 
 @attrs.define
@@ -177,8 +176,10 @@ class Watcher:
     follower_stop: threading.Event = attrs.field(factory=threading.Event)
     page: PageView | None = None
     cache: StatusCache = attrs.field(factory=StatusCache)
-    # The pictures last drawn (a `pictures` event carries them whole when they change).
+    # The pictures last drawn (a `pictures` event carries them whole when they change), and
+    # each one's SVG with what it was drawn from.
     pictures: str | None = None
+    drawings: DrawingMemo = attrs.field(factory=dict)
 
     def watched(self) -> dict[str, Path]:
         return {
@@ -228,7 +229,7 @@ class Watcher:
         self.page = page
         if delta is not None:
             self.broker.publish("view", json.dumps(delta, sort_keys=True))
-        pictures = pictures_html(facts)
+        pictures = pictures_html(facts, self.drawings)
         if self.pictures is not None and pictures != self.pictures:
             self.broker.publish("pictures", json.dumps({"html": pictures}))
         self.pictures = pictures

@@ -174,3 +174,24 @@ def test_options_and_help_go_to_typer(project: Project) -> None:
     code, stdout, _ = run(project, [PYTHON, "-m", "runner_shell", "select", "--help"])
     assert code == 0
     assert "Print the next leaf" in stdout
+
+
+def test_select_on_a_valid_tree_builds_no_node_and_imports_no_attrs(project: Project) -> None:
+    # Importing attrs costs a process about what decoding a 10,000-node tree costs.
+    project.prepare(node("root", children=[node("a", passes=True), node("b", order=1)]))
+    probe = (
+        "import sys, runpy\n"
+        "sys.argv = ['runner', 'select']\n"
+        "try:\n"
+        "    runpy.run_module('runner_shell', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('attr', 'attrs')))\n"
+        "print('runner_core.tree.model' in sys.modules)\n"
+    )
+    _, stdout, _ = run(project, [PYTHON, "-c", probe])
+    assert stdout.splitlines() == [
+        "select: status=open id=b path=root/b attempts=0/3",
+        "[]",
+        "False",
+    ]

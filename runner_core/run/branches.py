@@ -1,0 +1,13 @@
+"""A run's branch: `runner/<run id>`.
+
+Apart from `identity` (whose GOAL.md frontmatter is an attrs class) so that finding the run a
+command works in imports no attrs.
+"""
+
+from __future__ import annotations
+
+BRANCH_PREFIX = "runner/"
+
+
+def branch_for(run_id: str) -> str:
+    return BRANCH_PREFIX + run_id
