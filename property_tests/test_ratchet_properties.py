@@ -16,7 +16,12 @@ from runner_core.guard.report import (
     report_from_json,
     report_to_json,
 )
-from runner_core.iteration.guard_stage import judge_guard, outcome_document, read_outcome_document
+from runner_core.iteration.guard_stage import (
+    LISTED_TESTS,
+    judge_guard,
+    outcome_document,
+    read_outcome_document,
+)
 from runner_core.run.config import Config
 from runner_core.tree.model import GuardOutcome
 
@@ -104,4 +109,9 @@ def test_tests_json_reads_back_as_written(base: Cases, now: Cases) -> None:
     assert judgement.figures is not None
     text = outcome_document(before, after, judgement.figures)
     assert read_outcome_document(text) == json.loads(text)
-    assert report_from_json(text) == after
+    # tests.json lists the tests that did not pass (the first LISTED_TESTS) and counts the rest.
+    listed = tuple(result for result in after.results if result.outcome is not TestOutcome.PASSED)
+    assert report_from_json(text).results == listed[:LISTED_TESTS]
+    document = json.loads(text)
+    assert document["passed"] == len(after.results) - len(listed)
+    assert document["unlisted_tests"] == max(0, len(listed) - LISTED_TESTS)
