@@ -1,0 +1,84 @@
+"""The declared order of each package's rooms (subpackages, and the shell's top-level modules),
+lowest first, in floors.
+
+A room imports only rooms before it in the order: below it, or earlier on its own floor. So no
+room imports a higher floor and no two rooms import each other, directly or around a loop.
+`tests/test_floors.py` checks the code against this table over every import (top level, inside
+functions, under `TYPE_CHECKING`), and docs/architecture.md draws it (`floor_table`), checked
+to match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+Floors = tuple[tuple[str, ...], ...]
+
+FLOORS: Mapping[str, Floors] = MappingProxyType(
+    {
+        "runner_core": (
+            ("tree", "validation", "guard", "eval"),
+            ("backends", "history", "run"),
+            ("loop", "iteration"),
+            ("views", "parallel"),
+            ("testing",),
+        ),
+        "runner_shell": (
+            ("errors", "store", "git", "notify"),
+            ("sandbox", "scratch", "agents", "guard"),
+            ("step",),
+            ("remote", "loop", "steer", "setup", "eval"),
+            ("views", "tui", "web", "cli", "__main__"),
+        ),
+    }
+)
+
+# Arrows against the order that the code still has, as (package, room, room it imports).
+# Listed exactly: a new one fails the test, and so does one that is gone but still listed, so
+# the list only shrinks.
+KNOWN_BACK_ARROWS: frozenset[tuple[str, str, str]] = frozenset(
+    {
+        ("runner_core", "backends", "loop"),
+        ("runner_core", "backends", "run"),
+        ("runner_core", "history", "iteration"),
+        ("runner_core", "history", "parallel"),
+        ("runner_core", "history", "run"),
+        ("runner_core", "iteration", "views"),
+        ("runner_core", "loop", "views"),
+        ("runner_core", "run", "iteration"),
+        ("runner_core", "run", "views"),
+        ("runner_core", "tree", "validation"),
+        ("runner_shell", "agents", "step"),
+        ("runner_shell", "git", "loop"),
+        ("runner_shell", "git", "step"),
+        ("runner_shell", "guard", "step"),
+        ("runner_shell", "loop", "steer"),
+        ("runner_shell", "remote", "loop"),
+        ("runner_shell", "scratch", "step"),
+        ("runner_shell", "step", "loop"),
+        ("runner_shell", "store", "git"),
+        ("runner_shell", "store", "step"),
+    }
+)
+
+
+def order_of(package: str) -> dict[str, int]:
+    """Each room of `package` and its place in the order, 0 the lowest."""
+    return {
+        room: place
+        for place, room in enumerate(room for rooms in FLOORS[package] for room in rooms)
+    }
+
+
+def floor_table() -> str:
+    """The floors as the Markdown table docs/architecture.md shows, highest floor first."""
+    lines = ["| floor | `runner_core` | `runner_shell` |", "|---|---|---|"]
+    core, shell = FLOORS["runner_core"], FLOORS["runner_shell"]
+    for level in range(max(len(core), len(shell)), 0, -1):
+        cells = [
+            ", ".join(f"`{room}`" for room in floors[level - 1]) if level <= len(floors) else ""
+            for floors in (core, shell)
+        ]
+        lines.append(f"| {level} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines) + "\n"
