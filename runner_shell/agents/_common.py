@@ -17,8 +17,8 @@ from typing import Protocol
 import attrs
 
 from runner_core.backends.egress import NETWORK_LOG, egress_rules
+from runner_core.backends.limits import LimitSignal
 from runner_core.backends.usage import Usage
-from runner_core.loop.usage_limits import LimitSignal
 from runner_core.tree.model import AgentRole
 from runner_core.views.text import flatten
 from runner_shell.sandbox.bwrap import Confinement

@@ -17,13 +17,14 @@ import attrs
 from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
+from runner_core.backends.limits import LimitKind, LimitSignal, iso_utc
 from runner_core.iteration.plan import PlanKind
 from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
 from runner_core.loop.budget import BudgetUse
 from runner_core.loop.events import Event, EventOrigin, EventType, loop_started
 from runner_core.loop.fallback import backend_chain, choose_backend, limited_after
-from runner_core.loop.usage_limits import LimitKind, LimitSignal, iso_utc, wait_until
+from runner_core.loop.usage_limits import wait_until
 from runner_core.run.config import Config
 from runner_core.run.operations import NodeOperation, decompose_later
 from runner_core.run.state import RunState

@@ -17,6 +17,7 @@ from typing import ClassVar, Literal, assert_never
 
 import attrs
 
+from runner_core.backends.limits import LimitSignal
 from runner_core.guard.ratchet import TestFigures
 from runner_core.iteration import events as iteration_events
 from runner_core.iteration.effects import (
@@ -58,7 +59,6 @@ from runner_core.iteration.preconditions import location_problem, step_precondit
 from runner_core.iteration.recovery import Journal, interrupted_problem
 from runner_core.iteration.results import Done, ExecutionsCounted, IoFailed, Result
 from runner_core.iteration.step_outcome import step_exit_code
-from runner_core.loop.usage_limits import LimitSignal
 from runner_core.run.config import Config
 from runner_core.run.state import RunState
 from runner_core.tree.model import Node

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from runner_core.backends.limits import iso_utc
 from runner_core.loop.fallback import (
     BackendChoice,
     backend_chain,
@@ -15,7 +16,6 @@ from runner_core.loop.fallback import (
     in_force,
     limited_after,
 )
-from runner_core.loop.usage_limits import iso_utc
 
 NOW = datetime(2026, 12, 1, 23, 0, tzinfo=UTC)
 CHAIN = ("codex", "claude", "gemini")

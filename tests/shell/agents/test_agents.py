@@ -14,7 +14,7 @@ import attrs
 import pytest
 
 from runner_core.backends.claude import last_json_object
-from runner_core.loop.usage_limits import LimitKind, LimitSignal
+from runner_core.backends.limits import LimitKind, LimitSignal
 from runner_core.tree.model import AgentRole
 from runner_shell.agents._common import OUTPUT_LIMIT_BYTES, AgentRequest, AgentRun
 from runner_shell.agents.claude import ClaudeBackend

@@ -13,7 +13,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from runner_core.loop.usage_limits import LimitKind
+from runner_core.backends.limits import LimitKind
 from runner_shell.agents._common import AgentBackend, AgentRequest
 from runner_shell.agents.session import backend_for
 from runner_shell.step.processes import SpawnError
