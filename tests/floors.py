@@ -39,7 +39,6 @@ FLOORS: Mapping[str, Floors] = MappingProxyType(
 # the list only shrinks.
 KNOWN_BACK_ARROWS: frozenset[tuple[str, str, str]] = frozenset(
     {
-        ("runner_core", "backends", "run"),
         ("runner_core", "history", "iteration"),
         ("runner_core", "history", "parallel"),
         ("runner_core", "history", "run"),
