@@ -42,7 +42,6 @@ KNOWN_BACK_ARROWS: frozenset[tuple[str, str, str]] = frozenset(
         ("runner_core", "history", "iteration"),
         ("runner_core", "history", "parallel"),
         ("runner_core", "history", "run"),
-        ("runner_core", "loop", "views"),
         ("runner_core", "run", "iteration"),
         ("runner_core", "run", "views"),
         ("runner_core", "tree", "validation"),
