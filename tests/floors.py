@@ -43,7 +43,6 @@ KNOWN_BACK_ARROWS: frozenset[tuple[str, str, str]] = frozenset(
         ("runner_core", "history", "parallel"),
         ("runner_core", "history", "run"),
         ("runner_core", "run", "iteration"),
-        ("runner_core", "run", "views"),
         ("runner_core", "tree", "validation"),
         ("runner_shell", "agents", "step"),
         ("runner_shell", "git", "loop"),

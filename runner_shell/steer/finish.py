@@ -15,8 +15,7 @@ import attrs
 from runner_core.run.finish import FinishFacts, finish_message, finish_refusal, finish_target
 from runner_core.run.identity import branch_for
 from runner_core.run.trailers import BASE, DamagedTrailer, parse_trailers
-from runner_core.tree.selection import SelectionStatus, select_leaf
-from runner_core.views.status import leaf_counts
+from runner_core.tree.selection import SelectionStatus, leaf_counts, select_leaf
 from runner_shell.errors import UserFacingError
 from runner_shell.git.history import NoStartCommit
 from runner_shell.git.repo import Repo, open_repo
