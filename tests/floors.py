@@ -39,10 +39,8 @@ FLOORS: Mapping[str, Floors] = MappingProxyType(
 # the list only shrinks.
 KNOWN_BACK_ARROWS: frozenset[tuple[str, str, str]] = frozenset(
     {
-        ("runner_core", "history", "iteration"),
         ("runner_core", "history", "parallel"),
         ("runner_core", "history", "run"),
-        ("runner_core", "run", "iteration"),
         ("runner_core", "tree", "validation"),
         ("runner_shell", "agents", "step"),
         ("runner_shell", "git", "loop"),
