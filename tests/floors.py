@@ -22,7 +22,7 @@ FLOORS: Mapping[str, Floors] = MappingProxyType(
             ("backends", "history", "run"),
             ("loop", "iteration"),
             ("views", "parallel"),
-            ("testing",),
+            ("audit", "testing"),
         ),
         "runner_shell": (
             ("errors", "store", "git", "notify"),
@@ -39,8 +39,6 @@ FLOORS: Mapping[str, Floors] = MappingProxyType(
 # the list only shrinks.
 KNOWN_BACK_ARROWS: frozenset[tuple[str, str, str]] = frozenset(
     {
-        ("runner_core", "history", "parallel"),
-        ("runner_core", "history", "run"),
         ("runner_core", "tree", "validation"),
         ("runner_shell", "agents", "step"),
         ("runner_shell", "git", "loop"),

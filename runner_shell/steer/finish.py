@@ -98,7 +98,7 @@ def _without_state(repo: Repo, tree: str, base: str) -> str:
 
 
 def _audit_findings(repo: Repo, run_id: str) -> int:
-    from runner_core.history.audit import audit_run
+    from runner_core.audit.audit import audit_run
 
     try:
         start, commits = run_commits(repo, run_id)

@@ -14,9 +14,9 @@ from typing import Any
 
 import typer
 
-from runner_core.history.audit import audit_run
-from runner_core.history.commit_facts import TREE_PATH, CommitFacts
-from runner_core.history.findings import audit_to_json
+from runner_core.audit.audit import audit_run
+from runner_core.audit.commit_facts import TREE_PATH, CommitFacts
+from runner_core.audit.findings import audit_to_json
 from runner_core.history.records import ExecutionRecord
 from runner_core.run.trailers import DamagedTrailer, parse_trailers, record_from_trailers
 from runner_core.tree.diff import TreeDiff, tree_diff

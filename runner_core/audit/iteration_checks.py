@@ -8,8 +8,8 @@ and whether its number follows. Never carries anything from commit to commit: au
 
 from __future__ import annotations
 
-from runner_core.history.commit_facts import RUNNER_OWNED
-from runner_core.history.findings import Problem, finding_problems, shown
+from runner_core.audit.commit_facts import RUNNER_OWNED
+from runner_core.audit.findings import Problem, finding_problems, shown
 from runner_core.history.records import ErrorKind, ExecutionRecord
 from runner_core.parallel.tree_merge import TreeConflict, merge_trees
 from runner_core.run.state import RunStateError, run_state_from_json
