@@ -49,7 +49,6 @@ KNOWN_BACK_ARROWS: frozenset[tuple[str, str, str]] = frozenset(
         ("runner_shell", "scratch", "step"),
         ("runner_shell", "step", "loop"),
         ("runner_shell", "store", "git"),
-        ("runner_shell", "store", "step"),
     }
 )
 

@@ -30,6 +30,7 @@ from runner_shell.git.log_archive import ArchiveError
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.scratch.listing import list_scratch
 from runner_shell.step import protected_files
+from runner_shell.step.iteration_commit import commit_iteration
 from runner_shell.step.lock_and_journal import write_journal
 from runner_shell.store.files import (
     append_bytes,
@@ -38,7 +39,7 @@ from runner_shell.store.files import (
     make_directory,
     rename_within,
 )
-from runner_shell.store.iteration_log import commit_iteration, count_executions
+from runner_shell.store.iteration_log import count_executions
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import read_bytes, read_tree_bytes
 

@@ -42,6 +42,7 @@ from runner_shell.git.merging import carry_onto
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.scratch.listing import list_scratch
 from runner_shell.scratch.slots import slot_path
+from runner_shell.step.iteration_commit import commit_iteration
 from runner_shell.step.lock_and_journal import (
     DamagedJournal,
     clear_journal,
@@ -57,7 +58,7 @@ from runner_shell.step.lock_and_journal import (
 from runner_shell.step.processes import terminate_process_group
 from runner_shell.store.directories import open_existing_directory
 from runner_shell.store.files import atomic_write_bytes, make_directory
-from runner_shell.store.iteration_log import commit_iteration, count_executions, utc_now
+from runner_shell.store.iteration_log import count_executions, utc_now
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_config, load_run_state, load_tree
 
