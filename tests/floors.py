@@ -48,7 +48,6 @@ KNOWN_BACK_ARROWS: frozenset[tuple[str, str, str]] = frozenset(
         ("runner_shell", "remote", "loop"),
         ("runner_shell", "scratch", "step"),
         ("runner_shell", "step", "loop"),
-        ("runner_shell", "store", "git"),
     }
 )
 

@@ -18,10 +18,10 @@ from runner_core.run.trailers import BASE, DamagedTrailer, parse_trailers
 from runner_core.tree.selection import SelectionStatus, leaf_counts, select_leaf
 from runner_shell.errors import UserFacingError
 from runner_shell.git.history import NoStartCommit
+from runner_shell.git.history_sources import run_commits, trailer_history
 from runner_shell.git.repo import Repo, open_repo
 from runner_shell.step.lock_and_journal import exclusive_lock
 from runner_shell.step.runner import load_for_step
-from runner_shell.store.history_sources import run_commits, trailer_history
 from runner_shell.store.layout import RunnerPaths
 
 

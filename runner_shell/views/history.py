@@ -26,6 +26,7 @@ from runner_core.views.diff import diff_document, diff_lines
 from runner_core.views.show import CommitFacet, IterationFiles, render_show
 from runner_shell.errors import UserFacingError
 from runner_shell.git.history import NoStartCommit
+from runner_shell.git.history_sources import agent_diff_stat, iteration_commit, run_commits
 from runner_shell.git.log_archive import (
     ARCHIVED_NAMES,
     ArchiveError,
@@ -36,7 +37,6 @@ from runner_shell.git.log_archive import (
 )
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.store.files import read_bytes_capped
-from runner_shell.store.history_sources import agent_diff_stat, iteration_commit, run_commits
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_run_state
 from runner_shell.views.iteration_files import read_iteration, read_iteration_at
