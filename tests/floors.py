@@ -25,7 +25,7 @@ FLOORS: Mapping[str, Floors] = MappingProxyType(
             ("audit", "testing"),
         ),
         "runner_shell": (
-            ("errors", "store", "git", "notify"),
+            ("errors", "signals", "store", "git", "notify"),
             ("sandbox", "scratch", "agents", "guard"),
             ("step",),
             ("remote", "loop", "steer", "setup", "eval"),
@@ -41,7 +41,6 @@ KNOWN_BACK_ARROWS: frozenset[tuple[str, str, str]] = frozenset(
     {
         ("runner_core", "tree", "validation"),
         ("runner_shell", "agents", "step"),
-        ("runner_shell", "git", "loop"),
         ("runner_shell", "git", "step"),
         ("runner_shell", "guard", "step"),
         ("runner_shell", "loop", "steer"),

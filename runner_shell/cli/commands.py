@@ -191,8 +191,8 @@ def report(echo: Echo) -> int:
 def step(echo: Echo, prompt_budget: int) -> int:
     """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
     from runner_core.iteration.plan import PlanKind
-    from runner_shell.loop.signals import Interrupts, signals_handled
     from runner_shell.sandbox.status import sandbox_at_start
+    from runner_shell.signals import Interrupts, signals_handled
     from runner_shell.step.lock_and_journal import exclusive_lock
     from runner_shell.step.runner import (
         load_for_step,

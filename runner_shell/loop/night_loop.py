@@ -34,7 +34,7 @@ from runner_shell.git.repo import Repo
 from runner_shell.loop.budgets import budget_summary
 from runner_shell.loop.event_sink import sink_for
 from runner_shell.loop.questions import announce_new_questions, read_questions
-from runner_shell.loop.signals import (
+from runner_shell.signals import (
     Interrupted,
     Interrupts,
     signals_handled,

@@ -66,14 +66,14 @@ from runner_shell.loop.parallel_merges import (
 )
 from runner_shell.loop.questions import read_questions
 from runner_shell.loop.remote_loop import connected, jobs_to_resume, resume_jobs, run_remote
-from runner_shell.loop.signals import (
+from runner_shell.scratch.slots import slot_path
+from runner_shell.signals import (
     Interrupted,
     Interrupts,
     interruptible,
     signals_handled,
     stop_jobs,
 )
-from runner_shell.scratch.slots import slot_path
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested, stop_request_path
 from runner_shell.step.lock_and_journal import (
     job_journal_path,

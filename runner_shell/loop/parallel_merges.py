@@ -36,8 +36,8 @@ from runner_shell.loop.night_loop import (
 )
 from runner_shell.loop.parallel_jobs import Job, merge_job
 from runner_shell.loop.questions import announce_new_questions, read_questions
-from runner_shell.loop.signals import Interrupted
 from runner_shell.remote.coordinator import RemoteJobs
+from runner_shell.signals import Interrupted
 from runner_shell.step.lock_and_journal import (
     job_changes_path,
     job_journal_path,

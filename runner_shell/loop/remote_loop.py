@@ -29,7 +29,6 @@ from runner_shell.loop.event_sink import Emitter, IterationEvents, sink_for
 from runner_shell.loop.night_loop import LoopRun, loop_now, loop_origin
 from runner_shell.loop.parallel_jobs import Job, JobEvents, job_thread, run_here, slot_sandbox
 from runner_shell.loop.parallel_merges import ParallelLoop
-from runner_shell.loop.signals import Interrupted, interruptible
 from runner_shell.remote import wire
 from runner_shell.remote.coordinator import (
     NO_WORKERS_SECS,
@@ -45,6 +44,7 @@ from runner_shell.remote.coordinator import (
 from runner_shell.remote.errors import JobRefused, TemporalUnavailable
 from runner_shell.remote.job_files import JobRequest
 from runner_shell.scratch.slots import slot_path
+from runner_shell.signals import Interrupted, interruptible
 from runner_shell.step.lock_and_journal import (
     job_journal_path,
     job_journals,
