@@ -40,12 +40,10 @@ FLOORS: Mapping[str, Floors] = MappingProxyType(
 KNOWN_BACK_ARROWS: frozenset[tuple[str, str, str]] = frozenset(
     {
         ("runner_core", "tree", "validation"),
-        ("runner_shell", "agents", "step"),
         ("runner_shell", "git", "step"),
         ("runner_shell", "guard", "step"),
         ("runner_shell", "loop", "steer"),
         ("runner_shell", "remote", "loop"),
-        ("runner_shell", "scratch", "step"),
         ("runner_shell", "step", "loop"),
     }
 )

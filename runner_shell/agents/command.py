@@ -24,7 +24,7 @@ from runner_shell.agents._common import (
     read_text,
     remove_stale,
 )
-from runner_shell.step.processes import ProcessResult
+from runner_shell.sandbox.processes import ProcessResult
 
 _USAGE_LIMIT_BYTES = 64 * 1024
 

@@ -31,9 +31,9 @@ from pathlib import Path
 from runner_core.run.environment import guard_environment
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
+from runner_shell.sandbox.processes import SpawnError, run_process
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.setup_outputs import setup_outputs, setup_outputs_file
-from runner_shell.step.processes import SpawnError, run_process
 from runner_shell.store.files import atomic_write_bytes, make_directory
 from runner_shell.store.removal import remove_entry, remove_tree
 

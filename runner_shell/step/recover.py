@@ -40,6 +40,7 @@ from runner_shell.git.file_commit import follow_commit
 from runner_shell.git.log_archive import ArchiveError, NothingToArchive, archive_iteration
 from runner_shell.git.merging import carry_onto
 from runner_shell.git.repo import GitError, Repo
+from runner_shell.sandbox.processes import terminate_process_group
 from runner_shell.scratch.listing import list_scratch
 from runner_shell.scratch.slots import slot_path
 from runner_shell.step.iteration_commit import commit_iteration
@@ -55,7 +56,6 @@ from runner_shell.step.lock_and_journal import (
     read_job_changes,
     read_journal,
 )
-from runner_shell.step.processes import terminate_process_group
 from runner_shell.store.directories import open_existing_directory
 from runner_shell.store.files import atomic_write_bytes, make_directory
 from runner_shell.store.iteration_log import count_executions, utc_now

@@ -21,7 +21,7 @@ from runner_shell.agents.claude import ClaudeBackend
 from runner_shell.agents.codex import CodexBackend
 from runner_shell.agents.command import CommandBackend
 from runner_shell.agents.session import backend_for
-from runner_shell.step.processes import SpawnError
+from runner_shell.sandbox.processes import SpawnError
 from tests.helpers.processes import succeeded
 
 PYTHON = sys.executable
