@@ -40,7 +40,6 @@ FLOORS: Mapping[str, Floors] = MappingProxyType(
 KNOWN_BACK_ARROWS: frozenset[tuple[str, str, str]] = frozenset(
     {
         ("runner_core", "tree", "validation"),
-        ("runner_shell", "guard", "step"),
         ("runner_shell", "loop", "steer"),
         ("runner_shell", "remote", "loop"),
         ("runner_shell", "step", "loop"),

@@ -66,7 +66,7 @@ from runner_shell.loop.parallel_merges import (
 )
 from runner_shell.loop.questions import read_questions
 from runner_shell.loop.remote_loop import connected, jobs_to_resume, resume_jobs, run_remote
-from runner_shell.scratch.slots import slot_path
+from runner_shell.scratch.slots import slot_path, step_sandbox
 from runner_shell.signals import (
     Interrupted,
     Interrupts,
@@ -80,15 +80,7 @@ from runner_shell.step.lock_and_journal import (
     job_place_path,
 )
 from runner_shell.step.repository_checks import check_programs
-from runner_shell.step.runner import (
-    JobPlace,
-    Loaded,
-    StepRan,
-    gather,
-    load_for_step,
-    run_step,
-    step_sandbox,
-)
+from runner_shell.step.runner import JobPlace, Loaded, StepRan, gather, load_for_step, run_step
 from runner_shell.store.files import atomic_write_text
 from runner_shell.store.state_files import (
     load_config,

@@ -43,7 +43,7 @@ from runner_shell.remote.coordinator import (
 )
 from runner_shell.remote.errors import JobRefused, TemporalUnavailable
 from runner_shell.remote.job_files import JobRequest
-from runner_shell.scratch.slots import slot_path
+from runner_shell.scratch.slots import slot_path, step_sandbox
 from runner_shell.signals import Interrupted, interruptible
 from runner_shell.step.lock_and_journal import (
     job_journal_path,
@@ -52,7 +52,7 @@ from runner_shell.step.lock_and_journal import (
     read_journal,
     write_journal,
 )
-from runner_shell.step.runner import JobPlace, Loaded, step_sandbox
+from runner_shell.step.runner import JobPlace, Loaded
 from runner_shell.store.files import atomic_write_text
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_config, load_run_state

@@ -40,9 +40,9 @@ from runner_shell.remote.job_files import (
 )
 from runner_shell.remote.live_events import window_json
 from runner_shell.remote.worker_rules import WorkerRules, refused_command, worker_config
-from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
+from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path, step_sandbox
 from runner_shell.step.lock_and_journal import job_journal_path
-from runner_shell.step.runner import JobPlace, drive, shell_ports, step_sandbox
+from runner_shell.step.runner import JobPlace, drive, shell_ports
 from runner_shell.store.layout import RunnerPaths
 
 FETCH_TIMEOUT_SECS = 600.0

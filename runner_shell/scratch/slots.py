@@ -28,13 +28,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from runner_core.run.config import Config
 from runner_core.run.environment import guard_environment
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
 from runner_shell.sandbox.processes import SpawnError, run_process
+from runner_shell.sandbox.status import sandbox_status
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.setup_outputs import setup_outputs, setup_outputs_file
 from runner_shell.store.files import atomic_write_bytes, make_directory
+from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.removal import remove_entry, remove_tree
 
 SLOTS_DIR = "runner/slots"
@@ -408,3 +411,26 @@ def _set_up(slot: Path, setup: Sequence[str], sandbox: Sandbox | None) -> None:
     atomic_write_bytes(setup_outputs_file(slot), b"".join(top + b"\0" for top in tops))
     marker = _argv_bytes(setup) + b"\n" + (_fingerprint(slot) if setup else b"")
     atomic_write_bytes(_ready_marker(slot), marker)
+
+
+def step_sandbox(paths: RunnerPaths, repo: Repo, config: Config) -> Sandbox:
+    """The step's sandbox: SandboxRefused when `[sandbox] mode = "bwrap"` finds none; its
+    processes never see the run's repository or its git directory."""
+    status = sandbox_status(config).require()
+    common = repo.common_path("").resolve()
+    root = paths.root.resolve()
+    hide = (root,) if common.is_relative_to(root) else (root, common)
+    # The slot's .git borrows its own store's objects (read-only) through its alternates:
+    # the base's history alone, never the run's whole object store.
+    slots = slot_path(repo, 0).parent
+    shared = (slot_objects(slots, 0), *map(Path, config.sandbox.read_only))
+    extra = tuple(map(Path, config.sandbox.writable))
+    return Sandbox(
+        status,
+        hide,
+        slots / "homes",
+        shared,
+        extra,
+        agent_variables=config.sandbox.env,
+        guard_variables=config.guard_env,
+    )

@@ -69,9 +69,8 @@ from runner_shell.guard.baselines import keep_baseline, known_baseline
 from runner_shell.loop.budgets import reached_budget
 from runner_shell.loop.event_sink import Emitter, IterationEvents, sink_for
 from runner_shell.loop.output_events import LiveOutput
-from runner_shell.sandbox.status import sandbox_status
 from runner_shell.scratch.sandbox import Sandbox
-from runner_shell.scratch.slots import SlotError, prepare_slot, slot_objects, slot_path
+from runner_shell.scratch.slots import SlotError, prepare_slot, step_sandbox
 from runner_shell.step import protected_files
 from runner_shell.step.agent_and_guard import WAIT_FILE as WAIT_FILE
 from runner_shell.step.agent_and_guard import ProcessAgentRunner as ProcessAgentRunner
@@ -225,29 +224,6 @@ def run_step(
     events.raise_refusal()
     tests = finished.record.tests
     return StepRan(loaded.run_id, plan, finished.outcome, finished.limit, tests)
-
-
-def step_sandbox(paths: RunnerPaths, repo: Repo, config: Config) -> Sandbox:
-    """The step's sandbox: SandboxRefused when `[sandbox] mode = "bwrap"` finds none; its
-    processes never see the run's repository or its git directory."""
-    status = sandbox_status(config).require()
-    common = repo.common_path("").resolve()
-    root = paths.root.resolve()
-    hide = (root,) if common.is_relative_to(root) else (root, common)
-    # The slot's .git borrows its own store's objects (read-only) through its alternates:
-    # the base's history alone, never the run's whole object store.
-    slots = slot_path(repo, 0).parent
-    shared = (slot_objects(slots, 0), *map(Path, config.sandbox.read_only))
-    extra = tuple(map(Path, config.sandbox.writable))
-    return Sandbox(
-        status,
-        hide,
-        slots / "homes",
-        shared,
-        extra,
-        agent_variables=config.sandbox.env,
-        guard_variables=config.guard_env,
-    )
 
 
 def scratch_checkout(repo: Repo, loaded: Loaded, sandbox: Sandbox | None = None) -> Path:
