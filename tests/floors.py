@@ -42,7 +42,6 @@ KNOWN_BACK_ARROWS: frozenset[tuple[str, str, str]] = frozenset(
         ("runner_core", "tree", "validation"),
         ("runner_shell", "loop", "steer"),
         ("runner_shell", "remote", "loop"),
-        ("runner_shell", "step", "loop"),
     }
 )
 

@@ -31,8 +31,6 @@ from runner_core.run.state import RunState
 from runner_core.views import loop_lines
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
-from runner_shell.loop.budgets import budget_summary
-from runner_shell.loop.event_sink import sink_for
 from runner_shell.loop.questions import announce_new_questions, read_questions
 from runner_shell.signals import (
     Interrupted,
@@ -42,6 +40,8 @@ from runner_shell.signals import (
 )
 from runner_shell.steer.commits import apply_holding_lock
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested
+from runner_shell.step.budgets import budget_summary
+from runner_shell.step.event_sink import sink_for
 from runner_shell.step.runner import StepResult, run_step, step_result_line
 from runner_shell.store.event_log import EventLogRefused
 from runner_shell.store.layout import RunnerPaths

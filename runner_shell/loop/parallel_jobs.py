@@ -47,11 +47,11 @@ from runner_shell.errors import UserFacingError
 from runner_shell.git.merging import carry_onto, merged_commit
 from runner_shell.git.repo import Repo
 from runner_shell.guard.baselines import keep_baseline, known_baseline
-from runner_shell.loop.event_sink import IterationEvents
 from runner_shell.loop.night_loop import LoopRun
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_objects
 from runner_shell.step.agent_and_guard import ProcessGuardRunner
+from runner_shell.step.event_sink import IterationEvents
 from runner_shell.step.iteration_store import DiskIterationStore
 from runner_shell.step.lock_and_journal import (
     job_journal_path,

@@ -36,8 +36,6 @@ from runner_core.run.state import RunState
 from runner_core.tree.model import AgentRole, NodeNext
 from runner_core.tree.selection import Selection, SelectionStatus
 from runner_shell.guard.baselines import known_baseline
-from runner_shell.loop.budgets import budget_summary
-from runner_shell.loop.event_sink import IterationEvents, sink_for
 from runner_shell.loop.night_loop import (
     LoopRun,
     announce_start,
@@ -75,6 +73,8 @@ from runner_shell.signals import (
     stop_jobs,
 )
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested, stop_request_path
+from runner_shell.step.budgets import budget_summary
+from runner_shell.step.event_sink import IterationEvents, sink_for
 from runner_shell.step.lock_and_journal import (
     job_journal_path,
     job_place_path,

@@ -26,7 +26,6 @@ from runner_core.parallel.queue import next_to_merge
 from runner_core.run.state import RunState
 from runner_core.views import loop_lines
 from runner_shell.errors import UserFacingError
-from runner_shell.loop.event_sink import sink_for
 from runner_shell.loop.night_loop import (
     LoopRun,
     hand_to_decomposer,
@@ -38,6 +37,7 @@ from runner_shell.loop.parallel_jobs import Job, merge_job
 from runner_shell.loop.questions import announce_new_questions, read_questions
 from runner_shell.remote.coordinator import RemoteJobs
 from runner_shell.signals import Interrupted
+from runner_shell.step.event_sink import sink_for
 from runner_shell.step.lock_and_journal import (
     job_changes_path,
     job_journal_path,

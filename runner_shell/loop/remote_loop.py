@@ -25,7 +25,6 @@ from runner_core.run.executor_config import ExecutorConfig
 from runner_core.views.loop_lines import waiting_line
 from runner_shell.errors import UserFacingError, failure_line
 from runner_shell.git.repo import Repo
-from runner_shell.loop.event_sink import Emitter, IterationEvents, sink_for
 from runner_shell.loop.night_loop import LoopRun, loop_now, loop_origin
 from runner_shell.loop.parallel_jobs import Job, JobEvents, job_thread, run_here, slot_sandbox
 from runner_shell.loop.parallel_merges import ParallelLoop
@@ -45,6 +44,7 @@ from runner_shell.remote.errors import JobRefused, TemporalUnavailable
 from runner_shell.remote.job_files import JobRequest
 from runner_shell.scratch.slots import slot_path, step_sandbox
 from runner_shell.signals import Interrupted, interruptible
+from runner_shell.step.event_sink import Emitter, IterationEvents, sink_for
 from runner_shell.step.lock_and_journal import (
     job_journal_path,
     job_journals,

@@ -66,9 +66,6 @@ from runner_core.views.loop_lines import budget_refusal
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.guard.baselines import keep_baseline, known_baseline
-from runner_shell.loop.budgets import reached_budget
-from runner_shell.loop.event_sink import Emitter, IterationEvents, sink_for
-from runner_shell.loop.output_events import LiveOutput
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.slots import SlotError, prepare_slot, step_sandbox
 from runner_shell.step import protected_files
@@ -76,9 +73,12 @@ from runner_shell.step.agent_and_guard import WAIT_FILE as WAIT_FILE
 from runner_shell.step.agent_and_guard import ProcessAgentRunner as ProcessAgentRunner
 from runner_shell.step.agent_and_guard import ProcessGuardRunner as ProcessGuardRunner
 from runner_shell.step.agent_and_guard import schema_path as schema_path
+from runner_shell.step.budgets import reached_budget
+from runner_shell.step.event_sink import Emitter, IterationEvents, sink_for
 from runner_shell.step.iteration_store import DiskIterationStore as DiskIterationStore
 from runner_shell.step.iteration_store import SlotLister as SlotLister
 from runner_shell.step.lock_and_journal import current_command, job_journals, read_journal
+from runner_shell.step.output_events import LiveOutput
 from runner_shell.step.prompt_parts import prompt_parts
 from runner_shell.step.repository_checks import (
     check_programs,
