@@ -28,7 +28,7 @@ FLOORS: Mapping[str, Floors] = MappingProxyType(
             ("errors", "signals", "store", "git", "notify"),
             ("sandbox", "scratch", "agents", "guard"),
             ("step",),
-            ("remote", "loop", "steer", "setup", "eval"),
+            ("steer", "remote", "loop", "setup", "eval"),
             ("views", "tui", "web", "cli", "__main__"),
         ),
     }
@@ -40,8 +40,6 @@ FLOORS: Mapping[str, Floors] = MappingProxyType(
 KNOWN_BACK_ARROWS: frozenset[tuple[str, str, str]] = frozenset(
     {
         ("runner_core", "tree", "validation"),
-        ("runner_shell", "loop", "steer"),
-        ("runner_shell", "remote", "loop"),
     }
 )
 

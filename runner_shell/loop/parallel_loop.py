@@ -46,14 +46,7 @@ from runner_shell.loop.night_loop import (
     loop_origin,
     stopped,
 )
-from runner_shell.loop.parallel_jobs import (
-    Job,
-    JobEvents,
-    in_flight,
-    job_thread,
-    run_here,
-    slot_sandbox,
-)
+from runner_shell.loop.parallel_jobs import Job, JobEvents, in_flight, job_thread, run_here
 from runner_shell.loop.parallel_merges import (
     ParallelLoop,
     after_merge,
@@ -64,7 +57,7 @@ from runner_shell.loop.parallel_merges import (
 )
 from runner_shell.loop.questions import read_questions
 from runner_shell.loop.remote_loop import connected, jobs_to_resume, resume_jobs, run_remote
-from runner_shell.scratch.slots import slot_path, step_sandbox
+from runner_shell.scratch.slots import slot_path, slot_sandbox, step_sandbox
 from runner_shell.signals import (
     Interrupted,
     Interrupts,

@@ -26,7 +26,7 @@ from runner_core.views.loop_lines import waiting_line
 from runner_shell.errors import UserFacingError, failure_line
 from runner_shell.git.repo import Repo
 from runner_shell.loop.night_loop import LoopRun, loop_now, loop_origin
-from runner_shell.loop.parallel_jobs import Job, JobEvents, job_thread, run_here, slot_sandbox
+from runner_shell.loop.parallel_jobs import Job, JobEvents, job_thread, run_here
 from runner_shell.loop.parallel_merges import ParallelLoop
 from runner_shell.remote import wire
 from runner_shell.remote.coordinator import (
@@ -42,7 +42,7 @@ from runner_shell.remote.coordinator import (
 )
 from runner_shell.remote.errors import JobRefused, TemporalUnavailable
 from runner_shell.remote.job_files import JobRequest
-from runner_shell.scratch.slots import slot_path, step_sandbox
+from runner_shell.scratch.slots import slot_path, slot_sandbox, step_sandbox
 from runner_shell.signals import Interrupted, interruptible
 from runner_shell.step.event_sink import Emitter, IterationEvents, sink_for
 from runner_shell.step.lock_and_journal import (

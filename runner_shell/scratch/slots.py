@@ -28,6 +28,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
+
 from runner_core.run.config import Config
 from runner_core.run.environment import guard_environment
 from runner_shell.git.hardened import GitError, run_git
@@ -434,3 +436,21 @@ def step_sandbox(paths: RunnerPaths, repo: Repo, config: Config) -> Sandbox:
         agent_variables=config.sandbox.env,
         guard_variables=config.guard_env,
     )
+
+
+def slot_sandbox(sandbox: Sandbox | None, slot: int) -> Sandbox | None:
+    """Each slot's processes get private HOMEs of their own: two agents never share one, and
+    see their own slot's object store, never another's."""
+    if sandbox is None:
+        return None
+    slots = sandbox.homes.parent
+    stores = {slot_objects(slots, number) for number in range(_slot_of(sandbox) + 1)}
+    shared = tuple(slot_objects(slots, slot) if path in stores else path for path in sandbox.shared)
+    return attrs.evolve(sandbox, homes=slots / f"homes-{slot}", shared=shared)
+
+
+def _slot_of(sandbox: Sandbox) -> int:
+    """The slot a sandbox was made for (0 before `slot_sandbox` gave it one): the number of
+    its HOMEs directory, `homes-<n>`."""
+    _, _, number = sandbox.homes.name.partition("-")
+    return int(number) if number.isdigit() else 0

@@ -23,6 +23,7 @@ from runner_core.iteration.effects import (
 )
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.import_rules import ImportLimits
+from runner_core.iteration.ports import ScratchPort
 from runner_core.iteration.recovery import Journal
 from runner_core.iteration.results import ConfigRead, HeadRead, ScratchListed, TreeRead
 from runner_shell.errors import UserFacingError
@@ -42,6 +43,19 @@ from runner_shell.store.files import (
 from runner_shell.store.iteration_log import count_executions
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import read_bytes, read_tree_bytes
+
+
+@attrs.define
+class KeptListing:
+    """A job's scratch port that keeps the listing it gave: the base's entries in it spare the
+    merge queue's thread reading them again."""
+
+    inner: ScratchPort
+    listed: ScratchListed | None = None
+
+    def list_scratch(self) -> ScratchListed:
+        self.listed = self.inner.list_scratch()
+        return self.listed
 
 
 @attrs.frozen(slots=True)
