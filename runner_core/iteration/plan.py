@@ -30,12 +30,12 @@ from runner_core.tree.serialization import (
     TreeValidationError,
     canonical_fits,
     loads_json_strictly,
-    parse_tree,
 )
 from runner_core.tree.state_update import StateUpdateSummary, apply_state_updates
 from runner_core.validation.child_additions import validate_child_additions_restricted
 from runner_core.validation.immutability import check_passed_node_immutability
 from runner_core.validation.invariants import validate_invariants
+from runner_core.validation.loading import parse_tree
 from runner_core.validation.schema import validate_decomposer_output, validate_executor_output
 from runner_core.validation.status import validate_status_invariants
 

@@ -24,6 +24,8 @@ import attrs
 
 # A tree's root is at depth 1; a tree of MAX_DEPTH levels is the deepest the runner accepts.
 MAX_DEPTH = 100
+# The longest node id the invariants accept; a decomposer's child ids are cut to fit it.
+ID_MAX_LENGTH = 1000
 
 
 class NodeNext(enum.StrEnum):

@@ -15,10 +15,9 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
-from runner_core.tree.model import MAX_DEPTH, Ancestors, Node, path_of, sort_key
+from runner_core.tree.model import ID_MAX_LENGTH, MAX_DEPTH, Ancestors, Node, path_of, sort_key
 from runner_core.validation.finding import Finding
 
-ID_MAX_LENGTH = 1000
 # Whitespace (which includes the line and paragraph separators str.splitlines() breaks on),
 # '=', '/', and the C0 and C1 control characters (Unicode category Cc).
 _FORBIDDEN_IN_ID = re.compile(r"[\s=/\x00-\x1f\x7f-\x9f]")

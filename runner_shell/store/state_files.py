@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from runner_core.tree.model import Node
 from runner_core.tree.serialization import TREE_MAX_BYTES as CORE_TREE_MAX_BYTES
-from runner_core.tree.serialization import TreeValidationError, dumps_tree, parse_tree
+from runner_core.tree.serialization import TreeValidationError, dumps_tree
+from runner_core.validation.loading import parse_tree
 from runner_shell.errors import UserFacingError
 from runner_shell.store.files import (
     FileTooLarge,

@@ -21,7 +21,8 @@ from runner_core.history.records import ExecutionRecord
 from runner_core.run.trailers import DamagedTrailer, parse_trailers, record_from_trailers
 from runner_core.tree.diff import TreeDiff, tree_diff
 from runner_core.tree.model import Node
-from runner_core.tree.serialization import TREE_MAX_BYTES, TreeValidationError, parse_tree
+from runner_core.tree.serialization import TREE_MAX_BYTES, TreeValidationError
+from runner_core.validation.loading import parse_tree
 from runner_core.views.diff import diff_document, diff_lines
 from runner_core.views.show import CommitFacet, IterationFiles, render_show
 from runner_shell.errors import UserFacingError
