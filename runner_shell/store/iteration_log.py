@@ -102,11 +102,6 @@ def iteration_dirs(paths: RunnerPaths, run_id: str) -> list[tuple[int, Path]]:
     return [(number, run_dir / name) for number, name in list_run(paths, run_id).iterations]
 
 
-def unexpected_entries(paths: RunnerPaths, run_id: str) -> tuple[str, ...]:
-    """A warning for each entry of the run's directory that is not an iteration directory."""
-    return _unexpected_lines(paths, run_id, list_run(paths, run_id))
-
-
 def _unexpected_lines(paths: RunnerPaths, run_id: str, listing: RunListing) -> tuple[str, ...]:
     run_dir = paths.run_dir(run_id)
     return tuple(

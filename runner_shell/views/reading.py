@@ -279,11 +279,6 @@ def run_figures(
     return figures, problems
 
 
-def status_document_view(paths: RunnerPaths, repo: Repo) -> StatusView:
-    """Where the current run stands (`runner status`, `GET /api/status`); warns on stderr."""
-    return status_reading(paths, repo).view
-
-
 @attrs.frozen
 class StatusReading:
     """The status view and what it was built from, for the views that show more beside it."""
