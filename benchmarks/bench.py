@@ -36,8 +36,8 @@ import attrs
 
 import runner_core
 from runner_core import AgentStatus, GuardOutcome, Node, dumps_tree, parse_tree, select_leaf
-from runner_core.iteration.state_update import apply_state_updates
 from runner_core.tree import serialization as tree_json
+from runner_core.tree.state_update import apply_state_updates
 from runner_core.validation.immutability import check_passed_node_immutability
 from runner_core.validation.schema import TREE_SCHEMA_FILE, load_schema, validate_schema
 

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from runner_core.run.config import Config
+from runner_shell.sandbox.processes import run_process
 from runner_shell.sandbox.status import sandbox_status
 from runner_shell.scratch.sandbox import Sandbox
-from runner_shell.step.processes import run_process
 
 TRUE = "/usr/bin/true" if Path("/usr/bin/true").exists() else "/bin/true"
 ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}

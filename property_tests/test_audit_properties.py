@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner_core import dumps_tree, parse_tree
-from runner_core.history.audit import audit_run
-from runner_core.history.commit_facts import TREE_PATH, CommitFacts
+from runner_core.audit.audit import audit_run
+from runner_core.audit.commit_facts import TREE_PATH, CommitFacts
 from runner_core.run.chain import chain_link, chain_seed
 from runner_core.run.trailers import (
     parse_trailers,

@@ -20,8 +20,8 @@ from runner_core.history.records import (
     record_to_meta,
 )
 from runner_core.history.sources import merged_history, missing_iterations
-from runner_core.iteration.state_update import TRANSITIONS
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
+from runner_core.tree.state_update import TRANSITIONS
 from tests.helpers.records import for_run, next_execution_number
 
 SETTINGS = settings(max_examples=300, deadline=None)

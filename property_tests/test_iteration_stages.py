@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runner_core import AgentRole, Node, dumps_tree, parse_config
+from runner_core.backends.limits import LimitKind, LimitSignal
 from runner_core.history.records import TokenUsage
 from runner_core.iteration.effects import Abort, Finished
 from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
@@ -37,7 +38,6 @@ from runner_core.iteration.results import (
     TreeRead,
 )
 from runner_core.iteration.stages import TRANSITIONS, IterationMachineError
-from runner_core.loop.usage_limits import LimitKind, LimitSignal
 from runner_core.run.state import RunState
 from tests.helpers.trees import tree
 

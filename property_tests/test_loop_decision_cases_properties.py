@@ -8,6 +8,7 @@ from typing import assert_never
 from hypothesis import given
 from hypothesis import strategies as st
 
+from runner_core.backends.limits import LimitKind, LimitSignal
 from runner_core.loop.policy import (
     STOPS,
     Continue,
@@ -20,7 +21,6 @@ from runner_core.loop.policy import (
     Wait,
     after_step,
 )
-from runner_core.loop.usage_limits import LimitKind, LimitSignal
 from runner_core.run.config import LoopConfig
 
 NOW = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)

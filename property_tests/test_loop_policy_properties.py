@@ -9,6 +9,7 @@ import jsonschema
 from hypothesis import given
 from hypothesis import strategies as st
 
+from runner_core.backends.limits import LimitKind, LimitSignal
 from runner_core.loop.events import EventOrigin, EventType, event_line
 from runner_core.loop.policy import (
     Continue,
@@ -23,7 +24,6 @@ from runner_core.loop.policy import (
     decision_events,
     ends_the_loop,
 )
-from runner_core.loop.usage_limits import LimitKind, LimitSignal
 from runner_core.run.config import HOOK_NAMES, LoopConfig
 from tests.helpers import SCHEMAS
 

@@ -15,7 +15,6 @@ from runner_core import (
     dumps_tree,
     tree_to_json,
 )
-from runner_core.iteration.state_update import UnknownSelectedNode
 from runner_core.testing import (
     STATUS_GUARD_PAIRS,
     EditedTree,
@@ -24,6 +23,7 @@ from runner_core.testing import (
     status_guard_pairs,
     trees,
 )
+from runner_core.tree.state_update import UnknownSelectedNode
 from runner_core.validation.invariants import validate_invariants
 
 # The transition table, written out again so the test does not read the code's own copy:

@@ -27,7 +27,6 @@ from runner_core import (
 )
 from runner_core.history.records import record_from_meta, record_to_meta
 from runner_core.iteration.plan import PlanKind, plan_step, review_decomposition
-from runner_core.iteration.state_update import TRANSITIONS
 from runner_core.run.state import RunState
 from runner_core.testing import (
     EditedTree,
@@ -53,6 +52,7 @@ from runner_core.testing.invalid import WRONG_TYPES
 from runner_core.testing.runs import RUN_START
 from runner_core.testing.trees import ids
 from runner_core.tree.model import nodes_by_id, sort_children
+from runner_core.tree.state_update import TRANSITIONS
 from runner_core.validation.immutability import check_passed_node_immutability
 from runner_core.validation.invariants import id_problem
 from runner_core.validation.schema import validate_decomposer_output, validate_executor_output

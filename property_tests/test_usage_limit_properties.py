@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from runner_core.backends.claude import claude_limit
 from runner_core.backends.codex import codex_limit
-from runner_core.loop.usage_limits import LimitKind, LimitSignal, wait_until
+from runner_core.backends.limits import LimitKind, LimitSignal
+from runner_core.loop.usage_limits import wait_until
 
 moments = st.datetimes(
     min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)

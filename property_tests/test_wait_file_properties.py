@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runner_core.backends.command import WaitFileError, wait_file_limit
-from runner_core.loop.usage_limits import iso_utc, wait_until
+from runner_core.backends.limits import iso_utc
+from runner_core.loop.usage_limits import wait_until
 
 zones = st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1).map(
     lambda minutes: timezone(timedelta(minutes=minutes))

@@ -34,18 +34,13 @@ _MODULES_EXPORTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
             "NodeNext",
             "count_nodes",
         ),
-        "runner_core.tree.serialization": (
-            "TreeValidationError",
-            "dumps_tree",
-            "parse_tree",
-            "tree_from_json",
-            "tree_to_json",
-        ),
+        "runner_core.tree.serialization": ("TreeValidationError", "dumps_tree", "tree_to_json"),
+        "runner_core.validation.loading": ("parse_tree", "tree_from_json"),
         "runner_core.tree.selection": ("Selection", "SelectionStatus", "is_stuck", "select_leaf"),
         "runner_core.tree.decompose": ("ChildSpec", "decompose_node"),
         "runner_core.validation.finding": ("Finding",),
         "runner_core.validation.review": ("TreeReview", "review_tree_change"),
-        "runner_core.iteration.state_update": (
+        "runner_core.tree.state_update": (
             "InvalidTransition",
             "StateUpdateSummary",
             "apply_state_updates",
@@ -70,12 +65,6 @@ if TYPE_CHECKING:
     from runner_core.history.records import summarize as summarize
     from runner_core.iteration.machine import IterationMachine as IterationMachine
     from runner_core.iteration.machine import start_iteration as start_iteration
-    from runner_core.iteration.state_update import InvalidTransition as InvalidTransition
-    from runner_core.iteration.state_update import StateUpdateSummary as StateUpdateSummary
-    from runner_core.iteration.state_update import apply_state_updates as apply_state_updates
-    from runner_core.iteration.state_update import (
-        state_update_summary_to_json as state_update_summary_to_json,
-    )
     from runner_core.run.config import Config as Config
     from runner_core.run.config import parse_config as parse_config
     from runner_core.run.config_errors import ConfigError as ConfigError
@@ -93,10 +82,16 @@ if TYPE_CHECKING:
     from runner_core.tree.selection import select_leaf as select_leaf
     from runner_core.tree.serialization import TreeValidationError as TreeValidationError
     from runner_core.tree.serialization import dumps_tree as dumps_tree
-    from runner_core.tree.serialization import parse_tree as parse_tree
-    from runner_core.tree.serialization import tree_from_json as tree_from_json
     from runner_core.tree.serialization import tree_to_json as tree_to_json
+    from runner_core.tree.state_update import InvalidTransition as InvalidTransition
+    from runner_core.tree.state_update import StateUpdateSummary as StateUpdateSummary
+    from runner_core.tree.state_update import apply_state_updates as apply_state_updates
+    from runner_core.tree.state_update import (
+        state_update_summary_to_json as state_update_summary_to_json,
+    )
     from runner_core.validation.finding import Finding as Finding
+    from runner_core.validation.loading import parse_tree as parse_tree
+    from runner_core.validation.loading import tree_from_json as tree_from_json
     from runner_core.validation.review import TreeReview as TreeReview
     from runner_core.validation.review import review_tree_change as review_tree_change
 

@@ -10,7 +10,8 @@ the compiled code is the same either way. tests/test_generated_validators.py fai
 module and schemas/ disagree.
 
 In _node_validator.py it writes, from the task tree's node definition,
-`plain_node_reader` (the one-pass fast path of `runner_core.tree.serialization.parse_tree`: a node's
+`plain_node_reader` (the one-pass fast path of `runner_core.tree.serialization`, which
+`runner_core.validation.loading.parse_tree` tries first: a node's
 JSON object, as decoded key/value pairs in the schema's order, checked and built into a node)
 and `canonical_node_text` (a node's fields as canonical JSON). Both are derived from the
 schema here, so the schema stays the only description of a node's shape.

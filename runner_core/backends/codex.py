@@ -20,8 +20,8 @@ import attrs
 
 from runner_core.backends._clock import MONTHS, calendar_day, clock_time, end_of_shown_minute
 from runner_core.backends._json import parse_json
+from runner_core.backends.limits import LimitKind, LimitSignal, iso_utc
 from runner_core.backends.usage import Usage, token_count
-from runner_core.loop.usage_limits import LimitKind, LimitSignal, iso_utc
 
 
 def codex_event(line: str | bytes) -> dict[str, Any] | None:

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from runner_core.backends._json import parse_json
+from runner_core.backends.limits import LimitKind, LimitSignal, iso_utc
 from runner_core.backends.usage import Usage, cost_usd, token_count
-from runner_core.loop.usage_limits import LimitKind, LimitSignal, iso_utc
 
 
 def usage_file_usage(text: str) -> Usage:

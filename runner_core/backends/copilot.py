@@ -17,8 +17,8 @@ import attrs
 
 from runner_core.backends._json import parse_json
 from runner_core.backends.gemini import gemini_limit
+from runner_core.backends.limits import LimitKind, LimitSignal
 from runner_core.backends.usage import Usage, token_count
-from runner_core.loop.usage_limits import LimitKind, LimitSignal
 
 # `session.error`'s `errorType`s that are a limit: a rate limit, and a used-up quota (the
 # CLI's own classification of a provider's failure).

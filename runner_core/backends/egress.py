@@ -19,7 +19,6 @@ from typing import Any
 import attrs
 
 from runner_core.backends.registry import BACKENDS
-from runner_core.run.config_errors import ConfigError
 
 # What the iteration directory's refusal log is called; one JSON object a line.
 NETWORK_LOG = "network.log"
@@ -90,22 +89,6 @@ def parse_host_rule(text: str) -> HostRule:
     ):
         raise HostRuleError(f"{text!r}: {host_text} is not a host name, *.domain or IP address")
     return HostRule(host, int(port_text))
-
-
-def parse_allow_hosts(value: Any) -> tuple[str, ...]:
-    """`[sandbox] allow_hosts` from parsed TOML: a list of rules, each checked, in their
-    canonical spelling, sorted and without repeats; ConfigError naming the key if not."""
-    if not isinstance(value, list) or not all(isinstance(entry, str) for entry in value):
-        raise ConfigError(
-            "sandbox.allow_hosts", f'must be an array of "host:port" strings, got {value!r}'
-        )
-    texts = set()
-    for entry in value:
-        try:
-            texts.add(parse_host_rule(entry).text)
-        except HostRuleError as error:
-            raise ConfigError("sandbox.allow_hosts", str(error)) from None
-    return tuple(sorted(texts))
 
 
 def normal_host(host: str) -> str:

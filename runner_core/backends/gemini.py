@@ -16,8 +16,8 @@ from typing import Any
 
 from runner_core.backends._json import parse_json
 from runner_core.backends.claude import last_json_object
+from runner_core.backends.limits import LimitKind, LimitSignal
 from runner_core.backends.usage import Usage, token_count
-from runner_core.loop.usage_limits import LimitKind, LimitSignal
 
 
 def gemini_result(text: str) -> dict[str, Any] | None:

@@ -16,8 +16,8 @@ import attrs
 
 from runner_core.backends._json import parse_json
 from runner_core.backends.gemini import gemini_limit
+from runner_core.backends.limits import LimitSignal
 from runner_core.backends.usage import Usage, cost_usd, token_count
-from runner_core.loop.usage_limits import LimitSignal
 
 
 def opencode_event(line: str | bytes) -> dict[str, Any] | None:

@@ -13,8 +13,8 @@ from typing import Any
 
 from runner_core.backends.claude import claude_result, claude_usage
 from runner_core.backends.gemini import gemini_limit, gemini_usage
+from runner_core.backends.limits import LimitSignal
 from runner_core.backends.usage import Usage
-from runner_core.loop.usage_limits import LimitSignal
 
 qwen_result = claude_result
 

@@ -1,5 +1,5 @@
-"""A run's execution history: the iteration records, what they amount to, and the audit that
-checks every pass a run's commits claim.
+"""A run's execution history: the iteration records and what they amount to (the audit that
+checks every pass a run's commits claim is `runner_core.audit`).
 
 Reads records as values; never reads them from disk or git.
 """

@@ -24,8 +24,8 @@ from runner_core.history.meta_shape import (
     is_sha256,
     plainly_valid,
 )
-from runner_core.iteration.state_update import TRANSITIONS
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
+from runner_core.tree.state_update import TRANSITIONS
 from runner_core.validation.documents import META_SCHEMA_FILE, document_problem
 
 # ---------------------------------------------------------------- one execution

@@ -27,7 +27,7 @@ from runner_core.iteration.effects import (
 )
 from runner_core.iteration.execution_record import Measured, execution_record
 from runner_core.iteration.facts import ClockReading
-from runner_core.iteration.failures import ERROR_KIND, MERGE_RERUNS, Failure
+from runner_core.iteration.failures import ERROR_KIND, MERGE_RERUNS, Failure, runner_error_text
 from runner_core.iteration.git_drift import Refused, Where, carried_error, outside_change
 from runner_core.iteration.import_rules import (
     RUNNER_DIR,
@@ -56,14 +56,13 @@ from runner_core.iteration.stages import Stage
 from runner_core.iteration.write_set import IterationEnd, final_write_set
 from runner_core.run.state import with_execution
 from runner_core.tree.model import AgentRole, GuardOutcome
-from runner_core.views.text import flatten
 
 
 def failed(machine: M, failure: Failure, message: str) -> M:
     """A failure of the run itself (ERROR_KIND says which): the previous tree and every
     attempt are kept; go straight to the end."""
     assert ERROR_KIND[failure] is ErrorKind.RUNNER, failure
-    error = flatten(message) or failure.value
+    error = runner_error_text(failure, message)
     return end_checks(attrs.evolve(machine, runner_error=error, failure=failure, output=None))
 
 

@@ -69,3 +69,9 @@ ERROR_KIND: PMap[Failure, ErrorKind] = pmap(
 # A parallel job whose work met another's: its leaf runs again on the new head. The loop does
 # not count it as the runner failing, and the report totals what such reruns cost.
 MERGE_RERUNS = frozenset({Failure.MERGE_CONFLICT, Failure.MERGE_GUARD})
+
+
+def runner_error_text(failure: Failure, message: str) -> str:
+    """What a runner error records: `message` on one line (whitespace runs collapsed), or the
+    failure's own name when the message is blank."""
+    return " ".join(message.split()) or failure.value

@@ -12,6 +12,7 @@ from typing import Any, Self, TypeVar
 
 import attrs
 
+from runner_core.backends.limits import LimitSignal
 from runner_core.history.records import TokenUsage
 from runner_core.iteration.effects import Effect, Finished
 from runner_core.iteration.facts import ClockReading, IterationFacts
@@ -21,7 +22,6 @@ from runner_core.iteration.import_rules import Change, ImportDecision
 from runner_core.iteration.plan import Review
 from runner_core.iteration.recovery import Journal
 from runner_core.iteration.stages import Stage, check_transition
-from runner_core.loop.usage_limits import LimitSignal
 from runner_core.tree.model import GuardOutcome
 
 

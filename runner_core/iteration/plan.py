@@ -16,7 +16,6 @@ from typing import Any, ClassVar, Literal, NoReturn
 import attrs
 
 from runner_core.iteration.recovery import INTERRUPTED
-from runner_core.iteration.state_update import StateUpdateSummary, apply_state_updates
 from runner_core.run.identity import parse_frontmatter
 from runner_core.run.state import RunState
 from runner_core.tree.decompose import (
@@ -31,11 +30,12 @@ from runner_core.tree.serialization import (
     TreeValidationError,
     canonical_fits,
     loads_json_strictly,
-    parse_tree,
 )
+from runner_core.tree.state_update import StateUpdateSummary, apply_state_updates
 from runner_core.validation.child_additions import validate_child_additions_restricted
 from runner_core.validation.immutability import check_passed_node_immutability
 from runner_core.validation.invariants import validate_invariants
+from runner_core.validation.loading import parse_tree
 from runner_core.validation.schema import validate_decomposer_output, validate_executor_output
 from runner_core.validation.status import validate_status_invariants
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import attrs
 
-from runner_core.run.identity import branch_for
+from runner_core.run.identity import PROTECTED_BRANCHES, branch_for, ways_on
 
 REQUIRED_GITIGNORE_LINES = ("context/", "iterations/")
-PROTECTED_BRANCHES = ("main", "master")
 # The fix a message ends with, when the fix is a runner command.
 START_HINT = "(run 'runner start')"
 INIT_HINT = "(run 'runner init')"
@@ -68,15 +67,6 @@ def no_run_checked_out_problem(branch: str | None, run_ids: tuple[str, ...]) -> 
     """Why there is no run to show where the run state is missing but run branches exist."""
     where = "HEAD is detached" if branch is None else f"branch '{branch}' holds no run"
     return f"{where} (.runner/state/run_state.json is missing): {ways_on(run_ids)}"
-
-
-def ways_on(run_ids: tuple[str, ...]) -> str:
-    """How to go on from main/master when runs exist: continue one, or start a new one."""
-    first = run_ids[0]
-    return (
-        f"run(s) {', '.join(run_ids)} exist: 'git checkout {branch_for(first)}' to continue "
-        f"{'it' if len(run_ids) == 1 else 'one'}, or 'runner start --new' for a new run"
-    )
 
 
 def branch_problem(facts: RepoFacts) -> str | None:

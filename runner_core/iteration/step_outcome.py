@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from runner_core.backends.limits import LimitSignal
 from runner_core.iteration.plan import IterationOutcome, PlanKind, StepPlan
 from runner_core.loop.policy import StepKind, StepResult
-from runner_core.loop.usage_limits import LimitSignal
 from runner_core.run.exit_codes import ExitCode
 from runner_core.tree.model import AgentRole, GuardOutcome
 

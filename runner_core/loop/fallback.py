@@ -17,9 +17,9 @@ import attrs
 from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
+from runner_core.backends.limits import LimitSignal
 from runner_core.loop.events import Event, EventOrigin, EventType, fallback
 from runner_core.loop.policy import Continue, LoopDecision, Wait
-from runner_core.loop.usage_limits import LimitSignal
 
 
 @attrs.frozen(slots=True)

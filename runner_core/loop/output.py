@@ -2,7 +2,7 @@
 how long each may be, how often one is emitted, and what a reader need hold meanwhile.
 
 Decides only that; the events themselves are `runner_core.loop.events`', and reading the bytes
-and the clock is the shell's (`runner_shell.loop.output_events`).
+and the clock is the shell's (`runner_shell.step.output_events`).
 """
 
 from __future__ import annotations

@@ -17,11 +17,12 @@ from types import MappingProxyType
 import attrs
 from pyrsistent import PSet, pset
 
+from runner_core.backends.limits import LimitKind, LimitSignal, iso_utc
 from runner_core.history.records import HistorySummary
 from runner_core.loop import events
 from runner_core.loop.budget import BudgetUse, exhausted_budget
 from runner_core.loop.events import Event, EventOrigin, EventType
-from runner_core.loop.usage_limits import LimitKind, LimitSignal, LimitWait, iso_utc, wait_until
+from runner_core.loop.usage_limits import LimitWait, wait_until
 from runner_core.run.config import BudgetConfig, LoopConfig
 from runner_core.run.exit_codes import ExitCode
 

@@ -1,42 +1,19 @@
-"""Usage and rate limits: what a limit the agent hit says, and how long the loop waits for it.
+"""Usage and rate limits: how long the loop waits for a limit the agent hit.
 
-Decides how long the loop waits for a limit, capped. Which output is a limit is each backend's
-own (runner_core.backends: codex's and claude's messages, a `command` agent's wait file). Never
-reads a clock: the shell passes `now` (an aware datetime).
+Decides how long the loop waits for a limit, capped. What a limit says is
+`runner_core.backends.limits`; which output is a limit is each backend's own (codex's and
+claude's messages, a `command` agent's wait file). Never reads a clock: the shell passes `now`
+(an aware datetime).
 """
 
 from __future__ import annotations
 
-import enum
 import math
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import attrs
 
-
-class LimitKind(enum.StrEnum):
-    RATE_LIMITED = "rate_limited"
-    USAGE_LIMITED = "usage_limited"
-
-
-@attrs.frozen(slots=True)
-class LimitSignal:
-    """A limit the agent hit: when to try again (`retry_at` ISO-8601 UTC, or `retry_after_secs`
-    from the end of the run, or neither when the CLI did not say) and the CLI's message."""
-
-    kind: LimitKind
-    message: str
-    retry_at: str | None = None
-    retry_after_secs: int | None = None
-
-
-def iso_utc(moment: datetime) -> str:
-    """`2026-11-22T15:52:00Z`: an aware datetime in UTC, to the second. The year has four
-    digits whatever the platform's strftime does with years before 1000, so the text always
-    reads back with `datetime.fromisoformat`."""
-    utc = moment.astimezone(UTC)
-    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}Z"
-
+from runner_core.backends.limits import LimitSignal, iso_utc
 
 # ---------------------------------------------------------------- the wait
 

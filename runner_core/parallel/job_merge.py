@@ -19,7 +19,7 @@ import attrs
 from runner_core.guard.report import TestReport
 from runner_core.history.records import ErrorKind
 from runner_core.iteration.effects import RunGuard
-from runner_core.iteration.failures import ERROR_KIND, MERGE_RERUNS, Failure
+from runner_core.iteration.failures import ERROR_KIND, MERGE_RERUNS, Failure, runner_error_text
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.guard_stage import GuardRun, judge_guard
 from runner_core.iteration.guard_steps import timed_guard_effect
@@ -33,7 +33,6 @@ from runner_core.run.state import RunState
 from runner_core.tree.model import GuardOutcome, Node
 from runner_core.validation.immutability import check_passed_node_immutability
 from runner_core.validation.status import validate_status_invariants
-from runner_core.views.text import flatten
 
 # A path's entry in a commit: its mode and blob id; None when the commit does not have it.
 Entry = tuple[str, str] | None
@@ -131,7 +130,7 @@ def refused(machine: IterationMachine, failure: Failure, message: str) -> Iterat
     return attrs.evolve(
         machine,
         failure=failure,
-        runner_error=flatten(message) or failure.value,
+        runner_error=runner_error_text(failure, message),
         output=None,
         imported=ImportDecision(discarded=imported.discarded),
     )

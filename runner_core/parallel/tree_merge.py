@@ -17,9 +17,9 @@ from typing import Any
 
 import attrs
 
-from runner_core.iteration.state_update import apply_state_updates
 from runner_core.tree.diff import DIFFED_FIELDS
 from runner_core.tree.model import AgentStatus, GuardOutcome, Node, index_by_id
+from runner_core.tree.state_update import apply_state_updates
 
 # A node's place and content: its parent's id, then its own fields in DIFFED_FIELDS' order.
 MERGED_FIELDS: tuple[str, ...] = ("parent", *DIFFED_FIELDS)

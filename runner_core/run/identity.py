@@ -1,4 +1,4 @@
-"""Run identity: run ids, their branch, and GOAL.md's frontmatter.
+"""Run identity: run ids, their branch, the branches no run stands on, and GOAL.md's frontmatter.
 
 Decides whether a run id is acceptable, which id a new run gets (`run-<HEAD sha 8>[-n]`),
 and how GOAL.md's frontmatter reads and is rewritten with other keys kept in place. Works
@@ -17,6 +17,8 @@ from runner_core.run.branches import branch_for as branch_for
 
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9._-]+")
 RUN_ID_MAX_LENGTH = 100
+# The branches no run is carried out on: a command standing on one names the runs to go on with.
+PROTECTED_BRANCHES = ("main", "master")
 _FENCE = "---"
 _KEY_LINE = re.compile(r"([A-Za-z0-9_.-]+)\s*:\s*(.*)")
 
@@ -39,6 +41,15 @@ def run_id_problem(run_id: str) -> str | None:
     if run_id.endswith((".lock", ".")) or ".." in run_id or run_id.startswith(("-", ".")):
         return f"run id {run_id!r} is not a valid git branch name component"
     return None
+
+
+def ways_on(run_ids: tuple[str, ...]) -> str:
+    """How to go on from main/master when runs exist: continue one, or start a new one."""
+    first = run_ids[0]
+    return (
+        f"run(s) {', '.join(run_ids)} exist: 'git checkout {branch_for(first)}' to continue "
+        f"{'it' if len(run_ids) == 1 else 'one'}, or 'runner start --new' for a new run"
+    )
 
 
 def generate_run_id(head_sha: str, taken: Collection[str]) -> str:

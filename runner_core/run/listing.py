@@ -15,10 +15,9 @@ from typing import Any
 
 import attrs
 
-from runner_core.iteration.preconditions import PROTECTED_BRANCHES, ways_on
-from runner_core.run.identity import branch_for
+from runner_core.run.identity import PROTECTED_BRANCHES, branch_for, ways_on
 from runner_core.tree.model import Node
-from runner_core.tree.selection import SelectionStatus, select_leaf
+from runner_core.tree.selection import SelectionStatus, leaf_counts, select_leaf
 
 
 class RunCondition(enum.StrEnum):
@@ -72,9 +71,6 @@ def run_condition(tree: Node | None, journal_alive: bool | None) -> RunCondition
 
 
 def run_row(facts: RunFacts) -> RunRow:
-    # Imported here: `runner step` checks the branch hints below and starts faster without.
-    from runner_core.views.status import leaf_counts
-
     passed, total = leaf_counts(facts.tree) if facts.tree is not None else (0, 0)
     return RunRow(
         run_id=facts.run_id,

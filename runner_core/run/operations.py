@@ -14,7 +14,6 @@ from typing import Any
 
 import attrs
 
-from runner_core.iteration.state_update import apply_state_updates
 from runner_core.run import trailers
 from runner_core.run.config import MAX_VALUES
 from runner_core.run.trailers import NodeOperation as NodeOperation  # re-exported; home: trailers
@@ -38,11 +37,12 @@ from runner_core.tree.serialization import (
     TREE_MAX_BYTES,
     TreeValidationError,
     canonical_fits,
-    tree_from_valid_json,
     tree_to_json,
 )
+from runner_core.tree.state_update import apply_state_updates
 from runner_core.validation.child_additions import validate_child_additions_restricted
 from runner_core.validation.immutability import check_passed_node_immutability
+from runner_core.validation.loading import tree_from_valid_json
 from runner_core.validation.schema import validate_decomposer_output
 
 

@@ -13,11 +13,27 @@ from typing import Any
 
 import attrs
 
-from runner_core.backends.egress import parse_allow_hosts
+from runner_core.backends.egress import HostRuleError, parse_host_rule
 from runner_core.run.config_errors import ConfigError, known_keys
 from runner_core.run.config_values import absolute_paths, argv, bounded_int, env_patterns
 
 SANDBOX_MODES = ("auto", "bwrap", "off")
+
+
+def parse_allow_hosts(value: Any) -> tuple[str, ...]:
+    """`[sandbox] allow_hosts` from parsed TOML: a list of rules, each checked, in their
+    canonical spelling, sorted and without repeats; ConfigError naming the key if not."""
+    if not isinstance(value, list) or not all(isinstance(entry, str) for entry in value):
+        raise ConfigError(
+            "sandbox.allow_hosts", f'must be an array of "host:port" strings, got {value!r}'
+        )
+    texts = set()
+    for entry in value:
+        try:
+            texts.add(parse_host_rule(entry).text)
+        except HostRuleError as error:
+            raise ConfigError("sandbox.allow_hosts", str(error)) from None
+    return tuple(sorted(texts))
 
 
 @attrs.frozen(slots=True)

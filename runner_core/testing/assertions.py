@@ -21,8 +21,8 @@ from runner_core import (
     parse_tree,
     tree_to_json,
 )
-from runner_core.iteration.state_update import UnknownSelectedNode
 from runner_core.testing.trees import preorder
+from runner_core.tree.state_update import UnknownSelectedNode
 from runner_core.validation.child_additions import validate_child_additions_restricted
 from runner_core.validation.immutability import check_passed_node_immutability
 from runner_core.validation.status import validate_status_invariants

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from runner_core import dumps_tree
-from runner_core.history.commit_facts import RUN_STATE_PATH, TREE_PATH, CommitFacts
+from runner_core.audit.commit_facts import RUN_STATE_PATH, TREE_PATH, CommitFacts
 from runner_core.run.chain import chain_seed
 from runner_core.run.state import RunState, run_state_to_json
 from runner_core.testing.runs import Run, state_file

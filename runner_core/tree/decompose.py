@@ -13,8 +13,14 @@ from typing import Any
 
 import attrs
 
-from runner_core.tree.model import Node, NodeNext, nodes_by_id, rebuild_postorder, with_children
-from runner_core.validation.invariants import ID_MAX_LENGTH
+from runner_core.tree.model import (
+    ID_MAX_LENGTH,
+    Node,
+    NodeNext,
+    nodes_by_id,
+    rebuild_postorder,
+    with_children,
+)
 
 
 def _strings(items: Iterable[str]) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from runner_core.tree.bounds import ID_MAX_LENGTH as ID_MAX_LENGTH
 from runner_core.tree.bounds import MAX_DEPTH as MAX_DEPTH
 
 

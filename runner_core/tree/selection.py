@@ -1,4 +1,4 @@
-"""What runs next: the leftmost open leaf, and whether it is stuck.
+"""What runs next: the leftmost open leaf, whether it is stuck, and how many leaves passed.
 
 Decides selection by a depth-first walk with siblings in `(order, id)` order. A leaf is
 stuck when it has not passed and has used all its attempts. Never changes the tree.
@@ -82,3 +82,9 @@ def plain_answer(tree: Node) -> PlainTree:
     if node is not None and selection.path is not None:
         leaf = Leaf(node.id, selection.path, node.attempts, node.max_attempts)
     return PlainTree(sum(1 for _ in iter_preorder(tree)), leaf)
+
+
+def leaf_counts(tree: Node) -> tuple[int, int]:
+    """`(passed, total)` over the tree's leaves."""
+    leaves = [node for node, _ in iter_preorder(tree) if node.is_leaf]
+    return sum(1 for leaf in leaves if leaf.passes), len(leaves)

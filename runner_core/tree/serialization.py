@@ -4,7 +4,8 @@ Decides what text a tree reads from and the exact bytes it is written as: siblin
 `(order, id)`, 2-space indent, keys in the schema's field order, trailing newline. Also decides
 which JSON the runner refuses to read at all (duplicate keys, nesting deeper than the reader
 can follow). Never touches a file. How a field is read and written follows from its type in
-`Node`; the node's shape is checked only by the schema (and code generated from it).
+`Node`; the node's shape is checked only by the schema (and code generated from it), and
+reading a valid tree, the schema and the invariants checked, is `runner_core.validation.loading`.
 """
 
 from __future__ import annotations
@@ -33,8 +34,6 @@ from runner_core.tree.model import (
     trusted_node,
 )
 from runner_core.tree.plain import SURROGATE_ESCAPE as _SURROGATE_ESCAPE
-from runner_core.validation.invariants import validate_invariants
-from runner_core.validation.schema import validate_schema
 
 # A read-only mapping rather than a pmap: importing pyrsistent would cost every command that
 # reads a tree ~3 ms of start-up (measured with -X importtime), for a table of three entries.
@@ -162,29 +161,12 @@ def _json_value(value: Any) -> Any:
 _READERS = tuple((name, _reader(_FIELD_TYPES[name])) for name in _OWN_FIELDS)
 
 
-def tree_from_json(obj: Any) -> Node:
-    """A `Node` from JSON data of a tree (as `json.loads` returns it), siblings in the given
-    order; `tree_to_json` is its inverse.
-
-    Raises `TreeValidationError` (a `ValueError`) with the schema's errors when `obj` is not a
-    tree the schema accepts. Checks only the schema: `runner_core.validation.invariants` (or
-    `parse_tree`, which runs both) judges the tree as a whole.
-    """
-    try:
-        schema_errors = validate_schema(obj)
-        if schema_errors:
-            raise TreeValidationError("schema", schema_errors)
-        return _tree_of_schema_valid(obj)
-    except RecursionError:  # JSON built in code, deeper than any text the reader accepts
-        raise _too_deep() from None
-
-
-def _tree_of_schema_valid(obj: Any) -> Node:
+def tree_of_schema_valid(obj: Any) -> Node:
     """`tree_from_json` of data the schema has accepted: each field read with its type's
     constructor (an `order` of 1.0 becomes 1), without checking the node again."""
     return trusted_node(
         *[read(obj[name]) for name, read in _READERS],
-        tuple([_tree_of_schema_valid(child) for child in obj["children"]]),
+        tuple([tree_of_schema_valid(child) for child in obj["children"]]),
     )
 
 
@@ -306,10 +288,10 @@ def canonical_fits(tree: Node, limit: int = TREE_MAX_BYTES) -> bool:
 
 def decode_tree_text(text: str | bytes) -> Any:
     """JSON data of a tree file, or `TreeValidationError` naming why it is not JSON."""
-    return _json_of(_tree_text(text))
+    return json_of(tree_text(text))
 
 
-def _tree_text(text: str | bytes) -> str:
+def tree_text(text: str | bytes) -> str:
     """The text JSON is read from: UTF-8 decoded, Unicode, not blank."""
     if isinstance(text, bytes):
         try:
@@ -325,11 +307,14 @@ def _tree_text(text: str | bytes) -> str:
     return text
 
 
-def _too_deep() -> TreeValidationError:
+def too_deep() -> TreeValidationError:
+    """The error of a tree nested deeper than the reader can follow."""
     return TreeValidationError("json", (_TREE_TOO_DEEP,))
 
 
-def _json_of(text: str) -> Any:
+def json_of(text: str) -> Any:
+    """JSON data of a tree file's decoded text, or `TreeValidationError` naming why it is not
+    JSON the runner reads."""
     try:
         return loads_json_strictly(text)
     except json.JSONDecodeError as error:
@@ -338,36 +323,10 @@ def _json_of(text: str) -> Any:
         ) from None
     except RefusedJson as error:
         raise (
-            _too_deep() if str(error) == TOO_DEEP else TreeValidationError("json", (str(error),))
+            too_deep() if str(error) == TOO_DEEP else TreeValidationError("json", (str(error),))
         ) from None
     except ValueError as error:
         raise TreeValidationError("json", (str(error),)) from None
-
-
-def tree_from_valid_json(obj: Any) -> Node:
-    """schema → build → invariants, raising `TreeValidationError` at the first failing layer."""
-    tree = tree_from_json(obj)
-    invariant_errors = validate_invariants(tree)
-    if invariant_errors:
-        raise TreeValidationError("invariants", invariant_errors)
-    return tree
-
-
-def parse_tree(text: str | bytes) -> Node:
-    """Text of a tree file → a valid immutable tree (parse → schema → invariants).
-
-    Canonical text is built while its JSON is decoded, in one pass and without keeping the
-    decoded objects; anything else takes the layer-by-layer path, which alone words the
-    errors. Both give the same tree or the same error.
-    """
-    decoded = _tree_text(text)
-    tree = _tree_of_plain_nodes(decoded)
-    if tree is None:
-        return tree_from_valid_json(_json_of(decoded))
-    invariant_errors = validate_invariants(tree)
-    if invariant_errors:
-        raise TreeValidationError("invariants", invariant_errors)
-    return tree
 
 
 # ---------------------------------------------------------------- the one-pass fast path
@@ -392,7 +351,7 @@ _plain_node_reader: Callable[..., Callable[[list[tuple[str, Any]]], Node]] = (
 _node_of = _plain_node_reader(Node, set_node_fields, _ENUM_MEMBERS, _NotPlainNode)
 
 
-def _tree_of_plain_nodes(text: str) -> Node | None:
+def tree_of_plain_nodes(text: str) -> Node | None:
     """The tree when every JSON object in `text` is a plain valid node, else None."""
     if "\\" in text and _SURROGATE_ESCAPE.search(text) is not None:
         return None  # a string may hold a lone surrogate: the full path names it
@@ -401,5 +360,5 @@ def _tree_of_plain_nodes(text: str) -> Node | None:
     except (_NotPlainNode, ValueError):
         return None
     except RecursionError:
-        raise _too_deep() from None
+        raise too_deep() from None
     return root if type(root) is Node else None

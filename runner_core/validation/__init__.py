@@ -7,5 +7,6 @@ runner does about an error (that is `runner_core.iteration`).
 
 Offers one module per layer (`schema`, `invariants`, `immutability`, `status`,
 `child_additions`, each a function returning its sorted messages), `review.review_tree_change`
-running them all on an agent's change, and `finding.Finding`, one error as a value.
+running them all on an agent's change, `loading.parse_tree` reading a valid tree from its text,
+and `finding.Finding`, one error as a value.
 """

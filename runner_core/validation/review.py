@@ -12,16 +12,12 @@ from collections.abc import Iterable, Mapping
 import attrs
 
 from runner_core.tree.model import AgentStatus, Node, iter_preorder, path_of
-from runner_core.tree.serialization import (
-    TreeValidationError,
-    decode_tree_text,
-    parse_tree,
-    tree_from_json,
-)
+from runner_core.tree.serialization import TreeValidationError, decode_tree_text
 from runner_core.validation.child_additions import child_findings
 from runner_core.validation.finding import Finding
 from runner_core.validation.immutability import passed_node_findings
 from runner_core.validation.invariants import invariant_findings
+from runner_core.validation.loading import parse_tree, tree_from_json
 from runner_core.validation.schema import schema_findings
 from runner_core.validation.status import status_findings
 

@@ -14,8 +14,8 @@ import attrs
 
 from runner_core.history.records import NodeDisplayState, summarize, tokens_to_json
 from runner_core.iteration.plan import STATUS_WORDS
-from runner_core.iteration.state_update import TRANSITIONS
 from runner_core.tree.model import iter_preorder
+from runner_core.tree.state_update import TRANSITIONS
 from runner_core.views.history import record_status
 from runner_core.views.report import RunFigures, agent_attempts
 

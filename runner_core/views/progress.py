@@ -8,8 +8,7 @@ the elapsed time (runner_shell.loop.command draws it, once a second).
 from __future__ import annotations
 
 from runner_core.tree.model import Node
-from runner_core.tree.selection import SelectionStatus, select_leaf
-from runner_core.views.status import leaf_counts
+from runner_core.tree.selection import SelectionStatus, leaf_counts, select_leaf
 
 
 def elapsed_text(seconds: float) -> str:

@@ -22,7 +22,7 @@ from runner_core.run.identity import branch_for
 from runner_core.run.operations import OperatorAction, action_text, action_to_json
 from runner_core.run.questions import open_questions
 from runner_core.run.state import RunState
-from runner_core.tree.model import AgentStatus, Node, NodeNext, canonical_preorder, iter_preorder
+from runner_core.tree.model import AgentStatus, Node, NodeNext, canonical_preorder
 from runner_core.tree.selection import SelectionStatus, is_stuck, select_leaf
 from runner_core.views.history import record_status
 from runner_core.views.running import RunningJob as RunningJob
@@ -66,12 +66,6 @@ class LeafRef:
     path: str
     attempts: int
     max_attempts: int
-
-
-def leaf_counts(tree: Node) -> tuple[int, int]:
-    """`(passed, total)` over the tree's leaves."""
-    leaves = [node for node, _ in iter_preorder(tree) if node.is_leaf]
-    return sum(1 for leaf in leaves if leaf.passes), len(leaves)
 
 
 # ---------------------------------------------------------------- runner status

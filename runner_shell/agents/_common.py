@@ -17,14 +17,14 @@ from typing import Protocol
 import attrs
 
 from runner_core.backends.egress import NETWORK_LOG, egress_rules
+from runner_core.backends.limits import LimitSignal
 from runner_core.backends.usage import Usage
-from runner_core.loop.usage_limits import LimitSignal
 from runner_core.tree.model import AgentRole
 from runner_core.views.text import flatten
 from runner_shell.sandbox.bwrap import Confinement
+from runner_shell.sandbox.processes import ProcessResult, run_process
 from runner_shell.sandbox.proxy import bridged_argv, egress_proxy
 from runner_shell.scratch.sandbox import Sandbox
-from runner_shell.step.processes import ProcessResult, run_process
 from runner_shell.store.files import NotRegularFile, open_regular
 
 # Above this an output file is reported, not read: a runaway agent must not exhaust our memory.

@@ -13,8 +13,8 @@ from typing import ClassVar
 import attrs
 
 from runner_core.backends.command import WaitFileError, usage_file_usage, wait_file_limit
+from runner_core.backends.limits import LimitSignal
 from runner_core.backends.usage import Usage
-from runner_core.loop.usage_limits import LimitSignal
 from runner_shell.agents._common import (
     OUTPUT_LIMIT_BYTES,
     AgentRequest,
@@ -24,7 +24,7 @@ from runner_shell.agents._common import (
     read_text,
     remove_stale,
 )
-from runner_shell.step.processes import ProcessResult
+from runner_shell.sandbox.processes import ProcessResult
 
 _USAGE_LIMIT_BYTES = 64 * 1024
 

@@ -138,7 +138,7 @@ def validate(echo: Echo) -> int:
         echo("validate: run=not-started")
     else:
         echo(f"validate: run=ok id={run_id} branch=runner/{run_id}")
-        from runner_shell.store.history_sources import warn_hand_edits
+        from runner_shell.git.history_sources import warn_hand_edits
 
         warn_hand_edits(repo, run_id)
     echo(f"validate: {sandbox_status(config).require().line}")
@@ -202,8 +202,8 @@ def report(echo: Echo) -> int:
 def step(echo: Echo, prompt_budget: int) -> int:
     """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
     from runner_core.iteration.plan import PlanKind
-    from runner_shell.loop.signals import Interrupts, signals_handled
     from runner_shell.sandbox.status import sandbox_at_start
+    from runner_shell.signals import Interrupts, signals_handled
     from runner_shell.step.lock_and_journal import exclusive_lock
     from runner_shell.step.runner import (
         load_for_step,

@@ -136,7 +136,7 @@ def report(run: RunId = None, as_json: AsJson = False) -> None:
 def runs(as_json: AsJson = False) -> None:
     """List every run: id, branch, state, next iteration, leaves passed/total, last activity."""
     from runner_core.run.listing import run_line, runs_to_json
-    from runner_shell.git.run_branches import gather_runs
+    from runner_shell.step.run_branches import gather_runs
 
     rows = gather_runs(*_here())  # every run, from wherever it was asked
     if as_json:

@@ -22,7 +22,7 @@ def notify(
     ] = False,
 ) -> None:
     """Send a test message through `[notify] urls` (docs/notify.md) and say how it went."""
-    from runner_core.loop.notify import trial_notice
+    from runner_core.views.notify import trial_notice
     from runner_shell.notify.sender import deliver, masked
     from runner_shell.store.state_files import load_config, load_run_state
 

@@ -116,7 +116,7 @@ def import_commit(
     stored) and `inline` (path, bytes or text) applied; GitError when git fails, GitTimeout
     past `timeout`. A signal (SIGTERM, SIGINT) meanwhile kills git and raises Interrupted:
     the runner never sits in a commit it was told to stop."""
-    from runner_shell.loop.signals import Interrupted
+    from runner_shell.signals import Interrupted
 
     marks = repo.git_path(f"runner/fast-commit-{threading.get_ident()}.marks")
     marks.parent.mkdir(parents=True, exist_ok=True)
@@ -169,7 +169,7 @@ def _stoppable() -> Iterator[None]:
     """A signal arriving inside the block raises Interrupted there (in the main thread). One
     heard before it is not: the commits of an interrupted loop's cleanup go on (a second
     signal then ends the runner at once, leaving the journal)."""
-    from runner_shell.loop.signals import Interrupts, in_a_job
+    from runner_shell.signals import Interrupts, in_a_job
 
     if Interrupts.pending is not None or in_a_job():
         yield

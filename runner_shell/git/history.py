@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner_core.history.commit_facts import (
+from runner_core.audit.commit_facts import (
     CONFIG_PATH,
     RUN_STATE_PATH,
     STATE_DIR,

@@ -23,9 +23,8 @@ from runner_shell.guard.baselines import (
     known_baseline,
     take_report,
 )
-from runner_shell.scratch.slots import SlotError, prepare_slot
-from runner_shell.step.processes import SpawnError, run_process
-from runner_shell.step.runner import step_sandbox
+from runner_shell.sandbox.processes import SpawnError, run_process
+from runner_shell.scratch.slots import SlotError, prepare_slot, step_sandbox
 from runner_shell.store.files import make_directory
 from runner_shell.store.layout import RunnerPaths
 

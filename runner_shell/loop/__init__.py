@@ -1,6 +1,7 @@
-"""`runner loop` over a night: `night_loop` carries out the core's loop decisions; `event_sink`
-appends events and fires their hooks (`hooks`), `output_events` streams a process's output as
-events, `budgets` reads what a run has spent, `signals` turns signals into `Interrupted`.
+"""`runner loop` over a night: `night_loop` carries out the core's loop decisions, the
+`parallel_*` modules run jobs in threads and slots and merge them, `remote_loop` hands jobs to
+workers. The event sink, its hooks and the budgets read from disk are the step's
+(`runner_shell.step`); `runner_shell.signals` turns signals into `Interrupted`.
 
-Sleeps, signals and calls hooks as the core decided; never decides whether to go on.
+Sleeps, waits for signals and calls hooks as the core decided; never decides whether to go on.
 """

@@ -18,13 +18,14 @@ import attrs
 from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
+from runner_core.backends.limits import LimitKind, LimitSignal, iso_utc
 from runner_core.iteration.plan import PlanKind, RunPlan, plan_step
 from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
 from runner_core.loop.budget import BudgetUse
 from runner_core.loop.events import EventOrigin, loop_started
 from runner_core.loop.fallback import backend_chain, choose_backend, fall_back
-from runner_core.loop.usage_limits import LimitKind, LimitSignal, iso_utc, wait_until
+from runner_core.loop.usage_limits import wait_until
 from runner_core.run.config import Config
 from runner_core.run.operations import NodeOperation, decompose_later
 from runner_core.run.role_agents import role_config
@@ -32,10 +33,8 @@ from runner_core.run.state import RunState
 from runner_core.views import loop_lines
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
-from runner_shell.loop.budgets import budget_summary
-from runner_shell.loop.event_sink import sink_for
 from runner_shell.loop.questions import announce_new_questions, read_questions
-from runner_shell.loop.signals import (
+from runner_shell.signals import (
     Interrupted,
     Interrupts,
     signals_handled,
@@ -43,6 +42,8 @@ from runner_shell.loop.signals import (
 )
 from runner_shell.steer.commits import apply_holding_lock
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested
+from runner_shell.step.budgets import budget_summary
+from runner_shell.step.event_sink import sink_for
 from runner_shell.step.runner import (
     Loaded,
     StepRan,

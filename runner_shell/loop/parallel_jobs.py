@@ -26,8 +26,8 @@ from runner_core.iteration.failures import Failure
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.import_rules import ImportDecision
 from runner_core.iteration.machine import IterationMachine, start_iteration
-from runner_core.iteration.ports import AgentRunner, ScratchPort
-from runner_core.iteration.results import GuardFinished, ScratchListed
+from runner_core.iteration.ports import AgentRunner
+from runner_core.iteration.results import GuardFinished
 from runner_core.loop.budget import InFlight
 from runner_core.loop.events import Event
 from runner_core.parallel.job_changes import JobChanges
@@ -48,13 +48,13 @@ from runner_shell.errors import UserFacingError
 from runner_shell.git.merging import carry_onto, merged_commit
 from runner_shell.git.repo import Repo
 from runner_shell.guard.baselines import keep_baseline, known_baseline
-from runner_shell.loop.event_sink import IterationEvents
 from runner_shell.loop.night_loop import LoopRun
 from runner_shell.loop.run_branch import BranchWatch
 from runner_shell.scratch.sandbox import Sandbox
-from runner_shell.scratch.slots import SlotError, prepare_slot, slot_objects
+from runner_shell.scratch.slots import SlotError, prepare_slot, slot_sandbox
 from runner_shell.step.agent_and_guard import ProcessGuardRunner
-from runner_shell.step.iteration_store import DiskIterationStore
+from runner_shell.step.event_sink import IterationEvents
+from runner_shell.step.iteration_store import DiskIterationStore, KeptListing
 from runner_shell.step.lock_and_journal import (
     job_journal_path,
     job_place_path,
@@ -108,19 +108,6 @@ class Job:
     resumed: Resumed | None = None
 
 
-@attrs.define
-class KeptListing:
-    """A job's scratch port that keeps the listing it gave: the base's entries in it spare the
-    merge queue's thread reading them again."""
-
-    inner: ScratchPort
-    listed: ScratchListed | None = None
-
-    def list_scratch(self) -> ScratchListed:
-        self.listed = self.inner.list_scratch()
-        return self.listed
-
-
 def keep_base_entries(job: Job, kept: KeptListing) -> None:
     """What the job's changed paths were at its base, as its listing read them, once its
     machine stops at the merge: the merge queue, one job at a time, then reads only the head's
@@ -142,24 +129,6 @@ def in_flight(job: Job) -> InFlight:
     if job.machine is None:
         return InFlight(secs)
     return InFlight(secs, True, job.machine.tokens, job.machine.cost_usd)
-
-
-def slot_sandbox(sandbox: Sandbox | None, slot: int) -> Sandbox | None:
-    """Each slot's processes get private HOMEs of their own: two agents never share one, and
-    see their own slot's object store, never another's."""
-    if sandbox is None:
-        return None
-    slots = sandbox.homes.parent
-    stores = {slot_objects(slots, number) for number in range(_slot_of(sandbox) + 1)}
-    shared = tuple(slot_objects(slots, slot) if path in stores else path for path in sandbox.shared)
-    return attrs.evolve(sandbox, homes=slots / f"homes-{slot}", shared=shared)
-
-
-def _slot_of(sandbox: Sandbox) -> int:
-    """The slot a sandbox was made for (0 before `slot_sandbox` gave it one): the number of
-    its HOMEs directory, `homes-<n>`."""
-    _, _, number = sandbox.homes.name.partition("-")
-    return int(number) if number.isdigit() else 0
 
 
 def head_side(run: LoopRun) -> HeadSide:

@@ -24,6 +24,7 @@ from typing import assert_never
 
 import attrs
 
+from runner_core.backends.limits import LimitKind, LimitSignal
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.machine import IterationMachine
 from runner_core.iteration.plan import PlanKind, RunPlan, role_of
@@ -31,7 +32,7 @@ from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
 from runner_core.loop.budget import exhausted_budget, with_in_flight
 from runner_core.loop.fallback import backend_chain, choose_backend
-from runner_core.loop.usage_limits import LimitKind, LimitSignal, wait_until
+from runner_core.loop.usage_limits import wait_until
 from runner_core.parallel.frontier import FrontierLeaf, frontier
 from runner_core.parallel.scheduling import JobSlot, may_start, plan_starts, told_state
 from runner_core.run.config import NO_BUDGET, Config
@@ -41,8 +42,6 @@ from runner_core.tree.model import AgentRole
 from runner_core.tree.selection import Selection, SelectionStatus
 from runner_core.views import loop_lines
 from runner_shell.guard.baselines import known_baseline
-from runner_shell.loop.budgets import budget_summary
-from runner_shell.loop.event_sink import IterationEvents, sink_for
 from runner_shell.loop.night_loop import (
     LoopRun,
     announce_start,
@@ -54,14 +53,7 @@ from runner_shell.loop.night_loop import (
     role_chain,
     stopped,
 )
-from runner_shell.loop.parallel_jobs import (
-    Job,
-    JobEvents,
-    in_flight,
-    job_thread,
-    run_here,
-    slot_sandbox,
-)
+from runner_shell.loop.parallel_jobs import Job, JobEvents, in_flight, job_thread, run_here
 from runner_shell.loop.parallel_merges import (
     ParallelLoop,
     after_merge,
@@ -74,31 +66,25 @@ from runner_shell.loop.parallel_merges import (
 from runner_shell.loop.questions import read_questions
 from runner_shell.loop.remote_loop import connected, jobs_to_resume, resume_jobs, run_remote
 from runner_shell.loop.run_branch import BranchWatch
-from runner_shell.loop.signals import (
+from runner_shell.sandbox.status import sandbox_status
+from runner_shell.scratch.slots import slot_path, slot_sandbox, step_sandbox
+from runner_shell.signals import (
     Interrupted,
     Interrupts,
     interruptible,
     signals_handled,
     stop_jobs,
 )
-from runner_shell.sandbox.status import sandbox_status
-from runner_shell.scratch.slots import slot_path
 from runner_shell.steer.stop import clear_stop_request, pause_if_requested, stop_request_path
 from runner_shell.step.attempt_start import attempt_start, told_record
+from runner_shell.step.budgets import budget_summary
+from runner_shell.step.event_sink import IterationEvents, sink_for
 from runner_shell.step.lock_and_journal import (
     job_journal_path,
     job_place_path,
 )
 from runner_shell.step.repository_checks import check_programs
-from runner_shell.step.runner import (
-    JobPlace,
-    Loaded,
-    StepRan,
-    gather,
-    load_for_step,
-    run_step,
-    step_sandbox,
-)
+from runner_shell.step.runner import JobPlace, Loaded, StepRan, gather, load_for_step, run_step
 from runner_shell.store.files import atomic_write_text
 from runner_shell.store.state_files import (
     load_config,

@@ -31,7 +31,6 @@ from runner_core.run.role_agents import role_config
 from runner_core.run.state import RunState
 from runner_core.views import loop_lines
 from runner_shell.errors import UserFacingError
-from runner_shell.loop.event_sink import sink_for
 from runner_shell.loop.night_loop import (
     LoopRun,
     hand_to_decomposer,
@@ -42,8 +41,9 @@ from runner_shell.loop.night_loop import (
 from runner_shell.loop.parallel_jobs import Job, merge_job
 from runner_shell.loop.questions import announce_new_questions, read_questions
 from runner_shell.loop.run_branch import BranchWatch
-from runner_shell.loop.signals import Interrupted
 from runner_shell.remote.coordinator import RemoteJobs
+from runner_shell.signals import Interrupted
+from runner_shell.step.event_sink import sink_for
 from runner_shell.step.lock_and_journal import (
     job_changes_path,
     job_journal_path,

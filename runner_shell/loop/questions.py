@@ -8,7 +8,7 @@ from __future__ import annotations
 from runner_core.loop.events import EventOrigin, question
 from runner_core.run.config import Config
 from runner_core.run.questions import new_questions
-from runner_shell.loop.event_sink import sink_for
+from runner_shell.step.event_sink import sink_for
 from runner_shell.store.iteration_log import utc_now
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import SMALL_FILE_MAX_BYTES, read_optional_text

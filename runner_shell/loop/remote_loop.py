@@ -25,11 +25,9 @@ from runner_core.run.executor_config import ExecutorConfig
 from runner_core.views.loop_lines import waiting_line
 from runner_shell.errors import UserFacingError, failure_line
 from runner_shell.git.repo import Repo
-from runner_shell.loop.event_sink import Emitter, IterationEvents, sink_for
 from runner_shell.loop.night_loop import LoopRun, loop_now, loop_origin
-from runner_shell.loop.parallel_jobs import Job, JobEvents, job_thread, run_here, slot_sandbox
+from runner_shell.loop.parallel_jobs import Job, JobEvents, job_thread, run_here
 from runner_shell.loop.parallel_merges import ParallelLoop
-from runner_shell.loop.signals import Interrupted, interruptible
 from runner_shell.remote import wire
 from runner_shell.remote.coordinator import (
     NO_WORKERS_SECS,
@@ -44,7 +42,9 @@ from runner_shell.remote.coordinator import (
 )
 from runner_shell.remote.errors import JobRefused, TemporalUnavailable
 from runner_shell.remote.job_files import JobRequest
-from runner_shell.scratch.slots import slot_path
+from runner_shell.scratch.slots import slot_path, slot_sandbox, step_sandbox
+from runner_shell.signals import Interrupted, interruptible
+from runner_shell.step.event_sink import Emitter, IterationEvents, sink_for
 from runner_shell.step.lock_and_journal import (
     job_journal_path,
     job_journals,
@@ -52,7 +52,7 @@ from runner_shell.step.lock_and_journal import (
     read_journal,
     write_journal,
 )
-from runner_shell.step.runner import JobPlace, Loaded, step_sandbox
+from runner_shell.step.runner import JobPlace, Loaded
 from runner_shell.store.files import atomic_write_text
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_config, load_run_state

@@ -19,9 +19,8 @@ from runner_core.iteration.facts import IterationFacts
 from runner_core.run.state import run_state_from_json
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import GitError, Repo
-from runner_shell.loop.event_sink import IterationEvents, sink_for
 from runner_shell.loop.night_loop import LoopRun
-from runner_shell.loop.parallel_jobs import Job, JobEvents, merge_job, slot_sandbox
+from runner_shell.loop.parallel_jobs import Job, JobEvents, merge_job
 from runner_shell.loop.remote_loop import NotARequest, kept_request
 from runner_shell.remote.coordinator import POLL_SECS, RemoteJobs, remote_jobs, take
 from runner_shell.remote.errors import (
@@ -32,8 +31,8 @@ from runner_shell.remote.errors import (
     TemporalUnavailable,
 )
 from runner_shell.remote.job_files import JobRequest, JobResult, job_id
-from runner_shell.scratch.slots import slot_path
-from runner_shell.step.runner import step_sandbox
+from runner_shell.scratch.slots import slot_path, slot_sandbox, step_sandbox
+from runner_shell.step.event_sink import IterationEvents, sink_for
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_config, load_run_state
 

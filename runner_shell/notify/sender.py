@@ -24,8 +24,8 @@ from typing import Any
 import attrs
 
 from runner_core.loop.events import Event
-from runner_core.loop.notify import Notice, notice_for
 from runner_core.run.notify_config import NotifyConfig
+from runner_core.views.notify import Notice, notice_for
 
 # Messages waiting to be sent; past this the newest is dropped (a stuck receiver's backlog).
 QUEUE_MESSAGES = 64

@@ -31,7 +31,6 @@ from runner_core.run.executor_config import ExecutorConfig
 from runner_shell.errors import UserFacingError
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
-from runner_shell.loop.signals import raise_if_interrupted
 from runner_shell.remote import wire
 from runner_shell.remote.answer_rules import refused_import
 from runner_shell.remote.errors import (
@@ -58,6 +57,7 @@ from runner_shell.remote.keys import (
     read_tls_files,
 )
 from runner_shell.remote.live_events import JobProgress, fresh_events, read_window
+from runner_shell.signals import raise_if_interrupted
 from runner_shell.step.lock_and_journal import job_worker_path
 from runner_shell.store.files import atomic_write_bytes, atomic_write_text
 

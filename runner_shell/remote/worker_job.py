@@ -27,7 +27,6 @@ from runner_core.parallel.job_merge import waits_to_merge
 from runner_shell.errors import UserFacingError
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
-from runner_shell.loop.parallel_jobs import KeptListing, slot_sandbox
 from runner_shell.remote import wire
 from runner_shell.remote.errors import JobRefused
 from runner_shell.remote.job_files import (
@@ -40,9 +39,16 @@ from runner_shell.remote.job_files import (
 )
 from runner_shell.remote.live_events import window_json
 from runner_shell.remote.worker_rules import WorkerRules, refused_command, worker_config
-from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
+from runner_shell.scratch.slots import (
+    SlotError,
+    prepare_slot,
+    slot_path,
+    slot_sandbox,
+    step_sandbox,
+)
+from runner_shell.step.iteration_store import KeptListing
 from runner_shell.step.lock_and_journal import job_journal_path
-from runner_shell.step.runner import JobPlace, drive, shell_ports, step_sandbox
+from runner_shell.step.runner import JobPlace, drive, shell_ports
 from runner_shell.store.layout import RunnerPaths
 
 FETCH_TIMEOUT_SECS = 600.0

@@ -5,9 +5,10 @@ with which layers), what a confined process sees (only the listed system, one wr
 checkout, the binds its caller names, a private /tmp and HOME), who it is (its own user
 namespace, no capabilities, the seccomp filter, its own PID and cgroup namespaces), what it may
 use (the limits), what it reaches (the network or none) and what a backend's private HOME
-holds. The environment's allow-list itself is runner_core.run.environment. Never decides
-which directory is the checkout or what is imported from it, never runs an agent or guard
-itself (runner_shell.step.processes does, given a Confinement), and never changes the run's
+holds, and starts each child process (`processes`: the only place the runner spawns one,
+confined when given a Confinement). The environment's allow-list itself is
+runner_core.run.environment. Never decides which directory is the checkout or what is imported
+from it, never decides what an agent or guard is run with, and never changes the run's
 repository.
 
 How the step runs the agent and the guard, given the run's config and a slot (its checkout

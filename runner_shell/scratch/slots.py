@@ -28,13 +28,18 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
+
+from runner_core.run.config import Config
 from runner_core.run.environment import guard_environment
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
+from runner_shell.sandbox.processes import SpawnError, run_process
+from runner_shell.sandbox.status import sandbox_status
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.setup_outputs import setup_outputs, setup_outputs_file
-from runner_shell.step.processes import SpawnError, run_process
 from runner_shell.store.files import atomic_write_bytes, make_directory
+from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.removal import remove_entry, remove_tree
 
 SLOTS_DIR = "runner/slots"
@@ -410,3 +415,44 @@ def _set_up(slot: Path, setup: Sequence[str], sandbox: Sandbox | None) -> None:
     atomic_write_bytes(setup_outputs_file(slot), b"".join(top + b"\0" for top in tops))
     marker = _argv_bytes(setup) + b"\n" + (_fingerprint(slot) if setup else b"")
     atomic_write_bytes(_ready_marker(slot), marker)
+
+
+def step_sandbox(paths: RunnerPaths, repo: Repo, config: Config) -> Sandbox:
+    """The step's sandbox: SandboxRefused when `[sandbox] mode = "bwrap"` finds none; its
+    processes never see the run's repository or its git directory."""
+    status = sandbox_status(config).require()
+    common = repo.common_path("").resolve()
+    root = paths.root.resolve()
+    hide = (root,) if common.is_relative_to(root) else (root, common)
+    # The slot's .git borrows its own store's objects (read-only) through its alternates:
+    # the base's history alone, never the run's whole object store.
+    slots = slot_path(repo, 0).parent
+    shared = (slot_objects(slots, 0), *map(Path, config.sandbox.read_only))
+    extra = tuple(map(Path, config.sandbox.writable))
+    return Sandbox(
+        status,
+        hide,
+        slots / "homes",
+        shared,
+        extra,
+        agent_variables=config.sandbox.env,
+        guard_variables=config.guard_env,
+    )
+
+
+def slot_sandbox(sandbox: Sandbox | None, slot: int) -> Sandbox | None:
+    """Each slot's processes get private HOMEs of their own: two agents never share one, and
+    see their own slot's object store, never another's."""
+    if sandbox is None:
+        return None
+    slots = sandbox.homes.parent
+    stores = {slot_objects(slots, number) for number in range(_slot_of(sandbox) + 1)}
+    shared = tuple(slot_objects(slots, slot) if path in stores else path for path in sandbox.shared)
+    return attrs.evolve(sandbox, homes=slots / f"homes-{slot}", shared=shared)
+
+
+def _slot_of(sandbox: Sandbox) -> int:
+    """The slot a sandbox was made for (0 before `slot_sandbox` gave it one): the number of
+    its HOMEs directory, `homes-<n>`."""
+    _, _, number = sandbox.homes.name.partition("-")
+    return int(number) if number.isdigit() else 0

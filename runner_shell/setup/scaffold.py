@@ -29,8 +29,8 @@ from runner_core.validation.schema import (
 )
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
-from runner_shell.git.run_branches import existing_run_ids
 from runner_shell.step.prompt_templates import check_templates
+from runner_shell.step.run_branches import existing_run_ids
 from runner_shell.store.files import atomic_write_text
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import (

@@ -27,7 +27,7 @@ from runner_core.run.operations import (
 from runner_core.tree.serialization import loads_json_strictly
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
-from runner_shell.loop.event_sink import sink_for
+from runner_shell.step.event_sink import sink_for
 from runner_shell.step.lock_and_journal import exclusive_lock
 from runner_shell.step.runner import Loaded, load_for_step
 from runner_shell.store.files import FileTooLarge, atomic_write_text, read_bytes_capped

@@ -15,14 +15,13 @@ import attrs
 from runner_core.run.finish import FinishFacts, finish_message, finish_refusal, finish_target
 from runner_core.run.identity import branch_for
 from runner_core.run.trailers import BASE, DamagedTrailer, parse_trailers
-from runner_core.tree.selection import SelectionStatus, select_leaf
-from runner_core.views.status import leaf_counts
+from runner_core.tree.selection import SelectionStatus, leaf_counts, select_leaf
 from runner_shell.errors import UserFacingError
 from runner_shell.git.history import NoStartCommit
+from runner_shell.git.history_sources import run_commits, trailer_history
 from runner_shell.git.repo import Repo, open_repo
 from runner_shell.step.lock_and_journal import exclusive_lock
 from runner_shell.step.runner import load_for_step
-from runner_shell.store.history_sources import run_commits, trailer_history
 from runner_shell.store.layout import RunnerPaths
 
 
@@ -99,7 +98,7 @@ def _without_state(repo: Repo, tree: str, base: str) -> str:
 
 
 def _audit_findings(repo: Repo, run_id: str) -> int:
-    from runner_core.history.audit import audit_run
+    from runner_core.audit.audit import audit_run
 
     try:
         start, commits = run_commits(repo, run_id)

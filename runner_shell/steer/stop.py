@@ -17,7 +17,7 @@ from runner_core.run.state import RunState
 from runner_core.views.loop_lines import paused_line
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
-from runner_shell.loop.event_sink import sink_for
+from runner_shell.step.event_sink import sink_for
 from runner_shell.step.lock_and_journal import lock_held
 from runner_shell.store.files import atomic_write_text
 from runner_shell.store.iteration_log import utc_now

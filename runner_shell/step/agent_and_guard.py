@@ -25,12 +25,12 @@ from runner_core.tree.model import AgentRole
 from runner_shell.agents.session import AgentRequest, backend_for
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.guard.baselines import checkout_paths, discard_report, keep_baseline, take_report
-from runner_shell.loop.output_events import LiveOutput
-from runner_shell.loop.signals import Interrupted, interruptible
+from runner_shell.sandbox.processes import SpawnError, run_process
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.slots import SlotError, prepare_slot
+from runner_shell.signals import Interrupted, interruptible
 from runner_shell.step.lock_and_journal import write_journal
-from runner_shell.step.processes import SpawnError, run_process
+from runner_shell.step.output_events import LiveOutput
 from runner_shell.store.files import atomic_write_bytes, make_directory, read_bytes_capped
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.removal import empty_directory

@@ -24,6 +24,7 @@ from runner_core.iteration.effects import (
 )
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.import_rules import ImportLimits
+from runner_core.iteration.ports import ScratchPort
 from runner_core.iteration.recovery import Journal
 from runner_core.iteration.results import Carried, ConfigRead, HeadRead, ScratchListed, TreeRead
 from runner_shell.errors import UserFacingError
@@ -32,6 +33,7 @@ from runner_shell.git.merging import carry_onto
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.scratch.listing import list_scratch
 from runner_shell.step import protected_files
+from runner_shell.step.iteration_commit import commit_iteration
 from runner_shell.step.lock_and_journal import write_journal
 from runner_shell.store.files import (
     append_bytes,
@@ -40,9 +42,22 @@ from runner_shell.store.files import (
     make_directory,
     rename_within,
 )
-from runner_shell.store.iteration_log import commit_iteration, count_executions
+from runner_shell.store.iteration_log import count_executions
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import read_bytes, read_tree_bytes
+
+
+@attrs.define
+class KeptListing:
+    """A job's scratch port that keeps the listing it gave: the base's entries in it spare the
+    merge queue's thread reading them again."""
+
+    inner: ScratchPort
+    listed: ScratchListed | None = None
+
+    def list_scratch(self) -> ScratchListed:
+        self.listed = self.inner.list_scratch()
+        return self.listed
 
 
 @attrs.frozen(slots=True)

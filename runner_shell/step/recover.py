@@ -48,8 +48,10 @@ from runner_shell.git.file_commit import follow_commit
 from runner_shell.git.log_archive import ArchiveError, NothingToArchive, archive_iteration
 from runner_shell.git.merging import carry_onto
 from runner_shell.git.repo import GitError, Repo
+from runner_shell.sandbox.processes import terminate_process_group
 from runner_shell.scratch.listing import list_scratch
 from runner_shell.scratch.slots import slot_path
+from runner_shell.step.iteration_commit import commit_iteration
 from runner_shell.step.lock_and_journal import (
     DamagedJournal,
     clear_journal,
@@ -63,10 +65,9 @@ from runner_shell.step.lock_and_journal import (
     read_job_changes,
     read_journal,
 )
-from runner_shell.step.processes import terminate_process_group
 from runner_shell.store.directories import open_existing_directory
 from runner_shell.store.files import atomic_write_bytes, make_directory
-from runner_shell.store.iteration_log import commit_iteration, count_executions, utc_now
+from runner_shell.store.iteration_log import count_executions, utc_now
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_config, load_run_state, load_tree
 

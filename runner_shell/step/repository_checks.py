@@ -13,13 +13,12 @@ from runner_core import Config, Node
 from runner_core.backends.registry import BACKENDS
 from runner_core.iteration.preconditions import (
     INIT_HINT,
-    PROTECTED_BRANCHES,
     RepoFacts,
     gitignore_problem,
     run_identity_problem,
 )
 from runner_core.run.agent_config import ROLE_TABLES
-from runner_core.run.identity import BRANCH_PREFIX
+from runner_core.run.identity import BRANCH_PREFIX, PROTECTED_BRANCHES
 from runner_core.run.role_agents import role_config, role_configs
 from runner_core.tree.serialization import TREE_MAX_BYTES, canonical_fits
 from runner_shell.errors import UserFacingError

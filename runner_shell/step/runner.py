@@ -17,6 +17,7 @@ from typing import ClassVar, Literal, assert_never
 
 import attrs
 
+from runner_core.backends.limits import LimitSignal
 from runner_core.guard.ratchet import TestFigures
 from runner_core.iteration import events as iteration_events
 from runner_core.iteration.effects import (
@@ -58,7 +59,6 @@ from runner_core.iteration.preconditions import location_problem, step_precondit
 from runner_core.iteration.recovery import Journal, interrupted_problem
 from runner_core.iteration.results import Done, ExecutionsCounted, IoFailed, Result
 from runner_core.iteration.step_outcome import step_exit_code
-from runner_core.loop.usage_limits import LimitSignal
 from runner_core.run.config import Config
 from runner_core.run.role_agents import iteration_config
 from runner_core.run.state import RunState
@@ -67,21 +67,20 @@ from runner_core.views.loop_lines import budget_refusal
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.guard.baselines import keep_baseline, known_baseline
-from runner_shell.loop.budgets import reached_budget
-from runner_shell.loop.event_sink import Emitter, IterationEvents, sink_for
-from runner_shell.loop.output_events import LiveOutput
-from runner_shell.sandbox.status import sandbox_status
 from runner_shell.scratch.sandbox import Sandbox
-from runner_shell.scratch.slots import SlotError, prepare_slot, slot_objects, slot_path
+from runner_shell.scratch.slots import SlotError, prepare_slot, step_sandbox
 from runner_shell.step import protected_files
 from runner_shell.step.agent_and_guard import WAIT_FILE as WAIT_FILE
 from runner_shell.step.agent_and_guard import ProcessAgentRunner as ProcessAgentRunner
 from runner_shell.step.agent_and_guard import ProcessGuardRunner as ProcessGuardRunner
 from runner_shell.step.agent_and_guard import schema_path as schema_path
 from runner_shell.step.attempt_start import attempt_start, told_record
+from runner_shell.step.budgets import reached_budget
+from runner_shell.step.event_sink import Emitter, IterationEvents, sink_for
 from runner_shell.step.iteration_store import DiskIterationStore as DiskIterationStore
 from runner_shell.step.iteration_store import SlotLister as SlotLister
 from runner_shell.step.lock_and_journal import current_command, job_journals, read_journal
+from runner_shell.step.output_events import LiveOutput
 from runner_shell.step.prompt_parts import prompt_parts
 from runner_shell.step.repository_checks import (
     check_programs,
@@ -231,29 +230,6 @@ def run_step(
     events.raise_refusal()
     tests = finished.record.tests
     return StepRan(loaded.run_id, plan, finished.outcome, finished.limit, tests, finished.notice)
-
-
-def step_sandbox(paths: RunnerPaths, repo: Repo, config: Config) -> Sandbox:
-    """The step's sandbox: SandboxRefused when `[sandbox] mode = "bwrap"` finds none; its
-    processes never see the run's repository or its git directory."""
-    status = sandbox_status(config).require()
-    common = repo.common_path("").resolve()
-    root = paths.root.resolve()
-    hide = (root,) if common.is_relative_to(root) else (root, common)
-    # The slot's .git borrows its own store's objects (read-only) through its alternates:
-    # the base's history alone, never the run's whole object store.
-    slots = slot_path(repo, 0).parent
-    shared = (slot_objects(slots, 0), *map(Path, config.sandbox.read_only))
-    extra = tuple(map(Path, config.sandbox.writable))
-    return Sandbox(
-        status,
-        hide,
-        slots / "homes",
-        shared,
-        extra,
-        agent_variables=config.sandbox.env,
-        guard_variables=config.guard_env,
-    )
 
 
 def scratch_checkout(

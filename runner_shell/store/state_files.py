@@ -116,7 +116,8 @@ def load_tree_and_sha256(paths: RunnerPaths) -> tuple[Node, str]:
 
 
 def _parsed_tree(paths: RunnerPaths, data: bytes) -> Node:
-    from runner_core.tree.serialization import TreeValidationError, parse_tree
+    from runner_core.tree.serialization import TreeValidationError
+    from runner_core.validation.loading import parse_tree
 
     try:
         return parse_tree(data)

@@ -34,7 +34,7 @@ from runner_core.views.follow import (
 from runner_core.views.text import terminal_text
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
-from runner_shell.loop.event_sink import events_path
+from runner_shell.step.event_sink import events_path
 from runner_shell.step.lock_and_journal import lock_held
 from runner_shell.store.event_log import EventTail, follow_tail
 from runner_shell.store.files import open_regular

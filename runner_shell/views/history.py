@@ -14,21 +14,23 @@ from typing import Any
 
 import typer
 
-from runner_core.history.audit import audit_run
-from runner_core.history.commit_facts import TREE_PATH, CommitFacts
-from runner_core.history.findings import audit_to_json
-from runner_core.history.judged_checks import AttemptFacts
+from runner_core.audit.audit import audit_run
+from runner_core.audit.commit_facts import TREE_PATH, CommitFacts
+from runner_core.audit.findings import audit_to_json
+from runner_core.audit.judged_checks import AttemptFacts
 from runner_core.history.records import ExecutionRecord
 from runner_core.iteration.attempts import attempt_ref
 from runner_core.run.trailers import DamagedTrailer, parse_trailers, record_from_trailers
 from runner_core.tree.diff import TreeDiff, tree_diff
 from runner_core.tree.model import Node
-from runner_core.tree.serialization import TREE_MAX_BYTES, TreeValidationError, parse_tree
+from runner_core.tree.serialization import TREE_MAX_BYTES, TreeValidationError
+from runner_core.validation.loading import parse_tree
 from runner_core.views.diff import diff_document, diff_lines
 from runner_core.views.show import CommitFacet, IterationFiles, render_show
 from runner_shell.errors import UserFacingError
 from runner_shell.git.attempt_refs import read_attempt, run_attempts
 from runner_shell.git.history import NoStartCommit
+from runner_shell.git.history_sources import agent_diff_stat, iteration_commit, run_commits
 from runner_shell.git.log_archive import (
     ARCHIVED_NAMES,
     ArchiveError,
@@ -40,7 +42,6 @@ from runner_shell.git.log_archive import (
 )
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.store.files import read_bytes_capped
-from runner_shell.store.history_sources import agent_diff_stat, iteration_commit, run_commits
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_run_state
 from runner_shell.views.iteration_files import read_iteration, read_iteration_at

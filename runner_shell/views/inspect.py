@@ -37,7 +37,7 @@ def _refuse_no_run_checked_out(paths: RunnerPaths, repo: Repo) -> None:
     if paths.run_state.exists() or repo.file_at_head(state_path) is not None:
         return
     from runner_core.iteration.preconditions import no_run_checked_out_problem
-    from runner_shell.git.run_branches import existing_run_ids
+    from runner_shell.step.run_branches import existing_run_ids
 
     run_ids = existing_run_ids(paths, repo, None)
     if run_ids:

@@ -26,6 +26,7 @@ from runner_core.tree.serialization import TreeValidationError
 from runner_core.views.history import HistoryDocument, history_actions, history_records
 from runner_core.views.text import terminal_text
 from runner_shell.errors import UserFacingError
+from runner_shell.git.history_sources import fallback_history, fill_missing
 from runner_shell.git.repo import Repo
 from runner_shell.step.lock_and_journal import (
     job_journals,
@@ -37,7 +38,6 @@ from runner_shell.step.lock_and_journal import (
     runner_alive,
 )
 from runner_shell.store.files import read_bytes_capped
-from runner_shell.store.history_sources import fallback_history, fill_missing
 from runner_shell.store.iteration_log import (
     RecordMemo,
     iteration_dirs,
@@ -277,11 +277,6 @@ def run_figures(
         budget=config.budget,
     )
     return figures, problems
-
-
-def status_document_view(paths: RunnerPaths, repo: Repo) -> StatusView:
-    """Where the current run stands (`runner status`, `GET /api/status`); warns on stderr."""
-    return status_reading(paths, repo).view
 
 
 @attrs.frozen

@@ -29,11 +29,6 @@ LIVE_TREE_ROWS = 201
 HISTORY_ROWS = 500
 
 
-def _tag(name: str, attributes: Mapping[str, object], *children: str) -> str:
-    shown = "".join(f' {key}="{esc(value)}"' for key, value in attributes.items())
-    return f"<{name}{shown}>{''.join(children)}</{name}>"
-
-
 # ---------------------------------------------------------------- the page
 
 

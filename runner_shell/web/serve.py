@@ -54,8 +54,8 @@ from runner_core.views.web import (
 from runner_shell.errors import UserFacingError, failure_line
 from runner_shell.git.log_archive import ArchiveError
 from runner_shell.git.repo import GitError, Repo
-from runner_shell.git.run_branches import gather_runs
 from runner_shell.step.lock_and_journal import job_journals_dir, journal_path, lock_held
+from runner_shell.step.run_branches import gather_runs
 from runner_shell.store.event_log import EventTail, follow_failure, follow_tail, last_events
 from runner_shell.store.files import read_bytes_capped
 from runner_shell.store.iteration_log import RecordMemo, iteration_dirs

@@ -23,9 +23,9 @@ import pytest
 
 import runner_core as rc
 from runner_core.iteration.prompt_pack import SECTION_TITLES
-from runner_core.iteration.state_update import TRANSITIONS
 from runner_core.tree.decompose import child_specs_from_output
 from runner_core.tree.serialization import _LAYER_PREFIX
+from runner_core.tree.state_update import TRANSITIONS
 from runner_core.validation.status import GAINS_CHILDREN
 from tests.helpers import ROOT
 from tests.helpers.trees import node, tree

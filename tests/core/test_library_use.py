@@ -12,14 +12,15 @@ from typing import Any
 import pytest
 
 import runner_core
-from runner_core.iteration.state_update import (
+from runner_core.tree.decompose import ChildSpec
+from runner_core.tree.model import AgentStatus, GuardOutcome, Node, NodeNext
+from runner_core.tree.serialization import TreeValidationError, dumps_tree
+from runner_core.tree.state_update import (
     RevertedField,
     apply_state_updates,
     state_update_summary_to_json,
 )
-from runner_core.tree.decompose import ChildSpec
-from runner_core.tree.model import AgentStatus, GuardOutcome, Node, NodeNext
-from runner_core.tree.serialization import TreeValidationError, dumps_tree, tree_from_json
+from runner_core.validation.loading import tree_from_json
 from runner_core.validation.status import validate_status_invariants
 from tests.helpers.trees import tree
 

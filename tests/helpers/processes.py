@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runner_shell.step.processes import ProcessResult
+from runner_shell.sandbox.processes import ProcessResult
 
 
 def succeeded(result: ProcessResult) -> bool:

@@ -7,8 +7,8 @@ from typing import Any
 import attrs
 
 from runner_core.history.records import ExecutionHistory, ExecutionRecord
-from runner_core.iteration.state_update import TRANSITIONS
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
+from runner_core.tree.state_update import TRANSITIONS
 
 
 def record(

@@ -11,8 +11,8 @@ from runner_core.backends.copilot import (
     copilot_limit,
     copilot_usage,
 )
+from runner_core.backends.limits import LimitKind, LimitSignal
 from runner_core.backends.usage import Usage
-from runner_core.loop.usage_limits import LimitKind, LimitSignal
 
 QUOTA = "429 You exceeded your current quota; it will reset in 2s. Please try again in 2s."
 

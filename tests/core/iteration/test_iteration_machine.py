@@ -17,6 +17,7 @@ import pytest
 from pyrsistent import pmap
 
 from runner_core import GuardOutcome, Node, parse_config
+from runner_core.backends.limits import LimitKind, LimitSignal
 from runner_core.history.records import ErrorKind, TokenUsage
 from runner_core.iteration.effects import (
     Abort,
@@ -64,7 +65,6 @@ from runner_core.iteration.results import (
     TreeRead,
 )
 from runner_core.loop.events import Event
-from runner_core.loop.usage_limits import LimitKind, LimitSignal
 from runner_core.run.state import RunState
 from runner_core.tree.serialization import dumps_tree
 from runner_shell.step.runner import interpret

@@ -5,10 +5,10 @@ from __future__ import annotations
 import attrs
 import pytest
 
+from runner_core.backends.limits import LimitKind, LimitSignal
 from runner_core.iteration.plan import IterationOutcome, PlanKind, StepPlan, plan_step
 from runner_core.iteration.step_outcome import loop_step_result, step_exit_code
 from runner_core.loop.policy import StepKind, StepResult
-from runner_core.loop.usage_limits import LimitKind, LimitSignal
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentStatus, GuardOutcome, Node
 from tests.helpers.trees import tree

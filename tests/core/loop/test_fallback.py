@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyrsistent import pmap
 
+from runner_core.backends.limits import LimitKind, LimitSignal, iso_utc
 from runner_core.loop import events
 from runner_core.loop.events import Event, EventOrigin, EventType
 from runner_core.loop.fallback import (
@@ -20,7 +21,7 @@ from runner_core.loop.fallback import (
     limited_after,
 )
 from runner_core.loop.policy import Continue, LoopState, Wait
-from runner_core.loop.usage_limits import LimitKind, LimitSignal, LimitWait, iso_utc
+from runner_core.loop.usage_limits import LimitWait
 
 NOW = datetime(2026, 12, 1, 23, 0, tzinfo=UTC)
 CHAIN = ("codex", "claude", "gemini")

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from runner_core.backends.limits import LimitKind, LimitSignal
 from runner_core.history.records import ExecutionHistory, summarize
 from runner_core.loop import events
 from runner_core.loop.budget import BudgetUse
@@ -26,7 +27,7 @@ from runner_core.loop.policy import (
     ends_the_loop,
     runner_error_backoff,
 )
-from runner_core.loop.usage_limits import LimitKind, LimitSignal, LimitWait
+from runner_core.loop.usage_limits import LimitWait
 from runner_core.run.config import HOOK_NAMES, BudgetConfig, LoopConfig
 from runner_core.views.follow import event_text
 from tests.helpers.records import record

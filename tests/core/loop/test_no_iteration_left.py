@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 import jsonschema
 
+from runner_core.backends.limits import LimitKind, LimitSignal
 from runner_core.loop.events import EventOrigin, EventType, event_to_json
 from runner_core.loop.policy import (
     ITERATIONS_LIMIT_KIND,
@@ -21,7 +22,6 @@ from runner_core.loop.policy import (
     decision_events,
     ends_the_loop,
 )
-from runner_core.loop.usage_limits import LimitKind, LimitSignal
 from runner_core.run.config import LoopConfig
 from tests.helpers import SCHEMAS
 

@@ -9,9 +9,9 @@ import pytest
 
 from runner_core.loop import events
 from runner_core.loop.events import EventOrigin
-from runner_core.loop.notify import notice_for
 from runner_core.run.config import ConfigError, parse_config, render_config
 from runner_core.run.notify_config import NO_NOTIFY, NOTIFY_EVENTS, NotifyConfig
+from runner_core.views.notify import notice_for
 
 HERE = EventOrigin("run-1a2b3c4d", 3, "root.2", "2026-12-01T02:00:00Z")
 TOLD = NotifyConfig(urls=("json://127.0.0.1:9/",))

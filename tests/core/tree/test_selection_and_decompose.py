@@ -20,7 +20,7 @@ from runner_core import (
     select_leaf,
 )
 from runner_core.tree.decompose import child_specs_from_output, decomposition_problems
-from runner_core.tree.selection import leftmost_open_leaf, node_path
+from runner_core.tree.selection import leaf_counts, leftmost_open_leaf, node_path
 from runner_core.validation.invariants import validate_invariants
 from tests.helpers.trees import find, tree
 
@@ -297,3 +297,16 @@ def test_a_decomposition_without_children_or_with_blank_titles_or_goals_is_a_pro
     specs: tuple[ChildSpec, ...], problems: tuple[str, ...]
 ) -> None:
     assert decomposition_problems(specs) == problems
+
+
+def test_leaf_counts_counts_passed_and_all_leaves() -> None:
+    three_leaves = tree(
+        "root",
+        tree("root.3", order=2, title="Third"),
+        tree("root.1", order=0, passes=True, attempts=1, title="First"),
+        tree("root.2", order=1, attempts=2, title="Second"),
+        next="decompose",
+    )
+
+    assert leaf_counts(three_leaves) == (1, 3)
+    assert leaf_counts(tree("root")) == (0, 1)

@@ -17,11 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner_core import Node, TreeValidationError, parse_tree
-from runner_core.tree.serialization import (
-    _tree_of_plain_nodes,
-    decode_tree_text,
-    tree_from_valid_json,
-)
+from runner_core.tree.serialization import decode_tree_text, tree_of_plain_nodes
+from runner_core.validation.loading import tree_from_valid_json
 from tests.helpers.trees import node
 
 
@@ -51,7 +48,7 @@ def sample() -> dict[str, Any]:
 
 def test_a_canonical_tree_is_built_in_one_pass() -> None:
     text = json.dumps(sample(), indent=2)
-    assert _tree_of_plain_nodes(text) == reference(text)
+    assert tree_of_plain_nodes(text) == reference(text)
 
 
 def set_in(path: tuple[Any, ...], value: Any) -> Any:

@@ -32,7 +32,7 @@ from runner_core.views.metrics import escape_label_value, metrics_text
 from runner_core.views.progress import elapsed_text, progress_line
 from runner_core.views.report import RunFigures, build_report, report_to_json
 from runner_core.views.show import CommitFacet, FileFacts, show_to_json
-from runner_core.views.status import leaf_counts, status_to_json, status_view
+from runner_core.views.status import status_to_json, status_view
 from tests.helpers.records import record as shared_record
 from tests.helpers.trees import tree
 
@@ -227,11 +227,6 @@ def test_status_lists_executed_nodes_the_tree_lost_as_removed() -> None:
     document = status_to_json(status_view(tree("root"), STATE, 100, history))
     assert_valid(document, "status")
     assert document["removed"] == [{"id": "root.9", "executions": 1, "state": "skipped"}]
-
-
-def test_leaf_counts_counts_passed_and_all_leaves() -> None:
-    assert leaf_counts(TREE) == (1, 3)
-    assert leaf_counts(tree("root")) == (0, 1)
 
 
 def test_canonical_preorder_sorts_siblings_by_order_then_id() -> None:

@@ -14,14 +14,14 @@ import attrs
 import pytest
 
 from runner_core.backends.claude import last_json_object
-from runner_core.loop.usage_limits import LimitKind, LimitSignal
+from runner_core.backends.limits import LimitKind, LimitSignal
 from runner_core.tree.model import AgentRole
 from runner_shell.agents._common import OUTPUT_LIMIT_BYTES, AgentRequest, AgentRun
 from runner_shell.agents.claude import ClaudeBackend
 from runner_shell.agents.codex import CodexBackend
 from runner_shell.agents.command import CommandBackend
 from runner_shell.agents.session import backend_for
-from runner_shell.step.processes import SpawnError
+from runner_shell.sandbox.processes import SpawnError
 from tests.helpers.processes import succeeded
 
 PYTHON = sys.executable

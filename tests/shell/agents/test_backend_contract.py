@@ -13,10 +13,10 @@ from pathlib import Path
 import attrs
 import pytest
 
-from runner_core.loop.usage_limits import LimitKind
+from runner_core.backends.limits import LimitKind
 from runner_shell.agents._common import AgentBackend, AgentRequest
 from runner_shell.agents.session import backend_for
-from runner_shell.step.processes import SpawnError
+from runner_shell.sandbox.processes import SpawnError
 from tests.helpers import FAKE_CLIS
 from tests.shell.agents.test_agents import PROMPT, Workspace
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from runner_core.history.audit import audit_run
-from runner_core.history.commit_facts import RUN_STATE_PATH, TREE_PATH, CommitFacts
+from runner_core.audit.audit import audit_run
+from runner_core.audit.commit_facts import RUN_STATE_PATH, TREE_PATH, CommitFacts
 from runner_core.testing import Run, runs
 from runner_core.testing.commits import run_commits
 from runner_shell.git.history import NoStartCommit, read_run_commits

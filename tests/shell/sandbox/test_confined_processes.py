@@ -1,4 +1,4 @@
-"""Processes run in the sandbox through runner_shell.step.processes, with real bubblewrap.
+"""Processes run in the sandbox through runner_shell.sandbox.processes, with real bubblewrap.
 
 Whatever a sandboxed program starts (a setsid daemon, a double fork, a forkstorm) ends with
 it, at its deadline or when it exits. It writes only to its work directory and the writable
@@ -23,8 +23,8 @@ import pytest
 
 from runner_core.run.config import Config, SandboxConfig
 from runner_shell.sandbox import Confinement, SandboxStatus, sandbox_status
+from runner_shell.sandbox.processes import ProcessResult, SpawnError, run_process
 from runner_shell.scratch.sandbox import runtime_paths
-from runner_shell.step.processes import ProcessResult, SpawnError, run_process
 
 # The interpreter itself, not a virtualenv's link to it: a virtualenv under /tmp (as in CI) is
 # hidden by the private /tmp. The scripts need only the standard library.

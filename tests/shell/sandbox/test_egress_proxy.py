@@ -21,6 +21,7 @@ import pytest
 from runner_core.backends.egress import NETWORK_LOG, egress_rules, parse_host_rule
 from runner_shell.sandbox import SandboxStatus
 from runner_shell.sandbox.bwrap import Confinement, bwrap_options
+from runner_shell.sandbox.processes import ProcessResult, run_process
 from runner_shell.sandbox.proxy import (
     BRIDGE_PATH,
     BRIDGE_SOURCE,
@@ -31,7 +32,6 @@ from runner_shell.sandbox.proxy import (
     bridged_argv,
 )
 from runner_shell.scratch.sandbox import runtime_paths
-from runner_shell.step.processes import ProcessResult, run_process
 from tests.helpers.loopback_service import Service
 
 PYTHON = os.path.realpath(sys.executable)

@@ -21,8 +21,8 @@ import pytest
 from runner_core.run.config import SandboxConfig
 from runner_shell.sandbox import SandboxStatus
 from runner_shell.sandbox.cgroups import cgroup_bases, made_groups
+from runner_shell.sandbox.processes import ProcessResult, run_process
 from runner_shell.scratch.sandbox import Sandbox
-from runner_shell.step.processes import ProcessResult, run_process
 
 pytestmark = pytest.mark.escape
 

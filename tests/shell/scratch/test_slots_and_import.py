@@ -240,10 +240,9 @@ def test_a_slot_that_cannot_be_removed_is_set_aside_and_made_again(
 
 def test_each_parallel_slot_sees_its_own_object_store_only(tmp_path: Path) -> None:
     """A parallel job's sandbox binds its slot's store, never slot 0's."""
-    from runner_shell.loop.parallel_jobs import slot_sandbox
     from runner_shell.sandbox.status import SandboxStatus
     from runner_shell.scratch.sandbox import Sandbox
-    from runner_shell.scratch.slots import slot_objects
+    from runner_shell.scratch.slots import slot_objects, slot_sandbox
 
     slots = tmp_path / "slots"
     other = Path("/opt/toolchain")

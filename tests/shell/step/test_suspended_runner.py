@@ -17,7 +17,7 @@ CHILD = "import time; open('started', 'w').close(); time.sleep(3); print('finish
 WATCHER = f"""
 import json, os, sys
 from pathlib import Path
-from runner_shell.step.processes import run_process
+from runner_shell.sandbox.processes import run_process
 result = run_process(
     [sys.executable, "-c", {CHILD!r}],
     cwd=Path.cwd(), env=dict(os.environ), stdin_path=None, timeout_secs=2.0,

@@ -8,15 +8,15 @@ and whether its number follows. Never carries anything from commit to commit: au
 
 from __future__ import annotations
 
-from runner_core.history.commit_facts import RUNNER_OWNED
-from runner_core.history.findings import Problem, finding_problems, shown
+from runner_core.audit.commit_facts import RUNNER_OWNED
+from runner_core.audit.findings import Problem, finding_problems, shown
 from runner_core.history.records import ErrorKind, ExecutionRecord
-from runner_core.iteration.state_update import UnknownSelectedNode, apply_state_updates
 from runner_core.parallel.tree_merge import TreeConflict, merge_trees
 from runner_core.run.state import RunStateError, run_state_from_json
 from runner_core.tree.diff import ChangeKind, tree_diff
 from runner_core.tree.model import AgentStatus, GuardOutcome, Node, iter_preorder, nodes_by_id
 from runner_core.tree.serialization import loads_json_strictly
+from runner_core.tree.state_update import UnknownSelectedNode, apply_state_updates
 from runner_core.validation.immutability import passed_node_findings
 
 

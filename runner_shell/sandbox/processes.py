@@ -24,9 +24,9 @@ from typing import BinaryIO
 
 import attrs
 
-from runner_shell.loop.signals import raise_if_interrupted
 from runner_shell.sandbox.bwrap import Confinement, launch
 from runner_shell.sandbox.watch import LimitWatch
+from runner_shell.signals import raise_if_interrupted
 from runner_shell.store.files import PendingFile, atomic_write_bytes, open_truncate
 
 _READ_CHUNK_BYTES = 1024 * 1024

@@ -7,8 +7,8 @@ from __future__ import annotations
 import attrs
 
 from runner_core import dumps_tree
-from runner_core.history.audit import audit_run
-from runner_core.history.commit_facts import CONFIG_PATH, TREE_PATH, CommitFacts
+from runner_core.audit.audit import audit_run
+from runner_core.audit.commit_facts import CONFIG_PATH, TREE_PATH, CommitFacts
 from runner_core.run.config import Config, render_config
 from runner_core.run.config_change import config_commit_message
 from runner_core.tree.model import Node

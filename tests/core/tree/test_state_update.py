@@ -17,7 +17,7 @@ from runner_core import (
     apply_state_updates,
     dumps_tree,
 )
-from runner_core.iteration.state_update import TRANSITIONS, UnknownSelectedNode
+from runner_core.tree.state_update import TRANSITIONS, UnknownSelectedNode
 from tests.helpers.trees import find, ids, tree
 
 DONE, RETRY, DECOMPOSED = AgentStatus.DONE, AgentStatus.RETRY, AgentStatus.DECOMPOSED

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 from pyrsistent import PMap, pmap
 
-from runner_core.history.commit_facts import (
+from runner_core.audit.commit_facts import (
     QUESTIONS_PATH,
     RUN_STATE_PATH,
     STATE_DIR,
@@ -23,22 +23,22 @@ from runner_core.history.commit_facts import (
     is_tell_commit,
     tree_of,
 )
-from runner_core.history.findings import AuditReport, Finding, OperatorEntry, Problem
-from runner_core.history.hand_edits import hand_edit_problems
-from runner_core.history.iteration_checks import (
+from runner_core.audit.findings import AuditReport, Finding, OperatorEntry, Problem
+from runner_core.audit.hand_edits import hand_edit_problems
+from runner_core.audit.iteration_checks import (
     merge_replay_problems,
     numbering_problems,
     replay_problems,
     run_state_problems,
 )
-from runner_core.history.judged_checks import (
+from runner_core.audit.judged_checks import (
     AttemptFacts,
     attempt_problems,
     judged_a_pass,
     stray_attempts,
     unjudged_file_problems,
 )
-from runner_core.history.operator_checks import config_problems, operator_problems
+from runner_core.audit.operator_checks import config_problems, operator_problems
 from runner_core.run.chain import chain_link, chain_seed, is_chain_value
 from runner_core.run.trailers import (
     ACTOR,

@@ -15,7 +15,7 @@ import pytest
 from runner_core.loop import events
 from runner_core.loop.events import EventOrigin, event_line
 from runner_core.run.config import HOOK_NAMES, HooksConfig
-from runner_shell.loop.hooks import HookOutcome, fire_hook, run_hook
+from runner_shell.step.hooks import HookOutcome, fire_hook, run_hook
 
 COMPLETE = events.complete(EventOrigin("run-1", 7, None, "2026-11-22T02:00:00Z"), 6)
 

@@ -22,7 +22,8 @@ from runner_core.run.trailers import (
     parse_trailers,
 )
 from runner_core.tree.model import Node
-from runner_core.tree.serialization import TreeValidationError, parse_tree
+from runner_core.tree.serialization import TreeValidationError
+from runner_core.validation.loading import parse_tree
 
 STATE_DIR = ".runner/state/"
 TREE_PATH = STATE_DIR + "tree.json"

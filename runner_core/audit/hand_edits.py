@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from runner_core.history.commit_facts import (
+from runner_core.audit.commit_facts import (
     RUNNER_OWNED,
     TREE_PATH,
     CommitFacts,
     is_runners_commit,
     tree_of,
 )
-from runner_core.history.findings import Problem, change_text, shown
+from runner_core.audit.findings import Problem, change_text, shown
 from runner_core.tree.diff import tree_diff
 from runner_core.tree.model import Node
 

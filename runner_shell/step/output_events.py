@@ -25,7 +25,7 @@ from runner_core.loop.output import (
     output_due,
     partial_line_kept_bytes,
 )
-from runner_shell.loop.event_sink import Emitter
+from runner_shell.step.event_sink import Emitter
 from runner_shell.store.iteration_log import utc_now
 
 

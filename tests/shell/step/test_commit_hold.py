@@ -14,7 +14,7 @@ from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.recovery import Journal, JournalPhase
 from runner_shell.git import log_archive
 from runner_shell.git.repo import open_repo
-from runner_shell.store.iteration_log import commit_iteration
+from runner_shell.step.iteration_commit import commit_iteration
 from runner_shell.store.layout import RunnerPaths
 from tests.helpers.git_repos import git, new_repo
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import attrs
 
-from runner_core.history.commit_facts import CommitFacts
+from runner_core.audit.commit_facts import CommitFacts
 from runner_core.history.records import (
     DamagedRecord,
     ExecutionHistory,
@@ -189,7 +189,7 @@ def agent_diff_stat(repo: Repo, sha: str) -> tuple[str, ...]:
 def warn_hand_edits(repo: Repo, run_id: str, emit: Callable[[str], None] | None = None) -> None:
     """`runner validate`'s warnings, one line each on stderr; never changes its exit code."""
     # Here: reading a history (every view) needs neither the audit of hand edits nor tree diffs.
-    from runner_core.history.hand_edits import owned_field_warnings
+    from runner_core.audit.hand_edits import owned_field_warnings
     from runner_shell.git.history import NoStartCommit
 
     try:

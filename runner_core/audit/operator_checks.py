@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from runner_core.history.commit_facts import CONFIG_PATH
-from runner_core.history.findings import Problem, change_text, finding_problems, named_problems
+from runner_core.audit.commit_facts import CONFIG_PATH
+from runner_core.audit.findings import Problem, change_text, finding_problems, named_problems
 from runner_core.run.config_change import only_key_changed
 from runner_core.run.trailers import OperatorTrailers
 from runner_core.tree.diff import ChangeKind, NodeChange, tree_diff

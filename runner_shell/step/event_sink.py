@@ -17,7 +17,7 @@ import attrs
 
 from runner_core.loop.events import Event, EventOrigin, hook_failed
 from runner_core.run.config import Config
-from runner_shell.loop.hooks import fire_hook
+from runner_shell.step.hooks import fire_hook
 from runner_shell.store.event_log import EventLogRefused, append_events
 from runner_shell.store.layout import RunnerPaths
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import attrs
 
 from runner_core import dumps_tree
-from runner_core.history.audit import audit_run
-from runner_core.history.commit_facts import RUN_STATE_PATH, TREE_PATH, CommitFacts
-from runner_core.history.judged_checks import AttemptFacts
+from runner_core.audit.audit import audit_run
+from runner_core.audit.commit_facts import RUN_STATE_PATH, TREE_PATH, CommitFacts
+from runner_core.audit.judged_checks import AttemptFacts
 from runner_core.history.records import ExecutionRecord
 from runner_core.run.chain import chain_link, chain_seed
 from runner_core.run.trailers import iteration_commit_message

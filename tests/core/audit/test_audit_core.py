@@ -14,9 +14,9 @@ import pytest
 from hypothesis import Phase, find, settings
 
 from runner_core import dumps_tree
-from runner_core.history.audit import audit_run
-from runner_core.history.commit_facts import TREE_PATH, CommitFacts, start_run_id
-from runner_core.history.findings import AuditReport, Finding, OperatorEntry, audit_to_json
+from runner_core.audit.audit import audit_run
+from runner_core.audit.commit_facts import TREE_PATH, CommitFacts, start_run_id
+from runner_core.audit.findings import AuditReport, Finding, OperatorEntry, audit_to_json
 from runner_core.history.records import ErrorKind, TokenUsage
 from runner_core.run.chain import chain_link, chain_seed
 from runner_core.run.trailers import (

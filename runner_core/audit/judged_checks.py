@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
+from runner_core.audit.findings import Problem
 from runner_core.history.execution import ExecutionRecord
-from runner_core.history.findings import Problem
 from runner_core.iteration.attempts import attempt_ref
 from runner_core.tree.model import AgentStatus, GuardOutcome
 

@@ -1,4 +1,4 @@
-"""Specification of runner_shell.step.processes, exercised with real child processes."""
+"""Specification of runner_shell.sandbox.processes, exercised with real child processes."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_shell.step.processes import (
+from runner_shell.sandbox.processes import (
     ProcessResult,
     SpawnError,
     run_process,

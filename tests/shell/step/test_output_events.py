@@ -17,7 +17,7 @@ from runner_core.loop.events import (
 from runner_core.loop.output import (
     OutputPolicy,
 )
-from runner_shell.loop.output_events import OutputEvents
+from runner_shell.step.output_events import OutputEvents
 
 ORIGIN = EventOrigin("run", 1, None, "2026-01-01T00:00:00Z")
 # Nothing is due between the first event and the last: what the last one carries is decided

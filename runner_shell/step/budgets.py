@@ -11,8 +11,8 @@ from __future__ import annotations
 from runner_core.history.records import ExecutionHistory, HistorySummary
 from runner_core.loop.budget import BudgetUse, exhausted_budget
 from runner_core.run.config import NO_BUDGET, Config
+from runner_shell.git.history_sources import fill_missing
 from runner_shell.git.repo import Repo
-from runner_shell.store.history_sources import fill_missing
 from runner_shell.store.iteration_log import load_history
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_run_state
