@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from runner_core.backends.registry import BACKENDS
+from runner_core.run.branches import RUN_SELECTOR
 
 # What every process gets: how to find programs, speak the user's language, draw on a terminal
 # and tell the time, where its (private) HOME is, and what the runner tells it.
@@ -22,7 +23,6 @@ BASE_VARIABLES = ("HOME", "LANG", "LANGUAGE", "LC_*", "PATH", "RUNNER_*", "TERM"
 # The operator's settings of the `runner` command, never an agent's or a guard's: RUNNER_RUN
 # picks the run a command works on (`--run ID`), not one the iteration's processes belong to
 # (theirs is RUNNER_RUN_ID, set by the runner).
-RUN_SELECTOR = "RUNNER_RUN"
 OPERATOR_VARIABLES = frozenset({RUN_SELECTOR})
 
 

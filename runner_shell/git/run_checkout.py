@@ -15,8 +15,7 @@ import os
 import re
 from pathlib import Path
 
-from runner_core.run.branches import BRANCH_PREFIX, branch_for
-from runner_core.run.environment import RUN_SELECTOR
+from runner_core.run.branches import BRANCH_PREFIX, RUN_SELECTOR, branch_for
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo, open_repo
 from runner_shell.store.files import atomic_write_text
