@@ -15,7 +15,6 @@ from typing import ClassVar
 
 import attrs
 
-from runner_core.backends.claude import last_json_object
 from runner_core.backends.copilot import (
     CopilotSession,
     copilot_event,
@@ -28,15 +27,12 @@ from runner_shell.agents._common import (
     AgentRequest,
     AgentRun,
     agent_run,
-    excerpt,
     read_text,
     remove_stale,
     run_keeping_stdout,
 )
-from runner_shell.agents.codex import _bounded_lines
-from runner_shell.store.files import atomic_write_text, open_regular
+from runner_shell.agents.event_streams import fold_event_file, settle_output
 
-_EVENT_LINE_LIMIT_BYTES = 4 * 1024 * 1024
 _USAGE_LIMIT_BYTES = 1024 * 1024
 USAGE_FILE = "copilot_usage.json"
 # Non-interactive (stdin is the prompt), JSONL events on stdout, every permission granted, no
@@ -71,8 +67,11 @@ class CopilotBackend:
         process, stream_path = run_keeping_stdout(
             request, self.argv(usage_path), "copilot_events.jsonl"
         )
-        session = _session(stream_path)
-        problem = _settle_output(session, request.output_path)
+        session = fold_event_file(stream_path, CopilotSession(), _fold)
+        error = None if session.error is None else session.error.message
+        problem = settle_output(
+            "copilot", error, session.last_text, request.output_path, "last answer"
+        )
         text: str | None = None
         if problem is None:
             text, problem = read_text(request.output_path, "output file", OUTPUT_LIMIT_BYTES)
@@ -81,28 +80,6 @@ class CopilotBackend:
         return agent_run(process, text, problem, copilot_usage(usage_text), limit)
 
 
-def _session(path: Path) -> CopilotSession:
-    session = CopilotSession()
-    try:
-        file = open_regular(path)
-    except OSError:
-        return session
-    with file:
-        for line in _bounded_lines(file, _EVENT_LINE_LIMIT_BYTES):
-            event = copilot_event(line)
-            session = session if event is None else session.after(event)
-    return session
-
-
-def _settle_output(session: CopilotSession, output_path: Path) -> str | None:
-    """Leave the run's final JSON at `output_path` and return None, or return why there is none."""
-    if session.error is not None:
-        output_path.unlink(missing_ok=True)  # a failed session's file is not its output
-        return f"copilot reported an error: {excerpt(session.error.message)}"
-    if output_path.exists():
-        return None
-    found = last_json_object(session.last_text) if session.last_text is not None else None
-    if found is None:
-        return "copilot's last answer holds no JSON object and the agent wrote no output file"
-    atomic_write_text(output_path, found + "\n")
-    return None
+def _fold(session: CopilotSession, line: bytes) -> CopilotSession:
+    event = copilot_event(line)
+    return session if event is None else session.after(event)
