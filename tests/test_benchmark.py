@@ -28,15 +28,29 @@ def benchmark_module(name: str) -> ModuleType:
 def run_benchmark(
     script: str, args: list[str], cwd: Path, timeout: float | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`python benchmarks/<script> <args>` run in `cwd`, its output as text."""
-    return subprocess.run(
-        [sys.executable, str(BENCHMARKS / script), *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=timeout,
-    )
+    """`python benchmarks/<script> <args>` run in `cwd`, its output as text. Past `timeout` it
+    is asked to stop (SIGTERM: the benchmark unwinds, stopping the servers and workers it
+    started in sessions of their own), killed if it has not within a grace, and the timeout
+    raised: nothing it started outlives the test."""
+    argv = [sys.executable, str(BENCHMARKS / script), *args]
+    with subprocess.Popen(
+        argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.terminate()
+            try:
+                stdout, stderr = process.communicate(timeout=STOP_GRACE_SECS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                stdout, stderr = process.communicate()
+            raise subprocess.TimeoutExpired(argv, timeout or 0, stdout, stderr) from None
+    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
+
+
+# How long a benchmark past its timeout has to stop what it started.
+STOP_GRACE_SECS = 30
 
 
 @pytest.fixture(scope="module")
