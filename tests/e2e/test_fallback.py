@@ -34,6 +34,8 @@ def fallback_config(project: Project, chain: str) -> None:
     project.env["PATH"] = f"{FAKE_CLIS}{os.pathsep}{project.env['PATH']}"
     project.env["FAKE_CODEX_LIMIT_ONCE"] = str(project.root.parent / "codex-limited-once")
     project.env["FAKE_CLI_RESETS_IN"] = str(RESET_SECS)
+    # Claude's sessions outlast the reset: the run goes back to codex before it ends.
+    project.env["FAKE_CLAUDE_SESSION_SECS"] = "0.5"
 
 
 def test_a_codex_limit_runs_claude_without_waiting_and_returns_to_codex_after_the_reset(

@@ -39,6 +39,8 @@ def two_slots_codex_then_claude(project: Project) -> str:
     project.env["PATH"] = f"{FAKE_CLIS}{os.pathsep}{project.env['PATH']}"
     project.env["FAKE_CODEX_LIMIT_ONCE"] = str(project.root.parent / "codex-limited-once")
     project.env["FAKE_CLI_RESETS_IN"] = str(RESET_SECS)
+    # Claude's sessions outlast the reset: the run goes back to codex before it ends.
+    project.env["FAKE_CLAUDE_SESSION_SECS"] = "0.8"
     return run
 
 
