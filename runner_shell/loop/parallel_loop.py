@@ -46,7 +46,6 @@ from runner_shell.loop.night_loop import (
     LoopRun,
     announce_start,
     budget_stop,
-    hand_to_decomposer,
     interrupted,
     loop_now,
     loop_origin,
@@ -57,6 +56,7 @@ from runner_shell.loop.parallel_jobs import Job, JobEvents, in_flight, job_threa
 from runner_shell.loop.parallel_merges import (
     ParallelLoop,
     after_merge,
+    decompose_stuck,
     end_merging,
     left_behind,
     merge_next,
@@ -328,7 +328,7 @@ def _one_slot_step(loop: ParallelLoop) -> int | None:
     loop.state = decision.state
     match decision:
         case policy.Decompose(node_id=node_id):
-            hand_to_decomposer(run, node_id)
+            decompose_stuck(loop, node_id)
             return None
         case policy.Stop():
             return stop_told(loop, lambda: stopped(run, config, result, step, decision, loop.steps))

@@ -212,6 +212,14 @@ def _book(loop: ParallelLoop, merging: Merging, policy_hears: bool) -> None:
         loop.ending = after_merge(loop, result, maximum, merging.job.backend)
 
 
+def decompose_stuck(loop: ParallelLoop, node_id: str) -> None:
+    """`on_stuck = "decompose"`: the operator's commit the loop makes for it moves the run
+    branch, which the loop's watch then knows is its own."""
+    hand_to_decomposer(loop.run, node_id)
+    if loop.watch is not None:
+        loop.watch.made()
+
+
 def told_once(notice: str | None) -> None:
     """The line telling the operator the change they made to the run branch was taken."""
     if notice is not None:
@@ -256,7 +264,7 @@ def after_merge(
             loop.resume_at = time.monotonic() + wait.secs
             return None
         case policy.Decompose(node_id=node_id):
-            hand_to_decomposer(run, node_id)
+            decompose_stuck(loop, node_id)
             return None
         case policy.Stop():
             return stop_told(loop, lambda: stopped(run, config, result, step, decision, loop.steps))
