@@ -39,23 +39,16 @@ if CHROMIUM is None or CHROMEDRIVER is None:
 
 from selenium import webdriver  # noqa: E402
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
+from tests.shell.web.conftest import headless_chrome  # noqa: E402
+
 
 @pytest.fixture
-def browser() -> Iterator[webdriver.Chrome]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
-        options.add_argument(argument)
-    options.add_argument("--window-size=1400,900")
-    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
-    try:
+def browser() -> Iterator[object]:
+    with headless_chrome("--window-size=1400,900") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def badge(driver: webdriver.Chrome, node_id: str) -> str:
