@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -19,6 +18,7 @@ from runner_core.iteration.preconditions import (
 )
 from runner_core.run.agent_config import ROLE_TABLES
 from runner_core.run.identity import BRANCH_PREFIX, PROTECTED_BRANCHES
+from runner_core.run.programs import checked_programs
 from runner_core.run.role_agents import role_config, role_configs
 from runner_core.tree.serialization import TREE_MAX_BYTES, canonical_fits
 from runner_shell.errors import UserFacingError
@@ -119,22 +119,6 @@ def _agent_program(config: Config) -> str:
     """The agent's argv[0]: a CLI backend runs the program of its name unless a command
     replaces it."""
     return (config.agent_command or (config.agent_backend,))[0]
-
-
-def checked_programs(config: Config, agents: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
-    """`(config key, argv[0])` of every program the loop starts that can be checked before it
-    does: the `agents` given, the guard and the sandbox setup. A relative path is left out
-    when a setup is set: the setup makes it in each scratch checkout (`.venv/bin/python`),
-    and the spawn there says so when it is missing."""
-    named = [*agents, ("guard.command", config.guard_command[0])]
-    if config.sandbox.setup:
-        named.append(("sandbox.setup", config.sandbox.setup[0]))
-        named = [
-            (key, program)
-            for key, program in named
-            if key == "sandbox.setup" or "/" not in program or program.startswith("/")
-        ]
-    return named
 
 
 def check_programs(config: Config, root: Path, agent_key: str = "agent.command") -> None:
