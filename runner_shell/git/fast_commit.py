@@ -3,10 +3,11 @@ parented on the base, its new files' bytes sent inline.
 
 Where plumbing takes five processes (hash-object, read-tree, update-index, write-tree,
 commit-tree), fast-import takes one, and reads only the base's subtrees a change reaches.
-fast-import must name a ref for its commit: it takes `refs/runner/pending`, which the caller
-moves the real branch from (in one `update-ref` transaction that also deletes it) or leaves for
-the next commit to reuse; the new objects' ids come back through an exported marks file in
-the git directory (one per thread, removed once read), out of an agent's reach. No hook,
+fast-import must name a ref for its commit: it names one of its own process and thread and
+resets it before it ends, so no ref is written (two runs of one repository never lock the same
+ref) and the caller moves the real branch itself; the new objects' ids come back through an
+exported marks file in the git directory (one per thread, removed once read), out of an
+agent's reach. No hook,
 filter or config of the repository's runs (runner_shell/git/hardened.py), and the message is
 kept byte for byte.
 """
@@ -31,8 +32,6 @@ from runner_shell.git.hardened import (
 )
 from runner_shell.git.repo import Repo
 from runner_shell.store.files import encoded_slices
-
-PENDING_REF = "refs/runner/pending"
 
 # The largest new file sent inline; a larger one is stored by hash-object first (git would
 # otherwise deflate it twice: into fast-import's pack, then loose by unpack-objects).
@@ -86,7 +85,8 @@ def _stream(
         yield b"blob\nmark :%d\n" % number
         yield from _data(data)
     name, email = identity
-    yield f"commit {PENDING_REF}\nmark :{len(inline) + 1}\n".encode()
+    ref = f"refs/runner/import-{os.getpid()}-{threading.get_ident()}"
+    yield f"commit {ref}\nmark :{len(inline) + 1}\n".encode()
     for role in ("author", "committer"):
         yield f"{role} {name} <{email}> now\n".encode()
     yield from _data(message.encode("utf-8"))
@@ -100,7 +100,8 @@ def _stream(
             yield f"M {change.mode} {change.oid} ".encode() + _quoted(change.path) + b"\n"
     for number, (path, _) in enumerate(inline, start=1):
         yield b"M 100644 :%d " % number + _quoted(path) + b"\n"
-    yield b"\ndone\n"
+    # A reset without `from` leaves the ref unwritten: the commit is known by its mark.
+    yield f"\nreset {ref}\n\ndone\n".encode()
 
 
 def import_commit(
@@ -112,7 +113,7 @@ def import_commit(
     message: str,
     timeout: float = COMMIT_TIMEOUT_SECS,
 ) -> ImportedCommit:
-    """A commit (on `refs/runner/pending`) of `base`'s tree with `changes` (blobs already
+    """A commit (no ref points to it) of `base`'s tree with `changes` (blobs already
     stored) and `inline` (path, bytes or text) applied; GitError when git fails, GitTimeout
     past `timeout`. A signal (SIGTERM, SIGINT) meanwhile kills git and raises Interrupted:
     the runner never sits in a commit it was told to stop."""

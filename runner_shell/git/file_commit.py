@@ -17,7 +17,7 @@ import attrs
 
 from runner_core.iteration.attempts import AttemptCommit
 from runner_core.iteration.import_rules import FILE_MODE, Change
-from runner_shell.git.fast_commit import INLINE_LIMIT_BYTES, PENDING_REF, import_commit
+from runner_shell.git.fast_commit import INLINE_LIMIT_BYTES, import_commit
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.plumbing import BLOBS_DIR, BlobWriter
 from runner_shell.git.repo import Repo
@@ -55,8 +55,7 @@ def commit_files(
     (path, bytes or text to store as UTF-8) applied. GitError when git fails or the branch moved.
 
     One `git fast-import` writes the tree and the commit (runner files up to a size inline,
-    larger ones stored by `hash-object` first); one `update-ref` transaction moves the branch
-    from the base and drops the pending ref fast-import wrote."""
+    larger ones stored by `hash-object` first); one `update-ref` moves the branch from the base."""
     large = [index for index, (_, data) in enumerate(runner_files) if _large(data)]
     stored: dict[int, str] = {}
     if large:
@@ -70,8 +69,7 @@ def commit_files(
     commit, sent = imported.commit, iter(imported.blobs)
     oids = tuple(stored[i] if i in stored else next(sent) for i in range(len(runner_files)))
     subject = message.splitlines()[0] if message else ""
-    moves = f"update refs/heads/{branch} {commit} {base}\ndelete {PENDING_REF} {commit}\n"
-    _git(repo, ["update-ref", "-m", f"runner: {subject}", "--stdin"], moves.encode())
+    _git(repo, ["update-ref", "-m", f"runner: {subject}", f"refs/heads/{branch}", commit, base])
     follow_commit(repo, base, commit)
     return FileCommit(commit, oids)
 
@@ -84,9 +82,8 @@ def commit_attempt(repo: Repo, attempt: AttemptCommit) -> str:
         repo, attempt.base, attempt.changes, (), repo.identity(), attempt.message
     )
     commit = imported.commit
-    moves = f"update {attempt.ref} {commit}\ndelete {PENDING_REF} {commit}\n"
     subject = attempt.message.splitlines()[0]
-    _git(repo, ["update-ref", "-m", subject, "--stdin"], moves.encode())
+    _git(repo, ["update-ref", "-m", subject, attempt.ref, commit])
     return commit
 
 

@@ -3,8 +3,7 @@ on both sides merged line by line, a job's changes carried onto a later head (it
 its recovery after a kill), and the merged result as a commit no branch points to.
 
 What merges and what conflicts is runner_core.parallel.job_merge's decision; this reads and
-writes git objects only (hardened git with a deadline), never a work tree or a ref other than
-the pending one a fast-import commit takes (runner_shell/git/fast_commit.py).
+writes git objects only (hardened git with a deadline), never a work tree or a ref.
 """
 
 from __future__ import annotations
@@ -115,8 +114,8 @@ def _merge_file(repo: Repo, names: Sequence[str], *options: str) -> tuple[int, b
 
 
 def merged_commit(repo: Repo, head: str, changes: Sequence[Change], message: str) -> str:
-    """A commit on top of `head` with `changes` applied, which no branch points to (only the
-    pending ref, until the next commit takes it): the checkout a merged job's guard runs in
-    again. No one reads its author: the runner's identity, without asking git."""
+    """A commit on top of `head` with `changes` applied, which no ref points to: the checkout
+    a merged job's guard runs in again. No one reads its author: the runner's identity,
+    without asking git."""
     identity = (FALLBACK_NAME, FALLBACK_EMAIL)
     return import_commit(repo, head, changes, (), identity, message).commit

@@ -264,7 +264,8 @@ def test_an_interrupted_eval_resumes_without_repeating_a_finished_run(tmp_path: 
     )
     variant = tmp_path / "eval-results" / "r" / "tiny" / "command+builtin"
     deadline = time.monotonic() + 120
-    while not (variant / "1" / "meta.json").exists():
+    # Interrupted once run 1 has finished and run 2 has begun (its directory is made).
+    while not ((variant / "1" / "meta.json").exists() and (variant / "2").is_dir()):
         assert time.monotonic() < deadline and process.poll() is None
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)

@@ -1,17 +1,17 @@
 """Commits written by one git fast-import: the tree git's plumbing would make, whatever a
-slot's index holds, names git must quote, the pending ref, the blobs' ids."""
+slot's index holds, names git must quote, no ref left behind, the blobs' ids."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 
 from runner_core.iteration.import_rules import FILE_MODE, Change
 from runner_shell.git import file_commit
-from runner_shell.git.fast_commit import PENDING_REF
 from runner_shell.git.file_commit import commit_files
 from runner_shell.git.merging import merged_commit
 from runner_shell.git.repo import Repo, open_repo
@@ -85,7 +85,7 @@ def blob_of(repo: Repo, data: bytes) -> str:
     return done.stdout.decode().strip()
 
 
-def test_the_branch_moves_the_pending_ref_goes_and_each_files_blob_is_named(
+def test_the_branch_moves_no_other_ref_is_written_and_each_files_blob_is_named(
     repo: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(file_commit, "INLINE_LIMIT_BYTES", 8)
@@ -96,8 +96,7 @@ def test_the_branch_moves_the_pending_ref_goes_and_each_files_blob_is_named(
 
     assert repo.head_sha() == made.commit
     assert git(repo.root, "rev-parse", f"{made.commit}^").strip() == base
-    pending = ["git", "rev-parse", "-q", "--verify", PENDING_REF]
-    assert subprocess.run(pending, cwd=repo.root, capture_output=True).returncode != 0
+    assert git(repo.root, "for-each-ref", "--format=%(refname)", "refs/runner").strip() == ""
     assert not list(repo.git_path("runner").glob("*.marks"))
     expected = [blob_of(repo, d if isinstance(d, bytes) else d.encode()) for _, d in files]
     assert list(made.blobs) == expected
@@ -139,3 +138,25 @@ def test_a_merge_check_commit_moves_no_branch(repo: Repo) -> None:
     assert repo.head_sha() == base
     assert git(repo.root, "show", f"{commit}:kept.txt") == "merged\n"
     assert git(repo.root, "rev-parse", f"{commit}^").strip() == base
+    assert git(repo.root, "for-each-ref", "--format=%(refname)", "refs/runner").strip() == ""
+
+
+def test_commits_made_at_once_by_two_threads_never_meet_on_a_ref(repo: Repo) -> None:
+    # Two runs of one repository (or a loop and its parallel merges) import at the same time:
+    # a ref they shared would fail one of them with "cannot lock ref".
+    base = repo.head_sha()
+    blob = git(repo.root, "hash-object", "-w", "--stdin", stdin="merged\n").strip()
+    made: list[str] = []
+
+    def commit_some() -> None:
+        for n in range(15):
+            made.append(merged_commit(repo, base, [Change(f"f{n}", FILE_MODE, blob)], "m\n"))
+
+    workers = [threading.Thread(target=commit_some) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+
+    assert len(made) == 45 and len(set(made)) == 15
+    assert git(repo.root, "for-each-ref", "--format=%(refname)", "refs/runner").strip() == ""
