@@ -257,7 +257,7 @@ def archive_after_commit(
     iteration: int,
     directory: Path,
     committed: Mapping[str, str] | None = None,
-) -> None:
+) -> bool:
     """Archive the iteration a step has just committed, in one git process in the usual case:
     one `git fast-import` on top of the ref, which exists from iteration 2 on. When that guess
     is wrong (a clone without the refs, an iteration archived before), the careful plumbing
@@ -266,7 +266,9 @@ def archive_after_commit(
     Tree snapshots are not read or sent again: `committed` names the files the runner wrote
     from the text of a file the commit just stored (tree.after.json is tree.json's), with that
     blob's id, and a tree.before.json that is a link of the previous iteration's
-    tree.after.json is copied from the previous archive commit, which holds those bytes."""
+    tree.after.json is copied from the previous archive commit, which holds those bytes.
+    True when it was: the archive then holds the previous iteration's snapshots for certain
+    (fast-import refuses to copy a path its parent lacks)."""
     committed = committed or {}
     copies: tuple[tuple[str, str], ...] = ()
     previous = directory.parent / str(iteration - 1) / "tree.after.json"
@@ -283,6 +285,8 @@ def archive_after_commit(
             archive_iteration(root, run_id, iteration, directory)
         except GitError as error:
             raise ArchiveError(f"{logs_ref(run_id)}: {error}") from None
+        return False
+    return bool(copies)
 
 
 def _archived_entries(root: Path, ref: str) -> list[tuple[int, str, str]]:

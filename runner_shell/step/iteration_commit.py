@@ -22,10 +22,14 @@ from runner_shell.store.files import (
     atomic_write_bytes,
     atomic_write_text,
     link_if_sha256,
+    remove_file_within,
     rename_within,
     sync_directories,
 )
 from runner_shell.store.layout import RunnerPaths
+
+# The tree snapshots of an iteration directory (runner_core.iteration.write_set).
+SNAPSHOT_NAMES = ("tree.before.json", "tree.after.json")
 
 
 def commit_iteration(
@@ -73,10 +77,20 @@ def commit_iteration(
             repo.commit_all(commit.message, guard)
         if on_committed is not None:
             on_committed()
-    log_archive.archive_after_commit(
-        paths.root, run_id, commit.committing.iteration, iter_dir, committed
-    )
+    iteration = commit.committing.iteration
+    if log_archive.archive_after_commit(paths.root, run_id, iteration, iter_dir, committed):
+        _drop_archived_snapshots(paths, iter_dir.parent / str(iteration - 1))
     clear_journal(repo)
+
+
+def _drop_archived_snapshots(paths: RunnerPaths, directory: Path) -> None:
+    """The previous iteration's tree snapshots go from its directory once the archive holds
+    them: only the last iteration keeps a copy of the tree on disk (the next one links its
+    tree.before.json to it), the views read the others from the archive. Never through a
+    symlink; a snapshot already gone is left gone."""
+    for name in SNAPSHOT_NAMES:
+        with contextlib.suppress(OSError, ValueError):
+            remove_file_within(paths.root, f"{paths.relative(directory)}/{name}")
 
 
 def _committed_snapshots(

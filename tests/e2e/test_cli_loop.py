@@ -20,6 +20,7 @@ import pytest
 
 from runner_core.run.chain import is_chain_value
 from runner_core.run.trailers import CHAIN, ITER, parse_trailers, record_from_trailers
+from runner_shell.git.log_archive import read_archived
 from tests.helpers.e2e import (
     PYTHON,
     Project,
@@ -266,10 +267,16 @@ def test_the_iteration_dir_holds_the_logs_of_what_ran(
 ) -> None:
     project, _ = full_loop
     names = {path.name for path in project.iter_dir(iteration).iterdir()}
-    always = {"meta.json", "output.json", "tree.before.json", "tree.after.json"}
+    always = {"meta.json", "output.json"}
+    snapshots = frozenset({"tree.before.json", "tree.after.json"})
+    archived = read_archived(project.root, project.run_id, snapshots, iteration) or {}
 
     assert always | present <= names
     assert not names & (absent | {"runner_error.log", "agent_error.log"})
+    # Only the last iteration keeps its snapshots on disk; the archive holds every one.
+    last = project.run_state()["next_iter"] - 1
+    assert (snapshots <= names) == (iteration == last)
+    assert {name for _, name in archived} == snapshots
 
 
 def test_output_json_holds_the_status_and_summary(
@@ -307,13 +314,18 @@ def test_tree_snapshots_are_canonical_and_chain_from_iteration_to_iteration(
     full_loop: tuple[Project, subprocess.CompletedProcess[str]],
 ) -> None:
     project, _ = full_loop
+    names = frozenset({"tree.before.json", "tree.after.json"})
+    archived = read_archived(project.root, project.run_id, names) or {}
     snapshots = [
         (
-            (project.iter_dir(n) / "tree.before.json").read_text(encoding="utf-8"),
-            (project.iter_dir(n) / "tree.after.json").read_text(encoding="utf-8"),
+            archived[(n, "tree.before.json")].decode("utf-8"),
+            archived[(n, "tree.after.json")].decode("utf-8"),
         )
         for n in EXPECTED_STEPS
     ]
+    last = max(EXPECTED_STEPS)
+    for name in names:  # the last iteration's, on disk too
+        assert (project.iter_dir(last) / name).read_bytes() == archived[(last, name)]
 
     for before, after in snapshots:
         assert before == canonical_tree_text(json.loads(before))

@@ -488,7 +488,10 @@ def stderr_until(process: subprocess.Popen[str], wanted: str, deadline: float) -
 
 def test_status_never_blocks_on_a_running_log_the_agent_made_a_fifo(project: Project) -> None:
     log = '"$RUNNER_ITER_DIR/executor.log"'
-    hostile(project, f"rm -f {log}; mkfifo {log}; sleep 5")
+    # Once the runner has opened its live log (a FIFO there before it would be refused and end
+    # the session at once, before status could look).
+    wait = f"while [ ! -f {log} ]; do sleep 0.05; done"
+    hostile(project, f"{wait}; rm -f {log}; mkfifo {log}; sleep 5")
     step = spawn(project, "step")
     try:
         fifo = project.iter_dir(1) / "executor.log"
