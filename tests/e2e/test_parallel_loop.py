@@ -54,6 +54,10 @@ for name, line in action.get("append", {}).items():
     before = path.read_text(encoding="utf-8") if path.exists() else ""
     path.write_text(before + line + "\n", encoding="utf-8")
 time.sleep(action.get("sleep", 0))
+if "wait_for" in action:  # the test creates this harness file once it has done its part
+    gate, deadline = harness / action["wait_for"], time.monotonic() + 120
+    while not gate.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
 marker = harness / f"{node_id}.waited"
 if "wait_once" in action and not marker.exists():
     marker.write_text("1")
@@ -478,10 +482,11 @@ def test_tell_and_node_commands_wait_for_the_loop_as_with_one_slot(project: Proj
     """Steering takes the lock the loop holds for its whole run: refused in one line while
     jobs run; once `runner stop` let the running jobs merge and the loop end, each goes in."""
     leaves = ["a", "b", "c"]
-    # a and b outlast the three commands below even on a loaded machine: c never starts.
+    # a and b outlast the three commands below however loaded the machine (they end once the
+    # test opens their gate, after `runner stop`): c never starts.
     actions: dict[str, list[dict[str, Any]]] = {
-        "a": [{"sleep": 10}],
-        "b": [{"sleep": 10}],
+        "a": [{"wait_for": "stopped"}],
+        "b": [{"wait_for": "stopped"}],
         "c": [{}],
     }
     _setup(project, _flat_tree(leaves), actions, slots=2)
@@ -492,6 +497,7 @@ def test_tell_and_node_commands_wait_for_the_loop_as_with_one_slot(project: Proj
             assert "another runner holds the lock" in assert_one_error_line(refused)
         assert project.runner("stop").returncode == 0
     finally:
+        (project.harness / "stopped").write_text("", encoding="utf-8")
         out, err = loop.communicate(timeout=60)
     assert loop.returncode == 0, err
     assert out.splitlines()[-1].startswith("loop: status=paused"), out
