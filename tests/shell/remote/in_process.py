@@ -43,6 +43,9 @@ class InProcess:
     def progress(self, job_id: str) -> JobProgress | None:
         return None  # its jobs run in `result`: none is pending while the loop looks
 
+    def cancel(self, job_id: str) -> bool:
+        return False  # its jobs ran to their end in `result`: none is running
+
     def close(self) -> None:
         pass
 
