@@ -6,7 +6,8 @@ files), and carries its facts (wire.py). The coordinator pushes each commit a jo
 to `refs/runner/bases/<run>/<commit>` on the shared remote, and the worker pushes its answer
 to `refs/runner/jobs/<run>/<iter>`: a commit of the iteration's files (its parent: the start
 commit with the agent's changes, which brings their blobs along). Both documents are
-canonical JSON, checked field by field when read back (docs/temporal.md)."""
+canonical JSON, checked field by field when read back (docs/temporal.md).
+"""
 
 from __future__ import annotations
 
