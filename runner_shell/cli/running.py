@@ -329,6 +329,8 @@ def recover() -> None:
         )
         if result.not_taken is not None:
             typer.echo(f"recover: iter={journal.iteration} answer not taken: {result.not_taken}")
+        if journal.iteration in answers.said:
+            typer.echo(f"recover: iter={journal.iteration} {answers.said[journal.iteration]}")
         if result.dropped:
             from runner_core.iteration.import_rules import shown
 

@@ -373,10 +373,10 @@ def _start(
     slot_dir = slot_path(run.repo, slot)
     job = Job(iteration, leaf.path, slot, loaded.head, events, sandbox, slot_dir, loop.merged_upto)
     job.backend = loaded.config.agent_backend
-    if loop.remote is None:  # a worker checks out the start commit alone
-        record = told_record(run.paths.iter_dir(loaded.run_id, told or iteration - 1))
-        start, job.resumed = attempt_start(run.repo, loaded.run_id, node.id, record, job.base.sha)
-        job.start = None if start == job.base.sha else start
+    # Here or on a worker, the node's checkout starts from its previous attempt's files.
+    record = told_record(run.paths.iter_dir(loaded.run_id, told or iteration - 1))
+    start, job.resumed = attempt_start(run.repo, loaded.run_id, node.id, record, job.base.sha)
+    job.start = None if start == job.base.sha else start
     loop.jobs[iteration] = job
     place = JobPlace(slot, job_journal_path(run.repo, iteration))
     place.journal_file.parent.mkdir(parents=True, exist_ok=True)

@@ -71,7 +71,7 @@ def run_remote(
     write_journal(repo, start_iteration(facts).journal, place.journal_file)
     try:
         said = functools.partial(_waiting, loop, job)
-        request = until_reached(lambda: request_for(remote, repo, facts), said)
+        request = until_reached(lambda: request_for(remote, repo, facts, job.start), said)
         atomic_write_text(job_request_path(repo, job.iteration), request.to_json())
     except Interrupted as signal_:
         return run_here(loop.run, job, facts, place, Unanswered(signal=signal_.name))
@@ -179,6 +179,7 @@ def _resume(
         slot_path(run.repo, slot),
         loop.merged_upto,
     )
+    job.start, job.resumed = request.start, facts.resumed
     loop.jobs[job.iteration] = job
     place = JobPlace(slot, job_journal_path(run.repo, job.iteration))
     write_journal(run.repo, start_iteration(facts).journal, place.journal_file)

@@ -5,13 +5,16 @@ iteration order; a job without one (not finished, not reached, refused) is left 
 which records it as interrupted, with the reason its answer was not taken (docs/temporal.md).
 
 It decides nothing of its own: what an answer must be is the coordinator's, its merge is the
-merge queue's. It never waits for a job: an answer that is not there now is not taken.
+merge queue's. It never waits for a job: an answer that is not there now is not taken, and
+the job's workflow is cancelled, so that its worker stops running it for no one.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
+from collections.abc import Callable
 
 import attrs
 
@@ -22,7 +25,7 @@ from runner_shell.git.repo import GitError, Repo
 from runner_shell.loop.night_loop import LoopRun
 from runner_shell.loop.parallel_jobs import Job, JobEvents, merge_job
 from runner_shell.loop.remote_loop import NotARequest, kept_request
-from runner_shell.remote.coordinator import POLL_SECS, RemoteJobs, remote_jobs, take
+from runner_shell.remote.coordinator import POLL_SECS, Executor, RemoteJobs, remote_jobs, take
 from runner_shell.remote.errors import (
     JobFailed,
     JobRefused,
@@ -49,6 +52,8 @@ class AnswerTaker:
     repo: Repo
     remote: RemoteJobs | None = None
     unreached: str | None = None  # why the server cannot be asked: said for every job
+    # What became of the workflow of each job whose answer was not there, by iteration.
+    said: dict[int, str] = attrs.field(factory=dict)
 
     def take(self, number: int) -> str | None:
         """Job `number`'s answer taken and committed as the loop commits one (None), else why
@@ -64,8 +69,9 @@ class AnswerTaker:
         if remote is None:
             assert self.unreached is not None
             return self.unreached
+        said = functools.partial(self.said.__setitem__, number)
         try:
-            answer = remote.executor.result(job_id(*_named(request)), POLL_SECS)
+            answer = answer_now(remote.executor, job_id(*_named(request)), said)
         except TimeoutError:
             return NOT_ANSWERED
         except (JobFailed, TemporalUnavailable, TemporalRefused) as error:
@@ -117,6 +123,24 @@ class AnswerTaker:
         run = LoopRun(paths, repo, 0, _silent, 0)
         merge_job(run, config.parallel_slots, job, taken.machine, threading.Lock())
         return None
+
+
+def answer_now(executor: Executor, name: str, said: Callable[[str], None]) -> str:
+    """Job `name`'s answer when the server has it now. When it has none (TimeoutError), the
+    job's workflow is cancelled, so that its worker stops the job at its next heartbeat instead
+    of running it for no one, and `said` hears so; a job that finished meanwhile answers."""
+    try:
+        return executor.result(name, POLL_SECS)
+    except TimeoutError:
+        try:
+            running = executor.cancel(name)
+        except (TemporalUnavailable, TemporalRefused) as error:
+            said(f"job {name} not cancelled: {error}")
+            raise TimeoutError(name) from None
+        if running:
+            said(f"job {name} cancelled: its worker stops it")
+            raise
+    return executor.result(name, POLL_SECS)
 
 
 def _named(request: JobRequest) -> tuple[str, int, str]:

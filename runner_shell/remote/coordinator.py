@@ -73,6 +73,8 @@ class Executor(Protocol):
 
     def progress(self, job_id: str) -> JobProgress | None: ...
 
+    def cancel(self, job_id: str) -> bool: ...
+
     def close(self) -> None: ...
 
 
@@ -113,22 +115,36 @@ class RemoteJobs:
     pushing: threading.Lock = attrs.field(factory=threading.Lock, eq=False)
 
 
-def request_for(remote: RemoteJobs, repo: Repo, facts: IterationFacts) -> JobRequest:
-    """Job `facts`'s request, its start commit pushed where the workers fetch it."""
+def request_for(
+    remote: RemoteJobs, repo: Repo, facts: IterationFacts, start: str | None = None
+) -> JobRequest:
+    """Job `facts`'s request, its start commit pushed where the workers fetch it, and so is
+    `start`, the commit its checkout starts from when that is not the start commit (the
+    node's previous attempt's files carried onto it, as facts.resumed tells its prompt)."""
     run_id, iteration = facts.run_id, facts.plan.iteration
     assert facts.job_base is not None
     base = facts.job_base
-    with remote.pushing:
-        if base not in remote.pushed:
-            ref = base_ref(run_id, base)
-            try:
-                _git(repo, "push", "--quiet", "--force", remote.repo_url, f"{base}:{ref}")
-            except GitError as error:
-                raise RemoteUnavailable(remote.repo_url, _last_line(error)) from None
-            remote.pushed.add(base)
+    start = None if start == base else start
+    for commit in (base,) if start is None else (base, start):
+        _push_start(remote, repo, run_id, commit)
     deadline = facts.config.iteration_timeout_secs + 600.0
     facts_json = wire.dumps(facts)
-    return JobRequest(run_id, iteration, base, facts_json, deadline, remote.heartbeat_secs)
+    return JobRequest(
+        run_id, iteration, base, facts_json, deadline, remote.heartbeat_secs, start=start
+    )
+
+
+def _push_start(remote: RemoteJobs, repo: Repo, run_id: str, commit: str) -> None:
+    """`commit` on its base ref of the shared remote, once for every job it serves."""
+    with remote.pushing:
+        if commit in remote.pushed:
+            return
+        ref = base_ref(run_id, commit)
+        try:
+            _git(repo, "push", "--quiet", "--force", remote.repo_url, f"{commit}:{ref}")
+        except GitError as error:
+            raise RemoteUnavailable(remote.repo_url, _last_line(error)) from None
+        remote.pushed.add(commit)
 
 
 def answer_of(

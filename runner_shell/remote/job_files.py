@@ -1,11 +1,12 @@
 """What a remote job and its coordinator agree on: names, the request, the result, its commits.
 
-A job's request names its run, iteration and start commit, and carries its facts (wire.py);
-the coordinator pushes the start commit to `refs/runner/bases/<run>/<commit>` on the shared
-remote, and the worker pushes its answer to `refs/runner/jobs/<run>/<iter>`: a commit of the
-iteration's files (its parent: the start commit with the agent's changes, which brings their
-blobs along). Both documents are canonical JSON, checked field by field when read back
-(docs/temporal.md).
+A job's request names its run, iteration and start commit (and, when its node's previous
+attempt's files carry over, the commit its checkout starts from: the start commit with those
+files), and carries its facts (wire.py). The coordinator pushes each commit a job starts from
+to `refs/runner/bases/<run>/<commit>` on the shared remote, and the worker pushes its answer
+to `refs/runner/jobs/<run>/<iter>`: a commit of the iteration's files (its parent: the start
+commit with the agent's changes, which brings their blobs along). Both documents are
+canonical JSON, checked field by field when read back (docs/temporal.md).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ def job_id(run_id: str, iteration: int, base: str) -> str:
 
 
 def base_ref(run_id: str, base: str) -> str:
-    """Where a job's start commit waits for workers on the shared remote: one ref per commit,
-    pushed once for every job that starts from it."""
+    """Where a commit a job starts from (its start commit, or the checkout's start) waits for
+    workers on the shared remote: one ref per commit, pushed once for every job it serves."""
     return f"refs/runner/bases/{run_id}/{base}"
 
 
@@ -54,7 +55,11 @@ JOB_ATTEMPT: ContextVar[str] = ContextVar("runner_job_attempt", default="1")
 
 @attrs.frozen(slots=True)
 class JobRequest:
-    """What a worker needs: the job, its start commit and its facts (encoded)."""
+    """What a worker needs: the job, its start commit and its facts (encoded). `start`: the
+    commit the agent's checkout starts from when it is not `base` (`base` with the files of
+    the node's previous attempt carried onto it, a commit whose only parent is `base`); the
+    job's changes are still made from `base`. A request without it (written before it was
+    one of its fields) starts from `base`."""
 
     run_id: str
     iteration: int
@@ -62,6 +67,7 @@ class JobRequest:
     facts: str  # wire.dumps of the job's IterationFacts
     deadline_secs: float
     heartbeat_secs: float = 30.0
+    start: str | None = None
 
     def to_json(self) -> str:
         return _canonical({"kind": REQUEST_KIND, **attrs.asdict(self)})
@@ -76,6 +82,7 @@ class JobRequest:
             facts=_text(found, "facts"),
             deadline_secs=_number(found, "deadline_secs"),
             heartbeat_secs=_number(found, "heartbeat_secs"),
+            start=_start(found),
         )
 
 
@@ -145,6 +152,14 @@ def _sha(found: Mapping[str, object], name: str) -> str:
     value = _text(found, name)
     _field(found, name, _SHA.fullmatch(value) is not None, "a commit id")
     return value
+
+
+def _start(found: Mapping[str, object]) -> str | None:
+    if found.get("start") is None:
+        return None
+    start = _sha(found, "start")
+    _field(found, "start", start != found.get("base"), "another commit than base, or null")
+    return start
 
 
 def _run_id(found: Mapping[str, object]) -> str:

@@ -31,11 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
     from temporalio.client import Client, WorkflowFailureError
     from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-    from temporalio.exceptions import (
-        ApplicationError,
-        FailureError,
-        WorkflowAlreadyStartedError,
-    )
+    from temporalio.exceptions import ApplicationError, FailureError, WorkflowAlreadyStartedError
     from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
     from temporalio.service import RPCError, RPCStatusCode
 
@@ -172,9 +168,7 @@ class TemporalExecutor:
         task_queue: str,
         timeout_secs: float,
     ) -> None:
-        self._client = client
-        self._loop = loop
-        self._thread = thread
+        self._client, self._loop, self._thread = client, loop, thread
         self.address = address
         self.task_queue = task_queue
         self._timeout_secs = timeout_secs
@@ -230,6 +224,11 @@ class TemporalExecutor:
         heartbeat's details; None when nothing is pending (not started, or finished)."""
         return self._rpc(self._progress(job_id), min(self._timeout_secs, PROGRESS_SECS))
 
+    def cancel(self, job_id: str) -> bool:
+        """Ask the server to cancel job `job_id`'s workflow (its worker stops the job at its
+        next heartbeat); False when it is not running, so an answer it has is there to take."""
+        return self._rpc(self._cancel(job_id))
+
     def close(self) -> None:
         _stop_loop(self._loop, self._thread)
 
@@ -244,8 +243,7 @@ class TemporalExecutor:
         try:
             return _on_loop(self._loop, call, deadline)
         except TimeoutError:
-            reason = f"no answer in {deadline:g} s"
-            raise TemporalUnavailable(self.address, reason) from None
+            raise TemporalUnavailable(self.address, f"no answer in {deadline:g} s") from None
         except (JobFailed, SealError):
             raise
         except Exception as error:
@@ -289,10 +287,18 @@ class TemporalExecutor:
             raise
         return result
 
-    async def _progress(self, job_id: str) -> JobProgress | None:
-        handle = self._client.get_workflow_handle(job_id)
+    async def _cancel(self, job_id: str) -> bool:
         try:
-            described = await handle.describe()
+            await self._client.get_workflow_handle(job_id).cancel()
+        except RPCError as error:
+            if error.status is not RPCStatusCode.NOT_FOUND:  # NOT_FOUND: closed, or no such job
+                raise
+            return False
+        return True
+
+    async def _progress(self, job_id: str) -> JobProgress | None:
+        try:
+            described = await self._client.get_workflow_handle(job_id).describe()
         except RPCError as error:
             if error.status is RPCStatusCode.NOT_FOUND:
                 return None

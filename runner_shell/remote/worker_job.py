@@ -131,24 +131,39 @@ def _git(cwd: Path, *args: str, timeout: float = FETCH_TIMEOUT_SECS) -> str:
 
 
 def _check_out_base(repo: Repo, repo_url: str, request: JobRequest) -> None:
-    """The clone's work tree at the job's start commit, nothing else in it; JobRefused when the
-    remote does not hold that commit under the job's name (another repository)."""
-    ref = base_ref(request.run_id, request.base)
+    """The clone's work tree at the job's start commit, nothing else in it, and the commit its
+    checkout starts from fetched with it; JobRefused when the remote does not hold them under
+    the job's names (another repository)."""
+    _fetch_start(repo, repo_url, request, request.base, "start commit")
+    if request.start is not None:
+        _fetch_start(repo, repo_url, request, request.start, "checkout's start")
+        parents = _git(repo.root, "rev-list", "--parents", "-n", "1", request.start).split()
+        if parents[1:] != [request.base]:
+            raise JobRefused(
+                f"job {request.iteration}: its checkout's start {request.start[:12]} is not "
+                f"its start commit {request.base[:12]} with files on it"
+            )
+    _git(repo.root, "checkout", "--quiet", "--force", "--detach", request.base)
+    _git(repo.root, "clean", "--quiet", "-ffdx")
+
+
+def _fetch_start(repo: Repo, repo_url: str, request: JobRequest, commit: str, what: str) -> None:
+    """`commit` in the clone, by its base ref on `repo_url` (fetched unless an earlier job of
+    this clone did); JobRefused when the remote names no such commit there."""
+    ref = base_ref(request.run_id, commit)
     if run_git(("cat-file", "-e", f"{ref}^{{commit}}"), repo.root).returncode != 0:
         try:  # not fetched for an earlier job of this clone
             _git(repo.root, "fetch", "--quiet", "--no-tags", repo_url, f"+{ref}:{ref}")
         except GitError as error:
             raise JobRefused(
-                f"job {request.iteration}: {repo_url} has no start commit for it ({error})"
+                f"job {request.iteration}: {repo_url} has no {what} for it ({error})"
             ) from None
     found = _git(repo.root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
-    if found != request.base:
+    if found != commit:
         raise JobRefused(
-            f"job {request.iteration}: {repo_url} names {found[:12]} as its start commit, "
-            f"not {request.base[:12]}: another repository"
+            f"job {request.iteration}: {repo_url} names {found[:12]} as its {what}, "
+            f"not {commit[:12]}: another repository"
         )
-    _git(repo.root, "checkout", "--quiet", "--force", "--detach", request.base)
-    _git(repo.root, "clean", "--quiet", "-ffdx")
 
 
 def _drive(
@@ -160,7 +175,7 @@ def _drive(
     facts = attrs.evolve(facts, started=attrs.evolve(facts.started, monotonic=time.monotonic()))
     sandbox = slot_sandbox(step_sandbox(paths, repo, facts.config), 0)
     try:
-        prepare_slot(repo, request.base, facts.config.sandbox.setup, 0, sandbox)
+        prepare_slot(repo, request.start or request.base, facts.config.sandbox.setup, 0, sandbox)
     except (SlotError, OSError) as error:
         raise UserFacingError(
             f"the agent's scratch checkout could not be prepared: {error}"
@@ -168,7 +183,8 @@ def _drive(
     events = CollectedEvents(heartbeat)
     place = JobPlace(0, job_journal_path(repo, request.iteration))
     place.journal_file.parent.mkdir(parents=True, exist_ok=True)
-    ports = shell_ports(paths, repo, facts, events, slot_path(repo, 0), sandbox, place)
+    slot = slot_path(repo, 0)
+    ports = shell_ports(paths, repo, facts, events, slot, sandbox, place, request.start)
     assert ports.scratch is not None
     kept = KeptListing(ports.scratch)
     machine = drive(

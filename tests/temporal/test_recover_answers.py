@@ -10,6 +10,12 @@ import signal
 import subprocess
 import time
 
+import pytest
+
+from runner_shell.remote.errors import JobFailed
+from runner_shell.remote.job_files import JobRequest, job_id
+from runner_shell.remote.keys import read_key_file
+from runner_shell.remote.temporal import TemporalExecutor
 from tests.helpers.crash import spawn
 from tests.helpers.e2e import Project
 from tests.temporal.conftest import TemporalServer
@@ -148,3 +154,52 @@ def test_recover_with_the_server_out_of_reach_records_each_job_with_why(
     assert "loop: status=complete" in result.stdout
     runs = project.harness / "node_runs"
     assert all(int((runs / leaf).read_text()) <= 2 for leaf in LEAVES)
+
+
+def test_recover_cancels_the_workflow_of_a_job_it_records_as_interrupted(
+    remote: tuple[Project, Workers],
+) -> None:
+    """The job a killed loop left, its agent waiting for two minutes on the one worker: recover
+    records it as interrupted and cancels its workflow, the worker stops it at its next
+    heartbeat, and a loop started again has its worker at once."""
+    project, workers = remote
+    script = dict(SCRIPT)
+    script[(LEAVES[0], 1)] = {**SCRIPT[(LEAVES[0], 1)], "wait_for": "never"}
+    script |= {(leaf, 2): SCRIPT[(leaf, 1)] for leaf in LEAVES}
+    project.agent_script_by_node(script)
+    table = {**executor_table(project), "remote": workers.url, "heartbeat_secs": 3}
+    project.set_config(parallel={"slots": 1}, executor=table, iteration_timeout_secs=150)
+    project.commit_setup("one job at a time, heartbeats every second")
+    workers.start("worker-a")
+    loop = spawn(project, "loop")
+    started = project.harness / "node_runs" / LEAVES[0]
+    deadline = time.monotonic() + ANSWERED_SECS
+    while not started.exists():  # its agent runs on the worker
+        assert time.monotonic() < deadline and loop.poll() is None
+        time.sleep(0.1)
+    request = JobRequest.from_json(
+        next((project.root / ".git/runner-jobs").glob("*.request")).read_text()
+    )
+    loop.send_signal(signal.SIGKILL)
+    loop.wait(10)
+
+    recovered = project.runner("recover", timeout=60)
+
+    assert recovered.returncode == 0, recovered.stderr
+    said = recovered.stdout.splitlines()
+    name = job_id(request.run_id, request.iteration, request.base)
+    assert "recover: iter=1 answer not taken: its worker has not answered" in said
+    assert f"recover: iter=1 job {name} cancelled: its worker stops it" in said, said
+    key = read_key_file(workers.key_file, "key_file")
+    server = TemporalExecutor.connect(workers.address, "default", workers.queue, 10, key)
+    with server, pytest.raises(JobFailed):  # its workflow ended, cancelled: no answer comes
+        server.result(name, 10)
+    began = time.monotonic()
+    result = project.runner("loop", timeout=120)
+
+    assert result.returncode == 0, result.stderr
+    assert "loop: status=complete" in result.stdout
+    # The worker was not held by the cancelled job's agent (it would wait two minutes).
+    assert time.monotonic() - began < 90
+    assert (project.harness / "node_runs" / LEAVES[0]).read_text() == "2"
+    assert all((project.root / f"{leaf}.txt").is_file() for leaf in LEAVES)

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import subprocess
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
@@ -20,17 +19,14 @@ import pytest
 from runner_core.iteration.facts import IterationFacts
 from runner_shell.git.hardened import GitError
 from runner_shell.git.repo import Repo
-from runner_shell.loop import parallel_loop
-from runner_shell.loop.night_loop import LoopRun
-from runner_shell.loop.parallel_merges import ParallelLoop
 from runner_shell.remote import wire
 from runner_shell.remote.coordinator import RemoteJobs, take
 from runner_shell.remote.errors import JobRefused
 from runner_shell.remote.job_files import JOB_ATTEMPT, JobRequest, JobResult, result_ref
-from runner_shell.remote.live_events import JobProgress
 from runner_shell.remote.worker_job import run_job
 from runner_shell.remote.worker_rules import WorkerRules
 from tests.helpers.e2e import IDENTITY, Project, ProjectFactory, node
+from tests.shell.remote.in_process import InProcess, bare, loop_in_process
 
 DONE = {"status": "done", "summary": "did it"}
 TREE = node(
@@ -45,58 +41,6 @@ SCRIPT = {
 }
 
 
-@attrs.define
-class InProcess:
-    """An executor that runs each job on `worker` (a function of the request) when asked for
-    its result; it keeps every request and answer it carried."""
-
-    worker: Callable[[str], str]
-    asked: dict[str, str] = attrs.field(factory=dict)
-    answered: dict[str, str] = attrs.field(factory=dict)
-
-    def submit(self, job_id: str, request_json: str) -> None:
-        self.asked.setdefault(job_id, request_json)
-
-    def result(self, job_id: str, timeout_secs: float) -> str:
-        self.answered[job_id] = self.worker(self.asked[job_id])
-        return self.answered[job_id]
-
-    def workers(self) -> tuple[object, ...]:
-        return ("this process",)
-
-    def progress(self, job_id: str) -> JobProgress | None:
-        return None  # its jobs run in `result`: none is pending while the loop looks
-
-    def close(self) -> None:
-        pass
-
-
-def _bare(path: Path) -> str:
-    subprocess.run(["git", "init", "--bare", "--quiet", str(path)], check=True)
-    return str(path)
-
-
-def _loop_in_process(project: Project, sent_to: RemoteJobs, monkeypatch: pytest.MonkeyPatch) -> int:
-    """`runner loop` in this process, its jobs sent to `remote`."""
-
-    def remote_loop(
-        run: LoopRun, slots: int, max_steps: int | None, remote: RemoteJobs | None
-    ) -> ParallelLoop:
-        del remote  # the config's: local
-        return ParallelLoop(run, slots, max_steps, remote=sent_to)
-
-    monkeypatch.setattr(parallel_loop, "ParallelLoop", remote_loop)
-    monkeypatch.chdir(project.root)
-    for key, value in project.env.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setattr(sys, "argv", ["runner", "loop"])
-    from runner_shell.cli.entry import main
-
-    with pytest.raises(SystemExit) as ended:
-        main()
-    return int(ended.value.code or 0)
-
-
 @pytest.fixture
 def remote_run(
     tmp_path: Path, make_project: ProjectFactory, monkeypatch: pytest.MonkeyPatch
@@ -105,11 +49,11 @@ def remote_run(
     project = make_project(tmp_path / "remote", "started")
     project.prepare(TREE, parallel={"slots": 2})
     project.agent_script_by_node(SCRIPT)
-    url = _bare(tmp_path / "shared.git")
+    url = bare(tmp_path / "shared.git")
     # The worker's sandbox is its own: the scripted agent writes its records in the harness.
     rules = WorkerRules(writable=(str(project.harness),))
     executor = InProcess(lambda request: run_job(tmp_path / "worker", url, request, print, rules))
-    assert _loop_in_process(project, RemoteJobs(executor, url), monkeypatch) == 0
+    assert loop_in_process(project, RemoteJobs(executor, url), monkeypatch) == 0
     yield project, executor
 
 
@@ -205,7 +149,7 @@ def test_a_worker_given_another_repository_refuses_the_job(
 ) -> None:
     _, executor = remote_run
     request_json = next(iter(executor.asked.values()))
-    elsewhere = _bare(tmp_path / "elsewhere.git")
+    elsewhere = bare(tmp_path / "elsewhere.git")
 
     with pytest.raises(JobRefused, match="has no start commit for it"):
         run_job(tmp_path / "worker-2", elsewhere, request_json, print)
