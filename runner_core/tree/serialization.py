@@ -213,7 +213,7 @@ def _json_array(items: Sequence[str], pad: str) -> str:
     return f"[\n{pad}  {inner}\n{pad}]"
 
 
-# Generated from the schema's node definition by scripts/gen_validators.py (untyped code).
+# Generated from the schema's node definition by scripts/gen_validators.py.
 _node_text: Callable[
     [Node, tuple[str, ...], Callable[[Sequence[str]], str], Callable[[str], str], str], str
 ] = _tree_node.canonical_node_text
