@@ -178,6 +178,16 @@ class InvalidNodeFields(TypeError, ValueError):
     """Some fields given to `Node` have the wrong type and others a value out of range."""
 
 
+class UnknownSelectedNode(KeyError, ValueError):
+    """The node a change was asked for (a state update, a decomposition) is not in the tree.
+
+    A `KeyError`, as a missing key of the tree, and a `ValueError`, as a bad argument; its text
+    is the message alone (a `KeyError` would quote it)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 def _refusal(given: tuple[Any, ...]) -> Exception:
     """One error naming every field `given` that its check refuses, of their common kind."""
     problems: list[Exception] = []

@@ -24,6 +24,9 @@ from runner_core.tree.model import (
     same_objects,
 )
 
+# Its home is the model (a decomposition raises it too); importable from here as before.
+from runner_core.tree.model import UnknownSelectedNode as UnknownSelectedNode
+
 
 @attrs.frozen(slots=True)
 class Transition:
@@ -47,10 +50,6 @@ TRANSITIONS: PMap[tuple[AgentStatus, GuardOutcome], Transition] = pmap(
 
 class InvalidTransition(ValueError):
     """A status/guard pair the spec has no row for (guards run only for `done`)."""
-
-
-class UnknownSelectedNode(ValueError):
-    """The selected node is not in the tree the update was asked to apply to."""
 
 
 @attrs.frozen(slots=True)
@@ -119,7 +118,8 @@ def apply_state_updates(
     """The agent's tree with `passes`, `attempts`, `max_attempts` reset from `prev`, the row of
     `(status, guard)` (enums or their values) applied to the selected node, parents' `passes`
     derived and siblings sorted; with a summary. Raises `InvalidTransition` for a pair with no
-    row, `UnknownSelectedNode` when `selected_id` is not in `next_tree`."""
+    row, `UnknownSelectedNode` when `selected_id` is not in `next_tree`, `ValueError` when
+    `status` or `guard` is no value of its enum."""
     status, guard = AgentStatus(status), GuardOutcome(guard)
     transition = _row(status, guard)
     owned = nodes_by_id(prev)

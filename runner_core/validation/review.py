@@ -46,7 +46,8 @@ def review_tree_change(
     node may gain children).
 
     Layers that need a built tree run only when the text is JSON of the schema; all the
-    others run even when an earlier one failed, so every error is found at once.
+    others run even when an earlier one failed, so every error is found at once. Raises
+    `ValueError` only when `status` is no `AgentStatus` value.
     """
     status = AgentStatus(status)
     found: list[Finding] = []
