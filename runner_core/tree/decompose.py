@@ -17,6 +17,7 @@ from runner_core.tree.model import (
     ID_MAX_LENGTH,
     Node,
     NodeNext,
+    NodeNextValue,
     UnknownSelectedNode,
     nodes_by_id,
     rebuild_postorder,
@@ -28,7 +29,7 @@ def _strings(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(items)
 
 
-def _next(value: NodeNext | str) -> NodeNext:
+def _next(value: NodeNext | NodeNextValue) -> NodeNext:
     return NodeNext(value)
 
 

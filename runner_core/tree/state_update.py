@@ -16,7 +16,9 @@ from pyrsistent.typing import PMap
 
 from runner_core.tree.model import (
     AgentStatus,
+    AgentStatusValue,
     GuardOutcome,
+    GuardOutcomeValue,
     Node,
     in_canonical_order,
     nodes_by_id,
@@ -112,8 +114,8 @@ def apply_state_updates(
     prev: Node,
     next_tree: Node,
     selected_id: str,
-    status: AgentStatus | str,
-    guard: GuardOutcome | str,
+    status: AgentStatus | AgentStatusValue,
+    guard: GuardOutcome | GuardOutcomeValue,
 ) -> tuple[Node, StateUpdateSummary]:
     """The agent's tree with `passes`, `attempts`, `max_attempts` reset from `prev`, the row of
     `(status, guard)` (enums or their values) applied to the selected node, parents' `passes`
