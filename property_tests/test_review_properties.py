@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner_core.iteration.plan import review_execution
-from runner_core.testing import EditedTree, agent_edits, preorder, trees
+from runner_core.testing import EditedTree, agent_edits, trees
+from runner_core.testing.trees import preorder
 from runner_core.tree.model import AgentStatusValue, Node, sort_children
 from runner_core.tree.serialization import dumps_tree
 from runner_core.validation.child_additions import validate_child_additions_restricted
