@@ -19,8 +19,9 @@ from runner_core.run.trailers import (
     record_trailers,
     render_trailers,
 )
-from runner_core.testing import Run, preorder, runs
+from runner_core.testing import Run, runs
 from runner_core.testing.commits import run_commits
+from runner_core.testing.trees import preorder
 from runner_core.tree.model import Node, rebuild_postorder, with_children
 
 SETTINGS = settings(max_examples=100, deadline=None)

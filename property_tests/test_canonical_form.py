@@ -16,7 +16,8 @@ from runner_core import (
     tree_from_json,
     tree_to_json,
 )
-from runner_core.testing import preorder, trees
+from runner_core.testing import trees
+from runner_core.testing.trees import preorder
 from runner_core.tree.model import MAX_DEPTH, sort_children
 from runner_core.tree.serialization import loads_json
 from runner_core.validation.invariants import validate_invariants

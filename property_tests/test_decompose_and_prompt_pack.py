@@ -7,7 +7,9 @@ from hypothesis import strategies as st
 
 from runner_core import ChildSpec, Node, NodeNext, decompose_node, tree_from_json, tree_to_json
 from runner_core.iteration.prompt_pack import build_prompt_pack
-from runner_core.testing import index_json, preorder, texts, trees
+from runner_core.testing import trees
+from runner_core.testing.edits import index_json
+from runner_core.testing.trees import preorder, texts
 from runner_core.tree.model import sort_children
 from runner_core.validation.invariants import validate_invariants
 

@@ -10,7 +10,8 @@ from runner_core import Node, SelectionStatus, is_stuck, select_leaf
 from runner_core.parallel.frontier import frontier
 from runner_core.parallel.queue import next_to_merge
 from runner_core.parallel.tree_merge import merge_trees, settle
-from runner_core.testing import EditedTree, agent_edits, preorder, trees
+from runner_core.testing import EditedTree, agent_edits, trees
+from runner_core.testing.trees import preorder
 from runner_core.tree.diff import DIFFED_FIELDS, ChangeKind, tree_diff
 from runner_core.tree.model import canonical_preorder
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import typing
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner_core.iteration.plan import review_execution
-from runner_core.testing import EditedTree, agent_edits, preorder, trees
-from runner_core.tree.model import Node, sort_children
+from runner_core.testing import EditedTree, agent_edits, trees
+from runner_core.testing.trees import preorder
+from runner_core.tree.model import AgentStatusValue, Node, sort_children
 from runner_core.tree.serialization import dumps_tree
 from runner_core.validation.child_additions import validate_child_additions_restricted
 from runner_core.validation.immutability import check_passed_node_immutability
@@ -22,7 +24,7 @@ cases = trees(max_nodes=12).flatmap(
         st.just(tree),
         agent_edits(tree, kind="any"),
         st.sampled_from([node.id for node, _ in preorder(tree)]),
-        st.sampled_from(["done", "retry", "decomposed"]),
+        st.sampled_from(typing.get_args(AgentStatusValue)),
     )
 )
 
@@ -30,7 +32,7 @@ cases = trees(max_nodes=12).flatmap(
 @settings(max_examples=100, deadline=None)
 @given(cases)
 def test_the_review_holds_each_layers_errors_in_its_order(
-    case: tuple[Node, EditedTree, str, str],
+    case: tuple[Node, EditedTree, str, AgentStatusValue],
 ) -> None:
     """For any agent edit, the messages of each layer's findings are what that layer's own
     validator returns, in its order; nothing else is found."""

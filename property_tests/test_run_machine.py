@@ -38,19 +38,17 @@ from runner_core.iteration.plan import (
     review_execution,
 )
 from runner_core.run.state import RunState
-from runner_core.testing import (
+from runner_core.testing import reference_select_leaf, trees
+from runner_core.testing.edits import (
     Chooser,
     DrawChooser,
     choose_bool,
     choose_from,
     open_edits_of,
     passed_edit,
-    passed_ids,
-    preorder,
-    reference_select_leaf,
     runner_owned_edit,
-    trees,
 )
+from runner_core.testing.trees import passed_ids, preorder
 from runner_core.validation.invariants import validate_invariants
 from runner_core.validation.schema import validate_schema
 

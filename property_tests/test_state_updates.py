@@ -15,16 +15,11 @@ from runner_core import (
     dumps_tree,
     tree_to_json,
 )
-from runner_core.testing import (
-    STATUS_GUARD_PAIRS,
-    EditedTree,
-    agent_edits,
-    preorder,
-    status_guard_pairs,
-    trees,
-)
+from runner_core.testing import EditedTree, agent_edits, trees
+from runner_core.testing.trees import preorder
 from runner_core.tree.state_update import UnknownSelectedNode
 from runner_core.validation.invariants import validate_invariants
+from tests.helpers.strategies import STATUS_GUARD_PAIRS, status_guard_pairs
 
 # The transition table, written out again so the test does not read the code's own copy:
 # (status, guard) -> (sets passes, increments attempts).

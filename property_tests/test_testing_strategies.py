@@ -40,22 +40,20 @@ from runner_core.testing import (
     decomposer_outputs,
     executor_outputs,
     invalid_trees,
-    passed_ids,
-    preorder,
     reference_select_leaf,
     runs,
-    status_guard_pairs,
     tree_jsons,
     trees,
 )
 from runner_core.testing.invalid import WRONG_TYPES
 from runner_core.testing.runs import RUN_START
-from runner_core.testing.trees import ids
+from runner_core.testing.trees import ids, passed_ids, preorder
 from runner_core.tree.model import nodes_by_id, sort_children
 from runner_core.tree.state_update import TRANSITIONS
 from runner_core.validation.immutability import check_passed_node_immutability
 from runner_core.validation.invariants import id_problem
 from runner_core.validation.schema import validate_decomposer_output, validate_executor_output
+from tests.helpers.strategies import status_guard_pairs
 
 # A fifth of the profile's examples (a tenth for whole runs): these properties check the
 # strategies, not the runner, and the suite's time should stay as it was.

@@ -9,10 +9,9 @@ from datetime import UTC, datetime, timedelta, timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core.backends.claude import claude_limit
-from runner_core.backends.codex import codex_limit
 from runner_core.backends.limits import LimitKind, LimitSignal
 from runner_core.loop.usage_limits import wait_until
+from tests.helpers.agent_limits import claude_limit, codex_limit
 
 moments = st.datetimes(
     min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)

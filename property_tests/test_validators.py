@@ -12,21 +12,15 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from runner_core import AgentStatus, Node, tree_from_json
-from runner_core.testing import (
-    EditedTree,
-    agent_edits,
-    invariant_breaking_trees,
-    mutated_tree_jsons,
-    preorder,
-    tree_jsons,
-    trees,
-)
+from runner_core.testing import EditedTree, agent_edits, tree_jsons, trees
+from runner_core.testing.trees import preorder
 from runner_core.validation.child_additions import validate_child_additions_restricted
 from runner_core.validation.immutability import check_passed_node_immutability
 from runner_core.validation.invariants import id_problem, validate_invariants
 from runner_core.validation.schema import validate_schema
 from runner_core.validation.status import validate_status_invariants
 from tests.helpers import SCHEMAS
+from tests.helpers.strategies import invariant_breaking_trees, mutated_tree_jsons
 
 SCHEMA_FILE = SCHEMAS / "task_tree" / "v1.schema.json"
 REFERENCE = Draft202012Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))

@@ -30,8 +30,10 @@ _MODULES_EXPORTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
             "AgentRole",
             "AgentStatus",
             "GuardOutcome",
+            "InvalidNodeFields",
             "Node",
             "NodeNext",
+            "UnknownSelectedNode",
             "count_nodes",
         ),
         "runner_core.tree.serialization": ("TreeValidationError", "dumps_tree", "tree_to_json"),
@@ -46,10 +48,12 @@ _MODULES_EXPORTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
             "apply_state_updates",
             "state_update_summary_to_json",
         ),
+        "runner_core.iteration.facts": ("IterationFacts",),
         "runner_core.iteration.machine": ("IterationMachine", "start_iteration"),
         "runner_core.run.config": ("Config", "parse_config"),
         "runner_core.run.config_errors": ("ConfigError",),
         "runner_core.history.records": (
+            "DuplicateIteration",
             "ExecutionHistory",
             "HistorySummary",
             "history_summary_to_json",
@@ -59,10 +63,12 @@ _MODULES_EXPORTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
 )
 
 if TYPE_CHECKING:
+    from runner_core.history.records import DuplicateIteration as DuplicateIteration
     from runner_core.history.records import ExecutionHistory as ExecutionHistory
     from runner_core.history.records import HistorySummary as HistorySummary
     from runner_core.history.records import history_summary_to_json as history_summary_to_json
     from runner_core.history.records import summarize as summarize
+    from runner_core.iteration.facts import IterationFacts as IterationFacts
     from runner_core.iteration.machine import IterationMachine as IterationMachine
     from runner_core.iteration.machine import start_iteration as start_iteration
     from runner_core.run.config import Config as Config
@@ -73,8 +79,10 @@ if TYPE_CHECKING:
     from runner_core.tree.model import AgentRole as AgentRole
     from runner_core.tree.model import AgentStatus as AgentStatus
     from runner_core.tree.model import GuardOutcome as GuardOutcome
+    from runner_core.tree.model import InvalidNodeFields as InvalidNodeFields
     from runner_core.tree.model import Node as Node
     from runner_core.tree.model import NodeNext as NodeNext
+    from runner_core.tree.model import UnknownSelectedNode as UnknownSelectedNode
     from runner_core.tree.model import count_nodes as count_nodes
     from runner_core.tree.selection import Selection as Selection
     from runner_core.tree.selection import SelectionStatus as SelectionStatus

@@ -111,11 +111,6 @@ def _claude_reset(message: str, now: datetime, tz: tzinfo) -> str | None:
     return None if day is None else iso_utc(end_of_shown_minute(day, shown, zone))
 
 
-def claude_limit(stdout: str, now: datetime, tz: tzinfo) -> LimitSignal | None:
-    """The limit `claude -p --output-format json` output ended on, if any."""
-    return claude_result_limit(claude_result(stdout), now, tz)
-
-
 def claude_result_limit(
     result: Mapping[str, Any] | None, now: datetime, tz: tzinfo
 ) -> LimitSignal | None:

@@ -130,14 +130,3 @@ def codex_message_limit(message: str, now: datetime, tz: tzinfo) -> LimitSignal 
                 kind, message, _codex_reset(message, now, tz), _retry_in_secs(message)
             )
     return None
-
-
-def codex_limit(stream: str, now: datetime, tz: tzinfo) -> LimitSignal | None:
-    """The limit `codex exec --json` output (its JSONL stdout) ended on, if any: the limit its
-    failure (`CodexEnding`) reports. `tz` is the zone of codex's clock (its TZ): the reset time
-    it prints has no zone name."""
-    ending = CodexEnding()
-    for line in stream.splitlines():
-        event = codex_event(line)
-        ending = ending if event is None else ending.after(event)
-    return None if ending.failure is None else codex_message_limit(ending.failure, now, tz)

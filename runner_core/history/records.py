@@ -58,7 +58,9 @@ def _index_by_node(
 class ExecutionHistory:
     """Records in `(run_id, iteration)` order, each iteration of a run at most once.
 
-    Build one with `ExecutionHistory.of`, which sorts; the constructor only checks the order.
+    Build one with `ExecutionHistory.of`, which sorts; the constructor only checks the order,
+    raising `DuplicateIteration` for an iteration held twice and `ValueError` for records out
+    of order.
     Usually it holds one run, the one the shell numbers executions in. Holding several, its
     counts span all of them in `(run_id, iteration)` order, which is not time order: number a
     run's executions in a history of that run's records alone.

@@ -14,7 +14,7 @@ from runner_core.iteration.plan import advance_run_state, conclude_runner_error
 from runner_core.iteration.recovery import Journal, interrupted_message
 from runner_core.iteration.write_set import IterationEnd
 from runner_core.run.state import RunState, with_execution
-from runner_core.tree.model import AgentRole, Node, nodes_by_id
+from runner_core.tree.model import Node, nodes_by_id
 
 
 def interrupted_end(
@@ -33,7 +33,7 @@ def interrupted_end(
         journal.run_id,
         journal.iteration,
         node,
-        AgentRole(journal.role),
+        journal.role,
         outcome,
         counts,
         measured,

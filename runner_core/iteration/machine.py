@@ -79,7 +79,7 @@ def start_iteration(facts: IterationFacts) -> IterationMachine:
         run_id=facts.run_id,
         iteration=facts.plan.iteration,
         node_id=facts.node.id,
-        role=facts.role.value,
+        role=facts.role,
         phase=JournalPhase.RUNNING,
         started_at=facts.started.utc,
         runner_pid=facts.runner_pid,

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from runner_core.run.identity import run_id_problem
+from runner_core.tree.model import AgentRole, AgentRoleValue
 from runner_core.validation.documents import JOURNAL_SCHEMA_FILE, document_problem
 
 
@@ -46,14 +47,19 @@ class JournalError(ValueError):
     """A journal file that cannot be understood."""
 
 
+def _role(value: AgentRole | AgentRoleValue) -> AgentRole:
+    return AgentRole(value)
+
+
 @attrs.frozen(slots=True)
 class Journal:
-    """The iteration in progress, written durably before the agent starts."""
+    """The iteration in progress, written durably before the agent starts (`role` an
+    `AgentRole` or its value)."""
 
     run_id: str
     iteration: int
     node_id: str
-    role: str
+    role: AgentRole = attrs.field(converter=_role)
     phase: JournalPhase
     started_at: str
     runner_pid: int
@@ -67,7 +73,7 @@ def journal_to_json(journal: Journal) -> dict[str, Any]:
         "run_id": journal.run_id,
         "iter": journal.iteration,
         "node_id": journal.node_id,
-        "role": journal.role,
+        "role": journal.role.value,
         "phase": journal.phase.value,
         "started_at": journal.started_at,
         "runner_pid": journal.runner_pid,

@@ -15,81 +15,34 @@ except ImportError:
         "runner_core.testing needs Hypothesis: pip install 'runner[testing]'"
     ) from None
 
+# What a test writer uses, as the README lists it; the building blocks behind these (edit
+# choosers, single edits, the run's steps) stay in their modules, importable from there.
 from runner_core.testing.assertions import (
     assert_runner_owned_unchanged,
     assert_transition_allowed,
     assert_valid_tree,
 )
-from runner_core.testing.edits import (
-    EDIT_KINDS,
-    Chooser,
-    DrawChooser,
-    Edit,
-    EditedTree,
-    agent_edits,
-    choose_bool,
-    choose_from,
-    index_json,
-    open_edits_of,
-    passed_edit,
-    runner_owned_edit,
-)
-from runner_core.testing.invalid import (
-    InvalidTree,
-    invalid_trees,
-    invariant_breaking_trees,
-    mutated_tree_jsons,
-)
+from runner_core.testing.edits import EditedTree, agent_edits
+from runner_core.testing.invalid import InvalidTree, invalid_trees
 from runner_core.testing.outputs import decomposer_outputs, executor_outputs
 from runner_core.testing.reference import reference_select_leaf
-from runner_core.testing.runs import AgentTurn, Run, RunStep, iterate, runs
-from runner_core.testing.trees import (
-    STATUS_GUARD_PAIRS,
-    canonical_texts,
-    ids,
-    passed_ids,
-    preorder,
-    status_guard_pairs,
-    texts,
-    tree_jsons,
-    trees,
-)
+from runner_core.testing.runs import Run, runs
+from runner_core.testing.trees import canonical_texts, tree_jsons, trees
 
 __all__ = [
-    "EDIT_KINDS",
-    "STATUS_GUARD_PAIRS",
-    "AgentTurn",
-    "Chooser",
-    "DrawChooser",
-    "Edit",
     "EditedTree",
     "InvalidTree",
     "Run",
-    "RunStep",
     "agent_edits",
     "assert_runner_owned_unchanged",
     "assert_transition_allowed",
     "assert_valid_tree",
     "canonical_texts",
-    "choose_bool",
-    "choose_from",
     "decomposer_outputs",
     "executor_outputs",
-    "ids",
-    "index_json",
     "invalid_trees",
-    "invariant_breaking_trees",
-    "iterate",
-    "mutated_tree_jsons",
-    "open_edits_of",
-    "passed_edit",
-    "passed_ids",
-    "preorder",
     "reference_select_leaf",
-    "runner_owned_edit",
     "runs",
-    "status_guard_pairs",
-    "texts",
     "tree_jsons",
     "trees",
 ]

@@ -14,7 +14,7 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from runner_core import AgentStatus, GuardOutcome, Node, NodeNext, dumps_tree, tree_to_json
+from runner_core import Node, NodeNext, dumps_tree, tree_to_json
 from runner_core.tree.model import MAX_DEPTH
 from runner_core.validation.invariants import id_problem
 
@@ -44,16 +44,6 @@ ids = id_strategy()
 # Free text: any code point but surrogates, which UTF-8 cannot encode.
 texts = st.text(max_size=12)
 orders = st.integers(min_value=-3, max_value=3)
-
-# The rows of the transition table: guards run only for `done`.
-STATUS_GUARD_PAIRS: tuple[tuple[AgentStatus, GuardOutcome], ...] = (
-    (AgentStatus.DONE, GuardOutcome.PASS),
-    (AgentStatus.DONE, GuardOutcome.FAIL),
-    (AgentStatus.DONE, GuardOutcome.SKIPPED),
-    (AgentStatus.RETRY, GuardOutcome.SKIPPED),
-    (AgentStatus.DECOMPOSED, GuardOutcome.SKIPPED),
-)
-status_guard_pairs = st.sampled_from(STATUS_GUARD_PAIRS)
 
 
 def _check_bounds(max_depth: int, max_width: int, max_nodes: int, max_attempts_cap: int) -> None:

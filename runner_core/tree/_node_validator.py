@@ -3,10 +3,25 @@
 """How runner_core.tree.serialization reads and writes one task tree node: derived from
 the node definition of schemas/task_tree/v1.schema.json, its only description."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    # A node's JSON object as the decoder hands it to an `object_pairs_hook`.
+    Pairs = list[tuple[str, Any]]
+
 SCHEMA_SHA256 = '90986af9eab2a933a1bc379c9bf15676f2f7d697bf30ef511bb970bc3c1c3064'
 
 
-def plain_node_reader(node_type, init, members, refuse):
+def plain_node_reader(
+    node_type: type[Any],
+    init: Callable[..., None],
+    members: Mapping[str, Mapping[str, Any]],
+    refuse: type[Exception],
+) -> Callable[[Pairs], Any]:
     """An `object_pairs_hook` building a task tree node from an object whose keys are in
     the schema's order and whose values the node definition accepts, as a bare
     `node_type` whose fields `init(node, *values)` sets without checking them again,
@@ -14,7 +29,7 @@ def plain_node_reader(node_type, init, members, refuse):
     members by value; children must already be `node_type`s."""
     new = object.__new__
 
-    def read(pairs):
+    def read(pairs: Pairs) -> Any:
         if len(pairs) != 10:
             raise refuse
         (k0, v0), (k1, v1), (k2, v2), (k3, v3), (k4, v4), (k5, v5), (k6, v6), (k7, v7), (k8, v8), (k9, v9), = pairs
@@ -51,13 +66,13 @@ def plain_node_reader(node_type, init, members, refuse):
 NODE_FIELDS = ('id', 'order', 'title', 'goal', 'acceptance', 'next', 'passes', 'attempts', 'max_attempts', 'children')
 
 
-def plain_values_reader(refuse):
+def plain_values_reader(refuse: type[Exception]) -> Callable[[Pairs], tuple[Any, ...]]:
     """An `object_pairs_hook` accepting exactly the objects `plain_node_reader` accepts,
     each kept as the tuple of its values in the schema's order (NODE_FIELDS), enums as
     their strings and arrays as lists, and raising `refuse` for any other object:
     nothing is built, for a reader that only asks questions of the tree."""
 
-    def read(pairs):
+    def read(pairs: Pairs) -> tuple[Any, ...]:
         if len(pairs) != 10:
             raise refuse
         (k0, v0), (k1, v1), (k2, v2), (k3, v3), (k4, v4), (k5, v5), (k6, v6), (k7, v7), (k8, v8), (k9, v9), = pairs
@@ -89,7 +104,13 @@ def plain_values_reader(refuse):
     return read
 
 
-def canonical_node_text(node, prefixes, array, encode, end):
+def canonical_node_text(
+    node: Any,
+    prefixes: Sequence[str],
+    array: Callable[[Sequence[str]], str],
+    encode: Callable[[str], str],
+    end: str,
+) -> str:
     """A node's fields but its children as canonical JSON text, then `end`: each field
     after its prefix (the key and the indentation of its depth), strings through
     `encode`, non-empty arrays of strings through `array`."""

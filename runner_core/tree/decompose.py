@@ -17,6 +17,8 @@ from runner_core.tree.model import (
     ID_MAX_LENGTH,
     Node,
     NodeNext,
+    NodeNextValue,
+    UnknownSelectedNode,
     nodes_by_id,
     rebuild_postorder,
     with_children,
@@ -27,7 +29,7 @@ def _strings(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(items)
 
 
-def _next(value: NodeNext | str) -> NodeNext:
+def _next(value: NodeNext | NodeNextValue) -> NodeNext:
     return NodeNext(value)
 
 
@@ -92,7 +94,10 @@ def decompose_node(
     child_specs: Iterable[ChildSpec | Mapping[str, Any]],
     max_attempts_default: int,
 ) -> Node:
-    """The tree with `child_specs` added as children of `selected_id`."""
+    """The tree with `child_specs` added as children of `selected_id`.
+
+    Raises `UnknownSelectedNode` when `selected_id` is not in `tree`, and what `Node` raises
+    (`TypeError`, `ValueError` or `InvalidNodeFields`) for a child field it refuses."""
     specs = tuple(map(child_spec, child_specs))
     ids = _free_child_ids(selected_id, nodes_by_id(tree).keys(), len(specs))
     new_children = tuple(
@@ -117,5 +122,5 @@ def decompose_node(
 
     result = rebuild_postorder(tree, add)
     if not added:
-        raise KeyError(f"selected node '{selected_id}' is not in the tree")
+        raise UnknownSelectedNode(f"selected node '{selected_id}' is not in the tree")
     return result

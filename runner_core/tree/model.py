@@ -18,7 +18,7 @@ import enum
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import pairwise
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -57,6 +57,18 @@ class AgentRole(enum.StrEnum):
     EXECUTOR = "executor"
 
 
+# Each enum's values as a type, for the signatures that take an enum or its string: a string
+# that is no value (a typo) fails mypy, not only the enum's lookup at run time. A test holds
+# each equal to its enum's values.
+NodeNextValue = Literal["execute", "decompose"]
+AgentStatusValue = Literal["done", "retry", "decomposed"]
+GuardOutcomeValue = Literal["pass", "fail", "skipped"]
+AgentRoleValue = Literal["decomposer", "executor"]
+# The layers that judge a tree alone, in order: the first that refuses its text names the
+# `TreeValidationError` (the other validation layers compare two trees).
+TreeLayer = Literal["json", "schema", "invariants"]
+
+
 @attrs.frozen(slots=True, init=False)
 class Node:
     """One node of the task tree, immutable; its fields are the schema's, in its order.
@@ -88,7 +100,7 @@ class Node:
         title: str,
         goal: str,
         acceptance: Iterable[str],
-        next: NodeNext | str,
+        next: NodeNext | NodeNextValue,
         passes: bool,
         attempts: int,
         max_attempts: int,
@@ -176,6 +188,16 @@ _CHECKS: tuple[Callable[[Any], Any], ...] = (
 
 class InvalidNodeFields(TypeError, ValueError):
     """Some fields given to `Node` have the wrong type and others a value out of range."""
+
+
+class UnknownSelectedNode(KeyError, ValueError):
+    """The node a change was asked for (a state update, a decomposition) is not in the tree.
+
+    A `KeyError`, as a missing key of the tree, and a `ValueError`, as a bad argument; its text
+    is the message alone (a `KeyError` would quote it)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 def _refusal(given: tuple[Any, ...]) -> Exception:

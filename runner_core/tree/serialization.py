@@ -29,6 +29,7 @@ from runner_core.tree.model import (
     NODE_FIELDS,
     Node,
     NodeNext,
+    TreeLayer,
     in_canonical_order,
     set_node_fields,
     trusted_node,
@@ -37,7 +38,7 @@ from runner_core.tree.plain import SURROGATE_ESCAPE as _SURROGATE_ESCAPE
 
 # A read-only mapping rather than a pmap: importing pyrsistent would cost every command that
 # reads a tree ~3 ms of start-up (measured with -X importtime), for a table of three entries.
-_LAYER_PREFIX: Mapping[str, str] = MappingProxyType(
+_LAYER_PREFIX: Mapping[TreeLayer, str] = MappingProxyType(
     {
         "json": "tree is not valid JSON",
         "schema": "tree schema validation failed",
@@ -50,8 +51,8 @@ class TreeValidationError(ValueError):
     """A tree that cannot be used: `layer` is "json", "schema" or "invariants", `errors` the
     layer's sorted errors, and `str()` the one line the runner prints for it."""
 
-    def __init__(self, layer: str, errors: tuple[str, ...]) -> None:
-        self.layer = layer
+    def __init__(self, layer: TreeLayer, errors: tuple[str, ...]) -> None:
+        self.layer: TreeLayer = layer
         self.errors = errors
         super().__init__(f"{_LAYER_PREFIX[layer]}: {'; '.join(errors)}")
 
@@ -213,7 +214,7 @@ def _json_array(items: Sequence[str], pad: str) -> str:
     return f"[\n{pad}  {inner}\n{pad}]"
 
 
-# Generated from the schema's node definition by scripts/gen_validators.py (untyped code).
+# Generated from the schema's node definition by scripts/gen_validators.py.
 _node_text: Callable[
     [Node, tuple[str, ...], Callable[[Sequence[str]], str], Callable[[str], str], str], str
 ] = _tree_node.canonical_node_text

@@ -16,13 +16,18 @@ from pyrsistent.typing import PMap
 
 from runner_core.tree.model import (
     AgentStatus,
+    AgentStatusValue,
     GuardOutcome,
+    GuardOutcomeValue,
     Node,
     in_canonical_order,
     nodes_by_id,
     rebuild_postorder,
     same_objects,
 )
+
+# Its home is the model (a decomposition raises it too); importable from here as before.
+from runner_core.tree.model import UnknownSelectedNode as UnknownSelectedNode
 
 
 @attrs.frozen(slots=True)
@@ -47,10 +52,6 @@ TRANSITIONS: PMap[tuple[AgentStatus, GuardOutcome], Transition] = pmap(
 
 class InvalidTransition(ValueError):
     """A status/guard pair the spec has no row for (guards run only for `done`)."""
-
-
-class UnknownSelectedNode(ValueError):
-    """The selected node is not in the tree the update was asked to apply to."""
 
 
 @attrs.frozen(slots=True)
@@ -113,13 +114,14 @@ def apply_state_updates(
     prev: Node,
     next_tree: Node,
     selected_id: str,
-    status: AgentStatus | str,
-    guard: GuardOutcome | str,
+    status: AgentStatus | AgentStatusValue,
+    guard: GuardOutcome | GuardOutcomeValue,
 ) -> tuple[Node, StateUpdateSummary]:
     """The agent's tree with `passes`, `attempts`, `max_attempts` reset from `prev`, the row of
     `(status, guard)` (enums or their values) applied to the selected node, parents' `passes`
     derived and siblings sorted; with a summary. Raises `InvalidTransition` for a pair with no
-    row, `UnknownSelectedNode` when `selected_id` is not in `next_tree`."""
+    row, `UnknownSelectedNode` when `selected_id` is not in `next_tree`, `ValueError` when
+    `status` or `guard` is no value of its enum."""
     status, guard = AgentStatus(status), GuardOutcome(guard)
     transition = _row(status, guard)
     owned = nodes_by_id(prev)

@@ -5,17 +5,15 @@ Decides nothing: each layer builds these, and its string form (the contract line
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import attrs
 
+from runner_core.tree.model import TreeLayer
+
 # The layers in the order the runner applies them to an agent's tree.
-LAYERS: tuple[str, ...] = (
-    "json",
-    "schema",
-    "invariants",
-    "immutability",
-    "status",
-    "child_additions",
-)
+ValidationLayer = Literal[TreeLayer, "immutability", "status", "child_additions"]
+LAYERS: tuple[ValidationLayer, ...] = get_args(ValidationLayer)
 
 
 @attrs.frozen(slots=True)
@@ -30,7 +28,7 @@ class Finding:
     that differ, for a passed node that changed.
     """
 
-    layer: str
+    layer: ValidationLayer
     node_id: str | None
     path: str | None
     code: str

@@ -54,6 +54,9 @@ def parse_tree(text: str | bytes) -> Node:
     Canonical text is built while its JSON is decoded, in one pass and without keeping the
     decoded objects; anything else takes the layer-by-layer path, which alone words the
     errors. Both give the same tree or the same error.
+
+    Raises `TreeValidationError` (a `ValueError`) naming the layer that refused the text
+    (`json`, `schema` or `invariants`) and each of its errors.
     """
     decoded = tree_text(text)
     tree = tree_of_plain_nodes(decoded)

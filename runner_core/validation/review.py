@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from runner_core.tree.model import AgentStatus, Node, iter_preorder, path_of
+from runner_core.tree.model import AgentStatus, AgentStatusValue, Node, iter_preorder, path_of
 from runner_core.tree.serialization import TreeValidationError, decode_tree_text
 from runner_core.validation.child_additions import child_findings
 from runner_core.validation.finding import Finding
@@ -38,7 +38,10 @@ class TreeReview:
 
 
 def review_tree_change(
-    prev: Node, next_tree: Node | str | bytes, selected_id: str, status: AgentStatus | str
+    prev: Node,
+    next_tree: Node | str | bytes,
+    selected_id: str,
+    status: AgentStatus | AgentStatusValue,
 ) -> TreeReview:
     """Every error of the agent's change from `prev` to `next_tree` (a `Node`, or the text
     of tree.json as the agent left it) when it worked on `selected_id` and said `status`
@@ -46,7 +49,8 @@ def review_tree_change(
     node may gain children).
 
     Layers that need a built tree run only when the text is JSON of the schema; all the
-    others run even when an earlier one failed, so every error is found at once.
+    others run even when an earlier one failed, so every error is found at once. Raises
+    `ValueError` only when `status` is no `AgentStatus` value.
     """
     status = AgentStatus(status)
     found: list[Finding] = []

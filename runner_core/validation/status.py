@@ -9,7 +9,7 @@ from __future__ import annotations
 from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
-from runner_core.tree.model import AgentStatus, Node, nodes_by_id
+from runner_core.tree.model import AgentStatus, AgentStatusValue, Node, nodes_by_id
 from runner_core.validation.finding import Finding
 
 # For each status: must the selected node gain children?
@@ -23,7 +23,7 @@ GAINS_CHILDREN: PMap[AgentStatus, bool] = pmap(
 
 
 def validate_status_invariants(
-    prev: Node, next_tree: Node, selected_id: str, status: AgentStatus | str
+    prev: Node, next_tree: Node, selected_id: str, status: AgentStatus | AgentStatusValue
 ) -> tuple[str, ...]:
     """The status violation for the selected node, if any, as a sorted tuple; `status` is an
     `AgentStatus` or its string value."""
@@ -33,7 +33,7 @@ def validate_status_invariants(
 
 
 def status_findings(
-    prev: Node, next_tree: Node, selected_id: str, status: AgentStatus | str
+    prev: Node, next_tree: Node, selected_id: str, status: AgentStatus | AgentStatusValue
 ) -> tuple[Finding, ...]:
     """`validate_status_invariants` as findings."""
     status = AgentStatus(status)

@@ -11,7 +11,6 @@ objects only.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -93,11 +92,3 @@ def run_attempts(root: Path, run_id: str) -> dict[int, tuple[str, str | None]]:
         if number.isascii() and number.isdigit() and str(int(number)) == number:
             found[int(number)] = (commit, parents[0] if parents and parents[0] else None)
     return found
-
-
-def attempt_paths(root: Path, commits: Sequence[tuple[str, str]]) -> dict[str, tuple[str, ...]]:
-    """The paths each (commit, parent) pair changed, by commit."""
-    return {
-        commit: tuple(change.path for change in changes_between(root, parent, commit))
-        for commit, parent in commits
-    }

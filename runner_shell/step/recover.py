@@ -168,7 +168,7 @@ def _journal_from_last_commit(paths: RunnerPaths, repo: Repo) -> Journal | None:
         run_id=state.run_id,
         iteration=plan.iteration,
         node_id=plan.node.id,
-        role=plan.role.value,
+        role=plan.role,
         phase=JournalPhase.RUNNING,
         started_at=utc_now(),
         runner_pid=0,

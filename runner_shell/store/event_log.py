@@ -119,20 +119,6 @@ def _over_long(line: int) -> str:
     return f"line {line}: over {EVENT_LINE_MAX_BYTES} bytes, skipped (no event is that long)"
 
 
-def follow(
-    path: Path,
-    *,
-    poll_secs: float = 0.2,
-    stop: Callable[[], bool] = _never,
-    on_warning: Callable[[str], None] | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-) -> Iterator[Event]:
-    """Every event of `path`, from the first, then each new one as it is appended."""
-    return follow_tail(
-        EventTail(path), poll_secs=poll_secs, stop=stop, on_warning=on_warning, sleep=sleep
-    )
-
-
 def follow_tail(
     tail: EventTail,
     *,

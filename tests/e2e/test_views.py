@@ -30,6 +30,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from runner_core.iteration.recovery import Journal, JournalPhase
+from runner_core.tree.model import AgentRoleValue
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.views.follow import _running_log
 from runner_shell.views.iteration_files import LOG_HEAD_BYTES, LOG_HEAD_LINES, log_head
@@ -731,7 +732,7 @@ def test_loop_on_a_terminal_draws_a_live_progress_line_on_stderr(project: Projec
     ids=["nothing-yet", "decomposer", "guard-started", "agent-wrote-last"],
 )
 def test_status_tails_the_log_of_the_iteration_s_role_written_last(
-    tmp_path: Path, role: str, written: list[str], shown: str
+    tmp_path: Path, role: AgentRoleValue, written: list[str], shown: str
 ) -> None:
     paths = RunnerPaths(tmp_path)
     journal = Journal("run-1", 3, "root", role, JournalPhase.RUNNING, "2026-01-01T00:00:00Z", 1, "")

@@ -11,12 +11,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from runner_core.backends.claude import claude_limit
-from runner_core.backends.codex import codex_limit
 from runner_core.backends.command import WaitFileError, wait_file_limit
 from runner_core.backends.limits import LimitKind, LimitSignal, iso_utc
 from runner_core.loop.usage_limits import LimitWait, wait_until
 from tests.helpers import FAKE_CLIS
+from tests.helpers.agent_limits import claude_limit, codex_limit
 
 NOW = datetime(2026, 11, 22, 15, 50, 10, tzinfo=UTC)
 USAGE, RATE = LimitKind.USAGE_LIMITED, LimitKind.RATE_LIMITED

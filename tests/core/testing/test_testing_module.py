@@ -81,6 +81,16 @@ def readme_example() -> str:
     return found.group(1)
 
 
+def test_the_testing_module_exports_at_most_fifteen_names_each_in_the_readme() -> None:
+    import runner_core.testing
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Testing your own tools", 1)[1].split("\n## ", 1)[0]
+    exported = runner_core.testing.__all__
+    assert len(exported) <= 15
+    assert sorted(name for name in exported if f"`{name}" not in section) == []
+
+
 def test_the_readme_example_passes_under_pytest(tmp_path: Path) -> None:
     example = readme_example()
     assert len(example.strip().splitlines()) <= 14

@@ -17,7 +17,7 @@ from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import StepPlan
 from runner_core.run.state import RunState
-from runner_core.testing import AgentTurn, iterate
+from runner_core.testing.runs import AgentTurn, iterate
 from tests.helpers.trees import find, node, text_of, tree
 
 

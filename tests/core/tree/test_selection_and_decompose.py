@@ -15,6 +15,7 @@ from runner_core import (
     Node,
     NodeNext,
     SelectionStatus,
+    UnknownSelectedNode,
     decompose_node,
     is_stuck,
     select_leaf,
@@ -247,6 +248,14 @@ def test_decomposition_changes_nothing_but_the_selected_nodes_children() -> None
 def test_decomposing_an_unknown_node_is_an_error() -> None:
     with pytest.raises(KeyError, match="selected node 'ghost' is not in the tree"):
         decompose_node(tree("root"), "ghost", [spec("x")], 3)
+
+
+def test_decomposing_an_unknown_node_raises_the_state_updates_error_worded_alike() -> None:
+    with pytest.raises(UnknownSelectedNode) as raised:
+        decompose_node(tree("root"), "ghost", [spec("x")], 3)
+
+    assert str(raised.value) == "selected node 'ghost' is not in the tree"
+    assert isinstance(raised.value, ValueError)
 
 
 def test_child_specs_are_read_from_decomposer_output_in_order() -> None:

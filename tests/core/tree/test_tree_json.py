@@ -22,7 +22,7 @@ from runner_core import (
     tree_from_json,
     tree_to_json,
 )
-from runner_core.tree.model import NODE_FIELDS, sort_children
+from runner_core.tree.model import NODE_FIELDS, TreeLayer, sort_children
 from runner_core.tree.serialization import RefusedJson, decode_tree_text, loads_json
 from runner_core.validation.invariants import validate_invariants
 from runner_core.validation.schema import TREE_SCHEMA_FILE, load_schema
@@ -258,7 +258,7 @@ def test_parse_tree_builds_enums_and_tuples() -> None:
     ],
 )
 def test_tree_validation_error_message_joins_errors_after_its_layer_prefix(
-    layer: str, errors: tuple[str, ...], message: str
+    layer: TreeLayer, errors: tuple[str, ...], message: str
 ) -> None:
     error = TreeValidationError(layer, errors)
 

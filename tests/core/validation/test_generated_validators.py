@@ -9,6 +9,9 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import subprocess
+import sys
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -120,3 +123,26 @@ def test_the_generator_refuses_a_node_field_it_cannot_check_strictly(
         generator()._condition("v0", definition)
 
     assert refusal in str(raised.value)
+
+
+def test_the_generated_modules_pass_mypy_strict_without_the_projects_configuration(
+    tmp_path: Path,
+) -> None:
+    # A library user's mypy reads its own configuration, not this project's pyproject.toml: the
+    # generated modules must say for themselves how they are checked.
+    empty = tmp_path / "mypy.ini"
+    empty.write_text("[mypy]\n", encoding="utf-8")
+    modules = [
+        str(ROOT / "runner_core" / "validation" / "_validators.py"),
+        str(ROOT / "runner_core" / "tree" / "_node_validator.py"),
+    ]
+    # In a process of its own: mypy raises the interpreter's recursion limit for good.
+    options = ["--strict", "--config-file", str(empty), "--cache-dir", str(tmp_path / "cache")]
+    checked = subprocess.run(
+        [sys.executable, "-m", "mypy", *options, *modules],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -8,14 +8,21 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from runner_core.loop import events
 from runner_core.loop.events import Event, EventOrigin, event_line
-from runner_shell.store.event_log import EventLogRefused, append_events, follow
+from runner_shell.store.event_log import EventLogRefused, EventTail, append_events, follow_tail
+
+
+def follow(path: Path, **options: Any) -> Iterator[Event]:
+    """Every event of `path`, from the first, then each new one as it is appended."""
+    return follow_tail(EventTail(path), **options)
+
 
 ORIGIN = EventOrigin("run-1", 1, "root.1", "2026-11-22T02:00:00Z")
 
