@@ -435,3 +435,29 @@ def _entry_kind(directory_fd: int, name: str) -> str:
     except OSError:
         return "not a regular file"
     return "a symlink" if stat.S_ISLNK(mode) else _kind(mode)
+
+
+def remove_file_within(top: Path, relative: str) -> None:
+    """Unlink the file or symlink `relative` (`/`-separated) below `top`, every directory on the
+    way reached without following a symlink: nothing is removed when one is missing, is not a
+    directory or is a symlink, or when the entry is a directory. A path leading out (`..`,
+    absolute, empty components) is refused (ValueError)."""
+    parts = relative.split("/")
+    if relative.startswith("/") or any(part in ("", ".", "..") for part in parts):
+        raise ValueError(f"{relative!r} is not a path inside the repository")
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+            try:
+                child = os.open(part, flags, dir_fd=fd)
+            except OSError as error:
+                if error.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+                    return
+                raise
+            os.close(fd)
+            fd = child
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            os.unlink(parts[-1], dir_fd=fd)
+    finally:
+        os.close(fd)

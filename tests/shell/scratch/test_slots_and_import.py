@@ -14,6 +14,7 @@ from runner_shell.git.hardened import GitError
 from runner_shell.git.repo import Repo, open_repo
 from runner_shell.scratch.listing import list_scratch
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_path
+from runner_shell.store.files import remove_file_within
 from tests.helpers.git_repos import git, new_repo
 
 
@@ -176,6 +177,17 @@ def test_the_commit_fails_when_the_branch_moved_since_the_base(repo: Repo) -> No
     git(repo.root, "commit", "-q", "--allow-empty", "-m", "moved")
     with pytest.raises(GitError, match="update-ref"):
         commit_files(repo, "runner/r", base, (), [], "subject\n")
+
+
+def test_a_removal_never_follows_a_symlink_out(tmp_path: Path) -> None:
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside/f").write_text("keep")
+    (tmp_path / "top").mkdir()
+    (tmp_path / "top/link").symlink_to(tmp_path / "outside")
+    remove_file_within(tmp_path / "top", "link/f")
+    assert (tmp_path / "outside/f").exists()
+    with pytest.raises(ValueError, match="not a path inside"):
+        remove_file_within(tmp_path / "top", "../outside/f")
 
 
 def test_ignored_files_setup_did_not_make_go_and_a_changed_setup_output_is_rebuilt(
