@@ -158,5 +158,8 @@ def test_commits_made_at_once_by_two_threads_never_meet_on_a_ref(repo: Repo) -> 
     for worker in workers:
         worker.join(timeout=120)
 
-    assert len(made) == 45 and len(set(made)) == 15
+    assert len(made) == 45
+    trees = git(repo.root, "log", "--no-walk=unsorted", "--format=%T %P", *made).split("\n")
+    assert len({line.split()[0] for line in trees if line}) == 15  # one tree per file added
+    assert {line.split()[1] for line in trees if line} == {base}
     assert git(repo.root, "for-each-ref", "--format=%(refname)", "refs/runner").strip() == ""
