@@ -1,6 +1,6 @@
 """Write runner_core/validation/_validators.py (the shipped JSON Schemas, compiled by
-fastjsonschema)
-and runner_core/tree/_node_validator.py (how a task tree node is read and written).
+fastjsonschema), runner_core/run/_config_validator.py (config.schema.json, compiled the same
+way) and runner_core/tree/_node_validator.py (how a task tree node is read and written).
 
     python scripts/gen_validators.py          # rewrite the modules
     python scripts/gen_validators.py --check  # exit 1 if they are not what this would write
@@ -31,6 +31,9 @@ SCHEMAS = ROOT / "schemas"
 TARGET = ROOT / "runner_core" / "validation" / "_validators.py"
 # Kept apart from the validators so reading a tree never imports fastjsonschema.
 TREE_NODE_TARGET = ROOT / "runner_core" / "tree" / "_node_validator.py"
+# Kept apart too: every command reads the config, and the other schemas' code is large.
+CONFIG_TARGET = ROOT / "runner_core" / "run" / "_config_validator.py"
+CONFIG_SCHEMA_FILE = "config.schema.json"
 # The schemas runner_core.validation.schema validates with, by their names under schemas/.
 SCHEMA_FILES = (
     "task_tree/v1.schema.json",
@@ -212,13 +215,24 @@ def _canonical_node_text(properties: dict[str, dict[str, Any]]) -> str:
 
 def generate() -> str:
     """The text of runner_core/validation/_validators.py for the schemas and fastjsonschema."""
+    return _compiled_module(SCHEMA_FILES)
+
+
+def generate_config() -> str:
+    """The text of runner_core/run/_config_validator.py: config.schema.json, compiled."""
+    return _compiled_module((CONFIG_SCHEMA_FILE,))
+
+
+def _compiled_module(names: tuple[str, ...]) -> str:
+    """A module of the schemas `names` compiled by fastjsonschema, with VALIDATORS and
+    SCHEMA_SHA256 by name."""
     import json
 
     header = None
     bodies: list[str] = []
     entries: list[str] = []
     hashes: list[str] = []
-    for name in SCHEMA_FILES:
+    for name in names:
         text = (SCHEMAS / name).read_text(encoding="utf-8")
         code = fastjsonschema.compile_to_code(json.loads(text))
         head, separator, body = code.partition("\ndef ")
@@ -269,7 +283,11 @@ def generate_tree_node() -> str:
 
 
 def main(argv: list[str]) -> int:
-    texts = {TARGET: generate(), TREE_NODE_TARGET: generate_tree_node()}
+    texts = {
+        TARGET: generate(),
+        TREE_NODE_TARGET: generate_tree_node(),
+        CONFIG_TARGET: generate_config(),
+    }
     if argv == ["--check"]:
         stale = 0
         for target, text in texts.items():

@@ -26,6 +26,7 @@ from runner_core.run.agent_config import (
 )
 from runner_core.run.config_errors import ConfigError as ConfigError
 from runner_core.run.config_errors import known_keys
+from runner_core.run.config_schema import check_config_schema
 from runner_core.run.config_values import argv as _argv
 from runner_core.run.config_values import bounded_int as _bounded_int
 from runner_core.run.config_values import env_patterns as env_patterns
@@ -198,6 +199,7 @@ MAX_VALUES = MappingProxyType(
 
 def parse_config(data: Mapping[str, Any]) -> Config:
     """A `Config` from parsed TOML; raises `ConfigError` naming the first bad key."""
+    check_config_schema(data)
     for key in sorted(data):
         if key not in MAX_VALUES and key not in TABLE_KEYS and key not in _OTHERTABLE_KEYS:
             raise ConfigError(key, "unknown key")
