@@ -27,7 +27,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
         if "max_attempts_default" in data_keys:
             data_keys.remove("max_attempts_default")
             data__maxattemptsdefault = data["max_attempts_default"]
-            if not isinstance(data__maxattemptsdefault, (int)) and not (isinstance(data__maxattemptsdefault, float) and data__maxattemptsdefault.is_integer()) or isinstance(data__maxattemptsdefault, bool):
+            if not isinstance(data__maxattemptsdefault, (int)) or isinstance(data__maxattemptsdefault, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".max_attempts_default must be integer", value=data__maxattemptsdefault, name="" + (name_prefix or "data") + ".max_attempts_default", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 1, 'description': 'must be > 0, got {value!r}'}, {'maximum': 1000, 'description': 'must be at most 1000, got {value!r}'}]}, rule='type')
             if isinstance(data__maxattemptsdefault, (int, float, Decimal)) and not isinstance(data__maxattemptsdefault, bool):
                 if data__maxattemptsdefault < 1:
@@ -37,7 +37,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
         if "max_iterations" in data_keys:
             data_keys.remove("max_iterations")
             data__maxiterations = data["max_iterations"]
-            if not isinstance(data__maxiterations, (int)) and not (isinstance(data__maxiterations, float) and data__maxiterations.is_integer()) or isinstance(data__maxiterations, bool):
+            if not isinstance(data__maxiterations, (int)) or isinstance(data__maxiterations, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".max_iterations must be integer", value=data__maxiterations, name="" + (name_prefix or "data") + ".max_iterations", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 1, 'description': 'must be > 0, got {value!r}'}, {'maximum': 1000000, 'description': 'must be at most 1000000, got {value!r}'}]}, rule='type')
             if isinstance(data__maxiterations, (int, float, Decimal)) and not isinstance(data__maxiterations, bool):
                 if data__maxiterations < 1:
@@ -47,7 +47,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
         if "iteration_timeout_secs" in data_keys:
             data_keys.remove("iteration_timeout_secs")
             data__iterationtimeoutsecs = data["iteration_timeout_secs"]
-            if not isinstance(data__iterationtimeoutsecs, (int)) and not (isinstance(data__iterationtimeoutsecs, float) and data__iterationtimeoutsecs.is_integer()) or isinstance(data__iterationtimeoutsecs, bool):
+            if not isinstance(data__iterationtimeoutsecs, (int)) or isinstance(data__iterationtimeoutsecs, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".iteration_timeout_secs must be integer", value=data__iterationtimeoutsecs, name="" + (name_prefix or "data") + ".iteration_timeout_secs", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 1, 'description': 'must be > 0, got {value!r}'}, {'maximum': 604800, 'description': 'must be at most 604800, got {value!r}'}]}, rule='type')
             if isinstance(data__iterationtimeoutsecs, (int, float, Decimal)) and not isinstance(data__iterationtimeoutsecs, bool):
                 if data__iterationtimeoutsecs < 1:
@@ -57,7 +57,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
         if "executor_output_limit_bytes" in data_keys:
             data_keys.remove("executor_output_limit_bytes")
             data__executoroutputlimitbytes = data["executor_output_limit_bytes"]
-            if not isinstance(data__executoroutputlimitbytes, (int)) and not (isinstance(data__executoroutputlimitbytes, float) and data__executoroutputlimitbytes.is_integer()) or isinstance(data__executoroutputlimitbytes, bool):
+            if not isinstance(data__executoroutputlimitbytes, (int)) or isinstance(data__executoroutputlimitbytes, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".executor_output_limit_bytes must be integer", value=data__executoroutputlimitbytes, name="" + (name_prefix or "data") + ".executor_output_limit_bytes", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 1, 'description': 'must be > 0, got {value!r}'}, {'maximum': 67108864, 'description': 'must be at most 67108864, got {value!r}'}]}, rule='type')
             if isinstance(data__executoroutputlimitbytes, (int, float, Decimal)) and not isinstance(data__executoroutputlimitbytes, bool):
                 if data__executoroutputlimitbytes < 1:
@@ -67,7 +67,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
         if "guard_output_limit_bytes" in data_keys:
             data_keys.remove("guard_output_limit_bytes")
             data__guardoutputlimitbytes = data["guard_output_limit_bytes"]
-            if not isinstance(data__guardoutputlimitbytes, (int)) and not (isinstance(data__guardoutputlimitbytes, float) and data__guardoutputlimitbytes.is_integer()) or isinstance(data__guardoutputlimitbytes, bool):
+            if not isinstance(data__guardoutputlimitbytes, (int)) or isinstance(data__guardoutputlimitbytes, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".guard_output_limit_bytes must be integer", value=data__guardoutputlimitbytes, name="" + (name_prefix or "data") + ".guard_output_limit_bytes", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 1, 'description': 'must be > 0, got {value!r}'}, {'maximum': 67108864, 'description': 'must be at most 67108864, got {value!r}'}]}, rule='type')
             if isinstance(data__guardoutputlimitbytes, (int, float, Decimal)) and not isinstance(data__guardoutputlimitbytes, bool):
                 if data__guardoutputlimitbytes < 1:
@@ -77,7 +77,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
         if "import_limit_bytes" in data_keys:
             data_keys.remove("import_limit_bytes")
             data__importlimitbytes = data["import_limit_bytes"]
-            if not isinstance(data__importlimitbytes, (int)) and not (isinstance(data__importlimitbytes, float) and data__importlimitbytes.is_integer()) or isinstance(data__importlimitbytes, bool):
+            if not isinstance(data__importlimitbytes, (int)) or isinstance(data__importlimitbytes, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".import_limit_bytes must be integer", value=data__importlimitbytes, name="" + (name_prefix or "data") + ".import_limit_bytes", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 1, 'description': 'must be > 0, got {value!r}'}, {'maximum': 68719476736, 'description': 'must be at most 68719476736, got {value!r}'}]}, rule='type')
             if isinstance(data__importlimitbytes, (int, float, Decimal)) and not isinstance(data__importlimitbytes, bool):
                 if data__importlimitbytes < 1:
@@ -87,7 +87,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
         if "import_limit_files" in data_keys:
             data_keys.remove("import_limit_files")
             data__importlimitfiles = data["import_limit_files"]
-            if not isinstance(data__importlimitfiles, (int)) and not (isinstance(data__importlimitfiles, float) and data__importlimitfiles.is_integer()) or isinstance(data__importlimitfiles, bool):
+            if not isinstance(data__importlimitfiles, (int)) or isinstance(data__importlimitfiles, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".import_limit_files must be integer", value=data__importlimitfiles, name="" + (name_prefix or "data") + ".import_limit_files", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 1, 'description': 'must be > 0, got {value!r}'}, {'maximum': 10000000, 'description': 'must be at most 10000000, got {value!r}'}]}, rule='type')
             if isinstance(data__importlimitfiles, (int, float, Decimal)) and not isinstance(data__importlimitfiles, bool):
                 if data__importlimitfiles < 1:
@@ -130,7 +130,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
                 if "rerun_failures" in data__guard_keys:
                     data__guard_keys.remove("rerun_failures")
                     data__guard__rerunfailures = data__guard["rerun_failures"]
-                    if not isinstance(data__guard__rerunfailures, (int)) and not (isinstance(data__guard__rerunfailures, float) and data__guard__rerunfailures.is_integer()) or isinstance(data__guard__rerunfailures, bool):
+                    if not isinstance(data__guard__rerunfailures, (int)) or isinstance(data__guard__rerunfailures, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".guard.rerun_failures must be integer", value=data__guard__rerunfailures, name="" + (name_prefix or "data") + ".guard.rerun_failures", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 0, 'maximum': 10, 'description': 'must be between 0 and 10, got {value!r}'}]}, rule='type')
                     if isinstance(data__guard__rerunfailures, (int, float, Decimal)) and not isinstance(data__guard__rerunfailures, bool):
                         if data__guard__rerunfailures < 0:
@@ -203,7 +203,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
                 if "max_consecutive_runner_errors" in data__loop_keys:
                     data__loop_keys.remove("max_consecutive_runner_errors")
                     data__loop__maxconsecutiverunnererrors = data__loop["max_consecutive_runner_errors"]
-                    if not isinstance(data__loop__maxconsecutiverunnererrors, (int)) and not (isinstance(data__loop__maxconsecutiverunnererrors, float) and data__loop__maxconsecutiverunnererrors.is_integer()) or isinstance(data__loop__maxconsecutiverunnererrors, bool):
+                    if not isinstance(data__loop__maxconsecutiverunnererrors, (int)) or isinstance(data__loop__maxconsecutiverunnererrors, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".loop.max_consecutive_runner_errors must be integer", value=data__loop__maxconsecutiverunnererrors, name="" + (name_prefix or "data") + ".loop.max_consecutive_runner_errors", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 0, 'maximum': 1000, 'description': 'must be between 0 and 1000, got {value!r}'}]}, rule='type')
                     if isinstance(data__loop__maxconsecutiverunnererrors, (int, float, Decimal)) and not isinstance(data__loop__maxconsecutiverunnererrors, bool):
                         if data__loop__maxconsecutiverunnererrors < 0:
@@ -226,7 +226,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
                         if data__loop__runnererrorbackoffsecs_len < 1:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".loop.runner_error_backoff_secs must contain at least 1 items", value=data__loop__runnererrorbackoffsecs, name="" + (name_prefix or "data") + ".loop.runner_error_backoff_secs", definition={'type': 'array', 'minItems': 1, 'description': 'must be a non-empty array of seconds, got {value!r}', 'allOf': [{'maxItems': 100, 'description': 'must have at most 100 steps, got {count}'}], 'items': {'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 0, 'maximum': 604800, 'description': 'must be between 0 and 604800, got {value!r}'}]}}, rule='minItems')
                         for data__loop__runnererrorbackoffsecs_x, data__loop__runnererrorbackoffsecs_item in enumerate(data__loop__runnererrorbackoffsecs):
-                            if not isinstance(data__loop__runnererrorbackoffsecs_item, (int)) and not (isinstance(data__loop__runnererrorbackoffsecs_item, float) and data__loop__runnererrorbackoffsecs_item.is_integer()) or isinstance(data__loop__runnererrorbackoffsecs_item, bool):
+                            if not isinstance(data__loop__runnererrorbackoffsecs_item, (int)) or isinstance(data__loop__runnererrorbackoffsecs_item, bool):
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".loop.runner_error_backoff_secs[{data__loop__runnererrorbackoffsecs_x}]".format(**locals()) + " must be integer", value=data__loop__runnererrorbackoffsecs_item, name="" + (name_prefix or "data") + ".loop.runner_error_backoff_secs[{data__loop__runnererrorbackoffsecs_x}]".format(**locals()) + "", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 0, 'maximum': 604800, 'description': 'must be between 0 and 604800, got {value!r}'}]}, rule='type')
                             if isinstance(data__loop__runnererrorbackoffsecs_item, (int, float, Decimal)) and not isinstance(data__loop__runnererrorbackoffsecs_item, bool):
                                 if data__loop__runnererrorbackoffsecs_item < 0:
@@ -236,7 +236,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
                 if "max_wait_secs" in data__loop_keys:
                     data__loop_keys.remove("max_wait_secs")
                     data__loop__maxwaitsecs = data__loop["max_wait_secs"]
-                    if not isinstance(data__loop__maxwaitsecs, (int)) and not (isinstance(data__loop__maxwaitsecs, float) and data__loop__maxwaitsecs.is_integer()) or isinstance(data__loop__maxwaitsecs, bool):
+                    if not isinstance(data__loop__maxwaitsecs, (int)) or isinstance(data__loop__maxwaitsecs, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".loop.max_wait_secs must be integer", value=data__loop__maxwaitsecs, name="" + (name_prefix or "data") + ".loop.max_wait_secs", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 1, 'maximum': 604800, 'description': 'must be between 1 and 604800, got {value!r}'}]}, rule='type')
                     if isinstance(data__loop__maxwaitsecs, (int, float, Decimal)) and not isinstance(data__loop__maxwaitsecs, bool):
                         if data__loop__maxwaitsecs < 1:
@@ -251,7 +251,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
                 if "hook_timeout_secs" in data__loop_keys:
                     data__loop_keys.remove("hook_timeout_secs")
                     data__loop__hooktimeoutsecs = data__loop["hook_timeout_secs"]
-                    if not isinstance(data__loop__hooktimeoutsecs, (int)) and not (isinstance(data__loop__hooktimeoutsecs, float) and data__loop__hooktimeoutsecs.is_integer()) or isinstance(data__loop__hooktimeoutsecs, bool):
+                    if not isinstance(data__loop__hooktimeoutsecs, (int)) or isinstance(data__loop__hooktimeoutsecs, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".loop.hook_timeout_secs must be integer", value=data__loop__hooktimeoutsecs, name="" + (name_prefix or "data") + ".loop.hook_timeout_secs", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 1, 'maximum': 3600, 'description': 'must be between 1 and 3600, got {value!r}'}]}, rule='type')
                     if isinstance(data__loop__hooktimeoutsecs, (int, float, Decimal)) and not isinstance(data__loop__hooktimeoutsecs, bool):
                         if data__loop__hooktimeoutsecs < 1:
@@ -261,7 +261,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
                 if "max_agent_iterations" in data__loop_keys:
                     data__loop_keys.remove("max_agent_iterations")
                     data__loop__maxagentiterations = data__loop["max_agent_iterations"]
-                    if not isinstance(data__loop__maxagentiterations, (int)) and not (isinstance(data__loop__maxagentiterations, float) and data__loop__maxagentiterations.is_integer()) or isinstance(data__loop__maxagentiterations, bool):
+                    if not isinstance(data__loop__maxagentiterations, (int)) or isinstance(data__loop__maxagentiterations, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".loop.max_agent_iterations must be integer", value=data__loop__maxagentiterations, name="" + (name_prefix or "data") + ".loop.max_agent_iterations", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 1, 'maximum': 1000000, 'description': 'must be between 1 and 1000000, got {value!r}'}]}, rule='type')
                     if isinstance(data__loop__maxagentiterations, (int, float, Decimal)) and not isinstance(data__loop__maxagentiterations, bool):
                         if data__loop__maxagentiterations < 1:
@@ -295,7 +295,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
                 if "max_tokens" in data__budget_keys:
                     data__budget_keys.remove("max_tokens")
                     data__budget__maxtokens = data__budget["max_tokens"]
-                    if not isinstance(data__budget__maxtokens, (int)) and not (isinstance(data__budget__maxtokens, float) and data__budget__maxtokens.is_integer()) or isinstance(data__budget__maxtokens, bool):
+                    if not isinstance(data__budget__maxtokens, (int)) or isinstance(data__budget__maxtokens, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".budget.max_tokens must be integer", value=data__budget__maxtokens, name="" + (name_prefix or "data") + ".budget.max_tokens", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 1, 'maximum': 1000000000000, 'description': 'must be between 1 and 1000000000000, got {value!r}'}]}, rule='type')
                     if isinstance(data__budget__maxtokens, (int, float, Decimal)) and not isinstance(data__budget__maxtokens, bool):
                         if data__budget__maxtokens < 1:
@@ -305,7 +305,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
                 if "max_wall_secs" in data__budget_keys:
                     data__budget_keys.remove("max_wall_secs")
                     data__budget__maxwallsecs = data__budget["max_wall_secs"]
-                    if not isinstance(data__budget__maxwallsecs, (int)) and not (isinstance(data__budget__maxwallsecs, float) and data__budget__maxwallsecs.is_integer()) or isinstance(data__budget__maxwallsecs, bool):
+                    if not isinstance(data__budget__maxwallsecs, (int)) or isinstance(data__budget__maxwallsecs, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".budget.max_wall_secs must be integer", value=data__budget__maxwallsecs, name="" + (name_prefix or "data") + ".budget.max_wall_secs", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 1, 'maximum': 315360000, 'description': 'must be between 1 and 315360000, got {value!r}'}]}, rule='type')
                     if isinstance(data__budget__maxwallsecs, (int, float, Decimal)) and not isinstance(data__budget__maxwallsecs, bool):
                         if data__budget__maxwallsecs < 1:
@@ -476,7 +476,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
                 if "memory_mb" in data__sandbox_keys:
                     data__sandbox_keys.remove("memory_mb")
                     data__sandbox__memorymb = data__sandbox["memory_mb"]
-                    if not isinstance(data__sandbox__memorymb, (int)) and not (isinstance(data__sandbox__memorymb, float) and data__sandbox__memorymb.is_integer()) or isinstance(data__sandbox__memorymb, bool):
+                    if not isinstance(data__sandbox__memorymb, (int)) or isinstance(data__sandbox__memorymb, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".sandbox.memory_mb must be integer", value=data__sandbox__memorymb, name="" + (name_prefix or "data") + ".sandbox.memory_mb", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 64, 'maximum': 1048576, 'description': 'must be between 64 and 1048576, got {value!r}'}]}, rule='type')
                     if isinstance(data__sandbox__memorymb, (int, float, Decimal)) and not isinstance(data__sandbox__memorymb, bool):
                         if data__sandbox__memorymb < 64:
@@ -486,7 +486,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
                 if "pids_max" in data__sandbox_keys:
                     data__sandbox_keys.remove("pids_max")
                     data__sandbox__pidsmax = data__sandbox["pids_max"]
-                    if not isinstance(data__sandbox__pidsmax, (int)) and not (isinstance(data__sandbox__pidsmax, float) and data__sandbox__pidsmax.is_integer()) or isinstance(data__sandbox__pidsmax, bool):
+                    if not isinstance(data__sandbox__pidsmax, (int)) or isinstance(data__sandbox__pidsmax, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".sandbox.pids_max must be integer", value=data__sandbox__pidsmax, name="" + (name_prefix or "data") + ".sandbox.pids_max", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 16, 'maximum': 4194304, 'description': 'must be between 16 and 4194304, got {value!r}'}]}, rule='type')
                     if isinstance(data__sandbox__pidsmax, (int, float, Decimal)) and not isinstance(data__sandbox__pidsmax, bool):
                         if data__sandbox__pidsmax < 16:
@@ -496,7 +496,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
                 if "disk_mb" in data__sandbox_keys:
                     data__sandbox_keys.remove("disk_mb")
                     data__sandbox__diskmb = data__sandbox["disk_mb"]
-                    if not isinstance(data__sandbox__diskmb, (int)) and not (isinstance(data__sandbox__diskmb, float) and data__sandbox__diskmb.is_integer()) or isinstance(data__sandbox__diskmb, bool):
+                    if not isinstance(data__sandbox__diskmb, (int)) or isinstance(data__sandbox__diskmb, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".sandbox.disk_mb must be integer", value=data__sandbox__diskmb, name="" + (name_prefix or "data") + ".sandbox.disk_mb", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 1, 'maximum': 1073741824, 'description': 'must be between 1 and 1073741824, got {value!r}'}]}, rule='type')
                     if isinstance(data__sandbox__diskmb, (int, float, Decimal)) and not isinstance(data__sandbox__diskmb, bool):
                         if data__sandbox__diskmb < 1:
@@ -506,7 +506,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
                 if "tmp_mb" in data__sandbox_keys:
                     data__sandbox_keys.remove("tmp_mb")
                     data__sandbox__tmpmb = data__sandbox["tmp_mb"]
-                    if not isinstance(data__sandbox__tmpmb, (int)) and not (isinstance(data__sandbox__tmpmb, float) and data__sandbox__tmpmb.is_integer()) or isinstance(data__sandbox__tmpmb, bool):
+                    if not isinstance(data__sandbox__tmpmb, (int)) or isinstance(data__sandbox__tmpmb, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".sandbox.tmp_mb must be integer", value=data__sandbox__tmpmb, name="" + (name_prefix or "data") + ".sandbox.tmp_mb", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 1, 'maximum': 1048576, 'description': 'must be between 1 and 1048576, got {value!r}'}]}, rule='type')
                     if isinstance(data__sandbox__tmpmb, (int, float, Decimal)) and not isinstance(data__sandbox__tmpmb, bool):
                         if data__sandbox__tmpmb < 1:
@@ -537,7 +537,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
                 if "slots" in data__parallel_keys:
                     data__parallel_keys.remove("slots")
                     data__parallel__slots = data__parallel["slots"]
-                    if not isinstance(data__parallel__slots, (int)) and not (isinstance(data__parallel__slots, float) and data__parallel__slots.is_integer()) or isinstance(data__parallel__slots, bool):
+                    if not isinstance(data__parallel__slots, (int)) or isinstance(data__parallel__slots, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".parallel.slots must be integer", value=data__parallel__slots, name="" + (name_prefix or "data") + ".parallel.slots", definition={'type': 'integer', 'description': 'must be an integer, got {value!r}', 'allOf': [{'minimum': 1, 'maximum': 64, 'description': 'must be between 1 and 64, got {value!r}'}]}, rule='type')
                     if isinstance(data__parallel__slots, (int, float, Decimal)) and not isinstance(data__parallel__slots, bool):
                         if data__parallel__slots < 1:
@@ -607,7 +607,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
                 if "heartbeat_secs" in data__executor_keys:
                     data__executor_keys.remove("heartbeat_secs")
                     data__executor__heartbeatsecs = data__executor["heartbeat_secs"]
-                    if not isinstance(data__executor__heartbeatsecs, (int)) and not (isinstance(data__executor__heartbeatsecs, float) and data__executor__heartbeatsecs.is_integer()) or isinstance(data__executor__heartbeatsecs, bool):
+                    if not isinstance(data__executor__heartbeatsecs, (int)) or isinstance(data__executor__heartbeatsecs, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".executor.heartbeat_secs must be integer", value=data__executor__heartbeatsecs, name="" + (name_prefix or "data") + ".executor.heartbeat_secs", definition={'type': 'integer', 'minimum': 1, 'maximum': 3600, 'description': 'must be a whole number from 1 to 3600, got {value!r}'}, rule='type')
                     if isinstance(data__executor__heartbeatsecs, (int, float, Decimal)) and not isinstance(data__executor__heartbeatsecs, bool):
                         if data__executor__heartbeatsecs < 1:
@@ -850,7 +850,7 @@ def validate_https___runner_invalid_schemas_config_schema_json(data, custom_form
                 if "timeout_secs" in data__notify_keys:
                     data__notify_keys.remove("timeout_secs")
                     data__notify__timeoutsecs = data__notify["timeout_secs"]
-                    if not isinstance(data__notify__timeoutsecs, (int)) and not (isinstance(data__notify__timeoutsecs, float) and data__notify__timeoutsecs.is_integer()) or isinstance(data__notify__timeoutsecs, bool):
+                    if not isinstance(data__notify__timeoutsecs, (int)) or isinstance(data__notify__timeoutsecs, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".notify.timeout_secs must be integer", value=data__notify__timeoutsecs, name="" + (name_prefix or "data") + ".notify.timeout_secs", definition={'type': 'integer', 'minimum': 1, 'maximum': 300, 'description': 'must be a whole number from 1 to 300, got {value!r}'}, rule='type')
                     if isinstance(data__notify__timeoutsecs, (int, float, Decimal)) and not isinstance(data__notify__timeoutsecs, bool):
                         if data__notify__timeoutsecs < 1:

@@ -6,9 +6,6 @@ executor_config.py), so each names its keys the same way. Decides nothing about 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 
 class ConfigError(ValueError):
     """A bad configuration value; `key` is the dotted TOML key."""
@@ -17,10 +14,3 @@ class ConfigError(ValueError):
         self.key = key
         self.problem = problem
         super().__init__(f"{key}: {problem}")
-
-
-def known_keys(table: str, section: Mapping[str, Any], keys: tuple[str, ...]) -> None:
-    """Refuse the first key of `[table]` (in sorted order) that is not one of `keys`."""
-    for key in sorted(section):
-        if key not in keys:
-            raise ConfigError(f"{table}.{key}", "unknown key")

@@ -13,11 +13,9 @@ from typing import Any
 
 import attrs
 
-from runner_core.run.config_errors import ConfigError, known_keys
+from runner_core.run.config_errors import ConfigError
 
-EXECUTOR_KINDS = ("local", "temporal")
 MAX_PORT = 65535
-HEARTBEAT_SECS_BOUNDS = (1, 3600)
 
 
 @attrs.frozen(slots=True)
@@ -53,9 +51,7 @@ class ExecutorConfig:
 LOCAL_EXECUTOR = ExecutorConfig()
 
 
-def _name(key: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(key, f"must be a non-empty string, got {value!r}")
+def _printable(key: str, value: str) -> str:
     if any(not character.isprintable() for character in value):
         raise ConfigError(key, f"must hold printable characters only, got {value!r}")
     return value
@@ -73,70 +69,28 @@ def address_problem(address: str) -> str | None:
 
 def parse_executor(section: Mapping[str, Any]) -> ExecutorConfig:
     """`[executor]` from parsed TOML, defaults for what it leaves out."""
-    defaults = ExecutorConfig()
-    known_keys("executor", section, tuple(attrs.fields_dict(ExecutorConfig)))
-    kind = section.get("kind", defaults.kind)
-    if kind not in EXECUTOR_KINDS:
-        choices = " | ".join(f'"{choice}"' for choice in EXECUTOR_KINDS)
-        raise ConfigError("executor.kind", f"must be {choices}, got {kind!r}")
-    address = _name("executor.address", section.get("address", defaults.address))
-    problem = address_problem(address)
+    executor = attrs.evolve(LOCAL_EXECUTOR, **section)
+    for key in ("address", "namespace", "task_queue", "remote", *_PATHS):
+        _printable(f"executor.{key}", getattr(executor, key))
+    problem = address_problem(executor.address)
     if problem is not None:
         raise ConfigError("executor.address", problem)
-    remote = section.get("remote", defaults.remote)
-    if kind == "temporal" or remote != defaults.remote:
-        remote = _name("executor.remote", remote)
-    key_file = _path("executor.key_file", section.get("key_file", defaults.key_file))
-    if kind == "temporal" and not key_file:
+    if executor.kind == "temporal" and not executor.remote:
+        raise ConfigError("executor.remote", "must be a non-empty string, got ''")
+    if executor.kind == "temporal" and not executor.key_file:
         raise ConfigError(
             "executor.key_file",
             "must name the key jobs are sealed with (make one: runner workers --new-key PATH)",
         )
-    tls_cert = _path("executor.tls_cert", section.get("tls_cert", defaults.tls_cert))
-    tls_key = _path("executor.tls_key", section.get("tls_key", defaults.tls_key))
-    if bool(tls_cert) != bool(tls_key):
-        missing = "executor.tls_key" if tls_cert else "executor.tls_cert"
+    if bool(executor.tls_cert) != bool(executor.tls_key):
+        missing = "executor.tls_key" if executor.tls_cert else "executor.tls_cert"
         raise ConfigError(missing, "must be set with its pair: a client certificate and its key")
-    return ExecutorConfig(
-        key_file=key_file,
-        tls=_flag("executor.tls", section.get("tls", defaults.tls)),
-        tls_ca=_path("executor.tls_ca", section.get("tls_ca", defaults.tls_ca)),
-        tls_cert=tls_cert,
-        tls_key=tls_key,
-        rejudge=_flag("executor.rejudge", section.get("rejudge", defaults.rejudge)),
-        heartbeat_secs=_heartbeat_secs(section.get("heartbeat_secs", defaults.heartbeat_secs)),
-        remote=remote,
-        kind=kind,
-        address=address,
-        namespace=_name("executor.namespace", section.get("namespace", defaults.namespace)),
-        task_queue=_name("executor.task_queue", section.get("task_queue", defaults.task_queue)),
-    )
+    return executor
 
 
-def _path(key: str, value: Any) -> str:
-    """An absolute path (or one under `~`), or "" for none: never one inside the repository
-    the agent works on by accident of the loop's working directory."""
-    if value == "":
-        return ""
-    path = _name(key, value)
-    if not (path.startswith("/") or path == "~" or path.startswith("~/")):
-        raise ConfigError(key, f"must be an absolute path (or ~/...), got {value!r}")
-    return path
-
-
-def _flag(key: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(key, f"must be true or false, got {value!r}")
-    return value
-
-
-def _heartbeat_secs(value: Any) -> int:
-    low, high = HEARTBEAT_SECS_BOUNDS
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(
-            "executor.heartbeat_secs", f"must be a whole number from {low} to {high}, got {value!r}"
-        )
-    return value
+# The keys that hold a path: absolute or under `~` (the schema's), never one inside the
+# repository the agent works on by accident of the loop's working directory; "" for none.
+_PATHS = ("key_file", "tls_ca", "tls_cert", "tls_key")
 
 
 def render_executor_table(executor: ExecutorConfig) -> str:
