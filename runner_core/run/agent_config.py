@@ -9,13 +9,14 @@ the file: runner_core.run.config hands in the parsed tables.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from runner_core.backends.registry import BACKENDS
 from runner_core.run.config_errors import ConfigError
+from runner_core.run.config_toml import toml_line
 from runner_core.run.config_values import argv as _argv
 
 ROLE_TABLES = ("decomposer", "executor")
@@ -67,15 +68,13 @@ def parse_fallback(key: str, value: list[str], backend: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def render_role_table(
-    role: str, agent: RoleAgent | None, toml_list: Callable[[tuple[str, ...]], str]
-) -> str:
+def render_role_table(role: str, agent: RoleAgent | None) -> str:
     """`[agent.<role>]` with every key spelled out, or "" when the role has no table."""
     if agent is None:
         return ""
     return (
         f"\n[agent.{role}]  # what {role} iterations run instead of [agent]\n"
-        f'backend = "{agent.backend}"\n'
-        f"command = {toml_list(agent.command)}\n"
-        f"fallback = {toml_list(agent.fallback)}\n"
+        + toml_line("backend", agent.backend)
+        + toml_line("command", agent.command)
+        + toml_line("fallback", agent.fallback)
     )

@@ -6,10 +6,9 @@ Never reads the file: the shell parses TOML and hands the mapping in.
 
 from __future__ import annotations
 
-import json
 import math
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -24,6 +23,7 @@ from runner_core.run.agent_config import (
 )
 from runner_core.run.config_errors import ConfigError as ConfigError
 from runner_core.run.config_schema import check_config_schema
+from runner_core.run.config_toml import example_line, toml_line
 from runner_core.run.config_values import argv as _argv
 from runner_core.run.config_values import env_patterns as env_patterns
 from runner_core.run.executor_config import (
@@ -233,52 +233,53 @@ def _agent_fields(agent: Mapping[str, Any], defaults: Config) -> dict[str, Any]:
 
 def render_config(config: Config) -> str:
     """TOML text for a config, with the defaults' comments; `parse_config` reads it back."""
-
-    def toml_list(values: tuple[str, ...]) -> str:
-        # A JSON string without ensure_ascii is a valid TOML basic string, except that TOML
-        # also forbids a raw DEL.
-        return (
-            "["
-            + ", ".join(
-                json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f") for value in values
-            )
-            + "]"
-        )
-
+    counts = (
+        ("max_attempts_default", "attempts a new node gets"),
+        ("max_iterations", "run-level cap on next_iter"),
+        ("iteration_timeout_secs", "agent + guards"),
+        ("executor_output_limit_bytes", ""),
+        ("guard_output_limit_bytes", ""),
+        ("import_limit_bytes", "an iteration's import in all"),
+        ("import_limit_files", "new or changed files it imports"),
+    )
     return (
-        f"max_attempts_default = {config.max_attempts_default}  # attempts a new node gets\n"
-        f"max_iterations = {config.max_iterations}  # run-level cap on next_iter\n"
-        f"iteration_timeout_secs = {config.iteration_timeout_secs}  # agent + guards\n"
-        f"executor_output_limit_bytes = {config.executor_output_limit_bytes}\n"
-        f"guard_output_limit_bytes = {config.guard_output_limit_bytes}\n"
-        f"import_limit_bytes = {config.import_limit_bytes}  # an iteration's import in all\n"
-        f"import_limit_files = {config.import_limit_files}  # new or changed files it imports\n"
-        "\n"
-        "[guard]\n"
-        f"command = {toml_list(config.guard_command)}  # argv, no shell; exit 0 = pass\n"
-        f"network = {'true' if config.guard_network else 'false'}"
-        "  # whether the sandboxed guard may reach the network\n"
-        f'mode = "{config.guard_mode}"  # "exit" | "ratchet"; see the README, Designing guards\n'
-        f"rerun_failures = {config.guard_rerun_failures}  # ratchet: reruns that tell flaky tests\n"
-        f"protected = {toml_list(config.guard_protected)}  # paths an executor may not change\n"
+        "".join(toml_line(key, getattr(config, key), comment) for key, comment in counts)
+        + _render_guard_table(config)
+        + "\n[agent]\n"
+        + toml_line("backend", config.agent_backend, _BACKEND_CHOICES)
+        + toml_line("command", config.agent_command, 'argv for backend = "command"')
+        + (toml_line("fallback", config.agent_fallback) if config.agent_fallback else "")
+        + render_role_table("decomposer", config.agent_decomposer)
+        + render_role_table("executor", config.agent_executor)
+        + render_loop_tables(config)
+        + render_sandbox_table(config.sandbox)
+        + render_parallel_table(config.parallel_slots)
+        + render_executor_table(config.executor)
+        + render_notify_table(config.notify)
+    )
+
+
+def _render_guard_table(config: Config) -> str:
+    """The `[guard]` table; its `env` only when it names variables."""
+    return (
+        "\n[guard]\n"
+        + toml_line("command", config.guard_command, "argv, no shell; exit 0 = pass")
+        + toml_line(
+            "network", config.guard_network, "whether the sandboxed guard may reach the network"
+        )
+        + toml_line(
+            "mode", config.guard_mode, '"exit" | "ratchet"; see the README, Designing guards'
+        )
+        + toml_line(
+            "rerun_failures", config.guard_rerun_failures, "ratchet: reruns that tell flaky tests"
+        )
+        + toml_line("protected", config.guard_protected, "paths an executor may not change")
         + (
-            f"env = {toml_list(config.guard_env)}  # variables the guard also gets\n"
+            toml_line("env", config.guard_env, "variables the guard also gets")
             if config.guard_env
             else ""
         )
         + require_targets_line(config.guard_require_targets)
-        + "\n"
-        "[agent]\n"
-        f'backend = "{config.agent_backend}"  # {_BACKEND_CHOICES}\n'
-        f'command = {toml_list(config.agent_command)}  # argv for backend = "command"\n'
-        + (f"fallback = {toml_list(config.agent_fallback)}\n" if config.agent_fallback else "")
-        + render_role_table("decomposer", config.agent_decomposer, toml_list)
-        + render_role_table("executor", config.agent_executor, toml_list)
-        + render_loop_tables(config, toml_list)
-        + render_sandbox_table(config.sandbox, toml_list)
-        + render_parallel_table(config.parallel_slots)
-        + render_executor_table(config.executor)
-        + render_notify_table(config.notify)
     )
 
 
@@ -297,7 +298,7 @@ def command_words(key: str, values: tuple[str, ...]) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------- [loop], [budget], [hooks], ...
 
-_HOOK_EXAMPLE = '["notify-send", "runner"]'
+_HOOK_EXAMPLE = ("notify-send", "runner")
 
 
 def parse_loop(section: Mapping[str, Any]) -> LoopConfig:
@@ -332,38 +333,38 @@ def parse_hooks(section: Mapping[str, Any]) -> HooksConfig:
     return HooksConfig(**argvs)
 
 
-def render_loop_tables(config: Config, toml_list: Callable[[tuple[str, ...]], str]) -> str:
+def render_loop_tables(config: Config) -> str:
     """The `[loop]`, `[budget]` and `[hooks]` tables; an unset budget or hook is a comment."""
     loop, budget, hooks = config.loop, config.budget, config.hooks
-    backoff = ", ".join(str(secs) for secs in loop.runner_error_backoff_secs)
-    lines = [
-        "",
-        "[loop]",
-        f"max_consecutive_runner_errors = {loop.max_consecutive_runner_errors}"
-        "  # 0 = stop at the first",
-        f"runner_error_backoff_secs = [{backoff}]  # the last repeats",
-        f"max_wait_secs = {loop.max_wait_secs}  # cap on one usage/rate-limit wait",
-        f'on_stuck = "{loop.on_stuck}"  # "stop" | "decompose"',
-        f"hook_timeout_secs = {loop.hook_timeout_secs}",
-        agent_iterations_line(loop.max_agent_iterations),
-        "",
-        "[budget]  # each optional; the loop stops before an agent once one is reached",
-    ]
+    text = (
+        "\n[loop]\n"
+        + toml_line(
+            "max_consecutive_runner_errors",
+            loop.max_consecutive_runner_errors,
+            "0 = stop at the first",
+        )
+        + toml_line("runner_error_backoff_secs", loop.runner_error_backoff_secs, "the last repeats")
+        + toml_line("max_wait_secs", loop.max_wait_secs, "cap on one usage/rate-limit wait")
+        + toml_line("on_stuck", loop.on_stuck, '"stop" | "decompose"')
+        + toml_line("hook_timeout_secs", loop.hook_timeout_secs)
+        + agent_iterations_line(loop.max_agent_iterations)
+        + "\n[budget]  # each optional; the loop stops before an agent once one is reached\n"
+    )
     for name, value, example in (
-        ("max_cost_usd", budget.max_cost_usd, "20.0"),
-        ("max_tokens", budget.max_tokens, "5000000"),
-        ("max_wall_secs", budget.max_wall_secs, "28800"),
+        ("max_cost_usd", budget.max_cost_usd, 20.0),
+        ("max_tokens", budget.max_tokens, 5000000),
+        ("max_wall_secs", budget.max_wall_secs, 28800),
     ):
-        lines.append(f"# {name} = {example}" if value is None else f"{name} = {value!r}")
-    lines += ["", "[hooks]  # argv, no shell; the event's JSON on stdin"]
+        text += example_line(name, example) if value is None else toml_line(name, value)
+    text += "\n[hooks]  # argv, no shell; the event's JSON on stdin\n"
     for name in HOOK_NAMES:
         argv = hooks.argv(name)
-        lines.append(f"{name} = {toml_list(argv)}" if argv else f"# {name} = {_HOOK_EXAMPLE}")
-    return "\n".join(lines) + "\n"
+        text += toml_line(name, argv) if argv else example_line(name, _HOOK_EXAMPLE)
+    return text
 
 
 def render_parallel_table(slots: int) -> str:
     """The `[parallel]` table, written only when it says more than one slot."""
     if slots == 1:
         return ""
-    return f"\n[parallel]\nslots = {slots}  # leaves run at once; see docs/parallel.md\n"
+    return "\n[parallel]\n" + toml_line("slots", slots, "leaves run at once; see docs/parallel.md")

@@ -7,13 +7,13 @@ anything: docs/temporal.md describes what the shell does with `kind = "temporal"
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from runner_core.run.config_errors import ConfigError
+from runner_core.run.config_toml import toml_line
 
 MAX_PORT = 65535
 
@@ -94,34 +94,23 @@ _PATHS = ("key_file", "tls_ca", "tls_cert", "tls_key")
 
 
 def render_executor_table(executor: ExecutorConfig) -> str:
-    """The `[executor]` table, written only when it differs from the default."""
+    """The `[executor]` table, written only when it differs from the default; its keys past
+    the first six only when they are not their defaults."""
     if executor == LOCAL_EXECUTOR:
         return ""
     return (
         "\n[executor]\n"
-        f'kind = "{executor.kind}"  # "local" | "temporal"; see docs/temporal.md\n'
-        f"address = {_toml_string(executor.address)}  # the Temporal server, HOST:PORT\n"
-        f"namespace = {_toml_string(executor.namespace)}\n"
-        f"task_queue = {_toml_string(executor.task_queue)}  # the queue `runner worker` polls\n"
-        f"remote = {_toml_string(executor.remote)}  # the git URL the loop and workers share\n"
-        f"heartbeat_secs = {executor.heartbeat_secs}  # a silent worker's job goes to another\n"
-        + _optional_lines(executor)
+        + toml_line("kind", executor.kind, '"local" | "temporal"; see docs/temporal.md')
+        + toml_line("address", executor.address, "the Temporal server, HOST:PORT")
+        + toml_line("namespace", executor.namespace)
+        + toml_line("task_queue", executor.task_queue, "the queue `runner worker` polls")
+        + toml_line("remote", executor.remote, "the git URL the loop and workers share")
+        + toml_line(
+            "heartbeat_secs", executor.heartbeat_secs, "a silent worker's job goes to another"
+        )
+        + "".join(
+            toml_line(name, getattr(executor, name))
+            for name in ("key_file", "tls", "tls_ca", "tls_cert", "tls_key", "rejudge")
+            if getattr(executor, name) != getattr(LOCAL_EXECUTOR, name)
+        )
     )
-
-
-def _optional_lines(executor: ExecutorConfig) -> str:
-    """The keys past the first six, each written only when it is not its default."""
-    defaults = ExecutorConfig()
-    lines = []
-    for name in ("key_file", "tls", "tls_ca", "tls_cert", "tls_key", "rejudge"):
-        value = getattr(executor, name)
-        if value == getattr(defaults, name):
-            continue
-        shown = ("true" if value else "false") if isinstance(value, bool) else _toml_string(value)
-        lines.append(f"{name} = {shown}\n")
-    return "".join(lines)
-
-
-def _toml_string(value: str) -> str:
-    # Printable only (parse_executor): a JSON string is then a valid TOML basic string.
-    return json.dumps(value, ensure_ascii=False)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from runner_core.run.config_errors import ConfigError
+from runner_core.run.config_toml import example_line, toml_line
 
 
 def parse_require_targets(guard: Mapping[str, Any], mode: str) -> bool:
@@ -24,12 +25,13 @@ def parse_require_targets(guard: Mapping[str, Any], mode: str) -> bool:
 
 def require_targets_line(value: bool) -> str:
     """`[guard] require_targets` as the rendered config says it."""
-    said = "true" if value else "false"
-    return f"require_targets = {said}  # ratchet: a node naming no `test:` fails\n"
+    return toml_line("require_targets", value, "ratchet: a node naming no `test:` fails")
 
 
 def agent_iterations_line(value: int | None) -> str:
     """`[loop] max_agent_iterations` as the rendered config says it (a comment while unset)."""
     if value is None:
-        return "# max_agent_iterations = 50  # cap on iterations whose agent answered (a night's)"
-    return f"max_agent_iterations = {value}  # iterations an agent answered"
+        return example_line(
+            "max_agent_iterations", 50, "cap on iterations whose agent answered (a night's)"
+        )
+    return toml_line("max_agent_iterations", value, "iterations an agent answered")

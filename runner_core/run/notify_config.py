@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from runner_core.run.config_errors import ConfigError
+from runner_core.run.config_toml import toml_line
 
 # The events a notification can be sent for, in the order docs/notify.md lists them.
 NOTIFY_EVENTS = ("stuck", "complete", "question", "limit_wait", "runner_errors", "budget")
@@ -52,17 +53,9 @@ def render_notify_table(notify: NotifyConfig) -> str:
     """The `[notify]` table, written only when it differs from the default."""
     if notify == NO_NOTIFY:
         return ""
-    urls = ", ".join(_toml_string(url) for url in notify.urls)
-    on = ", ".join(_toml_string(name) for name in notify.on)
     return (
         "\n[notify]\n"
-        f"urls = [{urls}]  # Apprise URLs; see docs/notify.md\n"
-        f"on = [{on}]\n"
-        f"timeout_secs = {notify.timeout_secs}  # one message at most this long\n"
+        + toml_line("urls", notify.urls, "Apprise URLs; see docs/notify.md")
+        + toml_line("on", notify.on)
+        + toml_line("timeout_secs", notify.timeout_secs, "one message at most this long")
     )
-
-
-def _toml_string(value: str) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")

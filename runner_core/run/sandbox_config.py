@@ -7,7 +7,7 @@ back; never whether bubblewrap works here (runner_shell.sandbox.status does).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -15,6 +15,7 @@ import attrs
 
 from runner_core.backends.egress import HostRuleError, parse_host_rule
 from runner_core.run.config_errors import ConfigError
+from runner_core.run.config_toml import example_line, toml_line
 from runner_core.run.config_values import argv, env_patterns
 
 SANDBOX_MODES = ("auto", "bwrap", "off")  # schemas/config.schema.json's `[sandbox] mode`
@@ -102,32 +103,30 @@ def limit_reached(key: str, sandbox: SandboxConfig, who: str = "agent") -> str:
     )
 
 
-def render_sandbox_table(
-    sandbox: SandboxConfig, toml_list: Callable[[tuple[str, ...]], str]
-) -> str:
+def render_sandbox_table(sandbox: SandboxConfig) -> str:
     """The `[sandbox]` table; an unset setup command is a comment."""
-    setup = f"setup = {toml_list(sandbox.setup)}" if sandbox.setup else '# setup = ["uv", "sync"]'
+    setup_comment = "argv run once in each new scratch checkout"
     return (
         "\n[sandbox]\n"
-        f'mode = "{sandbox.mode}"  # "auto" | "bwrap" | "off"; see docs/sandbox.md\n'
-        f"{setup}  # argv run once in each new scratch checkout\n"
+        + toml_line("mode", sandbox.mode, '"auto" | "bwrap" | "off"; see docs/sandbox.md')
+        + (
+            toml_line("setup", sandbox.setup, setup_comment)
+            if sandbox.setup
+            else example_line("setup", ("uv", "sync"), setup_comment)
+        )
         + "".join(
-            f"{key} = {toml_list(paths)}  # absolute paths the agent and guard also see\n"
+            toml_line(key, paths, "absolute paths the agent and guard also see")
             for key, paths in (("writable", sandbox.writable), ("read_only", sandbox.read_only))
             if paths
         )
-        + (
-            f"env = {toml_list(sandbox.env)}  # variables the agent also gets\n"
-            if sandbox.env
-            else ""
-        )
+        + (toml_line("env", sandbox.env, "variables the agent also gets") if sandbox.env else "")
         + "".join(
-            f"{key} = {getattr(sandbox, key)}\n"
+            toml_line(key, getattr(sandbox, key))
             for key in SANDBOX_LIMITS
-            if getattr(sandbox, key) != getattr(SandboxConfig(), key)
+            if getattr(sandbox, key) != getattr(DEFAULT_SANDBOX, key)
         )
         + (
-            f"allow_hosts = {toml_list(sandbox.allow_hosts)}  # host:port the agent may reach\n"
+            toml_line("allow_hosts", sandbox.allow_hosts, "host:port the agent may reach")
             if sandbox.allow_hosts
             else ""
         )
