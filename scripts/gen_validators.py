@@ -232,7 +232,24 @@ def generate_config() -> str:
     code, count = _FLOAT_AS_INTEGER.subn("", _compiled_module((CONFIG_SCHEMA_FILE,)))
     if not count:
         raise SystemExit("config validator: fastjsonschema's integer test changed; update it")
+    # Every command reads the config: it imports neither fastjsonschema (its compiler, when
+    # the code is compiled already) nor decimal (parsed TOML holds no Decimal).
+    for old, new in _CONFIG_HEADER:
+        if old not in code:
+            raise SystemExit(f"config validator: no {old.strip()!r} to replace; update it")
+        code = code.replace(old, new)
     return code
+
+
+_CONFIG_HEADER = (
+    ("from decimal import Decimal\n", ""),
+    (", Decimal)", ")"),
+    (
+        "from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException\n",
+        "from runner_core.run.config_errors import SchemaRefusal as JsonSchemaValueException\n"
+        "from runner_core.run.config_errors import SchemaRefusal as JsonSchemaValuesException\n",
+    ),
+)
 
 
 def _compiled_module(names: tuple[str, ...]) -> str:

@@ -8,10 +8,11 @@ is unknown. Rules between keys stay with runner_core.run.config. Reads no file.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from runner_core.run.config_errors import ConfigError
+from runner_core.run.config_errors import ConfigError, SchemaRefusal
 
 CONFIG_SCHEMA_FILE = "config.schema.json"
 
@@ -22,19 +23,18 @@ def check_config_schema(data: Mapping[str, Any]) -> None:
     from runner_core.run._config_validator import VALIDATORS
 
     validate: Callable[[Any], Any] = VALIDATORS[CONFIG_SCHEMA_FILE]
-    from fastjsonschema import JsonSchemaValueException
-
     try:
         validate(data)
-    except JsonSchemaValueException as error:
+    except SchemaRefusal as error:
         raise _config_error(data, error) from None
 
 
-def _config_error(data: Mapping[str, Any], error: Any) -> ConfigError:
+def _config_error(data: Mapping[str, Any], error: SchemaRefusal) -> ConfigError:
     from runner_core.validation.schema import load_schema
 
-    # fastjsonschema names `data.loop.runner_error_backoff_secs[1]`: no config key is a number.
-    path: list[str | int] = [int(key) if key.isdigit() else key for key in error.path[1:]]
+    # `data.loop.runner_error_backoff_secs[1]`: keys and indices (no config key is a number).
+    names = [name for name in re.split(r"[.\[\]]+", error.name) if name][1:]
+    path: list[str | int] = [int(name) if name.isdigit() else name for name in names]
     definition: Mapping[str, Any] = error.definition
     if error.rule == "additionalProperties" and isinstance(error.value, Mapping):
         unknown = sorted(set(error.value) - set(definition.get("properties", {})))[0]

@@ -9,6 +9,8 @@ what the error knows; and it is a Draft 2020-12 schema shipped beside the others
 from __future__ import annotations
 
 import string
+import subprocess
+import sys
 import typing
 from collections.abc import Mapping
 from typing import Any
@@ -144,3 +146,22 @@ def test_a_schema_error_is_one_line_naming_the_key(data: dict[str, Any], line: s
 
     assert line in str(raised.value)
     assert "\n" not in str(raised.value)
+
+
+def test_reading_a_config_loads_neither_fastjsonschema_nor_the_toml_writer() -> None:
+    # Every command reads the config: its schema comes compiled, its writer is for writing.
+    probe = (
+        "import sys\n"
+        "from runner_core import ConfigError, parse_config\n"
+        "parse_config({'guard': {'command': ['make']}})\n"
+        "try:\n"
+        "    parse_config({'guard': {'command': 'make'}})\n"
+        "except ConfigError as error:\n"
+        "    print(error)\n"
+        "print(sorted({'fastjsonschema', 'decimal', 'tomli_w'} & set(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == [
+        "guard.command: must be an array of strings (argv, no shell), got 'make'",
+        "[]",
+    ]

@@ -182,7 +182,7 @@ def test_a_command_that_only_reads_the_config_never_imports_its_writer(
         "    runpy.run_module('runner_shell', run_name='__main__')\n"
         "except SystemExit:\n"
         "    pass\n"
-        "print('runner_core.run.config' in sys.modules, 'tomli_w' in sys.modules)\n"
+        "print('runner_core.run._config_validator' in sys.modules, 'tomli_w' in sys.modules)\n"
     )
     _, stdout, _ = run(project, [PYTHON, "-c", probe])
     assert stdout.splitlines()[-1] == "True False"
