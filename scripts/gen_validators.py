@@ -238,11 +238,18 @@ def generate_config() -> str:
         if old not in code:
             raise SystemExit(f"config validator: no {old.strip()!r} to replace; update it")
         code = code.replace(old, new)
+    # The schema's patterns, compiled once, as a table no caller can change.
+    code, count = _REGEX_TABLE.subn(r"REGEX_PATTERNS = MappingProxyType(\1)\n", code)
+    if count != 1:
+        raise SystemExit("config validator: no REGEX_PATTERNS table to freeze; update it")
     return code
 
 
+_REGEX_TABLE = re.compile(r"^REGEX_PATTERNS = (\{\n.*?\n\})\n", re.MULTILINE | re.DOTALL)
+
+
 _CONFIG_HEADER = (
-    ("from decimal import Decimal\n", ""),
+    ("from decimal import Decimal\n", "from types import MappingProxyType\n"),
     (", Decimal)", ")"),
     (
         "from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException\n",
