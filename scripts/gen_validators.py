@@ -1,6 +1,6 @@
 """Write runner_core/validation/_validators.py (the shipped JSON Schemas, compiled by
-fastjsonschema)
-and runner_core/tree/_node_validator.py (how a task tree node is read and written).
+fastjsonschema), runner_core/run/_config_validator.py (config.schema.json, compiled the same
+way) and runner_core/tree/_node_validator.py (how a task tree node is read and written).
 
     python scripts/gen_validators.py          # rewrite the modules
     python scripts/gen_validators.py --check  # exit 1 if they are not what this would write
@@ -20,6 +20,7 @@ schema here, so the schema stays the only description of a node's shape.
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,9 @@ SCHEMAS = ROOT / "schemas"
 TARGET = ROOT / "runner_core" / "validation" / "_validators.py"
 # Kept apart from the validators so reading a tree never imports fastjsonschema.
 TREE_NODE_TARGET = ROOT / "runner_core" / "tree" / "_node_validator.py"
+# Kept apart too: every command reads the config, and the other schemas' code is large.
+CONFIG_TARGET = ROOT / "runner_core" / "run" / "_config_validator.py"
+CONFIG_SCHEMA_FILE = "config.schema.json"
 # The schemas runner_core.validation.schema validates with, by their names under schemas/.
 SCHEMA_FILES = (
     "task_tree/v1.schema.json",
@@ -223,13 +227,59 @@ def _canonical_node_text(properties: dict[str, dict[str, Any]]) -> str:
 
 def generate() -> str:
     """The text of runner_core/validation/_validators.py for the schemas and fastjsonschema."""
+    return _compiled_module(SCHEMA_FILES)
+
+
+# fastjsonschema's test of `"type": "integer"`, which lets a float with no fraction pass.
+_FLOAT_AS_INTEGER = re.compile(r" and not \(isinstance\((\w+), float\) and \1\.is_integer\(\)\)")
+
+
+def generate_config() -> str:
+    """The text of runner_core/run/_config_validator.py: config.schema.json, compiled.
+
+    TOML tells `3` from `3.0` where JSON Schema does not: an integer key holding a float is
+    refused, with its key's own line, rather than read as a whole number.
+    """
+    code, count = _FLOAT_AS_INTEGER.subn("", _compiled_module((CONFIG_SCHEMA_FILE,)))
+    if not count:
+        raise SystemExit("config validator: fastjsonschema's integer test changed; update it")
+    # Every command reads the config: it imports neither fastjsonschema (its compiler, when
+    # the code is compiled already) nor decimal (parsed TOML holds no Decimal).
+    for old, new in _CONFIG_HEADER:
+        if old not in code:
+            raise SystemExit(f"config validator: no {old.strip()!r} to replace; update it")
+        code = code.replace(old, new)
+    # The schema's patterns, compiled once, as a table no caller can change.
+    code, count = _REGEX_TABLE.subn(r"REGEX_PATTERNS = MappingProxyType(\1)\n", code)
+    if count != 1:
+        raise SystemExit("config validator: no REGEX_PATTERNS table to freeze; update it")
+    return code
+
+
+_REGEX_TABLE = re.compile(r"^REGEX_PATTERNS = (\{\n.*?\n\})\n", re.MULTILINE | re.DOTALL)
+
+
+_CONFIG_HEADER = (
+    ("from decimal import Decimal\n", "from types import MappingProxyType\n"),
+    (", Decimal)", ")"),
+    (
+        "from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException\n",
+        "from runner_core.run.config_errors import SchemaRefusal as JsonSchemaValueException\n"
+        "from runner_core.run.config_errors import SchemaRefusal as JsonSchemaValuesException\n",
+    ),
+)
+
+
+def _compiled_module(names: tuple[str, ...]) -> str:
+    """A module of the schemas `names` compiled by fastjsonschema, with VALIDATORS and
+    SCHEMA_SHA256 by name."""
     import json
 
     header = None
     bodies: list[str] = []
     entries: list[str] = []
     hashes: list[str] = []
-    for name in SCHEMA_FILES:
+    for name in names:
         text = (SCHEMAS / name).read_text(encoding="utf-8")
         code = fastjsonschema.compile_to_code(json.loads(text))
         head, separator, body = code.partition("\ndef ")
@@ -293,7 +343,11 @@ def generate_tree_node() -> str:
 
 
 def main(argv: list[str]) -> int:
-    texts = {TARGET: generate(), TREE_NODE_TARGET: generate_tree_node()}
+    texts = {
+        TARGET: generate(),
+        TREE_NODE_TARGET: generate_tree_node(),
+        CONFIG_TARGET: generate_config(),
+    }
     if argv == ["--check"]:
         stale = 0
         for target, text in texts.items():

@@ -9,16 +9,16 @@ the file: runner_core.run.config hands in the parsed tables.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from runner_core.backends.registry import BACKENDS, backend_names
-from runner_core.run.config_errors import ConfigError, known_keys
+from runner_core.backends.registry import BACKENDS
+from runner_core.run.config_errors import ConfigError
+from runner_core.run.config_toml import toml_line
 from runner_core.run.config_values import argv as _argv
 
-AGENT_KEYS = ("backend", "command", "fallback")
 ROLE_TABLES = ("decomposer", "executor")
 
 
@@ -35,15 +35,9 @@ class RoleAgent:
 def parse_agent_table(key: str, table: Mapping[str, Any], inherited: RoleAgent) -> RoleAgent:
     """An agent table (`key` names it: "agent", "agent.executor") from parsed TOML, with
     `inherited`'s values for the keys it leaves out (see the module)."""
-    backend = table.get("backend", inherited.backend)
-    if not isinstance(backend, str) or backend not in BACKENDS:
-        raise ConfigError(f"{key}.backend", f"must be one of {backend_names()}, got {backend!r}")
+    backend: str = table.get("backend", inherited.backend)
     same = backend == inherited.backend
-    command = _argv(
-        f"{key}.command",
-        table.get("command", list(inherited.command) if same else []),
-        allow_empty=True,
-    )
+    command = _argv(f"{key}.command", table.get("command", list(inherited.command) if same else []))
     if BACKENDS[backend].program is None and not command:
         raise ConfigError(
             f"{key}.command", f'must name the agent program when backend = "{backend}"'
@@ -58,44 +52,29 @@ def parse_role_tables(
     agent: Mapping[str, Any], base: RoleAgent
 ) -> tuple[RoleAgent | None, RoleAgent | None]:
     """`[agent.decomposer]` and `[agent.executor]`, each None when left out."""
-    found: list[RoleAgent | None] = []
-    for role in ROLE_TABLES:
-        key = f"agent.{role}"
-        if role not in agent:
-            found.append(None)
-            continue
-        table = agent[role]
-        if not isinstance(table, dict):
-            raise ConfigError(key, "must be a table")
-        known_keys(key, table, AGENT_KEYS)
-        found.append(parse_agent_table(key, table, base))
-    return found[0], found[1]
+    decomposer, executor = (
+        parse_agent_table(f"agent.{role}", agent[role], base) if role in agent else None
+        for role in ROLE_TABLES
+    )
+    return decomposer, executor
 
 
-def parse_fallback(key: str, value: object, backend: str) -> tuple[str, ...]:
-    """`fallback`: backend names, each with its own program (a `command` backend has none to
-    fall back to), none twice and not the table's `backend` itself."""
-    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
-        raise ConfigError(key, f"must be a list of backend names, got {value!r}")
-    for name in value:
-        if name not in BACKENDS or BACKENDS[name].program is None:
-            choices = ", ".join(n for n in sorted(BACKENDS) if BACKENDS[n].program is not None)
-            raise ConfigError(key, f"must name backends of {choices}, got {name!r}")
+def parse_fallback(key: str, value: list[str], backend: str) -> tuple[str, ...]:
+    """`fallback`: backends of the schema's (each with its own program), none twice and not
+    the table's `backend` itself."""
     if len(set(value)) != len(value) or backend in value:
         table = key.rpartition(".")[0]
         raise ConfigError(key, f"names a backend twice or names {table}.backend: {value!r}")
     return tuple(value)
 
 
-def render_role_table(
-    role: str, agent: RoleAgent | None, toml_list: Callable[[tuple[str, ...]], str]
-) -> str:
+def render_role_table(role: str, agent: RoleAgent | None) -> str:
     """`[agent.<role>]` with every key spelled out, or "" when the role has no table."""
     if agent is None:
         return ""
     return (
         f"\n[agent.{role}]  # what {role} iterations run instead of [agent]\n"
-        f'backend = "{agent.backend}"\n'
-        f"command = {toml_list(agent.command)}\n"
-        f"fallback = {toml_list(agent.fallback)}\n"
+        + toml_line("backend", agent.backend)
+        + toml_line("command", agent.command)
+        + toml_line("fallback", agent.fallback)
     )

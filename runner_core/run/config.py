@@ -6,10 +6,9 @@ Never reads the file: the shell parses TOML and hands the mapping in.
 
 from __future__ import annotations
 
-import json
 import math
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -17,17 +16,15 @@ import attrs
 
 from runner_core.backends.registry import BACKENDS, DEFAULT_BACKEND
 from runner_core.run.agent_config import (
-    AGENT_KEYS,
-    ROLE_TABLES,
     RoleAgent,
     parse_agent_table,
     parse_role_tables,
     render_role_table,
 )
 from runner_core.run.config_errors import ConfigError as ConfigError
-from runner_core.run.config_errors import known_keys
+from runner_core.run.config_schema import check_config_schema
+from runner_core.run.config_toml import example_line, toml_line
 from runner_core.run.config_values import argv as _argv
-from runner_core.run.config_values import bounded_int as _bounded_int
 from runner_core.run.config_values import env_patterns as env_patterns
 from runner_core.run.executor_config import (
     LOCAL_EXECUTOR,
@@ -37,7 +34,6 @@ from runner_core.run.executor_config import (
 )
 from runner_core.run.judging_config import (
     agent_iterations_line,
-    parse_agent_iterations,
     parse_require_targets,
     require_targets_line,
 )
@@ -55,7 +51,6 @@ from runner_core.run.sandbox_config import SandboxConfig as SandboxConfig
 # The config's comment on `[agent] backend`: `"codex" | "claude" | "command"`.
 _BACKEND_CHOICES = " | ".join(f'"{name}"' for name in BACKENDS)
 
-ON_STUCK_POLICIES = ("stop", "decompose")
 HOOK_NAMES = (
     "on_iteration",
     "on_stuck",
@@ -163,31 +158,16 @@ class Config:
     notify: NotifyConfig = NO_NOTIFY
 
 
-TABLE_KEYS = MappingProxyType(
-    {
-        "guard": (
-            "command",
-            "network",
-            "mode",
-            "rerun_failures",
-            "protected",
-            "env",
-            "require_targets",
-        ),
-        "agent": (*AGENT_KEYS, *ROLE_TABLES),
-    }
-)
-GUARD_MODES = ("exit", "ratchet")
 MAX_RERUNS = 10
 # Upper bounds: beyond them a value is a typo or an attack, never a plan (a week, a million
 # dollars, ...); each is far above any real run and low enough that arithmetic stays sane.
-_WEEK_SECS = 7 * 24 * 3600
-# The top-level counts, each > 0 and at most its bound.
+# schemas/config.schema.json says them (and every other key's bounds); these are what the
+# program itself needs to know.
 MAX_VALUES = MappingProxyType(
     {
         "max_attempts_default": 1000,
         "max_iterations": 1_000_000,
-        "iteration_timeout_secs": _WEEK_SECS,
+        "iteration_timeout_secs": 7 * 24 * 3600,
         "executor_output_limit_bytes": 64 * 1024 * 1024,
         "guard_output_limit_bytes": 64 * 1024 * 1024,
         "import_limit_bytes": 64 * 1024**3,
@@ -197,67 +177,43 @@ MAX_VALUES = MappingProxyType(
 
 
 def parse_config(data: Mapping[str, Any]) -> Config:
-    """A `Config` from parsed TOML; raises `ConfigError` naming the first bad key."""
-    for key in sorted(data):
-        if key not in MAX_VALUES and key not in TABLE_KEYS and key not in _OTHERTABLE_KEYS:
-            raise ConfigError(key, "unknown key")
-    for table, keys in sorted(TABLE_KEYS.items()):
-        section = data.get(table, {})
-        if not isinstance(section, dict):
-            raise ConfigError(table, "must be a table")
-        for key in sorted(section):
-            if key not in keys:
-                raise ConfigError(f"{table}.{key}", "unknown key")
+    """A `Config` from parsed TOML; raises `ConfigError` naming the first bad key.
+
+    schemas/config.schema.json judges every value first; what is left here are the rules
+    between keys and those a schema cannot say, then the defaults."""
+    check_config_schema(data)
     defaults = Config()
-    numbers: dict[str, Any] = {
-        key: _bounded_int(key, data[key], 1, high, each_bound=True)
-        if key in data
-        else getattr(defaults, key)
-        for key, high in MAX_VALUES.items()
-    }
+    loop = parse_loop(data.get("loop", {}))
     return Config(
         **_guard_fields(data.get("guard", {}), defaults),
         **_agent_fields(data.get("agent", {}), defaults),
-        loop=(loop := parse_loop(_table(data, "loop"))),
+        loop=loop,
         budget=attrs.evolve(
-            parse_budget(_table(data, "budget")), max_agent_iterations=loop.max_agent_iterations
+            parse_budget(data.get("budget", {})), max_agent_iterations=loop.max_agent_iterations
         ),
-        hooks=parse_hooks(_table(data, "hooks")),
-        sandbox=parse_sandbox(_table(data, "sandbox")),
-        parallel_slots=parse_parallel(_table(data, "parallel")),
-        executor=parse_executor(_table(data, "executor")),
-        notify=parse_notify(_table(data, "notify")),
-        **numbers,
+        hooks=parse_hooks(data.get("hooks", {})),
+        sandbox=parse_sandbox(data.get("sandbox", {})),
+        parallel_slots=data.get("parallel", {}).get("slots", defaults.parallel_slots),
+        executor=parse_executor(data.get("executor", {})),
+        notify=parse_notify(data.get("notify", {})),
+        **{key: data.get(key, getattr(defaults, key)) for key in MAX_VALUES},
     )
 
 
 def _guard_fields(guard: Mapping[str, Any], defaults: Config) -> dict[str, Any]:
     """`[guard]`'s fields of a `Config`: its command, network, mode, reruns, protected paths
     and environment."""
-    guard_command = (
-        _argv("guard.command", guard["command"], allow_empty=False)
-        if "command" in guard
-        else defaults.guard_command
-    )
-    guard_network = guard.get("network", defaults.guard_network)
-    if not isinstance(guard_network, bool):
-        raise ConfigError("guard.network", f"must be true or false, got {guard_network!r}")
-    guard_mode = guard.get("mode", defaults.guard_mode)
-    if guard_mode not in GUARD_MODES:
-        choices = " | ".join(f'"{choice}"' for choice in GUARD_MODES)
-        raise ConfigError("guard.mode", f"must be {choices}, got {guard_mode!r}")
-    reruns = guard.get("rerun_failures", defaults.guard_rerun_failures)
-    guard_rerun_failures = _bounded_int("guard.rerun_failures", reruns, 0, MAX_RERUNS)
-    protected = _argv("guard.protected", guard.get("protected", []), allow_empty=True)
-    guard_env = env_patterns("guard.env", guard.get("env", []))
+    mode = guard.get("mode", defaults.guard_mode)
     return {
-        "guard_command": guard_command,
-        "guard_network": guard_network,
-        "guard_mode": guard_mode,
-        "guard_rerun_failures": guard_rerun_failures,
-        "guard_protected": protected,
-        "guard_env": guard_env,
-        "guard_require_targets": parse_require_targets(guard, guard_mode),
+        "guard_command": _argv("guard.command", guard["command"])
+        if "command" in guard
+        else defaults.guard_command,
+        "guard_network": guard.get("network", defaults.guard_network),
+        "guard_mode": mode,
+        "guard_rerun_failures": guard.get("rerun_failures", defaults.guard_rerun_failures),
+        "guard_protected": _argv("guard.protected", guard.get("protected", [])),
+        "guard_env": env_patterns(guard.get("env", [])),
+        "guard_require_targets": parse_require_targets(guard, mode),
     }
 
 
@@ -277,52 +233,53 @@ def _agent_fields(agent: Mapping[str, Any], defaults: Config) -> dict[str, Any]:
 
 def render_config(config: Config) -> str:
     """TOML text for a config, with the defaults' comments; `parse_config` reads it back."""
-
-    def toml_list(values: tuple[str, ...]) -> str:
-        # A JSON string without ensure_ascii is a valid TOML basic string, except that TOML
-        # also forbids a raw DEL.
-        return (
-            "["
-            + ", ".join(
-                json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f") for value in values
-            )
-            + "]"
-        )
-
+    counts = (
+        ("max_attempts_default", "attempts a new node gets"),
+        ("max_iterations", "run-level cap on next_iter"),
+        ("iteration_timeout_secs", "agent + guards"),
+        ("executor_output_limit_bytes", ""),
+        ("guard_output_limit_bytes", ""),
+        ("import_limit_bytes", "an iteration's import in all"),
+        ("import_limit_files", "new or changed files it imports"),
+    )
     return (
-        f"max_attempts_default = {config.max_attempts_default}  # attempts a new node gets\n"
-        f"max_iterations = {config.max_iterations}  # run-level cap on next_iter\n"
-        f"iteration_timeout_secs = {config.iteration_timeout_secs}  # agent + guards\n"
-        f"executor_output_limit_bytes = {config.executor_output_limit_bytes}\n"
-        f"guard_output_limit_bytes = {config.guard_output_limit_bytes}\n"
-        f"import_limit_bytes = {config.import_limit_bytes}  # an iteration's import in all\n"
-        f"import_limit_files = {config.import_limit_files}  # new or changed files it imports\n"
-        "\n"
-        "[guard]\n"
-        f"command = {toml_list(config.guard_command)}  # argv, no shell; exit 0 = pass\n"
-        f"network = {'true' if config.guard_network else 'false'}"
-        "  # whether the sandboxed guard may reach the network\n"
-        f'mode = "{config.guard_mode}"  # "exit" | "ratchet"; see the README, Designing guards\n'
-        f"rerun_failures = {config.guard_rerun_failures}  # ratchet: reruns that tell flaky tests\n"
-        f"protected = {toml_list(config.guard_protected)}  # paths an executor may not change\n"
+        "".join(toml_line(key, getattr(config, key), comment) for key, comment in counts)
+        + _render_guard_table(config)
+        + "\n[agent]\n"
+        + toml_line("backend", config.agent_backend, _BACKEND_CHOICES)
+        + toml_line("command", config.agent_command, 'argv for backend = "command"')
+        + (toml_line("fallback", config.agent_fallback) if config.agent_fallback else "")
+        + render_role_table("decomposer", config.agent_decomposer)
+        + render_role_table("executor", config.agent_executor)
+        + render_loop_tables(config)
+        + render_sandbox_table(config.sandbox)
+        + render_parallel_table(config.parallel_slots)
+        + render_executor_table(config.executor)
+        + render_notify_table(config.notify)
+    )
+
+
+def _render_guard_table(config: Config) -> str:
+    """The `[guard]` table; its `env` only when it names variables."""
+    return (
+        "\n[guard]\n"
+        + toml_line("command", config.guard_command, "argv, no shell; exit 0 = pass")
+        + toml_line(
+            "network", config.guard_network, "whether the sandboxed guard may reach the network"
+        )
+        + toml_line(
+            "mode", config.guard_mode, '"exit" | "ratchet"; see the README, Designing guards'
+        )
+        + toml_line(
+            "rerun_failures", config.guard_rerun_failures, "ratchet: reruns that tell flaky tests"
+        )
+        + toml_line("protected", config.guard_protected, "paths an executor may not change")
         + (
-            f"env = {toml_list(config.guard_env)}  # variables the guard also gets\n"
+            toml_line("env", config.guard_env, "variables the guard also gets")
             if config.guard_env
             else ""
         )
         + require_targets_line(config.guard_require_targets)
-        + "\n"
-        "[agent]\n"
-        f'backend = "{config.agent_backend}"  # {_BACKEND_CHOICES}\n'
-        f'command = {toml_list(config.agent_command)}  # argv for backend = "command"\n'
-        + (f"fallback = {toml_list(config.agent_fallback)}\n" if config.agent_fallback else "")
-        + render_role_table("decomposer", config.agent_decomposer, toml_list)
-        + render_role_table("executor", config.agent_executor, toml_list)
-        + render_loop_tables(config, toml_list)
-        + render_sandbox_table(config.sandbox, toml_list)
-        + render_parallel_table(config.parallel_slots)
-        + render_executor_table(config.executor)
-        + render_notify_table(config.notify)
     )
 
 
@@ -341,146 +298,73 @@ def command_words(key: str, values: tuple[str, ...]) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------- [loop], [budget], [hooks], ...
 
-_OTHERTABLE_KEYS = ("loop", "budget", "hooks", "sandbox", "parallel", "executor", "notify")
-MAX_SLOTS = 64
-_HOOK_EXAMPLE = '["notify-send", "runner"]'
-_MAX_RUNNER_ERRORS = 1000
-_MAX_BACKOFF_STEPS = 100
-_MAX_COST_USD = 1_000_000.0
-_MAX_TOKENS = 10**12
-_MAX_WALL_SECS = 10 * 365 * 24 * 3600
-_MAX_HOOK_TIMEOUT_SECS = 3600
-
-
-def _table(data: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    section = data.get(name, {})
-    if not isinstance(section, dict):
-        raise ConfigError(name, "must be a table")
-    return section
-
-
-def _backoff(key: str, value: Any) -> tuple[int, ...]:
-    if not isinstance(value, list) or not value:
-        raise ConfigError(key, f"must be a non-empty array of seconds, got {value!r}")
-    if len(value) > _MAX_BACKOFF_STEPS:
-        raise ConfigError(key, f"must have at most {_MAX_BACKOFF_STEPS} steps, got {len(value)}")
-    return tuple(
-        _bounded_int(f"{key}[{index}]", secs, 0, _WEEK_SECS) for index, secs in enumerate(value)
-    )
+_HOOK_EXAMPLE = ("notify-send", "runner")
 
 
 def parse_loop(section: Mapping[str, Any]) -> LoopConfig:
     """`[loop]` from parsed TOML, defaults for what it leaves out."""
     defaults = LoopConfig()
-    known_keys("loop", section, tuple(attrs.fields_dict(LoopConfig)))
-    on_stuck = section.get("on_stuck", defaults.on_stuck)
-    if on_stuck not in ON_STUCK_POLICIES:
-        raise ConfigError("loop.on_stuck", f'must be "stop" or "decompose", got {on_stuck!r}')
-    return LoopConfig(
-        max_consecutive_runner_errors=_bounded_int(
-            "loop.max_consecutive_runner_errors",
-            section.get("max_consecutive_runner_errors", defaults.max_consecutive_runner_errors),
-            0,
-            _MAX_RUNNER_ERRORS,
-        ),
-        runner_error_backoff_secs=_backoff(
-            "loop.runner_error_backoff_secs",
-            section.get("runner_error_backoff_secs", list(defaults.runner_error_backoff_secs)),
-        ),
-        max_wait_secs=_bounded_int(
-            "loop.max_wait_secs",
-            section.get("max_wait_secs", defaults.max_wait_secs),
-            1,
-            _WEEK_SECS,
-        ),
-        on_stuck=on_stuck,
-        hook_timeout_secs=_bounded_int(
-            "loop.hook_timeout_secs",
-            section.get("hook_timeout_secs", defaults.hook_timeout_secs),
-            1,
-            _MAX_HOOK_TIMEOUT_SECS,
-        ),
-        max_agent_iterations=parse_agent_iterations(section, _bounded_int),
-    )
-
-
-def _cost(key: str, value: Any) -> float:
-    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-        raise ConfigError(key, f"must be a number of US dollars, got {value!r}")
-    if not 0 < value <= _MAX_COST_USD:
-        raise ConfigError(key, f"must be > 0 and at most {_MAX_COST_USD:.0f}, got {value}")
-    return float(value)
+    backoff = tuple(section.get("runner_error_backoff_secs", defaults.runner_error_backoff_secs))
+    return attrs.evolve(defaults, **{**section, "runner_error_backoff_secs": backoff})
 
 
 def parse_budget(section: Mapping[str, Any]) -> BudgetConfig:
-    """`[budget]` from parsed TOML; every limit is optional and > 0."""
-    known_keys("budget", section, ("max_cost_usd", "max_tokens", "max_wall_secs"))
+    """`[budget]` from parsed TOML; every limit is optional."""
     cost = section.get("max_cost_usd")
-    tokens = section.get("max_tokens")
-    wall = section.get("max_wall_secs")
+    if cost is not None and not math.isfinite(cost):
+        # NaN: every bound of the schema lets it through.
+        raise ConfigError("budget.max_cost_usd", f"must be a number of US dollars, got {cost!r}")
     return BudgetConfig(
-        max_cost_usd=None if cost is None else _cost("budget.max_cost_usd", cost),
-        max_tokens=None
-        if tokens is None
-        else _bounded_int("budget.max_tokens", tokens, 1, _MAX_TOKENS),
-        max_wall_secs=None
-        if wall is None
-        else _bounded_int("budget.max_wall_secs", wall, 1, _MAX_WALL_SECS),
+        max_cost_usd=None if cost is None else float(cost),
+        max_tokens=section.get("max_tokens"),
+        max_wall_secs=section.get("max_wall_secs"),
     )
 
 
 def parse_hooks(section: Mapping[str, Any]) -> HooksConfig:
     """`[hooks]` from parsed TOML: each hook an argv of non-empty strings (no shell)."""
-    known_keys("hooks", section, HOOK_NAMES)
     argvs: dict[str, tuple[str, ...]] = {}
-    for name in HOOK_NAMES:
-        if name in section:
-            key = f"hooks.{name}"
-            argv = _argv(key, section[name], allow_empty=False)
-            if not all(argv):
-                raise ConfigError(key, "must not contain empty strings")
-            argvs[name] = argv
+    for name, value in section.items():
+        key = f"hooks.{name}"
+        argv = _argv(key, value)
+        if not all(argv):
+            raise ConfigError(key, "must not contain empty strings")
+        argvs[name] = argv
     return HooksConfig(**argvs)
 
 
-def render_loop_tables(config: Config, toml_list: Callable[[tuple[str, ...]], str]) -> str:
+def render_loop_tables(config: Config) -> str:
     """The `[loop]`, `[budget]` and `[hooks]` tables; an unset budget or hook is a comment."""
     loop, budget, hooks = config.loop, config.budget, config.hooks
-    backoff = ", ".join(str(secs) for secs in loop.runner_error_backoff_secs)
-    lines = [
-        "",
-        "[loop]",
-        f"max_consecutive_runner_errors = {loop.max_consecutive_runner_errors}"
-        "  # 0 = stop at the first",
-        f"runner_error_backoff_secs = [{backoff}]  # the last repeats",
-        f"max_wait_secs = {loop.max_wait_secs}  # cap on one usage/rate-limit wait",
-        f'on_stuck = "{loop.on_stuck}"  # "stop" | "decompose"',
-        f"hook_timeout_secs = {loop.hook_timeout_secs}",
-        agent_iterations_line(loop.max_agent_iterations),
-        "",
-        "[budget]  # each optional; the loop stops before an agent once one is reached",
-    ]
+    text = (
+        "\n[loop]\n"
+        + toml_line(
+            "max_consecutive_runner_errors",
+            loop.max_consecutive_runner_errors,
+            "0 = stop at the first",
+        )
+        + toml_line("runner_error_backoff_secs", loop.runner_error_backoff_secs, "the last repeats")
+        + toml_line("max_wait_secs", loop.max_wait_secs, "cap on one usage/rate-limit wait")
+        + toml_line("on_stuck", loop.on_stuck, '"stop" | "decompose"')
+        + toml_line("hook_timeout_secs", loop.hook_timeout_secs)
+        + agent_iterations_line(loop.max_agent_iterations)
+        + "\n[budget]  # each optional; the loop stops before an agent once one is reached\n"
+    )
     for name, value, example in (
-        ("max_cost_usd", budget.max_cost_usd, "20.0"),
-        ("max_tokens", budget.max_tokens, "5000000"),
-        ("max_wall_secs", budget.max_wall_secs, "28800"),
+        ("max_cost_usd", budget.max_cost_usd, 20.0),
+        ("max_tokens", budget.max_tokens, 5000000),
+        ("max_wall_secs", budget.max_wall_secs, 28800),
     ):
-        lines.append(f"# {name} = {example}" if value is None else f"{name} = {value!r}")
-    lines += ["", "[hooks]  # argv, no shell; the event's JSON on stdin"]
+        text += example_line(name, example) if value is None else toml_line(name, value)
+    text += "\n[hooks]  # argv, no shell; the event's JSON on stdin\n"
     for name in HOOK_NAMES:
         argv = hooks.argv(name)
-        lines.append(f"{name} = {toml_list(argv)}" if argv else f"# {name} = {_HOOK_EXAMPLE}")
-    return "\n".join(lines) + "\n"
-
-
-def parse_parallel(section: Mapping[str, Any]) -> int:
-    """`[parallel] slots` from parsed TOML: how many leaves run at once, 1 to MAX_SLOTS."""
-    known_keys("parallel", section, ("slots",))
-    return _bounded_int("parallel.slots", section.get("slots", 1), 1, MAX_SLOTS)
+        text += toml_line(name, argv) if argv else example_line(name, _HOOK_EXAMPLE)
+    return text
 
 
 def render_parallel_table(slots: int) -> str:
     """The `[parallel]` table, written only when it says more than one slot."""
     if slots == 1:
         return ""
-    return f"\n[parallel]\nslots = {slots}  # leaves run at once; see docs/parallel.md\n"
+    return "\n[parallel]\n" + toml_line("slots", slots, "leaves run at once; see docs/parallel.md")

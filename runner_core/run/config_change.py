@@ -12,22 +12,15 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
-import attrs
-
 from runner_core.run.config import (
     HOOK_NAMES,
-    MAX_VALUES,
-    TABLE_KEYS,
-    BudgetConfig,
     Config,
     ConfigError,
-    LoopConfig,
-    SandboxConfig,
     command_words,
     parse_config,
     render_config,
 )
-from runner_core.run.executor_config import ExecutorConfig
+from runner_core.run.config_schema import CONFIG_SCHEMA_FILE
 from runner_core.run.trailers import ACTOR, CONFIG, RUN, render_trailers
 
 # The keys whose value is a command (argv): a plain string on the command line is split into
@@ -38,21 +31,18 @@ ARGV_KEYS = frozenset(
 
 
 def config_keys() -> tuple[str, ...]:
-    """Every dotted key config.toml may hold, sorted."""
-    return tuple(
-        sorted(
-            {
-                *MAX_VALUES,
-                *(f"{table}.{key}" for table, keys in TABLE_KEYS.items() for key in keys),
-                *(f"sandbox.{name}" for name in attrs.fields_dict(SandboxConfig)),
-                *(f"loop.{name}" for name in attrs.fields_dict(LoopConfig)),
-                *(f"budget.{name}" for name in attrs.fields_dict(BudgetConfig)),
-                *(f"hooks.{name}" for name in HOOK_NAMES),
-                *(f"executor.{name}" for name in attrs.fields_dict(ExecutorConfig)),
-                "parallel.slots",
-            }
-        )
-    )
+    """Every dotted key config.toml may hold, sorted: schemas/config.schema.json's top-level
+    keys and each table's own."""
+    from runner_core.validation.schema import load_schema
+
+    keys = []
+    for name, node in load_schema(CONFIG_SCHEMA_FILE)["properties"].items():
+        table = node.get("properties")
+        if table is None:
+            keys.append(name)
+        else:
+            keys.extend(f"{name}.{key}" for key in table)
+    return tuple(sorted(keys))
 
 
 def _known(key: str) -> tuple[str, ...]:

@@ -1,63 +1,22 @@
-"""The value parsers every table of config.toml shares: argvs, bounded integers, absolute paths
-and variable-name patterns, each raising `ConfigError` naming the key.
+"""The value rules every table of config.toml shares that its schema cannot say: an argv's
+program named by its first word, and variable patterns kept sorted and once each.
 
-Decides only what a well-formed value of each kind is; never which key holds which kind
-(runner_core.run.config and runner_core.run.sandbox_config do).
+Decides only what a value that passed schemas/config.schema.json still needs; never which key
+holds which kind (runner_core.run.config and runner_core.run.sandbox_config do).
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 from runner_core.run.config_errors import ConfigError
 
 
-def argv(key: str, value: Any, *, allow_empty: bool) -> tuple[str, ...]:
-    """An argv: a non-empty array of strings (unless `allow_empty`), its program named."""
-    if not isinstance(value, list) or not all(isinstance(part, str) for part in value):
-        raise ConfigError(key, f"must be an array of strings (argv, no shell), got {value!r}")
-    if not value and not allow_empty:
-        raise ConfigError(key, "must not be empty")
+def argv(key: str, value: list[str]) -> tuple[str, ...]:
+    """An argv of the schema's: its program (first element), when it has one, named."""
     if value and not value[0]:
         raise ConfigError(key, "the program (first element) must not be empty")
-    if any("\0" in part for part in value):
-        raise ConfigError(key, "must not contain NUL characters (no program can receive them)")
     return tuple(value)
 
 
-def bounded_int(key: str, value: Any, low: int, high: int, *, each_bound: bool = False) -> int:
-    """An integer in [low, high]. `each_bound` names only the bound passed (`must be > 0`,
-    `must be at most N`), the top-level counts' wording; the tables' name both."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ConfigError(key, f"must be an integer, got {value!r}")
-    if low <= value <= high:
-        return value
-    # A huge integer is not printed whole (past 4300 digits str() itself refuses).
-    shown = str(value) if abs(value) < 10**20 else "a number of more than 20 digits"
-    if not each_bound:
-        raise ConfigError(key, f"must be between {low} and {high}, got {shown}")
-    if value < low:
-        raise ConfigError(key, f"must be > {low - 1}, got {shown}")
-    raise ConfigError(key, f"must be at most {high}, got {shown}")
-
-
-def absolute_paths(key: str, value: Any) -> tuple[str, ...]:
-    """Absolute paths, as an argv of them."""
-    paths = argv(key, value, allow_empty=True)
-    for path in paths:
-        if not path.startswith("/"):
-            raise ConfigError(key, f"must hold absolute paths, got {path!r}")
-    return paths
-
-
-_ENV_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")
-
-
-def env_patterns(key: str, value: Any) -> tuple[str, ...]:
+def env_patterns(value: list[str]) -> tuple[str, ...]:
     """Variable names, or `PREFIX_*` for every variable starting with PREFIX_, sorted."""
-    names = argv(key, value, allow_empty=True)
-    for name in names:
-        if not _ENV_PATTERN.fullmatch(name):
-            raise ConfigError(key, f"must hold variable names or PREFIX_* patterns, got {name!r}")
-    return tuple(sorted(set(names)))
+    return tuple(sorted(set(value)))

@@ -7,26 +7,23 @@ back; never whether bubblewrap works here (runner_shell.sandbox.status does).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 import attrs
 
 from runner_core.backends.egress import HostRuleError, parse_host_rule
-from runner_core.run.config_errors import ConfigError, known_keys
-from runner_core.run.config_values import absolute_paths, argv, bounded_int, env_patterns
+from runner_core.run.config_errors import ConfigError
+from runner_core.run.config_toml import example_line, toml_line
+from runner_core.run.config_values import argv, env_patterns
 
-SANDBOX_MODES = ("auto", "bwrap", "off")
+SANDBOX_MODES = ("auto", "bwrap", "off")  # schemas/config.schema.json's `[sandbox] mode`
 
 
 def parse_allow_hosts(value: Any) -> tuple[str, ...]:
     """`[sandbox] allow_hosts` from parsed TOML: a list of rules, each checked, in their
     canonical spelling, sorted and without repeats; ConfigError naming the key if not."""
-    if not isinstance(value, list) or not all(isinstance(entry, str) for entry in value):
-        raise ConfigError(
-            "sandbox.allow_hosts", f'must be an array of "host:port" strings, got {value!r}'
-        )
     texts = set()
     for entry in value:
         try:
@@ -70,30 +67,17 @@ DEFAULT_SANDBOX = SandboxConfig()
 
 
 def parse_sandbox(section: Mapping[str, Any]) -> SandboxConfig:
-    """`[sandbox]` from parsed TOML: a mode of SANDBOX_MODES and an optional setup argv."""
-    known_keys("sandbox", section, tuple(attrs.fields_dict(SandboxConfig)))
-    mode = section.get("mode", SandboxConfig().mode)
-    if mode not in SANDBOX_MODES:
-        choices = " | ".join(f'"{choice}"' for choice in SANDBOX_MODES)
-        raise ConfigError("sandbox.mode", f"must be {choices}, got {mode!r}")
-    setup = argv("sandbox.setup", section.get("setup", []), allow_empty=True)
-    writable = absolute_paths("sandbox.writable", section.get("writable", []))
-    read_only = absolute_paths("sandbox.read_only", section.get("read_only", []))
-    env = env_patterns("sandbox.env", section.get("env", []))
-    defaults = SandboxConfig()
-    sizes = {
-        key: bounded_int(f"sandbox.{key}", section.get(key, getattr(defaults, key)), low, high)
-        for key, (low, high) in SANDBOX_LIMITS.items()
-    }
-    allow_hosts = parse_allow_hosts(section.get("allow_hosts", []))
-    return SandboxConfig(
-        mode=mode,
-        setup=setup,
-        writable=writable,
-        read_only=read_only,
-        env=env,
-        allow_hosts=allow_hosts,
-        **sizes,
+    """`[sandbox]` from parsed TOML, defaults for what it leaves out."""
+    return attrs.evolve(
+        DEFAULT_SANDBOX,
+        **{
+            **section,
+            "setup": argv("sandbox.setup", section.get("setup", [])),
+            "writable": tuple(section.get("writable", ())),
+            "read_only": tuple(section.get("read_only", ())),
+            "env": env_patterns(section.get("env", [])),
+            "allow_hosts": parse_allow_hosts(section.get("allow_hosts", [])),
+        },
     )
 
 
@@ -119,32 +103,30 @@ def limit_reached(key: str, sandbox: SandboxConfig, who: str = "agent") -> str:
     )
 
 
-def render_sandbox_table(
-    sandbox: SandboxConfig, toml_list: Callable[[tuple[str, ...]], str]
-) -> str:
+def render_sandbox_table(sandbox: SandboxConfig) -> str:
     """The `[sandbox]` table; an unset setup command is a comment."""
-    setup = f"setup = {toml_list(sandbox.setup)}" if sandbox.setup else '# setup = ["uv", "sync"]'
+    setup_comment = "argv run once in each new scratch checkout"
     return (
         "\n[sandbox]\n"
-        f'mode = "{sandbox.mode}"  # "auto" | "bwrap" | "off"; see docs/sandbox.md\n'
-        f"{setup}  # argv run once in each new scratch checkout\n"
+        + toml_line("mode", sandbox.mode, '"auto" | "bwrap" | "off"; see docs/sandbox.md')
+        + (
+            toml_line("setup", sandbox.setup, setup_comment)
+            if sandbox.setup
+            else example_line("setup", ("uv", "sync"), setup_comment)
+        )
         + "".join(
-            f"{key} = {toml_list(paths)}  # absolute paths the agent and guard also see\n"
+            toml_line(key, paths, "absolute paths the agent and guard also see")
             for key, paths in (("writable", sandbox.writable), ("read_only", sandbox.read_only))
             if paths
         )
-        + (
-            f"env = {toml_list(sandbox.env)}  # variables the agent also gets\n"
-            if sandbox.env
-            else ""
-        )
+        + (toml_line("env", sandbox.env, "variables the agent also gets") if sandbox.env else "")
         + "".join(
-            f"{key} = {getattr(sandbox, key)}\n"
+            toml_line(key, getattr(sandbox, key))
             for key in SANDBOX_LIMITS
-            if getattr(sandbox, key) != getattr(SandboxConfig(), key)
+            if getattr(sandbox, key) != getattr(DEFAULT_SANDBOX, key)
         )
         + (
-            f"allow_hosts = {toml_list(sandbox.allow_hosts)}  # host:port the agent may reach\n"
+            toml_line("allow_hosts", sandbox.allow_hosts, "host:port the agent may reach")
             if sandbox.allow_hosts
             else ""
         )

@@ -85,6 +85,8 @@ POSITIVE_INTEGER_KEYS = [
         (True, "must be an integer, got True"),
         ("3", "must be an integer, got '3'"),
         (1.5, "must be an integer, got 1.5"),
+        # TOML tells 3.0 from 3, though JSON Schema's "integer" does not.
+        (3.0, "must be an integer, got 3.0"),
     ],
 )
 def test_a_count_must_be_a_positive_integer(key: str, value: Any, problem: str) -> None:

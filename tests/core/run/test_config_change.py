@@ -73,6 +73,14 @@ def test_every_key_of_the_rendered_default_is_a_config_key() -> None:
     assert parse_config(rendered) == Config()
 
 
+def test_every_key_of_the_config_schema_may_be_set_including_the_notify_table() -> None:
+    assert {"notify.urls", "notify.on", "notify.timeout_secs", "parallel.slots"} <= set(
+        config_keys()
+    )
+    _, config = with_setting(DEFAULT, "notify.timeout_secs", 60)
+    assert config.notify.timeout_secs == 60
+
+
 def test_audit_accepts_a_change_of_the_named_key_only() -> None:
     after, _ = with_setting(DEFAULT, "hooks.on_stuck", ["notify-send", "x"])
     assert only_key_changed(DEFAULT, after, "hooks.on_stuck")

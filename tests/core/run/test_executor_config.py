@@ -91,6 +91,11 @@ def test_a_rendered_executor_table_reads_back_unchanged(executor: ExecutorConfig
             "executor.heartbeat_secs",
             "must be a whole number from 1 to 3600, got 2.5",
         ),
+        (
+            {"heartbeat_secs": 30.0},
+            "executor.heartbeat_secs",
+            "must be a whole number from 1 to 3600, got 30.0",
+        ),
         ({"kind": "ssh"}, "executor.kind", 'must be "local" | "temporal", got \'ssh\''),
         ({"kind": 1}, "executor.kind", 'must be "local" | "temporal", got 1'),
         ({"address": "localhost"}, "executor.address", "must be HOST:PORT, got 'localhost'"),

@@ -18,6 +18,7 @@ from typing import Any
 import fastjsonschema
 import pytest
 
+from runner_core.run import _config_validator
 from runner_core.tree import _node_validator as _tree_node
 from runner_core.validation import _validators
 from runner_core.validation.schema import load_schema
@@ -107,6 +108,17 @@ def test_the_tree_node_module_is_exactly_what_the_generator_writes() -> None:
 def test_the_tree_node_module_is_generated_from_the_current_tree_schema() -> None:
     text = (ROOT / "schemas" / "task_tree" / "v1.schema.json").read_text(encoding="utf-8")
     assert hashlib.sha256(text.encode()).hexdigest() == _tree_node.SCHEMA_SHA256, REGENERATE
+
+
+def test_the_config_module_is_exactly_what_the_generator_writes() -> None:
+    text = (ROOT / "schemas" / "config.schema.json").read_text(encoding="utf-8")
+    assert {
+        "config.schema.json": hashlib.sha256(text.encode()).hexdigest()
+    } == _config_validator.SCHEMA_SHA256, REGENERATE
+    if _config_validator.VERSION != fastjsonschema.VERSION:
+        pytest.skip(f"generated with fastjsonschema {_config_validator.VERSION}")
+    committed = (ROOT / "runner_core" / "run" / "_config_validator.py").read_text(encoding="utf-8")
+    assert generator().generate_config() == committed, REGENERATE
 
 
 @pytest.mark.parametrize(

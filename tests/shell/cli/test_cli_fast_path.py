@@ -170,6 +170,24 @@ def test_the_fast_path_never_imports_typer(project: Project, command: str) -> No
     assert stdout.splitlines()[-1] == "[]"
 
 
+@pytest.mark.parametrize("command", ["validate", "step"])
+def test_a_command_that_only_reads_the_config_never_imports_its_writer(
+    project: Project, command: str
+) -> None:
+    project.prepare(node("root", passes=True))
+    probe = (
+        "import sys, runpy\n"
+        f"sys.argv = ['runner', {command!r}]\n"
+        "try:\n"
+        "    runpy.run_module('runner_shell', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('runner_core.run._config_validator' in sys.modules, 'tomli_w' in sys.modules)\n"
+    )
+    _, stdout, _ = run(project, [PYTHON, "-c", probe])
+    assert stdout.splitlines()[-1] == "True False"
+
+
 def test_options_and_help_go_to_typer(project: Project) -> None:
     code, stdout, _ = run(project, [PYTHON, "-m", "runner_shell", "select", "--help"])
     assert code == 0
