@@ -38,12 +38,7 @@ from runner_shell.step.lock_and_journal import (
     runner_alive,
 )
 from runner_shell.store.files import read_bytes_capped
-from runner_shell.store.iteration_log import (
-    RecordMemo,
-    iteration_dirs,
-    known_runs,
-    load_history,
-)
+from runner_shell.store.iteration_log import iteration_dirs, known_runs, load_history
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import (
     TREE_MAX_BYTES,
@@ -61,6 +56,7 @@ if TYPE_CHECKING:
     from runner_core.views.report import Report, RunFigures
     from runner_core.views.status import StatusView
     from runner_core.views.suite import TargetNotes
+    from runner_shell.store.history_fold import HistoryFold
 
 # How much of guidance.md and questions.md `runner status` shows.
 GUIDANCE_SHOWN_BYTES = 4 * 1024
@@ -145,16 +141,16 @@ def _history(
     repo: Repo | None = None,
     next_iter: int = 1,
     warning: Callable[[str], None] = warn,
-    memo: RecordMemo | None = None,
+    fold: HistoryFold | None = None,
 ) -> tuple[ExecutionHistory, tuple[str, ...]]:
     """The run's history; the iterations in progress (`journals`) have no meta.json yet and
-    are not a warning. `memo` keeps the records between readings (`load_history`).
+    are not a warning. `fold` keeps the records between readings (runner_shell.store.history_fold).
 
     With `repo`, a run that has iterations (`next_iter` > 1) but no iteration directories is
     read from its archive ref, else its commit trailers, with a warning naming the source; the
     iterations its directories lack are read from there too.
     """
-    history, problems = load_history(paths, run_id, memo)
+    history, problems = load_history(paths, run_id) if fold is None else fold.read(paths, run_id)
     # Only a run without iteration directories reads from git instead, and those give no
     # record: the directory is listed once for the common case.
     if not history.records and repo is not None and next_iter > 1:
@@ -346,12 +342,12 @@ def status_reading(
     repo: Repo,
     warning: Callable[[str], None] = warn,
     run: str | None = None,
-    memo: RecordMemo | None = None,
+    fold: HistoryFold | None = None,
 ) -> StatusReading:
     """Read the run once for its status view: its state, tree, config, journal and history;
     each problem met on the way is given to `warning` (by default a line on stderr). `run`
-    names another run than the current one (`serve --run`, `?run=`); `memo`, kept by a
-    long-lived reader, spares reading again the iterations it has read (`load_history`)."""
+    names another run than the current one (`serve --run`, `?run=`); `fold`, kept by a
+    long-lived reader, spares reading again the iterations it has read."""
     from runner_core.views.status import OperatorFacts, RunningJob, status_view
     from runner_shell.sandbox.status import sandbox_status
 
@@ -366,7 +362,7 @@ def status_reading(
     jobs = _job_journals(repo, warning)
     in_flight = _in_flight(journal, jobs)
     history, problems = (
-        _history(paths, state.run_id, in_flight, repo, state.next_iter, warning, memo)
+        _history(paths, state.run_id, in_flight, repo, state.next_iter, warning, fold)
         if state.run_id is not None
         else (ExecutionHistory(), ())
     )

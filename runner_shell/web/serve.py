@@ -58,7 +58,8 @@ from runner_shell.step.lock_and_journal import job_journals_dir, journal_path, l
 from runner_shell.step.run_branches import gather_runs
 from runner_shell.store.event_log import EventTail, follow_failure, follow_tail, last_events
 from runner_shell.store.files import read_bytes_capped
-from runner_shell.store.iteration_log import RecordMemo, iteration_dirs
+from runner_shell.store.history_fold import HistoryFold
+from runner_shell.store.iteration_log import iteration_dirs
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_config, load_run_state
 from runner_shell.views.history import iteration_diff, iteration_document
@@ -130,13 +131,13 @@ class Broker:
 @attrs.define
 class StatusCache:
     """The Watcher's last status reading, its document, the stamps of what it was read from and
-    the history's records (a new iteration's meta.json is read, not the whole history); each
-    warning met while reading is printed once per server, not at every poll."""
+    the history's records (a new iteration's meta.json is read, not the whole history: its
+    fold); each warning met while reading is printed once per server, not at every poll."""
 
     stamps: object = None
     last: tuple[StatusReading, dict[str, Any]] | None = None
     warned: set[str] = attrs.field(factory=set)
-    records: RecordMemo = attrs.field(factory=dict)  # the history's, kept (load_history)
+    records: HistoryFold = attrs.field(factory=HistoryFold)  # the history's, kept
 
     def reading(self, api: Api, alive: bool) -> tuple[StatusReading, dict[str, Any]]:
         # Stamped before reading: a change during the reading is a change at the next poll.
@@ -156,7 +157,7 @@ class StatusCache:
 
 
 def _same_records(old: ExecutionHistory, new: ExecutionHistory) -> bool:
-    """The very same record objects (the memo's, `load_history`), in the same order."""
+    """The very same record objects (the fold's), in the same order."""
     return len(old.records) == len(new.records) and all(
         a is b for a, b in zip(old.records, new.records, strict=True)
     )
