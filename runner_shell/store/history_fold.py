@@ -149,3 +149,11 @@ class HistoryFold:
         else:  # a parallel run's job that ended after a later one: its place is earlier
             self.history = ExecutionHistory.of((*history.records, *added))
         return self.history, tuple(problems)
+
+
+def same_records(old: ExecutionHistory, new: ExecutionHistory) -> bool:
+    """The very same record objects (a fold's), in the same order: what is drawn from one
+    history stays drawn for the other."""
+    return len(old.records) == len(new.records) and all(
+        a is b for a, b in zip(old.records, new.records, strict=True)
+    )

@@ -18,9 +18,7 @@ import attrs
 from runner_core import ExecutionHistory, Node, parse_tree
 from runner_core.iteration.recovery import Journal, JournalPhase
 from runner_core.run.identity import branch_for, run_id_problem
-from runner_core.run.operations import OperatorAction, run_actions
 from runner_core.run.state import RunState, RunStateError, run_state_from_json
-from runner_core.run.trailers import OP as TRAILER_OP
 from runner_core.tree.model import nodes_by_id
 from runner_core.tree.serialization import TreeValidationError
 from runner_core.views.history import HistoryDocument, history_actions, history_records
@@ -48,6 +46,7 @@ from runner_shell.store.state_files import (
     read_optional_text,
 )
 from runner_shell.views.echo import echo
+from runner_shell.views.operator_log import OperatorLog, operator_actions
 
 # Each command imports the views it shows where it builds them: `runner history` spares the
 # status, report and metrics views and the sandbox probe, start-up each read would pay.
@@ -123,15 +122,6 @@ def choose_run(paths: RunnerPaths, state: RunState, requested: str | None) -> st
     if requested != state.run_id and requested not in on_disk:
         raise UserFacingError(f"unknown run '{requested}' ({listing})")
     return requested
-
-
-def operator_actions(repo: Repo, run_id: str | None) -> tuple[OperatorAction, ...]:
-    """The run's operator commits, oldest first: from its branch, else from HEAD's history."""
-    if run_id is None:
-        return ()
-    branch = branch_for(run_id)
-    ref = branch if repo.branch_exists(branch) else "HEAD"
-    return run_actions(repo.messages(f"^{TRAILER_OP}: ", ref), run_id)
 
 
 def _history(
@@ -343,11 +333,13 @@ def status_reading(
     warning: Callable[[str], None] = warn,
     run: str | None = None,
     fold: HistoryFold | None = None,
+    operators: OperatorLog | None = None,
 ) -> StatusReading:
     """Read the run once for its status view: its state, tree, config, journal and history;
     each problem met on the way is given to `warning` (by default a line on stderr). `run`
     names another run than the current one (`serve --run`, `?run=`); `fold`, kept by a
-    long-lived reader, spares reading again the iterations it has read."""
+    long-lived reader, spares reading again the iterations it has read, and `operators` the
+    commits."""
     from runner_core.views.status import OperatorFacts, RunningJob, status_view
     from runner_shell.sandbox.status import sandbox_status
 
@@ -372,7 +364,11 @@ def status_reading(
         journal_alive=journal is None or runner_alive(journal.runner_pid),
         guidance=read_optional_text(paths.guidance, GUIDANCE_SHOWN_BYTES),
         questions=read_optional_text(paths.questions, GUIDANCE_SHOWN_BYTES),
-        actions=operator_actions(repo, state.run_id),
+        actions=(
+            operator_actions(repo, state.run_id)
+            if operators is None
+            else operators.read(repo, state.run_id)
+        ),
         jobs=tuple(
             RunningJob(job, runner_alive(job.runner_pid), _worker(repo, job.iteration))
             for job in jobs
