@@ -86,6 +86,24 @@ class ExecutionHistory:
     def of(cls, records: Iterable[ExecutionRecord]) -> ExecutionHistory:
         return cls(tuple(sorted(records, key=_history_key)))
 
+    def extended(self, later: Iterable[ExecutionRecord]) -> ExecutionHistory:
+        """This history with `later` after its records, the same as building it from all of
+        them; only `later` is checked and indexed (a long-lived reader folds each new
+        iteration into a history of thousands). Raises as the constructor does when `later`
+        is not sorted after this history's last record."""
+        added = tuple(later)
+        if not added:
+            return self
+        checked = ExecutionHistory((*self.records[-1:], *added))
+        grown: dict[str, tuple[ExecutionRecord, ...]] = dict(self._by_node)
+        for node_id, group in checked._by_node.items():
+            kept = grown.get(node_id, ())
+            grown[node_id] = kept + (group[1:] if kept and kept[-1] is group[0] else group)
+        folded = object.__new__(ExecutionHistory)
+        object.__setattr__(folded, "records", self.records + added)
+        object.__setattr__(folded, "_by_node", grown)
+        return folded
+
     def __len__(self) -> int:
         return len(self.records)
 

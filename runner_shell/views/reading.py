@@ -18,9 +18,7 @@ import attrs
 from runner_core import ExecutionHistory, Node, parse_tree
 from runner_core.iteration.recovery import Journal, JournalPhase
 from runner_core.run.identity import branch_for, run_id_problem
-from runner_core.run.operations import OperatorAction, run_actions
 from runner_core.run.state import RunState, RunStateError, run_state_from_json
-from runner_core.run.trailers import OP as TRAILER_OP
 from runner_core.tree.model import nodes_by_id
 from runner_core.tree.serialization import TreeValidationError
 from runner_core.views.history import HistoryDocument, history_actions, history_records
@@ -38,12 +36,7 @@ from runner_shell.step.lock_and_journal import (
     runner_alive,
 )
 from runner_shell.store.files import read_bytes_capped
-from runner_shell.store.iteration_log import (
-    RecordMemo,
-    iteration_dirs,
-    known_runs,
-    load_history,
-)
+from runner_shell.store.iteration_log import iteration_dirs, known_runs, load_history
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import (
     TREE_MAX_BYTES,
@@ -53,6 +46,7 @@ from runner_shell.store.state_files import (
     read_optional_text,
 )
 from runner_shell.views.echo import echo
+from runner_shell.views.operator_log import OperatorLog, operator_actions
 
 # Each command imports the views it shows where it builds them: `runner history` spares the
 # status, report and metrics views and the sandbox probe, start-up each read would pay.
@@ -61,6 +55,7 @@ if TYPE_CHECKING:
     from runner_core.views.report import Report, RunFigures
     from runner_core.views.status import StatusView
     from runner_core.views.suite import TargetNotes
+    from runner_shell.store.history_fold import HistoryFold
 
 # How much of guidance.md and questions.md `runner status` shows.
 GUIDANCE_SHOWN_BYTES = 4 * 1024
@@ -129,15 +124,6 @@ def choose_run(paths: RunnerPaths, state: RunState, requested: str | None) -> st
     return requested
 
 
-def operator_actions(repo: Repo, run_id: str | None) -> tuple[OperatorAction, ...]:
-    """The run's operator commits, oldest first: from its branch, else from HEAD's history."""
-    if run_id is None:
-        return ()
-    branch = branch_for(run_id)
-    ref = branch if repo.branch_exists(branch) else "HEAD"
-    return run_actions(repo.messages(f"^{TRAILER_OP}: ", ref), run_id)
-
-
 def _history(
     paths: RunnerPaths,
     run_id: str,
@@ -145,16 +131,16 @@ def _history(
     repo: Repo | None = None,
     next_iter: int = 1,
     warning: Callable[[str], None] = warn,
-    memo: RecordMemo | None = None,
+    fold: HistoryFold | None = None,
 ) -> tuple[ExecutionHistory, tuple[str, ...]]:
     """The run's history; the iterations in progress (`journals`) have no meta.json yet and
-    are not a warning. `memo` keeps the records between readings (`load_history`).
+    are not a warning. `fold` keeps the records between readings (runner_shell.store.history_fold).
 
     With `repo`, a run that has iterations (`next_iter` > 1) but no iteration directories is
     read from its archive ref, else its commit trailers, with a warning naming the source; the
     iterations its directories lack are read from there too.
     """
-    history, problems = load_history(paths, run_id, memo)
+    history, problems = load_history(paths, run_id) if fold is None else fold.read(paths, run_id)
     # Only a run without iteration directories reads from git instead, and those give no
     # record: the directory is listed once for the common case.
     if not history.records and repo is not None and next_iter > 1:
@@ -346,12 +332,14 @@ def status_reading(
     repo: Repo,
     warning: Callable[[str], None] = warn,
     run: str | None = None,
-    memo: RecordMemo | None = None,
+    fold: HistoryFold | None = None,
+    operators: OperatorLog | None = None,
 ) -> StatusReading:
     """Read the run once for its status view: its state, tree, config, journal and history;
     each problem met on the way is given to `warning` (by default a line on stderr). `run`
-    names another run than the current one (`serve --run`, `?run=`); `memo`, kept by a
-    long-lived reader, spares reading again the iterations it has read (`load_history`)."""
+    names another run than the current one (`serve --run`, `?run=`); `fold`, kept by a
+    long-lived reader, spares reading again the iterations it has read, and `operators` the
+    commits."""
     from runner_core.views.status import OperatorFacts, RunningJob, status_view
     from runner_shell.sandbox.status import sandbox_status
 
@@ -366,7 +354,7 @@ def status_reading(
     jobs = _job_journals(repo, warning)
     in_flight = _in_flight(journal, jobs)
     history, problems = (
-        _history(paths, state.run_id, in_flight, repo, state.next_iter, warning, memo)
+        _history(paths, state.run_id, in_flight, repo, state.next_iter, warning, fold)
         if state.run_id is not None
         else (ExecutionHistory(), ())
     )
@@ -376,7 +364,11 @@ def status_reading(
         journal_alive=journal is None or runner_alive(journal.runner_pid),
         guidance=read_optional_text(paths.guidance, GUIDANCE_SHOWN_BYTES),
         questions=read_optional_text(paths.questions, GUIDANCE_SHOWN_BYTES),
-        actions=operator_actions(repo, state.run_id),
+        actions=(
+            operator_actions(repo, state.run_id)
+            if operators is None
+            else operators.read(repo, state.run_id)
+        ),
         jobs=tuple(
             RunningJob(job, runner_alive(job.runner_pid), _worker(repo, job.iteration))
             for job in jobs

@@ -12,6 +12,7 @@ import html
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 
+from runner_core.history.records import ExecutionHistory
 from runner_core.views.charts import (
     Progress,
     SpendPoint,
@@ -27,6 +28,9 @@ from runner_shell.web.facts import PageFacts
 
 WIDTH = 440  # the small pictures' drawing width (they show at about this size)
 WIDE = 1200  # the timeline's
+# The timeline shows the latest iterations only: at thousands, bars a pixel wide would show
+# nothing but cost a redrawing of every one at each new iteration.
+TIMELINE_BARS = 500
 
 
 def esc(value: object) -> str:
@@ -62,7 +66,7 @@ def pictures_html(facts: PageFacts, memo: DrawingMemo | None = None) -> str:
         (
             "timeline",
             (history, status, facts.slots, facts.now if running else None),
-            lambda: timeline_svg(slot_timeline(history, status, facts.now, facts.slots)),
+            lambda: timeline_svg(slot_timeline(_latest(history), status, facts.now, facts.slots)),
         ),
     )
     svgs = {name: _drawn(name, inputs, draw, memo) for name, inputs, draw in drawings}
@@ -74,6 +78,13 @@ def pictures_html(facts: PageFacts, memo: DrawingMemo | None = None) -> str:
             _figure_html("Slots timeline", svgs["timeline"], wide=True),
         )
     )
+
+
+def _latest(history: ExecutionHistory) -> ExecutionHistory:
+    """The history's last TIMELINE_BARS records, as the timeline shows them."""
+    if len(history.records) <= TIMELINE_BARS:
+        return history
+    return ExecutionHistory(history.records[-TIMELINE_BARS:])
 
 
 def _drawn(

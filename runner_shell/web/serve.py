@@ -58,10 +58,12 @@ from runner_shell.step.lock_and_journal import job_journals_dir, journal_path, l
 from runner_shell.step.run_branches import gather_runs
 from runner_shell.store.event_log import EventTail, follow_failure, follow_tail, last_events
 from runner_shell.store.files import read_bytes_capped
-from runner_shell.store.iteration_log import RecordMemo, iteration_dirs
+from runner_shell.store.history_fold import HistoryFold, same_records
+from runner_shell.store.iteration_log import iteration_dirs
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import load_config, load_run_state
 from runner_shell.views.history import iteration_diff, iteration_document
+from runner_shell.views.operator_log import OperatorLog
 from runner_shell.views.reading import (
     StatusReading,
     choose_run,
@@ -130,20 +132,22 @@ class Broker:
 @attrs.define
 class StatusCache:
     """The Watcher's last status reading, its document, the stamps of what it was read from and
-    the history's records (a new iteration's meta.json is read, not the whole history); each
-    warning met while reading is printed once per server, not at every poll."""
+    the history's records (a new iteration's meta.json is read, not the whole history: its
+    fold); each warning met while reading is printed once per server, not at every poll."""
 
     stamps: object = None
     last: tuple[StatusReading, dict[str, Any]] | None = None
     warned: set[str] = attrs.field(factory=set)
-    records: RecordMemo = attrs.field(factory=dict)  # the history's, kept (load_history)
+    records: HistoryFold = attrs.field(factory=HistoryFold)  # the history's, kept
+    operators: OperatorLog = attrs.field(factory=OperatorLog)  # the run's operator commits
 
     def reading(self, api: Api, alive: bool) -> tuple[StatusReading, dict[str, Any]]:
         # Stamped before reading: a change during the reading is a change at the next poll.
         stamps = (alive, tuple(_stamp(path) for path in status_sources(api.paths, api.repo)))
         if self.last is None or stamps != self.stamps:
-            reading = status_reading(api.paths, api.repo, self.warn_once, api.run, self.records)
-            if self.last is not None and _same_records(self.last[0].history, reading.history):
+            found = (self.warn_once, api.run, self.records, self.operators)
+            reading = status_reading(api.paths, api.repo, *found)
+            if self.last is not None and same_records(self.last[0].history, reading.history):
                 # The history kept while no record changed: what is drawn from it stays drawn.
                 reading = attrs.evolve(reading, history=self.last[0].history)
             self.stamps, self.last = stamps, (reading, status_to_json(reading.view))
@@ -153,13 +157,6 @@ class StatusCache:
         if line not in self.warned:
             self.warned.add(line)
             warn(line)
-
-
-def _same_records(old: ExecutionHistory, new: ExecutionHistory) -> bool:
-    """The very same record objects (the memo's, `load_history`), in the same order."""
-    return len(old.records) == len(new.records) and all(
-        a is b for a, b in zip(old.records, new.records, strict=True)
-    )
 
 
 @attrs.define
