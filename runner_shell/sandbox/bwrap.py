@@ -31,6 +31,7 @@ from runner_shell.sandbox.cgroups import (
 )
 from runner_shell.sandbox.limits import Limits, pids_hold
 from runner_shell.sandbox.proxy import BRIDGE_PATH, BRIDGE_SOURCE, PROXY_SOCKET, proxy_env
+from runner_shell.sandbox.reaping import running
 from runner_shell.sandbox.seccomp import filter_bpf
 from runner_shell.sandbox.visible import Mount
 from runner_shell.sandbox.watch import LimitWatch
@@ -186,14 +187,15 @@ class Launch:
     group: SandboxGroup | None
     tmp_bytes: int | None = None
     nproc: int | None = None  # RLIMIT_NPROC, where it holds the processes
+    data_bytes: int | None = None  # RLIMIT_DATA, where no memory cgroup holds memory_mb
 
     def started(self, process: subprocess.Popen[bytes]) -> LimitWatch:
         """`process` was started from this launch: its cgroup goes once it has ended. The
         watch of its limits, its /tmp opened once the command inside has started."""
         if self.group is not None:
             owned_by(self.group, process)
-        watch = LimitWatch(process.pid, self.group, self.tmp_bytes, self.nproc)
-        watch.attach(lambda: process.poll() is None)
+        watch = LimitWatch(process.pid, self.group, self.tmp_bytes, self.nproc, self.data_bytes)
+        watch.attach(lambda: running(process.pid))
         return watch
 
 
@@ -221,7 +223,8 @@ def launch(
         prefix = () if limits is None else limits.prefix(group)
         argv = (*prefix, confinement.bwrap, "--args", str(fd), "--", *argv)
         nproc = limits.pids if limits is not None and pids_hold() else None
-        yield Launch(argv, tuple(fds), group, confinement.tmp_bytes, nproc)
+        data = None if limits is None else limits.memory_bytes
+        yield Launch(argv, tuple(fds), group, confinement.tmp_bytes, nproc, data)
     finally:
         for fd in fds:
             os.close(fd)

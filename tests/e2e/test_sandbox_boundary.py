@@ -180,6 +180,9 @@ FORK_BOMB = (
     '        pass"'
 )
 MEMORY_BOMB = 'python3 -c "x = bytearray(512 * 2**20); import time; time.sleep(60)"'
+# Allocating in a loop until refused: named by the cgroup's count of kills where there is one,
+# else by how near its largest process came to RLIMIT_DATA before it failed.
+MEMORY_LOOP = 'python3 -c "hoard = []\nwhile True: hoard.append(bytearray(16 * 2**20))" || exit 1'
 FULL_TMP = "head -c 20000000 /dev/zero > /tmp/fill; sleep 60"
 LIMITS = {"pids_max": 32, "memory_mb": 64, "tmp_mb": 8}
 needs_pids = pytest.mark.skipif(
@@ -193,6 +196,7 @@ needs_memory_cgroup = pytest.mark.skipif(
 BOMBS = [
     pytest.param(FORK_BOMB, "pids_max (32)", marks=needs_pids, id="fork-bomb"),
     pytest.param(MEMORY_BOMB, "memory_mb (64)", marks=needs_memory_cgroup, id="memory-bomb"),
+    pytest.param(MEMORY_LOOP, "memory_mb (64)", id="memory-loop"),
     pytest.param(FULL_TMP, "tmp_mb (8)", id="full-tmp"),
 ]
 

@@ -19,7 +19,7 @@ import attrs
 import pytest
 
 from runner_core.run.config import SandboxConfig
-from runner_shell.sandbox import SandboxStatus
+from runner_shell.sandbox import SandboxStatus, bwrap
 from runner_shell.sandbox.cgroups import cgroup_bases, made_groups
 from runner_shell.sandbox.processes import ProcessResult, run_process
 from runner_shell.scratch.sandbox import Sandbox
@@ -288,12 +288,61 @@ def test_a_memory_bomb_ends_at_memory_mb(
     box = sandbox(usable_sandbox, rooms, memory_mb=64)
     result, log = run(box, rooms, script, role=role)
 
+    assert result.limit == "memory_mb", log
     if cgroup_bases().memory is not None:  # the sandbox's total, the kernel's count of kills
-        assert result.limit == "memory_mb", log
         assert result.exit_code != 0, log
-    else:  # each process's RLIMIT_DATA: the allocation fails, nothing counts it
+    else:  # each process's RLIMIT_DATA: the allocation fails, its peak says how near it came
         assert result.exit_code == 9, log
         assert "MemoryError after" in log
+
+
+MEMORY_BOMBS = {
+    # Python allocating in a loop until refused, as a program reaching its limit does.
+    "loop": """
+    hoard = []
+    while True:
+        hoard.append(bytearray(16 * 1024 * 1024))
+    """,
+    # A child of a shell, the shell failing after it: the child's peak is in the shell's use.
+    "child": """
+    import subprocess, sys
+    bomb = "hoard = []\\nwhile True: hoard.append(bytearray(8 * 2**20))"
+    sys.exit(subprocess.run([sys.executable, "-c", bomb]).returncode and 3)
+    """,
+}
+
+
+@pytest.mark.parametrize("bomb", sorted(MEMORY_BOMBS))
+@pytest.mark.parametrize("role", ["agent", "guard"])
+def test_without_a_memory_cgroup_a_memory_bomb_is_named_by_how_near_it_came(
+    usable_sandbox: SandboxStatus,
+    rooms: Rooms,
+    role: str,
+    bomb: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bwrap, "sandbox_group", lambda pids, memory: None)  # rlimits only
+    box = sandbox(usable_sandbox, rooms, memory_mb=64)
+
+    result, log = run(box, rooms, MEMORY_BOMBS[bomb], role=role)
+
+    assert result.exit_code not in (None, 0), log
+    assert "MemoryError" in log
+    assert result.limit == "memory_mb", log
+
+
+def test_without_a_memory_cgroup_a_failure_far_below_memory_mb_is_not_memory(
+    usable_sandbox: SandboxStatus, rooms: Rooms, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bwrap, "sandbox_group", lambda pids, memory: None)
+    box = sandbox(usable_sandbox, rooms, memory_mb=1024)
+
+    failed, log = run(box, rooms, "x = bytearray(32 * 2**20); raise SystemExit(4)")
+    refused, refused_log = run(box, rooms, "x = bytearray(4 * 2**30)")  # refused outright
+
+    assert (failed.exit_code, failed.limit) == (4, None), log
+    assert refused.exit_code == 1 and "MemoryError" in refused_log, refused_log
+    assert refused.limit is None  # one request far past what it held: the program says so
 
 
 @pytest.mark.parametrize("role", ["agent", "guard"])
