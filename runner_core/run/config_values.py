@@ -1,5 +1,5 @@
-"""The value parsers every table of config.toml shares: argvs, bounded integers, absolute paths
-and variable-name patterns, each raising `ConfigError` naming the key.
+"""The value parsers every table of config.toml shares: argvs, bounded integers, absolute paths,
+paths in the checkout and variable-name patterns, each raising `ConfigError` naming the key.
 
 Decides only what a well-formed value of each kind is; never which key holds which kind
 (runner_core.run.config and runner_core.run.sandbox_config do).
@@ -49,6 +49,27 @@ def absolute_paths(key: str, value: Any) -> tuple[str, ...]:
         if not path.startswith("/"):
             raise ConfigError(key, f"must hold absolute paths, got {path!r}")
     return paths
+
+
+def checkout_paths(key: str, value: Any) -> tuple[str, ...]:
+    """Paths of files in the checkout, relative to its top (`package.json`, `app/uv.lock`),
+    sorted and without repeats."""
+    if not isinstance(value, list) or not all(isinstance(path, str) for path in value):
+        raise ConfigError(key, f"must be an array of strings (paths), got {value!r}")
+    for path in value:
+        parts = path.split("/")
+        if (
+            "\0" in path
+            or "\\" in path
+            or path.startswith("/")
+            or any(part in ("", ".", "..") for part in parts)
+        ):
+            raise ConfigError(
+                key,
+                f"must hold paths of files in the checkout, relative to its top, without "
+                f"'.', '..' or a trailing '/' (e.g. \"package-lock.json\"), got {path!r}",
+            )
+    return tuple(sorted(set(value)))
 
 
 _ENV_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")

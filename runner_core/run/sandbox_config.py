@@ -15,7 +15,13 @@ import attrs
 
 from runner_core.backends.egress import HostRuleError, parse_host_rule
 from runner_core.run.config_errors import ConfigError, known_keys
-from runner_core.run.config_values import absolute_paths, argv, bounded_int, env_patterns
+from runner_core.run.config_values import (
+    absolute_paths,
+    argv,
+    bounded_int,
+    checkout_paths,
+    env_patterns,
+)
 
 SANDBOX_MODES = ("auto", "bwrap", "off")
 
@@ -42,11 +48,15 @@ class SandboxConfig:
 
     `auto` sandboxes when bubblewrap works here and says so when it does not; `bwrap` refuses
     to run without it; `off` never sandboxes. `setup` (an argv; () is none) runs once in a new
-    slot, so what it installs is there for every later agent and guard in that slot.
+    slot, so what it installs is there for every later agent and guard in that slot, and again
+    whenever a file of `setup_inputs` is not as it was when setup last ran there.
     """
 
     mode: str = "auto"
     setup: tuple[str, ...] = ()
+    # Files of the checkout setup reads (`package.json`, `uv.lock`), sorted: the agent's change
+    # to one runs setup again before its guard, a base whose differ at the slot's reset too.
+    setup_inputs: tuple[str, ...] = ()
     # Absolute paths the sandboxed agent and guard also see: writable (a shared cache) or
     # read-only (a toolchain outside the system directories).
     writable: tuple[str, ...] = ()
@@ -77,6 +87,11 @@ def parse_sandbox(section: Mapping[str, Any]) -> SandboxConfig:
         choices = " | ".join(f'"{choice}"' for choice in SANDBOX_MODES)
         raise ConfigError("sandbox.mode", f"must be {choices}, got {mode!r}")
     setup = argv("sandbox.setup", section.get("setup", []), allow_empty=True)
+    setup_inputs = checkout_paths("sandbox.setup_inputs", section.get("setup_inputs", []))
+    if setup_inputs and not setup:
+        raise ConfigError(
+            "sandbox.setup_inputs", "names what [sandbox] setup reads, but there is no setup"
+        )
     writable = absolute_paths("sandbox.writable", section.get("writable", []))
     read_only = absolute_paths("sandbox.read_only", section.get("read_only", []))
     env = env_patterns("sandbox.env", section.get("env", []))
@@ -89,6 +104,7 @@ def parse_sandbox(section: Mapping[str, Any]) -> SandboxConfig:
     return SandboxConfig(
         mode=mode,
         setup=setup,
+        setup_inputs=setup_inputs,
         writable=writable,
         read_only=read_only,
         env=env,
@@ -119,15 +135,32 @@ def limit_reached(key: str, sandbox: SandboxConfig, who: str = "agent") -> str:
     )
 
 
+def setup_failed(sandbox: SandboxConfig, inputs: tuple[str, ...], how: str) -> str:
+    """The agent error of a setup run again on the agent's changed `inputs` that failed `how`
+    (`exited 1; see <log>`)."""
+    command = " ".join(sandbox.setup)
+    return (
+        f"[sandbox] setup ({command}) failed after the agent changed {', '.join(inputs)}: "
+        f"{how} (make setup succeed on them, or change [sandbox] setup in "
+        ".runner/state/config.toml)"
+    )
+
+
 def render_sandbox_table(
     sandbox: SandboxConfig, toml_list: Callable[[tuple[str, ...]], str]
 ) -> str:
-    """The `[sandbox]` table; an unset setup command is a comment."""
+    """The `[sandbox]` table; an unset setup command, and unset inputs of it, are comments."""
     setup = f"setup = {toml_list(sandbox.setup)}" if sandbox.setup else '# setup = ["uv", "sync"]'
+    inputs = (
+        f"setup_inputs = {toml_list(sandbox.setup_inputs)}"
+        if sandbox.setup_inputs
+        else '# setup_inputs = ["pyproject.toml", "uv.lock"]'
+    )
     return (
         "\n[sandbox]\n"
         f'mode = "{sandbox.mode}"  # "auto" | "bwrap" | "off"; see docs/sandbox.md\n'
         f"{setup}  # argv run once in each new scratch checkout\n"
+        f"{inputs}  # files setup reads: changed, setup runs again\n"
         + "".join(
             f"{key} = {toml_list(paths)}  # absolute paths the agent and guard also see\n"
             for key, paths in (("writable", sandbox.writable), ("read_only", sandbox.read_only))
