@@ -12,7 +12,10 @@ RLIMIT_DATA is refused its allocation and nothing counts that: a session that fa
 of its processes reached NEAR_MEMORY of `memory_mb` (the largest resident set `wait4` reports
 for the sandbox and every process it waited for, runner_shell.sandbox.reaping) is taken as
 having reached it. A single request far beyond what the process held is not seen that way: the
-session then ends as the program does.
+session then ends as the program does. `disk_mb` is the checkout's growth, ignored files and
+its `.git` included: the runner sums the blocks of everything in it before the session starts
+(`checkout_blocks`), then every DISK_SECS at least (ten times as long as the last count took,
+on a large checkout), and once more when it has ended.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import os
 import resource
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from runner_shell.sandbox.cgroups import SandboxGroup
 
@@ -43,6 +47,9 @@ _FULL_SLACK_BYTES = 1024 * 1024
 # step it was refused): a Python loop of 16 MiB steps under 64 MiB peaks at 46 MiB resident
 # inside the sandbox. A program failing below half of its limit fails for another reason.
 NEAR_MEMORY = 1 / 2
+# How often the checkout's size is counted at most (a walk of every file in it).
+DISK_SECS = 1.0
+_DISK_COST_FACTOR = 10
 
 
 class LimitWatch:
@@ -55,6 +62,7 @@ class LimitWatch:
         tmp_bytes: int | None,
         nproc: int | None = None,
         data_bytes: int | None = None,
+        disk: tuple[Path, int, int] | None = None,
     ) -> None:
         self._pid = pid
         self._group = group
@@ -71,6 +79,9 @@ class LimitWatch:
         # of the sandbox's processes that were waited for.
         self._data_bytes = data_bytes if group is None or group.memory is None else None
         self._peak_bytes = 0
+        # The checkout, how much it may grow, and its size before the session started.
+        self._disk = disk
+        self._disk_due = 0.0
         self.reached: str | None = None  # the first limit found reached
 
     def stop(self) -> bool:
@@ -119,11 +130,24 @@ class LimitWatch:
             return reached
         if self._nproc is not None and not ended and self._tasks() >= self._nproc:
             return "pids_max"
+        if self._disk_grown(now, ended):
+            return "disk_mb"
         if self._tmp_total is None:
             return None
         if self._tmp_fd is None and not ended:
             self._tmp_fd = self._open_tmp(self._tmp_total)
         return "tmp_mb" if self._tmp_fd is not None and _full(self._tmp_fd) else None
+
+    def _disk_grown(self, now: float, ended: bool) -> bool:
+        """Whether the checkout grew past `disk_mb` since the session started (counted at
+        most every DISK_SECS while it runs, at once when `ended`)."""
+        if self._disk is None or (not ended and now < self._disk_due):
+            return False
+        directory, limit, before = self._disk
+        used = checkout_blocks(directory)
+        took = time.monotonic() - now
+        self._disk_due = now + max(DISK_SECS, took * _DISK_COST_FACTOR)
+        return used - before > limit
 
     def _near_memory(self) -> bool:
         """Whether a process of the sandbox came NEAR_MEMORY of RLIMIT_DATA (no cgroup)."""
@@ -187,6 +211,21 @@ def _tasks_in(proc: str, uid: int | None) -> int:
                 if entry.name.isdigit() and (uid is None or entry.stat().st_uid == uid):
                     count += len(os.listdir(f"{proc}/{entry.name}/task"))
     return count
+
+
+def checkout_blocks(top: Path) -> int:
+    """The bytes the file system gave every entry under `top` (a sparse file counts what it
+    holds), never following a symlink; what vanishes meanwhile counts nothing."""
+    total = 0
+    stack = [top]
+    while stack:
+        with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(Path(entry.path))
+    return total
 
 
 def _children(pid: int) -> list[int]:

@@ -427,6 +427,44 @@ def test_a_file_larger_than_disk_mb_is_refused(usable_sandbox: SandboxStatus, ro
     assert (rooms.work / "big.bin").stat().st_size <= 8 * 1024 * 1024
 
 
+@pytest.mark.parametrize("role", ["agent", "guard"])
+def test_a_checkout_grown_past_disk_mb_under_an_ignored_path_ends_the_session(
+    usable_sandbox: SandboxStatus, rooms: Rooms, role: str
+) -> None:
+    script = """
+    import os, time
+    os.makedirs("node_modules/.cache", exist_ok=True)
+    for number in range(24):  # each file under RLIMIT_FSIZE, together three times disk_mb
+        with open(f"node_modules/.cache/part{number}", "wb") as handle:
+            handle.write(os.urandom(1024 * 1024))
+    print("wrote 24 MiB", flush=True)
+    time.sleep(60)  # a program that hangs on: the runner ends it, not its deadline
+    """
+
+    box = sandbox(usable_sandbox, rooms, disk_mb=8)
+    result, log = run(box, rooms, script, role=role, timeout_secs=60)
+
+    assert result.limit == "disk_mb", log
+    assert not result.timed_out
+    assert result.duration_ms < 20_000
+
+
+def test_a_checkout_within_disk_mb_reaches_no_limit(
+    usable_sandbox: SandboxStatus, rooms: Rooms
+) -> None:
+    (rooms.work / "before.bin").write_bytes(os.urandom(12 * 1024 * 1024))  # not its growth
+    script = """
+    import os, time
+    with open("grown.bin", "wb") as handle:
+        handle.write(os.urandom(4 * 1024 * 1024))
+    time.sleep(1.5)  # counted at least once more while it runs
+    """
+
+    result, log = run(sandbox(usable_sandbox, rooms, disk_mb=8), rooms, script)
+
+    assert (result.exit_code, result.limit) == (0, None), log
+
+
 @pytest.mark.skipif(
     os.getuid() == 0 and cgroup_bases().pids is None,
     reason="root without a pids cgroup: RLIMIT_NPROC never binds root (validate says so)",
