@@ -96,9 +96,12 @@ def configs(draw: st.DrawFn) -> Config:
     )
     hooks = HooksConfig(**{name: draw(argv) for name in HOOK_NAMES})
     sizes = {key: draw(st.integers(low, high)) for key, (low, high) in SANDBOX_LIMITS.items()}
+    setup = draw(argv)
+    inputs = st.lists(st.sampled_from(["package.json", "app/uv.lock", "go.sum"]), unique=True)
     sandbox = SandboxConfig(
         mode=draw(st.sampled_from(SANDBOX_MODES)),
-        setup=draw(argv),
+        setup=setup,
+        setup_inputs=tuple(sorted(draw(inputs))) if setup else (),
         writable=draw(absolute),
         read_only=draw(absolute),
         env=tuple(sorted(set(draw(env_names)))),

@@ -96,7 +96,9 @@ class ReadTree:
 class RunGuard:
     """Run the guard in the agent's checkout; `report_name` (in the iteration directory) is
     where it may write its JUnit XML report, read back into the result. A BASELINE run is at
-    the base commit, before the agent: the checkout is reset to the base after it."""
+    the base commit, before the agent: the checkout is reset to the base after it. With
+    `setup_inputs` (the files of `[sandbox] setup_inputs` the agent's imported changes touch),
+    setup runs again in the checkout first, so the guard judges the fresh output of setup."""
 
     argv: tuple[str, ...]
     timeout_secs: float
@@ -105,6 +107,7 @@ class RunGuard:
     env: tuple[tuple[str, str], ...] = ()
     report_name: str | None = None
     purpose: GuardRun = GuardRun.JUDGE
+    setup_inputs: tuple[str, ...] = ()
 
 
 @attrs.frozen(slots=True)

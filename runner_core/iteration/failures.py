@@ -34,6 +34,7 @@ class Failure(enum.StrEnum):
     MERGE_CONFLICT = "a parallel job's tree or files do not merge onto the run branch"
     MERGE_GUARD = "a parallel job's guard fails once the work merged meanwhile is in"
     SANDBOX_LIMIT = "the agent or its guard reached a limit of [sandbox]"
+    SETUP_FAILED = "[sandbox] setup failed on the agent's change to one of its inputs"
 
 
 # Beside state_update.TRANSITIONS: a runner error keeps every attempt and is never shown to
@@ -62,6 +63,8 @@ ERROR_KIND: PMap[Failure, ErrorKind] = pmap(
         # A fork bomb, a memory bomb, a full /tmp or a checkout grown past disk_mb: the agent's
         # work did it, also when its guard (running the agent's code) is what reached it.
         Failure.SANDBOX_LIMIT: ErrorKind.AGENT,
+        # The agent changed what setup reads (package.json) so that setup no longer succeeds.
+        Failure.SETUP_FAILED: ErrorKind.AGENT,
     }
 )
 

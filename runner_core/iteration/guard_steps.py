@@ -42,7 +42,7 @@ from runner_core.iteration.results import (
     ScratchListed,
 )
 from runner_core.iteration.stages import Stage
-from runner_core.run.sandbox_config import limit_reached
+from runner_core.run.sandbox_config import limit_reached, setup_failed
 from runner_core.tree.model import AgentStatus, GuardOutcome
 
 
@@ -105,7 +105,18 @@ def _guard_now(machine: M, now: ClockReading) -> M:
         message = "the iteration's deadline passed before the guard could run (was the runner"
         return failed(machine, Failure.GUARD_NO_TIME, message + " suspended?)")
     effect = guard_effect(machine, now, GuardRun.JUDGE, JUDGE_REPORT, PENDING_GUARD_LOG)
+    effect = attrs.evolve(effect, setup_inputs=changed_setup_inputs(machine))
     return machine._to(Stage.GUARD, effect)
+
+
+def changed_setup_inputs(machine: MachineState) -> tuple[str, ...]:
+    """The files of `[sandbox] setup_inputs` the import changes (added, changed or deleted),
+    sorted: setup runs again on them before the guard, in a slot that has a setup."""
+    sandbox = machine.facts.config.sandbox
+    if not machine.facts.scratch or not sandbox.setup or machine.imported is None:
+        return ()
+    inputs = frozenset(sandbox.setup_inputs)
+    return tuple(change.path for change in machine.imported.changes if change.path in inputs)
 
 
 def after_guard(machine: M, result: Result, now: ClockReading) -> M:
@@ -120,6 +131,12 @@ def after_guard(machine: M, result: Result, now: ClockReading) -> M:
     )
     if result.interrupted is not None:
         return failed(machine, Failure.INTERRUPTED, f"{INTERRUPTED} by {result.interrupted}")
+    if result.setup_failed is not None:  # the agent's inputs of setup: no guard judged
+        sandbox = machine.facts.config.sandbox
+        message = setup_failed(sandbox, effect.setup_inputs, result.setup_failed)
+        review = Review(AgentStatus.RETRY, "", None, message)
+        failure, guard = Failure.SETUP_FAILED, GuardOutcome.SKIPPED
+        return end_checks(attrs.evolve(machine, review=review, failure=failure, guard=guard))
     if result.sandbox_limit is not None:  # the agent's code, run by its guard, reached it
         message = limit_reached(result.sandbox_limit, machine.facts.config.sandbox, "guard")
         review = Review(AgentStatus.RETRY, "", None, message)

@@ -69,6 +69,9 @@ class GuardFinished:
     report: TestReport | None = None  # the report it wrote, when it wrote a readable one
     report_problem: str | None = None  # why the report it wrote could not be read
     sandbox_limit: str | None = None  # the `[sandbox]` limit the guard reached, which ended it
+    # How `[sandbox] setup`, run again before the guard on the agent's changed inputs, failed
+    # (`exited 1; see <log>`): the guard did not run.
+    setup_failed: str | None = None
 
 
 @attrs.frozen(slots=True)

@@ -16,7 +16,7 @@ import attrs
 from runner_core.backends.egress import HostRuleError, parse_host_rule
 from runner_core.run.config_errors import ConfigError
 from runner_core.run.config_toml import example_line, toml_line
-from runner_core.run.config_values import argv, env_patterns
+from runner_core.run.config_values import argv, checkout_paths, env_patterns
 
 SANDBOX_MODES = ("auto", "bwrap", "off")  # schemas/config.schema.json's `[sandbox] mode`
 
@@ -39,11 +39,15 @@ class SandboxConfig:
 
     `auto` sandboxes when bubblewrap works here and says so when it does not; `bwrap` refuses
     to run without it; `off` never sandboxes. `setup` (an argv; () is none) runs once in a new
-    slot, so what it installs is there for every later agent and guard in that slot.
+    slot, so what it installs is there for every later agent and guard in that slot, and again
+    whenever a file of `setup_inputs` is not as it was when setup last ran there.
     """
 
     mode: str = "auto"
     setup: tuple[str, ...] = ()
+    # Files of the checkout setup reads (`package.json`, `uv.lock`), sorted: the agent's change
+    # to one runs setup again before its guard, a base whose differ at the slot's reset too.
+    setup_inputs: tuple[str, ...] = ()
     # Absolute paths the sandboxed agent and guard also see: writable (a shared cache) or
     # read-only (a toolchain outside the system directories).
     writable: tuple[str, ...] = ()
@@ -68,11 +72,18 @@ DEFAULT_SANDBOX = SandboxConfig()
 
 def parse_sandbox(section: Mapping[str, Any]) -> SandboxConfig:
     """`[sandbox]` from parsed TOML, defaults for what it leaves out."""
+    setup = argv("sandbox.setup", section.get("setup", []))
+    setup_inputs = checkout_paths("sandbox.setup_inputs", section.get("setup_inputs", []))
+    if setup_inputs and not setup:
+        raise ConfigError(
+            "sandbox.setup_inputs", "names what [sandbox] setup reads, but there is no setup"
+        )
     return attrs.evolve(
         DEFAULT_SANDBOX,
         **{
             **section,
-            "setup": argv("sandbox.setup", section.get("setup", [])),
+            "setup": setup,
+            "setup_inputs": setup_inputs,
             "writable": tuple(section.get("writable", ())),
             "read_only": tuple(section.get("read_only", ())),
             "env": env_patterns(section.get("env", [])),
@@ -103,9 +114,21 @@ def limit_reached(key: str, sandbox: SandboxConfig, who: str = "agent") -> str:
     )
 
 
+def setup_failed(sandbox: SandboxConfig, inputs: tuple[str, ...], how: str) -> str:
+    """The agent error of a setup run again on the agent's changed `inputs` that failed `how`
+    (`exited 1; see <log>`)."""
+    command = " ".join(sandbox.setup)
+    return (
+        f"[sandbox] setup ({command}) failed after the agent changed {', '.join(inputs)}: "
+        f"{how} (make setup succeed on them, or change [sandbox] setup in "
+        ".runner/state/config.toml)"
+    )
+
+
 def render_sandbox_table(sandbox: SandboxConfig) -> str:
-    """The `[sandbox]` table; an unset setup command is a comment."""
+    """The `[sandbox]` table; an unset setup command, and unset inputs of it, are comments."""
     setup_comment = "argv run once in each new scratch checkout"
+    inputs_comment = "files setup reads: changed, setup runs again"
     return (
         "\n[sandbox]\n"
         + toml_line("mode", sandbox.mode, '"auto" | "bwrap" | "off"; see docs/sandbox.md')
@@ -113,6 +136,11 @@ def render_sandbox_table(sandbox: SandboxConfig) -> str:
             toml_line("setup", sandbox.setup, setup_comment)
             if sandbox.setup
             else example_line("setup", ("uv", "sync"), setup_comment)
+        )
+        + (
+            toml_line("setup_inputs", sandbox.setup_inputs, inputs_comment)
+            if sandbox.setup_inputs
+            else example_line("setup_inputs", ("pyproject.toml", "uv.lock"), inputs_comment)
         )
         + "".join(
             toml_line(key, paths, "absolute paths the agent and guard also see")

@@ -142,6 +142,8 @@ def validate(echo: Echo) -> int:
 
         warn_hand_edits(repo, run_id)
     echo(f"validate: {sandbox_status(config).require().line}")
+    if config.sandbox.setup:  # what runs setup again (docs/sandbox.md)
+        echo(f"validate: setup=yes setup_inputs={','.join(config.sandbox.setup_inputs) or 'none'}")
     return ExitCode.OK
 
 

@@ -54,6 +54,7 @@ ARCHIVED_NAMES: frozenset[str] = frozenset(
         "tests.json",
         "import.log",
         "network.log",
+        "setup.log",
         "guard.baseline.log",
         *(f"guard.rerun-{number}.log" for number in range(1, MAX_RERUNS + 1)),
     }

@@ -54,7 +54,8 @@ def _measure(
     paths: RunnerPaths, repo: Repo, config: Config, run_id: str, head: str
 ) -> tuple[TestReport | None, str | None]:
     sandbox = step_sandbox(paths, repo, config)
-    slot = prepare_slot(repo, head, config.sandbox.setup, sandbox=sandbox)
+    inputs = config.sandbox.setup_inputs
+    slot = prepare_slot(repo, head, config.sandbox.setup, sandbox=sandbox, inputs=inputs)
     work = repo.common_path(START_GUARD_DIR)
     make_directory(work)
     report_path = work / BASELINE_REPORT
@@ -74,7 +75,8 @@ def _measure(
         confinement=sandbox.confine(argv, slot, (work,), config.guard_network, "guard"),
     )
     found = take_report(report_path, checkout_paths(slot))
-    prepare_slot(repo, head, config.sandbox.setup, sandbox=sandbox)  # what the guard left goes
+    # What the guard left goes.
+    prepare_slot(repo, head, config.sandbox.setup, sandbox=sandbox, inputs=inputs)
     return found
 
 

@@ -251,7 +251,8 @@ def _guarded_again(
     )
     # One slot past the jobs' own is the merge queue's: merges run one at a time.
     number, sandbox = slots, slot_sandbox(job.sandbox, slots)
-    slot_dir = prepare_slot(run.repo, commit, facts.config.sandbox.setup, number, sandbox)
+    setup, inputs = facts.config.sandbox.setup, facts.config.sandbox.setup_inputs
+    slot_dir = prepare_slot(run.repo, commit, setup, number, sandbox, inputs)
     iter_dir = run.paths.iter_dir(facts.run_id, facts.plan.iteration)
     guards = ProcessGuardRunner(
         slot_dir,
@@ -261,9 +262,10 @@ def _guarded_again(
         facts.config.guard_network,
         sandbox,
         commit,
-        facts.config.sandbox.setup,
+        setup,
         number,
         job_journal_path(run.repo, facts.plan.iteration),
+        setup_inputs=inputs,
     )
     result = guards.run_guard(effect, machine.journal)
     baseline: TestReport | None = known_baseline(run.repo, side.head.sha)
@@ -286,7 +288,10 @@ def run_here(
     (`agents`: what a remote job's agent did, when it did not answer)."""
     try:
         start = job.start or job.base.sha
-        prepare_slot(run.repo, start, facts.config.sandbox.setup, job.slot, job.sandbox)
+        sandbox = facts.config.sandbox
+        attempt = start != job.base.sha
+        setup, inputs = sandbox.setup, sandbox.setup_inputs
+        prepare_slot(run.repo, start, setup, job.slot, job.sandbox, inputs, attempt)
     except (SlotError, OSError) as error:
         raise UserFacingError(
             f"the agent's scratch checkout could not be prepared: {error}"

@@ -175,7 +175,12 @@ def _drive(
     facts = attrs.evolve(facts, started=attrs.evolve(facts.started, monotonic=time.monotonic()))
     sandbox = slot_sandbox(step_sandbox(paths, repo, facts.config), 0)
     try:
-        prepare_slot(repo, request.start or request.base, facts.config.sandbox.setup, 0, sandbox)
+        sandbox_config = facts.config.sandbox
+        setup, inputs = sandbox_config.setup, sandbox_config.setup_inputs
+        # A start other than the run's head holds an earlier attempt's files.
+        moved = facts.head is not None and request.base != facts.head.sha
+        attempt = request.start is not None or moved
+        prepare_slot(repo, request.start or request.base, setup, 0, sandbox, inputs, attempt)
     except (SlotError, OSError) as error:
         raise UserFacingError(
             f"the agent's scratch checkout could not be prepared: {error}"

@@ -31,9 +31,10 @@ from runner_shell.sandbox.cgroups import (
 )
 from runner_shell.sandbox.limits import Limits, pids_hold
 from runner_shell.sandbox.proxy import BRIDGE_PATH, BRIDGE_SOURCE, PROXY_SOCKET, proxy_env
+from runner_shell.sandbox.reaping import running
 from runner_shell.sandbox.seccomp import filter_bpf
 from runner_shell.sandbox.visible import Mount
-from runner_shell.sandbox.watch import LimitWatch
+from runner_shell.sandbox.watch import LimitWatch, checkout_blocks
 
 # Who a sandboxed process is when the runner is root: an unprivileged user inside its own user
 # namespace, mapped to root outside, so what it writes in the checkout is still the operator's.
@@ -71,6 +72,9 @@ class Confinement:
     # The egress proxy's Unix socket (runner_shell.sandbox.proxy): with network False, the one
     # way out; the argv must then be started by the bridge (`proxy.bridged_argv`).
     proxy_socket: Path | None = None
+    # Whether the work directory's growth is held to `disk_mb` (not for `[sandbox] setup`,
+    # whose output is the operator's).
+    disk_watched: bool = True
 
     def __attrs_post_init__(self) -> None:
         paths = (
@@ -186,14 +190,19 @@ class Launch:
     group: SandboxGroup | None
     tmp_bytes: int | None = None
     nproc: int | None = None  # RLIMIT_NPROC, where it holds the processes
+    data_bytes: int | None = None  # RLIMIT_DATA, where no memory cgroup holds memory_mb
+    # The checkout, how much it may grow, and its size before the process starts.
+    disk: tuple[Path, int, int] | None = None
 
     def started(self, process: subprocess.Popen[bytes]) -> LimitWatch:
         """`process` was started from this launch: its cgroup goes once it has ended. The
         watch of its limits, its /tmp opened once the command inside has started."""
         if self.group is not None:
             owned_by(self.group, process)
-        watch = LimitWatch(process.pid, self.group, self.tmp_bytes, self.nproc)
-        watch.attach(lambda: process.poll() is None)
+        watch = LimitWatch(
+            process.pid, self.group, self.tmp_bytes, self.nproc, self.data_bytes, self.disk
+        )
+        watch.attach(lambda: running(process.pid))
         return watch
 
 
@@ -221,7 +230,13 @@ def launch(
         prefix = () if limits is None else limits.prefix(group)
         argv = (*prefix, confinement.bwrap, "--args", str(fd), "--", *argv)
         nproc = limits.pids if limits is not None and pids_hold() else None
-        yield Launch(argv, tuple(fds), group, confinement.tmp_bytes, nproc)
+        data = None if limits is None else limits.memory_bytes
+        watched = limits is not None and confinement.disk_watched
+        disk = None
+        if watched and limits is not None:
+            work_dir = confinement.work_dir
+            disk = (work_dir, limits.file_bytes, checkout_blocks(work_dir))
+        yield Launch(argv, tuple(fds), group, confinement.tmp_bytes, nproc, data, disk)
     finally:
         for fd in fds:
             os.close(fd)

@@ -25,6 +25,7 @@ from typing import BinaryIO
 import attrs
 
 from runner_shell.sandbox.bwrap import Confinement, launch
+from runner_shell.sandbox.reaping import reap, wait_ended
 from runner_shell.sandbox.watch import LimitWatch
 from runner_shell.signals import raise_if_interrupted
 from runner_shell.store.files import PendingFile, atomic_write_bytes, open_truncate
@@ -161,20 +162,21 @@ def _drain_logged(
     it, and the limit of its sandbox it reached (`watch`). The child (and its group) is gone
     on return, also when this raised."""
     stdout, stderr = captures
+    timed_out = False
     try:
         live = _open_live_log(proc, log_path, on_output)
         stdout.live = stderr.live = live
         try:
             if on_start is not None:
                 on_start(proc.pid)
-            stop = None if watch is None else watch.stop
-            timed_out = _drain_and_wait(proc, stdout, stderr, deadline, grace_secs, stop)
+            timed_out = _drain_and_wait(proc, stdout, stderr, deadline, grace_secs, watch)
         finally:
             # Also runs when on_start or the loop raised: nothing we started may outlive us.
-            _kill_group_and_reap(proc)
+            _kill_group_and_reap(proc, watch)
             live.file.close()
     finally:
-        limit = None if watch is None else watch.finish()
+        failed = not timed_out and proc.returncode not in (None, 0)
+        limit = None if watch is None else watch.finish(failed)
     return timed_out, limit, stdout, stderr
 
 
@@ -393,10 +395,10 @@ def _drain_and_wait(
     stderr: _StreamCapture,
     deadline: float,
     grace_secs: float,
-    stop: Callable[[], bool] | None = None,
+    watch: LimitWatch | None = None,
 ) -> bool:
     """Read both pipes until the child is done; return whether the deadline killed it. Once
-    `stop` says so (its sandbox reached a limit), the child is killed at once. Returns once
+    `watch` says so (its sandbox reached a limit), the child is killed at once. Returns once
     the child has exited and the pipes are at EOF, or once the post-exit window has passed
     with a pipe still held open by some descendant. EINTR is retried by Python."""
     assert proc.stdout is not None and proc.stderr is not None
@@ -416,9 +418,9 @@ def _drain_and_wait(
             lost = now - woke_by
             if lost > _SUSPENDED_SECS and not timed_out:
                 deadline += lost
-            if exited_at is None and proc.poll() is not None:
+            if exited_at is None and reap(proc, watch):
                 exited_at = now
-            if exited_at is None and stop is not None and stop():
+            if exited_at is None and watch is not None and watch.stop():
                 _signal_group(pgid, signal.SIGKILL)
             if exited_at is None and not timed_out and now >= deadline:
                 timed_out = True
@@ -441,9 +443,7 @@ def _drain_and_wait(
             wait_secs = max(0.0, wake_at - now)
             woke_by = now + wait_secs
             if not pipes_open:
-                # Nothing left to read; Popen.wait notices the exit sooner than a plain sleep.
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=wait_secs)
+                wait_ended(proc, watch, wait_secs)  # sooner than a plain sleep
                 continue
             for key, _events in selector.select(wait_secs):
                 _read_once(selector, key)
@@ -482,13 +482,13 @@ def _read_what_is_buffered(selector: selectors.BaseSelector) -> None:
                 break
 
 
-def _kill_group_and_reap(proc: subprocess.Popen[bytes]) -> None:
+def _kill_group_and_reap(proc: subprocess.Popen[bytes], watch: LimitWatch | None = None) -> None:
     # After the leader is gone, whatever is left in its group was started for this step only.
     _signal_group(proc.pid, signal.SIGKILL)
     for pipe in (proc.stdout, proc.stderr):
         if pipe is not None:
             pipe.close()
-    proc.wait()
+    reap(proc, watch, block=True)
 
 
 def _signal_group(pgid: int, signum: int) -> bool:

@@ -7,16 +7,25 @@ through the sandboxed command's `/proc/<pid>/root/tmp` (bubblewrap's first proce
 stays in the host's root; its child is the command), and keeps the descriptor, so its fill is
 still read after the sandbox has ended and its mount namespace with it. The same holds for the
 runner as root and as an unprivileged user (it may read its own sandbox's /proc). Without a
-cgroup, a process past RLIMIT_NPROC or RLIMIT_DATA is refused by the kernel and nothing counts
-it: the session then ends as the program does, and `runner validate` says `limits=rlimit`.
+cgroup, a process past RLIMIT_NPROC is counted by the runner itself (`_tasks`); one past
+RLIMIT_DATA is refused its allocation and nothing counts that: a session that failed after one
+of its processes reached NEAR_MEMORY of `memory_mb` (the largest resident set `wait4` reports
+for the sandbox and every process it waited for, runner_shell.sandbox.reaping) is taken as
+having reached it. A single request far beyond what the process held is not seen that way: the
+session then ends as the program does. `disk_mb` is the checkout's growth, ignored files and
+its `.git` included: the runner sums the blocks of everything in it before the session starts
+(`checkout_blocks`), then every DISK_SECS at least (ten times as long as the last count took,
+on a large checkout), and once more when it has ended.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from runner_shell.sandbox.cgroups import SandboxGroup
 
@@ -33,6 +42,14 @@ _PAGE = 4096
 # /tmp counts as full with less than this left (a write that failed at the limit leaves the
 # last partial block), or with no inode left.
 _FULL_SLACK_BYTES = 1024 * 1024
+# A failed session whose largest process held this share of RLIMIT_DATA reached `memory_mb`.
+# Its resident set is less than what RLIMIT_DATA counts (the interpreter's own mappings, the
+# step it was refused): a Python loop of 16 MiB steps under 64 MiB peaks at 46 MiB resident
+# inside the sandbox. A program failing below half of its limit fails for another reason.
+NEAR_MEMORY = 1 / 2
+# How often the checkout's size is counted at most (a walk of every file in it).
+DISK_SECS = 1.0
+_DISK_COST_FACTOR = 10
 
 
 class LimitWatch:
@@ -44,6 +61,8 @@ class LimitWatch:
         group: SandboxGroup | None,
         tmp_bytes: int | None,
         nproc: int | None = None,
+        data_bytes: int | None = None,
+        disk: tuple[Path, int, int] | None = None,
     ) -> None:
         self._pid = pid
         self._group = group
@@ -56,6 +75,13 @@ class LimitWatch:
         self._tmp_total = None if tmp_bytes is None else -(-tmp_bytes // _PAGE) * _PAGE
         self._tmp_fd: int | None = None
         self._checked = 0.0
+        # RLIMIT_DATA, where no memory cgroup holds memory_mb, and the largest resident set
+        # of the sandbox's processes that were waited for.
+        self._data_bytes = data_bytes if group is None or group.memory is None else None
+        self._peak_bytes = 0
+        # The checkout, how much it may grow, and its size before the session started.
+        self._disk = disk
+        self._disk_due = 0.0
         self.reached: str | None = None  # the first limit found reached
 
     def stop(self) -> bool:
@@ -64,11 +90,18 @@ class LimitWatch:
             self.reached = self.check()
         return self.reached is not None
 
-    def finish(self) -> str | None:
-        """The limit the sandbox reached, read once more now that it is over; /tmp let go."""
+    def reaped(self, usage: resource.struct_rusage) -> None:
+        """The sandbox's outer process was reaped, having used `usage` (its descendants' in it)."""
+        self._peak_bytes = max(self._peak_bytes, usage.ru_maxrss * 1024)
+
+    def finish(self, failed: bool = False) -> str | None:
+        """The limit the sandbox reached, read once more now that it is over (`failed`: it
+        ended with an error of its own, not by the runner's deadline); /tmp let go."""
         try:
             if self.reached is None:
                 self.reached = self.check(ended=True)
+            if self.reached is None and failed and self._near_memory():
+                self.reached = "memory_mb"
         finally:
             self.close()
         return self.reached
@@ -97,11 +130,29 @@ class LimitWatch:
             return reached
         if self._nproc is not None and not ended and self._tasks() >= self._nproc:
             return "pids_max"
+        if self._disk_grown(now, ended):
+            return "disk_mb"
         if self._tmp_total is None:
             return None
         if self._tmp_fd is None and not ended:
             self._tmp_fd = self._open_tmp(self._tmp_total)
         return "tmp_mb" if self._tmp_fd is not None and _full(self._tmp_fd) else None
+
+    def _disk_grown(self, now: float, ended: bool) -> bool:
+        """Whether the checkout grew past `disk_mb` since the session started (counted at
+        most every DISK_SECS while it runs, at once when `ended`)."""
+        if self._disk is None or (not ended and now < self._disk_due):
+            return False
+        directory, limit, before = self._disk
+        used = checkout_blocks(directory)
+        took = time.monotonic() - now
+        self._disk_due = now + max(DISK_SECS, took * _DISK_COST_FACTOR)
+        return used - before > limit
+
+    def _near_memory(self) -> bool:
+        """Whether a process of the sandbox came NEAR_MEMORY of RLIMIT_DATA (no cgroup)."""
+        limit = self._data_bytes
+        return limit is not None and self._peak_bytes >= limit * NEAR_MEMORY
 
     def _tasks(self) -> int:
         """How many tasks RLIMIT_NPROC counts against the sandbox: every task (threads
@@ -160,6 +211,21 @@ def _tasks_in(proc: str, uid: int | None) -> int:
                 if entry.name.isdigit() and (uid is None or entry.stat().st_uid == uid):
                     count += len(os.listdir(f"{proc}/{entry.name}/task"))
     return count
+
+
+def checkout_blocks(top: Path) -> int:
+    """The bytes the file system gave every entry under `top` (a sparse file counts what it
+    holds), never following a symlink; what vanishes meanwhile counts nothing."""
+    total = 0
+    stack = [top]
+    while stack:
+        with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(Path(entry.path))
+    return total
 
 
 def _children(pid: int) -> list[int]:

@@ -57,7 +57,7 @@ class Sandbox:
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
         # What `[sandbox] setup` made is read-only to every process but setup itself.
         made = () if home_name == "setup" else setup_outputs(work_dir)
-        return self.status.confine(
+        confinement = self.status.confine(
             work_dir.resolve(),
             home.resolve(),
             writable=tuple(path.resolve() for path in (*writable, *self.writable)),
@@ -68,6 +68,9 @@ class Sandbox:
             hide=self.hide,
             network=network,
         )
+        if confinement is None or home_name != "setup":
+            return confinement
+        return attrs.evolve(confinement, disk_watched=False)
 
     def hides(self, path: Path) -> bool:
         """Whether `path` is in (or is) a directory its processes must not see."""

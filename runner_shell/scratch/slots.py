@@ -15,7 +15,8 @@ unreachable objects or another slot's unmerged imports, which the run's own stor
 
 A slot whose reset fails is deleted (any depth, any modes, never through a symlink) or, when
 even that fails, set aside as `<n>.broken-<stamp>`, and made again; the `[sandbox] setup`
-command runs once each time a slot is made.
+command runs each time a slot is made, and again when its inputs change
+(runner_shell.scratch.setup_runs).
 """
 
 from __future__ import annotations
@@ -31,42 +32,31 @@ from pathlib import Path
 import attrs
 
 from runner_core.run.config import Config
-from runner_core.run.environment import guard_environment
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
-from runner_shell.sandbox.processes import SpawnError, run_process
 from runner_shell.sandbox.status import sandbox_status
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.setup_outputs import setup_outputs, setup_outputs_file
+from runner_shell.scratch.setup_runs import (
+    SetupFailed,
+    inputs_changed,
+    ready_for,
+    ready_marker,
+    set_up,
+    set_up_again,
+)
+from runner_shell.scratch.slot_git import SLOT_GIT_TIMEOUT_SECS, index_file, remove_listed
+from runner_shell.scratch.slot_git import SlotError as SlotError
+from runner_shell.scratch.slot_git import slot_git as _git
 from runner_shell.store.files import atomic_write_bytes, make_directory
 from runner_shell.store.layout import RunnerPaths
-from runner_shell.store.removal import remove_entry, remove_tree
+from runner_shell.store.removal import remove_tree
 
 SLOTS_DIR = "runner/slots"
-# Deadline of each git command of a reset and of the setup command.
-SLOT_GIT_TIMEOUT_SECS = 600.0
-SETUP_TIMEOUT_SECS = 1800.0
-SETUP_LOG_LIMIT_BYTES = 100_000
-
-
-class SlotError(Exception):
-    """A slot could not be made or reset; str() is one line naming the slot and why."""
 
 
 def slot_path(repo: Repo, number: int = 0) -> Path:
     return repo.git_path(f"{SLOTS_DIR}/{number}")
-
-
-def _ready_marker(slot: Path) -> Path:
-    """Beside the slot, out of the agent's reach: the slot was made and its setup ran."""
-    return slot.parent / f"{slot.name}.ready"
-
-
-def _index(slot: Path) -> Path:
-    """Beside the slot, out of the agent's reach: the index of the slot's last reset, whose
-    stat data tell which files anyone touched since (a changed file's ctime moves, whatever
-    else it keeps)."""
-    return slot.parent / f"{slot.name}.index"
 
 
 def prepare_slot(
@@ -75,10 +65,16 @@ def prepare_slot(
     setup: Sequence[str] = (),
     number: int = 0,
     sandbox: Sandbox | None = None,
+    inputs: Sequence[str] = (),
+    attempt: bool = False,
 ) -> Path:
-    """Slot `number` checked out at commit `base`, made (and set up) first when it is not there."""
+    """Slot `number` checked out at commit `base`, made (and set up) first when it is not there,
+    set up again when the base's files of `inputs` are not those its setup ran on. An
+    `attempt` (`base` holds an earlier attempt's files, its inputs maybe what broke setup) is
+    checked out without setup's output when setup fails on it: its agent may fix them, and
+    the setup run again before its guard judges whether it did."""
     slot = slot_path(repo, number)
-    made = not _is_plain_directory(slot) or not _ready_for(slot, setup, sandbox)
+    made = not _is_plain_directory(slot) or not ready_for(slot, setup, sandbox)
     try:
         if made:
             _make(slot)
@@ -92,56 +88,20 @@ def prepare_slot(
             _reset(repo, slot, base, made)
         except (GitError, OSError) as again:
             raise SlotError(f"scratch checkout {slot} could not be made: {again}") from None
-    if made:
-        _set_up(slot, setup, sandbox)
-    return slot
-
-
-def _fingerprint(slot: Path) -> bytes:
-    """What the setup outputs are now, every entry's name, kind, mode, size and times: an
-    unconfined agent or guard that changed any of them changes this."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for top in setup_outputs(slot):
-        stack = [top]
-        while stack:
-            directory = stack.pop()
-            if not directory.is_dir():
-                break
-            with os.scandir(directory) as scan:
-                entries = sorted(scan, key=lambda entry: entry.name)
-            for entry in entries:
-                facts = entry.stat(follow_symlinks=False)
-                digest.update(os.fsencode(entry.path) + b"\0")
-                digest.update(
-                    b"%d %d %d %d\n"
-                    % (facts.st_mode, facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns)
-                )
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(Path(entry.path))
-        if top.is_file():
-            facts = top.stat()
-            digest.update(b"%d %d %d\n" % (facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns))
-    return digest.hexdigest().encode()
-
-
-def _ready_for(slot: Path, setup: Sequence[str], sandbox: Sandbox | None) -> bool:
-    """Whether the slot was made with this setup command and what it made is as it left it
-    (checked where no sandbox holds it read-only): else it is made again."""
     try:
-        marker = _ready_marker(slot).read_bytes()
-    except OSError:
-        return False
-    argv, _, fingerprint = marker.partition(b"\n")
-    if argv != _argv_bytes(setup):
-        return False
-    confined = sandbox is not None and sandbox.status.bwrap is not None
-    return confined or not fingerprint or fingerprint == _fingerprint(slot)
-
-
-def _argv_bytes(setup: Sequence[str]) -> bytes:
-    return b"\0".join(os.fsencode(part) for part in setup)
+        if made:
+            set_up(slot, setup, inputs, sandbox)
+        elif setup and inputs_changed(slot, inputs):
+            set_up_again(slot, setup, inputs, sandbox)
+    except SetupFailed as error:
+        if not attempt:
+            raise
+        print(
+            f"runner: warning: {error} (on the previous attempt's files); the agent starts "
+            "without what setup makes",
+            file=sys.stderr,
+        )
+    return slot
 
 
 def _is_plain_directory(path: Path) -> bool:
@@ -245,31 +205,13 @@ def _new_git_dir(slot: Path) -> Path:
 
 
 def _make(slot: Path) -> None:
-    _ready_marker(slot).unlink(missing_ok=True)
+    ready_marker(slot).unlink(missing_ok=True)
     setup_outputs_file(slot).unlink(missing_ok=True)
     remove_tree(_store(slot))  # a new slot starts from the run's history alone
-    _index(slot).unlink(missing_ok=True)
+    index_file(slot).unlink(missing_ok=True)
     remove_tree(_new_git_dir(slot))
     remove_tree(slot)
     make_directory(slot)
-
-
-def _git(slot: Path, *args: str, ok_codes: tuple[int, ...] = (0,)) -> bytes:
-    env = dict(os.environ, GIT_DIR=str(slot / ".git"), GIT_WORK_TREE=str(slot))
-    env["GIT_INDEX_FILE"] = str(_index(slot))
-    # The reset's own move of the branch is logged nowhere: three directories fewer to make
-    # now and to delete at the next reset (the agent's git keeps its reflog as configured).
-    env.update(
-        GIT_CONFIG_COUNT="1",
-        GIT_CONFIG_KEY_0="core.logAllRefUpdates",
-        GIT_CONFIG_VALUE_0="false",
-    )
-    for name in ("GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"):
-        env.pop(name, None)
-    result = run_git(args, slot, env=env, timeout=SLOT_GIT_TIMEOUT_SECS)
-    if result.returncode not in ok_codes:
-        raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
-    return result.stdout
 
 
 def _reset(repo: Repo, slot: Path, base: str, made: bool) -> None:
@@ -291,47 +233,14 @@ def _reset(repo: Repo, slot: Path, base: str, made: bool) -> None:
     # Remade at every reset: a crash loses nothing the next reset does not write again.
     alternates = slot / ".git/objects/info/alternates"
     atomic_write_bytes(alternates, os.fsencode(objects) + b"\n", durable=False)
-    if not made and not _index(slot).is_file():
+    if not made and not index_file(slot).is_file():
         _git(slot, "read-tree", base)
         _git(slot, "update-index", "-q", "--refresh", ok_codes=(0, 1))
     _git(slot, "reset", "--quiet", "--hard", base)
-    _remove_untracked(slot)
-    shutil.copyfile(_index(slot), slot / ".git/index", follow_symlinks=False)
-
-
-def _remove_untracked(slot: Path) -> None:
-    """Every untracked file goes, ignored ones too, but what `[sandbox] setup` made: git names
-    them (a wholly untracked directory once, unentered), the runner removes them, any depth,
-    never through a symlink (`git clean` walks a deep tree for long, and fails on one past
-    PATH_MAX)."""
+    # Every untracked file goes, ignored ones too, but what `[sandbox] setup` made.
     listed = _git(slot, "ls-files", "-z", "--others", "--directory")
-    kept = {path.name for path in setup_outputs(slot)}
-    for name in listed.split(b"\0"):
-        relative = os.fsdecode(name).rstrip("/")
-        if not relative or relative.split("/")[0] in kept:
-            continue
-        parent_part, _, entry = relative.rpartition("/")
-        try:
-            parent = _open_below(slot, parent_part)
-        except OSError:
-            continue  # its directory is gone or was swapped for a symlink: nothing to follow
-        try:
-            remove_entry(parent, entry)
-        finally:
-            os.close(parent)
-
-
-def _open_below(slot: Path, relative: str) -> int:
-    """A descriptor of the slot's directory `relative`, no component followed as a symlink."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(slot, flags)
-    for part in relative.split("/") if relative else ():
-        try:
-            child = os.open(part, flags, dir_fd=fd)
-        finally:
-            os.close(fd)
-        fd = child
-    return fd
+    remove_listed(slot, listed, {path.name for path in setup_outputs(slot)})
+    shutil.copyfile(index_file(slot), slot / ".git/index", follow_symlinks=False)
 
 
 def _copy_plain(source: Path, target: Path) -> None:
@@ -375,46 +284,6 @@ def _empty_git(slot: Path) -> Path:
                 os.rmdir(partial / ".git" / name)
         os.rename(partial, made)
     return made / ".git"
-
-
-def _set_up(slot: Path, setup: Sequence[str], sandbox: Sandbox | None) -> None:
-    """Run the `[sandbox] setup` command in the new slot; the slot counts as made only once it
-    succeeded, so a failed or interrupted setup runs again at the next iteration."""
-    if setup:
-        log = slot.parent / f"{slot.name}.setup.log"
-        env = (
-            guard_environment(os.environ, ()) if sandbox is None else sandbox.setup_env(os.environ)
-        )
-        confinement = None
-        if sandbox is not None:
-            confinement = sandbox.confine(setup, slot, (), network=True, home_name="setup")
-        try:
-            result = run_process(
-                setup,
-                confinement=confinement,
-                cwd=slot,
-                env=env,
-                stdin_path=None,
-                timeout_secs=SETUP_TIMEOUT_SECS,
-                log_path=log,
-                limit_bytes=SETUP_LOG_LIMIT_BYTES,
-            )
-        except SpawnError as error:
-            raise SlotError(f"[sandbox] setup could not start: {error.reason}") from None
-        if result.exit_code != 0 or result.limit is not None:
-            ended = "timed out" if result.timed_out else f"exited {result.exit_code}"
-            if result.limit is not None:
-                ended = f"reached the sandbox's {result.limit} (raise [sandbox] {result.limit})"
-            raise SlotError(f"[sandbox] setup {ended} in {slot}; see {log}")
-    with contextlib.suppress(FileNotFoundError):
-        _ready_marker(slot).unlink()
-    # What setup left that the base ignores (a slot without setup holds none).
-    listing = ("ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory")
-    made = _git(slot, *listing) if setup else b""
-    tops = sorted({name.rstrip(b"/").split(b"/")[0] for name in made.split(b"\0") if name})
-    atomic_write_bytes(setup_outputs_file(slot), b"".join(top + b"\0" for top in tops))
-    marker = _argv_bytes(setup) + b"\n" + (_fingerprint(slot) if setup else b"")
-    atomic_write_bytes(_ready_marker(slot), marker)
 
 
 def step_sandbox(paths: RunnerPaths, repo: Repo, config: Config) -> Sandbox:

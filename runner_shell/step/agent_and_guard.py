@@ -27,6 +27,7 @@ from runner_shell.git.repo import GitError, Repo
 from runner_shell.guard.baselines import checkout_paths, discard_report, keep_baseline, take_report
 from runner_shell.sandbox.processes import SpawnError, run_process
 from runner_shell.scratch.sandbox import Sandbox
+from runner_shell.scratch.setup_runs import SetupFailed, inputs_changed, set_up_again
 from runner_shell.scratch.slots import SlotError, prepare_slot
 from runner_shell.signals import Interrupted, interruptible
 from runner_shell.step.lock_and_journal import write_journal
@@ -42,6 +43,8 @@ WAIT_FILE = "wait.json"
 # and nowhere else of the iteration directory, whose files are the runner's own.
 AGENT_DIR = "agent"
 GUARD_DIR = "guard"
+# In the iteration directory: the output of `[sandbox] setup` run again before the guard.
+SETUP_LOG = "setup.log"
 # The agent's files the runner keeps in the iteration directory (archived with it), copied
 # out of the agent's directory byte for byte once the session is over, each up to a cap.
 _KEPT_AGENT_FILES = {"agent_output.json": 16 * 1024 * 1024, "usage.json": 64 * 1024}
@@ -201,10 +204,15 @@ class ProcessGuardRunner:
     # The commit the checkout starts from when it is not `base` (a previous attempt's files
     # on it): a baseline is measured at `base`, then the checkout goes back to this.
     start: str | None = None
+    setup_inputs: tuple[str, ...] = ()  # `[sandbox] setup_inputs`, for those resets too
 
     def run_guard(self, effect: RunGuard, journal: Journal) -> GuardFinished | NotStarted:
         report_path = own_directory(self.iter_dir, GUARD_DIR) / (effect.report_name or JUDGE_REPORT)
         discard_report(report_path)  # a stale or planted report never counts
+        if effect.setup_inputs and inputs_changed(self.root, self.setup_inputs):
+            unset = self._set_up_again()
+            if unset is not None:
+                return unset
         baseline = effect.purpose is GuardRun.BASELINE and self.base is not None
         if baseline and self.base is not None and self.start not in (None, self.base):
             self._reset(self.base)
@@ -221,9 +229,25 @@ class ProcessGuardRunner:
 
     def _reset(self, commit: str) -> None:
         try:
-            prepare_slot(self.repo, commit, self.setup, self.slot_number, self.sandbox)
+            number, sandbox, inputs = self.slot_number, self.sandbox, self.setup_inputs
+            prepare_slot(self.repo, commit, self.setup, number, sandbox, inputs)
         except (SlotError, GitError) as error:
             raise OSError(f"the scratch checkout could not be reset: {error}") from None
+
+    def _set_up_again(self) -> GuardFinished | None:
+        """`[sandbox] setup` again on the agent's changed inputs, before its guard: the
+        guard's finish when it failed (no guard runs then), else None."""
+        log = self.iter_dir / SETUP_LOG
+        try:
+            with interruptible():
+                set_up_again(self.root, self.setup, self.setup_inputs, self.sandbox, log)
+        except SetupFailed as error:
+            return GuardFinished(None, False, setup_failed=f"{error.how}; see {log}")
+        except Interrupted as signal_:
+            return GuardFinished(None, False, interrupted=signal_.name)
+        except (SlotError, GitError) as error:
+            raise OSError(f"[sandbox] setup could not run again: {error}") from None
+        return None
 
     def _run(
         self, effect: RunGuard, journal: Journal, report_path: Path

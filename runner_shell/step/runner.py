@@ -222,7 +222,7 @@ def run_step(
         check_tree_writable(paths, loaded.tree)
     events = IterationEvents(sink_for(paths, loaded.config, loaded.run_id))
     events.check()
-    slot = scratch_checkout(repo, start, loaded.config, sandbox)
+    slot = scratch_checkout(repo, start, loaded.config, sandbox, start != loaded.head.sha)
     ports = shell_ports(paths, repo, facts, events, slot, sandbox, start=start)
     finished = interpret(start_iteration(facts), ports, events)
     if finished.tests is not None:  # the guard's report on the files just committed
@@ -233,12 +233,13 @@ def run_step(
 
 
 def scratch_checkout(
-    repo: Repo, start: str, config: Config, sandbox: Sandbox | None = None
+    repo: Repo, start: str, config: Config, sandbox: Sandbox | None = None, attempt: bool = False
 ) -> Path:
     """The agent's checkout of the commit it starts from (the iteration's base, or its
-    previous attempt's files on it): the run's own repository is never its."""
+    previous `attempt`'s files on it): the run's own repository is never its."""
     try:
-        return prepare_slot(repo, start, config.sandbox.setup, sandbox=sandbox)
+        setup, inputs = config.sandbox.setup, config.sandbox.setup_inputs
+        return prepare_slot(repo, start, setup, sandbox=sandbox, inputs=inputs, attempt=attempt)
     except (SlotError, GitError, OSError) as error:
         raise UserFacingError(
             f"the agent's scratch checkout could not be prepared: {error}"
@@ -444,6 +445,7 @@ def shell_ports(
             0 if job is None else job.slot_number,
             journal_file,
             start,
+            facts.config.sandbox.setup_inputs,
         ),
         store=DiskIterationStore(
             paths,

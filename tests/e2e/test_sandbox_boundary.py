@@ -180,8 +180,16 @@ FORK_BOMB = (
     '        pass"'
 )
 MEMORY_BOMB = 'python3 -c "x = bytearray(512 * 2**20); import time; time.sleep(60)"'
+# Allocating in a loop until refused: named by the cgroup's count of kills where there is one,
+# else by how near its largest process came to RLIMIT_DATA before it failed.
+MEMORY_LOOP = 'python3 -c "hoard = []\nwhile True: hoard.append(bytearray(16 * 2**20))" || exit 1'
 FULL_TMP = "head -c 20000000 /dev/zero > /tmp/fill; sleep 60"
-LIMITS = {"pids_max": 32, "memory_mb": 64, "tmp_mb": 8}
+# 24 files of 1 MiB under an ignored path: each under RLIMIT_FSIZE, none of them imported.
+FULL_DISK = (
+    "mkdir -p node_modules/.cache; for i in $(seq 1 24); do "
+    "head -c 1048576 /dev/urandom > node_modules/.cache/p$i; done; sleep 60"
+)
+LIMITS = {"pids_max": 32, "memory_mb": 64, "tmp_mb": 8, "disk_mb": 8}
 needs_pids = pytest.mark.skipif(
     os.getuid() == 0 and cgroup_bases().pids is None,
     reason="root without a pids cgroup: pids_max does not hold (validate says limits=no-pids)",
@@ -193,7 +201,9 @@ needs_memory_cgroup = pytest.mark.skipif(
 BOMBS = [
     pytest.param(FORK_BOMB, "pids_max (32)", marks=needs_pids, id="fork-bomb"),
     pytest.param(MEMORY_BOMB, "memory_mb (64)", marks=needs_memory_cgroup, id="memory-bomb"),
+    pytest.param(MEMORY_LOOP, "memory_mb (64)", id="memory-loop"),
     pytest.param(FULL_TMP, "tmp_mb (8)", id="full-tmp"),
+    pytest.param(FULL_DISK, "disk_mb (8)", id="full-disk"),
 ]
 
 
@@ -202,6 +212,8 @@ BOMBS = [
 def test_row11_an_agent_reaching_a_limit_ends_its_session_as_an_agent_error_naming_it(
     project: Project, script: str, named: str
 ) -> None:
+    gitignore = project.root / ".gitignore"  # where FULL_DISK writes is ignored
+    gitignore.write_text((gitignore.read_text() if gitignore.exists() else "") + "node_modules/\n")
     hostile(project, f"echo work > work.txt; {script}", sandbox={"mode": "bwrap", **LIMITS})
     started = time.monotonic()
     record = step(project)

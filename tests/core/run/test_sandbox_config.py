@@ -34,6 +34,23 @@ def test_the_setup_command_is_kept_as_its_argv() -> None:
     assert config.sandbox.setup == ("uv", "sync", "--frozen")
 
 
+def test_setup_inputs_are_paths_in_the_checkout_sorted_without_repeats() -> None:
+    sandbox = {
+        "setup": ["npm", "ci"],
+        "setup_inputs": ["package.json", "app/x.lock", "package.json"],
+    }
+
+    config = parse_config({"sandbox": sandbox})
+
+    assert config.sandbox.setup_inputs == ("app/x.lock", "package.json")
+
+
+def test_the_default_config_file_says_setup_inputs_as_a_comment() -> None:
+    lines = render_config(Config()).splitlines()
+
+    assert any(line.startswith('# setup_inputs = ["pyproject.toml", "uv.lock"]') for line in lines)
+
+
 def test_guard_network_true_lets_the_guard_reach_the_network() -> None:
     assert parse_config({"guard": {"network": True}}).guard_network is True
 
@@ -51,6 +68,13 @@ def test_guard_network_true_lets_the_guard_reach_the_network() -> None:
         ({"guard": {"network": "yes"}}, "guard.network", "must be true or false, got 'yes'"),
         ({"guard": {"network": 1}}, "guard.network", "must be true or false, got 1"),
         ({"guard": {"networks": True}}, "guard.networks", "unknown key"),
+        ({"sandbox": {"setup_inputs": ["x"]}}, "sandbox.setup_inputs", "names what [sandbox]"),
+        *(
+            ({"sandbox": {"setup": ["npm", "ci"], "setup_inputs": [path]}}, key, problem)
+            for key, problem in [("sandbox.setup_inputs", "must hold paths of files in the")]
+            for path in ["/etc/passwd", "../package.json", "./a", "app/", "a//b", "", "a\\b"]
+        ),
+        ({"sandbox": {"setup_inputs": "uv.lock"}}, "sandbox.setup_inputs", "must be an array"),
     ],
 )
 def test_a_bad_sandbox_value_is_an_error_naming_its_key(
@@ -77,8 +101,9 @@ def test_the_default_config_file_says_the_sandbox_keys() -> None:
         Config(guard_network=True, sandbox=SandboxConfig("bwrap", ("make", "deps"))),
         Config(sandbox=SandboxConfig("off", ("sh", "-c", 'echo "ü" \\ done\n'))),
         Config(sandbox=SandboxConfig(allow_hosts=("*.example.com:443", "[::1]:8080"))),
+        Config(sandbox=SandboxConfig(setup=("npm", "ci"), setup_inputs=("package-lock.json",))),
     ],
-    ids=["defaults", "every key set", "quoted setup", "allow_hosts"],
+    ids=["defaults", "every key set", "quoted setup", "allow_hosts", "setup_inputs"],
 )
 def test_a_rendered_sandbox_table_reads_back_unchanged(config: Config) -> None:
     assert parse_config(tomllib.loads(render_config(config))) == config

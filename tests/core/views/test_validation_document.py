@@ -55,3 +55,12 @@ def test_the_network_layer_is_read_whole_though_it_holds_a_space() -> None:
 
     jsonschema.validate(document, SCHEMA, cls=jsonschema.Draft202012Validator)
     assert (document["sandbox"], document["net"]) == ("bwrap", "proxy(3 hosts)")
+
+
+def test_a_setup_line_adds_setup_and_its_inputs() -> None:
+    lines = ["validate: sandbox=off", "validate: setup=yes setup_inputs=package.json,uv.lock"]
+
+    document = validation_to_json(lines)
+
+    jsonschema.validate(document, SCHEMA, cls=jsonschema.Draft202012Validator)
+    assert (document["setup"], document["setup_inputs"]) == ("yes", "package.json,uv.lock")

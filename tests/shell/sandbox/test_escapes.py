@@ -19,7 +19,7 @@ import attrs
 import pytest
 
 from runner_core.run.config import SandboxConfig
-from runner_shell.sandbox import SandboxStatus
+from runner_shell.sandbox import SandboxStatus, bwrap
 from runner_shell.sandbox.cgroups import cgroup_bases, made_groups
 from runner_shell.sandbox.processes import ProcessResult, run_process
 from runner_shell.scratch.sandbox import Sandbox
@@ -288,12 +288,61 @@ def test_a_memory_bomb_ends_at_memory_mb(
     box = sandbox(usable_sandbox, rooms, memory_mb=64)
     result, log = run(box, rooms, script, role=role)
 
+    assert result.limit == "memory_mb", log
     if cgroup_bases().memory is not None:  # the sandbox's total, the kernel's count of kills
-        assert result.limit == "memory_mb", log
         assert result.exit_code != 0, log
-    else:  # each process's RLIMIT_DATA: the allocation fails, nothing counts it
+    else:  # each process's RLIMIT_DATA: the allocation fails, its peak says how near it came
         assert result.exit_code == 9, log
         assert "MemoryError after" in log
+
+
+MEMORY_BOMBS = {
+    # Python allocating in a loop until refused, as a program reaching its limit does.
+    "loop": """
+    hoard = []
+    while True:
+        hoard.append(bytearray(16 * 1024 * 1024))
+    """,
+    # A child of a shell, the shell failing after it: the child's peak is in the shell's use.
+    "child": """
+    import subprocess, sys
+    bomb = "hoard = []\\nwhile True: hoard.append(bytearray(8 * 2**20))"
+    sys.exit(subprocess.run([sys.executable, "-c", bomb]).returncode and 3)
+    """,
+}
+
+
+@pytest.mark.parametrize("bomb", sorted(MEMORY_BOMBS))
+@pytest.mark.parametrize("role", ["agent", "guard"])
+def test_without_a_memory_cgroup_a_memory_bomb_is_named_by_how_near_it_came(
+    usable_sandbox: SandboxStatus,
+    rooms: Rooms,
+    role: str,
+    bomb: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bwrap, "sandbox_group", lambda pids, memory: None)  # rlimits only
+    box = sandbox(usable_sandbox, rooms, memory_mb=64)
+
+    result, log = run(box, rooms, MEMORY_BOMBS[bomb], role=role)
+
+    assert result.exit_code not in (None, 0), log
+    assert "MemoryError" in log
+    assert result.limit == "memory_mb", log
+
+
+def test_without_a_memory_cgroup_a_failure_far_below_memory_mb_is_not_memory(
+    usable_sandbox: SandboxStatus, rooms: Rooms, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bwrap, "sandbox_group", lambda pids, memory: None)
+    box = sandbox(usable_sandbox, rooms, memory_mb=1024)
+
+    failed, log = run(box, rooms, "x = bytearray(32 * 2**20); raise SystemExit(4)")
+    refused, refused_log = run(box, rooms, "x = bytearray(4 * 2**30)")  # refused outright
+
+    assert (failed.exit_code, failed.limit) == (4, None), log
+    assert refused.exit_code == 1 and "MemoryError" in refused_log, refused_log
+    assert refused.limit is None  # one request far past what it held: the program says so
 
 
 @pytest.mark.parametrize("role", ["agent", "guard"])
@@ -376,6 +425,44 @@ def test_a_file_larger_than_disk_mb_is_refused(usable_sandbox: SandboxStatus, ro
 
     assert result.exit_code == 9, log
     assert (rooms.work / "big.bin").stat().st_size <= 8 * 1024 * 1024
+
+
+@pytest.mark.parametrize("role", ["agent", "guard"])
+def test_a_checkout_grown_past_disk_mb_under_an_ignored_path_ends_the_session(
+    usable_sandbox: SandboxStatus, rooms: Rooms, role: str
+) -> None:
+    script = """
+    import os, time
+    os.makedirs("node_modules/.cache", exist_ok=True)
+    for number in range(24):  # each file under RLIMIT_FSIZE, together three times disk_mb
+        with open(f"node_modules/.cache/part{number}", "wb") as handle:
+            handle.write(os.urandom(1024 * 1024))
+    print("wrote 24 MiB", flush=True)
+    time.sleep(60)  # a program that hangs on: the runner ends it, not its deadline
+    """
+
+    box = sandbox(usable_sandbox, rooms, disk_mb=8)
+    result, log = run(box, rooms, script, role=role, timeout_secs=60)
+
+    assert result.limit == "disk_mb", log
+    assert not result.timed_out
+    assert result.duration_ms < 20_000
+
+
+def test_a_checkout_within_disk_mb_reaches_no_limit(
+    usable_sandbox: SandboxStatus, rooms: Rooms
+) -> None:
+    (rooms.work / "before.bin").write_bytes(os.urandom(12 * 1024 * 1024))  # not its growth
+    script = """
+    import os, time
+    with open("grown.bin", "wb") as handle:
+        handle.write(os.urandom(4 * 1024 * 1024))
+    time.sleep(1.5)  # counted at least once more while it runs
+    """
+
+    result, log = run(sandbox(usable_sandbox, rooms, disk_mb=8), rooms, script)
+
+    assert (result.exit_code, result.limit) == (0, None), log
 
 
 @pytest.mark.skipif(
