@@ -106,6 +106,9 @@ def after_baseline(machine: M, result: Result, now: ClockReading) -> M:
     machine = attrs.evolve(machine, journal=with_process_group(machine, result.process_group))
     if result.interrupted is not None:
         return failed(machine, Failure.INTERRUPTED, f"{INTERRUPTED} by {result.interrupted}")
+    if result.sandbox_limit is not None:  # never judged on a baseline cut short: the runner's
+        message = limit_reached(result.sandbox_limit, machine.facts.config.sandbox, "baseline")
+        return failed(machine, Failure.GUARD_NOT_STARTED, message)
     # A base commit whose guard wrote no readable report passes no test: everything counts
     # as progress, nothing as a regression.
     baseline = result.report or TestReport()

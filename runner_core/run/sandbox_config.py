@@ -105,9 +105,13 @@ SANDBOX_LIMITS = MappingProxyType(
 
 def limit_reached(key: str, sandbox: SandboxConfig, who: str = "agent") -> str:
     """The agent error of a session that reached `[sandbox]` limit `key` (of SANDBOX_LIMITS):
-    `the sandbox's pids_max (256) was reached`, by the agent's session or by its guard."""
+    `the sandbox's pids_max (256) was reached`, by the agent's session, by its guard or by the
+    guard's baseline run (`who`: agent, guard, baseline)."""
     value = getattr(sandbox, key) if key in SANDBOX_LIMITS else "?"
-    by = "; the session was ended" if who == "agent" else " by the guard"
+    by = {
+        "agent": "; the session was ended",
+        "baseline": " by the guard measuring the base commit (the line's own tests)",
+    }.get(who, " by the guard")
     return (
         f"the sandbox's {key} ({value}) was reached{by} (do less at once, or raise "
         f"[sandbox] {key} in .runner/state/config.toml)"

@@ -206,6 +206,33 @@ def test_a_regression_that_passes_when_run_again_is_flaky_and_does_not_fail_the_
     )
 
 
+def test_a_rerun_that_reached_a_sandbox_limit_fails_the_iteration_naming_it() -> None:
+    base = report(a="passed")
+    first = judged(report(a="failed"))
+    again = GuardFinished(None, False, process_group=79, sandbox_limit="memory_mb")
+    results = {**EXECUTOR_RESULTS, RunGuard: [first, again]}
+    effects, _ = drive(start_iteration(ratchet_facts(base)), results)
+
+    end = finished(effects)
+    assert len(guards(effects)) == 2
+    assert end.outcome.runner_error is None and end.outcome.tree.children[1].attempts == 1
+    error = end.outcome.agent_error
+    assert error is not None and error.startswith("the sandbox's memory_mb (8192) was reached")
+    assert "by the guard" in error
+
+
+def test_a_baseline_that_reached_a_sandbox_limit_is_a_runner_error_and_no_agent_runs() -> None:
+    baseline = GuardFinished(None, False, process_group=77, sandbox_limit="pids_max")
+    results = {**EXECUTOR_RESULTS, RunGuard: baseline}
+    effects, _ = drive(start_iteration(ratchet_facts()), results)
+
+    end = finished(effects)
+    assert RunAgent not in {type(effect) for effect in effects}
+    assert end.outcome.agent_error is None and end.outcome.tree.children[1].attempts == 0
+    error = end.outcome.runner_error
+    assert error is not None and "pids_max (2048) was reached by the guard measuring" in error
+
+
 def test_reruns_stop_at_rerun_failures() -> None:
     base = report(a="passed")
     results = {**EXECUTOR_RESULTS, RunGuard: judged(report(a="failed"))}
