@@ -16,39 +16,9 @@ import fastjsonschema
 
 from tests.helpers import SCHEMAS
 from tests.helpers.e2e import IDENTITY, PYTHON, Project, node
+from tests.helpers.second_attempt import AGENT, GUARD
 
-# Attempt 1 writes a helper and a wrong answer; attempt 2 finds the helper in its checkout
-# (it writes it no more) and fixes the answer.
-AGENT = r"""
-import json, os, pathlib, sys
-out = pathlib.Path(os.environ["RUNNER_OUTPUT_PATH"])
-harness = pathlib.Path(os.environ["HARNESS"])
-name = os.environ["RUNNER_NODE_ID"]
-tries = harness / f"{name}.tries"
-n = int(tries.read_text()) + 1 if tries.exists() else 1
-tries.write_text(str(n))
-helper, answer = pathlib.Path(f"lib/{name}.sh"), pathlib.Path(f"{name}.txt")
-entry = {
-    "node": name, "iter": int(os.environ["RUNNER_ITER"]), "try": n,
-    "prompt": sys.stdin.read(), "helper": helper.exists(),
-    "answer": answer.read_text() if answer.exists() else None,
-}
-with (harness / "seen.log").open("a") as log:
-    log.write(json.dumps(entry) + "\n")
-if n == 1:
-    pathlib.Path("lib").mkdir(exist_ok=True)
-    helper.write_text("echo 42\n")
-    answer.write_text("41\n")
-else:
-    answer.write_text("42\n")
-out.write_text(json.dumps({"status": "done", "summary": f"attempt {n}"}))
-"""
-
-# The project's own test: each answer is what its helper prints.
-GUARD = (
-    'for f in lib/*.sh; do [ -f "$f" ] || continue; n=$(basename "$f" .sh); '
-    '[ "$(sh "$f")" = "$(cat "$n.txt")" ] || exit 1; done; ls lib/*.sh >/dev/null'
-)
+# The fail-then-fix agent and the project's guard: tests/helpers/second_attempt.py.
 
 
 def _started(project: Project, tree: dict[str, object], **config: object) -> str:
