@@ -156,24 +156,21 @@ def test_before_runner_init_the_error_is_the_same(tmp_path: Path, project: Proje
 
 @pytest.mark.parametrize("command", ["select", "validate", "step"])
 def test_the_fast_path_never_imports_typer(project: Project, command: str) -> None:
-    project.prepare(node("root", passes=True))
-    probe = (
-        "import sys, runpy\n"
-        f"sys.argv = ['runner', {command!r}]\n"
-        "try:\n"
-        "    runpy.run_module('runner_shell', run_name='__main__')\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'rich')))\n"
-    )
-    _, stdout, _ = run(project, [PYTHON, "-c", probe])
-    assert stdout.splitlines()[-1] == "[]"
+    shown = "sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'rich'))"
+    assert after_command(project, command, shown) == "[]"
 
 
 @pytest.mark.parametrize("command", ["validate", "step"])
 def test_a_command_that_only_reads_the_config_never_imports_its_writer(
     project: Project, command: str
 ) -> None:
+    shown = "'runner_core.run._config_validator' in sys.modules, 'tomli_w' in sys.modules"
+    assert after_command(project, command, shown) == "True False"
+
+
+def after_command(project: Project, command: str, shown: str) -> str:
+    """What `print(<shown>)` says in a process that has just run `runner <command>` on a
+    one-node tree (its modules still loaded)."""
     project.prepare(node("root", passes=True))
     probe = (
         "import sys, runpy\n"
@@ -182,10 +179,10 @@ def test_a_command_that_only_reads_the_config_never_imports_its_writer(
         "    runpy.run_module('runner_shell', run_name='__main__')\n"
         "except SystemExit:\n"
         "    pass\n"
-        "print('runner_core.run._config_validator' in sys.modules, 'tomli_w' in sys.modules)\n"
+        f"print({shown})\n"
     )
     _, stdout, _ = run(project, [PYTHON, "-c", probe])
-    assert stdout.splitlines()[-1] == "True False"
+    return stdout.splitlines()[-1]
 
 
 def test_options_and_help_go_to_typer(project: Project) -> None:
