@@ -193,14 +193,18 @@ class Launch:
     data_bytes: int | None = None  # RLIMIT_DATA, where no memory cgroup holds memory_mb
     # The checkout, how much it may grow, and its size before the process starts.
     disk: tuple[Path, int, int] | None = None
+    # Where the subreaper reports the sandbox's peak (runner_shell.sandbox.subreaper), when
+    # it stands in front of bwrap (where no memory cgroup holds memory_mb).
+    peak_fd: int | None = None
 
     def started(self, process: subprocess.Popen[bytes]) -> LimitWatch:
         """`process` was started from this launch: its cgroup goes once it has ended. The
         watch of its limits, its /tmp opened once the command inside has started."""
         if self.group is not None:
             owned_by(self.group, process)
+        peak = None if self.peak_fd is None else os.dup(self.peak_fd)
         watch = LimitWatch(
-            process.pid, self.group, self.tmp_bytes, self.nproc, self.data_bytes, self.disk
+            process.pid, self.group, self.tmp_bytes, self.nproc, self.data_bytes, self.disk, peak
         )
         watch.attach(lambda: running(process.pid))
         return watch
@@ -214,6 +218,7 @@ def launch(
     leaving, and its cgroup goes then too unless a process still running was `started` from it.
     """
     fds: list[int] = []
+    kept: list[int] = []  # descriptors of the runner's only
     group = None
     try:
         seccomp_fd = None
@@ -227,18 +232,24 @@ def launch(
         fds.append(fd)
         limits = confinement.limits
         group = None if limits is None else sandbox_group(limits.pids, limits.memory_bytes)
-        prefix = () if limits is None else limits.prefix(group)
+        data = peak_write = None
+        if limits is not None and (group is None or group.memory is None):
+            data = limits.memory_bytes
+            peak_read, peak_write = os.pipe()  # the subreaper's report of the sandbox's peak
+            kept.append(peak_read)
+            fds.append(peak_write)
+        prefix = () if limits is None else limits.prefix(group, peak_write)
         argv = (*prefix, confinement.bwrap, "--args", str(fd), "--", *argv)
         nproc = limits.pids if limits is not None and pids_hold() else None
-        data = None if limits is None else limits.memory_bytes
         watched = limits is not None and confinement.disk_watched
         disk = None
         if watched and limits is not None:
             work_dir = confinement.work_dir
             disk = (work_dir, limits.file_bytes, checkout_blocks(work_dir))
-        yield Launch(argv, tuple(fds), group, confinement.tmp_bytes, nproc, data, disk)
+        peak = kept[0] if kept else None
+        yield Launch(argv, tuple(fds), group, confinement.tmp_bytes, nproc, data, disk, peak)
     finally:
-        for fd in fds:
+        for fd in fds + kept:
             os.close(fd)
         if group is not None:
             give_up_unless_owned(group)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+from pathlib import Path
 
 import attrs
 
@@ -35,16 +37,23 @@ class Limits:
     pids: int
     file_bytes: int
 
-    def prefix(self, group: SandboxGroup | None = None) -> tuple[str, ...]:
+    def prefix(
+        self, group: SandboxGroup | None = None, peak_fd: int | None = None
+    ) -> tuple[str, ...]:
         """The argv that starts the rest under these limits, in the sandbox's cgroup `group`
         when there is one (a shell writes its own pid into each of its groups, then becomes the
-        rest); the memory is then the group's, not each process's."""
+        rest); the memory is then the group's, not each process's. Where it is each process's,
+        the subreaper (outside the group and the limits) reports the sandbox's peak to
+        `peak_fd`, when given."""
         joined: tuple[str, ...] = ()
         if group is not None:
             procs = (str(directory / "cgroup.procs") for directory in group.directories)
             joined = (_SHELL, "-c", _JOIN, _SHELL, *procs, "--")
-        memory = "unlimited" if group is not None and group.memory else self.memory_bytes
+        held = group is not None and group.memory is not None
+        memory = "unlimited" if held else self.memory_bytes
+        reaper = () if held or peak_fd is None else subreaper_prefix(peak_fd)
         return (
+            *reaper,
             *joined,
             self.prlimit,
             f"--data={memory}",
@@ -52,6 +61,11 @@ class Limits:
             f"--fsize={self.file_bytes}",
             "--",
         )
+
+
+def subreaper_prefix(peak_fd: int) -> tuple[str, ...]:
+    """The argv of runner_shell.sandbox.subreaper reporting to `peak_fd`, before the rest."""
+    return (sys.executable, "-I", "-S", str(_SUBREAPER), str(peak_fd))
 
 
 def sandbox_limits(config: SandboxConfig) -> Limits | None:
@@ -91,5 +105,6 @@ def describe(limits: Limits | None, bases: Bases | None = None, root: bool | Non
 
 
 _SHELL = "/bin/sh"
+_SUBREAPER = Path(__file__).with_name("subreaper.py")
 # Joins each group named before `--`, then becomes what follows it.
 _JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'

@@ -9,8 +9,8 @@ still read after the sandbox has ended and its mount namespace with it. The same
 runner as root and as an unprivileged user (it may read its own sandbox's /proc). Without a
 cgroup, a process past RLIMIT_NPROC is counted by the runner itself (`_tasks`); one past
 RLIMIT_DATA is refused its allocation and nothing counts that: a session that failed after one
-of its processes reached NEAR_MEMORY of `memory_mb` (the largest resident set `wait4` reports
-for the sandbox and every process it waited for, runner_shell.sandbox.reaping) is taken as
+of its processes reached NEAR_MEMORY of `memory_mb` (the largest resident set of any of them,
+reported by the subreaper in front of bubblewrap, runner_shell.sandbox.subreaper) is taken as
 having reached it. A single request far beyond what the process held is not seen that way: the
 session then ends as the program does. `disk_mb` is the checkout's growth, ignored files and
 its `.git` included: the runner sums the blocks of everything in it before the session starts
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import resource
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -63,8 +62,12 @@ class LimitWatch:
         nproc: int | None = None,
         data_bytes: int | None = None,
         disk: tuple[Path, int, int] | None = None,
+        peak_fd: int | None = None,
     ) -> None:
         self._pid = pid
+        # The subreaper's report, where it stands between `pid` and bubblewrap (it owns it).
+        self._peak_fd = peak_fd
+        self._outer = (pid,) if peak_fd is None else ()
         self._group = group
         # RLIMIT_NPROC, where no pids cgroup counts the sandbox's processes: the runner counts
         # them itself.
@@ -76,7 +79,7 @@ class LimitWatch:
         self._tmp_fd: int | None = None
         self._checked = 0.0
         # RLIMIT_DATA, where no memory cgroup holds memory_mb, and the largest resident set
-        # of the sandbox's processes that were waited for.
+        # of the sandbox's processes, as the subreaper reported it.
         self._data_bytes = data_bytes if group is None or group.memory is None else None
         self._peak_bytes = 0
         # The checkout, how much it may grow, and its size before the session started.
@@ -90,9 +93,14 @@ class LimitWatch:
             self.reached = self.check()
         return self.reached is not None
 
-    def reaped(self, usage: resource.struct_rusage) -> None:
-        """The sandbox's outer process was reaped, having used `usage` (its descendants' in it)."""
-        self._peak_bytes = max(self._peak_bytes, usage.ru_maxrss * 1024)
+    def reaped(self) -> None:
+        """The runner's child was reaped: the subreaper's report, if any, is read now (it
+        wrote it before exiting; none when it was killed)."""
+        if self._peak_fd is None:
+            return
+        os.set_blocking(self._peak_fd, False)
+        with contextlib.suppress(OSError, ValueError):
+            self._peak_bytes = int(os.read(self._peak_fd, 64).decode("ascii")) * 1024
 
     def finish(self, failed: bool = False) -> str | None:
         """The limit the sandbox reached, read once more now that it is over (`failed`: it
@@ -154,6 +162,14 @@ class LimitWatch:
         limit = self._data_bytes
         return limit is not None and self._peak_bytes >= limit * NEAR_MEMORY
 
+    def _commands(self) -> list[int]:
+        """The processes bubblewrap's first process inside started: the command, in the
+        sandbox's root (that first process stays in the host's). Bubblewrap is the runner's
+        child, or the subreaper's."""
+        outer = self._outer or tuple(_children(self._pid))
+        inits = [inside for pid in outer for inside in _children(pid)]
+        return [command for inside in inits for command in _children(inside)]
+
     def _tasks(self) -> int:
         """How many tasks RLIMIT_NPROC counts against the sandbox: every task (threads
         included) of the runner's user, the sandbox's among them (the kernel charges them to
@@ -161,7 +177,7 @@ class LimitWatch:
         The sandbox's own are read from its /proc at every check; the others (the runner's,
         other sandboxes') from the host's every OUTSIDE_SECS, the host's /proc being larger."""
         if self._command is None:
-            commands = _commands(self._pid)
+            commands = self._commands()
             self._command = commands[0] if commands else None
         if self._command is None:
             return 0
@@ -175,7 +191,7 @@ class LimitWatch:
     def _open_tmp(self, total: int) -> int | None:
         """A descriptor of the sandbox's own /tmp, once the command inside has started: the
         tmpfs of exactly `total` bytes its process sees (before, its root is the host's)."""
-        for command in _commands(self._pid):
+        for command in self._commands():
             try:
                 fd = os.open(f"/proc/{command}/root/tmp", os.O_PATH | os.O_DIRECTORY)
             except OSError:
@@ -190,16 +206,14 @@ class LimitWatch:
         return None
 
     def close(self) -> None:
-        """Let go of the sandbox's /tmp (its memory is freed once nothing holds it)."""
+        """Let go of the sandbox's /tmp (its memory is freed once nothing holds it) and of the
+        subreaper's report."""
         if self._tmp_fd is not None:
             os.close(self._tmp_fd)
             self._tmp_fd = None
-
-
-def _commands(pid: int) -> list[int]:
-    """The processes bubblewrap's first process inside started: the command, in the sandbox's
-    root (that first process stays in the host's)."""
-    return [command for inside in _children(pid) for command in _children(inside)]
+        if self._peak_fd is not None:
+            os.close(self._peak_fd)
+            self._peak_fd = None
 
 
 def _tasks_in(proc: str, uid: int | None) -> int:

@@ -11,6 +11,7 @@ limits. CI runs this file as root and again as an unprivileged user (.ci/run).
 from __future__ import annotations
 
 import os
+import resource
 import sys
 import textwrap
 from pathlib import Path
@@ -343,6 +344,24 @@ def test_without_a_memory_cgroup_a_failure_far_below_memory_mb_is_not_memory(
     assert (failed.exit_code, failed.limit) == (4, None), log
     assert refused.exit_code == 1 and "MemoryError" in refused_log, refused_log
     assert refused.limit is None  # one request far past what it held: the program says so
+
+
+@pytest.mark.parametrize("role", ["agent", "guard"])
+def test_without_a_memory_cgroup_the_runners_own_memory_is_not_the_sessions(
+    usable_sandbox: SandboxStatus, rooms: Rooms, role: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A child's resident peak starts at its parent's (the kernel keeps the largest set of the
+    # memory it left at exec): a runner holding 96 MiB must not make a small failure memory.
+    monkeypatch.setattr(bwrap, "sandbox_group", lambda pids, memory: None)
+    box = sandbox(usable_sandbox, rooms, memory_mb=64)
+    held = bytearray(96 * 2**20)
+    held[:: resource.getpagesize()] = b"x" * (len(held) // resource.getpagesize())
+
+    result, log = run(box, rooms, "x = bytearray(2**20); raise SystemExit(4)", role=role)
+
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >= 96 * 1024
+    assert (result.exit_code, result.limit) == (4, None), log
+    del held
 
 
 @pytest.mark.parametrize("role", ["agent", "guard"])

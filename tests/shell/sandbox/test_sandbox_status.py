@@ -8,13 +8,14 @@ probe names why bubblewrap is not usable: not installed, or bwrap's own last lin
 from __future__ import annotations
 
 import stat
+import sys
 from pathlib import Path
 
 import pytest
 
 from runner_core.run.config import Config, SandboxConfig
 from runner_shell.errors import UserFacingError
-from runner_shell.sandbox import SandboxRefused, SandboxStatus, probe, sandbox_status
+from runner_shell.sandbox import SandboxRefused, SandboxStatus, limits, probe, sandbox_status
 from runner_shell.sandbox.cgroups import Bases, SandboxGroup
 from runner_shell.sandbox.limits import Limits, describe
 from runner_shell.sandbox.status import Probe
@@ -145,3 +146,17 @@ def test_the_limits_are_the_cgroups_once_bwrap_joins_it_else_each_processs() -> 
     )
     assert alone[0] == "/usr/bin/prlimit" and f"--data={64 * 2**20}" in alone
     assert "--nproc=32" in joined and "--nproc=32" in alone
+
+
+def test_the_subreaper_stands_first_only_where_each_process_holds_the_memory() -> None:
+    pids_only = SandboxGroup(GROUPS / "a", None)
+    both = SandboxGroup(GROUPS / "a", GROUPS / "b")
+
+    alone = LIMITS.prefix(None, peak_fd=7)
+    joined = LIMITS.prefix(pids_only, peak_fd=7)
+
+    reaper = (sys.executable, "-I", "-S", str(Path(limits.__file__).with_name("subreaper.py")))
+    assert alone[:5] == (*reaper, "7") and alone[5] == "/usr/bin/prlimit"
+    assert joined[:5] == (*reaper, "7") and joined[5:7] == ("/bin/sh", "-c")
+    assert LIMITS.prefix(both, peak_fd=7)[0] == "/bin/sh"
+    assert LIMITS.prefix(None)[0] == "/usr/bin/prlimit"
