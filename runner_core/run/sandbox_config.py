@@ -21,6 +21,21 @@ from runner_core.run.config_values import argv, checkout_paths, env_patterns
 SANDBOX_MODES = ("auto", "bwrap", "off")  # schemas/config.schema.json's `[sandbox] mode`
 
 
+# A failed session whose largest process held this share of RLIMIT_DATA reached `memory_mb`
+# (where no memory cgroup counts it: docs/sandbox.md, "memory_mb without a memory cgroup").
+# Its resident set is less than what RLIMIT_DATA counts (the interpreter's own mappings, the
+# step it was refused): a Python loop of 16 MiB steps under 64 MiB peaks at 46 MiB resident
+# inside the sandbox. A program failing below half of its limit fails for another reason.
+NEAR_MEMORY = 1 / 2
+
+
+def came_near_memory(failed: bool, peak_bytes: int, limit_bytes: int | None) -> bool:
+    """Whether a session ended by its own failure (`failed`) is taken as having reached
+    `memory_mb`, RLIMIT_DATA being `limit_bytes` (None: a memory cgroup counts it instead) and
+    the largest resident set of its processes `peak_bytes`. A session that succeeded never is."""
+    return failed and limit_bytes is not None and peak_bytes >= limit_bytes * NEAR_MEMORY
+
+
 def parse_allow_hosts(value: Any) -> tuple[str, ...]:
     """`[sandbox] allow_hosts` from parsed TOML: a list of rules, each checked, in their
     canonical spelling, sorted and without repeats; ConfigError naming the key if not."""

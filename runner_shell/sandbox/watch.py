@@ -9,13 +9,14 @@ still read after the sandbox has ended and its mount namespace with it. The same
 runner as root and as an unprivileged user (it may read its own sandbox's /proc). Without a
 cgroup, a process past RLIMIT_NPROC is counted by the runner itself (`_tasks`); one past
 RLIMIT_DATA is refused its allocation and nothing counts that: a session that failed after one
-of its processes reached NEAR_MEMORY of `memory_mb` (the largest resident set of any of them,
-reported by the subreaper in front of bubblewrap, runner_shell.sandbox.subreaper) is taken as
-having reached it. A single request far beyond what the process held is not seen that way: the
-session then ends as the program does. `disk_mb` is the checkout's growth, ignored files and
-its `.git` included: the runner sums the blocks of everything in it before the session starts
-(`checkout_blocks`), then every DISK_SECS at least (ten times as long as the last count took,
-on a large checkout), and once more when it has ended.
+of its processes came near `memory_mb` (runner_core.run.sandbox_config.came_near_memory; the
+largest resident set of any of them, reported by the subreaper in front of bubblewrap,
+runner_shell.sandbox.subreaper) is taken as having reached it. A single request far beyond
+what the process held is not seen that way: the session then ends as the program does.
+`disk_mb` is the checkout's growth, ignored files and its `.git` included: the runner sums the
+blocks of everything in it before the session starts (`checkout_blocks`), then every DISK_SECS
+at least (ten times as long as the last count took, on a large checkout), and once more when
+it has ended.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from runner_core.run.sandbox_config import came_near_memory
 from runner_shell.sandbox.cgroups import SandboxGroup
 
 # How often a running sandbox's limits are read at most.
@@ -41,11 +43,6 @@ _PAGE = 4096
 # /tmp counts as full with less than this left (a write that failed at the limit leaves the
 # last partial block), or with no inode left.
 _FULL_SLACK_BYTES = 1024 * 1024
-# A failed session whose largest process held this share of RLIMIT_DATA reached `memory_mb`.
-# Its resident set is less than what RLIMIT_DATA counts (the interpreter's own mappings, the
-# step it was refused): a Python loop of 16 MiB steps under 64 MiB peaks at 46 MiB resident
-# inside the sandbox. A program failing below half of its limit fails for another reason.
-NEAR_MEMORY = 1 / 2
 # How often the checkout's size is counted at most (a walk of every file in it).
 DISK_SECS = 1.0
 _DISK_COST_FACTOR = 10
@@ -108,7 +105,9 @@ class LimitWatch:
         try:
             if self.reached is None:
                 self.reached = self.check(ended=True)
-            if self.reached is None and failed and self._near_memory():
+            if self.reached is None and came_near_memory(
+                failed, self._peak_bytes, self._data_bytes
+            ):
                 self.reached = "memory_mb"
         finally:
             self.close()
@@ -156,11 +155,6 @@ class LimitWatch:
         took = time.monotonic() - now
         self._disk_due = now + max(DISK_SECS, took * _DISK_COST_FACTOR)
         return used - before > limit
-
-    def _near_memory(self) -> bool:
-        """Whether a process of the sandbox came NEAR_MEMORY of RLIMIT_DATA (no cgroup)."""
-        limit = self._data_bytes
-        return limit is not None and self._peak_bytes >= limit * NEAR_MEMORY
 
     def _commands(self) -> list[int]:
         """The processes bubblewrap's first process inside started: the command, in the
