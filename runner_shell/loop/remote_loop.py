@@ -36,12 +36,13 @@ from runner_shell.remote.coordinator import (
     RemoteJobs,
     Unanswered,
     answer_of,
+    cancel_job,
     remote_jobs,
     request_for,
     until_reached,
 )
 from runner_shell.remote.errors import JobRefused, TemporalUnavailable
-from runner_shell.remote.job_files import JobRequest
+from runner_shell.remote.job_files import JobRequest, job_id
 from runner_shell.scratch.slots import slot_path, slot_sandbox, step_sandbox
 from runner_shell.signals import Interrupted, interruptible
 from runner_shell.step.event_sink import Emitter, IterationEvents, sink_for
@@ -89,6 +90,12 @@ def _answer(
     except JobLost as lost:
         return run_here(loop.run, job, facts, place, Unanswered(lost.line))
     except Interrupted as signal_:
+        # Its iteration is committed as interrupted: the job's answer would be for no one.
+        cancelled = cancel_job(
+            remote.executor, job_id(request.run_id, request.iteration, request.base)
+        )
+        if cancelled is not None:
+            loop.run.emit(f"loop: iter={job.iteration} {cancelled}")
         return run_here(loop.run, job, facts, place, Unanswered(signal=signal_.name))
     job.base_entries = taken.base_entries
     job.rejudge = facts.config.executor.rejudge

@@ -25,7 +25,14 @@ from runner_shell.git.repo import GitError, Repo
 from runner_shell.loop.night_loop import LoopRun
 from runner_shell.loop.parallel_jobs import Job, JobEvents, merge_job
 from runner_shell.loop.remote_loop import NotARequest, kept_request
-from runner_shell.remote.coordinator import POLL_SECS, Executor, RemoteJobs, remote_jobs, take
+from runner_shell.remote.coordinator import (
+    POLL_SECS,
+    Executor,
+    RemoteJobs,
+    cancel_job,
+    remote_jobs,
+    take,
+)
 from runner_shell.remote.errors import (
     JobFailed,
     JobRefused,
@@ -132,13 +139,9 @@ def answer_now(executor: Executor, name: str, said: Callable[[str], None]) -> st
     try:
         return executor.result(name, POLL_SECS)
     except TimeoutError:
-        try:
-            running = executor.cancel(name)
-        except (TemporalUnavailable, TemporalRefused) as error:
-            said(f"job {name} not cancelled: {error}")
-            raise TimeoutError(name) from None
-        if running:
-            said(f"job {name} cancelled: its worker stops it")
+        cancelled = cancel_job(executor, name)
+        if cancelled is not None:
+            said(cancelled)
             raise
     return executor.result(name, POLL_SECS)
 

@@ -168,6 +168,17 @@ def answer_of(
         raise JobLost(f"{error}") from None
 
 
+def cancel_job(executor: Executor, name: str) -> str | None:
+    """Job `name`'s workflow cancelled, so that its worker stops the job at its next heartbeat
+    instead of running it for no one: what to say of it, None when it was not running (it
+    finished: an answer it has is there to take)."""
+    try:
+        running = executor.cancel(name)
+    except (TemporalUnavailable, TemporalRefused) as error:
+        return f"job {name} not cancelled: {error}"
+    return f"job {name} cancelled: its worker stops it" if running else None
+
+
 def until_reached(call: Callable[[], T], waiting: Callable[[str, int], None]) -> T:
     """`call`'s value, called again every POLL_SECS while the git remote does not answer
     (said at once, then every NO_WORKERS_SECS); a signal meanwhile raises Interrupted."""

@@ -203,3 +203,47 @@ def test_recover_cancels_the_workflow_of_a_job_it_records_as_interrupted(
     assert time.monotonic() - began < 90
     assert (project.harness / "node_runs" / LEAVES[0]).read_text() == "2"
     assert all((project.root / f"{leaf}.txt").is_file() for leaf in LEAVES)
+
+
+def test_a_loop_stopped_by_a_signal_cancels_the_workflow_of_the_job_it_commits_as_interrupted(
+    remote: tuple[Project, Workers],
+) -> None:
+    """The same job, the loop stopped by SIGINT instead of killed: the loop commits the job as
+    interrupted and cancels its workflow itself, says so, and its worker is free at once."""
+    project, workers = remote
+    script = dict(SCRIPT)
+    script[(LEAVES[0], 1)] = {**SCRIPT[(LEAVES[0], 1)], "wait_for": "never"}
+    script |= {(leaf, 2): SCRIPT[(leaf, 1)] for leaf in LEAVES}
+    project.agent_script_by_node(script)
+    table = {**executor_table(project), "remote": workers.url, "heartbeat_secs": 3}
+    project.set_config(parallel={"slots": 1}, executor=table, iteration_timeout_secs=150)
+    project.commit_setup("one job at a time, heartbeats every second")
+    workers.start("worker-a")
+    loop = spawn(project, "loop")
+    started = project.harness / "node_runs" / LEAVES[0]
+    deadline = time.monotonic() + ANSWERED_SECS
+    while not started.exists():  # its agent runs on the worker
+        assert time.monotonic() < deadline and loop.poll() is None
+        time.sleep(0.1)
+    request = JobRequest.from_json(
+        next((project.root / ".git/runner-jobs").glob("*.request")).read_text()
+    )
+    loop.send_signal(signal.SIGINT)
+    out, err = loop.communicate(timeout=60)
+
+    name = job_id(request.run_id, request.iteration, request.base)
+    assert f"loop: iter=1 job {name} cancelled: its worker stops it" in out.splitlines(), out
+    said = out.splitlines()
+    assert any("status=interrupted" in line and " iter=1 " in line for line in said), err
+    assert _meta(project, 1)["attempts_after"] == _meta(project, 1)["attempts_before"]
+    key = read_key_file(workers.key_file, "key_file")
+    server = TemporalExecutor.connect(workers.address, "default", workers.queue, 10, key)
+    with server, pytest.raises(JobFailed):  # its workflow ended, cancelled: no answer comes
+        server.result(name, 10)
+    began = time.monotonic()
+    result = project.runner("loop", timeout=120)
+
+    assert result.returncode == 0, result.stderr
+    assert "loop: status=complete" in result.stdout
+    assert time.monotonic() - began < 90  # the worker was not held by the cancelled job
+    assert (project.harness / "node_runs" / LEAVES[0]).read_text() == "2"
