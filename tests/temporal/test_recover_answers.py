@@ -156,13 +156,11 @@ def test_recover_with_the_server_out_of_reach_records_each_job_with_why(
     assert all(int((runs / leaf).read_text()) <= 2 for leaf in LEAVES)
 
 
-def test_recover_cancels_the_workflow_of_a_job_it_records_as_interrupted(
-    remote: tuple[Project, Workers],
-) -> None:
-    """The job a killed loop left, its agent waiting for two minutes on the one worker: recover
-    records it as interrupted and cancels its workflow, the worker stops it at its next
-    heartbeat, and a loop started again has its worker at once."""
-    project, workers = remote
+def _a_job_held_on_its_worker(
+    project: Project, workers: Workers
+) -> tuple[subprocess.Popen[str], JobRequest]:
+    """A loop of one slot whose first job's agent waits for two minutes on the one worker,
+    once that agent has started, and the job's request."""
     script = dict(SCRIPT)
     script[(LEAVES[0], 1)] = {**SCRIPT[(LEAVES[0], 1)], "wait_for": "never"}
     script |= {(leaf, 2): SCRIPT[(leaf, 1)] for leaf in LEAVES}
@@ -180,6 +178,35 @@ def test_recover_cancels_the_workflow_of_a_job_it_records_as_interrupted(
     request = JobRequest.from_json(
         next((project.root / ".git/runner-jobs").glob("*.request")).read_text()
     )
+    return loop, request
+
+
+def _cancelled_and_the_worker_free(project: Project, workers: Workers, name: str) -> None:
+    """Job `name`'s workflow ended without an answer, and a loop started again finishes the
+    run at once: the worker is not held by the cancelled job's agent (it would wait two
+    minutes), which runs again, and every leaf is done."""
+    key = read_key_file(workers.key_file, "key_file")
+    server = TemporalExecutor.connect(workers.address, "default", workers.queue, 10, key)
+    with server, pytest.raises(JobFailed):  # its workflow ended, cancelled: no answer comes
+        server.result(name, 10)
+    began = time.monotonic()
+    result = project.runner("loop", timeout=120)
+
+    assert result.returncode == 0, result.stderr
+    assert "loop: status=complete" in result.stdout
+    assert time.monotonic() - began < 90
+    assert (project.harness / "node_runs" / LEAVES[0]).read_text() == "2"
+    assert all((project.root / f"{leaf}.txt").is_file() for leaf in LEAVES)
+
+
+def test_recover_cancels_the_workflow_of_a_job_it_records_as_interrupted(
+    remote: tuple[Project, Workers],
+) -> None:
+    """The job a killed loop left, its agent waiting for two minutes on the one worker: recover
+    records it as interrupted and cancels its workflow, the worker stops it at its next
+    heartbeat, and a loop started again has its worker at once."""
+    project, workers = remote
+    loop, request = _a_job_held_on_its_worker(project, workers)
     loop.send_signal(signal.SIGKILL)
     loop.wait(10)
 
@@ -190,19 +217,7 @@ def test_recover_cancels_the_workflow_of_a_job_it_records_as_interrupted(
     name = job_id(request.run_id, request.iteration, request.base)
     assert "recover: iter=1 answer not taken: its worker has not answered" in said
     assert f"recover: iter=1 job {name} cancelled: its worker stops it" in said, said
-    key = read_key_file(workers.key_file, "key_file")
-    server = TemporalExecutor.connect(workers.address, "default", workers.queue, 10, key)
-    with server, pytest.raises(JobFailed):  # its workflow ended, cancelled: no answer comes
-        server.result(name, 10)
-    began = time.monotonic()
-    result = project.runner("loop", timeout=120)
-
-    assert result.returncode == 0, result.stderr
-    assert "loop: status=complete" in result.stdout
-    # The worker was not held by the cancelled job's agent (it would wait two minutes).
-    assert time.monotonic() - began < 90
-    assert (project.harness / "node_runs" / LEAVES[0]).read_text() == "2"
-    assert all((project.root / f"{leaf}.txt").is_file() for leaf in LEAVES)
+    _cancelled_and_the_worker_free(project, workers, name)
 
 
 def test_a_loop_stopped_by_a_signal_cancels_the_workflow_of_the_job_it_commits_as_interrupted(
@@ -211,23 +226,7 @@ def test_a_loop_stopped_by_a_signal_cancels_the_workflow_of_the_job_it_commits_a
     """The same job, the loop stopped by SIGINT instead of killed: the loop commits the job as
     interrupted and cancels its workflow itself, says so, and its worker is free at once."""
     project, workers = remote
-    script = dict(SCRIPT)
-    script[(LEAVES[0], 1)] = {**SCRIPT[(LEAVES[0], 1)], "wait_for": "never"}
-    script |= {(leaf, 2): SCRIPT[(leaf, 1)] for leaf in LEAVES}
-    project.agent_script_by_node(script)
-    table = {**executor_table(project), "remote": workers.url, "heartbeat_secs": 3}
-    project.set_config(parallel={"slots": 1}, executor=table, iteration_timeout_secs=150)
-    project.commit_setup("one job at a time, heartbeats every second")
-    workers.start("worker-a")
-    loop = spawn(project, "loop")
-    started = project.harness / "node_runs" / LEAVES[0]
-    deadline = time.monotonic() + ANSWERED_SECS
-    while not started.exists():  # its agent runs on the worker
-        assert time.monotonic() < deadline and loop.poll() is None
-        time.sleep(0.1)
-    request = JobRequest.from_json(
-        next((project.root / ".git/runner-jobs").glob("*.request")).read_text()
-    )
+    loop, request = _a_job_held_on_its_worker(project, workers)
     loop.send_signal(signal.SIGINT)
     out, err = loop.communicate(timeout=60)
 
@@ -236,14 +235,4 @@ def test_a_loop_stopped_by_a_signal_cancels_the_workflow_of_the_job_it_commits_a
     said = out.splitlines()
     assert any("status=interrupted" in line and " iter=1 " in line for line in said), err
     assert _meta(project, 1)["attempts_after"] == _meta(project, 1)["attempts_before"]
-    key = read_key_file(workers.key_file, "key_file")
-    server = TemporalExecutor.connect(workers.address, "default", workers.queue, 10, key)
-    with server, pytest.raises(JobFailed):  # its workflow ended, cancelled: no answer comes
-        server.result(name, 10)
-    began = time.monotonic()
-    result = project.runner("loop", timeout=120)
-
-    assert result.returncode == 0, result.stderr
-    assert "loop: status=complete" in result.stdout
-    assert time.monotonic() - began < 90  # the worker was not held by the cancelled job
-    assert (project.harness / "node_runs" / LEAVES[0]).read_text() == "2"
+    _cancelled_and_the_worker_free(project, workers, name)
