@@ -64,8 +64,9 @@ class Limits:
 
 
 def subreaper_prefix(peak_fd: int) -> tuple[str, ...]:
-    """The argv of runner_shell.sandbox.subreaper reporting to `peak_fd`, before the rest."""
-    return (sys.executable, "-I", "-S", str(_SUBREAPER), str(peak_fd))
+    """The argv of runner_shell.sandbox.subreaper reporting to `peak_fd`, before the rest; it
+    dies with this process."""
+    return (sys.executable, "-I", "-S", str(_SUBREAPER), str(peak_fd), str(os.getpid()))
 
 
 def sandbox_limits(config: SandboxConfig) -> Limits | None:

@@ -11,9 +11,11 @@ child; it reaps every child it is given, then writes the largest resident set am
 RUSAGE_CHILDREN, in KiB) and a newline to the descriptor it was given, and exits as bubblewrap
 did. Its own set (a Python started with `-I -S`, a few MiB) is the floor of that number.
 
-It runs by path with the standard library only (`python -I -S subreaper.py FD ARGV...`), in
-the runner's session and process group: the runner's SIGKILL of the group ends it with
-bubblewrap, its SIGTERM reaches bubblewrap and leaves this process waiting for it.
+It runs by path with the standard library only (`python -I -S subreaper.py FD PARENT
+ARGV...`), in the runner's session and process group: the runner's SIGKILL of the group ends it
+with bubblewrap, its SIGTERM reaches bubblewrap and leaves this process waiting for it. It dies
+with the runner's thread that started it, PARENT, as bubblewrap does with its parent
+(`--die-with-parent`), so a runner killed with SIGKILL leaves no sandbox running.
 """
 
 from __future__ import annotations
@@ -25,25 +27,31 @@ import resource
 import signal
 import sys
 
+PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 _EXEC_FAILED = 127
 _FORWARDED_AWAY = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
 
 def main(args: list[str]) -> int:
-    """Start `args[1:]`, reap it and every orphan given to this process, report the peak to
-    descriptor `args[0]`; the exit status is the command's (-N: killed by signal N)."""
-    report_fd = int(args[0])
+    """Start `args[2:]`, reap it and every orphan given to this process, report the peak to
+    descriptor `args[0]`; the exit status is the command's (-N: killed by signal N). Killed
+    with the process `args[1]`, which started it."""
+    report_fd, parent = int(args[0]), int(args[1])
     os.set_inheritable(report_fd, False)
-    subreaper = ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # it died before the line above: nothing is started
+        return -signal.SIGKILL
+    subreaper = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     for signum in _FORWARDED_AWAY:  # a handler, not SIG_IGN: execve puts the default back
         signal.signal(signum, _ignore)
     child = os.fork()
     if child == 0:
         try:
-            os.execvp(args[1], args[1:])
+            os.execvp(args[2], args[2:])
         except OSError as error:
-            os.write(2, f"runner subreaper: cannot start {args[1]}: {error.strerror}\n".encode())
+            os.write(2, f"runner subreaper: cannot start {args[2]}: {error.strerror}\n".encode())
         os._exit(_EXEC_FAILED)
     status = _reap_all(child)
     if subreaper:

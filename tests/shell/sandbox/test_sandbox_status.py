@@ -7,6 +7,7 @@ probe names why bubblewrap is not usable: not installed, or bwrap's own last lin
 
 from __future__ import annotations
 
+import os
 import stat
 import sys
 from pathlib import Path
@@ -155,8 +156,9 @@ def test_the_subreaper_stands_first_only_where_each_process_holds_the_memory() -
     alone = LIMITS.prefix(None, peak_fd=7)
     joined = LIMITS.prefix(pids_only, peak_fd=7)
 
-    reaper = (sys.executable, "-I", "-S", str(Path(limits.__file__).with_name("subreaper.py")))
-    assert alone[:5] == (*reaper, "7") and alone[5] == "/usr/bin/prlimit"
-    assert joined[:5] == (*reaper, "7") and joined[5:7] == ("/bin/sh", "-c")
+    program = str(Path(limits.__file__).with_name("subreaper.py"))
+    reaper = (sys.executable, "-I", "-S", program, "7", str(os.getpid()))  # dies with this one
+    assert alone[:6] == reaper and alone[6] == "/usr/bin/prlimit"
+    assert joined[:6] == reaper and joined[6:8] == ("/bin/sh", "-c")
     assert LIMITS.prefix(both, peak_fd=7)[0] == "/bin/sh"
     assert LIMITS.prefix(None)[0] == "/usr/bin/prlimit"

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +123,61 @@ def test_a_signal_to_the_group_reaches_the_command_and_the_subreaper_waits_for_i
         assert process.wait(timeout=20) == 7
     with os.fdopen(read_end, "rb") as report:
         assert int(report.read()) > 0
+
+
+# A runner that starts bubblewrap as the runner does (`--die-with-parent`) under the subreaper,
+# a long sleep inside, says the subreaper's pid, then waits for it.
+RUNNER = """
+import os, subprocess, sys
+sys.path[:0] = [sys.argv[1]]
+from runner_shell.sandbox.limits import subreaper_prefix
+read_end, write_end = os.pipe()
+sandbox = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all"]
+sandbox += ["--die-with-parent", "--", "sleep", sys.argv[2]]
+child = subprocess.Popen([*subreaper_prefix(write_end), *sandbox], pass_fds=(write_end,))
+print(child.pid, flush=True)
+child.wait()
+"""
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_runner_killed_with_sigkill_takes_the_subreaper_and_its_sandbox_along() -> None:
+    source, token = str(Path(__file__).resolve().parents[3]), f"{60 + os.getpid() % 1000 / 1000}"
+    with subprocess.Popen(
+        [sys.executable, "-c", RUNNER, source, token], stdout=subprocess.PIPE, text=True
+    ) as runner:
+        assert runner.stdout is not None
+        subreaper = int(runner.stdout.readline())
+        deadline = time.monotonic() + 10
+        while not _sleeping(token) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _sleeping(token)
+        runner.kill()
+        runner.wait(10)
+        deadline = time.monotonic() + 10
+        while (_alive(subreaper) or _sleeping(token)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert not _alive(subreaper)
+    assert not _sleeping(token)
+
+
+def _sleeping(token: str) -> bool:
+    """Whether a `sleep TOKEN` runs anywhere on this machine."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and _alive(int(entry)):
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                    if cmdline.read().split(b"\0")[:2] == [b"sleep", token.encode()]:
+                        return True
+            except OSError:
+                continue
+    return False
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
