@@ -9,6 +9,7 @@ contract lines. Decides nothing.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -28,6 +29,7 @@ from runner_shell.step.lock_and_journal import exclusive_lock
 
 if TYPE_CHECKING:
     from runner_core.run.config import Config
+    from runner_core.run.project_kinds import ProjectKind
     from runner_shell.git.repo import Repo
     from runner_shell.store.layout import RunnerPaths
 
@@ -90,12 +92,13 @@ def init(
     start' moves it onto the run's branch."""
     from runner_core.run.template_agent import TEMPLATE_AGENT_PATH
     from runner_shell.setup.command_agent import write_template_agent
-    from runner_shell.setup.scaffold import init_runner, write_git_exclude
+    from runner_shell.setup.scaffold import init_runner, recognised_project, write_git_exclude
 
     paths, repo = _here()
     if prompts and paths.runner_dir.exists() and not force:
         return _write_prompts(paths, force)  # the templates it lacks; its state files stay
-    config, template = _init_config(guard, backend, agent)
+    kind = recognised_project(repo.root)
+    config, template = _init_config(guard, backend, agent, kind)
     # `init --force` rewrites the state files under a running loop's feet unless it waits its turn.
     with exclusive_lock(repo):
         if force and not discard_run:
@@ -104,10 +107,8 @@ def init(
         if template:
             write_template_agent(paths)
         write_git_exclude(repo)
-    typer.echo(
-        f"initialized {paths.relative(paths.runner_dir)}/ "
-        "(edit .runner/GOAL.md, then run 'runner start')"
-    )
+    for line in _init_lines(paths, kind, config, bool(guard)):
+        typer.echo(line)
     if template:
         typer.echo(f"init: agent={TEMPLATE_AGENT_PATH} (a template agent: edit it to call yours)")
     if prompts:
@@ -115,11 +116,15 @@ def init(
 
 
 def _init_config(
-    guard: list[str] | None, backend: str | None, agent: list[str] | None
+    guard: list[str] | None,
+    backend: str | None,
+    agent: list[str] | None,
+    kind: ProjectKind | None = None,
 ) -> tuple[Config, bool]:
-    """The config `init` writes from its options, and whether a template agent comes with it;
-    a bad option is one line naming it. `--agent` alone names a command agent: a CLI backend
-    takes `--agent` as a prefix only when `--backend` names it."""
+    """The config `init` writes from its options and the project's `kind`, and whether a
+    template agent comes with it; a bad option is one line naming it. `--agent` alone names a
+    command agent: a CLI backend takes `--agent` as a prefix only when `--backend` names it.
+    `--guard` wins over the kind's guard."""
     from runner_core import ConfigError, parse_config
     from runner_core.run.config import command_words
     from runner_core.run.template_agent import init_agent_command
@@ -132,9 +137,32 @@ def _init_config(
         data: dict[str, object] = {"agent": {"backend": backend, "command": list(agent_words)}}
         if guard:
             data["guard"] = {"command": list(command_words("--guard", tuple(guard)))}
+        elif kind is not None and kind.guard is not None:
+            data["guard"] = {"command": list(kind.guard)}
+        if kind is not None and kind.setup:
+            data["sandbox"] = {"setup": list(kind.setup), "setup_inputs": list(kind.setup_inputs)}
         return parse_config(data), template
     except ConfigError as error:
         raise UserFacingError(f"init: {error}") from None
+
+
+def _init_lines(
+    paths: RunnerPaths, kind: ProjectKind | None, config: Config, guard_given: bool
+) -> list[str]:
+    """What `init` says it made, and what it took from the project it recognised."""
+    made = f"initialized {paths.relative(paths.runner_dir)}/ "
+    made += "(edit .runner/GOAL.md, then run 'runner start')"
+    return [made] if kind is None else [made, _kind_line(kind, config, guard_given)]
+
+
+def _kind_line(kind: ProjectKind, config: Config, guard_given: bool) -> str:
+    """What `init` took from the project it recognised, on one line."""
+    said = f"init: a {kind.name} project ({kind.found}): guard={shlex.join(config.guard_command)}"
+    if kind.guard is None and not guard_given:
+        said += " (package.json has no test script)"
+    if kind.setup:
+        said += f" setup={shlex.join(kind.setup)} setup_inputs={','.join(kind.setup_inputs)}"
+    return said + " (edit .runner/state/config.toml to change)"
 
 
 def _refuse_started_run(paths: RunnerPaths, repo: Repo) -> None:

@@ -6,6 +6,11 @@ the id rules, the frontmatter rewrite and the default tree come from runner_core
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+from pathlib import Path
+
 import attrs
 
 from runner_core import Config, Node, NodeNext
@@ -19,6 +24,7 @@ from runner_core.run.config import render_config
 from runner_core.run.finish import start_message
 from runner_core.run.identity import GOAL_PLACEHOLDER, branch_for, generate_run_id, with_run_id
 from runner_core.run.listing import start_on_protected_problem
+from runner_core.run.project_kinds import ProjectKind, project_kind
 from runner_core.run.questions import QUESTIONS_HEADER
 from runner_core.run.state import RunState
 from runner_core.validation.schema import (
@@ -31,7 +37,7 @@ from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.step.prompt_templates import check_templates
 from runner_shell.step.run_branches import existing_run_ids
-from runner_shell.store.files import atomic_write_text
+from runner_shell.store.files import atomic_write_text, read_bytes_capped
 from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import (
     load_config,
@@ -91,6 +97,24 @@ def write_git_exclude(repo: Repo) -> None:
     if updated is not None:
         exclude.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(exclude, updated)
+
+
+# The most of package.json read to learn its scripts (a larger one is read as having none).
+_PACKAGE_JSON_MAX_BYTES = 1024 * 1024
+
+
+def recognised_project(root: Path) -> ProjectKind | None:
+    """The kind of the project at `root` by the regular files at its top (runner_core.run.
+    project_kinds), its package.json's scripts read when it has one."""
+    with os.scandir(root) as entries:
+        files = frozenset(e.name for e in entries if e.is_file(follow_symlinks=False))
+    scripts: frozenset[str] = frozenset()
+    if "package.json" in files:
+        with contextlib.suppress(OSError, ValueError):
+            found = json.loads(read_bytes_capped(root / "package.json", _PACKAGE_JSON_MAX_BYTES))
+            listed = found.get("scripts") if isinstance(found, dict) else None
+            scripts = frozenset(listed) if isinstance(listed, dict) else frozenset()
+    return project_kind(files, scripts)
 
 
 def init_runner(paths: RunnerPaths, force: bool, config: Config) -> None:
