@@ -155,3 +155,46 @@ def test_validate_names_the_setup_inputs(project: Project) -> None:
 
     assert result.returncode == 0, result.stderr
     assert "setup_inputs=package-lock.json,package.json" in result.stdout + result.stderr
+
+
+THREE_LEAVES = node(
+    "root",
+    next_="decompose",
+    children=[node("root.1"), node("root.2", order=1), node("root.3", order=2)],
+)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_with_two_slots_every_slot_a_job_or_merge_uses_is_set_up_on_its_base(
+    project: Project, mode: str
+) -> None:
+    """root.1 and root.2 start together; root.2's merge runs its guard again on the moved head
+    in the merge queue's slot, set up there on the old inputs. root.3 adds a dependency: its
+    merge (the head moved past its base too) runs the guard in that slot reset to a head with
+    root.3's package.json, which passes only once setup ran there again from the new inputs."""
+    node_project(project)
+    new = package(BOTH).replace('"', '\\"')
+    adds = f'printf "%s" "{new}" > package.json && {LOCK}'
+    by_node = f'case "$RUNNER_NODE_ID" in root.3) {adds};; esac'
+    project.prepare(
+        THREE_LEAVES,
+        agent_command=["sh", "-c", f"{by_node}\n{WRITE_DONE}"],
+        guard_command=GUARD,
+        sandbox={
+            "mode": mode,
+            "setup": SETUP,
+            "setup_inputs": ["package-lock.json", "package.json"],
+        },
+        parallel={"slots": 2},
+        iteration_timeout_secs=120,
+    )
+
+    result = project.runner("loop", timeout=600)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "loop: status=complete" in result.stdout
+    metas = [project.meta(number) for number in (1, 2, 3)]
+    assert [meta["guard"] for meta in metas] == ["pass"] * 3, metas
+    assert all(meta["error_kind"] is None for meta in metas), metas
+    assert (project.iter_dir(3) / "guard.merged.log").is_file()  # judged again after the merge
+    assert json.loads(project.git("show", "HEAD:package.json"))["dependencies"] == BOTH
