@@ -26,6 +26,7 @@ from runner_shell.cli import watching as watching
 
 # isort: on
 from runner_shell.cli.examples import add_examples
+from runner_shell.cli.extra import missing_extra
 from runner_shell.errors import failure_line, internal_error_line
 
 # `app` is base's, with every command on it.
@@ -78,8 +79,8 @@ def _run() -> int:
     except SystemExit:
         raise
     except Exception as error:  # a runner bug: one line unless debugging
-        if os.environ.get("RUNNER_DEBUG"):
-            raise
+        if os.environ.get("RUNNER_DEBUG") or missing_extra(error) is not None:
+            raise  # an extra not installed: the entry point says which
         print(internal_error_line(error), file=sys.stderr)
         return 1
     return code if isinstance(code, int) else 0

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
+from runner_shell.cli.extra import MISSING_EXTRA, missing_extra
 from runner_shell.views.echo import write_line
 
 FAST_COMMANDS = ("select", "validate", "step", "status", "history", "report")
@@ -27,6 +28,17 @@ VERSION_FLAGS = ("--version", "-V")
 
 
 def main() -> None:
+    try:
+        _main()
+    except ModuleNotFoundError as error:
+        missing = missing_extra(error)
+        if missing is None:
+            raise
+        _write_line(sys.stderr, MISSING_EXTRA.format(name=missing))
+        sys.exit(1)
+
+
+def _main() -> None:
     arguments = sys.argv[1:]
     if len(arguments) == 1 and arguments[0] in FAST_COMMANDS:
         code = _run_fast(arguments[0])
@@ -75,6 +87,8 @@ def _run_fast(name: str) -> int:
             _write_line(sys.stderr, failure_line(message))
             return code
     except Exception as error:  # a runner bug: one line unless debugging
+        if missing_extra(error) is not None:
+            raise  # not a bug: main says which extra
         if os.environ.get("RUNNER_DEBUG"):
             raise
         print(internal_error_line(error), file=sys.stderr)
