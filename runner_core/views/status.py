@@ -19,7 +19,7 @@ from runner_core.iteration.recovery import Journal
 from runner_core.loop.budget import BudgetUse, budget_use_to_json, budget_uses
 from runner_core.run.config import NO_BUDGET, BudgetConfig
 from runner_core.run.identity import branch_for
-from runner_core.run.operations import OperatorAction, action_text, action_to_json
+from runner_core.run.operator_actions import OperatorAction, action_text, action_to_json
 from runner_core.run.questions import open_questions
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentStatus, Node, NodeNext, canonical_preorder

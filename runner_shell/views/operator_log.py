@@ -15,7 +15,7 @@ import re
 import attrs
 
 from runner_core.run.identity import branch_for
-from runner_core.run.operations import OperatorAction, run_actions
+from runner_core.run.operator_actions import OperatorAction, run_actions
 from runner_core.run.trailers import OP as TRAILER_OP
 from runner_shell.git.repo import Repo
 
