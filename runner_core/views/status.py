@@ -10,7 +10,7 @@ shell gathers the tree, run state, journal, history and operator facts.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -43,9 +43,9 @@ from runner_core.views.text import flatten
 # ---------------------------------------------------------------- the tree, walked
 
 
-@attrs.frozen(slots=True)
-class TreeRow:
-    """One node of the tree as `runner status` draws it, in canonical pre-order."""
+class TreeRow(NamedTuple):
+    """One node of the tree as `runner status` draws it, in canonical pre-order (a tuple: a
+    view holds one per node, and a tuple is built in about half the time of a frozen class)."""
 
     id: str
     path: str
