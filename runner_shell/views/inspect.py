@@ -114,6 +114,7 @@ def _night_status(
 ) -> None:
     # The follow views (the event log's lines, the budgets') are imported only when there is
     # an iteration running or a budget to show: a run between iterations shows neither.
+    running: tuple[Journal, ...]
     if view.jobs is None:
         running = (journal,) if alive and journal is not None else ()
     else:  # a parallel run: each live job's elapsed time and last lines, in iteration order

@@ -212,9 +212,24 @@ def test_validate_on_a_runner_commit_reads_no_history_and_confines_nothing(
 
 def test_validate_after_a_hand_commit_audits_it(project: Project) -> None:
     project.prepare(node("root", passes=True))  # the test's own commit: not the runner's
-    assert loaded_after(project, "validate", loaded(HAND_EDIT_AUDIT)) == repr(
-        list(HAND_EDIT_AUDIT)
-    )
+    assert loaded_after(project, "validate", loaded(HAND_EDIT_AUDIT)) == repr(list(HAND_EDIT_AUDIT))
+
+
+# What only a step, an operator's command, `--follow` or a ratchet run needs.
+STATUS_SPARES = (
+    "runner_core.run.operations",
+    "runner_core.iteration.plan",
+    "runner_core.views.follow",
+    "runner_shell.views.follow",
+    "runner_shell.guard.baselines",
+    *CONFINEMENT,
+)
+
+
+def test_status_between_iterations_spares_the_tree_rules_follow_views_and_baselines(
+    project: Project,
+) -> None:
+    assert after_command(project, "status", loaded(STATUS_SPARES)) == "[]"
 
 
 def test_options_and_help_go_to_typer(project: Project) -> None:
