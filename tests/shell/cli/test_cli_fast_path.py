@@ -215,8 +215,9 @@ def test_validate_after_a_hand_commit_audits_it(project: Project) -> None:
     assert loaded_after(project, "validate", loaded(HAND_EDIT_AUDIT)) == repr(list(HAND_EDIT_AUDIT))
 
 
-# What only a step, an operator's command, `--follow` or a ratchet run needs.
+# What only a step, an operator's command, `--follow`, a ratchet run or a budget needs.
 STATUS_SPARES = (
+    "runner_core.loop.budget",
     "runner_core.run.operations",
     "runner_core.iteration.plan",
     "runner_core.views.follow",
