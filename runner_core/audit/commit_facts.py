@@ -10,6 +10,7 @@ hands in each commit's facts (`CommitFacts`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -21,9 +22,11 @@ from runner_core.run.trailers import (
     is_iteration_commit,
     parse_trailers,
 )
-from runner_core.tree.model import Node
-from runner_core.tree.serialization import TreeValidationError
-from runner_core.validation.loading import parse_tree
+
+# The tree's model and parser are imported where a commit's tree is read: telling a runner
+# commit from its message (`runner validate`) builds no tree.
+if TYPE_CHECKING:
+    from runner_core.tree.model import Node
 
 STATE_DIR = ".runner/state/"
 TREE_PATH = STATE_DIR + "tree.json"
@@ -62,6 +65,9 @@ class CommitFacts:
 
 def tree_of(data: bytes | None) -> tuple[Node | None, str | None]:
     """The tree a commit's tree.json bytes hold, or why there is none, as a finding says it."""
+    from runner_core.tree.serialization import TreeValidationError
+    from runner_core.validation.loading import parse_tree
+
     if data is None:
         return None, "tree.json is missing"
     try:

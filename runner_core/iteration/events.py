@@ -27,7 +27,7 @@ from runner_core.loop.events import (
     iteration_started,
     operator,
 )
-from runner_core.run.operations import OperatorAction, action_text
+from runner_core.run.operator_actions import OperatorAction, action_text
 from runner_core.tree.model import GuardOutcome
 
 

@@ -15,7 +15,11 @@ from typing import Any, ClassVar, Literal, NoReturn
 
 import attrs
 
-from runner_core.iteration.recovery import INTERRUPTED
+from runner_core.iteration.status_words import CONFLICT as CONFLICT
+from runner_core.iteration.status_words import RATE_LIMITED as RATE_LIMITED
+from runner_core.iteration.status_words import RUNNER_ERROR as RUNNER_ERROR
+from runner_core.iteration.status_words import STATUS_WORDS as STATUS_WORDS
+from runner_core.iteration.status_words import shown_status as shown_status
 from runner_core.run.identity import parse_frontmatter
 from runner_core.run.state import RunState
 from runner_core.tree.decompose import (
@@ -350,35 +354,6 @@ def conclude_runner_error(prev: Node, message: str) -> IterationOutcome:
     return IterationOutcome(
         prev, AgentStatus.RETRY, GuardOutcome.SKIPPED, "", None, runner_error=message
     )
-
-
-RUNNER_ERROR = "runner_error"
-RATE_LIMITED = "rate_limited"
-CONFLICT = "conflict"
-# What each kind of runner error is called where an iteration is shown: an
-# agent's own retry is `retry`; the runner's failing is never called one.
-STATUS_WORDS = ("done", "retry", "decomposed", RUNNER_ERROR, INTERRUPTED, RATE_LIMITED, CONFLICT)
-_LIMIT_PREFIXES = ("rate_limited:", "usage_limited:")
-
-
-def shown_status(
-    status: str, error_kind: str | None, error: str | None, merge_rerun: bool = False
-) -> str:
-    """The status every view shows of an iteration: the agent's own (`done`, `retry`,
-    `decomposed`), or for a runner error the word of its kind: `interrupted` (stopped by a
-    signal), `rate_limited` (the agent hit a usage or rate limit), `conflict` (a parallel job's
-    work met another's and runs again) or `runner_error`. meta.json keeps `retry` for all of
-    them, with `error_kind = "runner"` and the reason in `error`."""
-    if error_kind != "runner":
-        return status
-    text = error or ""
-    if merge_rerun:
-        return CONFLICT
-    if text.startswith(INTERRUPTED):
-        return INTERRUPTED
-    if text.startswith(_LIMIT_PREFIXES):
-        return RATE_LIMITED
-    return RUNNER_ERROR
 
 
 def advance_run_state(state: RunState, outcome: IterationOutcome) -> RunState:

@@ -9,13 +9,19 @@ the shell gives it the tree, the operator's JSON and git's identity.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from runner_core.run import trailers
 from runner_core.run.config import MAX_VALUES
+from runner_core.run.operator_actions import OperatorAction as OperatorAction
+from runner_core.run.operator_actions import action_from_message as action_from_message
+from runner_core.run.operator_actions import action_text as action_text
+from runner_core.run.operator_actions import action_to_json as action_to_json
+from runner_core.run.operator_actions import operation_message as operation_message
+from runner_core.run.operator_actions import operation_subject as operation_subject
+from runner_core.run.operator_actions import run_actions as run_actions
 from runner_core.run.trailers import NodeOperation as NodeOperation  # re-exported; home: trailers
 from runner_core.tree.decompose import (
     ChildSpec,
@@ -285,62 +291,6 @@ def checked(prev: Node, next_tree: Node, node_id: str, op: NodeOperation) -> Nod
     return next_tree
 
 
-# ---------------------------------------------------------------- the commit
-
-
-@attrs.frozen(slots=True)
-class OperatorAction:
-    """One operator commit, as its trailers record it."""
-
-    run_id: str
-    op: NodeOperation
-    node_id: str
-    actor: str
-    before_iteration: int  # the run's next_iter when the operator acted
-
-
-def operation_subject(action: OperatorAction) -> str:
-    return f"chore(runner): node {action.op.value} {action.node_id} run {action.run_id}"
-
-
-def operation_message(action: OperatorAction) -> str:
-    lines = trailers.render_trailers(
-        (
-            (trailers.RUN, action.run_id),
-            (trailers.OP, action.op.value),
-            (trailers.NODE, action.node_id),
-            (trailers.ACTOR, action.actor),
-            (trailers.NEXT_ITER, str(action.before_iteration)),
-        )
-    )
-    return f"{operation_subject(action)}\n\n{lines}"
-
-
-def action_from_message(message: str) -> OperatorAction | None:
-    """The operator action a commit message records, or None when it records none."""
-    try:
-        found = trailers.operator_from_trailers(trailers.parse_trailers(message))
-    except trailers.DamagedTrailer:
-        return None
-    return OperatorAction(
-        found.run_id, NodeOperation(found.op), found.node_id, found.actor, found.next_iter
-    )
-
-
-def action_text(action: OperatorAction) -> str:
-    """How history, report and status show an operator commit."""
-    return f"op={action.op.value} node={action.node_id} by={action.actor}"
-
-
-def action_to_json(action: OperatorAction) -> dict[str, Any]:
-    return {
-        "op": action.op.value,
-        "node": action.node_id,
-        "by": action.actor,
-        "before_iteration": action.before_iteration,
-    }
-
-
 def operation_line(run_id: str, op: NodeOperation, node_id: str, before: Node, after: Node) -> str:
     """The one `node:` line a command prints: what the node looks like now."""
     head = f"node: op={op.value} id={node_id} run={run_id}"
@@ -353,9 +303,3 @@ def operation_line(run_id: str, op: NodeOperation, node_id: str, before: Node, a
         f"{head} next={changed.next.value} attempts={changed.attempts}/{changed.max_attempts} "
         f"children={children}"
     )
-
-
-def run_actions(messages: Sequence[str], run_id: str) -> tuple[OperatorAction, ...]:
-    """The operator actions of `run_id` among commit messages, in the order given."""
-    actions = (action_from_message(message) for message in messages)
-    return tuple(action for action in actions if action is not None and action.run_id == run_id)

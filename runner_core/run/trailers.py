@@ -13,18 +13,17 @@ import json
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from pyrsistent import PMap, pmap
 
-from runner_core.history.records import (
-    DamagedRecord,
-    ExecutionRecord,
-    record_from_meta,
-    record_to_meta,
-)
 from runner_core.run.identity import run_id_problem
+
+# The execution records' rules are imported where a record is written or read: telling a
+# runner commit from its message (`runner validate`) defines none of their classes.
+if TYPE_CHECKING:
+    from runner_core.history.records import ExecutionRecord
 
 RUN = "Runner-Run"
 ITER = "Runner-Iter"
@@ -164,6 +163,8 @@ def _tokens_text(tokens: Mapping[str, int]) -> str:
 
 def record_trailers(record: ExecutionRecord) -> tuple[tuple[str, str], ...]:
     """The record as trailers, in `RECORD_TRAILERS` order, without the chain."""
+    from runner_core.history.records import record_to_meta
+
     meta = record_to_meta(record)
     values: dict[str, str | None] = {
         RUN: meta["run_id"],
@@ -273,6 +274,8 @@ def record_from_trailers(trailers: Mapping[str, str]) -> ExecutionRecord:
 
     The record's own rules (`record_from_meta`) apply; a broken one names its trailer.
     """
+    from runner_core.history.records import DamagedRecord, record_from_meta
+
     try:
         return record_from_meta(_meta_of(trailers))
     except DamagedRecord as error:

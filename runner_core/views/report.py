@@ -38,7 +38,7 @@ from runner_core.loop.budget import (
     totals_to_json,
 )
 from runner_core.run.config import NO_BUDGET, BudgetConfig
-from runner_core.run.operations import OperatorAction, action_text, action_to_json
+from runner_core.run.operator_actions import OperatorAction, action_text, action_to_json
 from runner_core.tree.model import Node, canonical_preorder
 from runner_core.views.follow import budget_lines, rolled_up_lines
 from runner_core.views.history import record_status

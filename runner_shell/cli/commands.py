@@ -138,7 +138,7 @@ def validate(echo: Echo) -> int:
         echo("validate: run=not-started")
     else:
         echo(f"validate: run=ok id={run_id} branch=runner/{run_id}")
-        from runner_shell.git.history_sources import warn_hand_edits
+        from runner_shell.git.hand_edit_warnings import warn_hand_edits
 
         warn_hand_edits(repo, run_id)
     echo(f"validate: {sandbox_status(config).require().line}")

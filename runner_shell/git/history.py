@@ -113,3 +113,10 @@ def read_run_commits(
         for index, sha in enumerate(shas)
     )
     return facts[0], facts[1:]
+
+
+def tip_facts(root: Path, rev: str) -> CommitFacts | None:
+    """`rev`'s commit with its message alone (no files, no paths touched), from one
+    `git cat-file`; None when `rev` names no commit."""
+    (found,) = read_objects(root, [rev], kinds=(b"commit",))
+    return None if found is None else CommitFacts(rev, _message(found, rev), None, None)

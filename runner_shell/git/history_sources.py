@@ -9,8 +9,6 @@ line when it is not the directory.
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Callable
 
 import attrs
 
@@ -181,24 +179,3 @@ def agent_diff_stat(repo: Repo, sha: str) -> tuple[str, ...]:
     """`git diff --stat` of what a commit changed outside `.runner/`: the agent's work."""
     out = repo.git("diff", "--stat", f"{sha}^", sha, "--", ".", ":(exclude).runner").stdout
     return tuple(line.strip() for line in out.splitlines() if line.strip())
-
-
-# ---------------------------------------------------------------- runner validate
-
-
-def warn_hand_edits(repo: Repo, run_id: str, emit: Callable[[str], None] | None = None) -> None:
-    """`runner validate`'s warnings, one line each on stderr; never changes its exit code."""
-    # Here: reading a history (every view) needs neither the audit of hand edits nor tree diffs.
-    from runner_core.audit.hand_edits import owned_field_warnings
-    from runner_shell.git.history import NoStartCommit
-
-    try:
-        start, commits = run_commits(repo, run_id)
-    except (NoStartCommit, GitError):
-        return
-    for line in owned_field_warnings(start, commits):
-        (emit or _stderr)(f"runner: warning: {line}")
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr)

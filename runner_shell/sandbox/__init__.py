@@ -32,15 +32,40 @@ path absolute and resolved; a program under the host's /tmp must be bound `read_
     run_process(config.guard_command, cwd=slot.work_dir, env=guard_env, ..., confinement=guard)
 """
 
-from runner_shell.sandbox.bwrap import Confinement, bwrap_options
-from runner_shell.sandbox.home import home_files, prepare_home
-from runner_shell.sandbox.status import (
-    SandboxRefused,
-    SandboxStatus,
-    probe,
-    sandbox_at_start,
-    sandbox_status,
+# Each name is imported from its module when first asked for (PEP 562): `runner validate` and
+# `runner status` ask only the status, and importing the confinement's modules (bwrap, the
+# proxy, seccomp, cgroups) costs their start-up about what reading a 10,000-node tree does.
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+_MODULE_OF: Mapping[str, str] = MappingProxyType(
+    {
+        "Confinement": "runner_shell.sandbox.bwrap",
+        "bwrap_options": "runner_shell.sandbox.bwrap",
+        "home_files": "runner_shell.sandbox.home",
+        "prepare_home": "runner_shell.sandbox.home",
+        "SandboxRefused": "runner_shell.sandbox.status",
+        "SandboxStatus": "runner_shell.sandbox.status",
+        "probe": "runner_shell.sandbox.status",
+        "sandbox_at_start": "runner_shell.sandbox.status",
+        "sandbox_status": "runner_shell.sandbox.status",
+    }
 )
+
+if TYPE_CHECKING:
+    from runner_shell.sandbox.bwrap import Confinement as Confinement
+    from runner_shell.sandbox.bwrap import bwrap_options as bwrap_options
+    from runner_shell.sandbox.home import home_files as home_files
+    from runner_shell.sandbox.home import prepare_home as prepare_home
+    from runner_shell.sandbox.status import SandboxRefused as SandboxRefused
+    from runner_shell.sandbox.status import SandboxStatus as SandboxStatus
+    from runner_shell.sandbox.status import probe as probe
+    from runner_shell.sandbox.status import sandbox_at_start as sandbox_at_start
+    from runner_shell.sandbox.status import sandbox_status as sandbox_status
 
 __all__ = [
     "Confinement",
@@ -53,3 +78,14 @@ __all__ = [
     "sandbox_at_start",
     "sandbox_status",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'runner_shell.sandbox' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

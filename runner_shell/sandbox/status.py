@@ -13,23 +13,24 @@ from __future__ import annotations
 
 import functools
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
 from runner_core.backends.egress import network_layer
 from runner_core.run.config import Config, SandboxConfig
 from runner_core.run.exit_codes import ExitCode
-from runner_core.views.text import error_line
 from runner_shell.errors import UserFacingError
-from runner_shell.sandbox.bwrap import Confinement, launch, sandbox_ids
 from runner_shell.sandbox.limits import describe, sandbox_limits, tmp_bytes
 from runner_shell.sandbox.probe_cache import cached_probe_result, program_key
-from runner_shell.sandbox.seccomp import SeccompUnavailable, filter_bpf
-from runner_shell.sandbox.visible import system_mounts
+
+# The confinement's modules (bwrap, its proxy and cgroups, seccomp, the visible system) are
+# imported where a process is confined or bubblewrap probed: `runner validate` and `runner
+# status` print the layers from a kept probe and start no sandbox.
+if TYPE_CHECKING:
+    from runner_shell.sandbox.bwrap import Confinement
 
 # Starting a sandbox takes milliseconds; a probe this slow means something is wrong with it.
 PROBE_TIMEOUT_SECS = 10.0
@@ -162,6 +163,9 @@ class SandboxStatus:
         """
         if self.bwrap is None:
             return None
+        from runner_shell.sandbox.bwrap import Confinement, sandbox_ids
+        from runner_shell.sandbox.visible import system_mounts
+
         return Confinement(
             system=system_mounts(),
             ids=sandbox_ids(),
@@ -250,6 +254,8 @@ def probe(search_path: str | None = None, timeout_secs: float = PROBE_TIMEOUT_SE
     program = shutil.which("bwrap", path=search_path)
     if program is None:
         return Probe(None, "bwrap is not installed (Debian: apt-get install bubblewrap)")
+    from runner_shell.sandbox.seccomp import SeccompUnavailable, filter_bpf
+
     seccomp_problem = None
     try:
         filter_bpf()
@@ -269,6 +275,12 @@ def probe(search_path: str | None = None, timeout_secs: float = PROBE_TIMEOUT_SE
 
 def _try(program: str, seccomp: bool, timeout_secs: float) -> str | None:
     """Why `true` did not run in the full confinement, or None when it did."""
+    import subprocess
+    import tempfile
+
+    from runner_shell.sandbox.bwrap import Confinement, launch, sandbox_ids
+    from runner_shell.sandbox.visible import system_mounts
+
     true = "/usr/bin/true" if Path("/usr/bin/true").exists() else shutil.which("true") or "true"
     with tempfile.TemporaryDirectory(prefix="runner-sandbox-probe-") as scratch:
         room = Path(scratch).resolve()
@@ -302,6 +314,8 @@ def _try(program: str, seccomp: bool, timeout_secs: float) -> str | None:
 
 
 def _reason(stderr: bytes, exit_code: int) -> str:
+    from runner_core.views.text import error_line
+
     lines = [line for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
     if not lines:
         return f"bwrap exited with status {exit_code}"

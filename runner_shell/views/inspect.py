@@ -112,15 +112,23 @@ def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) 
 def _night_status(
     view: StatusView, paths: RunnerPaths, journal: Journal | None, alive: bool
 ) -> None:
-    from runner_core.views.follow import budget_lines
-    from runner_shell.views.follow import running_status_lines
-
+    # The follow views (the event log's lines, the budgets') are imported only when there is
+    # an iteration running or a budget to show: a run between iterations shows neither.
+    running: tuple[Journal, ...]
     if view.jobs is None:
-        lines = running_status_lines(paths, journal) if alive else ()
+        running = (journal,) if alive and journal is not None else ()
     else:  # a parallel run: each live job's elapsed time and last lines, in iteration order
-        running = (job.journal for job in view.jobs if job.alive)
+        running = tuple(job.journal for job in view.jobs if job.alive)
+    lines: tuple[str, ...] = ()
+    if running:
+        from runner_shell.views.follow import running_status_lines
+
         lines = tuple(line for each in running for line in running_status_lines(paths, each))
-    for line in (*lines, *budget_lines(view.budgets)):
+    if view.budgets:
+        from runner_core.views.follow import budget_lines
+
+        lines = (*lines, *budget_lines(view.budgets))
+    for line in lines:
         print_lines((line,))
 
 

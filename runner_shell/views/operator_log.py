@@ -15,7 +15,7 @@ import re
 import attrs
 
 from runner_core.run.identity import branch_for
-from runner_core.run.operations import OperatorAction, run_actions
+from runner_core.run.operator_actions import OperatorAction, run_actions
 from runner_core.run.trailers import OP as TRAILER_OP
 from runner_shell.git.repo import Repo
 
@@ -28,6 +28,14 @@ def operator_actions(repo: Repo, run_id: str | None) -> tuple[OperatorAction, ..
     if run_id is None:
         return ()
     branch = branch_for(run_id)
+    # The common case in one git process: the run's branch is there (a branch implies a commit).
+    grep = f"--grep=^{TRAILER_OP}: "
+    found = repo.git(
+        "log", "--reverse", "-z", grep, "--format=%B", f"refs/heads/{branch}", "--", check=False
+    )
+    if found.returncode == 0:
+        messages = tuple(message for message in found.stdout.split("\0") if message.strip())
+        return run_actions(messages, run_id)
     ref = branch if repo.branch_exists(branch) else "HEAD"
     return run_actions(repo.messages(f"^{TRAILER_OP}: ", ref), run_id)
 

@@ -387,11 +387,13 @@ def status_reading(
 def _target_notes(repo: Repo, config: Config, tree: Node) -> TargetNotes | None:
     """A ratchet run's notes on its open leaves' tests, against the head's baseline."""
     from runner_core.iteration.guard_stage import RATCHET
-    from runner_core.views.suite import target_notes
-    from runner_shell.guard.baselines import known_baseline
 
     if config.guard_mode != RATCHET:
         return None
+    # A ratchet run's only: the baselines' reader imports the JUnit parser.
+    from runner_core.views.suite import target_notes
+    from runner_shell.guard.baselines import known_baseline
+
     head = repo.head()
     baseline = None if head is None else known_baseline(repo, head.sha)
     return target_notes(tree, baseline)

@@ -172,6 +172,12 @@ def after_command(project: Project, command: str, shown: str) -> str:
     """What `print(<shown>)` says in a process that has just run `runner <command>` on a
     one-node tree (its modules still loaded)."""
     project.prepare(node("root", passes=True))
+    return loaded_after(project, command, shown)
+
+
+def loaded_after(project: Project, command: str, shown: str) -> str:
+    """What `print(<shown>)` says in a process that has just run `runner <command>` on the
+    project as it is (its modules still loaded)."""
     probe = (
         "import sys, runpy\n"
         f"sys.argv = ['runner', {command!r}]\n"
@@ -183,6 +189,48 @@ def after_command(project: Project, command: str, shown: str) -> str:
     )
     _, stdout, _ = run(project, [PYTHON, "-c", probe])
     return stdout.splitlines()[-1]
+
+
+# Modules only a step, an audit or a history reading needs: defining their classes costs
+# `validate` and `status` more start-up than the command's own work on a small tree.
+CONFINEMENT = ("runner_shell.sandbox.bwrap", "runner_shell.sandbox.proxy")
+HISTORY_READING = ("runner_shell.git.history_sources", "runner_core.history.records")
+HAND_EDIT_AUDIT = ("runner_core.audit.hand_edits", "runner_core.tree.diff")
+
+
+def loaded(modules: tuple[str, ...]) -> str:
+    return f"[m for m in {modules!r} if m in sys.modules]"
+
+
+def test_validate_on_a_runner_commit_reads_no_history_and_confines_nothing(
+    project: Project,
+) -> None:
+    # The run branch's last commit is `runner start`'s: no hand edit can be there.
+    shown = loaded((*CONFINEMENT, *HISTORY_READING, *HAND_EDIT_AUDIT))
+    assert loaded_after(project, "validate", shown) == "[]"
+
+
+def test_validate_after_a_hand_commit_audits_it(project: Project) -> None:
+    project.prepare(node("root", passes=True))  # the test's own commit: not the runner's
+    assert loaded_after(project, "validate", loaded(HAND_EDIT_AUDIT)) == repr(list(HAND_EDIT_AUDIT))
+
+
+# What only a step, an operator's command, `--follow`, a ratchet run or a budget needs.
+STATUS_SPARES = (
+    "runner_core.loop.budget",
+    "runner_core.run.operations",
+    "runner_core.iteration.plan",
+    "runner_core.views.follow",
+    "runner_shell.views.follow",
+    "runner_shell.guard.baselines",
+    *CONFINEMENT,
+)
+
+
+def test_status_between_iterations_spares_the_tree_rules_follow_views_and_baselines(
+    project: Project,
+) -> None:
+    assert after_command(project, "status", loaded(STATUS_SPARES)) == "[]"
 
 
 def test_options_and_help_go_to_typer(project: Project) -> None:

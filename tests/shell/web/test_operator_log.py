@@ -83,3 +83,15 @@ def test_a_reset_or_a_merge_reads_every_commit_again(repo: Repo, rewrite: str) -
 def test_no_run_or_no_commit_has_no_actions(tmp_path: Path) -> None:
     git(tmp_path, "init", "--quiet")
     assert OperatorLog().read(Repo(tmp_path), RUN) == () == OperatorLog().read(Repo(tmp_path), None)
+
+
+def test_without_the_run_branch_the_actions_are_heads(repo: Repo) -> None:
+    git(repo.root, "checkout", "--quiet", "-b", "main")
+    acted(repo.root, "root.5")
+    git(repo.root, "branch", "--quiet", "-D", branch_for(RUN))
+    assert [action.node_id for action in operator_actions(repo, RUN)] == ["root.1", "root.5"]
+
+
+def test_before_a_first_commit_there_are_no_actions(tmp_path: Path) -> None:
+    git(tmp_path, "init", "--quiet", "--initial-branch=main")
+    assert operator_actions(Repo(tmp_path), RUN) == ()
