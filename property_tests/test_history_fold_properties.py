@@ -16,6 +16,7 @@ from property_tests.test_history_properties import record_lists
 from property_tests.test_web_view_properties import trees_and_histories
 from runner_core.guard.ratchet import TestFigures
 from runner_core.history.records import ExecutionHistory, ExecutionRecord, node_stats
+from runner_core.history.sources import missing_iterations
 from runner_core.loop.budget import rolled_up_totals
 from runner_core.tree.model import Node
 from runner_core.views import charts
@@ -32,6 +33,7 @@ def derived(history: ExecutionHistory, tree: Node | None = None) -> tuple[object
         charts.spend_series(history),
         charts.tests_series(history),
         rollups,
+        [missing_iterations(history, run_id, 12) for run_id in ("run-a", "run-b")],
     )
 
 
@@ -76,3 +78,18 @@ def test_a_history_extended_chunk_by_chunk_rolls_up_a_tree_as_a_fresh_one_does(
     history extended chunk by chunk are the ones over the same records read at once."""
     tree, history = tree_and_history
     folded_equals_fresh(list(history.records), cuts, tree)
+
+
+@SETTINGS
+@given(record_lists, st.sets(st.integers(1, 30)), st.integers(1, 40))
+def test_the_iterations_a_history_lacks_are_those_no_record_holds(
+    records: list[ExecutionRecord], dropped: set[int], next_iter: int
+) -> None:
+    """Whatever holes the records leave, `missing_iterations` names exactly the iterations
+    before `next_iter` that no record of the run holds, in order."""
+    kept = [r for r in records if r.iteration not in dropped or r.run_id == "run-b"]
+    history = ExecutionHistory.of(kept)
+    for run_id in ("run-a", "run-b", "run-c"):
+        held = {r.iteration for r in kept if r.run_id == run_id}
+        expected = tuple(n for n in range(1, next_iter) if n not in held)
+        assert missing_iterations(history, run_id, next_iter) == expected
