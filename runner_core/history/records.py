@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar, cast
 
 import attrs
 
@@ -26,8 +26,15 @@ from runner_core.history.execution import figures_to_json as figures_to_json
 from runner_core.history.execution import record_from_meta as record_from_meta
 from runner_core.history.execution import record_to_meta as record_to_meta
 from runner_core.history.execution import tokens_to_json as tokens_to_json
+from runner_core.history.tally import Tally, sum_tokens
 from runner_core.tree.model import AgentStatus, GuardOutcome, Node, iter_preorder
 from runner_core.tree.selection import is_stuck
+
+T = TypeVar("T")
+# What `ExecutionHistory.folded` keeps: each start function's value and the fold that carries
+# it to a history extended by more records.
+Folds = dict[Callable[..., Any], tuple[Any, Callable[[Any, tuple[ExecutionRecord, ...]], Any]]]
+NodeFolds = dict[Callable[..., Any], dict[str, Any]]
 
 # ---------------------------------------------------------------- a history
 
@@ -64,6 +71,12 @@ class ExecutionHistory:
     Usually it holds one run, the one the shell numbers executions in. Holding several, its
     counts span all of them in `(run_id, iteration)` order, which is not time order: number a
     run's executions in a history of that run's records alone.
+
+    What the views derive from all the records (`folded`) or from one node's (`node_folded`)
+    is computed once per history and kept with it; a history `extended` from this one carries
+    it forward by folding in only the records added (a long-lived reader's history grows by
+    one iteration at a time). A kept value is the one computing it afresh gives: the memo is
+    never seen, and the history never changes.
     """
 
     records: tuple[ExecutionRecord, ...] = ()
@@ -72,6 +85,8 @@ class ExecutionHistory:
     _by_node: Mapping[str, tuple[ExecutionRecord, ...]] = attrs.field(
         init=False, repr=False, eq=False
     )
+    _folds: Folds = attrs.field(init=False, repr=False, eq=False)
+    _node_folds: NodeFolds = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         for before, after in zip(self.records, self.records[1:], strict=False):
@@ -81,6 +96,8 @@ class ExecutionHistory:
                 raise ValueError("records must be sorted by (run_id, iteration)")
         # A frozen class sets its derived index once, here.
         object.__setattr__(self, "_by_node", _index_by_node(self.records))
+        object.__setattr__(self, "_folds", {})
+        object.__setattr__(self, "_node_folds", {})
 
     @classmethod
     def of(cls, records: Iterable[ExecutionRecord]) -> ExecutionHistory:
@@ -102,7 +119,43 @@ class ExecutionHistory:
         folded = object.__new__(ExecutionHistory)
         object.__setattr__(folded, "records", self.records + added)
         object.__setattr__(folded, "_by_node", grown)
+        folds: Folds = {}
+        for start, (value, more) in list(self._folds.items()):
+            after = more(value, added)
+            if after is not None:  # else `folded` computes it afresh when asked
+                folds[start] = (after, more)
+        object.__setattr__(folded, "_folds", folds)
+        touched = checked._by_node.keys()
+        node_folds = {
+            compute: {node_id: value for node_id, value in kept.items() if node_id not in touched}
+            for compute, kept in list(self._node_folds.items())
+        }
+        object.__setattr__(folded, "_node_folds", node_folds)
         return folded
+
+    def folded(
+        self,
+        start: Callable[[tuple[ExecutionRecord, ...]], T],
+        more: Callable[[T, tuple[ExecutionRecord, ...]], T | None],
+    ) -> T:
+        """`start(self.records)`, computed once per history. A history `extended` from this one
+        by records `added` holds `more(value, added)` instead, which must be what `start` gives
+        on all its records (None: it cannot tell, and `start` runs there afresh)."""
+        found = self._folds.get(start)
+        if found is None:
+            found = (start(self.records), more)
+            self._folds[start] = found
+        return cast(T, found[0])
+
+    def node_folded(
+        self, compute: Callable[[str, tuple[ExecutionRecord, ...]], T], node_id: str
+    ) -> T:
+        """`compute(node_id, self.records_for(node_id))`, computed once per history and node; a
+        history `extended` from this one keeps it for each node it added no record of."""
+        kept = self._node_folds.setdefault(compute, {})
+        if node_id not in kept:
+            kept[node_id] = compute(node_id, self.records_for(node_id))
+        return cast(T, kept[node_id])
 
     def __len__(self) -> int:
         return len(self.records)
@@ -176,48 +229,34 @@ def merge_reruns(records: Iterable[ExecutionRecord]) -> MergeReruns:
     return MergeReruns(
         count=len(reruns),
         duration_ms=sum(record.duration_ms for record in reruns),
-        tokens=_sum_tokens(reruns),
+        tokens=sum_tokens(reruns),
         cost_usd=math.fsum(costs) if costs else None,
     )
-
-
-def _sum_tokens(records: Iterable[ExecutionRecord]) -> TokenUsage:
-    # Summed as plain integers: one TokenUsage, not one per record, for the same total.
-    spent, produced, cached = 0, 0, 0
-    for record in records:
-        tokens = record.tokens
-        if tokens is not None:
-            spent += tokens.input
-            produced += tokens.output
-            cached += tokens.cached
-    return TokenUsage(spent, produced, cached)
 
 
 def summarize(history: ExecutionHistory) -> HistorySummary:
     """What a history amounts to: executions, successes, time, tokens, cost and attempts;
     `history_summary_to_json` is its JSON form."""
-    records = history.records
-    total = len(records)
-    successful = sum(1 for record in records if record.successful)
-    costs = [record.cost_usd for record in records if record.cost_usd is not None]
+    tally = history.folded(Tally.of, Tally.plus)
+    total, successful, costs = tally.executions, tally.successful, tally.costs
     return HistorySummary(
         total_executions=total,
         successful_executions=successful,
         failed_executions=total - successful,
         success_rate=successful / total if total else 0.0,
         # Summing integers first keeps the total exact and independent of record order.
-        total_duration=sum(record.duration_ms for record in records) / 1000,
-        total_tokens=_sum_tokens(records),
+        total_duration=tally.duration_ms / 1000,
+        total_tokens=TokenUsage(*tally.tokens),
         nodes_executed=len(history.node_ids()),
-        execution_order=tuple(record.node_id for record in records),
-        attempts_consumed=sum(1 for record in records if record.consumed_attempt),
-        runner_errors=sum(1 for record in records if record.error_kind is ErrorKind.RUNNER),
-        agent_errors=sum(1 for record in records if record.error_kind is ErrorKind.AGENT),
-        guard_passes=sum(1 for record in records if record.guard is GuardOutcome.PASS),
-        guard_failures=sum(1 for record in records if record.guard is GuardOutcome.FAIL),
+        execution_order=tally.execution_order,
+        attempts_consumed=tally.attempts_consumed,
+        runner_errors=tally.runner_errors,
+        agent_errors=tally.agent_errors,
+        guard_passes=tally.guard_passes,
+        guard_failures=tally.guard_failures,
         # fsum is exactly rounded, so the total does not depend on the order of the costs.
         total_cost_usd=math.fsum(costs) if costs else None,
-        merge_reruns=merge_reruns(records),
+        merge_reruns=merge_reruns(tally.reruns),
     )
 
 
@@ -269,7 +308,7 @@ def _stats_of(node_id: str, records: tuple[ExecutionRecord, ...]) -> NodeStats:
         failed_executions=len(records) - successful,
         attempts_consumed=sum(1 for record in records if record.consumed_attempt),
         total_duration_ms=sum(record.duration_ms for record in records),
-        tokens=_sum_tokens(records),
+        tokens=sum_tokens(records),
         last_iteration=last.iteration,
         last_status=last.status,
         last_guard=last.guard,
@@ -279,7 +318,7 @@ def _stats_of(node_id: str, records: tuple[ExecutionRecord, ...]) -> NodeStats:
 
 def node_stats(history: ExecutionHistory) -> tuple[NodeStats, ...]:
     """One row per executed node, sorted by node id."""
-    return tuple(_stats_of(node_id, history.records_for(node_id)) for node_id in history.node_ids())
+    return tuple(history.node_folded(_stats_of, node_id) for node_id in history.node_ids())
 
 
 def _check_limit(n: int) -> None:

@@ -22,8 +22,27 @@ def merged_history(*sources: Iterable[ExecutionRecord]) -> ExecutionHistory:
     return ExecutionHistory.of(chosen.values())
 
 
+# Each run's iterations in a history: how many, the lowest and the highest.
+Spans = dict[str, tuple[int, int, int]]
+
+
+def _spans_more(spans: Spans, records: tuple[ExecutionRecord, ...]) -> Spans:
+    grown = dict(spans)
+    for record in records:
+        count, low, high = grown.get(record.run_id, (0, record.iteration, record.iteration))
+        grown[record.run_id] = (count + 1, min(low, record.iteration), max(high, record.iteration))
+    return grown
+
+
+def _spans_of(records: tuple[ExecutionRecord, ...]) -> Spans:
+    return _spans_more({}, records)
+
+
 def missing_iterations(history: ExecutionHistory, run_id: str, next_iter: int) -> tuple[int, ...]:
     """The iterations the run committed before `next_iter` that `history` holds no record of."""
+    count, low, high = history.folded(_spans_of, _spans_more).get(run_id, (0, 1, 0))
+    if count == high - low + 1 and low == 1:  # each iteration is held once: 1 to `high`, all
+        return tuple(range(high + 1, next_iter))
     held = {record.iteration for record in history.records if record.run_id == run_id}
     return tuple(number for number in range(1, next_iter) if number not in held)
 

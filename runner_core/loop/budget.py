@@ -186,9 +186,13 @@ def exact_sum(costs: Sequence[float]) -> Fraction:
     return Fraction(sum(above * (denominator // below) for above, below in ratios), denominator)
 
 
-def _own_totals(stats: NodeStats | None, records: tuple[ExecutionRecord, ...]) -> NodeTotals:
+def _own_cost(node_id: str, records: tuple[ExecutionRecord, ...]) -> Fraction | None:
+    """What a node's own executions cost, exactly; None when none reported a cost."""
     costs = [record.cost_usd for record in records if record.cost_usd is not None]
-    cost = exact_sum(costs) if costs else None
+    return exact_sum(costs) if costs else None
+
+
+def _own_totals(stats: NodeStats | None, cost: Fraction | None) -> NodeTotals:
     if stats is None:
         return NodeTotals("", 0, 0, 0, TokenUsage(), cost)
     return NodeTotals(
@@ -228,7 +232,7 @@ def rolled_up_totals(
     totals: dict[str, NodeTotals] = {}
     # Reversed pre-order reaches every child before its parent.
     for node in reversed(nodes):
-        own = _own_totals(stats.get(node.id), history.records_for(node.id))
+        own = _own_totals(stats.get(node.id), history.node_folded(_own_cost, node.id))
         total = attrs.evolve(own, node_id=node.id)
         for child in node.children:
             total = total + totals[child.id]

@@ -85,11 +85,35 @@ class TestsPoint:
 
 def tests_series(history: ExecutionHistory) -> tuple[TestsPoint, ...]:
     """Tests passing per iteration, for the iterations whose guard wrote a report, in order."""
+    return history.folded(_tests_start, _tests_more).points
+
+
+@attrs.frozen(slots=True)
+class _TestsFold:
+    last: int  # the latest iteration of the records folded in, 0 for none
+    points: tuple[TestsPoint, ...]
+
+
+def _tests_points(records: Sequence[ExecutionRecord]) -> tuple[TestsPoint, ...]:
     return tuple(
         TestsPoint(r.iteration, r.tests.passed, r.tests.failed, r.tests.total)
-        for r in sorted(history.records, key=lambda r: r.iteration)
+        for r in sorted(records, key=lambda r: r.iteration)
         if r.tests is not None
     )
+
+
+def _tests_start(records: tuple[ExecutionRecord, ...]) -> _TestsFold:
+    return _TestsFold(max((r.iteration for r in records), default=0), _tests_points(records))
+
+
+def _tests_more(fold: _TestsFold, added: tuple[ExecutionRecord, ...]) -> _TestsFold | None:
+    """The series with `added` after its records, when every one of them is later than all of
+    those (the series is in iteration order); else None."""
+    if not added:
+        return fold
+    if min(r.iteration for r in added) <= fold.last:
+        return None
+    return _TestsFold(max(r.iteration for r in added), fold.points + _tests_points(added))
 
 
 @attrs.frozen(slots=True)
@@ -104,11 +128,26 @@ class SpendPoint:
 
 def spend_series(history: ExecutionHistory) -> tuple[SpendPoint, ...]:
     """Cumulative tokens (input + output) and cost over time, by each iteration's end."""
-    records = sorted(history.records, key=lambda r: (parse_time(r.ended_at), r.iteration))
-    if not records:
-        return ()
-    origin = min(parse_time(r.started_at) for r in records)
-    tokens, cost, points = 0, None, []
+    return history.folded(_spend_start, _spend_more).points
+
+
+@attrs.frozen(slots=True)
+class _SpendFold:
+    origin: datetime | None  # the earliest start, None without records
+    last: tuple[datetime, int] | None  # the last point's (end, iteration)
+    points: tuple[SpendPoint, ...]
+
+
+def _end_key(record: ExecutionRecord) -> tuple[datetime, int]:
+    return (parse_time(record.ended_at), record.iteration)
+
+
+def _spend_points(
+    records: Sequence[ExecutionRecord], origin: datetime, after: SpendPoint | None
+) -> tuple[SpendPoint, ...]:
+    """The points of `records` (sorted by end), counting on from `after`'s totals."""
+    tokens, cost = (0, None) if after is None else (after.tokens, after.cost_usd)
+    points = []
     for record in records:
         if record.tokens is not None:
             tokens += record.tokens.input + record.tokens.output
@@ -117,6 +156,33 @@ def spend_series(history: ExecutionHistory) -> tuple[SpendPoint, ...]:
         secs = (parse_time(record.ended_at) - origin).total_seconds()
         points.append(SpendPoint(record.iteration, secs, tokens, cost))
     return tuple(points)
+
+
+def _spend_start(records: tuple[ExecutionRecord, ...]) -> _SpendFold:
+    ordered = sorted(records, key=_end_key)
+    if not ordered:
+        return _SpendFold(None, None, ())
+    origin = min(parse_time(r.started_at) for r in ordered)
+    return _SpendFold(origin, _end_key(ordered[-1]), _spend_points(ordered, origin, None))
+
+
+def _spend_more(fold: _SpendFold, added: tuple[ExecutionRecord, ...]) -> _SpendFold | None:
+    """The series with `added` after its records, when they ended after its last point, in
+    order, and started no earlier than its origin (which every point's time counts from);
+    else None."""
+    if not added:
+        return fold
+    keys = [_end_key(record) for record in added]
+    if (
+        fold.origin is None
+        or fold.last is None
+        or keys[0] <= fold.last
+        or keys != sorted(keys)
+        or any(parse_time(record.started_at) < fold.origin for record in added)
+    ):
+        return None
+    points = _spend_points(added, fold.origin, fold.points[-1])
+    return _SpendFold(fold.origin, keys[-1], fold.points + points)
 
 
 # ---------------------------------------------------------------- the slots' timeline

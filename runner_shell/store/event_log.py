@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import attrs
 
@@ -191,3 +192,68 @@ def last_events(path: Path, max_bytes: int = TAIL_BYTES) -> tuple[Event, ...]:
     if start > 0:
         data = data.partition(b"\n")[2]  # the first line read is cut
     return parse_event_lines(data)[0]
+
+
+def _lines_from(data: bytes, offset: int) -> list[tuple[int, Event]]:
+    """Each whole line of `data` (read from `offset`) that parses, with where it starts."""
+    found: list[tuple[int, Event]] = []
+    at = offset
+    for raw in data.split(b"\n")[:-1]:
+        parsed = parse_event_lines(raw + b"\n")[0]
+        if parsed:
+            found.append((at, parsed[0]))
+        at += len(raw) + 1
+    return found
+
+
+@attrs.define
+class LastEvents:
+    """`last_events` of one file, kept between two readings (`runner serve`): while the file only
+    grew (the same inode, more bytes, the last line read still there) only the new lines are
+    parsed, and those that fell out of the last `max_bytes` are let go. Anything else (another
+    file, a new inode, fewer bytes, a changed last line) reads the file's end again."""
+
+    max_bytes: int = TAIL_BYTES
+    path: Path | None = None
+    inode: int = -1
+    end: int = 0  # just past the last whole line read
+    last_line: bytes = b""  # the bytes of that line, to tell an append from a rewrite
+    lines: list[tuple[int, Event]] = attrs.field(factory=list)  # start offset, event
+    events: tuple[Event, ...] = ()
+    folds: int = 0  # readings that read only new lines, for the tests
+
+    def read(self, path: Path) -> tuple[Event, ...]:
+        """What `last_events(path, self.max_bytes)` gives now."""
+        try:
+            with open_regular(path) as handle:
+                facts = os.fstat(handle.fileno())
+                size = facts.st_size
+                start = max(size - self.max_bytes, 0)
+                kept = self._still_there(handle, path, facts.st_ino, size)
+                handle.seek(self.end if kept else start)
+                data = handle.read(size - handle.tell())
+        except OSError:
+            self.path, self.lines, self.events = None, [], ()
+            return ()
+        if kept:
+            self.folds += 1
+            new = _lines_from(data, self.end)
+        else:
+            self.path, self.inode, self.end, self.last_line = path, facts.st_ino, start, b""
+            self.lines, new = [], _lines_from(data, start)
+        whole = data.rfind(b"\n") + 1  # the bytes of whole lines among those read
+        if whole:
+            self.end, self.last_line = self.end + whole, data[:whole].rsplit(b"\n", 2)[-2] + b"\n"
+        if not kept or new or start > 0:
+            self.lines = [line for line in (*self.lines, *new) if start == 0 or line[0] > start]
+            self.events = tuple(event for _, event in self.lines)
+        return self.events
+
+    def _still_there(self, handle: BinaryIO, path: Path, inode: int, size: int) -> bool:
+        """Whether what was read last is still the start of what the file holds."""
+        if path != self.path or inode != self.inode or size < self.end:
+            return False
+        if not self.last_line:
+            return True
+        handle.seek(self.end - len(self.last_line))
+        return handle.read(len(self.last_line)) == self.last_line

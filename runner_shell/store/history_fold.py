@@ -12,6 +12,7 @@ FULL_READ_SECS, so a hand edit of an old meta.json is seen too.
 
 from __future__ import annotations
 
+import operator
 import os
 import stat
 import time
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from runner_core.history.records import ExecutionHistory, ExecutionRecord
 
 FULL_READ_SECS = 30.0
+_NAME = operator.attrgetter("name")
+_INODE = operator.methodcaller("inode")
 # A directory changed this close to its stat may change again within the same timestamp: its
 # stamp is not trusted, and it is listed again at the next reading (as git's racy index).
 RACY_NS = 2 * 10**9
@@ -55,12 +58,25 @@ def _dir_stamp(directory: Path) -> tuple[int, ...] | None:
     return (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
 
 
-def _listed(run_dir: Path) -> dict[str, os.DirEntry[str]] | None:
+@attrs.frozen
+class _Listing:
+    """A run directory's entries by name, and each one's inode (built by C loops: a run of
+    10k iterations is listed at each new one)."""
+
+    entries: dict[str, os.DirEntry[str]]
+    inodes: dict[str, int]
+
+
+def _listed(run_dir: Path) -> _Listing | None:
     try:
-        with os.scandir(run_dir) as entries:
-            return {entry.name: entry for entry in entries}
+        with os.scandir(run_dir) as found:
+            entries = list(found)
     except OSError:
         return None
+    names = list(map(_NAME, entries))
+    return _Listing(
+        dict(zip(names, entries, strict=True)), dict(zip(names, map(_INODE, entries), strict=True))
+    )
 
 
 @attrs.define
@@ -87,10 +103,8 @@ class HistoryFold:
             return self._whole(paths, run_id, stamp, now)
         if stamp is None or stamp != self.stamp:
             found = _listed(run_dir)
-            if found is None or any(
-                (entry := found.get(name)) is None or entry.inode() != inode
-                for name, inode in self.inodes.items()
-            ):
+            # Every directory listed before, under its name and inode still (compared in C).
+            if found is None or not self.inodes.items() <= found.inodes.items():
                 return self._whole(paths, run_id, stamp, now)
             self._add_listed(found)
         self.stamp = stamp
@@ -110,12 +124,12 @@ class HistoryFold:
             self._add_listed(found)
         return history, problems
 
-    def _add_listed(self, found: dict[str, os.DirEntry[str]]) -> None:
+    def _add_listed(self, found: _Listing) -> None:
         """Note the listing's new iteration directories (read by `_fold`) and its other
         entries, as `list_run` tells them apart."""
         unexpected = []
-        for name in sorted(found.keys() - self.inodes.keys()):
-            entry = found[name]
+        for name in sorted(found.entries.keys() - self.inodes.keys()):
+            entry = found.entries[name]
             if _is_iteration_dir(entry):
                 self.inodes[name] = entry.inode()
             elif not _is_events_log(entry) and not _is_skipped_silently(name):

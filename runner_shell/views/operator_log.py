@@ -3,7 +3,8 @@ only the commits its branch gained since, instead of walking the run's whole his
 commit per iteration) at each change.
 
 The actions stay as read while the branch's tip is the commit they were read at. A tip that
-moved forward (the old tip a parent of a new commit) adds the new commits' actions; anything
+moved forward (the old tip a parent of a new commit) adds the new commits' actions, read with
+the new tip by one `git log` (a step's commit costs one git process, not two); anything
 else (a reset, a rewrite, a merge among the new commits, another run) reads them whole again,
 as `operator_actions` does.
 """
@@ -63,6 +64,14 @@ class OperatorLog:
     def read(self, repo: Repo, run_id: str | None) -> tuple[OperatorAction, ...]:
         if run_id is None:
             return ()
+        branch = f"refs/heads/{branch_for(run_id)}"
+        if (run_id, branch) == (self.run_id, self.ref) and self.tip is not None:
+            grown = self._grown(repo, self.tip, branch)  # one git call for a step's commit
+            if grown is not None:
+                self.tip, gained = grown
+                self.actions += run_actions(gained, run_id)
+                self.folds += 1
+                return self.actions
         tip = _tip(repo, run_id)
         if tip is None:
             return ()
@@ -81,16 +90,33 @@ class OperatorLog:
         return self.actions
 
     @staticmethod
+    def _grown(repo: Repo, old: str, ref: str) -> tuple[str, tuple[str, ...]] | None:
+        """`ref`'s tip and the operator messages of the commits it gained beyond `old`, read by
+        one git call; None when it gained none (unmoved, or moved elsewhere: `_tip` tells) or
+        not through commits of one parent each."""
+        found = repo.git("log", "-z", "--format=%H %P%n%B", f"{old}..{ref}", check=False)
+        if found.returncode != 0 or not found.stdout:
+            return None
+        commits = [entry.split("\n", 1) for entry in found.stdout.split("\0") if entry]
+        messages = OperatorLog._operator_messages(old, commits)
+        return None if messages is None else (commits[0][0].split()[0], messages)
+
+    @staticmethod
     def _new_messages(repo: Repo, old: str, new: str) -> tuple[str, ...] | None:
         """The operator messages of the commits `new` has beyond `old`, oldest first; None
         unless `new` descends from `old` through commits of one parent each."""
-        found = repo.git("log", "-z", "--format=%P%n%B", f"{old}..{new}", check=False)
+        found = repo.git("log", "-z", "--format=%H %P%n%B", f"{old}..{new}", check=False)
         if found.returncode != 0:
             return None
         commits = [entry.split("\n", 1) for entry in found.stdout.split("\0") if entry]
-        if any(len(parents.split()) != 1 for parents, *_ in commits):
-            return None
-        if not any(parents == old for parents, *_ in commits):
+        return OperatorLog._operator_messages(old, commits)
+
+    @staticmethod
+    def _operator_messages(old: str, commits: list[list[str]]) -> tuple[str, ...] | None:
+        """Of `git log`'s commits (newest first, each its `sha parents` line and message), the
+        operator messages oldest first; None unless they descend from `old` one parent each."""
+        parents = [line.split()[1:] for line, *_ in commits]
+        if any(len(found) != 1 for found in parents) or [old] not in parents:
             return None
         messages = (body[0] if body else "" for _, *body in reversed(commits))
         return tuple(message for message in messages if _OPERATOR_LINE.search(message))

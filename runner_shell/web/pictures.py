@@ -8,6 +8,7 @@ errors come from the agent's tree and output.
 
 from __future__ import annotations
 
+import bisect
 import html
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -330,18 +331,20 @@ def _one_per_column(
     """`points` (in time order) when the plot has a pixel column for each, else the last point
     of each column: the totals are cumulative, so the line keeps its shape at the picture's
     resolution (the last point, the run's totals, always drawn), and a run of thousands of
-    iterations is drawn at the cost of what the picture shows, not of what the run holds."""
+    iterations is drawn at the cost of what the picture shows, not of what the run holds: the
+    columns of points in time order never decrease, so each column's last is found by bisection."""
     if len(points) <= columns:
         return points
+
+    def column_of(point: SpendPoint) -> int:
+        return int(x_of(point.secs))
+
     kept: list[SpendPoint] = []
-    last_column = None
-    for point in points:
-        column = int(x_of(point.secs))
-        if column == last_column:
-            kept[-1] = point
-        else:
-            kept.append(point)
-        last_column = column
+    start = 0
+    while start < len(points):
+        end = bisect.bisect_right(points, column_of(points[start]), lo=start, key=column_of)
+        kept.append(points[end - 1])
+        start = end
     return kept
 
 

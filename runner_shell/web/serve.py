@@ -56,7 +56,7 @@ from runner_shell.git.log_archive import ArchiveError
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.step.lock_and_journal import job_journals_dir, journal_path, lock_held
 from runner_shell.step.run_branches import gather_runs
-from runner_shell.store.event_log import EventTail, follow_failure, follow_tail, last_events
+from runner_shell.store.event_log import EventTail, LastEvents, follow_failure, follow_tail
 from runner_shell.store.files import read_bytes_capped
 from runner_shell.store.history_fold import HistoryFold, same_records
 from runner_shell.store.iteration_log import iteration_dirs
@@ -140,6 +140,7 @@ class StatusCache:
     warned: set[str] = attrs.field(factory=set)
     records: HistoryFold = attrs.field(factory=HistoryFold)  # the history's, kept
     operators: OperatorLog = attrs.field(factory=OperatorLog)  # the run's operator commits
+    events: LastEvents = attrs.field(factory=LastEvents)  # the events log's end, kept
 
     def reading(self, api: Api, alive: bool) -> tuple[StatusReading, dict[str, Any]]:
         # Stamped before reading: a change during the reading is a change at the next poll.
@@ -330,11 +331,11 @@ class Api:
         else:
             reading, status = cache.reading(self, alive)
         run_id = status["run_id"]
-        loop = LoopFacts(
-            alive=alive,
-            events=last_events(self.paths.events_log(run_id)) if run_id is not None else (),
-            read_at=datetime.now(UTC),
-        )
+        events: tuple[Event, ...] = ()
+        if run_id is not None:
+            path = self.paths.events_log(run_id)
+            events = (LastEvents() if cache is None else cache.events).read(path)
+        loop = LoopFacts(alive=alive, events=events, read_at=datetime.now(UTC))
         overview = overview_to_json(status, reading.tree, reading.history, loop)
         now = loop.read_at or datetime.now(UTC)
         slots = load_config(self.paths).parallel_slots

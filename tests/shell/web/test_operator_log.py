@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,3 +96,23 @@ def test_without_the_run_branch_the_actions_are_heads(repo: Repo) -> None:
 def test_before_a_first_commit_there_are_no_actions(tmp_path: Path) -> None:
     git(tmp_path, "init", "--quiet", "--initial-branch=main")
     assert operator_actions(Repo(tmp_path), RUN) == ()
+
+
+def test_a_branch_moved_forward_is_read_by_one_git_call(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = OperatorLog()
+    log.read(repo, RUN)
+    acted(repo.root, "root.5")
+    calls: list[tuple[str, ...]] = []
+    original = Repo.git
+
+    def counted(self: Repo, *args: str, **options: Any) -> Any:
+        calls.append(args)
+        return original(self, *args, **options)
+
+    monkeypatch.setattr(Repo, "git", counted)
+    actions = log.read(repo, RUN)
+    assert len(calls) == 1 and log.folds == 1
+    assert actions == operator_actions(repo, RUN)
+    assert log.tip == git(repo.root, "rev-parse", "HEAD")
