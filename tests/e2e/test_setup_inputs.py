@@ -78,15 +78,22 @@ def node_project(project: Project) -> None:
 def agent(project: Project, script: str, mode: str, then: str = "true") -> None:
     """The first iteration's agent runs `script`, the second `then`; each then claims done."""
     once = f'case "$RUNNER_ITER_DIR" in */1) {script};; */2) {then};; esac'
+    prepare(project, TWO_LEAVES, once, mode)
+
+
+def prepare(project: Project, tree: dict[str, Any], script: str, mode: str, **config: Any) -> None:
+    """The run with `tree`, an agent that runs `script` then claims done, the guard requiring
+    every dependency, and setup from package.json and its lock."""
     project.prepare(
-        TWO_LEAVES,
-        agent_command=["sh", "-c", f"{once}\n{WRITE_DONE}"],
+        tree,
+        agent_command=["sh", "-c", f"{script}\n{WRITE_DONE}"],
         guard_command=GUARD,
         sandbox={
             "mode": mode,
             "setup": SETUP,
             "setup_inputs": ["package-lock.json", "package.json"],
         },
+        **config,
     )
 
 
@@ -176,18 +183,7 @@ def test_with_two_slots_every_slot_a_job_or_merge_uses_is_set_up_on_its_base(
     new = package(BOTH).replace('"', '\\"')
     adds = f'printf "%s" "{new}" > package.json && {LOCK}'
     by_node = f'case "$RUNNER_NODE_ID" in root.3) {adds};; esac'
-    project.prepare(
-        THREE_LEAVES,
-        agent_command=["sh", "-c", f"{by_node}\n{WRITE_DONE}"],
-        guard_command=GUARD,
-        sandbox={
-            "mode": mode,
-            "setup": SETUP,
-            "setup_inputs": ["package-lock.json", "package.json"],
-        },
-        parallel={"slots": 2},
-        iteration_timeout_secs=120,
-    )
+    prepare(project, THREE_LEAVES, by_node, mode, parallel={"slots": 2}, iteration_timeout_secs=120)
 
     result = project.runner("loop", timeout=600)
 
