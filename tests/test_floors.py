@@ -124,3 +124,32 @@ def test_an_arrow_to_a_room_after_it_on_its_own_floor_is_against_the_order() -> 
 
     assert back_arrows(arrows, "runner_core") == {("runner_core", low, high): frozenset({"a -> b"})}
     assert back_arrows({high: {low: frozenset({"b -> a"})}}, "runner_core") == {}
+
+
+TESTS_OF = {"runner_core": "core", "runner_shell": "shell"}
+
+
+def rooms_without_tests(root: Path, package: str) -> list[str]:
+    """The subpackages of `package` under `root` with no `tests/<core|shell>/<room>/test_*.py`:
+    the tests mirror the rooms, so a room's own tests are found where the room is."""
+    tests = root / "tests" / TESTS_OF[package]
+    return sorted(
+        room.name
+        for room in (root / package).iterdir()
+        if (room / "__init__.py").is_file() and not any((tests / room.name).glob("test_*.py"))
+    )
+
+
+@pytest.mark.parametrize("package", sorted(FLOORS))
+def test_every_room_has_tests_of_its_own(package: str) -> None:
+    assert rooms_without_tests(ROOT, package) == []
+
+
+def test_a_room_without_its_tests_directory_is_found(tmp_path: Path) -> None:
+    for room in ("kept", "bare"):
+        (tmp_path / "runner_shell" / room).mkdir(parents=True)
+        (tmp_path / "runner_shell" / room / "__init__.py").write_text("")
+    (tmp_path / "tests" / "shell" / "kept").mkdir(parents=True)
+    (tmp_path / "tests" / "shell" / "kept" / "test_kept.py").write_text("")
+    (tmp_path / "tests" / "shell" / "bare").mkdir()  # a directory alone is no tests
+    assert rooms_without_tests(tmp_path, "runner_shell") == ["bare"]

@@ -27,3 +27,23 @@ def new_repo(root: Path, ignored: str = ".runner/iterations/\n") -> None:
     (root / ".gitignore").write_text(ignored)
     git(root, "add", "-A")
     git(root, "commit", "-qm", "before the run")
+
+
+def started_run(root: Path, goal: str = "# Goal\n\nFinish the calculator.\n") -> str:
+    """A repository at `root` with `.runner/` scaffolded and a run started on its branch, in
+    this process (as `runner init` and `runner start` leave it); the run's id."""
+    from runner_core import Config
+    from runner_shell.git.repo import Repo
+    from runner_shell.setup.scaffold import init_runner, start_run
+    from runner_shell.store.layout import RunnerPaths
+
+    new_repo(root)
+    paths = RunnerPaths(root)
+    init_runner(paths, force=False, config=Config())
+    paths.goal.write_text(goal, encoding="utf-8")
+    return start_run(paths, Repo(root)).run_id
+
+
+def subjects(root: Path) -> list[str]:
+    """The subjects of the current branch's commits, newest first."""
+    return git(root, "log", "--format=%s").splitlines()

@@ -1,0 +1,1 @@
+"""Tests of shell/eval: the eval cases, their plan and their checks."""

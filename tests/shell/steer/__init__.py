@@ -1,0 +1,1 @@
+"""Tests of shell/steer: an operator's changes to a run, called in this process."""

@@ -1,0 +1,1 @@
+"""Tests of shell/views: the read-only commands' readings and their lines."""
