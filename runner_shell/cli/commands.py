@@ -68,12 +68,6 @@ def paths_and_repo() -> tuple[RunnerPaths, Repo]:
     return locate_run(Path.cwd())
 
 
-def selection_fields(selection: Selection) -> str:
-    node = selection.node
-    assert node is not None
-    return f"id={node.id} path={selection.path} attempts={node.attempts}/{node.max_attempts}"
-
-
 def select(echo: Echo) -> int:
     """Print the next leaf: exit 0 open, 2 complete, 3 stuck (as `select_leaf` says, from a
     reading of the tree that builds none of it)."""
