@@ -9,8 +9,9 @@ The slot's `.git` is the agent's to rig (config, hooks, index, refs): the runner
 of it and makes it anew at every reset, then resets the work tree to the base keeping ignored
 files (a `.venv`, `node_modules`). Its objects are borrowed read-only (`objects/info/
 alternates`) from the slot's own object store beside it, `<n>.objects`, which holds only the
-history of the bases the slot was reset to, fetched from the run (`git fetch` of the base
-commit alone, the new commits only at each reset): never the user's other branches, stashes,
+history of the bases the slot was reset to, taken from the run (the new commits' objects only,
+as the run's `git rev-list` of the base lists them: hard-linked when the run holds them loose,
+else a `git fetch` of the base commit alone): never the user's other branches, stashes,
 unreachable objects or another slot's unmerged imports, which the run's own store holds.
 
 A slot whose reset fails is deleted (any depth, any modes, never through a symlink) or, when
@@ -24,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import sys
 import time
 from collections.abc import Sequence
@@ -168,7 +170,7 @@ def _feed_store(repo: Repo, slot: Path, base: str) -> Path:
         fetched = (store / _BASE_REF).read_bytes().strip().decode("ascii", "replace")
     except OSError:
         fetched = ""
-    if fetched != base:
+    if fetched != base and not _linked(repo, store, fetched, base):
         env = dict(os.environ, GIT_DIR=str(store))
         for name in ("GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"):
             env.pop(name, None)
@@ -196,6 +198,43 @@ def _feed_store(repo: Repo, slot: Path, base: str) -> Path:
         if result.returncode != 0:
             raise GitError.failed(args, result.stderr.decode("utf-8", "replace"))
     return store / "objects"
+
+
+def _linked(repo: Repo, store: Path, fetched: str, base: str) -> bool:
+    """Whether the objects of `base` the store lacks since `fetched` were hard-linked into it
+    from the run's store, and the store now names `base`: the objects a fetch would have sent
+    (those reachable from `base` and not from `fetched`, listed by the run's git), when every
+    one is a loose object file there. A large tree's new blob then costs a link, not a pack
+    made, sent and unpacked at every reset. False when one is not (packed, or anything odd):
+    the caller fetches."""
+    if not fetched:
+        return False
+    listed = run_git(
+        ("rev-list", "--objects", base, "--not", fetched, "--"),
+        repo.root,
+        timeout=SLOT_GIT_TIMEOUT_SECS,
+    )
+    if listed.returncode != 0:
+        return False
+    source = repo.common_path("objects")
+    names = [
+        line.split(b" ", 1)[0].decode("ascii", "replace")
+        for line in listed.stdout.split(b"\n")
+        if line
+    ]
+    for name in names:
+        found, target = source / name[:2] / name[2:], store / "objects" / name[:2] / name[2:]
+        try:
+            if not stat.S_ISREG(os.lstat(found).st_mode):
+                return False
+            make_directory(target.parent)
+            os.link(found, target, follow_symlinks=False)
+        except FileExistsError:
+            continue  # the store has it already: same name, same bytes
+        except OSError:
+            return False
+    atomic_write_bytes(store / _BASE_REF, base.encode("ascii") + b"\n", durable=False)
+    return True
 
 
 def _new_git_dir(slot: Path) -> Path:

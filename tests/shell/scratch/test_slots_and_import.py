@@ -258,3 +258,46 @@ def test_each_parallel_slot_sees_its_own_object_store_only(tmp_path: Path) -> No
     assert merge is not None
     assert merge.shared == (slots / "5.objects" / "objects", other)
     assert merge.homes == slots / "homes-5"
+
+
+def _store_git(repo: Repo, *args: str) -> subprocess.CompletedProcess[str]:
+    store = slot_path(repo).parent / "0.objects"
+    return subprocess.run(
+        ["git", "--git-dir", str(store), *args], capture_output=True, text=True, check=False
+    )
+
+
+def _new_commit(repo: Repo, name: str, text: str) -> tuple[str, str]:
+    (repo.root / name).write_text(text)
+    git(repo.root, "add", "-A")
+    git(repo.root, "commit", "-qm", name)
+    return head(repo), git(repo.root, "rev-parse", f"HEAD:{name}").strip()
+
+
+def test_a_reset_links_the_new_loose_objects_into_the_slots_store(repo: Repo) -> None:
+    prepare_slot(repo, head(repo))
+    git(repo.root, "checkout", "-qb", "elsewhere")
+    _, secret = _new_commit(repo, "secret.txt", "TOPSECRET\n")
+    git(repo.root, "checkout", "-q", "runner/r")
+    base, blob = _new_commit(repo, "big.json", "[" + "1," * 50_000 + "1]\n")
+    slot = prepare_slot(repo, base)
+    assert (slot / "big.json").read_text().startswith("[1,1,")
+    assert _store_git(repo, "rev-parse", "refs/base").stdout.strip() == base
+    store = slot_path(repo).parent / "0.objects" / "objects"
+    run_objects = repo.common_path("objects")
+    linked = store / blob[:2] / blob[2:]
+    assert linked.stat().st_ino == (run_objects / blob[:2] / blob[2:]).stat().st_ino
+    assert _store_git(repo, "cat-file", "-e", secret).returncode != 0  # not reachable: not linked
+    assert _store_git(repo, "fsck", "--connectivity-only", "refs/base").returncode == 0
+
+
+def test_a_reset_fetches_what_the_run_holds_packed(repo: Repo) -> None:
+    prepare_slot(repo, head(repo))
+    base, blob = _new_commit(repo, "packed.txt", "in a pack\n")
+    git(repo.root, "repack", "-adq")
+    git(repo.root, "prune-packed")
+    assert not (repo.common_path("objects") / blob[:2] / blob[2:]).exists()
+    slot = prepare_slot(repo, base)
+    assert (slot / "packed.txt").read_text() == "in a pack\n"
+    assert _store_git(repo, "rev-parse", "refs/base").stdout.strip() == base
+    assert _store_git(repo, "cat-file", "-e", blob).returncode == 0
