@@ -130,3 +130,35 @@ def test_the_guard_has_no_network_by_default(project: Project, tmp_path: Path) -
         listener.close()
 
     assert record["guard"] == "fail"
+
+
+def test_the_agent_and_guard_see_the_checkout_and_their_files_at_fixed_paths(
+    project: Project,
+) -> None:
+    # What the agent is told (its prompt on stdin, its environment) names paths it can use,
+    # none of them the slot's host path under `.git/runner/slots/`.
+    script = (
+        'prompt=$(cat); { echo "pwd=$(pwd) PWD=$PWD"; echo "out=$RUNNER_OUTPUT_PATH"; '
+        'echo "dir=$RUNNER_AGENT_DIR home=$HOME"; '
+        'case "$prompt" in *"/iteration/agent_output.json"*) echo "prompt names it";; esac; '
+        'env | grep -c "runner/slots" || true; } > "$RUNNER_AGENT_DIR/seen"; echo work > work.txt'
+    )
+    guard = [
+        "sh",
+        "-c",
+        'test "$(pwd)" = /checkout && test -f /checkout/work.txt && '
+        'test "$(dirname "$RUNNER_GUARD_REPORT")" = /iteration',
+    ]
+    sandboxed(project, script, guard_command=guard)
+
+    record = step(project)
+
+    seen = (project.iter_dir(record["iter"]) / "agent" / "seen").read_text()
+    assert seen.splitlines() == [
+        "pwd=/checkout PWD=/checkout",
+        "out=/iteration/agent_output.json",
+        "dir=/iteration home=/sandbox-home",
+        "prompt names it",
+        "0",
+    ], seen
+    assert record["guard"] == "pass", record
