@@ -1,6 +1,7 @@
 """A guard in a slot under `.git/runner/slots/<n>/` sees its checkout at /checkout: Jest, whose
 file map skips every path with a `.git` component, finds the slot's tests there, and the ids
-and texts read back from its report are the same whichever slot ran it.
+and texts read back from its report are the same whichever slot ran it. What `[sandbox] setup`
+made where it saw the checkout at one path is made again to be used at the other.
 
 Jest and jest-junit are the ones `.ci/run` installs (under ~/.cache, outside the clone); a
 machine without them skips the Jest test and says why.
@@ -14,12 +15,15 @@ from pathlib import Path
 import pytest
 
 from runner_core.guard.report import TestOutcome, TestReport
+from runner_shell.git.repo import open_repo
 from runner_shell.guard.baselines import CHECKOUT_SEEN_AT, checkout_paths, take_report
 from runner_shell.sandbox import SandboxStatus
 from runner_shell.sandbox.bwrap import CHECKOUT, ITERATION
 from runner_shell.sandbox.processes import run_process
 from runner_shell.scratch.sandbox import Sandbox
+from runner_shell.scratch.slots import prepare_slot, slot_path
 from runner_shell.step.prompt_parts import SEEN_AGENT_DIR
+from tests.helpers.git_repos import git, new_repo
 
 JEST_HOME = Path(os.environ.get("RUNNER_TEST_JEST", Path.home() / ".cache" / "runner-test-jest"))
 FAILING = (
@@ -85,3 +89,27 @@ def test_jest_finds_the_tests_of_a_slot_under_git_and_each_has_one_id_in_every_s
     assert "<checkout>/test/words.test.js" in failure.text
     assert "/checkout/" not in failure.text.replace("<checkout>/", "")
     assert ".git/runner/slots" not in failure.text
+
+
+def test_a_setup_made_unconfined_is_made_again_for_the_sandbox_and_back(
+    usable_sandbox: SandboxStatus, tmp_path: Path
+) -> None:
+    # What setup made may name where it saw the checkout (a `.venv`'s scripts do).
+    root = tmp_path / "repo"
+    new_repo(root, ignored="venv/\n")
+    (root / "a.txt").write_text("a\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "files")
+    repo = open_repo(root)
+    setup = ("sh", "-c", 'mkdir -p venv && echo "$PWD" > venv/made-in')
+    box = Sandbox(usable_sandbox, (root.resolve(),), slot_path(repo).parent / "homes")
+    head = repo.head_sha()
+
+    def made_in(sandbox: Sandbox | None) -> str:
+        slot = prepare_slot(repo, head, setup, sandbox=sandbox)
+        return (slot / "venv" / "made-in").read_text(encoding="utf-8").strip()
+
+    assert made_in(None) == str(slot_path(repo))
+    assert made_in(box) == "/checkout"
+    assert made_in(box) == "/checkout"
+    assert made_in(None) == str(slot_path(repo))
