@@ -104,7 +104,7 @@ class Confinement:
                 raise ValueError(f"sandbox paths must be absolute, got {str(path)!r}")
         if self.proxy_socket is not None and self.network:
             raise ValueError("a proxied sandbox has no network of its own: network=False")
-        seen = [inside for _, inside in self.moved()]
+        seen = [at for _, at in self.moved()]
         for path in (*self.writable, *self.read_only):
             if self.inside(path) == path and _inside(path, seen):
                 raise ValueError(
@@ -204,7 +204,7 @@ def _mounts(
     own = [path for path in (*read_only, *writable) if inside(path) == path]
     shown = (*listed, *own, Path("/tmp"))
     moved = confinement.moved()
-    seen = [inside for _, inside in moved]
+    seen = [at for _, at in moved]
 
     def hidden(path: Path) -> bool:
         return _inside(path, shown) and not _inside(path, seen)
@@ -218,7 +218,7 @@ def _mounts(
         *((path, ("--ro-bind", "/dev/null")) for path in hidden_files),
         *((inside(path), ("--ro-bind", str(path))) for path in read_only),
         *((inside(path), ("--bind", str(path))) for path in writable),
-        *((inside, ("--bind", str(host))) for host, inside in moved),
+        *((at, ("--bind", str(host))) for host, at in moved),
     ]
     return hidden_dirs, mounts
 

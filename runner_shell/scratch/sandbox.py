@@ -23,9 +23,9 @@ from pathlib import Path
 import attrs
 
 from runner_core.run.environment import agent_environment, guard_environment
-from runner_shell.sandbox.bwrap import Confinement
+from runner_shell.sandbox.bwrap import CHECKOUT, ITERATION, SANDBOX_HOME, Confinement
 from runner_shell.sandbox.home import prepare_home
-from runner_shell.sandbox.status import SandboxStatus
+from runner_shell.sandbox.status import SandboxRefused, SandboxStatus
 from runner_shell.scratch.setup_outputs import setup_outputs
 
 
@@ -106,6 +106,21 @@ class Sandbox:
         home = self.homes / "setup"
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
         return {**allowed, "HOME": str(home.resolve())}
+
+
+def refuse_seen_places(named: Iterable[tuple[str, Path]]) -> None:
+    """SandboxRefused when a path the sandbox must show at its own path (the run's repository,
+    whose git directory holds the slots' object stores; a `[sandbox] read_only` or `writable`
+    entry, each named by what it is) lies where the sandbox shows the checkout, the output
+    directory or the private HOME."""
+    for what, path in named:
+        for place in (CHECKOUT, ITERATION, SANDBOX_HOME):
+            if path.is_relative_to(place):
+                raise SandboxRefused(
+                    f"sandbox: {what} {path} lies under {place}, where the sandbox shows its "
+                    'own: move it elsewhere, or set [sandbox] mode = "off" in '
+                    ".runner/state/config.toml"
+                )
 
 
 def runtime_paths(argv: Sequence[str]) -> tuple[Path, ...]:

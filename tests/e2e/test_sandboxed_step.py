@@ -162,3 +162,21 @@ def test_the_agent_and_guard_see_the_checkout_and_their_files_at_fixed_paths(
         "0",
     ], seen
     assert record["guard"] == "pass", record
+
+
+def test_a_read_only_path_where_the_sandbox_shows_the_checkout_is_refused_before_the_step(
+    project: Project,
+) -> None:
+    sandboxed(
+        project, "echo work > work.txt", sandbox={"mode": "bwrap", "read_only": ["/checkout/x"]}
+    )
+
+    result = cli(project, "step")
+
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "runner: sandbox: [sandbox] read_only entry /checkout/x lies under /checkout, where the "
+        'sandbox shows its own: move it elsewhere, or set [sandbox] mode = "off" in '
+        ".runner/state/config.toml"
+    )
+    assert not project.iter_dir(1).exists()

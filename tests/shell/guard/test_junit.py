@@ -262,14 +262,12 @@ def test_a_report_of_many_passing_tests_is_read_in_memory_of_its_ids_and_leaves_
     assert len(text.encode("utf-8")) < size // 10
 
 
-def test_where_the_sandbox_shows_the_checkout_is_written_as_the_checkout_only_as_a_whole_path() -> (
-    None
-):
+def test_the_sandboxs_checkout_is_written_as_the_checkout_only_as_a_whole_path() -> None:
     data = (
-        "<testsuite><testcase classname='test' name='/checkout/test/w.test.js'>"
-        "<failure message='at /checkout/src/checkout/a.js and lib/checkout/b.js'>"
-        "file:///checkout/w.js</failure></testcase></testsuite>"
-    ).encode()
+        b"<testsuite><testcase classname='test' name='/checkout/test/w.test.js'>"
+        b"<failure message='at /checkout/src/checkout/a.js and lib/checkout/b.js'>"
+        b"file:///checkout/w.js</failure></testcase></testsuite>"
+    )
     report = parse_junit(data, ("/checkout", "/home/u/repo/.git/runner/slots/2"))
 
     assert [result.id for result in report.results] == ["test::<checkout>/test/w.test.js"]

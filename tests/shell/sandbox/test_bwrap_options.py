@@ -210,6 +210,7 @@ def test_every_path_of_a_moved_bind_in_the_environment_names_where_it_is_seen() 
         "RUNNER_AGENT_DIR": str(ITERATION),
         "PATH": f"{WORK}/node_modules/.bin:/usr/bin",
         "OTHER_SLOT": "/tmp/slots/10/x",  # another slot's path is not this one's
+        "ELSEWHERE": f"/mnt{WORK}",  # nor one that only ends like it
         "RUNNER_ITER_DIR": str(ITERATION.parent),  # not bound: left as it is
         "LINE": f"cd '{WORK}' && ls {WORK}/src",
     }
@@ -222,6 +223,7 @@ def test_every_path_of_a_moved_bind_in_the_environment_names_where_it_is_seen() 
         "RUNNER_AGENT_DIR": "/iteration",
         "PATH": "/checkout/node_modules/.bin:/usr/bin",
         "OTHER_SLOT": "/tmp/slots/10/x",
+        "ELSEWHERE": f"/mnt{WORK}",
         "RUNNER_ITER_DIR": str(ITERATION.parent),
         "LINE": "cd '/checkout' && ls /checkout/src",
     }

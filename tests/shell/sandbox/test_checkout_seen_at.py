@@ -17,10 +17,10 @@ import pytest
 from runner_core.guard.report import TestOutcome, TestReport
 from runner_shell.git.repo import open_repo
 from runner_shell.guard.baselines import CHECKOUT_SEEN_AT, checkout_paths, take_report
-from runner_shell.sandbox import SandboxStatus
+from runner_shell.sandbox import SandboxRefused, SandboxStatus
 from runner_shell.sandbox.bwrap import CHECKOUT, ITERATION
 from runner_shell.sandbox.processes import run_process
-from runner_shell.scratch.sandbox import Sandbox
+from runner_shell.scratch.sandbox import Sandbox, refuse_seen_places
 from runner_shell.scratch.slots import prepare_slot, slot_path
 from runner_shell.step.prompt_parts import SEEN_AGENT_DIR
 from tests.helpers.git_repos import git, new_repo
@@ -113,3 +113,17 @@ def test_a_setup_made_unconfined_is_made_again_for_the_sandbox_and_back(
     assert made_in(box) == "/checkout"
     assert made_in(box) == "/checkout"
     assert made_in(None) == str(slot_path(repo))
+
+
+def test_a_path_shown_where_the_sandbox_shows_its_own_is_refused_in_one_line() -> None:
+    with pytest.raises(SandboxRefused) as refused:
+        refuse_seen_places([("[sandbox] read_only entry", Path("/checkout/tools"))])
+
+    assert str(refused.value) == (
+        "sandbox: [sandbox] read_only entry /checkout/tools lies under /checkout, where the "
+        'sandbox shows its own: move it elsewhere, or set [sandbox] mode = "off" in '
+        ".runner/state/config.toml"
+    )
+    with pytest.raises(SandboxRefused, match="the repository /iteration lies under /iteration"):
+        refuse_seen_places([("the repository", Path("/iteration"))])
+    refuse_seen_places([("the repository", Path("/checkouts/r")), ("x", Path("/srv/checkout"))])
