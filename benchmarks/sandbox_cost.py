@@ -34,7 +34,7 @@ def start_times(
     work = workdir / "sandbox-cost" / "work"
     work.mkdir(parents=True, exist_ok=True)
     box = Sandbox(status, (), workdir / "sandbox-cost" / "homes")
-    confinement = box.confine([TRUE], work, (), network=True, home_name="agent")
+    confinement = box.confine([TRUE], work, None, network=True, home_name="agent")
     log_path = workdir / "sandbox-cost" / "true.log"
 
     def start(confined: bool) -> float:

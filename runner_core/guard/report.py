@@ -96,12 +96,13 @@ CHECKOUT = "<checkout>"
 
 def without_checkout(text: str, checkouts: Iterable[str]) -> str:
     """`text` with every checkout path of `checkouts` (absolute) written as `<checkout>` where
-    it stands as a whole path (`/slots/1` is not replaced inside `/slots/10`)."""
+    it stands as a whole path (`/slots/1` is not replaced inside `/slots/10`, nor `/checkout`
+    inside `src/checkout`)."""
     paths = sorted({p.rstrip("/") for p in checkouts if p.strip("/")}, key=len, reverse=True)
     if not paths or not any(path in text for path in paths):
         return text
     alternatives = "|".join(re.escape(path) for path in paths)
-    return re.sub(f"(?:{alternatives})(?![^/\\s:'\"),;\\]])", CHECKOUT, text)
+    return re.sub(f"(?<![\\w.-])(?:{alternatives})(?![^/\\s:'\"),;\\]])", CHECKOUT, text)
 
 
 def report_to_json(report: TestReport) -> str:

@@ -145,7 +145,7 @@ def _run_agent(
         confinement = request.sandbox.confine(
             argv,
             request.repo_root,
-            (request.output_dir or request.iter_dir,),
+            request.output_dir or request.iter_dir,
             network=False,
             home_name="agent",
             read_only=(request.schema_path.parent,),

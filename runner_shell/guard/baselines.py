@@ -29,6 +29,8 @@ from runner_shell.store.files import (
 )
 
 BASELINES_DIR = "runner/baselines"
+# Where a sandboxed guard sees its checkout (runner_shell.sandbox.bwrap.CHECKOUT).
+CHECKOUT_SEEN_AT = "/checkout"
 
 
 def _content_key(repo: Repo, sha: str) -> str | None:
@@ -94,10 +96,12 @@ def take_report(path: Path, checkouts: Sequence[str] = ()) -> tuple[TestReport |
         discard_report(path)
 
 
-def checkout_paths(checkout: Path) -> tuple[str, ...]:
-    """The names a guard may know its checkout by, as given and resolved: each is written
-    `<checkout>` in the report's ids and texts."""
-    return tuple(sorted({str(checkout), str(checkout.resolve())}))
+def checkout_paths(checkout: Path, confined: bool = False) -> tuple[str, ...]:
+    """The names a guard may know its checkout by, as given and resolved, and where the
+    sandbox shows it when `confined` (/checkout): each is written `<checkout>` in the
+    report's ids and texts."""
+    seen = {CHECKOUT_SEEN_AT} if confined else set()
+    return tuple(sorted({str(checkout), str(checkout.resolve()), *seen}))
 
 
 def discard_report(path: Path) -> None:

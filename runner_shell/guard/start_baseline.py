@@ -72,9 +72,9 @@ def _measure(
         timeout_secs=config.iteration_timeout_secs,
         log_path=work / "guard.log",
         limit_bytes=config.guard_output_limit_bytes,
-        confinement=sandbox.confine(argv, slot, (work,), config.guard_network, "guard"),
+        confinement=sandbox.confine(argv, slot, work, config.guard_network, "guard"),
     )
-    found = take_report(report_path, checkout_paths(slot))
+    found = take_report(report_path, checkout_paths(slot, sandbox.status.bwrap is not None))
     # What the guard left goes.
     prepare_slot(repo, head, config.sandbox.setup, sandbox=sandbox, inputs=inputs)
     return found

@@ -400,14 +400,15 @@ def _run_job(
     run = loop.run
 
     def machine() -> IterationMachine:
+        confined = job.sandbox is not None and job.sandbox.status.bwrap is not None
         facts = attrs.evolve(
-            gather(run.paths, loaded, plan, run.prompt_budget, told),
+            gather(run.paths, loaded, plan, run.prompt_budget, told, confined),
             head=loaded.head,
             scratch=True,
             baseline=known_baseline(run.repo, loaded.head.sha),
             job_base=loaded.head.sha,
             checkout=str(run.paths.root),
-            confined=job.sandbox is not None and job.sandbox.status.bwrap is not None,
+            confined=confined,
             resumed=job.resumed,
         )
         if loop.remote is None:

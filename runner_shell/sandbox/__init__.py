@@ -20,10 +20,12 @@ path absolute and resolved; a program under the host's /tmp must be bound `read_
     allowed = agent_environment(os.environ, config.agent_backend, config.sandbox.env)
     env = prepare_home(slot.home, config.agent_backend, {**allowed, **runner_variables})
     agent = status.confine(
-        slot.work_dir, slot.home,
-        writable=(iter_dir,), read_only=(schema_path,), hide=(paths.root,), network=True,
-    )                                    # None when status.mode == "off"
+        slot.work_dir, slot.home,        # seen inside at /checkout and /sandbox-home
+        output=agent_dir, read_only=(schema_path,), hide=(paths.root,), network=True,
+    )                                    # None when status.mode == "off"; agent_dir: /iteration
     run_process(argv, cwd=slot.work_dir, env=env, ..., confinement=agent)
+    # The host paths of the checkout, the HOME and agent_dir in env and argv reach the process
+    # as the paths it sees them at (Confinement.seen_text).
 
     guard = status.confine(
         slot.work_dir, slot.guard_home, hide=(paths.root,), network=config.guard_network

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -36,6 +37,13 @@ from runner_shell.sandbox.seccomp import filter_bpf
 from runner_shell.sandbox.visible import Mount
 from runner_shell.sandbox.watch import LimitWatch, checkout_blocks
 
+# Where a sandboxed process sees the checkout, the directory it writes its output to and its
+# private HOME: fixed paths of their own, never their host paths (which lie under the run's
+# `.git/runner/`, a path Jest and other tools skip, and differ from slot to slot).
+CHECKOUT = Path("/checkout")
+ITERATION = Path("/iteration")
+SANDBOX_HOME = Path("/sandbox-home")
+
 # Who a sandboxed process is when the runner is root: an unprivileged user inside its own user
 # namespace, mapped to root outside, so what it writes in the checkout is still the operator's.
 ROOT_SANDBOX_IDS = (1000, 1000)
@@ -52,14 +60,16 @@ def sandbox_ids() -> tuple[int, int]:
 class Confinement:
     """What one sandboxed process sees, writes and reaches.
 
-    Every path is absolute and resolved (no symlinks), and bound at the same path inside, so
-    paths in the environment and in prompts mean the same thing on both sides.
+    Every path is absolute and resolved (no symlinks). The checkout is seen at CHECKOUT, the
+    private HOME at SANDBOX_HOME and the `output` directory at ITERATION; every other path is
+    bound at its own path. `inside` says where a host path is seen, and the environment and
+    argv a process gets name what it sees (`seen_text`).
     """
 
     bwrap: str  # the bubblewrap program, as the probe found it
     work_dir: Path  # the one writable checkout; the process starts here
     home: Path  # a private HOME the runner made; writable, becomes $HOME's directory
-    writable: tuple[Path, ...] = ()  # e.g. the iteration directory the agent writes to
+    writable: tuple[Path, ...] = ()  # writable at their own paths, e.g. `[sandbox] writable`
     read_only: tuple[Path, ...] = ()  # e.g. the output schema inside a hidden repository
     hidden_dirs: tuple[Path, ...] = ()  # an empty read-only tmpfs, e.g. the run's repository
     hidden_files: tuple[Path, ...] = ()  # replaced by /dev/null, e.g. a daemon's socket
@@ -75,11 +85,15 @@ class Confinement:
     # Whether the work directory's growth is held to `disk_mb` (not for `[sandbox] setup`,
     # whose output is the operator's).
     disk_watched: bool = True
+    # The directory it writes its output to (the agent's `<iter>/agent/`, the guard's report's),
+    # seen at ITERATION; None: there is none.
+    output: Path | None = None
 
     def __attrs_post_init__(self) -> None:
         paths = (
             self.work_dir,
             self.home,
+            *(() if self.output is None else (self.output,)),
             *self.writable,
             *self.read_only,
             *self.hidden_dirs,
@@ -90,6 +104,43 @@ class Confinement:
                 raise ValueError(f"sandbox paths must be absolute, got {str(path)!r}")
         if self.proxy_socket is not None and self.network:
             raise ValueError("a proxied sandbox has no network of its own: network=False")
+        seen = [at for _, at in self.moved()]
+        for path in (*self.writable, *self.read_only):
+            if self.inside(path) == path and _inside(path, seen):
+                raise ValueError(
+                    f"{path} cannot be bound in the sandbox: it lies where the sandbox shows "
+                    f"its own {', '.join(map(str, seen))} (move it elsewhere)"
+                )
+
+    def moved(self) -> tuple[tuple[Path, Path], ...]:
+        """Each bind seen elsewhere than at its own path: (its host path, where it is seen)."""
+        output = () if self.output is None else ((self.output, ITERATION),)
+        return ((self.work_dir, CHECKOUT), (self.home, SANDBOX_HOME), *output)
+
+    def inside(self, path: Path) -> Path:
+        """Where the process sees the host's `path`: in a moved bind, under where that is seen
+        (the nearest bind holding it wins); anywhere else, at its own path."""
+        for host, seen in sorted(self.moved(), key=lambda pair: len(pair[0].parts), reverse=True):
+            if path.is_relative_to(host):
+                return seen / path.relative_to(host)
+        return path
+
+    def seen_text(self, text: str) -> str:
+        """`text` (an environment value, an argument) with each moved bind's host path, where it
+        stands as a whole path, written as the path the process sees it at."""
+        return seen_paths(text, {str(host): str(seen) for host, seen in self.moved()})
+
+
+def seen_paths(text: str, places: Mapping[str, str]) -> str:
+    """`text` with each key of `places` (an absolute path) written as its value where it
+    stands as a whole path: followed by its end, `/`, `:` (a PATH-like list) or a quote or
+    blank, never inside a longer name (`/slots/1` stays in `/slots/10`)."""
+    found = sorted((path for path in places if path in text), key=len, reverse=True)
+    if not found:
+        return text
+    alternatives = "|".join(re.escape(path) for path in found)
+    pattern = f"(?<![\\w.-])(?:{alternatives})(?![^/\\s:'\"),;\\]])"
+    return re.sub(pattern, lambda match: places[match.group(0)], text)
 
 
 def bwrap_options(
@@ -97,10 +148,12 @@ def bwrap_options(
 ) -> tuple[str, ...]:
     """bwrap's options (everything before `--` and the command) for `confinement`.
 
-    The process gets exactly `env` (bwrap adds only PWD), its own user namespace and every
-    other one bwrap makes, a new session (no terminal to inject keystrokes into) and dies with
-    its bwrap, taking every process it started along: a PID namespace ends with its first
-    process. `seccomp_fd` is the descriptor bwrap reads the filter from, when there is one.
+    The process gets exactly `env` (bwrap adds only PWD), each path in it written as the
+    process sees it (`Confinement.seen_text`), starts in CHECKOUT, has its own user namespace
+    and every other one bwrap makes, a new session (no terminal to inject keystrokes into)
+    and dies with its bwrap, taking every process it started along: a PID namespace ends with
+    its first process. `seccomp_fd` is the descriptor bwrap reads the filter from, when there
+    is one.
     """
     options = namespace_options(confinement)
     system = [mount for mount in confinement.system if not mount.kind.startswith("mask-")]
@@ -116,22 +169,7 @@ def bwrap_options(
             options += ["--ro-bind", "/dev/null", str(mount.path)]
         else:
             options += ["--tmpfs", str(mount.path), "--remount-ro", str(mount.path)]
-    listed = [mount.path for mount in system if mount.kind == "ro-bind"]
-    writable = (*confinement.writable, confinement.work_dir, confinement.home)
-    read_only = tuple(path for path in confinement.read_only if not _inside(path, listed))
-    # A hidden path matters only where something bound would show it, or under the private
-    # /tmp (which would hold writable copies of its mount points); elsewhere it is absent.
-    shown = (*listed, *read_only, *writable, Path("/tmp"))
-    hidden_dirs = tuple(path for path in confinement.hidden_dirs if _inside(path, shown))
-    hidden_files = tuple(path for path in confinement.hidden_files if _inside(path, shown))
-    tmp_size = () if confinement.tmp_bytes is None else ("--size", str(confinement.tmp_bytes))
-    mounts = [
-        (Path("/tmp"), (*tmp_size, "--tmpfs")),
-        *((path, ("--tmpfs",)) for path in hidden_dirs),
-        *((path, ("--ro-bind", "/dev/null")) for path in hidden_files),
-        *((path, ("--ro-bind", str(path))) for path in read_only),
-        *((path, ("--bind", str(path))) for path in writable),
-    ]
+    hidden_dirs, mounts = _mounts(confinement, system)
     # A mount covers what was mounted inside its path before it: outer paths go first.
     for path, kind in sorted(mounts, key=lambda mount: len(mount[0].parts)):
         options += [*kind, str(path)]
@@ -140,14 +178,49 @@ def bwrap_options(
     for directory in hidden_dirs:
         options += ["--remount-ro", str(directory)]
     options += ["--remount-ro", "/"]
-    options += ["--die-with-parent", "--new-session", "--chdir", str(confinement.work_dir)]
+    options += ["--die-with-parent", "--new-session", "--chdir", str(CHECKOUT)]
     if seccomp_fd is not None:
         options += ["--seccomp", str(seccomp_fd)]
     options.append("--clearenv")
     for name, value in sorted(env.items()):
-        options += ["--setenv", name, value]
+        options += ["--setenv", name, confinement.seen_text(value)]
     options += egress_options(confinement.proxy_socket)
     return tuple(options)
+
+
+def _mounts(
+    confinement: Confinement, system: Sequence[Mount]
+) -> tuple[tuple[Path, ...], list[tuple[Path, tuple[str, ...]]]]:
+    """The hidden directories bound, and every mount after the system's: where it is seen
+    inside and its bwrap option (the path its option names)."""
+    listed = [mount.path for mount in system if mount.kind == "ro-bind"]
+    writable = confinement.writable
+    read_only = tuple(path for path in confinement.read_only if not _inside(path, listed))
+    # A hidden path matters only where something bound at its own path would show it, or
+    # under the private /tmp (which would hold writable copies of its mount points); elsewhere,
+    # and where the sandbox shows a moved bind, it is absent. A bind inside a moved one (what
+    # `[sandbox] setup` made, in the checkout) is seen inside it.
+    inside = confinement.inside
+    own = [path for path in (*read_only, *writable) if inside(path) == path]
+    shown = (*listed, *own, Path("/tmp"))
+    moved = confinement.moved()
+    seen = [at for _, at in moved]
+
+    def hidden(path: Path) -> bool:
+        return _inside(path, shown) and not _inside(path, seen)
+
+    hidden_dirs = tuple(path for path in confinement.hidden_dirs if hidden(path))
+    hidden_files = tuple(path for path in confinement.hidden_files if hidden(path))
+    tmp_size = () if confinement.tmp_bytes is None else ("--size", str(confinement.tmp_bytes))
+    mounts = [
+        (Path("/tmp"), (*tmp_size, "--tmpfs")),
+        *((path, ("--tmpfs",)) for path in hidden_dirs),
+        *((path, ("--ro-bind", "/dev/null")) for path in hidden_files),
+        *((inside(path), ("--ro-bind", str(path))) for path in read_only),
+        *((inside(path), ("--bind", str(path))) for path in writable),
+        *((at, ("--bind", str(host))) for host, at in moved),
+    ]
+    return hidden_dirs, mounts
 
 
 def namespace_options(confinement: Confinement) -> list[str]:
@@ -214,8 +287,9 @@ class Launch:
 def launch(
     confinement: Confinement, argv: Sequence[str], env: Mapping[str, str]
 ) -> Iterator[Launch]:
-    """How to start `argv` in the sandbox, valid inside the block: its descriptors close on
-    leaving, and its cgroup goes then too unless a process still running was `started` from it.
+    """How to start `argv` in the sandbox (each path in it written as the process sees it),
+    valid inside the block: its descriptors close on leaving, and its cgroup goes then too
+    unless a process still running was `started` from it.
     """
     fds: list[int] = []
     kept: list[int] = []  # descriptors of the runner's only
@@ -239,7 +313,8 @@ def launch(
             kept.append(peak_read)
             fds.append(peak_write)
         prefix = () if limits is None else limits.prefix(group, peak_write)
-        argv = (*prefix, confinement.bwrap, "--args", str(fd), "--", *argv)
+        seen = tuple(map(confinement.seen_text, argv))  # a path in it names what it sees
+        argv = (*prefix, confinement.bwrap, "--args", str(fd), "--", *seen)
         nproc = limits.pids if limits is not None and pids_hold() else None
         watched = limits is not None and confinement.disk_watched
         disk = None

@@ -155,9 +155,12 @@ class SandboxStatus:
         read_only: tuple[Path, ...] = (),
         hide: tuple[Path, ...] = (),
         network: bool,
+        output: Path | None = None,
     ) -> Confinement | None:
         """How to confine one process, or None when the sandbox is off.
 
+        `work_dir` is seen at /checkout, `home` at /sandbox-home and `output` (the directory
+        it writes its output to) at /iteration; `writable` and `read_only` at their own paths.
         `hide` names directories that must not be reachable at all (the run's repository);
         the host's daemon and session sockets are hidden as well.
         """
@@ -176,6 +179,7 @@ class SandboxStatus:
             work_dir=work_dir,
             home=home,
             writable=writable,
+            output=output,
             read_only=read_only,
             hidden_dirs=(*hide, *(path for path in HOST_SOCKET_DIRS if path.is_dir())),
             # /var/run is usually /run: one mount per socket.

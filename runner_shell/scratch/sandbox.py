@@ -2,8 +2,9 @@
 
 Every agent session, guard and slot setup command is started with the `Confinement` that
 `Sandbox` gives (runner_shell.sandbox builds bubblewrap's view from it): the system's
-directories read-only, the program's own directory and runtime, the slot writable with the
-binds its caller names, a private HOME and /tmp, the network only when asked; the run's
+directories read-only, the program's own directory and runtime, the slot writable at
+/checkout, the directory it writes its output to at /iteration, a private HOME (at
+/sandbox-home) and /tmp, the network only when asked; the run's
 repository and every home directory are simply not there. With the sandbox off
 (`[sandbox] mode = "off"`, or bubblewrap unusable under "auto") there is no confinement and the
 process runs as given. Either way its environment is the allow-list of
@@ -22,9 +23,9 @@ from pathlib import Path
 import attrs
 
 from runner_core.run.environment import agent_environment, guard_environment
-from runner_shell.sandbox.bwrap import Confinement
+from runner_shell.sandbox.bwrap import CHECKOUT, ITERATION, SANDBOX_HOME, Confinement
 from runner_shell.sandbox.home import prepare_home
-from runner_shell.sandbox.status import SandboxStatus
+from runner_shell.sandbox.status import SandboxRefused, SandboxStatus
 from runner_shell.scratch.setup_outputs import setup_outputs
 
 
@@ -45,12 +46,13 @@ class Sandbox:
         self,
         argv: Sequence[str],
         work_dir: Path,
-        writable: Sequence[Path],
+        output: Path | None,
         network: bool,
         home_name: str,
         read_only: Sequence[Path] = (),
     ) -> Confinement | None:
-        """The confinement of `argv` started in `work_dir`, or None with the sandbox off."""
+        """The confinement of `argv` started in `work_dir` (seen at /checkout) writing its
+        output to `output` (seen at /iteration), or None with the sandbox off."""
         if self.status.bwrap is None:
             return None
         home = self.homes / home_name
@@ -60,7 +62,8 @@ class Sandbox:
         confinement = self.status.confine(
             work_dir.resolve(),
             home.resolve(),
-            writable=tuple(path.resolve() for path in (*writable, *self.writable)),
+            writable=tuple(path.resolve() for path in self.writable),
+            output=None if output is None else output.resolve(),
             read_only=(
                 *(path for path in runtime_paths(argv) if not self.hides(path)),
                 *(path.resolve() for path in (*self.shared, *read_only, *made)),
@@ -103,6 +106,21 @@ class Sandbox:
         home = self.homes / "setup"
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
         return {**allowed, "HOME": str(home.resolve())}
+
+
+def refuse_seen_places(named: Iterable[tuple[str, Path]]) -> None:
+    """SandboxRefused when a path the sandbox must show at its own path (the run's repository,
+    whose git directory holds the slots' object stores; a `[sandbox] read_only` or `writable`
+    entry, each named by what it is) lies where the sandbox shows the checkout, the output
+    directory or the private HOME."""
+    for what, path in named:
+        for place in (CHECKOUT, ITERATION, SANDBOX_HOME):
+            if path.is_relative_to(place):
+                raise SandboxRefused(
+                    f"sandbox: {what} {path} lies under {place}, where the sandbox shows its "
+                    'own: move it elsewhere, or set [sandbox] mode = "off" in '
+                    ".runner/state/config.toml"
+                )
 
 
 def runtime_paths(argv: Sequence[str]) -> tuple[Path, ...]:

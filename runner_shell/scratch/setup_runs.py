@@ -56,7 +56,7 @@ def ready_for(slot: Path, setup: Sequence[str], sandbox: Sandbox | None) -> bool
     if len(parts) != 3:
         return False
     argv, fingerprint, _ = parts
-    if argv != _argv_bytes(setup):
+    if argv != _argv_bytes(setup, sandbox):
         return False
     confined = sandbox is not None and sandbox.status.bwrap is not None
     return confined or not fingerprint or fingerprint == _fingerprint(slot)
@@ -92,7 +92,7 @@ def set_up(
     made = slot_git(slot, *_IGNORED) if setup else b""  # a slot without setup holds none
     tops = sorted({name.rstrip(b"/").split(b"/")[0] for name in made.split(b"\0") if name})
     atomic_write_bytes(setup_outputs_file(slot), b"".join(top + b"\0" for top in tops))
-    marker = _argv_bytes(setup) + b"\n" + (_fingerprint(slot) if setup else b"")
+    marker = _argv_bytes(setup, sandbox) + b"\n" + (_fingerprint(slot) if setup else b"")
     atomic_write_bytes(ready_marker(slot), marker + b"\n" + ran_on)
 
 
@@ -116,7 +116,7 @@ def _run(slot: Path, setup: Sequence[str], sandbox: Sandbox | None, log: Path) -
     env = guard_environment(os.environ, ()) if sandbox is None else sandbox.setup_env(os.environ)
     confinement = None
     if sandbox is not None:
-        confinement = sandbox.confine(setup, slot, (), network=True, home_name="setup")
+        confinement = sandbox.confine(setup, slot, None, network=True, home_name="setup")
     try:
         result = run_process(
             setup,
@@ -169,8 +169,13 @@ def _content(slot: Path, path: str) -> bytes:
         return hashlib.file_digest(file, "sha256").hexdigest().encode()
 
 
-def _argv_bytes(setup: Sequence[str]) -> bytes:
-    return b"\0".join(os.fsencode(part) for part in setup)
+def _argv_bytes(setup: Sequence[str], sandbox: Sandbox | None = None) -> bytes:
+    """The setup command's words and, when it runs confined, where it saw the checkout:
+    what it made may name that path (a `.venv`'s scripts do), so a slot set up unconfined is
+    set up again to be used confined, and the other way round."""
+    words = b"\0".join(os.fsencode(part) for part in setup)
+    confined = sandbox is not None and sandbox.status.bwrap is not None
+    return words + b"\0\0seen at /checkout" if confined and setup else words
 
 
 def _fingerprint(slot: Path) -> bytes:

@@ -37,7 +37,7 @@ from runner_core.run.config import Config
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
 from runner_shell.sandbox.status import sandbox_status
-from runner_shell.scratch.sandbox import Sandbox
+from runner_shell.scratch.sandbox import Sandbox, refuse_seen_places
 from runner_shell.scratch.setup_outputs import setup_outputs, setup_outputs_file
 from runner_shell.scratch.setup_runs import (
     SetupFailed,
@@ -337,6 +337,14 @@ def step_sandbox(paths: RunnerPaths, repo: Repo, config: Config) -> Sandbox:
     slots = slot_path(repo, 0).parent
     shared = (slot_objects(slots, 0), *map(Path, config.sandbox.read_only))
     extra = tuple(map(Path, config.sandbox.writable))
+    if status.bwrap is not None:
+        refuse_seen_places(
+            (
+                *(("the repository", path) for path in hide),
+                *(("[sandbox] read_only entry", path) for path in shared[1:]),
+                *(("[sandbox] writable entry", path) for path in extra),
+            )
+        )
     return Sandbox(
         status,
         hide,

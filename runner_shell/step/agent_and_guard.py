@@ -217,7 +217,8 @@ class ProcessGuardRunner:
         if baseline and self.base is not None and self.start not in (None, self.base):
             self._reset(self.base)
         finished = self._run(effect, journal, report_path)
-        report, problem = take_report(report_path, checkout_paths(self.root))
+        confined = self.sandbox is not None and self.sandbox.status.bwrap is not None
+        report, problem = take_report(report_path, checkout_paths(self.root, confined))
         if baseline and self.base is not None:
             if report is not None:
                 keep_baseline(self.repo, self.base, report)
@@ -268,7 +269,7 @@ class ProcessGuardRunner:
             empty_directory(self.sandbox.homes / "guard")
             env = self.sandbox.guard_env(env)
             confinement = self.sandbox.confine(
-                effect.argv, self.root, (report_path.parent,), self.network, "guard"
+                effect.argv, self.root, report_path.parent, self.network, "guard"
             )
         argv = effect.argv
         try:

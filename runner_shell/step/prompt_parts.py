@@ -25,16 +25,27 @@ def _template(name: str, values: Mapping[str, str]) -> str:
     return Template(text).safe_substitute(values)
 
 
+# Where a sandboxed agent sees its own directory (runner_shell.sandbox.bwrap.ITERATION).
+SEEN_AGENT_DIR = Path("/iteration")
+
+
 def prompt_parts(
-    paths: RunnerPaths, config: Config, role: AgentRole, iter_dir: Path, budget: int
+    paths: RunnerPaths,
+    config: Config,
+    role: AgentRole,
+    iter_dir: Path,
+    budget: int,
+    confined: bool = False,
 ) -> PromptParts:
     """The prompt's parts for an iteration of `role` writing into `iter_dir`: the built-in
-    contract and output templates filled in, the operator's files within `budget`, and the
+    contract and output templates filled in (the output file where the agent sees it: in the
+    sandbox's /iteration when `confined`), the operator's files within `budget`, and the
     repository's own template when it has one."""
+    agent_dir = SEEN_AGENT_DIR if confined else iter_dir / AGENT_DIR
     values = {
         "context_dir": paths.relative(paths.context_dir) + "/",
         "guard_command": " ".join(config.guard_command),
-        "output_path": str(iter_dir / AGENT_DIR / "agent_output.json"),
+        "output_path": str(agent_dir / "agent_output.json"),
         "schema_path": str(schema_path(paths, role)),
     }
     return PromptParts(

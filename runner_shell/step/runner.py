@@ -209,13 +209,14 @@ def run_step(
     sandbox = step_sandbox(paths, repo, loaded.config)
     told = told_record(paths.iter_dir(loaded.run_id, plan.iteration - 1))
     start, resumed = attempt_start(repo, loaded.run_id, plan.node.id, told, loaded.head.sha)
+    confined = sandbox.status.bwrap is not None
     facts = attrs.evolve(
-        gather(paths, loaded, plan, prompt_budget),
+        gather(paths, loaded, plan, prompt_budget, confined=confined),
         head=loaded.head,
         scratch=True,
         baseline=known_baseline(repo, loaded.head.sha),
         checkout=str(paths.root),
-        confined=sandbox.status.bwrap is not None,
+        confined=confined,
         resumed=resumed,
     )
     if facts.previous_snapshot_sha256 is None:  # else its bytes are canonical and were read back
@@ -250,11 +251,17 @@ def scratch_checkout(
 
 
 def gather(
-    paths: RunnerPaths, loaded: Loaded, plan: RunPlan, budget: int, told: int | None = None
+    paths: RunnerPaths,
+    loaded: Loaded,
+    plan: RunPlan,
+    budget: int,
+    told: int | None = None,
+    confined: bool = False,
 ) -> IterationFacts:
     """Everything the machine needs to know before the iteration starts. `told`: the iteration
     whose outcome `loaded.state` tells the agent of (a parallel job's node's last), else the
-    previous one."""
+    previous one; `confined`: whether its agent runs in the sandbox (the prompt then names
+    the paths it sees)."""
     state, run_id = loaded.state, loaded.run_id
     failure_log = None
     previous = paths.iter_dir(run_id, plan.iteration - 1)
@@ -277,7 +284,7 @@ def gather(
         config_bytes=read_bytes(paths.config),
         entries=entries,
         previous_snapshot_sha256=snapshot_sha256 if is_previous else None,
-        prompt=prompt_parts(paths, loaded.config, plan.role, iter_dir, budget),
+        prompt=prompt_parts(paths, loaded.config, plan.role, iter_dir, budget, confined),
         started=SystemClock().now(),
         runner_pid=os.getpid(),
         command=current_command(),

@@ -130,3 +130,53 @@ def test_the_guard_has_no_network_by_default(project: Project, tmp_path: Path) -
         listener.close()
 
     assert record["guard"] == "fail"
+
+
+def test_the_agent_and_guard_see_the_checkout_and_their_files_at_fixed_paths(
+    project: Project,
+) -> None:
+    # What the agent is told (its prompt on stdin, its environment) names paths it can use,
+    # none of them the slot's host path under `.git/runner/slots/`.
+    script = (
+        'prompt=$(cat); { echo "pwd=$(pwd) PWD=$PWD"; echo "out=$RUNNER_OUTPUT_PATH"; '
+        'echo "dir=$RUNNER_AGENT_DIR home=$HOME"; '
+        'case "$prompt" in *"/iteration/agent_output.json"*) echo "prompt names it";; esac; '
+        'env | grep -c "runner/slots" || true; } > "$RUNNER_AGENT_DIR/seen"; echo work > work.txt'
+    )
+    guard = [
+        "sh",
+        "-c",
+        'test "$(pwd)" = /checkout && test -f /checkout/work.txt && '
+        'test "$(dirname "$RUNNER_GUARD_REPORT")" = /iteration',
+    ]
+    sandboxed(project, script, guard_command=guard)
+
+    record = step(project)
+
+    seen = (project.iter_dir(record["iter"]) / "agent" / "seen").read_text()
+    assert seen.splitlines() == [
+        "pwd=/checkout PWD=/checkout",
+        "out=/iteration/agent_output.json",
+        "dir=/iteration home=/sandbox-home",
+        "prompt names it",
+        "0",
+    ], seen
+    assert record["guard"] == "pass", record
+
+
+def test_a_read_only_path_where_the_sandbox_shows_the_checkout_is_refused_before_the_step(
+    project: Project,
+) -> None:
+    sandboxed(
+        project, "echo work > work.txt", sandbox={"mode": "bwrap", "read_only": ["/checkout/x"]}
+    )
+
+    result = cli(project, "step")
+
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "runner: sandbox: [sandbox] read_only entry /checkout/x lies under /checkout, where the "
+        'sandbox shows its own: move it elsewhere, or set [sandbox] mode = "off" in '
+        ".runner/state/config.toml"
+    )
+    assert not project.iter_dir(1).exists()

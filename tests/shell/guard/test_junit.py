@@ -260,3 +260,17 @@ def test_a_report_of_many_passing_tests_is_read_in_memory_of_its_ids_and_leaves_
     assert total == 20_000
     assert peak < 3 * size, (peak, size)
     assert len(text.encode("utf-8")) < size // 10
+
+
+def test_the_sandboxs_checkout_is_written_as_the_checkout_only_as_a_whole_path() -> None:
+    data = (
+        b"<testsuite><testcase classname='test' name='/checkout/test/w.test.js'>"
+        b"<failure message='at /checkout/src/checkout/a.js and lib/checkout/b.js'>"
+        b"file:///checkout/w.js</failure></testcase></testsuite>"
+    )
+    report = parse_junit(data, ("/checkout", "/home/u/repo/.git/runner/slots/2"))
+
+    assert [result.id for result in report.results] == ["test::<checkout>/test/w.test.js"]
+    (failure,) = report.failures
+    assert failure.message == "at <checkout>/src/checkout/a.js and lib/checkout/b.js"
+    assert failure.text == "file://<checkout>/w.js"

@@ -148,13 +148,13 @@ def test_the_network_is_unshared_unless_allowed(network: bool, unshared: bool) -
     assert ("--unshare-net" in options) is unshared
 
 
-def test_the_process_gets_its_own_namespaces_dies_with_bwrap_and_starts_in_the_work_dir() -> None:
+def test_the_process_gets_its_own_namespaces_dies_with_bwrap_and_starts_in_the_checkout() -> None:
     options = bwrap_options(confinement(), {})
 
     for flag in ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"):
         assert flag in options
     assert "--new-session" in options
-    assert pairs(options, "--chdir") == [str(WORK)]
+    assert pairs(options, "--chdir") == ["/checkout"]
 
 
 def test_the_environment_is_exactly_the_one_given_in_sorted_order() -> None:
@@ -163,7 +163,7 @@ def test_the_environment_is_exactly_the_one_given_in_sorted_order() -> None:
     start = options.index("--clearenv")
     assert options[start + 1 :] == (
         *("--setenv", "A", "x y"),
-        *("--setenv", "HOME", str(HOME)),
+        *("--setenv", "HOME", "/sandbox-home"),  # the private HOME, where the process sees it
         *("--setenv", "PATH", "/usr/bin"),
     )
 
@@ -179,3 +179,96 @@ def test_the_same_confinement_gives_the_same_options() -> None:
 def test_a_relative_path_is_refused() -> None:
     with pytest.raises(ValueError, match="sandbox paths must be absolute, got 'slot'"):
         confinement(work_dir=Path("slot"))
+
+
+ITERATION = Path("/repo/.git/runner/runs/r/iterations/3/agent")
+
+
+def bound_at(options: tuple[str, ...], flag: str, inside: str) -> list[str]:
+    """The host paths bound by `flag` at `inside`."""
+    return [
+        options[index + 1]
+        for index, option in enumerate(options[:-2])
+        if option == flag and options[index + 2] == inside
+    ]
+
+
+def test_the_checkout_home_and_output_are_seen_at_fixed_paths_never_their_own() -> None:
+    options = bwrap_options(confinement(output=ITERATION), {})
+
+    assert bound_at(options, "--bind", "/checkout") == [str(WORK)]
+    assert bound_at(options, "--bind", "/iteration") == [str(ITERATION)]
+    assert bound_at(options, "--bind", "/sandbox-home") == [str(HOME)]
+    for host in (WORK, ITERATION, HOME):  # bound from, never at
+        assert bound_at(options, "--bind", str(host)) == []
+        assert str(host) not in pairs(options, "--tmpfs")
+
+
+def test_every_path_of_a_moved_bind_in_the_environment_names_where_it_is_seen() -> None:
+    env = {
+        "RUNNER_OUTPUT_PATH": str(ITERATION / "agent_output.json"),
+        "RUNNER_AGENT_DIR": str(ITERATION),
+        "PATH": f"{WORK}/node_modules/.bin:/usr/bin",
+        "OTHER_SLOT": "/tmp/slots/10/x",  # another slot's path is not this one's
+        "ELSEWHERE": f"/mnt{WORK}",  # nor one that only ends like it
+        "RUNNER_ITER_DIR": str(ITERATION.parent),  # not bound: left as it is
+        "LINE": f"cd '{WORK}' && ls {WORK}/src",
+    }
+
+    options = bwrap_options(confinement(output=ITERATION), env)
+
+    setenv = [index for index, option in enumerate(options) if option == "--setenv"]
+    assert {options[index + 1]: options[index + 2] for index in setenv} == {
+        "RUNNER_OUTPUT_PATH": "/iteration/agent_output.json",
+        "RUNNER_AGENT_DIR": "/iteration",
+        "PATH": "/checkout/node_modules/.bin:/usr/bin",
+        "OTHER_SLOT": "/tmp/slots/10/x",
+        "ELSEWHERE": f"/mnt{WORK}",
+        "RUNNER_ITER_DIR": str(ITERATION.parent),
+        "LINE": "cd '/checkout' && ls /checkout/src",
+    }
+
+
+def test_a_path_is_seen_under_the_bind_that_holds_it() -> None:
+    held = confinement(output=ITERATION)
+
+    assert held.inside(WORK / "test" / "a.test.js") == Path("/checkout/test/a.test.js")
+    assert held.inside(ITERATION / "report.xml") == Path("/iteration/report.xml")
+    assert held.inside(Path("/usr/bin/node")) == Path("/usr/bin/node")
+    assert held.inside(Path("/tmp/slots/10")) == Path("/tmp/slots/10")
+
+
+def test_a_hidden_directory_where_the_checkout_is_seen_is_not_covered() -> None:
+    # The user's own repository at /checkout: the sandbox shows the slot there, not a tmpfs.
+    options = bwrap_options(
+        confinement(read_only=(Path("/srv"),), hidden_dirs=(Path("/checkout"), Path("/srv/r"))), {}
+    )
+
+    assert pairs(options, "--tmpfs").count("/checkout") == 0
+    assert "/checkout" not in pairs(options, "--remount-ro")
+    assert "/srv/r" in pairs(options, "--tmpfs")
+
+
+def test_a_bind_where_the_sandbox_shows_its_own_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"/checkout/\.venv cannot be bound in the sandbox"):
+        confinement(read_only=(Path("/checkout/.venv"),))
+
+
+def test_the_command_names_the_paths_it_sees() -> None:
+    from runner_shell.sandbox.bwrap import launch
+
+    argv = [f"{WORK}/node_modules/.bin/jest", f"--outputFile={ITERATION}/r.xml", "/usr/bin/x"]
+    with launch(confinement(output=ITERATION), argv, {}) as started:
+        command = started.argv[started.argv.index("--") + 1 :]
+
+    assert command == (
+        *("/checkout/node_modules/.bin/jest", "--outputFile=/iteration/r.xml", "/usr/bin/x"),
+    )
+
+
+def test_a_read_only_path_in_the_checkout_is_seen_read_only_in_it() -> None:
+    # What `[sandbox] setup` made: read-only where the process sees it, under /checkout.
+    options = bwrap_options(confinement(read_only=(WORK / ".venv",)), {})
+
+    assert bound_at(options, "--ro-bind", "/checkout/.venv") == [str(WORK / ".venv")]
+    assert options.index("/checkout/.venv") > options.index("/checkout")

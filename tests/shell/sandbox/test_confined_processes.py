@@ -274,7 +274,7 @@ def test_with_network_it_reaches_a_listener_on_the_hosts_loopback(
     assert "connected" in log
 
 
-def test_it_gets_exactly_the_environment_given_and_starts_in_its_work_dir(
+def test_it_gets_exactly_the_environment_given_and_starts_in_the_checkout(
     usable_sandbox: SandboxStatus, rooms: Rooms
 ) -> None:
     env = {**ENV, "HOME": str(rooms.home), "RUNNER_ITER_DIR": str(rooms.iteration)}
@@ -287,8 +287,53 @@ def test_it_gets_exactly_the_environment_given_and_starts_in_its_work_dir(
     result, log = run_confined(rooms, confine(usable_sandbox, rooms), script, env=env)
 
     assert result.exit_code == 0, log
-    assert str(sorted({**env, "PWD": str(rooms.work)}.items())) in log
-    assert f"cwd {rooms.work}" in log
+    # The private HOME and the checkout as the process sees them; a path bound at its own
+    # path (the writable iteration directory here) as given.
+    seen = {**env, "HOME": "/sandbox-home", "PWD": "/checkout"}
+    assert str(sorted(seen.items())) in log
+    assert "cwd /checkout" in log
+
+
+def test_the_checkout_and_output_are_seen_at_fixed_paths_and_their_host_paths_not_at_all(
+    usable_sandbox: SandboxStatus, rooms: Rooms
+) -> None:
+    slot = rooms.repo / ".git" / "runner" / "slots" / "3"
+    (slot / "test").mkdir(parents=True)
+    (slot / "test" / "a.test.js").write_text("// a test\n", encoding="utf-8")
+    output = rooms.iteration / "guard"
+    output.mkdir()
+    confinement = usable_sandbox.confine(
+        slot,
+        rooms.home,
+        output=output,
+        read_only=runtime_paths([PYTHON]),
+        hide=(rooms.repo,),
+        network=False,
+    )
+    assert confinement is not None
+    env = {**ENV, "HOME": str(rooms.home), "RUNNER_GUARD_REPORT": str(output / "report.xml")}
+    script = f"""
+    import os
+    print("pwd", os.getcwd(), os.environ["PWD"])
+    print("files", sorted(os.listdir("test")), os.path.exists("/checkout/test/a.test.js"))
+    print("env", sorted(os.environ.items()))
+    # (built here: the command's own mention of the slot's path names /checkout)
+    print("slot there", os.path.exists(os.path.join({str(slot.parent)!r}, {slot.name!r})))
+    open(os.environ["RUNNER_GUARD_REPORT"], "w").write("<testsuites/>")
+    """
+
+    result, log = run_confined(rooms, confinement, script, env=env)
+
+    assert result.exit_code == 0, log
+    assert "pwd /checkout /checkout" in log
+    assert "files ['a.test.js'] True" in log
+    assert "('RUNNER_GUARD_REPORT', '/iteration/report.xml')" in log
+    env_line = next(line for line in log.splitlines() if line.startswith("env "))
+    for host in (slot, rooms.home, output):
+        assert str(host) not in env_line
+    assert ".git" not in env_line
+    assert "slot there False" in log
+    assert (output / "report.xml").read_text(encoding="utf-8") == "<testsuites/>"
 
 
 def test_a_missing_program_is_not_started_as_without_the_sandbox(

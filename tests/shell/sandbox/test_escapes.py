@@ -109,7 +109,7 @@ def run(
 ) -> tuple[ProcessResult, str]:
     argv = [python, "-c", textwrap.dedent(script)]
     network = role == "agent"
-    confinement = box.confine(argv, rooms.work, (rooms.iteration,), network, role)
+    confinement = box.confine(argv, rooms.work, rooms.iteration, network, role)
     assert confinement is not None
     log = rooms.root / f"{role}.log"
     env = {**ENV, **(env or {}), "HOME": str(confinement.home)}
@@ -211,7 +211,7 @@ def test_every_home_the_repository_and_the_hosts_state_are_absent(
     secret = rooms.root / "outside-secret.txt"
     secret.write_text("the operator's", encoding="utf-8")
     box = sandbox(usable_sandbox, rooms)
-    confinement = box.confine([PYTHON], rooms.work, (rooms.iteration,), True, role)
+    confinement = box.confine([PYTHON], rooms.work, rooms.iteration, True, role)
     assert confinement is not None
     bound = (*confinement.read_only, *confinement.writable, confinement.work_dir, confinement.home)
     absent = [real_home / ".ssh", real_home / ".gitconfig", real_home / ".codex"]
@@ -242,7 +242,9 @@ def test_every_home_the_repository_and_the_hosts_state_are_absent(
         shown = {path.relative_to(home).parts[0] for path in bound if path.is_relative_to(home)}
         assert f"lists {home} {sorted(shown)}" in log
     assert "/etc/shadow bytes 0" in log or "/etc/shadow unreadable" in log
-    assert "repo lists ['.git', '.runner']" in log  # only the mount points of the binds
+    # Nothing is bound inside it: the slot, the iteration's directory and the HOME are seen at
+    # /checkout, /iteration and /sandbox-home.
+    assert "repo lists []" in log
 
 
 def test_the_runner_s_own_interpreter_and_the_system_still_run(
