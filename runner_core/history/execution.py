@@ -19,6 +19,7 @@ import attrs
 from runner_core.guard.ratchet import TestFigures
 from runner_core.history.meta_shape import (
     FIGURE_FIELDS,
+    MERGE_SESSION_ENDS,
     TOKEN_FIELDS,
     is_commit_id,
     is_sha256,
@@ -83,6 +84,9 @@ class ExecutionRecord:
     # How many of its changed paths outside `.runner/` an iteration not judged a pass left on
     # its attempt ref (refs/runner/attempts/<run>/<iter>) instead of the run branch.
     attempt_files: int = 0
+    # A parallel job whose files conflicted and went to a merge session (role `merger`): how
+    # the session ended (runner_core.parallel.merge_session.SessionEnd); None: none ran.
+    merge_session: str | None = None
 
     @property
     def successful(self) -> bool:
@@ -191,6 +195,9 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
     attempt_files = meta.get("attempt_files", 0)
     if type(attempt_files) is not int or attempt_files < 0:
         raise DamagedRecord("attempt_files", f"must be an integer >= 0, got {attempt_files!r}")
+    session = meta.get("merge_session")
+    if session is not None and (type(session) is not str or session not in MERGE_SESSION_ENDS):
+        raise DamagedRecord("merge_session", f"must be a merge session's end, got {session!r}")
     template = meta.get("prompt_template")
     if template is not None and not is_sha256(template):
         raise DamagedRecord("prompt_template", f"must be a SHA-256 in hex, got {template!r}")
@@ -217,6 +224,7 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
         job_base=job_base,
         prompt_template=meta.get("prompt_template"),
         attempt_files=attempt_files,
+        merge_session=session,
     )
 
 
@@ -254,7 +262,8 @@ def figures_to_json(figures: TestFigures) -> dict[str, Any]:
 def record_to_meta(record: ExecutionRecord) -> dict[str, Any]:
     """The `meta.json` object of a record, keys in `META_FIELDS` order (then `tests`, present
     only when the guard wrote a report, `merge_rerun`, only when true, and `job_base`, only
-    for a parallel job, and `attempt_files`, only when some were set aside: a one-slot run's
+    for a parallel job, `attempt_files`, only when some were set aside, and `merge_session`,
+    only when one ran: a one-slot run's
     records keep the bytes they always had)."""
     meta = _meta_fields(record)
     if record.tests is not None:
@@ -267,6 +276,8 @@ def record_to_meta(record: ExecutionRecord) -> dict[str, Any]:
         meta["prompt_template"] = record.prompt_template
     if record.attempt_files:
         meta["attempt_files"] = record.attempt_files
+    if record.merge_session is not None:
+        meta["merge_session"] = record.merge_session
     return meta
 
 

@@ -1,0 +1,185 @@
+"""Merge sessions: two parallel leaves edit one line of one file; the agent, role `merger`,
+joins them on the merged head, the guard judges the result, and it is committed; a session
+that gives up, or breaks its rules, leaves the later leaf to run again as a conflict.
+
+The scripted agent: as an executor (RUNNER_ROLE=executor) it writes `nodes.json`'s files for
+its leaf after `sleep` seconds; as the merger it records its prompt and the conflicted file
+it found, then does what `merger.json` says: `files` ({path: text}) and `output`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from tests.e2e.test_parallel_loop import _audit_finds_only_the_setup
+from tests.e2e.test_views import json_output
+from tests.helpers.e2e import Project, node
+
+AGENT = r"""
+import json, os, sys, time
+from pathlib import Path
+
+harness = Path(os.environ["RUNNER_TEST_HARNESS"])
+role, node_id = os.environ["RUNNER_ROLE"], os.environ["RUNNER_NODE_ID"]
+prompt = sys.stdin.read()
+with open(harness / "runs.txt", "a", encoding="utf-8") as runs:
+    runs.write(f"{role} {node_id}\n")
+if role == "merger":
+    (harness / "merger_prompt.md").write_text(prompt, encoding="utf-8")
+    (harness / "merger_saw.txt").write_text(Path("shared.txt").read_text(), encoding="utf-8")
+    script = json.loads((harness / "merger.json").read_text(encoding="utf-8"))
+    for name, text in script.get("files", {}).items():
+        Path(name).write_text(text, encoding="utf-8")
+    output = script["output"]
+else:
+    action = json.loads((harness / "nodes.json").read_text(encoding="utf-8"))[node_id]
+    for name, text in action["files"].items():
+        Path(name).write_text(text, encoding="utf-8")
+    time.sleep(action.get("sleep", 0))
+    output = {"status": "done", "summary": f"{node_id} wrote its line"}
+Path(os.environ["RUNNER_OUTPUT_PATH"]).write_text(json.dumps(output), encoding="utf-8")
+"""
+
+# Fails when `forbidden.txt` holds the line the harness's `forbid.txt` names.
+GUARD = r"""
+import os, sys
+from pathlib import Path
+
+harness = Path(os.environ["RUNNER_TEST_HARNESS"])
+with open(harness / "guard_runs.txt", "a", encoding="utf-8") as runs:
+    runs.write(Path("shared.txt").read_text().replace("\n", "|") + "\n")
+forbid = harness / "forbid.txt"
+if forbid.exists() and forbid.read_text() in Path("shared.txt").read_text():
+    print("the merged shared.txt is refused")
+    sys.exit(1)
+sys.exit(0)
+"""
+
+ACTIONS = {
+    "a": {"files": {"shared.txt": "head\nfrom a\ntail\n"}, "sleep": 1},
+    "b": {"files": {"shared.txt": "head\nfrom b\ntail\n"}, "sleep": 1},
+}
+
+
+def _setup(project: Project, merger: Mapping[str, Any], sessions: bool = True) -> None:
+    project.root.joinpath("shared.txt").write_text("head\nzero\ntail\n", encoding="utf-8")
+    agent, guard = project.harness / "agent.py", project.harness / "guard.py"
+    agent.write_text(AGENT, encoding="utf-8")
+    guard.write_text(GUARD, encoding="utf-8")
+    (project.harness / "nodes.json").write_text(json.dumps(ACTIONS), encoding="utf-8")
+    (project.harness / "merger.json").write_text(json.dumps(merger), encoding="utf-8")
+    tree = node("root", children=[node("a", order=0), node("b", order=1)])
+    project.prepare(
+        tree,
+        agent_command=[sys.executable, str(agent)],
+        guard_command=[sys.executable, str(guard)],
+        parallel={"slots": 2, "merge_sessions": sessions},
+    )
+
+
+def _runs(project: Project) -> list[str]:
+    return (project.harness / "runs.txt").read_text(encoding="utf-8").splitlines()
+
+
+def _passes(project: Project) -> dict[str, tuple[bool, int]]:
+    tree = json.loads(project.tree_path.read_text(encoding="utf-8"))
+    return {child["id"]: (child["passes"], child["attempts"]) for child in tree["children"]}
+
+
+JOINED = "head\nfrom a\nfrom b\ntail\n"
+RESOLVED = {
+    "files": {"shared.txt": JOINED},
+    "output": {"status": "resolved", "summary": "kept both lines"},
+}
+
+
+def test_a_merge_session_joins_two_leaves_that_edited_one_line(project: Project) -> None:
+    _setup(project, RESOLVED)
+    result = project.runner("loop", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert _passes(project) == {"a": (True, 0), "b": (True, 0)}
+    assert (project.root / "shared.txt").read_text() == JOINED
+    # b ran once as an executor and once as the merger: no rerun from scratch.
+    assert sorted(_runs(project)) == ["executor a", "executor b", "merger b"]
+    saw = (project.harness / "merger_saw.txt").read_text()
+    assert "from a\n" in saw and "from b\n" in saw and "zero\n" in saw and "<<<<<<<" in saw
+    prompt = (project.harness / "merger_prompt.md").read_text()
+    assert "`shared.txt`" in prompt and "MERGER" in prompt
+    # The guard judged the joined file, in the merge queue's slot.
+    assert "head|from a|from b|tail|" in (project.harness / "guard_runs.txt").read_text()
+    meta = project.meta(2)
+    assert meta["merge_session"] == "resolved" and meta["status"] == "done", meta
+    assert meta["guard"] == "pass" and meta["error_kind"] is None
+    assert "merge_rerun" not in meta
+    assert (project.iter_dir(2) / "merger.log").exists()
+    assert json.loads((project.iter_dir(2) / "merger_output.json").read_text())["status"] == (
+        "resolved"
+    )
+    history = project.runner("history").stdout
+    assert any(
+        line.split()[:4] == ["2", "b", "executor", "merged"] for line in history.splitlines()
+    ), history
+    assert "status=merged" in result.stdout + result.stderr
+    assert project.status() == ""
+    # Every --json view says it the same way, each checked against its schema.
+    assert json_output(project, "show", "2")["meta"]["merge_session"] == "resolved"
+    rows = json_output(project, "history")["iterations"]
+    assert [row.get("merge_session") for row in rows] == [None, "resolved"]
+    assert "Runner-Merge-Session: resolved" in project.git("log", "-1", "--format=%B")
+    _audit_finds_only_the_setup(project)
+
+
+def test_a_merge_session_that_gives_up_leaves_the_leaf_to_run_again(project: Project) -> None:
+    _setup(project, {"output": {"status": "gave_up", "summary": "both lines cannot hold"}})
+    result = project.runner("loop", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert _passes(project) == {"a": (True, 0), "b": (True, 0)}
+    assert (project.root / "shared.txt").read_text() == "head\nfrom b\ntail\n"
+    assert _runs(project).count("executor b") == 2 and "merger b" in _runs(project)
+    meta = project.meta(2)
+    assert meta["merge_session"] == "gave_up" and meta["merge_rerun"] is True, meta
+    error = (project.iter_dir(2) / "runner_error.log").read_text()
+    assert "files do not merge" in error and "the merge session gave up: both lines" in error
+    history = project.runner("history").stdout
+    assert any(
+        line.split()[:4] == ["2", "b", "executor", "conflict"] for line in history.splitlines()
+    ), history
+    assert json_output(project, "show", "2")["meta"]["merge_session"] == "gave_up"
+    _audit_finds_only_the_setup(project)
+
+
+def test_a_merge_session_that_changes_another_file_is_rejected(project: Project) -> None:
+    merger = {
+        "files": {"shared.txt": JOINED, "other.txt": "not mine\n"},
+        "output": {"status": "resolved", "summary": "kept both lines"},
+    }
+    _setup(project, merger)
+    result = project.runner("loop", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert not (project.root / "other.txt").exists()
+    meta = project.meta(2)
+    assert meta["merge_session"] == "rejected" and meta["merge_rerun"] is True, meta
+    error = (project.iter_dir(2) / "runner_error.log").read_text()
+    assert "changed files that did not conflict: other.txt" in error
+
+
+def test_a_merge_sessions_result_the_guard_fails_is_a_conflict(project: Project) -> None:
+    _setup(project, RESOLVED)
+    (project.harness / "forbid.txt").write_text("from a\nfrom b\n")
+    result = project.runner("loop", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert (project.root / "shared.txt").read_text() == "head\nfrom b\ntail\n"
+    meta = project.meta(2)
+    assert meta["merge_session"] == "guard_failed" and meta["merge_rerun"] is True, meta
+    assert _runs(project).count("executor b") == 2
+
+
+def test_without_merge_sessions_a_conflict_runs_the_leaf_again(project: Project) -> None:
+    _setup(project, RESOLVED, sessions=False)
+    result = project.runner("loop", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "merger b" not in _runs(project)
+    assert "merge_session" not in project.meta(2)
