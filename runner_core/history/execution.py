@@ -19,7 +19,6 @@ import attrs
 from runner_core.guard.ratchet import TestFigures
 from runner_core.history.meta_shape import (
     FIGURE_FIELDS,
-    MERGE_SESSION_ENDS,
     TOKEN_FIELDS,
     is_commit_id,
     is_sha256,
@@ -166,8 +165,7 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
     """The record a parsed `meta.json` describes.
 
     Every key of `META_FIELDS` must be present (the nullable ones as null); keys it does not
-    know are ignored so the shell may add more. Raises `DamagedRecord` naming a bad key.
-    """
+    know are ignored so the shell may add more. Raises `DamagedRecord` naming a bad key."""
     found = None if plainly_valid(meta) else document_problem(META_SCHEMA_FILE, meta)
     if found is not None:
         raise DamagedRecord(found.field or "meta.json", found.problem)
@@ -195,9 +193,6 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
     attempt_files = meta.get("attempt_files", 0)
     if type(attempt_files) is not int or attempt_files < 0:
         raise DamagedRecord("attempt_files", f"must be an integer >= 0, got {attempt_files!r}")
-    session = meta.get("merge_session")
-    if session is not None and (type(session) is not str or session not in MERGE_SESSION_ENDS):
-        raise DamagedRecord("merge_session", f"must be a merge session's end, got {session!r}")
     template = meta.get("prompt_template")
     if template is not None and not is_sha256(template):
         raise DamagedRecord("prompt_template", f"must be a SHA-256 in hex, got {template!r}")
@@ -224,7 +219,7 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
         job_base=job_base,
         prompt_template=meta.get("prompt_template"),
         attempt_files=attempt_files,
-        merge_session=session,
+        merge_session=meta.get("merge_session"),
     )
 
 

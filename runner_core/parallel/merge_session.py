@@ -22,12 +22,14 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
+from runner_core.history.records import TokenUsage
 from runner_core.iteration.import_rules import (
     EXECUTABLE_MODE,
     FILE_MODE,
     Change,
     ImportDecision,
 )
+from runner_core.iteration.machine import IterationMachine
 from runner_core.tree.model import Node
 from runner_core.validation.documents import document_problem
 
@@ -164,6 +166,28 @@ def session_prompt(template: str, node: Node, files: Sequence[MarkedFile], job_s
     return out
 
 
+_ENDED = {
+    SessionEnd.GAVE_UP: "gave up",
+    SessionEnd.REJECTED: "was refused",
+    SessionEnd.GUARD_FAILED: "joined them, but the guard fails on its result",
+}
+
+
 def session_line(end: SessionEnd, reason: str) -> str:
-    """What a session that did not resolve adds to its job's conflict: one line."""
-    return f"the merge session {end.value.replace('_', ' ')}: {' '.join(reason.split())}"
+    """What a session that did not resolve adds to its job's conflict line (`reason`: what
+    it or the rule it broke said, on one line)."""
+    assert end is not SessionEnd.RESOLVED
+    said = " ".join(reason.split())
+    return f"the merge session {_ENDED[end]}" + (f": {said}" if said else "")
+
+
+def with_spent(
+    machine: IterationMachine, tokens: TokenUsage | None, cost_usd: float | None
+) -> IterationMachine:
+    """The job's machine with its merge session's tokens and cost added to its agent's: the
+    iteration's record counts what both agents spent."""
+    if tokens is not None:
+        machine = attrs.evolve(machine, tokens=tokens + (machine.tokens or TokenUsage()))
+    if cost_usd is not None:
+        machine = attrs.evolve(machine, cost_usd=cost_usd + (machine.cost_usd or 0.0))
+    return machine

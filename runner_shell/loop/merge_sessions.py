@@ -10,16 +10,20 @@ runs on the result as on any merge (parallel_jobs, docs/parallel.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from string import Template
 
 import attrs
 
+from runner_core.history.records import TokenUsage
 from runner_core.iteration.effects import RunAgent
+from runner_core.iteration.events import origin
 from runner_core.iteration.import_rules import Change, ImportDecision, decide_import, import_limits
 from runner_core.iteration.machine import IterationMachine
-from runner_core.iteration.results import AgentFinished
+from runner_core.iteration.results import AgentFinished, NotStarted
+from runner_core.loop.events import Event, agent_finished, agent_started
 from runner_core.parallel.merge_session import (
     MERGER,
     MERGER_LOG,
@@ -45,6 +49,9 @@ from runner_shell.scratch.slots import prepare_slot, slot_sandbox
 from runner_shell.step.agent_and_guard import AGENT_DIR, ProcessAgentRunner
 from runner_shell.step.lock_and_journal import job_journal_path
 from runner_shell.store.files import atomic_write_text, read_bytes_capped
+from runner_shell.store.iteration_log import utc_now
+
+Emit = Callable[[Iterable[Event]], None]
 
 TEMPLATE = Path(__file__).parent.parent / "step" / "templates" / "merger.md"
 # What one session's agent may write to its output file.
@@ -58,6 +65,8 @@ class SessionResult:
     end: SessionEnd
     reason: str = ""
     changes: tuple[Change, ...] = ()
+    tokens: TokenUsage | None = None  # what its agent reported spending
+    cost_usd: float | None = None
 
 
 @attrs.frozen(slots=True)
@@ -67,6 +76,8 @@ class SessionPlace:
     number: int
     sandbox: Sandbox | None
     iter_dir: Path
+    emit: Emit  # the job's events: the session's agent_started (role merger) and finished
+    backend: str | None = None  # the backend the job's agent ran, when the loop chose one
 
 
 def try_session(
@@ -103,23 +114,37 @@ def _run_session(
     setup, inputs = facts.config.sandbox.setup, facts.config.sandbox.setup_inputs
     slot = prepare_slot(repo, commit, setup, place.number, place.sandbox, inputs)
     finished = _agent(run, place, machine, slot, files)
-    text = None if not isinstance(finished, AgentFinished) else finished.output_text
-    if isinstance(finished, AgentFinished) and text is not None:
-        atomic_write_text(place.iter_dir / MERGER_OUTPUT, text)
-    answer = read_answer(text)
+    if isinstance(finished, NotStarted):
+        return SessionResult(SessionEnd.GAVE_UP, f"its agent did not start: {finished.message}")
+    if finished.output_text is not None:
+        atomic_write_text(place.iter_dir / MERGER_OUTPUT, finished.output_text)
+    end, reason, changes = _judged(run, machine, slot, commit, joined, files, finished)
+    return SessionResult(end, reason, changes, finished.tokens, finished.cost_usd)
+
+
+def _judged(
+    run: LoopRun,
+    machine: IterationMachine,
+    slot: Path,
+    commit: str,
+    joined: Sequence[Change],
+    files: Sequence[MarkedFile],
+    finished: AgentFinished,
+) -> tuple[SessionEnd, str, tuple[Change, ...]]:
+    """How the session ended, by its answer and by what it left in `slot` (started at
+    `commit`), listed under the import rules; on `resolved`, the job's changes joined."""
+    answer = read_answer(finished.output_text)
     if isinstance(answer, str):
-        return SessionResult(SessionEnd.GAVE_UP, answer)
+        return SessionEnd.GAVE_UP, answer, ()
     if not answer.resolved:
-        return SessionResult(SessionEnd.GAVE_UP, answer.summary or "no reason given")
-    limits = import_limits(facts.config)
-    decision = decide_import(list_scratch(repo, slot, commit, limits), limits)
+        return SessionEnd.GAVE_UP, answer.summary or "no reason given", ()
+    limits = import_limits(machine.facts.config)
+    decision = decide_import(list_scratch(run.repo, slot, commit, limits), limits)
     written = {c.path: _read(slot / c.path) for c in decision.changes if c.oid is not None}
     problem = resolution_problem(decision, files, written)
     if problem is not None:
-        return SessionResult(SessionEnd.REJECTED, problem)
-    return SessionResult(
-        SessionEnd.RESOLVED, answer.summary, resolved_changes(joined, files, decision)
-    )
+        return SessionEnd.REJECTED, problem, ()
+    return SessionEnd.RESOLVED, answer.summary, resolved_changes(joined, files, decision)
 
 
 def _agent(
@@ -128,11 +153,12 @@ def _agent(
     machine: IterationMachine,
     slot: Path,
     files: Sequence[MarkedFile],
-) -> object:
-    """The session's agent run in `slot`: the executor's agent settings, its own prompt,
-    schema, output and log in the job's iteration directory."""
+) -> AgentFinished | NotStarted:
+    """The session's agent run in `slot`: the executor's agent settings (on the backend the
+    job's agent ran), its own prompt, schema, output and log in the job's iteration
+    directory, its start and end told in the job's events."""
     facts = machine.facts
-    config = iteration_config(facts.config, AgentRole.EXECUTOR.value)
+    config = iteration_config(facts.config, AgentRole.EXECUTOR.value, place.backend)
     schema = place.iter_dir / MERGER_OUTPUT_SCHEMA_FILE
     atomic_write_text(schema, schema_text(MERGER_OUTPUT_SCHEMA_FILE))
     paths = {
@@ -141,9 +167,8 @@ def _agent(
     }
     template = Template(TEMPLATE.read_text(encoding="utf-8")).safe_substitute(paths)
     summary = "" if machine.review is None else machine.review.summary
-    atomic_write_text(
-        place.iter_dir / MERGER_PROMPT, session_prompt(template, facts.node, files, summary)
-    )
+    prompt = session_prompt(template, facts.node, files, summary)
+    atomic_write_text(place.iter_dir / MERGER_PROMPT, prompt)
     runner = ProcessAgentRunner(
         run.paths,
         run.repo,
@@ -154,7 +179,20 @@ def _agent(
         journal_file=job_journal_path(run.repo, facts.plan.iteration),
         schema=schema,
     )
-    effect = RunAgent(
+    started = time.monotonic()
+    place.emit((agent_started(origin(facts, utc_now()), MERGER, config.agent_backend),))
+    finished = runner.run_agent(_effect(machine), machine.journal)
+    code = finished.exit_code if isinstance(finished, AgentFinished) else None
+    took = max(int((time.monotonic() - started) * 1000), 0)
+    place.emit((agent_finished(origin(facts, utc_now()), code, took),))
+    return finished
+
+
+def _effect(machine: IterationMachine) -> RunAgent:
+    """The session's agent run: the executor's contract, told its role is `merger`, with the
+    iteration's whole timeout and its own prompt, output, usage and log files."""
+    facts = machine.facts
+    return RunAgent(
         role=AgentRole.EXECUTOR,
         env=(
             ("RUNNER_ROLE", MERGER),
@@ -169,7 +207,6 @@ def _agent(
         usage_name="merger_usage.json",
         log_name=MERGER_LOG,
     )
-    return runner.run_agent(effect, machine.journal)
 
 
 def _read(path: Path) -> bytes:
@@ -182,10 +219,14 @@ def _read(path: Path) -> bytes:
 
 
 def session_place(
-    run: LoopRun, slots: int, sandbox: Sandbox | None, machine: IterationMachine
+    run: LoopRun,
+    slots: int,
+    machine: IterationMachine,
+    job: tuple[Sandbox | None, Emit, str | None],
 ) -> SessionPlace:
-    """The merge queue's slot (one past the jobs' own) and the job's iteration directory."""
+    """The merge queue's slot (one past the jobs' own, `slots`) and the job's iteration
+    directory; `job`: the job's sandbox, its events and the backend its agent ran."""
     facts = machine.facts
-    return SessionPlace(
-        slots, slot_sandbox(sandbox, slots), run.paths.iter_dir(facts.run_id, facts.plan.iteration)
-    )
+    iter_dir = run.paths.iter_dir(facts.run_id, facts.plan.iteration)
+    sandbox, emit, backend = job
+    return SessionPlace(slots, slot_sandbox(sandbox, slots), iter_dir, emit, backend)

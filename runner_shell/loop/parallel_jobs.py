@@ -43,7 +43,7 @@ from runner_core.parallel.job_merge import (
     refused,
     waits_to_merge,
 )
-from runner_core.parallel.merge_session import SessionEnd, session_line
+from runner_core.parallel.merge_session import SessionEnd, session_line, with_spent
 from runner_core.parallel.queue import needs_guard_again
 from runner_shell.errors import UserFacingError
 from runner_shell.git.merging import carry_onto, merged_commit
@@ -234,11 +234,12 @@ def _through_session(
     result judged by the guard again; else, or when the session does not resolve them, a
     conflict, and the leaf runs again on the new head."""
     changes, conflicts = carried
-    place = session_place(run, slots, job.sandbox, machine)
+    place = session_place(run, slots, machine, (job.sandbox, job.events.emit, job.backend))
     onto = (job.base.sha, side.head.sha)
     session = try_session(run, place, machine, onto, changes, conflicts)
     if session is None:
         return refused(machine, Failure.MERGE_CONFLICT, conflict_line(conflicts))
+    machine = with_spent(machine, session.tokens, session.cost_usd)
     if session.end is not SessionEnd.RESOLVED:
         line = f"{conflict_line(conflicts)}; {session_line(session.end, session.reason)}"
         refusal = refused(machine, Failure.MERGE_CONFLICT, line)
@@ -248,8 +249,8 @@ def _through_session(
     judged = _guarded_again(run, slots, job, machine, side)
     if judged.failure is None:
         return judged
-    line = session_line(SessionEnd.GUARD_FAILED, judged.runner_error or "")
-    refusal = refused(judged, Failure.MERGE_GUARD, line)
+    line = f"{conflict_line(conflicts)}; {session_line(SessionEnd.GUARD_FAILED, '')}"
+    refusal = refused(judged, Failure.MERGE_GUARD, f"{line}; the leaf runs again on the new head")
     return attrs.evolve(refusal, merge_session=SessionEnd.GUARD_FAILED.value)
 
 

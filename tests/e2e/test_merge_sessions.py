@@ -14,8 +14,11 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+import jsonschema
+
 from tests.e2e.test_parallel_loop import _audit_finds_only_the_setup
 from tests.e2e.test_views import json_output
+from tests.helpers import SCHEMAS
 from tests.helpers.e2e import Project, node
 
 AGENT = r"""
@@ -130,6 +133,18 @@ def test_a_merge_session_joins_two_leaves_that_edited_one_line(project: Project)
     assert [row.get("merge_session") for row in rows] == [None, "resolved"]
     assert "Runner-Merge-Session: resolved" in project.git("log", "-1", "--format=%B")
     _audit_finds_only_the_setup(project)
+    # The events say the merger's agent ran in iteration 2, and its record how it ended.
+    log = project.runner_dir / "iterations" / project.run_id / "events.jsonl"
+    events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    schema = json.loads((SCHEMAS / "events.schema.json").read_text(encoding="utf-8"))
+    for event in events:
+        jsonschema.validate(event, schema)
+    roles = [(e["iter"], e["role"]) for e in events if e["type"] == "agent_started"]
+    assert sorted(roles) == [(1, "executor"), (2, "executor"), (2, "merger")], roles
+    ended = [e for e in events if e["type"] == "iteration_finished" and e["iter"] == 2]
+    assert ended[0]["meta"]["merge_session"] == "resolved"
+    follow = project.runner("follow", "--since", "1")
+    assert "status=merged" in follow.stdout, follow.stdout + follow.stderr
 
 
 def test_a_merge_session_that_gives_up_leaves_the_leaf_to_run_again(project: Project) -> None:
