@@ -48,12 +48,13 @@ from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.slots import prepare_slot, slot_sandbox
 from runner_shell.step.agent_and_guard import AGENT_DIR, ProcessAgentRunner
 from runner_shell.step.lock_and_journal import job_journal_path
-from runner_shell.store.files import atomic_write_text, read_bytes_capped
+from runner_shell.store.files import atomic_write_text, make_directory, read_bytes_capped
 from runner_shell.store.iteration_log import utc_now
 
 Emit = Callable[[Iterable[Event]], None]
 
 TEMPLATE = Path(__file__).parent.parent / "step" / "templates" / "merger.md"
+SCHEMA_DIR = "merger_schema"
 # What one session's agent may write to its output file.
 _OUTPUT_LIMIT = 64 * 1024
 
@@ -159,7 +160,10 @@ def _agent(
     directory, its start and end told in the job's events."""
     facts = machine.facts
     config = iteration_config(facts.config, AgentRole.EXECUTOR.value, place.backend)
-    schema = place.iter_dir / MERGER_OUTPUT_SCHEMA_FILE
+    # In a directory of its own: a sandboxed agent sees its schema's directory read-only, and
+    # no more of the iteration directory than its own (writable) agent directory.
+    make_directory(place.iter_dir / SCHEMA_DIR)
+    schema = place.iter_dir / SCHEMA_DIR / MERGER_OUTPUT_SCHEMA_FILE
     atomic_write_text(schema, schema_text(MERGER_OUTPUT_SCHEMA_FILE))
     paths = {
         "output_path": str(place.iter_dir / AGENT_DIR / MERGER_OUTPUT),

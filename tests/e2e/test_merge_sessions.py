@@ -10,12 +10,15 @@ it found, then does what `merger.json` says: `files` ({path: text}) and `output`
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Mapping
 from typing import Any
 
 import jsonschema
+import pytest
 
+from runner_shell.sandbox.status import probe
 from tests.e2e.test_parallel_loop import _audit_finds_only_the_setup
 from tests.e2e.test_views import json_output
 from tests.helpers import SCHEMAS
@@ -198,3 +201,38 @@ def test_without_merge_sessions_a_conflict_runs_the_leaf_again(project: Project)
     assert result.returncode == 0, result.stderr
     assert "merger b" not in _runs(project)
     assert "merge_session" not in project.meta(2)
+
+
+SANDBOXED_AGENT = r"""
+if [ "$RUNNER_ROLE" = merger ]; then
+  test -r "$RUNNER_OUTPUT_SCHEMA" || exit 3
+  grep -q '^<<<<<<<' shared.txt || exit 4
+  printf 'head\nfrom a\nfrom b\ntail\n' > shared.txt
+  printf '{"status": "resolved", "summary": "joined"}' > "$RUNNER_OUTPUT_PATH"
+  exit 0
+fi
+printf 'head\nfrom %s\ntail\n' "$RUNNER_NODE_ID" > shared.txt
+sleep 1
+printf '{"status": "done", "summary": "ok"}' > "$RUNNER_OUTPUT_PATH"
+"""
+BWRAP = probe()
+
+
+@pytest.mark.skipif(
+    BWRAP.bwrap is None and os.environ.get("CI") != "true",
+    reason=f"bubblewrap is not usable here: {BWRAP.problem}",
+)
+def test_a_sandboxed_merge_session_reads_its_schema_and_joins_the_lines(project: Project) -> None:
+    project.root.joinpath("shared.txt").write_text("head\nzero\ntail\n", encoding="utf-8")
+    tree = node("root", children=[node("a", order=0), node("b", order=1)])
+    project.prepare(
+        tree,
+        agent_command=["sh", "-c", SANDBOXED_AGENT],
+        guard_command=["sh", "-c", "true"],
+        parallel={"slots": 2},
+        sandbox={"mode": "bwrap"},
+    )
+    result = project.runner("loop", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert (project.root / "shared.txt").read_text() == JOINED
+    assert project.meta(2)["merge_session"] == "resolved", project.meta(2)
