@@ -132,6 +132,11 @@ def test_a_merge_session_joins_two_leaves_that_edited_one_line(project: Project)
     assert project.status() == ""
     # Every --json view says it the same way, each checked against its schema.
     assert json_output(project, "show", "2")["meta"]["merge_session"] == "resolved"
+    shown = project.runner("show", "2").stdout.splitlines()
+    assert "outcome: status=merged guard=pass attempts=0->0" in shown, shown
+    assert "merge session: role=merger end=resolved (merger.prompt.md, merger.log, " in "\n".join(
+        shown
+    )
     rows = json_output(project, "history")["iterations"]
     assert [row.get("merge_session") for row in rows] == [None, "resolved"]
     assert "Runner-Merge-Session: resolved" in project.git("log", "-1", "--format=%B")

@@ -15,6 +15,9 @@ from runner_core.iteration.machine import start_iteration
 from runner_core.parallel.merge_session import (
     MAX_SESSION_FILE_BYTES,
     MAX_SESSION_FILES,
+    MERGER_LOG,
+    MERGER_OUTPUT,
+    MERGER_PROMPT,
     MarkedFile,
     MergerAnswer,
     SessionEnd,
@@ -27,6 +30,7 @@ from runner_core.parallel.merge_session import (
     session_prompt,
     with_spent,
 )
+from runner_core.views.show import MERGER_FILES
 from tests.core.iteration.test_iteration_machine import facts
 from tests.helpers.trees import tree
 
@@ -194,3 +198,7 @@ def test_the_iteration_counts_what_both_agents_spent(
     machine = attrs.evolve(start_iteration(facts()), tokens=before[0], cost_usd=before[1])
     summed = with_spent(machine, *spent)
     assert (summed.tokens, summed.cost_usd) == after
+
+
+def test_show_names_the_files_the_session_leaves() -> None:
+    assert ", ".join((MERGER_PROMPT, MERGER_LOG, MERGER_OUTPUT)) == MERGER_FILES
