@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -19,6 +21,8 @@ import jsonschema
 import pytest
 
 from runner_shell.sandbox.status import probe
+from tests.e2e.test_judging_scenarios import BODIES, CASES, FUNCTIONS
+from tests.e2e.test_judging_scenarios import GUARD as NODE_GUARD
 from tests.e2e.test_parallel_loop import _audit_finds_only_the_setup
 from tests.e2e.test_views import json_output
 from tests.helpers import SCHEMAS
@@ -241,3 +245,126 @@ def test_a_sandboxed_merge_session_reads_its_schema_and_joins_the_lines(project:
     assert result.returncode == 0, result.stderr
     assert (project.root / "shared.txt").read_text() == JOINED
     assert project.meta(2)["merge_session"] == "resolved", project.meta(2)
+
+
+# ---------------------------------------------------------------- the Node scenario, one line
+# As tests/e2e/test_judging_scenarios.py's, but each leaf rewrites the one line of
+# `src/index.js` that lists the exports (not an append: a change of a base line on each side),
+# so the jobs that ran beside one another conflict. The scripted merger joins the two lists.
+
+NODE_AGENT = r"""
+import json, os, pathlib, re, sys
+out = pathlib.Path(os.environ["RUNNER_OUTPUT_PATH"])
+harness = pathlib.Path(os.environ["HARNESS"])
+role = os.environ["RUNNER_ROLE"]
+prompt = sys.stdin.read()
+entry = re.compile(r"(\w+): require\('\./\w+\.js'\)")
+if role == "decomposer":
+    children = [
+        {"title": f"implement {name}", "goal": f"Write src/{name}.js and export it.",
+         "acceptance": [f"test: *{name.lower()}*"], "next": "execute"}
+        for name in FUNCTIONS
+    ]
+    out.write_text(json.dumps({"summary": "one leaf per function", "children": children}))
+    sys.exit(0)
+index = pathlib.Path("src/index.js")
+def exports_line(names):
+    inner = ", ".join(f"{n}: require('./{n}.js')" for n in names)
+    return "module.exports = { " + inner + " };\n"
+if role == "merger":
+    with (harness / "mergers.log").open("a") as log:
+        log.write(os.environ["RUNNER_NODE_ID"] + "\n")
+    names = []
+    for line in index.read_text().splitlines():
+        for name in entry.findall(line):
+            if name not in names:
+                names.append(name)
+    index.write_text("'use strict';\n" + exports_line(names))
+    out.write_text(json.dumps({"status": "resolved", "summary": "kept every export"}))
+    sys.exit(0)
+tree = json.loads(pathlib.Path(".runner/state/tree.json").read_text())
+def find(item):
+    if item["id"] == os.environ["RUNNER_NODE_ID"]:
+        return item
+    for child in item["children"]:
+        found = find(child)
+        if found:
+            return found
+name = find(tree)["title"].split()[-1]
+call, want = CASES[name]
+pathlib.Path("test").mkdir(exist_ok=True)
+pathlib.Path(f"test/{name}.test.js").write_text(
+    "const test = require('node:test');\nconst assert = require('node:assert');\n"
+    f"const {{ {name} }} = require('../src/index.js');\n"
+    f"test('{name} works', () => {{ assert.strictEqual({call}, {want}); }});\n"
+)
+body = BODIES[name]
+tried = harness / f"{name}.tried"
+if name == "truncate" and not tried.exists():
+    body = "(s, n) => s.slice(0, n) + '...'"  # wrong: the suffix
+tried.write_text("tried\n")
+pathlib.Path(f"src/{name}.js").write_text(f"module.exports = {body};\n")
+names = [n for line in index.read_text().splitlines() for n in entry.findall(line)]
+index.write_text("'use strict';\n" + exports_line([*names, name]))
+out.write_text(json.dumps({"status": "done", "summary": f"wrote {name}"}))
+"""
+
+
+def _node_scenario(project: Project, sessions: bool) -> str:
+    script = project.harness / "node_agent.py"
+    script.write_text(
+        f"FUNCTIONS = {FUNCTIONS!r}\nBODIES = {BODIES!r}\nCASES = {CASES!r}\n" + NODE_AGENT,
+        encoding="utf-8",
+    )
+    project.set_config(
+        agent_command=[sys.executable, str(script)],
+        guard_command=["sh", "-c", NODE_GUARD],
+        iteration_timeout_secs=120,
+        parallel={"slots": 4, "merge_sessions": sessions},
+    )
+    text = project.config_path.read_text(encoding="utf-8")
+    text = re.sub(r"(\[guard\]\ncommand = .*\n)", lambda m: m.group(1) + 'mode = "ratchet"\n', text)
+    project.config_path.write_text(text, encoding="utf-8")
+    project.env["HARNESS"] = str(project.harness)
+    (project.root / "src").mkdir()
+    (project.root / "src" / "index.js").write_text(
+        "'use strict';\nmodule.exports = {};\n", encoding="utf-8"
+    )
+    (project.root / "test").mkdir()
+    (project.root / "test" / "index.test.js").write_text(
+        "const test = require('node:test');\nconst assert = require('node:assert');\n"
+        "test('index loads', () => { assert.ok(require('../src/index.js')); });\n",
+        encoding="utf-8",
+    )
+    return project.prepare(node("root", next_="decompose", title="Write the string helpers"))
+
+
+@pytest.mark.parametrize("sessions", [False, True], ids=["no-merge-sessions", "merge-sessions"])
+def test_the_node_scenario_with_one_exports_line_keeps_its_work_through_merge_sessions(
+    project: Project, sessions: bool
+) -> None:
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed (.ci/run installs it)")
+    run = _node_scenario(project, sessions)
+
+    result = project.runner("loop", "--max-steps", "30", timeout=900)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1].startswith(f"loop: status=complete run={run}")
+    metas = sorted(project.root.glob(".runner/iterations/*/*/meta.json"))
+    records = [json.loads(path.read_text(encoding="utf-8")) for path in metas]
+    reruns = [r for r in records if r.get("merge_rerun")]
+    merged = [r for r in records if r.get("merge_session") == "resolved"]
+    # Measured: printed for the report (pytest -s), asserted to the bound.
+    print(
+        f"node one-line scenario merge_sessions={sessions}: iterations={len(records)} "
+        f"conflict reruns={len(reruns)} merged by a session={len(merged)}"
+    )
+    if sessions:
+        assert reruns == [] and merged, records
+    else:
+        assert reruns and merged == [], records
+    assert all(child["passes"] for child in project.tree()["children"])
+    index = (project.root / "src" / "index.js").read_text(encoding="utf-8")
+    assert all(f"{name}: require" in index for name in FUNCTIONS)
+    _audit_finds_only_the_setup(project)
