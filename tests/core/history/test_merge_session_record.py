@@ -4,11 +4,13 @@ commit, each written only when one ran; every view shows a resolved one's `done`
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from runner_core.history.records import (
     DamagedRecord,
     ErrorKind,
+    ExecutionHistory,
     ExecutionRecord,
     record_from_meta,
     record_to_meta,
@@ -25,7 +27,9 @@ from runner_core.run.trailers import (
 )
 from runner_core.tree.model import AgentStatus, GuardOutcome
 from runner_core.views.history import record_status, render_history
+from runner_core.views.web import node_detail
 from tests.helpers.records import record
+from tests.helpers.trees import tree
 
 MERGED_RECORD = record(2, "b", AgentStatus.DONE, GuardOutcome.PASS, merge_session="resolved")
 GAVE_UP = record(
@@ -88,3 +92,10 @@ def test_a_resolved_session_shows_merged_and_one_that_did_not_shows_conflict() -
     assert shown_status("retry", None, None, merge_session="resolved") == "retry"
     rows = render_history("run-1", (record(1, "a"), MERGED_RECORD, GAVE_UP), None)[2:]
     assert [row.split()[3] for row in rows] == ["done", "merged", "conflict"]
+
+
+def test_the_web_views_node_panel_shows_the_same_words() -> None:
+    records = ExecutionHistory((GAVE_UP, attrs.evolve(MERGED_RECORD, iteration=3)))
+    detail = node_detail(tree("root", tree("b")), records, "b")
+    assert detail is not None
+    assert [e["shown_status"] for e in detail["executions"]] == ["conflict", "merged"]
