@@ -73,10 +73,16 @@ class MarkedFile:
     marker_length: int
 
 
+def may_offer(enabled: bool, conflicts: Sequence[str]) -> bool:
+    """Whether `conflicts` may go to a merge session at all, before any is marked: sessions
+    on, and between one and MAX_SESSION_FILES of them."""
+    return enabled and 0 < len(conflicts) <= MAX_SESSION_FILES
+
+
 def offered(enabled: bool, conflicts: Sequence[str], line_conflicts: Sequence[MarkedFile]) -> bool:
-    """Whether the conflicts go to a merge session: sessions on, every conflicted path one of
-    lines (marked), none too large, and no more than MAX_SESSION_FILES of them."""
-    if not enabled or not conflicts or len(conflicts) > MAX_SESSION_FILES:
+    """Whether the conflicts go to a merge session: `may_offer`, every conflicted path one of
+    lines (marked) and none too large."""
+    if not may_offer(enabled, conflicts):
         return False
     marked = {item.path for item in line_conflicts}
     small = all(len(item.marked) <= MAX_SESSION_FILE_BYTES for item in line_conflicts)

@@ -32,6 +32,7 @@ from runner_core.parallel.merge_session import (
     MERGER_PROMPT,
     MarkedFile,
     SessionEnd,
+    may_offer,
     offered,
     read_answer,
     resolution_problem,
@@ -55,8 +56,6 @@ Emit = Callable[[Iterable[Event]], None]
 
 TEMPLATE = Path(__file__).parent.parent / "step" / "templates" / "merger.md"
 SCHEMA_DIR = "merger_schema"
-# What one session's agent may write to its output file.
-_OUTPUT_LIMIT = 64 * 1024
 
 
 @attrs.frozen(slots=True)
@@ -92,6 +91,8 @@ def try_session(
     """The session for the job's `conflicts` (`onto`: its start commit and the head; `joined`:
     its other changes, merged), or None when they are not offered to one."""
     facts = machine.facts
+    if not may_offer(facts.config.parallel_merge_sessions, conflicts):
+        return None  # nothing to mark
     imported = machine.imported or ImportDecision()
     files = marked_conflicts(run.repo, onto[0], onto[1], imported.changes, conflicts)
     if not offered(facts.config.parallel_merge_sessions, conflicts, files):
@@ -205,7 +206,7 @@ def _effect(machine: IterationMachine) -> RunAgent:
             ("RUNNER_NODE_ID", facts.node.id),
         ),
         timeout_secs=float(facts.config.iteration_timeout_secs),
-        limit_bytes=min(facts.config.executor_output_limit_bytes, _OUTPUT_LIMIT),
+        limit_bytes=facts.config.executor_output_limit_bytes,
         prompt_name=MERGER_PROMPT,
         output_name=MERGER_OUTPUT,
         usage_name="merger_usage.json",

@@ -22,6 +22,7 @@ from runner_core.parallel.merge_session import (
     MergerAnswer,
     SessionEnd,
     marker_line,
+    may_offer,
     offered,
     read_answer,
     resolution_problem,
@@ -202,3 +203,19 @@ def test_the_iteration_counts_what_both_agents_spent(
 
 def test_show_names_the_files_the_session_leaves() -> None:
     assert ", ".join((MERGER_PROMPT, MERGER_LOG, MERGER_OUTPUT)) == MERGER_FILES
+
+
+@pytest.mark.parametrize(
+    ("enabled", "count", "expected"),
+    [
+        (True, 1, True),
+        (True, MAX_SESSION_FILES, True),
+        (True, 0, False),
+        (False, 1, False),
+        (True, MAX_SESSION_FILES + 1, False),
+    ],
+)
+def test_conflicts_are_marked_only_when_they_may_be_offered(
+    enabled: bool, count: int, expected: bool
+) -> None:
+    assert may_offer(enabled, [f"f{n}" for n in range(count)]) is expected
