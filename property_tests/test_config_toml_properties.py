@@ -132,6 +132,7 @@ def configs(draw: st.DrawFn) -> Config:
         hooks=hooks,
         sandbox=sandbox,
         parallel_slots=draw(st.integers(1, 64)),
+        parallel_merge_sessions=draw(st.booleans()),
         executor=draw(executors()),
         notify=notify,
     )

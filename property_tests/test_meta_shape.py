@@ -82,6 +82,7 @@ def valid_meta() -> st.SearchStrategy[dict[str, Any]]:
             "tests": tests,
             "extra": odd_values,
             "merge_rerun": st.booleans(),
+            "merge_session": st.sampled_from(["resolved", "gave_up", "rejected", "guard_failed"]),
             "prompt_template": st.text("0123456789abcdef", min_size=64, max_size=64),
         },
     )

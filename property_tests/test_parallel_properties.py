@@ -7,6 +7,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from runner_core import Node, SelectionStatus, is_stuck, select_leaf
+from runner_core.guard.patterns import files_patterns
 from runner_core.parallel.frontier import frontier
 from runner_core.parallel.queue import next_to_merge
 from runner_core.parallel.tree_merge import merge_trees, settle
@@ -228,3 +229,47 @@ def test_whatever_the_finish_order_jobs_merge_in_iteration_order(finish: list[in
             assert ready in finished
             merged.append(ready)
     assert merged == list(scheduled)
+
+
+# ---------------------------------------------------------------- leaves kept apart
+
+PATTERNS = ("src/index.js", "src/a.js", "lib/*.go")
+
+
+@st.composite
+def trees_declaring_files(
+    draw: st.DrawFn,
+) -> tuple[Node, frozenset[str], frozenset[str]]:
+    """A tree whose leaves each declare up to two `files:` patterns of a few, some paths
+    running, and some leaves' ids among those that once conflicted."""
+    tree, running = draw(trees_with_running())
+
+    def declare(node: Node) -> Node:
+        picked = draw(st.lists(st.sampled_from(PATTERNS), max_size=2, unique=True))
+        lines = (*node.acceptance, *(f"files: {pattern}" for pattern in picked))
+        children = tuple(declare(child) for child in node.children)
+        return attrs.evolve(node, acceptance=lines, children=children)
+
+    declared = declare(tree)
+    ids = [node.id for node, _, _ in canonical_preorder(declared)]
+    conflicted = frozenset(draw(st.lists(st.sampled_from(ids), max_size=3)))
+    return declared, running, conflicted
+
+
+@given(trees_declaring_files(), st.integers(0, 6))
+def test_leaves_that_would_waste_each_others_work_never_run_together(
+    case: tuple[Node, frozenset[str], frozenset[str]], slots: int
+) -> None:
+    """No leaf the frontier takes shares a `files:` pattern with another it takes or with a
+    running one, and a leaf that once conflicted is taken only alone, nothing running."""
+    tree, running, conflicted = case
+    found = frontier(tree, slots, running, conflicted)
+    nodes = {path: node for node, path, _ in canonical_preorder(tree)}
+    beside = [nodes[path] for path in running]
+    taken = [leaf.node for leaf in found.leaves]
+    for index, node in enumerate(taken):
+        others = [*beside, *taken[:index], *taken[index + 1 :]]
+        mine = set(files_patterns(node.acceptance))
+        assert not any(mine & set(files_patterns(other.acceptance)) for other in others)
+        if node.id in conflicted or any(other.id in conflicted for other in others):
+            assert others == []

@@ -44,6 +44,7 @@ SCHEMA_FILES = (
     "journal.schema.json",
     "meta.schema.json",
     "job_changes.schema.json",
+    "merger_output.schema.json",
 )
 
 

@@ -83,6 +83,9 @@ class ExecutionRecord:
     # How many of its changed paths outside `.runner/` an iteration not judged a pass left on
     # its attempt ref (refs/runner/attempts/<run>/<iter>) instead of the run branch.
     attempt_files: int = 0
+    # A parallel job whose files conflicted and went to a merge session (role `merger`): how
+    # the session ended (runner_core.parallel.merge_session.SessionEnd); None: none ran.
+    merge_session: str | None = None
 
     @property
     def successful(self) -> bool:
@@ -162,8 +165,7 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
     """The record a parsed `meta.json` describes.
 
     Every key of `META_FIELDS` must be present (the nullable ones as null); keys it does not
-    know are ignored so the shell may add more. Raises `DamagedRecord` naming a bad key.
-    """
+    know are ignored so the shell may add more. Raises `DamagedRecord` naming a bad key."""
     found = None if plainly_valid(meta) else document_problem(META_SCHEMA_FILE, meta)
     if found is not None:
         raise DamagedRecord(found.field or "meta.json", found.problem)
@@ -217,6 +219,7 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
         job_base=job_base,
         prompt_template=meta.get("prompt_template"),
         attempt_files=attempt_files,
+        merge_session=meta.get("merge_session"),
     )
 
 
@@ -254,7 +257,8 @@ def figures_to_json(figures: TestFigures) -> dict[str, Any]:
 def record_to_meta(record: ExecutionRecord) -> dict[str, Any]:
     """The `meta.json` object of a record, keys in `META_FIELDS` order (then `tests`, present
     only when the guard wrote a report, `merge_rerun`, only when true, and `job_base`, only
-    for a parallel job, and `attempt_files`, only when some were set aside: a one-slot run's
+    for a parallel job, `attempt_files`, only when some were set aside, and `merge_session`,
+    only when one ran: a one-slot run's
     records keep the bytes they always had)."""
     meta = _meta_fields(record)
     if record.tests is not None:
@@ -267,6 +271,8 @@ def record_to_meta(record: ExecutionRecord) -> dict[str, Any]:
         meta["prompt_template"] = record.prompt_template
     if record.attempt_files:
         meta["attempt_files"] = record.attempt_files
+    if record.merge_session is not None:
+        meta["merge_session"] = record.merge_session
     return meta
 
 

@@ -20,6 +20,8 @@ _CHOICES = (
     ("guard", frozenset({"pass", "fail", "skipped"})),
 )
 _ERROR_KINDS = frozenset({"agent", "runner"})
+# How a merge session may end (runner_core.parallel.merge_session.SessionEnd's values).
+MERGE_SESSION_ENDS = frozenset({"resolved", "gave_up", "rejected", "guard_failed"})
 _NULLABLE = ("error_kind", "error", "tokens", "cost_usd")
 # The token and test-figure counts of meta.json: records.py reads and writes them by these.
 TOKEN_FIELDS: tuple[str, ...] = ("input", "output", "cached")
@@ -97,6 +99,9 @@ def plainly_valid(meta: Any) -> bool:
     if "prompt_template" in meta and not is_sha256(meta["prompt_template"]):
         return False
     if "attempt_files" in meta and not _counts(meta, ("attempt_files",)):
+        return False
+    session = meta.get("merge_session", "resolved")
+    if type(session) is not str or session not in MERGE_SESSION_ENDS:
         return False
     return _tokens_plain(meta["tokens"]) and _tests_plain(meta)
 

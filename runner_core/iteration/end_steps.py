@@ -190,8 +190,10 @@ def outcome_of(machine: MachineState) -> IterationOutcome:
             outcome,
             conflict=machine.failure in MERGE_RERUNS,
             operator=machine.failure is Failure.OUTSIDE_CHANGE,
+            merge_session=machine.merge_session,
         )
-    return conclude(facts.tree, facts.node.id, machine.review, machine.guard)
+    outcome = conclude(facts.tree, facts.node.id, machine.review, machine.guard)
+    return attrs.evolve(outcome, merge_session=machine.merge_session)
 
 
 def _commit(machine: M, counts: Mapping[str, int], now: ClockReading) -> M:
@@ -215,6 +217,7 @@ def _commit(machine: M, counts: Mapping[str, int], now: ClockReading) -> M:
         facts.config.agent_backend,
         machine.guard_runs.figures,
         merge_rerun=machine.failure in MERGE_RERUNS,
+        merge_session=machine.merge_session,
         job_base=facts.job_base,
         prompt_template=None if facts.prompt.template is None else facts.prompt.template.sha256,
     )

@@ -39,6 +39,7 @@ def execution_record(
     backend: str,
     tests: TestFigures | None = None,
     merge_rerun: bool = False,
+    merge_session: str | None = None,
     job_base: str | None = None,
     prompt_template: str | None = None,
 ) -> ExecutionRecord:
@@ -63,6 +64,7 @@ def execution_record(
         backend=backend,
         tests=tests,
         merge_rerun=merge_rerun,
+        merge_session=merge_session,
         job_base=job_base,
         prompt_template=prompt_template,
     )

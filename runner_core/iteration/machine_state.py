@@ -60,6 +60,8 @@ class MachineState:
     line_notes: tuple[Change, ...] | None = None
     guard_runs: GuardRuns = attrs.field(factory=GuardRuns)
     notice: str | None = None  # the one line the operator is told of a change they made
+    # How a parallel job's merge session ended, when its files went to one (SessionEnd).
+    merge_session: str | None = None
 
     def _to(self, stage: Stage, effect: Effect, **changes: Any) -> Self:
         check_transition(self.stage, stage)

@@ -319,11 +319,18 @@ class IterationOutcome:
     runner_error: str | None = None
     conflict: bool = False  # a parallel job's work that met another's: a merge's rerun
     operator: bool = False  # the operator's commits moved the run branch meanwhile: kept
+    merge_session: str | None = None  # how a parallel job's merge session ended, if one ran
 
     @property
     def shown_status(self) -> str:
         """The status the loop line and the commit subject show (see `shown_status`)."""
-        return shown_status(self.status.value, self.error_kind, self.runner_error, self.conflict)
+        return shown_status(
+            self.status.value,
+            self.error_kind,
+            self.runner_error,
+            self.conflict,
+            self.merge_session,
+        )
 
     @property
     def error_kind(self) -> str | None:

@@ -152,6 +152,9 @@ class Config:
     sandbox: SandboxConfig = DEFAULT_SANDBOX
     # `[parallel] slots`: how many leaves run at once (docs/parallel.md); 1 is one at a time.
     parallel_slots: int = 1
+    # `[parallel] merge_sessions`: a job whose lines conflict with work merged since it
+    # started goes to a short session of the agent (role `merger`) before it runs again.
+    parallel_merge_sessions: bool = True
     # `[executor]`: where a parallel run's jobs run (docs/temporal.md); local by default.
     executor: ExecutorConfig = LOCAL_EXECUTOR
     # `[notify]`: Apprise URLs told when the run needs its operator (docs/notify.md).
@@ -194,6 +197,9 @@ def parse_config(data: Mapping[str, Any]) -> Config:
         hooks=parse_hooks(data.get("hooks", {})),
         sandbox=parse_sandbox(data.get("sandbox", {})),
         parallel_slots=data.get("parallel", {}).get("slots", defaults.parallel_slots),
+        parallel_merge_sessions=data.get("parallel", {}).get(
+            "merge_sessions", defaults.parallel_merge_sessions
+        ),
         executor=parse_executor(data.get("executor", {})),
         notify=parse_notify(data.get("notify", {})),
         **{key: data.get(key, getattr(defaults, key)) for key in MAX_VALUES},
@@ -253,7 +259,7 @@ def render_config(config: Config) -> str:
         + render_role_table("executor", config.agent_executor)
         + render_loop_tables(config)
         + render_sandbox_table(config.sandbox)
-        + render_parallel_table(config.parallel_slots)
+        + render_parallel_table(config.parallel_slots, config.parallel_merge_sessions)
         + render_executor_table(config.executor)
         + render_notify_table(config.notify)
     )
@@ -363,8 +369,12 @@ def render_loop_tables(config: Config) -> str:
     return text
 
 
-def render_parallel_table(slots: int) -> str:
-    """The `[parallel]` table, written only when it says more than one slot."""
-    if slots == 1:
+def render_parallel_table(slots: int, merge_sessions: bool = True) -> str:
+    """The `[parallel]` table, written only when it says more than one slot or turns merge
+    sessions off (on, their default, is not written)."""
+    if slots == 1 and merge_sessions:
         return ""
-    return "\n[parallel]\n" + toml_line("slots", slots, "leaves run at once; see docs/parallel.md")
+    text = "\n[parallel]\n" + toml_line("slots", slots, "leaves run at once; see docs/parallel.md")
+    if not merge_sessions:
+        text += toml_line("merge_sessions", False, "conflicting jobs run again, no merger")
+    return text

@@ -47,6 +47,8 @@ MERGE_RERUN = "Runner-Merge-Rerun"
 JOB_BASE = "Runner-Job-Base"
 # How many changed paths an iteration not judged a pass left on its attempt ref, when any.
 ATTEMPT = "Runner-Attempt-Files"
+# How a parallel job's merge session ended, when one ran (meta.json's `merge_session`).
+MERGE_SESSION = "Runner-Merge-Session"
 CHAIN = "Runner-Chain"
 OP = "Runner-Op"
 ACTOR = "Runner-Actor"
@@ -78,9 +80,10 @@ RECORD_TRAILERS: tuple[str, ...] = (
     MERGE_RERUN,
     JOB_BASE,
     ATTEMPT,
+    MERGE_SESSION,
 )
 OPTIONAL_TRAILERS: frozenset[str] = frozenset(
-    {TOKENS, COST_USD, ERROR, ERROR_MESSAGE, MERGE_RERUN, JOB_BASE, ATTEMPT}
+    {TOKENS, COST_USD, ERROR, ERROR_MESSAGE, MERGE_RERUN, JOB_BASE, ATTEMPT, MERGE_SESSION}
 )
 KNOWN_TRAILERS: frozenset[str] = frozenset(
     {*RECORD_TRAILERS, CHAIN, OP, ACTOR, NEXT_ITER, CONFIG, BASE}
@@ -109,6 +112,7 @@ _TRAILER_OF_FIELD: Mapping[str, str] = MappingProxyType(
         "merge_rerun": MERGE_RERUN,
         "job_base": JOB_BASE,
         "attempt_files": ATTEMPT,
+        "merge_session": MERGE_SESSION,
     }
 )
 
@@ -187,6 +191,7 @@ def record_trailers(record: ExecutionRecord) -> tuple[tuple[str, str], ...]:
         MERGE_RERUN: "true" if meta.get("merge_rerun") else None,
         JOB_BASE: meta.get("job_base"),
         ATTEMPT: str(meta["attempt_files"]) if meta.get("attempt_files") else None,
+        MERGE_SESSION: meta.get("merge_session"),
     }
     return tuple((name, value) for name, value in values.items() if value is not None)
 
@@ -258,6 +263,7 @@ def _meta_of(trailers: Mapping[str, str]) -> dict[str, Any]:
         **_merge_rerun(trailers),
         **({"job_base": trailers[JOB_BASE]} if JOB_BASE in trailers else {}),
         **({"attempt_files": _integer(trailers, ATTEMPT)} if ATTEMPT in trailers else {}),
+        **({"merge_session": trailers[MERGE_SESSION]} if MERGE_SESSION in trailers else {}),
     }
 
 

@@ -156,7 +156,11 @@ def _step(event: Event, f: Mapping[str, Any]) -> str:
     node_id = str(event.node_id)
     tests = figures_from_json(meta.get("tests"))
     status = shown_status(
-        meta["status"], meta.get("error_kind"), meta.get("error"), bool(meta.get("merge_rerun"))
+        meta["status"],
+        meta.get("error_kind"),
+        meta.get("error"),
+        bool(meta.get("merge_rerun")),
+        meta.get("merge_session"),
     )
     return step_line("loop: step", event.run_id, event.iter, node_id, status, meta["guard"], tests)
 

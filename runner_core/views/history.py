@@ -78,10 +78,12 @@ def _error_text(record: ExecutionRecord) -> str:
 
 
 def record_status(record: ExecutionRecord) -> str:
-    """The word every view shows for an iteration: the agent's status, or the kind of runner
-    error (`runner_error`, `interrupted`, `rate_limited`, `conflict`); see `shown_status`."""
+    """The word every view shows for an iteration: the agent's status (`merged` for a `done`
+    whose conflicting files a merge session joined), or the kind of runner error
+    (`runner_error`, `interrupted`, `rate_limited`, `conflict`); see `shown_status`."""
     if record.error_kind is not ErrorKind.RUNNER:
-        return record.status.value
+        kind = None if record.error_kind is None else record.error_kind.value
+        return shown_status(record.status.value, kind, None, merge_session=record.merge_session)
     return shown_status(record.status.value, "runner", record.error, record.merge_rerun)
 
 

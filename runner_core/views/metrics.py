@@ -118,8 +118,9 @@ _METRICS: tuple[tuple[str, str, str], ...] = (
     (
         "runner_iterations_shown_total",
         "counter",
-        "Iterations by the word every view shows (retry only for an agent's own retry; a runner"
-        " error by its kind: runner_error, interrupted, rate_limited, conflict).",
+        "Iterations by the word every view shows (retry only for an agent's own retry; merged"
+        " for a done whose conflicting files a merge session joined; a runner error by its"
+        " kind: runner_error, interrupted, rate_limited, conflict).",
     ),
     (
         "runner_agent_success_ratio",

@@ -128,6 +128,10 @@ class IterationFiles:
         )
 
 
+# Where a merge session's prompt, log and answer are, in the iteration's directory.
+MERGER_FILES = "merger.prompt.md, merger.log, merger_output.json"
+
+
 def render_show(shown: IterationFiles, with_tests: bool = False) -> list[str]:
     """`runner show ITER`'s lines; `with_tests` (`--tests`) adds every test that changed."""
     out = [f"show: run={shown.run_id} iter={shown.iteration} dir={shown.directory}"]
@@ -144,6 +148,8 @@ def render_show(shown: IterationFiles, with_tests: bool = False) -> list[str]:
             f"tokens: in/out/cached={tokens_text(meta.tokens)} "
             f"cost_usd={'-' if meta.cost_usd is None else meta.cost_usd}",
         ]
+        if meta.merge_session is not None:
+            out.append(f"merge session: role=merger end={meta.merge_session} ({MERGER_FILES})")
         if meta.error_kind is not None:
             out.append(f"error: {meta.error_kind.value}: {flatten(meta.error or '', 300)}")
         if meta.tests is not None:

@@ -18,6 +18,7 @@ import attrs
 from runner_core.iteration.import_rules import Change
 from runner_core.parallel.additions import join_additions, marker_length
 from runner_core.parallel.job_merge import Entry, merge_files
+from runner_core.parallel.merge_session import MarkedFile
 from runner_shell.git.fast_commit import import_commit
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import FALLBACK_EMAIL, FALLBACK_NAME, Repo
@@ -99,6 +100,40 @@ def merge_lines(repo: Repo, base: str, head: str, mine: str) -> str | None:
                 return None
             merged = joined
     return _git(repo, ["hash-object", "-w", "--stdin"], merged).decode("ascii").strip()
+
+
+def marked_conflicts(
+    repo: Repo, base: str, head: str, changes: Sequence[Change], conflicts: Sequence[str]
+) -> tuple[MarkedFile, ...]:
+    """Each of `conflicts` that is a regular file on all three sides (the job's `changes`
+    from commit `base`, and `head`), merged with its conflicts marked in the diff3 style by
+    markers longer than any line of the three begins with; the others are left out."""
+    mine = {change.path: change for change in changes if change.path in set(conflicts)}
+    paths = sorted(mine)
+    before, now = entries_at(repo, base, paths), entries_at(repo, head, paths)
+    marked: list[MarkedFile] = []
+    for path in paths:
+        change, base_entry, head_entry = mine[path], before.get(path), now.get(path)
+        if base_entry is None or head_entry is None or change.oid is None or not change.mode:
+            continue
+        if {base_entry[0], head_entry[0], change.mode} - {"100644", "100755"}:
+            continue
+        oids = (head_entry[1], base_entry[1], change.oid)
+        with tempfile.TemporaryDirectory(prefix="runner-marks-") as scratch:
+            texts, names = [], []
+            for label, oid in zip(("head", "base", "mine"), oids, strict=True):
+                texts.append(_git(repo, ["cat-file", "blob", oid]))
+                (Path(scratch) / label).write_bytes(texts[-1])
+                names.append(str(Path(scratch) / label))
+            length = marker_length(*texts)
+            _, text = _merge_file(repo, names, "--diff3", f"--marker-size={length}")
+        marked.append(MarkedFile(path, change.mode, text, length))
+    return tuple(marked)
+
+
+def stored_blob(repo: Repo, data: bytes) -> str:
+    """The id of `data` as a blob written to the repository."""
+    return _git(repo, ["hash-object", "-w", "--stdin"], data).decode("ascii").strip()
 
 
 def _merge_file(repo: Repo, names: Sequence[str], *options: str) -> tuple[int, bytes]:

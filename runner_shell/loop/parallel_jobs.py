@@ -24,7 +24,7 @@ from runner_core.iteration.effects import Commit
 from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.failures import Failure
 from runner_core.iteration.git_drift import GitHead
-from runner_core.iteration.import_rules import ImportDecision
+from runner_core.iteration.import_rules import Change, ImportDecision
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.ports import AgentRunner
 from runner_core.iteration.results import GuardFinished
@@ -43,11 +43,13 @@ from runner_core.parallel.job_merge import (
     refused,
     waits_to_merge,
 )
+from runner_core.parallel.merge_session import SessionEnd, session_line, with_spent
 from runner_core.parallel.queue import needs_guard_again
 from runner_shell.errors import UserFacingError
 from runner_shell.git.merging import carry_onto, merged_commit
 from runner_shell.git.repo import Repo
 from runner_shell.guard.baselines import keep_baseline, known_baseline
+from runner_shell.loop.merge_sessions import session_place, try_session
 from runner_shell.loop.night_loop import LoopRun
 from runner_shell.loop.run_branch import BranchWatch
 from runner_shell.scratch.sandbox import Sandbox
@@ -215,9 +217,41 @@ def _merged_onto(
     known = job.base_entries[1] if job.base_entries and job.base_entries[0] == paths else None
     changes, conflicts = carry_onto(repo, job.base.sha, side.head.sha, imported.changes, known)
     if conflicts:
-        return refused(machine, Failure.MERGE_CONFLICT, conflict_line(conflicts))
+        return _through_session(run, slots, job, machine, side, (changes, conflicts))
     machine = attrs.evolve(machine, imported=attrs.evolve(imported, changes=changes))
     return _guarded_again(run, slots, job, machine, side)
+
+
+def _through_session(
+    run: LoopRun,
+    slots: int,
+    job: Job,
+    machine: IterationMachine,
+    side: HeadSide,
+    carried: tuple[tuple[Change, ...], tuple[str, ...]],
+) -> IterationMachine:
+    """A job whose files conflict: offered to a merge session when it may have one, its
+    result judged by the guard again; else, or when the session does not resolve them, a
+    conflict, and the leaf runs again on the new head."""
+    changes, conflicts = carried
+    place = session_place(run, slots, machine, (job.sandbox, job.events.emit, job.backend))
+    onto = (job.base.sha, side.head.sha)
+    session = try_session(run, place, machine, onto, changes, conflicts)
+    if session is None:
+        return refused(machine, Failure.MERGE_CONFLICT, conflict_line(conflicts))
+    machine = with_spent(machine, session.tokens, session.cost_usd)
+    if session.end is not SessionEnd.RESOLVED:
+        line = f"{conflict_line(conflicts)}; {session_line(session.end, session.reason)}"
+        refusal = refused(machine, Failure.MERGE_CONFLICT, line)
+        return attrs.evolve(refusal, merge_session=session.end.value)
+    imported = attrs.evolve(machine.imported or ImportDecision(), changes=session.changes)
+    machine = attrs.evolve(machine, imported=imported, merge_session=SessionEnd.RESOLVED.value)
+    judged = _guarded_again(run, slots, job, machine, side)
+    if judged.failure is None:
+        return judged
+    line = f"{conflict_line(conflicts)}; {session_line(SessionEnd.GUARD_FAILED, '')}"
+    refusal = refused(judged, Failure.MERGE_GUARD, f"{line}; the leaf runs again on the new head")
+    return attrs.evolve(refusal, merge_session=SessionEnd.GUARD_FAILED.value)
 
 
 def _notes_onto(

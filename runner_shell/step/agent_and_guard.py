@@ -87,12 +87,13 @@ class ProcessAgentRunner:
     work_dir: Path | None = None  # where the agent works: the scratch checkout, or the root
     sandbox: Sandbox | None = None  # how its session is confined
     journal_file: Path | None = None  # a parallel job's journal, else the run's
+    schema: Path | None = None  # the output's schema, when not the role's (a merge session's)
 
     def run_agent(self, effect: RunAgent, journal: Journal) -> AgentFinished | NotStarted:
         started: list[int] = []
         agent_dir = own_directory(self.iter_dir, AGENT_DIR)
         output_path, usage_path = agent_dir / effect.output_name, agent_dir / effect.usage_name
-        schema = schema_path(self.paths, effect.role)
+        schema = self.schema or schema_path(self.paths, effect.role)
         env = self._environment(effect, agent_dir, output_path, usage_path, schema)
         request = AgentRequest(
             role=effect.role,

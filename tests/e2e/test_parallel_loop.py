@@ -97,6 +97,7 @@ def _setup(
     actions: Mapping[str, Sequence[Mapping[str, Any]]],
     slots: int,
     fail_if: Sequence[Sequence[str]] | None = None,
+    merge_sessions: bool = False,
 ) -> None:
     agent = project.harness / "node_agent.py"
     agent.write_text(NODE_AGENT, encoding="utf-8")
@@ -109,7 +110,9 @@ def _setup(
         "agent_command": [sys.executable, str(agent)],
         "guard_command": [sys.executable, str(guard)],
         # Written for one slot too: RUNNER_TEST_SLOTS gives more to a config that names none.
-        "parallel": {"slots": slots},
+        # Its agent is no merger: a conflict runs the leaf again (test_merge_sessions.py has
+        # one that is).
+        "parallel": {"slots": slots, "merge_sessions": merge_sessions},
     }
     project.prepare(tree, **config)
 

@@ -444,12 +444,14 @@ def test_metrics_text_is_pinned_byte_for_byte() -> None:
         'runner_success_ratio{run_id="run-x"} 0.5\n'
         # The families of the status words and of agent attempts.
         "# HELP runner_iterations_shown_total Iterations by the word every view shows (retry "
-        "only for an agent's own retry; a runner error by its kind: runner_error, interrupted, "
+        "only for an agent's own retry; merged for a done whose conflicting files a merge "
+        "session joined; a runner error by its kind: runner_error, interrupted, "
         "rate_limited, conflict).\n"
         "# TYPE runner_iterations_shown_total counter\n"
         'runner_iterations_shown_total{run_id="run-x",status="done"} 1\n'
         'runner_iterations_shown_total{run_id="run-x",status="retry"} 0\n'
         'runner_iterations_shown_total{run_id="run-x",status="decomposed"} 1\n'
+        'runner_iterations_shown_total{run_id="run-x",status="merged"} 0\n'
         'runner_iterations_shown_total{run_id="run-x",status="runner_error"} 0\n'
         'runner_iterations_shown_total{run_id="run-x",status="interrupted"} 0\n'
         'runner_iterations_shown_total{run_id="run-x",status="rate_limited"} 0\n'

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from runner_core.iteration.import_rules import FILE_MODE, Change
-from runner_shell.git.merging import carry_onto, merge_lines
+from runner_shell.git.merging import carry_onto, marked_conflicts, merge_lines
 from runner_shell.git.repo import Repo, open_repo
 from tests.helpers.git_repos import git, new_repo
 
@@ -74,3 +74,25 @@ def test_a_job_carried_onto_a_head_that_appended_too_conflicts_no_more(repo: Rep
     assert joined.oid is not None
     text = git(repo.root, "cat-file", "blob", joined.oid)
     assert text == BASE + "exports.a = 1;\nexports.b = 2;\n"
+
+
+def test_a_line_conflict_is_marked_in_the_diff3_style_and_a_deletion_is_not(repo: Repo) -> None:
+    base = repo.head_sha()
+    (repo.root / "index.js").write_text(BASE.replace("{}", "{ a }"))
+    (repo.root / "gone.js").write_text("x\n")
+    git(repo.root, "add", "-A")
+    git(repo.root, "commit", "-qm", "the head's line")
+    mine = [
+        Change("index.js", FILE_MODE, blob(repo, BASE.replace("{}", "{ b }"))),
+        Change("gone.js", FILE_MODE, blob(repo, "y\n")),  # added on both sides: no lines
+    ]
+
+    marked = marked_conflicts(repo, base, repo.head_sha(), mine, ["gone.js", "index.js"])
+
+    assert [(item.path, item.mode, item.marker_length) for item in marked] == [
+        ("index.js", FILE_MODE, 7)
+    ]
+    assert marked[0].marked.decode() == (
+        "'use strict';\n\n<<<<<<< head\nmodule.exports = { a };\n||||||| base\n"
+        "module.exports = {};\n=======\nmodule.exports = { b };\n>>>>>>> mine\n"
+    )
