@@ -20,6 +20,7 @@ from runner_core.guard.report import TestReport, report_from_json, report_to_jso
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.repo import Repo
 from runner_shell.guard.junit import MAX_REPORT_BYTES, GuardReportError, read_junit
+from runner_shell.sandbox.seen_at import CHECKOUT
 from runner_shell.store.files import (
     FileTooLarge,
     NotRegularFile,
@@ -29,8 +30,6 @@ from runner_shell.store.files import (
 )
 
 BASELINES_DIR = "runner/baselines"
-# Where a sandboxed guard sees its checkout (runner_shell.sandbox.bwrap.CHECKOUT).
-CHECKOUT_SEEN_AT = "/checkout"
 
 
 def _content_key(repo: Repo, sha: str) -> str | None:
@@ -100,7 +99,7 @@ def checkout_paths(checkout: Path, confined: bool = False) -> tuple[str, ...]:
     """The names a guard may know its checkout by, as given and resolved, and where the
     sandbox shows it when `confined` (/checkout): each is written `<checkout>` in the
     report's ids and texts."""
-    seen = {CHECKOUT_SEEN_AT} if confined else set()
+    seen = {str(CHECKOUT)} if confined else set()
     return tuple(sorted({str(checkout), str(checkout.resolve()), *seen}))
 
 

@@ -44,6 +44,7 @@ from runner_core.tree.model import AgentRole
 from runner_core.validation.schema import schema_text
 from runner_shell.git.merging import marked_conflicts, merged_commit, stored_blob
 from runner_shell.loop.night_loop import LoopRun
+from runner_shell.sandbox.seen_at import ITERATION
 from runner_shell.scratch.listing import list_scratch
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.slots import prepare_slot, slot_sandbox
@@ -166,8 +167,10 @@ def _agent(
     make_directory(place.iter_dir / SCHEMA_DIR)
     schema = place.iter_dir / SCHEMA_DIR / MERGER_OUTPUT_SCHEMA_FILE
     atomic_write_text(schema, schema_text(MERGER_OUTPUT_SCHEMA_FILE))
+    confined = place.sandbox is not None and place.sandbox.status.bwrap is not None
+    output_dir = ITERATION if confined else place.iter_dir / AGENT_DIR  # as the agent sees it
     paths = {
-        "output_path": str(place.iter_dir / AGENT_DIR / MERGER_OUTPUT),
+        "output_path": str(output_dir / MERGER_OUTPUT),
         "schema_path": str(schema),
     }
     template = Template(TEMPLATE.read_text(encoding="utf-8")).safe_substitute(paths)

@@ -34,15 +34,9 @@ from runner_shell.sandbox.limits import Limits, pids_hold
 from runner_shell.sandbox.proxy import BRIDGE_PATH, BRIDGE_SOURCE, PROXY_SOCKET, proxy_env
 from runner_shell.sandbox.reaping import running
 from runner_shell.sandbox.seccomp import filter_bpf
+from runner_shell.sandbox.seen_at import CHECKOUT, ITERATION, SANDBOX_HOME
 from runner_shell.sandbox.visible import Mount
 from runner_shell.sandbox.watch import LimitWatch, checkout_blocks
-
-# Where a sandboxed process sees the checkout, the directory it writes its output to and its
-# private HOME: fixed paths of their own, never their host paths (which lie under the run's
-# `.git/runner/`, a path Jest and other tools skip, and differ from slot to slot).
-CHECKOUT = Path("/checkout")
-ITERATION = Path("/iteration")
-SANDBOX_HOME = Path("/sandbox-home")
 
 # Who a sandboxed process is when the runner is root: an unprivileged user inside its own user
 # namespace, mapped to root outside, so what it writes in the checkout is still the operator's.

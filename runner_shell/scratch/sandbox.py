@@ -23,8 +23,9 @@ from pathlib import Path
 import attrs
 
 from runner_core.run.environment import agent_environment, guard_environment
-from runner_shell.sandbox.bwrap import CHECKOUT, ITERATION, SANDBOX_HOME, Confinement
+from runner_shell.sandbox.bwrap import Confinement
 from runner_shell.sandbox.home import prepare_home
+from runner_shell.sandbox.seen_at import CHECKOUT, ITERATION, SANDBOX_HOME
 from runner_shell.sandbox.status import SandboxRefused, SandboxStatus
 from runner_shell.scratch.setup_outputs import setup_outputs
 

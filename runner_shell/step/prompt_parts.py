@@ -14,6 +14,7 @@ from string import Template
 from runner_core.iteration.facts import PromptParts
 from runner_core.run.config import Config
 from runner_core.tree.model import AgentRole
+from runner_shell.sandbox.seen_at import ITERATION
 from runner_shell.step.agent_and_guard import AGENT_DIR, schema_path
 from runner_shell.step.prompt_templates import load_template
 from runner_shell.store.layout import RunnerPaths
@@ -23,10 +24,6 @@ from runner_shell.store.state_files import read_optional_text
 def _template(name: str, values: Mapping[str, str]) -> str:
     text = (Path(__file__).parent / "templates" / name).read_text(encoding="utf-8")
     return Template(text).safe_substitute(values)
-
-
-# Where a sandboxed agent sees its own directory (runner_shell.sandbox.bwrap.ITERATION).
-SEEN_AGENT_DIR = Path("/iteration")
 
 
 def prompt_parts(
@@ -41,7 +38,7 @@ def prompt_parts(
     contract and output templates filled in (the output file where the agent sees it: in the
     sandbox's /iteration when `confined`), the operator's files within `budget`, and the
     repository's own template when it has one."""
-    agent_dir = SEEN_AGENT_DIR if confined else iter_dir / AGENT_DIR
+    agent_dir = ITERATION if confined else iter_dir / AGENT_DIR
     values = {
         "context_dir": paths.relative(paths.context_dir) + "/",
         "guard_command": " ".join(config.guard_command),

@@ -215,6 +215,9 @@ def test_without_merge_sessions_a_conflict_runs_the_leaf_again(project: Project)
 SANDBOXED_AGENT = r"""
 if [ "$RUNNER_ROLE" = merger ]; then
   test -r "$RUNNER_OUTPUT_SCHEMA" || exit 3
+  # The prompt names the output file where the sandboxed agent sees it.
+  case "$RUNNER_OUTPUT_PATH" in /iteration/*) ;; *) exit 5 ;; esac
+  grep -qF "$RUNNER_OUTPUT_PATH" || exit 6
   grep -q '^<<<<<<<' shared.txt || exit 4
   printf 'head\nfrom a\nfrom b\ntail\n' > shared.txt
   printf '{"status": "resolved", "summary": "joined"}' > "$RUNNER_OUTPUT_PATH"

@@ -16,13 +16,12 @@ import pytest
 
 from runner_core.guard.report import TestOutcome, TestReport
 from runner_shell.git.repo import open_repo
-from runner_shell.guard.baselines import CHECKOUT_SEEN_AT, checkout_paths, take_report
-from runner_shell.sandbox import SandboxRefused, SandboxStatus
-from runner_shell.sandbox.bwrap import CHECKOUT, ITERATION
+from runner_shell.guard.baselines import checkout_paths, take_report
+from runner_shell.sandbox import SandboxRefused, SandboxStatus, seen_at
 from runner_shell.sandbox.processes import run_process
+from runner_shell.sandbox.seen_at import CHECKOUT, ITERATION, SANDBOX_HOME
 from runner_shell.scratch.sandbox import Sandbox, refuse_seen_places
 from runner_shell.scratch.slots import prepare_slot, slot_path
-from runner_shell.step.prompt_parts import SEEN_AGENT_DIR
 from tests.helpers.git_repos import git, new_repo
 
 JEST_HOME = Path(os.environ.get("RUNNER_TEST_JEST", Path.home() / ".cache" / "runner-test-jest"))
@@ -32,9 +31,17 @@ FAILING = (
 )
 
 
-def test_the_paths_the_shell_names_are_the_ones_the_sandbox_shows() -> None:
-    assert str(CHECKOUT) == CHECKOUT_SEEN_AT
-    assert SEEN_AGENT_DIR == ITERATION
+def test_the_paths_the_sandbox_shows_are_written_in_one_place() -> None:
+    """The sandbox binds, the prompt names and a report read back maps the same paths: each is
+    spelled only in runner_shell/sandbox/seen_at.py."""
+    shell = Path(seen_at.__file__).parent.parent
+    for place in (CHECKOUT, ITERATION, SANDBOX_HOME):
+        spelled = sorted(
+            str(module.relative_to(shell))
+            for module in shell.rglob("*.py")
+            if f'"{place}"' in module.read_text(encoding="utf-8")
+        )
+        assert spelled == ["sandbox/seen_at.py"], (place, spelled)
 
 
 def _jest_in_slot(status: SandboxStatus, repo: Path, number: int) -> TestReport | None:
