@@ -38,7 +38,14 @@ _MODULES_EXPORTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         ),
         "runner_core.tree.serialization": ("TreeValidationError", "dumps_tree", "tree_to_json"),
         "runner_core.validation.loading": ("parse_tree", "tree_from_json"),
-        "runner_core.tree.selection": ("Selection", "SelectionStatus", "is_stuck", "select_leaf"),
+        "runner_core.tree.selection": (
+            "CompleteTree",
+            "OpenLeaf",
+            "SelectionStatus",
+            "StuckLeaf",
+            "is_stuck",
+            "select_leaf",
+        ),
         "runner_core.tree.decompose": ("ChildSpec", "decompose_node"),
         "runner_core.validation.finding": ("Finding",),
         "runner_core.validation.review": ("TreeReview", "review_tree_change"),
@@ -84,8 +91,10 @@ if TYPE_CHECKING:
     from runner_core.tree.model import NodeNext as NodeNext
     from runner_core.tree.model import UnknownSelectedNode as UnknownSelectedNode
     from runner_core.tree.model import count_nodes as count_nodes
-    from runner_core.tree.selection import Selection as Selection
+    from runner_core.tree.selection import CompleteTree as CompleteTree
+    from runner_core.tree.selection import OpenLeaf as OpenLeaf
     from runner_core.tree.selection import SelectionStatus as SelectionStatus
+    from runner_core.tree.selection import StuckLeaf as StuckLeaf
     from runner_core.tree.selection import is_stuck as is_stuck
     from runner_core.tree.selection import select_leaf as select_leaf
     from runner_core.tree.serialization import TreeValidationError as TreeValidationError
