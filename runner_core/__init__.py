@@ -48,7 +48,7 @@ _MODULES_EXPORTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         ),
         "runner_core.tree.decompose": ("ChildSpec", "decompose_node"),
         "runner_core.validation.finding": ("Finding",),
-        "runner_core.validation.review": ("TreeReview", "review_tree_change"),
+        "runner_core.validation.review": ("ReviewedTree", "UnreadableTree", "review_tree_change"),
         "runner_core.tree.state_update": (
             "InvalidTransition",
             "StateUpdateSummary",
@@ -109,7 +109,8 @@ if TYPE_CHECKING:
     from runner_core.validation.finding import Finding as Finding
     from runner_core.validation.loading import parse_tree as parse_tree
     from runner_core.validation.loading import tree_from_json as tree_from_json
-    from runner_core.validation.review import TreeReview as TreeReview
+    from runner_core.validation.review import ReviewedTree as ReviewedTree
+    from runner_core.validation.review import UnreadableTree as UnreadableTree
     from runner_core.validation.review import review_tree_change as review_tree_change
 
 _MODULE_OF: Mapping[str, str] = MappingProxyType(

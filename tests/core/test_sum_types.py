@@ -47,6 +47,34 @@ def no_node(tree: Node) -> OpenLeaf:
     return OpenLeaf(None, None)  # refused
 """
 
+REVIEW_SNIPPET = """
+from runner_core import Node, ReviewedTree, UnreadableTree, review_tree_change
+from runner_core.validation.review import TreeReview
+
+
+def by_tree(prev: Node, text: str) -> Node:
+    review = review_tree_change(prev, text, "a", "done")
+    if review.tree is None:
+        return prev
+    return review.tree
+
+
+def by_match(review: TreeReview) -> int:
+    match review:
+        case ReviewedTree(tree, findings):
+            return len(tree.children) + len(findings)
+        case UnreadableTree(findings):
+            return len(findings)
+
+
+def not_narrowed(prev: Node, text: str) -> Node:
+    return review_tree_change(prev, text, "a", "done").tree  # refused
+
+
+def no_tree() -> ReviewedTree:
+    return ReviewedTree(None, ())  # refused
+"""
+
 CACHE = ("--cache-dir", str(ROOT / ".mypy_cache"))
 
 
@@ -73,5 +101,11 @@ def mypy_flags(snippet: str, tmp_path: Path) -> tuple[set[int], set[int], str]:
 
 def test_a_selections_node_is_read_only_where_its_variant_has_one(tmp_path: Path) -> None:
     flagged, refused, output = mypy_flags(SNIPPET, tmp_path)
+
+    assert flagged == refused, output
+
+
+def test_a_reviews_tree_is_read_only_where_its_variant_has_one(tmp_path: Path) -> None:
+    flagged, refused, output = mypy_flags(REVIEW_SNIPPET, tmp_path)
 
     assert flagged == refused, output
