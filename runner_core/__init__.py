@@ -120,11 +120,15 @@ _MODULE_OF: Mapping[str, str] = MappingProxyType(
 __all__ = tuple(sorted(_MODULE_OF))
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'runner_core' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+# Hidden from type checkers: a module `__getattr__` would make any name, a typo too, an `Any`
+# to them, where the imports above give each public name its own type and refuse the rest.
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module 'runner_core' has no attribute {name!r}")
+        return getattr(importlib.import_module(module), name)
 
 
 def __dir__() -> list[str]:
