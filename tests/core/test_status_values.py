@@ -11,10 +11,12 @@ import sys
 import textwrap
 import typing
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 import runner_core as rc
+import runner_core.testing as testing
 from runner_core.iteration.recovery import Journal, JournalPhase
 from runner_core.run.config import GuardMode
 from runner_core.run.config_schema import CONFIG_SCHEMA_FILE
@@ -83,9 +85,14 @@ def annotations_of(value: object) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("name", rc.__all__)
-def test_no_exported_name_takes_a_status_role_or_outcome_as_any_string(name: str) -> None:
-    found = annotations_of(getattr(rc, name))
+@pytest.mark.parametrize(
+    ("package", "name"),
+    [*((rc, name) for name in rc.__all__), *((testing, name) for name in testing.__all__)],
+)
+def test_no_exported_name_takes_a_status_role_or_outcome_as_any_string(
+    package: ModuleType, name: str
+) -> None:
+    found = annotations_of(getattr(package, name))
     loose = sorted(
         f"{word}: {annotation}"
         for word, annotation in found.items()
