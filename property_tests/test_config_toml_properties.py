@@ -6,6 +6,7 @@ schema."""
 from __future__ import annotations
 
 import tomllib
+import typing
 from typing import Any
 
 import attrs
@@ -22,6 +23,7 @@ from runner_core.run.config import (
     BudgetConfig,
     Config,
     ConfigError,
+    GuardMode,
     HooksConfig,
     LoopConfig,
     parse_config,
@@ -78,7 +80,7 @@ def executors(draw: st.DrawFn) -> ExecutorConfig:
 @st.composite
 def configs(draw: st.DrawFn) -> Config:
     agent = draw(role_agents())
-    mode = draw(st.sampled_from(["exit", "ratchet"]))
+    mode = draw(st.sampled_from(typing.get_args(GuardMode)))
     loop = draw(
         st.builds(
             LoopConfig,

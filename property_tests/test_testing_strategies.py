@@ -127,7 +127,7 @@ def test_bounds_outside_the_contract_are_refused() -> None:
     with pytest.raises(InvalidArgument, match="max_edits=-1"):
         agent_edits(leaf, kind="open", max_edits=-1)
     with pytest.raises(InvalidArgument, match="status must be"):
-        executor_outputs(status="decomposed")
+        executor_outputs(status="decomposed")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match="max_children=0"):
         decomposer_outputs(max_children=0)
     with pytest.raises(InvalidArgument, match="layer must be"):

@@ -38,10 +38,17 @@ _MODULES_EXPORTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         ),
         "runner_core.tree.serialization": ("TreeValidationError", "dumps_tree", "tree_to_json"),
         "runner_core.validation.loading": ("parse_tree", "tree_from_json"),
-        "runner_core.tree.selection": ("Selection", "SelectionStatus", "is_stuck", "select_leaf"),
+        "runner_core.tree.selection": (
+            "CompleteTree",
+            "OpenLeaf",
+            "SelectionStatus",
+            "StuckLeaf",
+            "is_stuck",
+            "select_leaf",
+        ),
         "runner_core.tree.decompose": ("ChildSpec", "decompose_node"),
         "runner_core.validation.finding": ("Finding",),
-        "runner_core.validation.review": ("TreeReview", "review_tree_change"),
+        "runner_core.validation.review": ("ReviewedTree", "UnreadableTree", "review_tree_change"),
         "runner_core.tree.state_update": (
             "InvalidTransition",
             "StateUpdateSummary",
@@ -84,8 +91,10 @@ if TYPE_CHECKING:
     from runner_core.tree.model import NodeNext as NodeNext
     from runner_core.tree.model import UnknownSelectedNode as UnknownSelectedNode
     from runner_core.tree.model import count_nodes as count_nodes
-    from runner_core.tree.selection import Selection as Selection
+    from runner_core.tree.selection import CompleteTree as CompleteTree
+    from runner_core.tree.selection import OpenLeaf as OpenLeaf
     from runner_core.tree.selection import SelectionStatus as SelectionStatus
+    from runner_core.tree.selection import StuckLeaf as StuckLeaf
     from runner_core.tree.selection import is_stuck as is_stuck
     from runner_core.tree.selection import select_leaf as select_leaf
     from runner_core.tree.serialization import TreeValidationError as TreeValidationError
@@ -100,7 +109,8 @@ if TYPE_CHECKING:
     from runner_core.validation.finding import Finding as Finding
     from runner_core.validation.loading import parse_tree as parse_tree
     from runner_core.validation.loading import tree_from_json as tree_from_json
-    from runner_core.validation.review import TreeReview as TreeReview
+    from runner_core.validation.review import ReviewedTree as ReviewedTree
+    from runner_core.validation.review import UnreadableTree as UnreadableTree
     from runner_core.validation.review import review_tree_change as review_tree_change
 
 _MODULE_OF: Mapping[str, str] = MappingProxyType(
@@ -110,11 +120,15 @@ _MODULE_OF: Mapping[str, str] = MappingProxyType(
 __all__ = tuple(sorted(_MODULE_OF))
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'runner_core' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+# Hidden from type checkers: a module `__getattr__` would make any name, a typo too, an `Any`
+# to them, where the imports above give each public name its own type and refuse the rest.
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module 'runner_core' has no attribute {name!r}")
+        return getattr(importlib.import_module(module), name)
 
 
 def __dir__() -> list[str]:

@@ -62,7 +62,7 @@ def timed_guard_effect(
         facts.run_id,
         facts.plan.iteration,
         facts.node.id,
-        facts.plan.selection.path or facts.node.id,
+        facts.plan.selection.path,
         facts.role,
         facts.node.acceptance,
     )

@@ -28,7 +28,7 @@ from runner_core.tree.decompose import (
     decomposition_problems,
 )
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome, Node, NodeNext
-from runner_core.tree.selection import Selection, SelectionStatus, select_leaf
+from runner_core.tree.selection import CompleteTree, OpenLeaf, StuckLeaf, select_leaf
 from runner_core.tree.serialization import (
     TREE_MAX_BYTES,
     TreeValidationError,
@@ -58,7 +58,7 @@ class PlanKind(enum.StrEnum):
 class RunPlan:
     """The step runs: `role`'s agent on the selected leaf `node`."""
 
-    selection: Selection
+    selection: OpenLeaf
     iteration: int
     node: Node
     role: AgentRole
@@ -69,7 +69,7 @@ class RunPlan:
 class CompletePlan:
     """Every leaf has passed: nothing runs, and no node is selected."""
 
-    selection: Selection
+    selection: CompleteTree
     iteration: int
     kind: ClassVar[Literal[PlanKind.COMPLETE]] = PlanKind.COMPLETE
     role: ClassVar[None] = None
@@ -84,7 +84,7 @@ class CompletePlan:
 class StuckPlan:
     """The selected leaf `node` has used all its attempts: nothing runs until an operator acts."""
 
-    selection: Selection
+    selection: StuckLeaf
     iteration: int
     node: Node
     kind: ClassVar[Literal[PlanKind.STUCK]] = PlanKind.STUCK
@@ -95,7 +95,7 @@ class StuckPlan:
 class LimitPlan:
     """The next iteration would pass `max_iterations`: nothing runs; `node` would have."""
 
-    selection: Selection
+    selection: OpenLeaf
     iteration: int
     node: Node
     kind: ClassVar[Literal[PlanKind.LIMIT]] = PlanKind.LIMIT
@@ -109,14 +109,13 @@ StepPlan = RunPlan | CompletePlan | StuckPlan | LimitPlan
 def plan_step(tree: Node, state: RunState, max_iterations: int) -> StepPlan:
     """Whether this step runs, and if so which node in which role."""
     selection = select_leaf(tree)
-    node = selection.node
-    if node is None:
+    if isinstance(selection, CompleteTree):
         return CompletePlan(selection, state.next_iter)
-    if selection.status is SelectionStatus.STUCK:
-        return StuckPlan(selection, state.next_iter, node)
+    if isinstance(selection, StuckLeaf):
+        return StuckPlan(selection, state.next_iter, selection.node)
     if state.next_iter > max_iterations:
-        return LimitPlan(selection, state.next_iter, node)
-    return RunPlan(selection, state.next_iter, node, role_of(node))
+        return LimitPlan(selection, state.next_iter, selection.node)
+    return RunPlan(selection, state.next_iter, selection.node, role_of(selection.node))
 
 
 def role_of(node: Node) -> AgentRole:

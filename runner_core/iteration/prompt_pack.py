@@ -232,7 +232,7 @@ def prompt_text(facts: IterationFacts, tests: str | None = None) -> str:
         "guidance": nested(facts.prompt.guidance),
         "history": history,
         "failure": nested(context.get("failure.md")),
-        "selected": selected_section(facts.node, selection.path or facts.node.id),
+        "selected": selected_section(facts.node, selection.path),
         "tests": tests,
         "tree": tree_outline(facts.tree, facts.node.id),
         "assumptions": nested(facts.prompt.assumptions),
@@ -271,7 +271,7 @@ def template_facts(facts: IterationFacts) -> dict[str, object]:
     return {
         "role": facts.role.value,
         "iteration": facts.plan.iteration,
-        "path": facts.plan.selection.path or node.id,
+        "path": facts.plan.selection.path,
         "node": {
             "id": node.id,
             "title": node.title,

@@ -10,7 +10,7 @@ import math
 import shlex
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -61,6 +61,10 @@ HOOK_NAMES = (
     "on_wait",
     "on_question",
 )
+
+
+# How a `done` is judged (`[guard] mode`): the values of config.schema.json's enum.
+GuardMode = Literal["exit", "ratchet"]
 
 
 @attrs.frozen(slots=True)
@@ -132,7 +136,7 @@ class Config:
     guard_network: bool = False
     # How a `done` is judged: "exit" by the guard's exit code alone, "ratchet" by its test
     # report against the base commit's (see the README's "Designing guards").
-    guard_mode: str = "exit"
+    guard_mode: GuardMode = "exit"
     guard_rerun_failures: int = 1  # how often a ratchet guard is rerun to tell flaky tests
     guard_protected: tuple[str, ...] = ()  # path patterns an executor may not change
     # `[guard] env`: variables of the runner's environment a guard also gets (no key, no token

@@ -8,7 +8,7 @@ schema check, which the runner treats as a runner error.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
@@ -68,7 +68,9 @@ def _broken_decomposer_output(output: dict[str, Any]) -> st.SearchStrategy[Any]:
     )
 
 
-def executor_outputs(*, valid: bool = True, status: str | None = None) -> st.SearchStrategy[Any]:
+def executor_outputs(
+    *, valid: bool = True, status: Literal["done", "retry"] | None = None
+) -> st.SearchStrategy[Any]:
     """Executor outputs `{"status": "done" | "retry", "summary"}`.
 
     `valid=True`: schema-valid, with `status` when given. `valid=False`: values

@@ -6,7 +6,8 @@ and repeated sorting, so `select_leaf` (and any reimplementation) can be compare
 
 from __future__ import annotations
 
-from runner_core import Node, Selection, SelectionStatus
+from runner_core import CompleteTree, Node, OpenLeaf, StuckLeaf
+from runner_core.tree.selection import Selection
 
 
 def reference_select_leaf(tree: Node) -> Selection:
@@ -25,7 +26,7 @@ def reference_select_leaf(tree: Node) -> Selection:
 
     found = first_open_leaf(tree, [tree.id])
     if found is None:
-        return Selection(SelectionStatus.COMPLETE)
+        return CompleteTree()
     leaf, path = found
-    status = SelectionStatus.STUCK if leaf.attempts >= leaf.max_attempts else SelectionStatus.OPEN
-    return Selection(status, leaf, "/".join(path))
+    stuck = leaf.attempts >= leaf.max_attempts
+    return (StuckLeaf if stuck else OpenLeaf)(leaf, "/".join(path))

@@ -7,6 +7,7 @@ stuck when it has not passed and has used all its attempts. Never changes the tr
 from __future__ import annotations
 
 import enum
+from typing import ClassVar, Literal
 
 import attrs
 
@@ -23,13 +24,36 @@ class SelectionStatus(enum.StrEnum):
 
 
 @attrs.frozen(slots=True)
-class Selection:
-    """What runs next: `status`, and for an open or stuck leaf the `node` and its `path` (its
-    ids from the root joined by `/`); both None when the tree is complete."""
+class OpenLeaf:
+    """The next iteration runs on `node`, a leaf that has not passed and has attempts left;
+    `path` is its ids from the root joined by `/`."""
 
-    status: SelectionStatus
-    node: Node | None = None
-    path: str | None = None
+    node: Node
+    path: str
+    status: ClassVar[Literal[SelectionStatus.OPEN]] = SelectionStatus.OPEN
+
+
+@attrs.frozen(slots=True)
+class StuckLeaf:
+    """The first leaf that has not passed, `node` at `path`, has used all its attempts: nothing
+    runs until a person retries, replaces, decomposes or skips it."""
+
+    node: Node
+    path: str
+    status: ClassVar[Literal[SelectionStatus.STUCK]] = SelectionStatus.STUCK
+
+
+@attrs.frozen(slots=True)
+class CompleteTree:
+    """Every leaf has passed: nothing is selected, so `node` and `path` are None."""
+
+    status: ClassVar[Literal[SelectionStatus.COMPLETE]] = SelectionStatus.COMPLETE
+    node: ClassVar[None] = None
+    path: ClassVar[None] = None
+
+
+# What `select_leaf` found, told apart by `status` (or `match`): only a leaf has a node.
+Selection = OpenLeaf | StuckLeaf | CompleteTree
 
 
 def is_stuck(node: Node) -> bool:
@@ -56,14 +80,14 @@ def leftmost_open_leaf(tree: Node) -> tuple[Node, str] | None:
 
 def select_leaf(tree: Node) -> Selection:
     """The leaf the next iteration works on: the first leaf that has not passed, walking the
-    tree depth-first with siblings in `(order, id)` order. `complete` when every leaf passed,
-    `stuck` when that leaf has used all its attempts (`is_stuck`), else `open`."""
+    tree depth-first with siblings in `(order, id)` order. A `CompleteTree` when every leaf
+    passed, a `StuckLeaf` when that leaf has used all its attempts (`is_stuck`), else an
+    `OpenLeaf`; each says which by its `status`."""
     found = leftmost_open_leaf(tree)
     if found is None:
-        return Selection(SelectionStatus.COMPLETE)
+        return CompleteTree()
     node, path = found
-    status = SelectionStatus.STUCK if is_stuck(node) else SelectionStatus.OPEN
-    return Selection(status, node, path)
+    return StuckLeaf(node, path) if is_stuck(node) else OpenLeaf(node, path)
 
 
 def node_path(tree: Node, node_id: str) -> str | None:
@@ -77,9 +101,9 @@ def node_path(tree: Node, node_id: str) -> str | None:
 def plain_answer(tree: Node) -> PlainTree:
     """What `runner_core.tree.plain.read_plain_tree` answers for a valid tree, from the tree."""
     selection = select_leaf(tree)
-    node = selection.node
     leaf = None
-    if node is not None and selection.path is not None:
+    if not isinstance(selection, CompleteTree):
+        node = selection.node
         leaf = Leaf(node.id, selection.path, node.attempts, node.max_attempts)
     return PlainTree(sum(1 for _ in iter_preorder(tree)), leaf)
 

@@ -8,6 +8,7 @@ tool sees every error at once, with its node, path and code, in the runner's own
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import ClassVar, Literal
 
 import attrs
 
@@ -23,18 +24,33 @@ from runner_core.validation.status import status_findings
 
 
 @attrs.frozen(slots=True)
-class TreeReview:
-    """What `review_tree_change` found: the agent's tree when it could be built (None when
-    its text is not JSON or not of the schema) and every finding, layer by layer in the
-    runner's order, each layer's in its own sorted order."""
+class ReviewedTree:
+    """What `review_tree_change` found when the agent's tree could be built: that `tree` and
+    every finding, layer by layer in the runner's order, each layer's in its own sorted
+    order."""
 
-    tree: Node | None
+    tree: Node
     findings: tuple[Finding, ...]
 
     @property
     def accepted(self) -> bool:
         """Whether no layer found anything: the runner would go on with this tree."""
         return not self.findings
+
+
+@attrs.frozen(slots=True)
+class UnreadableTree:
+    """What `review_tree_change` found when the agent's text is not JSON or not of the schema:
+    no tree (`tree` is None) and the findings of the layers that read the text; never
+    accepted."""
+
+    findings: tuple[Finding, ...]
+    tree: ClassVar[None] = None
+    accepted: ClassVar[Literal[False]] = False
+
+
+# What `review_tree_change` found, told apart by `tree` (None only when unreadable) or `match`.
+TreeReview = ReviewedTree | UnreadableTree
 
 
 def review_tree_change(
@@ -48,8 +64,10 @@ def review_tree_change(
     (an `AgentStatus` or its value; `decomposed` means it decomposed that node, so only that
     node may gain children).
 
-    Layers that need a built tree run only when the text is JSON of the schema; all the
-    others run even when an earlier one failed, so every error is found at once. Raises
+    A `ReviewedTree` when the tree could be built, an `UnreadableTree` when its text is not
+    JSON or not of the schema. Layers that need a built tree run only when the text is JSON of
+    the schema; all the others run even when an earlier one failed, so every error is found at
+    once. Raises
     `ValueError` only when `status` is no `AgentStatus` value.
     """
     status = AgentStatus(status)
@@ -59,7 +77,7 @@ def review_tree_change(
     else:
         read, found = _read(next_tree)
         if read is None:
-            return TreeReview(None, tuple(found))
+            return UnreadableTree(tuple(found))
         tree = read
     decomposing = selected_id if status is AgentStatus.DECOMPOSED else None
     located = _located(
@@ -67,7 +85,7 @@ def review_tree_change(
         (tree, prev),
     )
     found += [*invariant_findings(tree), *located, *child_findings(prev, tree, decomposing)]
-    return TreeReview(tree, tuple(found))
+    return ReviewedTree(tree, tuple(found))
 
 
 def _read(text: str | bytes) -> tuple[Node | None, list[Finding]]:

@@ -23,11 +23,7 @@ def progress_head(iteration: int, max_iterations: int, tree: Node) -> str | None
     """What the live line says of the step about to run (read once per step, however often
     the line ticks); None when nothing will run."""
     selection = select_leaf(tree)
-    if (
-        iteration > max_iterations
-        or selection.status is not SelectionStatus.OPEN
-        or selection.node is None
-    ):
+    if iteration > max_iterations or selection.status is not SelectionStatus.OPEN:
         return None
     passed, total = leaf_counts(tree)
     return (

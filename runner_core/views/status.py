@@ -22,7 +22,7 @@ from runner_core.run.operator_actions import OperatorAction, action_text, action
 from runner_core.run.questions import open_questions
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentStatus, Node, NodeNext, canonical_preorder
-from runner_core.tree.selection import SelectionStatus, is_stuck, select_leaf
+from runner_core.tree.selection import CompleteTree, SelectionStatus, is_stuck, select_leaf
 from runner_core.views.history import record_status
 from runner_core.views.running import RunningJob as RunningJob
 from runner_core.views.running import running_display_states
@@ -189,7 +189,7 @@ def status_view(
     )
     selection = select_leaf(tree)
     selected = None
-    if selection.node is not None and selection.path is not None:
+    if not isinstance(selection, CompleteTree):
         node = selection.node
         selected = LeafRef(node.id, selection.path, node.attempts, node.max_attempts)
     return StatusView(

@@ -20,7 +20,7 @@ from runner_shell.store.state_files import MissingStateFile
 
 if TYPE_CHECKING:
     from runner_core.run.state import RunState
-    from runner_core.tree.selection import Selection
+    from runner_core.tree.selection import Selection, StuckLeaf
 
 Echo = Callable[[str], None]
 
@@ -141,9 +141,8 @@ def validate(echo: Echo) -> int:
     return ExitCode.OK
 
 
-def stuck_message(selection: Selection) -> str:
+def stuck_message(selection: StuckLeaf) -> str:
     node = selection.node
-    assert node is not None
     return (
         f"stuck: leaf '{node.id}' ({selection.path}) used {node.attempts}/{node.max_attempts} "
         f"attempts; run 'runner node retry|decompose|replace|skip {node.id}' "
@@ -197,11 +196,12 @@ def report(echo: Echo) -> int:
 
 def step(echo: Echo, prompt_budget: int) -> int:
     """Run one iteration: select, prompt, run the agent, validate, guard, update, log, commit."""
-    from runner_core.iteration.plan import PlanKind
+    from runner_core.iteration.plan import PlanKind, StuckPlan
     from runner_shell.sandbox.status import sandbox_at_start
     from runner_shell.signals import Interrupts, signals_handled
     from runner_shell.step.lock_and_journal import exclusive_lock
     from runner_shell.step.runner import (
+        StepRan,
         load_for_step,
         refuse_over_budget,
         run_step,
@@ -219,12 +219,12 @@ def step(echo: Echo, prompt_budget: int) -> int:
         result = run_step(paths, repo, prompt_budget, loaded)
     if result.kind is PlanKind.COMPLETE:
         echo("step: status=complete")
-    elif result.kind is PlanKind.STUCK:
+    elif isinstance(result.plan, StuckPlan):
         raise UserFacingError(stuck_message(result.plan.selection), ExitCode.STUCK)
     elif result.kind is PlanKind.LIMIT:
         state = load_run_state(paths)
         raise UserFacingError(limit_message(state, load_config(paths).max_iterations))
-    else:
+    elif isinstance(result, StepRan):
         outcome = result.outcome
         echo(step_result_line("step:", result))
         if result.notice is not None:  # the operator's change, kept: told once

@@ -324,10 +324,12 @@ def loop(
         code = run_loop(paths, repo, prompt_budget, live.emit, shown, max_steps)
     if code == ExitCode.STUCK:
         # The same way out as `runner step` gives: the stuck leaf's node commands.
-        from runner_core.tree.selection import select_leaf
+        from runner_core.tree.selection import StuckLeaf, select_leaf
         from runner_shell.store.state_files import load_tree
 
-        raise _fail(commands.stuck_message(select_leaf(load_tree(paths))), code)
+        selection = select_leaf(load_tree(paths))
+        if isinstance(selection, StuckLeaf):
+            raise _fail(commands.stuck_message(selection), code)
     raise typer.Exit(code)
 
 

@@ -39,7 +39,7 @@ from runner_core.run.config import NO_BUDGET, Config
 from runner_core.run.role_agents import iteration_config, role_config
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentRole
-from runner_core.tree.selection import Selection, SelectionStatus
+from runner_core.tree.selection import OpenLeaf
 from runner_core.views import loop_lines
 from runner_shell.guard.baselines import known_baseline
 from runner_shell.loop.night_loop import (
@@ -365,7 +365,7 @@ def _start(
     node = leaf.node
     state, told = told_state(loop.told, loaded.state, node.id)
     loaded = attrs.evolve(loaded, state=state)
-    plan = RunPlan(Selection(SelectionStatus.OPEN, node, leaf.path), iteration, node, role)
+    plan = RunPlan(OpenLeaf(node, leaf.path), iteration, node, role)
     sink = IterationEvents(sink_for(run.paths, loaded.config, loaded.run_id))
     sink.check()
     sandbox = slot_sandbox(step_sandbox(run.paths, run.repo, loaded.config), slot)

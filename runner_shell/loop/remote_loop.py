@@ -175,7 +175,7 @@ def _resume(
     sink = IterationEvents(sink_for(run.paths, loaded.config, loaded.run_id))
     sandbox = slot_sandbox(step_sandbox(run.paths, run.repo, loaded.config), slot)
     events = JobEvents(sink, loop.lock)
-    path = facts.plan.selection.path or facts.node.id
+    path = facts.plan.selection.path
     job = Job(
         request.iteration,
         path,

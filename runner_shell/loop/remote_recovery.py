@@ -117,7 +117,7 @@ class AnswerTaker:
         sandbox = slot_sandbox(step_sandbox(paths, repo, config), 0)
         job = Job(
             request.iteration,
-            facts.plan.selection.path or facts.node.id,
+            facts.plan.selection.path,
             0,
             facts.head,
             events,

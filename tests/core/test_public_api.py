@@ -13,6 +13,7 @@ import sys
 import textwrap
 import typing
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -174,3 +175,38 @@ def test_every_error_an_exported_name_raises_itself_is_in_its_docstring(name: st
     documented = documented_errors(getattr(rc, name))
     raised = set().union(*map(raised_in, own_code(name)))
     assert sorted(error.__qualname__ for error in raised - documented) == []
+
+
+CACHE = ("--cache-dir", str(ROOT / ".mypy_cache"))
+
+# A public name read both ways, then two typos: only the typos may fail mypy.
+NAMES_SNIPPET = """
+import runner_core as rc
+from runner_core import select_leaf
+from runner_core import selct_leaf  # typo
+
+
+def names(text: str) -> str:
+    tree = rc.parse_tree(text)
+    rc.parse_tre(text)  # typo
+    return select_leaf(tree).status.value
+"""
+
+
+def test_a_name_runner_core_does_not_export_fails_mypy(tmp_path: Path) -> None:
+    module = tmp_path / "names.py"
+    module.write_text(NAMES_SNIPPET, encoding="utf-8")
+    typos = {n for n, line in enumerate(NAMES_SNIPPET.splitlines(), 1) if line.endswith("# typo")}
+    # In a process of its own, from the checkout, so that it reads runner_core's source.
+    checked = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", str(module), *CACHE],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    flagged = {
+        int(line.split(":")[1]) for line in checked.stdout.splitlines() if ": error:" in line
+    }
+    assert flagged == typos, checked.stdout + checked.stderr

@@ -11,11 +11,15 @@ import sys
 import textwrap
 import typing
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 import runner_core as rc
+import runner_core.testing as testing
 from runner_core.iteration.recovery import Journal, JournalPhase
+from runner_core.run.config import GuardMode
+from runner_core.run.config_schema import CONFIG_SCHEMA_FILE
 from runner_core.tree.model import (
     AgentRole,
     AgentRoleValue,
@@ -27,10 +31,14 @@ from runner_core.tree.model import (
     NodeNextValue,
 )
 from runner_core.validation.finding import LAYERS, ValidationLayer
+from runner_core.validation.schema import load_schema
 from tests.helpers import ROOT
 
-# A parameter or field of one of these names holds a status, role, outcome or the like.
-DOMAIN_WORDS = frozenset({"status", "guard", "role", "next", "outcome", "kind", "phase", "layer"})
+# A parameter or field whose name is, or ends in, one of these words (`guard_mode`) holds a
+# status, role, outcome or the like.
+DOMAIN_WORDS = frozenset(
+    {"status", "guard", "role", "next", "outcome", "kind", "phase", "layer", "mode"}
+)
 
 
 @pytest.mark.parametrize(
@@ -46,6 +54,11 @@ def test_each_literal_holds_exactly_its_enums_values_in_order(
     values: object, members: type[enum.StrEnum]
 ) -> None:
     assert typing.get_args(values) == tuple(member.value for member in members)
+
+
+def test_the_guard_modes_are_the_config_schemas_values_in_order() -> None:
+    guard = load_schema(CONFIG_SCHEMA_FILE)["properties"]["guard"]["properties"]["mode"]
+    assert typing.get_args(GuardMode) == tuple(guard["enum"])
 
 
 def test_the_validation_layers_are_the_literals_values_the_tree_layers_first() -> None:
@@ -72,13 +85,18 @@ def annotations_of(value: object) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("name", rc.__all__)
-def test_no_exported_name_takes_a_status_role_or_outcome_as_any_string(name: str) -> None:
-    found = annotations_of(getattr(rc, name))
+@pytest.mark.parametrize(
+    ("package", "name"),
+    [*((rc, name) for name in rc.__all__), *((testing, name) for name in testing.__all__)],
+)
+def test_no_exported_name_takes_a_status_role_or_outcome_as_any_string(
+    package: ModuleType, name: str
+) -> None:
+    found = annotations_of(getattr(package, name))
     loose = sorted(
         f"{word}: {annotation}"
         for word, annotation in found.items()
-        if word in DOMAIN_WORDS and re.search(r"\bstr\b", annotation)
+        if word.rsplit("_", 1)[-1] in DOMAIN_WORDS and re.search(r"\bstr\b", annotation)
     )
     assert loose == []
 
@@ -94,7 +112,7 @@ def test_a_journals_role_is_the_agent_role_whichever_way_it_was_given() -> None:
 
 # Each call once with values and once with a typo; only the typos may fail mypy.
 SNIPPET = """
-from runner_core import Node, apply_state_updates, review_tree_change
+from runner_core import Config, Node, apply_state_updates, review_tree_change
 from runner_core.iteration.recovery import Journal, JournalPhase
 from runner_core.tree.serialization import TreeValidationError
 from runner_core.validation.finding import Finding
@@ -114,6 +132,8 @@ def calls(tree: Node) -> None:
     TreeValidationError("schemas", ())  # typo
     Finding("child_additions", None, None, "code", "message")
     Finding("child_addition", None, None, "code", "message")  # typo
+    Config(guard_mode="ratchet")
+    Config(guard_mode="rachet")  # typo
 """
 
 

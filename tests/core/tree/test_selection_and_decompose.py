@@ -12,9 +12,12 @@ import pytest
 
 from runner_core import (
     ChildSpec,
+    CompleteTree,
     Node,
     NodeNext,
+    OpenLeaf,
     SelectionStatus,
+    StuckLeaf,
     UnknownSelectedNode,
     decompose_node,
     is_stuck,
@@ -102,6 +105,29 @@ def test_the_selected_leaf_is_stuck_when_its_attempts_are_used_up() -> None:
     assert selection.status is SelectionStatus.STUCK
     assert selected_id(root) == "a"
     assert selection.path == "root/a"
+
+
+@pytest.mark.parametrize(
+    ("root", "variant"),
+    [
+        (tree("root", tree("a")), OpenLeaf),
+        (tree("root", tree("a", passes=True), passes=True), CompleteTree),
+        (tree("root", tree("a", attempts=3, max_attempts=3)), StuckLeaf),
+    ],
+)
+def test_each_selection_status_is_a_variant_of_its_own(root: Node, variant: type) -> None:
+    selection = select_leaf(root)
+
+    assert type(selection) is variant
+    assert selection.status is variant.status
+
+
+def test_only_a_selected_leaf_carries_a_node_and_a_path() -> None:
+    assert [field.name for field in attrs.fields(OpenLeaf)] == ["node", "path"]
+    assert [field.name for field in attrs.fields(StuckLeaf)] == ["node", "path"]
+    assert attrs.fields(CompleteTree) == ()
+    with pytest.raises(TypeError):
+        OpenLeaf()  # type: ignore[call-arg]
 
 
 def test_a_stuck_leaf_after_the_selected_one_does_not_make_the_tree_stuck() -> None:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 
+import attrs
+import pytest
+
+from runner_core import ReviewedTree, UnreadableTree
 from runner_core.tree.serialization import dumps_tree, tree_to_json
 from runner_core.validation.finding import Finding
 from runner_core.validation.review import review_tree_change
@@ -117,3 +121,24 @@ def test_schema_errors_name_the_node_object_and_its_id() -> None:
             "schema", "b", "$.children[1]", "invalid_value", "$.children[1].order must be integer"
         ),
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "variant"),
+    [
+        (dumps_tree(PREV), ReviewedTree),
+        (edited(), ReviewedTree),
+        ("{", UnreadableTree),
+        (json.dumps({"id": "root"}), UnreadableTree),
+    ],
+)
+def test_a_review_is_a_reviewed_tree_exactly_when_the_text_builds_a_tree(
+    text: str, variant: type
+) -> None:
+    assert type(review_tree_change(PREV, text, "b", "done")) is variant
+
+
+def test_only_a_reviewed_tree_carries_a_tree_and_an_unreadable_one_is_never_accepted() -> None:
+    assert [field.name for field in attrs.fields(ReviewedTree)] == ["tree", "findings"]
+    assert [field.name for field in attrs.fields(UnreadableTree)] == ["findings"]
+    assert UnreadableTree(()).accepted is False
