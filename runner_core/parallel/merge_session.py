@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 import attrs
 
@@ -172,11 +173,13 @@ def session_prompt(template: str, node: Node, files: Sequence[MarkedFile], job_s
     return out
 
 
-_ENDED = {
-    SessionEnd.GAVE_UP: "gave up",
-    SessionEnd.REJECTED: "was refused",
-    SessionEnd.GUARD_FAILED: "joined them, but the guard fails on its result",
-}
+_ENDED: Mapping[SessionEnd, str] = MappingProxyType(
+    {
+        SessionEnd.GAVE_UP: "gave up",
+        SessionEnd.REJECTED: "was refused",
+        SessionEnd.GUARD_FAILED: "joined them, but the guard fails on its result",
+    }
+)
 
 
 def session_line(end: SessionEnd, reason: str) -> str:
