@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # imported where read: `runner select` reads neither the conf
     from runner_core.run.config import Config
     from runner_core.run.state import RunState
     from runner_core.tree.model import Node
-    from runner_core.tree.plain import PlainTree
+    from runner_core.tree.plain import PlainNode, PlainTree
 
 # Larger state files are refused instead of exhausting memory. The tree's limit is the core's:
 # the runner never writes a tree it could not read back.
@@ -122,6 +122,16 @@ def read_tree_answer(paths: RunnerPaths) -> PlainTree:
 
         answer = plain_answer(_parsed_tree(paths, data))
     return answer
+
+
+def read_plain_root_of(paths: RunnerPaths) -> PlainNode | None:
+    """The tree file's root as runner_core.tree.plain decodes it (a tuple a node, nothing
+    built), or None where that cannot say the tree is valid (`load_tree` then says why)."""
+    from runner_core.tree.plain import read_plain_root
+
+    data = read_tree_bytes(paths)
+    read = collector_paused(lambda: read_plain_root(data))
+    return None if read is None else read[0]
 
 
 def load_tree_and_sha256(paths: RunnerPaths) -> tuple[Node, str]:
