@@ -258,3 +258,36 @@ def test_select_on_a_valid_tree_builds_no_node_and_imports_no_attrs(project: Pro
         "[]",
         "False",
     ]
+
+
+# What `validate` needs only once there is a journal to read or blobs to write.
+VALIDATE_SPARES = ("runner_core.iteration.recovery", "tempfile")
+
+
+def test_validate_between_iterations_reads_no_journal_model_and_writes_no_blob(
+    project: Project,
+) -> None:
+    assert after_command(project, "validate", loaded(VALIDATE_SPARES)) == "[]"
+
+
+def test_status_on_a_valid_tree_parses_no_node(project: Project) -> None:
+    # Building a 10,000-node tree's Nodes costs `runner status` as much as decoding its JSON.
+    project.prepare(node("root", children=[node("a", passes=True), node("b", order=1)]))
+    probe = (
+        "import sys, runpy\n"
+        "import runner_core.validation.loading as loading\n"
+        "parsed = []\n"
+        "def counted(data, parse=loading.parse_tree):\n"
+        "    parsed.append(data)\n"
+        "    return parse(data)\n"
+        "loading.parse_tree = counted\n"
+        "sys.argv = ['runner', 'status']\n"
+        "try:\n"
+        "    runpy.run_module('runner_shell', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(len(parsed))\n"
+    )
+    _, stdout, _ = run(project, [PYTHON, "-c", probe])
+    assert "status: selected=open id=b path=root/b attempts=0/3" in stdout.splitlines()
+    assert stdout.splitlines()[-1] == "0"
