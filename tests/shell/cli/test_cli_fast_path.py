@@ -291,3 +291,13 @@ def test_status_on_a_valid_tree_parses_no_node(project: Project) -> None:
     _, stdout, _ = run(project, [PYTHON, "-c", probe])
     assert "status: selected=open id=b path=root/b attempts=0/3" in stdout.splitlines()
     assert stdout.splitlines()[-1] == "0"
+
+
+@pytest.mark.parametrize(
+    ("command", "collecting"),
+    [("select", False), ("validate", False), ("status", False), ("step", True)],
+)
+def test_a_read_only_command_runs_without_the_cyclic_collector_and_a_step_with_it(
+    project: Project, command: str, collecting: bool
+) -> None:
+    assert after_command(project, command, "__import__('gc').isenabled()") == str(collecting)
