@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from runner_core import ExecutionHistory, Node, parse_tree
+from runner_core import ExecutionHistory, Node
 from runner_core.iteration.recovery import Journal, JournalPhase
 from runner_core.run.identity import branch_for, run_id_problem
 from runner_core.run.state import RunState, RunStateError, run_state_from_json
@@ -224,7 +224,7 @@ def _last_tree(paths: RunnerPaths, run_id: str) -> Node | None:
     """An earlier run's latest tree: the newest readable tree.after.json of its iterations."""
     for _, directory in reversed(iteration_dirs(paths, run_id)):
         try:
-            return parse_tree(read_bytes_capped(directory / "tree.after.json", TREE_MAX_BYTES))
+            return _parsed(read_bytes_capped(directory / "tree.after.json", TREE_MAX_BYTES))
         except (OSError, TreeValidationError):
             continue
     return None
@@ -297,6 +297,13 @@ def status_sources(paths: RunnerPaths, repo: Repo) -> tuple[Path, ...]:
     )
 
 
+def _parsed(data: bytes) -> Node:
+    """`parse_tree`, imported where a tree is parsed here: a committed one, rarely read."""
+    from runner_core.validation.loading import parse_tree
+
+    return parse_tree(data)
+
+
 def run_files(paths: RunnerPaths, repo: Repo, run: str | None) -> tuple[RunState, Node]:
     """The run state and tree of `run` (None: the current run): the working tree's for the
     current run, else those its branch's tip committed."""
@@ -311,7 +318,7 @@ def run_files(paths: RunnerPaths, repo: Repo, run: str | None) -> tuple[RunState
     if state_bytes is None or tree_bytes is None:
         raise UserFacingError(f"run '{run_id}': branch {branch} holds no {state_name}")
     try:
-        return run_state_from_json(json.loads(state_bytes)), parse_tree(tree_bytes)
+        return run_state_from_json(json.loads(state_bytes)), _parsed(tree_bytes)
     except (ValueError, RunStateError, TreeValidationError) as error:
         raise UserFacingError(f"run '{run_id}': {branch}'s state is damaged: {error}") from None
 
@@ -325,7 +332,7 @@ def _committed_run_files(
     if state_bytes is None or tree_bytes is None:
         return state, tree
     try:
-        return run_state_from_json(json.loads(state_bytes)), parse_tree(tree_bytes)
+        return run_state_from_json(json.loads(state_bytes)), _parsed(tree_bytes)
     except (ValueError, RunStateError, TreeValidationError):
         return state, tree
 

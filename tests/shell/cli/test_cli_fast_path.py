@@ -223,6 +223,10 @@ STATUS_SPARES = (
     "runner_core.views.follow",
     "runner_shell.views.follow",
     "runner_shell.guard.baselines",
+    # A record's reader, a committed tree's parser and a ratchet's nearest test ids.
+    "runner_core.tree.state_update",
+    "runner_core.validation.loading",
+    "difflib",
     *CONFINEMENT,
 )
 
