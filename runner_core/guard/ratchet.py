@@ -11,8 +11,6 @@ fails is one sorted line. Never runs the guard or reads its report.
 
 from __future__ import annotations
 
-import difflib
-import heapq
 from collections.abc import Sequence
 
 import attrs
@@ -148,6 +146,9 @@ NEAREST_IDS = 10
 def nearest_ids(pattern: str, report: TestReport, count: int = NEAREST_IDS) -> tuple[str, ...]:
     """The `count` ids of `report` most like `pattern` (its `*` and `?` left out, case
     ignored), the most alike first, ties by id."""
+    import difflib  # with heapq: only a ratchet's note on an unmatched pattern asks
+    import heapq
+
     wanted = "".join(char for char in pattern if char not in "*?").lower()
     scored = []
     for result in report.results:

@@ -9,6 +9,7 @@ timestamps it wrote there. What many records amount to is `records`'s.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from datetime import datetime
 from types import MappingProxyType
@@ -25,7 +26,6 @@ from runner_core.history.meta_shape import (
     plainly_valid,
 )
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
-from runner_core.tree.state_update import TRANSITIONS
 from runner_core.validation.documents import META_SCHEMA_FILE, document_problem
 
 # ---------------------------------------------------------------- one execution
@@ -142,9 +142,17 @@ class DamagedRecord(ValueError):
 _STATUSES = MappingProxyType({member.value: member for member in AgentStatus})
 _GUARDS = MappingProxyType({member.value: member for member in GuardOutcome})
 _ROLES = MappingProxyType({member.value: member for member in AgentRole})
-# The (status, guard) pairs of the state-update table, as a set: a record reader asks of each
-# record whether its pair is one, and a pmap answers that in Python, a frozenset in C.
-_POSSIBLE_OUTCOMES = frozenset(TRANSITIONS)
+
+
+@functools.cache
+def _possible_outcomes() -> frozenset[tuple[AgentStatus, GuardOutcome]]:
+    """The (status, guard) pairs of the state-update table, as a set: a record reader asks of
+    each record whether its pair is one, and a pmap answers that in Python, a frozenset in C.
+    Its table is imported with the first record read: a run between its first iterations
+    (`runner status` after `start`) reads none."""
+    from runner_core.tree.state_update import TRANSITIONS
+
+    return frozenset(TRANSITIONS)
 
 
 def _timestamp(value: str, name: str) -> str:
@@ -170,7 +178,7 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
     if found is not None:
         raise DamagedRecord(found.field or "meta.json", found.problem)
     status, guard = _STATUSES[meta["status"]], _GUARDS[meta["guard"]]
-    if (status, guard) not in _POSSIBLE_OUTCOMES:
+    if (status, guard) not in _possible_outcomes():
         raise DamagedRecord(
             "guard", f"guard={guard.value} is not possible with status={status.value}"
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any, TypeVar, cast
 
 import attrs
@@ -28,7 +28,7 @@ from runner_core.history.execution import record_to_meta as record_to_meta
 from runner_core.history.execution import tokens_to_json as tokens_to_json
 from runner_core.history.tally import Tally, sum_tokens
 from runner_core.tree.model import AgentStatus, GuardOutcome, Node, iter_preorder
-from runner_core.tree.selection import is_stuck
+from runner_core.tree.selection import attempts_used
 
 T = TypeVar("T")
 # What `ExecutionHistory.folded` keeps: each start function's value and the fold that carries
@@ -372,27 +372,34 @@ FAILED, STUCK, SKIPPED = (
 )
 
 
-def _leaf_state(
-    node: Node, history: ExecutionHistory, running_node_id: str | None
+def leaf_display_state(
+    node_id: str,
+    passes: bool,
+    attempts: int,
+    max_attempts: int,
+    history: ExecutionHistory,
+    running: Container[str],
 ) -> NodeDisplayState:
-    if node.id == running_node_id:
+    """A leaf's display state (`display_states`), from its fields and the running nodes."""
+    if node_id in running:
         return RUNNING
-    if node.passes:
+    if passes:
         return COMPLETED
-    if is_stuck(node):
+    if attempts_used(passes, attempts, max_attempts):
         return STUCK
-    last = history.last_record(node.id)
+    last = history.last_record(node_id)
     if last is None or last.successful:
         return PENDING
     return FAILED
 
 
-def _parent_state(
-    node: Node, children: list[NodeDisplayState], running_node_id: str | None
+def parent_display_state(
+    node_id: str, passes: bool, children: list[NodeDisplayState], running: Container[str]
 ) -> NodeDisplayState:
-    if node.id == running_node_id or RUNNING in children:
+    """A node's with children (`display_states`), from its children's states."""
+    if node_id in running or RUNNING in children:
         return RUNNING
-    if node.passes:
+    if passes:
         return COMPLETED
     for urgent in (STUCK, FAILED):
         if urgent in children:
@@ -427,13 +434,16 @@ def display_states(
             in_tree.add(node.id)
             nodes.append(node)
     states: dict[str, NodeDisplayState] = {}
+    running = () if running_node_id is None else (running_node_id,)
     # Reversed pre-order reaches every child before its parent.
     for node in reversed(nodes):
         if node.is_leaf:
-            states[node.id] = _leaf_state(node, history, running_node_id)
+            states[node.id] = leaf_display_state(
+                node.id, node.passes, node.attempts, node.max_attempts, history, running
+            )
         else:
             children = [states[child.id] for child in node.children if child.id in states]
-            states[node.id] = _parent_state(node, children, running_node_id)
+            states[node.id] = parent_display_state(node.id, node.passes, children, running)
     result = {node.id: states[node.id] for node in nodes}
     gone = set(history.node_ids()) - in_tree
     if running_node_id is not None and running_node_id not in in_tree:

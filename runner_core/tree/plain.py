@@ -31,9 +31,19 @@ SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 # of such tuples.
 PlainNode = tuple[Any, ...]
 
-_ID, _ORDER, _PASSES, _ATTEMPTS, _MAX_ATTEMPTS, _CHILDREN = (
+# Where each field is in a `PlainNode`, for the views that read one (runner_core.views).
+ID, ORDER, TITLE, NEXT, PASSES, ATTEMPTS, MAX_ATTEMPTS, CHILDREN = (
     _tree_node.NODE_FIELDS.index(name)
-    for name in ("id", "order", "passes", "attempts", "max_attempts", "children")
+    for name in (
+        "id",
+        "order",
+        "title",
+        "next",
+        "passes",
+        "attempts",
+        "max_attempts",
+        "children",
+    )
 )
 
 
@@ -72,6 +82,14 @@ _read_node = _plain_values_reader(_NotPlain)
 
 def read_plain_tree(data: bytes) -> PlainTree | None:
     """The answer for the tree file's bytes, or None when this path cannot say it is valid."""
+    read = read_plain_root(data)
+    return None if read is None else read[1]
+
+
+def read_plain_root(data: bytes) -> tuple[PlainNode, PlainTree] | None:
+    """The tree file's root as a `PlainNode` and its answer, or None when this path cannot say
+    the tree is valid. Its nodes are in canonical order (`_walked` answers for no other), so a
+    pre-order walk of it walks the tree as `canonical_preorder` does."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -84,7 +102,8 @@ def read_plain_tree(data: bytes) -> PlainTree | None:
         return None
     if type(root) is not tuple:
         return None
-    return _walked(root)
+    answer = _walked(root)
+    return None if answer is None else (root, answer)
 
 
 def _walked(root: PlainNode) -> PlainTree | None:
@@ -95,9 +114,9 @@ def _walked(root: PlainNode) -> PlainTree | None:
     found: list[Leaf] = []
 
     def holds(node: PlainNode, ancestors: tuple[str, ...]) -> bool:
-        node_id: str = node[_ID]
-        attempts: int = node[_ATTEMPTS]
-        maximum: int = node[_MAX_ATTEMPTS]
+        node_id: str = node[ID]
+        attempts: int = node[ATTEMPTS]
+        maximum: int = node[MAX_ATTEMPTS]
         if (
             len(ancestors) >= MAX_DEPTH
             or node_id in seen
@@ -107,13 +126,13 @@ def _walked(root: PlainNode) -> PlainTree | None:
         ):
             return False
         seen.add(node_id)
-        children: list[PlainNode] = node[_CHILDREN]
+        children: list[PlainNode] = node[CHILDREN]
         if not children:
-            if not found and not node[_PASSES]:
+            if not found and not node[PASSES]:
                 found.append(Leaf(node_id, "/".join((*ancestors, node_id)), attempts, maximum))
             return True
         if len(children) > 1:
-            keys = [(child[_ORDER], child[_ID]) for child in children]
+            keys = [(child[ORDER], child[ID]) for child in children]
             if keys != sorted(keys):
                 return False
         below = (*ancestors, node_id)

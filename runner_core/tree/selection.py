@@ -59,7 +59,12 @@ Selection = OpenLeaf | StuckLeaf | CompleteTree
 def is_stuck(node: Node) -> bool:
     """Whether `node` has not passed and has used all its attempts: the runner will not run
     it again until a person retries, replaces, decomposes or skips it."""
-    return not node.passes and node.attempts >= node.max_attempts
+    return attempts_used(node.passes, node.attempts, node.max_attempts)
+
+
+def attempts_used(passes: bool, attempts: int, max_attempts: int) -> bool:
+    """`is_stuck` of a node with these fields."""
+    return not passes and attempts >= max_attempts
 
 
 def leftmost_open_leaf(tree: Node) -> tuple[Node, str] | None:

@@ -219,8 +219,9 @@ _node_text: Callable[
     [Node, tuple[str, ...], Callable[[Sequence[str]], str], Callable[[str], str], str], str
 ] = _tree_node.canonical_node_text
 
-# One layout per depth a valid tree can have, computed once.
-_LAYOUTS = tuple(_layout(depth) for depth in range(MAX_DEPTH))
+# One layout per depth, computed once, when a tree that deep is first written: the commands
+# that only read a tree import this module too, and write nothing.
+_layout_at = functools.cache(_layout)
 
 
 def _write(node: Node, depth: int, last: bool, emit: Callable[[str], object]) -> None:
@@ -229,7 +230,7 @@ def _write(node: Node, depth: int, last: bool, emit: Callable[[str], object]) ->
     Siblings are put in canonical order as they are reached: `sort_children` without a walk
     of its own. Leaves, most of any tree, are written in their parent's loop.
     """
-    layout = _LAYOUTS[depth] if depth < MAX_DEPTH else _layout(depth)
+    layout = _layout_at(depth)
     children = node.children
     if not children:
         emit(
@@ -242,7 +243,7 @@ def _write(node: Node, depth: int, last: bool, emit: Callable[[str], object]) ->
     if len(children) > 1:
         children = in_canonical_order(children)
     below = depth + 1
-    inner = _LAYOUTS[below] if below < MAX_DEPTH else _layout(below)
+    inner = _layout_at(below)
     for index, child in enumerate(children, 1 - len(children)):  # 0 at the last child
         if child.children:
             _write(child, below, not index, emit)

@@ -9,8 +9,8 @@ shell gathers the tree, run state, journal, history and operator facts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -21,13 +21,16 @@ from runner_core.run.identity import branch_for
 from runner_core.run.operator_actions import OperatorAction, action_text, action_to_json
 from runner_core.run.questions import open_questions
 from runner_core.run.state import RunState
-from runner_core.tree.model import AgentStatus, Node, NodeNext, canonical_preorder
-from runner_core.tree.selection import CompleteTree, SelectionStatus, is_stuck, select_leaf
+from runner_core.tree.model import AgentStatus, Node
+from runner_core.tree.plain import PlainNode
+from runner_core.tree.selection import SelectionStatus
 from runner_core.views.history import record_status
 from runner_core.views.running import RunningJob as RunningJob
-from runner_core.views.running import running_display_states
 from runner_core.views.running import running_jobs as running_jobs
 from runner_core.views.running import running_node_id as running_node_id
+from runner_core.views.status_tree import LeafRef as LeafRef
+from runner_core.views.status_tree import TreeReading, node_tree_reading, plain_tree_reading
+from runner_core.views.status_tree import TreeRow as TreeRow
 from runner_core.views.steering import question_lines
 from runner_core.views.suite import (
     SuiteView,
@@ -42,34 +45,6 @@ from runner_core.views.text import flatten
 # The budgets' arithmetic (exact sums of costs) is imported only for a run that sets one.
 if TYPE_CHECKING:
     from runner_core.loop.budget import BudgetUse
-
-# ---------------------------------------------------------------- the tree, walked
-
-
-class TreeRow(NamedTuple):
-    """One node of the tree as `runner status` draws it, in canonical pre-order (a tuple: a
-    view holds one per node, and a tuple is built in about half the time of a frozen class)."""
-
-    id: str
-    path: str
-    depth: int
-    title: str
-    next: NodeNext
-    is_leaf: bool
-    passes: bool
-    attempts: int
-    max_attempts: int
-    executions: int
-    state: NodeDisplayState
-
-
-@attrs.frozen(slots=True)
-class LeafRef:
-    id: str
-    path: str
-    attempts: int
-    max_attempts: int
-
 
 # ---------------------------------------------------------------- runner status
 
@@ -128,37 +103,6 @@ class OperatorFacts:
     jobs: tuple[RunningJob, ...] = ()
 
 
-def _tree_rows(
-    tree: Node, history: ExecutionHistory, states: Mapping[str, NodeDisplayState]
-) -> tuple[list[TreeRow], list[LeafRef], tuple[int, int]]:
-    """The status tree in canonical order, its stuck leaves and `leaf_counts`, in one walk."""
-    rows: list[TreeRow] = []
-    stuck: list[LeafRef] = []
-    passed = leaves = 0
-    for node, path, depth in canonical_preorder(tree):
-        if node.is_leaf:
-            leaves += 1
-            passed += node.passes
-        rows.append(
-            TreeRow(
-                id=node.id,
-                path=path,
-                depth=depth,
-                title=node.title,
-                next=node.next,
-                is_leaf=node.is_leaf,
-                passes=node.passes,
-                attempts=node.attempts,
-                max_attempts=node.max_attempts,
-                executions=history.execution_count(node.id),
-                state=states[node.id],
-            )
-        )
-        if node.is_leaf and is_stuck(node):
-            stuck.append(LeafRef(node.id, path, node.attempts, node.max_attempts))
-    return rows, stuck, (passed, leaves)
-
-
 def status_view(
     tree: Node,
     state: RunState,
@@ -173,37 +117,74 @@ def status_view(
     A journal counts only when it names this run: its node is then `running` while its runner
     is alive; once that runner is dead the iteration is `interrupted` and nothing runs.
     """
+    return _status_view(
+        lambda running: node_tree_reading(tree, history, running),
+        state,
+        max_iterations,
+        history,
+        journal,
+        operator,
+        budget,
+    )
+
+
+def plain_status_view(
+    root: PlainNode,
+    state: RunState,
+    max_iterations: int,
+    history: ExecutionHistory,
+    journal: Journal | None = None,
+    operator: OperatorFacts = OperatorFacts(),
+    budget: BudgetConfig = NO_BUDGET,
+) -> StatusView:
+    """`status_view` of the tree `runner_core.tree.plain.read_plain_root` read, equal to the
+    view of the same tree parsed, built without its `Node`s."""
+    return _status_view(
+        lambda running: plain_tree_reading(root, history, running),
+        state,
+        max_iterations,
+        history,
+        journal,
+        operator,
+        budget,
+    )
+
+
+def _status_view(
+    read_tree: Callable[[tuple[str, ...]], TreeReading],
+    state: RunState,
+    max_iterations: int,
+    history: ExecutionHistory,
+    journal: Journal | None,
+    operator: OperatorFacts,
+    budget: BudgetConfig,
+) -> StatusView:
     live, cut, jobs = _in_flight(state, journal, operator)
     running_ids: tuple[str, ...]
     if jobs is None:
         running_ids = () if live is None else (live.node_id,)
     else:
         running_ids = tuple(job.journal.node_id for job in jobs if job.alive)
-    states = running_display_states(tree, history, running_ids)
-    rows, stuck, (passed, total) = _tree_rows(tree, history, states)
-    in_tree = {row.id for row in rows}
+    tree = read_tree(running_ids)
+    in_tree = {row.id for row in tree.rows}
     removed = tuple(
         (node_id, history.execution_count(node_id), display)
-        for node_id, display in states.items()
+        for node_id, display in tree.states.items()
         if node_id not in in_tree
     )
-    selection = select_leaf(tree)
-    selected = None
-    if not isinstance(selection, CompleteTree):
-        node = selection.node
-        selected = LeafRef(node.id, selection.path, node.attempts, node.max_attempts)
+    passed, total = tree.leaves
     return StatusView(
         run_id=state.run_id,
         next_iteration=state.next_iter,
         max_iterations=max_iterations,
         leaves_passed=passed,
         leaves_total=total,
-        selection=selection.status,
-        selected=selected,
-        stuck=tuple(stuck),
+        selection=tree.selection,
+        selected=tree.selected,
+        stuck=tree.stuck,
         state=state,
         running=live,
-        tree=tuple(rows),
+        tree=tree.rows,
         removed=removed,
         interrupted=cut,
         guidance=operator.guidance,

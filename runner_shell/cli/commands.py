@@ -19,6 +19,7 @@ from runner_shell.store.layout import RunnerPaths
 from runner_shell.store.state_files import MissingStateFile
 
 if TYPE_CHECKING:
+    from runner_core.iteration.recovery import Journal
     from runner_core.run.state import RunState
     from runner_core.tree.selection import Selection, StuckLeaf
 
@@ -97,7 +98,6 @@ def selection_exit_code(selection: Selection) -> int:
 
 def validate(echo: Echo) -> int:
     """Check layout, config, tree and run identity; say which sandbox the agent gets."""
-    from runner_core.iteration.recovery import interrupted_problem
     from runner_shell.sandbox.status import sandbox_status
     from runner_shell.step.lock_and_journal import job_journals, read_journal, runner_alive
     from runner_shell.step.repository_checks import (
@@ -122,11 +122,11 @@ def validate(echo: Echo) -> int:
     journal = read_journal(repo)
     # validate never takes the lock: a journal whose runner is alive is an iteration in progress.
     if journal is not None and not runner_alive(journal.runner_pid):
-        raise UserFacingError(interrupted_problem(journal))
+        raise UserFacingError(_interrupted(journal))
     for _, job_path in job_journals(repo):  # a parallel job's, the same way
         job = read_journal(repo, job_path)
         if job is not None and not runner_alive(job.runner_pid):
-            raise UserFacingError(interrupted_problem(job))
+            raise UserFacingError(_interrupted(job))
     run_id = check_run_identity(paths, repo)
     if run_id is None:
         echo("validate: run=not-started")
@@ -139,6 +139,12 @@ def validate(echo: Echo) -> int:
     if config.sandbox.setup:  # what runs setup again (docs/sandbox.md)
         echo(f"validate: setup=yes setup_inputs={','.join(config.sandbox.setup_inputs) or 'none'}")
     return ExitCode.OK
+
+
+def _interrupted(journal: Journal) -> str:
+    from runner_core.iteration.recovery import interrupted_problem
+
+    return interrupted_problem(journal)
 
 
 def stuck_message(selection: StuckLeaf) -> str:

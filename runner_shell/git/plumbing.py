@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -100,6 +99,8 @@ class BlobWriter:
     def add(self, data: bytes | str) -> None:
         """A blob of `data` (text: its UTF-8, written a slice at a time)."""
         if self._directory is None:
+            import tempfile  # with `random`: only a writer of blobs needs them, not `validate`
+
             self._scratch.mkdir(parents=True, exist_ok=True)
             self._directory = Path(tempfile.mkdtemp(prefix="blobs-", dir=self._scratch))
         path = self._directory / str(len(self._files))

@@ -19,20 +19,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runner_core.iteration.recovery import (
-    Journal,
-    JournalError,
-    JournalPhase,
-    journal_from_json,
-    journal_to_json,
-)
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.store.files import atomic_write_text, read_bytes_capped, read_text_head
 
 # A parallel job's changes file is read and written by the jobs and `recover` alone: the views
-# and `validate`, which read journals, spare its rules' import.
+# and `validate`, which read journals, spare its rules' import. The journal's model is imported
+# once there is a journal to read or write: `validate` between iterations reads none.
 if TYPE_CHECKING:
+    from runner_core.iteration.recovery import Journal
     from runner_core.parallel.job_changes import JobChanges
 
 # A journal is a few hundred bytes.
@@ -213,6 +208,8 @@ def read_journal(repo: Repo, path: Path | None = None) -> Journal | None:
         return None
     except OSError as error:  # a symlink, FIFO or huge file planted there is damage
         raise _damaged(path, error.strerror or str(error)) from None
+    from runner_core.iteration.recovery import JournalError, journal_from_json
+
     try:
         return journal_from_json(json.loads(data.decode("utf-8")))
     except (ValueError, JournalError) as error:  # UnicodeDecodeError is a ValueError
@@ -307,6 +304,8 @@ def job_journals(repo: Repo) -> tuple[tuple[int, Path], ...]:
 
 def write_journal(repo: Repo, journal: Journal, path: Path | None = None) -> None:
     """The run's journal, or a parallel job's at `path`."""
+    from runner_core.iteration.recovery import JournalPhase, journal_to_json
+
     text = json.dumps(journal_to_json(journal), indent=2) + "\n"
     atomic_write_text(journal_path(repo) if path is None else path, text)
     # `running`, `writing`, `committing`; `running+1` once the agent runs, `running+2` the guard.

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
-from runner_core import Config, Node
 from runner_core.backends.registry import BACKENDS
 from runner_core.iteration.preconditions import (
     INIT_HINT,
@@ -20,7 +20,7 @@ from runner_core.run.agent_config import ROLE_TABLES
 from runner_core.run.identity import BRANCH_PREFIX, PROTECTED_BRANCHES
 from runner_core.run.programs import checked_programs
 from runner_core.run.role_agents import role_config, role_configs
-from runner_core.tree.serialization import TREE_MAX_BYTES, canonical_fits
+from runner_core.tree.bounds import TREE_MAX_BYTES
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 from runner_shell.store.layout import RunnerPaths
@@ -30,6 +30,11 @@ from runner_shell.store.state_files import (
     load_run_state,
     read_gitignore_lines,
 )
+
+# The tree's model and its canonical writer are a step's: `validate` asks neither.
+if TYPE_CHECKING:
+    from runner_core.run.config import Config
+    from runner_core.tree.model import Node
 
 
 def check_layout(paths: RunnerPaths) -> None:
@@ -153,6 +158,8 @@ def check_role_programs(config: Config, root: Path) -> None:
 
 def check_tree_writable(paths: RunnerPaths, tree: Node) -> None:
     """Refuse a step on a tree the runner could not write back in canonical form."""
+    from runner_core.tree.serialization import canonical_fits
+
     if not canonical_fits(tree):
         raise UserFacingError(
             f"{paths.relative(paths.tree)}: its canonical form (2-space indent per level) would "

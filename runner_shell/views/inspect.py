@@ -53,7 +53,7 @@ def show_status(
 
     if run is None:
         _refuse_no_run_checked_out(paths, repo)
-    reading = status_reading(paths, repo, run=run)
+    reading = status_reading(paths, repo, run=run, keep_tree=False)
     if as_json:
         print_json(status_to_json(reading.view))
     else:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from runner_core import ExecutionHistory, Node, parse_tree
+from runner_core import ExecutionHistory, Node
 from runner_core.iteration.recovery import Journal, JournalPhase
 from runner_core.run.identity import branch_for, run_id_problem
 from runner_core.run.state import RunState, RunStateError, run_state_from_json
@@ -44,6 +44,7 @@ from runner_shell.store.state_files import (
     load_run_state,
     load_tree,
     read_optional_text,
+    read_plain_root_of,
 )
 from runner_shell.views.echo import echo
 from runner_shell.views.operator_log import OperatorLog, operator_actions
@@ -52,8 +53,9 @@ from runner_shell.views.operator_log import OperatorLog, operator_actions
 # status, report and metrics views and the sandbox probe, start-up each read would pay.
 if TYPE_CHECKING:
     from runner_core.run.config import Config
+    from runner_core.tree.plain import PlainNode
     from runner_core.views.report import Report, RunFigures
-    from runner_core.views.status import StatusView
+    from runner_core.views.status import OperatorFacts, StatusView
     from runner_core.views.suite import TargetNotes
     from runner_shell.store.history_fold import HistoryFold
 
@@ -222,7 +224,7 @@ def _last_tree(paths: RunnerPaths, run_id: str) -> Node | None:
     """An earlier run's latest tree: the newest readable tree.after.json of its iterations."""
     for _, directory in reversed(iteration_dirs(paths, run_id)):
         try:
-            return parse_tree(read_bytes_capped(directory / "tree.after.json", TREE_MAX_BYTES))
+            return _parsed(read_bytes_capped(directory / "tree.after.json", TREE_MAX_BYTES))
         except (OSError, TreeValidationError):
             continue
     return None
@@ -270,7 +272,8 @@ class StatusReading:
     """The status view and what it was built from, for the views that show more beside it."""
 
     view: StatusView
-    tree: Node
+    # None when read for the view alone (`status_reading(..., keep_tree=False)`).
+    tree: Node | None
     history: ExecutionHistory
     journal: Journal | None
     journal_alive: bool
@@ -294,6 +297,13 @@ def status_sources(paths: RunnerPaths, repo: Repo) -> tuple[Path, ...]:
     )
 
 
+def _parsed(data: bytes) -> Node:
+    """`parse_tree`, imported where a tree is parsed here: a committed one, rarely read."""
+    from runner_core.validation.loading import parse_tree
+
+    return parse_tree(data)
+
+
 def run_files(paths: RunnerPaths, repo: Repo, run: str | None) -> tuple[RunState, Node]:
     """The run state and tree of `run` (None: the current run): the working tree's for the
     current run, else those its branch's tip committed."""
@@ -308,7 +318,7 @@ def run_files(paths: RunnerPaths, repo: Repo, run: str | None) -> tuple[RunState
     if state_bytes is None or tree_bytes is None:
         raise UserFacingError(f"run '{run_id}': branch {branch} holds no {state_name}")
     try:
-        return run_state_from_json(json.loads(state_bytes)), parse_tree(tree_bytes)
+        return run_state_from_json(json.loads(state_bytes)), _parsed(tree_bytes)
     except (ValueError, RunStateError, TreeValidationError) as error:
         raise UserFacingError(f"run '{run_id}': {branch}'s state is damaged: {error}") from None
 
@@ -322,7 +332,7 @@ def _committed_run_files(
     if state_bytes is None or tree_bytes is None:
         return state, tree
     try:
-        return run_state_from_json(json.loads(state_bytes)), parse_tree(tree_bytes)
+        return run_state_from_json(json.loads(state_bytes)), _parsed(tree_bytes)
     except (ValueError, RunStateError, TreeValidationError):
         return state, tree
 
@@ -334,23 +344,25 @@ def status_reading(
     run: str | None = None,
     fold: HistoryFold | None = None,
     operators: OperatorLog | None = None,
+    keep_tree: bool = True,
 ) -> StatusReading:
     """Read the run once for its status view: its state, tree, config, journal and history;
     each problem met on the way is given to `warning` (by default a line on stderr). `run`
     names another run than the current one (`serve --run`, `?run=`); `fold`, kept by a
     long-lived reader, spares reading again the iterations it has read, and `operators` the
-    commits."""
-    from runner_core.views.status import OperatorFacts, RunningJob, status_view
+    commits. Without `keep_tree` the current run's tree is read without building its `Node`s
+    where runner_core.tree.plain can (`runner status`), and the reading keeps no tree."""
+    from runner_core.views.status import OperatorFacts, RunningJob
     from runner_shell.sandbox.status import sandbox_status
 
-    state, tree = run_files(paths, repo, run)
+    state, tree = _status_files(paths, repo, run, keep_tree)
     config = load_config(paths)
     journal = _journal(repo, warning)
     if journal is not None and journal.run_id != state.run_id:
         journal = None  # another run's iteration in progress is not this run's
     if journal is not None and journal.phase in (JournalPhase.WRITING, JournalPhase.COMMITTING):
         # Its files are written but not (yet) committed: what is shown is what is committed.
-        state, tree = _committed_run_files(paths, repo, state, tree)
+        state, tree = _committed_run_files(paths, repo, state, _as_node(paths, tree))
     jobs = _job_journals(repo, warning)
     in_flight = _in_flight(journal, jobs)
     history, problems = (
@@ -376,20 +388,60 @@ def status_reading(
     )
     sandbox = sandbox_status(config)
     view = attrs.evolve(
-        status_view(tree, state, config.max_iterations, history, journal, operator, config.budget),
+        _view_of(tree, state, config, history, journal, operator),
         sandbox=sandbox.mode,
         sandbox_layers=sandbox.layers()[1:],
-        targets=_target_notes(repo, config, tree) if state.run_id is not None else None,
+        targets=_target_notes(repo, config, paths, tree) if state.run_id is not None else None,
     )
-    return StatusReading(view, tree, history, journal, operator.journal_alive)
+    kept = None if isinstance(tree, tuple) else tree
+    return StatusReading(view, kept, history, journal, operator.journal_alive)
 
 
-def _target_notes(repo: Repo, config: Config, tree: Node) -> TargetNotes | None:
+def _status_files(
+    paths: RunnerPaths, repo: Repo, run: str | None, keep_tree: bool
+) -> tuple[RunState, Node | PlainNode]:
+    """`run_files`, the tree as runner_core.tree.plain reads it when the caller keeps none and
+    it is the working tree's; the parsed tree (or its error) where that cannot answer."""
+    if keep_tree or run is not None:
+        return run_files(paths, repo, run)
+    state = load_run_state(paths)
+    root = read_plain_root_of(paths)
+    return state, load_tree(paths) if root is None else root
+
+
+def _as_node(paths: RunnerPaths, tree: Node | PlainNode) -> Node:
+    """The `Node` tree of the few readings that need one (read again: a rare case)."""
+    return load_tree(paths) if isinstance(tree, tuple) else tree
+
+
+def _view_of(
+    tree: Node | PlainNode,
+    state: RunState,
+    config: Config,
+    history: ExecutionHistory,
+    journal: Journal | None,
+    operator: OperatorFacts,
+) -> StatusView:
+    from runner_core.views.status import plain_status_view, status_view
+
+    if isinstance(tree, tuple):
+        return plain_status_view(
+            tree, state, config.max_iterations, history, journal, operator, config.budget
+        )
+    return status_view(
+        tree, state, config.max_iterations, history, journal, operator, config.budget
+    )
+
+
+def _target_notes(
+    repo: Repo, config: Config, paths: RunnerPaths, read: Node | PlainNode
+) -> TargetNotes | None:
     """A ratchet run's notes on its open leaves' tests, against the head's baseline."""
     from runner_core.iteration.guard_stage import RATCHET
 
     if config.guard_mode != RATCHET:
         return None
+    tree = _as_node(paths, read)
     # A ratchet run's only: the baselines' reader imports the JUnit parser.
     from runner_core.views.suite import target_notes
     from runner_shell.guard.baselines import known_baseline

@@ -336,7 +336,9 @@ class Api:
             path = self.paths.events_log(run_id)
             events = (LastEvents() if cache is None else cache.events).read(path)
         loop = LoopFacts(alive=alive, events=events, read_at=datetime.now(UTC))
-        overview = overview_to_json(status, reading.tree, reading.history, loop)
+        tree = reading.tree
+        assert tree is not None, "status_reading keeps the tree unless told not to"
+        overview = overview_to_json(status, tree, reading.history, loop)
         now = loop.read_at or datetime.now(UTC)
         slots = load_config(self.paths).parallel_slots
         return PageFacts(status, overview, reading.history, now, slots=slots)

@@ -223,6 +223,10 @@ STATUS_SPARES = (
     "runner_core.views.follow",
     "runner_shell.views.follow",
     "runner_shell.guard.baselines",
+    # A record's reader, a committed tree's parser and a ratchet's nearest test ids.
+    "runner_core.tree.state_update",
+    "runner_core.validation.loading",
+    "difflib",
     *CONFINEMENT,
 )
 
@@ -258,3 +262,47 @@ def test_select_on_a_valid_tree_builds_no_node_and_imports_no_attrs(project: Pro
         "[]",
         "False",
     ]
+
+
+# What `validate` needs only once there is a journal to read, a tree to write or blobs to write.
+VALIDATE_SPARES = ("runner_core.iteration.recovery", "runner_core.tree.serialization", "tempfile")
+
+
+def test_validate_between_iterations_reads_no_journal_model_and_writes_no_blob(
+    project: Project,
+) -> None:
+    # The run branch's last commit is `runner start`'s: no hand edit to audit (which diffs trees).
+    assert loaded_after(project, "validate", loaded(VALIDATE_SPARES)) == "[]"
+
+
+def test_status_on_a_valid_tree_parses_no_node(project: Project) -> None:
+    # Building a 10,000-node tree's Nodes costs `runner status` as much as decoding its JSON.
+    project.prepare(node("root", children=[node("a", passes=True), node("b", order=1)]))
+    probe = (
+        "import sys, runpy\n"
+        "import runner_core.validation.loading as loading\n"
+        "parsed = []\n"
+        "def counted(data, parse=loading.parse_tree):\n"
+        "    parsed.append(data)\n"
+        "    return parse(data)\n"
+        "loading.parse_tree = counted\n"
+        "sys.argv = ['runner', 'status']\n"
+        "try:\n"
+        "    runpy.run_module('runner_shell', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(len(parsed))\n"
+    )
+    _, stdout, _ = run(project, [PYTHON, "-c", probe])
+    assert "status: selected=open id=b path=root/b attempts=0/3" in stdout.splitlines()
+    assert stdout.splitlines()[-1] == "0"
+
+
+@pytest.mark.parametrize(
+    ("command", "collecting"),
+    [("select", False), ("validate", False), ("status", False), ("step", True)],
+)
+def test_a_read_only_command_runs_without_the_cyclic_collector_and_a_step_with_it(
+    project: Project, command: str, collecting: bool
+) -> None:
+    assert after_command(project, command, "__import__('gc').isenabled()") == str(collecting)
