@@ -10,6 +10,7 @@ Both readings apply the same rules (`leaf_display_state`, `parent_display_state`
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import NamedTuple
 
 import attrs
@@ -120,7 +121,7 @@ def node_tree_reading(
     )
 
 
-_NEXT = {member.value: member for member in NodeNext}
+_NEXT: Mapping[str, NodeNext] = MappingProxyType({member.value: member for member in NodeNext})
 
 
 def plain_tree_reading(
