@@ -126,6 +126,10 @@ class EgressProxy:
         for sock in sockets:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
+        # A listener closed under a thread blocked in accept() does not wake it; shut down,
+        # accept() fails at once and the thread ends without waiting out its poll.
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
         self._listener.close()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=2 * _POLL_SECS)

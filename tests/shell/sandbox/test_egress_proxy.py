@@ -448,3 +448,19 @@ def test_a_proxied_confinement_cannot_also_have_the_network(tmp_path: Path) -> N
             network=True,
             proxy_socket=tmp_path / "p.sock",
         )
+
+
+def test_closing_the_proxy_ends_its_accepting_thread_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session's end does not wait out the accept poll (it did at every agent run): the
+    listener is shut down, which wakes the thread blocked in accept()."""
+    from runner_shell.sandbox import proxy as proxy_module
+
+    monkeypatch.setattr(proxy_module, "_POLL_SECS", 3600.0)  # accept() would block an hour
+    proxy = EgressProxy((), tmp_path / NETWORK_LOG, 7200)
+    proxy.__enter__()
+    monkeypatch.setattr(proxy_module, "_POLL_SECS", 0.0)  # close() does not wait for it
+    proxy.close()
+    proxy._thread.join(timeout=30)
+    assert not proxy.running
