@@ -238,7 +238,8 @@ BEHAVIOURS: Mapping[str, Behaviour] = {
     "escape": Behaviour(
         (
             "env | tr '=:' '\\n\\n' | grep '^/' | sort -u | while read -r place; do "
-            'case "$place" in "$PWD"*|"$RUNNER_ITER_DIR"*|"$HOME"*) continue ;; esac; '
+            'case "$place" in "$PWD"*|"$RUNNER_ITER_DIR"*|"$RUNNER_AGENT_DIR"*|"$HOME"*) '
+            "continue ;; esac; "
             'touch "$place/PWNED-outside" 2>/dev/null; done; '
             f"for place in {{root}} {{root}}/.git {UP} {UP}/.git {{outside}} /proc/1/root{{root}} "
             '"$HOME" /tmp; do touch "$place/PWNED-outside" 2>/dev/null; done; '
