@@ -125,7 +125,9 @@ def test_stop_from_the_users_checkout_pauses_a_detached_loop(unstarted_project: 
     result = project.runner("start")
     assert result.returncode == 0, result.stderr
     run = result.stdout.split("run=")[1].split()[0]
-    project.agent_script({n: {"output": DONE, "sleep": 2} for n in (1, 2)})
+    # The first iteration waits for the test's stop: it is in flight when the stop arrives,
+    # however slowly `runner stop` starts on a loaded machine.
+    project.agent_script({1: {"output": DONE, "wait_for": "stopped"}, 2: {"output": DONE}})
     detached = project.runner("loop", "--detach")
     assert detached.returncode == 0, detached.stderr
     pid = int(detached.stdout.split("pid=")[1].split()[0])
@@ -134,6 +136,7 @@ def test_stop_from_the_users_checkout_pauses_a_detached_loop(unstarted_project: 
     while project.runner("stop").returncode != 0:  # until the loop holds its run's lock
         assert time.monotonic() < deadline, "the detached loop never took its lock"
         time.sleep(0.2)
+    (project.harness / "stopped").write_text("stop asked\n")
     _wait_gone(pid)
     assert f"loop: status=paused run={run} steps=1" in log.read_text()
     assert project.git("branch", "--show-current").strip() == "main"
