@@ -46,7 +46,7 @@ from runner_shell.git.merging import marked_conflicts, merged_commit, stored_blo
 from runner_shell.loop.night_loop import LoopRun
 from runner_shell.sandbox.seen_at import ITERATION
 from runner_shell.scratch.listing import list_scratch
-from runner_shell.scratch.sandbox import Sandbox
+from runner_shell.scratch.sandbox import Sandbox, runs_confined
 from runner_shell.scratch.slots import prepare_slot, slot_sandbox
 from runner_shell.step.agent_and_guard import AGENT_DIR, ProcessAgentRunner
 from runner_shell.step.lock_and_journal import job_journal_path
@@ -167,8 +167,8 @@ def _agent(
     make_directory(place.iter_dir / SCHEMA_DIR)
     schema = place.iter_dir / SCHEMA_DIR / MERGER_OUTPUT_SCHEMA_FILE
     atomic_write_text(schema, schema_text(MERGER_OUTPUT_SCHEMA_FILE))
-    confined = place.sandbox is not None and place.sandbox.status.bwrap is not None
-    output_dir = ITERATION if confined else place.iter_dir / AGENT_DIR  # as the agent sees it
+    # The output file where the agent sees it: a sandboxed one sees its directory at /iteration.
+    output_dir = ITERATION if runs_confined(place.sandbox) else place.iter_dir / AGENT_DIR
     paths = {
         "output_path": str(output_dir / MERGER_OUTPUT),
         "schema_path": str(schema),

@@ -67,6 +67,7 @@ from runner_shell.loop.questions import read_questions
 from runner_shell.loop.remote_loop import connected, jobs_to_resume, resume_jobs, run_remote
 from runner_shell.loop.run_branch import BranchWatch
 from runner_shell.sandbox.status import sandbox_status
+from runner_shell.scratch.sandbox import runs_confined
 from runner_shell.scratch.slots import slot_path, slot_sandbox, step_sandbox
 from runner_shell.signals import (
     Interrupted,
@@ -400,7 +401,7 @@ def _run_job(
     run = loop.run
 
     def machine() -> IterationMachine:
-        confined = job.sandbox is not None and job.sandbox.status.bwrap is not None
+        confined = runs_confined(job.sandbox)
         facts = attrs.evolve(
             gather(run.paths, loaded, plan, run.prompt_budget, told, confined),
             head=loaded.head,

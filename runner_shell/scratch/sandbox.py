@@ -30,6 +30,12 @@ from runner_shell.sandbox.status import SandboxRefused, SandboxStatus
 from runner_shell.scratch.setup_outputs import setup_outputs
 
 
+def runs_confined(sandbox: Sandbox | None) -> bool:
+    """Whether a process started with `sandbox` runs inside bubblewrap, and so sees the fixed
+    paths of runner_shell/sandbox/seen_at.py rather than its host paths."""
+    return sandbox is not None and sandbox.status.bwrap is not None
+
+
 @attrs.frozen(slots=True)
 class Sandbox:
     """This step's sandbox: its status, the directories its processes must not see and where

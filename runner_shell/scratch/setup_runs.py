@@ -20,7 +20,7 @@ from pathlib import Path
 
 from runner_core.run.environment import guard_environment
 from runner_shell.sandbox.processes import SpawnError, run_process
-from runner_shell.scratch.sandbox import Sandbox
+from runner_shell.scratch.sandbox import Sandbox, runs_confined
 from runner_shell.scratch.setup_outputs import setup_outputs, setup_outputs_file
 from runner_shell.scratch.slot_git import SlotError, open_below, remove_listed, slot_git
 from runner_shell.store.files import atomic_write_bytes
@@ -58,7 +58,7 @@ def ready_for(slot: Path, setup: Sequence[str], sandbox: Sandbox | None) -> bool
     argv, fingerprint, _ = parts
     if argv != _argv_bytes(setup, sandbox):
         return False
-    confined = sandbox is not None and sandbox.status.bwrap is not None
+    confined = runs_confined(sandbox)
     return confined or not fingerprint or fingerprint == _fingerprint(slot)
 
 
@@ -174,7 +174,7 @@ def _argv_bytes(setup: Sequence[str], sandbox: Sandbox | None = None) -> bytes:
     what it made may name that path (a `.venv`'s scripts do), so a slot set up unconfined is
     set up again to be used confined, and the other way round."""
     words = b"\0".join(os.fsencode(part) for part in setup)
-    confined = sandbox is not None and sandbox.status.bwrap is not None
+    confined = runs_confined(sandbox)
     return words + b"\0\0seen at /checkout" if confined and setup else words
 
 

@@ -26,7 +26,7 @@ from runner_shell.agents.session import AgentRequest, backend_for
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.guard.baselines import checkout_paths, discard_report, keep_baseline, take_report
 from runner_shell.sandbox.processes import SpawnError, run_process
-from runner_shell.scratch.sandbox import Sandbox
+from runner_shell.scratch.sandbox import Sandbox, runs_confined
 from runner_shell.scratch.setup_runs import SetupFailed, inputs_changed, set_up_again
 from runner_shell.scratch.slots import SlotError, prepare_slot
 from runner_shell.signals import Interrupted, interruptible
@@ -218,7 +218,7 @@ class ProcessGuardRunner:
         if baseline and self.base is not None and self.start not in (None, self.base):
             self._reset(self.base)
         finished = self._run(effect, journal, report_path)
-        confined = self.sandbox is not None and self.sandbox.status.bwrap is not None
+        confined = runs_confined(self.sandbox)
         report, problem = take_report(report_path, checkout_paths(self.root, confined))
         if baseline and self.base is not None:
             if report is not None:
