@@ -6,9 +6,10 @@ pytest-xdist every worker has its own session: its own templates, tmp directorie
 tests/temporal) its own Temporal server on free ports.
 
 With RUNNER_TEST_LOOP_LOG set to a file, each test of tests/e2e whose body starts a `runner
-loop` process appends its node id to that file (its module's path when a fixture started it):
-`.ci/run` runs the four-slot pass on those alone, since `[parallel] slots` changes nothing but
-the loop (runner_shell/loop/command.py).
+loop` process appends its node id to that file (its module's path when a fixture started it),
+unless the project's config names `[parallel]` itself: `.ci/run` runs the four-slot pass on
+those alone, since `[parallel] slots` changes nothing but the loop
+(runner_shell/loop/command.py), and RUNNER_TEST_SLOTS nothing but a config without the table.
 """
 
 from __future__ import annotations
@@ -149,6 +150,7 @@ LOOP_LOG = os.environ.get("RUNNER_TEST_LOOP_LOG")
 # A command line that starts the loop: `runner loop`, `python -m runner_shell loop ...`, or a
 # shell line (a README walk-through, a tmux pane) that contains one.
 LOOP_WORD = re.compile(r"\b(runner|runner_shell)\b.*\bloop\b", re.DOTALL)
+PARALLEL_TABLE = re.compile(r"(?m)^\[parallel\]\s*$")
 
 
 def starts_a_loop(args: Any) -> bool:
@@ -157,6 +159,18 @@ def starts_a_loop(args: Any) -> bool:
     words = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)
     text = " ".join(os.fsdecode(word) for word in words)
     return "loop" in words or LOOP_WORD.search(text) is not None
+
+
+def sets_its_own_slots(cwd: str | os.PathLike[str] | None) -> bool:
+    """Whether the loop started in `cwd` reads a config.toml that names `[parallel]` itself: then
+    RUNNER_TEST_SLOTS changes nothing for it (tests/helpers/e2e.py adds the table only to a
+    config without one), and the four-slot pass would run the same loop again."""
+    config = Path(cwd if cwd is not None else os.getcwd()) / ".runner" / "state" / "config.toml"
+    try:
+        text = config.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False  # not a project's root: counted, as `starts_a_loop` is over-inclusive
+    return PARALLEL_TABLE.search(text) is not None
 
 
 def loop_test_id(current: str) -> str:
@@ -177,7 +191,11 @@ def _note_loop_processes() -> Iterator[None]:
 
     def noting(self: subprocess.Popen[Any], args: Any, *rest: Any, **options: Any) -> None:
         current = os.environ.get("PYTEST_CURRENT_TEST", "")
-        if current.startswith("tests/e2e/") and starts_a_loop(args):
+        if (
+            current.startswith("tests/e2e/")
+            and starts_a_loop(args)
+            and not sets_its_own_slots(options.get("cwd"))
+        ):
             with open(log, "a", encoding="utf-8") as file:  # O_APPEND: whole lines
                 file.write(loop_test_id(current) + "\n")
         original(self, args, *rest, **options)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import loop_test_id, starts_a_loop
+from tests.conftest import loop_test_id, sets_its_own_slots, starts_a_loop
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,6 +50,27 @@ def test_a_loop_a_fixture_started_puts_its_whole_module_in_the_four_slot_pass() 
     )
     assert loop_test_id("tests/e2e/test_a.py::test_b (setup)") == "tests/e2e/test_a.py"
     assert loop_test_id("tests/e2e/test_a.py::T::test_b (teardown)") == "tests/e2e/test_a.py"
+
+
+@pytest.mark.parametrize(
+    ("config", "own_slots"),
+    [
+        ("[loop]\nmax_iterations = 3\n\n[parallel]\nslots = 2\n", True),
+        ("[parallel]\nslots = 1\n", True),
+        ('[loop]\nmax_iterations = 3\n\n[agent]\nbackend = "command"\n', False),
+        ('# [parallel]\n[loop]\nnote = "[parallel]"\n', False),
+        (None, False),
+    ],
+)
+def test_a_loop_whose_config_names_its_slots_is_left_out_of_the_four_slot_pass(
+    tmp_path: Path, config: str | None, own_slots: bool
+) -> None:
+    """RUNNER_TEST_SLOTS fills in `[parallel]` only where a config has none: a loop on a config
+    with the table runs the same in both passes. No config where the loop starts: counted."""
+    if config is not None:
+        (tmp_path / ".runner" / "state").mkdir(parents=True)
+        (tmp_path / ".runner" / "state" / "config.toml").write_text(config, encoding="utf-8")
+    assert sets_its_own_slots(tmp_path) is own_slots
 
 
 def test_the_tests_that_cannot_share_the_machine_are_serial() -> None:
