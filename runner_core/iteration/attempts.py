@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import attrs
 
+from runner_core.changes.import_rules import RUNNER_DIR, Change, ImportDecision
 from runner_core.history.execution import ErrorKind, ExecutionRecord
-from runner_core.iteration.import_rules import RUNNER_DIR, Change, ImportDecision
 from runner_core.iteration.plan import IterationOutcome
 from runner_core.tree.model import AgentStatus, GuardOutcome
 

@@ -13,12 +13,12 @@ import enum
 import attrs
 
 from runner_core.backends.limits import LimitSignal
+from runner_core.changes.import_rules import Change
 from runner_core.guard.report import TestReport
 from runner_core.history.records import ExecutionRecord
 from runner_core.iteration.attempts import AttemptCommit
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.guard_stage import GuardRun
-from runner_core.iteration.import_rules import Change
 from runner_core.iteration.plan import IterationOutcome
 from runner_core.iteration.recovery import Journal
 from runner_core.tree.model import AgentRole, Node

@@ -13,6 +13,13 @@ from collections.abc import Mapping
 
 import attrs
 
+from runner_core.changes.import_rules import (
+    RUNNER_DIR,
+    ImportDecision,
+    decide_import,
+    guarded_import,
+    import_limits,
+)
 from runner_core.history.records import ErrorKind
 from runner_core.iteration.attempts import judged_pass
 from runner_core.iteration.effects import (
@@ -29,15 +36,10 @@ from runner_core.iteration.execution_record import Measured, execution_record
 from runner_core.iteration.facts import ClockReading
 from runner_core.iteration.failures import ERROR_KIND, MERGE_RERUNS, Failure, runner_error_text
 from runner_core.iteration.git_drift import Refused, Where, carried_error, outside_change
-from runner_core.iteration.import_rules import (
-    RUNNER_DIR,
-    ImportDecision,
-    decide_import,
-    import_limits,
-)
 from runner_core.iteration.machine_state import M, MachineState
 from runner_core.iteration.plan import (
     IterationOutcome,
+    Review,
     advance_run_state,
     conclude,
     conclude_runner_error,
@@ -51,11 +53,10 @@ from runner_core.iteration.results import (
     Result,
     ScratchListed,
 )
-from runner_core.iteration.scratch_stage import guarded_import, refused_review
 from runner_core.iteration.stages import Stage
 from runner_core.iteration.write_set import IterationEnd, final_write_set
 from runner_core.run.state import with_execution
-from runner_core.tree.model import AgentRole, GuardOutcome
+from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
 
 
 def failed(machine: M, failure: Failure, message: str) -> M:
@@ -252,3 +253,10 @@ def _commit(machine: M, counts: Mapping[str, int], now: ClockReading) -> M:
 def after_commit(machine: M, result: Result, now: ClockReading) -> M:
     assert machine.finished is not None
     return machine._to(Stage.DONE, machine.finished)
+
+
+def refused_review(decision: ImportDecision) -> Review | None:
+    """The review an iteration ends with when the rules refused the import, else None."""
+    if decision.agent_error is None:
+        return None
+    return Review(AgentStatus.RETRY, "", None, decision.agent_error)

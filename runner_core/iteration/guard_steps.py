@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import attrs
 
+from runner_core.changes.import_rules import ImportDecision
 from runner_core.iteration.effects import ListScratch, RunGuard, WriteIterationFile
 from runner_core.iteration.end_steps import (
     after_import,
@@ -30,7 +31,6 @@ from runner_core.iteration.guard_stage import (
     rerun_report,
     wants_rerun,
 )
-from runner_core.iteration.import_rules import ImportDecision
 from runner_core.iteration.machine_state import M, MachineState, with_process_group
 from runner_core.iteration.plan import Review, guard_outcome
 from runner_core.iteration.recovery import INTERRUPTED, PENDING_GUARD_LOG

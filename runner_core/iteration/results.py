@@ -13,6 +13,7 @@ from types import MappingProxyType
 import attrs
 
 from runner_core.backends.limits import LimitSignal
+from runner_core.changes.import_rules import Change, ScratchListing
 from runner_core.guard.report import TestReport
 from runner_core.history.records import TokenUsage
 from runner_core.iteration.effects import (
@@ -32,7 +33,6 @@ from runner_core.iteration.effects import (
     WriteJournal,
 )
 from runner_core.iteration.git_drift import BranchSeen
-from runner_core.iteration.import_rules import Change, ScratchListing
 
 
 @attrs.frozen(slots=True)

@@ -14,13 +14,12 @@ from typing import Any
 
 import attrs
 
+from runner_core.changes.import_rules import Change, ImportDecision, import_note
 from runner_core.history.records import ExecutionRecord, record_to_meta
 from runner_core.iteration.attempts import attempt_ref, judged_pass, split_changes
 from runner_core.iteration.effects import Commit, FileWrite, Place
-from runner_core.iteration.import_rules import Change, ImportDecision
 from runner_core.iteration.plan import IterationOutcome, commit_subject
 from runner_core.iteration.recovery import PENDING_GUARD_LOG, Journal, JournalPhase
-from runner_core.iteration.scratch_stage import import_note
 from runner_core.run.chain import chain_link, chain_seed
 from runner_core.run.state import RunState, run_state_to_json
 from runner_core.run.trailers import iteration_commit_message

@@ -362,7 +362,7 @@ def recover() -> None:
         if journal.iteration in answers.said:
             typer.echo(f"recover: iter={journal.iteration} {answers.said[journal.iteration]}")
         if result.dropped:
-            from runner_core.iteration.import_rules import shown
+            from runner_core.changes.import_rules import shown
 
             named = ", ".join(shown(path) for path in result.dropped)
             typer.echo(

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import attrs
 
+from runner_core.changes.import_rules import Change
 from runner_core.iteration.attempts import ATTEMPTS_PREFIX, attempt_ref
-from runner_core.iteration.import_rules import Change
 from runner_shell.git.merging import carry_onto, merged_commit
 from runner_shell.git.plumbing import ZERO_OID, git_bytes
 from runner_shell.git.repo import Repo

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import attrs
 
+from runner_core.changes.import_rules import RUNNER_DIR
 from runner_core.iteration.git_drift import GitHead, Refused, Where, outside_change
-from runner_core.iteration.import_rules import RUNNER_DIR
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 

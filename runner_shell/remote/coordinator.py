@@ -18,10 +18,10 @@ from typing import Protocol, TypeVar
 
 import attrs
 
+from runner_core.changes.import_rules import Change
+from runner_core.changes.import_rules import shown as one_line
 from runner_core.iteration.effects import RunAgent
 from runner_core.iteration.facts import IterationFacts
-from runner_core.iteration.import_rules import Change
-from runner_core.iteration.import_rules import shown as one_line
 from runner_core.iteration.machine import IterationMachine
 from runner_core.iteration.recovery import Journal
 from runner_core.iteration.results import AgentFinished, NotStarted

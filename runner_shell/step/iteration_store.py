@@ -14,6 +14,7 @@ from pathlib import Path
 
 import attrs
 
+from runner_core.changes.import_rules import ImportLimits
 from runner_core.iteration.effects import (
     CarryWork,
     Commit,
@@ -23,7 +24,6 @@ from runner_core.iteration.effects import (
     WriteIterationFile,
 )
 from runner_core.iteration.git_drift import GitHead
-from runner_core.iteration.import_rules import ImportLimits
 from runner_core.iteration.ports import ScratchPort
 from runner_core.iteration.recovery import Journal
 from runner_core.iteration.results import Carried, ConfigRead, HeadRead, ScratchListed, TreeRead

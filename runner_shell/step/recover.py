@@ -21,13 +21,13 @@ import attrs
 from pyrsistent import pmap
 
 from runner_core import parse_config, parse_tree
-from runner_core.iteration.execution_record import Measured
-from runner_core.iteration.import_rules import (
+from runner_core.changes.import_rules import (
     ImportDecision,
     ImportLimits,
     decide_import,
     import_limits,
 )
+from runner_core.iteration.execution_record import Measured
 from runner_core.iteration.interrupted import interrupted_end
 from runner_core.iteration.plan import PlanKind, plan_step
 from runner_core.iteration.recovery import (

@@ -18,6 +18,7 @@ from typing import ClassVar, Literal, assert_never
 import attrs
 
 from runner_core.backends.limits import LimitSignal
+from runner_core.changes.import_rules import import_limits
 from runner_core.guard.ratchet import TestFigures
 from runner_core.iteration import events as iteration_events
 from runner_core.iteration.effects import (
@@ -42,7 +43,6 @@ from runner_core.iteration.effects import (
 from runner_core.iteration.facts import ClockReading, IterationFacts
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.guard_stage import failure_context
-from runner_core.iteration.import_rules import import_limits
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import (
     CompletePlan,

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from runner_core.changes.import_rules import Change, ImportDecision
 from runner_core.history.records import ErrorKind
 from runner_core.iteration.attempts import (
     Resumed,
@@ -17,7 +18,6 @@ from runner_core.iteration.attempts import (
     resumed_note,
     split_changes,
 )
-from runner_core.iteration.import_rules import Change, ImportDecision
 from runner_core.run.trailers import (
     parse_trailers,
     record_from_trailers,

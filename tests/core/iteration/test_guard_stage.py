@@ -13,6 +13,7 @@ import attrs
 import pytest
 from pyrsistent import pmap
 
+from runner_core.changes.import_rules import BaseEntry, EntryKind, ScratchEntry, ScratchListing
 from runner_core.guard.ratchet import NO_TARGETS
 from runner_core.guard.report import TestFailure, TestReport, report_from_cases
 from runner_core.iteration.effects import (
@@ -34,7 +35,6 @@ from runner_core.iteration.guard_stage import (
     failure_context,
     judging_text,
 )
-from runner_core.iteration.import_rules import BaseEntry, EntryKind, ScratchEntry, ScratchListing
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import RunPlan, plan_step
 from runner_core.iteration.recovery import PENDING_GUARD_LOG

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 import attrs
 import pytest
 
+from runner_core.changes.import_rules import EntryKind, ScratchEntry, ScratchListing
 from runner_core.guard.report import report_from_cases
 from runner_core.iteration.effects import (
     Abort,
@@ -33,7 +34,6 @@ from runner_core.iteration.effects import (
 )
 from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.git_drift import BranchSeen
-from runner_core.iteration.import_rules import EntryKind, ScratchEntry, ScratchListing
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.results import (
     ANSWERS,
