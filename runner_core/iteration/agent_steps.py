@@ -22,7 +22,7 @@ from runner_core.iteration.effects import (
     WriteJournal,
 )
 from runner_core.iteration.end_steps import end_checks, failed, not_started
-from runner_core.iteration.facts import ClockReading
+from runner_core.iteration.facts import ClockReading, prompt_text
 from runner_core.iteration.failures import Failure
 from runner_core.iteration.guard_stage import (
     BASELINE_LOG,
@@ -46,7 +46,6 @@ from runner_core.iteration.plan import (
     review_decomposition,
     review_execution,
 )
-from runner_core.iteration.prompt_pack import prompt_text
 from runner_core.iteration.recovery import INTERRUPTED, agent_log_name
 from runner_core.iteration.results import (
     AgentFinished,

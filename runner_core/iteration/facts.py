@@ -1,21 +1,30 @@
-"""What an iteration starts from: the facts the shell gathered and its clock's readings.
+"""What an iteration starts from: the facts the shell gathered, its clock's readings, and the
+prompt they make.
 
-Decides nothing: it names what the machine may know before it asks for its first effect (the
-tree, run state, config, goal, the plan, the prompt's parts, when the iteration began). Never
-reads a file or a clock: the shell fills these values in and hands them over.
+Names what the machine may know before it asks for its first effect (the tree, run state,
+config, goal, the plan, the prompt's parts, when the iteration began) and decides the prompt's
+sections from them (`prompt_text`; `runner_core.prompt` arranges them). Never reads a file or a
+clock: the shell fills these values in and hands them over.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-
 import attrs
 
 from runner_core.guard.report import TestReport
-from runner_core.iteration.attempts import Resumed
+from runner_core.iteration.attempts import Resumed, resumed_note
 from runner_core.iteration.git_drift import GitHead
-from runner_core.iteration.plan import RunPlan
+from runner_core.iteration.plan import RunPlan, context_files, project_goal
+from runner_core.prompt.pack import (
+    PromptTemplate,
+    build_prompt_pack,
+    nested,
+    selected_section,
+    templated_prompt,
+    tree_outline,
+)
 from runner_core.run.config import Config
+from runner_core.run.questions import open_questions
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentRole, Node
 
@@ -26,21 +35,6 @@ class ClockReading:
 
     monotonic: float
     utc: str
-
-
-@attrs.frozen(slots=True)
-class PromptTemplate:
-    """A repository's prompt template (`.runner/prompts/<role>.md.j2`), compiled by the shell.
-
-    `sections`: the prompt sections it names (only those are sent); `fixed_bytes`: the size of
-    its own text, rendered with every variable empty, which the budget leaves room for;
-    `render`: the compiled template, a pure function of its variables."""
-
-    path: str
-    sha256: str
-    sections: frozenset[str]
-    fixed_bytes: int
-    render: Callable[[Mapping[str, object]], str] = attrs.field(eq=False, repr=False)
 
 
 @attrs.frozen(slots=True)
@@ -98,3 +92,54 @@ class IterationFacts:
     @property
     def role(self) -> AgentRole:
         return self.plan.role
+
+
+def prompt_text(facts: IterationFacts, tests: str | None = None) -> str:
+    """prompt.md of the iteration `facts` describe: its sections filled in, within its budget;
+    `tests` says which tests judge the node (a ratchet executor's) or, for a decomposer, the
+    suite's ids its children's `test:` patterns match. The goal section is the project's goal
+    alone (the selected node has its own), and every section's own headings nest under it."""
+    context = context_files(facts.node, facts.goal, facts.state, facts.failure_log)
+    history = nested(context.get("history.md"))
+    if facts.resumed is not None:  # what the checkout holds comes first
+        history = resumed_note(facts.resumed) + ("\n" + history if history else "")
+    selection = facts.plan.selection
+    sections = {
+        "contract": facts.prompt.contract,
+        "goal": nested(project_goal(facts.goal)),
+        "guidance": nested(facts.prompt.guidance),
+        "history": history,
+        "failure": nested(context.get("failure.md")),
+        "selected": selected_section(facts.node, selection.path),
+        "tests": tests,
+        "tree": tree_outline(facts.tree, facts.node.id),
+        "assumptions": nested(facts.prompt.assumptions),
+        # Each open question once; those an answer in the guidance quotes are no longer open.
+        "questions": nested(open_questions(facts.prompt.questions, facts.prompt.guidance)),
+        "output": facts.prompt.output,
+    }
+    template = facts.prompt.template
+    if template is None:
+        return build_prompt_pack(sections, facts.prompt.budget).text
+    return templated_prompt(template, sections, facts.prompt.budget, template_facts(facts))
+
+
+def template_facts(facts: IterationFacts) -> dict[str, object]:
+    """The variables a prompt template has beside its sections (docs/eval.md)."""
+    node = facts.node
+    return {
+        "role": facts.role.value,
+        "iteration": facts.plan.iteration,
+        "path": facts.plan.selection.path,
+        "node": {
+            "id": node.id,
+            "title": node.title,
+            "goal": node.goal,
+            "acceptance": list(node.acceptance),
+            "attempts": node.attempts,
+            "max_attempts": node.max_attempts,
+        },
+        "acceptance": list(node.acceptance),
+        "guard_command": " ".join(facts.config.guard_command),
+        "budget": facts.prompt.budget,
+    }
