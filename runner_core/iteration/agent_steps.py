@@ -15,8 +15,14 @@ import attrs
 
 from runner_core.guard.report import TestReport
 from runner_core.iteration.effects import (
+    AgentFinished,
+    GuardFinished,
+    IoFailed,
+    NotStarted,
     ReadTree,
+    Result,
     RunAgent,
+    TreeRead,
     WriteContext,
     WriteIterationFile,
     WriteJournal,
@@ -47,14 +53,6 @@ from runner_core.iteration.plan import (
     review_execution,
 )
 from runner_core.iteration.recovery import INTERRUPTED, agent_log_name
-from runner_core.iteration.results import (
-    AgentFinished,
-    GuardFinished,
-    IoFailed,
-    NotStarted,
-    Result,
-    TreeRead,
-)
 from runner_core.iteration.stages import Stage
 from runner_core.run.sandbox_config import limit_reached
 from runner_core.tree.model import AgentRole, AgentStatus, nodes_by_id

@@ -16,6 +16,7 @@ import attrs
 
 from runner_core.changes.import_rules import RUNNER_DIR, Change, ImportDecision
 from runner_core.history.execution import ErrorKind, ExecutionRecord
+from runner_core.iteration.effects import AttemptCommit
 from runner_core.iteration.plan import IterationOutcome
 from runner_core.tree.model import AgentStatus, GuardOutcome
 
@@ -42,17 +43,6 @@ def judged_pass(outcome: IterationOutcome) -> bool:
         and outcome.agent_error is None
         and outcome.runner_error is None
     )
-
-
-@attrs.frozen(slots=True)
-class AttemptCommit:
-    """The files of an iteration not judged a pass, as a commit of their own: `changes` on top
-    of `base` (the commit the agent's checkout started from), kept on `ref`."""
-
-    ref: str
-    base: str
-    changes: tuple[Change, ...]
-    message: str
 
 
 @attrs.frozen(slots=True)

@@ -24,13 +24,20 @@ from runner_core.history.records import ErrorKind
 from runner_core.iteration.attempts import judged_pass
 from runner_core.iteration.effects import (
     Abort,
+    Carried,
     CarryWork,
+    ConfigRead,
     CountExecutions,
+    ExecutionsCounted,
     Finished,
+    HeadRead,
+    IoFailed,
     ListScratch,
     ReadConfig,
     ReadHead,
     RestoreConfig,
+    Result,
+    ScratchListed,
 )
 from runner_core.iteration.execution_record import Measured, execution_record
 from runner_core.iteration.facts import ClockReading
@@ -43,15 +50,6 @@ from runner_core.iteration.plan import (
     advance_run_state,
     conclude,
     conclude_runner_error,
-)
-from runner_core.iteration.results import (
-    Carried,
-    ConfigRead,
-    ExecutionsCounted,
-    HeadRead,
-    IoFailed,
-    Result,
-    ScratchListed,
 )
 from runner_core.iteration.stages import Stage
 from runner_core.iteration.write_set import IterationEnd, final_write_set

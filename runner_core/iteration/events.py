@@ -9,12 +9,20 @@ the clock or writes the file: the shell passes its clock reading and appends wha
 from __future__ import annotations
 
 from runner_core.history.records import record_to_meta
-from runner_core.iteration.effects import Finished, PrepareIterationDir, RunAgent, RunGuard
+from runner_core.iteration.effects import (
+    AgentFinished,
+    Finished,
+    GuardFinished,
+    NotStarted,
+    PrepareIterationDir,
+    Result,
+    RunAgent,
+    RunGuard,
+)
 from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.guard_stage import RATCHET, GuardRun
 from runner_core.iteration.machine import IterationMachine
 from runner_core.iteration.plan import guard_outcome
-from runner_core.iteration.results import AgentFinished, GuardFinished, NotStarted, Result
 from runner_core.loop.events import (
     REPORTED,
     Event,

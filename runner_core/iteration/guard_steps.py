@@ -11,7 +11,16 @@ from __future__ import annotations
 import attrs
 
 from runner_core.changes.import_rules import ImportDecision
-from runner_core.iteration.effects import ListScratch, RunGuard, WriteIterationFile
+from runner_core.iteration.effects import (
+    GuardFinished,
+    IoFailed,
+    ListScratch,
+    NotStarted,
+    Result,
+    RunGuard,
+    ScratchListed,
+    WriteIterationFile,
+)
 from runner_core.iteration.end_steps import (
     after_import,
     end_checks,
@@ -34,13 +43,6 @@ from runner_core.iteration.guard_stage import (
 from runner_core.iteration.machine_state import M, MachineState, with_process_group
 from runner_core.iteration.plan import Review, guard_outcome
 from runner_core.iteration.recovery import INTERRUPTED, PENDING_GUARD_LOG
-from runner_core.iteration.results import (
-    GuardFinished,
-    IoFailed,
-    NotStarted,
-    Result,
-    ScratchListed,
-)
 from runner_core.iteration.stages import Stage
 from runner_core.run.sandbox_config import limit_reached, setup_failed
 from runner_core.tree.model import AgentStatus, GuardOutcome

@@ -24,7 +24,7 @@ from runner_core.iteration.agent_steps import (
     after_prompt,
     after_tree,
 )
-from runner_core.iteration.effects import Abort, PrepareIterationDir
+from runner_core.iteration.effects import ANSWERS, Abort, IoFailed, PrepareIterationDir, Result
 from runner_core.iteration.end_steps import (
     after_carry,
     after_commit,
@@ -45,7 +45,6 @@ from runner_core.iteration.guard_steps import (
 from runner_core.iteration.machine_state import ExecutorOutput as ExecutorOutput
 from runner_core.iteration.machine_state import MachineState
 from runner_core.iteration.recovery import Journal, JournalPhase
-from runner_core.iteration.results import ANSWERS, IoFailed, Result
 from runner_core.iteration.stages import IterationMachineError, Stage
 from runner_core.run.identity import first_unused
 

@@ -13,27 +13,25 @@ from typing import Protocol
 import attrs
 
 from runner_core.iteration.effects import (
+    AgentFinished,
+    Carried,
     CarryWork,
     Commit,
+    ConfigRead,
+    GuardFinished,
+    HeadRead,
+    NotStarted,
     PrepareIterationDir,
     ReadHead,
     RunAgent,
     RunGuard,
+    ScratchListed,
+    TreeRead,
     WriteContext,
     WriteIterationFile,
 )
 from runner_core.iteration.facts import ClockReading
 from runner_core.iteration.recovery import Journal
-from runner_core.iteration.results import (
-    AgentFinished,
-    Carried,
-    ConfigRead,
-    GuardFinished,
-    HeadRead,
-    NotStarted,
-    ScratchListed,
-    TreeRead,
-)
 
 
 class Clock(Protocol):

@@ -27,13 +27,17 @@ from runner_core.iteration.effects import (
     CarryWork,
     Commit,
     CountExecutions,
+    Done,
+    ExecutionsCounted,
     Finished,
+    IoFailed,
     ListScratch,
     PrepareIterationDir,
     ReadConfig,
     ReadHead,
     ReadTree,
     RestoreConfig,
+    Result,
     RunAgent,
     RunGuard,
     WriteContext,
@@ -57,7 +61,6 @@ from runner_core.iteration.plan import (
 from runner_core.iteration.ports import IterationPorts
 from runner_core.iteration.preconditions import location_problem, step_precondition_problem
 from runner_core.iteration.recovery import Journal, interrupted_problem
-from runner_core.iteration.results import Done, ExecutionsCounted, IoFailed, Result
 from runner_core.iteration.step_outcome import step_exit_code
 from runner_core.run.config import Config
 from runner_core.run.role_agents import iteration_config

@@ -18,12 +18,17 @@ from runner_core.guard.ratchet import NO_TARGETS
 from runner_core.guard.report import TestFailure, TestReport, report_from_cases
 from runner_core.iteration.effects import (
     Abort,
+    AgentFinished,
     Commit,
+    Done,
     Effect,
     Finished,
+    GuardFinished,
     ListScratch,
+    Result,
     RunAgent,
     RunGuard,
+    ScratchListed,
     WriteIterationFile,
 )
 from runner_core.iteration.events import after_result
@@ -38,7 +43,6 @@ from runner_core.iteration.guard_stage import (
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import RunPlan, plan_step
 from runner_core.iteration.recovery import PENDING_GUARD_LOG
-from runner_core.iteration.results import AgentFinished, Done, GuardFinished, Result, ScratchListed
 from runner_core.loop.events import Event
 from runner_core.run.config import Config, ConfigError, parse_config
 from runner_core.tree.model import AgentStatus, GuardOutcome

@@ -21,20 +21,31 @@ from runner_core.backends.limits import LimitKind, LimitSignal
 from runner_core.history.records import ErrorKind, TokenUsage
 from runner_core.iteration.effects import (
     Abort,
+    AgentFinished,
+    Carried,
     CarryWork,
     Commit,
+    ConfigRead,
     CountExecutions,
+    Done,
     Effect,
+    ExecutionsCounted,
     FileWrite,
     Finished,
+    GuardFinished,
+    HeadRead,
+    IoFailed,
+    NotStarted,
     Place,
     PrepareIterationDir,
     ReadConfig,
     ReadHead,
     ReadTree,
     RestoreConfig,
+    Result,
     RunAgent,
     RunGuard,
+    TreeRead,
     WriteContext,
     WriteIterationFile,
     WriteJournal,
@@ -51,19 +62,6 @@ from runner_core.iteration.machine import (
 from runner_core.iteration.plan import RunPlan, plan_step
 from runner_core.iteration.ports import IterationPorts
 from runner_core.iteration.recovery import PENDING_GUARD_LOG, Journal, JournalPhase
-from runner_core.iteration.results import (
-    AgentFinished,
-    Carried,
-    ConfigRead,
-    Done,
-    ExecutionsCounted,
-    GuardFinished,
-    HeadRead,
-    IoFailed,
-    NotStarted,
-    Result,
-    TreeRead,
-)
 from runner_core.loop.events import Event
 from runner_core.run.state import RunState
 from runner_core.tree.serialization import dumps_tree

@@ -6,10 +6,9 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from runner_core.iteration.effects import ReadConfig
+from runner_core.iteration.effects import Done, ReadConfig
 from runner_core.iteration.failures import MERGE_RERUNS, Failure
 from runner_core.iteration.machine import IterationMachine, start_iteration
-from runner_core.iteration.results import Done
 from tests.core.iteration.test_iteration_machine import (
     EXECUTOR_RESULTS,
     at,
