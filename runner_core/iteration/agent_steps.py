@@ -28,8 +28,7 @@ from runner_core.iteration.effects import (
     WriteJournal,
 )
 from runner_core.iteration.end_steps import end_checks, failed, not_started
-from runner_core.iteration.facts import ClockReading, prompt_text
-from runner_core.iteration.failures import Failure
+from runner_core.iteration.facts import ClockReading, Failure, prompt_text
 from runner_core.iteration.guard_stage import (
     BASELINE_LOG,
     BASELINE_REPORT,

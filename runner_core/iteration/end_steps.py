@@ -40,8 +40,13 @@ from runner_core.iteration.effects import (
     ScratchListed,
 )
 from runner_core.iteration.execution_record import Measured, execution_record
-from runner_core.iteration.facts import ClockReading
-from runner_core.iteration.failures import ERROR_KIND, MERGE_RERUNS, Failure, runner_error_text
+from runner_core.iteration.facts import (
+    ERROR_KIND,
+    MERGE_RERUNS,
+    ClockReading,
+    Failure,
+    runner_error_text,
+)
 from runner_core.iteration.git_drift import Refused, Where, carried_error, outside_change
 from runner_core.iteration.machine_state import M, MachineState
 from runner_core.iteration.plan import (

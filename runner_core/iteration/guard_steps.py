@@ -28,8 +28,7 @@ from runner_core.iteration.end_steps import (
     not_started,
     take_import,
 )
-from runner_core.iteration.facts import ClockReading
-from runner_core.iteration.failures import Failure
+from runner_core.iteration.facts import ClockReading, Failure
 from runner_core.iteration.guard_stage import (
     JUDGE_REPORT,
     GuardRun,

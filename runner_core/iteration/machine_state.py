@@ -16,8 +16,7 @@ from runner_core.backends.limits import LimitSignal
 from runner_core.changes.import_rules import Change, ImportDecision
 from runner_core.history.records import TokenUsage
 from runner_core.iteration.effects import Effect, Finished
-from runner_core.iteration.facts import ClockReading, IterationFacts
-from runner_core.iteration.failures import Failure
+from runner_core.iteration.facts import ClockReading, Failure, IterationFacts
 from runner_core.iteration.guard_runs import GuardRuns
 from runner_core.iteration.plan import Review
 from runner_core.iteration.recovery import Journal

@@ -20,7 +20,7 @@ from runner_core.changes.import_rules import EXECUTABLE_MODE, FILE_MODE, Change,
 from runner_core.guard.report import TestReport
 from runner_core.history.records import ErrorKind
 from runner_core.iteration.effects import GuardFinished, RunGuard
-from runner_core.iteration.failures import ERROR_KIND, MERGE_RERUNS, Failure, runner_error_text
+from runner_core.iteration.facts import ERROR_KIND, MERGE_RERUNS, Failure, runner_error_text
 from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.guard_stage import GuardRun, judge_guard
 from runner_core.iteration.guard_steps import timed_guard_effect

@@ -51,8 +51,13 @@ from runner_core.iteration.effects import (
     WriteJournal,
 )
 from runner_core.iteration.events import after_result
-from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
-from runner_core.iteration.failures import ERROR_KIND, Failure
+from runner_core.iteration.facts import (
+    ERROR_KIND,
+    ClockReading,
+    Failure,
+    IterationFacts,
+    PromptParts,
+)
 from runner_core.iteration.git_drift import BranchSeen, GitHead
 from runner_core.iteration.machine import (
     IterationMachine,

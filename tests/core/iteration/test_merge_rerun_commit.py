@@ -7,7 +7,7 @@ import attrs
 import pytest
 
 from runner_core.iteration.effects import Done, ReadConfig
-from runner_core.iteration.failures import MERGE_RERUNS, Failure
+from runner_core.iteration.facts import MERGE_RERUNS, Failure
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from tests.core.iteration.test_iteration_machine import (
     EXECUTOR_RESULTS,

@@ -17,8 +17,7 @@ from runner_core.iteration.effects import (
     RunGuard,
     ScratchListed,
 )
-from runner_core.iteration.facts import IterationFacts
-from runner_core.iteration.failures import ERROR_KIND, Failure
+from runner_core.iteration.facts import ERROR_KIND, Failure, IterationFacts
 from runner_core.iteration.machine import start_iteration
 from runner_core.run.config import SandboxConfig
 from runner_core.tree.model import GuardOutcome
