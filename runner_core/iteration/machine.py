@@ -35,7 +35,7 @@ from runner_core.iteration.end_steps import (
 )
 from runner_core.iteration.end_steps import outcome_of as outcome_of
 from runner_core.iteration.facts import ClockReading, IterationFacts
-from runner_core.iteration.guard_runs import GuardRuns
+from runner_core.iteration.guard_stage import GuardRuns
 from runner_core.iteration.guard_steps import (
     after_guard,
     after_guard_log,

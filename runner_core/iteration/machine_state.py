@@ -17,7 +17,7 @@ from runner_core.changes.import_rules import Change, ImportDecision
 from runner_core.history.records import TokenUsage
 from runner_core.iteration.effects import Effect, Finished
 from runner_core.iteration.facts import ClockReading, Failure, IterationFacts
-from runner_core.iteration.guard_runs import GuardRuns
+from runner_core.iteration.guard_stage import GuardRuns
 from runner_core.iteration.plan import Review
 from runner_core.iteration.recovery import Journal
 from runner_core.iteration.stages import Stage, check_transition
