@@ -21,7 +21,6 @@ from runner_core.changes.import_rules import (
     import_limits,
 )
 from runner_core.history.records import ErrorKind
-from runner_core.iteration.attempts import judged_pass
 from runner_core.iteration.effects import (
     Abort,
     Carried,
@@ -39,7 +38,6 @@ from runner_core.iteration.effects import (
     Result,
     ScratchListed,
 )
-from runner_core.iteration.execution_record import Measured, execution_record
 from runner_core.iteration.facts import (
     ERROR_KIND,
     MERGE_RERUNS,
@@ -56,8 +54,14 @@ from runner_core.iteration.plan import (
     conclude,
     conclude_runner_error,
 )
+from runner_core.iteration.record import (
+    IterationEnd,
+    Measured,
+    execution_record,
+    final_write_set,
+    judged_pass,
+)
 from runner_core.iteration.stages import Stage
-from runner_core.iteration.write_set import IterationEnd, final_write_set
 from runner_core.run.state import with_execution
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
 

@@ -28,7 +28,7 @@ from runner_shell.store.files import (
 )
 from runner_shell.store.layout import RunnerPaths
 
-# The tree snapshots of an iteration directory (runner_core.iteration.write_set).
+# The tree snapshots of an iteration directory (runner_core.iteration.record).
 SNAPSHOT_NAMES = ("tree.before.json", "tree.after.json")
 
 

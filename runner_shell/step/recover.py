@@ -27,9 +27,8 @@ from runner_core.changes.import_rules import (
     decide_import,
     import_limits,
 )
-from runner_core.iteration.execution_record import Measured
-from runner_core.iteration.interrupted import interrupted_end
 from runner_core.iteration.plan import PlanKind, plan_step
+from runner_core.iteration.record import Measured, final_write_set, interrupted_end
 from runner_core.iteration.recovery import (
     PENDING_GUARD_LOG,
     Journal,
@@ -38,7 +37,6 @@ from runner_core.iteration.recovery import (
     job_committed,
     recovery_kind,
 )
-from runner_core.iteration.write_set import final_write_set
 from runner_core.run import trailers
 from runner_core.run.role_agents import role_config
 from runner_core.run.state import run_state_from_json
