@@ -35,9 +35,9 @@ from runner_core.iteration.effects import (
     TreeRead,
 )
 from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
-from runner_core.iteration.git_drift import BranchSeen, GitHead
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import RunPlan, plan_step
+from runner_core.iteration.preconditions import BranchSeen, GitHead
 from runner_core.iteration.stages import TRANSITIONS, IterationMachineError
 from runner_core.run.state import RunState
 from tests.helpers.trees import tree

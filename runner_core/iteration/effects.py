@@ -17,9 +17,9 @@ from runner_core.backends.limits import LimitSignal
 from runner_core.changes.import_rules import Change, ScratchListing
 from runner_core.guard.report import TestReport
 from runner_core.history.records import ExecutionRecord, TokenUsage
-from runner_core.iteration.git_drift import BranchSeen, GitHead
 from runner_core.iteration.guard_stage import GuardRun
 from runner_core.iteration.plan import IterationOutcome
+from runner_core.iteration.preconditions import BranchSeen, GitHead
 from runner_core.iteration.recovery import Journal
 from runner_core.tree.model import AgentRole, Node
 

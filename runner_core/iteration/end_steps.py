@@ -45,7 +45,6 @@ from runner_core.iteration.facts import (
     Failure,
     runner_error_text,
 )
-from runner_core.iteration.git_drift import Refused, Where, carried_error, outside_change
 from runner_core.iteration.machine_state import M, MachineState
 from runner_core.iteration.plan import (
     IterationOutcome,
@@ -54,6 +53,7 @@ from runner_core.iteration.plan import (
     conclude,
     conclude_runner_error,
 )
+from runner_core.iteration.preconditions import Refused, Where, carried_error, outside_change
 from runner_core.iteration.record import (
     IterationEnd,
     Measured,

@@ -16,8 +16,8 @@ from pyrsistent import PMap, pmap
 
 from runner_core.guard.report import TestReport
 from runner_core.history.records import ErrorKind
-from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.plan import RunPlan, context_files, project_goal
+from runner_core.iteration.preconditions import GitHead
 from runner_core.iteration.record import Resumed, resumed_note
 from runner_core.prompt.pack import (
     PromptTemplate,

@@ -28,8 +28,8 @@ from runner_core.iteration.effects import (
     WriteContext,
     WriteIterationFile,
 )
-from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.ports import ScratchPort
+from runner_core.iteration.preconditions import GitHead
 from runner_core.iteration.recovery import Journal
 from runner_shell.errors import UserFacingError
 from runner_shell.git.log_archive import ArchiveError

@@ -46,7 +46,6 @@ from runner_core.iteration.effects import (
 )
 from runner_core.iteration.events import step_exit_code
 from runner_core.iteration.facts import ClockReading, IterationFacts
-from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.guard_stage import failure_context
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import (
@@ -60,7 +59,7 @@ from runner_core.iteration.plan import (
     plan_step,
 )
 from runner_core.iteration.ports import IterationPorts
-from runner_core.iteration.preconditions import location_problem, step_precondition_problem
+from runner_core.iteration.preconditions import GitHead, location_problem, step_precondition_problem
 from runner_core.iteration.recovery import Journal, interrupted_problem
 from runner_core.run.config import Config
 from runner_core.run.role_agents import iteration_config

@@ -58,7 +58,6 @@ from runner_core.iteration.facts import (
     IterationFacts,
     PromptParts,
 )
-from runner_core.iteration.git_drift import BranchSeen, GitHead
 from runner_core.iteration.machine import (
     IterationMachine,
     set_aside_name,
@@ -66,6 +65,7 @@ from runner_core.iteration.machine import (
 )
 from runner_core.iteration.plan import RunPlan, plan_step
 from runner_core.iteration.ports import IterationPorts
+from runner_core.iteration.preconditions import BranchSeen, GitHead
 from runner_core.iteration.recovery import PENDING_GUARD_LOG, Journal, JournalPhase
 from runner_core.loop.events import Event
 from runner_core.run.state import RunState

@@ -46,8 +46,8 @@ from runner_core.iteration.effects import (
     WriteJournal,
 )
 from runner_core.iteration.facts import IterationFacts
-from runner_core.iteration.git_drift import BranchSeen
 from runner_core.iteration.machine import IterationMachine, start_iteration
+from runner_core.iteration.preconditions import BranchSeen
 from runner_core.iteration.stages import (
     TRANSITIONS,
     IterationMachineError,

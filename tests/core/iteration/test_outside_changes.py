@@ -31,8 +31,8 @@ from runner_core.iteration.effects import (
     ScratchListed,
 )
 from runner_core.iteration.facts import IterationFacts
-from runner_core.iteration.git_drift import BranchSeen, GitHead
 from runner_core.iteration.machine import start_iteration
+from runner_core.iteration.preconditions import BranchSeen, GitHead
 from tests.core.iteration.test_iteration_machine import (
     EXECUTOR_RESULTS,
     HEAD_BEFORE,
