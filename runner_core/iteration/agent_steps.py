@@ -40,7 +40,6 @@ from runner_core.iteration.guard_stage import (
     test_ids_text,
 )
 from runner_core.iteration.guard_steps import guard_effect, judge_after_listing
-from runner_core.iteration.machine_state import ExecutorOutput, M, MachineState, with_process_group
 from runner_core.iteration.plan import (
     CONTEXT_FILES,
     AgentOutputError,
@@ -52,7 +51,7 @@ from runner_core.iteration.plan import (
     review_execution,
 )
 from runner_core.iteration.recovery import INTERRUPTED, agent_log_name
-from runner_core.iteration.stages import Stage
+from runner_core.iteration.stages import ExecutorOutput, M, MachineState, Stage, with_process_group
 from runner_core.run.sandbox_config import limit_reached
 from runner_core.tree.model import AgentRole, AgentStatus, nodes_by_id
 

@@ -45,7 +45,6 @@ from runner_core.iteration.facts import (
     Failure,
     runner_error_text,
 )
-from runner_core.iteration.machine_state import M, MachineState
 from runner_core.iteration.plan import (
     IterationOutcome,
     Review,
@@ -61,7 +60,7 @@ from runner_core.iteration.record import (
     final_write_set,
     judged_pass,
 )
-from runner_core.iteration.stages import Stage
+from runner_core.iteration.stages import M, MachineState, Stage
 from runner_core.run.state import with_execution
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
 

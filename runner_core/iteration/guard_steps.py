@@ -39,10 +39,9 @@ from runner_core.iteration.guard_stage import (
     rerun_report,
     wants_rerun,
 )
-from runner_core.iteration.machine_state import M, MachineState, with_process_group
 from runner_core.iteration.plan import Review, guard_outcome
 from runner_core.iteration.recovery import INTERRUPTED, PENDING_GUARD_LOG
-from runner_core.iteration.stages import Stage
+from runner_core.iteration.stages import M, MachineState, Stage, with_process_group
 from runner_core.run.sandbox_config import limit_reached, setup_failed
 from runner_core.tree.model import AgentStatus, GuardOutcome
 

@@ -42,10 +42,9 @@ from runner_core.iteration.guard_steps import (
     after_listing,
     after_rerun,
 )
-from runner_core.iteration.machine_state import ExecutorOutput as ExecutorOutput
-from runner_core.iteration.machine_state import MachineState
 from runner_core.iteration.recovery import Journal, JournalPhase
-from runner_core.iteration.stages import IterationMachineError, Stage
+from runner_core.iteration.stages import ExecutorOutput as ExecutorOutput
+from runner_core.iteration.stages import IterationMachineError, MachineState, Stage
 from runner_core.run.identity import first_unused
 
 
