@@ -27,7 +27,6 @@ from runner_core.iteration.effects import (
     WriteIterationFile,
     WriteJournal,
 )
-from runner_core.iteration.end_steps import end_checks, failed, not_started
 from runner_core.iteration.facts import ClockReading, Failure, prompt_text
 from runner_core.iteration.guard_stage import (
     BASELINE_LOG,
@@ -39,7 +38,6 @@ from runner_core.iteration.guard_stage import (
     needs_baseline,
     test_ids_text,
 )
-from runner_core.iteration.guard_steps import guard_effect, judge_after_listing
 from runner_core.iteration.plan import (
     CONTEXT_FILES,
     AgentOutputError,
@@ -52,6 +50,13 @@ from runner_core.iteration.plan import (
 )
 from runner_core.iteration.recovery import INTERRUPTED, agent_log_name
 from runner_core.iteration.stages import ExecutorOutput, M, MachineState, Stage, with_process_group
+from runner_core.iteration.steps import (
+    end_checks,
+    failed,
+    guard_effect,
+    judge_after_listing,
+    not_started,
+)
 from runner_core.run.sandbox_config import limit_reached
 from runner_core.tree.model import AgentRole, AgentStatus, nodes_by_id
 

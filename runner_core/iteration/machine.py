@@ -25,26 +25,24 @@ from runner_core.iteration.agent_steps import (
     after_tree,
 )
 from runner_core.iteration.effects import ANSWERS, Abort, IoFailed, PrepareIterationDir, Result
-from runner_core.iteration.end_steps import (
+from runner_core.iteration.facts import ClockReading, IterationFacts
+from runner_core.iteration.guard_stage import GuardRuns
+from runner_core.iteration.recovery import Journal, JournalPhase
+from runner_core.iteration.stages import ExecutorOutput as ExecutorOutput
+from runner_core.iteration.stages import IterationMachineError, MachineState, Stage
+from runner_core.iteration.steps import (
     after_carry,
     after_commit,
     after_config,
     after_counting,
-    after_head,
-    after_restore,
-)
-from runner_core.iteration.end_steps import outcome_of as outcome_of
-from runner_core.iteration.facts import ClockReading, IterationFacts
-from runner_core.iteration.guard_stage import GuardRuns
-from runner_core.iteration.guard_steps import (
     after_guard,
     after_guard_log,
+    after_head,
     after_listing,
     after_rerun,
+    after_restore,
 )
-from runner_core.iteration.recovery import Journal, JournalPhase
-from runner_core.iteration.stages import ExecutorOutput as ExecutorOutput
-from runner_core.iteration.stages import IterationMachineError, MachineState, Stage
+from runner_core.iteration.steps import outcome_of as outcome_of
 from runner_core.run.identity import first_unused
 
 

@@ -1,4 +1,4 @@
-"""The commit's record of an iteration ended by a merge (runner_core.iteration.end_steps) says
+"""The commit's record of an iteration ended by a merge (runner_core.iteration.steps) says
 it was a merge rerun; every other runner error's record does not."""
 
 from __future__ import annotations
