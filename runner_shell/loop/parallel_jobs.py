@@ -22,8 +22,7 @@ from runner_core.changes.import_rules import Change, ImportDecision
 from runner_core.guard.report import TestReport
 from runner_core.iteration.effects import Commit, GuardFinished
 from runner_core.iteration.facts import Failure, IterationFacts
-from runner_core.iteration.machine import IterationMachine, start_iteration
-from runner_core.iteration.ports import AgentRunner
+from runner_core.iteration.machine import AgentRunner, IterationMachine, start_iteration
 from runner_core.iteration.preconditions import GitHead
 from runner_core.iteration.record import Resumed, is_runner_path
 from runner_core.loop.budget import InFlight

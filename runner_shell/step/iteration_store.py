@@ -28,7 +28,7 @@ from runner_core.iteration.effects import (
     WriteContext,
     WriteIterationFile,
 )
-from runner_core.iteration.ports import ScratchPort
+from runner_core.iteration.machine import ScratchPort
 from runner_core.iteration.preconditions import GitHead
 from runner_core.iteration.recovery import Journal
 from runner_shell.errors import UserFacingError

@@ -47,7 +47,7 @@ from runner_core.iteration.effects import (
 from runner_core.iteration.events import step_exit_code
 from runner_core.iteration.facts import ClockReading, IterationFacts
 from runner_core.iteration.guard_stage import failure_context
-from runner_core.iteration.machine import IterationMachine, start_iteration
+from runner_core.iteration.machine import IterationMachine, IterationPorts, start_iteration
 from runner_core.iteration.plan import (
     CompletePlan,
     IterationOutcome,
@@ -58,7 +58,6 @@ from runner_core.iteration.plan import (
     needs_failure_log,
     plan_step,
 )
-from runner_core.iteration.ports import IterationPorts
 from runner_core.iteration.preconditions import GitHead, location_problem, step_precondition_problem
 from runner_core.iteration.recovery import Journal, interrupted_problem
 from runner_core.run.config import Config

@@ -60,11 +60,11 @@ from runner_core.iteration.facts import (
 )
 from runner_core.iteration.machine import (
     IterationMachine,
+    IterationPorts,
     set_aside_name,
     start_iteration,
 )
 from runner_core.iteration.plan import RunPlan, plan_step
-from runner_core.iteration.ports import IterationPorts
 from runner_core.iteration.preconditions import BranchSeen, GitHead
 from runner_core.iteration.recovery import PENDING_GUARD_LOG, Journal, JournalPhase
 from runner_core.loop.events import Event
