@@ -240,7 +240,7 @@ class IterationEnd:
     tests_json: str | None = None  # the guard's test outcomes, when it wrote a report
     guard_logs: tuple[tuple[str, str], ...] = ()  # baseline and rerun logs: (name, pending)
     # The commit `imported`'s changes were made from: an attempt not judged a pass is kept
-    # on top of it (attempts.py); None keeps none.
+    # on top of it (split_changes); None keeps none.
     attempt_base: str | None = None
     # The notes of an attempt not judged a pass carried onto a head that moved since its
     # start, when they were; None takes those of `imported` as they are.
