@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runner_core import ChildSpec, Node, NodeNext, decompose_node, tree_from_json, tree_to_json
-from runner_core.iteration.prompt_pack import build_prompt_pack
+from runner_core.prompt.pack import build_prompt_pack
 from runner_core.testing import trees
 from runner_core.testing.edits import index_json
 from runner_core.testing.trees import preorder, texts

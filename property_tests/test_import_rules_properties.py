@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyrsistent import pmap
 
-from runner_core.iteration.import_rules import (
+from runner_core.changes.import_rules import (
     NOTES_FILES,
     BaseEntry,
     EntryKind,

@@ -15,20 +15,17 @@ from hypothesis import strategies as st
 
 from runner_core import AgentRole, Node, dumps_tree, parse_config
 from runner_core.backends.limits import LimitKind, LimitSignal
+from runner_core.changes.import_rules import EntryKind, ScratchEntry, ScratchListing
 from runner_core.history.records import TokenUsage
-from runner_core.iteration.effects import Abort, Finished
-from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
-from runner_core.iteration.git_drift import BranchSeen, GitHead
-from runner_core.iteration.import_rules import EntryKind, ScratchEntry, ScratchListing
-from runner_core.iteration.machine import IterationMachine, start_iteration
-from runner_core.iteration.plan import RunPlan, plan_step
-from runner_core.iteration.results import (
+from runner_core.iteration.effects import (
     ANSWERS,
+    Abort,
     AgentFinished,
     Carried,
     ConfigRead,
     Done,
     ExecutionsCounted,
+    Finished,
     GuardFinished,
     HeadRead,
     IoFailed,
@@ -37,6 +34,10 @@ from runner_core.iteration.results import (
     ScratchListed,
     TreeRead,
 )
+from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
+from runner_core.iteration.machine import IterationMachine, start_iteration
+from runner_core.iteration.plan import RunPlan, plan_step
+from runner_core.iteration.preconditions import BranchSeen, GitHead
 from runner_core.iteration.stages import TRANSITIONS, IterationMachineError
 from runner_core.run.state import RunState
 from tests.helpers.trees import tree

@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core.iteration.import_rules import Change, ImportDecision
+from runner_core.changes.import_rules import Change, ImportDecision
 from runner_core.parallel.job_changes import JobChanges, job_changes_from_json, job_changes_json
 
 hex_ids = st.text("0123456789abcdef", min_size=40, max_size=40)

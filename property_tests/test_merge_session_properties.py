@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core.iteration.import_rules import FILE_MODE, Change, ImportDecision
+from runner_core.changes.import_rules import FILE_MODE, Change, ImportDecision
 from runner_core.parallel.additions import marker_length
 from runner_core.parallel.merge_session import (
     MarkedFile,

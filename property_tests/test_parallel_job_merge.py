@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from property_tests.test_parallel_properties import three_trees
 from runner_core import Node, SelectionStatus, select_leaf
 from runner_core.audit.iteration_checks import merge_replay_problems
+from runner_core.changes.import_rules import EXECUTABLE_MODE, FILE_MODE, Change
 from runner_core.history.records import ExecutionHistory, TokenUsage
-from runner_core.iteration.import_rules import EXECUTABLE_MODE, FILE_MODE, Change
 from runner_core.iteration.plan import Review, conclude
 from runner_core.loop.budget import InFlight, with_in_flight
 from runner_core.parallel.frontier import frontier

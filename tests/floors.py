@@ -19,7 +19,7 @@ FLOORS: Mapping[str, Floors] = MappingProxyType(
     {
         "runner_core": (
             ("tree", "validation", "guard", "eval"),
-            ("backends", "history", "run"),
+            ("backends", "history", "run", "changes", "prompt"),
             ("loop", "iteration"),
             ("views", "parallel"),
             ("audit", "testing"),

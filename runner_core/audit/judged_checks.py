@@ -18,7 +18,7 @@ import attrs
 
 from runner_core.audit.findings import Problem
 from runner_core.history.execution import ExecutionRecord
-from runner_core.iteration.attempts import attempt_ref
+from runner_core.iteration.record import attempt_ref
 from runner_core.tree.model import AgentStatus, GuardOutcome
 
 # How many paths a finding names.

@@ -1,25 +1,25 @@
-"""What an iteration asks the shell to do, as data: every effect and the `Effect` union.
+"""What an iteration asks the shell to do and what the shell reports back, as data: every
+effect (`Effect`), every result (`Result`) and which results may answer which effect (`ANSWERS`).
 
-Decides the shape of each request (prepare the directory, write context and journal, run the
-agent and guard, read tree.json, config.toml and HEAD, restore them, the final ordered write-set
-and commit) and which effects end the iteration. Never performs one: the shell's interpreter
-carries each out through a port.
+Never performs an effect nor interprets a result: the shell's interpreter carries each out
+through a port, and the machine reads each answer, one stage at a time.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import attrs
 
 from runner_core.backends.limits import LimitSignal
+from runner_core.changes.import_rules import Change, ScratchListing
 from runner_core.guard.report import TestReport
-from runner_core.history.records import ExecutionRecord
-from runner_core.iteration.attempts import AttemptCommit
-from runner_core.iteration.git_drift import GitHead
+from runner_core.history.records import ExecutionRecord, TokenUsage
 from runner_core.iteration.guard_stage import GuardRun
-from runner_core.iteration.import_rules import Change
 from runner_core.iteration.plan import IterationOutcome
+from runner_core.iteration.preconditions import BranchSeen, GitHead
 from runner_core.iteration.recovery import Journal
 from runner_core.tree.model import AgentRole, Node
 
@@ -159,6 +159,17 @@ class FileWrite:
 
 
 @attrs.frozen(slots=True)
+class AttemptCommit:
+    """The files of an iteration not judged a pass, as a commit of their own: `changes` on top
+    of `base` (the commit the agent's checkout started from), kept on `ref`."""
+
+    ref: str
+    base: str
+    changes: tuple[Change, ...]
+    message: str
+
+
+@attrs.frozen(slots=True)
 class Commit:
     """The iteration's end: journal `writing`, the files in order, journal `committing`, the
     commit, then the journal cleared."""
@@ -221,3 +232,130 @@ Action = (
 End = Finished | Abort
 
 Effect = Action | End
+
+
+@attrs.frozen(slots=True)
+class Done:
+    """The effect was carried out and has nothing to report."""
+
+
+@attrs.frozen(slots=True)
+class AgentFinished:
+    exit_code: int | None
+    timed_out: bool
+    output_text: str | None
+    output_problem: str | None
+    tokens: TokenUsage | None = None
+    cost_usd: float | None = None
+    process_group: int | None = None
+    limit: LimitSignal | None = None  # the usage or rate limit the backend recognised
+    interrupted: str | None = None  # the signal that stopped the agent, when one did
+    wait_problem: str | None = None  # why the wait file a command agent wrote is not one
+    # The output file was a symlink, FIFO or directory when read (`output_problem` says which
+    # file): something only the agent makes.
+    output_planted: bool = False
+    # The `[sandbox]` limit the session reached (`pids_max`, `memory_mb`, `tmp_mb`), which
+    # ended it; None for none.
+    sandbox_limit: str | None = None
+
+
+@attrs.frozen(slots=True)
+class GuardFinished:
+    exit_code: int | None
+    timed_out: bool
+    process_group: int | None = None
+    interrupted: str | None = None  # the signal that stopped the guard, when one did
+    report: TestReport | None = None  # the report it wrote, when it wrote a readable one
+    report_problem: str | None = None  # why the report it wrote could not be read
+    sandbox_limit: str | None = None  # the `[sandbox]` limit the guard reached, which ended it
+    # How `[sandbox] setup`, run again before the guard on the agent's changed inputs, failed
+    # (`exited 1; see <log>`): the guard did not run.
+    setup_failed: str | None = None
+
+
+@attrs.frozen(slots=True)
+class TreeRead:
+    """tree.json's bytes, or why it could not be read (deleted, too large)."""
+
+    data: bytes
+    problem: str | None = None
+
+
+@attrs.frozen(slots=True)
+class ConfigRead:
+    data: bytes | None  # None: deleted or replaced by something unreadable
+
+
+@attrs.frozen(slots=True)
+class ExecutionsCounted:
+    counts: Mapping[str, int]
+
+
+@attrs.frozen(slots=True)
+class HeadRead:
+    """The run's checkout and branch as git says them now."""
+
+    seen: BranchSeen
+
+
+@attrs.frozen(slots=True)
+class Carried:
+    """The agent's changes carried onto the operator's commits, and the paths left out."""
+
+    changes: tuple[Change, ...]
+    conflicts: tuple[str, ...] = ()
+
+
+@attrs.frozen(slots=True)
+class NotStarted:
+    """The process could not be started; `message` is one line naming the program."""
+
+    message: str
+
+
+@attrs.frozen(slots=True)
+class IoFailed:
+    message: str
+
+
+@attrs.frozen(slots=True)
+class ScratchListed:
+    """The scratch checkout as the shell listed it: every path's kind, size and blob."""
+
+    listing: ScratchListing
+
+
+Result = (
+    Done
+    | AgentFinished
+    | GuardFinished
+    | TreeRead
+    | ConfigRead
+    | HeadRead
+    | Carried
+    | ExecutionsCounted
+    | ScratchListed
+    | NotStarted
+    | IoFailed
+)
+
+
+# Any effect may fail on I/O; a process may also fail to start.
+ANSWERS: Mapping[type, tuple[type, ...]] = MappingProxyType(
+    {
+        PrepareIterationDir: (Done, IoFailed),
+        WriteContext: (Done, IoFailed),
+        WriteJournal: (Done, IoFailed),
+        WriteIterationFile: (Done, IoFailed),
+        RunAgent: (AgentFinished, NotStarted, IoFailed),
+        ReadTree: (TreeRead, IoFailed),
+        RunGuard: (GuardFinished, NotStarted, IoFailed),
+        ReadConfig: (ConfigRead, IoFailed),
+        RestoreConfig: (Done, IoFailed),
+        ReadHead: (HeadRead, IoFailed),
+        CarryWork: (Carried, IoFailed),
+        CountExecutions: (ExecutionsCounted, IoFailed),
+        ListScratch: (ScratchListed, IoFailed),
+        Commit: (Done, IoFailed),
+    }
+)

@@ -1,20 +1,32 @@
-"""Which events of `events.jsonl` an iteration produces, step by step of its machine.
+"""What the loop sees of one step: the events an iteration produces and what the step came to.
 
 Decides, from the machine's effect before the shell performs it and the result fed back after,
-the iteration's events: iteration_started, agent_started/finished, guard_started/finished and
-iteration_finished (its meta record); and the `operator` event of a node command. Never reads
-the clock or writes the file: the shell passes its clock reading and appends what comes back.
+the iteration's events of `events.jsonl` (iteration, agent and guard started/finished, the
+`operator` event of a node command); and, from the step's plan and outcome, `runner step`'s exit
+code and the step as the loop's policy counts it. Never reads the clock or writes a file.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from runner_core.backends.limits import LimitSignal
 from runner_core.history.records import record_to_meta
-from runner_core.iteration.effects import Finished, PrepareIterationDir, RunAgent, RunGuard
+from runner_core.iteration.effects import (
+    AgentFinished,
+    Finished,
+    GuardFinished,
+    NotStarted,
+    PrepareIterationDir,
+    Result,
+    RunAgent,
+    RunGuard,
+)
 from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.guard_stage import RATCHET, GuardRun
 from runner_core.iteration.machine import IterationMachine
-from runner_core.iteration.plan import guard_outcome
-from runner_core.iteration.results import AgentFinished, GuardFinished, NotStarted, Result
+from runner_core.iteration.plan import IterationOutcome, PlanKind, StepPlan, guard_outcome
 from runner_core.loop.events import (
     REPORTED,
     Event,
@@ -27,8 +39,10 @@ from runner_core.loop.events import (
     iteration_started,
     operator,
 )
+from runner_core.loop.policy import StepKind, StepResult
+from runner_core.run.exit_codes import ExitCode
 from runner_core.run.operator_actions import OperatorAction, action_text
-from runner_core.tree.model import GuardOutcome
+from runner_core.tree.model import AgentRole, GuardOutcome
 
 
 def origin(facts: IterationFacts, at: str) -> EventOrigin:
@@ -95,3 +109,64 @@ def operator_event(action: OperatorAction, at: str) -> Event:
     """`runner node <op>` recorded in the run's stream, at the iteration it comes before."""
     here = EventOrigin(action.run_id, action.before_iteration, action.node_id, at)
     return operator(here, f"node {action.op.value}", action_text(action))
+
+
+# The plans that run no iteration: `runner step`'s exit code, and the step as the loop sees it.
+PLAN_EXIT_CODES: Mapping[PlanKind, ExitCode] = MappingProxyType(
+    {
+        PlanKind.COMPLETE: ExitCode.COMPLETE,
+        PlanKind.STUCK: ExitCode.STUCK,
+        PlanKind.LIMIT: ExitCode.ERROR,
+    }
+)
+PLAN_STEP_KINDS: Mapping[PlanKind, StepKind] = MappingProxyType(
+    {
+        PlanKind.COMPLETE: StepKind.COMPLETE,
+        PlanKind.STUCK: StepKind.STUCK,
+        PlanKind.LIMIT: StepKind.ITERATION_LIMIT,
+    }
+)
+
+
+def _ran(outcome: IterationOutcome | None) -> IterationOutcome:
+    if outcome is None:
+        raise ValueError("a step that ran an iteration carries the iteration's outcome")
+    return outcome
+
+
+def step_exit_code(kind: PlanKind, outcome: IterationOutcome | None) -> ExitCode:
+    """`runner step`'s exit code: its plan's when no iteration ran, else 1 after a runner error
+    and 0 after any concluded iteration (a failed guard or an agent error included), or one
+    interrupted by the operator's commits, which were kept (nothing failed)."""
+    if kind in PLAN_EXIT_CODES:
+        return PLAN_EXIT_CODES[kind]
+    ran = _ran(outcome)
+    return ExitCode.ERROR if ran.runner_error is not None and not ran.operator else ExitCode.OK
+
+
+def agent_run_succeeded(role: AgentRole | None, outcome: IterationOutcome) -> bool:
+    """Whether an agent run succeeded as the loop counts it: a decomposition the runner accepted,
+    or an execution whose guard passed. A stuck leaf's decomposition that did not succeed stops
+    the loop."""
+    if role is AgentRole.DECOMPOSER:
+        return outcome.agent_error is None
+    return outcome.guard is GuardOutcome.PASS
+
+
+def loop_step_result(
+    plan: StepPlan, outcome: IterationOutcome | None, limit: LimitSignal | None
+) -> StepResult:
+    """What the step planned as `plan` came to, as the loop's policy sees it; `outcome` is the
+    iteration's (None when none ran), `limit` the usage or rate limit its agent hit."""
+    if plan.kind in PLAN_STEP_KINDS:
+        kind = PLAN_STEP_KINDS[plan.kind]
+        return StepResult(kind, plan.node.id if kind is StepKind.STUCK else None)
+    ran, node = _ran(outcome), plan.node.id
+    if limit is not None:
+        return StepResult(StepKind.LIMITED, node, limit=limit, error=ran.runner_error)
+    if ran.operator:
+        return StepResult(StepKind.OPERATOR, node)
+    if ran.runner_error is not None:
+        return StepResult(StepKind.RUNNER_ERROR, node, error=ran.runner_error)
+    successful = agent_run_succeeded(plan.role, ran)
+    return StepResult(StepKind.AGENT_RAN, node, successful=successful)

@@ -1,12 +1,10 @@
 """The guard's part of an iteration: what every guard run is told, when the ratchet needs a run
-at the base commit or a rerun, and what the runs' reports come to.
+at the base commit or a rerun, what the runs have said so far and what their reports come to.
 
 Decides each run's environment and file names, whether a baseline must be measured before the
-agent (ratchet mode, an executor, no baseline known for the base commit), whether a regressed
-test is run again, the guard's outcome in either mode, the figures and the note the guard log
-ends with, and the iteration's canonical `tests.json`. Never runs a guard or reads a report:
-the shell parses the JUnit XML into a `TestReport` and hands it back (README, "Designing
-guards").
+agent, whether a regressed test is run again, the guard's outcome in either mode, the figures
+and note the guard log ends with, and the canonical `tests.json`. Never runs a guard or reads a
+report: the shell parses the JUnit XML into a `TestReport` (README, "Designing guards").
 """
 
 from __future__ import annotations
@@ -408,3 +406,43 @@ def decomposition_note(
     if alone:
         parts.append("judged by regressions alone (no test: entry): " + ", ".join(alone))
     return "; ".join(parts) or None
+
+
+@attrs.frozen(slots=True)
+class GuardRuns:
+    """The guard's reports of one iteration. `logs` pairs each extra guard log's name in the
+    iteration log with the pending name it is written under."""
+
+    baseline: TestReport | None = None
+    report: TestReport | None = None  # the report of the run that judged the agent's work
+    problem: str | None = None  # why the judged run's report could not be read
+    reruns: tuple[TestReport, ...] = ()
+    rerun_count: int = 0
+    exit_outcome: GuardOutcome = GuardOutcome.SKIPPED
+    figures: TestFigures | None = None
+    logs: tuple[tuple[str, str], ...] = ()
+
+    def logged(self, name: str) -> GuardRuns:
+        return attrs.evolve(self, logs=(*self.logs, (name, pending(name))))
+
+    def measured(self, baseline: TestReport) -> GuardRuns:
+        return attrs.evolve(self, baseline=baseline)
+
+    def judged(
+        self, report: TestReport | None, problem: str | None, exit_outcome: GuardOutcome
+    ) -> GuardRuns:
+        return attrs.evolve(self, report=report, problem=problem, exit_outcome=exit_outcome)
+
+    def rerun(self, report: TestReport | None) -> GuardRuns:
+        reruns = self.reruns if report is None else (*self.reruns, report)
+        return attrs.evolve(self, reruns=reruns, rerun_count=self.rerun_count + 1)
+
+    def concluded(self, figures: TestFigures | None) -> GuardRuns:
+        return attrs.evolve(self, figures=figures)
+
+    def tests_json(self) -> str | None:
+        """tests.json's text, when the judged run wrote a readable report."""
+        if self.report is None:
+            return None
+        figures = self.figures or figures_against(self.baseline or TestReport(), self.report)
+        return outcome_document(self.baseline, self.report, figures)

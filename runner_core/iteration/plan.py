@@ -15,11 +15,11 @@ from typing import Any, ClassVar, Literal, NoReturn
 
 import attrs
 
-from runner_core.iteration.status_words import CONFLICT as CONFLICT
-from runner_core.iteration.status_words import RATE_LIMITED as RATE_LIMITED
-from runner_core.iteration.status_words import RUNNER_ERROR as RUNNER_ERROR
-from runner_core.iteration.status_words import STATUS_WORDS as STATUS_WORDS
-from runner_core.iteration.status_words import shown_status as shown_status
+from runner_core.iteration.recovery import CONFLICT as CONFLICT
+from runner_core.iteration.recovery import RATE_LIMITED as RATE_LIMITED
+from runner_core.iteration.recovery import RUNNER_ERROR as RUNNER_ERROR
+from runner_core.iteration.recovery import STATUS_WORDS as STATUS_WORDS
+from runner_core.iteration.recovery import shown_status as shown_status
 from runner_core.run.identity import parse_frontmatter
 from runner_core.run.state import RunState
 from runner_core.tree.decompose import (

@@ -1,8 +1,10 @@
-"""Interrupted iterations: what the journal of a killed runner means, and how it ends.
+"""Interrupted iterations, and the word every view shows for an iteration's status.
 
 Decides, from the journal an iteration left behind and the subject of HEAD, whether the
 iteration had already committed (only the journal is stale) or must be recorded as a runner
-error `interrupted` with the previous tree and every attempt kept. Reads nothing itself.
+error `interrupted` with the previous tree and every attempt kept; and what an iteration's
+status is called where it is shown (`shown_status`), apart from the plan's tree rules so the
+views show the words without importing them. Reads nothing itself.
 """
 
 from __future__ import annotations
@@ -146,3 +148,50 @@ def interrupted_problem(journal: Journal) -> str:
         f"iteration {journal.iteration} of run {journal.run_id} (node '{journal.node_id}') was "
         f"interrupted while {journal.phase.value}; run 'runner recover' to record it and continue"
     )
+
+
+RUNNER_ERROR = "runner_error"
+RATE_LIMITED = "rate_limited"
+CONFLICT = "conflict"
+# A parallel job whose conflicting files a merge session joined, judged a pass on the result.
+MERGED = "merged"
+# What each kind of runner error is called where an iteration is shown: an
+# agent's own retry is `retry`; the runner's failing is never called one.
+STATUS_WORDS = (
+    "done",
+    "retry",
+    "decomposed",
+    MERGED,
+    RUNNER_ERROR,
+    INTERRUPTED,
+    RATE_LIMITED,
+    CONFLICT,
+)
+_LIMIT_PREFIXES = ("rate_limited:", "usage_limited:")
+
+
+def shown_status(
+    status: str,
+    error_kind: str | None,
+    error: str | None,
+    merge_rerun: bool = False,
+    merge_session: str | None = None,
+) -> str:
+    """The status every view shows of an iteration: the agent's own (`done`, `retry`,
+    `decomposed`), `merged` for a `done` whose conflicting files a merge session joined
+    (meta.json keeps `done`, with `merge_session = "resolved"`), or for a runner error the
+    word of its kind: `interrupted` (stopped by a signal), `rate_limited` (the agent hit a
+    usage or rate limit), `conflict` (a parallel job's work met another's and runs again) or
+    `runner_error`. meta.json keeps `retry` for all of them, with `error_kind = "runner"` and
+    the reason in `error`."""
+    if error_kind != "runner":
+        resolved = merge_session == "resolved" and status == "done"
+        return MERGED if resolved else status
+    text = error or ""
+    if merge_rerun:
+        return CONFLICT
+    if text.startswith(INTERRUPTED):
+        return INTERRUPTED
+    if text.startswith(_LIMIT_PREFIXES):
+        return RATE_LIMITED
+    return RUNNER_ERROR

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from runner_core.iteration.import_rules import (
+from runner_core.changes.import_rules import (
     Change,
     ImportDecision,
     is_git_name,

@@ -23,13 +23,13 @@ from types import MappingProxyType
 
 import attrs
 
-from runner_core.history.records import TokenUsage
-from runner_core.iteration.import_rules import (
+from runner_core.changes.import_rules import (
     EXECUTABLE_MODE,
     FILE_MODE,
     Change,
     ImportDecision,
 )
+from runner_core.history.records import TokenUsage
 from runner_core.iteration.machine import IterationMachine
 from runner_core.tree.model import Node
 from runner_core.validation.documents import document_problem

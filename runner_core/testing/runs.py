@@ -24,17 +24,25 @@ from runner_core import AgentRole, ExecutionHistory, GuardOutcome, Node, dumps_t
 from runner_core.history.records import ExecutionRecord, TokenUsage
 from runner_core.iteration.effects import (
     Abort,
+    AgentFinished,
     Commit,
+    ConfigRead,
     CountExecutions,
+    Done,
     Effect,
+    ExecutionsCounted,
     Finished,
+    GuardFinished,
+    NotStarted,
     Place,
     PrepareIterationDir,
     ReadConfig,
     ReadTree,
     RestoreConfig,
+    Result,
     RunAgent,
     RunGuard,
+    TreeRead,
     WriteContext,
     WriteIterationFile,
     WriteJournal,
@@ -42,16 +50,6 @@ from runner_core.iteration.effects import (
 from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
 from runner_core.iteration.machine import start_iteration
 from runner_core.iteration.plan import IterationOutcome, PlanKind, RunPlan, StepPlan, plan_step
-from runner_core.iteration.results import (
-    AgentFinished,
-    ConfigRead,
-    Done,
-    ExecutionsCounted,
-    GuardFinished,
-    NotStarted,
-    Result,
-    TreeRead,
-)
 from runner_core.run.chain import chain_seed
 from runner_core.run.config import Config, render_config
 from runner_core.run.state import RunState, run_state_from_json

@@ -19,8 +19,7 @@ import attrs
 
 from runner_core.guard.ratchet import TestFigures
 from runner_core.history.records import figures_from_json
-from runner_core.iteration.recovery import Journal
-from runner_core.iteration.status_words import shown_status
+from runner_core.iteration.recovery import Journal, shown_status
 from runner_core.loop.budget import BudgetUse, NodeTotals, figure_text
 from runner_core.loop.events import REPORTED, Event, EventType
 from runner_core.loop.policy import ends_the_loop

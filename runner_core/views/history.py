@@ -18,7 +18,7 @@ from runner_core.history.records import (
     ExecutionRecord,
     record_to_meta,
 )
-from runner_core.iteration.status_words import shown_status
+from runner_core.iteration.recovery import shown_status
 from runner_core.run.operator_actions import OperatorAction, action_text, action_to_json
 from runner_core.views.layout import duration_text, table, tokens_text
 from runner_core.views.text import flatten

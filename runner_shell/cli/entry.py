@@ -80,7 +80,7 @@ def _run_fast(name: str) -> int:
 
     command: Callable[[commands.Echo], int]
     if name == "step":
-        from runner_core.iteration.prompt_pack import DEFAULT_PROMPT_BUDGET
+        from runner_core.prompt.pack import DEFAULT_PROMPT_BUDGET
 
         command = functools.partial(commands.step, prompt_budget=DEFAULT_PROMPT_BUDGET)
     else:

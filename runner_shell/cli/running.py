@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from runner_core.backends.registry import DEFAULT_BACKEND, backend_names
-from runner_core.iteration.prompt_pack import DEFAULT_PROMPT_BUDGET
+from runner_core.prompt.pack import DEFAULT_PROMPT_BUDGET
 from runner_core.run.exit_codes import ExitCode
 from runner_core.tree.selection import select_leaf
 from runner_shell.cli import commands
@@ -362,7 +362,7 @@ def recover() -> None:
         if journal.iteration in answers.said:
             typer.echo(f"recover: iter={journal.iteration} {answers.said[journal.iteration]}")
         if result.dropped:
-            from runner_core.iteration.import_rules import shown
+            from runner_core.changes.import_rules import shown
 
             named = ", ".join(shown(path) for path in result.dropped)
             typer.echo(

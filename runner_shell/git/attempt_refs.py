@@ -4,7 +4,7 @@ Reads an attempt's commit (its parent and the changes it made from it), carries 
 onto the run branch's head (a file changed on both sides merged line by line, as a parallel
 job's are) into a commit no branch points to, which the node's next attempt starts from, and
 lists a run's attempt refs for the audit. Which attempt a node starts from, and what its
-prompt says of it, is runner_core.iteration.attempts' decision; this reads and writes git
+prompt says of it, is runner_core.iteration.record' decision; this reads and writes git
 objects only.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import attrs
 
-from runner_core.iteration.attempts import ATTEMPTS_PREFIX, attempt_ref
-from runner_core.iteration.import_rules import Change
+from runner_core.changes.import_rules import Change
+from runner_core.iteration.record import ATTEMPTS_PREFIX, attempt_ref
 from runner_shell.git.merging import carry_onto, merged_commit
 from runner_shell.git.plumbing import ZERO_OID, git_bytes
 from runner_shell.git.repo import Repo

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 
 import attrs
 
-from runner_core.iteration.import_rules import Change
+from runner_core.changes.import_rules import Change
 from runner_shell.git.hardened import (
     GIT_TIMEOUT_SECS,
     GitError,

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from runner_core.iteration.attempts import AttemptCommit
-from runner_core.iteration.import_rules import FILE_MODE, Change
+from runner_core.changes.import_rules import FILE_MODE, Change
+from runner_core.iteration.effects import AttemptCommit
 from runner_shell.git.fast_commit import INLINE_LIMIT_BYTES, import_commit
 from runner_shell.git.hardened import GitError, run_git
 from runner_shell.git.plumbing import BLOBS_DIR, BlobWriter

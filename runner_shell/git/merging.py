@@ -15,7 +15,7 @@ from pathlib import Path
 
 import attrs
 
-from runner_core.iteration.import_rules import Change
+from runner_core.changes.import_rules import Change
 from runner_core.parallel.additions import join_additions, marker_length
 from runner_core.parallel.job_merge import Entry, merge_files
 from runner_core.parallel.merge_session import MarkedFile

@@ -17,12 +17,11 @@ from string import Template
 
 import attrs
 
+from runner_core.changes.import_rules import Change, ImportDecision, decide_import, import_limits
 from runner_core.history.records import TokenUsage
-from runner_core.iteration.effects import RunAgent
+from runner_core.iteration.effects import AgentFinished, NotStarted, RunAgent
 from runner_core.iteration.events import origin
-from runner_core.iteration.import_rules import Change, ImportDecision, decide_import, import_limits
 from runner_core.iteration.machine import IterationMachine
-from runner_core.iteration.results import AgentFinished, NotStarted
 from runner_core.loop.events import Event, agent_finished, agent_started
 from runner_core.parallel.merge_session import (
     MERGER,

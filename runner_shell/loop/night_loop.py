@@ -19,8 +19,8 @@ from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
 from runner_core.backends.limits import LimitKind, LimitSignal, iso_utc
+from runner_core.iteration.events import loop_step_result
 from runner_core.iteration.plan import PlanKind, RunPlan, plan_step
-from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
 from runner_core.loop.budget import BudgetUse
 from runner_core.loop.events import EventOrigin, loop_started

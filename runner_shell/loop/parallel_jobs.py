@@ -18,16 +18,13 @@ from pathlib import Path
 
 import attrs
 
+from runner_core.changes.import_rules import Change, ImportDecision
 from runner_core.guard.report import TestReport
-from runner_core.iteration.attempts import Resumed, is_runner_path
-from runner_core.iteration.effects import Commit
-from runner_core.iteration.facts import IterationFacts
-from runner_core.iteration.failures import Failure
-from runner_core.iteration.git_drift import GitHead
-from runner_core.iteration.import_rules import Change, ImportDecision
-from runner_core.iteration.machine import IterationMachine, start_iteration
-from runner_core.iteration.ports import AgentRunner
-from runner_core.iteration.results import GuardFinished
+from runner_core.iteration.effects import Commit, GuardFinished
+from runner_core.iteration.facts import Failure, IterationFacts
+from runner_core.iteration.machine import AgentRunner, IterationMachine, start_iteration
+from runner_core.iteration.preconditions import GitHead
+from runner_core.iteration.record import Resumed, is_runner_path
 from runner_core.loop.budget import InFlight
 from runner_core.loop.events import Event
 from runner_core.parallel.job_changes import JobChanges

@@ -25,10 +25,10 @@ from typing import assert_never
 import attrs
 
 from runner_core.backends.limits import LimitKind, LimitSignal
-from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.events import loop_step_result
 from runner_core.iteration.machine import IterationMachine
 from runner_core.iteration.plan import PlanKind, RunPlan, role_of
-from runner_core.iteration.step_outcome import loop_step_result
+from runner_core.iteration.preconditions import GitHead
 from runner_core.loop import policy as policy
 from runner_core.loop.budget import exhausted_budget, with_in_flight
 from runner_core.loop.fallback import backend_chain, choose_backend

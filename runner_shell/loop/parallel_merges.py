@@ -22,8 +22,8 @@ import attrs
 from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
+from runner_core.iteration.events import loop_step_result
 from runner_core.iteration.plan import advance_run_state
-from runner_core.iteration.step_outcome import loop_step_result
 from runner_core.loop import policy as policy
 from runner_core.loop.fallback import backend_chain, fall_back
 from runner_core.parallel.queue import next_to_merge

@@ -2,7 +2,7 @@
 
 The loop commits only in its merge queue (or its one-slot steps), holding the run's lock, so a
 head it did not make is the operator's, or another process's, and never a job's. `check` asks
-runner_core.iteration.git_drift what such a change comes to: the operator's commits outside
+runner_core.iteration.preconditions what such a change comes to: the operator's commits outside
 `.runner/` are taken (each job's work is merged onto them as onto another job's, its guard run
 again) and told once; anything else stops the loop with the line naming what moved and the way
 back, the jobs' journals left for `runner recover`.
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import attrs
 
-from runner_core.iteration.git_drift import GitHead, Refused, Where, outside_change
-from runner_core.iteration.import_rules import RUNNER_DIR
+from runner_core.changes.import_rules import RUNNER_DIR
+from runner_core.iteration.preconditions import GitHead, Refused, Where, outside_change
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 

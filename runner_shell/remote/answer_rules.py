@@ -1,7 +1,7 @@
 """The import rules applied again, on the coordinator, to a remote answer's commit.
 
 A worker says which changes its agent made; a local slot's changes are decided by the import
-rules over a listing of the scratch checkout (runner_core/iteration/import_rules.py). Here the
+rules over a listing of the scratch checkout (runner_core/changes/import_rules.py). Here the
 same rules decide over a listing of the answer's commit beside its start commit, under the
 loop's own config: runner-owned files (`.runner/`, its config.toml among them), `.git` names
 and nested repositories, symlinks out of the tree, notes that only grow, protected paths, and
@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from pyrsistent import pmap
 
-from runner_core.iteration.facts import IterationFacts
-from runner_core.iteration.import_rules import (
+from runner_core.changes.import_rules import (
     EXECUTABLE_MODE,
     FILE_MODE,
     GITLINK_MODE,
@@ -26,8 +25,9 @@ from runner_core.iteration.import_rules import (
     ScratchEntry,
     ScratchListing,
     decide_import,
+    guarded_import,
 )
-from runner_core.iteration.scratch_stage import guarded_import
+from runner_core.iteration.facts import IterationFacts
 from runner_core.tree.model import AgentRole
 from runner_shell.git.hardened import run_git
 from runner_shell.git.repo import Repo

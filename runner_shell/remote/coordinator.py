@@ -18,13 +18,12 @@ from typing import Protocol, TypeVar
 
 import attrs
 
-from runner_core.iteration.effects import RunAgent
+from runner_core.changes.import_rules import Change
+from runner_core.changes.import_rules import shown as one_line
+from runner_core.iteration.effects import AgentFinished, NotStarted, RunAgent
 from runner_core.iteration.facts import IterationFacts
-from runner_core.iteration.import_rules import Change
-from runner_core.iteration.import_rules import shown as one_line
 from runner_core.iteration.machine import IterationMachine
 from runner_core.iteration.recovery import Journal
-from runner_core.iteration.results import AgentFinished, NotStarted
 from runner_core.loop.events import Event
 from runner_core.parallel.job_merge import Entry, waits_to_merge
 from runner_core.run.executor_config import ExecutorConfig

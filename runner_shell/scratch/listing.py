@@ -29,7 +29,7 @@ import attrs
 from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
-from runner_core.iteration.import_rules import (
+from runner_core.changes.import_rules import (
     GITLINK_MODE,
     MAX_DEPTH,
     NOTES_FILES,

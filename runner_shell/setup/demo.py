@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 
 from runner_core import Config
-from runner_core.iteration.prompt_pack import DEFAULT_PROMPT_BUDGET
+from runner_core.prompt.pack import DEFAULT_PROMPT_BUDGET
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo, refuse_newline_path
 from runner_shell.loop.command import run_loop

@@ -15,10 +15,15 @@ from pathlib import Path
 import attrs
 
 from runner_core.history.records import TokenUsage
-from runner_core.iteration.effects import RunAgent, RunGuard
+from runner_core.iteration.effects import (
+    AgentFinished,
+    GuardFinished,
+    NotStarted,
+    RunAgent,
+    RunGuard,
+)
 from runner_core.iteration.guard_stage import JUDGE_REPORT, GuardRun
 from runner_core.iteration.recovery import Journal
-from runner_core.iteration.results import AgentFinished, GuardFinished, NotStarted
 from runner_core.run.config import Config
 from runner_core.run.environment import agent_environment, guard_environment
 from runner_core.tree.model import AgentRole

@@ -1,7 +1,7 @@
 """Where a node's next attempt starts: its previous attempt's files carried onto the run branch.
 
 Reads the record of the iteration the node's agent is told of, asks
-runner_core.iteration.attempts whether the node starts from that attempt's files, and when it
+runner_core.iteration.record whether the node starts from that attempt's files, and when it
 does, carries them from its ref onto the head (runner_shell/git/attempt_refs.py) into the
 commit the agent's checkout is reset to. Every other node, and a node whose attempt cannot be
 read, starts from the head.
@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from runner_core.history.records import ExecutionRecord, record_from_meta
-from runner_core.iteration.attempts import Resumed, failure_reason, resume_from
+from runner_core.iteration.record import Resumed, failure_reason, resume_from
 from runner_shell.git.attempt_refs import read_attempt, start_from_attempt
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.store.files import read_bytes_capped

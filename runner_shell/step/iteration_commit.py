@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from runner_core.iteration.effects import Commit, FileWrite, Place
-from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.preconditions import GitHead
 from runner_core.tree.serialization import dumps_tree
 from runner_shell.git import log_archive
 from runner_shell.git.file_commit import commit_attempt, commit_files
@@ -28,7 +28,7 @@ from runner_shell.store.files import (
 )
 from runner_shell.store.layout import RunnerPaths
 
-# The tree snapshots of an iteration directory (runner_core.iteration.write_set).
+# The tree snapshots of an iteration directory (runner_core.iteration.record).
 SNAPSHOT_NAMES = ("tree.before.json", "tree.after.json")
 
 

@@ -14,19 +14,23 @@ from pathlib import Path
 
 import attrs
 
+from runner_core.changes.import_rules import ImportLimits
 from runner_core.iteration.effects import (
+    Carried,
     CarryWork,
     Commit,
+    ConfigRead,
+    HeadRead,
     PrepareIterationDir,
     ReadHead,
+    ScratchListed,
+    TreeRead,
     WriteContext,
     WriteIterationFile,
 )
-from runner_core.iteration.git_drift import GitHead
-from runner_core.iteration.import_rules import ImportLimits
-from runner_core.iteration.ports import ScratchPort
+from runner_core.iteration.machine import ScratchPort
+from runner_core.iteration.preconditions import GitHead
 from runner_core.iteration.recovery import Journal
-from runner_core.iteration.results import Carried, ConfigRead, HeadRead, ScratchListed, TreeRead
 from runner_shell.errors import UserFacingError
 from runner_shell.git.log_archive import ArchiveError
 from runner_shell.git.merging import carry_onto

@@ -2,7 +2,7 @@
 
 Fills in the built-in contract and output templates (`templates/`), reads the operator's
 guidance, assumptions and questions within the prompt budget, and loads the repository's own
-template. Never decides the prompt's order or wording: runner_core.iteration.prompt_pack does.
+template. Never decides the prompt's order or wording: runner_core.prompt.pack does.
 """
 
 from __future__ import annotations

@@ -15,8 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from runner_core.iteration.facts import PromptTemplate
-from runner_core.iteration.prompt_pack import SECTION_ORDER, TEMPLATE_FACTS
+from runner_core.prompt.pack import SECTION_ORDER, TEMPLATE_FACTS, PromptTemplate
 from runner_core.tree.model import AgentRole
 from runner_shell.errors import UserFacingError
 from runner_shell.store.files import atomic_write_text

@@ -1,8 +1,8 @@
 """Runner files an agent's daemon must not change: read at step start, put back before the commit
 and checked untouched after it was staged (`ProtectedStaging`).
 
-Which files, and how GOAL.md's id is put back, is runner_core.iteration.git_drift's; this reads and
-writes them (never through a symlink, never blocking on a FIFO) and decides nothing.
+Which files, and how GOAL.md's id is put back, is runner_core.iteration.preconditions's; this
+reads and writes them (never through a symlink, never blocking on a FIFO) and decides nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import attrs
 
-from runner_core.iteration.git_drift import PROTECTED_FILES, restored_goal
+from runner_core.iteration.preconditions import PROTECTED_FILES, restored_goal
 from runner_shell.store.files import (
     atomic_write_bytes,
     atomic_write_text,

@@ -21,15 +21,14 @@ import attrs
 from pyrsistent import pmap
 
 from runner_core import parse_config, parse_tree
-from runner_core.iteration.execution_record import Measured
-from runner_core.iteration.import_rules import (
+from runner_core.changes.import_rules import (
     ImportDecision,
     ImportLimits,
     decide_import,
     import_limits,
 )
-from runner_core.iteration.interrupted import interrupted_end
 from runner_core.iteration.plan import PlanKind, plan_step
+from runner_core.iteration.record import Measured, final_write_set, interrupted_end
 from runner_core.iteration.recovery import (
     PENDING_GUARD_LOG,
     Journal,
@@ -38,7 +37,6 @@ from runner_core.iteration.recovery import (
     job_committed,
     recovery_kind,
 )
-from runner_core.iteration.write_set import final_write_set
 from runner_core.run import trailers
 from runner_core.run.role_agents import role_config
 from runner_core.run.state import run_state_from_json

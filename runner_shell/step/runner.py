@@ -18,6 +18,7 @@ from typing import ClassVar, Literal, assert_never
 import attrs
 
 from runner_core.backends.limits import LimitSignal
+from runner_core.changes.import_rules import import_limits
 from runner_core.guard.ratchet import TestFigures
 from runner_core.iteration import events as iteration_events
 from runner_core.iteration.effects import (
@@ -26,24 +27,27 @@ from runner_core.iteration.effects import (
     CarryWork,
     Commit,
     CountExecutions,
+    Done,
+    ExecutionsCounted,
     Finished,
+    IoFailed,
     ListScratch,
     PrepareIterationDir,
     ReadConfig,
     ReadHead,
     ReadTree,
     RestoreConfig,
+    Result,
     RunAgent,
     RunGuard,
     WriteContext,
     WriteIterationFile,
     WriteJournal,
 )
+from runner_core.iteration.events import step_exit_code
 from runner_core.iteration.facts import ClockReading, IterationFacts
-from runner_core.iteration.git_drift import GitHead
 from runner_core.iteration.guard_stage import failure_context
-from runner_core.iteration.import_rules import import_limits
-from runner_core.iteration.machine import IterationMachine, start_iteration
+from runner_core.iteration.machine import IterationMachine, IterationPorts, start_iteration
 from runner_core.iteration.plan import (
     CompletePlan,
     IterationOutcome,
@@ -54,11 +58,8 @@ from runner_core.iteration.plan import (
     needs_failure_log,
     plan_step,
 )
-from runner_core.iteration.ports import IterationPorts
-from runner_core.iteration.preconditions import location_problem, step_precondition_problem
+from runner_core.iteration.preconditions import GitHead, location_problem, step_precondition_problem
 from runner_core.iteration.recovery import Journal, interrupted_problem
-from runner_core.iteration.results import Done, ExecutionsCounted, IoFailed, Result
-from runner_core.iteration.step_outcome import step_exit_code
 from runner_core.run.config import Config
 from runner_core.run.role_agents import iteration_config
 from runner_core.run.state import RunState

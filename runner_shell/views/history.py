@@ -19,7 +19,7 @@ from runner_core.audit.commit_facts import TREE_PATH, CommitFacts
 from runner_core.audit.findings import audit_to_json
 from runner_core.audit.judged_checks import AttemptFacts
 from runner_core.history.records import ExecutionRecord
-from runner_core.iteration.attempts import attempt_ref
+from runner_core.iteration.record import attempt_ref
 from runner_core.run.trailers import DamagedTrailer, parse_trailers, record_from_trailers
 from runner_core.tree.diff import TreeDiff, tree_diff
 from runner_core.tree.model import Node

@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from runner_core.iteration.import_rules import NOTES_FILES, is_git_name
+from runner_core.changes.import_rules import NOTES_FILES, is_git_name
 from tests.helpers.crash import cli
 from tests.helpers.e2e import Project
 

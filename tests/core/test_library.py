@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 import runner_core as rc
-from runner_core.iteration.prompt_pack import SECTION_TITLES
+from runner_core.prompt.pack import SECTION_TITLES
 from runner_core.tree.decompose import child_specs_from_output
 from runner_core.tree.serialization import _LAYER_PREFIX
 from runner_core.tree.state_update import TRANSITIONS

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import attrs
 
+from runner_core.changes.import_rules import Change
 from runner_core.iteration.facts import IterationFacts
-from runner_core.iteration.import_rules import Change
 from runner_core.iteration.machine import IterationMachine
 from runner_core.run.config import Config
 from runner_shell.git.repo import Repo

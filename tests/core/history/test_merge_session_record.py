@@ -15,7 +15,7 @@ from runner_core.history.records import (
     record_from_meta,
     record_to_meta,
 )
-from runner_core.iteration.status_words import MERGED, STATUS_WORDS, shown_status
+from runner_core.iteration.recovery import MERGED, STATUS_WORDS, shown_status
 from runner_core.run.chain import canonical_record
 from runner_core.run.trailers import (
     MERGE_SESSION,

@@ -13,16 +13,22 @@ import attrs
 import pytest
 from pyrsistent import pmap
 
+from runner_core.changes.import_rules import BaseEntry, EntryKind, ScratchEntry, ScratchListing
 from runner_core.guard.ratchet import NO_TARGETS
 from runner_core.guard.report import TestFailure, TestReport, report_from_cases
 from runner_core.iteration.effects import (
     Abort,
+    AgentFinished,
     Commit,
+    Done,
     Effect,
     Finished,
+    GuardFinished,
     ListScratch,
+    Result,
     RunAgent,
     RunGuard,
+    ScratchListed,
     WriteIterationFile,
 )
 from runner_core.iteration.events import after_result
@@ -34,11 +40,9 @@ from runner_core.iteration.guard_stage import (
     failure_context,
     judging_text,
 )
-from runner_core.iteration.import_rules import BaseEntry, EntryKind, ScratchEntry, ScratchListing
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import RunPlan, plan_step
 from runner_core.iteration.recovery import PENDING_GUARD_LOG
-from runner_core.iteration.results import AgentFinished, Done, GuardFinished, Result, ScratchListed
 from runner_core.loop.events import Event
 from runner_core.run.config import Config, ConfigError, parse_config
 from runner_core.tree.model import AgentStatus, GuardOutcome

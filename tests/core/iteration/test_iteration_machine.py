@@ -21,49 +21,52 @@ from runner_core.backends.limits import LimitKind, LimitSignal
 from runner_core.history.records import ErrorKind, TokenUsage
 from runner_core.iteration.effects import (
     Abort,
+    AgentFinished,
+    Carried,
     CarryWork,
     Commit,
+    ConfigRead,
     CountExecutions,
+    Done,
     Effect,
+    ExecutionsCounted,
     FileWrite,
     Finished,
+    GuardFinished,
+    HeadRead,
+    IoFailed,
+    NotStarted,
     Place,
     PrepareIterationDir,
     ReadConfig,
     ReadHead,
     ReadTree,
     RestoreConfig,
+    Result,
     RunAgent,
     RunGuard,
+    TreeRead,
     WriteContext,
     WriteIterationFile,
     WriteJournal,
 )
 from runner_core.iteration.events import after_result
-from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
-from runner_core.iteration.failures import ERROR_KIND, Failure
-from runner_core.iteration.git_drift import BranchSeen, GitHead
+from runner_core.iteration.facts import (
+    ERROR_KIND,
+    ClockReading,
+    Failure,
+    IterationFacts,
+    PromptParts,
+)
 from runner_core.iteration.machine import (
     IterationMachine,
+    IterationPorts,
     set_aside_name,
     start_iteration,
 )
 from runner_core.iteration.plan import RunPlan, plan_step
-from runner_core.iteration.ports import IterationPorts
+from runner_core.iteration.preconditions import BranchSeen, GitHead
 from runner_core.iteration.recovery import PENDING_GUARD_LOG, Journal, JournalPhase
-from runner_core.iteration.results import (
-    AgentFinished,
-    Carried,
-    ConfigRead,
-    Done,
-    ExecutionsCounted,
-    GuardFinished,
-    HeadRead,
-    IoFailed,
-    NotStarted,
-    Result,
-    TreeRead,
-)
 from runner_core.loop.events import Event
 from runner_core.run.state import RunState
 from runner_core.tree.serialization import dumps_tree

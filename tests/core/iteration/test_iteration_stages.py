@@ -13,43 +13,41 @@ from collections.abc import Mapping
 import attrs
 import pytest
 
+from runner_core.changes.import_rules import EntryKind, ScratchEntry, ScratchListing
 from runner_core.guard.report import report_from_cases
 from runner_core.iteration.effects import (
+    ANSWERS,
     Abort,
+    AgentFinished,
+    Carried,
     CarryWork,
+    ConfigRead,
     CountExecutions,
+    Done,
+    ExecutionsCounted,
     Finished,
+    GuardFinished,
+    HeadRead,
+    IoFailed,
     ListScratch,
+    NotStarted,
     PrepareIterationDir,
     ReadConfig,
     ReadHead,
     ReadTree,
     RestoreConfig,
+    Result,
     RunAgent,
     RunGuard,
+    ScratchListed,
+    TreeRead,
     WriteContext,
     WriteIterationFile,
     WriteJournal,
 )
 from runner_core.iteration.facts import IterationFacts
-from runner_core.iteration.git_drift import BranchSeen
-from runner_core.iteration.import_rules import EntryKind, ScratchEntry, ScratchListing
 from runner_core.iteration.machine import IterationMachine, start_iteration
-from runner_core.iteration.results import (
-    ANSWERS,
-    AgentFinished,
-    Carried,
-    ConfigRead,
-    Done,
-    ExecutionsCounted,
-    GuardFinished,
-    HeadRead,
-    IoFailed,
-    NotStarted,
-    Result,
-    ScratchListed,
-    TreeRead,
-)
+from runner_core.iteration.preconditions import BranchSeen
 from runner_core.iteration.stages import (
     TRANSITIONS,
     IterationMachineError,

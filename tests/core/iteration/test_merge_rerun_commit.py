@@ -1,4 +1,4 @@
-"""The commit's record of an iteration ended by a merge (runner_core.iteration.end_steps) says
+"""The commit's record of an iteration ended by a merge (runner_core.iteration.steps) says
 it was a merge rerun; every other runner error's record does not."""
 
 from __future__ import annotations
@@ -6,10 +6,9 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from runner_core.iteration.effects import ReadConfig
-from runner_core.iteration.failures import MERGE_RERUNS, Failure
+from runner_core.iteration.effects import Done, ReadConfig
+from runner_core.iteration.facts import MERGE_RERUNS, Failure
 from runner_core.iteration.machine import IterationMachine, start_iteration
-from runner_core.iteration.results import Done
 from tests.core.iteration.test_iteration_machine import (
     EXECUTOR_RESULTS,
     at,

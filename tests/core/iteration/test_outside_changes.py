@@ -12,19 +12,27 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from runner_core.history.records import ErrorKind
-from runner_core.iteration.effects import Abort, CarryWork, Commit, ListScratch, ReadHead
-from runner_core.iteration.facts import IterationFacts
-from runner_core.iteration.git_drift import BranchSeen, GitHead
-from runner_core.iteration.import_rules import (
+from runner_core.changes.import_rules import (
     FILE_MODE,
     Change,
     EntryKind,
     ScratchEntry,
     ScratchListing,
 )
+from runner_core.history.records import ErrorKind
+from runner_core.iteration.effects import (
+    Abort,
+    Carried,
+    CarryWork,
+    Commit,
+    HeadRead,
+    ListScratch,
+    ReadHead,
+    ScratchListed,
+)
+from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.machine import start_iteration
-from runner_core.iteration.results import Carried, HeadRead, ScratchListed
+from runner_core.iteration.preconditions import BranchSeen, GitHead
 from tests.core.iteration.test_iteration_machine import (
     EXECUTOR_RESULTS,
     HEAD_BEFORE,

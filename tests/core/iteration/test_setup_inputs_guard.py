@@ -8,13 +8,17 @@ import attrs
 import pytest
 from pyrsistent import pmap
 
+from runner_core.changes.import_rules import BaseEntry, EntryKind, ScratchEntry, ScratchListing
 from runner_core.history.records import ErrorKind
-from runner_core.iteration.effects import Effect, ListScratch, RunGuard
-from runner_core.iteration.facts import IterationFacts
-from runner_core.iteration.failures import ERROR_KIND, Failure
-from runner_core.iteration.import_rules import BaseEntry, EntryKind, ScratchEntry, ScratchListing
+from runner_core.iteration.effects import (
+    Effect,
+    GuardFinished,
+    ListScratch,
+    RunGuard,
+    ScratchListed,
+)
+from runner_core.iteration.facts import ERROR_KIND, Failure, IterationFacts
 from runner_core.iteration.machine import start_iteration
-from runner_core.iteration.results import GuardFinished, ScratchListed
 from runner_core.run.config import SandboxConfig
 from runner_core.tree.model import GuardOutcome
 from tests.core.iteration.test_guard_stage import drive, finished, guards, judged, report

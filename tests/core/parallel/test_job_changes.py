@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from runner_core.iteration.import_rules import Change, ImportDecision
+from runner_core.changes.import_rules import Change, ImportDecision
 from runner_core.parallel.job_changes import (
     JobChanges,
     JobChangesError,

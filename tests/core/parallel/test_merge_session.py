@@ -8,9 +8,9 @@ import json
 import attrs
 import pytest
 
+from runner_core.changes.import_rules import FILE_MODE, SYMLINK_MODE, Change, ImportDecision
 from runner_core.history.meta_shape import MERGE_SESSION_ENDS
 from runner_core.history.records import TokenUsage
-from runner_core.iteration.import_rules import FILE_MODE, SYMLINK_MODE, Change, ImportDecision
 from runner_core.iteration.machine import start_iteration
 from runner_core.parallel.merge_session import (
     MAX_SESSION_FILE_BYTES,

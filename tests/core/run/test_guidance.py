@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner_core.iteration.prompt_pack import DROP_ORDER, TRUNCATED_MARK, build_prompt_pack
+from runner_core.prompt.pack import DROP_ORDER, TRUNCATED_MARK, build_prompt_pack
 from runner_core.run.guidance import with_guidance
 
 REQUIRED = {"contract": "C", "goal": "G", "selected": "S", "output": "O"}

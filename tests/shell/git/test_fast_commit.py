@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_core.iteration.import_rules import FILE_MODE, Change
+from runner_core.changes.import_rules import FILE_MODE, Change
 from runner_shell.git import file_commit
 from runner_shell.git.file_commit import commit_files
 from runner_shell.git.merging import merged_commit

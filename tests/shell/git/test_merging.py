@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_core.iteration.import_rules import FILE_MODE, Change
+from runner_core.changes.import_rules import FILE_MODE, Change
 from runner_shell.git.merging import carry_onto, marked_conflicts, merge_lines
 from runner_shell.git.repo import Repo, open_repo
 from tests.helpers.git_repos import git, new_repo

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyrsistent import pmap, pset, pvector
 
-from runner_core.iteration.import_rules import Change, ImportDecision
+from runner_core.changes.import_rules import Change, ImportDecision
 from runner_core.tree.model import GuardOutcome
 from runner_shell.remote import wire
 from runner_shell.remote.job_files import JobRequest
@@ -54,7 +54,7 @@ def test_attrs_values_come_back_through_their_constructors() -> None:
         "os:system",
         "subprocess:Popen",
         "runner_core.iteration.machine:attrs.Factory",
-        "runner_core.iteration.import_rules:enum.Enum",
+        "runner_core.changes.import_rules:enum.Enum",
         "runner_coreX.a:B",
     ],
 )

@@ -8,7 +8,7 @@ from subprocess import CompletedProcess
 
 import pytest
 
-from runner_core.iteration.import_rules import NOTES_FILES
+from runner_core.changes.import_rules import NOTES_FILES
 from runner_shell.git.repo import Repo, open_repo
 from runner_shell.scratch.listing import list_scratch
 from runner_shell.scratch.slots import prepare_slot

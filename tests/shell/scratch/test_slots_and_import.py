@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_core.iteration.import_rules import EntryKind, decide_import
+from runner_core.changes.import_rules import EntryKind, decide_import
 from runner_shell.git.file_commit import commit_files
 from runner_shell.git.hardened import GitError
 from runner_shell.git.repo import Repo, open_repo

@@ -10,7 +10,7 @@ from types import TracebackType
 import pytest
 
 from runner_core.iteration.effects import Commit, FileWrite, Place
-from runner_core.iteration.git_drift import GitHead
+from runner_core.iteration.preconditions import GitHead
 from runner_core.iteration.recovery import Journal, JournalPhase
 from runner_shell.git import log_archive
 from runner_shell.git.repo import open_repo

@@ -47,9 +47,9 @@ from runner_core.iteration.effects import (
     WriteIterationFile,
     WriteJournal,
 )
-from runner_core.iteration.ports import IterationPorts
+from runner_core.iteration.machine import IterationPorts
 from runner_core.iteration.recovery import Journal
-from runner_core.iteration.results import Done, ExecutionsCounted, IoFailed, Result
+from runner_core.iteration.effects import Done, ExecutionsCounted, IoFailed, Result
 
 
 @attrs.frozen(slots=True)

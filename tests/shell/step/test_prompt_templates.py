@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_core.iteration.prompt_pack import (
+from runner_core.prompt.pack import (
     SECTION_ORDER,
     build_prompt_pack,
     templated_prompt,

@@ -5,19 +5,20 @@ and git blob id, never through a symlink) beside the base commit's files, and th
 path by path, what the iteration's commit takes: changed files and symlinks that stay inside
 the tree, deletions, and the notes files only grown. Runner-owned files are never taken (a
 change to one is only noted); a nested repository, a FIFO, device or socket, a symlink out of
-the tree, or a note rewritten is the agent's error, and then nothing is taken. Never reads a
-file or runs git.
+the tree, a note rewritten, or an executor's change to a protected path its node does not allow
+is the agent's error, and then nothing is taken. Never reads a file or runs git.
 """
 
 from __future__ import annotations
 
 import enum
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 from pyrsistent import PMap, pmap
 
+from runner_core.guard.protected import protected_changes
 from runner_core.run.config import IMPORT_LIMIT_BYTES, IMPORT_LIMIT_FILES, Config
 
 # Under `.runner/` only these are the agent's, and only to append to.
@@ -319,3 +320,30 @@ def _agent_error(problems: Iterable[str]) -> str:
     more = len(ordered) - NAMED_PROBLEMS
     suffix = f"; and {more} more" if more > 0 else ""
     return f"the scratch checkout holds what is never imported: {named}{suffix}"
+
+
+def guarded_import(
+    decision: ImportDecision, protected: Sequence[str], acceptance_before: Sequence[str]
+) -> ImportDecision:
+    """An executor's import, refused when it changes a protected path its node does not allow
+    (`[guard] protected`, `may-edit:`): a weakened test is never taken into the run."""
+    if decision.agent_error is not None or not protected:
+        return decision
+    lines = protected_changes(
+        (change.path for change in decision.changes), protected, acceptance_before
+    )
+    if not lines:
+        return decision
+    more = len(lines) - NAMED_PROBLEMS
+    error = "; ".join(lines[:NAMED_PROBLEMS]) + (f"; and {more} more" if more > 0 else "")
+    return ImportDecision(
+        discarded=decision.discarded, agent_error=error, set_aside=decision.changes
+    )
+
+
+def import_note(decision: ImportDecision) -> str | None:
+    """The iteration log's note of the runner-owned files the agent changed (not imported)."""
+    if not decision.discarded:
+        return None
+    lines = "".join(f"{path}\n" for path in decision.discarded)
+    return f"runner-owned files the agent changed were not imported:\n{lines}"

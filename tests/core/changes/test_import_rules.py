@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyrsistent import pmap
 
-from runner_core.iteration.import_rules import (
+from runner_core.changes.import_rules import (
     FILE_MODE,
     SYMLINK_MODE,
     BaseEntry,

@@ -6,8 +6,8 @@ import attrs
 import pytest
 
 from runner_core.backends.limits import LimitKind, LimitSignal
+from runner_core.iteration.events import loop_step_result, step_exit_code
 from runner_core.iteration.plan import IterationOutcome, PlanKind, StepPlan, plan_step
-from runner_core.iteration.step_outcome import loop_step_result, step_exit_code
 from runner_core.loop.policy import StepKind, StepResult
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentStatus, GuardOutcome, Node

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner_core.iteration.prompt_pack import (
+from runner_core.prompt.pack import (
     DROP_ORDER,
     TRUNCATED_MARK,
     PromptPack,

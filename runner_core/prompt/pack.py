@@ -8,16 +8,12 @@ texts come in as values: the shell reads templates and context files, this only 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import attrs
 from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
-from runner_core.iteration.attempts import resumed_note
-from runner_core.iteration.facts import IterationFacts, PromptTemplate
-from runner_core.iteration.plan import context_files, project_goal
-from runner_core.run.questions import open_questions
 from runner_core.tree.model import Node, NodeNext, sort_key
 from runner_core.tree.selection import is_stuck
 
@@ -68,6 +64,21 @@ TEMPLATE_FACTS: tuple[str, ...] = (
     "path",
     "role",
 )
+
+
+@attrs.frozen(slots=True)
+class PromptTemplate:
+    """A repository's prompt template (`.runner/prompts/<role>.md.j2`), compiled by the shell.
+
+    `sections`: the prompt sections it names (only those are sent); `fixed_bytes`: the size of
+    its own text, rendered with every variable empty, which the budget leaves room for;
+    `render`: the compiled template, a pure function of its variables."""
+
+    path: str
+    sha256: str
+    sections: frozenset[str]
+    fixed_bytes: int
+    render: Callable[[Mapping[str, object]], str] = attrs.field(eq=False, repr=False)
 
 
 @attrs.frozen(slots=True)
@@ -216,36 +227,6 @@ def nested(text: str | None) -> str | None:
     return "\n".join(out)
 
 
-def prompt_text(facts: IterationFacts, tests: str | None = None) -> str:
-    """prompt.md of the iteration `facts` describe: its sections filled in, within its budget;
-    `tests` says which tests judge the node (a ratchet executor's) or, for a decomposer, the
-    suite's ids its children's `test:` patterns match. The goal section is the project's goal
-    alone (the selected node has its own), and every section's own headings nest under it."""
-    context = context_files(facts.node, facts.goal, facts.state, facts.failure_log)
-    history = nested(context.get("history.md"))
-    if facts.resumed is not None:  # what the checkout holds comes first
-        history = resumed_note(facts.resumed) + ("\n" + history if history else "")
-    selection = facts.plan.selection
-    sections = {
-        "contract": facts.prompt.contract,
-        "goal": nested(project_goal(facts.goal)),
-        "guidance": nested(facts.prompt.guidance),
-        "history": history,
-        "failure": nested(context.get("failure.md")),
-        "selected": selected_section(facts.node, selection.path),
-        "tests": tests,
-        "tree": tree_outline(facts.tree, facts.node.id),
-        "assumptions": nested(facts.prompt.assumptions),
-        # Each open question once; those an answer in the guidance quotes are no longer open.
-        "questions": nested(open_questions(facts.prompt.questions, facts.prompt.guidance)),
-        "output": facts.prompt.output,
-    }
-    template = facts.prompt.template
-    if template is None:
-        return build_prompt_pack(sections, facts.prompt.budget).text
-    return templated_prompt(template, sections, facts.prompt.budget, template_facts(facts))
-
-
 def templated_prompt(
     template: PromptTemplate,
     sections: Mapping[str, str | None],
@@ -263,24 +244,3 @@ def templated_prompt(
     values: dict[str, object] = {name: blocks.get(name, "") for name in SECTION_ORDER}
     values.update(facts)
     return template.render(values)
-
-
-def template_facts(facts: IterationFacts) -> dict[str, object]:
-    """The variables a prompt template has beside its sections (docs/eval.md)."""
-    node = facts.node
-    return {
-        "role": facts.role.value,
-        "iteration": facts.plan.iteration,
-        "path": facts.plan.selection.path,
-        "node": {
-            "id": node.id,
-            "title": node.title,
-            "goal": node.goal,
-            "acceptance": list(node.acceptance),
-            "attempts": node.attempts,
-            "max_attempts": node.max_attempts,
-        },
-        "acceptance": list(node.acceptance),
-        "guard_command": " ".join(facts.config.guard_command),
-        "budget": facts.prompt.budget,
-    }

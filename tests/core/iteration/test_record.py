@@ -1,4 +1,4 @@
-"""Specification of runner_core/iteration/attempts.py: the run branch takes an iteration's files
+"""Specification of runner_core/iteration/record.py: the run branch takes an iteration's files
 only when it was judged a pass; the files of any other go to its attempt ref, which the node's
 next attempt starts from, and its prompt says so."""
 
@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from runner_core.changes.import_rules import Change, ImportDecision
 from runner_core.history.records import ErrorKind
-from runner_core.iteration.attempts import (
+from runner_core.iteration.record import (
     Resumed,
     attempt_ref,
     failure_reason,
@@ -17,7 +18,6 @@ from runner_core.iteration.attempts import (
     resumed_note,
     split_changes,
 )
-from runner_core.iteration.import_rules import Change, ImportDecision
 from runner_core.run.trailers import (
     parse_trailers,
     record_from_trailers,
