@@ -38,8 +38,8 @@ import runner_core
 from runner_core import AgentStatus, GuardOutcome, Node, dumps_tree, parse_tree, select_leaf
 from runner_core.tree import serialization as tree_json
 from runner_core.tree.state_update import apply_state_updates
-from runner_core.validation.immutability import check_passed_node_immutability
-from runner_core.validation.schema import TREE_SCHEMA_FILE, load_schema, validate_schema
+from runner_core.validation.immutability import passed_node_findings
+from runner_core.validation.schema import TREE_SCHEMA_FILE, load_schema, schema_findings
 
 # One module whether run as a script or imported: steps.py imports this one as `bench`.
 sys.modules.setdefault("bench", sys.modules[__name__])
@@ -322,7 +322,7 @@ def core_pipeline(text: str, edited: Node) -> str:
     prev = parse_tree(text)
     selection = select_leaf(prev)
     assert selection.node is not None
-    problems = check_passed_node_immutability(prev, edited)
+    problems = passed_node_findings(prev, edited)
     assert not problems, problems
     tree, _ = apply_state_updates(
         prev, edited, selection.node.id, AgentStatus.DONE, GuardOutcome.PASS
@@ -433,13 +433,13 @@ def bench_schema(sizes: Sequence[int], repeat: int, log: Callable[[str], None]) 
         return []
     rows: list[Row] = []
     validator = jsonschema.Draft202012Validator(dict(load_schema(TREE_SCHEMA_FILE)))
-    validate_schema({})  # compile outside the timing, as every later call finds it compiled
+    schema_findings({})  # compile outside the timing, as every later call finds it compiled
     for size in sizes:
         document = json.loads(tree_text(generate_tree(size)))
-        assert validate_schema(document) == ()
+        assert schema_findings(document) == ()
         log(f"schema: {size} nodes")
         ours, theirs = paired_times(
-            lambda: validate_schema(document),  # noqa: B023
+            lambda: schema_findings(document),  # noqa: B023
             lambda: validator.validate(document),  # noqa: B023
             repeat,
         )

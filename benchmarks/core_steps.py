@@ -2,7 +2,7 @@
 
     python benchmarks/core_steps.py [--sizes 1000,10000,100000] [--repeat 5]
 
-Prints, per size, the median milliseconds of parse_tree, validate_invariants, select_leaf,
+Prints, per size, the median milliseconds of parse_tree, invariant_findings, select_leaf,
 apply_state_updates (done/pass on the selected leaf) and dumps_tree on a canonical tree from
 bench.py's seeded generator, beside json.dumps(json.loads(text), indent=2) of the same text.
 """
@@ -21,16 +21,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench
 
 import runner_core as rc
-from runner_core.validation.invariants import validate_invariants
+from runner_core.validation.invariants import invariant_findings
 
-STEPS = ("parse_tree", "validate_invariants", "select_leaf", "apply_state_updates", "dumps_tree")
+STEPS = ("parse_tree", "invariant_findings", "select_leaf", "apply_state_updates", "dumps_tree")
 
 
 def measure(text: str) -> dict[str, float]:
     marks = [time.perf_counter()]
     tree = rc.parse_tree(text)
     marks.append(time.perf_counter())
-    validate_invariants(tree)
+    invariant_findings(tree)
     marks.append(time.perf_counter())
     selection = rc.select_leaf(tree)
     marks.append(time.perf_counter())

@@ -20,8 +20,9 @@ from runner_core.testing import trees
 from runner_core.testing.trees import preorder
 from runner_core.tree.model import MAX_DEPTH, sort_children
 from runner_core.tree.serialization import loads_json
-from runner_core.validation.invariants import validate_invariants
-from runner_core.validation.schema import validate_schema
+from runner_core.validation.finding import messages
+from runner_core.validation.invariants import invariant_findings
+from runner_core.validation.schema import schema_findings
 
 any_order_trees = trees(canonical=None)
 
@@ -74,7 +75,7 @@ def test_sorting_keeps_every_node_and_orders_siblings(tree: Node) -> None:
     for node, _ in preorder(canonical):
         keys = [(child.order, child.id) for child in node.children]
         assert keys == sorted(keys)
-    assert validate_invariants(canonical) == ()
+    assert messages(invariant_findings(canonical)) == ()
 
 
 @settings(max_examples=40)
@@ -90,16 +91,16 @@ def test_chains_as_deep_as_the_limit_round_trip(tree: Node) -> None:
     assert parsed == tree
     assert dumps_tree(parsed) == text
     assert tree_from_json(loads_json(text)) == tree
-    assert validate_schema(tree_to_json(parsed)) == ()
-    assert validate_invariants(parsed) == ()
+    assert messages(schema_findings(tree_to_json(parsed))) == ()
+    assert messages(invariant_findings(parsed)) == ()
 
 
 @settings(max_examples=40)
 @given(chains(max_depth=3 * MAX_DEPTH).filter(lambda tree: count_nodes(tree) > MAX_DEPTH))
 def test_chains_deeper_than_the_limit_are_refused_at_their_first_node_too_deep(tree: Node) -> None:
-    """validate_invariants names exactly the node at depth MAX_DEPTH + 1, whatever lies below."""
+    """invariant_findings names exactly the node at depth MAX_DEPTH + 1, whatever lies below."""
     path = "/".join(f"n{level}" for level in range(1, MAX_DEPTH + 2))
-    assert validate_invariants(tree) == (
+    assert messages(invariant_findings(tree)) == (
         f"{path}: depth {MAX_DEPTH + 1} exceeds the limit of {MAX_DEPTH}",
     )
 

@@ -11,7 +11,8 @@ from runner_core.testing import trees
 from runner_core.testing.edits import index_json
 from runner_core.testing.trees import preorder, texts
 from runner_core.tree.model import sort_children
-from runner_core.validation.invariants import validate_invariants
+from runner_core.validation.finding import messages
+from runner_core.validation.invariants import invariant_findings
 
 # ---------------------------------------------------------------- decomposition
 
@@ -93,7 +94,7 @@ def test_decompose_adds_numbered_children_and_changes_nothing_else(
     all_ids = [node.id for node, _ in preorder(result)]
     assert len(all_ids) == len(set(all_ids)) == len(taken) + len(specs)
     assert without_ids(result, set(expected_ids)) == tree
-    assert validate_invariants(sort_children(result)) == ()
+    assert messages(invariant_findings(sort_children(result))) == ()
 
 
 # ---------------------------------------------------------------- prompt pack

@@ -13,11 +13,12 @@ from runner_core.testing import EditedTree, agent_edits, trees
 from runner_core.testing.trees import preorder
 from runner_core.tree.model import AgentStatusValue, Node, sort_children
 from runner_core.tree.serialization import dumps_tree
-from runner_core.validation.child_additions import validate_child_additions_restricted
-from runner_core.validation.immutability import check_passed_node_immutability
-from runner_core.validation.invariants import validate_invariants
+from runner_core.validation.child_additions import child_findings
+from runner_core.validation.finding import messages
+from runner_core.validation.immutability import passed_node_findings
+from runner_core.validation.invariants import invariant_findings
 from runner_core.validation.review import review_tree_change
-from runner_core.validation.status import validate_status_invariants
+from runner_core.validation.status import status_findings
 
 cases = trees(max_nodes=12).flatmap(
     lambda tree: st.tuples(
@@ -41,10 +42,10 @@ def test_the_review_holds_each_layers_errors_in_its_order(
     review = review_tree_change(prev, dumps_tree(edit.tree), selected, status)
     decomposing = selected if status == "decomposed" else None
     expected = {
-        "invariants": validate_invariants(after),
-        "immutability": check_passed_node_immutability(prev, after),
-        "status": validate_status_invariants(prev, after, selected, status),
-        "child_additions": validate_child_additions_restricted(prev, after, decomposing),
+        "invariants": messages(invariant_findings(after)),
+        "immutability": messages(passed_node_findings(prev, after)),
+        "status": messages(status_findings(prev, after, selected, status)),
+        "child_additions": messages(child_findings(prev, after, decomposing)),
     }
     by_layer = {
         layer: tuple(dict.fromkeys(f.message for f in review.findings if f.layer == layer))

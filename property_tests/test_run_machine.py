@@ -49,8 +49,9 @@ from runner_core.testing.edits import (
     runner_owned_edit,
 )
 from runner_core.testing.trees import passed_ids, preorder
-from runner_core.validation.invariants import validate_invariants
-from runner_core.validation.schema import validate_schema
+from runner_core.validation.finding import messages
+from runner_core.validation.invariants import invariant_findings
+from runner_core.validation.schema import schema_findings
 
 # What a seeded run's agent writes: plain letters, JSON escapes and multi-byte characters.
 RANDOM_TEXT_CHARS = 'ab z"\\\n\t\x00é€😀'
@@ -93,8 +94,8 @@ class RunMachine(RuleBasedStateMachine):
     output and the tree text it left, possibly edited) → conclude with a random guard outcome,
     or conclude_runner_error → advance_run_state.
 
-    After every iteration: the tree is valid (validate_schema of tree_to_json and
-    validate_invariants are empty) and canonical; every parent passes iff all its children
+    After every iteration: the tree is valid (schema_findings of tree_to_json and
+    invariant_findings are empty) and canonical; every parent passes iff all its children
     pass; attempts <= max_attempts; every node that had passed is unchanged and under the same
     parent; no node's passes/attempts moved except the selected node's, by one table row;
     an agent error leaves the previous tree with one more attempt on the selected node; a
@@ -310,8 +311,8 @@ class RunMachine(RuleBasedStateMachine):
 
     def check_outcome(self, prev: Node, selected: Node, outcome: IterationOutcome) -> None:
         tree = outcome.tree
-        assert validate_schema(tree_to_json(tree)) == ()
-        assert validate_invariants(tree) == ()
+        assert messages(schema_findings(tree_to_json(tree))) == ()
+        assert messages(invariant_findings(tree)) == ()
         assert parse_tree(dumps_tree(tree)) == tree
         for node, _ in preorder(tree):
             if node.children:
@@ -439,8 +440,8 @@ def test_a_reviewed_execution_always_leaves_a_valid_tree(
     attempts <= max_attempts) and derived passes."""
     prev, selected, output, text, guard = case
     outcome = conclude(prev, selected, review_execution(prev, selected, output, text), guard)
-    assert validate_schema(tree_to_json(outcome.tree)) == ()
-    assert validate_invariants(outcome.tree) == ()
+    assert messages(schema_findings(tree_to_json(outcome.tree))) == ()
+    assert messages(invariant_findings(outcome.tree)) == ()
     for node, _ in preorder(outcome.tree):
         if node.children:
             assert node.passes == all(child.passes for child in node.children)

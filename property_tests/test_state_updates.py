@@ -18,7 +18,8 @@ from runner_core import (
 from runner_core.testing import EditedTree, agent_edits, trees
 from runner_core.testing.trees import preorder
 from runner_core.tree.state_update import UnknownSelectedNode
-from runner_core.validation.invariants import validate_invariants
+from runner_core.validation.finding import messages
+from runner_core.validation.invariants import invariant_findings
 from tests.helpers.strategies import STATUS_GUARD_PAIRS, status_guard_pairs
 
 # The transition table, written out again so the test does not read the code's own copy:
@@ -163,7 +164,7 @@ def test_attempts_stay_within_max_and_change_only_on_the_selected_node(
             assert node.attempts - before[node.id][1] in (0, 1)
         else:
             assert node.attempts == before[node.id][1]
-    assert validate_invariants(tree) == ()
+    assert messages(invariant_findings(tree)) == ()
 
 
 @given(updates())

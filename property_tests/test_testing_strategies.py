@@ -50,9 +50,10 @@ from runner_core.testing.runs import RUN_START
 from runner_core.testing.trees import ids, passed_ids, preorder
 from runner_core.tree.model import nodes_by_id, sort_children
 from runner_core.tree.state_update import TRANSITIONS
-from runner_core.validation.immutability import check_passed_node_immutability
+from runner_core.validation.finding import messages
+from runner_core.validation.immutability import passed_node_findings
 from runner_core.validation.invariants import id_problem
-from runner_core.validation.schema import validate_decomposer_output, validate_executor_output
+from runner_core.validation.schema import decomposer_output_findings, executor_output_findings
 from tests.helpers.strategies import status_guard_pairs
 
 # A fifth of the profile's examples (a tenth for whole runs): these properties check the
@@ -149,7 +150,7 @@ def test_passed_edits_are_reported_by_the_immutability_check(
 ) -> None:
     """Every agent_edits(kind="passed") value is reported, by an error naming `touched`."""
     prev, edit = case
-    errors = check_passed_node_immutability(prev, edit.tree)
+    errors = messages(passed_node_findings(prev, edit.tree))
     assert any(error.startswith(f"passed node '{edit.touched}' ") for error in errors)
 
 
@@ -158,7 +159,7 @@ def test_passed_edits_are_reported_by_the_immutability_check(
 def test_open_edits_are_never_reported(case: tuple[Node, EditedTree]) -> None:
     """No agent_edits(kind="open") value is reported by the immutability check."""
     prev, edit = case
-    assert check_passed_node_immutability(prev, edit.tree) == ()
+    assert messages(passed_node_findings(prev, edit.tree)) == ()
 
 
 @MODEST
@@ -224,13 +225,13 @@ def test_decomposer_outputs_are_usable_and_invalid_ones_refused(
     tree: Node, output: Any, broken: Any
 ) -> None:
     """A decomposer_outputs() value validates and review_decomposition accepts it for the
-    selected leaf; a valid=False value fails validate_decomposer_output."""
-    assert validate_decomposer_output(output) == ()
+    selected leaf; a valid=False value fails decomposer_output_findings."""
+    assert messages(decomposer_output_findings(output)) == ()
     node = select_leaf(tree).node
     assert node is not None
     review = review_decomposition(tree, node.id, output, 2)
     assert (review.status, review.agent_error) == (AgentStatus.DECOMPOSED, None)
-    assert validate_decomposer_output(broken) != ()
+    assert messages(decomposer_output_findings(broken)) != ()
 
 
 @MODEST
@@ -239,9 +240,9 @@ def test_executor_outputs_validate_and_invalid_ones_fail(
     output: Any, broken: Any, retry: Any
 ) -> None:
     """executor_outputs() values validate, with the status asked for; valid=False ones fail."""
-    assert validate_executor_output(output) == ()
-    assert validate_executor_output(retry) == () and retry["status"] == "retry"
-    assert validate_executor_output(broken) != ()
+    assert messages(executor_output_findings(output)) == ()
+    assert messages(executor_output_findings(retry)) == () and retry["status"] == "retry"
+    assert messages(executor_output_findings(broken)) != ()
 
 
 @RUNS

@@ -14,11 +14,12 @@ from jsonschema import Draft202012Validator
 from runner_core import AgentStatus, Node, tree_from_json
 from runner_core.testing import EditedTree, agent_edits, tree_jsons, trees
 from runner_core.testing.trees import preorder
-from runner_core.validation.child_additions import validate_child_additions_restricted
-from runner_core.validation.immutability import check_passed_node_immutability
-from runner_core.validation.invariants import id_problem, validate_invariants
-from runner_core.validation.schema import validate_schema
-from runner_core.validation.status import validate_status_invariants
+from runner_core.validation.child_additions import child_findings
+from runner_core.validation.finding import messages
+from runner_core.validation.immutability import passed_node_findings
+from runner_core.validation.invariants import id_problem, invariant_findings
+from runner_core.validation.schema import schema_findings
+from runner_core.validation.status import status_findings
 from tests.helpers import SCHEMAS
 from tests.helpers.strategies import invariant_breaking_trees, mutated_tree_jsons
 
@@ -35,7 +36,7 @@ def node_of(json_path: str) -> str:
 
 
 def path_of(message: str) -> str:
-    """The JSON path a validate_schema message starts with."""
+    """The JSON path a schema_findings message starts with."""
     return message.split(" ", 1)[0].rstrip(":")
 
 
@@ -53,7 +54,7 @@ def test_edits_confined_to_open_nodes_are_never_reported(case: tuple[Node, Edite
     """Retitling, re-goaling, reordering, removing, moving, adding and rewriting passes/attempts
     of open nodes leaves every passed node in place and unchanged: no immutability error."""
     prev, edited = case
-    assert check_passed_node_immutability(prev, edited.tree) == ()
+    assert messages(passed_node_findings(prev, edited.tree)) == ()
 
 
 @st.composite
@@ -67,7 +68,7 @@ def test_any_edit_to_a_passed_node_is_reported(case: tuple[Node, EditedTree]) ->
     """An edit that changes, removes, moves or adds a child to a passed node is reported, and
     an error names that node (alone or among others it disturbed)."""
     prev, edited = case
-    errors = check_passed_node_immutability(prev, edited.tree)
+    errors = messages(passed_node_findings(prev, edited.tree))
     assert errors
     assert any(f"passed node '{edited.touched}' " in error for error in errors)
 
@@ -76,11 +77,11 @@ def test_any_edit_to_a_passed_node_is_reported(case: tuple[Node, EditedTree]) ->
 
 
 @given(mutated_tree_jsons())
-def test_validate_schema_agrees_with_jsonschema(document: Any) -> None:
-    """validate_schema reports errors iff the jsonschema library (Draft 2020-12, the schema
+def test_schema_findings_agrees_with_jsonschema(document: Any) -> None:
+    """schema_findings reports errors iff the jsonschema library (Draft 2020-12, the schema
     file) finds the document invalid, and the tree nodes it names are exactly the nodes where
     jsonschema finds an error."""
-    errors = validate_schema(document)
+    errors = messages(schema_findings(document))
     reference = list(REFERENCE.iter_errors(document))
     assert bool(errors) == bool(reference)
     assert {node_of(path_of(error)) for error in errors} == {
@@ -90,10 +91,10 @@ def test_validate_schema_agrees_with_jsonschema(document: Any) -> None:
 
 @given(tree_jsons(max_nodes=15))
 def test_valid_trees_pass_every_validator(document: dict[str, Any]) -> None:
-    """The strategy's trees are valid for jsonschema, validate_schema and validate_invariants."""
+    """The strategy's trees are valid for jsonschema, schema_findings and invariant_findings."""
     assert REFERENCE.is_valid(document)
-    assert validate_schema(document) == ()
-    assert validate_invariants(tree_from_json(document)) == ()
+    assert messages(schema_findings(document)) == ()
+    assert messages(invariant_findings(tree_from_json(document))) == ()
 
 
 # ---------------------------------------------------------------- 9. stable, sorted output
@@ -107,14 +108,18 @@ def assert_sorted_and_repeatable(first: tuple[str, ...], second: tuple[str, ...]
 
 @given(mutated_tree_jsons())
 def test_schema_errors_are_sorted_and_repeatable(document: Any) -> None:
-    """validate_schema returns the same sorted tuple every time it is asked."""
-    assert_sorted_and_repeatable(validate_schema(document), validate_schema(document))
+    """schema_findings returns the same sorted tuple every time it is asked."""
+    assert_sorted_and_repeatable(
+        messages(schema_findings(document)), messages(schema_findings(document))
+    )
 
 
 @given(invariant_breaking_trees())
 def test_invariant_errors_are_sorted_and_repeatable(tree: Node) -> None:
-    """validate_invariants returns the same sorted tuple every time it is asked."""
-    assert_sorted_and_repeatable(validate_invariants(tree), validate_invariants(tree))
+    """invariant_findings returns the same sorted tuple every time it is asked."""
+    assert_sorted_and_repeatable(
+        messages(invariant_findings(tree)), messages(invariant_findings(tree))
+    )
 
 
 @st.composite
@@ -130,10 +135,10 @@ IMMUTABILITY_ID = re.compile(r"^passed node '(.*?)' ")
 def test_immutability_errors_are_sorted_by_node_id_and_repeatable(
     case: tuple[Node, EditedTree],
 ) -> None:
-    """check_passed_node_immutability returns the same tuple every time, sorted by node id."""
+    """passed_node_findings returns the same tuple every time, sorted by node id."""
     prev, edited = case
-    first = check_passed_node_immutability(prev, edited.tree)
-    assert first == check_passed_node_immutability(prev, edited.tree)
+    first = messages(passed_node_findings(prev, edited.tree))
+    assert first == messages(passed_node_findings(prev, edited.tree))
 
     # An id may hold a quote itself (`'`): the message's id is the longest known id it names.
     ids = sorted({node.id for node, _ in preorder(prev)}, key=len, reverse=True)
@@ -151,20 +156,20 @@ def test_immutability_errors_are_sorted_by_node_id_and_repeatable(
 def test_status_and_child_addition_errors_are_sorted_and_repeatable(
     case: tuple[Node, EditedTree], data: st.DataObject
 ) -> None:
-    """validate_status_invariants and validate_child_additions_restricted return the same
+    """status_findings and child_findings return the same
     sorted tuple every time they are asked."""
     prev, edited = case
     ids = sorted(node.id for node, _ in preorder(prev))
     selected = data.draw(st.sampled_from(ids))
     status = data.draw(st.sampled_from(AgentStatus))
     assert_sorted_and_repeatable(
-        validate_status_invariants(prev, edited.tree, selected, status),
-        validate_status_invariants(prev, edited.tree, selected, status),
+        messages(status_findings(prev, edited.tree, selected, status)),
+        messages(status_findings(prev, edited.tree, selected, status)),
     )
     decomposing = data.draw(st.sampled_from([None, selected]))
     assert_sorted_and_repeatable(
-        validate_child_additions_restricted(prev, edited.tree, decomposing),
-        validate_child_additions_restricted(prev, edited.tree, decomposing),
+        messages(child_findings(prev, edited.tree, decomposing)),
+        messages(child_findings(prev, edited.tree, decomposing)),
     )
 
 

@@ -19,8 +19,9 @@ from runner_core.run.config_change import only_key_changed
 from runner_core.run.trailers import OperatorTrailers
 from runner_core.tree.diff import ChangeKind, NodeChange, tree_diff
 from runner_core.tree.model import Node, iter_preorder, nodes_by_id
+from runner_core.validation.finding import messages
 from runner_core.validation.immutability import passed_node_findings
-from runner_core.validation.invariants import validate_invariants
+from runner_core.validation.invariants import invariant_findings
 
 
 def _subtree_ids(tree: Node, node_id: str) -> frozenset[str]:
@@ -88,7 +89,7 @@ def operator_problems(prev: Node, after: Node, action: OperatorTrailers) -> tupl
     if action.op == "skip" and action.node_id in nodes_by_id(after):
         problems.append((action.node_id, "operator skip left the node in the tree"))
     problems.extend(finding_problems(passed_node_findings(prev, after)))
-    problems.extend(named_problems(validate_invariants(after)))
+    problems.extend(named_problems(messages(invariant_findings(after))))
     return tuple(problems)
 
 

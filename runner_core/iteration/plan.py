@@ -36,12 +36,13 @@ from runner_core.tree.serialization import (
     loads_json_strictly,
 )
 from runner_core.tree.state_update import StateUpdateSummary, apply_state_updates
-from runner_core.validation.child_additions import validate_child_additions_restricted
-from runner_core.validation.immutability import check_passed_node_immutability
-from runner_core.validation.invariants import validate_invariants
+from runner_core.validation.child_additions import child_findings
+from runner_core.validation.finding import messages
+from runner_core.validation.immutability import passed_node_findings
+from runner_core.validation.invariants import invariant_findings
 from runner_core.validation.loading import parse_tree
-from runner_core.validation.schema import validate_decomposer_output, validate_executor_output
-from runner_core.validation.status import validate_status_invariants
+from runner_core.validation.schema import decomposer_output_findings, executor_output_findings
+from runner_core.validation.status import status_findings
 
 
 class PlanKind(enum.StrEnum):
@@ -196,7 +197,7 @@ class Review:
 
 
 def parse_executor_output(obj: Any) -> tuple[AgentStatus, str]:
-    errors = validate_executor_output(obj)
+    errors = messages(executor_output_findings(obj))
     if errors:
         raise AgentOutputError(f"executor output does not match its schema: {'; '.join(errors)}")
     return AgentStatus(obj["status"]), obj["summary"]
@@ -224,7 +225,7 @@ def review_execution(
             AgentStatus.RETRY, summary, None, f"tree.json after the agent: {tree_unreadable}"
         )
     if prev_sha256 is not None and _sha256(tree_text) == prev_sha256:
-        unchanged = validate_status_invariants(prev, prev, selected_id, status)
+        unchanged = messages(status_findings(prev, prev, selected_id, status))
         if unchanged:
             problems = layer_problems((("status invariants failed", unchanged),))
             return Review(AgentStatus.RETRY, summary, None, "; ".join(problems))
@@ -236,11 +237,11 @@ def review_execution(
     if not canonical_fits(candidate):
         return Review(AgentStatus.RETRY, summary, None, f"tree.json after the agent: {_TOO_LARGE}")
     layers = (
-        ("child additions failed", validate_child_additions_restricted(prev, candidate, None)),
-        ("immutability failed", check_passed_node_immutability(prev, candidate)),
+        ("child additions failed", messages(child_findings(prev, candidate, None))),
+        ("immutability failed", messages(passed_node_findings(prev, candidate))),
         (
             "status invariants failed",
-            validate_status_invariants(prev, candidate, selected_id, status),
+            messages(status_findings(prev, candidate, selected_id, status)),
         ),
     )
     problems = layer_problems(layers)
@@ -248,7 +249,7 @@ def review_execution(
         # The tree after the runner's reset (passes, attempts and existing nodes'
         # max_attempts back to the runner's) must still be valid.
         reset, _ = apply_state_updates(prev, candidate, selected_id, status, GuardOutcome.SKIPPED)
-        invalid = validate_invariants(reset)
+        invalid = messages(invariant_findings(reset))
         if invalid:
             problems = [f"tree invariants failed after the runner's reset: {'; '.join(invalid)}"]
     if problems:
@@ -264,7 +265,7 @@ def review_decomposition(
     prev: Node, selected_id: str, output: Any, max_attempts_default: int
 ) -> Review:
     """Judge a decomposer's output; the runner adds the children itself."""
-    errors = validate_decomposer_output(output)
+    errors = messages(decomposer_output_findings(output))
     if errors:
         raise AgentOutputError(f"decomposer output does not match its schema: {'; '.join(errors)}")
     specs = child_specs_from_output(output)
@@ -278,15 +279,15 @@ def review_decomposition(
     layered = layer_problems(
         (
             # The runner names the children `<parent>.<n>`; deep enough, that is too long an id.
-            ("tree invariants failed", validate_invariants(candidate)),
+            ("tree invariants failed", messages(invariant_findings(candidate))),
             (
                 "child additions failed",
-                validate_child_additions_restricted(prev, candidate, selected_id),
+                messages(child_findings(prev, candidate, selected_id)),
             ),
-            ("immutability failed", check_passed_node_immutability(prev, candidate)),
+            ("immutability failed", messages(passed_node_findings(prev, candidate))),
             (
                 "status invariants failed",
-                validate_status_invariants(prev, candidate, selected_id, AgentStatus.DECOMPOSED),
+                messages(status_findings(prev, candidate, selected_id, AgentStatus.DECOMPOSED)),
             ),
         )
     )

@@ -30,8 +30,9 @@ from runner_core.iteration.steps import timed_guard_effect
 from runner_core.parallel.tree_merge import TreeConflict, merge_trees
 from runner_core.run.state import RunState
 from runner_core.tree.model import GuardOutcome, Node
-from runner_core.validation.immutability import check_passed_node_immutability
-from runner_core.validation.status import validate_status_invariants
+from runner_core.validation.finding import messages
+from runner_core.validation.immutability import passed_node_findings
+from runner_core.validation.status import status_findings
 
 # A path's entry in a commit: its mode and blob id; None when the commit does not have it.
 Entry = tuple[str, str] | None
@@ -109,8 +110,8 @@ def merged_review(
     status = review.status
     problems = layer_problems(
         (
-            ("immutability failed", check_passed_node_immutability(head, merged)),
-            ("status invariants failed", validate_status_invariants(head, merged, node_id, status)),
+            ("immutability failed", messages(passed_node_findings(head, merged))),
+            ("status invariants failed", messages(status_findings(head, merged, node_id, status))),
         )
     )
     if problems:

@@ -46,10 +46,11 @@ from runner_core.tree.serialization import (
     tree_to_json,
 )
 from runner_core.tree.state_update import apply_state_updates
-from runner_core.validation.child_additions import validate_child_additions_restricted
-from runner_core.validation.immutability import check_passed_node_immutability
+from runner_core.validation.child_additions import child_findings
+from runner_core.validation.finding import messages
+from runner_core.validation.immutability import passed_node_findings
 from runner_core.validation.loading import tree_from_valid_json
-from runner_core.validation.schema import validate_decomposer_output
+from runner_core.validation.schema import decomposer_output_findings
 
 
 class OperationError(ValueError):
@@ -129,7 +130,7 @@ def decompose_later(tree: Node, node_id: str) -> Node:
 
 def child_specs_from_file(document: Any, op: NodeOperation) -> tuple[ChildSpec, ...]:
     """The children of a decomposer-output document the operator wrote; refuses bad ones."""
-    errors = validate_decomposer_output(document)
+    errors = messages(decomposer_output_findings(document))
     if not errors:
         errors = decomposition_problems(child_specs_from_output(document))
     if errors:
@@ -168,7 +169,7 @@ def plan_from_json(document: Any) -> NewPlan:
     # The node's own fields have exactly a decomposer child's shape and rules; their errors
     # are named as the user wrote them, not by their place in that decomposer document.
     own = {field: document[field] for field in required}
-    shape = validate_decomposer_output({"summary": "", "children": [own]})
+    shape = messages(decomposer_output_findings({"summary": "", "children": [own]}))
     if shape:
         own_terms = (error.replace("$.children[0].", "", 1) for error in shape)
         raise OperationError(f"node replace: --from: {'; '.join(own_terms)}")
@@ -278,9 +279,9 @@ def operation_problems(
     except TreeValidationError as error:
         return (str(error),)
     adds_children = op in (NodeOperation.DECOMPOSE, NodeOperation.REPLACE, NodeOperation.ADD)
-    return validate_child_additions_restricted(
-        prev, next_tree, node_id if adds_children else None
-    ) + check_passed_node_immutability(prev, next_tree)
+    return messages(child_findings(prev, next_tree, node_id if adds_children else None)) + messages(
+        passed_node_findings(prev, next_tree)
+    )
 
 
 def checked(prev: Node, next_tree: Node, node_id: str, op: NodeOperation) -> Node:

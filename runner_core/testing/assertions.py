@@ -23,9 +23,10 @@ from runner_core import (
 )
 from runner_core.testing.trees import preorder
 from runner_core.tree.state_update import UnknownSelectedNode
-from runner_core.validation.child_additions import validate_child_additions_restricted
-from runner_core.validation.immutability import check_passed_node_immutability
-from runner_core.validation.status import validate_status_invariants
+from runner_core.validation.child_additions import child_findings
+from runner_core.validation.finding import messages
+from runner_core.validation.immutability import passed_node_findings
+from runner_core.validation.status import status_findings
 
 
 def assert_valid_tree(tree: Node | Mapping[str, Any] | str | bytes) -> Node:
@@ -86,9 +87,9 @@ def assert_transition_allowed(
         raise AssertionError(str(error)) from None
     decomposing = selected_id if status is AgentStatus.DECOMPOSED else None
     problems = [
-        *validate_child_additions_restricted(prev, next_tree, decomposing),
-        *check_passed_node_immutability(prev, next_tree),
-        *validate_status_invariants(prev, next_tree, selected_id, status),
+        *messages(child_findings(prev, next_tree, decomposing)),
+        *messages(passed_node_findings(prev, next_tree)),
+        *messages(status_findings(prev, next_tree, selected_id, status)),
         *_runner_owned_changes(expected, next_tree),
     ]
     if problems:

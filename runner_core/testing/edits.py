@@ -371,7 +371,7 @@ def agent_edits(
     """Up to `max_edits` edits an agent may make to `tree`, as an `EditedTree`.
 
     - `"open"`: confined to nodes that had not passed (any field, runner-owned ones within
-      range, removals, moves, additions under them): check_passed_node_immutability never
+      range, removals, moves, additions under them): passed_node_findings never
       reports them.
     - `"passed"`: open edits, then one edit (always made) that changes a passed node's value
       or place (`touched` names it; `tree` must hold a passed node): the immutability check

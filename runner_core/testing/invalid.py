@@ -1,7 +1,7 @@
 """Trees the runner must refuse: one broken rule each with its exact error line, or fuzz.
 
 Decides nothing the runner decides; the messages below are the contract lines of
-`validate_schema` and `validate_invariants` for each broken rule, and this package's tests
+`schema_findings` and `invariant_findings` for each broken rule, and this package's tests
 check every generated tree against them. Documents are built from valid trees, never mutated
 after they are handed out.
 """

@@ -1,8 +1,8 @@
 """The final JSON values agents print: usable ones, and ones the runner must refuse.
 
 Decides nothing the runner decides. A valid decomposer output passes
-`validate_decomposer_output` and is a usable decomposition (at least one child, no blank title
-or goal); a valid executor output passes `validate_executor_output`. Invalid ones fail their
+`decomposer_output_findings` and is a usable decomposition (at least one child, no blank title
+or goal); a valid executor output passes `executor_output_findings`. Invalid ones fail their
 schema check, which the runner treats as a runner error.
 """
 
@@ -35,7 +35,7 @@ def decomposer_outputs(*, valid: bool = True, max_children: int = 3) -> st.Searc
 
     `valid=True`: schema-valid, with 1..max_children children whose titles and goals are not
     blank, so review_decomposition accepts them for any open leaf. `valid=False`: values
-    `validate_decomposer_output` refuses (a missing or extra key, a wrong type, a bad `next`,
+    `decomposer_output_findings` refuses (a missing or extra key, a wrong type, a bad `next`,
     not an object).
     """
     if max_children < 1:
@@ -74,7 +74,7 @@ def executor_outputs(
     """Executor outputs `{"status": "done" | "retry", "summary"}`.
 
     `valid=True`: schema-valid, with `status` when given. `valid=False`: values
-    `validate_executor_output` refuses (an unknown status, a missing or extra key, a wrong
+    `executor_output_findings` refuses (an unknown status, a missing or extra key, a wrong
     type, not an object).
     """
     if status not in (None, "done", "retry"):

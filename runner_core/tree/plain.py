@@ -107,7 +107,7 @@ def read_plain_root(data: bytes) -> tuple[PlainNode, PlainTree] | None:
 
 
 def _walked(root: PlainNode) -> PlainTree | None:
-    """One pre-order walk: the invariants `validate_invariants` checks, and the first open
+    """One pre-order walk: the invariants `invariant_findings` checks, and the first open
     leaf. Siblings found in `(order, id)` order are walked in stored order, which is then the
     canonical order `select_leaf` walks in."""
     seen: set[str] = set()

@@ -10,22 +10,13 @@ from runner_core.tree.model import Node, iter_preorder, nodes_by_id, path_of
 from runner_core.validation.finding import Finding
 
 
-def validate_child_additions_restricted(
-    prev: Node, next_tree: Node, selected_id: str | None
-) -> tuple[str, ...]:
-    """Every node that gained a new child it may not have, sorted.
+def child_findings(prev: Node, next_tree: Node, selected_id: str | None) -> tuple[Finding, ...]:
+    """Every new child hung where it may not be, sorted by message, then path (the same
+    message may stand for children at several paths).
 
     `selected_id` is the node being decomposed, or None in execute mode, where no node may
     gain children.
     """
-    return tuple(
-        sorted({finding.message for finding in child_findings(prev, next_tree, selected_id)})
-    )
-
-
-def child_findings(prev: Node, next_tree: Node, selected_id: str | None) -> tuple[Finding, ...]:
-    """`validate_child_additions_restricted` as findings about each new child, sorted by
-    message, then path (the same message may stand for children at several paths)."""
     known = nodes_by_id(prev)
     errors: list[Finding] = []
     for node, ancestors in iter_preorder(next_tree):

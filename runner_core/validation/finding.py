@@ -1,10 +1,12 @@
 """One error of one validation layer as a value: which layer, where, what kind, and the line.
 
-Decides nothing: each layer builds these, and its string form (the contract line) is `message`.
+Decides nothing: each layer builds these, and its string form (the contract line) is `message`;
+`messages` renders a layer's findings as the lines the runner prints.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal, get_args
 
 import attrs
@@ -34,3 +36,9 @@ class Finding:
     code: str
     message: str
     fields: tuple[str, ...] = ()
+
+
+def messages(findings: Iterable[Finding]) -> tuple[str, ...]:
+    """The contract lines of `findings`, in their order, each line once (one line may stand
+    for findings at several paths, e.g. one child id added twice)."""
+    return tuple(dict.fromkeys(finding.message for finding in findings))

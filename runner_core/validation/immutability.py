@@ -15,13 +15,9 @@ from runner_core.tree.model import NODE_FIELDS, Node, index_by_id
 from runner_core.validation.finding import Finding
 
 
-def check_passed_node_immutability(prev: Node, next_tree: Node) -> tuple[str, ...]:
-    """Every change to a passed node, sorted by node id; empty when none was touched."""
-    return tuple(finding.message for finding in passed_node_findings(prev, next_tree))
-
-
 def passed_node_findings(prev: Node, next_tree: Node) -> tuple[Finding, ...]:
-    """`check_passed_node_immutability` as findings, in its order, with the changed fields."""
+    """Every change to a passed node, sorted by node id, with the fields that changed; empty
+    when none was touched."""
     old_nodes, old_parents = index_by_id(prev)
     new_nodes, new_parents = index_by_id(next_tree)
     errors: list[Finding] = []

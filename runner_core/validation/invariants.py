@@ -61,16 +61,11 @@ def _node_errors(node: Node, ancestors: Ancestors) -> list[Finding]:
     return errors
 
 
-def validate_invariants(tree: Node) -> tuple[str, ...]:
-    """Every invariant violation of `tree`, sorted; empty when it holds them all.
+def invariant_findings(tree: Node) -> tuple[Finding, ...]:
+    """Every invariant violation of `tree`, sorted by message; empty when it holds them all.
 
     Below MAX_DEPTH nothing is looked at: the first node too deep on each path is the error.
     """
-    return tuple(sorted(finding.message for finding in invariant_findings(tree)))
-
-
-def invariant_findings(tree: Node) -> tuple[Finding, ...]:
-    """`validate_invariants` as findings, sorted by message."""
     errors: list[Finding] = []
     seen: set[str] = set()
 

@@ -18,8 +18,9 @@ from runner_core.tree.serialization import (
     tree_of_schema_valid,
     tree_text,
 )
-from runner_core.validation.invariants import validate_invariants
-from runner_core.validation.schema import validate_schema
+from runner_core.validation.finding import messages
+from runner_core.validation.invariants import invariant_findings
+from runner_core.validation.schema import schema_findings
 
 
 def tree_from_json(obj: Any) -> Node:
@@ -31,7 +32,7 @@ def tree_from_json(obj: Any) -> Node:
     `parse_tree`, which runs both) judges the tree as a whole.
     """
     try:
-        schema_errors = validate_schema(obj)
+        schema_errors = messages(schema_findings(obj))
         if schema_errors:
             raise TreeValidationError("schema", schema_errors)
         return tree_of_schema_valid(obj)
@@ -42,7 +43,7 @@ def tree_from_json(obj: Any) -> Node:
 def tree_from_valid_json(obj: Any) -> Node:
     """schema → build → invariants, raising `TreeValidationError` at the first failing layer."""
     tree = tree_from_json(obj)
-    invariant_errors = validate_invariants(tree)
+    invariant_errors = messages(invariant_findings(tree))
     if invariant_errors:
         raise TreeValidationError("invariants", invariant_errors)
     return tree
@@ -62,7 +63,7 @@ def parse_tree(text: str | bytes) -> Node:
     tree = tree_of_plain_nodes(decoded)
     if tree is None:
         return tree_from_valid_json(json_of(decoded))
-    invariant_errors = validate_invariants(tree)
+    invariant_errors = messages(invariant_findings(tree))
     if invariant_errors:
         raise TreeValidationError("invariants", invariant_errors)
     return tree

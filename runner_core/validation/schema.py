@@ -135,14 +135,10 @@ def _collect_tree_errors(node: Any, path: str, errors: list[Finding]) -> None:
             _collect_tree_errors(child, f"{path}.children[{index}]", errors)
 
 
-def validate_schema(obj: Any) -> tuple[str, ...]:
-    """Every schema violation of a task tree document, sorted; empty when it is valid."""
-    return tuple(finding.message for finding in schema_findings(obj))
-
-
 def schema_findings(obj: Any) -> tuple[Finding, ...]:
-    """`validate_schema` as findings, sorted by message; `path` is the JSON path of the node
-    object at fault and `node_id` its id when it has a usable one."""
+    """Every schema violation of a task tree document, sorted by message; empty when it is
+    valid. `path` is the JSON path of the node object at fault and `node_id` its id when it
+    has a usable one."""
     validate = _compiled(TREE_SCHEMA_FILE)
     errors: list[Finding] = []
     try:
@@ -156,23 +152,25 @@ def schema_findings(obj: Any) -> tuple[Finding, ...]:
     return tuple(sorted(errors, key=lambda found: found.message))
 
 
-def _validate_document(name: str, obj: Any) -> tuple[str, ...]:
+def _document_findings(name: str, obj: Any) -> tuple[Finding, ...]:
     validate = _compiled(name)
     try:
         validate(obj)
     except _value_exception() as error:
-        return (_located(error.message, "$"),)
+        message = _located(error.message, "$")
+        return (Finding("schema", None, "$", "invalid_document", message),)
     return ()
 
 
-def validate_decomposer_output(obj: Any) -> tuple[str, ...]:
+def decomposer_output_findings(obj: Any) -> tuple[Finding, ...]:
     """Schema errors of a decomposer's output: its shape only.
 
     No children and blank titles or goals are `decompose.decomposition_problems`, agent
     errors the next attempt is told about, not runner errors hidden from the agent.
     """
-    return _validate_document(DECOMPOSER_OUTPUT_SCHEMA_FILE, obj)
+    return _document_findings(DECOMPOSER_OUTPUT_SCHEMA_FILE, obj)
 
 
-def validate_executor_output(obj: Any) -> tuple[str, ...]:
-    return _validate_document(EXECUTOR_OUTPUT_SCHEMA_FILE, obj)
+def executor_output_findings(obj: Any) -> tuple[Finding, ...]:
+    """Schema errors of an executor's output."""
+    return _document_findings(EXECUTOR_OUTPUT_SCHEMA_FILE, obj)

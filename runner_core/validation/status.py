@@ -22,20 +22,11 @@ GAINS_CHILDREN: PMap[AgentStatus, bool] = pmap(
 )
 
 
-def validate_status_invariants(
-    prev: Node, next_tree: Node, selected_id: str, status: AgentStatus | AgentStatusValue
-) -> tuple[str, ...]:
-    """The status violation for the selected node, if any, as a sorted tuple; `status` is an
-    `AgentStatus` or its string value."""
-    return tuple(
-        finding.message for finding in status_findings(prev, next_tree, selected_id, status)
-    )
-
-
 def status_findings(
     prev: Node, next_tree: Node, selected_id: str, status: AgentStatus | AgentStatusValue
 ) -> tuple[Finding, ...]:
-    """`validate_status_invariants` as findings."""
+    """The status violation for the selected node, if any; `status` is an `AgentStatus` or
+    its string value."""
     status = AgentStatus(status)
     before = nodes_by_id(prev).get(selected_id)
     after = nodes_by_id(next_tree).get(selected_id)

@@ -199,11 +199,12 @@ def test_the_readme_example_runs_on_a_complete_tree(tmp_path: Path) -> None:
 CHECKOUT_PROGRAM = """
 import importlib.util, json, sys
 import runner_core as rc
-from runner_core.validation.schema import schema_text, validate_schema
+from runner_core.validation.finding import messages
+from runner_core.validation.schema import schema_text, schema_findings
 print(json.dumps({
     "core": rc.__file__,
     "schemas_package": importlib.util.find_spec("runner_core.schemas") is not None,
-    "errors": validate_schema({"id": "root", "order": "first"}),
+    "errors": messages(schema_findings({"id": "root", "order": "first"})),
     "status_schema": json.loads(schema_text("views/status.schema.json"))["title"],
 }))
 """

@@ -20,8 +20,9 @@ from runner_core.tree.state_update import (
     apply_state_updates,
     state_update_summary_to_json,
 )
+from runner_core.validation.finding import messages
 from runner_core.validation.loading import tree_from_json
-from runner_core.validation.status import validate_status_invariants
+from runner_core.validation.status import status_findings
 from tests.helpers.trees import tree
 
 FIELDS: dict[str, Any] = {
@@ -138,7 +139,7 @@ def test_the_state_update_takes_status_and_guard_as_strings() -> None:
 
 def test_the_status_check_takes_the_status_as_a_string() -> None:
     prev = tree("root", tree("a"))
-    assert validate_status_invariants(prev, prev, "a", "decomposed") == (
+    assert messages(status_findings(prev, prev, "a", "decomposed")) == (
         "status=decomposed but selected node 'a' did not gain children (prev=0, next=0)",
     )
 

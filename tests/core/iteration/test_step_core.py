@@ -28,7 +28,8 @@ from runner_core.iteration.plan import (
 )
 from runner_core.run.state import RunState, RunStateError, run_state_from_json, run_state_to_json
 from runner_core.run.trailers import iteration_commit_message
-from runner_core.validation.invariants import validate_invariants
+from runner_core.validation.finding import messages
+from runner_core.validation.invariants import invariant_findings
 from tests.helpers.records import record as shared_record
 from tests.helpers.trees import find, node, text_of, tree
 
@@ -652,4 +653,4 @@ def test_review_execution_resets_max_attempts_the_agent_lowered() -> None:
     outcome = conclude(prev, "leaf", review, GuardOutcome.SKIPPED)
     kept = prev.children[0].max_attempts
     assert outcome.tree.children[0].max_attempts == kept
-    assert validate_invariants(outcome.tree) == ()
+    assert messages(invariant_findings(outcome.tree)) == ()

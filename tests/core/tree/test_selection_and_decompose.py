@@ -25,7 +25,8 @@ from runner_core import (
 )
 from runner_core.tree.decompose import child_specs_from_output, decomposition_problems
 from runner_core.tree.selection import leaf_counts, leftmost_open_leaf, node_path
-from runner_core.validation.invariants import validate_invariants
+from runner_core.validation.finding import messages
+from runner_core.validation.invariants import invariant_findings
 from tests.helpers.trees import find, tree
 
 # ---------------------------------------------------------------- select_leaf
@@ -224,7 +225,7 @@ def test_child_ids_of_a_parent_with_a_maximal_id_stay_within_the_limit() -> None
         children = [c.id for c in find(decomposed, long_id).children]
         assert all(len(child) <= 1000 for child in children)
         assert len(set(children)) == 12
-        assert validate_invariants(decomposed) == ()
+        assert messages(invariant_findings(decomposed)) == ()
 
 
 def test_new_children_are_ordered_by_their_index() -> None:
@@ -268,7 +269,7 @@ def test_decomposition_changes_nothing_but_the_selected_nodes_children() -> None
     assert decomposed.children[0] is root.children[0]
     leaf_before, leaf_after = find(root, "leaf"), find(decomposed, "leaf")
     assert attrs.evolve(leaf_after, children=()) == attrs.evolve(leaf_before, children=())
-    assert validate_invariants(decomposed) == ()
+    assert messages(invariant_findings(decomposed)) == ()
 
 
 def test_decomposing_an_unknown_node_is_an_error() -> None:

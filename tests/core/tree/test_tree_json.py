@@ -24,7 +24,8 @@ from runner_core import (
 )
 from runner_core.tree.model import NODE_FIELDS, TreeLayer, sort_children
 from runner_core.tree.serialization import RefusedJson, decode_tree_text, loads_json
-from runner_core.validation.invariants import validate_invariants
+from runner_core.validation.finding import messages
+from runner_core.validation.invariants import invariant_findings
 from runner_core.validation.schema import TREE_SCHEMA_FILE, load_schema
 from tests.helpers.trees import chain_json, chain_text, depth_of, ids, node, text_of, tree
 
@@ -460,7 +461,7 @@ def test_a_chain_of_100_levels_parses_validates_selects_and_updates() -> None:
     chain = parse_tree(chain_text(depth))
     assert depth_of(chain) == depth
     assert count_nodes(chain) == depth
-    assert validate_invariants(chain) == ()
+    assert messages(invariant_findings(chain)) == ()
 
     selection = select_leaf(chain)
     assert selection.status is SelectionStatus.OPEN
@@ -493,7 +494,7 @@ def test_a_tree_too_deep_is_refused_once_at_the_first_node_too_deep() -> None:
     root = node("root", node("a", chain_json(150)))
     path = "/".join(["root", "a", *(f"n{index}" for index in range(99))])
 
-    errors = validate_invariants(tree_from_json(root))
+    errors = messages(invariant_findings(tree_from_json(root)))
 
     assert errors == (f"{path}: depth 101 exceeds the limit of 100",)
 

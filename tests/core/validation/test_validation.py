@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from runner_core import AgentStatus, Node
-from runner_core.validation.child_additions import validate_child_additions_restricted
-from runner_core.validation.immutability import check_passed_node_immutability
-from runner_core.validation.invariants import id_problem, validate_invariants
-from runner_core.validation.schema import validate_schema
-from runner_core.validation.status import validate_status_invariants
+from runner_core.validation.child_additions import child_findings
+from runner_core.validation.finding import Finding, messages
+from runner_core.validation.immutability import passed_node_findings
+from runner_core.validation.invariants import id_problem, invariant_findings
+from runner_core.validation.schema import schema_findings
+from runner_core.validation.status import status_findings
 from tests.helpers.trees import chain_json, node, tree
 
 REQUIRED_FIELDS = [
@@ -38,7 +39,7 @@ REQUIRED_FIELDS = [
 def test_a_valid_tree_has_no_schema_errors() -> None:
     data = node("root", node("a", passes=True), node("b", next="decompose", acceptance=["x"]))
 
-    assert validate_schema(data) == ()
+    assert messages(schema_findings(data)) == ()
 
 
 @pytest.mark.parametrize("field", REQUIRED_FIELDS)
@@ -46,7 +47,7 @@ def test_every_field_is_required(field: str) -> None:
     data = node("root")
     del data[field]
 
-    assert validate_schema(data) == (f"$ must contain '{field}'",)
+    assert messages(schema_findings(data)) == (f"$ must contain '{field}'",)
 
 
 @pytest.mark.parametrize("field", REQUIRED_FIELDS)
@@ -54,14 +55,16 @@ def test_a_missing_field_of_a_child_is_reported_at_the_child_path(field: str) ->
     child = node("a")
     del child[field]
 
-    assert validate_schema(node("root", child)) == (f"$.children[0] must contain '{field}'",)
+    assert messages(schema_findings(node("root", child))) == (
+        f"$.children[0] must contain '{field}'",
+    )
 
 
 def test_a_field_outside_the_schema_is_rejected() -> None:
     data = node("root")
     data["extra"] = 1
 
-    assert validate_schema(data) == ("$ must not contain 'extra'",)
+    assert messages(schema_findings(data)) == ("$ must not contain 'extra'",)
 
 
 @pytest.mark.parametrize(
@@ -87,7 +90,7 @@ def test_a_field_of_the_wrong_type_is_rejected(field: str, value: Any, message: 
     data = node("root")
     data[field] = value
 
-    assert validate_schema(data) == (message,)
+    assert messages(schema_findings(data)) == (message,)
 
 
 @pytest.mark.parametrize("field", ["order", "attempts", "max_attempts"])
@@ -95,7 +98,7 @@ def test_a_boolean_is_not_an_integer(field: str) -> None:
     data = node("root")
     data[field] = True
 
-    assert validate_schema(data) == (f"$.{field} must be integer",)
+    assert messages(schema_findings(data)) == (f"$.{field} must be integer",)
 
 
 @pytest.mark.parametrize("field", ["attempts", "max_attempts"])
@@ -103,15 +106,17 @@ def test_a_negative_count_is_rejected(field: str) -> None:
     data = node("root", attempts=0)
     data[field] = -1
 
-    assert validate_schema(data) == (f"$.{field} must be bigger than or equal to 0",)
+    assert messages(schema_findings(data)) == (f"$.{field} must be bigger than or equal to 0",)
 
 
 def test_max_attempts_of_zero_passes_the_schema_and_is_left_to_the_invariants() -> None:
-    assert validate_schema(node("root", max_attempts=0)) == ()
+    assert messages(schema_findings(node("root", max_attempts=0))) == ()
 
 
 def test_an_empty_id_is_rejected() -> None:
-    assert validate_schema(node("")) == ("$.id must be longer than or equal to 1 characters",)
+    assert messages(schema_findings(node(""))) == (
+        "$.id must be longer than or equal to 1 characters",
+    )
 
 
 @pytest.mark.parametrize("value", ["run", "Execute", "", None])
@@ -119,12 +124,12 @@ def test_next_must_be_execute_or_decompose(value: Any) -> None:
     data = node("root")
     data["next"] = value
 
-    assert validate_schema(data) == ("$.next must be one of ['execute', 'decompose']",)
+    assert messages(schema_findings(data)) == ("$.next must be one of ['execute', 'decompose']",)
 
 
 @pytest.mark.parametrize("document", [[], None, "tree", 3])
 def test_a_document_that_is_not_an_object_is_rejected(document: Any) -> None:
-    assert validate_schema(document) == ("$ must be object",)
+    assert messages(schema_findings(document)) == ("$ must be object",)
 
 
 def test_errors_of_several_nodes_are_all_collected_with_their_json_paths_sorted() -> None:
@@ -138,7 +143,7 @@ def test_errors_of_several_nodes_are_all_collected_with_their_json_paths_sorted(
     )
     data["colour"] = "red"
 
-    assert validate_schema(data) == (
+    assert messages(schema_findings(data)) == (
         "$ must not contain 'colour'",
         "$.children[0].order must be integer",
         "$.children[1].attempts must be bigger than or equal to 0",
@@ -151,7 +156,7 @@ def test_errors_of_several_nodes_are_all_collected_with_their_json_paths_sorted(
 def test_several_errors_of_one_node_are_all_collected() -> None:
     data = node("root", order=None, title=1, passes=None)
 
-    assert validate_schema(data) == (
+    assert messages(schema_findings(data)) == (
         "$.order must be integer",
         "$.passes must be boolean",
         "$.title must be string",
@@ -163,7 +168,7 @@ def test_a_tree_deeper_than_the_limit_is_walked_to_every_error() -> None:
     data = chain_json(depth, attempts=-1, title=None)
     bottom = "$" + ".children[0]" * (depth - 1)
 
-    assert validate_schema(data) == (
+    assert messages(schema_findings(data)) == (
         f"{bottom}.attempts must be bigger than or equal to 0",
         f"{bottom}.title must be string",
     )
@@ -175,11 +180,11 @@ TOO_DEEP = "$ nests deeper than the schema validator can follow (a tree is at mo
 
 
 def test_a_deep_invalid_document_is_one_error_naming_its_depth() -> None:
-    assert validate_schema(chain_json(3_000, attempts=-1, title=None)) == (TOO_DEEP,)
+    assert messages(schema_findings(chain_json(3_000, attempts=-1, title=None))) == (TOO_DEEP,)
 
 
 def test_a_deep_valid_document_is_one_error_naming_its_depth() -> None:
-    assert validate_schema(chain_json(3_000)) == (TOO_DEEP,)
+    assert messages(schema_findings(chain_json(3_000))) == (TOO_DEEP,)
 
 
 # ---------------------------------------------------------------- layer 2: invariants
@@ -192,25 +197,25 @@ def test_a_tree_that_holds_every_invariant_has_no_errors() -> None:
         tree("b", order=1, attempts=3, max_attempts=3),
     )
 
-    assert validate_invariants(root) == ()
+    assert messages(invariant_findings(root)) == ()
 
 
 def test_a_duplicate_id_is_reported_at_the_path_of_its_second_occurrence() -> None:
     root = tree("root", tree("a", order=0), tree("b", tree("a"), order=1))
 
-    assert validate_invariants(root) == ("duplicate id 'a' at root/b/a",)
+    assert messages(invariant_findings(root)) == ("duplicate id 'a' at root/b/a",)
 
 
 def test_max_attempts_must_be_positive() -> None:
     root = tree("root", tree("a", max_attempts=0))
 
-    assert validate_invariants(root) == ("root/a: max_attempts must be > 0",)
+    assert messages(invariant_findings(root)) == ("root/a: max_attempts must be > 0",)
 
 
 def test_attempts_may_not_exceed_max_attempts() -> None:
     root = tree("root", tree("a", attempts=4, max_attempts=3))
 
-    assert validate_invariants(root) == ("root/a: attempts 4 exceeds max_attempts 3",)
+    assert messages(invariant_findings(root)) == ("root/a: attempts 4 exceeds max_attempts 3",)
 
 
 @pytest.mark.parametrize(
@@ -224,13 +229,13 @@ def test_attempts_may_not_exceed_max_attempts() -> None:
 def test_children_must_be_sorted_by_order_then_id(children: tuple[Node, ...]) -> None:
     root = tree("root", *children)
 
-    assert validate_invariants(root) == ("root: children must be sorted by (order,id)",)
+    assert messages(invariant_findings(root)) == ("root: children must be sorted by (order,id)",)
 
 
 def test_order_is_compared_as_a_number_not_as_text() -> None:
     root = tree("root", tree("root.9", order=9), tree("root.10", order=10))
 
-    assert validate_invariants(root) == ()
+    assert messages(invariant_findings(root)) == ()
 
 
 def test_several_invariant_violations_are_all_reported_sorted() -> None:
@@ -240,7 +245,7 @@ def test_several_invariant_violations_are_all_reported_sorted() -> None:
         tree("y", tree("z"), max_attempts=0, order=1),
     )
 
-    assert validate_invariants(root) == (
+    assert messages(invariant_findings(root)) == (
         "duplicate id 'z' at root/y/z",
         "root/y: max_attempts must be > 0",
         "root/z: attempts 5 exceeds max_attempts 2",
@@ -267,21 +272,21 @@ def passed_tree() -> Node:
 
 
 def test_an_untouched_tree_keeps_every_passed_node() -> None:
-    assert check_passed_node_immutability(passed_tree(), passed_tree()) == ()
+    assert messages(passed_node_findings(passed_tree(), passed_tree())) == ()
 
 
 def test_a_removed_passed_node_is_missing() -> None:
     prev = tree("root", tree("a", passes=True, order=0), tree("b", order=1))
     after = tree("root", tree("b", order=1))
 
-    assert check_passed_node_immutability(prev, after) == ("passed node 'a' missing in next tree",)
+    assert messages(passed_node_findings(prev, after)) == ("passed node 'a' missing in next tree",)
 
 
 def test_a_passed_node_under_another_parent_has_moved() -> None:
     prev = tree("root", tree("a", passes=True, order=0), tree("b", order=1))
     after = tree("root", tree("b", tree("a", passes=True, order=0), order=1))
 
-    assert check_passed_node_immutability(prev, after) == (
+    assert messages(passed_node_findings(prev, after)) == (
         "passed node 'a' moved from parent 'root' to 'b'",
     )
 
@@ -303,14 +308,14 @@ def test_a_passed_node_with_any_field_edited_has_changed(field: str, value: Any)
     prev = tree("root", tree("a", passes=True), tree("b", order=1))
     after = tree("root", tree("a", **{"passes": True, field: value}), tree("b", order=1))
 
-    assert check_passed_node_immutability(prev, after) == ("passed node 'a' changed in next tree",)
+    assert messages(passed_node_findings(prev, after)) == ("passed node 'a' changed in next tree",)
 
 
 def test_a_passed_node_that_gained_a_child_has_changed() -> None:
     prev = tree("root", tree("a", passes=True))
     after = tree("root", tree("a", tree("a.1"), passes=True))
 
-    assert check_passed_node_immutability(prev, after) == ("passed node 'a' changed in next tree",)
+    assert messages(passed_node_findings(prev, after)) == ("passed node 'a' changed in next tree",)
 
 
 def test_a_change_deep_in_a_passed_subtree_changes_every_passed_ancestor() -> None:
@@ -326,7 +331,7 @@ def test_a_change_deep_in_a_passed_subtree_changes_every_passed_ancestor() -> No
         tree("c", order=2),
     )
 
-    assert check_passed_node_immutability(passed_tree(), after) == (
+    assert messages(passed_node_findings(passed_tree(), after)) == (
         "passed node 'a' changed in next tree",
         "passed node 'a.1' changed in next tree",
         "passed node 'a.1.1' changed in next tree",
@@ -346,7 +351,7 @@ def test_open_nodes_may_be_edited_moved_and_removed() -> None:
         tree("c", tree("b", title="moved and edited"), order=2, goal="edited"),
     )
 
-    assert check_passed_node_immutability(prev, after) == ()
+    assert messages(passed_node_findings(prev, after)) == ()
 
 
 def test_immutability_errors_are_sorted_by_node_id() -> None:
@@ -363,7 +368,7 @@ def test_immutability_errors_are_sorted_by_node_id() -> None:
         tree("d", tree("b", passes=True, order=2, title="edited too"), order=3),
     )
 
-    assert check_passed_node_immutability(prev, after) == (
+    assert messages(passed_node_findings(prev, after)) == (
         "passed node 'a' changed in next tree",
         "passed node 'b' changed in next tree",
         "passed node 'b' moved from parent 'root' to 'd'",
@@ -417,14 +422,14 @@ def test_only_decomposed_gains_children_on_the_selected_node(
     prev = with_leaf_children(prev_children)
     after = with_leaf_children(next_children)
 
-    assert validate_status_invariants(prev, after, "leaf", status) == expected
+    assert messages(status_findings(prev, after, "leaf", status)) == expected
 
 
 def test_a_selected_node_missing_after_the_agent_is_a_status_violation() -> None:
     prev = tree("root", tree("leaf", order=0), tree("other", order=1))
     after = tree("root", tree("other", order=1))
 
-    assert validate_status_invariants(prev, after, "leaf", AgentStatus.DONE) == (
+    assert messages(status_findings(prev, after, "leaf", AgentStatus.DONE)) == (
         "status=done but selected node 'leaf' missing in next tree",
     )
 
@@ -441,7 +446,7 @@ def two_leaves() -> Node:
 def test_execute_mode_without_new_nodes_is_allowed() -> None:
     edited = tree("root", tree("leaf", order=0, title="edited"), tree("other", order=1))
 
-    assert validate_child_additions_restricted(two_leaves(), edited, EXECUTE_MODE) == ()
+    assert messages(child_findings(two_leaves(), edited, EXECUTE_MODE)) == ()
 
 
 @pytest.mark.parametrize("parent", ["leaf", "other", "root"])
@@ -453,7 +458,7 @@ def test_execute_mode_allows_no_node_to_gain_a_child(parent: str) -> None:
         *((tree("new", order=2),) if parent == "root" else ()),
     )
 
-    assert validate_child_additions_restricted(two_leaves(), after, EXECUTE_MODE) == (
+    assert messages(child_findings(two_leaves(), after, EXECUTE_MODE)) == (
         f"node '{parent}' gained child 'new' (no node may gain children in execute mode)",
     )
 
@@ -463,13 +468,13 @@ def test_decompose_mode_allows_the_selected_node_to_gain_children() -> None:
         "root", tree("leaf", tree("leaf.1"), tree("leaf.2", order=1)), tree("other", order=1)
     )
 
-    assert validate_child_additions_restricted(two_leaves(), after, "leaf") == ()
+    assert messages(child_findings(two_leaves(), after, "leaf")) == ()
 
 
 def test_decompose_mode_allows_no_other_node_to_gain_children() -> None:
     after = tree("root", tree("leaf", tree("leaf.1")), tree("other", tree("x"), order=1))
 
-    assert validate_child_additions_restricted(two_leaves(), after, "leaf") == (
+    assert messages(child_findings(two_leaves(), after, "leaf")) == (
         "node 'other' gained child 'x' (only the selected node 'leaf' may gain children)",
     )
 
@@ -477,7 +482,7 @@ def test_decompose_mode_allows_no_other_node_to_gain_children() -> None:
 def test_decompose_mode_allows_only_direct_children_of_the_selected_node() -> None:
     after = tree("root", tree("leaf", tree("leaf.1", tree("leaf.1.1"))), tree("other", order=1))
 
-    assert validate_child_additions_restricted(two_leaves(), after, "leaf") == (
+    assert messages(child_findings(two_leaves(), after, "leaf")) == (
         "node 'leaf.1' gained child 'leaf.1.1' (only the selected node 'leaf' may gain children)",
     )
 
@@ -486,13 +491,13 @@ def test_decompose_mode_allows_only_direct_children_of_the_selected_node() -> No
 def test_moving_an_existing_open_node_is_not_an_addition(selected: str | None) -> None:
     after = tree("root", tree("other", tree("leaf"), order=1))
 
-    assert validate_child_additions_restricted(two_leaves(), after, selected) == ()
+    assert messages(child_findings(two_leaves(), after, selected)) == ()
 
 
 def test_an_open_node_given_a_new_id_counts_as_a_new_child() -> None:
     after = tree("root", tree("leaf", order=0), tree("renamed", order=1))
 
-    assert validate_child_additions_restricted(two_leaves(), after, EXECUTE_MODE) == (
+    assert messages(child_findings(two_leaves(), after, EXECUTE_MODE)) == (
         "node 'root' gained child 'renamed' (no node may gain children in execute mode)",
     )
 
@@ -504,7 +509,7 @@ def test_every_offending_node_is_named_in_its_own_error_sorted() -> None:
         tree("other", tree("x", tree("x.1")), order=1),
     )
 
-    assert validate_child_additions_restricted(two_leaves(), after, EXECUTE_MODE) == (
+    assert messages(child_findings(two_leaves(), after, EXECUTE_MODE)) == (
         "node 'leaf' gained child 'y' (no node may gain children in execute mode)",
         "node 'other' gained child 'x' (no node may gain children in execute mode)",
         "node 'x' gained child 'x.1' (no node may gain children in execute mode)",
@@ -536,7 +541,7 @@ def test_an_id_with_whitespace_an_equals_sign_a_slash_or_a_control_character_is_
 ) -> None:
     root = tree("root", tree(node_id))
 
-    assert validate_invariants(root) == (f"root/{shown}: {BAD_ID}",)
+    assert messages(invariant_findings(root)) == (f"root/{shown}: {BAD_ID}",)
 
 
 @pytest.mark.parametrize("node_id", ["a.1", "root-2", "é", "x_y", "+", "ü.ß"])
@@ -544,4 +549,12 @@ def test_an_id_of_printable_characters_without_whitespace_equals_or_slash_is_usa
     node_id: str,
 ) -> None:
     assert id_problem(node_id) is None
-    assert validate_invariants(tree("root", tree(node_id))) == ()
+    assert messages(invariant_findings(tree("root", tree(node_id)))) == ()
+
+
+def test_messages_are_the_findings_lines_in_order_each_once() -> None:
+    first = Finding("child_additions", "x", "root/a/x", "child_added_in_execute_mode", "one")
+    again = Finding("child_additions", "x", "root/b/x", "child_added_in_execute_mode", "one")
+    other = Finding("child_additions", "y", "root/a/y", "child_added_in_execute_mode", "two")
+
+    assert messages((first, again, other)) == ("one", "two")
