@@ -13,7 +13,7 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core.backends.registry import BACKENDS
+from runner_core.backends.registry import BACKENDS, BackendName
 from runner_core.run.agent_config import RoleAgent
 from runner_core.run.config import (
     HOOK_NAMES,
@@ -30,7 +30,7 @@ from runner_core.run.config import (
     render_config,
 )
 from runner_core.run.config_schema import CONFIG_SCHEMA_FILE
-from runner_core.run.executor_config import ExecutorConfig
+from runner_core.run.executor_config import ExecutorConfig, ExecutorKind
 from runner_core.run.notify_config import NOTIFY_EVENTS, NotifyConfig
 from runner_core.run.sandbox_config import SandboxConfig
 from runner_core.validation.schema import load_schema
@@ -44,12 +44,14 @@ printable = st.text(
 )
 env_names = st.lists(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,5}\*?", fullmatch=True), max_size=3)
 absolute = st.lists(word.map(lambda text: "/" + text), max_size=2).map(tuple)
+BACKEND_NAMES: tuple[BackendName, ...] = tuple(sorted(typing.get_args(BackendName)))
+EXECUTOR_KINDS: tuple[ExecutorKind, ...] = typing.get_args(ExecutorKind)
 with_program = sorted(name for name, info in BACKENDS.items() if info.program is not None)
 
 
 @st.composite
 def role_agents(draw: st.DrawFn) -> RoleAgent:
-    backend = draw(st.sampled_from(sorted(BACKENDS)))
+    backend = draw(st.sampled_from(BACKEND_NAMES))
     command = draw(argv.filter(bool) if BACKENDS[backend].program is None else argv)
     others = [name for name in with_program if name != backend]
     fallback = draw(st.lists(st.sampled_from(others), unique=True, max_size=2))
@@ -58,7 +60,7 @@ def role_agents(draw: st.DrawFn) -> RoleAgent:
 
 @st.composite
 def executors(draw: st.DrawFn) -> ExecutorConfig:
-    kind = draw(st.sampled_from(["local", "temporal"]))
+    kind = draw(st.sampled_from(EXECUTOR_KINDS))
     tls_pair = draw(st.booleans())
     path = printable.map(lambda text: "/" + text)
     return ExecutorConfig(

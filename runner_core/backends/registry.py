@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Literal
 
 import attrs
+
+# `[agent] backend`: every name BACKENDS holds, in its order; the schema's enum.
+BackendName = Literal["codex", "claude", "gemini", "qwen", "opencode", "copilot", "command"]
 
 # The CLI versions the runner is verified against (`.ci/run` installs these; a test holds the two
 # to the same numbers).
@@ -48,7 +52,7 @@ class BackendInfo:
     (runner_core.backends.egress), `[sandbox] allow_hosts` added. `install` is how an operator
     gets the CLI (`runner validate` prints it when the program is missing)."""
 
-    name: str
+    name: BackendName
     program: str | None
     home: tuple[HomeFiles, ...] = ()
     sandboxed_env: tuple[tuple[str, str], ...] = ()
@@ -208,7 +212,7 @@ BACKENDS: Mapping[str, BackendInfo] = MappingProxyType(
     }
 )
 # What config.toml and `runner init` use when no backend is named.
-DEFAULT_BACKEND = "codex"
+DEFAULT_BACKEND: BackendName = "codex"
 
 
 def backend_names() -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from runner_core.backends.registry import BACKENDS
+from runner_core.backends.registry import BACKENDS, BackendName
 from runner_core.run.config_errors import ConfigError
 from runner_core.run.config_toml import toml_line
 from runner_core.run.config_values import argv as _argv
@@ -27,7 +27,7 @@ class RoleAgent:
     """The agent one role runs: its `backend`, the `command` that replaces the backend's
     program (() for none) and the `fallback` backends run in turn while it is limited."""
 
-    backend: str
+    backend: BackendName
     command: tuple[str, ...] = ()
     fallback: tuple[str, ...] = ()
 
@@ -35,7 +35,7 @@ class RoleAgent:
 def parse_agent_table(key: str, table: Mapping[str, Any], inherited: RoleAgent) -> RoleAgent:
     """An agent table (`key` names it: "agent", "agent.executor") from parsed TOML, with
     `inherited`'s values for the keys it leaves out (see the module)."""
-    backend: str = table.get("backend", inherited.backend)
+    backend: BackendName = table.get("backend", inherited.backend)
     same = backend == inherited.backend
     command = _argv(f"{key}.command", table.get("command", list(inherited.command) if same else []))
     if BACKENDS[backend].program is None and not command:

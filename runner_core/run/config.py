@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import attrs
 
-from runner_core.backends.registry import BACKENDS, DEFAULT_BACKEND
+from runner_core.backends.registry import BACKENDS, DEFAULT_BACKEND, BackendName
 from runner_core.run.agent_config import (
     RoleAgent,
     parse_agent_table,
@@ -66,6 +66,9 @@ HOOK_NAMES = (
 # How a `done` is judged (`[guard] mode`): the values of config.schema.json's enum.
 GuardMode = Literal["exit", "ratchet"]
 
+# What `runner loop` does with a stuck leaf (`[loop] on_stuck`): the schema's enum.
+OnStuck = Literal["stop", "decompose"]
+
 
 @attrs.frozen(slots=True)
 class LoopConfig:
@@ -74,7 +77,7 @@ class LoopConfig:
     max_consecutive_runner_errors: int = 3
     runner_error_backoff_secs: tuple[int, ...] = (30, 120, 600)
     max_wait_secs: int = 21600
-    on_stuck: str = "stop"
+    on_stuck: OnStuck = "stop"
     hook_timeout_secs: int = 30
     max_agent_iterations: int | None = None  # iterations an agent answered (judging_config)
 
@@ -143,7 +146,7 @@ class Config:
     # otherwise: runner_core.run.environment).
     guard_env: tuple[str, ...] = ()
     guard_require_targets: bool = False  # ratchet: a node naming no `test:` fails its done
-    agent_backend: str = DEFAULT_BACKEND
+    agent_backend: BackendName = DEFAULT_BACKEND
     agent_command: tuple[str, ...] = ()
     # `[agent] fallback`: the backends run in turn when the one in use hits a limit.
     agent_fallback: tuple[str, ...] = ()

@@ -8,7 +8,7 @@ anything: docs/temporal.md describes what the shell does with `kind = "temporal"
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -17,13 +17,16 @@ from runner_core.run.config_toml import toml_line
 
 MAX_PORT = 65535
 
+# `[executor] kind`: the values of schemas/config.schema.json's enum.
+ExecutorKind = Literal["local", "temporal"]
+
 
 @attrs.frozen(slots=True)
 class ExecutorConfig:
     """`[executor]`: `kind` "local" runs jobs in this process's threads; "temporal" hands each
     to a worker polling `task_queue` of `namespace` on the Temporal server at `address`."""
 
-    kind: str = "local"
+    kind: ExecutorKind = "local"
     address: str = "127.0.0.1:7233"
     namespace: str = "default"
     task_queue: str = "runner"

@@ -8,7 +8,7 @@ of a written config). Never sends anything: runner_shell/notify does, docs/notif
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, get_args
 
 import attrs
 
@@ -16,7 +16,8 @@ from runner_core.run.config_errors import ConfigError
 from runner_core.run.config_toml import toml_line
 
 # The events a notification can be sent for, in the order docs/notify.md lists them.
-NOTIFY_EVENTS = ("stuck", "complete", "question", "limit_wait", "runner_errors", "budget")
+NotifyEvent = Literal["stuck", "complete", "question", "limit_wait", "runner_errors", "budget"]
+NOTIFY_EVENTS: tuple[NotifyEvent, ...] = get_args(NotifyEvent)
 
 
 @attrs.frozen(slots=True)
@@ -25,7 +26,7 @@ class NotifyConfig:
     one message may take (`timeout_secs`) before it is given up."""
 
     urls: tuple[str, ...] = ()
-    on: tuple[str, ...] = NOTIFY_EVENTS
+    on: tuple[NotifyEvent, ...] = NOTIFY_EVENTS
     timeout_secs: int = 10
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import attrs
 
+from runner_core.backends.registry import BACKENDS
 from runner_core.run.agent_config import ROLE_TABLES, RoleAgent
 from runner_core.run.config import Config
 
@@ -40,4 +41,4 @@ def iteration_config(config: Config, role: str, backend: str | None = None) -> C
     config = role_config(config, role)
     if backend is None or backend == config.agent_backend:
         return config
-    return attrs.evolve(config, agent_backend=backend, agent_command=())
+    return attrs.evolve(config, agent_backend=BACKENDS[backend].name, agent_command=())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, get_args
 
 import attrs
 
@@ -18,7 +18,9 @@ from runner_core.run.config_errors import ConfigError
 from runner_core.run.config_toml import example_line, toml_line
 from runner_core.run.config_values import argv, checkout_paths, env_patterns
 
-SANDBOX_MODES = ("auto", "bwrap", "off")  # schemas/config.schema.json's `[sandbox] mode`
+# `[sandbox] mode`: the values of schemas/config.schema.json's enum.
+SandboxMode = Literal["auto", "bwrap", "off"]
+SANDBOX_MODES: tuple[SandboxMode, ...] = get_args(SandboxMode)
 
 
 # A failed session whose largest process held this share of RLIMIT_DATA reached `memory_mb`
@@ -58,7 +60,7 @@ class SandboxConfig:
     whenever a file of `setup_inputs` is not as it was when setup last ran there.
     """
 
-    mode: str = "auto"
+    mode: SandboxMode = "auto"
     setup: tuple[str, ...] = ()
     # Files of the checkout setup reads (`package.json`, `uv.lock`), sorted: the agent's change
     # to one runs setup again before its guard, a base whose differ at the slot's reset too.

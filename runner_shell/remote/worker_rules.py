@@ -20,8 +20,9 @@ import attrs
 
 from runner_core.backends.registry import BACKENDS, agent_argv
 from runner_core.run.config import Config, HooksConfig, SandboxConfig
+from runner_core.run.sandbox_config import SandboxMode
 
-WORKER_SANDBOX_MODES = ("bwrap", "auto")
+WORKER_SANDBOX_MODES: tuple[SandboxMode, ...] = ("bwrap", "auto")
 
 
 @attrs.frozen(slots=True)
@@ -29,7 +30,7 @@ class WorkerRules:
     """`runner worker`'s own: its sandbox mode, the paths its sandboxes also see, whether a
     job's guard may reach the network, and the argv patterns it runs (() for any)."""
 
-    sandbox_mode: str = "auto"
+    sandbox_mode: SandboxMode = "auto"
     allow_commands: tuple[str, ...] = ()
     guard_network: bool = False
     writable: tuple[str, ...] = ()

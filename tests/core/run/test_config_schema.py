@@ -19,11 +19,20 @@ import attrs
 import jsonschema
 import pytest
 
-from runner_core.backends.registry import BACKENDS
-from runner_core.run.config import MAX_RERUNS, MAX_VALUES, Config, ConfigError, parse_config
+from runner_core.backends.registry import BACKENDS, BackendName
+from runner_core.run.config import (
+    MAX_RERUNS,
+    MAX_VALUES,
+    Config,
+    ConfigError,
+    GuardMode,
+    OnStuck,
+    parse_config,
+)
 from runner_core.run.config_schema import CONFIG_SCHEMA_FILE, check_config_schema
-from runner_core.run.notify_config import NOTIFY_EVENTS
-from runner_core.run.sandbox_config import SANDBOX_LIMITS, SANDBOX_MODES
+from runner_core.run.executor_config import ExecutorKind
+from runner_core.run.notify_config import NOTIFY_EVENTS, NotifyEvent
+from runner_core.run.sandbox_config import SANDBOX_LIMITS, SANDBOX_MODES, SandboxMode
 from runner_core.validation.schema import load_schema
 
 SCHEMA = load_schema(CONFIG_SCHEMA_FILE)
@@ -102,6 +111,28 @@ def test_the_choices_the_program_knows_are_the_schemas() -> None:
     assert fallback_items["enum"] == with_program
     assert node_at("sandbox.mode")["enum"] == list(SANDBOX_MODES)
     assert node_at("notify.on")["items"]["allOf"][0]["enum"] == list(NOTIFY_EVENTS)
+
+
+# Each config field typed as a Literal, and where the schema keeps its choices.
+LITERAL_FIELDS: tuple[tuple[Any, str], ...] = (
+    (GuardMode, "guard.mode"),
+    (BackendName, "agent.backend"),
+    (OnStuck, "loop.on_stuck"),
+    (SandboxMode, "sandbox.mode"),
+    (ExecutorKind, "executor.kind"),
+    (NotifyEvent, "notify.on"),
+)
+
+
+@pytest.mark.parametrize(("literal", "key"), LITERAL_FIELDS, ids=[key for _, key in LITERAL_FIELDS])
+def test_each_literal_type_holds_the_schemas_choices_in_its_order(literal: Any, key: str) -> None:
+    node = node_at(key)
+    choices = node["items"]["allOf"][0] if node.get("type") == "array" else node
+    assert list(typing.get_args(literal)) == choices["enum"]
+
+
+def test_the_backend_literal_names_every_backend_of_the_registry() -> None:
+    assert typing.get_args(BackendName) == tuple(BACKENDS)
 
 
 def descriptions(node: Any) -> list[str]:

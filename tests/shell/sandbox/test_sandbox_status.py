@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from runner_core.run.config import Config, SandboxConfig
+from runner_core.run.sandbox_config import SandboxMode
 from runner_shell.errors import UserFacingError
 from runner_shell.sandbox import SandboxRefused, SandboxStatus, limits, probe, sandbox_status
 from runner_shell.sandbox.cgroups import Bases, SandboxGroup
@@ -29,12 +30,12 @@ UNSANDBOXED = (
 )
 
 
-def status(mode: str, found: Probe) -> SandboxStatus:
+def status(mode: SandboxMode, found: Probe) -> SandboxStatus:
     return sandbox_status(Config(sandbox=SandboxConfig(mode=mode)), lambda: found)
 
 
 @pytest.mark.parametrize("mode", ["auto", "bwrap"])
-def test_a_working_bubblewrap_sandboxes_without_a_notice(mode: str) -> None:
+def test_a_working_bubblewrap_sandboxes_without_a_notice(mode: SandboxMode) -> None:
     found = status(mode, WORKS)
 
     assert (found.mode, found.bwrap, found.notice, found.refusal) == (
