@@ -17,10 +17,7 @@ import attrs
 from runner_core.run.config import MAX_VALUES
 from runner_core.run.operator_actions import OperatorAction as OperatorAction
 from runner_core.run.operator_actions import action_from_message as action_from_message
-from runner_core.run.operator_actions import action_text as action_text
-from runner_core.run.operator_actions import action_to_json as action_to_json
 from runner_core.run.operator_actions import operation_message as operation_message
-from runner_core.run.operator_actions import operation_subject as operation_subject
 from runner_core.run.operator_actions import run_actions as run_actions
 from runner_core.run.trailers import NodeOperation as NodeOperation  # re-exported; home: trailers
 from runner_core.tree.decompose import (

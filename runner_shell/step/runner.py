@@ -71,10 +71,8 @@ from runner_shell.guard.baselines import keep_baseline, known_baseline
 from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.slots import SlotError, prepare_slot, step_sandbox
 from runner_shell.step import protected_files
-from runner_shell.step.agent_and_guard import WAIT_FILE as WAIT_FILE
 from runner_shell.step.agent_and_guard import ProcessAgentRunner as ProcessAgentRunner
 from runner_shell.step.agent_and_guard import ProcessGuardRunner as ProcessGuardRunner
-from runner_shell.step.agent_and_guard import schema_path as schema_path
 from runner_shell.step.attempt_start import attempt_start, told_record
 from runner_shell.step.budgets import reached_budget
 from runner_shell.step.event_sink import Emitter, IterationEvents, sink_for

@@ -69,7 +69,6 @@ class PendingFile:
         except OSError as error:
             os.close(self._dir_fd)
             raise _named(error, path) from None
-        self.temp_path = path.parent / self._temp_name
         self.file: BinaryIO = os.fdopen(fd, "wb")
         try:
             os.fchmod(fd, file_mode)
