@@ -68,9 +68,10 @@ DEFINITE_REFUSALS = frozenset(
         RPCStatusCode.UNIMPLEMENTED,
     }
 )
-# The longest a look at a running job waits: the SDK retries a lost link for longer, and the
-# loop says the server is away at the look, not once the link is back.
-PROGRESS_SECS = 3.0
+# The longest a look at a running job, or a job's submission, waits: the SDK retries a call on
+# a lost link for longer, and the loop says the server is away then, not once the link is back
+# (a submission sent again attaches to the job's workflow: `submit` is idempotent).
+LOOK_SECS = 3.0
 # How long past a call's own deadline the calling thread waits for the event loop to answer.
 LOOP_GRACE_SECS = 5.0
 # How long a stopping worker lets running jobs finish before Temporal cancels them.
@@ -184,8 +185,9 @@ class TemporalExecutor:
         tls: TLSFiles | None = None,
     ) -> TemporalExecutor:
         """Connect to the server at `address`; `timeout_secs` bounds this and every later call
-        but `result`. Requests are sealed and results opened with `key` (without one, only
-        `workers` works). Raises TemporalUnavailable when the server does not answer in time."""
+        but `result` (a submission and a look at a job wait at most LOOK_SECS). Requests are
+        sealed and results opened with `key` (without one, only `workers` works). Raises
+        TemporalUnavailable when the server does not answer in time."""
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="temporal-client", daemon=True)
         thread.start()
@@ -201,7 +203,7 @@ class TemporalExecutor:
     def submit(self, job_id: str, request_json: str) -> None:
         """Start job `job_id`'s workflow, or attach to it when it is running or has finished
         with a result already: a job id runs once."""
-        self._rpc(self._start(job_id, request_json))
+        self._rpc(self._start(job_id, request_json), min(self._timeout_secs, LOOK_SECS))
 
     def result(self, job_id: str, timeout_secs: float) -> str:
         """Job `job_id`'s result, waiting at most `timeout_secs` (then TimeoutError); raises
@@ -222,7 +224,7 @@ class TemporalExecutor:
     def progress(self, job_id: str) -> JobProgress | None:
         """Job `job_id`'s activity while it is pending: the worker running it now and its last
         heartbeat's details; None when nothing is pending (not started, or finished)."""
-        return self._rpc(self._progress(job_id), min(self._timeout_secs, PROGRESS_SECS))
+        return self._rpc(self._progress(job_id), min(self._timeout_secs, LOOK_SECS))
 
     def cancel(self, job_id: str) -> bool:
         """Ask the server to cancel job `job_id`'s workflow (its worker stops the job at its

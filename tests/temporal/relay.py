@@ -1,6 +1,8 @@
 """A TCP relay on loopback the test controls, in front of the Temporal server: `cut()` drops
 every connection through it and refuses new ones (a partition, calls in flight broken), and
-`heal()` lets them through again on the same port. Root-free, unlike a network namespace."""
+`heal()` lets them through again on the same port; `stall()` keeps every connection but
+forwards nothing (a partition in silence: a call waits out its deadline instead of failing at
+once) until `resume()`. Root-free, unlike a network namespace."""
 
 from __future__ import annotations
 
@@ -22,7 +24,14 @@ class Relay:
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
         self._listener: socket.socket | None = None
+        self._stalled = threading.Event()
         self.heal()
+
+    def stall(self) -> None:
+        self._stalled.set()
+
+    def resume(self) -> None:
+        self._stalled.clear()
 
     def heal(self) -> None:
         listener = socket.socket()
@@ -65,13 +74,16 @@ class Relay:
                     return
                 self._open |= {client, server}
             for source, sink in ((client, server), (server, client)):
-                threading.Thread(target=_pump, args=(source, sink), daemon=True).start()
+                threading.Thread(
+                    target=_pump, args=(source, sink, self._stalled), daemon=True
+                ).start()
 
 
-def _pump(source: socket.socket, sink: socket.socket) -> None:
+def _pump(source: socket.socket, sink: socket.socket, stalled: threading.Event) -> None:
     with contextlib.suppress(OSError):
         while data := source.recv(CHUNK):
-            sink.sendall(data)
+            if not stalled.is_set():  # stalled: what was sent is lost, as on a silent link
+                sink.sendall(data)
     for each in (source, sink):
         with contextlib.suppress(OSError):
             each.shutdown(socket.SHUT_RDWR)

@@ -2,7 +2,9 @@
 
 A submitted request reaches a worker's job and its result comes back; a job id runs once,
 however often it is submitted; a refused job is not tried again and fails with its line; the
-server lists the workers polling a task queue; an unreachable server is named in time.
+server lists the workers polling a task queue; an unreachable server is named in time, and a
+submission the server does not answer is given up within a look's deadline (the loop says the
+server is away while it is), then sent again runs its job once.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import pytest
 
 from runner_shell.remote.errors import JobFailed, JobRefused, TemporalUnavailable
 from runner_shell.remote.job_files import job_timing
-from runner_shell.remote.temporal import TemporalExecutor, WorkerSeen
+from runner_shell.remote.temporal import LOOK_SECS, LOOP_GRACE_SECS, TemporalExecutor, WorkerSeen
 from tests.temporal.conftest import TemporalServer, free_port
+from tests.temporal.relay import relay_to
 from tests.temporal.workers import Heartbeat, executor, new_queue, shouting_job, worker_thread
 
 RESULT_SECS = 30.0
@@ -157,3 +160,26 @@ def test_a_request_sets_its_deadline_and_heartbeat_else_the_defaults_hold(
     request_json: str, timing: tuple[float, float]
 ) -> None:
     assert job_timing(request_json) == timing
+
+
+def test_a_submission_the_server_does_not_answer_is_given_up_within_a_look(
+    temporal_server: TemporalServer,
+) -> None:
+    """The SDK retries a call on a silent link for as long as its deadline (10 s here): a
+    submission waits at most LOOK_SECS, so the loop's wait says the server is away while it
+    is; sent again once the link is back, the job runs once."""
+    queue = new_queue()
+    request = json.dumps({"text": "silence", "heartbeat_secs": 5})
+    with relay_to(temporal_server.address) as relay, executor(relay.address, queue) as coordinator:
+        relay.stall()
+        started = time.monotonic()
+        with pytest.raises(TemporalUnavailable):
+            coordinator.submit("job-in-silence", request)
+        took = time.monotonic() - started
+        relay.resume()
+        with worker_thread(temporal_server.address, queue, shouting_job):
+            coordinator.submit("job-in-silence", request)
+            result = coordinator.result("job-in-silence", RESULT_SECS)
+
+    assert took < LOOK_SECS + LOOP_GRACE_SECS, took
+    assert json.loads(result) == {"echo": "silence", "shout": "SILENCE"}
