@@ -68,9 +68,8 @@ DEFINITE_REFUSALS = frozenset(
         RPCStatusCode.UNIMPLEMENTED,
     }
 )
-# The longest a look at a running job, or a job's submission, waits: the SDK retries a call on
-# a lost link for longer, and the loop says the server is away then, not once the link is back
-# (a submission sent again attaches to the job's workflow: `submit` is idempotent).
+# The longest a look at a running job or a submission (idempotent) waits: the SDK retries a
+# call on a lost link for longer; the loop says the server is away then, not once it is back.
 LOOK_SECS = 3.0
 # How long past a call's own deadline the calling thread waits for the event loop to answer.
 LOOP_GRACE_SECS = 5.0
