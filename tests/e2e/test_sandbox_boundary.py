@@ -207,6 +207,7 @@ BOMBS = [
 ]
 
 
+@pytest.mark.own_user
 @needs_bwrap
 @pytest.mark.parametrize(("script", "named"), BOMBS)
 def test_row11_an_agent_reaching_a_limit_ends_its_session_as_an_agent_error_naming_it(
@@ -223,6 +224,7 @@ def test_row11_an_agent_reaching_a_limit_ends_its_session_as_an_agent_error_nami
     assert step(project)["error_kind"] == "agent"  # the next session starts afresh
 
 
+@pytest.mark.own_user
 @needs_bwrap
 @pytest.mark.parametrize(("script", "named"), BOMBS)
 def test_row11_a_guard_reaching_a_limit_fails_the_iteration_naming_it(
@@ -239,6 +241,7 @@ def test_row11_a_guard_reaching_a_limit_fails_the_iteration_naming_it(
     assert f"the sandbox's {named} was reached by the guard" in record["error"]
 
 
+@pytest.mark.own_user
 @needs_bwrap
 def test_row11_a_setup_reaching_a_limit_says_which_and_runs_again(project: Project) -> None:
     marker = project.harness.parent.parent / f"{project.root.parent.name}-set-up"  # writable

@@ -409,6 +409,7 @@ def test_a_full_tmp_is_seen_of_a_program_that_fills_it_and_exits_at_once(
     assert result.limit == "tmp_mb", log  # killed once seen full, or seen after it ended
 
 
+@pytest.mark.own_user
 def test_a_session_within_its_limits_reaches_none(
     usable_sandbox: SandboxStatus, rooms: Rooms
 ) -> None:
@@ -486,6 +487,7 @@ def test_a_checkout_within_disk_mb_reaches_no_limit(
     assert (result.exit_code, result.limit) == (0, None), log
 
 
+@pytest.mark.own_user
 @pytest.mark.skipif(
     os.getuid() == 0 and cgroup_bases().pids is None,
     reason="root without a pids cgroup: RLIMIT_NPROC never binds root (validate says so)",
