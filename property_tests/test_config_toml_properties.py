@@ -13,7 +13,7 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner_core.backends.registry import BACKENDS, BackendName
+from runner_core.backends.registry import BACKENDS, BackendName, FallbackBackend
 from runner_core.run.agent_config import RoleAgent
 from runner_core.run.config import (
     HOOK_NAMES,
@@ -46,7 +46,9 @@ env_names = st.lists(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,5}\*?", fullmatch=T
 absolute = st.lists(word.map(lambda text: "/" + text), max_size=2).map(tuple)
 BACKEND_NAMES: tuple[BackendName, ...] = tuple(sorted(typing.get_args(BackendName)))
 EXECUTOR_KINDS: tuple[ExecutorKind, ...] = typing.get_args(ExecutorKind)
-with_program = sorted(name for name, info in BACKENDS.items() if info.program is not None)
+with_program: list[FallbackBackend] = [
+    name for name in typing.get_args(FallbackBackend) if BACKENDS[name].program is not None
+]
 
 
 @st.composite

@@ -16,6 +16,9 @@ import attrs
 
 # `[agent] backend`: every name BACKENDS holds, in its order; the schema's enum.
 BackendName = Literal["codex", "claude", "gemini", "qwen", "opencode", "copilot", "command"]
+# `[agent] fallback`: the backends with a program of their own (all but `command`), in the order
+# of the schema's enum.
+FallbackBackend = Literal["claude", "codex", "copilot", "gemini", "opencode", "qwen"]
 
 # The CLI versions the runner is verified against (`.ci/run` installs these; a test holds the two
 # to the same numbers).

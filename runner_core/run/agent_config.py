@@ -10,11 +10,11 @@ the file: runner_core.run.config hands in the parsed tables.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
-from runner_core.backends.registry import BACKENDS, BackendName
+from runner_core.backends.registry import BACKENDS, BackendName, FallbackBackend
 from runner_core.run.config_errors import ConfigError
 from runner_core.run.config_toml import toml_line
 from runner_core.run.config_values import argv as _argv
@@ -29,7 +29,7 @@ class RoleAgent:
 
     backend: BackendName
     command: tuple[str, ...] = ()
-    fallback: tuple[str, ...] = ()
+    fallback: tuple[FallbackBackend, ...] = ()
 
 
 def parse_agent_table(key: str, table: Mapping[str, Any], inherited: RoleAgent) -> RoleAgent:
@@ -59,13 +59,13 @@ def parse_role_tables(
     return decomposer, executor
 
 
-def parse_fallback(key: str, value: list[str], backend: str) -> tuple[str, ...]:
-    """`fallback`: backends of the schema's (each with its own program), none twice and not
-    the table's `backend` itself."""
+def parse_fallback(key: str, value: list[str], backend: str) -> tuple[FallbackBackend, ...]:
+    """`fallback`: backends of the schema's (each with its own program, which the schema has
+    checked), none twice and not the table's `backend` itself."""
     if len(set(value)) != len(value) or backend in value:
         table = key.rpartition(".")[0]
         raise ConfigError(key, f"names a backend twice or names {table}.backend: {value!r}")
-    return tuple(value)
+    return tuple(cast(FallbackBackend, name) for name in value)
 
 
 def render_role_table(role: str, agent: RoleAgent | None) -> str:

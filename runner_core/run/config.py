@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import attrs
 
-from runner_core.backends.registry import BACKENDS, DEFAULT_BACKEND, BackendName
+from runner_core.backends.registry import BACKENDS, DEFAULT_BACKEND, BackendName, FallbackBackend
 from runner_core.run.agent_config import (
     RoleAgent,
     parse_agent_table,
@@ -149,7 +149,7 @@ class Config:
     agent_backend: BackendName = DEFAULT_BACKEND
     agent_command: tuple[str, ...] = ()
     # `[agent] fallback`: the backends run in turn when the one in use hits a limit.
-    agent_fallback: tuple[str, ...] = ()
+    agent_fallback: tuple[FallbackBackend, ...] = ()
     # `[agent.decomposer]`, `[agent.executor]`: what that role's iterations run instead.
     agent_decomposer: RoleAgent | None = None
     agent_executor: RoleAgent | None = None

@@ -19,7 +19,7 @@ import attrs
 import jsonschema
 import pytest
 
-from runner_core.backends.registry import BACKENDS, BackendName
+from runner_core.backends.registry import BACKENDS, BackendName, FallbackBackend
 from runner_core.run.config import (
     MAX_RERUNS,
     MAX_VALUES,
@@ -117,6 +117,7 @@ def test_the_choices_the_program_knows_are_the_schemas() -> None:
 LITERAL_FIELDS: tuple[tuple[Any, str], ...] = (
     (GuardMode, "guard.mode"),
     (BackendName, "agent.backend"),
+    (FallbackBackend, "agent.fallback"),
     (OnStuck, "loop.on_stuck"),
     (SandboxMode, "sandbox.mode"),
     (ExecutorKind, "executor.kind"),
@@ -133,6 +134,11 @@ def test_each_literal_type_holds_the_schemas_choices_in_its_order(literal: Any, 
 
 def test_the_backend_literal_names_every_backend_of_the_registry() -> None:
     assert typing.get_args(BackendName) == tuple(BACKENDS)
+
+
+def test_the_fallback_literal_names_every_backend_with_a_program_of_its_own() -> None:
+    with_program = {name for name, info in BACKENDS.items() if info.program is not None}
+    assert set(typing.get_args(FallbackBackend)) == with_program
 
 
 def descriptions(node: Any) -> list[str]:
