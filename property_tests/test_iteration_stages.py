@@ -22,6 +22,8 @@ from runner_core.iteration.effects import (
     Abort,
     AgentFinished,
     Carried,
+    CommitFailed,
+    CommitPart,
     ConfigRead,
     Done,
     ExecutionsCounted,
@@ -151,6 +153,9 @@ def _results(role: AgentRole) -> dict[type, st.SearchStrategy[Result]]:
         ),
         NotStarted: st.just(NotStarted("cannot start 'agent': No such file or directory")),
         IoFailed: st.just(IoFailed("[Errno 28] No space left on device")),
+        CommitFailed: st.builds(
+            CommitFailed, st.sampled_from(CommitPart), st.just("git commit failed: locked")
+        ),
     }
 
 

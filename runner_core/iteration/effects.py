@@ -318,6 +318,22 @@ class IoFailed:
     message: str
 
 
+class CommitPart(enum.StrEnum):
+    """The part of an iteration's end that did not happen, its files already written."""
+
+    COMMIT = "commit"  # git refused the commit: the iteration is logged, not committed
+    ARCHIVE = "archive"  # committed, but its logs are not on refs/runner/logs/<run>
+
+
+@attrs.frozen(slots=True)
+class CommitFailed:
+    """The commit's `failed` part did not happen; `message` is git's or the archive's one line.
+    The journal stays, so 'runner recover' finishes the iteration."""
+
+    failed: CommitPart
+    message: str
+
+
 @attrs.frozen(slots=True)
 class ScratchListed:
     """The scratch checkout as the shell listed it: every path's kind, size and blob."""
@@ -337,10 +353,11 @@ Result = (
     | ScratchListed
     | NotStarted
     | IoFailed
+    | CommitFailed
 )
 
 
-# Any effect may fail on I/O; a process may also fail to start.
+# Any effect may fail on I/O; a process may also fail to start, and a commit after its files.
 ANSWERS: Mapping[type, tuple[type, ...]] = MappingProxyType(
     {
         PrepareIterationDir: (Done, IoFailed),
@@ -356,6 +373,6 @@ ANSWERS: Mapping[type, tuple[type, ...]] = MappingProxyType(
         CarryWork: (Carried, IoFailed),
         CountExecutions: (ExecutionsCounted, IoFailed),
         ListScratch: (ScratchListed, IoFailed),
-        Commit: (Done, IoFailed),
+        Commit: (Done, CommitFailed, IoFailed),
     }
 )

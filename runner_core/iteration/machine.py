@@ -1,11 +1,10 @@
-"""One iteration as a sans-I/O machine: facts and results in, effects out, and the ports the
-shell carries the effects out through.
+"""One iteration as a sans-I/O machine: facts and results in, effects out.
 
 Fed the facts a step gathered and each effect's result, `IterationMachine` answers the next
 effect, moving only along `stages.TRANSITIONS`; `_STEPS` says which step decides each stage's
 result: the agent's below (up to its answer: what it is told, whose error its finish is), the
 guard's and the end's in `steps`. Never performs an effect, reads a clock or touches a file: the
-shell's ports (`IterationPorts`, Protocols it and the tests implement) do.
+shell's ports (`ports.IterationPorts`, Protocols it and the tests implement) do.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Protocol
 
 import attrs
 
@@ -22,21 +20,13 @@ from runner_core.iteration.effects import (
     ANSWERS,
     Abort,
     AgentFinished,
-    Carried,
-    CarryWork,
-    Commit,
-    ConfigRead,
     GuardFinished,
-    HeadRead,
     IoFailed,
     NotStarted,
     PrepareIterationDir,
-    ReadHead,
     ReadTree,
     Result,
     RunAgent,
-    RunGuard,
-    ScratchListed,
     TreeRead,
     WriteContext,
     WriteIterationFile,
@@ -342,47 +332,3 @@ _STEPS: Mapping[Stage, _Step] = MappingProxyType(
         Stage.COMMITTING: after_commit,
     }
 )
-
-
-# What the shell provides an iteration: the only ways its effects touch the world.
-class Clock(Protocol):
-    def now(self) -> ClockReading: ...
-
-
-class AgentRunner(Protocol):
-    def run_agent(self, effect: RunAgent, journal: Journal) -> AgentFinished | NotStarted: ...
-
-
-class GuardRunner(Protocol):
-    def run_guard(self, effect: RunGuard, journal: Journal) -> GuardFinished | NotStarted: ...
-
-
-class IterationStore(Protocol):
-    """The files of `.runner/` and the repository's commit."""
-
-    def prepare(self, effect: PrepareIterationDir) -> None: ...
-    def write_context(self, effect: WriteContext) -> None: ...
-    def write_journal(self, journal: Journal) -> None: ...
-    def write_iteration_file(self, effect: WriteIterationFile) -> None: ...
-    def read_tree(self) -> TreeRead: ...
-    def read_config(self) -> ConfigRead: ...
-    def restore_config(self, data: bytes) -> None: ...
-    def read_head(self, effect: ReadHead) -> HeadRead: ...
-    def carry_work(self, effect: CarryWork) -> Carried: ...
-    def count_executions(self) -> Mapping[str, int]: ...
-    def commit(self, effect: Commit) -> None: ...
-
-
-class ScratchPort(Protocol):
-    def list_scratch(self) -> ScratchListed: ...
-
-
-@attrs.frozen(slots=True)
-class IterationPorts:
-    """The shell's side of an iteration: its clock, processes and files."""
-
-    clock: Clock
-    agents: AgentRunner
-    guards: GuardRunner
-    store: IterationStore
-    scratch: ScratchPort | None = None  # None: the agent works in the run's own checkout

@@ -62,7 +62,8 @@ def _next(*stages: Stage) -> frozenset[Stage]:
 # worked in a scratch checkout and it was not listed yet, then HEAD when the shell checks it,
 # else CONFIG. When the operator's commits moved the run branch meanwhile, the agent's work is
 # carried onto them (CARRY); a change the runner does not take aborts (DONE). RESTORE and COMMITTING
-# abort on an I/O failure; COMMITTING's success is DONE with the iteration's record.
+# abort on an I/O failure, COMMITTING also on a commit that failed once its files were written;
+# COMMITTING's success is DONE with the iteration's record.
 TRANSITIONS: Mapping[Stage, frozenset[Stage]] = MappingProxyType(
     {
         Stage.PREPARING: _next(Stage.CONTEXT, Stage.DONE),

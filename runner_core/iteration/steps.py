@@ -10,6 +10,7 @@ and write-set. Never runs, lists, reads or commits anything: the shell's ports d
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 
 import attrs
 
@@ -25,6 +26,9 @@ from runner_core.iteration.effects import (
     Abort,
     Carried,
     CarryWork,
+    Commit,
+    CommitFailed,
+    CommitPart,
     ConfigRead,
     CountExecutions,
     ExecutionsCounted,
@@ -274,8 +278,30 @@ def _commit(machine: M, counts: Mapping[str, int], now: ClockReading) -> M:
 
 
 def after_commit(machine: M, result: Result, now: ClockReading) -> M:
+    """Committed: the iteration's record. A commit that failed after the files were written
+    aborts with the way back, the journal left for 'runner recover'."""
+    if isinstance(result, CommitFailed):
+        assert isinstance(machine.effect, Commit)
+        iteration = machine.effect.committing.iteration
+        return machine._to(Stage.DONE, Abort(unfinished_commit_text(iteration, result)))
     assert machine.finished is not None
     return machine._to(Stage.DONE, machine.finished)
+
+
+# What the iteration's files say of it when a part of its end did not happen.
+_UNFINISHED: Mapping[CommitPart, str] = MappingProxyType(
+    {
+        CommitPart.COMMIT: "was logged but not committed",
+        CommitPart.ARCHIVE: "was committed but its logs were not archived",
+    }
+)
+
+
+def unfinished_commit_text(iteration: int, failure: CommitFailed) -> str:
+    return (
+        f"iteration {iteration} {_UNFINISHED[failure.failed]}: {failure.message} "
+        "(fix the problem, then run 'runner recover')"
+    )
 
 
 def refused_review(decision: ImportDecision) -> Review | None:

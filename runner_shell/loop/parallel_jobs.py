@@ -22,7 +22,8 @@ from runner_core.changes.import_rules import Change, ImportDecision
 from runner_core.guard.report import TestReport
 from runner_core.iteration.effects import Commit, GuardFinished
 from runner_core.iteration.facts import Failure, IterationFacts
-from runner_core.iteration.machine import AgentRunner, IterationMachine, start_iteration
+from runner_core.iteration.machine import IterationMachine, start_iteration
+from runner_core.iteration.ports import AgentRunner
 from runner_core.iteration.preconditions import GitHead
 from runner_core.iteration.record import Resumed, is_runner_path
 from runner_core.loop.budget import InFlight
@@ -53,7 +54,7 @@ from runner_shell.scratch.sandbox import Sandbox
 from runner_shell.scratch.slots import SlotError, prepare_slot, slot_sandbox
 from runner_shell.step.agent_and_guard import ProcessGuardRunner
 from runner_shell.step.event_sink import IterationEvents
-from runner_shell.step.iteration_store import DiskIterationStore, KeptListing
+from runner_shell.step.iteration_store import GitCommitter, KeptListing
 from runner_shell.step.lock_and_journal import (
     job_journal_path,
     job_place_path,
@@ -167,11 +168,11 @@ def merge_job(
     ports = shell_ports(run.paths, run.repo, machine.facts, job.events, job.slot_dir, job.sandbox)
     machine = drive(machine, ports, job.events, until=_committing)
     tests = None if machine.finished is None else machine.finished.tests
-    assert isinstance(ports.store, DiskIterationStore)
-    store = attrs.evolve(
-        ports.store, hold=state_lock, on_committed=lambda: _committed(run.repo, tests, watch)
+    assert isinstance(ports.committer, GitCommitter)
+    committer = attrs.evolve(
+        ports.committer, hold=state_lock, on_committed=lambda: _committed(run.repo, tests, watch)
     )
-    finished = interpret(machine, attrs.evolve(ports, store=store), job.events)
+    finished = interpret(machine, attrs.evolve(ports, committer=committer), job.events)
     facts = machine.facts
     result = StepRan(
         facts.run_id,

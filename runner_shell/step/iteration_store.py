@@ -1,14 +1,16 @@
-"""The ports that read and write an iteration's state: its files under `.runner/`, the journal,
-HEAD, config.toml, the commit, and the listing of the scratch checkout.
+"""The ports that read and write an iteration's state: its records under `.runner/` and the
+journal (`DiskRecords`), the repository as the agent left it (`CheckoutReader`), the commit and
+what it takes (`GitCommitter`), and the listing of the scratch checkout.
 
-Each carries out one effect as asked and turns git's and the disk's failures into `OSError`
-(which the interpreter answers as `IoFailed`) or a `UserFacingError` naming the fix. Never
-decides what to write or commit: the machine's effects say.
+Each carries out one effect as asked and answers git's failures, and a commit's, as the core's
+results (`IoFailed`, `CommitFailed`); only the disk's `OSError` goes through, which the
+interpreter answers as `IoFailed`. Never decides what to write or commit: the machine's effects
+say, and the machine says what a failure means.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -19,8 +21,13 @@ from runner_core.iteration.effects import (
     Carried,
     CarryWork,
     Commit,
+    CommitFailed,
+    CommitPart,
     ConfigRead,
+    Done,
+    ExecutionsCounted,
     HeadRead,
+    IoFailed,
     PrepareIterationDir,
     ReadHead,
     ScratchListed,
@@ -28,7 +35,7 @@ from runner_core.iteration.effects import (
     WriteContext,
     WriteIterationFile,
 )
-from runner_core.iteration.machine import ScratchPort
+from runner_core.iteration.ports import ScratchPort
 from runner_core.iteration.preconditions import GitHead
 from runner_core.iteration.recovery import Journal
 from runner_shell.errors import UserFacingError
@@ -59,9 +66,11 @@ class KeptListing:
     inner: ScratchPort
     listed: ScratchListed | None = None
 
-    def list_scratch(self) -> ScratchListed:
-        self.listed = self.inner.list_scratch()
-        return self.listed
+    def list_scratch(self) -> ScratchListed | IoFailed:
+        listed = self.inner.list_scratch()
+        if isinstance(listed, ScratchListed):
+            self.listed = listed
+        return listed
 
 
 @attrs.frozen(slots=True)
@@ -75,28 +84,23 @@ class SlotLister:
         factory=ImportLimits
     )  # past them the walk stops: nothing is imported
 
-    def list_scratch(self) -> ScratchListed:
+    def list_scratch(self) -> ScratchListed | IoFailed:
         try:
             return ScratchListed(list_scratch(self.repo, self.slot, self.base, self.limits))
         except GitError as error:
-            raise OSError(str(error)) from None
+            return IoFailed(str(error))
 
 
 @attrs.frozen(slots=True)
-class DiskIterationStore:
-    """The iteration's files under `.runner/`, the journal in the git directory, the commit."""
+class DiskRecords:
+    """The iteration's directory and files under `.runner/`, the context files (in the scratch
+    checkout too), and the journal in the git directory."""
 
     paths: RunnerPaths
     repo: Repo
-    run_id: str
     iter_dir: Path
-    protected: protected_files.Snapshot = ()  # put back right before the commit
-    slot: Path | None = None  # the agent's scratch checkout: its tree and context live there
-    base: GitHead | None = None  # with a slot: the commit the iteration's commit builds on
+    slot: Path | None = None  # the agent's scratch checkout: its context lives there too
     journal_file: Path | None = None  # a parallel job's journal while it runs, else the run's
-    # The parallel loop's state lock, held while the commit is written, and what to do then.
-    hold: AbstractContextManager[object] | None = None
-    on_committed: Callable[[], None] | None = None
 
     def prepare(self, effect: PrepareIterationDir) -> None:
         if effect.set_aside_as is not None:
@@ -125,6 +129,16 @@ class DiskIterationStore:
         else:
             atomic_write_text(target, effect.text)
 
+
+@attrs.frozen(slots=True)
+class CheckoutReader:
+    """tree.json, config.toml, HEAD and the run's records, as the agent and guard left them."""
+
+    paths: RunnerPaths
+    repo: Repo
+    run_id: str
+    slot: Path | None = None  # the agent's scratch checkout: its tree.json is read there
+
     def read_tree(self) -> TreeRead:
         try:
             worked_in = self.paths if self.slot is None else RunnerPaths(self.slot)
@@ -138,27 +152,43 @@ class DiskIterationStore:
         except OSError:  # deleted or replaced by the agent
             return ConfigRead(None)
 
-    def restore_config(self, data: bytes) -> None:
-        atomic_write_bytes(self.paths.config, data)
-
-    def read_head(self, effect: ReadHead) -> HeadRead:
+    def read_head(self, effect: ReadHead) -> HeadRead | IoFailed:
         try:
             return HeadRead(self.repo.branch_seen(effect.before))
         except GitError as error:
-            raise OSError(str(error)) from None
+            return IoFailed(str(error))
 
-    def carry_work(self, effect: CarryWork) -> Carried:
+    def count_executions(self) -> ExecutionsCounted:
+        return ExecutionsCounted(count_executions(self.paths, self.run_id))
+
+
+@attrs.frozen(slots=True)
+class GitCommitter:
+    """config.toml put back, the agent's work carried onto the operator's commits, and the
+    iteration's final write-set and commit."""
+
+    paths: RunnerPaths
+    repo: Repo
+    run_id: str
+    iter_dir: Path
+    protected: protected_files.Snapshot = ()  # put back right before the commit
+    base: GitHead | None = None  # with a scratch checkout: the commit the commit builds on
+    # The parallel loop's state lock, held while the commit is written, and what to do then.
+    hold: AbstractContextManager[object] | None = None
+    on_committed: Callable[[], None] | None = None
+
+    def restore_config(self, data: bytes) -> None:
+        atomic_write_bytes(self.paths.config, data)
+
+    def carry_work(self, effect: CarryWork) -> Carried | IoFailed:
         """The agent's changes carried onto the operator's commits, as a parallel job's are."""
         try:
             changes, conflicts = carry_onto(self.repo, effect.base, effect.onto, effect.changes)
         except GitError as error:
-            raise OSError(str(error)) from None
+            return IoFailed(str(error))
         return Carried(changes, conflicts)
 
-    def count_executions(self) -> Mapping[str, int]:
-        return count_executions(self.paths, self.run_id)
-
-    def commit(self, effect: Commit) -> None:
+    def commit(self, effect: Commit) -> Done | CommitFailed:
         try:
             commit_iteration(
                 self.paths,
@@ -172,12 +202,7 @@ class DiskIterationStore:
                 self.on_committed,
             )
         except GitError as error:
-            raise UserFacingError(
-                f"iteration {effect.committing.iteration} was logged but not committed: {error} "
-                "(fix the problem, then run 'runner recover')"
-            ) from None
+            return CommitFailed(CommitPart.COMMIT, str(error))
         except ArchiveError as error:
-            raise UserFacingError(
-                f"iteration {effect.committing.iteration} was committed but its logs were not "
-                f"archived: {error} (fix the problem, then run 'runner recover')"
-            ) from None
+            return CommitFailed(CommitPart.ARCHIVE, str(error))
+        return Done()

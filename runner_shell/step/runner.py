@@ -28,7 +28,6 @@ from runner_core.iteration.effects import (
     Commit,
     CountExecutions,
     Done,
-    ExecutionsCounted,
     Finished,
     IoFailed,
     ListScratch,
@@ -47,7 +46,7 @@ from runner_core.iteration.effects import (
 from runner_core.iteration.events import step_exit_code
 from runner_core.iteration.facts import ClockReading, IterationFacts
 from runner_core.iteration.guard_stage import failure_context
-from runner_core.iteration.machine import IterationMachine, IterationPorts, start_iteration
+from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import (
     CompletePlan,
     IterationOutcome,
@@ -58,6 +57,7 @@ from runner_core.iteration.plan import (
     needs_failure_log,
     plan_step,
 )
+from runner_core.iteration.ports import IterationPorts
 from runner_core.iteration.preconditions import GitHead, location_problem, step_precondition_problem
 from runner_core.iteration.recovery import Journal, interrupted_problem
 from runner_core.run.config import Config
@@ -76,7 +76,7 @@ from runner_shell.step.agent_and_guard import ProcessGuardRunner as ProcessGuard
 from runner_shell.step.attempt_start import attempt_start, told_record
 from runner_shell.step.budgets import reached_budget
 from runner_shell.step.event_sink import Emitter, IterationEvents, sink_for
-from runner_shell.step.iteration_store import DiskIterationStore as DiskIterationStore
+from runner_shell.step.iteration_store import CheckoutReader, DiskRecords, GitCommitter
 from runner_shell.step.iteration_store import SlotLister as SlotLister
 from runner_shell.step.lock_and_journal import current_command, job_journals, read_journal
 from runner_shell.step.output_events import LiveOutput
@@ -355,7 +355,7 @@ def refuse_over_budget(paths: RunnerPaths, config: Config, run_id: str) -> None:
 def perform(action: Action, journal: Journal, ports: IterationPorts) -> Result:
     """Every side effect of an iteration, each through one port. The match is exhaustive: an
     effect the core adds and this does not carry out fails mypy here, and raises at run time."""
-    store = ports.store
+    records, reader, committer = ports.records, ports.reader, ports.committer
     try:
         match action:
             case RunAgent():
@@ -363,31 +363,31 @@ def perform(action: Action, journal: Journal, ports: IterationPorts) -> Result:
             case RunGuard():
                 return ports.guards.run_guard(action, journal)
             case ReadTree():
-                return store.read_tree()
+                return reader.read_tree()
             case ReadConfig():
-                return store.read_config()
+                return reader.read_config()
             case ReadHead():
-                return store.read_head(action)
-            case CarryWork():
-                return store.carry_work(action)
+                return reader.read_head(action)
             case CountExecutions():
-                return ExecutionsCounted(store.count_executions())
+                return reader.count_executions()
             case ListScratch():
                 if ports.scratch is None:
                     raise RuntimeError("a scratch iteration's ports list its scratch checkout")
                 return ports.scratch.list_scratch()
             case PrepareIterationDir():
-                store.prepare(action)
+                records.prepare(action)
             case WriteContext():
-                store.write_context(action)
+                records.write_context(action)
             case WriteJournal():
-                store.write_journal(action.journal)
+                records.write_journal(action.journal)
             case WriteIterationFile():
-                store.write_iteration_file(action)
+                records.write_iteration_file(action)
             case RestoreConfig():
-                store.restore_config(action.data)
+                committer.restore_config(action.data)
+            case CarryWork():
+                return committer.carry_work(action)
             case Commit():
-                store.commit(action)
+                return committer.commit(action)
             case _ as unknown:
                 assert_never(unknown)
     except OSError as error:
@@ -453,15 +453,15 @@ def shell_ports(
             start,
             facts.config.sandbox.setup_inputs,
         ),
-        store=DiskIterationStore(
+        records=DiskRecords(paths, repo, iter_dir, slot, journal_file),
+        reader=CheckoutReader(paths, repo, facts.run_id, slot),
+        committer=GitCommitter(
             paths,
             repo,
             facts.run_id,
             iter_dir,
             protected_files.snapshot(paths),
-            slot,
             facts.head if slot is not None else None,
-            journal_file,
         ),
         scratch=scratch,
     )

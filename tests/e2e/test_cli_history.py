@@ -416,3 +416,44 @@ def test_an_iteration_committed_but_not_archived_is_archived_by_recover(
     assert project.runner("step").returncode == 0
     assert project.git("ls-tree", "--name-only", f"{ref}:0-99").split() == ["1", "2"]
     assert project.runner("audit").returncode == 0
+
+
+# Refuses the commit's own fast-import (the one exporting marks), nothing before it.
+REFUSING_COMMIT_GIT = """#!/bin/sh
+case "$*" in
+  *fast-import*--export-marks=*) echo "commit refused by the test" >&2; exit 1;;
+esac
+exec "{git}" "$@"
+"""
+
+
+def test_an_iteration_logged_but_not_committed_says_so_and_recover_records_it(
+    project: Project, tmp_path: Path
+) -> None:
+    real_git = shutil.which("git")
+    assert real_git is not None
+    bin_dir = tmp_path / "refusing-git"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(REFUSING_COMMIT_GIT.format(git=real_git), encoding="utf-8")
+    (bin_dir / "git").chmod(0o755)
+    project.agent_script({1: {"output": DECOMPOSITION}, 2: {"output": DONE}})
+    subjects = project.subjects()
+    path = project.env["PATH"]
+    project.env["PATH"] = f"{bin_dir}:{path}"
+
+    failed = project.runner("step")
+
+    project.env["PATH"] = path
+    assert failed.returncode == 1
+    assert failed.stderr.startswith("runner: iteration 1 was logged but not committed: git "), (
+        failed.stderr
+    )
+    assert failed.stderr.rstrip().endswith("(fix the problem, then run 'runner recover')")
+    assert project.subjects() == subjects
+    refused = project.runner("step")
+    assert refused.returncode == 1 and "runner recover" in refused.stderr
+
+    recovered = project.runner("recover")
+
+    assert recovered.returncode == 0, recovered.stderr
+    assert "iter 1 node root status=interrupted" in project.subjects()[-1]

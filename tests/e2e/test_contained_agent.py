@@ -26,7 +26,7 @@ from runner_core.iteration.effects import PrepareIterationDir
 from runner_core.loop.events import EventOrigin, loop_started, operator
 from runner_shell.git.hardened import GitTimeout, run_git
 from runner_shell.git.repo import Repo
-from runner_shell.step.runner import DiskIterationStore
+from runner_shell.step.iteration_store import DiskRecords
 from runner_shell.store.event_log import append_events
 from runner_shell.store.files import PendingFile, UnsafePath, rename_within
 from runner_shell.store.layout import RunnerPaths
@@ -794,9 +794,9 @@ def test_a_left_over_iteration_behind_a_symlinked_run_directory_is_never_renamed
     iter_dir = project.iter_dir(1)
     iter_dir.parent.parent.mkdir(parents=True, exist_ok=True)
     iter_dir.parent.symlink_to(outside)
-    store = DiskIterationStore(RunnerPaths(project.root), Repo(project.root), "r", iter_dir)
+    records = DiskRecords(RunnerPaths(project.root), Repo(project.root), iter_dir)
 
     with pytest.raises(UnsafePath):
-        store.prepare(PrepareIterationDir(set_aside_as="1.interrupted-1"))
+        records.prepare(PrepareIterationDir(set_aside_as="1.interrupted-1"))
 
     assert sorted(path.name for path in outside.iterdir()) == ["1", "precious.txt"]

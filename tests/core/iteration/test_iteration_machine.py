@@ -25,6 +25,8 @@ from runner_core.iteration.effects import (
     Carried,
     CarryWork,
     Commit,
+    CommitFailed,
+    CommitPart,
     ConfigRead,
     CountExecutions,
     Done,
@@ -60,13 +62,14 @@ from runner_core.iteration.facts import (
 )
 from runner_core.iteration.machine import (
     IterationMachine,
-    IterationPorts,
     set_aside_name,
     start_iteration,
 )
 from runner_core.iteration.plan import RunPlan, plan_step
+from runner_core.iteration.ports import IterationPorts
 from runner_core.iteration.preconditions import BranchSeen, GitHead
 from runner_core.iteration.recovery import PENDING_GUARD_LOG, Journal, JournalPhase
+from runner_core.iteration.stages import Stage
 from runner_core.loop.events import Event
 from runner_core.run.state import RunState
 from runner_core.tree.serialization import dumps_tree
@@ -378,6 +381,32 @@ def test_an_io_failure_before_the_agent_aborts_without_recording_anything() -> N
     assert effects[-1] == Abort("disk full")
 
 
+@pytest.mark.parametrize(
+    ("failed", "message"),
+    [
+        (
+            CommitFailed(CommitPart.COMMIT, "git commit failed: index.lock exists"),
+            "iteration 1 was logged but not committed: git commit failed: index.lock exists "
+            "(fix the problem, then run 'runner recover')",
+        ),
+        (
+            CommitFailed(CommitPart.ARCHIVE, "git fast-import failed: refused"),
+            "iteration 1 was committed but its logs were not archived: git fast-import failed: "
+            "refused (fix the problem, then run 'runner recover')",
+        ),
+    ],
+    ids=["commit", "archive"],
+)
+def test_a_commit_that_failed_after_its_files_aborts_with_the_way_back(
+    failed: CommitFailed, message: str
+) -> None:
+    effects, machine = drive(start_iteration(facts()), {**EXECUTOR_RESULTS, Commit: failed})
+
+    assert kinds(effects)[-2:] == [Commit, Abort]
+    assert effects[-1] == Abort(message)
+    assert machine.stage is Stage.DONE
+
+
 # ---------------------------------------------------------------- agent errors and guards
 
 
@@ -595,15 +624,18 @@ class FakePorts:
         self.calls.append("carry")
         return Carried(effect.changes)
 
-    def count_executions(self) -> Mapping[str, int]:
-        return {}
+    def count_executions(self) -> ExecutionsCounted:
+        return ExecutionsCounted({})
 
-    def commit(self, effect: Commit) -> None:
+    def commit(self, effect: Commit) -> Done:
         self.calls.append("commit " + effect.message.splitlines()[0])
+        return Done()
 
 
 def ports(fake: FakePorts) -> IterationPorts:
-    return IterationPorts(clock=fake, agents=fake, guards=fake, store=fake)
+    return IterationPorts(
+        clock=fake, agents=fake, guards=fake, records=fake, reader=fake, committer=fake
+    )
 
 
 def test_the_interpreter_carries_out_a_whole_iteration_through_its_ports() -> None:

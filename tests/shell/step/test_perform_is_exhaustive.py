@@ -47,9 +47,9 @@ from runner_core.iteration.effects import (
     WriteIterationFile,
     WriteJournal,
 )
-from runner_core.iteration.machine import IterationPorts
+from runner_core.iteration.ports import IterationPorts
 from runner_core.iteration.recovery import Journal
-from runner_core.iteration.effects import Done, ExecutionsCounted, IoFailed, Result
+from runner_core.iteration.effects import Done, IoFailed, Result
 
 
 @attrs.frozen(slots=True)
@@ -89,7 +89,9 @@ def test_an_effect_perform_does_not_carry_out_fails_mypy(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("unknown", [object(), "RunAgent", None])
 def test_perform_raises_on_what_is_no_effect(unknown: object) -> None:
-    ports = types.SimpleNamespace(store=None, agents=None, guards=None, clock=None)
+    ports = types.SimpleNamespace(
+        records=None, reader=None, committer=None, agents=None, guards=None, clock=None
+    )
 
     with pytest.raises(AssertionError, match="Expected code to be unreachable"):
         perform(unknown, JOURNAL, ports)  # type: ignore[arg-type]
