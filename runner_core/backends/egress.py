@@ -170,9 +170,6 @@ class Refusal:
     port: int
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"at": self.at, "host": self.host, "port": self.port, "reason": self.reason}
-
 
 def refusals(text: str) -> tuple[Refusal, ...]:
     """The refusals network.log's `text` records, in its order; a line that is not one (cut

@@ -16,6 +16,7 @@ from runner_core.backends.egress import Refusal
 from runner_core.guard.ratchet import TestFigures
 from runner_core.history.records import ExecutionRecord, record_to_meta
 from runner_core.views.history import record_status
+from runner_core.views.json_form import json_form, shaped
 from runner_core.views.layout import duration_text, table, tokens_text
 from runner_core.views.text import flatten
 
@@ -30,42 +31,15 @@ class FileFacts:
     truncated: bool = False
 
 
-def show_to_json(
-    run_id: str,
-    iteration: int,
-    directory: str,
-    meta: ExecutionRecord | None,
-    meta_problem: str | None,
-    output: Mapping[str, Any] | None,
-    output_problem: str | None,
-    files: Sequence[FileFacts],
-    tests: Mapping[str, Any] | None = None,
-    network: Sequence[Refusal] = (),
-) -> dict[str, Any]:
-    """`runner show --json`: one iteration's meta, output, files and the heads of its logs,
-    its tests.json when the guard wrote a report, and the connections its egress proxy
-    refused (network.log)."""
+def _meta_json(meta: ExecutionRecord | None) -> dict[str, Any] | None:
+    return None if meta is None else record_to_meta(meta)
+
+
+def _files_json(files: Sequence[FileFacts]) -> dict[str, Any]:
+    """Every file by name and size, and the heads of the logs among them."""
     return {
-        "run_id": run_id,
-        "iter": iteration,
-        "dir": directory,
-        "meta": record_to_meta(meta) if meta is not None else None,
-        "meta_problem": meta_problem,
-        "output": dict(output) if output is not None else None,
-        "output_problem": output_problem,
         "files": [{"name": facts.name, "size": facts.size} for facts in files],
-        "logs": [
-            {
-                "name": facts.name,
-                "size": facts.size,
-                "head": list(facts.head),
-                "truncated": facts.truncated,
-            }
-            for facts in files
-            if facts.head is not None
-        ],
-        "tests": None if tests is None else dict(tests),
-        "network_refused": [refusal.to_json() for refusal in network],
+        "logs": [json_form(facts) for facts in files if facts.head is not None],
     }
 
 
@@ -100,32 +74,22 @@ def iterations_text(numbers: Sequence[int]) -> str:
 
 @attrs.frozen(slots=True)
 class IterationFiles:
-    """One iteration directory as `runner show` reads it."""
+    """One iteration directory as `runner show` reads it: the first keys of `runner show
+    --json`, with its meta, output, files and the heads of its logs."""
 
     run_id: str
-    iteration: int
-    directory: str
-    meta: ExecutionRecord | None
+    iteration: int = attrs.field(metadata=shaped(key="iter"))
+    directory: str = attrs.field(metadata=shaped(key="dir"))
+    meta: ExecutionRecord | None = attrs.field(metadata=shaped(encode=_meta_json))
     meta_problem: str | None
     output: dict[str, Any] | None
     output_problem: str | None
-    files: tuple[FileFacts, ...]
+    files: tuple[FileFacts, ...] = attrs.field(
+        metadata=shaped(inline=True, encode=_files_json, keys=("files", "logs"))
+    )
     tests: Mapping[str, Any] | None = None  # tests.json, when the guard wrote a report
-    network: tuple[Refusal, ...] = ()  # network.log: what the agent's egress proxy refused
-
-    def to_json(self) -> dict[str, Any]:
-        return show_to_json(
-            self.run_id,
-            self.iteration,
-            self.directory,
-            self.meta,
-            self.meta_problem,
-            self.output,
-            self.output_problem,
-            self.files,
-            self.tests,
-            self.network,
-        )
+    # network.log: what the agent's egress proxy refused
+    network: tuple[Refusal, ...] = attrs.field(default=(), metadata=shaped(key="network_refused"))
 
 
 # Where a merge session's prompt, log and answer are, in the iteration's directory.
@@ -205,14 +169,18 @@ def tests_lines(document: Mapping[str, Any] | None) -> list[str]:
     return out
 
 
+def _attempt(attempt: tuple[str, str] | None) -> dict[str, str] | None:
+    return None if attempt is None else {"ref": attempt[0], "commit": attempt[1]}
+
+
 @attrs.frozen(slots=True)
 class CommitFacet:
     """What `runner show` adds from git: the iteration's commit and the agent's diff stat."""
 
-    sha: str | None
-    stat: tuple[str, ...]
+    sha: str | None = attrs.field(metadata=shaped(key="commit"))
+    stat: tuple[str, ...] = attrs.field(metadata=shaped(key="agent_diff_stat"))
     # An iteration not judged a pass: its attempt ref and commit, where its files (`stat`) are.
-    attempt: tuple[str, str] | None = None
+    attempt: tuple[str, str] | None = attrs.field(default=None, metadata=shaped(encode=_attempt))
 
     def lines(self) -> list[str]:
         if self.sha is None:
@@ -227,8 +195,10 @@ class CommitFacet:
             ]
         return [f"commit: {self.sha}", "agent diff stat:", *(f"  {line}" for line in self.stat)]
 
-    def to_json(self) -> dict[str, Any]:
-        attempt = None
-        if self.attempt is not None:
-            attempt = {"ref": self.attempt[0], "commit": self.attempt[1]}
-        return {"commit": self.sha, "agent_diff_stat": list(self.stat), "attempt": attempt}
+
+@attrs.frozen(slots=True)
+class ShowDocument:
+    """`runner show ITER --json` (schemas/views/show.schema.json); `runner serve` sends it too."""
+
+    files: IterationFiles = attrs.field(metadata=shaped(inline=True))
+    commit: CommitFacet = attrs.field(metadata=shaped(inline=True))

@@ -26,7 +26,8 @@ from runner_core.tree.model import Node
 from runner_core.tree.serialization import TREE_MAX_BYTES, TreeValidationError
 from runner_core.validation.loading import parse_tree
 from runner_core.views.diff import diff_document, diff_lines
-from runner_core.views.show import CommitFacet, IterationFiles, render_show
+from runner_core.views.json_form import json_form
+from runner_core.views.show import CommitFacet, IterationFiles, ShowDocument, render_show
 from runner_shell.errors import UserFacingError
 from runner_shell.git.attempt_refs import read_attempt, run_attempts
 from runner_shell.git.history import NoStartCommit
@@ -236,7 +237,7 @@ def show_sourced_iteration(
     """`runner show ITER` from the directory, else the archive, else the commit trailers."""
     shown, facet = sourced_iteration(paths, repo, run_id, iteration)
     if as_json:
-        print_json({**shown.to_json(), **facet.to_json()})
+        print_json(json_form(ShowDocument(shown, facet)))
     else:
         print_lines([*render_show(shown, with_tests), *facet.lines()])
 
@@ -244,7 +245,7 @@ def show_sourced_iteration(
 def iteration_document(paths: RunnerPaths, repo: Repo, run_id: str, iteration: int) -> Any:
     """The `runner show ITER --json` document; `runner serve` sends it too."""
     shown, facet = sourced_iteration(paths, repo, run_id, iteration)
-    return {**shown.to_json(), **facet.to_json()}
+    return json_form(ShowDocument(shown, facet))
 
 
 def sourced_iteration(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import attrs
 import pytest
 
 from runner_core.backends.egress import (
@@ -173,7 +174,7 @@ def test_network_log_lines_are_read_back_skipping_what_is_not_one() -> None:
     found = refusals("\n".join(lines) + "\n")
 
     assert [(r.host, r.port) for r in found] == [("127.0.0.1", 7233), ("evil.example", 443)]
-    assert json.loads(lines[0]) == found[0].to_json()
+    assert json.loads(lines[0]) == attrs.asdict(found[0])
 
 
 @pytest.mark.parametrize(

@@ -28,10 +28,11 @@ from runner_core.run.config import BudgetConfig
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentStatus, GuardOutcome, Node, canonical_preorder
 from runner_core.views.history import history_records, history_to_json
+from runner_core.views.json_form import json_form
 from runner_core.views.metrics import escape_label_value, metrics_text
 from runner_core.views.progress import elapsed_text, progress_line
 from runner_core.views.report import RunFigures, build_report, report_to_json
-from runner_core.views.show import CommitFacet, FileFacts, show_to_json
+from runner_core.views.show import CommitFacet, FileFacts, IterationFiles, ShowDocument
 from runner_core.views.status import status_to_json, status_view
 from tests.helpers.records import record as shared_record
 from tests.helpers.trees import tree
@@ -260,11 +261,12 @@ def test_show_document_lists_every_file_and_the_heads_of_logs_only() -> None:
         FileFacts("executor.log", 5000, ("=== stdout ===", "hello"), True),
         FileFacts("meta.json", 455),
     ]
-    document = show_to_json(
-        RUN, 4, ".runner/iterations/x/4", HISTORY.records[3], None, None, "missing", files
+    shown = IterationFiles(
+        RUN, 4, ".runner/iterations/x/4", HISTORY.records[3], None, None, "missing", tuple(files)
     )
+    document = json_form(shown)
     # `runner show --json` adds the iteration's commit facet to this document.
-    assert_valid({**document, **CommitFacet(None, ()).to_json()}, "show")
+    assert_valid(json_form(ShowDocument(shown, CommitFacet(None, ()))), "show")
     assert document["files"] == [
         {"name": "executor.log", "size": 5000},
         {"name": "meta.json", "size": 455},
@@ -563,7 +565,7 @@ def test_show_names_the_attempt_ref_of_an_iteration_not_judged_a_pass() -> None:
         f"attempt: refs/runner/attempts/run-1/2 {'b' * 40} (the agent's files, not on the run "
         "branch)"
     )
-    assert facet.to_json()["attempt"] == {
+    assert json_form(facet)["attempt"] == {
         "ref": "refs/runner/attempts/run-1/2",
         "commit": "b" * 40,
     }
