@@ -13,13 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner_core.history.records import ErrorKind, ExecutionHistory, ExecutionRecord, TokenUsage
+from runner_core.json_form import json_form
 from runner_core.tree.model import AgentStatus, GuardOutcome
 from runner_core.views.report import (
     RunFigures,
     build_report,
     merge_rerun_lines,
     render_report,
-    report_to_json,
 )
 from tests.helpers.records import record
 from tests.helpers.trees import tree
@@ -107,10 +107,10 @@ def test_a_report_is_the_one_without_reruns_plus_their_section(history: Executio
     # A merge's rerun is a runner error shown as `conflict`; counted apart by
     # kind, its words differ from the unflagged history's `runner_error`, its totals do not.
     assert [_one_word(line) for line in lines] == [_one_word(x) for x in render_report(plain)]
-    document = report_to_json(report)
+    document = json_form(report)
     assert ("merge_reruns" in document) == bool(section)
     document.pop("merge_reruns", None)
-    flagged, unflagged = document.pop("attempts"), report_to_json(plain)
+    flagged, unflagged = document.pop("attempts"), json_form(plain)
     kinds, plain_kinds = flagged.pop("runner_errors"), unflagged.pop("attempts")
     assert sum(kinds.values()) == sum(plain_kinds.pop("runner_errors").values())
     assert flagged == plain_kinds

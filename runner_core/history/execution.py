@@ -25,6 +25,7 @@ from runner_core.history.meta_shape import (
     is_sha256,
     plainly_valid,
 )
+from runner_core.json_form import json_form
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
 from runner_core.validation.documents import META_SCHEMA_FILE, document_problem
 
@@ -231,10 +232,6 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
     )
 
 
-def tokens_to_json(tokens: TokenUsage) -> dict[str, int]:
-    return {"input": tokens.input, "output": tokens.output, "cached": tokens.cached}
-
-
 def figures_from_json(value: Any) -> TestFigures | None:
     """The figures of meta.json's `tests` object; None when absent or not of its shape."""
     if not isinstance(value, dict) or any(
@@ -253,15 +250,6 @@ def _figures(value: Any) -> TestFigures | None:
     return TestFigures(**counts, flaky=tuple(value["flaky"]), reasons=tuple(value["reasons"]))
 
 
-def figures_to_json(figures: TestFigures) -> dict[str, Any]:
-    """The `tests` object of meta.json, `status --json` and the events."""
-    return {
-        **{name: getattr(figures, name) for name in FIGURE_FIELDS},
-        "flaky": list(figures.flaky),
-        "reasons": list(figures.reasons),
-    }
-
-
 def record_to_meta(record: ExecutionRecord) -> dict[str, Any]:
     """The `meta.json` object of a record, keys in `META_FIELDS` order (then `tests`, present
     only when the guard wrote a report, `merge_rerun`, only when true, and `job_base`, only
@@ -270,7 +258,7 @@ def record_to_meta(record: ExecutionRecord) -> dict[str, Any]:
     records keep the bytes they always had)."""
     meta = _meta_fields(record)
     if record.tests is not None:
-        meta["tests"] = figures_to_json(record.tests)
+        meta["tests"] = json_form(record.tests)
     if record.merge_rerun:
         meta["merge_rerun"] = True
     if record.job_base is not None:
@@ -298,7 +286,7 @@ def _meta_fields(record: ExecutionRecord) -> dict[str, Any]:
         "duration_ms": record.duration_ms,
         "error_kind": record.error_kind.value if record.error_kind is not None else None,
         "error": record.error,
-        "tokens": tokens_to_json(record.tokens) if record.tokens is not None else None,
+        "tokens": json_form(record.tokens),
         "cost_usd": record.cost_usd,
         "attempts_before": record.attempts_before,
         "attempts_after": record.attempts_after,

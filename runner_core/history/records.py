@@ -22,11 +22,10 @@ from runner_core.history.execution import ErrorKind as ErrorKind
 from runner_core.history.execution import ExecutionRecord as ExecutionRecord
 from runner_core.history.execution import TokenUsage as TokenUsage
 from runner_core.history.execution import figures_from_json as figures_from_json
-from runner_core.history.execution import figures_to_json as figures_to_json
 from runner_core.history.execution import record_from_meta as record_from_meta
 from runner_core.history.execution import record_to_meta as record_to_meta
-from runner_core.history.execution import tokens_to_json as tokens_to_json
 from runner_core.history.tally import Tally, sum_tokens
+from runner_core.json_form import json_form, shaped
 from runner_core.tree.model import AgentStatus, GuardOutcome, Node, iter_preorder
 from runner_core.tree.selection import attempts_used
 
@@ -218,7 +217,8 @@ class HistorySummary:
     guard_passes: int
     guard_failures: int
     total_cost_usd: float | None
-    merge_reruns: MergeReruns = NO_MERGE_RERUNS
+    # `runner report --json` has them apart, and only in a run that had one.
+    merge_reruns: MergeReruns = attrs.field(default=NO_MERGE_RERUNS, metadata=shaped(skip=True))
 
 
 def merge_reruns(records: Iterable[ExecutionRecord]) -> MergeReruns:
@@ -262,22 +262,7 @@ def summarize(history: ExecutionHistory) -> HistorySummary:
 
 def history_summary_to_json(summary: HistorySummary) -> dict[str, Any]:
     """The summary as JSON: the execution summary's keys first, then the runner's."""
-    return {
-        "total_executions": summary.total_executions,
-        "successful_executions": summary.successful_executions,
-        "failed_executions": summary.failed_executions,
-        "success_rate": summary.success_rate,
-        "total_duration": summary.total_duration,
-        "total_tokens": tokens_to_json(summary.total_tokens),
-        "nodes_executed": summary.nodes_executed,
-        "execution_order": list(summary.execution_order),
-        "attempts_consumed": summary.attempts_consumed,
-        "runner_errors": summary.runner_errors,
-        "agent_errors": summary.agent_errors,
-        "guard_passes": summary.guard_passes,
-        "guard_failures": summary.guard_failures,
-        "total_cost_usd": summary.total_cost_usd,
-    }
+    return dict(json_form(summary))
 
 
 # ---------------------------------------------------------------- per node

@@ -21,8 +21,8 @@ from runner_core.history.records import (
     NodeStats,
     TokenUsage,
     node_stats,
-    tokens_to_json,
 )
+from runner_core.json_form import json_form
 from runner_core.run.config import BudgetConfig
 from runner_core.tree.model import Node, canonical_preorder
 
@@ -213,7 +213,7 @@ def totals_to_json(totals: NodeTotals) -> dict[str, Any]:
         "executions": totals.executions,
         "attempts_consumed": totals.attempts_consumed,
         "duration_ms": totals.duration_ms,
-        "tokens": tokens_to_json(totals.tokens),
+        "tokens": json_form(totals.tokens),
         "cost_usd": None if cost is None else _figure_json(cost),
     }
 

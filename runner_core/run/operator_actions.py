@@ -8,10 +8,10 @@ trees: the views show a run's operator commits without importing those rules.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import attrs
 
+from runner_core.json_form import shaped
 from runner_core.run import trailers
 from runner_core.run.trailers import NodeOperation
 
@@ -20,10 +20,10 @@ from runner_core.run.trailers import NodeOperation
 class OperatorAction:
     """One operator commit, as its trailers record it."""
 
-    run_id: str
+    run_id: str = attrs.field(metadata=shaped(skip=True))
     op: NodeOperation
-    node_id: str
-    actor: str
+    node_id: str = attrs.field(metadata=shaped(key="node"))
+    actor: str = attrs.field(metadata=shaped(key="by"))
     before_iteration: int  # the run's next_iter when the operator acted
 
 
@@ -58,15 +58,6 @@ def action_from_message(message: str) -> OperatorAction | None:
 def action_text(action: OperatorAction) -> str:
     """How history, report and status show an operator commit."""
     return f"op={action.op.value} node={action.node_id} by={action.actor}"
-
-
-def action_to_json(action: OperatorAction) -> dict[str, Any]:
-    return {
-        "op": action.op.value,
-        "node": action.node_id,
-        "by": action.actor,
-        "before_iteration": action.before_iteration,
-    }
 
 
 def run_actions(messages: Sequence[str], run_id: str) -> tuple[OperatorAction, ...]:

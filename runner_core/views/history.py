@@ -19,7 +19,8 @@ from runner_core.history.records import (
     record_to_meta,
 )
 from runner_core.iteration.recovery import shown_status
-from runner_core.run.operator_actions import OperatorAction, action_text, action_to_json
+from runner_core.json_form import json_form
+from runner_core.run.operator_actions import OperatorAction, action_text
 from runner_core.views.layout import duration_text, table, tokens_text
 from runner_core.views.text import flatten
 
@@ -65,7 +66,7 @@ def history_to_json(
         "run_id": run_id,
         "node": node_id,
         "iterations": [record_to_meta(record) for record in records],
-        "operator_actions": [action_to_json(action) for action in actions],
+        "operator_actions": json_form(actions),
         "warnings": list(warnings),
     }
 

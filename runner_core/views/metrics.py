@@ -12,8 +12,9 @@ from collections import Counter
 
 import attrs
 
-from runner_core.history.records import NodeDisplayState, summarize, tokens_to_json
+from runner_core.history.records import NodeDisplayState, summarize
 from runner_core.iteration.plan import STATUS_WORDS
+from runner_core.json_form import json_form
 from runner_core.tree.model import iter_preorder
 from runner_core.tree.state_update import TRANSITIONS
 from runner_core.views.history import record_status
@@ -142,7 +143,7 @@ def _metric_samples(figures: RunFigures) -> dict[str, Samples]:
         )
         for status, guard in outcomes
     )
-    tokens = tokens_to_json(summary.total_tokens)
+    tokens = json_form(summary.total_tokens)
     leaves: Samples = ()
     if figures.tree is not None:
         states = figures.states()

@@ -8,7 +8,7 @@ content and key order of `runner report --json` and its lines. Never reads a fil
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -22,13 +22,12 @@ from runner_core.history.records import (
     NodeDisplayState,
     NodeStats,
     display_states,
-    history_summary_to_json,
     most_retried,
     node_stats,
     slowest,
     summarize,
-    tokens_to_json,
 )
+from runner_core.json_form import Shape, json_form, shaped
 from runner_core.loop.budget import (
     BudgetUse,
     NodeTotals,
@@ -38,7 +37,7 @@ from runner_core.loop.budget import (
     totals_to_json,
 )
 from runner_core.run.config import NO_BUDGET, BudgetConfig
-from runner_core.run.operator_actions import OperatorAction, action_text, action_to_json
+from runner_core.run.operator_actions import OperatorAction, action_text
 from runner_core.tree.model import Node, canonical_preorder
 from runner_core.views.follow import budget_lines, rolled_up_lines
 from runner_core.views.history import record_status
@@ -82,21 +81,106 @@ class NodeReportRow:
     state: NodeDisplayState | None  # None when no tree was available
 
 
+def _node_row_json(row: NodeReportRow) -> dict[str, Any]:
+    stats = row.stats
+    return {
+        "node_id": stats.node_id,
+        "path": row.path,
+        "state": json_form(row.state),
+        "executions": stats.executions,
+        "successful_executions": stats.successful_executions,
+        "failed_executions": stats.failed_executions,
+        "attempts_consumed": stats.attempts_consumed,
+        "attempts": row.attempts,
+        "max_attempts": row.max_attempts,
+        "total_duration_ms": stats.total_duration_ms,
+        "tokens": json_form(stats.tokens),
+        "last_iteration": stats.last_iteration,
+        "last_status": stats.last_status.value,
+        "last_guard": stats.last_guard.value,
+    }
+
+
+def _slowest_json(record: ExecutionRecord) -> dict[str, Any]:
+    keys = ("node_id", "duration_ms", "status", "guard")
+    return {"iter": record.iteration, **{key: json_form(getattr(record, key)) for key in keys}}
+
+
+def _retried_json(stats: NodeStats) -> dict[str, Any]:
+    keys = ("node_id", "attempts_consumed", "executions")
+    return {key: getattr(stats, key) for key in keys}
+
+
+def _backend_json(backend: tuple[str, HistorySummary]) -> dict[str, Any]:
+    name, summary = backend
+    return {
+        "backend": name,
+        "iterations": summary.total_executions,
+        "successful_executions": summary.successful_executions,
+        "success_rate": summary.success_rate,
+        "tokens": json_form(summary.total_tokens),
+        "cost_usd": summary.total_cost_usd,
+    }
+
+
+def _each(encode: Callable[[Any], Any]) -> dict[str, Shape]:
+    """The metadata of a field whose items each have an encoding of their own."""
+    return shaped(encode=lambda items: [encode(item) for item in items])
+
+
+def _actions_json(actions: tuple[OperatorAction, ...]) -> dict[str, Any]:
+    return {"count": len(actions), "actions": json_form(actions)}
+
+
+@attrs.frozen(slots=True)
+class NodeReruns:
+    node_id: str
+    reruns: MergeReruns = attrs.field(metadata=shaped(inline=True))
+
+
+@attrs.frozen(slots=True)
+class ReportReruns:
+    """`merge_reruns`, only in a run that had one: what parallelism cost, in all and per node."""
+
+    total: MergeReruns = attrs.field(metadata=shaped(inline=True))
+    nodes: tuple[NodeReruns, ...]
+
+
+def _report_reruns(report: Report) -> ReportReruns | None:
+    total = report.summary.merge_reruns
+    if total.count == 0:
+        return None
+    nodes = (NodeReruns(r.stats.node_id, r.stats.merge_reruns) for r in report.nodes)
+    return ReportReruns(total, tuple(node for node in nodes if node.reruns.count > 0))
+
+
 @attrs.frozen(slots=True)
 class Report:
+    """`runner report --json` (schemas/views/report.schema.json), each field a key in order."""
+
     run_id: str
     summary: HistorySummary
-    nodes: tuple[NodeReportRow, ...]
-    slowest: tuple[ExecutionRecord, ...]
-    most_retried: tuple[NodeStats, ...]
-    operator_actions: tuple[OperatorAction, ...] = ()
+    nodes: tuple[NodeReportRow, ...] = attrs.field(metadata=_each(_node_row_json))
+    slowest: tuple[ExecutionRecord, ...] = attrs.field(metadata=_each(_slowest_json))
+    most_retried: tuple[NodeStats, ...] = attrs.field(metadata=_each(_retried_json))
+    operator_actions: tuple[OperatorAction, ...] = attrs.field(
+        default=(), metadata=shaped(encode=_actions_json)
+    )
     # Each configured budget, spent vs limit; every node of the tree with its subtree's figures.
-    budgets: tuple[BudgetUse, ...] = ()
-    subtree_totals: tuple[NodeTotals, ...] = ()
-    tests: SuiteView | None = None  # the guard's test figures, once one wrote a report
+    budgets: tuple[BudgetUse, ...] = attrs.field(default=(), metadata=_each(budget_use_to_json))
+    subtree_totals: tuple[NodeTotals, ...] = attrs.field(default=(), metadata=_each(totals_to_json))
+    merge_reruns: ReportReruns | None = attrs.field(
+        init=False,
+        default=attrs.Factory(_report_reruns, takes_self=True),
+        metadata=shaped(omit_none=True),
+    )
+    tests: SuiteView | None = attrs.field(default=None, metadata=shaped(encode=suite_to_json))
     # Each backend that ran an iteration (`[agent] fallback`), by name: what its iterations did.
-    backends: tuple[tuple[str, HistorySummary], ...] = ()
+    backends: tuple[tuple[str, HistorySummary], ...] = attrs.field(
+        default=(), metadata=_each(_backend_json)
+    )
     attempts: AgentAttempts = attrs.field(factory=lambda: AgentAttempts(0, 0, ()))
+    warnings: tuple[str, ...] = ()  # what could not be read
 
 
 def backend_summaries(history: ExecutionHistory) -> tuple[tuple[str, HistorySummary], ...]:
@@ -121,13 +205,14 @@ class AgentAttempts:
     """The iterations whose agent gave an answer (no runner error) and how many succeeded, and
     the runner errors apart, by kind: the success rate a user can act on."""
 
-    attempts: int
+    attempts: int = attrs.field(metadata=shaped(key="agent_attempts"))
     successful: int
-    runner_errors: tuple[tuple[str, int], ...]  # by RUNNER_ERROR_WORDS, each once
-
-    @property
-    def success_rate(self) -> float:
-        return self.successful / self.attempts if self.attempts else 0.0
+    success_rate: float = attrs.field(
+        init=False,
+        default=attrs.Factory(lambda a: a.successful / a.attempts if a.attempts else 0.0, True),
+    )
+    # By RUNNER_ERROR_WORDS, each once.
+    runner_errors: tuple[tuple[str, int], ...] = attrs.field(metadata=shaped(encode=dict))
 
 
 def agent_attempts(records: Sequence[ExecutionRecord]) -> AgentAttempts:
@@ -138,15 +223,6 @@ def agent_attempts(records: Sequence[ExecutionRecord]) -> AgentAttempts:
         sum(1 for r in agents if r.successful),
         tuple((word, words.get(word, 0)) for word in RUNNER_ERROR_WORDS),
     )
-
-
-def _attempts_json(attempts: AgentAttempts) -> dict[str, Any]:
-    return {
-        "agent_attempts": attempts.attempts,
-        "successful": attempts.successful,
-        "success_rate": attempts.success_rate,
-        "runner_errors": dict(attempts.runner_errors),
-    }
 
 
 def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
@@ -194,96 +270,6 @@ def build_report(figures: RunFigures, top: int = TOP_N) -> Report:
         backends=backend_summaries(figures.history),
         attempts=agent_attempts(figures.history.records),
     )
-
-
-def _node_row_json(row: NodeReportRow) -> dict[str, Any]:
-    stats = row.stats
-    return {
-        "node_id": stats.node_id,
-        "path": row.path,
-        "state": row.state.value if row.state is not None else None,
-        "executions": stats.executions,
-        "successful_executions": stats.successful_executions,
-        "failed_executions": stats.failed_executions,
-        "attempts_consumed": stats.attempts_consumed,
-        "attempts": row.attempts,
-        "max_attempts": row.max_attempts,
-        "total_duration_ms": stats.total_duration_ms,
-        "tokens": tokens_to_json(stats.tokens),
-        "last_iteration": stats.last_iteration,
-        "last_status": stats.last_status.value,
-        "last_guard": stats.last_guard.value,
-    }
-
-
-def _reruns_json(reruns: MergeReruns) -> dict[str, Any]:
-    return {
-        "count": reruns.count,
-        "duration_ms": reruns.duration_ms,
-        "tokens": tokens_to_json(reruns.tokens),
-        "cost_usd": reruns.cost_usd,
-    }
-
-
-def _merge_reruns_json(report: Report) -> dict[str, Any]:
-    """`merge_reruns`, only in a run that had one: what parallelism cost, per node and in all."""
-    total = report.summary.merge_reruns
-    if total.count == 0:
-        return {}
-    nodes = [
-        {"node_id": row.stats.node_id, **_reruns_json(row.stats.merge_reruns)}
-        for row in report.nodes
-        if row.stats.merge_reruns.count > 0
-    ]
-    return {"merge_reruns": {**_reruns_json(total), "nodes": nodes}}
-
-
-def report_to_json(report: Report, warnings: Sequence[str] = ()) -> dict[str, Any]:
-    """`runner report --json`; schemas/views/report.schema.json documents every key."""
-    return {
-        "run_id": report.run_id,
-        "summary": history_summary_to_json(report.summary),
-        "nodes": [_node_row_json(row) for row in report.nodes],
-        "slowest": [
-            {
-                "iter": record.iteration,
-                "node_id": record.node_id,
-                "duration_ms": record.duration_ms,
-                "status": record.status.value,
-                "guard": record.guard.value,
-            }
-            for record in report.slowest
-        ],
-        "most_retried": [
-            {
-                "node_id": stats.node_id,
-                "attempts_consumed": stats.attempts_consumed,
-                "executions": stats.executions,
-            }
-            for stats in report.most_retried
-        ],
-        "operator_actions": {
-            "count": len(report.operator_actions),
-            "actions": [action_to_json(action) for action in report.operator_actions],
-        },
-        "budgets": [budget_use_to_json(use) for use in report.budgets],
-        "subtree_totals": [totals_to_json(totals) for totals in report.subtree_totals],
-        **_merge_reruns_json(report),
-        "tests": suite_to_json(report.tests),
-        "backends": [
-            {
-                "backend": name,
-                "iterations": summary.total_executions,
-                "successful_executions": summary.successful_executions,
-                "success_rate": summary.success_rate,
-                "tokens": tokens_to_json(summary.total_tokens),
-                "cost_usd": summary.total_cost_usd,
-            }
-            for name, summary in report.backends
-        ],
-        "attempts": _attempts_json(report.attempts),
-        "warnings": list(warnings),
-    }
 
 
 def _run_groups(order: Sequence[str]) -> str:

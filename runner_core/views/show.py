@@ -15,8 +15,8 @@ import attrs
 from runner_core.backends.egress import Refusal
 from runner_core.guard.ratchet import TestFigures
 from runner_core.history.records import ExecutionRecord, record_to_meta
+from runner_core.json_form import json_form, shaped
 from runner_core.views.history import record_status
-from runner_core.views.json_form import json_form, shaped
 from runner_core.views.layout import duration_text, table, tokens_text
 from runner_core.views.text import flatten
 

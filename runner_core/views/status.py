@@ -16,9 +16,10 @@ import attrs
 
 from runner_core.history.records import ExecutionHistory, NodeDisplayState
 from runner_core.iteration.recovery import Journal
+from runner_core.json_form import json_form
 from runner_core.run.config import NO_BUDGET, BudgetConfig
 from runner_core.run.identity import branch_for
-from runner_core.run.operator_actions import OperatorAction, action_text, action_to_json
+from runner_core.run.operator_actions import OperatorAction, action_text
 from runner_core.run.questions import open_questions
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentStatus, Node
@@ -310,7 +311,7 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "interrupted": (_running_json(view.interrupted) if view.interrupted is not None else None),
         "guidance": view.guidance,
         "questions": view.questions,
-        "operator_actions": [action_to_json(action) for action in view.operator_actions],
+        "operator_actions": json_form(view.operator_actions),
         "budgets": [budget_use_to_json(use) for use in view.budgets],
         "sandbox": view.sandbox,
         "sandbox_layers": dict(view.sandbox_layers) if view.sandbox_layers else None,

@@ -17,8 +17,9 @@ import attrs
 from runner_core.guard.patterns import target_patterns
 from runner_core.guard.ratchet import TestFigures
 from runner_core.guard.report import TestReport
-from runner_core.history.records import ExecutionRecord, figures_to_json
+from runner_core.history.records import ExecutionRecord
 from runner_core.iteration.guard_stage import unmatched_patterns
+from runner_core.json_form import json_form
 from runner_core.tree.model import Node, nodes_by_id
 from runner_core.views.layout import table
 from runner_core.views.text import flatten
@@ -68,7 +69,7 @@ def suite_to_json(view: SuiteView | None) -> dict[str, Any] | None:
     if view is None:
         return None
     return {
-        "last": figures_to_json(view.last),
+        "last": json_form(view.last),
         "series": [
             {"iter": iteration, "passed": passed, "total": total}
             for iteration, passed, total in view.series

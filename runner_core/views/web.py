@@ -16,7 +16,8 @@ from typing import Any
 
 import attrs
 
-from runner_core.history.records import ExecutionHistory, ExecutionRecord, tokens_to_json
+from runner_core.history.records import ExecutionHistory, ExecutionRecord
+from runner_core.json_form import json_form
 from runner_core.loop.budget import rolled_up_totals, totals_to_json
 from runner_core.loop.events import Event, EventType
 from runner_core.tree.model import Node, canonical_preorder
@@ -103,7 +104,7 @@ def _execution_json(record: ExecutionRecord) -> dict[str, Any]:
         "guard": record.guard.value,
         "backend": record.backend,
         "duration_ms": record.duration_ms,
-        "tokens": tokens_to_json(record.tokens) if record.tokens is not None else None,
+        "tokens": json_form(record.tokens),
         "cost_usd": record.cost_usd,
         # Why it did not pass: its error, else the ratchet's reasons (never empty for a fail).
         "error": record_reason(record),

@@ -20,13 +20,13 @@ from runner_core.audit.findings import audit_to_json
 from runner_core.audit.judged_checks import AttemptFacts
 from runner_core.history.records import ExecutionRecord
 from runner_core.iteration.record import attempt_ref
+from runner_core.json_form import json_form
 from runner_core.run.trailers import DamagedTrailer, parse_trailers, record_from_trailers
 from runner_core.tree.diff import TreeDiff, tree_diff
 from runner_core.tree.model import Node
 from runner_core.tree.serialization import TREE_MAX_BYTES, TreeValidationError
 from runner_core.validation.loading import parse_tree
 from runner_core.views.diff import diff_document, diff_lines
-from runner_core.views.json_form import json_form
 from runner_core.views.show import CommitFacet, IterationFiles, ShowDocument, render_show
 from runner_shell.errors import UserFacingError
 from runner_shell.git.attempt_refs import read_attempt, run_attempts

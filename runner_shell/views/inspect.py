@@ -94,12 +94,15 @@ def show_iteration(
 
 def show_report(paths: RunnerPaths, repo: Repo, run: str | None, as_json: bool) -> None:
     """`runner report`: the run's summary, the per-node table, the slowest and most retried."""
-    from runner_core.views.report import render_report, report_to_json
+    import attrs
+
+    from runner_core.json_form import json_form
+    from runner_core.views.report import render_report
     from runner_core.views.steering import question_lines
 
     report, problems = report_document(paths, repo, run)
     if as_json:
-        print_json(report_to_json(report, problems))
+        print_json(json_form(attrs.evolve(report, warnings=problems)))
     else:
         print_lines(render_report(report))
         if run is None or run == load_run_state(paths).run_id:

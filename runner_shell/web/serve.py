@@ -37,10 +37,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from runner_core.history.records import ExecutionHistory
+from runner_core.json_form import json_form
 from runner_core.loop.events import Event, event_line
 from runner_core.run.listing import runs_to_json
 from runner_core.views.diff import diff_document
-from runner_core.views.report import report_to_json
 from runner_core.views.status import status_to_json
 from runner_core.views.text import error_line
 from runner_core.views.web import (
@@ -361,7 +361,7 @@ class Api:
 
     def report(self, request: Request) -> Response:
         report, problems = report_document(self.paths, self.repo, self._run(request))
-        return JSONResponse(report_to_json(report, problems))
+        return JSONResponse(json_form(attrs.evolve(report, warnings=problems)))
 
     def runs(self, request: Request) -> Response:
         return JSONResponse(runs_to_json(gather_runs(self.paths, self.repo)))

@@ -17,13 +17,13 @@ from runner_core.history.records import (
     TokenUsage,
     merge_reruns,
 )
+from runner_core.json_form import json_form
 from runner_core.tree.model import AgentStatus, GuardOutcome
 from runner_core.views.report import (
     RunFigures,
     build_report,
     merge_rerun_lines,
     render_report,
-    report_to_json,
 )
 from tests.helpers.records import record
 from tests.helpers.trees import tree
@@ -87,7 +87,7 @@ def test_the_summary_and_each_node_carry_their_merge_reruns() -> None:
 
 
 def test_report_json_names_each_node_s_reruns_in_the_nodes_order_and_the_run_total() -> None:
-    document = report_to_json(build_report(report_of(HISTORY)))
+    document = json_form(build_report(report_of(HISTORY)))
     assert_valid(document)
     assert document["merge_reruns"] == {
         "count": 3,
@@ -132,6 +132,6 @@ def test_a_run_without_a_merge_rerun_shows_nothing_of_them() -> None:
     report = build_report(report_of(plain))
     assert merge_rerun_lines(report) == []
     assert "merge reruns:" not in render_report(report)
-    document = report_to_json(report)
+    document = json_form(report)
     assert "merge_reruns" not in document
     assert_valid(document)

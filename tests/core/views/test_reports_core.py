@@ -24,14 +24,14 @@ from runner_core.history.records import (
     record_to_meta,
 )
 from runner_core.iteration.recovery import Journal, JournalPhase
+from runner_core.json_form import json_form
 from runner_core.run.config import BudgetConfig
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentStatus, GuardOutcome, Node, canonical_preorder
 from runner_core.views.history import history_records, history_to_json
-from runner_core.views.json_form import json_form
 from runner_core.views.metrics import escape_label_value, metrics_text
 from runner_core.views.progress import elapsed_text, progress_line
-from runner_core.views.report import RunFigures, build_report, report_to_json
+from runner_core.views.report import RunFigures, build_report
 from runner_core.views.show import CommitFacet, FileFacts, IterationFiles, ShowDocument
 from runner_core.views.status import status_to_json, status_view
 from tests.helpers.records import record as shared_record
@@ -291,7 +291,7 @@ def figures(tree_: Node | None = TREE, **changes: Any) -> RunFigures:
 
 
 def test_report_summary_adds_the_runner_figures_to_seed_004() -> None:
-    document = report_to_json(build_report(figures()))
+    document = json_form(build_report(figures()))
     assert_valid(document, "report")
     summary = document["summary"]
     assert summary["total_executions"] == 6
@@ -309,7 +309,7 @@ def test_report_summary_adds_the_runner_figures_to_seed_004() -> None:
 
 def test_report_shows_each_budget_set_and_every_node_s_subtree_totals() -> None:
     budget = BudgetConfig(max_cost_usd=0.5, max_tokens=1000)
-    document = report_to_json(build_report(figures(budget=budget)))
+    document = json_form(build_report(figures(budget=budget)))
     assert_valid(document, "report")
     assert document["budgets"] == [
         {"budget": "cost_usd", "spent": 0.75, "limit": 0.5, "exhausted": True},
@@ -324,12 +324,12 @@ def test_report_shows_each_budget_set_and_every_node_s_subtree_totals() -> None:
 
 
 def test_report_without_a_budget_or_a_tree_has_neither() -> None:
-    document = report_to_json(build_report(figures(None)))
+    document = json_form(build_report(figures(None)))
     assert (document["budgets"], document["subtree_totals"]) == ([], [])
 
 
 def test_report_nodes_follow_the_tree_with_its_attempts_and_display_state() -> None:
-    document = report_to_json(build_report(figures()))
+    document = json_form(build_report(figures()))
     assert [
         (row["node_id"], row["state"], row["executions"], row["attempts"])
         for row in document["nodes"]
@@ -340,7 +340,7 @@ def test_report_puts_nodes_the_tree_lost_last_sorted_by_id() -> None:
     history = ExecutionHistory.of(
         [record(1, "z", RETRY, SKIPPED), record(2, "root"), record(3, "b", RETRY, SKIPPED)]
     )
-    document = report_to_json(build_report(figures(tree("root"), history=history)))
+    document = json_form(build_report(figures(tree("root"), history=history)))
     assert_valid(document, "report")
     assert [(row["node_id"], row["path"], row["state"]) for row in document["nodes"]] == [
         ("root", "root", "pending"),
@@ -350,7 +350,7 @@ def test_report_puts_nodes_the_tree_lost_last_sorted_by_id() -> None:
 
 
 def test_report_without_a_tree_has_no_states_and_sorts_nodes_by_id() -> None:
-    document = report_to_json(build_report(figures(None)))
+    document = json_form(build_report(figures(None)))
     assert_valid(document, "report")
     assert [(row["node_id"], row["state"], row["path"]) for row in document["nodes"]] == [
         ("root", None, None),
@@ -360,7 +360,7 @@ def test_report_without_a_tree_has_no_states_and_sorts_nodes_by_id() -> None:
 
 
 def test_report_ranks_slowest_iterations_and_most_retried_nodes_top_five() -> None:
-    document = report_to_json(build_report(figures()))
+    document = json_form(build_report(figures()))
     assert [(row["iter"], row["duration_ms"]) for row in document["slowest"]] == [
         (6, 7000),
         (2, 5000),

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from runner_core.history.records import ErrorKind, ExecutionHistory
 from runner_core.iteration.plan import shown_status
+from runner_core.json_form import json_form
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentStatus, GuardOutcome
 from runner_core.views.history import record_status, render_history
-from runner_core.views.report import RunFigures, build_report, render_report, report_to_json
+from runner_core.views.report import RunFigures, build_report, render_report
 from runner_core.views.status import render_status, status_to_json, status_view
 from tests.core.views.test_reports_core import assert_valid
 from tests.helpers.records import record
@@ -56,7 +57,7 @@ def test_reports_success_rate_is_over_agent_attempts_with_runner_errors_apart() 
     assert rate.split(None, 1)[1] == (
         "33.3% of 3 agent attempts (conflict=1 interrupted=1 rate_limited=1 runner_error=1 apart)"
     )
-    document = report_to_json(report)
+    document = json_form(report)
     assert document["attempts"] == {
         "agent_attempts": 3,
         "successful": 1,
