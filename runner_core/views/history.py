@@ -7,7 +7,7 @@ shell gathers the execution history and the operator commits.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -19,7 +19,7 @@ from runner_core.history.records import (
     record_to_meta,
 )
 from runner_core.iteration.recovery import shown_status
-from runner_core.json_form import json_form
+from runner_core.json_form import shaped
 from runner_core.run.operator_actions import OperatorAction, action_text
 from runner_core.views.layout import duration_text, table, tokens_text
 from runner_core.views.text import flatten
@@ -52,23 +52,6 @@ def interleaved(
             entries.append(pending.pop(0))
         entries.append(record)
     return (*entries, *pending)
-
-
-def history_to_json(
-    run_id: str,
-    records: Iterable[ExecutionRecord],
-    node_id: str | None,
-    warnings: Sequence[str],
-    actions: Sequence[OperatorAction] = (),
-) -> dict[str, Any]:
-    """`runner history --json`: each iteration as its meta.json, plus what was skipped."""
-    return {
-        "run_id": run_id,
-        "node": node_id,
-        "iterations": [record_to_meta(record) for record in records],
-        "operator_actions": json_form(actions),
-        "warnings": list(warnings),
-    }
 
 
 def _error_text(record: ExecutionRecord) -> str:
@@ -145,15 +128,19 @@ def render_history(
     return out
 
 
+def _metas(records: Sequence[ExecutionRecord]) -> list[dict[str, Any]]:
+    return [record_to_meta(record) for record in records]
+
+
 @attrs.frozen(slots=True)
 class HistoryDocument:
-    """What `runner history` and `GET /api/history` show."""
+    """What `runner history --json` and `GET /api/history` show (schemas/views/history.schema.json):
+    each iteration as its meta.json, the operator commits, and what was skipped."""
 
     run_id: str
-    records: tuple[ExecutionRecord, ...]
     node: str | None
-    problems: tuple[str, ...]
-    actions: tuple[OperatorAction, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return history_to_json(self.run_id, self.records, self.node, self.problems, self.actions)
+    records: tuple[ExecutionRecord, ...] = attrs.field(
+        metadata=shaped(key="iterations", encode=_metas)
+    )
+    actions: tuple[OperatorAction, ...] = attrs.field(metadata=shaped(key="operator_actions"))
+    problems: tuple[str, ...] = attrs.field(metadata=shaped(key="warnings"))

@@ -66,11 +66,12 @@ def show_history(
     paths: RunnerPaths, repo: Repo, node: str | None, run: str | None, as_json: bool
 ) -> None:
     """`runner history`: one row per iteration of the run, oldest first."""
+    from runner_core.json_form import json_form
     from runner_core.views.history import render_history
 
     shown = history_document(paths, repo, node, run)
     if as_json:
-        print_json(shown.to_json())
+        print_json(json_form(shown))
     else:
         print_lines(render_history(shown.run_id, shown.records, node, shown.actions))
 

@@ -472,7 +472,7 @@ def history_document(
                 f"history: no node '{node}' in run {run_id}'s tree or iterations "
                 "(see 'runner status' for the node ids)"
             )
-    return HistoryDocument(run_id, records, node, problems, tuple(actions))
+    return HistoryDocument(run_id, node, records, tuple(actions), problems)
 
 
 def report_document(

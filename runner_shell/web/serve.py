@@ -357,7 +357,7 @@ class Api:
     def history(self, request: Request) -> Response:
         node = request.query_params.get("node")
         shown = history_document(self.paths, self.repo, node, self._run(request))
-        return JSONResponse(shown.to_json())
+        return JSONResponse(json_form(shown))
 
     def report(self, request: Request) -> Response:
         report, problems = report_document(self.paths, self.repo, self._run(request))

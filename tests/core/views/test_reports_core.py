@@ -28,7 +28,7 @@ from runner_core.json_form import json_form
 from runner_core.run.config import BudgetConfig
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentStatus, GuardOutcome, Node, canonical_preorder
-from runner_core.views.history import history_records, history_to_json
+from runner_core.views.history import HistoryDocument, history_records
 from runner_core.views.metrics import escape_label_value, metrics_text
 from runner_core.views.progress import elapsed_text, progress_line
 from runner_core.views.report import RunFigures, build_report
@@ -239,7 +239,7 @@ def test_canonical_preorder_sorts_siblings_by_order_then_id() -> None:
 
 
 def test_history_lists_every_iteration_as_its_meta_json() -> None:
-    document = history_to_json(RUN, history_records(HISTORY, None), None, ["w"])
+    document = json_form(HistoryDocument(RUN, None, history_records(HISTORY, None), (), ("w",)))
     assert_valid(document, "history")
     assert [row["iter"] for row in document["iterations"]] == [1, 2, 3, 4, 5, 6]
     assert document["iterations"][4] == record_to_meta(HISTORY.records[4])
@@ -247,7 +247,7 @@ def test_history_lists_every_iteration_as_its_meta_json() -> None:
 
 
 def test_history_of_one_node_keeps_only_its_iterations() -> None:
-    document = history_to_json(RUN, history_records(HISTORY, "root.1"), "root.1", [])
+    document = json_form(HistoryDocument(RUN, "root.1", history_records(HISTORY, "root.1"), (), ()))
     assert_valid(document, "history")
     assert [row["iter"] for row in document["iterations"]] == [2, 3]
     assert history_records(HISTORY, "nope") == ()
