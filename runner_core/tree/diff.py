@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from runner_core.json_form import shaped
 from runner_core.tree.model import NODE_FIELDS, Node, index_by_id
 
 # Every field but id and children: a node's own content.
@@ -37,17 +38,20 @@ class FieldChange:
 
 @attrs.frozen(slots=True)
 class NodeChange:
-    """One node's change; `moved` when its parent differs, `fields` for a changed node."""
+    """One node's change; `moved` when its parent differs, `fields` for a changed node; its
+    fields are the keys of a change in `runner diff --json` (schemas/views/diff.schema.json)."""
 
-    node_id: str
-    kind: ChangeKind
+    node_id: str = attrs.field(metadata=shaped(key="node"))
+    kind: ChangeKind = attrs.field(metadata=shaped(key="change"))
+    moved: bool = attrs.field(init=False, default=False)
     parent_before: str | None = None
     parent_after: str | None = None
     fields: tuple[FieldChange, ...] = ()
 
-    @property
-    def moved(self) -> bool:
-        return self.kind is ChangeKind.CHANGED and self.parent_before != self.parent_after
+    def __attrs_post_init__(self) -> None:
+        # Derived from the parents after them, and yet written before them.
+        moved = self.kind is ChangeKind.CHANGED and self.parent_before != self.parent_after
+        object.__setattr__(self, "moved", moved)
 
 
 @attrs.frozen(slots=True)
@@ -94,25 +98,6 @@ def tree_diff(before: Node, after: Node) -> TreeDiff:
                     NodeChange(node_id, ChangeKind.CHANGED, was_parent, now_parent, fields)
                 )
     return TreeDiff(tuple(changes))
-
-
-def change_to_json(change: NodeChange) -> dict[str, Any]:
-    return {
-        "node": change.node_id,
-        "change": change.kind.value,
-        "moved": change.moved,
-        "parent_before": change.parent_before,
-        "parent_after": change.parent_after,
-        "fields": [
-            {"field": field.field, "old": field.old, "new": field.new} for field in change.fields
-        ],
-    }
-
-
-def tree_diff_to_json(diff: TreeDiff) -> dict[str, Any]:
-    """The document of `runner diff --json` (schemas/views/diff.schema.json) without its
-    iteration, which the caller adds."""
-    return {"changes": [change_to_json(change) for change in diff.changes]}
 
 
 def _value_text(value: Any) -> str:

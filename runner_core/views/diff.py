@@ -6,9 +6,10 @@ tree diff and where the trees were read. Never reads a file or git.
 
 from __future__ import annotations
 
-from typing import Any
+import attrs
 
-from runner_core.tree.diff import TreeDiff, change_lines, tree_diff_to_json
+from runner_core.json_form import shaped
+from runner_core.tree.diff import TreeDiff, change_lines
 
 
 def diff_lines(run_id: str, iteration: int, diff: TreeDiff, source: str) -> list[str]:
@@ -16,6 +17,12 @@ def diff_lines(run_id: str, iteration: int, diff: TreeDiff, source: str) -> list
     return [head, *(f"  {line}" for line in change_lines(diff))]
 
 
-def diff_document(run_id: str, iteration: int, diff: TreeDiff, source: str) -> dict[str, Any]:
-    """The `runner diff --json` document (views/diff.schema.json); `runner serve` sends it too."""
-    return {"run_id": run_id, "iter": iteration, "source": source, **tree_diff_to_json(diff)}
+@attrs.frozen(slots=True)
+class DiffDocument:
+    """The `runner diff --json` document (schemas/views/diff.schema.json); `runner serve` sends
+    it too."""
+
+    run_id: str
+    iteration: int = attrs.field(metadata=shaped(key="iter"))
+    source: str
+    diff: TreeDiff = attrs.field(metadata=shaped(inline=True))

@@ -26,7 +26,7 @@ from runner_core.tree.diff import TreeDiff, tree_diff
 from runner_core.tree.model import Node
 from runner_core.tree.serialization import TREE_MAX_BYTES, TreeValidationError
 from runner_core.validation.loading import parse_tree
-from runner_core.views.diff import diff_document, diff_lines
+from runner_core.views.diff import DiffDocument, diff_lines
 from runner_core.views.show import CommitFacet, IterationFiles, ShowDocument, render_show
 from runner_shell.errors import UserFacingError
 from runner_shell.git.attempt_refs import read_attempt, run_attempts
@@ -170,7 +170,7 @@ def show_diff(
     run_id = _run_id(paths, run)
     diff, source = iteration_diff(paths, repo, iteration, run_id)
     if as_json:
-        print_json(diff_document(run_id, iteration, diff, source))
+        print_json(json_form(DiffDocument(run_id, iteration, source, diff)))
     else:
         print_lines(diff_lines(run_id, iteration, diff, source))
 

@@ -40,7 +40,7 @@ from runner_core.history.records import ExecutionHistory
 from runner_core.json_form import json_form
 from runner_core.loop.events import Event, event_line
 from runner_core.run.listing import runs_to_json
-from runner_core.views.diff import diff_document
+from runner_core.views.diff import DiffDocument
 from runner_core.views.status import status_to_json
 from runner_core.views.text import error_line
 from runner_core.views.web import (
@@ -380,7 +380,7 @@ class Api:
         """The `runner diff N --json` document, from wherever `runner diff` reads it."""
         run_id, number = self._run(request), iteration_number(request)
         diff, source = iteration_diff(self.paths, self.repo, number, run_id)
-        return JSONResponse(diff_document(run_id, number, diff, source))
+        return JSONResponse(json_form(DiffDocument(run_id, number, source, diff)))
 
     def iteration_file(self, request: Request) -> Response:
         """One file of an iteration directory, by a name its listing holds, at most 1 MiB."""

@@ -18,6 +18,7 @@ from runner_core.audit.audit import audit_run
 from runner_core.audit.commit_facts import TREE_PATH, CommitFacts, start_run_id
 from runner_core.audit.findings import AuditReport, Finding, OperatorEntry, audit_to_json
 from runner_core.history.records import ErrorKind, TokenUsage
+from runner_core.json_form import json_form
 from runner_core.run.chain import chain_link, chain_seed
 from runner_core.run.trailers import (
     DamagedTrailer,
@@ -29,8 +30,9 @@ from runner_core.run.trailers import (
 from runner_core.testing import runs
 from runner_core.testing.commits import run_commits
 from runner_core.testing.runs import Run
-from runner_core.tree.diff import TreeDiff, change_lines, tree_diff, tree_diff_to_json
+from runner_core.tree.diff import TreeDiff, change_lines, tree_diff
 from runner_core.tree.model import Node, NodeNext
+from runner_core.views.diff import DiffDocument
 from tests.helpers.records import record
 from tests.helpers.trees import tree
 
@@ -133,8 +135,9 @@ def test_start_run_id_reads_the_start_subject_only() -> None:
 
 
 def diff_command_document(diff: TreeDiff) -> dict[str, Any]:
-    """`tree_diff_to_json` beside what `runner diff --json` adds to it."""
-    return {"run_id": "run-1", "iter": 1, "source": "iterations/1", **tree_diff_to_json(diff)}
+    """The `runner diff --json` document of `diff`."""
+    result: dict[str, Any] = json_form(DiffDocument("run-1", 1, "iterations/1", diff))
+    return result
 
 
 def test_tree_diff_shows_a_decomposition_node_by_node() -> None:

@@ -14,12 +14,14 @@ import attrs
 import pytest
 
 from runner_core.json_form import json_form, shape_of, shaped
+from runner_core.views.diff import DiffDocument
 from runner_core.views.history import HistoryDocument
 from runner_core.views.report import Report
 from runner_core.views.show import ShowDocument
 
 # Each view type whose `json_form` is a `--json` document, and its schema's name.
 VIEW_SCHEMAS: tuple[tuple[type, str], ...] = (
+    (DiffDocument, "diff"),
     (HistoryDocument, "history"),
     (Report, "report"),
     (ShowDocument, "show"),
