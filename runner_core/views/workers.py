@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
+import attrs
+
+from runner_core.json_form import shaped
 from runner_core.views.text import terminal_text
 
 WorkerRow = tuple[str, datetime]
@@ -30,15 +32,15 @@ def worker_lines(address: str, task_queue: str, workers: Sequence[WorkerRow]) ->
     )
 
 
-def workers_document(
-    address: str, namespace: str, task_queue: str, workers: Sequence[WorkerRow]
-) -> dict[str, Any]:
+def _workers_json(workers: Sequence[WorkerRow]) -> list[dict[str, str]]:
+    return [{"identity": identity, "last_seen": utc_text(seen)} for identity, seen in workers]
+
+
+@attrs.frozen(slots=True)
+class WorkersDocument:
     """`runner workers --json` (schemas/views/workers.schema.json)."""
-    return {
-        "address": address,
-        "namespace": namespace,
-        "task_queue": task_queue,
-        "workers": [
-            {"identity": identity, "last_seen": utc_text(seen)} for identity, seen in workers
-        ],
-    }
+
+    address: str
+    namespace: str
+    task_queue: str
+    workers: tuple[WorkerRow, ...] = attrs.field(metadata=shaped(encode=_workers_json))

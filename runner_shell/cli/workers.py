@@ -302,7 +302,8 @@ def workers(
         typer.echo(f"workers: new key {made.key_id} in {new_key} (mode 0600)")
         return
     require_temporal()
-    from runner_core.views.workers import worker_lines, workers_document
+    from runner_core.json_form import json_form
+    from runner_core.views.workers import WorkersDocument, worker_lines
     from runner_shell.remote.temporal import TemporalExecutor
 
     configured = _configured_executor()
@@ -320,7 +321,7 @@ def workers(
     with connecting as client:
         rows = [(seen.identity, seen.last_access) for seen in client.workers()]
     if as_json:
-        document = workers_document(address, namespace, task_queue, rows)
+        document = json_form(WorkersDocument(address, namespace, task_queue, tuple(rows)))
         typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
     else:
         typer.echo("\n".join(worker_lines(address, task_queue, rows)))

@@ -18,6 +18,7 @@ from runner_core.views.diff import DiffDocument
 from runner_core.views.history import HistoryDocument
 from runner_core.views.report import Report
 from runner_core.views.show import ShowDocument
+from runner_core.views.workers import WorkersDocument
 
 # Each view type whose `json_form` is a `--json` document, and its schema's name.
 VIEW_SCHEMAS: tuple[tuple[type, str], ...] = (
@@ -25,6 +26,7 @@ VIEW_SCHEMAS: tuple[tuple[type, str], ...] = (
     (HistoryDocument, "history"),
     (Report, "report"),
     (ShowDocument, "show"),
+    (WorkersDocument, "workers"),
 )
 
 
