@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
-from typing import Any
 
 import attrs
 
@@ -22,22 +21,9 @@ from runner_core.history.records import (
     TokenUsage,
     node_stats,
 )
-from runner_core.json_form import json_form
+from runner_core.json_form import shaped
 from runner_core.run.config import BudgetConfig
 from runner_core.tree.model import Node, canonical_preorder
-
-
-@attrs.frozen(slots=True)
-class BudgetUse:
-    """One configured budget: its name (cost_usd | tokens | wall_secs), spent and limit."""
-
-    budget: str
-    spent: float
-    limit: float
-
-    @property
-    def exhausted(self) -> bool:
-        return self.spent >= self.limit
 
 
 def figure_text(value: float) -> str:
@@ -52,14 +38,21 @@ def _figure_json(value: float) -> int | float:
     return int(value) if value.is_integer() else round(value, 6)
 
 
-def budget_use_to_json(use: BudgetUse) -> dict[str, Any]:
-    """One budget in `runner status --json` and `runner report --json`."""
-    return {
-        "budget": use.budget,
-        "spent": _figure_json(use.spent),
-        "limit": _figure_json(use.limit),
-        "exhausted": use.exhausted,
-    }
+def _cost_json(cost: Fraction | None) -> int | float | None:
+    return None if cost is None else _figure_json(float(cost))
+
+
+@attrs.frozen(slots=True)
+class BudgetUse:
+    """One configured budget: its name (cost_usd | tokens | wall_secs), spent and limit; one
+    budget of `runner status --json` and `runner report --json`."""
+
+    budget: str
+    spent: float = attrs.field(metadata=shaped(encode=_figure_json))
+    limit: float = attrs.field(metadata=shaped(encode=_figure_json))
+    exhausted: bool = attrs.field(
+        init=False, default=attrs.Factory(lambda use: use.spent >= use.limit, takes_self=True)
+    )
 
 
 def budget_uses(budget: BudgetConfig, summary: HistorySummary) -> tuple[BudgetUse, ...]:
@@ -159,7 +152,9 @@ class NodeTotals:
     duration_ms: int
     tokens: TokenUsage
     # Exact, so a parent's cost does not depend on the order its children are added in.
-    exact_cost_usd: Fraction | None
+    exact_cost_usd: Fraction | None = attrs.field(
+        metadata=shaped(key="cost_usd", encode=_cost_json)
+    )
 
     @property
     def cost_usd(self) -> float | None:
@@ -203,19 +198,6 @@ def _own_totals(stats: NodeStats | None, cost: Fraction | None) -> NodeTotals:
         stats.tokens,
         cost,
     )
-
-
-def totals_to_json(totals: NodeTotals) -> dict[str, Any]:
-    """One node's subtree totals in `runner report --json` and `runner serve`'s overview."""
-    cost = totals.cost_usd
-    return {
-        "node_id": totals.node_id,
-        "executions": totals.executions,
-        "attempts_consumed": totals.attempts_consumed,
-        "duration_ms": totals.duration_ms,
-        "tokens": json_form(totals.tokens),
-        "cost_usd": None if cost is None else _figure_json(cost),
-    }
 
 
 def rolled_up_totals(

@@ -31,10 +31,8 @@ from runner_core.json_form import Shape, json_form, shaped
 from runner_core.loop.budget import (
     BudgetUse,
     NodeTotals,
-    budget_use_to_json,
     budget_uses,
     rolled_up_totals,
-    totals_to_json,
 )
 from runner_core.run.config import NO_BUDGET, BudgetConfig
 from runner_core.run.operator_actions import OperatorAction, action_text
@@ -167,8 +165,8 @@ class Report:
         default=(), metadata=shaped(encode=_actions_json)
     )
     # Each configured budget, spent vs limit; every node of the tree with its subtree's figures.
-    budgets: tuple[BudgetUse, ...] = attrs.field(default=(), metadata=_each(budget_use_to_json))
-    subtree_totals: tuple[NodeTotals, ...] = attrs.field(default=(), metadata=_each(totals_to_json))
+    budgets: tuple[BudgetUse, ...] = ()
+    subtree_totals: tuple[NodeTotals, ...] = ()
     merge_reruns: ReportReruns | None = attrs.field(
         init=False,
         default=attrs.Factory(_report_reruns, takes_self=True),

@@ -239,23 +239,11 @@ def _in_flight(
     return live, cut, jobs
 
 
-def _leaf_ref_json(ref: LeafRef) -> dict[str, Any]:
-    return {
-        "id": ref.id,
-        "path": ref.path,
-        "attempts": ref.attempts,
-        "max_attempts": ref.max_attempts,
-    }
+_RUNNING_KEYS = ("iteration", "node_id", "role", "phase", "started_at")
 
 
 def _running_json(journal: Journal) -> dict[str, Any]:
-    return {
-        "iteration": journal.iteration,
-        "node_id": journal.node_id,
-        "role": journal.role,
-        "phase": journal.phase.value,
-        "started_at": journal.started_at,
-    }
+    return {key: json_form(getattr(journal, key)) for key in _RUNNING_KEYS}
 
 
 def _job_json(job: RunningJob) -> dict[str, Any]:
@@ -280,11 +268,9 @@ def _tree_row_json(row: TreeRow) -> dict[str, Any]:
 
 def status_to_json(view: StatusView) -> dict[str, Any]:
     """`runner status --json`; schemas/views/status.schema.json documents every key."""
-    from runner_core.loop.budget import budget_use_to_json
-
     selected: dict[str, Any] = {"status": view.selection.value}
-    ref = _leaf_ref_json(view.selected) if view.selected is not None else None
-    selected.update(ref or dict.fromkeys(("id", "path", "attempts", "max_attempts")))
+    ref = json_form(view.selected) or dict.fromkeys(("id", "path", "attempts", "max_attempts"))
+    selected.update(ref)
     state = view.state
     document = {
         "run": "not-started" if view.run_id is None else "started",
@@ -294,25 +280,25 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "max_iterations": view.max_iterations,
         "leaves": {"passed": view.leaves_passed, "total": view.leaves_total},
         "selected": selected,
-        "stuck": [_leaf_ref_json(ref) for ref in view.stuck],
+        "stuck": json_form(view.stuck),
         "last": {
-            "status": state.last_status.value if state.last_status is not None else None,
-            "guard": state.last_guard.value if state.last_guard is not None else None,
+            "status": json_form(state.last_status),
+            "guard": json_form(state.last_guard),
             "summary": state.last_summary,
         },
         # The word every view shows for it: run_state keeps only `retry`.
         "last_shown_status": view.last_shown or _value(state.last_status),
-        "running": _running_json(view.running) if view.running is not None else None,
+        "running": None if view.running is None else _running_json(view.running),
         "tree": [_tree_row_json(row) for row in view.tree],
         "removed": [
             {"id": node_id, "executions": executions, "state": display.value}
             for node_id, executions, display in view.removed
         ],
-        "interrupted": (_running_json(view.interrupted) if view.interrupted is not None else None),
+        "interrupted": None if view.interrupted is None else _running_json(view.interrupted),
         "guidance": view.guidance,
         "questions": view.questions,
         "operator_actions": json_form(view.operator_actions),
-        "budgets": [budget_use_to_json(use) for use in view.budgets],
+        "budgets": json_form(view.budgets),
         "sandbox": view.sandbox,
         "sandbox_layers": dict(view.sandbox_layers) if view.sandbox_layers else None,
         "tests": suite_to_json(view.tests),

@@ -18,7 +18,7 @@ import attrs
 
 from runner_core.history.records import ExecutionHistory, ExecutionRecord
 from runner_core.json_form import json_form
-from runner_core.loop.budget import rolled_up_totals, totals_to_json
+from runner_core.loop.budget import rolled_up_totals
 from runner_core.loop.events import Event, EventType
 from runner_core.tree.model import Node, canonical_preorder
 from runner_core.views.charts import record_reason
@@ -132,7 +132,7 @@ def rollups(tree: Node, history: ExecutionHistory) -> dict[str, dict[str, Any]]:
     """Each node's tokens and cost summed over its subtree (budget.rolled_up_totals), by id."""
     shown = {}
     for node_id, total in rolled_up_totals(tree, history).items():
-        figures = totals_to_json(total)
+        figures = json_form(total)
         shown[node_id] = {"tokens": figures["tokens"], "cost_usd": figures["cost_usd"]}
     return shown
 
