@@ -45,8 +45,9 @@ def _plan(kind: type[AttrsInstance]) -> tuple[tuple[str, str, Shape], ...]:
 
 
 def json_form(value: Any) -> Any:
-    """The JSON form of a value: an attrs value by its fields, an enum by its value, a mapping
-    as an object, any other sequence than text as an array; text, numbers and None as they are."""
+    """The JSON form of a value: an attrs value or a named tuple by its fields, an enum by its
+    value, a mapping as an object, any other sequence than text as an array; text, numbers and
+    None as they are."""
     kind: type[object] = type(value)
     if attrs.has(kind):
         document: dict[str, Any] = {}
@@ -64,6 +65,8 @@ def json_form(value: Any) -> Any:
         return value.value
     if value is None or isinstance(value, str | int | float):
         return value
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple: by its names
+        return {name: json_form(item) for name, item in zip(value._fields, value, strict=True)}
     if isinstance(value, Mapping):
         return {key: json_form(item) for key, item in value.items()}
     if isinstance(value, Sequence):

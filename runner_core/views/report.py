@@ -40,7 +40,7 @@ from runner_core.tree.model import Node, canonical_preorder
 from runner_core.views.follow import budget_lines, rolled_up_lines
 from runner_core.views.history import record_status
 from runner_core.views.layout import duration_text, table, tokens_text
-from runner_core.views.suite import SuiteView, suite_lines, suite_to_json, suite_view
+from runner_core.views.suite import SuiteView, suite_lines, suite_view
 
 TOP_N = 5
 # `execution_order` folds repeats and shows at most this many groups.
@@ -172,7 +172,7 @@ class Report:
         default=attrs.Factory(_report_reruns, takes_self=True),
         metadata=shaped(omit_none=True),
     )
-    tests: SuiteView | None = attrs.field(default=None, metadata=shaped(encode=suite_to_json))
+    tests: SuiteView | None = None  # the guard's test figures, once one wrote a report
     # Each backend that ran an iteration (`[agent] fallback`), by name: what its iterations did.
     backends: tuple[tuple[str, HistorySummary], ...] = attrs.field(
         default=(), metadata=_each(_backend_json)

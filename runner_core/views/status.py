@@ -36,10 +36,8 @@ from runner_core.views.steering import question_lines
 from runner_core.views.suite import (
     SuiteView,
     TargetNotes,
-    suite_to_json,
     suite_view,
     target_note_lines,
-    target_notes_to_json,
 )
 from runner_core.views.text import flatten
 
@@ -301,10 +299,10 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "budgets": json_form(view.budgets),
         "sandbox": view.sandbox,
         "sandbox_layers": dict(view.sandbox_layers) if view.sandbox_layers else None,
-        "tests": suite_to_json(view.tests),
+        "tests": json_form(view.tests),
     }
     if view.targets is not None:  # a ratchet run's: which open leaves' tests do not exist yet
-        document["test_targets"] = target_notes_to_json(view.targets)
+        document["test_targets"] = json_form(view.targets)
     if view.jobs is not None:  # a one-slot run's document keeps its keys
         document["jobs"] = [_job_json(job) for job in view.jobs]
     return document

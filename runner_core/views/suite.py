@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import NamedTuple
 
 import attrs
 
@@ -19,7 +19,6 @@ from runner_core.guard.ratchet import TestFigures
 from runner_core.guard.report import TestReport
 from runner_core.history.records import ExecutionRecord
 from runner_core.iteration.guard_stage import unmatched_patterns
-from runner_core.json_form import json_form
 from runner_core.tree.model import Node, nodes_by_id
 from runner_core.views.layout import table
 from runner_core.views.text import flatten
@@ -28,15 +27,37 @@ from runner_core.views.text import flatten
 SERIES_SHOWN = 12
 
 
+class SeriesPoint(NamedTuple):
+    iter: int
+    passed: int
+    total: int
+
+
+class FlakyTest(NamedTuple):
+    id: str
+    times: int
+
+
+class TargetFigures(NamedTuple):
+    node_id: str
+    passed: int
+    total: int
+
+
 @attrs.frozen(slots=True)
 class SuiteView:
-    """The run's test figures: (iteration, passed, total) per iteration with a report, each
-    flaky test with how often it flaked (most first), each node's latest target figures."""
+    """The run's test figures: the last, then passed and total per iteration with a report,
+    each flaky test with how often it flaked (most first), each node's latest target figures;
+    the `tests` object of `runner report --json` and `runner status --json`."""
 
-    series: tuple[tuple[int, int, int], ...]
-    flaky: tuple[tuple[str, int], ...]
-    targets: tuple[tuple[str, int, int], ...]
     last: TestFigures
+    series: tuple[SeriesPoint, ...]
+    flaky: tuple[FlakyTest, ...]
+    targets: tuple[TargetFigures, ...]
+
+
+def _most_first(item: tuple[str, int]) -> tuple[int, str]:
+    return -item[1], item[0]
 
 
 def suite_view(records: Sequence[ExecutionRecord]) -> SuiteView | None:
@@ -44,7 +65,9 @@ def suite_view(records: Sequence[ExecutionRecord]) -> SuiteView | None:
     tested = [record for record in records if record.tests is not None]
     if not tested:
         return None
-    series = tuple((r.iteration, r.tests.passed, r.tests.total) for r in tested if r.tests)
+    series = tuple(
+        SeriesPoint(r.iteration, r.tests.passed, r.tests.total) for r in tested if r.tests
+    )
     flaked = Counter(test_id for r in tested if r.tests for test_id in r.tests.flaky)
     latest: dict[str, TestFigures] = {}
     for record in tested:
@@ -55,31 +78,13 @@ def suite_view(records: Sequence[ExecutionRecord]) -> SuiteView | None:
     assert last is not None
     return SuiteView(
         series=series,
-        flaky=tuple(sorted(flaked.items(), key=lambda item: (-item[1], item[0]))),
+        flaky=tuple(FlakyTest(*item) for item in sorted(flaked.items(), key=_most_first)),
         targets=tuple(
-            (node_id, figures.targets_passed, figures.targets_total)
+            TargetFigures(node_id, figures.targets_passed, figures.targets_total)
             for node_id, figures in sorted(latest.items())
         ),
         last=last,
     )
-
-
-def suite_to_json(view: SuiteView | None) -> dict[str, Any] | None:
-    """The `tests` object of `runner report --json`, null when no guard wrote a report."""
-    if view is None:
-        return None
-    return {
-        "last": json_form(view.last),
-        "series": [
-            {"iter": iteration, "passed": passed, "total": total}
-            for iteration, passed, total in view.series
-        ],
-        "flaky": [{"id": test_id, "times": times} for test_id, times in view.flaky],
-        "targets": [
-            {"node_id": node_id, "passed": passed, "total": total}
-            for node_id, passed, total in view.targets
-        ],
-    }
 
 
 def suite_lines(view: SuiteView | None) -> list[str]:
@@ -98,13 +103,18 @@ def suite_lines(view: SuiteView | None) -> list[str]:
     return out
 
 
+class UnmatchedPattern(NamedTuple):
+    node_id: str
+    pattern: str
+
+
 @attrs.frozen(slots=True)
 class TargetNotes:
     """What a ratchet run's open leaves say of their tests: each `test:` pattern no test of the
     head's baseline matches yet (node, pattern), and the leaves naming none, judged by
-    regressions alone."""
+    regressions alone; `test_targets` of `runner status --json`."""
 
-    unmatched: tuple[tuple[str, str], ...] = ()
+    unmatched: tuple[UnmatchedPattern, ...] = ()
     regressions_alone: tuple[str, ...] = ()
 
 
@@ -114,19 +124,12 @@ def target_notes(tree: Node, baseline: TestReport | None) -> TargetNotes:
     leaves = [node for node in nodes_by_id(tree).values() if node.is_leaf and not node.passes]
     leaves.sort(key=lambda node: node.id)
     unmatched = tuple(
-        (node.id, pattern)
+        UnmatchedPattern(node.id, pattern)
         for node in leaves
         for pattern in unmatched_patterns(node.acceptance, baseline)
     )
     alone = tuple(node.id for node in leaves if not target_patterns(node.acceptance))
     return TargetNotes(unmatched, alone)
-
-
-def target_notes_to_json(notes: TargetNotes) -> dict[str, Any]:
-    return {
-        "unmatched": [{"node_id": node_id, "pattern": p} for node_id, p in notes.unmatched],
-        "regressions_alone": list(notes.regressions_alone),
-    }
 
 
 def target_note_lines(notes: TargetNotes, prefix: str = "status: ") -> list[str]:
