@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from runner_core.json_form import json_form
 from runner_core.tree.diff import ChangeKind, NodeChange
 from runner_core.validation.finding import Finding as ValidationFinding
 
@@ -110,10 +111,7 @@ def audit_to_json(report: AuditReport) -> dict[str, Any]:
         "run_id": report.run_id,
         "clean": report.clean,
         "iterations": report.iterations,
-        "operator_actions": [
-            {"commit": entry.commit, "op": entry.op, "node": entry.node, "actor": entry.actor}
-            for entry in report.operator_actions
-        ],
+        "operator_actions": json_form(report.operator_actions),
         "passed_before_start": list(report.passed_before_start),
         "findings": [
             {
