@@ -11,10 +11,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import NamedTuple
 
 import attrs
 
+from runner_core.json_form import shaped
 from runner_core.run.identity import PROTECTED_BRANCHES, branch_for, ways_on
 from runner_core.tree.model import Node
 from runner_core.tree.selection import SelectionStatus, leaf_counts, select_leaf
@@ -41,15 +42,28 @@ class RunFacts:
     journal_alive: bool | None = None  # None: no journal names this run
 
 
+class LeafCount(NamedTuple):
+    passed: int
+    total: int
+
+
 @attrs.frozen(slots=True)
 class RunRow:
-    run_id: str
+    """One run of `runner runs`, its fields the keys of its entry in `--json`."""
+
+    run_id: str = attrs.field(metadata=shaped(key="id"))
     branch: str | None
     state: RunCondition
-    next_iteration: int | None
-    leaves_passed: int
-    leaves_total: int
+    next_iteration: int | None = attrs.field(metadata=shaped(key="next_iter"))
+    leaves: LeafCount
     last_activity: str | None
+
+
+@attrs.frozen(slots=True)
+class RunsDocument:
+    """`runner runs --json` (schemas/views/runs.schema.json); `runner serve` sends it too."""
+
+    runs: tuple[RunRow, ...]
 
 
 _BY_SELECTION: Mapping[SelectionStatus, RunCondition] = MappingProxyType(
@@ -77,8 +91,7 @@ def run_row(facts: RunFacts) -> RunRow:
         branch=branch_for(facts.run_id) if facts.has_branch else None,
         state=run_condition(facts.tree, facts.journal_alive),
         next_iteration=facts.next_iteration,
-        leaves_passed=passed,
-        leaves_total=total,
+        leaves=LeafCount(passed, total),
         last_activity=facts.last_activity,
     )
 
@@ -93,25 +106,9 @@ def run_line(row: RunRow) -> str:
     return (
         f"run: id={row.run_id} branch={row.branch or '-'} state={row.state.value} "
         f"next_iter={row.next_iteration if row.next_iteration is not None else '-'} "
-        f"leaves={row.leaves_passed}/{row.leaves_total} "
+        f"leaves={row.leaves.passed}/{row.leaves.total} "
         f"last_activity={row.last_activity or '-'}"
     )
-
-
-def runs_to_json(rows: Sequence[RunRow]) -> dict[str, Any]:
-    return {
-        "runs": [
-            {
-                "id": row.run_id,
-                "branch": row.branch,
-                "state": row.state.value,
-                "next_iter": row.next_iteration,
-                "leaves": {"passed": row.leaves_passed, "total": row.leaves_total},
-                "last_activity": row.last_activity,
-            }
-            for row in rows
-        ]
-    }
 
 
 def start_on_protected_problem(branch: str | None, run_ids: Sequence[str], new: bool) -> str | None:

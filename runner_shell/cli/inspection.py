@@ -135,12 +135,13 @@ def report(run: RunId = None, as_json: AsJson = False) -> None:
 @guarded
 def runs(as_json: AsJson = False) -> None:
     """List every run: id, branch, state, next iteration, leaves passed/total, last activity."""
-    from runner_core.run.listing import run_line, runs_to_json
+    from runner_core.json_form import json_form
+    from runner_core.run.listing import RunsDocument, run_line
     from runner_shell.step.run_branches import gather_runs
 
     rows = gather_runs(*_here())  # every run, from wherever it was asked
     if as_json:
-        typer.echo(json.dumps(runs_to_json(rows), indent=2, ensure_ascii=False))
+        typer.echo(json.dumps(json_form(RunsDocument(rows)), indent=2, ensure_ascii=False))
     elif not rows:
         typer.echo("runs: none (run 'runner start')")
     else:

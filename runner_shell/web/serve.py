@@ -39,7 +39,7 @@ from starlette.types import ASGIApp
 from runner_core.history.records import ExecutionHistory
 from runner_core.json_form import json_form
 from runner_core.loop.events import Event, event_line
-from runner_core.run.listing import runs_to_json
+from runner_core.run.listing import RunsDocument
 from runner_core.views.diff import DiffDocument
 from runner_core.views.status import status_to_json
 from runner_core.views.text import error_line
@@ -364,7 +364,7 @@ class Api:
         return JSONResponse(json_form(attrs.evolve(report, warnings=problems)))
 
     def runs(self, request: Request) -> Response:
-        return JSONResponse(runs_to_json(gather_runs(self.paths, self.repo)))
+        return JSONResponse(json_form(RunsDocument(gather_runs(self.paths, self.repo))))
 
     def metrics(self, request: Request) -> Response:
         text = metrics_document(self.paths, self.repo, self._run(request))

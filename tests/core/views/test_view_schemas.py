@@ -14,6 +14,7 @@ import attrs
 import pytest
 
 from runner_core.json_form import json_form, shape_of, shaped
+from runner_core.run.listing import RunsDocument
 from runner_core.views.diff import DiffDocument
 from runner_core.views.history import HistoryDocument
 from runner_core.views.report import Report
@@ -25,6 +26,7 @@ VIEW_SCHEMAS: tuple[tuple[type, str], ...] = (
     (DiffDocument, "diff"),
     (HistoryDocument, "history"),
     (Report, "report"),
+    (RunsDocument, "runs"),
     (ShowDocument, "show"),
     (WorkersDocument, "workers"),
 )
