@@ -5,6 +5,7 @@ table holds them together."""
 from __future__ import annotations
 
 import json
+import types
 import typing
 from enum import Enum
 from importlib import resources
@@ -60,6 +61,63 @@ def document_keys(kind: type) -> tuple[list[str], set[str]]:
     return keys, required
 
 
+def _resolved(node: Any, root: dict[str, Any]) -> dict[str, Any]:
+    """A schema node with its `$ref` followed and its null branch dropped (`true`: anything)."""
+    while True:
+        if not isinstance(node, dict):
+            return {}
+        if "$ref" in node:
+            node = root["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+        elif "anyOf" in node:
+            node = next(branch for branch in node["anyOf"] if branch.get("type") != "null")
+        else:
+            return node
+
+
+def _inner(hint: Any) -> tuple[Any, bool]:
+    """The type a field's value holds, without None, and whether it holds a tuple of them."""
+    args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    if typing.get_origin(hint) is tuple and args:
+        return args[0], True
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1:
+        return _inner(args[0])
+    return hint, False
+
+
+def nested_mismatches(kind: type, node: dict[str, Any], root: dict[str, Any]) -> list[str]:
+    """Each object inside a view's document whose type and schema say other keys."""
+    found: list[str] = []
+    hints = typing.get_type_hints(kind)
+    for field in attrs.fields(kind):
+        shape = shape_of(field)
+        if shape.skip or shape.encode is not None:
+            continue
+        inner, many = _inner(hints[field.name])
+        if not isinstance(inner, type) or not attrs.has(inner):
+            continue
+        if shape.inline:
+            found += nested_mismatches(inner, node, root)
+            continue
+        part = _resolved(node["properties"][shape.key or field.name], root)
+        part = _resolved(part["items"], root) if many else part
+        keys, required = document_keys(inner)
+        if (
+            set(keys) != set(part.get("properties", keys))
+            or not set(part.get("required", ())) <= required
+        ):
+            found.append(
+                f"{kind.__name__}.{field.name}: {keys} against {sorted(part.get('properties', ()))}"
+            )
+        found += nested_mismatches(inner, part, root)
+    return found
+
+
+@pytest.mark.parametrize(("kind", "name"), VIEW_SCHEMAS, ids=[name for _, name in VIEW_SCHEMAS])
+def test_each_object_inside_a_view_has_its_schemas_keys(kind: type, name: str) -> None:
+    found = schema(name)
+    assert nested_mismatches(kind, found, found) == []
+
+
 @pytest.mark.parametrize(("kind", "name"), VIEW_SCHEMAS, ids=[name for _, name in VIEW_SCHEMAS])
 def test_a_view_type_has_exactly_its_schemas_keys_and_always_those_it_requires(
     kind: type, name: str
@@ -81,6 +139,11 @@ class Inner:
     depth: int
 
 
+class Pair(typing.NamedTuple):
+    left: int
+    right: Colour
+
+
 @attrs.frozen(slots=True)
 class Sample:
     number: int = attrs.field(metadata=shaped(key="n"))
@@ -91,12 +154,15 @@ class Sample:
     table: dict[str, tuple[int, ...]]
     secret: str = attrs.field(metadata=shaped(skip=True))
     doubled: int = attrs.field(metadata=shaped(encode=lambda value: value * 2))
+    pair: Pair
 
 
 def test_the_converter_keeps_field_order_and_applies_each_fields_shape() -> None:
-    sample = Sample(1, None, Colour.RED, Inner(2), (Inner(3),), {"a": (4,)}, "x", 5)
+    sample = Sample(
+        1, None, Colour.RED, Inner(2), (Inner(3),), {"a": (4,)}, "x", 5, Pair(6, Colour.RED)
+    )
     document = json_form(sample)
-    assert list(document) == ["n", "colour", "depth", "items", "table", "doubled"]
+    assert list(document) == ["n", "colour", "depth", "items", "table", "doubled", "pair"]
     assert document == {
         "n": 1,
         "colour": "red",
@@ -104,5 +170,6 @@ def test_the_converter_keeps_field_order_and_applies_each_fields_shape() -> None
         "items": [{"depth": 3}],
         "table": {"a": [4]},
         "doubled": 10,
+        "pair": {"left": 6, "right": "red"},
     }
     assert json_form(attrs.evolve(sample, note="kept"))["note"] == "kept"
