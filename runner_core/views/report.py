@@ -100,13 +100,19 @@ class Report:
 
 
 def backend_summaries(history: ExecutionHistory) -> tuple[tuple[str, HistorySummary], ...]:
-    """Each backend's iterations summarised on their own, sorted by backend name."""
+    """Each backend's iterations summarised on their own, sorted by backend name. A run with
+    one backend is summarised as the whole history is (computed once, kept with it), and each
+    backend's records are a part of the history's, in its order: none is sorted again."""
     names = sorted({record.backend for record in history.records})
+    if len(names) == 1:
+        return ((names[0], summarize(history)),)
     return tuple(
         (
             name,
             summarize(
-                ExecutionHistory.of(record for record in history.records if record.backend == name)
+                ExecutionHistory(
+                    tuple(record for record in history.records if record.backend == name)
+                )
             ),
         )
         for name in names

@@ -239,7 +239,7 @@ def run_figures(
     latest `tree.after.json`, next iteration after its last), with today's max_iterations.
     """
     from runner_core.views.report import RunFigures
-    from runner_core.views.status import running_node_id
+    from runner_core.views.running import running_node_id
 
     state = load_run_state(paths)
     run_id = choose_run(paths, state, requested)
