@@ -13,11 +13,10 @@ import functools
 import math
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from runner_core.guard.ratchet import TestFigures
 from runner_core.history.meta_shape import (
     FIGURE_FIELDS,
     TOKEN_FIELDS,
@@ -27,6 +26,11 @@ from runner_core.history.meta_shape import (
 )
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
 from runner_core.validation.documents import META_SCHEMA_FILE, document_problem
+
+# The guard's test figures are built only for an iteration whose guard wrote a report: a
+# reader of records without any (`runner status` of most runs) imports no report model.
+if TYPE_CHECKING:
+    from runner_core.guard.ratchet import TestFigures
 
 # ---------------------------------------------------------------- one execution
 
@@ -249,6 +253,8 @@ def figures_from_json(value: Any) -> TestFigures | None:
 def _figures(value: Any) -> TestFigures | None:
     if value is None:
         return None
+    from runner_core.guard.ratchet import TestFigures
+
     counts = {name: value[name] for name in FIGURE_FIELDS}
     return TestFigures(**counts, flaky=tuple(value["flaky"]), reasons=tuple(value["reasons"]))
 
