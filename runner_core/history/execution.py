@@ -11,13 +11,13 @@ from __future__ import annotations
 import enum
 import functools
 import math
+import operator
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from runner_core.guard.ratchet import TestFigures
 from runner_core.history.meta_shape import (
     FIGURE_FIELDS,
     TOKEN_FIELDS,
@@ -28,6 +28,11 @@ from runner_core.history.meta_shape import (
 from runner_core.json_form import json_form
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
 from runner_core.validation.documents import META_SCHEMA_FILE, document_problem
+
+# The guard's test figures are built only for an iteration whose guard wrote a report: a
+# reader of records without any (`runner status` of most runs) imports no report model.
+if TYPE_CHECKING:
+    from runner_core.guard.ratchet import TestFigures
 
 # ---------------------------------------------------------------- one execution
 
@@ -143,6 +148,9 @@ class DamagedRecord(ValueError):
 _STATUSES = MappingProxyType({member.value: member for member in AgentStatus})
 _GUARDS = MappingProxyType({member.value: member for member in GuardOutcome})
 _ROLES = MappingProxyType({member.value: member for member in AgentRole})
+# A `tokens` object's counts in TokenUsage's order, in one call (a reader of every meta.json
+# of a long run builds thousands).
+_TOKEN_COUNTS = operator.itemgetter(*TOKEN_FIELDS)
 
 
 @functools.cache
@@ -217,7 +225,7 @@ def record_from_meta(meta: Any) -> ExecutionRecord:
         guard=guard,
         error_kind=error_kind,
         error=meta["error"],
-        tokens=None if tokens is None else TokenUsage(*(tokens[key] for key in TOKEN_FIELDS)),
+        tokens=None if tokens is None else TokenUsage(*_TOKEN_COUNTS(tokens)),
         cost_usd=_cost(meta["cost_usd"]),
         duration_ms=meta["duration_ms"],
         attempts_before=attempts_before,
@@ -246,6 +254,8 @@ def figures_from_json(value: Any) -> TestFigures | None:
 def _figures(value: Any) -> TestFigures | None:
     if value is None:
         return None
+    from runner_core.guard.ratchet import TestFigures
+
     counts = {name: value[name] for name in FIGURE_FIELDS}
     return TestFigures(**counts, flaky=tuple(value["flaky"]), reasons=tuple(value["reasons"]))
 

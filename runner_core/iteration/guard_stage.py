@@ -26,11 +26,11 @@ from runner_core.guard.ratchet import (
     with_targets,
 )
 from runner_core.guard.report import TestOutcome, TestReport, report_from_json
+from runner_core.run.config import RATCHET as RATCHET
 from runner_core.run.config import Config
 from runner_core.tree.model import AgentRole, GuardOutcome
 
 PASSED = TestOutcome.PASSED
-RATCHET = "ratchet"
 # Where the guard may write its JUnit XML report, in the iteration directory; the runner
 # reads it, keeps its outcomes in tests.json and removes it.
 JUDGE_REPORT = ".guard-report.xml"

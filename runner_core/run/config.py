@@ -65,6 +65,8 @@ HOOK_NAMES = (
 
 # How a `done` is judged (`[guard] mode`): the values of config.schema.json's enum.
 GuardMode = Literal["exit", "ratchet"]
+# The mode judged by the guard's test report against the head's baseline (README).
+RATCHET: GuardMode = "ratchet"
 
 # What `runner loop` does with a stuck leaf (`[loop] on_stuck`): the schema's enum.
 OnStuck = Literal["stop", "decompose"]

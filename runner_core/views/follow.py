@@ -20,16 +20,11 @@ import attrs
 from runner_core.guard.ratchet import TestFigures
 from runner_core.history.records import figures_from_json
 from runner_core.iteration.recovery import Journal, shown_status
-from runner_core.loop.budget import BudgetUse, NodeTotals, figure_text
+from runner_core.loop.budget import BudgetUse
 from runner_core.loop.events import REPORTED, Event, EventType
 from runner_core.loop.policy import ends_the_loop
-from runner_core.views.loop_lines import (
-    budget_fields,
-    fallback_line,
-    spent_fields,
-    status_line,
-    waiting_line,
-)
+from runner_core.views.budget_lines import seconds_text
+from runner_core.views.loop_lines import budget_fields, fallback_line, status_line, waiting_line
 
 # How many of the running process's last log lines `runner status` shows.
 STATUS_TAIL_LINES = 5
@@ -169,14 +164,10 @@ def _guard_finished(f: Mapping[str, Any]) -> str:
     says so, and the verdict comes with the iteration's line."""
     run = f.get("run", "judge")
     head = "  guard finished" + ("" if run == "judge" else f" ({run})")
-    after = f"after {_secs(f['duration_ms'])}"
+    after = f"after {seconds_text(f['duration_ms'])}"
     if f["outcome"] == REPORTED:
         return f"{head}: exit={f['exit_code']} {after}; judged by its report"
     return f"{head}: {f['outcome']} exit={f['exit_code']} {after}"
-
-
-def _secs(milliseconds: int) -> str:
-    return f"{milliseconds / 1000:.1f}s"
 
 
 _LINES: Mapping[EventType, Callable[[Event, Mapping[str, Any]], str]] = MappingProxyType(
@@ -188,7 +179,7 @@ _LINES: Mapping[EventType, Callable[[Event, Mapping[str, Any]], str]] = MappingP
         ),
         EventType.AGENT_STARTED: lambda e, f: f"  agent started: {f['backend']} ({f['role']})",
         EventType.AGENT_FINISHED: lambda e, f: (
-            f"  agent finished: exit={f['exit_code']} after {_secs(f['duration_ms'])}"
+            f"  agent finished: exit={f['exit_code']} after {seconds_text(f['duration_ms'])}"
         ),
         EventType.GUARD_STARTED: lambda e, f: f"  guard started: {' '.join(f['argv'])}",
         EventType.GUARD_FINISHED: lambda e, f: _guard_finished(f),
@@ -279,25 +270,3 @@ def running_lines(journal: Journal, now: datetime, tail: tuple[str, ...]) -> tup
         f"phase={journal.phase.value} elapsed={elapsed}s"
     )
     return (head, *(f"  | {line}" for line in tail[-STATUS_TAIL_LINES:]))
-
-
-def budget_lines(uses: tuple[BudgetUse, ...]) -> tuple[str, ...]:
-    """`runner status` and `report`: each configured budget, spent vs limit."""
-    return tuple(
-        f"budget: {use.budget} {spent_fields(use)}" + (" (reached)" if use.exhausted else "")
-        for use in uses
-    )
-
-
-def rolled_up_lines(subtree_totals: tuple[NodeTotals, ...]) -> tuple[str, ...]:
-    """`runner report`'s per-node figures rolled up the tree: a parent's include its subtree's."""
-    rows = []
-    for totals in subtree_totals:
-        cost = "-" if totals.cost_usd is None else figure_text(totals.cost_usd)
-        tokens = totals.tokens.input + totals.tokens.output
-        rows.append(
-            f"  {totals.node_id} executions={totals.executions} "
-            f"attempts={totals.attempts_consumed} duration={_secs(totals.duration_ms)} "
-            f"tokens={tokens} cost_usd={cost}"
-        )
-    return ("subtree totals:", *rows)

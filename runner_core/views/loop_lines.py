@@ -10,6 +10,7 @@ from __future__ import annotations
 from runner_core.loop.budget import BudgetUse, figure_text
 from runner_core.loop.policy import MAX_STEPS_STATUS
 from runner_core.loop.usage_limits import LimitWait
+from runner_core.views.budget_lines import spent_fields
 from runner_core.views.text import flatten
 
 
@@ -38,11 +39,6 @@ def status_line(status: str, run_id: str | None, *fields: str) -> str:
 def ran_fields(steps: int, started_at_iter: int) -> str:
     """What this `runner loop` did, closing its last line."""
     return f"steps={steps} started_at_iter={started_at_iter}"
-
-
-def spent_fields(use: BudgetUse) -> str:
-    """A budget's figures, in the loop's lines and `runner status`'s."""
-    return f"spent={figure_text(use.spent)} limit={figure_text(use.limit)}"
 
 
 def budget_fields(use: BudgetUse) -> str:

@@ -37,7 +37,7 @@ from runner_core.loop.budget import (
 from runner_core.run.config import NO_BUDGET, BudgetConfig
 from runner_core.run.operator_actions import OperatorAction, action_text
 from runner_core.tree.model import Node, canonical_preorder
-from runner_core.views.follow import budget_lines, rolled_up_lines
+from runner_core.views.budget_lines import budget_lines, rolled_up_lines
 from runner_core.views.history import record_status
 from runner_core.views.layout import duration_text, table, tokens_text
 from runner_core.views.suite import SuiteView, suite_lines, suite_view
@@ -182,13 +182,19 @@ class Report:
 
 
 def backend_summaries(history: ExecutionHistory) -> tuple[tuple[str, HistorySummary], ...]:
-    """Each backend's iterations summarised on their own, sorted by backend name."""
+    """Each backend's iterations summarised on their own, sorted by backend name. A run with
+    one backend is summarised as the whole history is (computed once, kept with it), and each
+    backend's records are a part of the history's, in its order: none is sorted again."""
     names = sorted({record.backend for record in history.records})
+    if len(names) == 1:
+        return ((names[0], summarize(history)),)
     return tuple(
         (
             name,
             summarize(
-                ExecutionHistory.of(record for record in history.records if record.backend == name)
+                ExecutionHistory(
+                    tuple(record for record in history.records if record.backend == name)
+                )
             ),
         )
         for name in names
@@ -214,11 +220,18 @@ class AgentAttempts:
 
 
 def agent_attempts(records: Sequence[ExecutionRecord]) -> AgentAttempts:
-    agents = [r for r in records if r.error_kind is not ErrorKind.RUNNER]
-    words = Counter(record_status(r) for r in records if r.error_kind is ErrorKind.RUNNER)
+    """One pass over the records (a long run's report reads thousands)."""
+    attempts = successful = 0
+    words: Counter[str] = Counter()
+    for record in records:
+        if record.error_kind is ErrorKind.RUNNER:
+            words[record_status(record)] += 1
+        else:
+            attempts += 1
+            successful += record.successful
     return AgentAttempts(
-        len(agents),
-        sum(1 for r in agents if r.successful),
+        attempts,
+        successful,
         tuple((word, words.get(word, 0)) for word in RUNNER_ERROR_WORDS),
     )
 

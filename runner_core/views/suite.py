@@ -10,18 +10,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import attrs
 
-from runner_core.guard.patterns import target_patterns
-from runner_core.guard.ratchet import TestFigures
-from runner_core.guard.report import TestReport
 from runner_core.history.records import ExecutionRecord
-from runner_core.iteration.guard_stage import unmatched_patterns
 from runner_core.tree.model import Node, nodes_by_id
 from runner_core.views.layout import table
 from runner_core.views.text import flatten
+
+# The guard's report model and the ratchet's pattern rules are imported where a ratchet run's
+# notes are made: `runner status` of any other run defines none of their classes.
+if TYPE_CHECKING:
+    from runner_core.guard.ratchet import TestFigures
+    from runner_core.guard.report import TestReport
 
 # How many iterations of the pass-count series the text shows (the JSON has them all).
 SERIES_SHOWN = 12
@@ -121,6 +123,9 @@ class TargetNotes:
 def target_notes(tree: Node, baseline: TestReport | None) -> TargetNotes:
     """The notes of every open leaf of `tree` (a pattern is unmatched only against a known
     baseline)."""
+    from runner_core.guard.patterns import target_patterns
+    from runner_core.iteration.guard_stage import unmatched_patterns
+
     leaves = [node for node in nodes_by_id(tree).values() if node.is_leaf and not node.passes]
     leaves.sort(key=lambda node: node.id)
     unmatched = tuple(

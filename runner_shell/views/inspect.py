@@ -129,7 +129,7 @@ def _night_status(
 
         lines = tuple(line for each in running for line in running_status_lines(paths, each))
     if view.budgets:
-        from runner_core.views.follow import budget_lines
+        from runner_core.views.budget_lines import budget_lines
 
         lines = (*lines, *budget_lines(view.budgets))
     for line in lines:

@@ -24,7 +24,6 @@ from runner_core.tree.serialization import TreeValidationError
 from runner_core.views.history import HistoryDocument, history_actions, history_records
 from runner_core.views.text import terminal_text
 from runner_shell.errors import UserFacingError
-from runner_shell.git.history_sources import fallback_history, fill_missing
 from runner_shell.git.repo import Repo
 from runner_shell.step.lock_and_journal import (
     job_journals,
@@ -144,8 +143,10 @@ def _history(
     """
     history, problems = load_history(paths, run_id) if fold is None else fold.read(paths, run_id)
     # Only a run without iteration directories reads from git instead, and those give no
-    # record: the directory is listed once for the common case.
+    # record: the directory is listed once for the common case, git's readers imported here.
     if not history.records and repo is not None and next_iter > 1:
+        from runner_shell.git.history_sources import fallback_history
+
         fallback = fallback_history(paths, repo, run_id)
         if fallback is not None:
             if fallback.warning is not None:
@@ -154,6 +155,8 @@ def _history(
     if problems:
         problems = _not_in_progress(paths, run_id, problems, journals, repo, next_iter)
     if repo is not None and next_iter > 1:
+        from runner_shell.git.history_sources import fill_missing
+
         filled = fill_missing(paths, repo, run_id, next_iter, history)
         if filled.warning is not None:
             warning(filled.warning)
@@ -239,7 +242,7 @@ def run_figures(
     latest `tree.after.json`, next iteration after its last), with today's max_iterations.
     """
     from runner_core.views.report import RunFigures
-    from runner_core.views.status import running_node_id
+    from runner_core.views.running import running_node_id
 
     state = load_run_state(paths)
     run_id = choose_run(paths, state, requested)
@@ -437,7 +440,7 @@ def _target_notes(
     repo: Repo, config: Config, paths: RunnerPaths, read: Node | PlainNode
 ) -> TargetNotes | None:
     """A ratchet run's notes on its open leaves' tests, against the head's baseline."""
-    from runner_core.iteration.guard_stage import RATCHET
+    from runner_core.run.config import RATCHET
 
     if config.guard_mode != RATCHET:
         return None

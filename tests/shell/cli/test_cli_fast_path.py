@@ -227,6 +227,11 @@ STATUS_SPARES = (
     "runner_core.tree.state_update",
     "runner_core.validation.loading",
     "difflib",
+    # A ratchet run's report model and pattern rules; git's history of a run with iterations.
+    "runner_core.guard.ratchet",
+    "runner_core.guard.report",
+    "runner_core.iteration.guard_stage",
+    "runner_shell.git.history_sources",
     *CONFINEMENT,
 )
 

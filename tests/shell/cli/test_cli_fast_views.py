@@ -97,3 +97,21 @@ def test_the_views_fast_path_never_imports_typer(project: Project, command: str)
     )
     _, stdout, _ = run(project, [PYTHON, "-c", probe])
     assert stdout.splitlines()[-1] == "[]"
+
+
+def test_the_report_spares_the_follow_views_and_the_loop_policy(project: Project) -> None:
+    # Its budget and subtree lines need the budgets' arithmetic alone, not the event model.
+    two_iterations(project)
+    spared = ("runner_core.views.follow", "runner_core.loop.policy", "runner_core.loop.events")
+    probe = (
+        "import sys, runpy\n"
+        "sys.argv = ['runner', 'report']\n"
+        "try:\n"
+        "    runpy.run_module('runner_shell', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print([m for m in {spared!r} if m in sys.modules])\n"
+    )
+    _, stdout, _ = run(project, [PYTHON, "-c", probe])
+    assert "subtree totals:" in stdout.splitlines()
+    assert stdout.splitlines()[-1] == "[]"
