@@ -14,6 +14,8 @@ from typing import Any
 import attrs
 import pytest
 
+from runner_core.guard.ratchet import TestFigures
+from runner_core.guard.report import TestReport
 from runner_core.json_form import json_form, shape_of, shaped
 from runner_core.run.listing import RunsDocument
 from runner_core.views.diff import DiffDocument
@@ -33,6 +35,15 @@ VIEW_SCHEMAS: tuple[tuple[type, str], ...] = (
 )
 
 
+# Types a view module names only under TYPE_CHECKING (it imports them where it uses them, so a
+# command that never does defines none of their classes): the hints are resolved with them.
+TYPE_CHECKING_NAMES: dict[str, Any] = {"TestFigures": TestFigures, "TestReport": TestReport}
+
+
+def hints_of(kind: type) -> dict[str, Any]:
+    return typing.get_type_hints(kind, localns=TYPE_CHECKING_NAMES)
+
+
 def schema(name: str) -> dict[str, Any]:
     text = resources.files("runner_core.schemas").joinpath(f"views/{name}.schema.json")
     found: dict[str, Any] = json.loads(text.read_text(encoding="utf-8"))
@@ -43,7 +54,7 @@ def document_keys(kind: type) -> tuple[list[str], set[str]]:
     """The keys a view type's document has, in order, and those it always has."""
     keys: list[str] = []
     required: set[str] = set()
-    hints = typing.get_type_hints(kind)
+    hints = hints_of(kind)
     for field in attrs.fields(kind):
         shape = shape_of(field)
         if shape.skip:
@@ -87,7 +98,7 @@ def _inner(hint: Any) -> tuple[Any, bool]:
 def nested_mismatches(kind: type, node: dict[str, Any], root: dict[str, Any]) -> list[str]:
     """Each object inside a view's document whose type and schema say other keys."""
     found: list[str] = []
-    hints = typing.get_type_hints(kind)
+    hints = hints_of(kind)
     for field in attrs.fields(kind):
         shape = shape_of(field)
         if shape.skip or shape.encode is not None:
