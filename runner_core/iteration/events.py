@@ -24,7 +24,7 @@ from runner_core.iteration.effects import (
     RunGuard,
 )
 from runner_core.iteration.facts import IterationFacts
-from runner_core.iteration.guard_stage import RATCHET, GuardRun
+from runner_core.iteration.guard_stage import GuardRun
 from runner_core.iteration.machine import IterationMachine
 from runner_core.iteration.plan import IterationOutcome, PlanKind, StepPlan, guard_outcome
 from runner_core.loop.events import (
@@ -40,6 +40,7 @@ from runner_core.loop.events import (
     operator,
 )
 from runner_core.loop.policy import StepKind, StepResult
+from runner_core.run.config import RATCHET
 from runner_core.run.exit_codes import ExitCode
 from runner_core.run.operator_actions import OperatorAction, action_text
 from runner_core.tree.model import AgentRole, GuardOutcome

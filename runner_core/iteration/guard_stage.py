@@ -26,8 +26,7 @@ from runner_core.guard.ratchet import (
     with_targets,
 )
 from runner_core.guard.report import TestOutcome, TestReport, report_from_json
-from runner_core.run.config import RATCHET as RATCHET
-from runner_core.run.config import Config
+from runner_core.run.config import RATCHET, Config
 from runner_core.tree.model import AgentRole, GuardOutcome
 
 PASSED = TestOutcome.PASSED

@@ -36,7 +36,6 @@ from runner_core.iteration.facts import ClockReading, Failure, IterationFacts, p
 from runner_core.iteration.guard_stage import (
     BASELINE_LOG,
     BASELINE_REPORT,
-    RATCHET,
     GuardRun,
     GuardRuns,
     decomposition_note,
@@ -81,6 +80,7 @@ from runner_core.iteration.steps import (
     not_started,
 )
 from runner_core.iteration.steps import outcome_of as outcome_of
+from runner_core.run.config import RATCHET
 from runner_core.run.identity import first_unused
 from runner_core.run.sandbox_config import limit_reached
 from runner_core.tree.model import AgentRole, AgentStatus, nodes_by_id
