@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 
 from runner_core.guard.report import TestOutcome, TestReport
-from runner_core.iteration.guard_stage import BASELINE_REPORT, MISSING_REPORT, RATCHET
-from runner_core.run.config import Config
+from runner_core.iteration.guard_stage import BASELINE_REPORT, MISSING_REPORT
+from runner_core.run.config import RATCHET, Config
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.guard.baselines import (
