@@ -54,7 +54,7 @@ from runner_shell.store.files import (
     rename_within,
 )
 from runner_shell.store.iteration_log import count_executions
-from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.layout import Places, RunnerPaths
 from runner_shell.store.state_files import read_bytes, read_tree_bytes
 
 
@@ -96,7 +96,7 @@ class DiskRecords:
     """The iteration's directory and files under `.runner/`, the context files (in the scratch
     checkout too), and the journal in the git directory."""
 
-    paths: RunnerPaths
+    paths: Places
     repo: Repo
     iter_dir: Path
     slot: Path | None = None  # the agent's scratch checkout: its context lives there too
@@ -134,7 +134,7 @@ class DiskRecords:
 class CheckoutReader:
     """tree.json, config.toml, HEAD and the run's records, as the agent and guard left them."""
 
-    paths: RunnerPaths
+    paths: Places
     repo: Repo
     run_id: str
     slot: Path | None = None  # the agent's scratch checkout: its tree.json is read there
@@ -159,7 +159,7 @@ class CheckoutReader:
             return IoFailed(str(error))
 
     def count_executions(self) -> ExecutionsCounted:
-        return ExecutionsCounted(count_executions(self.paths, self.run_id))
+        return ExecutionsCounted(count_executions(RunnerPaths(self.paths.root), self.run_id))
 
 
 @attrs.frozen(slots=True)
@@ -167,7 +167,7 @@ class GitCommitter:
     """config.toml put back, the agent's work carried onto the operator's commits, and the
     iteration's final write-set and commit."""
 
-    paths: RunnerPaths
+    paths: Places
     repo: Repo
     run_id: str
     iter_dir: Path

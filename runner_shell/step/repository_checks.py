@@ -23,7 +23,7 @@ from runner_core.run.role_agents import role_config, role_configs
 from runner_core.tree.bounds import TREE_MAX_BYTES
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
-from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.layout import Places, RunnerPaths
 from runner_shell.store.state_files import (
     MissingStateFile,
     load_goal_id,
@@ -78,7 +78,7 @@ def location_facts(repo: Repo, dirty_paths: tuple[str, ...], branch: str | None)
     )
 
 
-def with_run_files(paths: RunnerPaths, facts: RepoFacts, run_id: str | None) -> RepoFacts:
+def with_run_files(paths: Places, facts: RepoFacts, run_id: str | None) -> RepoFacts:
     """`facts` completed with what the run's files say (.gitignore, run id, GOAL.md's id)."""
     return attrs.evolve(
         facts,
@@ -156,7 +156,7 @@ def check_role_programs(config: Config, root: Path) -> None:
         check_programs(role_config(config, role), root, key)
 
 
-def check_tree_writable(paths: RunnerPaths, tree: Node) -> None:
+def check_tree_writable(paths: Places, tree: Node) -> None:
     """Refuse a step on a tree the runner could not write back in canonical form."""
     from runner_core.tree.serialization import canonical_fits
 

@@ -89,7 +89,8 @@ from runner_shell.step.repository_checks import (
 )
 from runner_shell.store.files import read_text_head, sha256_of_regular
 from runner_shell.store.iteration_log import utc_now
-from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.layout import Places, RunnerPaths
+from runner_shell.store.places import StepPlaces
 from runner_shell.store.state_files import (
     load_config,
     load_run_state,
@@ -153,7 +154,7 @@ class Loaded:
     tree_sha256: str | None = None  # of the bytes `tree` was parsed from
 
 
-def load_for_step(paths: RunnerPaths, repo: Repo, resumed: frozenset[int] = frozenset()) -> Loaded:
+def load_for_step(paths: Places, repo: Repo, resumed: frozenset[int] = frozenset()) -> Loaded:
     """Check the preconditions of a step and load config, run state and tree; the journals of
     the jobs `resumed` (a killed loop's remote jobs, waited for again) do not stop it."""
     journal = read_journal(repo)
@@ -198,32 +199,33 @@ def run_step(
     """One step; `loaded` is what load_for_step read, when the caller has already read it.
     The iteration runs its role's agent (`[agent.<role>]`, else `[agent]`); `backend` (a name
     of that role's fallback) runs instead of its backend, with its own program."""
-    loaded = load_for_step(paths, repo) if loaded is None else loaded
+    places = StepPlaces.of(paths)  # each path derived here, once, and handed along
+    loaded = load_for_step(places, repo) if loaded is None else loaded
     plan = plan_step(loaded.tree, loaded.state, loaded.config.max_iterations)
     if plan.kind is not PlanKind.RUN:
         return StepNotRun(loaded.run_id, plan)
     loaded = attrs.evolve(loaded, config=iteration_config(loaded.config, plan.role, backend))
     # Problems a user can fix are refused here, before an iteration exists: nothing is written.
-    check_programs(loaded.config, paths.root)
-    sandbox = step_sandbox(paths, repo, loaded.config)
-    told = told_record(paths.iter_dir(loaded.run_id, plan.iteration - 1))
+    check_programs(loaded.config, places.root)
+    sandbox = step_sandbox(places, repo, loaded.config)
+    told = told_record(places.iter_dir(loaded.run_id, plan.iteration - 1))
     start, resumed = attempt_start(repo, loaded.run_id, plan.node.id, told, loaded.head.sha)
     confined = sandbox.status.bwrap is not None
     facts = attrs.evolve(
-        gather(paths, loaded, plan, prompt_budget, confined=confined),
+        gather(places, loaded, plan, prompt_budget, confined=confined),
         head=loaded.head,
         scratch=True,
         baseline=known_baseline(repo, loaded.head.sha),
-        checkout=str(paths.root),
+        checkout=str(places.root),
         confined=confined,
         resumed=resumed,
     )
     if facts.previous_snapshot_sha256 is None:  # else its bytes are canonical and were read back
-        check_tree_writable(paths, loaded.tree)
-    events = IterationEvents(sink_for(paths, loaded.config, loaded.run_id))
+        check_tree_writable(places, loaded.tree)
+    events = IterationEvents(sink_for(places, loaded.config, loaded.run_id))
     events.check()
     slot = scratch_checkout(repo, start, loaded.config, sandbox, start != loaded.head.sha)
-    ports = shell_ports(paths, repo, facts, events, slot, sandbox, start=start)
+    ports = shell_ports(places, repo, facts, events, slot, sandbox, start=start)
     finished = interpret(start_iteration(facts), ports, events)
     if finished.tests is not None:  # the guard's report on the files just committed
         keep_baseline(repo, repo.head_sha(), finished.tests)
@@ -250,7 +252,7 @@ def scratch_checkout(
 
 
 def gather(
-    paths: RunnerPaths,
+    paths: Places,
     loaded: Loaded,
     plan: RunPlan,
     budget: int,
@@ -409,7 +411,7 @@ class JobPlace:
 
 
 def shell_ports(
-    paths: RunnerPaths,
+    paths: Places,
     repo: Repo,
     facts: IterationFacts,
     sink: Emitter | None = None,

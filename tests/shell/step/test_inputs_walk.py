@@ -3,12 +3,13 @@
 What is counted. One real `runner step` (one agent that says done, a guard that passes) runs
 in this process, from `run_step` in runner_shell/step/runner.py, under `sys.setprofile`. Every
 call into a Python function defined in `runner_shell/` is recorded when one of its arguments
-(`self` included) is a `RunnerPaths`, or holds one as an attribute (a slot, attrs' among them, or
+(`self` included) is a `RunnerPaths` or the `StepPlaces` a step derives from it once
+(runner_shell/store/places.py), or holds one as an attribute (a slot, attrs' among them, or
 a `__dict__` entry: a value that carries the paths along counts as handing them along). Calls
 made on other threads and in child processes are not seen. Each recorded call is put in its
 room: the subpackage of `runner_shell` its module is in (`store`, `git`, `step`, ...), or
-`runner_shell` for a top-level module. A `RunnerPaths` property is such a call (its `self` is
-one, in store/layout.py): deriving a path from the paths again is a visit to `store`.
+`runner_shell` for a top-level module. A `RunnerPaths` property or `StepPlaces` method is such
+a call (its `self` is one, in `store`): deriving a path from the paths again is a visit there.
 
 A *stay* is a maximal run of consecutive recorded calls in one room; a *return* is a stay in a
 room the walk had already left. A step that gathers its paths into one value at its start and
@@ -28,14 +29,16 @@ import attrs
 import pytest
 
 from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.places import StepPlaces
 from tests.helpers.e2e import Project, node
 
 DONE = 'printf \'{"status": "done", "summary": "ok"}\' > "$RUNNER_OUTPUT_PATH"'
+PLACES = (RunnerPaths, StepPlaces)
 SHELL_DIR = Path(sys.modules["runner_shell"].__file__ or "").resolve().parent
 
 # What the walk came to when it was last cut; a change that makes it longer fails here.
-MAX_STAYS = 44
-MAX_RETURNS = 41
+MAX_STAYS = 22
+MAX_RETURNS = 19
 
 
 @attrs.frozen(slots=True)
@@ -65,8 +68,8 @@ class Walk:
 
 
 def carries_paths(value: object) -> bool:
-    """Whether `value` is a `RunnerPaths` or holds one as an attribute."""
-    if isinstance(value, RunnerPaths):
+    """Whether `value` is a `RunnerPaths` or a `StepPlaces`, or holds one as an attribute."""
+    if isinstance(value, PLACES):
         return True
     if isinstance(value, type | str | bytes | int | float | Path) or value is None:
         return False
@@ -77,7 +80,7 @@ def carries_paths(value: object) -> bool:
     attributes = getattr(value, "__dict__", None)
     if isinstance(attributes, dict):
         names.extend(attributes)
-    return any(isinstance(getattr(value, name, None), RunnerPaths) for name in names)
+    return any(isinstance(getattr(value, name, None), PLACES) for name in names)
 
 
 def room_of(filename: str) -> tuple[str, str] | None:
