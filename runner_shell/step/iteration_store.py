@@ -108,16 +108,21 @@ class DiskRecords:
         make_directory(self.iter_dir)
 
     def write_context(self, effect: WriteContext) -> None:
-        roots = (self.paths, *(() if self.slot is None else (RunnerPaths(self.slot),)))
-        for paths in roots:
-            if paths.context_dir.is_symlink():  # runner-owned: an agent's symlink goes, unfollowed
-                paths.context_dir.unlink()
-            make_directory(paths.context_dir)
+        context_dir = self.paths.context_dir
+        slot_context = (
+            ()
+            if self.slot is None
+            else (self.slot.absolute() / context_dir.relative_to(self.paths.root),)
+        )
+        for directory in (context_dir, *slot_context):
+            if directory.is_symlink():  # runner-owned: an agent's symlink goes, unfollowed
+                directory.unlink()
+            make_directory(directory)
             for name, text in effect.files:
                 # Written anew for every iteration: a crash loses nothing worth an fsync.
-                atomic_write_text(paths.context_dir / name, text, durable=False)
+                atomic_write_text(directory / name, text, durable=False)
             for name in effect.remove:
-                (paths.context_dir / name).unlink(missing_ok=True)
+                (directory / name).unlink(missing_ok=True)
 
     def write_journal(self, journal: Journal) -> None:
         write_journal(self.repo, journal, self.journal_file)

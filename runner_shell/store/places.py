@@ -6,7 +6,7 @@ from pathlib import Path
 
 import attrs
 
-from runner_shell.store.layout import EVENTS_FILE, RunnerPaths
+from runner_shell.store.layout import EVENTS_FILE, Places, RunnerPaths
 
 
 @attrs.frozen(slots=True)
@@ -70,3 +70,20 @@ class StepPlaces:
     def runner_paths(self) -> RunnerPaths:
         """For the rare reader that walks the run's whole record (its history)."""
         return RunnerPaths(self.root)
+
+
+@attrs.frozen(slots=True)
+class IterationPlaces:
+    """One iteration's directories, derived once when its number is known."""
+
+    run_dir: Path
+    iter_dir: Path
+    previous_dir: Path  # the previous iteration's, whose outcome the agent is told of
+    events_log: Path
+
+
+def iteration_places(paths: Places, run_id: str, iteration: int) -> IterationPlaces:
+    run_dir = paths.run_dir(run_id)
+    return IterationPlaces(
+        run_dir, run_dir / str(iteration), run_dir / str(iteration - 1), run_dir / EVENTS_FILE
+    )

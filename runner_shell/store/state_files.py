@@ -28,6 +28,7 @@ from runner_shell.store.layout import Places
 # The tree's model and parser too: `runner select` and `validate` ask runner_core.tree.plain,
 # which builds no `Node` (and imports no attrs), unless it cannot answer.
 if TYPE_CHECKING:  # imported where read: `runner select` reads neither the config nor the state
+    from runner_core.iteration.preconditions import RepoFacts
     from runner_core.run.config import Config
     from runner_core.run.state import RunState
     from runner_core.tree.model import Node
@@ -239,3 +240,15 @@ def read_optional_text(path: Path, limit: int = SMALL_FILE_MAX_BYTES) -> str | N
     except (FileNotFoundError, NotRegularFile):
         return None
     return data.decode("utf-8", errors="replace")
+
+
+def with_run_files(paths: Places, facts: RepoFacts, run_id: str | None) -> RepoFacts:
+    """`facts` completed with what the run's files say (.gitignore, run id, GOAL.md's id)."""
+    import attrs
+
+    return attrs.evolve(
+        facts,
+        gitignore_lines=read_gitignore_lines(paths),
+        run_id=run_id,
+        goal_id=load_goal_id(paths),
+    )
