@@ -96,7 +96,7 @@ from runner_shell.store.state_files import (
     load_tree_and_sha256,
     read_bytes,
     read_goal,
-    with_run_files,
+    run_files_and_goal,
 )
 
 # How much of the previous guard.log is handed to the next attempt as failure.md.
@@ -152,6 +152,7 @@ class Loaded:
     run_id: str
     head: GitHead  # the branch and commit before the iteration
     tree_sha256: str | None = None  # of the bytes `tree` was parsed from
+    goal: str | None = None  # GOAL.md's text, when it was read with the rest
 
 
 def load_for_step(paths: Places, repo: Repo, resumed: frozenset[int] = frozenset()) -> Loaded:
@@ -179,14 +180,15 @@ def load_for_step(paths: Places, repo: Repo, resumed: frozenset[int] = frozenset
         raise UserFacingError(problem)
     config = load_config(paths)
     state = load_run_state(paths)
-    problem = step_precondition_problem(with_run_files(paths, facts, state.run_id))
+    facts, goal = run_files_and_goal(paths, facts, state.run_id)
+    problem = step_precondition_problem(facts)
     if problem is not None:
         raise UserFacingError(problem)
     assert state.run_id is not None
     if head is None:
         raise GitError("the repository has no commits yet; make a first commit")
     tree, tree_sha256 = load_tree_and_sha256(paths)
-    return Loaded(config, state, tree, state.run_id, head, tree_sha256)
+    return Loaded(config, state, tree, state.run_id, head, tree_sha256, goal)
 
 
 def run_step(
@@ -282,7 +284,7 @@ def gather(
         state=state,
         tree=loaded.tree,
         tree_sha256=loaded.tree_sha256,
-        goal=read_goal(paths),
+        goal=read_goal(paths) if loaded.goal is None else loaded.goal,
         failure_log=failure_log,
         config_bytes=read_bytes(paths.config),
         entries=entries,

@@ -244,11 +244,18 @@ def read_optional_text(path: Path, limit: int = SMALL_FILE_MAX_BYTES) -> str | N
 
 def with_run_files(paths: Places, facts: RepoFacts, run_id: str | None) -> RepoFacts:
     """`facts` completed with what the run's files say (.gitignore, run id, GOAL.md's id)."""
+    return run_files_and_goal(paths, facts, run_id)[0]
+
+
+def run_files_and_goal(
+    paths: Places, facts: RepoFacts, run_id: str | None
+) -> tuple[RepoFacts, str]:
+    """`with_run_files`, and the text of GOAL.md it read: a step reads it once."""
     import attrs
 
-    return attrs.evolve(
-        facts,
-        gitignore_lines=read_gitignore_lines(paths),
-        run_id=run_id,
-        goal_id=load_goal_id(paths),
+    gitignore_lines = read_gitignore_lines(paths)
+    goal = read_goal(paths)
+    completed = attrs.evolve(
+        facts, gitignore_lines=gitignore_lines, run_id=run_id, goal_id=load_goal_id(paths, goal)
     )
+    return completed, goal
