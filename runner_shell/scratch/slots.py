@@ -51,7 +51,7 @@ from runner_shell.scratch.slot_git import SLOT_GIT_TIMEOUT_SECS, index_file, rem
 from runner_shell.scratch.slot_git import SlotError as SlotError
 from runner_shell.scratch.slot_git import slot_git as _git
 from runner_shell.store.files import atomic_write_bytes, make_directory
-from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.layout import Places
 from runner_shell.store.removal import remove_tree
 
 SLOTS_DIR = "runner/slots"
@@ -325,7 +325,7 @@ def _empty_git(slot: Path) -> Path:
     return made / ".git"
 
 
-def step_sandbox(paths: RunnerPaths, repo: Repo, config: Config) -> Sandbox:
+def step_sandbox(paths: Places, repo: Repo, config: Config) -> Sandbox:
     """The step's sandbox: SandboxRefused when `[sandbox] mode = "bwrap"` finds none; its
     processes never see the run's repository or its git directory."""
     status = sandbox_status(config).require()

@@ -38,7 +38,7 @@ from runner_shell.signals import Interrupted, interruptible
 from runner_shell.step.lock_and_journal import write_journal
 from runner_shell.step.output_events import LiveOutput
 from runner_shell.store.files import atomic_write_bytes, make_directory, read_bytes_capped
-from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.layout import Places
 from runner_shell.store.removal import empty_directory
 
 # RUNNER_WAIT_PATH: where a `command` agent asks the loop to wait out a limit.
@@ -75,7 +75,7 @@ def _keep_agent_files(agent_dir: Path, iter_dir: Path) -> None:
         atomic_write_bytes(iter_dir / name, data, durable=False)
 
 
-def schema_path(paths: RunnerPaths, role: AgentRole) -> Path:
+def schema_path(paths: Places, role: AgentRole) -> Path:
     """The JSON Schema the role's final output must match (RUNNER_OUTPUT_SCHEMA)."""
     return paths.decomposer_schema if role is AgentRole.DECOMPOSER else paths.executor_schema
 
@@ -84,7 +84,7 @@ def schema_path(paths: RunnerPaths, role: AgentRole) -> Path:
 class ProcessAgentRunner:
     """Runs the configured backend; records its process group in the journal as it starts."""
 
-    paths: RunnerPaths
+    paths: Places
     repo: Repo
     config: Config
     iter_dir: Path

@@ -19,10 +19,10 @@ from runner_core.loop.events import Event, EventOrigin, hook_failed
 from runner_core.run.config import Config
 from runner_shell.step.hooks import fire_hook
 from runner_shell.store.event_log import EventLogRefused, append_events
-from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.layout import Places
 
 
-def events_path(paths: RunnerPaths, run_id: str) -> Path:
+def events_path(paths: Places, run_id: str) -> Path:
     return paths.events_log(run_id)
 
 
@@ -64,7 +64,7 @@ class EventSink:
         append_events(self.path, (failed,), fsync=True)
 
 
-def sink_for(paths: RunnerPaths, config: Config, run_id: str) -> EventSink:
+def sink_for(paths: Places, config: Config, run_id: str) -> EventSink:
     return EventSink(events_path(paths, run_id), config, paths.root)
 
 

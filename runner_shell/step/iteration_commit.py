@@ -6,7 +6,7 @@ advancing the journal so a kill at any point is recoverable, then the logs' arch
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -26,14 +26,14 @@ from runner_shell.store.files import (
     rename_within,
     sync_directories,
 )
-from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.layout import Places
 
 # The tree snapshots of an iteration directory (runner_core.iteration.record).
 SNAPSHOT_NAMES = ("tree.before.json", "tree.after.json")
 
 
 def commit_iteration(
-    paths: RunnerPaths,
+    paths: Places,
     repo: Repo,
     run_id: str,
     iter_dir: Path,
@@ -60,7 +60,9 @@ def commit_iteration(
     """
     with contextlib.nullcontext() if hold is None else hold:
         write_journal(repo, commit.writing)
-        written = [_write(paths, paths.run_dir(run_id), iter_dir, file) for file in commit.files]
+        run_dir = paths.run_dir(run_id)
+        bases = {Place.STATE: paths.state_dir, Place.ITERATION: iter_dir, Place.RUN: run_dir}
+        written = [_write(bases, run_dir, iter_dir, file) for file in commit.files]
         sync_directories(written)  # once each, before the journal says they are all there
         write_journal(repo, commit.committing)
         committed: dict[str, str] = {}
@@ -68,7 +70,8 @@ def commit_iteration(
             commit_attempt(repo, commit.attempt)
         if base is not None and base.branch is not None:
             state = [file for file in commit.files if file.place is Place.STATE]
-            runner_files = [(paths.relative(paths.state_dir / f.name), f.data) for f in state]
+            state_dir = paths.relative(bases[Place.STATE])
+            runner_files = [(f"{state_dir}/{f.name}", f.data) for f in state]
             blobs = commit_files(
                 repo, base.branch, base.sha, commit.changes, runner_files, commit.message
             ).blobs
@@ -83,7 +86,7 @@ def commit_iteration(
     clear_journal(repo)
 
 
-def _drop_archived_snapshots(paths: RunnerPaths, directory: Path) -> None:
+def _drop_archived_snapshots(paths: Places, directory: Path) -> None:
     """The previous iteration's tree snapshots go from its directory once the archive holds
     them: only the last iteration keeps a copy of the tree on disk (the next one links its
     tree.before.json to it), the views read the others from the archive. Never through a
@@ -110,10 +113,10 @@ def _committed_snapshots(
     }
 
 
-def _write(paths: RunnerPaths, run_dir: Path, iter_dir: Path, file: FileWrite) -> Path:
-    """Write `file`; the directory whose entry changed, for the caller to sync."""
-    base = {Place.STATE: paths.state_dir, Place.ITERATION: iter_dir, Place.RUN: run_dir}
-    target = base[file.place] / file.name
+def _write(bases: Mapping[Place, Path], run_dir: Path, iter_dir: Path, file: FileWrite) -> Path:
+    """Write `file` in the directory `bases` gives its place; the directory whose entry
+    changed, for the caller to sync."""
+    target = bases[file.place] / file.name
     if file.rename_from is not None:
         rename_within(iter_dir, file.rename_from, file.name)
         return iter_dir

@@ -54,7 +54,7 @@ from runner_shell.store.files import (
     rename_within,
 )
 from runner_shell.store.iteration_log import count_executions
-from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.layout import Places, RunnerPaths
 from runner_shell.store.state_files import read_bytes, read_tree_bytes
 
 
@@ -96,7 +96,7 @@ class DiskRecords:
     """The iteration's directory and files under `.runner/`, the context files (in the scratch
     checkout too), and the journal in the git directory."""
 
-    paths: RunnerPaths
+    paths: Places
     repo: Repo
     iter_dir: Path
     slot: Path | None = None  # the agent's scratch checkout: its context lives there too
@@ -108,16 +108,21 @@ class DiskRecords:
         make_directory(self.iter_dir)
 
     def write_context(self, effect: WriteContext) -> None:
-        roots = (self.paths, *(() if self.slot is None else (RunnerPaths(self.slot),)))
-        for paths in roots:
-            if paths.context_dir.is_symlink():  # runner-owned: an agent's symlink goes, unfollowed
-                paths.context_dir.unlink()
-            make_directory(paths.context_dir)
+        context_dir = self.paths.context_dir
+        slot_context = (
+            ()
+            if self.slot is None
+            else (self.slot.absolute() / context_dir.relative_to(self.paths.root),)
+        )
+        for directory in (context_dir, *slot_context):
+            if directory.is_symlink():  # runner-owned: an agent's symlink goes, unfollowed
+                directory.unlink()
+            make_directory(directory)
             for name, text in effect.files:
                 # Written anew for every iteration: a crash loses nothing worth an fsync.
-                atomic_write_text(paths.context_dir / name, text, durable=False)
+                atomic_write_text(directory / name, text, durable=False)
             for name in effect.remove:
-                (paths.context_dir / name).unlink(missing_ok=True)
+                (directory / name).unlink(missing_ok=True)
 
     def write_journal(self, journal: Journal) -> None:
         write_journal(self.repo, journal, self.journal_file)
@@ -134,7 +139,7 @@ class DiskRecords:
 class CheckoutReader:
     """tree.json, config.toml, HEAD and the run's records, as the agent and guard left them."""
 
-    paths: RunnerPaths
+    paths: Places
     repo: Repo
     run_id: str
     slot: Path | None = None  # the agent's scratch checkout: its tree.json is read there
@@ -159,7 +164,7 @@ class CheckoutReader:
             return IoFailed(str(error))
 
     def count_executions(self) -> ExecutionsCounted:
-        return ExecutionsCounted(count_executions(self.paths, self.run_id))
+        return ExecutionsCounted(count_executions(RunnerPaths(self.paths.root), self.run_id))
 
 
 @attrs.frozen(slots=True)
@@ -167,7 +172,7 @@ class GitCommitter:
     """config.toml put back, the agent's work carried onto the operator's commits, and the
     iteration's final write-set and commit."""
 
-    paths: RunnerPaths
+    paths: Places
     repo: Repo
     run_id: str
     iter_dir: Path

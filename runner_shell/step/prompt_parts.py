@@ -17,7 +17,7 @@ from runner_core.tree.model import AgentRole
 from runner_shell.sandbox.seen_at import ITERATION
 from runner_shell.step.agent_and_guard import AGENT_DIR, schema_path
 from runner_shell.step.prompt_templates import load_template
-from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.layout import Places
 from runner_shell.store.state_files import read_optional_text
 
 
@@ -27,7 +27,7 @@ def _template(name: str, values: Mapping[str, str]) -> str:
 
 
 def prompt_parts(
-    paths: RunnerPaths,
+    paths: Places,
     config: Config,
     role: AgentRole,
     iter_dir: Path,

@@ -19,7 +19,7 @@ from runner_core.prompt.pack import SECTION_ORDER, TEMPLATE_FACTS, PromptTemplat
 from runner_core.tree.model import AgentRole
 from runner_shell.errors import UserFacingError
 from runner_shell.store.files import atomic_write_text
-from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.layout import Places, RunnerPaths
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -52,7 +52,7 @@ def template_name(role: AgentRole) -> str:
     return f"{role.value}.md.j2"
 
 
-def prompts_dir(paths: RunnerPaths) -> Path:
+def prompts_dir(paths: Places) -> Path:
     return paths.runner_dir / PROMPTS_DIR
 
 
@@ -74,7 +74,7 @@ def write_shipped_templates(paths: RunnerPaths, force: bool) -> list[Path]:
     return written
 
 
-def load_template(paths: RunnerPaths, role: AgentRole) -> PromptTemplate | None:
+def load_template(paths: Places, role: AgentRole) -> PromptTemplate | None:
     """The repository's template for `role`, compiled and tried; None when it has none.
     `UserFacingError` (one line: file, line, variable) when it does not render."""
     path = prompts_dir(paths) / template_name(role)

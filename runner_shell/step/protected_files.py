@@ -19,7 +19,7 @@ from runner_shell.store.files import (
     read_bytes_capped,
     remove_empty_directory,
 )
-from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.layout import Places
 
 # The protected files are small: config, .gitignore and three JSON schemas.
 PROTECTED_MAX_BYTES = 16 * 1024 * 1024
@@ -29,7 +29,7 @@ GOAL_MAX_BYTES = 64 * 1024 * 1024
 Snapshot = tuple[tuple[Path, bytes], ...]
 
 
-def snapshot(paths: RunnerPaths) -> Snapshot:
+def snapshot(paths: Places) -> Snapshot:
     """The protected files' bytes as they are at step start (the committed state: the step
     starts from a clean work tree); a file that is not there is not protected."""
     taken = []
@@ -42,7 +42,7 @@ def snapshot(paths: RunnerPaths) -> Snapshot:
     return tuple(taken)
 
 
-def restore(paths: RunnerPaths, taken: Snapshot, run_id: str) -> None:
+def restore(paths: Places, taken: Snapshot, run_id: str) -> None:
     """Put back every protected file that differs from `taken`, and GOAL.md's id."""
     for path, data in taken:
         try:
@@ -61,7 +61,7 @@ def restore(paths: RunnerPaths, taken: Snapshot, run_id: str) -> None:
         atomic_write_text(paths.goal, text)
 
 
-def _as_restored(paths: RunnerPaths, taken: Snapshot, run_id: str) -> bool:
+def _as_restored(paths: Places, taken: Snapshot, run_id: str) -> bool:
     """Whether every protected file holds its snapshot's bytes and GOAL.md its id."""
     for path, data in taken:
         try:
@@ -97,7 +97,7 @@ class ProtectedStaging:
     again. Left open: a daemon writing other bytes of the same size and putting the original
     back, both within one tick of the file system's clock, between the check and `git add`."""
 
-    paths: RunnerPaths
+    paths: Places
     taken: Snapshot
     run_id: str
     signatures: tuple[Signature, ...] = ()

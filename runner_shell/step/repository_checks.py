@@ -7,8 +7,6 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import attrs
-
 from runner_core.backends.registry import BACKENDS
 from runner_core.iteration.preconditions import (
     INIT_HINT,
@@ -23,12 +21,12 @@ from runner_core.run.role_agents import role_config, role_configs
 from runner_core.tree.bounds import TREE_MAX_BYTES
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
-from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.layout import Places, RunnerPaths
 from runner_shell.store.state_files import (
     MissingStateFile,
-    load_goal_id,
     load_run_state,
     read_gitignore_lines,
+    with_run_files,
 )
 
 # The tree's model and its canonical writer are a step's: `validate` asks neither.
@@ -75,16 +73,6 @@ def location_facts(repo: Repo, dirty_paths: tuple[str, ...], branch: str | None)
         goal_id=None,
         # Only main/master needs them: the message names the runs to go on with.
         run_branches=branch_run_ids(repo) if branch in PROTECTED_BRANCHES else (),
-    )
-
-
-def with_run_files(paths: RunnerPaths, facts: RepoFacts, run_id: str | None) -> RepoFacts:
-    """`facts` completed with what the run's files say (.gitignore, run id, GOAL.md's id)."""
-    return attrs.evolve(
-        facts,
-        gitignore_lines=read_gitignore_lines(paths),
-        run_id=run_id,
-        goal_id=load_goal_id(paths),
     )
 
 
@@ -156,7 +144,7 @@ def check_role_programs(config: Config, root: Path) -> None:
         check_programs(role_config(config, role), root, key)
 
 
-def check_tree_writable(paths: RunnerPaths, tree: Node) -> None:
+def check_tree_writable(paths: Places, tree: Node) -> None:
     """Refuse a step on a tree the runner could not write back in canonical form."""
     from runner_core.tree.serialization import canonical_fits
 

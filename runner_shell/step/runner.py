@@ -75,7 +75,7 @@ from runner_shell.step.agent_and_guard import ProcessAgentRunner as ProcessAgent
 from runner_shell.step.agent_and_guard import ProcessGuardRunner as ProcessGuardRunner
 from runner_shell.step.attempt_start import attempt_start, told_record
 from runner_shell.step.budgets import reached_budget
-from runner_shell.step.event_sink import Emitter, IterationEvents, sink_for
+from runner_shell.step.event_sink import Emitter, EventSink, IterationEvents
 from runner_shell.step.iteration_store import CheckoutReader, DiskRecords, GitCommitter
 from runner_shell.step.iteration_store import SlotLister as SlotLister
 from runner_shell.step.lock_and_journal import current_command, job_journals, read_journal
@@ -85,17 +85,18 @@ from runner_shell.step.repository_checks import (
     check_programs,
     check_tree_writable,
     location_facts,
-    with_run_files,
 )
 from runner_shell.store.files import read_text_head, sha256_of_regular
 from runner_shell.store.iteration_log import utc_now
-from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.layout import Places, RunnerPaths
+from runner_shell.store.places import IterationPlaces, StepPlaces, iteration_places
 from runner_shell.store.state_files import (
     load_config,
     load_run_state,
     load_tree_and_sha256,
     read_bytes,
     read_goal,
+    run_files_and_goal,
 )
 
 # How much of the previous guard.log is handed to the next attempt as failure.md.
@@ -151,9 +152,10 @@ class Loaded:
     run_id: str
     head: GitHead  # the branch and commit before the iteration
     tree_sha256: str | None = None  # of the bytes `tree` was parsed from
+    goal: str | None = None  # GOAL.md's text, when it was read with the rest
 
 
-def load_for_step(paths: RunnerPaths, repo: Repo, resumed: frozenset[int] = frozenset()) -> Loaded:
+def load_for_step(paths: Places, repo: Repo, resumed: frozenset[int] = frozenset()) -> Loaded:
     """Check the preconditions of a step and load config, run state and tree; the journals of
     the jobs `resumed` (a killed loop's remote jobs, waited for again) do not stop it."""
     journal = read_journal(repo)
@@ -178,14 +180,15 @@ def load_for_step(paths: RunnerPaths, repo: Repo, resumed: frozenset[int] = froz
         raise UserFacingError(problem)
     config = load_config(paths)
     state = load_run_state(paths)
-    problem = step_precondition_problem(with_run_files(paths, facts, state.run_id))
+    facts, goal = run_files_and_goal(paths, facts, state.run_id)
+    problem = step_precondition_problem(facts)
     if problem is not None:
         raise UserFacingError(problem)
     assert state.run_id is not None
     if head is None:
         raise GitError("the repository has no commits yet; make a first commit")
     tree, tree_sha256 = load_tree_and_sha256(paths)
-    return Loaded(config, state, tree, state.run_id, head, tree_sha256)
+    return Loaded(config, state, tree, state.run_id, head, tree_sha256, goal)
 
 
 def run_step(
@@ -198,32 +201,34 @@ def run_step(
     """One step; `loaded` is what load_for_step read, when the caller has already read it.
     The iteration runs its role's agent (`[agent.<role>]`, else `[agent]`); `backend` (a name
     of that role's fallback) runs instead of its backend, with its own program."""
-    loaded = load_for_step(paths, repo) if loaded is None else loaded
+    places = StepPlaces.of(paths)  # each path derived here, once, and handed along
+    loaded = load_for_step(places, repo) if loaded is None else loaded
     plan = plan_step(loaded.tree, loaded.state, loaded.config.max_iterations)
     if plan.kind is not PlanKind.RUN:
         return StepNotRun(loaded.run_id, plan)
     loaded = attrs.evolve(loaded, config=iteration_config(loaded.config, plan.role, backend))
+    dirs = iteration_places(places, loaded.run_id, plan.iteration)
     # Problems a user can fix are refused here, before an iteration exists: nothing is written.
-    check_programs(loaded.config, paths.root)
-    sandbox = step_sandbox(paths, repo, loaded.config)
-    told = told_record(paths.iter_dir(loaded.run_id, plan.iteration - 1))
+    check_programs(loaded.config, places.root)
+    sandbox = step_sandbox(places, repo, loaded.config)
+    told = told_record(dirs.previous_dir)
     start, resumed = attempt_start(repo, loaded.run_id, plan.node.id, told, loaded.head.sha)
     confined = sandbox.status.bwrap is not None
     facts = attrs.evolve(
-        gather(paths, loaded, plan, prompt_budget, confined=confined),
+        gather(places, loaded, plan, prompt_budget, confined=confined, dirs=dirs),
         head=loaded.head,
         scratch=True,
         baseline=known_baseline(repo, loaded.head.sha),
-        checkout=str(paths.root),
+        checkout=str(places.root),
         confined=confined,
         resumed=resumed,
     )
     if facts.previous_snapshot_sha256 is None:  # else its bytes are canonical and were read back
-        check_tree_writable(paths, loaded.tree)
-    events = IterationEvents(sink_for(paths, loaded.config, loaded.run_id))
+        check_tree_writable(places, loaded.tree)
+    events = IterationEvents(EventSink(dirs.events_log, loaded.config, places.root))
     events.check()
     slot = scratch_checkout(repo, start, loaded.config, sandbox, start != loaded.head.sha)
-    ports = shell_ports(paths, repo, facts, events, slot, sandbox, start=start)
+    ports = shell_ports(places, repo, facts, events, slot, sandbox, start=start, dirs=dirs)
     finished = interpret(start_iteration(facts), ports, events)
     if finished.tests is not None:  # the guard's report on the files just committed
         keep_baseline(repo, repo.head_sha(), finished.tests)
@@ -250,27 +255,28 @@ def scratch_checkout(
 
 
 def gather(
-    paths: RunnerPaths,
+    paths: Places,
     loaded: Loaded,
     plan: RunPlan,
     budget: int,
     told: int | None = None,
     confined: bool = False,
+    dirs: IterationPlaces | None = None,
 ) -> IterationFacts:
     """Everything the machine needs to know before the iteration starts. `told`: the iteration
     whose outcome `loaded.state` tells the agent of (a parallel job's node's last), else the
     previous one; `confined`: whether its agent runs in the sandbox (the prompt then names
-    the paths it sees)."""
+    the paths it sees); `dirs`: the iteration's directories, when the caller derived them."""
     state, run_id = loaded.state, loaded.run_id
+    dirs = iteration_places(paths, run_id, plan.iteration) if dirs is None else dirs
     failure_log = None
-    previous = paths.iter_dir(run_id, plan.iteration - 1)
-    failed = previous if told is None else paths.iter_dir(run_id, told)
+    previous, iter_dir = dirs.previous_dir, dirs.iter_dir
+    failed = previous if told is None else dirs.run_dir / str(told)
     if needs_failure_log(state) and (failed / "guard.log").exists():
         failure_log = failure_context(read_text_head(failed / "guard.log", FAILURE_LOG_MAX_BYTES))
-    entries = _left_over(paths.iter_dir(run_id, plan.iteration))
+    entries = _left_over(iter_dir)
     snapshot_sha256 = sha256_of_regular(previous / "tree.after.json")
     is_previous = snapshot_sha256 is not None and loaded.tree_sha256 == snapshot_sha256
-    iter_dir = paths.iter_dir(run_id, plan.iteration)
     return IterationFacts(
         run_id=run_id,
         plan=plan,
@@ -278,7 +284,7 @@ def gather(
         state=state,
         tree=loaded.tree,
         tree_sha256=loaded.tree_sha256,
-        goal=read_goal(paths),
+        goal=read_goal(paths) if loaded.goal is None else loaded.goal,
         failure_log=failure_log,
         config_bytes=read_bytes(paths.config),
         entries=entries,
@@ -409,7 +415,7 @@ class JobPlace:
 
 
 def shell_ports(
-    paths: RunnerPaths,
+    paths: Places,
     repo: Repo,
     facts: IterationFacts,
     sink: Emitter | None = None,
@@ -417,12 +423,13 @@ def shell_ports(
     sandbox: Sandbox | None = None,
     job: JobPlace | None = None,
     start: str | None = None,
+    dirs: IterationPlaces | None = None,
 ) -> IterationPorts:
     """The ports of an iteration; with a `slot`, the agent and guard work in it and the store
     imports from it, else they work in the run's own checkout. A parallel `job` keeps its
     journal apart until its merge. `start`: the commit the slot was reset to, when it is not
-    the base (a previous attempt's files on it)."""
-    iter_dir = paths.iter_dir(facts.run_id, facts.plan.iteration)
+    the base (a previous attempt's files on it); `dirs`: the iteration's, derived already."""
+    iter_dir = paths.iter_dir(facts.run_id, facts.plan.iteration) if dirs is None else dirs.iter_dir
     output = None if sink is None else LiveOutput(sink, iteration_events.origin(facts, ""))
     work_dir = paths.root if slot is None else slot
     network = facts.config.guard_network

@@ -21,13 +21,14 @@ from runner_shell.store.files import (
     open_regular,
     read_bytes_capped,
 )
-from runner_shell.store.layout import RunnerPaths
+from runner_shell.store.layout import Places
 
 # tomllib, hashlib and the wording of identity and missing-file problems are imported where
 # used: `runner select` and the views read none of them, and each import is start-up they pay.
 # The tree's model and parser too: `runner select` and `validate` ask runner_core.tree.plain,
 # which builds no `Node` (and imports no attrs), unless it cannot answer.
 if TYPE_CHECKING:  # imported where read: `runner select` reads neither the config nor the state
+    from runner_core.iteration.preconditions import RepoFacts
     from runner_core.run.config import Config
     from runner_core.run.state import RunState
     from runner_core.tree.model import Node
@@ -69,7 +70,7 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
 
 
-def _read(paths: RunnerPaths, path: Path, limit: int, fixes: bool = True) -> bytes:
+def _read(paths: Places, path: Path, limit: int, fixes: bool = True) -> bytes:
     """`path`'s bytes; a problem ends in its fix unless `fixes` is false (a file the agent left
     in its scratch checkout, which the runner resets: no fix is the operator's to make)."""
     name = paths.relative(path)
@@ -91,7 +92,7 @@ def _read(paths: RunnerPaths, path: Path, limit: int, fixes: bool = True) -> byt
         raise UserFacingError(f"{name} cannot be read: {error.strerror or error}") from None
 
 
-def _read_text(paths: RunnerPaths, path: Path, limit: int = SMALL_FILE_MAX_BYTES) -> str:
+def _read_text(paths: Places, path: Path, limit: int = SMALL_FILE_MAX_BYTES) -> str:
     data = _read(paths, path, limit)
     try:
         return data.decode("utf-8")
@@ -101,15 +102,15 @@ def _read_text(paths: RunnerPaths, path: Path, limit: int = SMALL_FILE_MAX_BYTES
         ) from None
 
 
-def read_tree_bytes(paths: RunnerPaths, fixes: bool = True) -> bytes:
+def read_tree_bytes(paths: Places, fixes: bool = True) -> bytes:
     return _read(paths, paths.tree, TREE_MAX_BYTES, fixes)
 
 
-def load_tree(paths: RunnerPaths) -> Node:
+def load_tree(paths: Places) -> Node:
     return _parsed_tree(paths, read_tree_bytes(paths))
 
 
-def read_tree_answer(paths: RunnerPaths) -> PlainTree:
+def read_tree_answer(paths: Places) -> PlainTree:
     """Whether the tree file is valid and its next leaf, read without building the tree
     (runner_core.tree.plain); when that cannot answer, from the parsed tree, or the one-line
     error `load_tree` raises."""
@@ -124,7 +125,7 @@ def read_tree_answer(paths: RunnerPaths) -> PlainTree:
     return answer
 
 
-def read_plain_root_of(paths: RunnerPaths) -> PlainNode | None:
+def read_plain_root_of(paths: Places) -> PlainNode | None:
     """The tree file's root as runner_core.tree.plain decodes it (a tuple a node, nothing
     built), or None where that cannot say the tree is valid (`load_tree` then says why)."""
     from runner_core.tree.plain import read_plain_root
@@ -134,7 +135,7 @@ def read_plain_root_of(paths: RunnerPaths) -> PlainNode | None:
     return None if read is None else read[0]
 
 
-def load_tree_and_sha256(paths: RunnerPaths) -> tuple[Node, str]:
+def load_tree_and_sha256(paths: Places) -> tuple[Node, str]:
     """The tree and the SHA-256 of the very bytes it was parsed from (a step's: the views and
     `select` call `load_tree`, which hashes nothing)."""
     import hashlib
@@ -143,7 +144,7 @@ def load_tree_and_sha256(paths: RunnerPaths) -> tuple[Node, str]:
     return _parsed_tree(paths, data), hashlib.sha256(data).hexdigest()
 
 
-def _parsed_tree(paths: RunnerPaths, data: bytes) -> Node:
+def _parsed_tree(paths: Places, data: bytes) -> Node:
     from runner_core.tree.serialization import TreeValidationError
     from runner_core.validation.loading import parse_tree
 
@@ -158,13 +159,13 @@ def read_bytes(path: Path, limit: int = SMALL_FILE_MAX_BYTES) -> bytes:
     return read_bytes_capped(path, limit)
 
 
-def write_tree(paths: RunnerPaths, tree: Node) -> None:
+def write_tree(paths: Places, tree: Node) -> None:
     from runner_core.tree.serialization import dumps_tree
 
     atomic_write_text(paths.tree, dumps_tree(tree))
 
 
-def load_config(paths: RunnerPaths) -> Config:
+def load_config(paths: Places) -> Config:
     import tomllib
 
     from runner_core.run.config import ConfigError, parse_config
@@ -181,7 +182,7 @@ def load_config(paths: RunnerPaths) -> Config:
         raise UserFacingError(f"{name}: {error}") from None
 
 
-def load_run_state(paths: RunnerPaths) -> RunState:
+def load_run_state(paths: Places) -> RunState:
     from runner_core.run.state import RunStateError, run_state_from_json
 
     name = paths.relative(paths.run_state)
@@ -196,17 +197,17 @@ def load_run_state(paths: RunnerPaths) -> RunState:
         raise UserFacingError(f"{name}: {error}") from None
 
 
-def write_run_state(paths: RunnerPaths, state: RunState) -> None:
+def write_run_state(paths: Places, state: RunState) -> None:
     from runner_core.run.state import run_state_to_json
 
     atomic_write_text(paths.run_state, canonical_json(run_state_to_json(state)))
 
 
-def read_goal(paths: RunnerPaths) -> str:
+def read_goal(paths: Places) -> str:
     return _read_text(paths, paths.goal)
 
 
-def load_goal_id(paths: RunnerPaths, text: str | None = None) -> str | None:
+def load_goal_id(paths: Places, text: str | None = None) -> str | None:
     """GOAL.md's run id; a GOAL.md without a goal is refused here, before a run starts or a
     step runs."""
     from runner_core.run.identity import RunIdentityError, empty_goal_problem, goal_run_id
@@ -222,7 +223,7 @@ def load_goal_id(paths: RunnerPaths, text: str | None = None) -> str | None:
     return run_id
 
 
-def read_gitignore_lines(paths: RunnerPaths) -> tuple[str, ...] | None:
+def read_gitignore_lines(paths: Places) -> tuple[str, ...] | None:
     try:
         return tuple(_read_text(paths, paths.gitignore).splitlines())
     except UserFacingError:
@@ -239,3 +240,22 @@ def read_optional_text(path: Path, limit: int = SMALL_FILE_MAX_BYTES) -> str | N
     except (FileNotFoundError, NotRegularFile):
         return None
     return data.decode("utf-8", errors="replace")
+
+
+def with_run_files(paths: Places, facts: RepoFacts, run_id: str | None) -> RepoFacts:
+    """`facts` completed with what the run's files say (.gitignore, run id, GOAL.md's id)."""
+    return run_files_and_goal(paths, facts, run_id)[0]
+
+
+def run_files_and_goal(
+    paths: Places, facts: RepoFacts, run_id: str | None
+) -> tuple[RepoFacts, str]:
+    """`with_run_files`, and the text of GOAL.md it read: a step reads it once."""
+    import attrs
+
+    gitignore_lines = read_gitignore_lines(paths)
+    goal = read_goal(paths)
+    completed = attrs.evolve(
+        facts, gitignore_lines=gitignore_lines, run_id=run_id, goal_id=load_goal_id(paths, goal)
+    )
+    return completed, goal
