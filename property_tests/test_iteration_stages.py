@@ -36,11 +36,16 @@ from runner_core.iteration.effects import (
     ScratchListed,
     TreeRead,
 )
-from runner_core.iteration.facts import ClockReading, IterationFacts, PromptParts
+from runner_core.iteration.facts import (
+    TRANSITIONS,
+    ClockReading,
+    IterationFacts,
+    IterationMachineError,
+    PromptParts,
+)
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import RunPlan, plan_step
 from runner_core.iteration.preconditions import BranchSeen, GitHead
-from runner_core.iteration.stages import TRANSITIONS, IterationMachineError
 from runner_core.run.state import RunState
 from tests.helpers.trees import tree
 

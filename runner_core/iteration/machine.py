@@ -32,7 +32,18 @@ from runner_core.iteration.effects import (
     WriteIterationFile,
     WriteJournal,
 )
-from runner_core.iteration.facts import ClockReading, Failure, IterationFacts, prompt_text
+from runner_core.iteration.facts import (
+    ClockReading,
+    Failure,
+    IterationFacts,
+    IterationMachineError,
+    M,
+    MachineState,
+    Stage,
+    prompt_text,
+    with_process_group,
+)
+from runner_core.iteration.facts import ExecutorOutput as ExecutorOutput
 from runner_core.iteration.guard_stage import (
     BASELINE_LOG,
     BASELINE_REPORT,
@@ -54,14 +65,6 @@ from runner_core.iteration.plan import (
     review_execution,
 )
 from runner_core.iteration.recovery import INTERRUPTED, Journal, JournalPhase, agent_log_name
-from runner_core.iteration.stages import ExecutorOutput as ExecutorOutput
-from runner_core.iteration.stages import (
-    IterationMachineError,
-    M,
-    MachineState,
-    Stage,
-    with_process_group,
-)
 from runner_core.iteration.steps import (
     after_carry,
     after_commit,

@@ -51,7 +51,11 @@ from runner_core.iteration.facts import (
     MERGE_RERUNS,
     ClockReading,
     Failure,
+    M,
+    MachineState,
+    Stage,
     runner_error_text,
+    with_process_group,
 )
 from runner_core.iteration.guard_stage import (
     JUDGE_REPORT,
@@ -80,7 +84,6 @@ from runner_core.iteration.record import (
     judged_pass,
 )
 from runner_core.iteration.recovery import INTERRUPTED, PENDING_GUARD_LOG
-from runner_core.iteration.stages import M, MachineState, Stage, with_process_group
 from runner_core.run.sandbox_config import limit_reached, setup_failed
 from runner_core.run.state import with_execution
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome

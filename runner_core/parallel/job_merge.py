@@ -20,12 +20,11 @@ from runner_core.changes.import_rules import EXECUTABLE_MODE, FILE_MODE, Change,
 from runner_core.guard.report import TestReport
 from runner_core.history.records import ErrorKind
 from runner_core.iteration.effects import GuardFinished, RunGuard
-from runner_core.iteration.facts import ERROR_KIND, MERGE_RERUNS, Failure, runner_error_text
+from runner_core.iteration.facts import ERROR_KIND, MERGE_RERUNS, Failure, Stage, runner_error_text
 from runner_core.iteration.guard_stage import GuardRun, judge_guard
 from runner_core.iteration.machine import IterationMachine
 from runner_core.iteration.plan import Review, conclude, guard_outcome, layer_problems
 from runner_core.iteration.preconditions import GitHead
-from runner_core.iteration.stages import Stage
 from runner_core.iteration.steps import timed_guard_effect
 from runner_core.parallel.tree_merge import TreeConflict, merge_trees
 from runner_core.run.state import RunState

@@ -59,6 +59,7 @@ from runner_core.iteration.facts import (
     Failure,
     IterationFacts,
     PromptParts,
+    Stage,
 )
 from runner_core.iteration.machine import (
     IterationMachine,
@@ -69,7 +70,6 @@ from runner_core.iteration.plan import RunPlan, plan_step
 from runner_core.iteration.ports import IterationPorts
 from runner_core.iteration.preconditions import BranchSeen, GitHead
 from runner_core.iteration.recovery import PENDING_GUARD_LOG, Journal, JournalPhase
-from runner_core.iteration.stages import Stage
 from runner_core.loop.events import Event
 from runner_core.run.state import RunState
 from runner_core.tree.serialization import dumps_tree

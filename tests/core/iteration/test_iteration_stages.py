@@ -48,15 +48,15 @@ from runner_core.iteration.effects import (
     WriteIterationFile,
     WriteJournal,
 )
-from runner_core.iteration.facts import IterationFacts
-from runner_core.iteration.machine import IterationMachine, start_iteration
-from runner_core.iteration.preconditions import BranchSeen
-from runner_core.iteration.stages import (
+from runner_core.iteration.facts import (
     TRANSITIONS,
+    IterationFacts,
     IterationMachineError,
     Stage,
     check_transition,
 )
+from runner_core.iteration.machine import IterationMachine, start_iteration
+from runner_core.iteration.preconditions import BranchSeen
 from runner_core.run.config import parse_config
 from runner_core.run.state import RunState
 from tests.core.iteration.test_iteration_machine import (
