@@ -32,6 +32,9 @@ WIDE = 1200  # the timeline's
 # The timeline shows the latest iterations only: at thousands, bars a pixel wide would show
 # nothing but cost a redrawing of every one at each new iteration.
 TIMELINE_BARS = 500
+# The tests picture shows the latest reports only, for the same reason: its plot is about
+# 390 pixels wide, so at thousands of iterations each bar would be a pixel at most.
+TESTS_BARS = 200
 
 
 def esc(value: object) -> str:
@@ -215,6 +218,8 @@ def tests_svg(points: Sequence[TestsPoint]) -> str:
     label = "Tests passing per iteration"
     if not points:
         return _empty("chart-tests", label, "no guard report yet")
+    reports = len(points)
+    points = points[-TESTS_BARS:]
     top = max(max(point.total for point in points), 1)
     plot_left, plot_right, plot_top, plot_bottom = 40.0, WIDTH - 10.0, 14.0, 150.0
     step = (plot_right - plot_left) / len(points)
@@ -245,9 +250,12 @@ def tests_svg(points: Sequence[TestsPoint]) -> str:
                     f'<text x="{x + bar / 2:.1f}" y="{plot_bottom - passed_h - failed_h - 3:.1f}" '
                     f'text-anchor="middle" class="value">{point.passed}/{point.total}</text>'
                 )
+    shown = (
+        "iteration" if reports == len(points) else f"iteration (latest {len(points)} of {reports})"
+    )
     parts.append(
         f'<text x="{(plot_left + plot_right) / 2:.1f}" y="{plot_bottom + 25}" text-anchor="middle" '
-        'class="axis-label">iteration</text>'
+        f'class="axis-label">{shown}</text>'
     )
     body = _defs("te", ("failed",)) + "".join(parts) + _legend("te", ("passed", "failed"), 196)
     return _svg("chart-tests", label, 206, body)
