@@ -139,7 +139,8 @@ def bench_views(
     rows: list[bench.Row] = []
     floor_script = workdir / "views_floor.py"
     floor_script.write_text(VIEWS_FLOOR_SOURCE, encoding="utf-8")
-    for size in (size for size in sizes if size <= MAX_ITERATIONS):
+    run_sizes = [size for size in sizes if size <= MAX_ITERATIONS]
+    for size in run_sizes:
         log(f"cli: a run of {size} iterations")
         repo, run_dir, branch = make_long_run(workdir / f"views-{size}", size)
         floor = bench.process([sys.executable, str(floor_script), run_dir, branch], repo)
@@ -160,6 +161,6 @@ def bench_views(
             )
         if size == TARGET_ITERATIONS:
             rows.append(serve.bench_serve_idle(repo, run_dir, size, log))
-        if size == max(sizes):  # last: the loop adds iterations to this run
+        if size == max(run_sizes):  # last: the loop adds iterations to this run
             rows.append(serve.bench_serve_loop(repo, size, log, size == TARGET_ITERATIONS))
     return rows
