@@ -12,7 +12,38 @@ class _Root(NamedTuple):
     root: Path
 
 
-class RunnerPaths(_Root):
+class RunFiles:
+    """The paths of one run's record, from `iterations_dir` (and `relative`, from `root`): one
+    home for both ways of holding the runner's paths (`RunnerPaths`, `StepPlaces`)."""
+
+    __slots__ = ()
+
+    @property
+    def root(self) -> Path:
+        raise NotImplementedError
+
+    @property
+    def iterations_dir(self) -> Path:
+        raise NotImplementedError
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.iterations_dir / run_id
+
+    def events_log(self, run_id: str) -> Path:
+        """The run's event stream, beside its iteration directories."""
+        return self.run_dir(run_id) / EVENTS_FILE
+
+    def iter_dir(self, run_id: str, iteration: int) -> Path:
+        return self.run_dir(run_id) / str(iteration)
+
+    def relative(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+
+class RunnerPaths(_Root, RunFiles):
     """Where the runner's files live under the repository root `root`.
 
     Immutable, compared and hashed by `root`, as a frozen attrs class would be; a named
@@ -87,22 +118,6 @@ class RunnerPaths(_Root):
     @property
     def iterations_dir(self) -> Path:
         return self.runner_dir / "iterations"
-
-    def run_dir(self, run_id: str) -> Path:
-        return self.iterations_dir / run_id
-
-    def events_log(self, run_id: str) -> Path:
-        """The run's event stream, beside its iteration directories."""
-        return self.run_dir(run_id) / EVENTS_FILE
-
-    def iter_dir(self, run_id: str, iteration: int) -> Path:
-        return self.run_dir(run_id) / str(iteration)
-
-    def relative(self, path: Path) -> str:
-        try:
-            return str(path.relative_to(self.root))
-        except ValueError:
-            return str(path)
 
 
 class Places(Protocol):

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import attrs
 
-from runner_shell.store.layout import EVENTS_FILE, Places, RunnerPaths
+from runner_shell.store.layout import EVENTS_FILE, Places, RunFiles, RunnerPaths
 
 
 @attrs.frozen(slots=True)
-class StepPlaces:
+class StepPlaces(RunFiles):
     """The run's paths as a step uses them (a `Places`), read off its `RunnerPaths` once:
     the helpers a step hands this to never derive a path from the repository root again."""
 
@@ -51,21 +51,6 @@ class StepPlaces:
             context_dir=paths.context_dir,
             iterations_dir=paths.iterations_dir,
         )
-
-    def run_dir(self, run_id: str) -> Path:
-        return self.iterations_dir / run_id
-
-    def events_log(self, run_id: str) -> Path:
-        return self.run_dir(run_id) / EVENTS_FILE
-
-    def iter_dir(self, run_id: str, iteration: int) -> Path:
-        return self.run_dir(run_id) / str(iteration)
-
-    def relative(self, path: Path) -> str:
-        try:
-            return str(path.relative_to(self.root))
-        except ValueError:
-            return str(path)
 
     def runner_paths(self) -> RunnerPaths:
         """For the rare reader that walks the run's whole record (its history)."""
