@@ -17,6 +17,8 @@ import attrs
 from attrs import AttrsInstance
 
 _META = "json_form"
+# Text, numbers and None are their own form: checked first, as most values of a document are.
+_PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 @attrs.frozen(slots=True)
@@ -49,6 +51,8 @@ def json_form(value: Any) -> Any:
     value, a mapping as an object, any other sequence than text as an array; text, numbers and
     None as they are."""
     kind: type[object] = type(value)
+    if kind in _PLAIN:
+        return value
     if attrs.has(kind):
         document: dict[str, Any] = {}
         for name, key, shape in _plan(kind):

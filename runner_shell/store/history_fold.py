@@ -87,7 +87,8 @@ class HistoryFold:
     run_id: str | None = None
     stamp: tuple[int, ...] | None = None  # the run directory's, as last listed
     inodes: dict[str, int] = attrs.field(factory=dict)  # each iteration directory listed
-    recorded: set[str] = attrs.field(factory=set)  # those with a record
+    # Those listed without a record yet (in progress, or unreadable): what a fold reads again.
+    pending: set[str] = attrs.field(factory=set)
     unexpected: tuple[str, ...] = ()
     history: ExecutionHistory | None = None
     read_at: float = 0.0  # the last whole reading's
@@ -118,10 +119,10 @@ class HistoryFold:
         found = _listed(paths.run_dir(run_id))
         self.run_id, self.history, self.read_at, self.inodes = run_id, history, now, {}
         self.stamp = stamp if found is not None else None
-        self.recorded = {str(record.iteration) for record in history.records}
-        self.unexpected = ()
+        self.pending, self.unexpected = set(), ()
         if found is not None:
             self._add_listed(found)
+        self.pending.difference_update(str(record.iteration) for record in history.records)
         return history, problems
 
     def _add_listed(self, found: _Listing) -> None:
@@ -132,6 +133,7 @@ class HistoryFold:
             entry = found.entries[name]
             if _is_iteration_dir(entry):
                 self.inodes[name] = entry.inode()
+                self.pending.add(name)
             elif not _is_events_log(entry) and not _is_skipped_silently(name):
                 unexpected.append(name)
         self.unexpected = tuple(unexpected)
@@ -145,9 +147,7 @@ class HistoryFold:
         problems = list(_unexpected_lines(paths, run_id, RunListing((), self.unexpected)))
         added: list[ExecutionRecord] = []
         with _directory_fd(run_dir) as run_fd:
-            for number, name in sorted(
-                (int(name), name) for name in self.inodes.keys() - self.recorded
-            ):
+            for number, name in sorted((int(name), name) for name in self.pending):
                 found = iteration_log._record_or_problem(
                     paths, run_dir, run_id, run_fd, number, name
                 )
@@ -155,7 +155,7 @@ class HistoryFold:
                     problems.append(found)
                 else:
                     added.append(found)
-                    self.recorded.add(name)
+                    self.pending.discard(name)
         history = self.history
         last = history.records[-1].iteration if history.records else 0
         if all(record.iteration > last for record in added):

@@ -31,7 +31,7 @@ WIDTH = 440  # the small pictures' drawing width (they show at about this size)
 WIDE = 1200  # the timeline's
 # The timeline shows the latest iterations only: at thousands, bars a pixel wide would show
 # nothing but cost a redrawing of every one at each new iteration.
-TIMELINE_BARS = 500
+TIMELINE_BARS = 200
 # The tests picture shows the latest reports only, for the same reason: its plot is about
 # 390 pixels wide, so at thousands of iterations each bar would be a pixel at most.
 TESTS_BARS = 200
