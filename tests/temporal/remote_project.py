@@ -88,12 +88,17 @@ class Workers:
                 process.wait(5)
 
 
+SENT_SECS = 60.0
+
+
 def until_sent(project: Project, count: int, pattern: str = "*.request") -> None:
-    """Until `count` remote jobs have their files of `pattern` beside the loop's journals."""
+    """Until `count` remote jobs have their files of `pattern` beside the loop's journals;
+    fails the test when they are not there within SENT_SECS (what follows assumes them)."""
     kept = project.root / ".git" / "runner-jobs"
-    for _ in range(600):
-        if len(list(kept.glob(pattern))) >= count:
-            return
+    deadline = time.monotonic() + SENT_SECS
+    while (found := len(list(kept.glob(pattern)))) < count:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{found} of {count} jobs' {pattern} sent in {SENT_SECS:g} s")
         time.sleep(0.05)
 
 
