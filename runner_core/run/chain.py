@@ -11,12 +11,14 @@ Pure computation over bytes it is given; never reads git or files.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # `is_chain_value` is all a run state's reader needs of this module
     from runner_core.history.records import ExecutionRecord
+
+# hashlib (its OpenSSL, a few milliseconds) is imported by the functions that hash, not by
+# every command that reads a run state.
 
 CHAIN_VERSION = b"runner-chain-v1\0"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -24,6 +26,8 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 def chain_seed(run_id: str) -> str:
     """The chain value of the start commit `chore(loop): start run <id>`."""
+    import hashlib
+
     return hashlib.sha256(CHAIN_VERSION + run_id.encode("utf-8")).hexdigest()
 
 
@@ -44,6 +48,8 @@ def chain_link(previous: str, record: ExecutionRecord, tree_after: bytes | str) 
     bytes, or as the text whose UTF-8 they are: the same value either way)."""
     if not is_chain_value(previous):
         raise ValueError(f"a chain value is 64 lowercase hex digits, got {previous!r}")
+    import hashlib
+
     digest = hashlib.sha256()
     digest.update(previous.encode("ascii") + b"\n")
     digest.update(canonical_record(record) + b"\n")

@@ -18,10 +18,10 @@ be written the result is computed again each time, as before.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
+import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,9 @@ def cached_probe_result(
     (and kept when `keep` says so). `compute` returns a JSON object."""
     folder = directory if directory is not None else cache_directory(environ or os.environ)
     full_key = boot_key(key)
-    path = folder / f"{_PREFIX}{hashlib.sha256(full_key.encode()).hexdigest()[:32]}.json"
+    # The name only spreads keys over files (each holds its whole key, checked on reading):
+    # a checksum, not a digest, as hashlib's OpenSSL costs every command a few milliseconds.
+    path = folder / f"{_PREFIX}{zlib.crc32(full_key.encode()):08x}.json"
     kept = _read(path, full_key)
     if kept is not None:
         return kept
