@@ -17,16 +17,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # `is_chain_value` is all a run state's reader needs of this module
     from runner_core.history.records import ExecutionRecord
 
-# hashlib (its OpenSSL, a few milliseconds) is imported by the functions that hash, not by
-# every command that reads a run state.
-
 CHAIN_VERSION = b"runner-chain-v1\0"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 def chain_seed(run_id: str) -> str:
     """The chain value of the start commit `chore(loop): start run <id>`."""
-    import hashlib
+    import hashlib  # here, as in chain_link: a run state's reader loads no OpenSSL
 
     return hashlib.sha256(CHAIN_VERSION + run_id.encode("utf-8")).hexdigest()
 
