@@ -227,8 +227,8 @@ def _canonical_node_text(properties: dict[str, dict[str, Any]]) -> str:
 
 
 def generate() -> str:
-    """The text of runner_core/validation/_validators.py for the schemas and fastjsonschema."""
-    return _compiled_module(SCHEMA_FILES)
+    """The text of runner_core/validation/_validators.py: the schemas, compiled."""
+    return _reading_only(_compiled_module(SCHEMA_FILES), "validators")
 
 
 # fastjsonschema's test of `"type": "integer"`, which lets a float with no fraction pass.
@@ -244,12 +244,7 @@ def generate_config() -> str:
     code, count = _FLOAT_AS_INTEGER.subn("", _compiled_module((CONFIG_SCHEMA_FILE,)))
     if not count:
         raise SystemExit("config validator: fastjsonschema's integer test changed; update it")
-    # Every command reads the config: it imports neither fastjsonschema (its compiler, when
-    # the code is compiled already) nor decimal (parsed TOML holds no Decimal).
-    for old, new in _CONFIG_HEADER:
-        if old not in code:
-            raise SystemExit(f"config validator: no {old.strip()!r} to replace; update it")
-        code = code.replace(old, new)
+    code = _reading_only(code, "config validator")
     # The schema's patterns, compiled once, as a table no caller can change.
     code, count = _REGEX_TABLE.subn(r"REGEX_PATTERNS = MappingProxyType(\1)\n", code)
     if count != 1:
@@ -260,15 +255,28 @@ def generate_config() -> str:
 _REGEX_TABLE = re.compile(r"^REGEX_PATTERNS = (\{\n.*?\n\})\n", re.MULTILINE | re.DOTALL)
 
 
-_CONFIG_HEADER = (
+# What reads a document imports neither fastjsonschema (its compiler, when the code is compiled
+# already) nor decimal (decoded JSON and parsed TOML hold no Decimal).
+_HEADER = (
     ("from decimal import Decimal\n", "from types import MappingProxyType\n"),
-    (", Decimal)", ")"),
+    (", Decimal", ""),
     (
         "from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException\n",
-        "from runner_core.run.config_errors import SchemaRefusal as JsonSchemaValueException\n"
-        "from runner_core.run.config_errors import SchemaRefusal as JsonSchemaValuesException\n",
+        "from runner_core.validation.refusal import SchemaRefusal as JsonSchemaValueException\n"
+        "from runner_core.validation.refusal import SchemaRefusal as JsonSchemaValuesException\n",
     ),
 )
+
+
+def _reading_only(code: str, module: str) -> str:
+    """`code` importing what reading needs alone (_HEADER)."""
+    for old, new in _HEADER:
+        if old not in code:
+            raise SystemExit(f"{module}: no {old.strip()!r} to replace; update it")
+        code = code.replace(old, new)
+    if "Decimal" in code:
+        raise SystemExit(f"{module}: Decimal is still named; update _HEADER")
+    return code
 
 
 def _compiled_module(names: tuple[str, ...]) -> str:

@@ -4,8 +4,8 @@
 VERSION = "2.22.3"
 from types import MappingProxyType
 import re
-from runner_core.run.config_errors import SchemaRefusal as JsonSchemaValueException
-from runner_core.run.config_errors import SchemaRefusal as JsonSchemaValuesException
+from runner_core.validation.refusal import SchemaRefusal as JsonSchemaValueException
+from runner_core.validation.refusal import SchemaRefusal as JsonSchemaValuesException
 
 
 REGEX_PATTERNS = MappingProxyType({

@@ -12,7 +12,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from runner_core.run.config_errors import ConfigError, SchemaRefusal
+from runner_core.run.config_errors import ConfigError
+from runner_core.validation.refusal import SchemaRefusal
 
 CONFIG_SCHEMA_FILE = "config.schema.json"
 

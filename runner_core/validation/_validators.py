@@ -2,8 +2,9 @@
 # ruff: noqa
 # mypy: ignore-errors
 VERSION = "2.22.3"
-from decimal import Decimal
-from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException
+from types import MappingProxyType
+from runner_core.validation.refusal import SchemaRefusal as JsonSchemaValueException
+from runner_core.validation.refusal import SchemaRefusal as JsonSchemaValuesException
 
 
 NoneType = type(None)
@@ -73,7 +74,7 @@ def validate_https___runner_invalid_schemas_task_tree_v1_schema_json___defs_node
             data__attempts = data["attempts"]
             if not isinstance(data__attempts, (int)) and not (isinstance(data__attempts, float) and data__attempts.is_integer()) or isinstance(data__attempts, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".attempts must be integer", value=data__attempts, name="" + (name_prefix or "data") + ".attempts", definition={'type': 'integer', 'minimum': 0}, rule='type')
-            if isinstance(data__attempts, (int, float, Decimal)) and not isinstance(data__attempts, bool):
+            if isinstance(data__attempts, (int, float)) and not isinstance(data__attempts, bool):
                 if data__attempts < 0:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".attempts must be bigger than or equal to 0", value=data__attempts, name="" + (name_prefix or "data") + ".attempts", definition={'type': 'integer', 'minimum': 0}, rule='minimum')
         if "max_attempts" in data_keys:
@@ -81,7 +82,7 @@ def validate_https___runner_invalid_schemas_task_tree_v1_schema_json___defs_node
             data__maxattempts = data["max_attempts"]
             if not isinstance(data__maxattempts, (int)) and not (isinstance(data__maxattempts, float) and data__maxattempts.is_integer()) or isinstance(data__maxattempts, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".max_attempts must be integer", value=data__maxattempts, name="" + (name_prefix or "data") + ".max_attempts", definition={'type': 'integer', 'minimum': 0}, rule='type')
-            if isinstance(data__maxattempts, (int, float, Decimal)) and not isinstance(data__maxattempts, bool):
+            if isinstance(data__maxattempts, (int, float)) and not isinstance(data__maxattempts, bool):
                 if data__maxattempts < 0:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".max_attempts must be bigger than or equal to 0", value=data__maxattempts, name="" + (name_prefix or "data") + ".max_attempts", definition={'type': 'integer', 'minimum': 0}, rule='minimum')
         if "children" in data_keys:
@@ -203,7 +204,7 @@ def validate_https___runner_invalid_schemas_run_state_schema_json(data, custom_f
             data__nextiter = data["next_iter"]
             if not isinstance(data__nextiter, (int)) and not (isinstance(data__nextiter, float) and data__nextiter.is_integer()) or isinstance(data__nextiter, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".next_iter must be integer", value=data__nextiter, name="" + (name_prefix or "data") + ".next_iter", definition={'description': 'must be an integer >= 1', 'type': 'integer', 'minimum': 1}, rule='type')
-            if isinstance(data__nextiter, (int, float, Decimal)) and not isinstance(data__nextiter, bool):
+            if isinstance(data__nextiter, (int, float)) and not isinstance(data__nextiter, bool):
                 if data__nextiter < 1:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".next_iter must be bigger than or equal to 1", value=data__nextiter, name="" + (name_prefix or "data") + ".next_iter", definition={'description': 'must be an integer >= 1', 'type': 'integer', 'minimum': 1}, rule='minimum')
         if "last_status" in data_keys:
@@ -234,7 +235,7 @@ def validate_https___runner_invalid_schemas_run_state_schema_json(data, custom_f
                         data__executions_value = data__executions.get(data__executions_key)
                         if not isinstance(data__executions_value, (int)) and not (isinstance(data__executions_value, float) and data__executions_value.is_integer()) or isinstance(data__executions_value, bool):
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".executions.{data__executions_key}".format(**locals()) + " must be integer", value=data__executions_value, name="" + (name_prefix or "data") + ".executions.{data__executions_key}".format(**locals()) + "", definition={'type': 'integer', 'minimum': 1}, rule='type')
-                        if isinstance(data__executions_value, (int, float, Decimal)) and not isinstance(data__executions_value, bool):
+                        if isinstance(data__executions_value, (int, float)) and not isinstance(data__executions_value, bool):
                             if data__executions_value < 1:
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".executions.{data__executions_key}".format(**locals()) + " must be bigger than or equal to 1", value=data__executions_value, name="" + (name_prefix or "data") + ".executions.{data__executions_key}".format(**locals()) + "", definition={'type': 'integer', 'minimum': 1}, rule='minimum')
         if "chain" in data_keys:
@@ -307,7 +308,7 @@ def validate_https___runner_invalid_schemas_journal_schema_json(data, custom_for
                 for data__processgroups_x, data__processgroups_item in enumerate(data__processgroups):
                     if not isinstance(data__processgroups_item, (int)) and not (isinstance(data__processgroups_item, float) and data__processgroups_item.is_integer()) or isinstance(data__processgroups_item, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".process_groups[{data__processgroups_x}]".format(**locals()) + " must be integer", value=data__processgroups_item, name="" + (name_prefix or "data") + ".process_groups[{data__processgroups_x}]".format(**locals()) + "", definition={'type': 'integer', 'minimum': 2}, rule='type')
-                    if isinstance(data__processgroups_item, (int, float, Decimal)) and not isinstance(data__processgroups_item, bool):
+                    if isinstance(data__processgroups_item, (int, float)) and not isinstance(data__processgroups_item, bool):
                         if data__processgroups_item < 2:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".process_groups[{data__processgroups_x}]".format(**locals()) + " must be bigger than or equal to 2", value=data__processgroups_item, name="" + (name_prefix or "data") + ".process_groups[{data__processgroups_x}]".format(**locals()) + "", definition={'type': 'integer', 'minimum': 2}, rule='minimum')
         if "commit_subject" in data_keys:
@@ -341,7 +342,7 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
             data__iter = data["iter"]
             if not isinstance(data__iter, (int)) and not (isinstance(data__iter, float) and data__iter.is_integer()) or isinstance(data__iter, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".iter must be integer", value=data__iter, name="" + (name_prefix or "data") + ".iter", definition={'type': 'integer', 'minimum': 1, 'description': 'must be an integer >= 1, got {value!r}'}, rule='type')
-            if isinstance(data__iter, (int, float, Decimal)) and not isinstance(data__iter, bool):
+            if isinstance(data__iter, (int, float)) and not isinstance(data__iter, bool):
                 if data__iter < 1:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".iter must be bigger than or equal to 1", value=data__iter, name="" + (name_prefix or "data") + ".iter", definition={'type': 'integer', 'minimum': 1, 'description': 'must be an integer >= 1, got {value!r}'}, rule='minimum')
         if "node_id" in data_keys:
@@ -373,7 +374,7 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
             data__execution = data["execution"]
             if not isinstance(data__execution, (int)) and not (isinstance(data__execution, float) and data__execution.is_integer()) or isinstance(data__execution, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".execution must be integer", value=data__execution, name="" + (name_prefix or "data") + ".execution", definition={'type': 'integer', 'minimum': 1, 'description': 'must be an integer >= 1, got {value!r}'}, rule='type')
-            if isinstance(data__execution, (int, float, Decimal)) and not isinstance(data__execution, bool):
+            if isinstance(data__execution, (int, float)) and not isinstance(data__execution, bool):
                 if data__execution < 1:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".execution must be bigger than or equal to 1", value=data__execution, name="" + (name_prefix or "data") + ".execution", definition={'type': 'integer', 'minimum': 1, 'description': 'must be an integer >= 1, got {value!r}'}, rule='minimum')
         if "started_at" in data_keys:
@@ -399,7 +400,7 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
             data__durationms = data["duration_ms"]
             if not isinstance(data__durationms, (int)) and not (isinstance(data__durationms, float) and data__durationms.is_integer()) or isinstance(data__durationms, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".duration_ms must be integer", value=data__durationms, name="" + (name_prefix or "data") + ".duration_ms", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
-            if isinstance(data__durationms, (int, float, Decimal)) and not isinstance(data__durationms, bool):
+            if isinstance(data__durationms, (int, float)) and not isinstance(data__durationms, bool):
                 if data__durationms < 0:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".duration_ms must be bigger than or equal to 0", value=data__durationms, name="" + (name_prefix or "data") + ".duration_ms", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
         if "error_kind" in data_keys:
@@ -428,7 +429,7 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
                     data__tokens__input = data__tokens["input"]
                     if not isinstance(data__tokens__input, (int)) and not (isinstance(data__tokens__input, float) and data__tokens__input.is_integer()) or isinstance(data__tokens__input, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".tokens.input must be integer", value=data__tokens__input, name="" + (name_prefix or "data") + ".tokens.input", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
-                    if isinstance(data__tokens__input, (int, float, Decimal)) and not isinstance(data__tokens__input, bool):
+                    if isinstance(data__tokens__input, (int, float)) and not isinstance(data__tokens__input, bool):
                         if data__tokens__input < 0:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".tokens.input must be bigger than or equal to 0", value=data__tokens__input, name="" + (name_prefix or "data") + ".tokens.input", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
                 if "output" in data__tokens_keys:
@@ -436,7 +437,7 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
                     data__tokens__output = data__tokens["output"]
                     if not isinstance(data__tokens__output, (int)) and not (isinstance(data__tokens__output, float) and data__tokens__output.is_integer()) or isinstance(data__tokens__output, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".tokens.output must be integer", value=data__tokens__output, name="" + (name_prefix or "data") + ".tokens.output", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
-                    if isinstance(data__tokens__output, (int, float, Decimal)) and not isinstance(data__tokens__output, bool):
+                    if isinstance(data__tokens__output, (int, float)) and not isinstance(data__tokens__output, bool):
                         if data__tokens__output < 0:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".tokens.output must be bigger than or equal to 0", value=data__tokens__output, name="" + (name_prefix or "data") + ".tokens.output", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
                 if "cached" in data__tokens_keys:
@@ -444,15 +445,15 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
                     data__tokens__cached = data__tokens["cached"]
                     if not isinstance(data__tokens__cached, (int)) and not (isinstance(data__tokens__cached, float) and data__tokens__cached.is_integer()) or isinstance(data__tokens__cached, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".tokens.cached must be integer", value=data__tokens__cached, name="" + (name_prefix or "data") + ".tokens.cached", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
-                    if isinstance(data__tokens__cached, (int, float, Decimal)) and not isinstance(data__tokens__cached, bool):
+                    if isinstance(data__tokens__cached, (int, float)) and not isinstance(data__tokens__cached, bool):
                         if data__tokens__cached < 0:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".tokens.cached must be bigger than or equal to 0", value=data__tokens__cached, name="" + (name_prefix or "data") + ".tokens.cached", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
         if "cost_usd" in data_keys:
             data_keys.remove("cost_usd")
             data__costusd = data["cost_usd"]
-            if not isinstance(data__costusd, (int, float, Decimal, NoneType)) or isinstance(data__costusd, bool):
+            if not isinstance(data__costusd, (int, float, NoneType)) or isinstance(data__costusd, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".cost_usd must be number or null", value=data__costusd, name="" + (name_prefix or "data") + ".cost_usd", definition={'type': ['number', 'null'], 'minimum': 0, 'description': 'must be a number >= 0 or null, got {value!r}'}, rule='type')
-            if isinstance(data__costusd, (int, float, Decimal)) and not isinstance(data__costusd, bool):
+            if isinstance(data__costusd, (int, float)) and not isinstance(data__costusd, bool):
                 if data__costusd < 0:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".cost_usd must be bigger than or equal to 0", value=data__costusd, name="" + (name_prefix or "data") + ".cost_usd", definition={'type': ['number', 'null'], 'minimum': 0, 'description': 'must be a number >= 0 or null, got {value!r}'}, rule='minimum')
         if "attempts_before" in data_keys:
@@ -460,7 +461,7 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
             data__attemptsbefore = data["attempts_before"]
             if not isinstance(data__attemptsbefore, (int)) and not (isinstance(data__attemptsbefore, float) and data__attemptsbefore.is_integer()) or isinstance(data__attemptsbefore, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".attempts_before must be integer", value=data__attemptsbefore, name="" + (name_prefix or "data") + ".attempts_before", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
-            if isinstance(data__attemptsbefore, (int, float, Decimal)) and not isinstance(data__attemptsbefore, bool):
+            if isinstance(data__attemptsbefore, (int, float)) and not isinstance(data__attemptsbefore, bool):
                 if data__attemptsbefore < 0:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".attempts_before must be bigger than or equal to 0", value=data__attemptsbefore, name="" + (name_prefix or "data") + ".attempts_before", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
         if "attempts_after" in data_keys:
@@ -468,7 +469,7 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
             data__attemptsafter = data["attempts_after"]
             if not isinstance(data__attemptsafter, (int)) and not (isinstance(data__attemptsafter, float) and data__attemptsafter.is_integer()) or isinstance(data__attemptsafter, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".attempts_after must be integer", value=data__attemptsafter, name="" + (name_prefix or "data") + ".attempts_after", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
-            if isinstance(data__attemptsafter, (int, float, Decimal)) and not isinstance(data__attemptsafter, bool):
+            if isinstance(data__attemptsafter, (int, float)) and not isinstance(data__attemptsafter, bool):
                 if data__attemptsafter < 0:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".attempts_after must be bigger than or equal to 0", value=data__attemptsafter, name="" + (name_prefix or "data") + ".attempts_after", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
         if "backend" in data_keys:
@@ -496,7 +497,7 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
                     data__tests__passed = data__tests["passed"]
                     if not isinstance(data__tests__passed, (int)) and not (isinstance(data__tests__passed, float) and data__tests__passed.is_integer()) or isinstance(data__tests__passed, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.passed must be integer", value=data__tests__passed, name="" + (name_prefix or "data") + ".tests.passed", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
-                    if isinstance(data__tests__passed, (int, float, Decimal)) and not isinstance(data__tests__passed, bool):
+                    if isinstance(data__tests__passed, (int, float)) and not isinstance(data__tests__passed, bool):
                         if data__tests__passed < 0:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.passed must be bigger than or equal to 0", value=data__tests__passed, name="" + (name_prefix or "data") + ".tests.passed", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
                 if "failed" in data__tests_keys:
@@ -504,7 +505,7 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
                     data__tests__failed = data__tests["failed"]
                     if not isinstance(data__tests__failed, (int)) and not (isinstance(data__tests__failed, float) and data__tests__failed.is_integer()) or isinstance(data__tests__failed, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.failed must be integer", value=data__tests__failed, name="" + (name_prefix or "data") + ".tests.failed", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
-                    if isinstance(data__tests__failed, (int, float, Decimal)) and not isinstance(data__tests__failed, bool):
+                    if isinstance(data__tests__failed, (int, float)) and not isinstance(data__tests__failed, bool):
                         if data__tests__failed < 0:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.failed must be bigger than or equal to 0", value=data__tests__failed, name="" + (name_prefix or "data") + ".tests.failed", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
                 if "skipped" in data__tests_keys:
@@ -512,7 +513,7 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
                     data__tests__skipped = data__tests["skipped"]
                     if not isinstance(data__tests__skipped, (int)) and not (isinstance(data__tests__skipped, float) and data__tests__skipped.is_integer()) or isinstance(data__tests__skipped, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.skipped must be integer", value=data__tests__skipped, name="" + (name_prefix or "data") + ".tests.skipped", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
-                    if isinstance(data__tests__skipped, (int, float, Decimal)) and not isinstance(data__tests__skipped, bool):
+                    if isinstance(data__tests__skipped, (int, float)) and not isinstance(data__tests__skipped, bool):
                         if data__tests__skipped < 0:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.skipped must be bigger than or equal to 0", value=data__tests__skipped, name="" + (name_prefix or "data") + ".tests.skipped", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
                 if "total" in data__tests_keys:
@@ -520,7 +521,7 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
                     data__tests__total = data__tests["total"]
                     if not isinstance(data__tests__total, (int)) and not (isinstance(data__tests__total, float) and data__tests__total.is_integer()) or isinstance(data__tests__total, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.total must be integer", value=data__tests__total, name="" + (name_prefix or "data") + ".tests.total", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
-                    if isinstance(data__tests__total, (int, float, Decimal)) and not isinstance(data__tests__total, bool):
+                    if isinstance(data__tests__total, (int, float)) and not isinstance(data__tests__total, bool):
                         if data__tests__total < 0:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.total must be bigger than or equal to 0", value=data__tests__total, name="" + (name_prefix or "data") + ".tests.total", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
                 if "newly_passing" in data__tests_keys:
@@ -528,7 +529,7 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
                     data__tests__newlypassing = data__tests["newly_passing"]
                     if not isinstance(data__tests__newlypassing, (int)) and not (isinstance(data__tests__newlypassing, float) and data__tests__newlypassing.is_integer()) or isinstance(data__tests__newlypassing, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.newly_passing must be integer", value=data__tests__newlypassing, name="" + (name_prefix or "data") + ".tests.newly_passing", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
-                    if isinstance(data__tests__newlypassing, (int, float, Decimal)) and not isinstance(data__tests__newlypassing, bool):
+                    if isinstance(data__tests__newlypassing, (int, float)) and not isinstance(data__tests__newlypassing, bool):
                         if data__tests__newlypassing < 0:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.newly_passing must be bigger than or equal to 0", value=data__tests__newlypassing, name="" + (name_prefix or "data") + ".tests.newly_passing", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
                 if "regressed" in data__tests_keys:
@@ -536,7 +537,7 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
                     data__tests__regressed = data__tests["regressed"]
                     if not isinstance(data__tests__regressed, (int)) and not (isinstance(data__tests__regressed, float) and data__tests__regressed.is_integer()) or isinstance(data__tests__regressed, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.regressed must be integer", value=data__tests__regressed, name="" + (name_prefix or "data") + ".tests.regressed", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
-                    if isinstance(data__tests__regressed, (int, float, Decimal)) and not isinstance(data__tests__regressed, bool):
+                    if isinstance(data__tests__regressed, (int, float)) and not isinstance(data__tests__regressed, bool):
                         if data__tests__regressed < 0:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.regressed must be bigger than or equal to 0", value=data__tests__regressed, name="" + (name_prefix or "data") + ".tests.regressed", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
                 if "removed" in data__tests_keys:
@@ -544,7 +545,7 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
                     data__tests__removed = data__tests["removed"]
                     if not isinstance(data__tests__removed, (int)) and not (isinstance(data__tests__removed, float) and data__tests__removed.is_integer()) or isinstance(data__tests__removed, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.removed must be integer", value=data__tests__removed, name="" + (name_prefix or "data") + ".tests.removed", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
-                    if isinstance(data__tests__removed, (int, float, Decimal)) and not isinstance(data__tests__removed, bool):
+                    if isinstance(data__tests__removed, (int, float)) and not isinstance(data__tests__removed, bool):
                         if data__tests__removed < 0:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.removed must be bigger than or equal to 0", value=data__tests__removed, name="" + (name_prefix or "data") + ".tests.removed", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
                 if "flaky" in data__tests_keys:
@@ -574,7 +575,7 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
                     data__tests__targetspassed = data__tests["targets_passed"]
                     if not isinstance(data__tests__targetspassed, (int)) and not (isinstance(data__tests__targetspassed, float) and data__tests__targetspassed.is_integer()) or isinstance(data__tests__targetspassed, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.targets_passed must be integer", value=data__tests__targetspassed, name="" + (name_prefix or "data") + ".tests.targets_passed", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
-                    if isinstance(data__tests__targetspassed, (int, float, Decimal)) and not isinstance(data__tests__targetspassed, bool):
+                    if isinstance(data__tests__targetspassed, (int, float)) and not isinstance(data__tests__targetspassed, bool):
                         if data__tests__targetspassed < 0:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.targets_passed must be bigger than or equal to 0", value=data__tests__targetspassed, name="" + (name_prefix or "data") + ".tests.targets_passed", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
                 if "targets_total" in data__tests_keys:
@@ -582,7 +583,7 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
                     data__tests__targetstotal = data__tests["targets_total"]
                     if not isinstance(data__tests__targetstotal, (int)) and not (isinstance(data__tests__targetstotal, float) and data__tests__targetstotal.is_integer()) or isinstance(data__tests__targetstotal, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.targets_total must be integer", value=data__tests__targetstotal, name="" + (name_prefix or "data") + ".tests.targets_total", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='type')
-                    if isinstance(data__tests__targetstotal, (int, float, Decimal)) and not isinstance(data__tests__targetstotal, bool):
+                    if isinstance(data__tests__targetstotal, (int, float)) and not isinstance(data__tests__targetstotal, bool):
                         if data__tests__targetstotal < 0:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".tests.targets_total must be bigger than or equal to 0", value=data__tests__targetstotal, name="" + (name_prefix or "data") + ".tests.targets_total", definition={'type': 'integer', 'minimum': 0, 'description': 'must be an integer >= 0, got {value!r}'}, rule='minimum')
         if "merge_rerun" in data_keys:
@@ -611,7 +612,7 @@ def validate_https___runner_invalid_schemas_meta_schema_json(data, custom_format
             data__attemptfiles = data["attempt_files"]
             if not isinstance(data__attemptfiles, (int)) and not (isinstance(data__attemptfiles, float) and data__attemptfiles.is_integer()) or isinstance(data__attemptfiles, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".attempt_files must be integer", value=data__attemptfiles, name="" + (name_prefix or "data") + ".attempt_files", definition={'type': 'integer', 'minimum': 0, 'description': 'how many changed paths outside .runner/ an iteration not judged a pass left on its own ref, refs/runner/attempts/<run>/<iter>, instead of the run branch (written only when some were); must be an integer >= 0, got {value!r}'}, rule='type')
-            if isinstance(data__attemptfiles, (int, float, Decimal)) and not isinstance(data__attemptfiles, bool):
+            if isinstance(data__attemptfiles, (int, float)) and not isinstance(data__attemptfiles, bool):
                 if data__attemptfiles < 0:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".attempt_files must be bigger than or equal to 0", value=data__attemptfiles, name="" + (name_prefix or "data") + ".attempt_files", definition={'type': 'integer', 'minimum': 0, 'description': 'how many changed paths outside .runner/ an iteration not judged a pass left on its own ref, refs/runner/attempts/<run>/<iter>, instead of the run branch (written only when some were); must be an integer >= 0, got {value!r}'}, rule='minimum')
         if "prompt_template" in data_keys:
@@ -642,7 +643,7 @@ def validate_https___runner_invalid_schemas_job_changes_schema_json(data, custom
             data__iter = data["iter"]
             if not isinstance(data__iter, (int)) and not (isinstance(data__iter, float) and data__iter.is_integer()) or isinstance(data__iter, bool):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".iter must be integer", value=data__iter, name="" + (name_prefix or "data") + ".iter", definition={'description': 'must be an iteration number', 'type': 'integer', 'minimum': 1}, rule='type')
-            if isinstance(data__iter, (int, float, Decimal)) and not isinstance(data__iter, bool):
+            if isinstance(data__iter, (int, float)) and not isinstance(data__iter, bool):
                 if data__iter < 1:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".iter must be bigger than or equal to 1", value=data__iter, name="" + (name_prefix or "data") + ".iter", definition={'description': 'must be an iteration number', 'type': 'integer', 'minimum': 1}, rule='minimum')
         if "base" in data_keys:

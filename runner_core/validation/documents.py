@@ -31,14 +31,13 @@ class DocumentProblem:
 
 def document_problem(name: str, obj: Any) -> DocumentProblem | None:
     """None when `obj` is valid against the shipped schema `name`, else what is wrong."""
-    from fastjsonschema import JsonSchemaValueException
-
     from runner_core.validation._validators import VALIDATORS
+    from runner_core.validation.refusal import SchemaRefusal
 
     validators: Mapping[str, Callable[[Any], Any]] = VALIDATORS
     try:
         validators[name](obj)
-    except JsonSchemaValueException as error:
+    except SchemaRefusal as error:
         return _problem(name, error.rule, [str(key) for key in error.path[1:]], error)
     return None
 

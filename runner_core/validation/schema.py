@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from runner_core.validation.finding import Finding
+from runner_core.validation.refusal import SchemaRefusal
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -75,10 +76,12 @@ def _compiled(name: str) -> Validator:
     return compiled
 
 
-def _value_exception() -> type[JsonSchemaValueException]:
+def _value_exception() -> tuple[type[SchemaRefusal], type[JsonSchemaValueException]]:
+    """What a validator raises on a refused document: a schema compiled ahead of time its
+    `SchemaRefusal`, one compiled here fastjsonschema's own (imported only on a refusal)."""
     from fastjsonschema import JsonSchemaValueException
 
-    return JsonSchemaValueException
+    return SchemaRefusal, JsonSchemaValueException
 
 
 @functools.cache

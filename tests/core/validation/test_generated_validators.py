@@ -21,6 +21,7 @@ import pytest
 from runner_core.run import _config_validator
 from runner_core.tree import _node_validator as _tree_node
 from runner_core.validation import _validators
+from runner_core.validation.refusal import SchemaRefusal
 from runner_core.validation.schema import load_schema
 from tests.helpers import ROOT
 from tests.helpers.trees import node
@@ -87,7 +88,7 @@ DOCUMENTS: dict[str, list[Any]] = {
 def outcome(validate: Any, document: Any) -> str:
     try:
         validate(json.loads(json.dumps(document)))
-    except fastjsonschema.JsonSchemaValueException as error:
+    except (fastjsonschema.JsonSchemaValueException, SchemaRefusal) as error:
         return f"{error.message} [{error.rule}]"
     return "valid"
 

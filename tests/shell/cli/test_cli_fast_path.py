@@ -168,6 +168,16 @@ def test_a_command_that_only_reads_the_config_never_imports_its_writer(
     assert after_command(project, command, shown) == "True False"
 
 
+@pytest.mark.parametrize("command", ["select", "validate", "status"])
+def test_a_command_that_reads_documents_never_imports_the_schema_compiler(
+    project: Project, command: str
+) -> None:
+    # The shipped schemas come compiled (scripts/gen_validators.py); reading one needs neither
+    # fastjsonschema nor decimal (decoded JSON holds no Decimal).
+    shown = "sorted(m for m in sys.modules if m.split('.')[0] in ('fastjsonschema', 'decimal'))"
+    assert after_command(project, command, shown) == "[]"
+
+
 def after_command(project: Project, command: str, shown: str) -> str:
     """What `print(<shown>)` says in a process that has just run `runner <command>` on a
     one-node tree (its modules still loaded)."""
