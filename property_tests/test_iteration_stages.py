@@ -45,7 +45,7 @@ from runner_core.iteration.facts import (
 )
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.plan import RunPlan, plan_step
-from runner_core.iteration.preconditions import BranchSeen, GitHead
+from runner_core.run.outside_change import BranchSeen, GitHead
 from runner_core.run.state import RunState
 from tests.helpers.trees import tree
 

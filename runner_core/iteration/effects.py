@@ -19,8 +19,8 @@ from runner_core.guard.report import TestReport
 from runner_core.history.records import ExecutionRecord, TokenUsage
 from runner_core.iteration.guard_stage import GuardRun
 from runner_core.iteration.plan import IterationOutcome
-from runner_core.iteration.preconditions import BranchSeen, GitHead
 from runner_core.iteration.recovery import Journal
+from runner_core.run.outside_change import BranchSeen, GitHead
 from runner_core.tree.model import AgentRole, Node
 
 

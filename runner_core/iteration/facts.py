@@ -29,7 +29,6 @@ from runner_core.history.records import ErrorKind, TokenUsage
 from runner_core.iteration.effects import Effect, Finished
 from runner_core.iteration.guard_stage import GuardRuns
 from runner_core.iteration.plan import Review, RunPlan, context_files, project_goal
-from runner_core.iteration.preconditions import GitHead
 from runner_core.iteration.record import Resumed, resumed_note
 from runner_core.iteration.recovery import Journal
 from runner_core.prompt.pack import (
@@ -41,6 +40,7 @@ from runner_core.prompt.pack import (
     tree_outline,
 )
 from runner_core.run.config import Config
+from runner_core.run.outside_change import GitHead
 from runner_core.run.questions import open_questions
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentRole, GuardOutcome, Node

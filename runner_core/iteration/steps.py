@@ -75,7 +75,6 @@ from runner_core.iteration.plan import (
     conclude_runner_error,
     guard_outcome,
 )
-from runner_core.iteration.preconditions import Refused, Where, carried_error, outside_change
 from runner_core.iteration.record import (
     IterationEnd,
     Measured,
@@ -84,6 +83,7 @@ from runner_core.iteration.record import (
     judged_pass,
 )
 from runner_core.iteration.recovery import INTERRUPTED, PENDING_GUARD_LOG
+from runner_core.run.outside_change import Refused, Where, carried_error, outside_change
 from runner_core.run.sandbox_config import limit_reached, setup_failed
 from runner_core.run.state import with_execution
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome

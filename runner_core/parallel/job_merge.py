@@ -24,9 +24,9 @@ from runner_core.iteration.facts import ERROR_KIND, MERGE_RERUNS, Failure, Stage
 from runner_core.iteration.guard_stage import GuardRun, judge_guard
 from runner_core.iteration.machine import IterationMachine
 from runner_core.iteration.plan import Review, conclude, guard_outcome, layer_problems
-from runner_core.iteration.preconditions import GitHead
 from runner_core.iteration.steps import timed_guard_effect
 from runner_core.parallel.tree_merge import TreeConflict, merge_trees
+from runner_core.run.outside_change import GitHead
 from runner_core.run.state import RunState
 from runner_core.tree.model import GuardOutcome, Node
 from runner_core.validation.finding import messages

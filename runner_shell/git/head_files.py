@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from runner_shell.store.files import FileTooLarge, NotRegularFile, read_bytes_capped
 
 if TYPE_CHECKING:  # attrs is imported by whoever builds one: `branch_from_files` needs none
-    from runner_core.iteration.preconditions import GitHead
+    from runner_core.run.outside_change import GitHead
 
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _BRANCH_PREFIX = "ref: refs/heads/"
@@ -25,7 +25,7 @@ _PACKED_REFS_MAX_BYTES = 64 * 1024 * 1024
 
 def head_from_files(git_dir: Path, common_dir: Path) -> GitHead | None:
     """HEAD's branch (None when detached) and commit, or None when git is to be asked."""
-    from runner_core.iteration.preconditions import GitHead
+    from runner_core.run.outside_change import GitHead
 
     found = branch_from_files(git_dir, common_dir)
     return None if found is None else GitHead(*found)

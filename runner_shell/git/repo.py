@@ -22,7 +22,7 @@ from runner_shell.git.hardened import (
 )
 
 if TYPE_CHECKING:  # imported where used: finding the repository needs neither
-    from runner_core.iteration.preconditions import BranchSeen, GitHead
+    from runner_core.run.outside_change import BranchSeen, GitHead
 
 FALLBACK_NAME = "runner"
 FALLBACK_EMAIL = "runner@localhost"
@@ -157,7 +157,7 @@ class Repo:
     def head_if_any(self) -> GitHead | None:
         """`head()`, or None before the first commit; read from git's files when they plainly
         say (runner_shell.git.head_files), else asked of git."""
-        from runner_core.iteration.preconditions import GitHead
+        from runner_core.run.outside_change import GitHead
         from runner_shell.git.head_files import head_from_files
 
         found = head_from_files(*self._dirs())
@@ -174,7 +174,7 @@ class Repo:
         """The checkout's HEAD now and where `before`'s branch is; when the branch moved from
         `before`'s commit, whether forward and the paths the commits between changed. Nothing
         moved costs no git process."""
-        from runner_core.iteration.preconditions import BranchSeen
+        from runner_core.run.outside_change import BranchSeen
 
         head = self.head()
         branch = before.branch

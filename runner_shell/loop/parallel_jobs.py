@@ -24,7 +24,6 @@ from runner_core.iteration.effects import Commit, GuardFinished
 from runner_core.iteration.facts import Failure, IterationFacts
 from runner_core.iteration.machine import IterationMachine, start_iteration
 from runner_core.iteration.ports import AgentRunner
-from runner_core.iteration.preconditions import GitHead
 from runner_core.iteration.record import Resumed, is_runner_path
 from runner_core.loop.budget import InFlight
 from runner_core.loop.events import Event
@@ -43,6 +42,7 @@ from runner_core.parallel.job_merge import (
 )
 from runner_core.parallel.merge_session import SessionEnd, session_line, with_spent
 from runner_core.parallel.queue import needs_guard_again
+from runner_core.run.outside_change import GitHead
 from runner_shell.errors import UserFacingError
 from runner_shell.git.merging import carry_onto, merged_commit
 from runner_shell.git.repo import Repo

@@ -28,7 +28,6 @@ from runner_core.backends.limits import LimitKind, LimitSignal
 from runner_core.iteration.events import loop_step_result
 from runner_core.iteration.machine import IterationMachine
 from runner_core.iteration.plan import PlanKind, RunPlan, role_of
-from runner_core.iteration.preconditions import GitHead
 from runner_core.loop import policy as policy
 from runner_core.loop.budget import exhausted_budget, with_in_flight
 from runner_core.loop.fallback import backend_chain, choose_backend
@@ -36,6 +35,7 @@ from runner_core.loop.usage_limits import wait_until
 from runner_core.parallel.frontier import FrontierLeaf, frontier
 from runner_core.parallel.scheduling import JobSlot, may_start, plan_starts, told_state
 from runner_core.run.config import NO_BUDGET, Config
+from runner_core.run.outside_change import GitHead
 from runner_core.run.role_agents import iteration_config, role_config
 from runner_core.run.state import RunState
 from runner_core.tree.model import AgentRole

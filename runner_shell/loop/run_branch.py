@@ -13,7 +13,7 @@ from __future__ import annotations
 import attrs
 
 from runner_core.changes.import_rules import RUNNER_DIR
-from runner_core.iteration.preconditions import GitHead, Refused, Where, outside_change
+from runner_core.run.outside_change import GitHead, Refused, Where, outside_change
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import Repo
 

@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from runner_core.iteration.effects import Commit, FileWrite, Place
-from runner_core.iteration.preconditions import GitHead
+from runner_core.run.outside_change import GitHead
 from runner_core.tree.serialization import dumps_tree
 from runner_shell.git import log_archive
 from runner_shell.git.file_commit import commit_attempt, commit_files

@@ -36,8 +36,8 @@ from runner_core.iteration.effects import (
     WriteIterationFile,
 )
 from runner_core.iteration.ports import ScratchPort
-from runner_core.iteration.preconditions import GitHead
 from runner_core.iteration.recovery import Journal
+from runner_core.run.outside_change import GitHead
 from runner_shell.errors import UserFacingError
 from runner_shell.git.log_archive import ArchiveError
 from runner_shell.git.merging import carry_onto

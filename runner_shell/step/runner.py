@@ -58,9 +58,10 @@ from runner_core.iteration.plan import (
     plan_step,
 )
 from runner_core.iteration.ports import IterationPorts
-from runner_core.iteration.preconditions import GitHead, location_problem, step_precondition_problem
+from runner_core.iteration.preconditions import location_problem, step_precondition_problem
 from runner_core.iteration.recovery import Journal, interrupted_problem
 from runner_core.run.config import Config
+from runner_core.run.outside_change import GitHead
 from runner_core.run.role_agents import iteration_config
 from runner_core.run.state import RunState
 from runner_core.tree.model import Node

@@ -68,9 +68,9 @@ from runner_core.iteration.machine import (
 )
 from runner_core.iteration.plan import RunPlan, plan_step
 from runner_core.iteration.ports import IterationPorts
-from runner_core.iteration.preconditions import BranchSeen, GitHead
 from runner_core.iteration.recovery import PENDING_GUARD_LOG, Journal, JournalPhase
 from runner_core.loop.events import Event
+from runner_core.run.outside_change import BranchSeen, GitHead
 from runner_core.run.state import RunState
 from runner_core.tree.serialization import dumps_tree
 from runner_shell.step.runner import interpret

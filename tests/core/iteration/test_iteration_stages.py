@@ -56,8 +56,8 @@ from runner_core.iteration.facts import (
     check_transition,
 )
 from runner_core.iteration.machine import IterationMachine, start_iteration
-from runner_core.iteration.preconditions import BranchSeen
 from runner_core.run.config import parse_config
+from runner_core.run.outside_change import BranchSeen
 from runner_core.run.state import RunState
 from tests.core.iteration.test_iteration_machine import (
     CONFIG_BYTES,

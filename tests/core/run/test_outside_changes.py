@@ -32,7 +32,7 @@ from runner_core.iteration.effects import (
 )
 from runner_core.iteration.facts import IterationFacts
 from runner_core.iteration.machine import start_iteration
-from runner_core.iteration.preconditions import BranchSeen, GitHead
+from runner_core.run.outside_change import BranchSeen, GitHead
 from tests.core.iteration.test_iteration_machine import (
     EXECUTOR_RESULTS,
     HEAD_BEFORE,

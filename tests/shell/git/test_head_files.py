@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner_core.iteration.preconditions import GitHead
+from runner_core.run.outside_change import GitHead
 from runner_shell.git.head_files import head_from_files
 from runner_shell.git.repo import open_repo
 from tests.helpers.git_repos import git, new_repo

@@ -10,8 +10,8 @@ from types import TracebackType
 import pytest
 
 from runner_core.iteration.effects import Commit, FileWrite, Place
-from runner_core.iteration.preconditions import GitHead
 from runner_core.iteration.recovery import Journal, JournalPhase
+from runner_core.run.outside_change import GitHead
 from runner_shell.git import log_archive
 from runner_shell.git.repo import open_repo
 from runner_shell.step.iteration_commit import commit_iteration
