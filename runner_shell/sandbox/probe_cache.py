@@ -13,11 +13,13 @@ ignored when it is not the user's own, is writable by anyone else, or does not h
 the key it is named for. Callers keep only what fails closed: the sandbox probe keeps "bwrap
 works", never "it does not" (a forged "works" only makes the next launch fail; a forged "does
 not" would let `mode = "auto"` run the agent unconfined), via `keep`. When the directory cannot
-be written the result is computed again each time, as before.
+be written the result is computed again each time, as before. Writing a result removes the
+user's results of other boots: the directory holds this boot's alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -115,3 +117,27 @@ def _write(folder: Path, path: Path, full_key: str, result: JsonObject) -> None:
         os.replace(temporary, path)
     except OSError:
         return
+    _forget_other_boots(folder, path, full_key)
+
+
+def _forget_other_boots(folder: Path, written: Path, full_key: str) -> None:
+    """Remove the user's kept results of other boots, kernels or users (never read again):
+    only a result of this boot is kept. Runs when a result is written, once per boot and key."""
+    this_boot = full_key.partition("\0")[2]
+    for path in folder.glob(f"{_PREFIX}*.json"):
+        if path == written:
+            continue
+        try:
+            with open(path, "rb") as file:
+                if os.fstat(file.fileno()).st_uid != os.getuid():
+                    continue
+                document = json.loads(file.read(65_536))
+            key = document.get("key") if isinstance(document, dict) else None
+            if isinstance(key, str) and key.partition("\0")[2] == this_boot:
+                continue
+        except ValueError:
+            pass  # not a kept result any more: removed like one of another boot
+        except OSError:
+            continue
+        with contextlib.suppress(OSError):
+            path.unlink()

@@ -104,6 +104,32 @@ def test_the_key_holds_kernel_boot_and_user(
     assert len(calls) == 2
 
 
+def test_writing_a_result_forgets_those_of_other_boots(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    boot = tmp_path / "boot_id"
+    boot.write_text("boot-a\n", encoding="ascii")
+    monkeypatch.setattr(probe_cache, "BOOT_ID", boot)
+    folder = tmp_path / "c"
+    _calls, compute = counting({"v": 1})
+    cached_probe_result("k", compute, directory=folder)
+    cached_probe_result("other", compute, directory=folder)
+    damaged = folder / "probe-0000dead.json"
+    damaged.write_text("{not json", encoding="utf-8")
+    unrelated = folder / "notes.json"
+    unrelated.write_text("{}", encoding="utf-8")
+    before = sorted(path.name for path in folder.glob("probe-*.json") if path != damaged)
+    boot.write_text("boot-b\n", encoding="ascii")  # a reboot
+    cached_probe_result("k", compute, directory=folder)
+    after = sorted(path.name for path in folder.glob("probe-*.json"))
+    # Only this boot's result is left (its name is another: the key holds the boot).
+    assert len(after) == 1 and after[0] not in before
+    assert unrelated.exists()
+    # A result of this boot for another key stays.
+    cached_probe_result("other", compute, directory=folder)
+    assert len(list(folder.glob("probe-*.json"))) == 2
+
+
 def test_a_replaced_program_has_another_key(tmp_path: Path) -> None:
     program = tmp_path / "bwrap"
     program.write_text("#!/bin/sh\n", encoding="utf-8")
