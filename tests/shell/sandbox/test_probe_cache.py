@@ -89,12 +89,16 @@ def test_an_unwritable_directory_computes_each_time_and_never_fails(tmp_path: Pa
     assert len(calls) == 2
 
 
-def test_the_key_holds_kernel_boot_and_user(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    boot = tmp_path / "boot_id"
-    boot.write_text("boot-a\n", encoding="ascii")
-    monkeypatch.setattr(probe_cache, "BOOT_ID", boot)
+@pytest.fixture
+def boot(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The boot id file the cache reads, holding `boot-a`; write another id for a reboot."""
+    path = tmp_path / "boot_id"
+    path.write_text("boot-a\n", encoding="ascii")
+    monkeypatch.setattr(probe_cache, "BOOT_ID", path)
+    return path
+
+
+def test_the_key_holds_kernel_boot_and_user(boot: Path, tmp_path: Path) -> None:
     first = boot_key("k")
     assert os.uname().release in first and "boot-a" in first and str(os.getuid()) in first
     calls, compute = counting({"v": 1})
@@ -104,12 +108,7 @@ def test_the_key_holds_kernel_boot_and_user(
     assert len(calls) == 2
 
 
-def test_writing_a_result_forgets_those_of_other_boots(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    boot = tmp_path / "boot_id"
-    boot.write_text("boot-a\n", encoding="ascii")
-    monkeypatch.setattr(probe_cache, "BOOT_ID", boot)
+def test_writing_a_result_forgets_those_of_other_boots(boot: Path, tmp_path: Path) -> None:
     folder = tmp_path / "c"
     _calls, compute = counting({"v": 1})
     cached_probe_result("k", compute, directory=folder)
