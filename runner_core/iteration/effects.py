@@ -257,6 +257,9 @@ class AgentFinished:
     # The `[sandbox]` limit the session reached (`pids_max`, `memory_mb`, `tmp_mb`), which
     # ended it; None for none.
     sandbox_limit: str | None = None
+    # Where RLIMIT_NPROC held the pids_max reached: the runner's user's tasks outside the
+    # sandbox that counted against it.
+    sandbox_outside_tasks: int | None = None
 
 
 @attrs.frozen(slots=True)
@@ -268,6 +271,7 @@ class GuardFinished:
     report: TestReport | None = None  # the report it wrote, when it wrote a readable one
     report_problem: str | None = None  # why the report it wrote could not be read
     sandbox_limit: str | None = None  # the `[sandbox]` limit the guard reached, which ended it
+    sandbox_outside_tasks: int | None = None  # as AgentFinished's
     # How `[sandbox] setup`, run again before the guard on the agent's changed inputs, failed
     # (`exited 1; see <log>`): the guard did not run.
     setup_failed: str | None = None

@@ -120,17 +120,27 @@ SANDBOX_LIMITS = MappingProxyType(
 )
 
 
-def limit_reached(key: str, sandbox: SandboxConfig, who: str = "agent") -> str:
+def limit_reached(
+    key: str, sandbox: SandboxConfig, who: str = "agent", outside: int | None = None
+) -> str:
     """The agent error of a session that reached `[sandbox]` limit `key` (of SANDBOX_LIMITS):
     `the sandbox's pids_max (256) was reached`, by the agent's session, by its guard or by the
-    guard's baseline run (`who`: agent, guard, baseline)."""
+    guard's baseline run (`who`: agent, guard, baseline). `outside`: how many of the tasks
+    counted against pids_max were the runner's user's outside the sandbox, where no cgroup
+    holds it (RLIMIT_NPROC counts every task of the user)."""
     value = getattr(sandbox, key) if key in SANDBOX_LIMITS else "?"
     by = {
         "agent": "; the session was ended",
         "baseline": " by the guard measuring the base commit (the line's own tests)",
     }.get(who, " by the guard")
+    counted = (
+        ""
+        if outside is None
+        else f"without a cgroup it counts every task of the runner's user, {outside} of them "
+        "outside the sandbox; "
+    )
     return (
-        f"the sandbox's {key} ({value}) was reached{by} (do less at once, or raise "
+        f"the sandbox's {key} ({value}) was reached{by} ({counted}do less at once, or raise "
         f"[sandbox] {key} in .runner/state/config.toml)"
     )
 

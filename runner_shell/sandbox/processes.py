@@ -57,9 +57,9 @@ class ProcessResult:
     duration_ms: int
     stdout_bytes: int  # everything the child wrote, not only what was kept
     stderr_bytes: int
-    # The sandbox's limit the child reached (`pids_max`, `memory_mb`, `tmp_mb`: it was then
-    # killed at once), as runner_shell.sandbox.watch found it; None for none.
+    # The sandbox's limit the child reached (it was killed at once) and LimitWatch.outside_tasks.
     limit: str | None = None
+    limit_outside: int | None = None
 
 
 class SpawnError(Exception):
@@ -127,6 +127,7 @@ def run_process(
         stdout_bytes=stdout.total,
         stderr_bytes=stderr.total,
         limit=limit,
+        limit_outside=None if watch is None else watch.outside_tasks,
     )
 
 

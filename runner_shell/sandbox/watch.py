@@ -83,6 +83,9 @@ class LimitWatch:
         self._disk = disk
         self._disk_due = 0.0
         self.reached: str | None = None  # the first limit found reached
+        # When RLIMIT_NPROC held the pids_max reached: the runner's user's tasks outside the
+        # sandbox that counted against it (the message says so: they are not the agent's).
+        self.outside_tasks: int | None = None
 
     def stop(self) -> bool:
         """Whether the running sandbox has reached a limit and must end now."""
@@ -136,6 +139,7 @@ class LimitWatch:
         if reached is not None:
             return reached
         if self._nproc is not None and not ended and self._tasks() >= self._nproc:
+            self.outside_tasks = self._outside
             return "pids_max"
         if self._disk_grown(now, ended):
             return "disk_mb"

@@ -146,6 +146,7 @@ class ProcessAgentRunner:
             wait_problem=agent.wait_problem,
             output_planted=agent.output_text is None and _planted(request.output_path),
             sandbox_limit=agent.process.limit,
+            sandbox_outside_tasks=agent.process.limit_outside,
         )
 
     def _environment(
@@ -300,4 +301,10 @@ class ProcessGuardRunner:
             if self.output is not None:
                 self.output.flush()
         group = started[0] if started else None
-        return GuardFinished(result.exit_code, result.timed_out, group, sandbox_limit=result.limit)
+        return GuardFinished(
+            result.exit_code,
+            result.timed_out,
+            group,
+            sandbox_limit=result.limit,
+            sandbox_outside_tasks=result.limit_outside,
+        )

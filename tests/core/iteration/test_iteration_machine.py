@@ -786,6 +786,28 @@ def test_a_guard_that_reached_a_sandbox_limit_fails_the_iteration_naming_it() ->
     assert outcome.tree.children[1].attempts == 1
 
 
+@pytest.mark.parametrize("role", ["agent", "guard"])
+def test_a_pids_max_held_by_rlimit_says_how_many_tasks_outside_the_sandbox_counted(
+    role: str,
+) -> None:
+    # Without a pids cgroup RLIMIT_NPROC counts every task of the runner's user: the line says
+    # how many were not the session's, so a limit reached by the user's other work is told.
+    if role == "agent":
+        agent = attrs.evolve(
+            agent_done(), exit_code=None, sandbox_limit="pids_max", sandbox_outside_tasks=1900
+        )
+        results = {**EXECUTOR_RESULTS, RunAgent: agent}
+    else:
+        guard = GuardFinished(None, False, sandbox_limit="pids_max", sandbox_outside_tasks=1900)
+        results = {**EXECUTOR_RESULTS, RunGuard: guard}
+    effects, _ = drive(start_iteration(facts()), results)
+
+    error = outcome_of(effects).outcome.agent_error
+    assert error is not None and error.startswith("the sandbox's pids_max (2048) was reached")
+    assert "counts every task of the runner's user, 1900 of them outside the sandbox" in error
+    assert error.endswith("raise [sandbox] pids_max in .runner/state/config.toml)")
+
+
 def test_an_output_file_missing_or_not_json_stays_a_runner_error() -> None:
     agent = AgentFinished(0, False, None, "output file /it/output.json does not exist")
     effects, _ = drive(start_iteration(facts()), {**EXECUTOR_RESULTS, RunAgent: agent})
