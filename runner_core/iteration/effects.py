@@ -21,6 +21,7 @@ from runner_core.iteration.guard_stage import GuardRun
 from runner_core.iteration.plan import IterationOutcome
 from runner_core.iteration.recovery import Journal
 from runner_core.run.outside_change import BranchSeen, GitHead
+from runner_core.run.sandbox_config import LimitHit
 from runner_core.tree.model import AgentRole, Node
 
 
@@ -254,12 +255,7 @@ class AgentFinished:
     # The output file was a symlink, FIFO or directory when read (`output_problem` says which
     # file): something only the agent makes.
     output_planted: bool = False
-    # The `[sandbox]` limit the session reached (`pids_max`, `memory_mb`, `tmp_mb`), which
-    # ended it; None for none.
-    sandbox_limit: str | None = None
-    # Where RLIMIT_NPROC held the pids_max reached: the runner's user's tasks outside the
-    # sandbox that counted against it.
-    sandbox_outside_tasks: int | None = None
+    sandbox_limit: LimitHit | None = None  # the `[sandbox]` limit that ended the session
 
 
 @attrs.frozen(slots=True)
@@ -270,8 +266,7 @@ class GuardFinished:
     interrupted: str | None = None  # the signal that stopped the guard, when one did
     report: TestReport | None = None  # the report it wrote, when it wrote a readable one
     report_problem: str | None = None  # why the report it wrote could not be read
-    sandbox_limit: str | None = None  # the `[sandbox]` limit the guard reached, which ended it
-    sandbox_outside_tasks: int | None = None  # as AgentFinished's
+    sandbox_limit: LimitHit | None = None  # the `[sandbox]` limit that ended the guard
     # How `[sandbox] setup`, run again before the guard on the agent's changed inputs, failed
     # (`exited 1; see <log>`): the guard did not run.
     setup_failed: str | None = None

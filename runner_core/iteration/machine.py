@@ -185,12 +185,7 @@ def after_baseline(machine: M, result: Result, now: ClockReading) -> M:
     if result.interrupted is not None:
         return failed(machine, Failure.INTERRUPTED, f"{INTERRUPTED} by {result.interrupted}")
     if result.sandbox_limit is not None:  # never judged on a baseline cut short: the runner's
-        message = limit_reached(
-            result.sandbox_limit,
-            machine.facts.config.sandbox,
-            "baseline",
-            result.sandbox_outside_tasks,
-        )
+        message = limit_reached(result.sandbox_limit, machine.facts.config.sandbox, "baseline")
         return failed(machine, Failure.GUARD_NOT_STARTED, message)
     # A base commit whose guard wrote no readable report passes no test: everything counts
     # as progress, nothing as a regression.
@@ -235,9 +230,7 @@ def after_agent(machine: M, result: Result, now: ClockReading) -> M:
     if result.interrupted is not None:
         return failed(machine, Failure.INTERRUPTED, f"{INTERRUPTED} by {result.interrupted}")
     if result.sandbox_limit is not None:  # what the agent did ended its session
-        message = limit_reached(
-            result.sandbox_limit, facts.config.sandbox, outside=result.sandbox_outside_tasks
-        )
+        message = limit_reached(result.sandbox_limit, facts.config.sandbox)
         review = Review(AgentStatus.RETRY, "", None, message)
         return end_checks(attrs.evolve(machine, review=review, failure=Failure.SANDBOX_LIMIT))
     if result.limit is not None:

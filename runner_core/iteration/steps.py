@@ -84,7 +84,7 @@ from runner_core.iteration.record import (
 )
 from runner_core.iteration.recovery import INTERRUPTED, PENDING_GUARD_LOG
 from runner_core.run.outside_change import Refused, Where, carried_error, outside_change
-from runner_core.run.sandbox_config import limit_reached, setup_failed
+from runner_core.run.sandbox_config import LimitHit, limit_reached, setup_failed
 from runner_core.run.state import with_execution
 from runner_core.tree.model import AgentRole, AgentStatus, GuardOutcome
 
@@ -406,7 +406,7 @@ def after_guard(machine: M, result: Result, now: ClockReading) -> M:
         failure, guard = Failure.SETUP_FAILED, GuardOutcome.SKIPPED
         return end_checks(attrs.evolve(machine, review=review, failure=failure, guard=guard))
     if result.sandbox_limit is not None:  # the agent's code, run by its guard, reached it
-        return _guard_limit(machine, result.sandbox_limit, result.sandbox_outside_tasks)
+        return _guard_limit(machine, result.sandbox_limit)
     if result.timed_out:
         note = f"guard timed out after {effect.timeout_secs:.1f} s\n"
         return machine._to(Stage.GUARD_LOG, WriteIterationFile(PENDING_GUARD_LOG, note, True))
@@ -441,9 +441,9 @@ def _judged(machine: M, now: ClockReading) -> M:
     return machine._to(Stage.GUARD_LOG, note)
 
 
-def _guard_limit(machine: M, limit: str, outside: int | None) -> M:
-    """A guard run (first or again) that reached the sandbox's `limit`: the agent's error."""
-    message = limit_reached(limit, machine.facts.config.sandbox, "guard", outside)
+def _guard_limit(machine: M, hit: LimitHit) -> M:
+    """A guard run (first or again) that reached the sandbox's limit `hit`: the agent's error."""
+    message = limit_reached(hit, machine.facts.config.sandbox, "guard")
     review = Review(AgentStatus.RETRY, "", None, message)
     failure, guard = Failure.SANDBOX_LIMIT, GuardOutcome.FAIL
     return end_checks(attrs.evolve(machine, review=review, failure=failure, guard=guard))
@@ -455,7 +455,7 @@ def after_rerun(machine: M, result: Result, now: ClockReading) -> M:
         if result.interrupted is not None:
             return failed(machine, Failure.INTERRUPTED, f"{INTERRUPTED} by {result.interrupted}")
         if result.sandbox_limit is not None:  # the agent's code, run again, reached it
-            return _guard_limit(machine, result.sandbox_limit, result.sandbox_outside_tasks)
+            return _guard_limit(machine, result.sandbox_limit)
     # A rerun that could not start or wrote no report shows nothing flaky.
     report = result.report if isinstance(result, GuardFinished) else None
     return _judged(attrs.evolve(machine, guard_runs=machine.guard_runs.rerun(report)), now)

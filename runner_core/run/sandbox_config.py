@@ -120,14 +120,22 @@ SANDBOX_LIMITS = MappingProxyType(
 )
 
 
-def limit_reached(
-    key: str, sandbox: SandboxConfig, who: str = "agent", outside: int | None = None
-) -> str:
-    """The agent error of a session that reached `[sandbox]` limit `key` (of SANDBOX_LIMITS):
+@attrs.frozen(slots=True)
+class LimitHit:
+    """A `[sandbox]` limit a session or guard reached, which ended it: `key` of SANDBOX_LIMITS.
+    `outside_tasks`: where RLIMIT_NPROC held the pids_max reached (no pids cgroup), how many of
+    the tasks it counted were the runner's user's outside the sandbox; None otherwise."""
+
+    key: str
+    outside_tasks: int | None = None
+
+
+def limit_reached(hit: LimitHit, sandbox: SandboxConfig, who: str = "agent") -> str:
+    """The agent error of a session that reached the `[sandbox]` limit `hit`:
     `the sandbox's pids_max (256) was reached`, by the agent's session, by its guard or by the
-    guard's baseline run (`who`: agent, guard, baseline). `outside`: how many of the tasks
-    counted against pids_max were the runner's user's outside the sandbox, where no cgroup
-    holds it (RLIMIT_NPROC counts every task of the user)."""
+    guard's baseline run (`who`: agent, guard, baseline), with the tasks outside the sandbox
+    that counted when there were some."""
+    key, outside = hit.key, hit.outside_tasks
     value = getattr(sandbox, key) if key in SANDBOX_LIMITS else "?"
     by = {
         "agent": "; the session was ended",

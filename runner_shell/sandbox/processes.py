@@ -24,6 +24,7 @@ from typing import BinaryIO
 
 import attrs
 
+from runner_core.run.sandbox_config import LimitHit
 from runner_shell.sandbox.bwrap import Confinement, launch
 from runner_shell.sandbox.reaping import reap, wait_ended
 from runner_shell.sandbox.watch import LimitWatch
@@ -57,9 +58,7 @@ class ProcessResult:
     duration_ms: int
     stdout_bytes: int  # everything the child wrote, not only what was kept
     stderr_bytes: int
-    # The sandbox's limit the child reached (it was killed at once) and LimitWatch.outside_tasks.
-    limit: str | None = None
-    limit_outside: int | None = None
+    limit: LimitHit | None = None  # the sandbox's limit the child reached (it was killed at once)
 
 
 class SpawnError(Exception):
@@ -127,7 +126,6 @@ def run_process(
         stdout_bytes=stdout.total,
         stderr_bytes=stderr.total,
         limit=limit,
-        limit_outside=None if watch is None else watch.outside_tasks,
     )
 
 
@@ -158,7 +156,7 @@ def _drain_logged(
     deadline: float,
     grace_secs: float,
     watch: LimitWatch | None,
-) -> tuple[bool, str | None, _StreamCapture, _StreamCapture]:
+) -> tuple[bool, LimitHit | None, _StreamCapture, _StreamCapture]:
     """Wait for the child, both streams shown live in `log_path`: whether the deadline killed
     it, and the limit of its sandbox it reached (`watch`). The child (and its group) is gone
     on return, also when this raised."""

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from runner_core.run.sandbox_config import came_near_memory
+from runner_core.run.sandbox_config import LimitHit, came_near_memory
 from runner_shell.sandbox.cgroups import SandboxGroup
 
 # How often a running sandbox's limits are read at most.
@@ -102,7 +102,7 @@ class LimitWatch:
         with contextlib.suppress(OSError, ValueError):
             self._peak_bytes = int(os.read(self._peak_fd, 64).decode("ascii")) * 1024
 
-    def finish(self, failed: bool = False) -> str | None:
+    def finish(self, failed: bool = False) -> LimitHit | None:
         """The limit the sandbox reached, read once more now that it is over (`failed`: it
         ended with an error of its own, not by the runner's deadline); /tmp let go."""
         try:
@@ -114,7 +114,7 @@ class LimitWatch:
                 self.reached = "memory_mb"
         finally:
             self.close()
-        return self.reached
+        return None if self.reached is None else LimitHit(self.reached, self.outside_tasks)
 
     def attach(self, running: Callable[[], bool]) -> None:
         """Open the sandbox's /tmp as soon as its command has started (within ATTACH_SECS),

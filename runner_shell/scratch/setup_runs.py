@@ -133,7 +133,8 @@ def _run(slot: Path, setup: Sequence[str], sandbox: Sandbox | None, log: Path) -
     if result.exit_code != 0 or result.limit is not None:
         ended = "timed out" if result.timed_out else f"exited {result.exit_code}"
         if result.limit is not None:
-            ended = f"reached the sandbox's {result.limit} (raise [sandbox] {result.limit})"
+            key = result.limit.key
+            ended = f"reached the sandbox's {key} (raise [sandbox] {key})"
         raise SetupFailed(slot, ended, log)
 
 

@@ -146,7 +146,6 @@ class ProcessAgentRunner:
             wait_problem=agent.wait_problem,
             output_planted=agent.output_text is None and _planted(request.output_path),
             sandbox_limit=agent.process.limit,
-            sandbox_outside_tasks=agent.process.limit_outside,
         )
 
     def _environment(
@@ -306,5 +305,4 @@ class ProcessGuardRunner:
             result.timed_out,
             group,
             sandbox_limit=result.limit,
-            sandbox_outside_tasks=result.limit_outside,
         )

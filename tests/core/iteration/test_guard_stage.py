@@ -45,6 +45,7 @@ from runner_core.iteration.plan import RunPlan, plan_step
 from runner_core.iteration.recovery import PENDING_GUARD_LOG
 from runner_core.loop.events import Event
 from runner_core.run.config import Config, ConfigError, parse_config
+from runner_core.run.sandbox_config import LimitHit
 from runner_core.tree.model import AgentStatus, GuardOutcome
 from runner_core.views.follow import event_text
 from tests.core.iteration.test_iteration_machine import EXECUTOR_RESULTS, at, decomposable, facts
@@ -213,7 +214,7 @@ def test_a_regression_that_passes_when_run_again_is_flaky_and_does_not_fail_the_
 def test_a_rerun_that_reached_a_sandbox_limit_fails_the_iteration_naming_it() -> None:
     base = report(a="passed")
     first = judged(report(a="failed"))
-    again = GuardFinished(None, False, process_group=79, sandbox_limit="memory_mb")
+    again = GuardFinished(None, False, process_group=79, sandbox_limit=LimitHit("memory_mb"))
     results = {**EXECUTOR_RESULTS, RunGuard: [first, again]}
     effects, _ = drive(start_iteration(ratchet_facts(base)), results)
 
@@ -226,7 +227,7 @@ def test_a_rerun_that_reached_a_sandbox_limit_fails_the_iteration_naming_it() ->
 
 
 def test_a_baseline_that_reached_a_sandbox_limit_is_a_runner_error_and_no_agent_runs() -> None:
-    baseline = GuardFinished(None, False, process_group=77, sandbox_limit="pids_max")
+    baseline = GuardFinished(None, False, process_group=77, sandbox_limit=LimitHit("pids_max"))
     results = {**EXECUTOR_RESULTS, RunGuard: baseline}
     effects, _ = drive(start_iteration(ratchet_facts()), results)
 

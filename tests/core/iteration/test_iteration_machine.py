@@ -71,6 +71,7 @@ from runner_core.iteration.ports import IterationPorts
 from runner_core.iteration.recovery import PENDING_GUARD_LOG, Journal, JournalPhase
 from runner_core.loop.events import Event
 from runner_core.run.outside_change import BranchSeen, GitHead
+from runner_core.run.sandbox_config import LimitHit
 from runner_core.run.state import RunState
 from runner_core.tree.serialization import dumps_tree
 from runner_shell.step.runner import interpret
@@ -766,7 +767,7 @@ def test_an_output_file_the_agent_made_a_symlink_or_fifo_is_its_error() -> None:
 def test_an_agent_session_that_reached_a_sandbox_limit_is_its_error_naming_it(
     reached: str, named: str
 ) -> None:
-    agent = attrs.evolve(agent_done(), exit_code=None, sandbox_limit=reached)
+    agent = attrs.evolve(agent_done(), exit_code=None, sandbox_limit=LimitHit(reached))
     effects, _ = drive(start_iteration(facts()), {**EXECUTOR_RESULTS, RunAgent: agent})
 
     outcome = outcome_of(effects).outcome
@@ -777,7 +778,7 @@ def test_an_agent_session_that_reached_a_sandbox_limit_is_its_error_naming_it(
 
 
 def test_a_guard_that_reached_a_sandbox_limit_fails_the_iteration_naming_it() -> None:
-    guard = GuardFinished(0, False, process_group=78, sandbox_limit="pids_max")
+    guard = GuardFinished(0, False, process_group=78, sandbox_limit=LimitHit("pids_max"))
     effects, _ = drive(start_iteration(facts()), {**EXECUTOR_RESULTS, RunGuard: guard})
 
     outcome = outcome_of(effects).outcome
@@ -793,12 +794,10 @@ def test_a_pids_max_held_by_rlimit_says_how_many_tasks_outside_the_sandbox_count
     # Without a pids cgroup RLIMIT_NPROC counts every task of the runner's user: the line says
     # how many were not the session's, so a limit reached by the user's other work is told.
     if role == "agent":
-        agent = attrs.evolve(
-            agent_done(), exit_code=None, sandbox_limit="pids_max", sandbox_outside_tasks=1900
-        )
+        agent = attrs.evolve(agent_done(), exit_code=None, sandbox_limit=LimitHit("pids_max", 1900))
         results = {**EXECUTOR_RESULTS, RunAgent: agent}
     else:
-        guard = GuardFinished(None, False, sandbox_limit="pids_max", sandbox_outside_tasks=1900)
+        guard = GuardFinished(None, False, sandbox_limit=LimitHit("pids_max", 1900))
         results = {**EXECUTOR_RESULTS, RunGuard: guard}
     effects, _ = drive(start_iteration(facts()), results)
 

@@ -20,6 +20,7 @@ import attrs
 import pytest
 
 from runner_core.run.config import SandboxConfig
+from runner_core.run.sandbox_config import LimitHit
 from runner_shell.sandbox import SandboxStatus, bwrap
 from runner_shell.sandbox.cgroups import cgroup_bases, made_groups
 from runner_shell.sandbox.processes import ProcessResult, run_process
@@ -291,7 +292,7 @@ def test_a_memory_bomb_ends_at_memory_mb(
     box = sandbox(usable_sandbox, rooms, memory_mb=64)
     result, log = run(box, rooms, script, role=role)
 
-    assert result.limit == "memory_mb", log
+    assert result.limit == LimitHit("memory_mb"), log
     if cgroup_bases().memory is not None:  # the sandbox's total, the kernel's count of kills
         assert result.exit_code != 0, log
     else:  # each process's RLIMIT_DATA: the allocation fails, its peak says how near it came
@@ -331,7 +332,7 @@ def test_without_a_memory_cgroup_a_memory_bomb_is_named_by_how_near_it_came(
 
     assert result.exit_code not in (None, 0), log
     assert "MemoryError" in log
-    assert result.limit == "memory_mb", log
+    assert result.limit == LimitHit("memory_mb"), log
 
 
 def test_without_a_memory_cgroup_a_failure_far_below_memory_mb_is_not_memory(
@@ -387,7 +388,7 @@ def test_a_full_tmp_ends_the_session_at_tmp_mb(
     box = sandbox(usable_sandbox, rooms, tmp_mb=16)
     result, log = run(box, rooms, script, role=role, timeout_secs=60)
 
-    assert result.limit == "tmp_mb", log
+    assert result.limit == LimitHit("tmp_mb"), log
     assert not result.timed_out
     assert result.duration_ms < 20_000
     assert "ENOSPC" in log
@@ -406,7 +407,7 @@ def test_a_full_tmp_is_seen_of_a_program_that_fills_it_and_exits_at_once(
 
     result, log = run(sandbox(usable_sandbox, rooms, tmp_mb=8), rooms, script)
 
-    assert result.limit == "tmp_mb", log  # killed once seen full, or seen after it ended
+    assert result.limit == LimitHit("tmp_mb"), log  # killed once seen full, or seen after it ended
 
 
 @pytest.mark.own_user
@@ -466,7 +467,7 @@ def test_a_checkout_grown_past_disk_mb_under_an_ignored_path_ends_the_session(
     box = sandbox(usable_sandbox, rooms, disk_mb=8)
     result, log = run(box, rooms, script, role=role, timeout_secs=60)
 
-    assert result.limit == "disk_mb", log
+    assert result.limit == LimitHit("disk_mb"), log
     assert not result.timed_out
     assert result.duration_ms < 20_000
 
@@ -515,7 +516,7 @@ def test_a_fork_bomb_ends_the_session_at_pids_max(
     box = sandbox(usable_sandbox, rooms, pids_max=32)
     result, log = run(box, rooms, script, role=role, timeout_secs=60)
 
-    assert result.limit == "pids_max", log
+    assert result.limit is not None and result.limit.key == "pids_max", log
     assert not result.timed_out
     assert result.duration_ms < 20_000
 
