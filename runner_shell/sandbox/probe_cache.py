@@ -117,13 +117,13 @@ def _write(folder: Path, path: Path, full_key: str, result: JsonObject) -> None:
         os.replace(temporary, path)
     except OSError:
         return
-    _forget_other_boots(folder, path, full_key)
+    _forget_other_boots(folder, path)
 
 
-def _forget_other_boots(folder: Path, written: Path, full_key: str) -> None:
+def _forget_other_boots(folder: Path, written: Path) -> None:
     """Remove the user's kept results of other boots, kernels or users (never read again):
     only a result of this boot is kept. Runs when a result is written, once per boot and key."""
-    this_boot = full_key.partition("\0")[2]
+    this_boot = boot_key("")  # what every key boot_key made this boot ends with
     for path in folder.glob(f"{_PREFIX}*.json"):
         if path == written:
             continue
@@ -133,7 +133,7 @@ def _forget_other_boots(folder: Path, written: Path, full_key: str) -> None:
                     continue
                 document = json.loads(file.read(65_536))
             key = document.get("key") if isinstance(document, dict) else None
-            if isinstance(key, str) and key.partition("\0")[2] == this_boot:
+            if isinstance(key, str) and key.endswith(this_boot):
                 continue
         except ValueError:
             pass  # not a kept result any more: removed like one of another boot
