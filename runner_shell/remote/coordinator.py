@@ -223,7 +223,7 @@ class LiveJob:
         encoded, emitted = fresh_events(window, self.emitted)
         try:
             events = [wire.decode(item) for item in encoded]
-        except (ValueError, TypeError, AttributeError, KeyError):
+        except wire.WireError:
             return True  # not events: the answer, checked, brings the job's own
         fresh = [event for event in events if isinstance(event, Event)]
         if fresh:
@@ -337,7 +337,7 @@ def take(
         raise JobRefused(f"{line}: its answer is not on {repo_url}: {error}") from None
     if _git(repo, "rev-parse", "--verify", f"{ref}^{{commit}}").strip() != result.commit:
         raise JobRefused(f"{line}: {ref} is not the commit the worker {worker} named")
-    machine = wire.loads(result.machine, IterationMachine)
+    machine = _answered(line, worker, result.machine, IterationMachine)
     _check_machine(line, request, machine)
     files = _parents(repo, result.commit, line)
     if _parents(repo, files, line) != request.base:
@@ -353,7 +353,12 @@ def take(
     iter_dir = _iter_dir(repo, request)
     _write_files(repo, result.commit, iter_dir, line)
     events_file = iter_dir / EVENTS_FILE
-    events = wire.loads(events_file.read_text(encoding="utf-8"), tuple)
+    try:
+        text = events_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        said = "not UTF-8" if isinstance(error, UnicodeDecodeError) else error.strerror
+        raise JobRefused(f"{line}: the answer of worker {worker} has no events: {said}") from None
+    events = _answered(line, worker, text, tuple)
     events_file.unlink()
     emit.emit([event for event in events[shown:] if isinstance(event, Event)])
     # The job's facts are this loop's own, not what the worker says they were: the config its
@@ -363,6 +368,15 @@ def take(
     if machine.imported is not None:  # a refused import's files never left the worker
         machine = attrs.evolve(machine, imported=attrs.evolve(machine.imported, set_aside=()))
     return Taken(machine, _entries(result.base_entries))
+
+
+def _answered(line: str, worker: str, text: str, expected: type[T]) -> T:
+    """What a worker's answer encodes (`text`), which must be an `expected`."""
+    try:
+        found: T = wire.loads(text, expected)
+    except wire.WireError as error:
+        raise JobRefused(f"{line}: the answer of worker {worker} is refused: {error}") from None
+    return found
 
 
 def _check_machine(line: str, request: JobRequest, machine: IterationMachine) -> None:

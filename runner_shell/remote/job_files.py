@@ -129,7 +129,7 @@ def _canonical(document: Mapping[str, object]) -> str:
 def _document(text: str, kind: str) -> dict[str, object]:
     try:
         found = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than the parser goes: not one either
         raise JobRefused(f"a {kind} document that is not JSON") from None
     if not isinstance(found, dict) or found.get("kind") != kind:
         raise JobRefused(f"not a {kind} document")
@@ -211,7 +211,7 @@ def job_timing(request_json: str) -> tuple[float, float]:
     positive finite number (the request is otherwise opaque here)."""
     try:
         request = json.loads(request_json)
-    except ValueError:
+    except (ValueError, RecursionError):
         request = None
     fields = request if isinstance(request, dict) else {}
     return (

@@ -54,7 +54,7 @@ def read_window(details: str | None) -> Window | None:
         return None
     try:
         document = json.loads(details)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(document, dict):
         return None

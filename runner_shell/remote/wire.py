@@ -4,7 +4,8 @@ Every value of an iteration (its facts, its machine, its events) is built of run
 classes and enums, pyrsistent collections, tuples and plain JSON values; `encode` writes each
 with a tag naming its kind, `decode` builds it again. Decoding builds only runner_core's own
 attrs classes and enums, through their constructors (their validators run): a worker's answer
-names no other code. Same value, same bytes (`dumps` sorts keys, maps are sorted by key).
+names no other code, and whatever it holds fails as a WireError, never as another exception.
+Same value, same bytes (`dumps` sorts keys, maps are sorted by key).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import base64
 import enum
 import importlib
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,6 +22,11 @@ import attrs
 from pyrsistent import PMap, PSet, PVector, pmap, pset, pvector
 
 _CORE = "runner_core."
+# The names a document may give a class by: a module of runner_core (never its test helpers)
+# and a class's qualified name in it. Nothing else is imported.
+_MODULE = re.compile(r"runner_core(\.[a-z][a-z0-9_]*)+")
+_QUALNAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*")
+_NOT_VALUES = "runner_core.testing."
 
 
 class WireError(ValueError):
@@ -79,7 +86,7 @@ def loads(text: str, expected: type[Any]) -> Any:
     """The value `text` encodes, which must be an `expected`; WireError otherwise."""
     try:
         value = decode(json.loads(text))
-    except (ValueError, TypeError, AttributeError, KeyError) as error:
+    except (ValueError, RecursionError) as error:  # a WireError is a ValueError
         raise WireError(f"not an encoded {expected.__name__}: {error}") from None
     if not isinstance(value, expected):
         raise WireError(f"not an encoded {expected.__name__}: a {type(value).__name__}")
@@ -87,17 +94,30 @@ def loads(text: str, expected: type[Any]) -> Any:
 
 
 def decode(document: object) -> object:
-    """The value `document` (from `encode`) stands for."""
+    """The value `document` (from `encode`) stands for; WireError for anything else."""
+    try:
+        return _decode(document)
+    except WireError:
+        raise
+    except RecursionError:
+        raise WireError("nested deeper than any encoded value") from None
+    except (ValueError, TypeError, AttributeError, KeyError) as error:
+        raise WireError(f"{type(error).__name__}: {error}") from None
+
+
+def _decode(document: object) -> object:
     if document is None or isinstance(document, bool | int | str):
         return document
     if isinstance(document, list):
-        return [decode(item) for item in document]
+        return [_decode(item) for item in document]
     if not isinstance(document, dict) or len(document) not in (1, 2):
         raise WireError(f"unexpected {type(document).__name__} in an encoded value")
     tag = next(iter(sorted(document)))
     build = _DECODERS.get(tag)
     if build is None:
         raise WireError(f"unknown tag {tag!r}")
+    if document.keys() != _KEYS.get(tag, {tag}):
+        raise WireError(f"{tag}: unexpected keys {sorted(document)}")
     return build(document)
 
 
@@ -108,21 +128,32 @@ def _attrs(document: dict[str, Any]) -> object:
     fields: Mapping[str, object] = document["f"]
     if not isinstance(fields, dict):
         raise WireError(f"{document['$attrs']}: fields are not an object")
-    return cls(**{name: decode(value) for name, value in fields.items()})
+    values = {name: _decode(value) for name, value in fields.items()}
+    try:
+        return cls(**values)
+    except Exception as error:  # whatever its constructor refuses, the document is not one
+        raise WireError(f"{document['$attrs']}: {type(error).__name__}: {error}") from None
 
 
 def _enum(document: dict[str, Any]) -> object:
     cls = _core_class(document["$enum"])
     if not issubclass(cls, enum.Enum):
         raise WireError(f"{document['$enum']} is not an enum")
-    return cls(decode(document["v"]))
+    return cls(_decode(document["v"]))
 
 
 def _core_class(name: object) -> type:
-    if not isinstance(name, str) or not name.startswith(_CORE) or ":" not in name:
+    module_name, _, qualname = name.partition(":") if isinstance(name, str) else ("", "", "")
+    if (
+        not _MODULE.fullmatch(module_name)
+        or not _QUALNAME.fullmatch(qualname)
+        or f"{module_name}.".startswith(_NOT_VALUES)
+    ):
         raise WireError(f"not a runner_core class: {name!r}")
-    module_name, _, qualname = name.partition(":")
-    found: object = importlib.import_module(module_name)
+    try:
+        found: object = importlib.import_module(module_name)
+    except ImportError:
+        raise WireError(f"not a runner_core class: {name}") from None
     for part in qualname.split("."):
         found = getattr(found, part)
     if not isinstance(found, type) or not found.__module__.startswith(_CORE):
@@ -134,16 +165,18 @@ def _items(document: dict[str, Any], tag: str) -> list[object]:
     items = document[tag]
     if not isinstance(items, list):
         raise WireError(f"{tag}: not a list")
-    return [decode(item) for item in items]
+    return [_decode(item) for item in items]
 
 
 def _pairs(document: dict[str, Any], tag: str) -> list[tuple[Any, object]]:
     pairs = document[tag]
     if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
         raise WireError(f"{tag}: not a list of pairs")
-    return [(decode(k), decode(v)) for k, v in pairs]
+    return [(_decode(k), _decode(v)) for k, v in pairs]
 
 
+# The keys of the documents of the tags that hold more than their tag.
+_KEYS: Mapping[str, set[str]] = {"$attrs": {"$attrs", "f"}, "$enum": {"$enum", "v"}}
 _DECODERS: Mapping[str, Callable[[dict[str, Any]], object]] = {
     "$attrs": _attrs,
     "$enum": _enum,

@@ -38,6 +38,7 @@ def test_only_the_last_fifty_events_are_in_a_window() -> None:
         '{"seen": true, "events": []}',
         '{"seen": 1, "events": [1, 2]}',
         '{"seen": -1, "events": []}',
+        "[" * 100_000 + "]" * 100_000,  # deeper than the parser goes
     ],
 )
 def test_details_that_are_not_a_window_are_none(details: str | None) -> None:

@@ -112,6 +112,29 @@ def test_an_answer_for_another_job_is_refused(
         take(Repo(project.root), url, request, forged, print_events)
 
 
+@pytest.mark.parametrize(
+    "machine",
+    [
+        '{"$attrs": "runner_core.nonexistent:X", "f": {}}',  # a module no runner has
+        '{"$tuple":' * 5_000 + "[]" + "}" * 5_000,  # nested past any depth
+        '{"$attrs": "runner_core.iteration.machine:IterationMachine", "f": {}}',
+        "not json",
+    ],
+)
+def test_an_answer_whose_machine_is_not_one_is_refused_naming_its_job(
+    remote_run: tuple[Project, InProcess], tmp_path: Path, machine: str
+) -> None:
+    # A worker, or anyone on the shared server, answering with a document the wire does not
+    # decode: the job is refused (another worker may take it), the loop goes on.
+    project, executor = remote_run
+    name, answer = sorted(executor.answered.items())[0]
+    request = JobRequest.from_json(executor.asked[name])
+    forged = attrs.evolve(JobResult.from_json(answer), machine=machine)
+
+    with pytest.raises(JobRefused, match=f"job {request.iteration}: the answer of worker"):
+        take(Repo(project.root), str(tmp_path / "shared.git"), request, forged, print_events)
+
+
 def test_an_answer_whose_iteration_files_hold_a_symlink_is_refused(
     remote_run: tuple[Project, InProcess], tmp_path: Path
 ) -> None:
@@ -161,6 +184,38 @@ class _Printed:
 
 
 print_events = _Printed()
+
+
+@pytest.mark.parametrize("events", [None, b"\xff\xfe not UTF-8"])
+def test_an_answer_without_readable_events_is_refused(
+    remote_run: tuple[Project, InProcess], tmp_path: Path, events: bytes | None
+) -> None:
+    project, executor = remote_run
+    url = str(tmp_path / "shared.git")
+    name, answer = sorted(executor.answered.items())[0]
+    request = JobRequest.from_json(executor.asked[name])
+    honest = JobResult.from_json(answer)
+
+    def git(*args: str, stdin: bytes | None = None) -> str:
+        done = subprocess.run(
+            ["git", "-C", url, *IDENTITY, *args], input=stdin, capture_output=True, check=True
+        )
+        return done.stdout.decode().strip()
+
+    listed = [
+        line
+        for line in git("ls-tree", honest.commit).splitlines()
+        if not line.endswith("\tevents.wire.json")
+    ]
+    if events is not None:
+        blob = git("hash-object", "-w", "--stdin", stdin=events)
+        listed.append(f"100644 blob {blob}\tevents.wire.json")
+    tree = git("mktree", stdin="".join(f"{line}\n" for line in listed).encode())
+    forged = git("commit-tree", tree, "-p", f"{honest.commit}^", "-m", "forged")
+    git("update-ref", result_ref(request.run_id, request.iteration, honest.attempt), forged)
+
+    with pytest.raises(JobRefused, match=f"job {request.iteration}: .* has no events"):
+        take(Repo(project.root), url, request, attrs.evolve(honest, commit=forged), print_events)
 
 
 def test_a_late_attempt_answers_on_its_own_ref_and_never_replaces_the_taken_one(

@@ -56,13 +56,49 @@ def test_attrs_values_come_back_through_their_constructors() -> None:
         "runner_core.iteration.machine:attrs.Factory",
         "runner_core.changes.import_rules:enum.Enum",
         "runner_coreX.a:B",
+        "runner_core.nonexistent:X",  # no such module: refused, not an ImportError
+        "runner_core.:X",
+        "runner_core.testing:Edit",  # the test helpers hold no value of an iteration
+        "runner_core.validation._validators:X",
+        "runner_core.changes.import_rules:",
+        ["runner_core.changes.import_rules:Change"],
     ],
 )
-def test_a_document_naming_other_code_is_refused(name: str) -> None:
+def test_a_document_naming_other_code_is_refused(name: object) -> None:
     document = json.dumps({"$attrs": name, "f": {}})
 
     with pytest.raises(WireError):
         wire.loads(document, object)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        "[" * 100_000 + "]" * 100_000,  # deeper than json.loads goes
+        '{"$tuple":' * 5_000 + "[]" + "}" * 5_000,  # deeper than decoding goes
+        '{"$attrs": "runner_core.changes.import_rules:Change", "f": {}}',  # no path
+        '{"$attrs": "runner_core.changes.import_rules:Change", "f": {"path": 1, "x": 2}}',
+        '{"$enum": "runner_core.tree.model:GuardOutcome", "v": "maybe"}',
+        '{"$float": []}',
+        '{"$bytes": "not base64!"}',
+        '{"$pmap": [[[], 1]]}',  # an unhashable key
+        '{"$pmap": [1]}',
+        '{"$dict": {}}',
+        '{"$tuple": [], "$pvector": []}',
+        '{"$attrs": "runner_core.changes.import_rules:Change"}',
+        "[1, 2",
+    ],
+)
+def test_whatever_a_document_holds_it_fails_as_a_wire_error(document: str) -> None:
+    # What a worker or the shared server sends is decoded: nothing in it ends otherwise.
+    with pytest.raises(WireError):
+        wire.loads(document, object)
+    try:
+        parsed = json.loads(document)
+    except (ValueError, RecursionError):
+        return
+    with pytest.raises(WireError):
+        wire.decode(parsed)
 
 
 def test_a_kind_the_wire_does_not_carry_is_a_type_error() -> None:
