@@ -42,7 +42,7 @@ def wait_file_limit(text: str) -> LimitSignal:
     """The wait a `command` agent asked for in its `RUNNER_WAIT_PATH` file."""
     try:
         body = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the decoder's depth: not JSON either
         raise WaitFileError(f"not JSON; {WAIT_FILE_SHAPE}") from None
     if not isinstance(body, dict) or len(body) != 1:
         raise WaitFileError(f"must be an object with one key; {WAIT_FILE_SHAPE}")

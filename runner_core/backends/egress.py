@@ -178,7 +178,7 @@ def refusals(text: str) -> tuple[Refusal, ...]:
     for line in text.splitlines():
         try:
             value = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, Mapping) and _is_refusal(value):
             found.append(Refusal(value["at"], value["host"], value["port"], value["reason"]))

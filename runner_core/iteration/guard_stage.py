@@ -266,7 +266,7 @@ def read_outcome_document(text: str) -> dict[str, object] | None:
     try:
         document = json.loads(text)
         report_from_json(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(document, dict) or set(document) - set(_COUNTS) != {
         "tests",

@@ -96,7 +96,7 @@ def read_answer(text: str | None) -> MergerAnswer | str:
         return "the merge session wrote no output"
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the decoder's depth: not JSON either
         return "the merge session's output is not JSON"
     problem = document_problem(MERGER_OUTPUT_SCHEMA_FILE, data)
     if problem is not None:

@@ -224,7 +224,7 @@ def _cost(trailers: Mapping[str, str]) -> float:
 def _error_message(trailers: Mapping[str, str]) -> str:
     try:
         value = json.loads(trailers[ERROR_MESSAGE])
-    except ValueError:
+    except (ValueError, RecursionError):
         value = None
     if not isinstance(value, str):
         raise DamagedTrailer(ERROR_MESSAGE, "must be a JSON string")

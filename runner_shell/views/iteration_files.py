@@ -55,7 +55,7 @@ def _small_json(path: Path) -> tuple[Any, str | None]:
         return None, "missing"
     except FileTooLarge as error:
         return None, f"{error.size} bytes; at most {error.limit} are read"
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         return None, f"unreadable: {error}"
 
 

@@ -167,6 +167,7 @@ def test_network_log_lines_are_read_back_skipping_what_is_not_one() -> None:
     lines = [
         refusal_line("127.0.0.1", 7233, "not in the allow-list", "2026-01-01T00:00:00.000Z"),
         '{"host": "cut',
+        "[" * 5_000 + "]" * 5_000,  # nested past the decoder's depth
         json.dumps({"at": "x", "host": "h", "port": True, "reason": "r"}),
         refusal_line("evil.example", 443, "not in the allow-list", "2026-01-01T00:00:01.000Z"),
     ]

@@ -590,3 +590,24 @@ def test_tests_json_of_a_large_suite_lists_the_first_of_each_list_and_counts_the
     assert len(document["changes"]) == LISTED_CHANGES
     assert document["unlisted_changes"] == 43_000 - LISTED_CHANGES
     assert len(text.encode()) < 400_000  # every test listed, it was over 4 MB
+
+
+@pytest.mark.parametrize(
+    "text", ["", "[]", '{"tests": 3}', "[" * 5_000 + "]" * 5_000, '{"tests": []}']
+)
+def test_a_tests_json_not_of_its_shape_reads_as_none(text: str) -> None:
+    # It lives in the repository, where the agent may have written anything.
+    from runner_core.iteration.guard_stage import read_outcome_document
+
+    assert read_outcome_document(text) is None
+
+
+def test_tests_json_reads_back_as_written() -> None:
+    from runner_core.guard.ratchet import TestFigures
+    from runner_core.guard.report import TestOutcome, report_from_cases
+    from runner_core.iteration.guard_stage import outcome_document, read_outcome_document
+
+    now = report_from_cases([("t::a", TestOutcome.PASSED, 1), ("t::b", TestOutcome.FAILED, 1)])
+    text = outcome_document(None, now, TestFigures(1, 1, 0, 2, 0, 0, 0))
+
+    assert read_outcome_document(text) == json.loads(text)

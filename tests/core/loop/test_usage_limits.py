@@ -247,6 +247,7 @@ def test_a_wait_file_may_ask_for_a_moment_in_any_zone() -> None:
     ("text", "problem"),
     [
         ("", "not JSON"),
+        ("[" * 5_000 + "]" * 5_000, "not JSON"),  # nested past the decoder's depth
         ("[5]", "must be an object with one key"),
         ('{"retry_after_secs": 5, "retry_at": "2026-11-22T18:00:00Z"}', "one key"),
         ('{"wait": 5}', "unknown key 'wait'"),

@@ -75,6 +75,7 @@ def test_a_file_too_large_is_not_offered() -> None:
         ('{"status": "gave_up", "summary": "cannot"}', MergerAnswer(False, "cannot")),
         (None, "the merge session wrote no output"),
         ("not json", "the merge session's output is not JSON"),
+        ("[" * 5_000 + "]" * 5_000, "the merge session's output is not JSON"),  # too deep
         (
             '{"status": "done", "summary": "x"}',
             "the merge session's output does not match its schema: status: must be resolved "
