@@ -437,11 +437,14 @@ def _write_files(repo: Repo, commit: str, iter_dir: Path, line: str) -> None:
         if mode != "100644" or kind != "blob" or not plain:
             raise JobRefused(f"{line}: its answer holds {name!r}, not a plain file")
         target = iter_dir.joinpath(*parts)
-        target.parent.mkdir(parents=True, exist_ok=True)
         blob = run_git(("cat-file", "blob", oid), repo.root, filters=repo.filters())
         if blob.returncode != 0:
             raise JobRefused(f"{line}: its answer's {name!r} cannot be read")
-        atomic_write_bytes(target, blob.stdout)
+        try:  # a name too long here, or a file where the answer puts a directory
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(target, blob.stdout)
+        except OSError as error:
+            raise JobRefused(f"{line}: its answer's {name!r} cannot be written: {error}") from None
 
 
 def _entries(

@@ -166,6 +166,15 @@ def test_an_answer_whose_iteration_files_hold_a_symlink_is_refused(
         take(Repo(project.root), url, request, attrs.evolve(honest, commit=forged), print_events)
     assert not (project.iter_dir(request.iteration) / "evil").exists()
 
+    # A name no file system here takes: refused, not an OSError the loop dies of.
+    blob = git("hash-object", "-w", "--stdin", stdin="x")
+    tree = git("mktree", stdin=f"100644 blob {blob}\t{'n' * 300}\n")
+    forged = git("commit-tree", tree, "-p", files, "-m", "forged")
+    git("update-ref", "-d", result_ref(request.run_id, request.iteration, honest.attempt))
+    git("update-ref", result_ref(request.run_id, request.iteration, honest.attempt), forged)
+    with pytest.raises(JobRefused, match="cannot be written"):
+        take(Repo(project.root), url, request, attrs.evolve(honest, commit=forged), print_events)
+
 
 def test_a_worker_given_another_repository_refuses_the_job(
     remote_run: tuple[Project, InProcess], tmp_path: Path
