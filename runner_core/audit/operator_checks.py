@@ -96,7 +96,7 @@ def operator_problems(prev: Node, after: Node, action: OperatorTrailers) -> tupl
 def _toml(data: bytes | None) -> Mapping[str, Any] | None:
     try:
         return tomllib.loads((data or b"").decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
         return None
 
 

@@ -176,6 +176,8 @@ def load_config(paths: Places) -> Config:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise UserFacingError(f"{name} is not valid TOML: {error}") from None
+    except RecursionError:
+        raise UserFacingError(f"{name} is not valid TOML: it nests too deep to read") from None
     try:
         return parse_config(data)
     except ConfigError as error:
@@ -191,6 +193,10 @@ def load_run_state(paths: Places) -> RunState:
         data = json.loads(text)
     except ValueError as error:
         raise UserFacingError(f"{name} is not valid JSON: {error}") from None
+    except RecursionError:
+        from runner_core.tree.serialization import TOO_DEEP
+
+        raise UserFacingError(f"{name} is not valid JSON: {TOO_DEEP}") from None
     try:
         return run_state_from_json(data)
     except RunStateError as error:

@@ -322,7 +322,7 @@ def run_files(paths: RunnerPaths, repo: Repo, run: str | None) -> tuple[RunState
         raise UserFacingError(f"run '{run_id}': branch {branch} holds no {state_name}")
     try:
         return run_state_from_json(json.loads(state_bytes)), _parsed(tree_bytes)
-    except (ValueError, RunStateError, TreeValidationError) as error:
+    except (ValueError, RunStateError, TreeValidationError, RecursionError) as error:
         raise UserFacingError(f"run '{run_id}': {branch}'s state is damaged: {error}") from None
 
 
@@ -336,7 +336,7 @@ def _committed_run_files(
         return state, tree
     try:
         return run_state_from_json(json.loads(state_bytes)), _parsed(tree_bytes)
-    except (ValueError, RunStateError, TreeValidationError):
+    except (ValueError, RunStateError, TreeValidationError, RecursionError):
         return state, tree
 
 

@@ -5,6 +5,7 @@ node commands `add` and `edit`; a hand edit of config.toml is still a finding.""
 from __future__ import annotations
 
 import attrs
+import pytest
 
 from runner_core import dumps_tree
 from runner_core.audit.audit import audit_run
@@ -49,6 +50,16 @@ def test_a_config_commit_changing_another_key_too_is_a_finding() -> None:
     assert finding.what == (
         "config commit for max_iterations changed more than max_iterations "
         "(a hand edit of .runner/state/config.toml)"
+    )
+
+
+@pytest.mark.parametrize("config", [b"max_iterations = ", b"x = " + b"[" * 5_000 + b"]" * 5_000])
+def test_a_config_commit_leaving_a_config_that_does_not_read_is_a_finding(config: bytes) -> None:
+    change = commit("c", CONFIG_MESSAGE, touched=(CONFIG_PATH,), config=config)
+    (finding,) = audit_run("run-1", START_COMMIT, (change,)).findings
+    assert (
+        finding.what
+        == "config commit for max_iterations: .runner/state/config.toml is not valid TOML"
     )
 
 
