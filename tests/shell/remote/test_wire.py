@@ -3,6 +3,7 @@ but runner_core's own classes built from a document."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -99,6 +100,33 @@ def test_whatever_a_document_holds_it_fails_as_a_wire_error(document: str) -> No
         return
     with pytest.raises(WireError):
         wire.decode(parsed)
+
+
+TAGS = ["$attrs", "$enum", "$float", "$bytes", "$tuple", "$pvector", "$pmap", "$dict", "$pset"]
+CLASS_NAMES = [
+    "runner_core.changes.import_rules:Change",
+    "runner_core.changes.import_rules:ImportDecision",
+    "runner_core.tree.model:GuardOutcome",
+    "runner_core.tree.model:Node",
+    "runner_core.iteration.machine:IterationMachine",
+    "runner_core.run.sandbox_config:LimitHit",
+]
+SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4)
+DOCUMENTS = st.recursive(
+    SCALARS | st.sampled_from(CLASS_NAMES),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from([*TAGS, "f", "v", "path", "x"]), inner, max_size=3)
+    ),
+    max_leaves=16,
+)
+
+
+@given(DOCUMENTS)
+def test_any_json_document_decodes_or_is_a_wire_error(document: object) -> None:
+    # Whatever a worker sends, it is a value or a WireError: never another exception.
+    with contextlib.suppress(WireError):
+        wire.decode(document)
 
 
 def test_a_kind_the_wire_does_not_carry_is_a_type_error() -> None:
