@@ -79,7 +79,7 @@ def load_case(path: Path) -> Case:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise UserFacingError(f"eval: {name}: cannot be read: {error.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as error:
         raise UserFacingError(f"eval: {name}: is not TOML: {error}") from None
     checks = data.get("checks")
     for index, check in enumerate(checks if isinstance(checks, list) else []):

@@ -44,7 +44,7 @@ def _lab_config(inputs: Path, backend: str) -> dict[str, Any]:
     path = inputs / "lab.toml"
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as error:
         raise UserFacingError(f"eval: {path}: is not TOML: {error}") from None
     text = json.dumps(data.get("config", {})).replace("{inputs_dir}", str(inputs.resolve()))
     config: dict[str, Any] = json.loads(text)

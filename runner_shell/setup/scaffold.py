@@ -110,7 +110,7 @@ def recognised_project(root: Path) -> ProjectKind | None:
         files = frozenset(e.name for e in entries if e.is_file(follow_symlinks=False))
     scripts: frozenset[str] = frozenset()
     if "package.json" in files:
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, RecursionError):
             found = json.loads(read_bytes_capped(root / "package.json", _PACKAGE_JSON_MAX_BYTES))
             listed = found.get("scripts") if isinstance(found, dict) else None
             scripts = frozenset(listed) if isinstance(listed, dict) else frozenset()

@@ -95,3 +95,10 @@ def test_a_prompt_variant_must_hold_only_templates_that_compile(tmp_path: Path) 
     assert [job.variant.name for job in jobs] == ["codex+terse"]
     with pytest.raises(UserFacingError, match=r"^eval: --prompts .*nowhere: is not a directory"):
         plan_jobs([case], ["codex"], [tmp_path / "nowhere"], 1)
+
+
+@pytest.mark.parametrize("text", ["[case", "x = " + "[" * 5_000 + "]" * 5_000])
+def test_a_case_that_is_not_toml_is_named(tmp_path: Path, text: str) -> None:
+    path = write_case(tmp_path, text=text.replace("{", "{{").replace("}", "}}"))
+    with pytest.raises(UserFacingError, match=r"^eval: .*calc\.toml: is not TOML: "):
+        load_case(path)

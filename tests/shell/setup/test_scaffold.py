@@ -49,6 +49,7 @@ def test_init_force_keeps_the_users_goal(tmp_path: Path) -> None:
         ({"package.json": '{"scripts": {"test": "node --test"}}'}, "Node", ("npm", "test")),
         ({"package.json": '{"scripts": {}}'}, "Node", None),
         ({"package.json": "not json"}, "Node", None),
+        ({"package.json": "[" * 5_000 + "]" * 5_000}, "Node", None),  # deeper than json reads
         ({"Cargo.toml": ""}, "Rust", ("cargo", "test")),
         ({"README.md": ""}, None, None),
     ],
