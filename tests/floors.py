@@ -18,7 +18,7 @@ Floors = tuple[tuple[str, ...], ...]
 FLOORS: Mapping[str, Floors] = MappingProxyType(
     {
         "runner_core": (
-            ("json_form", "tree", "validation", "guard", "eval"),
+            ("json_text", "json_form", "tree", "validation", "guard", "eval"),
             ("backends", "history", "run", "changes", "prompt"),
             ("loop", "iteration"),
             ("views", "parallel"),

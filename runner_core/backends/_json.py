@@ -6,13 +6,14 @@ Never raises on an agent's bytes and never reads a file.
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from runner_core.json_text import json_value
 
 
 def parse_json(text: str | bytes) -> Any:
     """The JSON value `text` holds; None when it holds none."""
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
+        return json_value(text)
+    except ValueError:
         return None

@@ -7,13 +7,13 @@ in their text) and never decides whether the process failed.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
 from runner_core.backends._json import parse_json
 from runner_core.backends.limits import LimitKind, LimitSignal, iso_utc
 from runner_core.backends.usage import Usage, cost_usd, token_count
+from runner_core.json_text import json_value
 
 
 def usage_file_usage(text: str) -> Usage:
@@ -41,8 +41,8 @@ WAIT_FILE_SHAPE = 'write {"retry_after_secs": <seconds>} or {"retry_at": "<ISO-8
 def wait_file_limit(text: str) -> LimitSignal:
     """The wait a `command` agent asked for in its `RUNNER_WAIT_PATH` file."""
     try:
-        body = json.loads(text)
-    except (ValueError, RecursionError):  # nested past the decoder's depth: not JSON either
+        body = json_value(text)
+    except ValueError:
         raise WaitFileError(f"not JSON; {WAIT_FILE_SHAPE}") from None
     if not isinstance(body, dict) or len(body) != 1:
         raise WaitFileError(f"must be an object with one key; {WAIT_FILE_SHAPE}")

@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 
 from runner_core.backends.registry import BACKENDS
+from runner_core.json_text import json_value
 
 # What the iteration directory's refusal log is called; one JSON object a line.
 NETWORK_LOG = "network.log"
@@ -177,8 +178,8 @@ def refusals(text: str) -> tuple[Refusal, ...]:
     found = []
     for line in text.splitlines():
         try:
-            value = json.loads(line)
-        except (ValueError, RecursionError):
+            value = json_value(line)
+        except ValueError:
             continue
         if isinstance(value, Mapping) and _is_refusal(value):
             found.append(Refusal(value["at"], value["host"], value["port"], value["reason"]))

@@ -26,6 +26,7 @@ from runner_core.guard.ratchet import (
     with_targets,
 )
 from runner_core.guard.report import TestOutcome, TestReport, report_from_json
+from runner_core.json_text import json_value
 from runner_core.run.config import RATCHET, Config
 from runner_core.tree.model import AgentRole, GuardOutcome
 
@@ -264,9 +265,9 @@ def read_outcome_document(text: str) -> dict[str, object] | None:
     """tests.json read back, None when it is not of `outcome_document`'s shape (it lives in
     the repository: anyone may have edited it)."""
     try:
-        document = json.loads(text)
+        document = json_value(text)
         report_from_json(text)
-    except (ValueError, RecursionError):
+    except ValueError:
         return None
     if not isinstance(document, dict) or set(document) - set(_COUNTS) != {
         "tests",

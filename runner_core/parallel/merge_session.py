@@ -17,7 +17,6 @@ shell hands in; never runs the agent, reads a file or runs git.
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
@@ -31,6 +30,7 @@ from runner_core.changes.import_rules import (
 )
 from runner_core.history.records import TokenUsage
 from runner_core.iteration.machine import IterationMachine
+from runner_core.json_text import json_value
 from runner_core.tree.model import Node
 from runner_core.validation.documents import document_problem
 
@@ -95,8 +95,8 @@ def read_answer(text: str | None) -> MergerAnswer | str:
     if text is None:
         return "the merge session wrote no output"
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):  # nested past the decoder's depth: not JSON either
+        data = json_value(text)
+    except ValueError:
         return "the merge session's output is not JSON"
     problem = document_problem(MERGER_OUTPUT_SCHEMA_FILE, data)
     if problem is not None:

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 from pyrsistent import PMap, pmap
 
+from runner_core.json_text import json_value
 from runner_core.run.chain import is_chain_value
 from runner_core.run.identity import run_id_problem
 from runner_core.tree.model import AgentStatus, GuardOutcome
@@ -46,6 +47,12 @@ class RunState:
 
 class RunStateError(ValueError):
     """run_state.json data that is not a run state; names the field."""
+
+
+def run_state_from_text(text: str | bytes) -> RunState:
+    """run_state.json's `text` as a run state; a ValueError (RunStateError, or the JSON
+    reader's) for text that is not one."""
+    return run_state_from_json(json_value(text))
 
 
 def run_state_from_json(obj: Any) -> RunState:

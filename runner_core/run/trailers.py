@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from pyrsistent import PMap, pmap
 
+from runner_core.json_text import json_value
 from runner_core.run.identity import run_id_problem
 
 # The execution records' rules are imported where a record is written or read: telling a
@@ -223,8 +224,8 @@ def _cost(trailers: Mapping[str, str]) -> float:
 
 def _error_message(trailers: Mapping[str, str]) -> str:
     try:
-        value = json.loads(trailers[ERROR_MESSAGE])
-    except (ValueError, RecursionError):
+        value = json_value(trailers[ERROR_MESSAGE])
+    except ValueError:
         value = None
     if not isinstance(value, str):
         raise DamagedTrailer(ERROR_MESSAGE, "must be a JSON string")

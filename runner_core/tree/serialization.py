@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from runner_core.json_text import TOO_DEEP, TooDeep, json_value
 from runner_core.tree import _node_validator as _tree_node
 from runner_core.tree.bounds import TREE_MAX_BYTES as TREE_MAX_BYTES
 from runner_core.tree.model import (
@@ -59,7 +60,6 @@ class TreeValidationError(ValueError):
 
 # ---------------------------------------------------------------- reading text
 
-TOO_DEEP = "it nests deeper than the JSON reader can follow"
 _TREE_TOO_DEEP = f"{TOO_DEEP} (a tree is at most {MAX_DEPTH} levels deep)"
 _SHOWN_KEY_LENGTH = 100
 
@@ -83,8 +83,8 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def loads_json(text: str) -> Any:
     """`json.loads`, refusing duplicate keys and deep nesting with a `RefusedJson` line."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
-    except RecursionError:
+        return json_value(text, object_pairs_hook=_unique_keys)
+    except TooDeep:
         raise RefusedJson(TOO_DEEP) from None
 
 

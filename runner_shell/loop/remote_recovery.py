@@ -12,14 +12,13 @@ the job's workflow is cancelled, so that its worker stops running it for no one.
 from __future__ import annotations
 
 import functools
-import json
 import threading
 from collections.abc import Callable
 
 import attrs
 
 from runner_core.iteration.facts import IterationFacts
-from runner_core.run.state import run_state_from_json
+from runner_core.run.state import run_state_from_text
 from runner_shell.errors import UserFacingError
 from runner_shell.git.repo import GitError, Repo
 from runner_shell.loop.night_loop import LoopRun
@@ -155,7 +154,7 @@ def _merged_before(repo: Repo, paths: RunnerPaths, facts: IterationFacts) -> int
     assert facts.head is not None
     found = repo.file_at(facts.head.sha, paths.relative(paths.run_state))
     try:
-        return int(run_state_from_json(json.loads(found or b"")).next_iter) - 1
+        return int(run_state_from_text(found or b"").next_iter) - 1
     except ValueError:
         return facts.plan.iteration - 1
 

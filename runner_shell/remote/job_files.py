@@ -19,6 +19,7 @@ from contextvars import ContextVar
 
 import attrs
 
+from runner_core.json_text import json_value
 from runner_shell.remote.errors import JobRefused
 
 REQUEST_KIND = "runner-job"
@@ -128,8 +129,8 @@ def _canonical(document: Mapping[str, object]) -> str:
 
 def _document(text: str, kind: str) -> dict[str, object]:
     try:
-        found = json.loads(text)
-    except (ValueError, RecursionError):  # nested deeper than the parser goes: not one either
+        found = json_value(text)
+    except ValueError:
         raise JobRefused(f"a {kind} document that is not JSON") from None
     if not isinstance(found, dict) or found.get("kind") != kind:
         raise JobRefused(f"not a {kind} document")
@@ -210,8 +211,8 @@ def job_timing(request_json: str) -> tuple[float, float]:
     """A request's `deadline_secs` and `heartbeat_secs`, each its default when absent or not a
     positive finite number (the request is otherwise opaque here)."""
     try:
-        request = json.loads(request_json)
-    except (ValueError, RecursionError):
+        request = json_value(request_json)
+    except ValueError:
         request = None
     fields = request if isinstance(request, dict) else {}
     return (

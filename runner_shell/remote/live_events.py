@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import attrs
 
+from runner_core.json_text import json_value
+
 # How many of a job's latest events each heartbeat carries.
 WINDOW_EVENTS = 50
 
@@ -53,8 +55,8 @@ def read_window(details: str | None) -> Window | None:
     if details is None:
         return None
     try:
-        document = json.loads(details)
-    except (ValueError, RecursionError):
+        document = json_value(details)
+    except ValueError:
         return None
     if not isinstance(document, dict):
         return None

@@ -21,6 +21,8 @@ from typing import Any
 import attrs
 from pyrsistent import PMap, PSet, PVector, pmap, pset, pvector
 
+from runner_core.json_text import json_value
+
 _CORE = "runner_core."
 # The names a document may give a class by: a module of runner_core (never its test helpers)
 # and a class's qualified name in it. Nothing else is imported.
@@ -85,8 +87,8 @@ def dumps(value: object) -> str:
 def loads(text: str, expected: type[Any]) -> Any:
     """The value `text` encodes, which must be an `expected`; WireError otherwise."""
     try:
-        value = decode(json.loads(text))
-    except (ValueError, RecursionError) as error:  # a WireError is a ValueError
+        value = decode(json_value(text))
+    except ValueError as error:  # a WireError is one
         raise WireError(f"not an encoded {expected.__name__}: {error}") from None
     if not isinstance(value, expected):
         raise WireError(f"not an encoded {expected.__name__}: a {type(value).__name__}")

@@ -7,7 +7,6 @@ the id rules, the frontmatter rewrite and the default tree come from runner_core
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from runner_core.iteration.preconditions import (
     dirty_tree_problem,
     with_git_exclude_lines,
 )
+from runner_core.json_text import json_value
 from runner_core.run.chain import chain_seed
 from runner_core.run.config import render_config
 from runner_core.run.finish import start_message
@@ -110,8 +110,8 @@ def recognised_project(root: Path) -> ProjectKind | None:
         files = frozenset(e.name for e in entries if e.is_file(follow_symlinks=False))
     scripts: frozenset[str] = frozenset()
     if "package.json" in files:
-        with contextlib.suppress(OSError, ValueError, RecursionError):
-            found = json.loads(read_bytes_capped(root / "package.json", _PACKAGE_JSON_MAX_BYTES))
+        with contextlib.suppress(OSError, ValueError):
+            found = json_value(read_bytes_capped(root / "package.json", _PACKAGE_JSON_MAX_BYTES))
             listed = found.get("scripts") if isinstance(found, dict) else None
             scripts = frozenset(listed) if isinstance(listed, dict) else frozenset()
     return project_kind(files, scripts)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import json
 import os
 import sys
 import tomllib
@@ -39,7 +38,7 @@ from runner_core.iteration.recovery import (
 )
 from runner_core.run import trailers
 from runner_core.run.role_agents import role_config
-from runner_core.run.state import run_state_from_json
+from runner_core.run.state import run_state_from_text
 from runner_core.tree.model import nodes_by_id
 from runner_shell.errors import UserFacingError
 from runner_shell.git.file_commit import follow_commit
@@ -153,9 +152,9 @@ def _journal_from_last_commit(paths: RunnerPaths, repo: Repo) -> Journal | None:
         return None
     try:
         tree = parse_tree(committed[0])
-        state = run_state_from_json(json.loads(committed[1]))
+        state = run_state_from_text(committed[1])
         config = parse_config(tomllib.loads(config_text.decode("utf-8")))
-    except ValueError:  # every parse error here is one; the caller reports the damage instead
+    except (ValueError, RecursionError):  # the caller reports the damage instead
         return None
     plan = plan_step(tree, state, config.max_iterations)
     if plan.kind is not PlanKind.RUN or state.run_id is None:

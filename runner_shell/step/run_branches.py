@@ -8,13 +8,12 @@ activity and any journal naming it; runner_core.run.listing decides what that am
 from __future__ import annotations
 
 import datetime
-import json
 
 from runner_core import Node, parse_tree
 from runner_core.iteration.recovery import Journal
 from runner_core.run.identity import branch_for
 from runner_core.run.listing import RunFacts, RunRow, run_rows
-from runner_core.run.state import run_state_from_json
+from runner_core.run.state import run_state_from_text
 from runner_core.tree.serialization import TREE_MAX_BYTES, TreeValidationError
 from runner_shell.git.repo import Repo
 from runner_shell.step.lock_and_journal import read_journal, runner_alive
@@ -48,7 +47,7 @@ def _tree_at(repo: Repo, ref: str) -> Node | None:
 def _next_iter_at(repo: Repo, ref: str) -> int | None:
     data = repo.file_at(ref, RUN_STATE_PATH)
     try:
-        return None if data is None else run_state_from_json(json.loads(data)).next_iter
+        return None if data is None else run_state_from_text(data).next_iter
     except ValueError:  # RunStateError and JSON errors alike
         return None
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from runner_core.json_text import json_value
 from runner_core.tree.bounds import TREE_MAX_BYTES as CORE_TREE_MAX_BYTES
 from runner_shell.errors import UserFacingError
 from runner_shell.store.files import (
@@ -190,13 +191,9 @@ def load_run_state(paths: Places) -> RunState:
     name = paths.relative(paths.run_state)
     text = _read_text(paths, paths.run_state)
     try:
-        data = json.loads(text)
+        data = json_value(text)
     except ValueError as error:
         raise UserFacingError(f"{name} is not valid JSON: {error}") from None
-    except RecursionError:
-        from runner_core.tree.serialization import TOO_DEEP
-
-        raise UserFacingError(f"{name} is not valid JSON: {TOO_DEEP}") from None
     try:
         return run_state_from_json(data)
     except RunStateError as error:

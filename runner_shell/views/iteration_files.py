@@ -7,13 +7,13 @@ huge or hostile file costs no more than a small one.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from runner_core.backends.egress import NETWORK_LOG, Refusal, refusals
 from runner_core.history.records import DamagedRecord, record_from_meta
 from runner_core.iteration.guard_stage import read_outcome_document
+from runner_core.json_text import json_value
 from runner_core.views.show import FileFacts, IterationFiles, iterations_text
 from runner_shell.errors import UserFacingError
 from runner_shell.store.files import FileTooLarge, open_regular, read_bytes_capped
@@ -50,12 +50,12 @@ def log_head(path: Path, size: int) -> tuple[tuple[str, ...], bool]:
 def _small_json(path: Path) -> tuple[Any, str | None]:
     """A small JSON file's value, or why it cannot be had."""
     try:
-        return json.loads(read_bytes_capped(path, SMALL_JSON_MAX_BYTES)), None
+        return json_value(read_bytes_capped(path, SMALL_JSON_MAX_BYTES)), None
     except FileNotFoundError:
         return None, "missing"
     except FileTooLarge as error:
         return None, f"{error.size} bytes; at most {error.limit} are read"
-    except (OSError, ValueError, RecursionError) as error:
+    except (OSError, ValueError) as error:
         return None, f"unreadable: {error}"
 
 

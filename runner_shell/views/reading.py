@@ -18,7 +18,7 @@ import attrs
 from runner_core import ExecutionHistory, Node
 from runner_core.iteration.recovery import Journal, JournalPhase
 from runner_core.run.identity import branch_for, run_id_problem
-from runner_core.run.state import RunState, RunStateError, run_state_from_json
+from runner_core.run.state import RunState, RunStateError, run_state_from_text
 from runner_core.tree.model import nodes_by_id
 from runner_core.tree.serialization import TreeValidationError
 from runner_core.views.history import HistoryDocument, history_actions, history_records
@@ -321,8 +321,8 @@ def run_files(paths: RunnerPaths, repo: Repo, run: str | None) -> tuple[RunState
     if state_bytes is None or tree_bytes is None:
         raise UserFacingError(f"run '{run_id}': branch {branch} holds no {state_name}")
     try:
-        return run_state_from_json(json.loads(state_bytes)), _parsed(tree_bytes)
-    except (ValueError, RunStateError, TreeValidationError, RecursionError) as error:
+        return run_state_from_text(state_bytes), _parsed(tree_bytes)
+    except (ValueError, RunStateError, TreeValidationError) as error:
         raise UserFacingError(f"run '{run_id}': {branch}'s state is damaged: {error}") from None
 
 
@@ -335,8 +335,8 @@ def _committed_run_files(
     if state_bytes is None or tree_bytes is None:
         return state, tree
     try:
-        return run_state_from_json(json.loads(state_bytes)), _parsed(tree_bytes)
-    except (ValueError, RunStateError, TreeValidationError, RecursionError):
+        return run_state_from_text(state_bytes), _parsed(tree_bytes)
+    except (ValueError, RunStateError, TreeValidationError):
         return state, tree
 
 
