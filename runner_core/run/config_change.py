@@ -59,6 +59,10 @@ def typed_value(key: str, text: str) -> Any:
         value = tomllib.loads(f"value = {text}")["value"]
     except tomllib.TOMLDecodeError:
         value = text
+    except RecursionError:
+        raise ConfigError(
+            key, "the value nests deeper than TOML is read; give a flatter one"
+        ) from None
     if key in ARGV_KEYS and not isinstance(value, list):
         # `true`, `5`: a command's words, never a TOML boolean or number (`guard.command true`).
         return list(command_words(key, (value if isinstance(value, str) else text,)))

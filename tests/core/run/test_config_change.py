@@ -47,6 +47,11 @@ def test_set_validates_the_whole_config_with_the_config_parser() -> None:
         with_setting({}, "agent.backend", "command")
 
 
+def test_a_value_nested_past_the_toml_readers_depth_is_refused_naming_its_key() -> None:
+    with pytest.raises(ConfigError, match=r"^guard.command: the value nests deeper than TOML"):
+        typed_value("guard.command", "[" * 3_000 + "]" * 3_000)
+
+
 def test_an_unknown_key_is_refused_naming_it() -> None:
     with pytest.raises(ConfigError, match=r"^budget.max_dollars: unknown key"):
         typed_value("budget.max_dollars", "3")
