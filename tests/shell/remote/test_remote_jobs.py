@@ -9,6 +9,7 @@ exactly as a job run in a local slot, and that an answer not the job's is never 
 from __future__ import annotations
 
 import contextvars
+import functools
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +40,21 @@ SCRIPT = {
     ("root.2", 1): {"files": {"b.txt": "B\n"}, "output": DONE},
     ("root.3", 1): {"files": {"c.txt": "C\n"}, "output": DONE},
 }
+
+
+def first_job(executor: InProcess) -> tuple[JobRequest, JobResult]:
+    """The first job's request and the answer its worker gave."""
+    name, answer = sorted(executor.answered.items())[0]
+    return JobRequest.from_json(executor.asked[name]), JobResult.from_json(answer)
+
+
+def shared_git(url: str, *args: str, stdin: str | bytes | None = None) -> str:
+    """git run in the shared repository `url`, as a forger would: its output, stripped."""
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    done = subprocess.run(
+        ["git", "-C", url, *IDENTITY, *args], input=data, capture_output=True, check=True
+    )
+    return done.stdout.decode().strip()
 
 
 @pytest.fixture
@@ -127,9 +143,8 @@ def test_an_answer_whose_machine_is_not_one_is_refused_naming_its_job(
     # A worker, or anyone on the shared server, answering with a document the wire does not
     # decode: the job is refused (another worker may take it), the loop goes on.
     project, executor = remote_run
-    name, answer = sorted(executor.answered.items())[0]
-    request = JobRequest.from_json(executor.asked[name])
-    forged = attrs.evolve(JobResult.from_json(answer), machine=machine)
+    request, honest = first_job(executor)
+    forged = attrs.evolve(honest, machine=machine)
 
     with pytest.raises(JobRefused, match=f"job {request.iteration}: the answer of worker"):
         take(Repo(project.root), str(tmp_path / "shared.git"), request, forged, print_events)
@@ -142,19 +157,8 @@ def test_an_answer_whose_iteration_files_hold_a_symlink_is_refused(
     the loop writes none of them and refuses the answer."""
     project, executor = remote_run
     url = str(tmp_path / "shared.git")
-    name, answer = sorted(executor.answered.items())[0]
-    request = JobRequest.from_json(executor.asked[name])
-    honest = JobResult.from_json(answer)
-
-    def git(*args: str, stdin: str | None = None) -> str:
-        done = subprocess.run(
-            ["git", "-C", url, *IDENTITY, *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return done.stdout.strip()
+    request, honest = first_job(executor)
+    git = functools.partial(shared_git, url)
 
     files = git("rev-parse", f"{honest.commit}^")
     link = git("hash-object", "-w", "--stdin", stdin="/etc/passwd")
@@ -201,15 +205,8 @@ def test_an_answer_without_readable_events_is_refused(
 ) -> None:
     project, executor = remote_run
     url = str(tmp_path / "shared.git")
-    name, answer = sorted(executor.answered.items())[0]
-    request = JobRequest.from_json(executor.asked[name])
-    honest = JobResult.from_json(answer)
-
-    def git(*args: str, stdin: bytes | None = None) -> str:
-        done = subprocess.run(
-            ["git", "-C", url, *IDENTITY, *args], input=stdin, capture_output=True, check=True
-        )
-        return done.stdout.decode().strip()
+    request, honest = first_job(executor)
+    git = functools.partial(shared_git, url)
 
     listed = [
         line
