@@ -350,16 +350,16 @@ def take(
     refused = refused_import(repo, request.base, files, held, own)
     if refused is not None:
         raise JobRefused(f"{line}: the answer of worker {worker} is refused: {refused}")
-    iter_dir = _iter_dir(repo, request)
-    _write_files(repo, result.commit, iter_dir, line)
-    events_file = iter_dir / EVENTS_FILE
+    named = _answer_files(repo, result.commit, line)
+    found = _blob(repo, named.pop(EVENTS_FILE, None))  # before any file is written
     try:
-        text = events_file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        said = "not UTF-8" if isinstance(error, UnicodeDecodeError) else error.strerror
-        raise JobRefused(f"{line}: the answer of worker {worker} has no events: {said}") from None
+        text = None if found is None else found.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None:
+        raise JobRefused(f"{line}: the answer of worker {worker} has no readable events")
     events = _answered(line, worker, text, tuple)
-    events_file.unlink()
+    _write_files(repo, named, _iter_dir(repo, request), line)
     emit.emit([event for event in events[shown:] if isinstance(event, Event)])
     # The job's facts are this loop's own, not what the worker says they were: the config its
     # merge, second guard run and commit go by is the coordinator's.
@@ -426,23 +426,37 @@ def _iter_dir(repo: Repo, request: JobRequest) -> Path:
     return RunnerPaths(repo.root).iter_dir(request.run_id, request.iteration)
 
 
-def _write_files(repo: Repo, commit: str, iter_dir: Path, line: str) -> None:
-    """The iteration's files from the answer's commit, each a plain file under a plain name."""
-    listed = _git(repo, "ls-tree", "-r", "-z", "--full-tree", commit).split("\0")
-    for item in filter(None, listed):
+def _answer_files(repo: Repo, commit: str, line: str) -> dict[str, str]:
+    """The iteration's files in the answer's commit, by name, each a plain file (its blob's id)
+    under a plain name; JobRefused for any other entry, before anything is read."""
+    files: dict[str, str] = {}
+    for item in filter(None, _git(repo, "ls-tree", "-r", "-z", "--full-tree", commit).split("\0")):
         meta, _, name = item.partition("\t")
         mode, kind, oid = meta.split(" ")
         parts = PurePosixPath(name).parts
         plain = all(part not in ("", ".", "..") for part in parts) and not name.startswith("/")
         if mode != "100644" or kind != "blob" or not plain:
             raise JobRefused(f"{line}: its answer holds {name!r}, not a plain file")
-        target = iter_dir.joinpath(*parts)
-        blob = run_git(("cat-file", "blob", oid), repo.root, filters=repo.filters())
-        if blob.returncode != 0:
+        files[name] = oid
+    return files
+
+
+def _blob(repo: Repo, oid: str | None) -> bytes | None:
+    if oid is None:
+        return None
+    blob = run_git(("cat-file", "blob", oid), repo.root, filters=repo.filters())
+    return blob.stdout if blob.returncode == 0 else None
+
+
+def _write_files(repo: Repo, files: dict[str, str], iter_dir: Path, line: str) -> None:
+    for name, oid in files.items():
+        target = iter_dir.joinpath(*PurePosixPath(name).parts)
+        data = _blob(repo, oid)
+        if data is None:
             raise JobRefused(f"{line}: its answer's {name!r} cannot be read")
         try:  # a name too long here, or a file where the answer puts a directory
             target.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(target, blob.stdout)
+            atomic_write_bytes(target, data)
         except OSError as error:
             raise JobRefused(f"{line}: its answer's {name!r} cannot be written: {error}") from None
 

@@ -48,6 +48,11 @@ def first_job(executor: InProcess) -> tuple[JobRequest, JobResult]:
     return JobRequest.from_json(executor.asked[name]), JobResult.from_json(answer)
 
 
+def written(directory: Path) -> set[tuple[str, int]]:
+    """Each file under `directory` and its inode: a file written again is another one."""
+    return {(str(path), path.stat().st_ino) for path in directory.rglob("*") if path.is_file()}
+
+
 def shared_git(url: str, *args: str, stdin: str | bytes | None = None) -> str:
     """git run in the shared repository `url`, as a forger would: its output, stripped."""
     data = stdin.encode() if isinstance(stdin, str) else stdin
@@ -166,13 +171,16 @@ def test_an_answer_whose_iteration_files_hold_a_symlink_is_refused(
     forged = git("commit-tree", tree, "-p", files, "-m", "forged")
     git("update-ref", result_ref(request.run_id, request.iteration, honest.attempt), forged)
 
+    before = written(project.iter_dir(request.iteration))
     with pytest.raises(JobRefused, match="not a plain file"):
         take(Repo(project.root), url, request, attrs.evolve(honest, commit=forged), print_events)
     assert not (project.iter_dir(request.iteration) / "evil").exists()
+    assert written(project.iter_dir(request.iteration)) == before
 
     # A name no file system here takes: refused, not an OSError the loop dies of.
     blob = git("hash-object", "-w", "--stdin", stdin="x")
-    tree = git("mktree", stdin=f"100644 blob {blob}\t{'n' * 300}\n")
+    listed = git("ls-tree", honest.commit)  # its events and files, then one more
+    tree = git("mktree", stdin=f"{listed}\n100644 blob {blob}\t{'n' * 300}\n")
     forged = git("commit-tree", tree, "-p", files, "-m", "forged")
     git("update-ref", "-d", result_ref(request.run_id, request.iteration, honest.attempt))
     git("update-ref", result_ref(request.run_id, request.iteration, honest.attempt), forged)
@@ -220,8 +228,10 @@ def test_an_answer_without_readable_events_is_refused(
     forged = git("commit-tree", tree, "-p", f"{honest.commit}^", "-m", "forged")
     git("update-ref", result_ref(request.run_id, request.iteration, honest.attempt), forged)
 
-    with pytest.raises(JobRefused, match=f"job {request.iteration}: .* has no events"):
+    before = written(project.iter_dir(request.iteration))
+    with pytest.raises(JobRefused, match=f"job {request.iteration}: .* has no readable events"):
         take(Repo(project.root), url, request, attrs.evolve(honest, commit=forged), print_events)
+    assert written(project.iter_dir(request.iteration)) == before  # none of its files
 
 
 def test_a_late_attempt_answers_on_its_own_ref_and_never_replaces_the_taken_one(
