@@ -133,26 +133,25 @@ def test_an_answer_for_another_job_is_refused(
         take(Repo(project.root), url, request, forged, print_events)
 
 
-@pytest.mark.parametrize(
-    "machine",
-    [
-        '{"$attrs": "runner_core.nonexistent:X", "f": {}}',  # a module no runner has
-        '{"$tuple":' * 5_000 + "[]" + "}" * 5_000,  # nested past any depth
-        '{"$attrs": "runner_core.iteration.machine:IterationMachine", "f": {}}',
-        "not json",
-    ],
+FORGED_MACHINES = (
+    '{"$attrs": "runner_core.nonexistent:X", "f": {}}',  # a module no runner has
+    '{"$tuple":' * 5_000 + "[]" + "}" * 5_000,  # nested past any depth
+    '{"$attrs": "runner_core.iteration.machine:IterationMachine", "f": {}}',
+    "not json",
 )
+
+
 def test_an_answer_whose_machine_is_not_one_is_refused_naming_its_job(
-    remote_run: tuple[Project, InProcess], tmp_path: Path, machine: str
+    remote_run: tuple[Project, InProcess], tmp_path: Path
 ) -> None:
     # A worker, or anyone on the shared server, answering with a document the wire does not
     # decode: the job is refused (another worker may take it), the loop goes on.
     project, executor = remote_run
     request, honest = first_job(executor)
-    forged = attrs.evolve(honest, machine=machine)
-
-    with pytest.raises(JobRefused, match=f"job {request.iteration}: the answer of worker"):
-        take(Repo(project.root), str(tmp_path / "shared.git"), request, forged, print_events)
+    for machine in FORGED_MACHINES:  # one run serves them all: each is refused alone
+        forged = attrs.evolve(honest, machine=machine)
+        with pytest.raises(JobRefused, match=f"job {request.iteration}: the answer of worker"):
+            take(Repo(project.root), str(tmp_path / "shared.git"), request, forged, print_events)
 
 
 def test_an_answer_whose_iteration_files_hold_a_symlink_is_refused(
@@ -207,31 +206,32 @@ class _Printed:
 print_events = _Printed()
 
 
-@pytest.mark.parametrize("events", [None, b"\xff\xfe not UTF-8"])
 def test_an_answer_without_readable_events_is_refused(
-    remote_run: tuple[Project, InProcess], tmp_path: Path, events: bytes | None
+    remote_run: tuple[Project, InProcess], tmp_path: Path
 ) -> None:
     project, executor = remote_run
     url = str(tmp_path / "shared.git")
     request, honest = first_job(executor)
     git = functools.partial(shared_git, url)
-
-    listed = [
+    kept = [
         line
         for line in git("ls-tree", honest.commit).splitlines()
         if not line.endswith("\tevents.wire.json")
     ]
-    if events is not None:
-        blob = git("hash-object", "-w", "--stdin", stdin=events)
-        listed.append(f"100644 blob {blob}\tevents.wire.json")
-    tree = git("mktree", stdin="".join(f"{line}\n" for line in listed).encode())
-    forged = git("commit-tree", tree, "-p", f"{honest.commit}^", "-m", "forged")
-    git("update-ref", result_ref(request.run_id, request.iteration, honest.attempt), forged)
+    for events in (None, b"\xff\xfe not UTF-8"):  # none at all, or not text
+        listed = list(kept)
+        if events is not None:
+            blob = git("hash-object", "-w", "--stdin", stdin=events)
+            listed.append(f"100644 blob {blob}\tevents.wire.json")
+        tree = git("mktree", stdin="".join(f"{line}\n" for line in listed).encode())
+        forged = git("commit-tree", tree, "-p", f"{honest.commit}^", "-m", "forged")
+        git("update-ref", result_ref(request.run_id, request.iteration, honest.attempt), forged)
 
-    before = written(project.iter_dir(request.iteration))
-    with pytest.raises(JobRefused, match=f"job {request.iteration}: .* has no readable events"):
-        take(Repo(project.root), url, request, attrs.evolve(honest, commit=forged), print_events)
-    assert written(project.iter_dir(request.iteration)) == before  # none of its files
+        before = written(project.iter_dir(request.iteration))
+        with pytest.raises(JobRefused, match=f"job {request.iteration}: .* no readable events"):
+            answer = attrs.evolve(honest, commit=forged)
+            take(Repo(project.root), url, request, answer, print_events)
+        assert written(project.iter_dir(request.iteration)) == before  # none of its files
 
 
 def test_a_late_attempt_answers_on_its_own_ref_and_never_replaces_the_taken_one(
