@@ -8,13 +8,13 @@ reads. Never decides which commits are an operator's: commit_facts.py does.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 from runner_core.audit.commit_facts import CONFIG_PATH
 from runner_core.audit.findings import Problem, change_text, finding_problems, named_problems
+from runner_core.json_text import toml_value
 from runner_core.run.config_change import only_key_changed
 from runner_core.run.trailers import OperatorTrailers
 from runner_core.tree.diff import ChangeKind, NodeChange, tree_diff
@@ -95,8 +95,8 @@ def operator_problems(prev: Node, after: Node, action: OperatorTrailers) -> tupl
 
 def _toml(data: bytes | None) -> Mapping[str, Any] | None:
     try:
-        return tomllib.loads((data or b"").decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        return toml_value((data or b"").decode("utf-8"))
+    except ValueError:  # not UTF-8, not TOML, or too deep
         return None
 
 

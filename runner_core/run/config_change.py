@@ -12,6 +12,7 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
+from runner_core.json_text import TooDeep, toml_value
 from runner_core.run.config import (
     HOOK_NAMES,
     Config,
@@ -56,13 +57,13 @@ def typed_value(key: str, text: str) -> Any:
     `"x"`), else the text itself as a string; a command key splits a plain string into words."""
     _known(key)
     try:
-        value = tomllib.loads(f"value = {text}")["value"]
-    except tomllib.TOMLDecodeError:
-        value = text
-    except RecursionError:
+        value = toml_value(f"value = {text}")["value"]
+    except TooDeep:
         raise ConfigError(
             key, "the value nests deeper than TOML is read; give a flatter one"
         ) from None
+    except tomllib.TOMLDecodeError:
+        value = text
     if key in ARGV_KEYS and not isinstance(value, list):
         # `true`, `5`: a command's words, never a TOML boolean or number (`guard.command true`).
         return list(command_words(key, (value if isinstance(value, str) else text,)))

@@ -7,12 +7,12 @@ is the case file's directory (where a scripted agent beside it lives).
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from runner_core.json_text import toml_value
 from runner_core.validation.schema import schema_text
 from runner_shell.errors import UserFacingError
 
@@ -76,10 +76,10 @@ def load_case(path: Path) -> Case:
 
     name = str(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = toml_value(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise UserFacingError(f"eval: {name}: cannot be read: {error.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as error:
+    except ValueError as error:  # not UTF-8, not TOML, or too deep
         raise UserFacingError(f"eval: {name}: is not TOML: {error}") from None
     checks = data.get("checks")
     for index, check in enumerate(checks if isinstance(checks, list) else []):

@@ -15,12 +15,12 @@ import hashlib
 import json
 import shutil
 import tempfile
-import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from runner_core.guard.patterns import matches_test_id, target_patterns
+from runner_core.json_text import toml_value
 from runner_core.run.config import ConfigError, parse_config, render_config
 from runner_core.run.exit_codes import ExitCode
 from runner_shell.errors import UserFacingError
@@ -43,8 +43,8 @@ def _digest(directory: Path) -> str:
 def _lab_config(inputs: Path, backend: str) -> dict[str, Any]:
     path = inputs / "lab.toml"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as error:
+        data = toml_value(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except ValueError as error:  # not UTF-8, not TOML, or too deep
         raise UserFacingError(f"eval: {path}: is not TOML: {error}") from None
     text = json.dumps(data.get("config", {})).replace("{inputs_dir}", str(inputs.resolve()))
     config: dict[str, Any] = json.loads(text)

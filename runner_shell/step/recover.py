@@ -12,7 +12,6 @@ import contextlib
 import datetime
 import os
 import sys
-import tomllib
 from pathlib import Path
 from typing import Protocol
 
@@ -36,6 +35,7 @@ from runner_core.iteration.recovery import (
     job_committed,
     recovery_kind,
 )
+from runner_core.json_text import toml_value
 from runner_core.run import trailers
 from runner_core.run.role_agents import role_config
 from runner_core.run.state import run_state_from_text
@@ -153,8 +153,8 @@ def _journal_from_last_commit(paths: RunnerPaths, repo: Repo) -> Journal | None:
     try:
         tree = parse_tree(committed[0])
         state = run_state_from_text(committed[1])
-        config = parse_config(tomllib.loads(config_text.decode("utf-8")))
-    except (ValueError, RecursionError):  # the caller reports the damage instead
+        config = parse_config(toml_value(config_text.decode("utf-8")))
+    except ValueError:  # the caller reports the damage instead
         return None
     plan = plan_step(tree, state, config.max_iterations)
     if plan.kind is not PlanKind.RUN or state.run_id is None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from runner_core.json_text import json_value
+from runner_core.json_text import json_value, toml_value
 from runner_core.tree.bounds import TREE_MAX_BYTES as CORE_TREE_MAX_BYTES
 from runner_shell.errors import UserFacingError
 from runner_shell.store.files import (
@@ -24,7 +24,7 @@ from runner_shell.store.files import (
 )
 from runner_shell.store.layout import Places
 
-# tomllib, hashlib and the wording of identity and missing-file problems are imported where
+# hashlib and the wording of identity and missing-file problems are imported where
 # used: `runner select` and the views read none of them, and each import is start-up they pay.
 # The tree's model and parser too: `runner select` and `validate` ask runner_core.tree.plain,
 # which builds no `Node` (and imports no attrs), unless it cannot answer.
@@ -167,18 +167,14 @@ def write_tree(paths: Places, tree: Node) -> None:
 
 
 def load_config(paths: Places) -> Config:
-    import tomllib
-
     from runner_core.run.config import ConfigError, parse_config
 
     text = _read_text(paths, paths.config)
     name = paths.relative(paths.config)
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
+        data = toml_value(text)
+    except ValueError as error:  # tomllib's TOMLDecodeError, or TooDeep
         raise UserFacingError(f"{name} is not valid TOML: {error}") from None
-    except RecursionError:
-        raise UserFacingError(f"{name} is not valid TOML: it nests too deep to read") from None
     try:
         return parse_config(data)
     except ConfigError as error:
