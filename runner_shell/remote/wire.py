@@ -28,7 +28,7 @@ _CORE = "runner_core."
 # and a class's qualified name in it. Nothing else is imported.
 _MODULE = re.compile(r"runner_core(\.[a-z][a-z0-9_]*)+")
 _QUALNAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*")
-_NOT_VALUES = "runner_core.testing."
+_TEST_HELPERS = "runner_core.testing."
 
 
 class WireError(ValueError):
@@ -149,7 +149,7 @@ def _core_class(name: object) -> type:
     if (
         not _MODULE.fullmatch(module_name)
         or not _QUALNAME.fullmatch(qualname)
-        or f"{module_name}.".startswith(_NOT_VALUES)
+        or f"{module_name}.".startswith(_TEST_HELPERS)
     ):
         raise WireError(f"not a runner_core class: {name!r}")
     try:

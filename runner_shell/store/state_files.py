@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from runner_core.json_text import json_value, toml_value
+from runner_core.json_text import toml_value
 from runner_core.tree.bounds import TREE_MAX_BYTES as CORE_TREE_MAX_BYTES
 from runner_shell.errors import UserFacingError
 from runner_shell.store.files import (
@@ -182,18 +182,15 @@ def load_config(paths: Places) -> Config:
 
 
 def load_run_state(paths: Places) -> RunState:
-    from runner_core.run.state import RunStateError, run_state_from_json
+    from runner_core.run.state import RunStateError, run_state_from_text
 
     name = paths.relative(paths.run_state)
-    text = _read_text(paths, paths.run_state)
     try:
-        data = json_value(text)
-    except ValueError as error:
-        raise UserFacingError(f"{name} is not valid JSON: {error}") from None
-    try:
-        return run_state_from_json(data)
+        return run_state_from_text(_read_text(paths, paths.run_state))
     except RunStateError as error:
         raise UserFacingError(f"{name}: {error}") from None
+    except ValueError as error:  # the JSON reader's
+        raise UserFacingError(f"{name} is not valid JSON: {error}") from None
 
 
 def write_run_state(paths: Places, state: RunState) -> None:
