@@ -2,7 +2,11 @@
 
 It remembers what must not change (the sentinel directory outside, the runner-owned files of
 the run as the campaign set them up, the commits and log archive so far) and checks each step
-against it; see tests/campaigns/test_hostile_campaign.py for the list.
+against it; see tests/campaigns/test_hostile_campaign.py for the list. The two checks that read
+the whole run (`git fsck`, `runner audit`) cost more with every iteration, so they run every few
+steps (`cumulative`): what they would find stays there to be found, since every step checks
+that the earlier commits and the log archive are kept, and a finding names the step whose
+commit it is.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ class Witness:
         self.before_campaign = set(project.git("rev-list", "HEAD").split())
         self.archive_ref = f"refs/runner/logs/{project.run_id}"
         self.archive: str | None = None
+        self.made_by: dict[str, str] = {}  # an iteration commit's 8 digits: the step's label
 
     def check(self, label: str) -> None:
         assert files_of(self.outside) == self.sentinel, f"{label}: the sentinel changed"
@@ -42,7 +47,11 @@ class Witness:
         self.commits_hold_only_imports(label)
         self.archive_only_grows(label)
         self.tree_holds_only_guard_passes(label)
-        self.audit_finds_nothing(label)
+
+    def cumulative(self) -> None:
+        """The checks over the whole run so far."""
+        self.fsck()
+        self.audit_finds_nothing()
 
     def nothing_escaped_into_the_run(self, label: str) -> None:
         for directory, dirnames, filenames in os.walk(self.project.root):
@@ -68,6 +77,7 @@ class Witness:
             subject = self.project.git("log", "-1", "--format=%s", commit)
             assert "\n" not in subject.strip(), (label, subject)
             if subject.startswith("chore(loop):"):
+                self.made_by[commit[:8]] = label
                 self.iteration_commit(label, commit)
         self.head = head
 
@@ -119,14 +129,14 @@ class Witness:
                 guarded.add(meta["node_id"])
         assert passed <= guarded, f"{label}: passes no guard gave: {sorted(passed - guarded)}"
 
-    def audit_finds_nothing(self, label: str) -> None:
+    def audit_finds_nothing(self) -> None:
         result = cli(self.project, "audit")
-        assert "Traceback" not in result.stderr, (label, result.stderr)
+        assert "Traceback" not in result.stderr, result.stderr
         setup = {commit[:8] for commit in self.before_campaign}
         for line in result.stdout.splitlines():
             if line.startswith("audit: finding "):
                 commit = line.split("commit=", 1)[1].split()[0]
-                assert commit in setup, f"{label}: {line}"
+                assert commit in setup, f"{self.made_by.get(commit, 'a step')}: {line}"
 
     def saw_no_runner(self, iter_dir: Path, label: str) -> None:
         seen = iter_dir / "seen"

@@ -12,10 +12,11 @@ no process the agent started is alive (each carries a marker in its argv; /proc 
 the agent never saw a runner process; every iteration commit changes only what the import
 rules take (no `.git` path, runner-owned files as the runner wrote them, the notes files only
 grown); the tree holds no pass the guard did not give; earlier commits and the log archive are
-still ancestors; `runner audit` finds nothing in the run's iterations; and the step ended on
-its own with no traceback, its failure (if any) one line: a runner error the loop waits out,
-or a refusal naming `runner recover`, which the campaign then runs. `git fsck` runs every 10
-steps and at the end.
+still ancestors; and the step ended on its own with no traceback, its failure (if any) one
+line: a runner error the loop waits out, or a refusal naming `runner recover`, which the
+campaign then runs. Every 10 steps and at the end, `git fsck` passes and `runner audit` finds
+nothing in the run's iterations (each reads the whole run, and a finding names the step that
+made its commit).
 
 CI runs until RUNNER_HOSTILE_ITERATIONS=60 iterations are committed (about three minutes on
 two busy cores; the first round, every variant once, fits in them and the test checks it);
@@ -200,11 +201,11 @@ def test_a_hostile_agent_campaign_from_the_sandbox(project: Project, tmp_path: P
                 assert bystander.poll() is None, "an unrelated process was signalled"
                 steps += 1
                 if steps % 10 == 0:
-                    witness.fsck()
+                    witness.cumulative()
     finally:
         bystander.kill()
         bystander.wait()
-    witness.fsck()
+    witness.cumulative()
     witness.all_logged()
     next_iter = project.run_state()["next_iter"]
     print(f"hostile campaign seed={SEED}: {next_iter - 1} iterations", json.dumps(campaign.counts))
