@@ -8,9 +8,7 @@ the run and the operator, which `runner audit` accepts. Decides nothing itself.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
-from typing import Any
 
 import attrs
 
@@ -29,7 +27,12 @@ from runner_shell.step.lock_and_journal import exclusive_lock
 from runner_shell.step.runner import load_for_step
 from runner_shell.store.files import atomic_write_text, read_bytes_capped
 from runner_shell.store.layout import RunnerPaths
-from runner_shell.store.state_files import SMALL_FILE_MAX_BYTES, read_bytes, read_optional_text
+from runner_shell.store.state_files import (
+    SMALL_FILE_MAX_BYTES,
+    load_config_table,
+    read_bytes,
+    read_optional_text,
+)
 
 # What `runner tell --file` and `runner answer --file` read at most: a note, never a dump.
 NOTE_MAX_BYTES = 1024 * 1024
@@ -52,9 +55,15 @@ def read_note(path: Path, command: str) -> str:
         raise UserFacingError(f"{command}: --file {path}: not UTF-8 ({error.reason})") from None
 
 
-def _config_data(paths: RunnerPaths) -> dict[str, Any]:
-    # load_for_step has read and validated the same file under the same lock.
-    return tomllib.loads(read_bytes(paths.config).decode("utf-8"))
+def _changed_config(paths: RunnerPaths, verb: str, key: str, value: str | None) -> Config:
+    """The config with `key` set to the typed `value` (None: unset), checked by the core."""
+    data = load_config_table(paths)
+    try:
+        if value is None:
+            return without_setting(data, key)[1]
+        return with_setting(data, key, typed_value(key, value))[1]
+    except ConfigError as error:
+        raise UserFacingError(f"config {verb}: {error}") from None
 
 
 def change_config(paths: RunnerPaths, repo: Repo, key: str, value: str | None) -> ConfigChanged:
@@ -64,14 +73,7 @@ def change_config(paths: RunnerPaths, repo: Repo, key: str, value: str | None) -
         return _change_draft_config(paths, verb, key, value)
     with exclusive_lock(repo):
         loaded = load_for_step(paths, repo)
-        data = _config_data(paths)
-        try:
-            if value is None:
-                _, config = without_setting(data, key)
-            else:
-                _, config = with_setting(data, key, typed_value(key, value))
-        except ConfigError as error:
-            raise UserFacingError(f"config {verb}: {error}") from None
+        config = _changed_config(paths, verb, key, value)
         text = render_config(config)
         if config == loaded.config and text.encode("utf-8") == read_bytes(paths.config):
             return ConfigChanged(loaded.run_id, config, changed=False)
@@ -91,14 +93,7 @@ def _change_draft_config(
     paths: RunnerPaths, verb: str, key: str, value: str | None
 ) -> ConfigChanged:
     """A draft's config changed in place (nothing to commit: `runner start` moves it)."""
-    data = _config_data(paths)
-    try:
-        if value is None:
-            _, config = without_setting(data, key)
-        else:
-            _, config = with_setting(data, key, typed_value(key, value))
-    except ConfigError as error:
-        raise UserFacingError(f"config {verb}: {error}") from None
+    config = _changed_config(paths, verb, key, value)
     text = render_config(config)
     if text.encode("utf-8") == read_bytes(paths.config):
         return ConfigChanged("draft", config, changed=False)

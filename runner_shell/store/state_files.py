@@ -169,16 +169,20 @@ def write_tree(paths: Places, tree: Node) -> None:
 def load_config(paths: Places) -> Config:
     from runner_core.run.config import ConfigError, parse_config
 
-    text = _read_text(paths, paths.config)
-    name = paths.relative(paths.config)
-    try:
-        data = toml_value(text)
-    except ValueError as error:  # tomllib's TOMLDecodeError, or TooDeep
-        raise UserFacingError(f"{name} is not valid TOML: {error}") from None
+    data = load_config_table(paths)
     try:
         return parse_config(data)
     except ConfigError as error:
-        raise UserFacingError(f"{name}: {error}") from None
+        raise UserFacingError(f"{paths.relative(paths.config)}: {error}") from None
+
+
+def load_config_table(paths: Places) -> dict[str, Any]:
+    """config.toml as the TOML table it holds, not yet checked against the config's rules."""
+    text, name = _read_text(paths, paths.config), paths.relative(paths.config)
+    try:
+        return toml_value(text)
+    except ValueError as error:  # tomllib's TOMLDecodeError, or TooDeep
+        raise UserFacingError(f"{name} is not valid TOML: {error}") from None
 
 
 def load_run_state(paths: Places) -> RunState:

@@ -81,6 +81,31 @@ def test_a_draft_config_is_changed_in_place_without_a_commit(tmp_path: Path) -> 
     assert subjects(tmp_path) == before
 
 
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (b"max_iterations = [", "is not valid TOML: Invalid value (at end of document)"),
+        (b"a = " + b"[" * 5000 + b"]" * 5000, "is not valid TOML: it nests too deep to read"),
+        (b"\xff\n", "is not UTF-8 (byte 0: invalid start byte)"),
+    ],
+)
+def test_a_draft_config_that_cannot_be_read_is_one_line_and_kept(
+    tmp_path: Path, text: bytes, says: str
+) -> None:
+    """A draft's config is the user's to edit before `runner start`, and is read unchecked."""
+    new_repo(tmp_path)
+    paths = RunnerPaths(tmp_path)
+    from runner_core import Config
+
+    init_runner(paths, force=False, config=Config())
+    paths.config.write_bytes(text)
+    for value in ("3", None):
+        with pytest.raises(UserFacingError) as refused:
+            change_config(paths, Repo(tmp_path), "max_iterations", value)
+        assert str(refused.value) == f".runner/state/config.toml {says}"
+        assert paths.config.read_bytes() == text
+
+
 def test_clearing_guidance_commits_its_removal_and_refuses_when_there_is_none(
     tmp_path: Path,
 ) -> None:
