@@ -4,6 +4,7 @@ and the timing summary it prints last."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -102,3 +103,22 @@ def test_the_timing_summary_gives_each_pass_and_the_ten_slowest(tmp_path: Path) 
     assert len(slowest) == 10
     assert slowest[0].split() == ["11.50", "s", "suite", "tests.t::test_11"]
     assert slowest[-1].split()[0] == "2.50"
+
+
+def test_where_no_process_writes_bytecode_the_suite_wrote_it_first() -> None:
+    """tests/conftest.py: under PYTHONDONTWRITEBYTECODE every `runner` process the suite starts
+    reads the bytecode of runner's modules instead of compiling them again."""
+    if not sys.dont_write_bytecode:
+        pytest.skip("PYTHONDONTWRITEBYTECODE is not set: each process writes what it compiles")
+    sources = [
+        path
+        for package in ("runner_core", "runner_shell")
+        for path in (ROOT / package).rglob("*.py")
+    ]
+    stale = [
+        path
+        for path in sources
+        if not Path(importlib.util.cache_from_source(str(path))).is_file()
+        or Path(importlib.util.cache_from_source(str(path))).stat().st_mtime < path.stat().st_mtime
+    ]
+    assert not stale, stale[:5]
