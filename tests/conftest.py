@@ -30,6 +30,8 @@ from tests.helpers.e2e import AGENT_SOURCE, GUARD_SOURCE, IDENTITY, Project, Pro
 
 TEMPLATE_GOAL = "# Goal\n\nDo what the fake agent's script says, until the guard passes.\n"
 ROOT = Path(__file__).resolve().parents[1]
+# The packages every `runner` process imports from this checkout.
+RUNNER_PACKAGES = ("runner_core", "runner_shell")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -38,7 +40,7 @@ def pytest_configure(config: pytest.Config) -> None:
     about 0.4 s of a 0.75 s step, two thirds more time for the end-to-end tests. The suite
     writes it first (compileall leaves what is up to date as it is)."""
     if sys.dont_write_bytecode:
-        for package in ("runner_core", "runner_shell"):
+        for package in RUNNER_PACKAGES:
             compileall.compile_dir(ROOT / package, quiet=1)
 
 

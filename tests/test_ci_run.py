@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import loop_test_id, sets_its_own_slots, starts_a_loop
+from tests.conftest import RUNNER_PACKAGES, loop_test_id, sets_its_own_slots, starts_a_loop
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -110,15 +110,11 @@ def test_where_no_process_writes_bytecode_the_suite_wrote_it_first() -> None:
     reads the bytecode of runner's modules instead of compiling them again."""
     if not sys.dont_write_bytecode:
         pytest.skip("PYTHONDONTWRITEBYTECODE is not set: each process writes what it compiles")
-    sources = [
-        path
-        for package in ("runner_core", "runner_shell")
-        for path in (ROOT / package).rglob("*.py")
-    ]
+    sources = [path for package in RUNNER_PACKAGES for path in (ROOT / package).rglob("*.py")]
+    caches = {path: Path(importlib.util.cache_from_source(str(path))) for path in sources}
     stale = [
         path
-        for path in sources
-        if not Path(importlib.util.cache_from_source(str(path))).is_file()
-        or Path(importlib.util.cache_from_source(str(path))).stat().st_mtime < path.stat().st_mtime
+        for path, cache in caches.items()
+        if not cache.is_file() or cache.stat().st_mtime < path.stat().st_mtime
     ]
     assert not stale, stale[:5]
